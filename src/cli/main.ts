@@ -1,0 +1,53 @@
+#!/usr/bin/env node
+import { readFileSync } from 'node:fs';
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { JobError } from '../pipeline/job.js';
+import { describeCommand } from './commands/describe.js';
+import { exportCommand } from './commands/export.js';
+import { queryCommand } from './commands/query.js';
+import { runCommand } from './commands/run.js';
+import { simulateCommand } from './commands/simulate.js';
+import { CliError, EXIT } from './exit-codes.js';
+
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+
+export async function main(argv: string[]): Promise<void> {
+  const cli = yargs(argv)
+    .scriptName('chainlake')
+    .usage('$0 <command> [options]\n\nExport a blockchain explorer API and a finance API into a typed Parquet lake that DuckDB queries.')
+    .option('log-format', { choices: ['text', 'json'] as const, describe: 'Log lines as text or one JSON object per line' })
+    .option('quiet', { type: 'boolean', alias: 'q', describe: 'Only warnings, errors and failures' })
+    .option('verbose', { type: 'boolean', alias: 'v', describe: 'Per-window detail' })
+    .command(runCommand)
+    .command(exportCommand)
+    .command(queryCommand)
+    .command(describeCommand)
+    .command(simulateCommand)
+    .demandCommand(1, 'Name a command (see --help).')
+    .strict()
+    .recommendCommands()
+    .version(pkg.version)
+    .help()
+    .alias('help', 'h')
+    .wrap(Math.min(110, process.stdout.columns || 100))
+    .epilog('Exit codes: 0 complete, 1 some windows failed (a re-run resumes), 2 usage or job-file error, 3 rejects under --strict, 75 lake locked.')
+    .fail((msg, err) => {
+      if (err) throw err;
+      throw new CliError(`${msg}\nRun 'chainlake --help' for usage.`, EXIT.usage);
+    });
+  await cli.parseAsync();
+}
+
+main(hideBin(process.argv)).catch((e: unknown) => {
+  if (e instanceof CliError) {
+    process.stderr.write(`chainlake: ${e.message}\n`);
+    process.exitCode = e.exitCode;
+  } else if (e instanceof JobError) {
+    process.stderr.write(`chainlake: job file error: ${e.message}\n`);
+    process.exitCode = EXIT.usage;
+  } else {
+    process.stderr.write(`chainlake: ${(e as Error).stack ?? String(e)}\n`);
+    process.exitCode = EXIT.windowsFailed;
+  }
+});

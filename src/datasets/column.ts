@@ -1,0 +1,45 @@
+/**
+ * The logical column kinds of design §3. A dataset declares each column with one of these; every stage
+ * derives its own behaviour from the kind (transform: conversion and validation; load: staging type and
+ * SQL cast; describe: the DuckDB type), so a kind means the same thing everywhere.
+ */
+export type ColumnKind =
+  | 'address' // 0x + 40 hex, lower-cased
+  | 'hash' // 0x + 64 hex, lower-cased
+  | 'hex' // 0x + any even-or-odd hex payload (input data, bytecode), lower-cased
+  | 'bigint' // integer that must fit a signed 64-bit BIGINT; larger is a reject, never wrapped
+  | 'amount' // non-negative integer in the smallest unit: DECIMAL(38,0), or NULL plus <name>_raw when >= 10^38
+  | 'timestamp' // ISO 8601 text, or epoch milliseconds as a JSON number: TIMESTAMPTZ in UTC
+  | 'bool' // 0/1 flags (as strings or numbers) and JSON booleans
+  | 'text' // free text, kept exactly
+  | 'int_array' // list of small integers given as strings or numbers (trace_address)
+  | 'json' // any JSON value (ABI), stored as DuckDB JSON
+  | 'double'; // finance figures given as JSON numbers (or numeric strings)
+
+export const DUCKDB_TYPE: Record<ColumnKind, string> = {
+  address: 'VARCHAR',
+  hash: 'VARCHAR',
+  hex: 'VARCHAR',
+  bigint: 'BIGINT',
+  amount: 'DECIMAL(38,0)',
+  timestamp: 'TIMESTAMP WITH TIME ZONE',
+  bool: 'BOOLEAN',
+  text: 'VARCHAR',
+  int_array: 'INTEGER[]',
+  json: 'JSON',
+  double: 'DOUBLE',
+};
+
+export interface ColumnDef {
+  /** Column name in the lake (snake_case). */
+  name: string;
+  /** Field name in the API entry; defaults to `name`. A dotted path reads nested objects (`24h.volume`). */
+  source?: string;
+  kind: ColumnKind;
+  /** A NULL (or absent) value in a non-nullable column makes the row a reject. */
+  nullable: boolean;
+  doc: string;
+}
+
+/** Companion column holding the exact text of an amount that does not fit DECIMAL(38,0). */
+export const rawCompanion = (name: string): string => `${name}_raw`;

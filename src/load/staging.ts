@@ -1,0 +1,68 @@
+import { once } from 'node:events';
+import { createWriteStream, type WriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { RejectRecord, StagedRow } from '../transform/rows.js';
+import { STAGED_PARTITION } from './schema.js';
+
+/**
+ * Appends one window's typed rows to an NDJSON file under the run's staging folder. Writes honour stream
+ * backpressure, so a fast API cannot buffer a window in memory. A window that fails is discarded whole.
+ */
+export class StageFile {
+  private stream: WriteStream | undefined;
+  rows = 0;
+
+  private constructor(readonly file: string) {}
+
+  static async open(file: string): Promise<StageFile> {
+    await mkdir(path.dirname(file), { recursive: true });
+    const s = new StageFile(file);
+    s.stream = createWriteStream(file, { flags: 'w' });
+    await once(s.stream, 'open');
+    return s;
+  }
+
+  private async write(chunk: string): Promise<void> {
+    const stream = this.stream;
+    if (!stream) throw new Error(`stage file ${this.file} is closed`);
+    if (!stream.write(chunk)) await once(stream, 'drain');
+  }
+
+  async writeRows(rows: readonly StagedRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    let chunk = '';
+    const prefix = `{"${STAGED_PARTITION}":"`;
+    for (const r of rows) {
+      // The partition rides in the row itself; splicing it in front avoids copying the values object.
+      const body = JSON.stringify(r.values);
+      chunk += body.length > 2 ? `${prefix}${r.partition}",${body.slice(1)}\n` : `${prefix}${r.partition}"}\n`;
+    }
+    this.rows += rows.length;
+    await this.write(chunk);
+  }
+
+  async writeRejects(rejects: readonly RejectRecord[]): Promise<void> {
+    if (rejects.length === 0) return;
+    this.rows += rejects.length;
+    await this.write(rejects.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  }
+
+  async close(): Promise<void> {
+    const stream = this.stream;
+    this.stream = undefined;
+    if (!stream) return;
+    stream.end();
+    await once(stream, 'finish');
+  }
+
+  async discard(): Promise<void> {
+    const stream = this.stream;
+    this.stream = undefined;
+    if (stream) {
+      stream.destroy();
+      await once(stream, 'close').catch(() => undefined);
+    }
+    await rm(this.file, { force: true });
+  }
+}

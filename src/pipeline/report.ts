@@ -1,0 +1,84 @@
+/** What a run did, per dataset and in total: printed, stored in the catalog, written as JSON. */
+export interface DatasetReport {
+  dataset: string;
+  windows: number;
+  windowsFailed: number;
+  rows: number;
+  rejects: number;
+  requests: number;
+  retries: number;
+  throttles: number;
+  files: number;
+  bytes: number;
+}
+
+export interface RunReport {
+  runId: string;
+  job: string;
+  network: string;
+  status: 'complete' | 'partial' | 'failed';
+  startedAt: string;
+  finishedAt: string;
+  durationMs: number;
+  head: number | null;
+  datasets: DatasetReport[];
+  totals: Omit<DatasetReport, 'dataset'>;
+  /** Failed windows with their error messages. */
+  errors: { window: string; error: string }[];
+  unknownFields: Record<string, string[]>;
+  lake: string;
+}
+
+export function emptyDatasetReport(dataset: string): DatasetReport {
+  return { dataset, windows: 0, windowsFailed: 0, rows: 0, rejects: 0, requests: 0, retries: 0, throttles: 0, files: 0, bytes: 0 };
+}
+
+export function sumReports(reports: readonly DatasetReport[]): Omit<DatasetReport, 'dataset'> {
+  const t = emptyDatasetReport('');
+  for (const r of reports) {
+    t.windows += r.windows;
+    t.windowsFailed += r.windowsFailed;
+    t.rows += r.rows;
+    t.rejects += r.rejects;
+    t.requests += r.requests;
+    t.retries += r.retries;
+    t.throttles += r.throttles;
+    t.files += r.files;
+    t.bytes += r.bytes;
+  }
+  const { dataset: _unused, ...totals } = t;
+  return totals;
+}
+
+const fmtBytes = (n: number): string => (n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
+
+/** The end-of-run table for people. */
+export function formatReport(r: RunReport): string {
+  const header = ['dataset', 'windows', 'failed', 'rows', 'rejects', 'requests', 'retries', 'throttles', 'files', 'size'];
+  const line = (d: Omit<DatasetReport, 'dataset'> & { dataset: string }): string[] => [
+    d.dataset,
+    String(d.windows),
+    String(d.windowsFailed),
+    String(d.rows),
+    String(d.rejects),
+    String(d.requests),
+    String(d.retries),
+    String(d.throttles),
+    String(d.files),
+    fmtBytes(d.bytes),
+  ];
+  const rows = [header, ...r.datasets.map(line), line({ dataset: 'total', ...r.totals })];
+  const widths = header.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  const fmt = (row: string[]): string => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const out = [
+    `run ${r.runId} (${r.job}, ${r.network}${r.head !== null ? `, head ${r.head}` : ''}): ${r.status} in ${(r.durationMs / 1000).toFixed(1)} s`,
+    fmt(rows[0]!),
+    ...rows.slice(1, -1).map(fmt),
+    fmt(rows[rows.length - 1]!),
+    `lake: ${r.lake}`,
+  ];
+  for (const [ds, fields] of Object.entries(r.unknownFields)) out.push(`note: ${ds} entries carry fields the schema does not know: ${fields.join(', ')}`);
+  for (const e of r.errors.slice(0, 10)) out.push(`failed: ${e.window}: ${e.error}`);
+  if (r.errors.length > 10) out.push(`... and ${r.errors.length - 10} more failed windows (see the catalog's windows table)`);
+  return out.join('\n');
+}

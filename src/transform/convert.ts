@@ -1,0 +1,191 @@
+import type { ColumnKind } from '../datasets/column.js';
+
+/**
+ * Converters from API values to the canonical values staged for DuckDB. They never throw on bad input: a
+ * value that does not convert comes back as a `Rejected` carrying the reason, and the caller routes the row
+ * to `_rejects`. `null`/`undefined` mean SQL NULL and are handled by the caller (nullability is per column).
+ */
+export class Rejected {
+  constructor(readonly reason: string) {}
+}
+
+export type Canonical = string | number | boolean | number[] | null;
+export type Converter = (raw: unknown) => Canonical | Rejected;
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+const HASH = /^0x[0-9a-fA-F]{64}$/;
+const HEX = /^0x[0-9a-fA-F]*$/;
+const INTEGER = /^-?\d+$/;
+const UNSIGNED = /^\d+$/;
+const ISO =
+  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:?\d{2})$/;
+
+const INT64_MAX = 9223372036854775807n;
+const INT64_MIN = -9223372036854775808n;
+/** DECIMAL(38,0) holds up to 38 digits. */
+const DECIMAL38_DIGITS = 38;
+
+const describe = (raw: unknown): string => {
+  if (typeof raw === 'string') return raw.length > 80 ? `'${raw.slice(0, 77)}...'` : `'${raw}'`;
+  const json = JSON.stringify(raw);
+  return json === undefined ? String(raw) : json.length > 80 ? `${json.slice(0, 77)}...` : json;
+};
+
+function hexOf(pattern: RegExp, what: string): Converter {
+  return (raw) =>
+    typeof raw === 'string' && pattern.test(raw) ? raw.toLowerCase() : new Rejected(`not ${what}: ${describe(raw)}`);
+}
+
+/** Integers come as strings (the API's way) or, where a real service slips, as JSON integers. */
+function integerText(raw: unknown): string | undefined {
+  if (typeof raw === 'string') return INTEGER.test(raw) ? raw : undefined;
+  if (typeof raw === 'number' && Number.isSafeInteger(raw)) return String(raw);
+  return undefined;
+}
+
+export const convertBigint: Converter = (raw) => {
+  const text = integerText(raw);
+  if (text === undefined) return new Rejected(`not an integer: ${describe(raw)}`);
+  // Up to 18 digits always fits; only longer text needs the exact range check.
+  const digits = text.charCodeAt(0) === 45 ? text.length - 1 : text.length;
+  if (digits > 18) {
+    const n = BigInt(text);
+    if (n > INT64_MAX || n < INT64_MIN) return new Rejected(`integer out of BIGINT range: ${describe(raw)}`);
+    return n.toString();
+  }
+  return text;
+};
+
+/** Strips leading zeros so the digit count is the magnitude; '0' stays '0'. */
+function normaliseUnsigned(text: string): string {
+  if (text.length > 1 && text.charCodeAt(0) === 48) {
+    const stripped = text.replace(/^0+/, '');
+    return stripped === '' ? '0' : stripped;
+  }
+  return text;
+}
+
+/**
+ * An amount yields two staged values: the DECIMAL(38,0)-ready text, or NULL when the value has more than 38
+ * digits, in which case the exact text goes to the `_raw` companion. `convertAmount` returns the text; the
+ * caller asks `fitsDecimal38` to decide which of the two columns gets it.
+ */
+export const convertAmount: Converter = (raw) => {
+  let text: string | undefined;
+  if (typeof raw === 'string') text = UNSIGNED.test(raw) ? raw : undefined;
+  else if (typeof raw === 'number' && Number.isSafeInteger(raw) && raw >= 0) text = String(raw);
+  if (text === undefined) return new Rejected(`not a non-negative integer amount: ${describe(raw)}`);
+  return normaliseUnsigned(text);
+};
+
+export const fitsDecimal38 = (canonicalAmount: string): boolean => canonicalAmount.length <= DECIMAL38_DIGITS;
+
+const pad2 = (n: number): string => (n < 10 ? `0${n}` : String(n));
+
+/** Canonical timestamp text: `YYYY-MM-DDTHH:MM:SS[.fraction]Z`, always UTC; its first 10 chars are the UTC date. */
+export const convertTimestamp: Converter = (raw) => {
+  if (typeof raw === 'number') {
+    // Epoch numbers: the finance API gives milliseconds. Seconds-magnitude numbers would silently land in
+    // 1970, so anything below 10^11 (1973 in ms) is refused rather than guessed at.
+    if (!Number.isFinite(raw) || raw < 1e11 || raw > 1e14) return new Rejected(`not an epoch-milliseconds time: ${describe(raw)}`);
+    return new Date(raw).toISOString();
+  }
+  if (typeof raw !== 'string') return new Rejected(`not a timestamp: ${describe(raw)}`);
+  const m = ISO.exec(raw);
+  if (!m) return new Rejected(`not an ISO 8601 timestamp: ${describe(raw)}`);
+  const [, y, mo, d, h, mi, s, frac, zone] = m;
+  const year = +y!, month = +mo!, day = +d!, hour = +h!, minute = +mi!, second = +s!;
+  const ms = Date.UTC(year, month - 1, day, hour, minute, second);
+  const check = new Date(ms);
+  if (
+    check.getUTCFullYear() !== year ||
+    check.getUTCMonth() !== month - 1 ||
+    check.getUTCDate() !== day ||
+    hour > 23 ||
+    minute > 59 ||
+    second > 59
+  ) {
+    return new Rejected(`not a valid calendar time: ${describe(raw)}`);
+  }
+  const fraction = frac ?? '';
+  if (zone === 'Z') {
+    return raw.charCodeAt(10) === 84 ? raw : `${raw.slice(0, 10)}T${raw.slice(11)}`;
+  }
+  const sign = zone!.charCodeAt(0) === 45 ? -1 : 1;
+  const digits = zone!.replace(':', '');
+  const offsetMinutes = sign * (Number(digits.slice(1, 3)) * 60 + Number(digits.slice(3, 5)));
+  const utc = new Date(ms - offsetMinutes * 60_000);
+  return (
+    `${utc.getUTCFullYear()}-${pad2(utc.getUTCMonth() + 1)}-${pad2(utc.getUTCDate())}` +
+    `T${pad2(utc.getUTCHours())}:${pad2(utc.getUTCMinutes())}:${pad2(utc.getUTCSeconds())}${fraction}Z`
+  );
+};
+
+export const convertBool: Converter = (raw) => {
+  switch (raw) {
+    case '1':
+    case 1:
+    case true:
+      return true;
+    case '0':
+    case 0:
+    case false:
+      return false;
+    default:
+      return new Rejected(`not a 0/1 flag: ${describe(raw)}`);
+  }
+};
+
+export const convertText: Converter = (raw) => {
+  if (typeof raw === 'string') return raw;
+  // A number or boolean where text was expected is kept as its exact JSON text rather than refused.
+  if (typeof raw === 'number' || typeof raw === 'boolean') return JSON.stringify(raw);
+  return new Rejected(`not text: ${describe(raw)}`);
+};
+
+const INT32_MAX = 2147483647;
+export const convertIntArray: Converter = (raw) => {
+  if (!Array.isArray(raw)) return new Rejected(`not a list: ${describe(raw)}`);
+  const out: number[] = new Array(raw.length);
+  for (let i = 0; i < raw.length; i++) {
+    const item: unknown = raw[i];
+    const n = typeof item === 'string' && UNSIGNED.test(item) ? Number(item) : typeof item === 'number' ? item : NaN;
+    if (!Number.isInteger(n) || n < 0 || n > INT32_MAX) return new Rejected(`list item ${i} is not a small integer: ${describe(raw)}`);
+    out[i] = n;
+  }
+  return out;
+};
+
+export const convertJson: Converter = (raw) => {
+  if (typeof raw === 'string') {
+    // Some services send JSON documents as strings; keep them only if they really are JSON.
+    try {
+      JSON.parse(raw);
+      return raw;
+    } catch {
+      return new Rejected(`not JSON text: ${describe(raw)}`);
+    }
+  }
+  return JSON.stringify(raw);
+};
+
+const DECIMAL_NUMBER = /^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
+export const convertDouble: Converter = (raw) => {
+  if (typeof raw === 'number' && Number.isFinite(raw)) return raw;
+  if (typeof raw === 'string' && DECIMAL_NUMBER.test(raw)) return Number(raw);
+  return new Rejected(`not a number: ${describe(raw)}`);
+};
+
+export const CONVERTERS: Record<ColumnKind, Converter> = {
+  address: hexOf(ADDRESS, 'an address (0x + 40 hex digits)'),
+  hash: hexOf(HASH, 'a hash (0x + 64 hex digits)'),
+  hex: hexOf(HEX, 'hex data (0x + hex digits)'),
+  bigint: convertBigint,
+  amount: convertAmount,
+  timestamp: convertTimestamp,
+  bool: convertBool,
+  text: convertText,
+  int_array: convertIntArray,
+  json: convertJson,
+  double: convertDouble,
+};
