@@ -1,0 +1,89 @@
+// `chainlake simulate`: serve the embedded simulator of both APIs until SIGINT/SIGTERM.
+
+import type { Argv, CommandModule } from 'yargs';
+import { DEFAULT_API_KEY, FAULT_KINDS, SCALES, startSimulator } from '../../simulator/index.js';
+import type { FaultKind, Scale, SimulatorOptions } from '../../simulator/index.js';
+
+interface SimulateArgs {
+  port: number; host: string; seed: number; scale: string; 'api-key'?: string; 'latency-ms'?: string;
+  'fault-rate': number; faults?: string; 'rate-limit'?: number; 'block-time-ms': number; 'result-window': number;
+}
+
+export function parseLatency(v: string | undefined): SimulatorOptions['latencyMs'] {
+  if (v === undefined || v === '') return undefined;
+  const m = /^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$/.exec(v);
+  if (!m) throw new Error(`--latency-ms: expected N or MIN-MAX milliseconds, got '${v}'`);
+  if (m[2] === undefined) return Number(m[1]);
+  const min = Number(m[1]), max = Number(m[2]);
+  if (max < min) throw new Error(`--latency-ms: MIN must not exceed MAX, got '${v}'`);
+  return { min, max };
+}
+
+export function parseFaultKinds(v: string | undefined): FaultKind[] | undefined {
+  if (v === undefined || v.trim() === '') return undefined;
+  const kinds = v.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  for (const k of kinds) {
+    if (!(FAULT_KINDS as readonly string[]).includes(k)) throw new Error(`--faults: unknown fault kind '${k}'; known kinds: ${FAULT_KINDS.join(', ')}`);
+  }
+  return kinds as FaultKind[];
+}
+
+export const simulateCommand: CommandModule<object, SimulateArgs> = {
+  command: 'simulate',
+  describe: 'Serve the embedded explorer + finance API simulator (deterministic synthetic chain) until interrupted',
+  builder: (y: Argv<object>) =>
+    y
+      .option('port', { type: 'number', default: 0, describe: 'TCP port (0 picks a free one)' })
+      .option('host', { type: 'string', default: '127.0.0.1', describe: 'Interface to listen on' })
+      .option('seed', { type: 'number', default: 1, describe: 'Seed of the synthetic chain; same seed, same bytes' })
+      .option('scale', { type: 'string', choices: SCALES as unknown as string[], default: 'small', describe: 'Chain size: small (~0.3M txs, whale ~110k), medium (~1M), large (~2.7M, whale >1.1M)' })
+      .option('api-key', { type: 'string', describe: `Required api-key header value (default: the built-in simulator key, or CHAINLAKE_API_KEY)` })
+      .option('latency-ms', { type: 'string', describe: 'Added latency per request: N, or MIN-MAX for a skewed random spread' })
+      .option('fault-rate', { type: 'number', default: 0, describe: 'Share of requests (0..1) that get a fault' })
+      .option('faults', { type: 'string', describe: `Comma list of fault kinds: ${FAULT_KINDS.join(', ')} (default: all but stall)` })
+      .option('rate-limit', { type: 'number', describe: 'Server-side limit in requests per second per api key (429 + Retry-After above it)' })
+      .option('block-time-ms', { type: 'number', default: 0, describe: 'Reveal one new block every N ms (0 = frozen head)' })
+      .option('result-window', { type: 'number', default: 10_000, describe: 'Maximum offset + limit of a listing' })
+      .example('$0 simulate', 'Serve on a free port; prints one JSON line with the base URLs and example addresses')
+      .example('$0 simulate --port 8545 --scale medium --block-time-ms 12000', 'A bigger chain with a moving head')
+      .example('$0 simulate --fault-rate 0.1 --faults 429,503,reset --latency-ms 5-80', 'Flaky, slow service for resilience tests')
+      .check((a) => {
+        if (!Number.isInteger(a.port) || a.port < 0 || a.port > 65535) throw new Error(`--port must be an integer 0..65535, got ${a.port}`);
+        if (!Number.isInteger(a.seed) || a.seed < 0 || a.seed > 0xffffffff) throw new Error(`--seed must be an integer 0..4294967295, got ${a.seed}`);
+        if (!(a['fault-rate'] >= 0 && a['fault-rate'] <= 1)) throw new Error(`--fault-rate must be within 0..1, got ${a['fault-rate']}`);
+        if (a['rate-limit'] !== undefined && !(a['rate-limit'] > 0)) throw new Error(`--rate-limit must be > 0, got ${a['rate-limit']}`);
+        if (!(a['block-time-ms'] >= 0)) throw new Error(`--block-time-ms must be >= 0, got ${a['block-time-ms']}`);
+        if (!Number.isInteger(a['result-window']) || a['result-window'] < 1) throw new Error(`--result-window must be a positive integer, got ${a['result-window']}`);
+        parseLatency(a['latency-ms']);
+        parseFaultKinds(a.faults);
+        return true;
+      }) as unknown as Argv<SimulateArgs>,
+  handler: async (a) => {
+    const kinds = parseFaultKinds(a.faults);
+    const sim = await startSimulator({
+      port: a.port,
+      host: a.host,
+      seed: a.seed,
+      scale: a.scale as Scale,
+      apiKey: a['api-key'] ?? process.env['CHAINLAKE_API_KEY'] ?? DEFAULT_API_KEY,
+      latencyMs: parseLatency(a['latency-ms']),
+      faults: a['fault-rate'] > 0 ? { rate: a['fault-rate'], kinds, seed: a.seed } : undefined,
+      rateLimit: a['rate-limit'] !== undefined ? { rps: a['rate-limit'] } : undefined,
+      blockTimeMs: a['block-time-ms'] > 0 ? a['block-time-ms'] : undefined,
+      resultWindow: a['result-window'],
+    });
+    process.stdout.write(JSON.stringify({
+      mainnet: sim.urls.mainnet, testnet: sim.urls.testnet, testnetAlt: sim.urls.testnetAlt, finance: sim.urls.finance,
+      apiKey: sim.apiKey, examples: sim.examples,
+    }) + '\n');
+    await new Promise<void>((resolve) => {
+      const stop = (): void => {
+        process.off('SIGINT', stop); process.off('SIGTERM', stop);
+        sim.close().then(resolve, resolve);
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
+    process.exitCode = 0;
+  },
+};

@@ -1,0 +1,96 @@
+// Explorer API handlers. Each handler validates its request, reads the chain at the pinned head of this
+// request, and returns the `results` JSON text plus the number of rows it served.
+
+import { Chain, Csr } from './chain.js';
+import {
+  ApiError, blockRange, checkWindow, parseBlockParam, parseBool, parseEnum, parseLimit, parseOffset, requireAddress,
+} from './params.js';
+import { renderBlock, renderTx, renderTxSimple } from './render.js';
+
+export interface ExplorerCtx {
+  chain: Chain;
+  head: number;
+  query: URLSearchParams;
+  params: string[];
+  body: unknown;
+  resultWindow: number;
+  state: ExplorerState;
+}
+export interface ExplorerState { verified: Map<string, VerifiedRecord> }
+export interface VerifiedRecord { contract_name: string; compiler: string; runs_optimizer: string; optimization_enabled: string; contract_source: string; constructor_arguments: string; libraries: string; verify_date: string }
+
+export interface Results { results: string; rows: number }
+export type Handler = (ctx: ExplorerCtx) => Results;
+
+export interface Route { method: 'GET' | 'POST'; pattern: string[]; name: string; handler: Handler }
+
+/** Positions of a newest-first page within [lo, hi) of a CSR list. */
+export function pageDesc(lo: number, hi: number, offset: number, limit: number): [number, number] {
+  const top = hi - offset; // exclusive
+  const bottom = Math.max(lo, top - limit);
+  return top <= lo ? [0, 0] : [bottom, top];
+}
+
+export function listResults(count: number, items: string[], extra = ''): Results {
+  return { results: '{"count":"' + count + '"' + extra + ',"data":[' + items.join(',') + ']}', rows: items.length };
+}
+
+function addressIndex(c: Chain, raw: string | undefined, name: string): number {
+  return c.findAddress(requireAddress(raw, name));
+}
+
+const EMPTY_CSR_RANGE: [number, number] = [0, 0];
+
+function txTransactions(ctx: ExplorerCtx): Results {
+  const { chain: c, query: q, head } = ctx;
+  const a = addressIndex(c, ctx.params[0], 'address_hash');
+  const limit = parseLimit(q), offset = parseOffset(q);
+  const start = parseBlockParam(q, 'startBlock', head), end = parseBlockParam(q, 'endBlock', head, { allowLatest: true });
+  const withInput = parseBool(q, 'input'), simple = parseBool(q, 'simple');
+  const cond = parseEnum(q, 'condition', ['all', 'to', 'from', 'contract'] as const, 'all');
+  checkWindow(offset, limit, ctx.resultWindow);
+  const { from, to, toBlock } = blockRange(start, end, head);
+  const csr: Csr = cond === 'all' ? c.idxAll : cond === 'from' ? c.idxFrom : cond === 'to' ? c.idxTo : c.idxCreate;
+  const blk = c.txBlk;
+  const [lo, hi] = a < 0 ? EMPTY_CSR_RANGE : c.range(csr, a, (t) => blk[t]!, from, to);
+  const [p0, p1] = pageDesc(lo, hi, offset, limit);
+  const items: string[] = [];
+  for (let i = p1 - 1; i >= p0; i--) {
+    const t = csr.ids[i]!;
+    items.push(simple ? renderTxSimple(c, t, withInput) : renderTx(c, t, head, withInput));
+  }
+  const extra = simple ? ',"from_block":"' + from + '","to_block":"' + toBlock + '"' : '';
+  return listResults(hi - lo, items, extra);
+}
+
+function block(ctx: ExplorerCtx): Results {
+  const raw = ctx.params[0]!;
+  let b: number;
+  if (raw.toLowerCase() === 'latest') b = ctx.head;
+  else if (/^[0-9]{1,15}$/.test(raw)) b = Number(raw);
+  else if (/^0x[0-9a-fA-F]{1,12}$/.test(raw)) b = parseInt(raw.slice(2), 16);
+  else throw new ApiError(400, `Invalid block_number '${raw.slice(0, 80)}': expected a non-negative integer or 'latest'`);
+  if (b > ctx.head) throw new ApiError(404, `Block ${b} not found: the latest block is ${ctx.head}`);
+  return { results: '{"data":' + renderBlock(ctx.chain, b) + '}', rows: 1 };
+}
+
+export const ROUTES: Route[] = [
+  { method: 'GET', pattern: ['accounts', ':', 'transactions'], name: 'accounts/transactions', handler: txTransactions },
+  { method: 'GET', pattern: ['blocks', ':'], name: 'blocks', handler: block },
+];
+
+export function matchRoute(routes: Route[], segs: string[]): { route: Route; params: string[] }[] {
+  const out: { route: Route; params: string[] }[] = [];
+  for (const r of routes) {
+    if (r.pattern.length !== segs.length) continue;
+    const params: string[] = [];
+    let ok = true;
+    for (let i = 0; i < segs.length; i++) {
+      const p = r.pattern[i]!;
+      if (p === ':') params.push(segs[i]!);
+      else if (p !== segs[i]) { ok = false; break; }
+    }
+    if (ok) out.push({ route: r, params });
+  }
+  return out;
+}

@@ -1,0 +1,104 @@
+// The embedded simulator of the explorer and finance APIs: a deterministic synthetic chain behind one
+// node:http server. See docs/simulator.md and docs/api-assumptions.md.
+
+import { Chain } from './chain.js';
+import { SimulatorExamples, computeExamples } from './examples.js';
+import type { FaultKind, FaultOptions } from './faults.js';
+import { SimServer, Stats } from './server.js';
+
+export type { FaultKind, FaultOptions } from './faults.js';
+export type { SimulatorExamples } from './examples.js';
+
+export const DEFAULT_API_KEY = 'chainlake-simulator-key';
+export type Scale = 'small' | 'medium' | 'large';
+export const SCALES: readonly Scale[] = ['small', 'medium', 'large'];
+export const FAULT_KINDS: readonly FaultKind[] = ['429', 'throttle', '500', '502', '503', 'reset', 'stall', 'truncated', 'non-json'];
+
+export interface SimulatorOptions {
+  seed?: number;
+  scale?: Scale;
+  apiKey?: string;
+  host?: string;
+  port?: number;
+  latencyMs?: { min: number; max: number } | number;
+  faults?: FaultOptions;
+  rateLimit?: { rps: number; burst?: number };
+  blockTimeMs?: number;
+  resultWindow?: number;
+}
+
+export type SimulatorStats = Stats;
+
+export interface RunningSimulator {
+  urls: { mainnet: string; testnet: string; testnetAlt: string; finance: string };
+  apiKey: string;
+  examples: SimulatorExamples;
+  /** Testnet counterparts of `examples` (the testnet is a different chain). */
+  testnetExamples: SimulatorExamples;
+  stats(): SimulatorStats;
+  resetStats(): void;
+  setFaults(f: FaultOptions | undefined): void;
+  setLatency(l: SimulatorOptions['latencyMs']): void;
+  setRateLimit(r: SimulatorOptions['rateLimit']): void;
+  advanceHead(blocks: number, network?: 'mainnet' | 'testnet'): void;
+  head(network?: 'mainnet' | 'testnet'): number;
+  close(): Promise<void>;
+}
+
+// Chains are immutable apart from their head, so one process shares them between simulators of the same
+// seed and scale (tests start many); each simulator keeps its own head.
+const chainCache = new Map<string, Chain>();
+function getChain(network: 'mainnet' | 'testnet', seed: number, scale: Scale): Chain {
+  const key = `${network}:${seed}:${scale}`;
+  let c = chainCache.get(key);
+  if (!c) { c = new Chain(network, seed, scale); chainCache.set(key, c); }
+  return c;
+}
+
+/** A view of a shared chain with its own head. */
+function withOwnHead(c: Chain): Chain {
+  const view = Object.create(c) as Chain;
+  view.head = c.preset.visibleBlocks;
+  return view;
+}
+
+export async function startSimulator(opts: SimulatorOptions = {}): Promise<RunningSimulator> {
+  const seed = opts.seed ?? 1;
+  if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new RangeError(`seed must be an integer in 0..4294967295, got ${seed}`);
+  const scale = opts.scale ?? 'small';
+  if (!SCALES.includes(scale)) throw new RangeError(`scale must be one of ${SCALES.join(', ')}, got '${String(scale)}'`);
+  const resultWindow = opts.resultWindow ?? 10_000;
+  if (!Number.isInteger(resultWindow) || resultWindow < 1) throw new RangeError(`resultWindow must be a positive integer, got ${resultWindow}`);
+  const apiKey = opts.apiKey ?? DEFAULT_API_KEY;
+  if (apiKey.length === 0) throw new RangeError('apiKey must not be empty');
+  const host = opts.host ?? '127.0.0.1';
+  const chains = { mainnet: withOwnHead(getChain('mainnet', seed, scale)), testnet: withOwnHead(getChain('testnet', seed, scale)) };
+  const server = new SimServer(chains, { apiKey, host, port: opts.port ?? 0, resultWindow, latencyMs: opts.latencyMs, faults: opts.faults, rateLimit: opts.rateLimit });
+  const port = await server.listen();
+  const hostPart = host.includes(':') ? `[${host}]` : host;
+  const root = `http://${hostPart}:${port}`;
+  const examples = computeExamples(chains.mainnet);
+  const testnetExamples = computeExamples(chains.testnet);
+  let timer: NodeJS.Timeout | undefined;
+  if (opts.blockTimeMs !== undefined && opts.blockTimeMs > 0) {
+    timer = setInterval(() => { chains.mainnet.setHead(chains.mainnet.head + 1); chains.testnet.setHead(chains.testnet.head + 1); }, opts.blockTimeMs);
+    timer.unref();
+  }
+  return {
+    urls: { mainnet: `${root}/mainnet`, testnet: `${root}/testnet`, testnetAlt: `${root}/testnet-alt`, finance: `${root}/finance` },
+    apiKey,
+    examples,
+    testnetExamples,
+    stats: () => server.getStats(),
+    resetStats: () => server.resetStats(),
+    setFaults: (f) => server.setFaults(f),
+    setLatency: (l) => server.setLatency(l),
+    setRateLimit: (r) => server.setRateLimit(r),
+    advanceHead: (blocks, network = 'mainnet') => {
+      if (!Number.isInteger(blocks) || blocks < 0) throw new RangeError(`advanceHead needs a non-negative integer, got ${blocks}`);
+      chains[network].setHead(chains[network].head + blocks);
+    },
+    head: (network = 'mainnet') => chains[network].head,
+    close: async () => { if (timer) clearInterval(timer); await server.close(); },
+  };
+}

@@ -1,0 +1,175 @@
+// Row renderers: each turns a row id into the JSON text of one API entry. String building, not objects:
+// every value is a hex/decimal/ISO string or a fixed text, so only free text goes through JSON.stringify.
+
+import {
+  A_ERC20_0, A_ERC721_0, A_STAKING, A_ZERO, Chain, ERC20_META, ERC721_META, F_FAILED, F_MAXVALUE, G,
+  K_CALL, K_CREATE, K_ERC20, K_ERC721, K_MINT20, K_MINT721, K_TRANSFER, N_ERC20, N_ERC721, WEIRD_TOKEN,
+} from './chain.js';
+import { hash2, hash3 } from './rng.js';
+import { MAX_UINT256, gweiToWei, isoSeconds, pad64, word8 } from './hex.js';
+
+export const MINING_REWARD_GWEI = 2_000_000_000; // 2 coins
+
+/** Per-row letter case: 0 lower, 1 EIP-55 checksum, 2 upper. Deterministic per (kind of row, id). */
+export function caseStyle(salt: number, id: number): number {
+  const r = hash2(salt ^ 0x00ca5e00, id) & 7;
+  return r < 4 ? 0 : r < 7 ? 1 : 2;
+}
+export function hashCase(h: string, style: number): string {
+  return style === 2 ? '0x' + h.slice(2).toUpperCase() : h;
+}
+
+let isoCacheKey = -1, isoCacheVal = '';
+export function blockIso(c: Chain, b: number): string {
+  const s = c.blockSeconds(b);
+  if (s !== isoCacheKey) { isoCacheKey = s; isoCacheVal = isoSeconds(s); }
+  return isoCacheVal;
+}
+
+const q = (s: string | null): string => (s === null ? 'null' : '"' + s + '"');
+
+export function txMessage(c: Chain, t: number, kb: number): string | null {
+  if (!(kb & F_FAILED)) return null;
+  if (kb & F_MAXVALUE) return 'insufficient funds for transfer';
+  const k = kb & 15;
+  if (k === K_CALL) {
+    if (G.used === G.limit) return 'out of gas';
+    const r = hash2(c.kVal ^ 0x3e55, t) % 3;
+    return r === 0 ? 'execution reverted' : r === 1 ? 'execution reverted: INSUFFICIENT_OUTPUT_AMOUNT' : 'execution reverted: STF';
+  }
+  if (k === K_ERC20) return 'execution reverted: ERC20: transfer amount exceeds balance';
+  if (k === K_ERC721) return 'execution reverted: ERC721: caller is not token owner or approved';
+  if (k === K_MINT20) return 'execution reverted: Pausable: paused';
+  if (k === K_MINT721) return 'execution reverted: max supply reached';
+  return 'execution reverted';
+}
+
+export function tokenAmount(tk: number, units: number): string {
+  if (tk === WEIRD_TOKEN) return units === 0 ? '0' : MAX_UINT256;
+  const d = ERC20_META[tk]!.decimals!;
+  if (units === 0) return '0';
+  return d < 2 ? String(units) : String(units) + '0'.repeat(d - 2);
+}
+
+export function tokenAmountHex(tk: number, units: number): string {
+  if (tk === WEIRD_TOKEN) return units === 0 ? pad64('0') : 'f'.repeat(64);
+  return pad64(BigInt(tokenAmount(tk, units)).toString(16));
+}
+
+function hexWords(seed: number, n: number): string {
+  let s = '';
+  for (let i = 0; i < n; i++) s += word8(hash3(seed, 0x1f, i));
+  return s;
+}
+
+export function txInput(c: Chain, t: number): string {
+  const kb = c.txKind[t]!, k = kb & 15;
+  const from = c.txFrom[t]!, to = c.txTo[t]!;
+  const addrWord = (a: number): string => '000000000000000000000000' + c.addrLower(a).slice(2);
+  const [l0, l1] = c.logsOfTx(t);
+  switch (k) {
+    case K_TRANSFER: return '0x';
+    case K_ERC20: {
+      const tk = to - A_ERC20_0;
+      if (l1 > l0) return '0xa9059cbb' + addrWord(c.logTo[l0]!) + tokenAmountHex(tk, c.logAmt[l0]!);
+      return '0xa9059cbb' + addrWord(c.createdEnd + (hash2(t, 5) % c.preset.ordinary)) + pad64((hash2(t, 6) % 1e9).toString(16));
+    }
+    case K_MINT20: return '0x1249c58b';
+    case K_ERC721: {
+      const id = l1 > l0 ? c.logAmt[l0]! : hash2(t, 7) % 1000;
+      return '0x23b872dd' + addrWord(from) + addrWord(l1 > l0 ? c.logTo[l0]! : from) + tokenIdHex(c, to - A_ERC721_0, id);
+    }
+    case K_MINT721: return '0x6a627842' + addrWord(from);
+    case K_CALL:
+      if (to === A_STAKING) return '0xe2bbb158' + pad64(String(hash2(t, 8) % 2)) + hexWords(t, 8);
+      return '0x38ed1739' + hexWords(t, 40) + addrWord(from) + hexWords(t ^ 0x55, 24);
+    case K_CREATE:
+      return '0x608060405234801561001057600080fd5b50' + hexWords(t, 48 + (hash2(t, 9) % 64));
+  }
+  return '0x';
+}
+
+export function tokenIdString(c: Chain, nft: number, idx: number): string {
+  if (nft === 1) return String(1_000_000 + idx); // land parcels carry large ids
+  if (nft === 3) return BigInt('0x' + word8(hash3(c.kVal, nft, idx)) + word8(hash3(c.kVal, nft, idx + 1)) + word8(idx)).toString();
+  return String(idx + 1);
+}
+export function tokenIdHex(c: Chain, nft: number, idx: number): string {
+  return pad64(BigInt(tokenIdString(c, nft, idx)).toString(16));
+}
+export function tokenUri(c: Chain, nft: number, idx: number): string | null {
+  if (nft === 2) return null;
+  if (hash2(c.kVal ^ nft, idx) % 11 === 0) return null;
+  return nft === 0 ? `ipfs://bafybeichainpunks${word8(c.kVal)}/${idx + 1}.json` : `https://meta.example.org/${ERC721_META[nft]!.symbol!.toLowerCase()}/${tokenIdString(c, nft, idx)}`;
+}
+
+/** The full transaction entry (endpoint #2). */
+export function renderTx(c: Chain, t: number, head: number, withInput: boolean): string {
+  const b = c.txBlk[t]!, kb = c.txKind[t]!, k = kb & 15;
+  const st = caseStyle(c.kTx, t);
+  c.gasOf(t, kb, b);
+  const failed = (kb & F_FAILED) !== 0;
+  const from = c.addrCase(c.txFrom[t]!, st);
+  const to = k === K_CREATE ? null : c.addrCase(c.txTo[t]!, st);
+  const created = k === K_CREATE ? c.addrCase(c.txTo[t]!, st) : null;
+  const value = kb & F_MAXVALUE ? MAX_UINT256 : gweiToWei(c.valueGwei(t, kb));
+  const msg = txMessage(c, t, kb);
+  const inStatus = k === K_CALL ? (failed ? '0' : '1') : null;
+  const inMsg = k === K_CALL && failed ? 'execution reverted' : null;
+  let s = '{"timestamp":"' + blockIso(c, b) +
+    '","nonce":"' + c.nonceOf(t) +
+    '","sender":"' + from +
+    '","receiver":' + q(to) +
+    ',"value":"' + value +
+    '","confirmations":"' + (head - b + 1) +
+    '","transaction_hash":"' + hashCase(c.txHash(t), st) +
+    '","block_hash":"' + hashCase(c.blockHash(b), st) +
+    '","transaction_index":"' + (t - c.blockFirstTx[b]!) +
+    '","tx_status":"' + (failed ? '0' : '1') +
+    '","tx_message":' + (msg === null ? 'null' : JSON.stringify(msg)) +
+    ',"in_tx_status":' + q(inStatus) +
+    ',"in_tx_message":' + q(inMsg) +
+    ',"tx_fee":"' + gweiToWei(G.used * G.price) +
+    '","block_number":"' + b +
+    '","contract_address":' + q(created) +
+    ',"gas_limit":"' + G.limit +
+    '","gas_price":"' + gweiToWei(G.price) +
+    '","cumulative_gas_used":"' + c.txCumGas[t]! +
+    '","gas_used":"' + G.used +
+    '","max_fee_per_gas":' + (G.legacy ? 'null' : '"' + gweiToWei(G.maxFee) + '"') +
+    ',"max_priority_fee_per_gas":' + (G.legacy ? 'null' : '"' + gweiToWei(G.prio) + '"');
+  if (withInput) s += ',"input":"' + txInput(c, t) + '"';
+  return s + '}';
+}
+
+/** Simple-mode transaction entry (S fields; to_block/from_block go to `results`). */
+export function renderTxSimple(c: Chain, t: number, withInput: boolean): string {
+  const b = c.txBlk[t]!, kb = c.txKind[t]!, k = kb & 15;
+  const st = caseStyle(c.kTx, t);
+  c.gasOf(t, kb, b);
+  const to = k === K_CREATE ? null : c.addrCase(c.txTo[t]!, st);
+  let s = '{"sender":"' + c.addrCase(c.txFrom[t]!, st) +
+    '","receiver":' + q(to) +
+    ',"transaction_hash":"' + hashCase(c.txHash(t), st) +
+    '","tx_status":"' + (kb & F_FAILED ? '0' : '1') +
+    '","tx_fee":"' + gweiToWei(G.used * G.price) +
+    '","block_number":"' + b +
+    '","gas_price":"' + gweiToWei(G.price) +
+    '","cumulative_gas_used":"' + c.txCumGas[t]! +
+    '","gas_used":"' + G.used + '"';
+  if (withInput) s += ',"input":"' + txInput(c, t) + '"';
+  return s + '}';
+}
+
+export function blockFees(c: Chain, b: number): number { return c.blockFeeGwei[b]!; }
+
+export function renderBlock(c: Chain, b: number): string {
+  const miner = c.addrCase(2 + c.minerOf[b]!, caseStyle(c.kBlock, b));
+  const fees = b === 0 ? 0 : c.blockFeeGwei[b]!;
+  const reward = b === 0 ? 0 : MINING_REWARD_GWEI + fees;
+  return '{"timestamp":"' + blockIso(c, b) + '","miner":' + (b === 0 ? q(c.addrLower(A_ZERO)) : '"' + miner + '"') +
+    ',"reward":"' + gweiToWei(reward) + '","fees":"' + gweiToWei(fees) + '","block_number":"' + b +
+    '","mining_reward":"' + gweiToWei(b === 0 ? 0 : MINING_REWARD_GWEI) + '"}';
+}
+
+export { N_ERC20, N_ERC721, A_ERC721_0, K_ERC721 };
