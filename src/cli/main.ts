@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { LakeLockedError } from '../load/lock.js';
 import { JobError } from '../pipeline/job.js';
 import { describeCommand } from './commands/describe.js';
 import { exportCommand } from './commands/export.js';
@@ -46,8 +47,14 @@ main(hideBin(process.argv)).catch((e: unknown) => {
   } else if (e instanceof JobError) {
     process.stderr.write(`chainlake: job file error: ${e.message}\n`);
     process.exitCode = EXIT.usage;
+  } else if (e instanceof LakeLockedError) {
+    process.stderr.write(`chainlake: ${e.message}\n`);
+    process.exitCode = EXIT.locked;
   } else {
-    process.stderr.write(`chainlake: ${(e as Error).stack ?? String(e)}\n`);
+    // A run that could not start or finish (the API refused the key, the lake is unwritable...): the
+    // message names what and where; the stack only helps us, so it needs --verbose.
+    const verbose = process.argv.includes('--verbose') || process.argv.includes('-v');
+    process.stderr.write(`chainlake: ${verbose ? ((e as Error).stack ?? String(e)) : e instanceof Error ? e.message : String(e)}\n`);
     process.exitCode = EXIT.windowsFailed;
   }
 });

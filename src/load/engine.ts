@@ -15,11 +15,12 @@ export async function openEngine(opts: { tempDir: string; memoryLimit?: string; 
     threads: String(opts.threads ?? 2),
     memory_limit: opts.memoryLimit ?? '512MB',
     temp_directory: opts.tempDir,
-    TimeZone: 'UTC',
     autoinstall_known_extensions: 'false',
     autoload_known_extensions: 'true',
   });
   const conn = await instance.connect();
+  // Timestamps are UTC everywhere; set after connect, once the built-in ICU extension is loaded.
+  await conn.run("SET TimeZone = 'UTC'");
   return {
     instance,
     conn,

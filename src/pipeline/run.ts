@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import pLimit from 'p-limit';
 import type { DatasetDef, Network } from '../datasets/dataset.js';
@@ -13,6 +13,7 @@ import { HttpTransport, type TransportOptions } from '../extract/transport.js';
 import { Catalog, type WindowRecord } from '../load/catalog.js';
 import { commitDataset, commitRejects, type CommittedFile } from '../load/commit.js';
 import { openEngine } from '../load/engine.js';
+import { LakeLock } from '../load/lock.js';
 import { LakePaths } from '../load/paths.js';
 import { StageFile } from '../load/staging.js';
 import { RowTransformer } from '../transform/rows.js';
@@ -84,6 +85,32 @@ export async function runJob(job: Job, opts: RunOptions = {}): Promise<RunReport
   const runId = newRunId(started);
   const ingestedAt = started.toISOString();
   const paths = new LakePaths(job.lake);
+  const lock = await LakeLock.acquire(paths.root, runId);
+  try {
+    return await runLocked(job, opts, { runId, started, ingestedAt, paths, log, now });
+  } finally {
+    await lock.release();
+  }
+}
+
+interface RunContext {
+  runId: string;
+  started: Date;
+  ingestedAt: string;
+  paths: LakePaths;
+  log: Logger;
+  now: () => Date;
+}
+
+/** Staging folders of earlier runs are dead once we hold the lock: a killed run leaves nothing behind. */
+async function removeDeadStaging(paths: LakePaths): Promise<void> {
+  const dirs = await readdir(paths.stagingRoot).catch(() => [] as string[]);
+  await Promise.all(dirs.map((d) => rm(path.join(paths.stagingRoot, d), { recursive: true, force: true })));
+}
+
+async function runLocked(job: Job, opts: RunOptions, ctx: RunContext): Promise<RunReport> {
+  const { runId, started, ingestedAt, paths, log, now } = ctx;
+  await removeDeadStaging(paths);
   const staging = paths.staging(runId);
   await mkdir(staging, { recursive: true });
 

@@ -15,10 +15,11 @@ interface Args {
 export async function queryLake(lake: string, sql: string, format: TableFormat): Promise<string> {
   const paths = new LakePaths(lake);
   if (!existsSync(paths.catalog)) throw new CliError(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`);
-  const instance = await DuckDBInstance.create(paths.catalog, { access_mode: 'READ_ONLY', TimeZone: 'UTC', autoinstall_known_extensions: 'false' });
+  const instance = await DuckDBInstance.create(paths.catalog, { access_mode: 'READ_ONLY', autoinstall_known_extensions: 'false' });
   try {
     const conn = await instance.connect();
     try {
+      await conn.run("SET TimeZone = 'UTC'");
       const reader = await conn.runAndReadAll(sql);
       return renderRows(reader.columnNames(), reader.getRows(), format, format === 'json' ? reader.getRowObjectsJson() : undefined);
     } finally {

@@ -1,0 +1,83 @@
+import { mkdir, open, readFile, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+
+export interface LockInfo {
+  pid: number;
+  host: string;
+  runId: string;
+  startedAt: string;
+}
+
+/** Another live process holds the lake. */
+export class LakeLockedError extends Error {
+  constructor(
+    readonly lockFile: string,
+    readonly holder: LockInfo | undefined,
+  ) {
+    super(
+      holder
+        ? `the lake is locked by run ${holder.runId} (pid ${holder.pid} on ${holder.host}, since ${holder.startedAt}); lock file ${lockFile}`
+        : `the lake is locked (lock file ${lockFile})`,
+    );
+    this.name = 'LakeLockedError';
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function readLock(file: string): Promise<LockInfo | undefined> {
+  try {
+    return JSON.parse(await readFile(file, 'utf8')) as LockInfo;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * One run per lake at a time: an exclusive-create lock file holding the owner's pid and host. A lock whose
+ * process is gone (same host) is stale and taken over; a lock from another host is respected.
+ */
+export class LakeLock {
+  private constructor(readonly file: string) {}
+
+  static async acquire(lakeRoot: string, runId: string): Promise<LakeLock> {
+    await mkdir(lakeRoot, { recursive: true });
+    const file = path.join(lakeRoot, '.chainlake.lock');
+    const info: LockInfo = { pid: process.pid, host: os.hostname(), runId, startedAt: new Date().toISOString() };
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        const fh = await open(file, 'wx');
+        await fh.writeFile(JSON.stringify(info));
+        await fh.close();
+        return new LakeLock(file);
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      }
+      const holder = await readLock(file);
+      // An unreadable lock is either being written right now or was left by a writer killed between
+      // create and write: give it a few seconds before calling it stale.
+      const stale =
+        holder === undefined
+          ? Date.now() - (await stat(file).then((s) => s.mtimeMs, () => 0)) > 5000
+          : holder.host === info.host && !alive(holder.pid);
+      if (stale) {
+        await rm(file, { force: true });
+        continue;
+      }
+      throw new LakeLockedError(file, holder);
+    }
+    throw new LakeLockedError(file, await readLock(file));
+  }
+
+  async release(): Promise<void> {
+    await rm(this.file, { force: true });
+  }
+}
