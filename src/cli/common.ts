@@ -57,6 +57,7 @@ export async function executeJob(job: Job, args: RunArgs): Promise<RunReport> {
   if (args.report) await writeFile(args.report, JSON.stringify(report, null, 2) + '\n');
   if (json) logger.log('info', 'run.report', `run ${report.runId} ${report.status}`, { report });
   if (!args.quiet || report.status !== 'complete') process.stdout.write(formatReport(report) + '\n');
-  process.exitCode = report.status !== 'complete' ? (job.strict && report.errors.every((e) => /strict mode/.test(e.error)) ? EXIT.strictRejects : EXIT.windowsFailed) : EXIT.ok;
+  process.exitCode =
+    report.status !== 'complete' ? (job.strict && report.errors.every((e) => /strict mode/.test(e.error)) ? EXIT.strictRejects : EXIT.windowsFailed) : EXIT.ok;
   return report;
 }

@@ -16,8 +16,15 @@ export function renderRows(columns: string[], rows: DuckDBValue[][], format: Tab
   if (format === 'json') return (jsonRows ?? []).map((r) => JSON.stringify(r)).join('\n');
   const text = rows.map((r) => r.map(cell));
   const widths = columns.map((c, i) => Math.max(c.length, ...text.map((r) => r[i]!.length)));
-  const numeric = columns.map((_, i) => rows.length > 0 && rows.every((r) => r[i] === null || typeof r[i] === 'number' || typeof r[i] === 'bigint' || /^-?\d+(\.\d+)?$/.test(cell(r[i]!))));
-  const fmt = (r: string[]): string => r.map((c, i) => (numeric[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' | ').trimEnd();
+  const numeric = columns.map(
+    (_, i) =>
+      rows.length > 0 && rows.every((r) => r[i] === null || typeof r[i] === 'number' || typeof r[i] === 'bigint' || /^-?\d+(\.\d+)?$/.test(cell(r[i]!))),
+  );
+  const fmt = (r: string[]): string =>
+    r
+      .map((c, i) => (numeric[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join(' | ')
+      .trimEnd();
   const rule = widths.map((w) => '-'.repeat(w)).join('-+-');
   const plural = rows.length === 1 ? 'row' : 'rows';
   return [fmt(columns), rule, ...text.map(fmt), `(${rows.length} ${plural})`].join('\n');

@@ -58,7 +58,12 @@ export function explorerPageFetcher(
     let entries: unknown[];
     if (Array.isArray(raw)) entries = raw;
     else if (raw !== null && typeof raw === 'object' && endpoint.paging.kind === 'none') entries = [raw];
-    else throw new ShapeError(label, path, `results.${endpoint.entriesAt.join('.')} is ${raw === undefined ? 'missing' : JSON.stringify(raw)?.slice(0, 60)}, expected ${endpoint.paging.kind === 'none' ? 'an object or array' : 'an array'}`);
+    else
+      throw new ShapeError(
+        label,
+        path,
+        `results.${endpoint.entriesAt.join('.')} is ${raw === undefined ? 'missing' : JSON.stringify(raw)?.slice(0, 60)}, expected ${endpoint.paging.kind === 'none' ? 'an object or array' : 'an array'}`,
+      );
     let count = entries.length;
     if (endpoint.paging.kind === 'offset') {
       const c = r.count;

@@ -56,13 +56,19 @@ export class ExplorerClient {
 
   /** GET an explorer path; returns the envelope's `results`. `host: 'alt'` uses the testnet alternate host. */
   get(endpoint: string, path: string, query: Query, acct: Accounting, host: 'main' | 'alt' = 'main'): Promise<unknown> {
-    const base = host === 'alt' ? this.config.altBaseUrl ?? this.config.baseUrl : this.config.baseUrl;
+    const base = host === 'alt' ? (this.config.altBaseUrl ?? this.config.baseUrl) : this.config.baseUrl;
     return this.transport.call({ endpoint, url: buildUrl(base, path, query), method: 'GET', headers: this.headers() }, checkExplorerEnvelope, acct);
   }
 
   post(endpoint: string, path: string, body: unknown, acct: Accounting): Promise<unknown> {
     return this.transport.call(
-      { endpoint, url: buildUrl(this.config.baseUrl, path), method: 'POST', headers: this.headers({ 'content-type': 'application/json' }), body: JSON.stringify(body) },
+      {
+        endpoint,
+        url: buildUrl(this.config.baseUrl, path),
+        method: 'POST',
+        headers: this.headers({ 'content-type': 'application/json' }),
+        body: JSON.stringify(body),
+      },
       checkExplorerEnvelope,
       acct,
     );

@@ -103,7 +103,9 @@ async function* pagePart(
         throw new WindowError(`${count} rows exceed the API's result window of ${opts.resultWindow} and this endpoint has no block filter to split by`);
       }
       if (range.from === range.to) {
-        throw new WindowError(`block ${range.from} alone holds ${count} rows, more than the API's result window of ${opts.resultWindow}: it cannot be paged completely`);
+        throw new WindowError(
+          `block ${range.from} alone holds ${count} rows, more than the API's result window of ${opts.resultWindow}: it cannot be paged completely`,
+        );
       }
       yield* splitRange(fetch, range, count, opts, acct, progress);
       return;

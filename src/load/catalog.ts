@@ -100,7 +100,8 @@ export class Catalog {
   async recordFiles(runId: string, files: readonly CommittedFile[]): Promise<void> {
     if (files.length === 0) return;
     const rows = files.map(
-      (f) => `(${literal(f.path)}, ${literal(f.dataset)}, ${literal(f.network)}, ${literal(f.partition)}, ${f.rows}, ${f.bytes}, ${num(f.minBlock)}, ${num(f.maxBlock)}, ${literal(runId)}, now())`,
+      (f) =>
+        `(${literal(f.path)}, ${literal(f.dataset)}, ${literal(f.network)}, ${literal(f.partition)}, ${f.rows}, ${f.bytes}, ${num(f.minBlock)}, ${num(f.maxBlock)}, ${literal(runId)}, now())`,
     );
     await this.run(`INSERT OR REPLACE INTO files VALUES ${rows.join(', ')}`);
   }
@@ -121,10 +122,17 @@ export class Catalog {
       await this.run(
         `CREATE OR REPLACE VIEW ${ident(def.name)} AS SELECT * FROM read_parquet(${literal(paths.datasetGlob(def.name))}, hive_partitioning = true, union_by_name = true, hive_types = {'network': 'VARCHAR', ${literal(def.partition)}: 'DATE'})`,
       );
-      await this.run(`COMMENT ON VIEW ${ident(def.name)} IS ${literal(`${def.doc} Natural key: (${def.naturalKey.join(', ')}). Partitioned by network, ${def.partition}.`)}`);
+      await this.run(
+        `COMMENT ON VIEW ${ident(def.name)} IS ${literal(`${def.doc} Natural key: (${def.naturalKey.join(', ')}). Partitioned by network, ${def.partition}.`)}`,
+      );
       for (const c of lakeColumns(def)) await this.run(`COMMENT ON COLUMN ${ident(def.name)}.${ident(c.name)} IS ${literal(c.doc)}`);
       await this.run(`COMMENT ON COLUMN ${ident(def.name)}.network IS 'Network: mainnet or testnet (Hive partition).'`);
-      const what = def.partition === 'block_date' ? 'UTC date of the block' : def.partition === 'snapshot_date' ? 'UTC date of the run that took the snapshot' : 'UTC date of the data point';
+      const what =
+        def.partition === 'block_date'
+          ? 'UTC date of the block'
+          : def.partition === 'snapshot_date'
+            ? 'UTC date of the run that took the snapshot'
+            : 'UTC date of the data point';
       await this.run(`COMMENT ON COLUMN ${ident(def.name)}.${ident(def.partition)} IS ${literal(`${what} (Hive partition).`)}`);
     }
     if (await hasFiles(paths, REJECTS_DATASET)) {

@@ -68,9 +68,7 @@ export async function commitDataset(input: CommitInput): Promise<CommittedFile[]
     const target = paths.partitionFile(def, network, partition);
     const final = path.join(finalDir, `${partition}.parquet`);
     const fresh = `SELECT * FROM read_parquet(${literal(path.join(typedDir, prefix + partition, '*.parquet'))}, hive_partitioning=false)`;
-    const source = (await exists(target))
-      ? `${fresh} UNION ALL BY NAME SELECT * FROM read_parquet(${literal(target)}, hive_partitioning=false)`
-      : fresh;
+    const source = (await exists(target)) ? `${fresh} UNION ALL BY NAME SELECT * FROM read_parquet(${literal(target)}, hive_partitioning=false)` : fresh;
     await conn.run(
       `COPY (
          SELECT * EXCLUDE (__rank) FROM (
@@ -124,5 +122,14 @@ export async function commitRejects(input: Omit<CommitInput, 'def'> & { date: st
   const n = Number((await engine.conn.runAndReadAll(`SELECT count(*)::BIGINT FROM read_parquet(${literal(final)})`)).getRowsJS()[0]![0]);
   await mkdir(path.dirname(target), { recursive: true });
   await rename(final, target);
-  return { dataset: REJECTS_DATASET, network, partition: date, path: paths.relative(target), rows: n, bytes: (await stat(target)).size, minBlock: null, maxBlock: null };
+  return {
+    dataset: REJECTS_DATASET,
+    network,
+    partition: date,
+    path: paths.relative(target),
+    rows: n,
+    bytes: (await stat(target)).size,
+    minBlock: null,
+    maxBlock: null,
+  };
 }

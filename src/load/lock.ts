@@ -66,7 +66,12 @@ export class LakeLock {
       // create and write: give it a few seconds before calling it stale.
       const stale =
         holder === undefined
-          ? Date.now() - (await stat(file).then((s) => s.mtimeMs, () => 0)) > 5000
+          ? Date.now() -
+              (await stat(file).then(
+                (s) => s.mtimeMs,
+                () => 0,
+              )) >
+            5000
           : holder.host === info.host && !alive(holder.pid);
       if (stale) {
         await rm(file, { force: true });

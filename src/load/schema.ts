@@ -53,7 +53,11 @@ export function lakeColumns(def: DatasetDef): LakeColumn[] {
   for (const c of def.columns) {
     out.push({ name: c.name, type: DUCKDB_TYPE[c.kind], doc: c.doc });
     if (c.kind === 'amount') {
-      out.push({ name: rawCompanion(c.name), type: 'VARCHAR', doc: `Exact decimal text of ${c.name} when it is >= 10^38 (then ${c.name} is NULL); NULL otherwise.` });
+      out.push({
+        name: rawCompanion(c.name),
+        type: 'VARCHAR',
+        doc: `Exact decimal text of ${c.name} when it is >= 10^38 (then ${c.name} is NULL); NULL otherwise.`,
+      });
     }
   }
   out.push({ name: '_run_id', type: 'VARCHAR', doc: 'The chainlake run that wrote this row.' });

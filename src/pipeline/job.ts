@@ -113,7 +113,24 @@ function scopesFor(r: Reader, kind: ScopeKind, spec: Obj, where: string): Record
 export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = process.env): Job {
   const r: Reader = new Reader(file);
   if (!isObj(doc)) r.fail('', 'a job file must hold a JSON object');
-  r.keys(doc, '', ['$schema', 'name', 'description', 'network', 'target', 'simulator', 'endpoints', 'apiKey', 'lake', 'range', 'concurrency', 'rps', 'strict', 'pageSize', 'resultWindow', 'datasets']);
+  r.keys(doc, '', [
+    '$schema',
+    'name',
+    'description',
+    'network',
+    'target',
+    'simulator',
+    'endpoints',
+    'apiKey',
+    'lake',
+    'range',
+    'concurrency',
+    'rps',
+    'strict',
+    'pageSize',
+    'resultWindow',
+    'datasets',
+  ]);
 
   const name = doc.name === undefined ? 'job' : r.str(doc.name, 'name');
   if (!NAME.test(name)) r.fail('name', `may hold letters, digits, '_', '-' and '.', got ${JSON.stringify(name)}`);
@@ -127,7 +144,8 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     if (!isObj(sim)) r.fail('simulator', 'must be an object');
     r.keys(sim, 'simulator', ['seed', 'scale']);
     const scale = sim.scale;
-    if (scale !== undefined && scale !== 'small' && scale !== 'medium' && scale !== 'large') r.fail('simulator.scale', `must be small, medium or large, got ${JSON.stringify(scale)}`);
+    if (scale !== undefined && scale !== 'small' && scale !== 'medium' && scale !== 'large')
+      r.fail('simulator.scale', `must be small, medium or large, got ${JSON.stringify(scale)}`);
     target = { kind: 'simulator', seed: sim.seed === undefined ? undefined : r.int(sim.seed, 'simulator.seed', 0, 2 ** 32 - 1), scale };
   } else if (targetKind === 'api') {
     const ep = doc.endpoints === undefined ? {} : doc.endpoints;
@@ -156,7 +174,8 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   if (toBlock !== 'head' && toBlock < fromBlock) r.fail('range', `toBlock ${toBlock} is below fromBlock ${fromBlock}`);
 
   const datasetsDoc = doc.datasets;
-  if (!isObj(datasetsDoc) || Object.keys(datasetsDoc).length === 0) r.fail('datasets', 'must be an object naming at least one dataset, e.g. {"transactions": {"addresses": ["0x…"]}}');
+  if (!isObj(datasetsDoc) || Object.keys(datasetsDoc).length === 0)
+    r.fail('datasets', 'must be an object naming at least one dataset, e.g. {"transactions": {"addresses": ["0x…"]}}');
   const datasets: DatasetJob[] = Object.entries(datasetsDoc).map(([dsName, spec]) => {
     const where = `datasets.${dsName}`;
     const def = DATASETS[dsName];

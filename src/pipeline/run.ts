@@ -2,22 +2,23 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import pLimit from 'p-limit';
-import type { DatasetDef, Network } from '../datasets/dataset.js';
+import type { DatasetDef } from '../datasets/dataset.js';
 import { getDataset } from '../datasets/registry.js';
 import { Accounting } from '../extract/accounting.js';
 import { PageBudget } from '../extract/budget.js';
-import { explorerPageFetcher } from '../extract/endpoint.js';
 import { ExplorerClient } from '../extract/explorer.js';
-import { pageWindow, WindowProgress, type BlockRange, type PagerOptions } from '../extract/pager.js';
+import type { PagerOptions } from '../extract/pager.js';
 import { HttpTransport, type TransportOptions } from '../extract/transport.js';
-import { Catalog, type WindowRecord } from '../load/catalog.js';
-import { commitDataset, commitRejects, type CommittedFile } from '../load/commit.js';
+import type { WindowRecord } from '../load/catalog.js';
+import type { CommittedFile } from '../load/commit.js';
+import { commitRun } from '../load/commit-run.js';
 import { openEngine } from '../load/engine.js';
 import { LakeLock } from '../load/lock.js';
 import { LakePaths } from '../load/paths.js';
-import { StageFile } from '../load/staging.js';
 import { RowTransformer } from '../transform/rows.js';
+import { executeWindow, type Clients, type WindowOutcome } from './execute.js';
 import type { Job } from './job.js';
+import { jobRange, planWindows } from './plan.js';
 import { silentLogger, type Logger } from './log.js';
 import { emptyDatasetReport, sumReports, type DatasetReport, type RunReport } from './report.js';
 
@@ -30,38 +31,17 @@ export interface RunOptions {
   now?: () => Date;
 }
 
-/** One unit of fetching, commit and reporting: a dataset, a scope, a block range. */
-interface Window {
-  id: string;
-  def: DatasetDef;
-  network: Network;
-  scope: Record<string, string>;
-  scopeKey: string;
-  range?: BlockRange;
-  query: Record<string, string | number | boolean | undefined>;
-}
-
-interface WindowOutcome {
-  window: Window;
-  stage?: StageFile;
-  rejectStage?: StageFile;
-  acct: Accounting;
-  progress: WindowProgress;
-  rows: number;
-  rejects: number;
-  error?: string;
-}
-
 export function newRunId(now: Date): string {
-  return `${now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`;
+  return `${now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`;
 }
 
-const scopeKeyOf = (scope: Record<string, string>): string =>
-  Object.entries(scope)
-    .map(([k, v]) => `${k}=${v}`)
-    .join('&') || '-';
-
-async function resolveTargets(job: Job, opts: RunOptions): Promise<{ explorer: string; explorerAlt?: string; finance?: string; apiKey?: string; close(): Promise<void> }> {
+async function resolveTargets(
+  job: Job,
+  opts: RunOptions,
+): Promise<{ explorer: string; explorerAlt?: string; finance?: string; apiKey?: string; close(): Promise<void> }> {
   if (job.target.kind === 'api') {
     return { explorer: job.target.explorer, explorerAlt: job.target.explorerAlt, finance: job.target.finance, apiKey: job.apiKey, close: async () => {} };
   }
@@ -123,24 +103,15 @@ async function runLocked(job: Job, opts: RunOptions, ctx: RunContext): Promise<R
   const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
   try {
     head = await explorer.head(runAcct);
-    const toBlock = job.range.toBlock === 'head' ? head : Math.min(job.range.toBlock, head);
-    log.log('info', 'run.start', `run ${runId}: ${job.name} on ${job.network}, head pinned at block ${head}, blocks ${job.range.fromBlock}-${toBlock}`, {
+    const range = jobRange(job, head);
+    log.log('info', 'run.start', `run ${runId}: ${job.name} on ${job.network}, head pinned at block ${head}, blocks ${range.from}-${range.to}`, {
       runId,
       job: job.name,
       network: job.network,
       head,
     });
 
-    const windows: Window[] = [];
-    for (const ds of job.datasets) {
-      const def = getDataset(ds.name);
-      for (const scope of ds.scopes) {
-        const scopeKey = scopeKeyOf(scope);
-        const range = def.kind === 'chain' ? { from: job.range.fromBlock, to: toBlock } : undefined;
-        windows.push({ id: `${def.name}/${job.network}/${scopeKey}/${range ? `${range.from}-${range.to}` : 'snapshot'}`, def, network: job.network, scope, scopeKey, range, query: ds.query });
-      }
-    }
-
+    const windows = planWindows(job, head);
     const snapshotDate = ingestedAt.slice(0, 10);
     const transformers = new Map<string, RowTransformer>();
     const transformerFor = (def: DatasetDef): RowTransformer => {
@@ -148,73 +119,48 @@ async function runLocked(job: Job, opts: RunOptions, ctx: RunContext): Promise<R
       if (!t) transformers.set(def.name, (t = new RowTransformer(def, { network: job.network, snapshotDate })));
       return t;
     };
-    const pagerBase = { pageSize: job.pageSize, resultWindow: job.resultWindow, prefetch: job.concurrency, maxDriftRetries: 3, budget: new PageBudget(job.concurrency * 2) };
+    const pager: PagerOptions = {
+      pageSize: job.pageSize,
+      resultWindow: job.resultWindow,
+      prefetch: job.concurrency,
+      maxDriftRetries: 3,
+      budget: new PageBudget(job.concurrency * 2),
+    };
     const limitWindows = pLimit(job.concurrency);
-
-    await Promise.all(
-      windows.map((w, index) =>
-        limitWindows(async () => {
-          const outcome: WindowOutcome = { window: w, acct: new Accounting(), progress: new WindowProgress(), rows: 0, rejects: 0 };
-          outcomes.push(outcome);
-          const endpoint = w.def.endpoints[0]!;
-          const transformer = transformerFor(w.def);
-          const pagerOpts: PagerOptions = { ...pagerBase };
-          try {
-            outcome.stage = await StageFile.open(path.join(staging, 'rows', w.def.name, `${index}.ndjson`));
-            const fetcher = explorerPageFetcher(explorer, endpoint, w.scope, w.query);
-            for await (const page of pageWindow(fetcher, w.range, pagerOpts, outcome.acct, outcome.progress)) {
-              const { rows, rejects } = transformer.transform(page.entries, w.id);
-              await outcome.stage.writeRows(rows);
-              outcome.rows += rows.length;
-              if (rejects.length) {
-                outcome.rejectStage ??= await StageFile.open(path.join(staging, 'rejects', `${index}.ndjson`));
-                await outcome.rejectStage.writeRejects(rejects);
-                outcome.rejects += rejects.length;
-              }
-            }
-            await outcome.stage.close();
-            await outcome.rejectStage?.close();
-            if (job.strict && outcome.rejects > 0) throw new Error(`${outcome.rejects} rows did not convert (strict mode)`);
-            log.log('debug', 'window.done', `${w.id}: ${outcome.rows} rows`, { window: w.id, rows: outcome.rows, requests: outcome.acct.requests });
-          } catch (e) {
-            outcome.error = (e as Error).message;
-            await outcome.stage?.discard();
-            await outcome.rejectStage?.discard();
-            outcome.stage = outcome.rejectStage = undefined;
-            log.log('error', 'window.failed', `${w.id}: ${outcome.error}`, { window: w.id, error: outcome.error });
-          }
-        }),
-      ),
+    const clients: Clients = { explorer };
+    outcomes.push(
+      ...(await Promise.all(
+        windows.map((w, index) =>
+          limitWindows(() => executeWindow(w, { clients, transformer: transformerFor(w.def), pager, stagingDir: staging, index, strict: job.strict, log })),
+        ),
+      )),
     );
 
     // Commit: every completed window's rows, merged per dataset into its partitions.
-    const files: CommittedFile[] = [];
-    const byDataset = new Map<string, WindowOutcome[]>();
-    for (const o of outcomes) {
-      if (o.error) continue;
-      const list = byDataset.get(o.window.def.name) ?? [];
-      list.push(o);
-      byDataset.set(o.window.def.name, list);
-    }
-    let commitIndex = 0;
-    for (const [name, list] of byDataset) {
-      const staged = list.filter((o) => o.stage && o.stage.rows > 0).map((o) => o.stage!.file);
-      files.push(...(await commitDataset({ engine, paths, def: getDataset(name), network: job.network, runId, ingestedAt, stagedFiles: staged, workDir: path.join(staging, `commit-${commitIndex++}`) })));
-    }
-    const rejectFiles = outcomes.filter((o) => !o.error && o.rejectStage).map((o) => o.rejectStage!.file);
-    const rejectFile = await commitRejects({ engine, paths, network: job.network, runId, ingestedAt, stagedFiles: rejectFiles, workDir: path.join(staging, 'commit-rejects'), date: ingestedAt.slice(0, 10) });
-    if (rejectFile) files.push(rejectFile);
-
-    const report = buildReport(job, runId, started, now(), head, outcomes, files, transformers, paths);
-    await Catalog.write(engine, paths, async (catalog) => {
-      await catalog.recordWindows(outcomes.map((o) => windowRecord(runId, o)));
-      await catalog.recordFiles(runId, files);
-      await catalog.advanceWatermarks(
-        runId,
-        outcomes.filter((o) => !o.error && o.window.range).map((o) => ({ network: o.window.network, dataset: o.window.def.name, scope: o.window.scopeKey, block: o.window.range!.to })),
-      );
-      await catalog.refreshViews(paths, [...new Set(job.datasets.map((d) => getDataset(d.name)))]);
-      await catalog.recordRun(runId, job.name, ingestedAt, report.finishedAt, report.status, report);
+    const done = outcomes.filter((o) => !o.error);
+    const datasets = [...new Set(done.map((o) => o.window.def))].map((def) => ({
+      def,
+      stagedFiles: done.filter((o) => o.window.def === def && o.stage && o.stage.rows > 0).map((o) => o.stage!.file),
+    }));
+    let report!: RunReport;
+    await commitRun({
+      engine,
+      paths,
+      runId,
+      ingestedAt,
+      stagingDir: staging,
+      network: job.network,
+      datasets,
+      rejectFiles: done.filter((o) => o.rejectStage).map((o) => o.rejectStage!.file),
+      windows: outcomes.map((o) => windowRecord(runId, o)),
+      watermarks: done
+        .filter((o) => o.window.range)
+        .map((o) => ({ network: o.window.network, dataset: o.window.def.name, scope: o.window.scopeKey, block: o.window.range!.to })),
+      viewDefs: [...new Set(job.datasets.map((d) => getDataset(d.name)))],
+      run: (files) => {
+        report = buildReport(job, runId, started, now(), head, outcomes, files, transformers, paths);
+        return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
+      },
     });
     return report;
   } finally {

@@ -17,8 +17,7 @@ const HASH = /^0x[0-9a-fA-F]{64}$/;
 const HEX = /^0x[0-9a-fA-F]*$/;
 const INTEGER = /^-?\d+$/;
 const UNSIGNED = /^\d+$/;
-const ISO =
-  /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:?\d{2})$/;
+const ISO = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:?\d{2})$/;
 
 const INT64_MAX = 9223372036854775807n;
 const INT64_MIN = -9223372036854775808n;
@@ -32,8 +31,7 @@ const describe = (raw: unknown): string => {
 };
 
 function hexOf(pattern: RegExp, what: string): Converter {
-  return (raw) =>
-    typeof raw === 'string' && pattern.test(raw) ? raw.toLowerCase() : new Rejected(`not ${what}: ${describe(raw)}`);
+  return (raw) => (typeof raw === 'string' && pattern.test(raw) ? raw.toLowerCase() : new Rejected(`not ${what}: ${describe(raw)}`));
 }
 
 /** Integers come as strings (the API's way) or, where a real service slips, as JSON integers. */
@@ -94,17 +92,15 @@ export const convertTimestamp: Converter = (raw) => {
   const m = ISO.exec(raw);
   if (!m) return new Rejected(`not an ISO 8601 timestamp: ${describe(raw)}`);
   const [, y, mo, d, h, mi, s, frac, zone] = m;
-  const year = +y!, month = +mo!, day = +d!, hour = +h!, minute = +mi!, second = +s!;
+  const year = +y!,
+    month = +mo!,
+    day = +d!,
+    hour = +h!,
+    minute = +mi!,
+    second = +s!;
   const ms = Date.UTC(year, month - 1, day, hour, minute, second);
   const check = new Date(ms);
-  if (
-    check.getUTCFullYear() !== year ||
-    check.getUTCMonth() !== month - 1 ||
-    check.getUTCDate() !== day ||
-    hour > 23 ||
-    minute > 59 ||
-    second > 59
-  ) {
+  if (check.getUTCFullYear() !== year || check.getUTCMonth() !== month - 1 || check.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) {
     return new Rejected(`not a valid calendar time: ${describe(raw)}`);
   }
   const fraction = frac ?? '';

@@ -26,6 +26,13 @@ export interface TransformContext {
   snapshotDate: string;
 }
 
+/** Where a page's entries came from: values a column can read with a `$scope.` or `$results.` source. */
+export interface PageContext {
+  scope: Record<string, string>;
+  /** The envelope's results object (fields beside `data`, such as token_name of an inventory). */
+  results: Record<string, unknown>;
+}
+
 export interface TransformResult {
   rows: StagedRow[];
   rejects: RejectRecord[];
@@ -33,6 +40,8 @@ export interface TransformResult {
 
 interface CompiledColumn {
   def: ColumnDef;
+  /** Where the value is read: the entry itself, the window's scope or the page's results. */
+  from: 'entry' | 'scope' | 'results';
   path: string[];
   convert: Converter;
   isAmount: boolean;
@@ -79,21 +88,26 @@ export class RowTransformer {
     private readonly dataset: DatasetDef,
     private readonly ctx: TransformContext,
   ) {
-    this.columns = dataset.columns.map((def) => ({
-      def,
-      path: (def.source ?? def.name).split('.'),
-      convert: CONVERTERS[def.kind],
-      isAmount: def.kind === 'amount',
-      raw: rawCompanion(def.name),
-    }));
-    this.fields = buildFieldTree(this.columns);
+    this.columns = dataset.columns.map((def) => {
+      const source = def.source ?? def.name;
+      const from = source.startsWith('$scope.') ? 'scope' : source.startsWith('$results.') ? 'results' : 'entry';
+      return {
+        def,
+        from,
+        path: (from === 'entry' ? source : source.slice(source.indexOf('.') + 1)).split('.'),
+        convert: CONVERTERS[def.kind],
+        isAmount: def.kind === 'amount',
+        raw: rawCompanion(def.name),
+      } satisfies CompiledColumn;
+    });
+    this.fields = buildFieldTree(this.columns.filter((c) => c.from === 'entry'));
     this.partitionColumn = dataset.partition === 'block_date' ? dataset.partitionFrom : undefined;
     if (dataset.partition === 'block_date' && !this.partitionColumn) {
       throw new Error(`dataset ${dataset.name}: block_date partition needs partitionFrom`);
     }
   }
 
-  transform(entries: readonly unknown[], window: string, extra?: Record<string, Canonical>): TransformResult {
+  transform(entries: readonly unknown[], window: string, page: PageContext): TransformResult {
     const rows: StagedRow[] = [];
     const rejects: RejectRecord[] = [];
     for (const entry of entries) {
@@ -102,10 +116,10 @@ export class RowTransformer {
         continue;
       }
       this.noteUnknown(entry as Record<string, unknown>, this.fields, '');
-      const values: Record<string, Canonical> = extra ? { ...extra } : {};
+      const values: Record<string, Canonical> = {};
       let rejected: RejectRecord | undefined;
       for (const c of this.columns) {
-        let raw: unknown = entry;
+        let raw: unknown = c.from === 'entry' ? entry : c.from === 'scope' ? page.scope : page.results;
         for (const part of c.path) raw = raw === null || typeof raw !== 'object' ? undefined : (raw as Record<string, unknown>)[part];
         if (raw === undefined || raw === null) {
           if (!c.def.nullable) {

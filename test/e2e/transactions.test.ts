@@ -23,8 +23,7 @@ afterAll(async () => {
   await cleanup?.();
 });
 
-const job = () =>
-  parseJob({ name: 'e2e', target: 'simulator', lake, concurrency: 4, datasets: { transactions: { addresses } } }, 'e2e-test');
+const job = () => parseJob({ name: 'e2e', target: 'simulator', lake, concurrency: 4, datasets: { transactions: { addresses } } }, 'e2e-test');
 
 describe('transactions end to end (simulator -> lake -> DuckDB)', () => {
   it('writes typed, Hive-partitioned Parquet that matches the API exactly', async () => {
@@ -40,9 +39,7 @@ describe('transactions end to end (simulator -> lake -> DuckDB)', () => {
       expect(await readdir(path.join(lake, 'transactions', 'network=mainnet', p))).toEqual(['data.parquet']);
     }
 
-    const types = Object.fromEntries(
-      (await queryCatalog(lake, 'DESCRIBE transactions')).map((r) => [r.column_name as string, r.column_type as string]),
-    );
+    const types = Object.fromEntries((await queryCatalog(lake, 'DESCRIBE transactions')).map((r) => [r.column_name as string, r.column_type as string]));
     expect(types).toMatchObject({
       block_number: 'BIGINT',
       timestamp: 'TIMESTAMP WITH TIME ZONE',
@@ -73,7 +70,10 @@ describe('transactions end to end (simulator -> lake -> DuckDB)', () => {
     expect(Number(agg!.n)).toBe(api.size);
     expect(Number(agg!.keys)).toBe(api.size);
     expect(Number(agg!.upper)).toBe(0);
-    const exact = [...api.values()].map((e) => (e.value === null ? 0n : BigInt(e.value as string))).filter((v) => v < 10n ** 38n).reduce((a, b) => a + b, 0n);
+    const exact = [...api.values()]
+      .map((e) => (e.value === null ? 0n : BigInt(e.value as string)))
+      .filter((v) => v < 10n ** 38n)
+      .reduce((a, b) => a + b, 0n);
     expect(BigInt(agg!.total as string)).toBe(exact);
 
     const raws = await queryCatalog(lake, `SELECT transaction_hash, value_raw FROM transactions WHERE value_raw IS NOT NULL`);
@@ -83,7 +83,10 @@ describe('transactions end to end (simulator -> lake -> DuckDB)', () => {
 
     // Spot-check a row field by field against the API.
     const sample = [...api.values()][0]!;
-    const [row] = await queryCatalog(lake, `SELECT *, strftime(timestamp, '%Y-%m-%dT%H:%M:%SZ') AS ts FROM transactions WHERE transaction_hash = '${String(sample.transaction_hash).toLowerCase()}'`);
+    const [row] = await queryCatalog(
+      lake,
+      `SELECT *, strftime(timestamp, '%Y-%m-%dT%H:%M:%SZ') AS ts FROM transactions WHERE transaction_hash = '${String(sample.transaction_hash).toLowerCase()}'`,
+    );
     expect(row!.block_number).toBe(BigInt(sample.block_number as string));
     expect(row!.ts).toBe(sample.timestamp);
     expect(row!.tx_status).toBe(sample.tx_status === '1');

@@ -64,7 +64,15 @@ describe('timestamp converter', () => {
   });
 
   it('rejects impossible dates and malformed text instead of guessing', () => {
-    for (const bad of ['2024-02-30T00:00:00Z', '2024-13-01T00:00:00Z', '2024-01-01T24:00:00Z', '2024-01-01', 'yesterday', 1_700_000_000, null === null ? {} : 0]) {
+    for (const bad of [
+      '2024-02-30T00:00:00Z',
+      '2024-13-01T00:00:00Z',
+      '2024-01-01T24:00:00Z',
+      '2024-01-01',
+      'yesterday',
+      1_700_000_000,
+      null === null ? {} : 0,
+    ]) {
       expect(CONVERTERS.timestamp(bad), JSON.stringify(bad)).toBeInstanceOf(Rejected);
     }
   });

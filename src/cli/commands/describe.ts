@@ -36,13 +36,23 @@ export const describeCommand: CommandModule<object, Args> = {
   handler: (args) => {
     if (args.format === 'json') {
       const names = args.dataset ? [args.dataset] : datasetNames();
-      process.stdout.write(JSON.stringify(names.map((n) => ({ ...getDataset(n), lakeColumns: lakeColumns(getDataset(n)) })), null, 2) + '\n');
+      process.stdout.write(
+        JSON.stringify(
+          names.map((n) => ({ ...getDataset(n), lakeColumns: lakeColumns(getDataset(n)) })),
+          null,
+          2,
+        ) + '\n',
+      );
       return;
     }
     if (args.dataset) {
       process.stdout.write(describeDataset(args.dataset) + '\n');
       return;
     }
-    process.stdout.write(datasetNames().map((n) => `${n.padEnd(24)} ${getDataset(n).doc}`).join('\n') + '\n');
+    process.stdout.write(
+      datasetNames()
+        .map((n) => `${n.padEnd(24)} ${getDataset(n).doc}`)
+        .join('\n') + '\n',
+    );
   },
 };

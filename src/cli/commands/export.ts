@@ -27,7 +27,10 @@ export const exportCommand: CommandModule<object, Args> = {
         .option('simulator', { type: 'boolean', describe: 'Target the embedded simulator instead of CHAINLAKE_*_URL' })
         .option('input', { type: 'boolean', describe: 'Ask for input data (transactions, internal transactions)' }),
     )
-      .example('$0 export transactions --address 0xabc… --from-block 1000 --to-block 2000', 'Transactions of one address in a block range, from CHAINLAKE_MAINNET_URL')
+      .example(
+        '$0 export transactions --address 0xabc… --from-block 1000 --to-block 2000',
+        'Transactions of one address in a block range, from CHAINLAKE_MAINNET_URL',
+      )
       .example('$0 export transactions --simulator --address 0xabc… --lake /tmp/lake', 'The same from the embedded simulator') as never,
   handler: async (args) => {
     const doc: Record<string, unknown> = {
