@@ -5,6 +5,7 @@
 import { Rng, hash2, hash3, mix32, unmix32 } from './rng.js';
 import { word8 } from './hex.js';
 import { toChecksumAddress } from './keccak.js';
+import type { ByteOut } from './bytes.js';
 
 export type Network = 'mainnet' | 'testnet';
 export type ScaleName = 'small' | 'medium' | 'large';
@@ -153,6 +154,7 @@ export class Chain {
   createdUsed = 0;
 
   private lower: string[] = [];
+  private addrBytesCache: (Uint8Array | undefined)[][] = [[], [], []];
   private checksum: (string | undefined)[] = [];
   private upper: (string | undefined)[] = [];
 
@@ -196,6 +198,14 @@ export class Chain {
     return s;
   }
 
+  /** ASCII bytes of addrCase(i, style), cached. */
+  addrBytes(i: number, style: number): Uint8Array {
+    const cache = this.addrBytesCache[style]!;
+    let b = cache[i];
+    if (b === undefined) { b = Buffer.from(this.addrCase(i, style), 'latin1'); cache[i] = b; }
+    return b;
+  }
+
   /** Address index for a 0x address in any letter case, or -1 when this chain has no such address. */
   findAddress(addr: string): number {
     const s = addr.toLowerCase();
@@ -211,6 +221,18 @@ export class Chain {
     let s = '0x' + word8(w0);
     for (let j = 1; j < 8; j++) s += word8(hash3(w0, this.kTx, j));
     return s;
+  }
+
+  writeTxHash(out: ByteOut, t: number, upper: boolean): void {
+    const w0 = mix32((t + this.kTx) >>> 0);
+    out.byte(48); out.byte(120);
+    out.word(w0, upper);
+    for (let j = 1; j < 8; j++) out.word(hash3(w0, this.kTx, j), upper);
+  }
+
+  writeBlockHash(out: ByteOut, b: number, upper: boolean): void {
+    out.byte(48); out.byte(120);
+    for (let j = 0; j < 8; j++) out.word(hash3(b, this.kBlock, j), upper);
   }
 
   /** Tx id of a 0x hash in any case, or -1. Visibility (block <= head) is the caller's concern. */

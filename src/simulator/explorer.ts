@@ -5,7 +5,12 @@ import { Chain, Csr } from './chain.js';
 import {
   ApiError, blockRange, checkWindow, parseBlockParam, parseBool, parseEnum, parseLimit, parseOffset, requireAddress,
 } from './params.js';
-import { renderBlock, renderTx, renderTxSimple } from './render.js';
+import { renderBlock, writeTx, writeTxSimple } from './render.js';
+import { ByteOut, ascii } from './bytes.js';
+
+const out = new ByteOut();
+const COMMA = 44;
+const DATA_OPEN = ascii(',"data":['), LIST_CLOSE = ascii(']}');
 
 export interface ExplorerCtx {
   chain: Chain;
@@ -19,7 +24,7 @@ export interface ExplorerCtx {
 export interface ExplorerState { verified: Map<string, VerifiedRecord> }
 export interface VerifiedRecord { contract_name: string; compiler: string; runs_optimizer: string; optimization_enabled: string; contract_source: string; constructor_arguments: string; libraries: string; verify_date: string }
 
-export interface Results { results: string; rows: number }
+export interface Results { results: string | Buffer; rows: number }
 export type Handler = (ctx: ExplorerCtx) => Results;
 
 export interface Route { method: 'GET' | 'POST'; pattern: string[]; name: string; handler: Handler }
@@ -54,13 +59,16 @@ function txTransactions(ctx: ExplorerCtx): Results {
   const blk = c.txBlk;
   const [lo, hi] = a < 0 ? EMPTY_CSR_RANGE : c.range(csr, a, (t) => blk[t]!, from, to);
   const [p0, p1] = pageDesc(lo, hi, offset, limit);
-  const items: string[] = [];
+  out.reset();
+  out.str('{"count":"' + (hi - lo) + '"' + (simple ? ',"from_block":"' + from + '","to_block":"' + toBlock + '"' : ''));
+  out.ensure(16); out.raw(DATA_OPEN);
   for (let i = p1 - 1; i >= p0; i--) {
     const t = csr.ids[i]!;
-    items.push(simple ? renderTxSimple(c, t, withInput) : renderTx(c, t, head, withInput));
+    if (i !== p1 - 1) out.byte(COMMA);
+    if (simple) writeTxSimple(out, c, t, withInput); else writeTx(out, c, t, head, withInput);
   }
-  const extra = simple ? ',"from_block":"' + from + '","to_block":"' + toBlock + '"' : '';
-  return listResults(hi - lo, items, extra);
+  out.ensure(16); out.raw(LIST_CLOSE);
+  return { results: out.take(), rows: p1 - p0 };
 }
 
 function block(ctx: ExplorerCtx): Results {

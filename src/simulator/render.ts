@@ -7,6 +7,7 @@ import {
 } from './chain.js';
 import { hash2, hash3 } from './rng.js';
 import { MAX_UINT256, gweiToWei, isoSeconds, pad64, word8 } from './hex.js';
+import { ByteOut, ascii } from './bytes.js';
 
 export const MINING_REWARD_GWEI = 2_000_000_000; // 2 coins
 
@@ -101,6 +102,105 @@ export function tokenUri(c: Chain, nft: number, idx: number): string | null {
   if (nft === 2) return null;
   if (hash2(c.kVal ^ nft, idx) % 11 === 0) return null;
   return nft === 0 ? `ipfs://bafybeichainpunks${word8(c.kVal)}/${idx + 1}.json` : `https://meta.example.org/${ERC721_META[nft]!.symbol!.toLowerCase()}/${tokenIdString(c, nft, idx)}`;
+}
+
+const dayCache = new Map<number, Uint8Array>();
+/** `"YYYY-MM-DDTHH:MM:SSZ"` with quotes. */
+export function writeIso(out: ByteOut, sec: number): void {
+  const day = Math.floor(sec / 86400);
+  let d = dayCache.get(day);
+  if (d === undefined) { d = ascii('"' + new Date(day * 86_400_000).toISOString().slice(0, 11)); dayCache.set(day, d); }
+  out.raw(d);
+  const r = sec - day * 86400;
+  const hh = Math.floor(r / 3600), mm = Math.floor((r % 3600) / 60), ss = r % 60;
+  const buf = out.buf; let p = out.pos;
+  buf[p++] = 48 + Math.floor(hh / 10); buf[p++] = 48 + (hh % 10); buf[p++] = 58;
+  buf[p++] = 48 + Math.floor(mm / 10); buf[p++] = 48 + (mm % 10); buf[p++] = 58;
+  buf[p++] = 48 + Math.floor(ss / 10); buf[p++] = 48 + (ss % 10); buf[p++] = 90; buf[p++] = 34;
+  out.pos = p;
+}
+
+const B = {
+  ts: ascii('{"timestamp":'), nonce: ascii(',"nonce":"'), sender: ascii('","sender":"'), receiver: ascii('","receiver":'),
+  value: ascii(',"value":"'), conf: ascii('","confirmations":"'), txh: ascii('","transaction_hash":"'),
+  bh: ascii('","block_hash":"'), tidx: ascii('","transaction_index":"'), st: ascii('","tx_status":"'),
+  msg: ascii('","tx_message":'), inSt: ascii(',"in_tx_status":'), inMsg: ascii(',"in_tx_message":'),
+  fee: ascii(',"tx_fee":"'), bn: ascii('","block_number":"'), ca: ascii('","contract_address":'),
+  gl: ascii(',"gas_limit":"'), gp: ascii('","gas_price":"'), cgu: ascii('","cumulative_gas_used":"'),
+  gu: ascii('","gas_used":"'), mf: ascii('","max_fee_per_gas":'), mp: ascii(',"max_priority_fee_per_gas":'),
+  input: ascii(',"input":"'), nul: ascii('null'), gwei: ascii('000000000'), max: ascii(MAX_UINT256),
+  one: ascii('"1"'), zero: ascii('"0"'), reverted: ascii('"execution reverted"'),
+  sSender: ascii('{"sender":"'), sTxh: ascii(',"transaction_hash":"'), sFee: ascii('","tx_fee":"'), sGu: ascii('","gas_used":"'),
+};
+
+function writeGwei(out: ByteOut, g: number): void {
+  if (g === 0) { out.byte(48); return; }
+  out.uint(g); out.raw(B.gwei);
+}
+function writeAddr(out: ByteOut, c: Chain, i: number, st: number, quoted: boolean): void {
+  if (quoted) out.byte(34);
+  out.raw(c.addrBytes(i, st));
+  if (quoted) out.byte(34);
+}
+
+/** The full transaction entry (endpoint #2), written as bytes. */
+export function writeTx(out: ByteOut, c: Chain, t: number, head: number, withInput: boolean): void {
+  const b = c.txBlk[t]!, kb = c.txKind[t]!, k = kb & 15;
+  const st = caseStyle(c.kTx, t);
+  const up = st === 2;
+  c.gasOf(t, kb, b);
+  const failed = (kb & F_FAILED) !== 0;
+  out.ensure(2048);
+  out.raw(B.ts); writeIso(out, c.blockSeconds(b));
+  out.raw(B.nonce); out.uint(c.nonceOf(t));
+  out.raw(B.sender); writeAddr(out, c, c.txFrom[t]!, st, false);
+  out.raw(B.receiver);
+  if (k === K_CREATE) out.raw(B.nul); else writeAddr(out, c, c.txTo[t]!, st, true);
+  out.raw(B.value);
+  if (kb & F_MAXVALUE) out.raw(B.max); else writeGwei(out, c.valueGwei(t, kb));
+  out.raw(B.conf); out.uint(head - b + 1);
+  out.raw(B.txh); c.writeTxHash(out, t, up);
+  out.raw(B.bh); c.writeBlockHash(out, b, up);
+  out.raw(B.tidx); out.uint(t - c.blockFirstTx[b]!);
+  out.raw(B.st); out.byte(failed ? 48 : 49);
+  out.raw(B.msg);
+  if (failed) { out.str(JSON.stringify(txMessage(c, t, kb))); } else out.raw(B.nul);
+  out.raw(B.inSt); out.raw(k === K_CALL ? (failed ? B.zero : B.one) : B.nul);
+  out.raw(B.inMsg); out.raw(k === K_CALL && failed ? B.reverted : B.nul);
+  out.raw(B.fee); writeGwei(out, G.used * G.price);
+  out.raw(B.bn); out.uint(b);
+  out.raw(B.ca);
+  if (k === K_CREATE) writeAddr(out, c, c.txTo[t]!, st, true); else out.raw(B.nul);
+  out.raw(B.gl); out.uint(G.limit);
+  out.raw(B.gp); writeGwei(out, G.price);
+  out.raw(B.cgu); out.uint(c.txCumGas[t]!);
+  out.raw(B.gu); out.uint(G.used);
+  out.raw(B.mf);
+  if (G.legacy) out.raw(B.nul); else { out.byte(34); writeGwei(out, G.maxFee); out.byte(34); }
+  out.raw(B.mp);
+  if (G.legacy) out.raw(B.nul); else { out.byte(34); writeGwei(out, G.prio); out.byte(34); }
+  if (withInput) { out.raw(B.input); out.str(txInput(c, t)); out.byte(34); }
+  out.byte(125);
+}
+
+/** Simple-mode entry as bytes. */
+export function writeTxSimple(out: ByteOut, c: Chain, t: number, withInput: boolean): void {
+  const b = c.txBlk[t]!, kb = c.txKind[t]!, k = kb & 15;
+  const st = caseStyle(c.kTx, t);
+  c.gasOf(t, kb, b);
+  out.ensure(1024);
+  out.raw(B.sSender); writeAddr(out, c, c.txFrom[t]!, st, false);
+  out.raw(B.receiver);
+  if (k === K_CREATE) out.raw(B.nul); else writeAddr(out, c, c.txTo[t]!, st, true);
+  out.raw(B.sTxh); c.writeTxHash(out, t, st === 2);
+  out.raw(B.st); out.byte(kb & F_FAILED ? 48 : 49);
+  out.raw(B.sFee); writeGwei(out, G.used * G.price);
+  out.raw(B.bn); out.uint(b);
+  out.raw(B.gp); writeGwei(out, G.price);
+  out.raw(B.cgu); out.uint(c.txCumGas[t]!);
+  out.raw(B.sGu); out.uint(G.used); out.byte(34);
+  if (withInput) { out.raw(B.input); out.str(txInput(c, t)); out.byte(34); }
+  out.byte(125);
 }
 
 /** The full transaction entry (endpoint #2). */

@@ -24,11 +24,15 @@ export interface Stats {
   byRoute: Record<string, number>; head: Record<'mainnet' | 'testnet', number>;
 }
 
-interface Reply { status: number; body: string; rows: number; headers?: Record<string, string>; contentType?: string }
+interface Reply { status: number; body: string | Buffer; rows: number; headers?: Record<string, string>; contentType?: string }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const MAX_BODY = 1 << 20;
 const HTML_ERROR = '<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>\n';
+
+const OK_PREFIX = '{"status":"200","message":"OK","results":';
+const OK_PREFIX_BYTES = Buffer.from(OK_PREFIX, 'latin1');
+const CLOSE_BYTES = Buffer.from('}', 'latin1');
 
 export function explorerError(status: number, message: string): string {
   return JSON.stringify({ status: String(status), message, results: null });
@@ -110,7 +114,7 @@ export class SimServer {
 
   private send(res: http.ServerResponse, r: Reply): void {
     if (res.destroyed) return;
-    const buf = Buffer.from(r.body, 'utf8');
+    const buf = typeof r.body === 'string' ? Buffer.from(r.body, 'utf8') : r.body;
     res.writeHead(r.status, { 'content-type': r.contentType ?? JSON_TYPE, 'content-length': buf.length, ...(r.headers ?? {}) });
     res.end(buf);
   }
@@ -159,7 +163,7 @@ export class SimServer {
     else reply = { status: 404, body: explorerError(404, `Unknown path ${method} ${url.pathname}: base paths are /mainnet, /testnet, /testnet-alt and /finance`), rows: 0 };
 
     if (fault === 'truncated') {
-      const buf = Buffer.from(reply.body, 'utf8');
+      const buf = typeof reply.body === 'string' ? Buffer.from(reply.body, 'utf8') : reply.body;
       const cut = buf.subarray(0, Math.max(1, Math.floor(buf.length / 2)));
       if (res.destroyed) return;
       res.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': cut.length });
@@ -248,7 +252,8 @@ export class SimServer {
     const chain = this.chains[network];
     try {
       const r = hit.route.handler({ chain, head: chain.head, query, params: hit.params, body, resultWindow: this.cfg.resultWindow, state: this.state[network] });
-      return { status: 200, body: '{"status":"200","message":"OK","results":' + r.results + '}', rows: r.rows };
+      const okBody = typeof r.results === "string" ? OK_PREFIX + r.results + "}" : Buffer.concat([OK_PREFIX_BYTES, r.results, CLOSE_BYTES]);
+      return { status: 200, body: okBody, rows: r.rows };
     } catch (e) {
       if (e instanceof ApiError) return { status: e.status, body: explorerError(e.status, e.message), rows: 0, headers: e.headers };
       throw e;
