@@ -1,0 +1,161 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { CLI, runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/lake.js';
+
+let sim: RunningSimulator;
+let dir: string;
+let cleanup: () => Promise<void>;
+const CANARY_KEY = 'canary-key-7f3a9d1c';
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 3, apiKey: CANARY_KEY });
+  ({ dir, cleanup } = await tempDir());
+});
+afterAll(async () => {
+  await sim?.close();
+  await cleanup?.();
+});
+
+describe('chainlake CLI', () => {
+  it('prints its version and help with examples for every command', async () => {
+    const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+    const v = await runCli(['--version']);
+    expect(v.code).toBe(0);
+    expect(v.stdout.trim()).toBe(pkg.version);
+    for (const cmd of ['run', 'export', 'query', 'describe', 'simulate']) {
+      const h = await runCli([cmd, '--help']);
+      expect(h.code, cmd).toBe(0);
+      expect(h.stdout, cmd).toMatch(/Examples:/);
+    }
+  });
+
+  it('exits 2 with a clear message on a bad command, flag or job file', async () => {
+    const bad = await runCli(['frobnicate']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/Unknown argument: frobnicate/);
+
+    const job = path.join(dir, 'bad.json');
+    await writeFile(job, JSON.stringify({ target: 'simulator', datasets: { transactions: { addresses: ['0x12'] } } }));
+    const r = await runCli(['run', job]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(job);
+    expect(r.stderr).toContain('datasets.transactions.addresses[0]');
+
+    await writeFile(job, '{ "datasets": ');
+    expect((await runCli(['run', job])).stderr).toMatch(/not valid JSON/);
+
+    const neg = await runCli(['export', 'transactions', '--simulator', '--address', sim.examples.addresses[0]!, '--from-block', '-5']);
+    expect(neg.code).toBe(2);
+    expect(neg.stderr).toMatch(/range\.fromBlock/);
+  });
+
+  it('exports ad hoc from API URLs in the environment and queries the lake in every format', async () => {
+    const lake = path.join(dir, 'lake-env');
+    const address = sim.examples.addresses[1]!;
+    const env = { CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: CANARY_KEY };
+    const r = await runCli(
+      ['export', 'transactions', '--address', address, '--from-block', '100', '--to-block', '20000', '--lake', lake, '--report', path.join(dir, 'report.json')],
+      { env },
+    );
+    expect(r.stderr).not.toContain(CANARY_KEY);
+    expect(r.stdout).not.toContain(CANARY_KEY);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/transactions\s+1\s+0\s+\d+/);
+    const report = JSON.parse(readFileSync(path.join(dir, 'report.json'), 'utf8')) as { status: string; totals: { rows: number } };
+    expect(report.status).toBe('complete');
+    expect(JSON.stringify(report)).not.toContain(CANARY_KEY);
+
+    const sql = 'SELECT count(*) AS n, min(block_number) AS lo, max(block_number) AS hi FROM transactions';
+    const json = await runCli(['query', '--lake', lake, '--format', 'json', sql]);
+    expect(json.code).toBe(0);
+    const row = JSON.parse(json.stdout.trim()) as { n: string | number; lo: string | number; hi: string | number };
+    expect(Number(row.n)).toBe(report.totals.rows);
+    expect(Number(row.lo)).toBeGreaterThanOrEqual(100);
+    expect(Number(row.hi)).toBeLessThanOrEqual(20000);
+
+    const csv = await runCli(['query', '--lake', lake, '--format', 'csv', sql]);
+    expect(csv.stdout.trim().split('\n')).toEqual(['n,lo,hi', `${row.n},${row.lo},${row.hi}`]);
+    const table = await runCli(['query', '--lake', lake, sql]);
+    expect(table.stdout).toMatch(/\(1 row\)/);
+
+    const types = await runCli([
+      'query',
+      '--lake',
+      lake,
+      '--format',
+      'csv',
+      "SELECT column_name, column_type FROM (DESCRIBE transactions) WHERE column_name IN ('block_number','timestamp','value','tx_status')",
+    ]);
+    expect(types.stdout).toContain('block_number,BIGINT');
+    expect(types.stdout).toContain('timestamp,TIMESTAMP WITH TIME ZONE');
+    expect(types.stdout).toContain('value,"DECIMAL(38,0)"'); // CSV quotes the comma
+    expect(types.stdout).toContain('tx_status,BOOLEAN');
+  });
+
+  it('a wrong API key fails fast with exit 1, naming the problem but never the key', async () => {
+    const lake = path.join(dir, 'lake-badkey');
+    const wrong = 'wrong-key-0000';
+    const r = await runCli(['export', 'transactions', '--address', sim.examples.addresses[0]!, '--lake', lake], {
+      env: { CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: wrong },
+    });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/HTTP 40[13]/);
+    expect(r.stderr + r.stdout).not.toContain(wrong);
+  });
+
+  it('without a URL it says which variable to set', async () => {
+    const r = await runCli(['export', 'transactions', '--address', sim.examples.addresses[0]!, '--lake', path.join(dir, 'x')]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/CHAINLAKE_MAINNET_URL/);
+  });
+
+  it('query on a missing lake explains itself', async () => {
+    const r = await runCli(['query', '--lake', path.join(dir, 'nowhere'), 'SELECT 1']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/no lake at/);
+  });
+
+  it('a second run on a locked lake exits 75 at once', async () => {
+    const lake = path.join(dir, 'lake-locked');
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(lake, { recursive: true });
+    // The test process itself is alive on this host, so its lock is not stale.
+    await writeFile(
+      path.join(lake, '.chainlake.lock'),
+      JSON.stringify({ pid: process.pid, host: os.hostname(), runId: 'holder', startedAt: new Date().toISOString() }),
+    );
+    const r = await runCli(['export', 'transactions', '--simulator', '--address', sim.examples.addresses[0]!, '--lake', lake]);
+    expect(r.code).toBe(75);
+    expect(r.stderr).toMatch(/locked by run holder/);
+  });
+
+  it('simulate prints one JSON line with its URLs and key, then stops cleanly on SIGTERM', async () => {
+    const child = spawn(process.execPath, [CLI, 'simulate', '--port', '0', '--seed', '5'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const line = await new Promise<string>((resolve, reject) => {
+      let buf = '';
+      const t = setTimeout(() => reject(new Error('simulate printed nothing in 20 s')), 20_000);
+      child.stdout.on('data', (d: Buffer) => {
+        buf += d.toString();
+        const nl = buf.indexOf('\n');
+        if (nl >= 0) {
+          clearTimeout(t);
+          resolve(buf.slice(0, nl));
+        }
+      });
+    });
+    const info = JSON.parse(line) as Record<string, unknown>;
+    expect(Object.keys(info)).toEqual(expect.arrayContaining(['mainnet', 'testnet', 'testnetAlt', 'finance', 'apiKey', 'examples']));
+    expect(info.mainnet).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/mainnet$/);
+    const code = await new Promise<number | null>((resolve) => {
+      child.on('close', (c) => resolve(c));
+      child.kill('SIGTERM');
+    });
+    expect(code).toBe(0);
+  });
+});
