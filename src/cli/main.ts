@@ -8,6 +8,7 @@ import { describeCommand } from './commands/describe.js';
 import { exportCommand } from './commands/export.js';
 import { queryCommand } from './commands/query.js';
 import { runCommand } from './commands/run.js';
+import { scheduleCommand } from './commands/schedule.js';
 import { simulateCommand } from './commands/simulate.js';
 import { CliError, EXIT } from './exit-codes.js';
 
@@ -25,6 +26,7 @@ export async function main(argv: string[]): Promise<void> {
     .command(queryCommand)
     .command(describeCommand)
     .command(simulateCommand)
+    .command(scheduleCommand)
     .demandCommand(1, 'Name a command (see --help).')
     .strict()
     .recommendCommands()

@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { datasetNames, DATASETS } from '../datasets/registry.js';
 import type { Network, ScopeKind } from '../datasets/dataset.js';
 import type { Query } from '../extract/explorer.js';
+import { cronProblem } from '../schedule/cron.js';
 
 /** A job file problem: which file, where inside it, and what is wrong. Exit code 2. */
 export class JobError extends Error {
@@ -49,6 +50,8 @@ export interface Job {
   concurrency: number;
   rps?: number;
   strict: boolean;
+  /** Cron expression (UTC) for `chainlake schedule`. */
+  schedule?: string;
   pageSize: number;
   resultWindow: number;
   datasets: DatasetJob[];
@@ -109,6 +112,13 @@ function scopesFor(r: Reader, kind: ScopeKind, spec: Obj, where: string): Record
   }
 }
 
+function cronOf(r: Reader, v: unknown): string {
+  const expr = r.str(v, 'schedule');
+  const problem = cronProblem(expr);
+  if (problem) r.fail('schedule', `not a valid cron expression (${problem}), e.g. "15 2 * * *" for 02:15 UTC daily`);
+  return expr;
+}
+
 /** Validates a parsed job document. Environment supplies the API key and any base URL the job leaves out. */
 export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = process.env): Job {
   const r: Reader = new Reader(file);
@@ -129,6 +139,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     'strict',
     'pageSize',
     'resultWindow',
+    'schedule',
     'datasets',
   ]);
 
@@ -205,6 +216,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     strict: doc.strict === undefined ? false : doc.strict === true ? true : doc.strict === false ? false : r.fail('strict', 'must be true or false'),
     pageSize: doc.pageSize === undefined ? 1000 : r.int(doc.pageSize, 'pageSize', 1, 1000),
     resultWindow: doc.resultWindow === undefined ? 10_000 : r.int(doc.resultWindow, 'resultWindow', 1),
+    schedule: doc.schedule === undefined ? undefined : cronOf(r, doc.schedule),
     datasets,
   };
 }
