@@ -39,7 +39,7 @@ export function computeExamples(c: Chain): SimulatorExamples {
     const kb = c.txKind[t]!;
     if (tx < 0 && kb === K_TRANSFER) tx = t;
     if (failed < 0 && kb === (K_CALL | F_FAILED)) failed = t;
-    if (internal < 0 && kb === K_CALL && traceTemplateOf(c, t) >= 3) internal = t;
+    if (internal < 0 && kb === K_CALL && (traceTemplateOf(c, t) === 3 || traceTemplateOf(c, t) === 4)) internal = t;
   }
   let unverified = A_CREATED0 + 1;
   for (let i = A_CREATED0; i < c.createdEnd; i++) {

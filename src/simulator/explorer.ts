@@ -2,6 +2,8 @@
 // request, and returns the `results` JSON text plus the number of rows it served.
 
 import { Chain, Csr } from './chain.js';
+import type { VerifiedRecord } from './contracts.js';
+import { HANDLERS } from './endpoints.js';
 import {
   ApiError, blockRange, checkWindow, parseBlockParam, parseBool, parseEnum, parseLimit, parseOffset, requireAddress,
 } from './params.js';
@@ -22,7 +24,6 @@ export interface ExplorerCtx {
   state: ExplorerState;
 }
 export interface ExplorerState { verified: Map<string, VerifiedRecord> }
-export interface VerifiedRecord { contract_name: string; compiler: string; runs_optimizer: string; optimization_enabled: string; contract_source: string; constructor_arguments: string; libraries: string; verify_date: string }
 
 export interface Results { results: string | Buffer; rows: number }
 export type Handler = (ctx: ExplorerCtx) => Results;
@@ -82,9 +83,35 @@ function block(ctx: ExplorerCtx): Results {
   return { results: '{"data":' + renderBlock(ctx.chain, b) + '}', rows: 1 };
 }
 
+const H = HANDLERS;
 export const ROUTES: Route[] = [
+  { method: 'POST', pattern: ['accounts', 'balance'], name: 'accounts/balance', handler: H.balances },
   { method: 'GET', pattern: ['accounts', ':', 'transactions'], name: 'accounts/transactions', handler: txTransactions },
+  { method: 'GET', pattern: ['accounts', ':', 'internal-transactions'], name: 'accounts/internal-transactions', handler: H.accountInternal },
+  { method: 'GET', pattern: ['accounts', ':', 'token-transfer', 'erc20'], name: 'accounts/token-transfer/erc20', handler: H.erc20Transfers },
+  { method: 'GET', pattern: ['accounts', ':', 'token-transfer', 'erc721'], name: 'accounts/token-transfer/erc721', handler: H.erc721Transfers },
+  { method: 'GET', pattern: ['accounts', ':', 'tokens'], name: 'accounts/tokens', handler: H.accountTokens },
+  { method: 'GET', pattern: ['accounts', ':', 'tokens', 'erc20'], name: 'accounts/tokens/erc20', handler: H.accountErc20 },
+  { method: 'GET', pattern: ['accounts', ':', 'tokens', 'erc721'], name: 'accounts/tokens/erc721', handler: H.accountErc721 },
+  { method: 'GET', pattern: ['accounts', ':', 'tokens', 'inventory'], name: 'accounts/tokens/inventory', handler: H.accountInventory },
+  { method: 'GET', pattern: ['accounts', ':', 'tokens', 'inventory', ':'], name: 'accounts/tokens/inventory', handler: H.accountInventory },
+  { method: 'GET', pattern: ['accounts', ':', 'mined-blocks'], name: 'accounts/mined-blocks', handler: H.minedBlocks },
+  { method: 'GET', pattern: ['transactions', ':', 'transaction-status'], name: 'transactions/transaction-status', handler: H.txStatus },
+  { method: 'GET', pattern: ['transactions', ':', 'receipt-status'], name: 'transactions/receipt-status', handler: H.receiptStatus },
+  { method: 'GET', pattern: ['transactions', ':', 'internal-transactions'], name: 'transactions/internal-transactions', handler: H.txInternal },
+  { method: 'GET', pattern: ['contracts', ':', 'abi'], name: 'contracts/abi', handler: H.contractAbi },
+  { method: 'GET', pattern: ['contracts', ':', 'code'], name: 'contracts/code', handler: H.contractCodeRecord },
+  { method: 'POST', pattern: ['contracts', ':', 'verify'], name: 'contracts/verify', handler: H.verify },
   { method: 'GET', pattern: ['blocks', ':'], name: 'blocks', handler: block },
+  { method: 'GET', pattern: ['event-logs'], name: 'event-logs', handler: H.eventLogs },
+  { method: 'GET', pattern: ['tokens', ':', 'total-supply'], name: 'tokens/total-supply', handler: H.totalSupply },
+  { method: 'GET', pattern: ['tokens', ':', 'balance', ':'], name: 'tokens/balance', handler: H.tokenBalance },
+  { method: 'GET', pattern: ['tokens', ':', 'inventory'], name: 'tokens/inventory', handler: H.contractInventory },
+  { method: 'GET', pattern: ['tokens', ':', 'inventory', ':'], name: 'tokens/inventory', handler: H.contractInventoryHolder },
+  { method: 'GET', pattern: ['erc-721', ':', 'tokens'], name: 'erc-721/tokens', handler: H.erc721Tokens },
+  { method: 'GET', pattern: ['erc-721', ':', 'inventory'], name: 'erc-721/inventory', handler: H.contractInventory },
+  { method: 'GET', pattern: ['erc-721', ':', 'contracts'], name: 'erc-721/contracts', handler: H.erc721Contracts },
+  { method: 'GET', pattern: ['erc-721', ':', 'token-transfer'], name: 'erc-721/token-transfer', handler: H.erc721GroupTransfers },
 ];
 
 export function matchRoute(routes: Route[], segs: string[]): { route: Route; params: string[] }[] {
