@@ -525,11 +525,13 @@ function eventLogs(ctx: ExplorerCtx): Results {
     else {
       const [lo, hi] = c.range(c.idxLogs, ct, (r) => c.txBlk[c.logTx[r]!]!, from, to);
       const out: number[] = [];
-      const used = type === 'single' ? [0] : [0, 1, 2, 3].filter((n) => topics[n] !== null);
+      // topic_0 always has to match; with type=combine the other given topics combine with `operand`.
+      const others = type === 'single' ? [] : [1, 2, 3].filter((n) => topics[n] !== null);
       for (let i = lo; i < hi; i++) {
         const r = c.idxLogs.ids[i]!;
-        let match = operand === 'and';
-        for (const n of used) {
+        if (topicOf(c, r, 0) !== topics[0]) continue;
+        let match = others.length === 0 || operand === 'and';
+        for (const n of others) {
           const m = topicOf(c, r, n) === topics[n];
           if (operand === 'and' && !m) { match = false; break; }
           if (operand === 'or' && m) { match = true; break; }

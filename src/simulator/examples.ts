@@ -53,7 +53,7 @@ export function computeExamples(c: Chain): SimulatorExamples {
   return {
     addresses: busy,
     whale: a(A_WHALE),
-    miner: a(A_MINER0),
+    miner: a(A_MINER0 + 7),
     erc20Token: a(A_ERC20_0),
     erc721Token: a(A_ERC721_0),
     nftHolder: a(A_NFT_HOLDER),

@@ -55,6 +55,11 @@ function getChain(network: 'mainnet' | 'testnet', seed: number, scale: Scale): C
   return c;
 }
 
+/** The shared chain of a seed and scale (for tests and tools that need the model itself; read-only). */
+export function chainFor(seed: number, scale: Scale, network: 'mainnet' | 'testnet'): Chain {
+  return getChain(network, seed, scale);
+}
+
 /** A view of a shared chain with its own head. */
 function withOwnHead(c: Chain): Chain {
   const view = Object.create(c) as Chain;
