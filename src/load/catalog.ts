@@ -1,15 +1,21 @@
+import { createHash } from 'node:crypto';
 import { readdir } from 'node:fs/promises';
+import path from 'node:path';
 import type { DatasetDef } from '../datasets/dataset.js';
+import { DATASETS } from '../datasets/registry.js';
 import type { CommittedFile } from './commit.js';
-import { REJECTS_DATASET } from './commit.js';
 import type { Engine } from './engine.js';
 import type { LakePaths } from './paths.js';
-import { lakeColumns } from './schema.js';
+import { REJECTS_SHAPE, datasetShape, emptyTypedSelect, type LakeColumn, type TableShape } from './schema.js';
 import { ident, literal } from './sql.js';
 
 const ALIAS = 'chainlake_catalog';
 
+/** Bumped when the catalog's tables change shape; older catalogs are migrated in place. */
+export const CATALOG_FORMAT = 2;
+
 const TABLES = [
+  `CREATE TABLE IF NOT EXISTS lake_meta (key VARCHAR PRIMARY KEY, value VARCHAR)`,
   `CREATE TABLE IF NOT EXISTS runs (run_id VARCHAR PRIMARY KEY, job VARCHAR, started_at TIMESTAMPTZ, finished_at TIMESTAMPTZ, status VARCHAR, report JSON)`,
   `CREATE TABLE IF NOT EXISTS windows (run_id VARCHAR, dataset VARCHAR, network VARCHAR, scope VARCHAR, from_block BIGINT, to_block BIGINT,
      rows_expected BIGINT, rows_got BIGINT, rejects BIGINT, requests BIGINT, retries BIGINT, throttles BIGINT, cap_hits BIGINT, splits BIGINT,
@@ -18,7 +24,43 @@ const TABLES = [
      min_block BIGINT, max_block BIGINT, run_id VARCHAR, written_at TIMESTAMPTZ)`,
   `CREATE TABLE IF NOT EXISTS watermarks (network VARCHAR, dataset VARCHAR, scope VARCHAR, block BIGINT, run_id VARCHAR, updated_at TIMESTAMPTZ,
      PRIMARY KEY (network, dataset, scope))`,
+  // Format 2: one row per applied commit (a run commits in batches), the marker that makes a replayed journal a no-op.
+  `CREATE TABLE IF NOT EXISTS commits (commit_id VARCHAR PRIMARY KEY, run_id VARCHAR, files BIGINT, rows BIGINT, bytes BIGINT, committed_at TIMESTAMPTZ, recovered_by VARCHAR)`,
 ];
+
+const TABLE_DOCS: Record<string, [string, Record<string, string>]> = {
+  lake_meta: ['Facts about this lake: its absolute root (views are rebuilt when the lake moves) and the catalog format.', {}],
+  runs: [
+    'One row per chainlake run (and compaction).',
+    {
+      status:
+        'running (or killed before its last commit was decided), complete, partial (some windows failed), failed, abandoned (killed; found dead by a later command), compact.',
+      report: 'The run report as JSON: datasets, windows, rows, rejects, requests, retries, throttles, files, errors.',
+    },
+  ],
+  commits: [
+    'One row per commit applied to the lake. A run commits in batches; a commit is all-or-nothing for catalog readers.',
+    {
+      commit_id: '<run_id>/<batch>: the journal that was applied.',
+      recovered_by: 'Set when the writer was killed after deciding this commit and a later command (this one) finished it.',
+    },
+  ],
+  windows: [
+    'One row per window a run fetched: scope, block range, completeness and request accounting.',
+    {
+      scope: 'The scope of the window, e.g. address=0x…; - for datasets without one.',
+      rows_expected: 'Rows the API said the window holds (its count).',
+      rows_got: 'Rows actually paged and staged.',
+      cap_hits: "Times the explorer's result-window cap forced a split of the block range.",
+      status: 'committed (its rows are in the lake) or failed (nothing of it was written; a re-run fetches it again).',
+    },
+  ],
+  files: [
+    'One row per Parquet file of the lake (path relative to the lake root): rows, bytes and block range.',
+    { path: 'Relative to the lake root.', min_block: 'Lowest block number in the file (NULL for datasets without blocks).' },
+  ],
+  watermarks: ['Per network, dataset and scope: the highest block whose windows are committed. Incremental runs start below it.', {}],
+};
 
 export interface WindowRecord {
   runId: string;
@@ -46,35 +88,87 @@ export interface WatermarkRecord {
   block: number;
 }
 
+export interface RunRow {
+  runId: string;
+  job: string;
+  startedAt: string;
+  finishedAt: string | null;
+  status: string;
+  report: unknown;
+}
+
 const num = (n: number | null): string => (n === null ? 'NULL' : String(n));
-const str = (s: string | null): string => (s === null ? 'NULL' : literal(s));
+const str = (s: string | null | undefined): string => (s === null || s === undefined ? 'NULL' : literal(s));
+
+/** DuckDB's refusal to open a database file another process holds (a writer, or readers against a writer). */
+export function isLockConflict(e: unknown): boolean {
+  return /Could not set lock on file|Conflicting lock is held/i.test((e as Error)?.message ?? '');
+}
+
+/** How long a writer waits for readers to let go of the catalog before giving up (the commit then stays pending). */
+export function catalogWaitMs(fallback: number): number {
+  const v = Number(process.env.CHAINLAKE_CATALOG_WAIT_MS);
+  return Number.isFinite(v) && v >= 0 ? v : fallback;
+}
+
+/** Retries `fn` while the catalog file is locked by another process, with capped, jittered backoff. */
+export async function retryOnLock<T>(fn: () => Promise<T>, waitMs: number, what: string): Promise<T> {
+  const deadline = Date.now() + waitMs;
+  let delay = 5;
+  for (;;) {
+    try {
+      return await fn();
+    } catch (e) {
+      if (!isLockConflict(e)) throw e;
+      if (Date.now() >= deadline)
+        throw new Error(`${what}: the catalog stayed locked by another process for ${waitMs} ms (${(e as Error).message.split('\n')[0]})`);
+      await new Promise((r) => setTimeout(r, delay * (0.5 + Math.random())));
+      delay = Math.min(delay * 2, 200);
+    }
+  }
+}
 
 /**
- * `<lake>/catalog.duckdb`: a view per dataset (with column comments) and the run bookkeeping. The run
- * attaches it only for the moment of a write, so users can keep querying the lake in between.
+ * `<lake>/catalog.duckdb`: a view per dataset (with column comments) and the run bookkeeping. A writer
+ * attaches it only for the moment of a commit, holding DuckDB's exclusive file lock: catalog readers (who
+ * hold a shared lock while they query) are never mid-query while the commit swaps files, so they see the
+ * lake before the commit or after it, never in between.
  */
 export class Catalog {
-  private constructor(private readonly engine: Engine) {}
+  private constructor(
+    private readonly engine: Engine,
+    readonly paths: LakePaths,
+  ) {}
 
   /** Attaches the catalog, runs `fn` inside one transaction, detaches. */
-  static async write<T>(engine: Engine, paths: LakePaths, fn: (c: Catalog) => Promise<T>): Promise<T> {
+  static write<T>(engine: Engine, paths: LakePaths, fn: (c: Catalog) => Promise<T>): Promise<T> {
+    return Catalog.hold(engine, paths, (c) => c.transaction(() => fn(c)));
+  }
+
+  /** Attaches the catalog exclusively (waiting for readers), runs `fn`, detaches. */
+  static async hold<T>(engine: Engine, paths: LakePaths, fn: (c: Catalog) => Promise<T>, opts: { waitMs?: number } = {}): Promise<T> {
     const conn = engine.conn;
-    await conn.run(`ATTACH ${literal(paths.catalog)} AS ${ALIAS}`);
+    await retryOnLock(() => conn.run(`ATTACH ${literal(paths.catalog)} AS ${ALIAS}`), opts.waitMs ?? catalogWaitMs(300_000), 'commit');
     try {
       await conn.run(`USE ${ALIAS}`);
       for (const t of TABLES) await conn.run(t);
-      await conn.run('BEGIN TRANSACTION');
-      try {
-        const result = await fn(new Catalog(engine));
-        await conn.run('COMMIT');
-        return result;
-      } catch (e) {
-        await conn.run('ROLLBACK');
-        throw e;
-      }
+      return await fn(new Catalog(engine, paths));
     } finally {
       await conn.run('USE memory');
       await conn.run(`DETACH ${ALIAS}`);
+    }
+  }
+
+  /** Runs `fn` in one catalog transaction: all of its records land, or none. */
+  async transaction<T>(fn: () => Promise<T>): Promise<T> {
+    await this.run('BEGIN TRANSACTION');
+    try {
+      const result = await fn();
+      await this.run('COMMIT');
+      return result;
+    } catch (e) {
+      await this.run('ROLLBACK');
+      throw e;
     }
   }
 
@@ -82,17 +176,51 @@ export class Catalog {
     return this.engine.conn.run(sql);
   }
 
+  private async rows(sql: string): Promise<unknown[][]> {
+    return (await this.engine.conn.runAndReadAll(sql)).getRowsJS() as unknown[][];
+  }
+
+  async meta(key: string): Promise<string | undefined> {
+    const r = await this.rows(`SELECT value FROM lake_meta WHERE key = ${literal(key)}`);
+    return r[0]?.[0] as string | undefined;
+  }
+
+  async setMeta(key: string, value: string): Promise<void> {
+    await this.run(`INSERT OR REPLACE INTO lake_meta VALUES (${literal(key)}, ${literal(value)})`);
+  }
+
+  /** True once a commit is recorded: replaying its journal must then not record it twice. */
+  async commitApplied(commitId: string): Promise<boolean> {
+    return (await this.rows(`SELECT 1 FROM commits WHERE commit_id = ${literal(commitId)}`)).length > 0;
+  }
+
+  async recordCommit(commitId: string, runId: string, files: readonly CommittedFile[], recoveredBy: string | undefined): Promise<void> {
+    const rows = files.reduce((a, f) => a + f.rows, 0);
+    const bytes = files.reduce((a, f) => a + f.bytes, 0);
+    await this.run(`INSERT INTO commits VALUES (${literal(commitId)}, ${literal(runId)}, ${files.length}, ${rows}, ${bytes}, now(), ${str(recoveredBy)})`);
+  }
+
   async recordRun(runId: string, job: string, startedAt: string, finishedAt: string | null, status: string, report: unknown): Promise<void> {
     await this.run(
-      `INSERT OR REPLACE INTO runs VALUES (${literal(runId)}, ${literal(job)}, ${literal(startedAt)}, ${finishedAt ? literal(finishedAt) : 'NULL'}, ${literal(status)}, ${literal(JSON.stringify(report ?? null))})`,
+      `INSERT OR REPLACE INTO runs (run_id, job, started_at, finished_at, status, report) VALUES (${literal(runId)}, ${literal(job)}, ${literal(startedAt)}, ${str(finishedAt)}, ${literal(status)}, ${literal(JSON.stringify(report ?? null))})`,
     );
+  }
+
+  /** A run found dead by a later command: its row (if it wrote one) keeps its report, so a resume still knows its head. */
+  async markAbandoned(runId: string, job: string, startedAt: string): Promise<void> {
+    const existing = await this.rows(`SELECT status FROM runs WHERE run_id = ${literal(runId)}`);
+    if (existing.length === 0) {
+      await this.recordRun(runId, job, startedAt, null, 'abandoned', { reason: 'killed before its first commit' });
+    } else if (existing[0]![0] === 'running') {
+      await this.run(`UPDATE runs SET status = 'abandoned' WHERE run_id = ${literal(runId)}`);
+    }
   }
 
   async recordWindows(windows: readonly WindowRecord[]): Promise<void> {
     if (windows.length === 0) return;
     const rows = windows.map(
       (w) =>
-        `(${literal(w.runId)}, ${literal(w.dataset)}, ${literal(w.network)}, ${literal(w.scope)}, ${num(w.fromBlock)}, ${num(w.toBlock)}, ${w.rowsExpected}, ${w.rowsGot}, ${w.rejects}, ${w.requests}, ${w.retries}, ${w.throttles}, ${w.capHits}, ${w.splits}, ${literal(w.status)}, ${str(w.error)}, now())`,
+        `(${literal(w.runId)}, ${literal(w.dataset)}, ${literal(w.network)}, ${literal(w.scope)}, ${num(w.fromBlock)}, ${num(w.toBlock)}, ${w.rowsExpected}, ${w.rowsGot}, ${w.rejects}, ${w.requests}, ${w.retries}, ${w.throttles}, ${w.capHits}, ${w.splits}, ${literal(w.status)}, ${str(w.error)}, ${w.status === 'committed' ? 'now()' : 'NULL'})`,
     );
     await this.run(`INSERT INTO windows VALUES ${rows.join(', ')}`);
   }
@@ -106,6 +234,10 @@ export class Catalog {
     await this.run(`INSERT OR REPLACE INTO files VALUES ${rows.join(', ')}`);
   }
 
+  async forgetFiles(relativePaths: readonly string[]): Promise<void> {
+    for (const p of relativePaths) await this.run(`DELETE FROM files WHERE path = ${literal(p)}`);
+  }
+
   async advanceWatermarks(runId: string, marks: readonly WatermarkRecord[]): Promise<void> {
     for (const m of marks) {
       await this.run(
@@ -115,45 +247,79 @@ export class Catalog {
     }
   }
 
-  /** (Re)creates the view of each dataset that has files, with the declarations' docs as comments. */
-  async refreshViews(paths: LakePaths, defs: readonly DatasetDef[]): Promise<void> {
-    for (const def of defs) {
-      if (!(await hasFiles(paths, def.name))) continue;
-      await this.run(
-        `CREATE OR REPLACE VIEW ${ident(def.name)} AS SELECT * FROM read_parquet(${literal(paths.datasetGlob(def.name))}, hive_partitioning = true, union_by_name = true, hive_types = {'network': 'VARCHAR', ${literal(def.partition)}: 'DATE'})`,
-      );
-      await this.run(
-        `COMMENT ON VIEW ${ident(def.name)} IS ${literal(`${def.doc} Natural key: (${def.naturalKey.join(', ')}). Partitioned by network, ${def.partition}.`)}`,
-      );
-      for (const c of lakeColumns(def)) await this.run(`COMMENT ON COLUMN ${ident(def.name)}.${ident(c.name)} IS ${literal(c.doc)}`);
-      await this.run(`COMMENT ON COLUMN ${ident(def.name)}.network IS 'Network: mainnet or testnet (Hive partition).'`);
-      const what =
-        def.partition === 'block_date'
-          ? 'UTC date of the block'
-          : def.partition === 'snapshot_date'
-            ? 'UTC date of the run that took the snapshot'
-            : 'UTC date of the data point';
-      await this.run(`COMMENT ON COLUMN ${ident(def.name)}.${ident(def.partition)} IS ${literal(`${what} (Hive partition).`)}`);
+  /**
+   * (Re)creates a view per known dataset and `_rejects`: over the dataset's files when it has some, else an
+   * empty view of the right columns and types (so `SELECT … FROM <dataset>` works on any lake). Views name
+   * the lake's absolute path — plain DuckDB resolves relative paths against its working directory, not the
+   * catalog's folder — so the lake's root is recorded and a moved lake gets its views rebuilt. A view is only
+   * rewritten when its definition changed.
+   */
+  async refreshViews(opts: { force?: boolean } = {}): Promise<void> {
+    const paths = this.paths;
+    for (const sql of tableComments()) await this.run(sql);
+    const shapes: { shape: TableShape; doc: string; partitionDoc: string }[] = [
+      ...Object.values(DATASETS).map((def) => ({ shape: datasetShape(def), doc: viewDoc(def), partitionDoc: partitionDoc(def) })),
+      {
+        shape: REJECTS_SHAPE,
+        doc: 'Rows that did not convert: dataset, window, field, raw value, reason and the whole API entry. Partitioned by network and the date of the run.',
+        partitionDoc: 'UTC date of the run that saw the reject (Hive partition).',
+      },
+    ];
+    for (const { shape, doc, partitionDoc: pdoc } of shapes) {
+      const withFiles = await hasFiles(paths, shape.name);
+      const hiveColumns: LakeColumn[] = [
+        { name: 'network', type: 'VARCHAR', doc: 'Network: mainnet or testnet (Hive partition).' },
+        { name: shape.partition, type: 'DATE', doc: pdoc },
+      ];
+      const body = withFiles
+        ? `SELECT * FROM read_parquet(${literal(paths.datasetGlob(shape.name))}, hive_partitioning = true, union_by_name = true, hive_types = {'network': 'VARCHAR', ${literal(shape.partition)}: 'DATE'})`
+        : emptyTypedSelect(shape, hiveColumns);
+      const signature = createHash('sha256')
+        .update(JSON.stringify({ body, doc, columns: [...shape.columns, ...hiveColumns] }))
+        .digest('hex');
+      const key = `view:${shape.name}`;
+      if (!opts.force && (await this.meta(key)) === signature) continue;
+      await this.run(`CREATE OR REPLACE VIEW ${ident(shape.name)} AS ${body}`);
+      await this.run(`COMMENT ON VIEW ${ident(shape.name)} IS ${literal(doc)}`);
+      for (const c of [...shape.columns, ...hiveColumns]) await this.run(`COMMENT ON COLUMN ${ident(shape.name)}.${ident(c.name)} IS ${literal(c.doc)}`);
+      await this.setMeta(key, signature);
     }
-    if (await hasFiles(paths, REJECTS_DATASET)) {
-      await this.run(
-        `CREATE OR REPLACE VIEW ${REJECTS_DATASET} AS SELECT * FROM read_parquet(${literal(paths.datasetGlob(REJECTS_DATASET))}, hive_partitioning = true, union_by_name = true, hive_types = {'network': 'VARCHAR', 'run_date': 'DATE'})`,
-      );
-      await this.run(`COMMENT ON VIEW ${REJECTS_DATASET} IS 'Rows that did not convert: dataset, window, field, raw value, reason and the whole API entry.'`);
-    }
+    await this.setMeta('root', paths.root);
+    await this.setMeta('format', String(CATALOG_FORMAT));
   }
 }
 
-async function hasFiles(paths: LakePaths, dataset: string): Promise<boolean> {
-  try {
-    for (const net of await readdir(paths.datasetDir(dataset))) {
-      for (const part of await readdir(`${paths.datasetDir(dataset)}/${net}`).catch(() => [])) {
-        const files = await readdir(`${paths.datasetDir(dataset)}/${net}/${part}`).catch(() => []);
-        if (files.some((f) => f.endsWith('.parquet'))) return true;
-      }
+function tableComments(): string[] {
+  const out: string[] = [];
+  for (const [table, [doc, cols]] of Object.entries(TABLE_DOCS)) {
+    out.push(`COMMENT ON TABLE ${ident(table)} IS ${literal(doc)}`);
+    for (const [c, d] of Object.entries(cols)) out.push(`COMMENT ON COLUMN ${ident(table)}.${ident(c)} IS ${literal(d)}`);
+  }
+  return out;
+}
+
+function viewDoc(def: DatasetDef): string {
+  return `${def.doc} Natural key: (${def.naturalKey.join(', ')}). Partitioned by network, ${def.partition}.`;
+}
+
+function partitionDoc(def: DatasetDef): string {
+  const what =
+    def.partition === 'block_date'
+      ? 'UTC date of the block'
+      : def.partition === 'snapshot_date'
+        ? 'UTC date of the run that took the snapshot'
+        : 'UTC date of the data point';
+  return `${what} (Hive partition).`;
+}
+
+/** Whether a dataset folder holds at least one Parquet file at partition depth. */
+export async function hasFiles(paths: LakePaths, dataset: string): Promise<boolean> {
+  const root = paths.datasetDir(dataset);
+  for (const net of await readdir(root).catch(() => [] as string[])) {
+    for (const part of await readdir(path.join(root, net)).catch(() => [] as string[])) {
+      const files = await readdir(path.join(root, net, part)).catch(() => [] as string[]);
+      if (files.some((f) => f.endsWith('.parquet'))) return true;
     }
-  } catch {
-    return false;
   }
   return false;
 }

@@ -1,8 +1,9 @@
 import path from 'node:path';
 import type { DatasetDef, Network } from '../datasets/dataset.js';
-import { Catalog, type WatermarkRecord, type WindowRecord } from './catalog.js';
-import { commitDataset, commitRejects, type CommittedFile } from './commit.js';
+import type { RunRow, WatermarkRecord, WindowRecord } from './catalog.js';
+import { prepareDataset, prepareRejects, type CommittedFile, type PreparedFile } from './commit.js';
 import type { Engine } from './engine.js';
+import { applyJournal, publishJournal, type CommitJournal } from './journal.js';
 import type { LakePaths } from './paths.js';
 
 export interface RunRecord {
@@ -27,24 +28,48 @@ export interface RunCommitInput {
   windows: WindowRecord[];
   /** Advanced only here, after the data they cover is in place. */
   watermarks: WatermarkRecord[];
-  /** Datasets whose views to (re)create. */
-  viewDefs: DatasetDef[];
+  /** Ignored: every known dataset gets its view at each commit. Kept for callers written before that. */
+  viewDefs?: DatasetDef[];
   /** Builds the run's record once the files are known (the report counts them). */
   run: (files: readonly CommittedFile[]) => RunRecord;
 }
 
+/** The journal of a set of prepared files: what moves where, what strays go, and what the catalog records. */
+export function journalFor(
+  paths: LakePaths,
+  commitId: string,
+  runId: string,
+  prepared: readonly PreparedFile[],
+  catalog: Omit<CommitJournal['catalog'], 'files'>,
+): CommitJournal {
+  return {
+    format: 1,
+    commitId,
+    runId,
+    createdAt: new Date().toISOString(),
+    moves: prepared.map((p) => ({ from: paths.relative(p.from), to: paths.relative(p.to) })),
+    deletes: prepared.flatMap((p) => p.strays.map((s) => paths.relative(s))),
+    catalog: { ...catalog, files: prepared.map((p) => p.file) },
+  };
+}
+
 /**
- * Commits a run: merges every dataset's staged rows into its partitions, writes the run's rejects, then
- * records windows, files, watermarks, views and the run in the catalog in one transaction.
+ * Commits a run in two phases. Prepare: every touched partition is merged into a new file under staging and
+ * fsynced (the lake is untouched; a kill here loses only this run's work, which the next run fetches again).
+ * Decide: the journal is written durably. Apply: the files are renamed into place and the catalog records
+ * the run in one transaction, all while holding the catalog (see applyJournal). A kill after the decision is
+ * finished by the next command. If applying fails (the catalog stayed locked), the journal stays for that.
  */
 export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]> {
   const { engine, paths, runId, ingestedAt, stagingDir, network } = input;
-  const files: CommittedFile[] = [];
+  const prepared: PreparedFile[] = [];
   let index = 0;
   for (const { def, stagedFiles } of input.datasets) {
-    files.push(...(await commitDataset({ engine, paths, def, network, runId, ingestedAt, stagedFiles, workDir: path.join(stagingDir, `commit-${index++}`) })));
+    prepared.push(
+      ...(await prepareDataset({ engine, paths, def, network, runId, ingestedAt, stagedFiles, workDir: path.join(stagingDir, `commit-${index++}`) })),
+    );
   }
-  const rejects = await commitRejects({
+  const rejects = await prepareRejects({
     engine,
     paths,
     network,
@@ -54,15 +79,15 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
     workDir: path.join(stagingDir, 'commit-rejects'),
     date: ingestedAt.slice(0, 10),
   });
-  if (rejects) files.push(rejects);
+  if (rejects) prepared.push(rejects);
 
-  const run = input.run(files);
-  await Catalog.write(engine, paths, async (catalog) => {
-    await catalog.recordWindows(input.windows);
-    await catalog.recordFiles(runId, files);
-    await catalog.advanceWatermarks(runId, input.watermarks);
-    await catalog.refreshViews(paths, input.viewDefs);
-    await catalog.recordRun(runId, run.job, run.startedAt, run.finishedAt, run.status, run.report);
-  });
+  const files = prepared.map((p) => p.file);
+  const r = input.run(files);
+  const run: RunRow = { runId, job: r.job, startedAt: r.startedAt, finishedAt: r.finishedAt, status: r.status, report: r.report };
+  // A run commits in batches, each with its own work folder under the run's staging: that names the commit.
+  const commitId = `${runId}/${path.basename(stagingDir)}`;
+  const journal = journalFor(paths, commitId, runId, prepared, { run, windows: input.windows, watermarks: input.watermarks });
+  await publishJournal(paths, journal);
+  await applyJournal(engine, paths, journal);
   return files;
 }

@@ -1,10 +1,15 @@
-import { mkdir, readdir, rename, stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { DatasetDef, Network } from '../datasets/dataset.js';
+import { fsyncFile, mkdirDurable } from './durable.js';
 import type { Engine } from './engine.js';
-import type { LakePaths } from './paths.js';
-import { STAGED_PARTITION, stagedColumnsSpec, typedSelectList } from './schema.js';
+import { writeMergedPartition } from './merge.js';
+import { PARTITION_FILE, type LakePaths } from './paths.js';
+import { REJECTS_SHAPE, STAGED_PARTITION, datasetShape, stagedColumnsSpec, typedSelectList, type TableShape } from './schema.js';
 import { ident, literal, literalList } from './sql.js';
+import { testHook } from './test-hooks.js';
+
+export { REJECTS_DATASET } from './schema.js';
 
 export interface CommittedFile {
   dataset: string;
@@ -18,7 +23,18 @@ export interface CommittedFile {
   maxBlock: number | null;
 }
 
-export interface CommitInput {
+/** A partition file ready in staging: what to rename where, and which stray files of the partition it replaces. */
+export interface PreparedFile {
+  /** Absolute path of the merged file under `_staging`. */
+  from: string;
+  /** Absolute path of the partition's `data.parquet`. */
+  to: string;
+  /** Other Parquet files of the partition, folded into `from` and removed once it is in place. */
+  strays: string[];
+  file: CommittedFile;
+}
+
+export interface PrepareInput {
   engine: Engine;
   paths: LakePaths;
   def: DatasetDef;
@@ -31,105 +47,91 @@ export interface CommitInput {
   workDir: string;
 }
 
-const exists = (file: string): Promise<boolean> =>
-  stat(file).then(
-    () => true,
-    () => false,
-  );
+/** The Parquet files of a partition folder as they are now (absolute paths, sorted). */
+export async function partitionParquetFiles(dir: string): Promise<string[]> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  return names
+    .filter((n) => n.endsWith('.parquet'))
+    .sort()
+    .map((n) => path.join(dir, n));
+}
 
 /**
- * Merges staged rows into the lake, one partition file at a time: the staged rows are typed once into
- * per-partition Parquet, then each touched partition is rewritten as (old file ∪ new rows), one row per
- * natural key (newest wins), sorted, ZSTD — and only when every partition is ready are the new files renamed
- * over the old ones. A crash before a rename leaves the old file; after it, the new one; never a mix inside
- * a file, and a re-run converges because the merge is by key.
+ * Merges one partition into a file under `workDir` and fsyncs it, so that once the commit is decided the
+ * file is on disk whatever happens next.
  */
-export async function commitDataset(input: CommitInput): Promise<CommittedFile[]> {
+export async function preparePartition(
+  engine: Engine,
+  paths: LakePaths,
+  shape: TableShape,
+  network: Network,
+  partition: string,
+  fresh: string | undefined,
+  workDir: string,
+): Promise<PreparedFile> {
+  const dir = paths.partitionDir(shape.name, shape.partition, network, partition);
+  const to = path.join(dir, PARTITION_FILE);
+  const existing = await partitionParquetFiles(dir);
+  const from = path.join(workDir, `${shape.name}.${network}.${partition}.parquet`);
+  const stats = await writeMergedPartition(engine.conn, shape, { existing, fresh, target: from });
+  await fsyncFile(from);
+  await testHook('final');
+  return {
+    from,
+    to,
+    strays: existing.filter((f) => f !== to),
+    file: {
+      dataset: shape.name,
+      network,
+      partition,
+      path: paths.relative(to),
+      rows: stats.rows,
+      bytes: (await stat(from)).size,
+      minBlock: stats.minBlock,
+      maxBlock: stats.maxBlock,
+    },
+  };
+}
+
+/**
+ * Types a dataset's staged rows once into per-partition Parquet, then merges each touched partition with
+ * what the lake holds (see writeMergedPartition). Nothing in the lake changes here.
+ */
+export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[]> {
   const { engine, paths, def, network, runId, ingestedAt, stagedFiles, workDir } = input;
   if (stagedFiles.length === 0) return [];
-  const conn = engine.conn;
   const typedDir = path.join(workDir, 'typed');
   const finalDir = path.join(workDir, 'final');
-  await mkdir(finalDir, { recursive: true });
-
-  await conn.run(
+  await mkdirDurable(finalDir);
+  await engine.conn.run(
     `COPY (SELECT ${typedSelectList(def, runId, ingestedAt)} FROM read_json(${literalList(stagedFiles)}, format='newline_delimited', columns=${stagedColumnsSpec(def)}))
      TO ${literal(typedDir)} (FORMAT parquet, COMPRESSION snappy, PARTITION_BY (${ident(STAGED_PARTITION)}))`,
   );
-
+  await testHook('typed');
   const prefix = `${STAGED_PARTITION}=`;
-  const partitions = (await readdir(typedDir)).filter((d) => d.startsWith(prefix)).map((d) => decodeURIComponent(d.slice(prefix.length)));
-  const key = def.naturalKey.map(ident).join(', ');
-  const order = def.sortBy.map(ident).join(', ');
-  const block = def.blockColumn ? ident(def.blockColumn) : undefined;
-
-  const ready: { final: string; target: string; file: CommittedFile }[] = [];
-  for (const partition of partitions.sort()) {
-    const target = paths.partitionFile(def, network, partition);
-    const final = path.join(finalDir, `${partition}.parquet`);
-    const fresh = `SELECT * FROM read_parquet(${literal(path.join(typedDir, prefix + partition, '*.parquet'))}, hive_partitioning=false)`;
-    const source = (await exists(target)) ? `${fresh} UNION ALL BY NAME SELECT * FROM read_parquet(${literal(target)}, hive_partitioning=false)` : fresh;
-    await conn.run(
-      `COPY (
-         SELECT * EXCLUDE (__rank) FROM (
-           SELECT *, row_number() OVER (PARTITION BY ${key} ORDER BY _ingested_at DESC) AS __rank FROM (${source})
-         ) WHERE __rank = 1 ORDER BY ${order}
-       ) TO ${literal(final)} (FORMAT parquet, COMPRESSION zstd)`,
-    );
-    const stats = await conn.runAndReadAll(
-      `SELECT count(*)::BIGINT AS n${block ? `, min(${block})::BIGINT AS lo, max(${block})::BIGINT AS hi` : ''} FROM read_parquet(${literal(final)})`,
-    );
-    const [n, lo, hi] = stats.getRowsJS()[0] as [bigint, bigint | null | undefined, bigint | null | undefined];
-    ready.push({
-      final,
-      target,
-      file: {
-        dataset: def.name,
-        network,
-        partition,
-        path: paths.relative(target),
-        rows: Number(n),
-        bytes: (await stat(final)).size,
-        minBlock: lo === undefined || lo === null ? null : Number(lo),
-        maxBlock: hi === undefined || hi === null ? null : Number(hi),
-      },
-    });
+  const partitions = (await readdir(typedDir))
+    .filter((d) => d.startsWith(prefix))
+    .map((d) => decodeURIComponent(d.slice(prefix.length)))
+    .sort();
+  const shape = datasetShape(def);
+  const out: PreparedFile[] = [];
+  for (const partition of partitions) {
+    const fresh = `SELECT * FROM read_parquet(${literal(path.join(typedDir, prefix + partition, '*.parquet'))}, hive_partitioning = false)`;
+    out.push(await preparePartition(engine, paths, shape, network, partition, fresh, finalDir));
   }
-
-  for (const r of ready) {
-    await mkdir(path.dirname(r.target), { recursive: true });
-    await rename(r.final, r.target);
-  }
-  return ready.map((r) => r.file);
+  return out;
 }
 
-export const REJECTS_DATASET = '_rejects';
-
-/** Rejects are an append-only log: one file per run and network, never merged. */
-export async function commitRejects(input: Omit<CommitInput, 'def'> & { date: string }): Promise<CommittedFile | undefined> {
+/** Rejects join the day's log partition of `_rejects` (one file per network and run date, merged). */
+export async function prepareRejects(input: Omit<PrepareInput, 'def'> & { date: string }): Promise<PreparedFile | undefined> {
   const { engine, paths, network, runId, ingestedAt, stagedFiles, workDir, date } = input;
   if (stagedFiles.length === 0) return undefined;
-  await mkdir(workDir, { recursive: true });
-  const final = path.join(workDir, `rejects-${network}.parquet`);
-  const target = path.join(paths.root, REJECTS_DATASET, `network=${network}`, `run_date=${date}`, `${runId}.parquet`);
-  await engine.conn.run(
-    `COPY (SELECT dataset, "window", field, raw_value, reason, CAST(entry AS JSON) AS entry, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at
-           FROM read_json(${literalList(stagedFiles)}, format='newline_delimited',
-                columns={'dataset': 'VARCHAR', 'network': 'VARCHAR', 'window': 'VARCHAR', 'field': 'VARCHAR', 'raw_value': 'VARCHAR', 'reason': 'VARCHAR', 'entry': 'VARCHAR'})
-           WHERE network = ${literal(network)})
-     TO ${literal(final)} (FORMAT parquet, COMPRESSION zstd)`,
-  );
-  const n = Number((await engine.conn.runAndReadAll(`SELECT count(*)::BIGINT FROM read_parquet(${literal(final)})`)).getRowsJS()[0]![0]);
-  await mkdir(path.dirname(target), { recursive: true });
-  await rename(final, target);
-  return {
-    dataset: REJECTS_DATASET,
-    network,
-    partition: date,
-    path: paths.relative(target),
-    rows: n,
-    bytes: (await stat(target)).size,
-    minBlock: null,
-    maxBlock: null,
-  };
+  await mkdirDurable(workDir);
+  const fresh = `SELECT dataset, "window", field, raw_value, reason, CAST(entry AS JSON) AS entry, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at
+    FROM read_json(${literalList(stagedFiles)}, format='newline_delimited',
+         columns={'dataset': 'VARCHAR', 'network': 'VARCHAR', 'window': 'VARCHAR', 'field': 'VARCHAR', 'raw_value': 'VARCHAR', 'reason': 'VARCHAR', 'entry': 'VARCHAR'})
+    WHERE network = ${literal(network)}`;
+  const n = Number((await engine.conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (${fresh})`)).getRowsJS()[0]![0]);
+  if (n === 0) return undefined;
+  return preparePartition(engine, paths, REJECTS_SHAPE, network, date, fresh, workDir);
 }

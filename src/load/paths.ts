@@ -1,5 +1,8 @@
 import path from 'node:path';
-import type { DatasetDef, Network } from '../datasets/dataset.js';
+import type { Network } from '../datasets/dataset.js';
+
+/** The one name of a partition's file: a merge replaces it whole, by rename, so a folder reader sees one file. */
+export const PARTITION_FILE = 'data.parquet';
 
 /** Where things live in a lake (design §4). The one place that knows the layout. */
 export class LakePaths {
@@ -19,15 +22,22 @@ export class LakePaths {
   datasetDir(dataset: string): string {
     return path.join(this.root, dataset);
   }
-  /** The single Parquet file of a partition; replaced whole, by rename, on every merge. */
-  partitionFile(def: DatasetDef, network: Network, value: string): string {
-    return path.join(this.root, def.name, `network=${network}`, `${def.partition}=${value}`, 'data.parquet');
+  /** `<dataset>/network=<n>/<partition>=<value>/`. */
+  partitionDir(dataset: string, partitionColumn: string, network: Network | string, value: string): string {
+    return path.join(this.root, dataset, `network=${network}`, `${partitionColumn}=${value}`);
   }
-  /** Glob of every file of a dataset, for views. */
+  /** The Parquet file of a partition; replaced whole, by rename, on every merge. */
+  partitionFile(dataset: string, partitionColumn: string, network: Network | string, value: string): string {
+    return path.join(this.partitionDir(dataset, partitionColumn, network, value), PARTITION_FILE);
+  }
+  /** Glob of every file of a dataset, for views (absolute: a view must work from any working directory). */
   datasetGlob(dataset: string): string {
     return path.join(this.root, dataset, '*', '*', '*.parquet');
   }
   relative(file: string): string {
     return path.relative(this.root, file);
+  }
+  absolute(relative: string): string {
+    return path.join(this.root, relative);
   }
 }

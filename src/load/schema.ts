@@ -88,3 +88,56 @@ export function typedSelectList(def: DatasetDef, runId: string, ingestedAt: stri
   items.push(ident(STAGED_PARTITION));
   return items.join(', ');
 }
+
+/**
+ * What the merge needs to know about a table in the lake: its columns (in file order), the natural key, the
+ * sort order and the block column for file statistics. Datasets and the `_rejects` log both have one.
+ */
+export interface TableShape {
+  name: string;
+  columns: LakeColumn[];
+  key: string[];
+  order: string[];
+  blockColumn?: string;
+  /** Hive partition column after `network`. */
+  partition: string;
+}
+
+export function datasetShape(def: DatasetDef): TableShape {
+  return {
+    name: def.name,
+    columns: lakeColumns(def),
+    key: def.naturalKey,
+    order: def.sortBy,
+    blockColumn: def.blockColumn,
+    partition: def.partition,
+  };
+}
+
+export const REJECTS_DATASET = '_rejects';
+
+/**
+ * Rejects are a log partitioned by the date of the run that saw them, one file per day. A re-applied commit
+ * (crash recovery) must not double them, hence a key made of the whole record.
+ */
+export const REJECTS_SHAPE: TableShape = {
+  name: REJECTS_DATASET,
+  columns: [
+    { name: 'dataset', type: 'VARCHAR', doc: 'Dataset the row was meant for.' },
+    { name: 'window', type: 'VARCHAR', doc: 'Window (dataset/network/scope/range) that fetched it.' },
+    { name: 'field', type: 'VARCHAR', doc: 'Column that did not convert.' },
+    { name: 'raw_value', type: 'VARCHAR', doc: 'The value as the API gave it (JSON text).' },
+    { name: 'reason', type: 'VARCHAR', doc: 'Why it did not convert.' },
+    { name: 'entry', type: 'JSON', doc: 'The whole API entry, untouched.' },
+    { name: '_run_id', type: 'VARCHAR', doc: 'The chainlake run that saw it.' },
+    { name: '_ingested_at', type: 'TIMESTAMP WITH TIME ZONE', doc: 'When that run fetched it (UTC).' },
+  ],
+  key: ['_run_id', 'dataset', 'window', 'field', 'raw_value', 'reason', 'entry'],
+  order: ['_ingested_at', 'dataset', 'window', 'field'],
+  partition: 'run_date',
+};
+
+/** A relation with the shape's columns and types and no row: the anchor of merges and of empty views. */
+export function emptyTypedSelect(shape: TableShape, extra: LakeColumn[] = []): string {
+  return `SELECT ${[...shape.columns, ...extra].map((c) => `CAST(NULL AS ${c.type}) AS ${ident(c.name)}`).join(', ')} WHERE false`;
+}

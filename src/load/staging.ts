@@ -1,9 +1,11 @@
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, rm } from 'node:fs/promises';
+import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { RejectRecord, StagedRow } from '../transform/rows.js';
+import { JOURNAL_FILE } from './journal.js';
 import { STAGED_PARTITION } from './schema.js';
+import { testHook } from './test-hooks.js';
 
 /**
  * Appends one window's typed rows to an NDJSON file under the run's staging folder. Writes honour stream
@@ -40,6 +42,7 @@ export class StageFile {
     }
     this.rows += rows.length;
     await this.write(chunk);
+    await testHook('stage-write');
   }
 
   async writeRejects(rejects: readonly RejectRecord[]): Promise<void> {
@@ -65,4 +68,36 @@ export class StageFile {
     }
     await rm(this.file, { force: true });
   }
+}
+
+/** What a run's staging folder says about its run, so that recovery can record a run killed before its commit. */
+export interface StagingInfo {
+  runId: string;
+  job: string;
+  startedAt: string;
+  pid: number;
+}
+
+export const STAGING_INFO_FILE = 'run.json';
+
+/** Creates the run's staging folder (under the lake lock) and notes which run it belongs to. */
+export async function openRunStaging(dir: string, info: StagingInfo): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  await writeFile(path.join(dir, STAGING_INFO_FILE), JSON.stringify(info));
+}
+
+/**
+ * Removes a run's staging folder once the run is over — unless it holds a decided commit (a journal) that
+ * could not be applied: that one must survive for the next command to finish.
+ */
+export async function closeRunStaging(dir: string): Promise<void> {
+  const pending = await stat(path.join(dir, JOURNAL_FILE)).then(
+    () => true,
+    () => false,
+  );
+  if (pending) {
+    await rm(path.join(dir, 'duckdb-tmp'), { recursive: true, force: true });
+    return;
+  }
+  await rm(dir, { recursive: true, force: true });
 }

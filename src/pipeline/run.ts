@@ -1,5 +1,4 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import pLimit from 'p-limit';
 import type { DatasetDef } from '../datasets/dataset.js';
@@ -15,6 +14,8 @@ import { commitRun } from '../load/commit-run.js';
 import { openEngine } from '../load/engine.js';
 import { LakeLock } from '../load/lock.js';
 import { LakePaths } from '../load/paths.js';
+import { recoverLake } from '../load/recovery.js';
+import { closeRunStaging, openRunStaging } from '../load/staging.js';
 import { RowTransformer } from '../transform/rows.js';
 import { executeWindow, type Clients, type WindowOutcome } from './execute.js';
 import type { Job } from './job.js';
@@ -82,17 +83,12 @@ interface RunContext {
   now: () => Date;
 }
 
-/** Staging folders of earlier runs are dead once we hold the lock: a killed run leaves nothing behind. */
-async function removeDeadStaging(paths: LakePaths): Promise<void> {
-  const dirs = await readdir(paths.stagingRoot).catch(() => [] as string[]);
-  await Promise.all(dirs.map((d) => rm(path.join(paths.stagingRoot, d), { recursive: true, force: true })));
-}
-
 async function runLocked(job: Job, opts: RunOptions, ctx: RunContext): Promise<RunReport> {
   const { runId, started, ingestedAt, paths, log, now } = ctx;
-  await removeDeadStaging(paths);
+  // Under the lock: finish a killed run's decided commit, drop dead staging, fix a moved lake's views.
+  await recoverLake(paths, { currentRunId: runId, by: runId });
   const staging = paths.staging(runId);
-  await mkdir(staging, { recursive: true });
+  await openRunStaging(staging, { runId, job: job.name, startedAt: ingestedAt, pid: process.pid });
 
   const targets = await resolveTargets(job, opts);
   const transport = new HttpTransport({ concurrency: job.concurrency, rps: job.rps, ...opts.transport });
@@ -167,7 +163,7 @@ async function runLocked(job: Job, opts: RunOptions, ctx: RunContext): Promise<R
     engine.close();
     await transport.close();
     await targets.close();
-    await rm(staging, { recursive: true, force: true });
+    await closeRunStaging(staging);
   }
 }
 

@@ -1,0 +1,94 @@
+import { readdir, readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
+import { Catalog } from './catalog.js';
+import { exists } from './durable.js';
+import { openEngine, type Engine } from './engine.js';
+import { JOURNAL_FILE, applyJournal, readJournal } from './journal.js';
+import { LakeLock, LakeLockedError } from './lock.js';
+import type { LakePaths } from './paths.js';
+import { STAGING_INFO_FILE, type StagingInfo } from './staging.js';
+
+export interface RecoveryReport {
+  /** Runs whose decided commit was finished here. */
+  finished: string[];
+  /** Runs killed before deciding their commit: recorded as abandoned, their staging removed. */
+  abandoned: string[];
+  /** The catalog's views were rebuilt because the lake had moved. */
+  relocated: boolean;
+}
+
+const RECOVERY_TMP = '.recovery-tmp';
+
+/**
+ * Brings a lake back to a committed state. Must run under the lake lock, before anything else writes:
+ * finishes every decided commit left by a killed writer (journal present), records runs killed before that
+ * point as abandoned and deletes their staging (which never was visible), and rebuilds the catalog's views
+ * when the lake has moved. Idempotent and itself crash-safe: a kill here leaves the same work for next time.
+ */
+export async function recoverLake(paths: LakePaths, opts: { currentRunId?: string; by: string }): Promise<RecoveryReport> {
+  const report: RecoveryReport = { finished: [], abandoned: [], relocated: false };
+  const dirs = (await readdir(paths.stagingRoot).catch(() => [] as string[])).filter((d) => d !== opts.currentRunId && d !== RECOVERY_TMP).sort();
+  const catalogExists = await exists(paths.catalog);
+  if (dirs.length === 0 && !catalogExists) return report;
+
+  let engine: Engine | undefined;
+  const engineFor = async (): Promise<Engine> => (engine ??= await openEngine({ tempDir: path.join(paths.stagingRoot, RECOVERY_TMP) }));
+  try {
+    for (const d of dirs) {
+      const dir = path.join(paths.stagingRoot, d);
+      const journal = await readJournal(path.join(dir, JOURNAL_FILE));
+      if (journal) {
+        await applyJournal(await engineFor(), paths, journal, { recoveredBy: opts.by });
+        report.finished.push(journal.runId);
+      } else {
+        const info = await readFile(path.join(dir, STAGING_INFO_FILE), 'utf8')
+          .then((t) => JSON.parse(t) as StagingInfo)
+          .catch(() => undefined);
+        if (info) {
+          await Catalog.write(await engineFor(), paths, (c) => c.markAbandoned(info.runId, info.job, info.startedAt));
+          report.abandoned.push(info.runId);
+        }
+      }
+      await rm(dir, { recursive: true, force: true });
+    }
+    if (catalogExists || report.finished.length || report.abandoned.length) {
+      report.relocated = await Catalog.hold(await engineFor(), paths, async (c) => {
+        const root = await c.meta('root');
+        if (root === paths.root) return false;
+        await c.transaction(() => c.refreshViews({ force: true }));
+        return root !== undefined;
+      });
+    }
+  } finally {
+    engine?.close();
+    await rm(path.join(paths.stagingRoot, RECOVERY_TMP), { recursive: true, force: true });
+  }
+  return report;
+}
+
+/** Whether a reader-side command should try to repair the lake first: a killed writer's commit is pending. */
+export async function hasPendingCommit(paths: LakePaths): Promise<boolean> {
+  for (const d of await readdir(paths.stagingRoot).catch(() => [] as string[])) {
+    if (await exists(path.join(paths.stagingRoot, d, JOURNAL_FILE))) return true;
+  }
+  return false;
+}
+
+/**
+ * For commands that only read (query, status): finish a dead writer's commit and fix a moved lake's views, if
+ * the lake is free. When a live run holds the lock it will do that itself, so the reader just goes on.
+ */
+export async function repairIfFree(paths: LakePaths, by: string): Promise<RecoveryReport | undefined> {
+  let lock: LakeLock;
+  try {
+    lock = await LakeLock.acquire(paths.root, by);
+  } catch (e) {
+    if (e instanceof LakeLockedError) return undefined;
+    throw e;
+  }
+  try {
+    return await recoverLake(paths, { by });
+  } finally {
+    await lock.release();
+  }
+}
