@@ -5,8 +5,17 @@ import { DEFAULT_API_KEY, FAULT_KINDS, SCALES, startSimulator } from '../../simu
 import type { FaultKind, Scale, SimulatorOptions } from '../../simulator/index.js';
 
 interface SimulateArgs {
-  port: number; host: string; seed: number; scale: string; 'api-key'?: string; 'latency-ms'?: string;
-  'fault-rate': number; faults?: string; 'rate-limit'?: number; 'block-time-ms': number; 'result-window': number;
+  port: number;
+  host: string;
+  seed: number;
+  scale: string;
+  'api-key'?: string;
+  'latency-ms'?: string;
+  'fault-rate': number;
+  faults?: string;
+  'rate-limit'?: number;
+  'block-time-ms': number;
+  'result-window': number;
 }
 
 export function parseLatency(v: string | undefined): SimulatorOptions['latencyMs'] {
@@ -14,14 +23,18 @@ export function parseLatency(v: string | undefined): SimulatorOptions['latencyMs
   const m = /^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$/.exec(v);
   if (!m) throw new Error(`--latency-ms: expected N or MIN-MAX milliseconds, got '${v}'`);
   if (m[2] === undefined) return Number(m[1]);
-  const min = Number(m[1]), max = Number(m[2]);
+  const min = Number(m[1]),
+    max = Number(m[2]);
   if (max < min) throw new Error(`--latency-ms: MIN must not exceed MAX, got '${v}'`);
   return { min, max };
 }
 
 export function parseFaultKinds(v: string | undefined): FaultKind[] | undefined {
   if (v === undefined || v.trim() === '') return undefined;
-  const kinds = v.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+  const kinds = v
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0);
   for (const k of kinds) {
     if (!(FAULT_KINDS as readonly string[]).includes(k)) throw new Error(`--faults: unknown fault kind '${k}'; known kinds: ${FAULT_KINDS.join(', ')}`);
   }
@@ -36,7 +49,12 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
       .option('port', { type: 'number', default: 0, describe: 'TCP port (0 picks a free one)' })
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'Interface to listen on' })
       .option('seed', { type: 'number', default: 1, describe: 'Seed of the synthetic chain; same seed, same bytes' })
-      .option('scale', { type: 'string', choices: SCALES as unknown as string[], default: 'small', describe: 'Chain size: small (~0.3M txs, whale ~110k), medium (~1M), large (~2.7M, whale >1.1M)' })
+      .option('scale', {
+        type: 'string',
+        choices: SCALES as unknown as string[],
+        default: 'small',
+        describe: 'Chain size: small (~0.3M txs, whale ~110k), medium (~1M), large (~2.7M, whale >1.1M)',
+      })
       .option('api-key', { type: 'string', describe: `Required api-key header value (default: the built-in simulator key, or CHAINLAKE_API_KEY)` })
       .option('latency-ms', { type: 'string', describe: 'Added latency per request: N, or MIN-MAX for a skewed random spread' })
       .option('fault-rate', { type: 'number', default: 0, describe: 'Share of requests (0..1) that get a fault' })
@@ -53,7 +71,8 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
         if (!(a['fault-rate'] >= 0 && a['fault-rate'] <= 1)) throw new Error(`--fault-rate must be within 0..1, got ${a['fault-rate']}`);
         if (a['rate-limit'] !== undefined && !(a['rate-limit'] > 0)) throw new Error(`--rate-limit must be > 0, got ${a['rate-limit']}`);
         if (!(a['block-time-ms'] >= 0)) throw new Error(`--block-time-ms must be >= 0, got ${a['block-time-ms']}`);
-        if (!Number.isInteger(a['result-window']) || a['result-window'] < 1) throw new Error(`--result-window must be a positive integer, got ${a['result-window']}`);
+        if (!Number.isInteger(a['result-window']) || a['result-window'] < 1)
+          throw new Error(`--result-window must be a positive integer, got ${a['result-window']}`);
         parseLatency(a['latency-ms']);
         parseFaultKinds(a.faults);
         return true;
@@ -72,13 +91,20 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
       blockTimeMs: a['block-time-ms'] > 0 ? a['block-time-ms'] : undefined,
       resultWindow: a['result-window'],
     });
-    process.stdout.write(JSON.stringify({
-      mainnet: sim.urls.mainnet, testnet: sim.urls.testnet, testnetAlt: sim.urls.testnetAlt, finance: sim.urls.finance,
-      apiKey: sim.apiKey, examples: sim.examples,
-    }) + '\n');
+    process.stdout.write(
+      JSON.stringify({
+        mainnet: sim.urls.mainnet,
+        testnet: sim.urls.testnet,
+        testnetAlt: sim.urls.testnetAlt,
+        finance: sim.urls.finance,
+        apiKey: sim.apiKey,
+        examples: sim.examples,
+      }) + '\n',
+    );
     await new Promise<void>((resolve) => {
       const stop = (): void => {
-        process.off('SIGINT', stop); process.off('SIGTERM', stop);
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
         sim.close().then(resolve, resolve);
       };
       process.on('SIGINT', stop);
