@@ -1,11 +1,21 @@
 /** Why a call failed, as the retry loop sees it. */
 export type FailureKind = 'transient' | 'terminal';
 
+/**
+ * A short, stable name of what went wrong, for accounting and reports:
+ * `http-429`, `http-5xx`, `http-4xx` (and other non-2xx), `throttle` (a throttle envelope in an HTTP 200),
+ * `envelope` (any other failure envelope), `timeout`, `network` (reset, refused...), `bad-body` (truncated,
+ * non-JSON, HTML).
+ */
+export type FailureReason = 'http-429' | 'http-5xx' | 'http-4xx' | 'http-other' | 'throttle' | 'envelope' | 'timeout' | 'network' | 'bad-body';
+
 export interface ApiErrorDetails {
   kind: FailureKind;
+  reason: FailureReason;
   endpoint: string;
-  /** The request URL. The API key travels in a header only, so the URL never carries it. */
+  /** The request URL, redacted (see `redactUrl`). The API key travels in a header only. */
   url: string;
+  /** 1-based attempt that produced this error. */
   attempt: number;
   httpStatus?: number;
   envelopeStatus?: string;
@@ -17,9 +27,34 @@ export interface ApiErrorDetails {
   cause?: unknown;
 }
 
+const SECRET_PARAM = /(key|token|secret|signature|password|passwd|auth|credential)/i;
+
+/**
+ * The URL as it may appear in messages, logs and the catalog: no user info, and the value of any query
+ * parameter whose name suggests a credential replaced by `***` (a base URL from a job could carry one).
+ */
+export function redactUrl(url: URL | string): string {
+  let u: URL;
+  try {
+    u = new URL(url.toString());
+  } catch {
+    return '<invalid url>';
+  }
+  if (u.username || u.password) {
+    u.username = '***';
+    u.password = '';
+  }
+  for (const name of [...new Set(u.searchParams.keys())]) if (SECRET_PARAM.test(name)) u.searchParams.set(name, '***');
+  return u.toString();
+}
+
 export class ApiError extends Error {
   readonly details: ApiErrorDetails;
-  constructor(summary: string, details: ApiErrorDetails) {
+  constructor(
+    /** What happened, without the context fields (`HTTP 503`, `timeout (...)`). */
+    readonly summary: string,
+    details: ApiErrorDetails,
+  ) {
     const parts = [
       `${details.endpoint}: ${summary}`,
       `url=${details.url}`,
@@ -37,9 +72,16 @@ export class ApiError extends Error {
   }
 }
 
-/** The window cannot be fetched as asked (a single block over the result-window cap, count drift that never settles). */
+/**
+ * The window cannot be fetched as asked: a single block over the result-window cap, a count that never
+ * settles, an endpoint without a block filter holding more rows than the cap.
+ */
 export class WindowError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** The block that alone holds more rows than the cap, when that is the problem. */
+    readonly block?: number,
+  ) {
     super(message);
     this.name = 'WindowError';
   }

@@ -21,49 +21,87 @@ export interface FetchedPage {
   count: number;
   offset: number;
   range?: BlockRange;
+  /**
+   * Set by the pager: 0 on the first pass over the window, n on its n-th refetch (after count drift or a
+   * newly learned cap). A consumer that sees a higher generation must drop what it took from lower ones.
+   */
+  generation?: number;
 }
 
 export type PageFetcher = (req: PageRequest, acct: Accounting) => Promise<FetchedPage>;
 
+/** The result-window cap as learned from the server; share one between the windows of a run. */
+export class LearnedCap {
+  value: number | undefined;
+}
+
 export interface PagerOptions {
   pageSize: number;
-  /** The API's cap on offset + limit; learned from the server's error when it says so. */
+  /** The API's cap on offset + limit (configured); a smaller one stated by the server's error wins. */
   resultWindow: number;
-  /** Pages of one window requested ahead of the consumer (latency hiding); bounded buffering. */
+  /** Pages of one window in flight or fetched ahead of the consumer (latency hiding); bounded buffering. */
   prefetch: number;
   /** How often a window is refetched when its count moves under us, before giving up. */
   maxDriftRetries: number;
   /** Run-wide bound on pages fetched ahead and not yet consumed. */
   budget?: PageBudget;
+  /** Run-wide memory of a cap learned from the server's error. */
+  learnedCap?: LearnedCap;
+  /** The entry field with the block number, used to continue past the cap (default `block_number`). */
+  blockField?: string;
 }
 
-/** What paging one window took; parts are the block sub-ranges that fit under the result-window cap. */
+/** What paging one window took. */
 export class WindowProgress {
+  /** The API's `count` for the window (the sum over its parts when it was split). */
   rowsExpected = 0;
+  /** Rows handed out; equals rowsExpected once the window completed. */
   rowsGot = 0;
+  /** Pages fetched (handed out or not). */
   pages = 0;
+  /** Times paging reached the result-window cap (or learned a smaller one). */
   capHits = 0;
+  /** Times a block range was narrowed to get under the cap. */
   splits = 0;
+  /** Times the window was refetched because its count moved. */
   driftRefetches = 0;
+  /** Block ranges paged, each under the cap. */
   parts = 0;
+  /** Extra count-only requests (continuation checks, block probes). */
+  checks = 0;
+  /** Current generation (see FetchedPage.generation). */
+  generation = 0;
 }
 
 const CAP_MESSAGE = /(result window|offset\s*\+\s*limit|too deep|max(imum)? offset)/i;
 
 /** A result-window cap stated by the server (e.g. "... must be less than or equal to 10000"), if any. */
-function learnedCap(error: ApiError): number | undefined {
+export function learnedCapOf(error: unknown): number | undefined {
+  if (!(error instanceof ApiError)) return undefined;
   const msg = error.details.apiMessage ?? '';
   if (error.kind !== 'terminal' || !CAP_MESSAGE.test(msg)) return undefined;
-  const numbers = (msg.match(/\d{3,}/g) ?? []).map(Number).filter((n) => n >= 100);
+  const numbers = (msg.match(/\d{2,}/g) ?? []).map(Number).filter((n) => n >= 10);
   return numbers.length ? Math.max(...numbers) : undefined;
 }
 
+/** The rows moved while we paged: the window is fetched again. */
 class CountDrift extends Error {}
+/** The server's cap is smaller than the one we paged by: the window is fetched again under it. */
+class CapLearned extends Error {}
 
 /**
- * Pages one window completely: offset paging with up to `prefetch` pages in flight, in order. A range whose
- * count exceeds the result-window cap is split into block sub-ranges sized to fit (recursively); a single
- * block over the cap is an explicit error. A count that changes while paging refetches the part.
+ * Pages one window completely and yields its pages in order, with up to `prefetch` requests ahead.
+ *
+ * A window whose `count` fits under the result-window cap is plain offset paging. One that does not is
+ * continued past the cap by block range, with no request wasted: the listing is ordered by block, so after
+ * paging up to the cap we narrow the range to end at the last block seen and carry on at the offset of the
+ * rows of that block we already have (each step checks that the new range's count is exactly what is left).
+ * A block that alone holds more rows than the cap is an explicit WindowError naming it. When entries carry no
+ * readable block number, the range is bisected instead (the probe page is then refetched inside the parts).
+ *
+ * Completeness: every page must carry the count its range had at the start, every page must hold exactly the
+ * rows its offset promises, and a window that needed several ranges is re-counted once at the end. Any
+ * difference is count drift: the whole window is fetched again (a new `generation`), up to `maxDriftRetries`.
  */
 export async function* pageWindow(
   fetch: PageFetcher,
@@ -72,142 +110,446 @@ export async function* pageWindow(
   acct: Accounting,
   progress: WindowProgress,
 ): AsyncGenerator<FetchedPage> {
-  yield* pagePart(fetch, range, opts, acct, progress);
-}
-
-async function* pagePart(
-  fetch: PageFetcher,
-  range: BlockRange | undefined,
-  opts: PagerOptions,
-  acct: Accounting,
-  progress: WindowProgress,
-): AsyncGenerator<FetchedPage> {
-  for (let drift = 0; ; drift++) {
-    let first: FetchedPage;
+  if (!(Number.isInteger(opts.pageSize) && opts.pageSize >= 1)) throw new RangeError(`pageSize must be a positive integer, got ${opts.pageSize}`);
+  if (!(Number.isInteger(opts.resultWindow) && opts.resultWindow >= 1))
+    throw new RangeError(`resultWindow must be a positive integer, got ${opts.resultWindow}`);
+  if (!(Number.isInteger(opts.prefetch) && opts.prefetch >= 1)) throw new RangeError(`prefetch must be a positive integer, got ${opts.prefetch}`);
+  if (range && !(Number.isSafeInteger(range.from) && Number.isSafeInteger(range.to) && range.from <= range.to && range.from >= 0)) {
+    throw new RangeError(`invalid block range ${range.from}-${range.to}`);
+  }
+  let drifts = 0;
+  for (let generation = 0; ; generation++) {
+    progress.generation = generation;
+    const tally = { expected: 0, got: 0 };
     try {
-      first = await fetch({ offset: 0, limit: Math.min(opts.pageSize, opts.resultWindow), range }, acct);
-    } catch (e) {
-      const cap = e instanceof ApiError ? learnedCap(e) : undefined;
-      if (cap !== undefined && cap < opts.resultWindow) {
-        opts.resultWindow = cap;
-        progress.capHits++;
-        continue;
+      for await (const page of pageRange(fetch, range, opts, acct, progress, tally)) {
+        page.generation = generation;
+        yield page;
       }
-      throw e;
-    }
-    progress.pages++;
-    const count = first.count;
-    if (count > opts.resultWindow) {
-      progress.capHits++;
-      if (!range) {
-        throw new WindowError(`${count} rows exceed the API's result window of ${opts.resultWindow} and this endpoint has no block filter to split by`);
-      }
-      if (range.from === range.to) {
-        throw new WindowError(
-          `block ${range.from} alone holds ${count} rows, more than the API's result window of ${opts.resultWindow}: it cannot be paged completely`,
-        );
-      }
-      yield* splitRange(fetch, range, count, opts, acct, progress);
-      return;
-    }
-    try {
-      const got = yield* pageRest(fetch, range, first, opts, acct, progress);
-      progress.parts++;
-      progress.rowsExpected += count;
-      progress.rowsGot += got;
       return;
     } catch (e) {
+      progress.rowsExpected -= tally.expected;
+      progress.rowsGot -= tally.got;
+      if (e instanceof CapLearned) continue;
       if (!(e instanceof CountDrift)) throw e;
       progress.driftRefetches++;
-      if (drift >= opts.maxDriftRetries) {
+      if (++drifts > opts.maxDriftRetries) {
         throw new WindowError(`the row count kept changing while paging ${range ? `blocks ${range.from}-${range.to}` : 'the window'} (${e.message})`);
       }
     }
   }
 }
 
-/** Splits a range over the cap into parts expected to hold ~90 % of the cap each (bisection at worst). */
-async function* splitRange(
+function effectiveCap(opts: PagerOptions): number {
+  return Math.min(opts.resultWindow, opts.learnedCap?.value ?? Infinity);
+}
+
+interface Tally {
+  expected: number;
+  got: number;
+}
+
+/** One block range of a window: `to` and `offset0` move as paging continues past the cap. */
+interface Segment {
+  range?: BlockRange;
+  /** Offset of the segment's first page (rows of its edge block we already have). */
+  offset0: number;
+  /** The count the segment's range must report. */
+  expected: number;
+  /** Offset where the segment's paging stops: its count, or the cap. */
+  end: number;
+}
+
+interface Slot {
+  req: PageRequest;
+  seg: Segment;
+  /** Last page of its segment. */
+  last: boolean;
+  done: boolean;
+  validated: boolean;
+  page?: FetchedPage;
+  error?: unknown;
+  /** Resolves (never rejects) once the request settled. */
+  settledP?: Promise<void>;
+}
+
+async function* pageRange(
   fetch: PageFetcher,
-  range: BlockRange,
-  count: number,
+  range: BlockRange | undefined,
   opts: PagerOptions,
   acct: Accounting,
   progress: WindowProgress,
+  tally: Tally,
 ): AsyncGenerator<FetchedPage> {
-  const span = range.to - range.from + 1;
-  const parts = Math.min(span, Math.max(2, Math.ceil(count / (opts.resultWindow * 0.9))));
-  progress.splits++;
-  // Newest first, like the API's own order.
-  for (let i = parts - 1; i >= 0; i--) {
-    const from = range.from + Math.floor((span * i) / parts);
-    const to = range.from + Math.floor((span * (i + 1)) / parts) - 1;
-    if (to >= from) yield* pagePart(fetch, { from, to }, opts, acct, progress);
+  const paging = new RangePaging(fetch, range, opts, acct, progress, tally);
+  try {
+    yield* paging.run();
+  } finally {
+    await paging.abandon();
   }
 }
 
-async function* pageRest(
-  fetch: PageFetcher,
-  range: BlockRange | undefined,
-  first: FetchedPage,
-  opts: PagerOptions,
-  acct: Accounting,
-  progress: WindowProgress,
-): AsyncGenerator<FetchedPage, number> {
-  const count = first.count;
-  const limit = Math.min(opts.pageSize, opts.resultWindow);
-  const expectFirst = Math.min(limit, count);
-  if (first.entries.length !== expectFirst) throw new CountDrift(`first page holds ${first.entries.length} rows, expected ${expectFirst} of ${count}`);
-  let got = first.entries.length;
-  yield first;
+/** The state machine behind pageRange; see pageWindow for what it guarantees. */
+class RangePaging {
+  private readonly cap: number;
+  private readonly limit: number;
+  private readonly blockField: string;
+  private slots: Slot[] = [];
+  /** Budget units held: one per launched page not yet handed out. */
+  private held = 0;
+  private seg: Segment | undefined;
+  private nextOffset = 0;
+  private finished = false;
+  private total = 0;
+  /** Seek mode: direction of the listing, last block seen and how many of its rows we have. */
+  private order: 'desc' | 'asc' = 'desc';
+  private seeking = false;
+  private lastBlock = NaN;
+  private run_ = 0;
+  private validatedRows = 0;
+  private segments = 0;
+  /** A block whose rows fill the cap: its own count decides whether we can move past it. */
+  private probeBlock: number | undefined;
+  private wake: (() => void) | undefined;
+  private abandoned = false;
 
-  const offsets: number[] = [];
-  for (let offset = limit; offset < count; offset += limit) offsets.push(offset);
-  const budget = opts.budget;
-  const inFlight: Promise<FetchedPage>[] = [];
-  let next = 0;
-  /** Budget units this window holds: one per page launched and not yet handed to the consumer. */
-  let held = 0;
-  const launch = (): void => {
-    const offset = offsets[next++]!;
-    const p = fetch({ offset, limit: Math.min(limit, opts.resultWindow - offset), range }, acct);
-    p.catch(() => undefined); // awaited in order below; avoid an unhandled rejection while it waits its turn
-    inFlight.push(p);
-  };
-  // A window with nothing in flight waits for budget; one that has pages coming only takes spare budget.
-  const topUp = async (): Promise<void> => {
-    while (next < offsets.length && inFlight.length < opts.prefetch) {
-      if (budget) {
-        if (inFlight.length === 0) await budget.acquire();
-        else if (!budget.tryAcquire()) return;
-        held++;
+  constructor(
+    private readonly fetch: PageFetcher,
+    private readonly range: BlockRange | undefined,
+    private readonly opts: PagerOptions,
+    private readonly acct: Accounting,
+    private readonly progress: WindowProgress,
+    private readonly tally: Tally,
+  ) {
+    this.cap = effectiveCap(opts);
+    this.limit = Math.min(opts.pageSize, this.cap);
+    this.blockField = opts.blockField ?? 'block_number';
+  }
+
+  async *run(): AsyncGenerator<FetchedPage> {
+    const first = await this.fetchFirst();
+    this.total = first.count;
+    this.tally.expected += first.count;
+    this.progress.rowsExpected += first.count;
+    if (first.count <= this.cap) {
+      this.startSegment({ range: this.range, offset0: 0, expected: first.count, end: first.count });
+    } else {
+      this.progress.capHits++;
+      if (!this.range) {
+        throw new WindowError(`${first.count} rows exceed the API's result window of ${this.cap} and this endpoint has no block filter to narrow by`);
       }
-      launch();
+      if (this.range.from === this.range.to) throw this.blockTooLarge(this.range.from, first.count);
+      const order = this.orderOf(first.entries);
+      if (order === undefined) {
+        // No block numbers to continue by: bisect, and let each part page itself.
+        this.releaseOne();
+        yield* this.bisect(first.count);
+        return;
+      }
+      this.order = order;
+      this.seeking = true;
+      this.startSegment({ range: this.range, offset0: 0, expected: first.count, end: this.cap });
     }
-  };
-  try {
-    await topUp();
-    while (inFlight.length > 0) {
-      const page = await inFlight.shift()!;
-      progress.pages++;
-      if (page.count !== count) throw new CountDrift(`count moved from ${count} to ${page.count} at offset ${page.offset}`);
-      const expected = Math.min(limit, count - page.offset);
-      if (page.entries.length !== expected) throw new CountDrift(`page at offset ${page.offset} holds ${page.entries.length} rows, expected ${expected}`);
-      got += page.entries.length;
+    // The first page is the first slot of the first segment.
+    const slot: Slot = { req: { offset: 0, limit: this.limit, range: this.range }, seg: this.seg!, last: false, done: true, validated: false, page: first };
+    slot.settledP = Promise.resolve();
+    slot.last = this.isLast(slot.req, slot.seg);
+    this.nextOffset = this.limit;
+    this.slots.push(slot);
+    this.validateReady();
+
+    for (;;) {
+      await this.topUp();
+      if (this.slots.length === 0) {
+        if (this.probeBlock !== undefined) {
+          await this.probe(this.probeBlock);
+          continue;
+        }
+        if (this.finished) break;
+        throw new Error('pager: nothing in flight and nothing left to plan (a bug)');
+      }
+      const head = this.slots[0]!;
+      while (!head.validated && head.error === undefined) await new Promise<void>((resolve) => (this.wake = resolve));
+      if (head.error !== undefined) throw this.failure(head.error);
+      this.slots.shift();
+      this.tally.got += head.page!.entries.length;
+      this.progress.rowsGot += head.page!.entries.length;
       try {
-        yield page;
+        yield head.page!;
       } finally {
-        if (budget) {
-          held--;
-          budget.release();
+        this.releaseOne();
+      }
+    }
+    if (this.validatedRows !== this.total) throw new CountDrift(`got ${this.validatedRows} rows of ${this.total}`);
+    if (this.segments > 1) {
+      // Rows could have moved in a part we already left; one count of the whole range settles it.
+      const check = await this.count(this.range!);
+      if (check !== this.total) throw new CountDrift(`the range now counts ${check} rows, ${this.total} when paging began`);
+    }
+  }
+
+  private async fetchFirst(): Promise<FetchedPage> {
+    await this.takeBudget();
+    try {
+      const page = await this.fetch({ offset: 0, limit: this.limit, range: this.range }, this.acct);
+      this.progress.pages++;
+      return page;
+    } catch (e) {
+      this.releaseOne();
+      throw this.failure(e);
+    }
+  }
+
+  /** Spare page budget, if any (always, without a budget). */
+  private tryTake(): boolean {
+    if (this.opts.budget && !this.opts.budget.tryAcquire()) return false;
+    this.held++;
+    return true;
+  }
+
+  /** Page budget, waiting for it: only for a window holding none, so every window can always progress. */
+  private async takeBudget(): Promise<void> {
+    if (this.tryTake()) return;
+    await this.opts.budget!.acquire();
+    this.held++;
+  }
+
+  private releaseOne(): void {
+    if (this.held > 0) {
+      this.held--;
+      this.opts.budget?.release();
+    }
+  }
+
+  /** Cap errors become a refetch under the learned cap; other errors pass. */
+  private failure(e: unknown): unknown {
+    const learned = learnedCapOf(e);
+    if (learned !== undefined && learned < this.cap) {
+      if (this.opts.learnedCap) this.opts.learnedCap.value = Math.min(this.opts.learnedCap.value ?? Infinity, learned);
+      else this.opts.resultWindow = learned;
+      this.progress.capHits++;
+      return new CapLearned(`the server caps offset + limit at ${learned}`);
+    }
+    return e;
+  }
+
+  private startSegment(seg: Segment): void {
+    this.seg = seg;
+    this.nextOffset = seg.offset0;
+    this.segments++;
+    this.progress.parts++;
+  }
+
+  private isLast(req: PageRequest, seg: Segment): boolean {
+    return req.offset + req.limit >= seg.end;
+  }
+
+  private nextRequest(): PageRequest | undefined {
+    const seg = this.seg;
+    if (!seg || this.nextOffset >= seg.end) return undefined;
+    return { offset: this.nextOffset, limit: Math.min(this.limit, this.cap - this.nextOffset), range: seg.range };
+  }
+
+  /** Launches what the plan allows: up to `prefetch` pages ahead, within spare page budget. Synchronous. */
+  private launchReady(): void {
+    for (;;) {
+      const req = this.nextRequest();
+      if (!req || this.slots.length >= this.opts.prefetch || !this.tryTake()) return;
+      this.launch(req);
+    }
+  }
+
+  /** The consumer's top-up: like launchReady, but a window with nothing in flight waits for budget. */
+  private async topUp(): Promise<void> {
+    this.launchReady();
+    if (this.slots.length > 0 || !this.nextRequest()) return;
+    await this.takeBudget();
+    // Nothing was in flight, so nothing changed the plan while we waited.
+    this.launch(this.nextRequest()!);
+    this.launchReady();
+  }
+
+  private launch(req: PageRequest): void {
+    const seg = this.seg!;
+    const slot: Slot = { req, seg, last: this.isLast(req, seg), done: false, validated: false };
+    this.nextOffset += req.limit;
+    this.slots.push(slot);
+    slot.settledP = this.fetch(req, this.acct).then(
+      (page) => {
+        this.progress.pages++;
+        slot.page = page;
+        this.settled(slot);
+      },
+      (error: unknown) => {
+        slot.error = error;
+        this.settled(slot);
+      },
+    );
+  }
+
+  private settled(slot: Slot): void {
+    slot.done = true;
+    if (this.abandoned) return;
+    this.validateReady();
+    this.launchReady();
+    const wake = this.wake;
+    this.wake = undefined;
+    wake?.();
+  }
+
+  /** Checks arrived pages in order (as soon as they arrive, before the consumer takes them). */
+  private validateReady(): void {
+    for (const slot of this.slots) {
+      if (slot.validated) continue;
+      if (!slot.done || slot.error !== undefined) return;
+      try {
+        this.validate(slot);
+      } catch (e) {
+        slot.error = e;
+        return;
+      }
+      slot.validated = true;
+      if (slot.last) this.endSegment(slot.seg);
+    }
+  }
+
+  private validate(slot: Slot): void {
+    const { page, req, seg } = slot as Required<Pick<Slot, 'page'>> & Slot;
+    if (page.count !== seg.expected) {
+      throw new CountDrift(`${describe(seg.range)} counted ${seg.expected} rows, now ${page.count} (offset ${req.offset})`);
+    }
+    const expectedRows = Math.max(0, Math.min(req.limit, seg.expected - req.offset));
+    if (page.entries.length !== expectedRows) {
+      throw new CountDrift(
+        `the page at offset ${req.offset} of ${describe(seg.range)} holds ${page.entries.length} rows, expected ${expectedRows} of ${seg.expected}`,
+      );
+    }
+    if (this.seeking) {
+      for (const entry of page.entries) {
+        const b = this.blockOf(entry);
+        const r = seg.range!;
+        if (b === undefined) throw new Error(`an entry at offset ${req.offset} of ${describe(r)} has no readable '${this.blockField}'`);
+        const inOrder = Number.isNaN(this.lastBlock) || (this.order === 'desc' ? b <= this.lastBlock : b >= this.lastBlock);
+        if (!inOrder || b < r.from || b > r.to) {
+          throw new WindowError(
+            `the listing of ${describe(r)} is not ordered by block as assumed (block ${b} after block ${this.lastBlock}, offset ${req.offset}); cannot page past the result window`,
+          );
+        }
+        if (b === this.lastBlock) this.run_++;
+        else {
+          this.lastBlock = b;
+          this.run_ = 1;
         }
       }
-      await topUp();
     }
-    return got;
-  } finally {
-    // An abandoned window (error or consumer stop) must not leave requests unobserved or budget held.
-    await Promise.allSettled(inFlight.splice(0));
-    for (; held > 0; held--) budget?.release();
+    this.validatedRows += page.entries.length;
   }
+
+  /** The segment's pages are all in: plan the next range, or finish. */
+  private endSegment(seg: Segment): void {
+    if (seg.expected <= seg.end) {
+      this.seg = undefined;
+      this.finished = true;
+      return;
+    }
+    // More rows beyond the cap: continue from the edge block, skipping the rows of it we already have.
+    this.progress.capHits++;
+    const b = this.lastBlock;
+    const k = this.run_;
+    if (k >= this.cap) {
+      this.seg = undefined;
+      this.probeBlock = b;
+      return;
+    }
+    this.continueAt(b, k);
+  }
+
+  private continueAt(block: number, skip: number): void {
+    const r = this.range!;
+    const left = this.total - this.validatedRows + skip;
+    const range = this.order === 'desc' ? { from: r.from, to: block } : { from: block, to: r.to };
+    this.progress.splits++;
+    this.startSegment({ range, offset0: skip, expected: left, end: Math.min(left, this.cap) });
+  }
+
+  /** A block's rows filled the cap: move past it if that was all of them, else it cannot be paged. */
+  private async probe(block: number): Promise<void> {
+    this.probeBlock = undefined;
+    const n = await this.count({ from: block, to: block });
+    if (n > this.run_) throw this.blockTooLarge(block, n);
+    if (n < this.run_) throw new CountDrift(`block ${block} counts ${n} rows, ${this.run_} were paged`);
+    const r = this.range!;
+    const left = this.total - this.validatedRows;
+    const range = this.order === 'desc' ? { from: r.from, to: block - 1 } : { from: block + 1, to: r.to };
+    if (left === 0 || range.from > range.to) {
+      if (left !== 0) throw new CountDrift(`${left} rows missing after block ${block}`);
+      this.finished = true;
+      return;
+    }
+    this.progress.splits++;
+    this.startSegment({ range, offset0: 0, expected: left, end: Math.min(left, this.cap) });
+  }
+
+  private async count(range: BlockRange): Promise<number> {
+    this.progress.checks++;
+    try {
+      return (await this.fetch({ offset: 0, limit: 1, range }, this.acct)).count;
+    } catch (e) {
+      throw this.failure(e);
+    }
+  }
+
+  private blockTooLarge(block: number, count: number): WindowError {
+    return new WindowError(
+      `block ${block} alone holds ${count} rows, more than the API's result window of ${this.cap} (offset + limit): it cannot be paged completely`,
+      block,
+    );
+  }
+
+  private blockOf(entry: unknown): number | undefined {
+    if (entry === null || typeof entry !== 'object') return undefined;
+    const v = (entry as Record<string, unknown>)[this.blockField];
+    const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : typeof v === 'number' ? v : NaN;
+    return Number.isSafeInteger(n) ? n : undefined;
+  }
+
+  /** The listing's block order on a page, if its entries carry block numbers. */
+  private orderOf(entries: unknown[]): 'desc' | 'asc' | undefined {
+    if (entries.length === 0) return undefined;
+    const blocks = entries.map((e) => this.blockOf(e));
+    if (blocks.some((b) => b === undefined)) return undefined;
+    const bs = blocks as number[];
+    if (bs.every((b, i) => i === 0 || b <= bs[i - 1]!)) return 'desc';
+    if (bs.every((b, i) => i === 0 || b >= bs[i - 1]!)) return 'asc';
+    return undefined;
+  }
+
+  /** Fallback without block numbers: parts sized to hold ~90 % of the cap each (bisection at worst). */
+  private async *bisect(count: number): AsyncGenerator<FetchedPage> {
+    const range = this.range!;
+    const span = range.to - range.from + 1;
+    const parts = Math.min(span, Math.max(2, Math.ceil(count / (this.cap * 0.9))));
+    this.progress.splits++;
+    this.tally.expected -= count;
+    this.progress.rowsExpected -= count;
+    for (let i = parts - 1; i >= 0; i--) {
+      const from = range.from + Math.floor((span * i) / parts);
+      const to = range.from + Math.floor((span * (i + 1)) / parts) - 1;
+      if (to >= from) yield* pageRange(this.fetch, { from, to }, this.opts, this.acct, this.progress, this.tally);
+    }
+  }
+
+  /** On error or early stop: no request left unobserved, no budget held. */
+  async abandon(): Promise<void> {
+    this.abandoned = true;
+    const pending = this.slots.filter((s) => !s.done).map((s) => s.settledP);
+    this.slots = [];
+    this.seg = undefined;
+    await Promise.all(pending);
+    while (this.held > 0) this.releaseOne();
+  }
+}
+
+function describe(range: BlockRange | undefined): string {
+  return range ? `blocks ${range.from}-${range.to}` : 'the window';
 }

@@ -1,56 +1,168 @@
 import type { Clock } from './clock.js';
 
-/**
- * One request-rate bound shared by every window of a run: a GCRA token bucket (each caller reserves the next
- * slot, so waiting callers are served in order and the rate holds over any interval), with AIMD — on
- * throttling the rate halves, and it climbs back by a tenth of the configured rate per calm second.
- */
-export class RateLimiter {
-  private tat = 0;
-  private rate: number;
-  private lastDecrease = -Infinity;
-  private lastIncrease = 0;
+export interface RateLimiterOptions {
+  /** Requests per second, the ceiling the rate never exceeds. Undefined: unbounded until throttled, then learned. */
+  rps?: number;
+  /** Requests allowed back to back after idling, at the full rate. Default: a tenth of a second's worth. */
+  burst?: number;
+  clock: Clock;
+  /** The rate never backs off below this (requests per second). */
+  minRate?: number;
+}
 
-  constructor(
-    private readonly maxRate: number | undefined,
-    private readonly burst: number,
-    private readonly clock: Clock,
-    private readonly minRate = 0.2,
-  ) {
-    this.rate = maxRate ?? Infinity;
-    if (maxRate !== undefined && !(maxRate > 0)) throw new RangeError(`rps must be > 0, got ${maxRate}`);
-    if (!(burst >= 1)) throw new RangeError(`burst must be >= 1, got ${burst}`);
+const WINDOW_MS = 2000;
+const BUCKET_MS = 100;
+/** How long the rate holds after a change before it may change again (one "round" of AIMD). */
+const ROUND_MS = 1000;
+
+/** Events per second over the last two seconds (or since `since`, if later), in 100 ms buckets. */
+class RateMeter {
+  private readonly n = WINDOW_MS / BUCKET_MS;
+  private readonly counts = new Float64Array(this.n);
+  private readonly stamps = new Float64Array(this.n).fill(-1);
+
+  add(now: number): void {
+    const b = Math.floor(now / BUCKET_MS);
+    const slot = ((b % this.n) + this.n) % this.n;
+    if (this.stamps[slot] !== b) {
+      this.stamps[slot] = b;
+      this.counts[slot] = 0;
+    }
+    this.counts[slot]!++;
   }
 
+  rate(now: number, since: number): number {
+    const b = Math.floor(now / BUCKET_MS);
+    let sum = 0;
+    for (let i = 0; i < this.n; i++) if (this.stamps[i]! > b - this.n && this.stamps[i]! <= b) sum += this.counts[i]!;
+    const span = Math.max(BUCKET_MS, Math.min(WINDOW_MS, now - since));
+    return (sum * 1000) / span;
+  }
+}
+
+/**
+ * One request-rate bound shared by every window of a run.
+ *
+ * Pacing is GCRA (a token bucket kept as one "theoretical arrival time"): each caller reserves the next slot,
+ * so waiting callers are served in order, and over any interval T at most `rate × T + burst` requests are
+ * granted. `burst` is how many may go back to back after idling; it shrinks in proportion when the rate backs
+ * off, and a throttle leaves no burst credit (pacing restarts from zero).
+ *
+ * AIMD on throttling (429, throttle envelopes): at most once per round, and only for a request granted after
+ * the last decrease (a volley of 429s from one overload is one signal), the rate drops to 90 % of the rate the
+ * server actually accepted over the last two seconds, but never by more than half nor less than a tenth. It
+ * climbs back by a tenth of the ceiling per round. `Retry-After` on a throttle pauses every caller.
+ *
+ * Without a configured rps the limiter is unbounded until the first throttle, and from then on paces at the
+ * rate learned from it (the accepted rate), climbing by a tenth of the best accepted rate seen per round.
+ */
+export class RateLimiter {
+  private readonly ceiling: number | undefined;
+  private readonly burstAtCeiling: number | undefined;
+  private readonly clock: Clock;
+  private readonly minRate: number;
+  private rate: number;
+  private tat = 0;
+  /** Bumped whenever the pace changes, so that callers sleeping on an old reservation re-reserve. */
+  private epoch = 0;
+  private pausedUntil = -Infinity;
+  private lastDecrease = -Infinity;
+  private lastChange: number;
+  private readonly started: number;
+  private readonly grants = new RateMeter();
+  private readonly accepted = new RateMeter();
+  /** Learned mode: the best accepted rate measured at a throttle; sizes the additive step. */
+  private peakAccepted = 0;
+
+  constructor(opts: RateLimiterOptions) {
+    if (opts.rps !== undefined && !(opts.rps > 0 && Number.isFinite(opts.rps))) throw new RangeError(`rps must be > 0, got ${opts.rps}`);
+    if (opts.burst !== undefined && !(opts.burst >= 1 && Number.isFinite(opts.burst))) throw new RangeError(`burst must be >= 1, got ${opts.burst}`);
+    this.ceiling = opts.rps;
+    this.burstAtCeiling = opts.rps === undefined ? undefined : (opts.burst ?? Math.max(1, Math.ceil(opts.rps / 10)));
+    this.clock = opts.clock;
+    this.minRate = Math.min(opts.minRate ?? 0.5, opts.rps ?? Infinity);
+    this.rate = opts.rps ?? Infinity;
+    this.started = this.lastChange = this.clock.now();
+  }
+
+  /** The current allowed rate in requests per second (Infinity: not limited). */
   get currentRate(): number {
     return this.rate;
   }
 
-  async acquire(): Promise<void> {
-    if (this.rate === Infinity) return;
-    const now = this.clock.now();
-    const interval = 1000 / this.rate;
-    const tat = Math.max(this.tat, now) + interval;
-    const allowedAt = tat - this.burst * interval;
-    this.tat = tat;
-    if (allowedAt > now) await this.clock.sleep(allowedAt - now);
+  /** Back-to-back requests allowed at the current rate. */
+  get burst(): number {
+    if (this.rate === Infinity) return Infinity;
+    if (this.ceiling !== undefined) return Math.max(1, Math.floor((this.burstAtCeiling! * this.rate) / this.ceiling));
+    return Math.max(1, Math.ceil(this.rate / 10));
   }
 
-  onThrottle(): void {
-    if (this.maxRate === undefined) return;
-    const now = this.clock.now();
-    // A burst of 429s from one overload is one signal, not many: halve at most once per second.
-    if (now - this.lastDecrease < 1000) return;
-    this.lastDecrease = now;
-    this.lastIncrease = now;
-    this.rate = Math.max(this.minRate, this.rate / 2);
+  /** Waits for a slot; returns the time it was granted. */
+  async acquire(): Promise<number> {
+    for (;;) {
+      const now = this.clock.now();
+      if (now < this.pausedUntil) {
+        await this.clock.sleep(this.pausedUntil - now);
+        continue;
+      }
+      if (this.rate === Infinity) return this.grant(now);
+      const interval = 1000 / this.rate;
+      const tat = Math.max(this.tat, now) + interval;
+      const allowedAt = tat - this.burst * interval;
+      this.tat = tat;
+      if (allowedAt <= now) return this.grant(now);
+      const epoch = this.epoch;
+      // Timers may fire a hair early against the clock: never grant before the slot.
+      for (let t = now; t < allowedAt && epoch === this.epoch; t = this.clock.now()) await this.clock.sleep(allowedAt - t);
+      if (epoch === this.epoch && this.clock.now() >= this.pausedUntil) return this.grant(this.clock.now());
+      // The pace changed while we slept: our reservation is void, take a new one.
+    }
   }
 
+  private grant(now: number): number {
+    this.grants.add(now);
+    return now;
+  }
+
+  /** No request is granted before `until` (a server's Retry-After on a throttle applies to every caller). */
+  pause(until: number): void {
+    if (until <= this.pausedUntil) return;
+    this.pausedUntil = until;
+    this.restartPacing(this.clock.now());
+  }
+
+  /** The server throttled a request that was granted at `grantedAt`. */
+  onThrottle(grantedAt: number, retryAfterMs?: number): void {
+    const now = this.clock.now();
+    if (retryAfterMs !== undefined && retryAfterMs > 0) this.pause(now + retryAfterMs);
+    if (grantedAt < this.lastDecrease || now - this.lastDecrease < ROUND_MS) return;
+    const sent = this.grants.rate(now, this.started);
+    const accepted = this.accepted.rate(now, this.started);
+    const effective = Math.max(this.minRate, Math.min(this.rate, sent));
+    const target = Math.min(0.9 * effective, Math.max(0.5 * effective, 0.9 * accepted));
+    this.rate = Math.max(this.minRate, target);
+    if (this.ceiling === undefined) this.peakAccepted = Math.max(this.peakAccepted, accepted, this.rate);
+    this.lastDecrease = this.lastChange = now;
+    this.restartPacing(now);
+  }
+
+  /** A request went through. */
   onSuccess(): void {
-    if (this.maxRate === undefined || this.rate >= this.maxRate) return;
     const now = this.clock.now();
-    if (now - this.lastIncrease < 1000) return;
-    this.lastIncrease = now;
-    this.rate = Math.min(this.maxRate, this.rate + Math.max(this.minRate, this.maxRate / 10));
+    this.accepted.add(now);
+    if (this.rate === Infinity || (this.ceiling !== undefined && this.rate >= this.ceiling)) return;
+    if (now - this.lastChange < ROUND_MS) return;
+    const step = Math.max(this.minRate, (this.ceiling ?? this.peakAccepted) / 10);
+    // Callers already sleeping keep their (slower) slots; the faster pace applies from the next reservation.
+    this.rate = Math.min(this.ceiling ?? Infinity, this.rate + step);
+    this.lastChange = now;
+  }
+
+  /** Pacing restarts at the later of now and the pause's end, with no burst credit. */
+  private restartPacing(now: number): void {
+    this.epoch++;
+    if (this.rate === Infinity) return;
+    const interval = 1000 / this.rate;
+    this.tat = Math.max(now, this.pausedUntil) + (this.burst - 1) * interval;
   }
 }

@@ -2,36 +2,56 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import { Pool } from 'undici';
 import type { Accounting } from './accounting.js';
 import { systemClock, type Clock } from './clock.js';
-import { ApiError, type ApiErrorDetails } from './errors.js';
+import { ApiError, redactUrl, type ApiErrorDetails, type FailureKind, type FailureReason } from './errors.js';
 import { RateLimiter } from './rate-limiter.js';
 
 export interface RetryPolicy {
+  /** Attempts per call, the first one included. */
   maxAttempts: number;
+  /** First backoff cap; also the least wait after a `Retry-After`. */
   baseDelayMs: number;
+  /** Cap of one backoff (a longer `Retry-After` is still honoured). */
   maxDelayMs: number;
   /** Give up once the waits of one call would add up to more than this. */
   maxTotalDelayMs: number;
 }
 
 export interface Timeouts {
+  /** TCP (and TLS) connection set-up. */
   connectMs: number;
+  /** From sending the request to the end of the response headers: a stalled server is cut off here. */
   headersMs: number;
+  /** Longest silence between two chunks of the body. */
   bodyMs: number;
+  /** Whole attempt, headers and body: a server trickling bytes cannot hold a request forever. */
+  totalMs: number;
 }
 
-export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 8, baseDelayMs: 250, maxDelayMs: 30_000, maxTotalDelayMs: 300_000 };
-export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 60_000 };
+export const DEFAULT_RETRY: RetryPolicy = { maxAttempts: 10, baseDelayMs: 250, maxDelayMs: 30_000, maxTotalDelayMs: 300_000 };
+export const DEFAULT_TIMEOUTS: Timeouts = { connectMs: 10_000, headersMs: 30_000, bodyMs: 30_000, totalMs: 120_000 };
+
+/** One request sent (every attempt), for tracing and for tests that check the pace on the wire. */
+export interface AttemptEvent {
+  endpoint: string;
+  /** Redacted. */
+  url: string;
+  attempt: number;
+  /** When the rate limiter let it go (clock time). */
+  at: number;
+}
 
 export interface TransportOptions {
   /** Requests in flight at once, across every window of the run. */
   concurrency: number;
-  /** Requests per second across the run; undefined means unbounded. */
+  /** Requests per second across the run; undefined means unbounded until the server throttles (then learned). */
   rps?: number;
+  /** Requests allowed back to back after idling (see RateLimiter). */
   burst?: number;
   retry?: Partial<RetryPolicy>;
   timeouts?: Partial<Timeouts>;
   clock?: Clock;
   random?: () => number;
+  onAttempt?: (e: AttemptEvent) => void;
 }
 
 export interface HttpRequest {
@@ -58,12 +78,21 @@ export class EnvelopeFailure extends Error {
 /** Validates a parsed body and returns what the caller wants from it, or throws EnvelopeFailure. */
 export type EnvelopeCheck<T> = (body: unknown) => T;
 
-const TRANSIENT_HTTP = new Set([408, 425, 429, 500, 502, 503, 504]);
+/** How a non-200 HTTP status is treated. 501 and 505 say the server will never do it; other 5xx pass. */
+export function classifyStatus(status: number): { kind: FailureKind; reason: FailureReason } {
+  if (status === 429) return { kind: 'transient', reason: 'http-429' };
+  if (status === 408 || status === 425) return { kind: 'transient', reason: 'http-4xx' };
+  if (status >= 500 && status <= 599) return { kind: status === 501 || status === 505 ? 'terminal' : 'transient', reason: 'http-5xx' };
+  if (status >= 400 && status <= 499) return { kind: 'terminal', reason: 'http-4xx' };
+  return { kind: 'terminal', reason: 'http-other' };
+}
 
-function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
-  const text = Array.isArray(value) ? value[0] : value;
-  if (text === undefined || text.trim() === '') return undefined;
-  if (/^\d+(\.\d+)?$/.test(text.trim())) return Number(text) * 1000;
+/** `Retry-After` in milliseconds from `now`: delay-seconds or an HTTP date; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
+  const text = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (text === undefined || text === '') return undefined;
+  if (/^\d+(\.\d+)?$/.test(text)) return Number(text) * 1000;
+  if (!/[a-z]/i.test(text)) return undefined; // a negative or odd number, not a date
   const at = Date.parse(text);
   return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
@@ -72,23 +101,33 @@ function parseRetryAfter(value: string | string[] | undefined, now: number): num
 function messageOf(body: unknown): { status?: string; message?: string } {
   if (body && typeof body === 'object') {
     const b = body as Record<string, unknown>;
-    const status = typeof b.status === 'string' ? b.status : typeof b.type === 'string' ? b.type : undefined;
+    const s = b.status ?? b.type;
+    const status = typeof s === 'string' ? s : typeof s === 'number' ? String(s) : undefined;
     const message = typeof b.message === 'string' ? b.message : undefined;
     return { status, message };
   }
   return {};
 }
 
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
+/** undici's own complaints about our request: retrying cannot help. */
+const PROGRAMMING_CODES = new Set(['UND_ERR_INVALID_ARG', 'UND_ERR_NOT_SUPPORTED', 'ERR_INVALID_URL']);
+
+class AttemptTimeout extends Error {
+  readonly code = 'CHAINLAKE_TOTAL_TIMEOUT';
+}
+
 /**
  * The HTTP layer shared by both API clients: one keep-alive undici pool per origin, one in-flight bound and
  * one rate limiter for the whole run, and the retry loop that sorts failures into transient and terminal.
+ * A call succeeds only on HTTP 200 with a body that parses and passes the caller's envelope check.
  */
 export class HttpTransport {
   private readonly pools = new Map<string, Pool>();
   private readonly limit: LimitFunction;
   readonly limiter: RateLimiter;
-  private readonly retry: RetryPolicy;
-  private readonly timeouts: Timeouts;
+  readonly retry: RetryPolicy;
+  readonly timeouts: Timeouts;
   private readonly clock: Clock;
   private readonly random: () => number;
 
@@ -97,9 +136,12 @@ export class HttpTransport {
     this.limit = pLimit(opts.concurrency);
     this.clock = opts.clock ?? systemClock;
     this.random = opts.random ?? Math.random;
-    this.limiter = new RateLimiter(opts.rps, opts.burst ?? Math.max(1, Math.ceil((opts.rps ?? 1) / 10)), this.clock);
+    this.limiter = new RateLimiter({ rps: opts.rps, burst: opts.burst, clock: this.clock });
     this.retry = { ...DEFAULT_RETRY, ...opts.retry };
     this.timeouts = { ...DEFAULT_TIMEOUTS, ...opts.timeouts };
+    const r = this.retry;
+    if (!(Number.isInteger(r.maxAttempts) && r.maxAttempts >= 1)) throw new RangeError(`retry.maxAttempts must be an integer >= 1, got ${r.maxAttempts}`);
+    for (const [k, v] of Object.entries({ ...r, ...this.timeouts })) if (!(v >= 0)) throw new RangeError(`${k} must be >= 0, got ${v}`);
   }
 
   private pool(origin: string): Pool {
@@ -117,15 +159,16 @@ export class HttpTransport {
     return pool;
   }
 
-  /** Backoff before attempt `attempt + 1`: full jitter, or at least what the server asked for. */
+  /**
+   * The wait before attempt `attempt + 1`: full jitter over an exponentially growing cap; with `Retry-After`,
+   * at least what the server asked and never less than the base delay (`Retry-After: 0` is no hot loop), plus
+   * jitter so that a crowd of clients told the same instant does not return at once.
+   */
   backoffMs(attempt: number, retryAfterMs: number | undefined): number {
     const cap = Math.min(this.retry.maxDelayMs, this.retry.baseDelayMs * 2 ** (attempt - 1));
-    const jitter = this.random() * cap;
-    if (retryAfterMs !== undefined) {
-      // `Retry-After: 0` must not turn into a hot loop: never wait less than the base delay.
-      return Math.max(retryAfterMs, this.retry.baseDelayMs) + this.random() * this.retry.baseDelayMs;
-    }
-    return Math.max(this.retry.baseDelayMs / 10, jitter);
+    const jittered = Math.max(this.retry.baseDelayMs / 10, this.random() * cap);
+    if (retryAfterMs === undefined) return jittered;
+    return Math.max(Math.max(retryAfterMs, this.retry.baseDelayMs) + this.random() * this.retry.baseDelayMs, jittered);
   }
 
   async call<T>(req: HttpRequest, check: EnvelopeCheck<T>, acct: Accounting): Promise<T> {
@@ -138,41 +181,70 @@ export class HttpTransport {
         if (!(e instanceof ApiError)) throw e;
         error = e;
       }
-      if (error.details.throttled) {
-        acct.throttles++;
-        this.limiter.onThrottle();
-      }
-      if (error.kind === 'terminal' || attempt >= this.retry.maxAttempts) throw error;
+      acct.recordFailure(error.details.reason);
+      if (error.details.throttled) acct.throttles++;
+      if (error.kind === 'terminal') throw error;
+      if (attempt >= this.retry.maxAttempts) throw giveUp(error, `gave up after ${attempt} attempts`);
       const delay = this.backoffMs(attempt, error.details.retryAfterMs);
-      if (waited + delay > this.retry.maxTotalDelayMs) throw error;
+      if (waited + delay > this.retry.maxTotalDelayMs) {
+        throw giveUp(
+          error,
+          `gave up after ${attempt} attempts: waiting ${Math.round(delay)} ms more would exceed the ${this.retry.maxTotalDelayMs} ms retry budget`,
+        );
+      }
       waited += delay;
       acct.retries++;
+      acct.backoffWaitMs += delay;
       await this.clock.sleep(delay);
     }
   }
 
   private async attempt<T>(req: HttpRequest, check: EnvelopeCheck<T>, acct: Accounting, attempt: number): Promise<T> {
-    await this.limiter.acquire();
-    const base: Omit<ApiErrorDetails, 'kind'> = { endpoint: req.endpoint, url: req.url.toString(), attempt };
+    const asked = this.clock.now();
+    const grantedAt = await this.limiter.acquire();
+    acct.rateWaitMs += Math.max(0, grantedAt - asked);
+    const url = redactUrl(req.url);
+    acct.recordRequest();
+    this.opts.onAttempt?.({ endpoint: req.endpoint, url, attempt, at: grantedAt });
+    const base = { endpoint: req.endpoint, url, attempt };
+    const fail = (summary: string, d: Omit<ApiErrorDetails, keyof typeof base>): ApiError => {
+      const error = new ApiError(summary, { ...base, ...d });
+      if (d.throttled) this.limiter.onThrottle(grantedAt, d.retryAfterMs);
+      return error;
+    };
+
     const started = performance.now();
     let statusCode: number;
-    let text: string;
-    let retryAfterMs: number | undefined;
+    let headers: Record<string, string | string[] | undefined>;
+    let bytes: Buffer;
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(new AttemptTimeout(`no complete response within ${this.timeouts.totalMs} ms`)), this.timeouts.totalMs);
     try {
       const res = await this.pool(req.url.origin).request({
         path: req.url.pathname + req.url.search,
         method: req.method,
-        headers: req.headers,
+        headers: { 'user-agent': 'chainlake', ...req.headers },
         body: req.body,
+        signal: abort.signal,
       });
       statusCode = res.statusCode;
-      retryAfterMs = parseRetryAfter(res.headers['retry-after'], Date.now());
-      text = await res.body.text();
+      headers = res.headers;
+      bytes = Buffer.from(await res.body.arrayBuffer());
     } catch (cause) {
-      const code = (cause as { code?: string }).code ?? (cause as Error).name;
-      throw new ApiError(`network failure (${code}: ${(cause as Error).message})`, { ...base, kind: 'transient', cause });
+      const code = abort.signal.aborted ? 'CHAINLAKE_TOTAL_TIMEOUT' : ((cause as { code?: string }).code ?? (cause as Error).name);
+      const timeout = TIMEOUT_CODES.has(code) || code === 'CHAINLAKE_TOTAL_TIMEOUT';
+      const what = abort.signal.aborted ? (abort.signal.reason as Error).message : (cause as Error).message;
+      throw fail(`${timeout ? 'timeout' : 'network failure'} (${code}: ${what})`, {
+        kind: PROGRAMMING_CODES.has(code) ? 'terminal' : 'transient',
+        reason: timeout ? 'timeout' : 'network',
+        cause,
+      });
+    } finally {
+      clearTimeout(timer);
     }
-    acct.recordResponse(performance.now() - started, text.length);
+    acct.recordResponse(performance.now() - started, bytes.length);
+    const text = bytes.toString('utf8');
+    const retryAfterMs = parseRetryAfter(headers['retry-after'], this.clock.now());
 
     let body: unknown;
     let parsed = true;
@@ -182,32 +254,39 @@ export class HttpTransport {
       parsed = false;
     }
 
-    if (statusCode < 200 || statusCode >= 300) {
+    if (statusCode !== 200) {
       const { status, message } = parsed ? messageOf(body) : {};
-      const kind = TRANSIENT_HTTP.has(statusCode) ? 'transient' : 'terminal';
-      throw new ApiError(`HTTP ${statusCode}`, {
-        ...base,
+      const { kind, reason } = classifyStatus(statusCode);
+      const location =
+        statusCode >= 300 && statusCode < 400 && typeof headers.location === 'string' ? ` to ${redactUrl(new URL(headers.location, req.url))}` : '';
+      throw fail(`HTTP ${statusCode}${location}`, {
         kind,
+        reason,
         httpStatus: statusCode,
         envelopeStatus: status,
-        apiMessage: message ?? (parsed ? undefined : text.slice(0, 120)),
+        apiMessage: message ?? (parsed || text.length === 0 ? undefined : snippet(text)),
         throttled: statusCode === 429,
         retryAfterMs,
       });
     }
     if (!parsed) {
       const what = text.trimStart().startsWith('<') ? 'an HTML body' : text.length === 0 ? 'an empty body' : 'a truncated or non-JSON body';
-      throw new ApiError(`HTTP ${statusCode} with ${what}`, { ...base, kind: 'transient', httpStatus: statusCode });
+      throw fail(`HTTP 200 with ${what} (${bytes.length} bytes)`, {
+        kind: 'transient',
+        reason: 'bad-body',
+        httpStatus: statusCode,
+        apiMessage: snippet(text),
+        retryAfterMs,
+      });
     }
+    let value: T;
     try {
-      const value = check(body);
-      this.limiter.onSuccess();
-      return value;
+      value = check(body);
     } catch (e) {
       if (!(e instanceof EnvelopeFailure)) throw e;
-      throw new ApiError(e.throttled ? 'throttled by the API' : `the API reported a failure`, {
-        ...base,
+      throw fail(e.throttled ? 'throttled by the API (HTTP 200 throttle envelope)' : `the API reported a failure in an HTTP 200`, {
         kind: e.kind,
+        reason: e.throttled ? 'throttle' : 'envelope',
         httpStatus: statusCode,
         envelopeStatus: e.envelopeStatus,
         apiMessage: e.apiMessage,
@@ -215,10 +294,22 @@ export class HttpTransport {
         retryAfterMs,
       });
     }
+    this.limiter.onSuccess();
+    return value;
   }
 
   async close(): Promise<void> {
     await Promise.all([...this.pools.values()].map((p) => p.close()));
     this.pools.clear();
   }
+}
+
+function snippet(text: string): string {
+  const t = text.replace(/\s+/g, ' ').trim();
+  return t.length > 120 ? `${t.slice(0, 120)}…` : t;
+}
+
+/** The last attempt's error, restated as the call's outcome. */
+function giveUp(last: ApiError, why: string): ApiError {
+  return new ApiError(`${why}; last: ${last.summary}`, { ...last.details, cause: last });
 }
