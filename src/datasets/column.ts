@@ -33,11 +33,18 @@ export const DUCKDB_TYPE: Record<ColumnKind, string> = {
 export interface ColumnDef {
   /** Column name in the lake (snake_case). */
   name: string;
-  /** Field name in the API entry; defaults to `name`. A dotted path reads nested objects (`24h.volume`). */
+  /**
+   * Where the value comes from; defaults to `name`. A field of the API entry (a dotted path reads nested
+   * objects: `24h.volume`), or `$scope.<key>` (the window's scope), `$results.<path>` (the page's results beside
+   * the entries), `$meta.<key>` (the endpoint's constants, `endpoint` its id, `found`/`api_message` for
+   * absent records), or `$ordinal` (the entry's ordinal among identical entries, see OrdinalDef).
+   */
   source?: string;
   kind: ColumnKind;
   /** A NULL (or absent) value in a non-nullable column makes the row a reject. */
   nullable: boolean;
+  /** Text columns only: the value must match (e.g. decimal token ids); anything else is a reject. */
+  pattern?: RegExp;
   doc: string;
 }
 

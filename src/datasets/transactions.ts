@@ -5,10 +5,11 @@ export const transactions: DatasetDef = {
   name: 'transactions',
   doc: 'Transactions in which a scoped address is sender, receiver or created contract (explorer #2). One row per transaction hash, however many scoped addresses it touches.',
   kind: 'chain',
-  scope: 'address',
   endpoints: [
     {
+      id: 'account_transactions',
       api: 'explorer',
+      scope: 'address',
       ref: '#2 GET /v1/accounts/{address_hash}/transactions',
       method: 'GET',
       path: '/v1/accounts/{address}/transactions',

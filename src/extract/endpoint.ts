@@ -1,7 +1,22 @@
 import type { EndpointDef } from '../datasets/dataset.js';
 import type { Accounting } from './accounting.js';
-import type { ExplorerClient, Query } from './explorer.js';
+import { ApiError } from './errors.js';
 import type { FetchedPage, PageFetcher, PageRequest } from './pager.js';
+
+export type QueryValue = string | number | boolean | undefined;
+export type Query = Record<string, QueryValue>;
+
+/** What the generic fetcher needs from an API client: both clients implement it over the shared transport. */
+export interface ApiCaller {
+  /** GET a path; returns the part of the envelope the endpoints' `entriesAt` is relative to. */
+  get(label: string, path: string, query: Query, acct: Accounting, host?: 'main' | 'alt'): Promise<unknown>;
+  post(label: string, path: string, body: unknown, acct: Accounting): Promise<unknown>;
+}
+
+/** A page plus facts about the call that columns can read as `$meta.<key>`. */
+export interface MetaPage extends FetchedPage {
+  meta: Record<string, unknown>;
+}
 
 /** Fills `{name}` placeholders of a path template from the scope; values are URL-encoded path segments. */
 export function fillPath(template: string, scope: Record<string, string>): string {
@@ -12,8 +27,8 @@ export function fillPath(template: string, scope: Record<string, string>): strin
   });
 }
 
-function dig(results: unknown, at: readonly string[]): unknown {
-  let v = results;
+export function dig(value: unknown, at: readonly string[]): unknown {
+  let v = value;
   for (const k of at) v = v !== null && typeof v === 'object' ? (v as Record<string, unknown>)[k] : undefined;
   return v;
 }
@@ -26,35 +41,84 @@ export class ShapeError extends Error {
   }
 }
 
+/** `results.count` as the API gives it (an integer string; a number where a service slips), or NaN. */
+export function countOf(c: unknown): number {
+  return typeof c === 'string' && /^\d+$/.test(c) ? Number(c) : typeof c === 'number' && Number.isSafeInteger(c) && c >= 0 ? c : NaN;
+}
+
+/** The label used in messages and stats: `explorer #2`, `finance /dashboard/overview`. */
+export const endpointLabel = (endpoint: EndpointDef): string => `${endpoint.api} ${endpoint.ref.split(' ')[0]}`;
+
+/** The JSON body of a POST endpoint, from the scope. */
+export function buildBody(endpoint: EndpointDef, scope: Record<string, string>): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const [field, spec] of Object.entries(endpoint.body ?? {})) {
+    const v = scope[spec.from];
+    if (v === undefined) throw new Error(`${endpointLabel(endpoint)}: the body field '${field}' needs '${spec.from}' in the scope`);
+    body[field] = spec.list ? v.split(',') : v;
+  }
+  return body;
+}
+
 /**
- * Builds the page fetcher of a declared explorer endpoint for one scope: path, fixed and job query, the
- * block-range and paging parameters, and the checks that a page really is a page.
+ * Builds the page fetcher of a declared endpoint (either API) for one scope: path, fixed, scope and job
+ * query, body, block range and paging parameters, and the checks that a page really is a page. An
+ * endpoint's declared `absentWhen` failure becomes one empty entry with `found: false` in its meta.
  */
-export function explorerPageFetcher(
-  client: ExplorerClient,
+export function endpointPageFetcher(
+  caller: ApiCaller,
   endpoint: EndpointDef,
   scope: Record<string, string>,
   extraQuery: Query = {},
   host: 'main' | 'alt' = 'main',
 ): PageFetcher {
   const path = fillPath(endpoint.path, scope);
-  const label = `explorer ${endpoint.ref.split(' ')[0]}`;
-  return async (req: PageRequest, acct: Accounting): Promise<FetchedPage> => {
+  const label = endpointLabel(endpoint);
+  const body = endpoint.method === 'POST' ? buildBody(endpoint, scope) : undefined;
+  const baseMeta: Record<string, unknown> = { endpoint: endpoint.id, ...endpoint.meta };
+  return async (req: PageRequest, acct: Accounting): Promise<MetaPage> => {
     const query: Query = { ...endpoint.query, ...extraQuery };
+    for (const [param, key] of Object.entries(endpoint.scopeQuery ?? {})) if (scope[key] !== undefined && scope[key] !== '') query[param] = scope[key];
     if (endpoint.paging.kind === 'offset') {
       query.limit = req.limit;
       query.offset = req.offset;
+    } else if (endpoint.paging.kind === 'limit') {
+      query.limit = endpoint.paging.maxLimit;
     }
     if (req.range && endpoint.blockRange) {
       query[endpoint.blockRange.start] = req.range.from;
       query[endpoint.blockRange.end] = req.range.to;
     }
-    const results = await client.get(label, path, query, acct, host);
+    let results: unknown;
+    try {
+      results = endpoint.method === 'POST' ? await caller.post(label, path, body, acct) : await caller.get(label, path, query, acct, host);
+    } catch (e) {
+      const a = endpoint.absentWhen;
+      if (
+        a &&
+        e instanceof ApiError &&
+        e.kind === 'terminal' &&
+        e.details.httpStatus !== undefined &&
+        a.httpStatus.includes(e.details.httpStatus) &&
+        a.message.test(e.details.apiMessage ?? '')
+      ) {
+        return {
+          entries: [{}],
+          results: {},
+          count: 1,
+          offset: 0,
+          range: req.range,
+          meta: { ...baseMeta, found: false, api_message: e.details.apiMessage ?? null },
+        };
+      }
+      throw e;
+    }
     if (results === null || typeof results !== 'object' || Array.isArray(results)) {
-      throw new ShapeError(label, path, `results is ${results === null ? 'null' : typeof results}, expected an object`);
+      throw new ShapeError(label, path, `results is ${results === null ? 'null' : Array.isArray(results) ? 'an array' : typeof results}, expected an object`);
     }
     const r = results as Record<string, unknown>;
     const raw = dig(r, endpoint.entriesAt);
+    const where = ['results', ...endpoint.entriesAt].join('.');
     let entries: unknown[];
     if (Array.isArray(raw)) entries = raw;
     else if (raw !== null && typeof raw === 'object' && endpoint.paging.kind === 'none') entries = [raw];
@@ -62,14 +126,25 @@ export function explorerPageFetcher(
       throw new ShapeError(
         label,
         path,
-        `results.${endpoint.entriesAt.join('.')} is ${raw === undefined ? 'missing' : JSON.stringify(raw)?.slice(0, 60)}, expected ${endpoint.paging.kind === 'none' ? 'an object or array' : 'an array'}`,
+        `${where} is ${raw === undefined ? 'missing' : JSON.stringify(raw)?.slice(0, 60)}, expected ${endpoint.paging.kind === 'none' ? 'an object or array' : 'an array'}`,
       );
     let count = entries.length;
-    if (endpoint.paging.kind === 'offset') {
-      const c = r.count;
-      count = typeof c === 'string' && /^\d+$/.test(c) ? Number(c) : typeof c === 'number' && Number.isSafeInteger(c) ? c : NaN;
-      if (!Number.isSafeInteger(count)) throw new ShapeError(label, path, `results.count is ${JSON.stringify(c)}, expected an integer string`);
+    if (endpoint.paging.kind !== 'none') {
+      const countAt = endpoint.countAt ?? ['count'];
+      const c = dig(r, countAt);
+      count = countOf(c);
+      if (!Number.isSafeInteger(count)) throw new ShapeError(label, path, `results.${countAt.join('.')} is ${JSON.stringify(c)}, expected an integer string`);
+      if (endpoint.paging.kind === 'limit' && count > entries.length) {
+        throw new ShapeError(
+          label,
+          path,
+          `${count} entries exist but the endpoint cannot page (no offset) and returned ${entries.length}: the listing would be incomplete`,
+        );
+      }
     }
-    return { entries, results: r, count, offset: req.offset, range: req.range };
+    return { entries, results: r, count, offset: req.offset, range: req.range, meta: { ...baseMeta, found: true } };
   };
 }
+
+/** The earlier name of `endpointPageFetcher`, from when only the explorer had one. */
+export const explorerPageFetcher = endpointPageFetcher;

@@ -1,16 +1,19 @@
 import path from 'node:path';
 import { Accounting } from '../extract/accounting.js';
-import { explorerPageFetcher } from '../extract/endpoint.js';
+import { endpointPageFetcher, type MetaPage } from '../extract/endpoint.js';
 import type { ExplorerClient } from '../extract/explorer.js';
-import { pageWindow, WindowProgress, type PageFetcher, type PagerOptions } from '../extract/pager.js';
+import type { FinanceClient } from '../extract/finance.js';
+import { pageWindow, WindowProgress, type FetchedPage, type PageFetcher, type PagerOptions } from '../extract/pager.js';
 import { StageFile } from '../load/staging.js';
-import type { RowTransformer } from '../transform/rows.js';
+import { OrdinalState, type RowTransformer } from '../transform/rows.js';
 import type { Logger } from './log.js';
 import type { Window } from './plan.js';
 
 /** The API clients of a run, one per API. */
 export interface Clients {
   explorer: ExplorerClient;
+  /** Built when the job has a finance dataset (and the job names a finance base URL). */
+  finance?: FinanceClient;
 }
 
 export interface WindowOutcome {
@@ -34,16 +37,44 @@ export interface ExecuteDeps {
   index: number;
   strict: boolean;
   log: Logger;
+  /** Live counters the run reads for progress; created here when not given. */
+  acct?: Accounting;
+  progress?: WindowProgress;
+  /** Called after each page is staged, with its row and reject counts. */
+  onPage?: (rows: number, rejects: number) => void;
 }
 
-/** The page fetcher of a window's endpoint. */
+/** The page fetcher of a window's endpoint: the endpoint's API client, and on testnet its host (#13 has its own). */
 export function fetcherFor(w: Window, clients: Clients): PageFetcher {
   switch (w.endpoint.api) {
-    case 'explorer':
-      return explorerPageFetcher(clients.explorer, w.endpoint, w.scope, w.query);
-    default:
-      throw new Error(`${w.def.name}: the ${w.endpoint.api} API is not wired yet`);
+    case 'explorer': {
+      const host = w.endpoint.testnetAltHost && w.network === 'testnet' ? 'alt' : 'main';
+      return endpointPageFetcher(clients.explorer, w.endpoint, w.scope, w.query, host);
+    }
+    case 'finance':
+      if (!clients.finance) {
+        throw new Error(`${w.def.name} reads the finance API, and no finance base URL is configured (endpoints.finance or CHAINLAKE_FINANCE_URL)`);
+      }
+      return endpointPageFetcher(clients.finance, w.endpoint, w.scope, w.query);
   }
+}
+
+/**
+ * The pages of a window. Offset-paged endpoints go through the pager (prefetch, result-window splitting,
+ * count drift); an endpoint that cannot page is one call, whose completeness the fetcher has checked.
+ */
+async function* pagesOf(w: Window, fetcher: PageFetcher, pager: PagerOptions, outcome: WindowOutcome): AsyncGenerator<FetchedPage> {
+  if (w.endpoint.paging.kind === 'offset') {
+    yield* pageWindow(fetcher, w.range, { ...pager }, outcome.acct, outcome.progress);
+    return;
+  }
+  const limit = w.endpoint.paging.kind === 'limit' ? w.endpoint.paging.maxLimit : 1;
+  const page = await fetcher({ offset: 0, limit, range: w.range }, outcome.acct);
+  outcome.progress.pages++;
+  outcome.progress.parts++;
+  outcome.progress.rowsExpected += page.count;
+  outcome.progress.rowsGot += page.entries.length;
+  yield page;
 }
 
 /**
@@ -51,12 +82,20 @@ export function fetcherFor(w: Window, clients: Clients): PageFetcher {
  * (its staged rows await the commit) or fails whole: its staged files are discarded and the error recorded.
  */
 export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<WindowOutcome> {
-  const outcome: WindowOutcome = { window: w, acct: new Accounting(), progress: new WindowProgress(), rows: 0, rejects: 0 };
+  const outcome: WindowOutcome = { window: w, acct: deps.acct ?? new Accounting(), progress: deps.progress ?? new WindowProgress(), rows: 0, rejects: 0 };
   try {
     outcome.stage = await StageFile.open(path.join(deps.stagingDir, 'rows', w.def.name, `${deps.index}.ndjson`));
     const fetcher = fetcherFor(w, deps.clients);
-    for await (const page of pageWindow(fetcher, w.range, { ...deps.pager }, outcome.acct, outcome.progress)) {
-      const { rows, rejects } = deps.transformer.transform(page.entries, w.id, { scope: w.scope, results: page.results });
+    const ordinals = w.def.ordinal ? new OrdinalState() : undefined;
+    for await (const page of pagesOf(w, fetcher, deps.pager, outcome)) {
+      const { rows, rejects } = deps.transformer.transform(page.entries, w.id, {
+        scope: w.scope,
+        results: page.results,
+        meta: (page as Partial<MetaPage>).meta,
+        offset: page.offset,
+        fields: w.endpoint.entryFields,
+        ordinals,
+      });
       await outcome.stage.writeRows(rows);
       outcome.rows += rows.length;
       if (rejects.length) {
@@ -64,6 +103,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
         await outcome.rejectStage.writeRejects(rejects);
         outcome.rejects += rejects.length;
       }
+      deps.onPage?.(rows.length, rejects.length);
     }
     await outcome.stage.close();
     await outcome.rejectStage?.close();

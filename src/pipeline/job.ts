@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { datasetNames, DATASETS } from '../datasets/registry.js';
-import type { Network, ScopeKind } from '../datasets/dataset.js';
+import { scopeKindsOf, type DatasetDef, type Network, type ScopeKind } from '../datasets/dataset.js';
 import type { Query } from '../extract/explorer.js';
 import { cronProblem } from '../schedule/cron.js';
 
@@ -29,12 +29,29 @@ export interface ApiTarget {
   finance?: string;
 }
 
+/** The values of one scope, e.g. { address: '0x…' }; an endpoint's path, query or body reads them. */
+export type ScopeValues = Record<string, string>;
+
 export interface DatasetJob {
   name: string;
-  /** One scope per window family, e.g. [{ address: '0x…' }]. */
-  scopes: Record<string, string>[];
+  /** Scopes by kind; each endpoint gets one window family per scope of its own kind, e.g. address: [{ address: '0x…' }]. */
+  scopes: Partial<Record<ScopeKind, ScopeValues[]>>;
+  /** Ids of the endpoints to fetch: the job's `endpoints`, else every non-alternate endpoint that has scopes. */
+  endpoints: string[];
   /** Extra query parameters the job asks for (e.g. input=true). */
   query: Query;
+}
+
+/**
+ * The blocks a job covers. Explicit: `[fromBlock, toBlock]` (toBlock `head` = the head pinned at run start).
+ * Incremental: each scope continues from its watermark, minus `safetyMarginBlocks` (refetched in case the
+ * chain reorganised), up to the pinned head; a scope without a watermark starts at `fromBlock`.
+ */
+export interface JobRange {
+  fromBlock: number;
+  toBlock: number | 'head';
+  incremental: boolean;
+  safetyMarginBlocks: number;
 }
 
 /** A validated job: what to fetch, from where, into which lake, how politely. */
@@ -46,12 +63,16 @@ export interface Job {
   /** Never logged, printed or stored. */
   apiKey?: string;
   lake: string;
-  range: { fromBlock: number; toBlock: number | 'head' };
+  range: JobRange;
+  /** When a run commits what it has fetched so far (a killed run keeps what it committed). */
+  commit: { everyRows: number; everySeconds: number };
   concurrency: number;
   rps?: number;
   strict: boolean;
   /** Cron expression (UTC) for `chainlake schedule`. */
   schedule?: string;
+  /** The API plan's requests per day, if it has one: `chainlake plan` shows a run's share of it. */
+  dailyRequestQuota?: number;
   pageSize: number;
   resultWindow: number;
   datasets: DatasetJob[];
@@ -72,7 +93,7 @@ export const ENDPOINT_ENV = {
   finance: 'CHAINLAKE_FINANCE_URL',
 } as const;
 
-class Reader {
+export class Reader {
   constructor(readonly file: string) {}
   fail(where: string, problem: string): never {
     throw new JobError(this.file, where, problem);
@@ -93,23 +114,218 @@ class Reader {
   }
 }
 
-function scopesFor(r: Reader, kind: ScopeKind, spec: Obj, where: string): Record<string, string>[] {
+const HASH = /^0x[0-9a-fA-F]{64}$/;
+const BLOCK_RANGE = /^(\d+)\s*-\s*(\d+)$/;
+/** Block scopes are one call each: a job naming more is almost certainly a mistake (use a chain dataset). */
+export const MAX_BLOCK_SCOPES = 100_000;
+/** The spec's bound on addresses per POST balance call (#1). */
+export const BALANCE_BATCH = 20;
+const CHART_UNITS = ['minute', 'hour', 'day'];
+
+/** The job key of a dataset spec that feeds each scope kind (see src/datasets/dataset.ts). */
+export const SCOPE_KEYS: Record<ScopeKind, readonly string[]> = {
+  address: ['addresses'],
+  address_batch: ['addresses'],
+  transaction: ['transactions'],
+  contract: ['contracts'],
+  contract_topics: ['contracts', 'topics', 'operand', 'type'],
+  token: ['tokens'],
+  token_holder: ['pairs'],
+  block: ['blocks'],
+  block_or_latest: ['blocks'],
+  pool: ['pools'],
+  pid: ['pids'],
+  chart: ['charts'],
+  none: [],
+};
+
+function list(r: Reader, v: unknown, where: string, what: string): unknown[] {
+  if (!Array.isArray(v) || v.length === 0) r.fail(where, `must be a non-empty list of ${what}`);
+  return v;
+}
+
+function addressList(r: Reader, v: unknown, where: string): string[] {
+  const seen = new Set<string>();
+  return list(r, v, where, 'addresses').flatMap((a, i) => {
+    if (typeof a !== 'string' || !ADDRESS.test(a)) r.fail(`${where}[${i}]`, `not an address (0x + 40 hex digits): ${JSON.stringify(a)}`);
+    const lower = a.toLowerCase();
+    if (seen.has(lower)) return [];
+    seen.add(lower);
+    return [lower];
+  });
+}
+
+function hashOf(r: Reader, v: unknown, where: string, what: string): string {
+  if (typeof v !== 'string' || !HASH.test(v)) r.fail(where, `not ${what} (0x + 64 hex digits): ${JSON.stringify(v)}`);
+  return v.toLowerCase();
+}
+
+function blockList(r: Reader, v: unknown, where: string): ScopeValues[] {
+  const blocks = new Set<number>();
+  list(r, v, where, 'block numbers or "from-to" ranges').forEach((b, i) => {
+    const at = `${where}[${i}]`;
+    let from: number, to: number;
+    if (typeof b === 'number') from = to = r.int(b, at, 0);
+    else if (typeof b === 'string' && BLOCK_RANGE.test(b)) {
+      const m = BLOCK_RANGE.exec(b)!;
+      [from, to] = [Number(m[1]), Number(m[2])];
+      if (!Number.isSafeInteger(to) || to < from) r.fail(at, `the range ${JSON.stringify(b)} must run from a lower to a higher block`);
+    } else return r.fail(at, `must be a block number or a "from-to" range, got ${JSON.stringify(b)}`);
+    if (blocks.size + (to - from + 1) > MAX_BLOCK_SCOPES) r.fail(where, `names more than ${MAX_BLOCK_SCOPES} blocks (one call each)`);
+    for (let n = from; n <= to; n++) blocks.add(n);
+  });
+  return [...blocks].sort((a, b) => a - b).map((n) => ({ block: String(n) }));
+}
+
+/** Event-log filters: `contracts` as addresses (sharing the spec's `topics`/`operand`) or objects with their own. */
+function contractTopicScopes(r: Reader, spec: Obj, where: string): ScopeValues[] {
+  const topicsOf = (t: unknown, at: string): ScopeValues => {
+    if (!Array.isArray(t) || t.length < 1 || t.length > 4) r.fail(at, 'must list 1 to 4 topics: [topic0, topic1?, topic2?, topic3?] (null for "any")');
+    const out: ScopeValues = { topic0: hashOf(r, t[0], `${at}[0]`, 'a topic') };
+    for (let i = 1; i < t.length; i++) if (t[i] !== null) out[`topic${i}`] = hashOf(r, t[i], `${at}[${i}]`, 'a topic');
+    return out;
+  };
+  const options = (o: Obj, at: string): ScopeValues => {
+    const out: ScopeValues = {};
+    if (o.operand !== undefined) {
+      if (o.operand !== 'and' && o.operand !== 'or') r.fail(`${at}.operand`, `must be "and" or "or", got ${JSON.stringify(o.operand)}`);
+      out.operand = o.operand;
+    }
+    if (o.type !== undefined) {
+      if (o.type !== 'single' && o.type !== 'combine') r.fail(`${at}.type`, `must be "single" or "combine", got ${JSON.stringify(o.type)}`);
+      out.type = o.type;
+    }
+    return out;
+  };
+  const shared = spec.topics === undefined ? undefined : topicsOf(spec.topics, `${where}.topics`);
+  const sharedOptions = options(spec, where);
+  const seen = new Set<string>();
+  return list(r, spec.contracts, `${where}.contracts`, 'contracts (addresses, or {"address", "topics"} objects)').flatMap((c, i) => {
+    const at = `${where}.contracts[${i}]`;
+    let scope: ScopeValues;
+    if (typeof c === 'string') {
+      if (!shared) r.fail(at, `a bare address needs "topics" beside "contracts" (topic_0 is required by the API)`);
+      scope = { contract: addressList(r, [c], at.replace(/\[\d+\]$/, ''))[0]!, ...shared, ...sharedOptions };
+    } else if (isObj(c)) {
+      r.keys(c, at, ['address', 'topics', 'operand', 'type']);
+      if (typeof c.address !== 'string' || !ADDRESS.test(c.address)) r.fail(`${at}.address`, `not an address (0x + 40 hex digits): ${JSON.stringify(c.address)}`);
+      const topics = c.topics === undefined ? shared : topicsOf(c.topics, `${at}.topics`);
+      if (!topics) r.fail(`${at}.topics`, 'topic_0 is required by the API: give "topics" here or beside "contracts"');
+      scope = { contract: c.address.toLowerCase(), ...topics, ...sharedOptions, ...options(c, at) };
+    } else return r.fail(at, `must be an address or an object {"address", "topics"}, got ${JSON.stringify(c)}`);
+    const key = JSON.stringify(Object.entries(scope).sort());
+    if (seen.has(key)) return [];
+    seen.add(key);
+    return [scope];
+  });
+}
+
+function chartScopes(r: Reader, v: unknown, where: string): ScopeValues[] {
+  return list(r, v, where, 'charts ({"unit", "unit_count", "unit_multiplier"})').map((c, i) => {
+    const at = `${where}[${i}]`;
+    if (!isObj(c)) r.fail(at, 'must be an object {"unit": "hour", "unit_count": 24, "unit_multiplier": 1}');
+    r.keys(c, at, ['unit', 'unit_count', 'unit_multiplier']);
+    if (typeof c.unit !== 'string' || !CHART_UNITS.includes(c.unit)) r.fail(`${at}.unit`, `must be one of ${CHART_UNITS.join(', ')}, got ${JSON.stringify(c.unit)}`);
+    return {
+      unit: c.unit,
+      unit_count: String(r.int(c.unit_count, `${at}.unit_count`, 1)),
+      unit_multiplier: String(c.unit_multiplier === undefined ? 1 : r.int(c.unit_multiplier, `${at}.unit_multiplier`, 1)),
+    };
+  });
+}
+
+/** The scopes of one kind a dataset spec gives; undefined when the spec says nothing for that kind. */
+function scopesFor(r: Reader, kind: ScopeKind, spec: Obj, where: string): ScopeValues[] | undefined {
+  const has = (key: string): boolean => spec[key] !== undefined;
   switch (kind) {
-    case 'address': {
-      const list = spec.addresses;
-      if (!Array.isArray(list) || list.length === 0) r.fail(`${where}.addresses`, 'must be a non-empty list of addresses');
+    case 'address':
+      return has('addresses') ? addressList(r, spec.addresses, `${where}.addresses`).map((address) => ({ address })) : undefined;
+    case 'address_batch': {
+      if (!has('addresses')) return undefined;
+      const all = addressList(r, spec.addresses, `${where}.addresses`);
+      const batches: ScopeValues[] = [];
+      for (let i = 0; i < all.length; i += BALANCE_BATCH) batches.push({ addresses: all.slice(i, i + BALANCE_BATCH).join(',') });
+      return batches;
+    }
+    case 'transaction':
+      if (!has('transactions')) return undefined;
+      return [...new Set(list(r, spec.transactions, `${where}.transactions`, 'transaction hashes').map((h, i) => hashOf(r, h, `${where}.transactions[${i}]`, 'a transaction hash')))].map(
+        (transaction) => ({ transaction }),
+      );
+    case 'contract':
+      return has('contracts') ? addressList(r, spec.contracts, `${where}.contracts`).map((contract) => ({ contract })) : undefined;
+    case 'contract_topics':
+      return has('contracts') ? contractTopicScopes(r, spec, where) : undefined;
+    case 'token':
+      return has('tokens') ? addressList(r, spec.tokens, `${where}.tokens`).map((token) => ({ token })) : undefined;
+    case 'token_holder': {
+      if (!has('pairs')) return undefined;
       const seen = new Set<string>();
-      return list.flatMap((a, i) => {
-        if (typeof a !== 'string' || !ADDRESS.test(a)) r.fail(`${where}.addresses[${i}]`, `not an address (0x + 40 hex digits): ${JSON.stringify(a)}`);
-        const lower = a.toLowerCase();
-        if (seen.has(lower)) return [];
-        seen.add(lower);
-        return [{ address: lower }];
+      return list(r, spec.pairs, `${where}.pairs`, '{"token", "holder"} pairs').flatMap((p, i) => {
+        const at = `${where}.pairs[${i}]`;
+        if (!isObj(p)) r.fail(at, 'must be an object {"token": "0x…", "holder": "0x…"}');
+        r.keys(p, at, ['token', 'holder']);
+        const token = addressList(r, [p.token], `${at}.token`)[0]!;
+        const holder = addressList(r, [p.holder], `${at}.holder`)[0]!;
+        if (seen.has(`${token}/${holder}`)) return [];
+        seen.add(`${token}/${holder}`);
+        return [{ token, holder }];
       });
     }
-    default:
-      return r.fail(where, `scope kind '${kind}' is not supported by job files yet`);
+    case 'block':
+      return has('blocks') ? blockList(r, spec.blocks, `${where}.blocks`) : undefined;
+    case 'block_or_latest':
+      return has('blocks') ? blockList(r, spec.blocks, `${where}.blocks`) : [{}];
+    case 'pool':
+      return has('pools') ? addressList(r, spec.pools, `${where}.pools`).map((pool) => ({ pool })) : undefined;
+    case 'pid':
+      if (!has('pids')) return undefined;
+      return [...new Set(list(r, spec.pids, `${where}.pids`, 'pool ids').map((p, i) => r.int(p, `${where}.pids[${i}]`, 0)))].map((pid) => ({ pid: String(pid) }));
+    case 'chart':
+      return has('charts') ? chartScopes(r, spec.charts, `${where}.charts`) : undefined;
+    case 'none':
+      return [{}];
   }
+}
+
+/** Reads one dataset's spec: its scopes by kind, the endpoints to fetch, and extra query parameters. */
+export function parseDatasetSpec(r: Reader, def: DatasetDef, spec: unknown, where: string): DatasetJob {
+  if (!isObj(spec)) r.fail(where, 'must be an object with the scope of the dataset');
+  const kinds = scopeKindsOf(def);
+  const hasInput = def.columns.some((c) => c.name === 'input');
+  const allowed = [...new Set(kinds.flatMap((k) => SCOPE_KEYS[k]))];
+  r.keys(spec, where, [...allowed, 'endpoints', ...(hasInput ? ['input'] : [])]);
+  const query: Query = {};
+  if (spec.input !== undefined) {
+    if (typeof spec.input !== 'boolean') r.fail(`${where}.input`, 'must be true or false');
+    query.input = spec.input;
+  }
+  const scopes: DatasetJob['scopes'] = {};
+  for (const k of kinds) {
+    const s = scopesFor(r, k, spec, where);
+    if (s) scopes[k] = s;
+  }
+  let endpoints: string[];
+  if (spec.endpoints !== undefined) {
+    const ids = def.endpoints.map((e) => e.id);
+    endpoints = [
+      ...new Set(
+        list(r, spec.endpoints, `${where}.endpoints`, 'endpoint ids').map((id, i) => {
+          if (typeof id !== 'string' || !ids.includes(id)) r.fail(`${where}.endpoints[${i}]`, `unknown endpoint ${JSON.stringify(id)}; this dataset has: ${ids.join(', ')}`);
+          const e = def.endpoints.find((x) => x.id === id)!;
+          if (!scopes[e.scope]) r.fail(`${where}.endpoints[${i}]`, `endpoint ${id} needs ${SCOPE_KEYS[e.scope].join(' or ')}`);
+          return id;
+        }),
+      ),
+    ];
+  } else {
+    endpoints = def.endpoints.filter((e) => !e.alternate && scopes[e.scope]).map((e) => e.id);
+  }
+  if (endpoints.length === 0) {
+    const needs = [...new Set(kinds.flatMap((k) => SCOPE_KEYS[k].slice(0, 1)))];
+    r.fail(where, `needs a scope: ${needs.map((n) => `"${n}"`).join(' or ')}`);
+  }
+  return { name: def.name, scopes, endpoints, query };
 }
 
 function cronOf(r: Reader, v: unknown): string {
@@ -140,6 +356,8 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     'pageSize',
     'resultWindow',
     'schedule',
+    'commit',
+    'dailyRequestQuota',
     'datasets',
   ]);
 
@@ -178,11 +396,21 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   const lake = doc.lake === undefined ? 'data/lake' : r.str(doc.lake, 'lake');
 
   const rangeDoc = doc.range ?? {};
-  if (!isObj(rangeDoc)) r.fail('range', 'must be an object like {"fromBlock": 0, "toBlock": "head"}');
-  r.keys(rangeDoc, 'range', ['fromBlock', 'toBlock']);
+  if (!isObj(rangeDoc)) r.fail('range', 'must be an object like {"fromBlock": 0, "toBlock": "head"} or {"incremental": true, "fromBlock": 0}');
+  r.keys(rangeDoc, 'range', ['fromBlock', 'toBlock', 'incremental', 'safetyMarginBlocks']);
   const fromBlock = rangeDoc.fromBlock === undefined ? 0 : r.int(rangeDoc.fromBlock, 'range.fromBlock', 0);
   const toBlock = rangeDoc.toBlock === undefined || rangeDoc.toBlock === 'head' ? 'head' : r.int(rangeDoc.toBlock, 'range.toBlock', 0);
   if (toBlock !== 'head' && toBlock < fromBlock) r.fail('range', `toBlock ${toBlock} is below fromBlock ${fromBlock}`);
+  const incremental = rangeDoc.incremental === undefined ? false : rangeDoc.incremental === true ? true : rangeDoc.incremental === false ? false : r.fail('range.incremental', 'must be true or false');
+  if (incremental && toBlock !== 'head') r.fail('range', 'an incremental range runs up to the head: leave toBlock out (or "head")');
+  const safetyMarginBlocks = rangeDoc.safetyMarginBlocks === undefined ? 12 : r.int(rangeDoc.safetyMarginBlocks, 'range.safetyMarginBlocks', 0, 1_000_000);
+  const commitDoc = doc.commit ?? {};
+  if (!isObj(commitDoc)) r.fail('commit', 'must be an object like {"everyRows": 500000, "everySeconds": 60}');
+  r.keys(commitDoc, 'commit', ['everyRows', 'everySeconds']);
+  const commit = {
+    everyRows: commitDoc.everyRows === undefined ? 500_000 : r.int(commitDoc.everyRows, 'commit.everyRows', 1),
+    everySeconds: commitDoc.everySeconds === undefined ? 60 : r.int(commitDoc.everySeconds, 'commit.everySeconds', 1),
+  };
 
   const datasetsDoc = doc.datasets;
   if (!isObj(datasetsDoc) || Object.keys(datasetsDoc).length === 0)
@@ -191,14 +419,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     const where = `datasets.${dsName}`;
     const def = DATASETS[dsName];
     if (!def) r.fail(where, `unknown dataset; known datasets: ${datasetNames().join(', ')}`);
-    if (!isObj(spec)) r.fail(where, 'must be an object with the scope of the dataset');
-    r.keys(spec, where, ['addresses', 'input']);
-    const query: Query = {};
-    if (spec.input !== undefined) {
-      if (typeof spec.input !== 'boolean') r.fail(`${where}.input`, 'must be true or false');
-      query.input = spec.input;
-    }
-    return { name: dsName, scopes: scopesFor(r, def.scope, spec, where), query };
+    return parseDatasetSpec(r, def, spec, where);
   });
 
   const apiKey = doc.apiKey !== undefined ? r.str(doc.apiKey, 'apiKey') : env.CHAINLAKE_API_KEY || undefined;
@@ -210,13 +431,15 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     target,
     apiKey,
     lake,
-    range: { fromBlock, toBlock },
+    range: { fromBlock, toBlock, incremental, safetyMarginBlocks },
+    commit,
     concurrency: doc.concurrency === undefined ? 8 : r.int(doc.concurrency, 'concurrency', 1, 256),
     rps: doc.rps === undefined ? undefined : r.int(doc.rps, 'rps', 1, 100_000),
     strict: doc.strict === undefined ? false : doc.strict === true ? true : doc.strict === false ? false : r.fail('strict', 'must be true or false'),
     pageSize: doc.pageSize === undefined ? 1000 : r.int(doc.pageSize, 'pageSize', 1, 1000),
     resultWindow: doc.resultWindow === undefined ? 10_000 : r.int(doc.resultWindow, 'resultWindow', 1),
     schedule: doc.schedule === undefined ? undefined : cronOf(r, doc.schedule),
+    dailyRequestQuota: doc.dailyRequestQuota === undefined ? undefined : r.int(doc.dailyRequestQuota, 'dailyRequestQuota', 1),
     datasets,
   };
 }

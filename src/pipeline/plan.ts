@@ -13,7 +13,7 @@ export interface Window {
   scope: Record<string, string>;
   /** Stable text of the scope, the key of watermarks (`address=0x…`). */
   scopeKey: string;
-  /** Chain datasets only; snapshot windows are one call (or one paged listing) as of the run. */
+  /** Endpoints with a block filter only; other windows are one call (or one paged listing) as of the run. */
   range?: BlockRange;
   query: Query;
 }
@@ -24,33 +24,42 @@ export const scopeKeyOf = (scope: Record<string, string>): string =>
     .map(([k, v]) => `${k}=${v}`)
     .join('&') || '-';
 
+/** A window's id: readable, and the same for the same dataset, network, scope and range in every run. */
+export const windowIdOf = (dataset: string, network: string, scopeKey: string, range: BlockRange | undefined): string =>
+  `${dataset}/${network}/${scopeKey}/${range ? `${range.from}-${range.to}` : 'snapshot'}`;
+
 /** The closed block range a job covers once the head is pinned. */
 export function jobRange(job: Job, head: number): BlockRange {
   return { from: job.range.fromBlock, to: job.range.toBlock === 'head' ? head : Math.min(job.range.toBlock, head) };
 }
 
-/** Turns a job into windows, in a stable order (dataset order of the job, then scope order). */
+/**
+ * The scope key of a window: its scope values, plus the endpoint when the dataset has several (two endpoints
+ * of one scope are separate windows with separate watermarks and resume records).
+ */
+export function windowScopeKey(def: DatasetDef, endpoint: EndpointDef, scope: Record<string, string>): string {
+  return scopeKeyOf(def.endpoints.length > 1 ? { ...scope, endpoint: endpoint.id } : scope);
+}
+
+/**
+ * Turns a job into windows, in a stable order (dataset order of the job, then endpoint, then scope order).
+ * An endpoint with a block filter gets the job's range (nothing when the pinned head is below the job's
+ * first block); any other endpoint is one listing or call as of the run.
+ */
 export function planWindows(job: Job, head: number): Window[] {
   const range = jobRange(job, head);
   const windows: Window[] = [];
   for (const ds of job.datasets) {
     const def = getDataset(ds.name);
-    const endpoint = def.endpoints[0]!;
-    for (const scope of ds.scopes) {
-      const scopeKey = scopeKeyOf(scope);
-      // A chain window whose range is empty (the pinned head is below the job's first block) has nothing to fetch yet.
-      if (def.kind === 'chain' && range.to < range.from) continue;
-      const r = def.kind === 'chain' ? range : undefined;
-      windows.push({
-        id: `${def.name}/${job.network}/${scopeKey}/${r ? `${r.from}-${r.to}` : 'snapshot'}`,
-        def,
-        endpoint,
-        network: job.network,
-        scope,
-        scopeKey,
-        range: r,
-        query: ds.query,
-      });
+    for (const id of ds.endpoints) {
+      const endpoint = def.endpoints.find((e) => e.id === id);
+      if (!endpoint) throw new Error(`dataset ${def.name} has no endpoint ${id}`);
+      const r = endpoint.blockRange ? range : undefined;
+      if (r && r.to < r.from) continue;
+      for (const scope of ds.scopes[endpoint.scope] ?? []) {
+        const scopeKey = windowScopeKey(def, endpoint, scope);
+        windows.push({ id: windowIdOf(def.name, job.network, scopeKey, r), def, endpoint, network: job.network, scope, scopeKey, range: r, query: ds.query });
+      }
     }
   }
   return windows;

@@ -1,5 +1,5 @@
 import { rawCompanion, type ColumnDef } from '../datasets/column.js';
-import type { DatasetDef, Network } from '../datasets/dataset.js';
+import type { DatasetDef, EntryFields, Network } from '../datasets/dataset.js';
 import { CONVERTERS, Rejected, fitsDecimal38, type Canonical, type Converter } from './convert.js';
 
 /** A typed row ready for staging: column name -> canonical value, plus the partition value. */
@@ -26,11 +26,82 @@ export interface TransformContext {
   snapshotDate: string;
 }
 
-/** Where a page's entries came from: values a column can read with a `$scope.` or `$results.` source. */
+/** Where a page's entries came from: values a column can read with a `$scope.`, `$results.` or `$meta.` source. */
 export interface PageContext {
   scope: Record<string, string>;
   /** The envelope's results object (fields beside `data`, such as token_name of an inventory). */
   results: Record<string, unknown>;
+  /** The endpoint's constants and facts about the call (`endpoint`, `found`, `api_message`). */
+  meta?: Record<string, unknown>;
+  /** Offset of the page within its part: 0 starts a part (a fresh listing), which restarts ordinal numbering. */
+  offset?: number;
+  /** The endpoint's mapping of its entries onto the dataset's fields. */
+  fields?: EntryFields;
+  /** Per-window numbering state of datasets with an ordinal; one per window, pages in listing order. */
+  ordinals?: OrdinalState;
+}
+
+/**
+ * Ordinal numbering of one window. Identical entries (equal `over` values) of one group (transaction) get
+ * 0, 1, 2... Only the current group is remembered: the listing must keep a group's entries together, which is
+ * checked by requiring the group keys to be monotonic; a violation throws (the window fails loudly) instead of
+ * numbering a group twice and letting the merge collapse distinct rows.
+ */
+export class OrdinalState {
+  private group: string | undefined;
+  private groupKey: (string | number)[] | undefined;
+  private direction = 0;
+  private counts = new Map<string, number>();
+
+  /** A new part of the window (offset 0): its listing starts over. */
+  restart(): void {
+    this.group = undefined;
+    this.groupKey = undefined;
+    this.direction = 0;
+    this.counts.clear();
+  }
+
+  next(groupKey: (string | number)[], identity: string): number {
+    const group = JSON.stringify(groupKey);
+    if (group !== this.group) {
+      if (this.groupKey) {
+        const d = compareKeys(groupKey, this.groupKey);
+        if (this.direction === 0) this.direction = d;
+        else if (d !== this.direction) {
+          throw new OrdinalOrderError(
+            `entries are not listed group by group (${JSON.stringify(this.groupKey)} then ${group}): ordinals would not be stable, so the window is refused`,
+          );
+        }
+      }
+      this.group = group;
+      this.groupKey = groupKey;
+      this.counts.clear();
+    }
+    const n = this.counts.get(identity) ?? 0;
+    this.counts.set(identity, n + 1);
+    return n;
+  }
+}
+
+export class OrdinalOrderError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OrdinalOrderError';
+  }
+}
+
+/** Group keys compare numerically where both sides are integers (block numbers, indexes), else as text. */
+function compareKeys(a: (string | number)[], b: (string | number)[]): number {
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!,
+      y = b[i]!;
+    if (x === y) continue;
+    const nx = typeof x === 'string' && /^-?\d+$/.test(x) ? BigInt(x) : undefined;
+    const ny = typeof y === 'string' && /^-?\d+$/.test(y) ? BigInt(y) : undefined;
+    if (nx !== undefined && ny !== undefined) return nx < ny ? -1 : nx > ny ? 1 : 0;
+    return String(x) < String(y) ? -1 : 1;
+  }
+  return 0;
 }
 
 export interface TransformResult {
@@ -40,8 +111,8 @@ export interface TransformResult {
 
 interface CompiledColumn {
   def: ColumnDef;
-  /** Where the value is read: the entry itself, the window's scope or the page's results. */
-  from: 'entry' | 'scope' | 'results';
+  /** Where the value is read: the entry itself, the window's scope, the page's results, the call's meta, or the ordinal. */
+  from: 'entry' | 'scope' | 'results' | 'meta' | 'ordinal';
   path: string[];
   convert: Converter;
   isAmount: boolean;
@@ -71,6 +142,29 @@ function buildFieldTree(columns: CompiledColumn[]): FieldTree {
   return root;
 }
 
+const SOURCE_PREFIXES: [string, CompiledColumn['from']][] = [
+  ['$scope', 'scope'],
+  ['$results', 'results'],
+  ['$meta', 'meta'],
+  ['$ordinal', 'ordinal'],
+];
+
+/** The entry as the dataset names its fields: renamed fields, and absent ones filled from the scope or results. */
+function mapEntry(entry: Record<string, unknown>, fields: EntryFields, page: PageContext): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const rename = fields.rename ?? {};
+  for (const key in entry) out[rename[key] ?? key] = entry[key];
+  for (const [field, source] of Object.entries(fields.fill ?? {})) {
+    if (out[field] !== undefined) continue;
+    const [root, ...path] = source.split('.');
+    let v: unknown = root === '$scope' ? page.scope : root === '$results' ? page.results : undefined;
+    if (v === undefined) throw new Error(`entry field fill '${field}': source ${source} must start with $scope. or $results.`);
+    for (const part of path) v = v === null || typeof v !== 'object' ? undefined : (v as Record<string, unknown>)[part];
+    out[field] = v;
+  }
+  return out;
+}
+
 const rawText = (raw: unknown): string | null => (raw === undefined || raw === null ? null : typeof raw === 'string' ? raw : JSON.stringify(raw));
 
 /**
@@ -81,6 +175,7 @@ export class RowTransformer {
   private readonly columns: CompiledColumn[];
   private readonly fields: FieldTree;
   private readonly partitionColumn: string | undefined;
+  private readonly ordinal: { over: CompiledColumn[]; groupBy: string[]; column: string } | undefined;
   /** Unknown field paths seen so far, with how many entries carried them. */
   readonly unknownFields = new Map<string, number>();
 
@@ -90,40 +185,66 @@ export class RowTransformer {
   ) {
     this.columns = dataset.columns.map((def) => {
       const source = def.source ?? def.name;
-      const from = source.startsWith('$scope.') ? 'scope' : source.startsWith('$results.') ? 'results' : 'entry';
+      const from = SOURCE_PREFIXES.find(([prefix]) => source === prefix || source.startsWith(`${prefix}.`))?.[1] ?? 'entry';
+      if (def.pattern && def.kind !== 'text') throw new Error(`dataset ${dataset.name}: column ${def.name}: a pattern applies to text columns only`);
       return {
         def,
         from,
-        path: (from === 'entry' ? source : source.slice(source.indexOf('.') + 1)).split('.'),
+        path: from === 'entry' ? source.split('.') : from === 'ordinal' ? [] : source.slice(source.indexOf('.') + 1).split('.'),
         convert: CONVERTERS[def.kind],
         isAmount: def.kind === 'amount',
         raw: rawCompanion(def.name),
       } satisfies CompiledColumn;
     });
     this.fields = buildFieldTree(this.columns.filter((c) => c.from === 'entry'));
-    this.partitionColumn = dataset.partition === 'block_date' ? dataset.partitionFrom : undefined;
-    if (dataset.partition === 'block_date' && !this.partitionColumn) {
-      throw new Error(`dataset ${dataset.name}: block_date partition needs partitionFrom`);
+    this.partitionColumn = dataset.partition === 'snapshot_date' ? undefined : dataset.partitionFrom;
+    if (dataset.partition !== 'snapshot_date') {
+      const p = dataset.columns.find((c) => c.name === this.partitionColumn);
+      if (!p || p.kind !== 'timestamp' || p.nullable) {
+        throw new Error(`dataset ${dataset.name}: a ${dataset.partition} partition needs partitionFrom naming a non-nullable timestamp column`);
+      }
+    }
+    const ordinalColumns = this.columns.filter((c) => c.from === 'ordinal');
+    if (dataset.ordinal) {
+      const known = new Set(dataset.columns.map((c) => c.name));
+      for (const n of [...dataset.ordinal.over, ...dataset.ordinal.groupBy]) {
+        if (!known.has(n)) throw new Error(`dataset ${dataset.name}: ordinal refers to unknown column ${n}`);
+      }
+      if (ordinalColumns.length !== 1) throw new Error(`dataset ${dataset.name}: an ordinal needs exactly one column with source $ordinal`);
+      this.ordinal = {
+        over: dataset.ordinal.over.map((n) => this.columns.find((c) => c.def.name === n)!),
+        groupBy: dataset.ordinal.groupBy,
+        column: ordinalColumns[0]!.def.name,
+      };
+    } else if (ordinalColumns.length) {
+      throw new Error(`dataset ${dataset.name}: column ${ordinalColumns[0]!.def.name} reads $ordinal but the dataset declares no ordinal`);
     }
   }
 
   transform(entries: readonly unknown[], window: string, page: PageContext): TransformResult {
     const rows: StagedRow[] = [];
     const rejects: RejectRecord[] = [];
-    for (const entry of entries) {
-      if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) {
-        rejects.push(this.reject(window, '(entry)', entry, 'entry is not a JSON object'));
+    const ordinals = this.ordinal ? page.ordinals : undefined;
+    if (this.ordinal && !ordinals) throw new Error(`dataset ${this.dataset.name}: pages need an OrdinalState (one per window)`);
+    if (ordinals && (page.offset ?? 0) === 0) ordinals.restart();
+    const meta = page.meta ?? {};
+    const mapFields = page.fields && (page.fields.rename || page.fields.fill) ? page.fields : undefined;
+    for (const apiEntry of entries) {
+      if (apiEntry === null || typeof apiEntry !== 'object' || Array.isArray(apiEntry)) {
+        rejects.push(this.reject(window, '(entry)', apiEntry, 'entry is not a JSON object'));
         continue;
       }
-      this.noteUnknown(entry as Record<string, unknown>, this.fields, '');
+      const entry = mapFields ? mapEntry(apiEntry as Record<string, unknown>, mapFields, page) : (apiEntry as Record<string, unknown>);
+      this.noteUnknown(entry, this.fields, '');
       const values: Record<string, Canonical> = {};
       let rejected: RejectRecord | undefined;
       for (const c of this.columns) {
-        let raw: unknown = c.from === 'entry' ? entry : c.from === 'scope' ? page.scope : page.results;
+        if (c.from === 'ordinal') continue;
+        let raw: unknown = c.from === 'entry' ? entry : c.from === 'scope' ? page.scope : c.from === 'results' ? page.results : meta;
         for (const part of c.path) raw = raw === null || typeof raw !== 'object' ? undefined : (raw as Record<string, unknown>)[part];
         if (raw === undefined || raw === null) {
           if (!c.def.nullable) {
-            rejected = this.reject(window, c.def.name, entry, `required field ${c.path.join('.')} is ${raw === null ? 'null' : 'missing'}`, raw);
+            rejected = this.reject(window, c.def.name, apiEntry, `required field ${c.path.join('.')} is ${raw === null ? 'null' : 'missing'}`, raw);
             break;
           }
           values[c.def.name] = null;
@@ -132,7 +253,11 @@ export class RowTransformer {
         }
         const v = c.convert(raw);
         if (v instanceof Rejected) {
-          rejected = this.reject(window, c.def.name, entry, v.reason, raw);
+          rejected = this.reject(window, c.def.name, apiEntry, v.reason, raw);
+          break;
+        }
+        if (c.def.pattern && !c.def.pattern.test(v as string)) {
+          rejected = this.reject(window, c.def.name, apiEntry, `does not match ${c.def.pattern}: ${JSON.stringify(v).slice(0, 80)}`, raw);
           break;
         }
         if (c.isAmount) {
@@ -151,6 +276,17 @@ export class RowTransformer {
       if (rejected) {
         rejects.push(rejected);
         continue;
+      }
+      if (this.ordinal) {
+        const o = this.ordinal;
+        // Identity on canonical values: an amount too big for DECIMAL sits in its _raw companion.
+        const identity = JSON.stringify(o.over.map((c) => (c.isAmount ? (values[c.def.name] ?? values[c.raw]) : values[c.def.name]) ?? null));
+        values[o.column] = String(
+          ordinals!.next(
+            o.groupBy.map((g) => values[g] as string | number),
+            identity,
+          ),
+        );
       }
       const partition = this.partitionColumn ? (values[this.partitionColumn] as string).slice(0, 10) : this.ctx.snapshotDate;
       rows.push({ values, partition });

@@ -1,11 +1,15 @@
 import type { CommandModule } from 'yargs';
+import { scopeKindsOf, type EndpointDef } from '../../datasets/dataset.js';
 import { datasetNames, getDataset } from '../../datasets/registry.js';
 import { lakeColumns } from '../../load/schema.js';
+import { SCOPE_KEYS } from '../../pipeline/job.js';
 
 interface Args {
   dataset?: string;
   format: 'text' | 'json';
 }
+
+const scopeText = (e: EndpointDef): string => `${e.scope}${SCOPE_KEYS[e.scope].length ? ` (job: ${SCOPE_KEYS[e.scope].join(', ')})` : ''}`;
 
 /** Everything a user needs to know about a dataset, generated from its declaration. */
 export function describeDataset(name: string): string {
@@ -13,15 +17,30 @@ export function describeDataset(name: string): string {
   const cols = lakeColumns(def);
   const width = Math.max(...cols.map((c) => c.name.length));
   const typeWidth = Math.max(...cols.map((c) => c.type.length));
+  const nullable = new Map(def.columns.map((c) => [c.name, c.nullable]));
   return [
-    `${def.name} (${def.kind} dataset, scope: ${def.scope})`,
+    `${def.name} (${def.kind} dataset, scopes: ${scopeKindsOf(def).join(', ')})`,
     `  ${def.doc}`,
     `  natural key: ${def.naturalKey.join(', ')}`,
-    `  partitioned by: network, ${def.partition}${def.partitionFrom ? ` (UTC date of ${def.partitionFrom})` : ''}`,
-    `  endpoints: ${def.endpoints.map((e) => `${e.api} ${e.ref}`).join('; ')}`,
+    `  partitioned by: network, ${def.partition}${def.partitionFrom ? ` (UTC date of ${def.partitionFrom})` : ' (UTC date of the run)'}`,
+    ...(def.ordinal ? [`  ordinal: numbers identical entries (${def.ordinal.over.join(', ')}) within each (${def.ordinal.groupBy.join(', ')})`] : []),
+    '  endpoints:',
+    ...def.endpoints.map(
+      (e) =>
+        `    ${e.id}: ${e.api} ${e.ref}; scope ${scopeText(e)}${e.blockRange ? '; windowed by block range' : ''}${e.alternate ? '; alternate (only when the job names it)' : ''}`,
+    ),
+    ...(def.notes?.length ? ['  notes:', ...def.notes.map((n) => `    - ${n}`)] : []),
     '  columns:',
-    ...cols.map((c) => `    ${c.name.padEnd(width)}  ${c.type.padEnd(typeWidth)}  ${c.doc}`),
+    ...cols.map((c) => `    ${c.name.padEnd(width)}  ${c.type.padEnd(typeWidth)}  ${nullable.get(c.name) === false ? 'NOT NULL  ' : '          '}${c.doc}`),
   ].join('\n');
+}
+
+/** The declaration as JSON: patterns as their source text (JSON cannot hold a RegExp). */
+function jsonOf(name: string): unknown {
+  const def = getDataset(name);
+  return JSON.parse(
+    JSON.stringify({ ...def, scopes: scopeKindsOf(def), lakeColumns: lakeColumns(def) }, (_, v: unknown) => (v instanceof RegExp ? v.source : v)),
+  );
 }
 
 export const describeCommand: CommandModule<object, Args> = {
@@ -36,13 +55,7 @@ export const describeCommand: CommandModule<object, Args> = {
   handler: (args) => {
     if (args.format === 'json') {
       const names = args.dataset ? [args.dataset] : datasetNames();
-      process.stdout.write(
-        JSON.stringify(
-          names.map((n) => ({ ...getDataset(n), lakeColumns: lakeColumns(getDataset(n)) })),
-          null,
-          2,
-        ) + '\n',
-      );
+      process.stdout.write(JSON.stringify(names.map(jsonOf), null, 2) + '\n');
       return;
     }
     if (args.dataset) {

@@ -1,0 +1,66 @@
+import type { DatasetDef } from './dataset.js';
+
+/** Explorer #3 (per address, by block range) and #13 (per transaction hash; testnet: the alternate host). */
+export const internal_transactions: DatasetDef = {
+  name: 'internal_transactions',
+  doc: 'Internal transactions (traces): those touching a scoped address (explorer #3) or all of a scoped transaction (#13). One row per (transaction_hash, trace_address), whichever endpoint or scope listed it.',
+  kind: 'chain',
+  endpoints: [
+    {
+      id: 'account_internal_transactions',
+      api: 'explorer',
+      ref: '#3 GET /v1/accounts/{address_hash}/internal-transactions',
+      method: 'GET',
+      scope: 'address',
+      path: '/v1/accounts/{address}/internal-transactions',
+      paging: { kind: 'offset', maxLimit: 1000 },
+      blockRange: { start: 'startBlock', end: 'endBlock' },
+      entriesAt: ['data'],
+    },
+    {
+      id: 'transaction_internal_transactions',
+      api: 'explorer',
+      ref: '#13 GET /v1/transactions/{transaction_hash}/internal-transactions',
+      method: 'GET',
+      scope: 'transaction',
+      path: '/v1/transactions/{transaction}/internal-transactions',
+      // No offset on this endpoint: one call with the maximum limit; more than 1000 traces is an explicit error.
+      paging: { kind: 'limit', maxLimit: 1000 },
+      entriesAt: ['data'],
+      testnetAltHost: true,
+    },
+  ],
+  naturalKey: ['transaction_hash', 'trace_address'],
+  partition: 'block_date',
+  partitionFrom: 'timestamp',
+  sortBy: ['block_number', 'transaction_index', 'trace_address'],
+  blockColumn: 'block_number',
+  notes: [
+    'Per-transaction windows (#13) have no block range, so they never advance a watermark.',
+    'trace_address is unique within a transaction, so both endpoints converge on the same rows.',
+  ],
+  columns: [
+    { name: 'block_number', kind: 'bigint', nullable: false, doc: 'Block containing the parent transaction.' },
+    { name: 'timestamp', kind: 'timestamp', nullable: false, doc: 'UTC time of the block.' },
+    { name: 'transaction_hash', kind: 'hash', nullable: false, doc: 'Hash of the parent transaction, lower-case.' },
+    { name: 'transaction_index', kind: 'bigint', nullable: true, doc: 'Index of the parent transaction within its block.' },
+    { name: 'trace_address', kind: 'int_array', nullable: false, doc: 'Position of the trace in the call tree, e.g. [0, 1].' },
+    { name: 'trace_type', kind: 'text', nullable: true, doc: 'call, delegatecall, codecall, staticcall or selfdestruct.' },
+    { name: 'sub_traces', kind: 'bigint', nullable: true, doc: 'Number of sub traces; NULL where the API gives none.' },
+    { name: 'sender', kind: 'address', nullable: true, doc: 'Sender address, lower-case.' },
+    { name: 'receiver', kind: 'address', nullable: true, doc: 'Receiver address, lower-case.' },
+    { name: 'value', kind: 'amount', nullable: true, doc: 'Value moved, in wei. NULL when >= 10^38; see value_raw.' },
+    { name: 'status', kind: 'bool', nullable: true, doc: 'true success (API 1), false failed (API 0).' },
+    { name: 'message', kind: 'text', nullable: true, doc: 'Message of the execution, e.g. the revert reason.' },
+    { name: 'contract_address', kind: 'address', nullable: true, doc: 'Address of a contract created by the trace, if any.' },
+    { name: 'gas_limit', kind: 'bigint', nullable: true, doc: 'Gas limit of the trace.' },
+    { name: 'gas_used', kind: 'bigint', nullable: true, doc: 'Gas used by the trace.' },
+    {
+      name: 'external_receiver',
+      kind: 'bool',
+      nullable: true,
+      doc: 'As the API gives it: false means an external transaction to the receiver exists, true means none exists.',
+    },
+    { name: 'input', kind: 'hex', nullable: true, doc: 'Input data; filled only when the job asks for input (input=true), else NULL.' },
+  ],
+};
