@@ -51,7 +51,15 @@ const chainCache = new Map<string, Chain>();
 function getChain(network: 'mainnet' | 'testnet', seed: number, scale: Scale): Chain {
   const key = `${network}:${seed}:${scale}`;
   let c = chainCache.get(key);
-  if (!c) { c = new Chain(network, seed, scale); chainCache.set(key, c); }
+  if (!c) {
+    c = new Chain(network, seed, scale);
+    chainCache.set(key, c);
+    // Keep a few chains only: a large one holds hundreds of MB (running simulators keep theirs alive).
+    if (chainCache.size > 4) chainCache.delete(chainCache.keys().next().value as string);
+  } else {
+    chainCache.delete(key);
+    chainCache.set(key, c);
+  }
   return c;
 }
 
