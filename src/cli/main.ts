@@ -10,6 +10,9 @@ import { queryCommand } from './commands/query.js';
 import { runCommand } from './commands/run.js';
 import { scheduleCommand } from './commands/schedule.js';
 import { simulateCommand } from './commands/simulate.js';
+import { statusCommand } from './commands/status.js';
+import { compactCommand } from './commands/compact.js';
+import { catalogCommand } from './commands/catalog.js';
 import { CliError, EXIT } from './exit-codes.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -26,6 +29,9 @@ export async function main(argv: string[]): Promise<void> {
     .command(queryCommand)
     .command(describeCommand)
     .command(simulateCommand)
+    .command(statusCommand)
+    .command(compactCommand)
+    .command(catalogCommand)
     .command(scheduleCommand)
     .demandCommand(1, 'Name a command (see --help).')
     .strict()

@@ -234,6 +234,10 @@ export class Catalog {
     await this.run(`INSERT OR REPLACE INTO files VALUES ${rows.join(', ')}`);
   }
 
+  async filePaths(): Promise<string[]> {
+    return (await this.rows(`SELECT path FROM files ORDER BY path`)).map((r) => String(r[0]));
+  }
+
   async forgetFiles(relativePaths: readonly string[]): Promise<void> {
     for (const p of relativePaths) await this.run(`DELETE FROM files WHERE path = ${literal(p)}`);
   }

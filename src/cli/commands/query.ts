@@ -1,7 +1,6 @@
-import { existsSync } from 'node:fs';
-import { DuckDBInstance } from '@duckdb/node-api';
 import type { CommandModule } from 'yargs';
 import { LakePaths } from '../../load/paths.js';
+import { NoLakeError, openLakeReader } from '../../load/reader.js';
 import { CliError } from '../exit-codes.js';
 import { renderRows, type TableFormat } from '../output.js';
 
@@ -11,22 +10,24 @@ interface Args {
   format: TableFormat;
 }
 
-/** Runs SQL against the lake's catalog, opened read-only so a query can never change the lake. */
+/**
+ * Runs SQL against the lake's catalog, opened read-only so a query can never change the lake's tables. The
+ * reader waits out a commit in progress and always sees a committed state (see openLakeReader).
+ */
 export async function queryLake(lake: string, sql: string, format: TableFormat): Promise<string> {
   const paths = new LakePaths(lake);
-  if (!existsSync(paths.catalog)) throw new CliError(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`);
-  const instance = await DuckDBInstance.create(paths.catalog, { access_mode: 'READ_ONLY', autoinstall_known_extensions: 'false' });
+  let reader;
   try {
-    const conn = await instance.connect();
-    try {
-      await conn.run("SET TimeZone = 'UTC'");
-      const reader = await conn.runAndReadAll(sql);
-      return renderRows(reader.columnNames(), reader.getRows(), format, format === 'json' ? reader.getRowObjectsJson() : undefined);
-    } finally {
-      conn.closeSync();
-    }
+    reader = await openLakeReader(paths);
+  } catch (e) {
+    if (e instanceof NoLakeError) throw new CliError(e.message);
+    throw e;
+  }
+  try {
+    const result = await reader.conn.runAndReadAll(sql);
+    return renderRows(result.columnNames(), result.getRows(), format, format === 'json' ? result.getRowObjectsJson() : undefined);
   } finally {
-    instance.closeSync();
+    reader.close();
   }
 }
 
@@ -35,11 +36,21 @@ export const queryCommand: CommandModule<object, Args> = {
   describe: "Run SQL against the lake's catalog (read-only) and print the result",
   builder: (y) =>
     y
-      .positional('sql', { type: 'string', demandOption: true, describe: 'SQL; every dataset is a view (e.g. transactions)' })
+      .positional('sql', {
+        type: 'string',
+        demandOption: true,
+        describe: 'SQL; every dataset is a view (e.g. transactions), plus _rejects, runs, windows, files, watermarks',
+      })
       .option('lake', { type: 'string', default: 'data/lake', describe: 'Lake directory' })
-      .option('format', { choices: ['table', 'csv', 'json'] as const, default: 'table' as const, describe: 'Output format' })
+      .option('format', {
+        choices: ['table', 'csv', 'json'] as const,
+        default: 'table' as const,
+        describe: 'table: aligned, for a terminal; csv: RFC 4180 with a header; json: one object per line',
+      })
       .example('$0 query "DESCRIBE transactions"', 'Columns and types of a dataset')
-      .example('$0 query --format csv "SELECT block_date, count(*) FROM transactions GROUP BY ALL"', 'Rows per day as CSV') as never,
+      .example('$0 query --format csv "SELECT block_date, count(*) FROM transactions GROUP BY ALL"', 'Rows per day as CSV')
+      .example('$0 query "SELECT column_name, comment FROM duckdb_columns() WHERE table_name = \'transactions\'"', 'What each column means')
+      .example('$0 query --format json "SELECT * FROM _rejects LIMIT 5"', 'Rows that did not convert, as JSON lines') as never,
   handler: async (args) => {
     try {
       process.stdout.write((await queryLake(args.lake, args.sql, args.format)) + '\n');

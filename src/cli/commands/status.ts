@@ -1,0 +1,71 @@
+import type { CommandModule } from 'yargs';
+import { LakePaths } from '../../load/paths.js';
+import { NoLakeError, openLakeReader } from '../../load/reader.js';
+import { lakeStatus, type LakeStatus } from '../../load/status.js';
+import { CliError } from '../exit-codes.js';
+import { renderRows } from '../output.js';
+
+interface Args {
+  lake: string;
+  format: 'table' | 'json';
+  runs: number;
+}
+
+const mib = (b: number | null): string => (b === null ? '' : `${(b / 1024 / 1024).toFixed(1)} MiB`);
+
+function section<T extends object>(title: string, rows: T[], empty: string): string {
+  if (rows.length === 0) return `${title}: ${empty}`;
+  const columns = Object.keys(rows[0]!);
+  return `${title}:\n${renderRows(
+    columns,
+    rows.map((r) => columns.map((c) => (r as Record<string, unknown>)[c] as never)),
+    'table',
+  )}`;
+}
+
+export function formatStatus(s: LakeStatus): string {
+  const parts = [`lake: ${s.lake}`];
+  if (s.pendingCommit) parts.push('pending: a killed run left a decided commit; the next chainlake command that can take the lake finishes it');
+  parts.push(
+    section(
+      'datasets',
+      s.datasets.map((d) => ({ ...d, bytes: mib(d.bytes) })),
+      'none yet (run a job)',
+    ),
+  );
+  if (s.strayPartitions.length) parts.push(section('partitions with several files (run chainlake compact)', s.strayPartitions, ''));
+  parts.push(section(`last ${s.runs.length} runs`, s.runs, 'none'));
+  parts.push(section('watermarks', s.watermarks, 'none'));
+  parts.push(section('gaps between committed windows', s.gaps, 'none'));
+  if (s.uncoveredFailures.length) parts.push(section('failed windows not yet fetched again', s.uncoveredFailures, ''));
+  return parts.join('\n\n');
+}
+
+export const statusCommand: CommandModule<object, Args> = {
+  command: 'status',
+  describe: 'Show a lake: datasets, last runs, watermarks, and gaps between committed windows',
+  builder: (y) =>
+    y
+      .option('lake', { type: 'string', default: 'data/lake', describe: 'Lake directory' })
+      .option('format', { choices: ['table', 'json'] as const, default: 'table' as const, describe: 'table for a terminal, json for a program' })
+      .option('runs', { type: 'number', default: 10, describe: 'How many of the last runs to list' })
+      .example('$0 status', 'The state of data/lake')
+      .example('$0 status --lake /srv/lake --format json | jq .gaps', 'Gaps as JSON, for monitoring') as never,
+  handler: async (args) => {
+    if (!Number.isInteger(args.runs) || args.runs < 1) throw new CliError(`--runs must be a positive integer, got ${args.runs}`);
+    const paths = new LakePaths(args.lake);
+    let reader;
+    try {
+      reader = await openLakeReader(paths);
+    } catch (e) {
+      if (e instanceof NoLakeError) throw new CliError(e.message);
+      throw e;
+    }
+    try {
+      const s = await lakeStatus(reader.conn, paths, { runs: args.runs });
+      process.stdout.write((args.format === 'json' ? JSON.stringify(s, null, 2) : formatStatus(s)) + '\n');
+    } finally {
+      reader.close();
+    }
+  },
+};

@@ -1,0 +1,82 @@
+import { existsSync } from 'node:fs';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { retryOnLock } from './catalog.js';
+import type { LakePaths } from './paths.js';
+import { hasPendingCommit, repairIfFree } from './recovery.js';
+
+export interface LakeReader {
+  conn: DuckDBConnection;
+  close(): void;
+}
+
+export class NoLakeError extends Error {
+  constructor(readonly paths: LakePaths) {
+    super(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`);
+    this.name = 'NoLakeError';
+  }
+}
+
+/** How long a reader waits for a commit in progress to let go of the catalog (it holds it for milliseconds). */
+const READER_WAIT_MS = 60_000;
+
+async function openReadOnly(paths: LakePaths, waitMs: number): Promise<{ instance: DuckDBInstance; conn: DuckDBConnection }> {
+  const instance = await retryOnLock(
+    () => DuckDBInstance.create(paths.catalog, { access_mode: 'READ_ONLY', autoinstall_known_extensions: 'false', autoload_known_extensions: 'true' }),
+    waitMs,
+    'query',
+  );
+  try {
+    const conn = await instance.connect();
+    await conn.run("SET TimeZone = 'UTC'");
+    return { instance, conn };
+  } catch (e) {
+    instance.closeSync();
+    throw e;
+  }
+}
+
+async function recordedRoot(conn: DuckDBConnection): Promise<string | undefined> {
+  try {
+    const rows = (await conn.runAndReadAll(`SELECT value FROM lake_meta WHERE key = 'root'`)).getRowsJS();
+    return rows[0]?.[0] as string | undefined;
+  } catch {
+    return undefined; // a catalog older than lake_meta
+  }
+}
+
+/**
+ * Opens a lake's catalog read-only, as a snapshot: while this reader is open, no commit can swap files (a
+ * writer needs the catalog exclusively), and a commit in progress makes it wait instead of failing. Before
+ * reading, it finishes a killed writer's pending commit and rebuilds the views of a moved lake, when no
+ * live run holds the lake — so what it reads is always a committed state at the lake's current place.
+ */
+export async function openLakeReader(paths: LakePaths, opts: { waitMs?: number; by?: string } = {}): Promise<LakeReader> {
+  if (!existsSync(paths.catalog)) throw new NoLakeError(paths);
+  const waitMs = opts.waitMs ?? READER_WAIT_MS;
+  const by = opts.by ?? `reader-${process.pid}`;
+  if (await hasPendingCommit(paths)) await tryRepair(paths, by);
+  let { instance, conn } = await openReadOnly(paths, waitMs);
+  if ((await recordedRoot(conn)) !== paths.root) {
+    conn.closeSync();
+    instance.closeSync();
+    await tryRepair(paths, by);
+    ({ instance, conn } = await openReadOnly(paths, waitMs));
+  }
+  return {
+    conn,
+    close() {
+      conn.closeSync();
+      instance.closeSync();
+    },
+  };
+}
+
+/** A reader may not be allowed to write the lake (a shared, read-only mount): then it reads it as it is. */
+async function tryRepair(paths: LakePaths, by: string): Promise<void> {
+  try {
+    await repairIfFree(paths, by);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code !== 'EACCES' && code !== 'EROFS' && code !== 'EPERM') throw e;
+  }
+}

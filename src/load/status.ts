@@ -1,0 +1,120 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { LakePaths } from './paths.js';
+import { hasPendingCommit } from './recovery.js';
+
+export interface LakeStatus {
+  lake: string;
+  /** A killed writer's decided commit that no command could finish yet (a live run holds the lake). */
+  pendingCommit: boolean;
+  datasets: {
+    dataset: string;
+    network: string;
+    partitions: number;
+    files: number;
+    rows: number;
+    bytes: number;
+    min_block: number | null;
+    max_block: number | null;
+  }[];
+  /** Partitions holding more than one file (something other than chainlake wrote there): `compact` folds them. */
+  strayPartitions: { dataset: string; network: string; partition: string; files: number }[];
+  runs: {
+    run_id: string;
+    job: string;
+    status: string;
+    started_at: string;
+    finished_at: string | null;
+    rows: number | null;
+    rejects: number | null;
+    windows_failed: number | null;
+  }[];
+  watermarks: { network: string; dataset: string; scope: string; block: number; run_id: string; updated_at: string }[];
+  /** Block ranges between committed windows of one scope that no committed window covers. */
+  gaps: { network: string; dataset: string; scope: string; from_block: number; to_block: number }[];
+  /** Failed windows whose range no committed window of the same scope covers (yet). */
+  uncoveredFailures: {
+    run_id: string;
+    network: string;
+    dataset: string;
+    scope: string;
+    from_block: number | null;
+    to_block: number | null;
+    error: string | null;
+  }[];
+}
+
+async function tableExists(conn: DuckDBConnection, name: string): Promise<boolean> {
+  const r = await conn.runAndReadAll(`SELECT 1 FROM duckdb_tables() WHERE database_name = current_database() AND table_name = '${name}'`);
+  return r.getRowsJS().length > 0;
+}
+
+/** Rows as plain objects with JS numbers (bigints from DuckDB are counts and block numbers, well within 2^53). */
+async function objects<T>(conn: DuckDBConnection, sql: string): Promise<T[]> {
+  const rows = (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
+  return rows.map(
+    (r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'bigint' ? Number(v) : v instanceof Date ? v.toISOString() : v])) as T,
+  );
+}
+
+/** What a user asks before trusting a lake: what is in it, what ran, how far each scope got, and what is missing. */
+export async function lakeStatus(conn: DuckDBConnection, paths: LakePaths, opts: { runs?: number } = {}): Promise<LakeStatus> {
+  const status: LakeStatus = {
+    lake: paths.root,
+    pendingCommit: await hasPendingCommit(paths),
+    datasets: [],
+    strayPartitions: [],
+    runs: [],
+    watermarks: [],
+    gaps: [],
+    uncoveredFailures: [],
+  };
+  if (await tableExists(conn, 'files')) {
+    status.datasets = await objects(
+      conn,
+      `SELECT dataset, network, count(DISTINCT "partition")::BIGINT AS partitions, count(*)::BIGINT AS files, sum(rows)::BIGINT AS rows, sum(bytes)::BIGINT AS bytes,
+              min(min_block)::BIGINT AS min_block, max(max_block)::BIGINT AS max_block
+       FROM files GROUP BY ALL ORDER BY dataset, network`,
+    );
+    status.strayPartitions = await objects(
+      conn,
+      `SELECT dataset, network, "partition", count(*)::BIGINT AS files FROM files GROUP BY ALL HAVING count(*) > 1 ORDER BY ALL`,
+    );
+  }
+  if (await tableExists(conn, 'runs')) {
+    status.runs = await objects(
+      conn,
+      `SELECT run_id, job, status, started_at::VARCHAR AS started_at, finished_at::VARCHAR AS finished_at,
+              CAST(json_extract(report, '$.totals.rows') AS BIGINT) AS rows, CAST(json_extract(report, '$.totals.rejects') AS BIGINT) AS rejects,
+              CAST(json_extract(report, '$.totals.windowsFailed') AS BIGINT) AS windows_failed
+       FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ${opts.runs ?? 10}`,
+    );
+  }
+  if (await tableExists(conn, 'watermarks')) {
+    status.watermarks = await objects(
+      conn,
+      `SELECT network, dataset, scope, block::BIGINT AS block, run_id, updated_at::VARCHAR AS updated_at FROM watermarks ORDER BY network, dataset, scope`,
+    );
+  }
+  if (await tableExists(conn, 'windows')) {
+    // Gaps and islands: a committed window that starts after everything before it (same scope) ended leaves a gap.
+    status.gaps = await objects(
+      conn,
+      `WITH w AS (
+         SELECT network, dataset, scope, from_block, to_block,
+                max(to_block) OVER (PARTITION BY network, dataset, scope ORDER BY from_block, to_block ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_to
+         FROM windows WHERE status = 'committed' AND from_block IS NOT NULL)
+       SELECT network, dataset, scope, (covered_to + 1)::BIGINT AS from_block, (from_block - 1)::BIGINT AS to_block
+       FROM w WHERE from_block > covered_to + 1 ORDER BY network, dataset, scope, from_block`,
+    );
+    status.uncoveredFailures = await objects(
+      conn,
+      `SELECT f.run_id, f.network, f.dataset, f.scope, f.from_block::BIGINT AS from_block, f.to_block::BIGINT AS to_block, f.error
+       FROM windows f
+       WHERE f.status = 'failed' AND NOT EXISTS (
+         SELECT 1 FROM windows c WHERE c.status = 'committed' AND c.network = f.network AND c.dataset = f.dataset AND c.scope = f.scope
+           AND (f.from_block IS NULL OR (c.from_block <= f.from_block AND c.to_block >= f.to_block)))
+       ORDER BY f.network, f.dataset, f.scope, f.from_block`,
+    );
+  }
+  return status;
+}
