@@ -154,7 +154,9 @@ export class Chain {
   createdUsed = 0;
 
   private lower: string[] = [];
-  private addrBytesCache: (Uint8Array | undefined)[][] = [[], [], []];
+  /** ASCII of every address in each letter-case style, 42 bytes per address; filled lazily for styles 1 and 2. */
+  private addrAscii: Uint8Array[] = [];
+  private addrFilled: Uint8Array[] = [];
   private checksum: (string | undefined)[] = [];
   private upper: (string | undefined)[] = [];
 
@@ -198,12 +200,22 @@ export class Chain {
     return s;
   }
 
-  /** ASCII bytes of addrCase(i, style), cached. */
-  addrBytes(i: number, style: number): Uint8Array {
-    const cache = this.addrBytesCache[style]!;
-    let b = cache[i];
-    if (b === undefined) { b = Buffer.from(this.addrCase(i, style), 'latin1'); cache[i] = b; }
-    return b;
+  /** Writes addrCase(i, style) as ASCII. */
+  writeAddr(out: ByteOut, i: number, style: number): void {
+    if (this.addrAscii.length === 0) {
+      for (let st = 0; st < 3; st++) { this.addrAscii.push(new Uint8Array(this.numAddr * 42)); this.addrFilled.push(new Uint8Array(this.numAddr)); }
+    }
+    const bytes = this.addrAscii[style]!;
+    const o = i * 42;
+    if (this.addrFilled[style]![i] === 0) {
+      const s = this.addrCase(i, style);
+      for (let k = 0; k < 42; k++) bytes[o + k] = s.charCodeAt(k);
+      this.addrFilled[style]![i] = 1;
+    }
+    const buf = out.buf;
+    let p = out.pos;
+    for (let k = 0; k < 42; k++) buf[p++] = bytes[o + k]!;
+    out.pos = p;
   }
 
   /** Address index for a 0x address in any letter case, or -1 when this chain has no such address. */

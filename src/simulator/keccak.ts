@@ -14,9 +14,10 @@ const RC_LO = new Uint32Array([
 // Rotation offsets by lane index x + 5y.
 const ROT = [0, 1, 62, 28, 27, 36, 44, 6, 55, 20, 3, 10, 43, 25, 39, 41, 45, 15, 21, 8, 18, 2, 61, 56, 14];
 
+const cLo = new Uint32Array(5), cHi = new Uint32Array(5);
+const bLo = new Uint32Array(25), bHi = new Uint32Array(25);
+
 function keccakF(lo: Uint32Array, hi: Uint32Array): void {
-  const cLo = new Uint32Array(5), cHi = new Uint32Array(5);
-  const bLo = new Uint32Array(25), bHi = new Uint32Array(25);
   for (let round = 0; round < 24; round++) {
     for (let x = 0; x < 5; x++) {
       cLo[x] = lo[x]! ^ lo[x + 5]! ^ lo[x + 10]! ^ lo[x + 15]! ^ lo[x + 20]!;

@@ -139,7 +139,7 @@ function writeGwei(out: ByteOut, g: number): void {
 }
 function writeAddr(out: ByteOut, c: Chain, i: number, st: number, quoted: boolean): void {
   if (quoted) out.byte(34);
-  out.raw(c.addrBytes(i, st));
+  c.writeAddr(out, i, st);
   if (quoted) out.byte(34);
 }
 
