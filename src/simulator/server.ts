@@ -137,7 +137,13 @@ export class SimServer {
       this.send(res, { status: 200, body: JSON.stringify(this.getStats()), rows: 0 });
       return;
     }
-    const segs = url.pathname.split('/').filter((s) => s.length > 0).map((s) => decodeURIComponent(s));
+    let segs: string[];
+    try {
+      segs = url.pathname.split('/').filter((s) => s.length > 0).map((s) => decodeURIComponent(s));
+    } catch {
+      this.send(res, { status: 400, body: explorerError(400, `Malformed percent-encoding in path ${url.pathname.slice(0, 120)}`), rows: 0 });
+      return;
+    }
     const base = segs[0] ?? '';
     this.stats.requests++;
     let rawBody = '';

@@ -275,6 +275,7 @@ describe('blocks, validation and routing', () => {
     }
     const root = await (await import('./helpers.js')).get(sim.urls.mainnet.replace('/mainnet', '/elsewhere/v1/blocks/1'), { 'api-key': sim.apiKey });
     expect(root.status).toBe(404);
+    expect((await api(sim, '/v1/blocks/%E0%A4%A')).status).toBe(400);
     for (const p of [`/v1/tokens/0x12/total-supply`, `/v1/contracts/xyz/abi`, `/v1/erc-721/0x${'z'.repeat(40)}/tokens`, '/v1/blocks/-5']) {
       expect((await api(sim, p)).status, p).toBe(400);
     }
