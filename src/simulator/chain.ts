@@ -125,7 +125,11 @@ function buildCsr(nKeys: number, nRows: number, keyA: (r: number) => number, key
   return { off, ids };
 }
 
+let chainCount = 0;
+
 export class Chain {
+  /** Distinguishes chains in process-wide caches (views with their own head share it). */
+  readonly uid = ++chainCount;
   readonly network: Network;
   readonly seed: number;
   readonly preset: Preset;

@@ -519,7 +519,7 @@ function eventLogs(ctx: ExplorerCtx): Results {
   const ct = c.findAddress(address);
   let ids: Uint32Array = new Uint32Array(0);
   if (ct >= 0) {
-    const key = `${c.seed}:${c.network}:${ct}:${from}:${to}:${topics.join(',')}:${type}:${operand}`;
+    const key = `${c.uid}:${ct}:${from}:${to}:${topics.join(',')}:${type}:${operand}`;
     const hit = logCache.get(key);
     if (hit) ids = hit;
     else {
