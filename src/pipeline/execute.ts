@@ -84,10 +84,24 @@ async function* pagesOf(w: Window, fetcher: PageFetcher, pager: PagerOptions, ou
 export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<WindowOutcome> {
   const outcome: WindowOutcome = { window: w, acct: deps.acct ?? new Accounting(), progress: deps.progress ?? new WindowProgress(), rows: 0, rejects: 0 };
   try {
-    outcome.stage = await StageFile.open(path.join(deps.stagingDir, 'rows', w.def.name, `${deps.index}.ndjson`));
+    const rowsFile = path.join(deps.stagingDir, 'rows', w.def.name, `${deps.index}.ndjson`);
+    const rejectsFile = path.join(deps.stagingDir, 'rejects', `${deps.index}.ndjson`);
+    outcome.stage = await StageFile.open(rowsFile);
     const fetcher = fetcherFor(w, deps.clients);
     const ordinals = w.def.ordinal ? new OrdinalState() : undefined;
+    let generation = 0;
     for await (const page of pagesOf(w, fetcher, deps.pager, outcome)) {
+      if ((page.generation ?? 0) > generation) {
+        // The pager fetches the window again (its rows moved under us): what came before is dropped, so the
+        // staged rows are exactly one consistent listing and ordinals are numbered once.
+        generation = page.generation!;
+        await outcome.stage.discard();
+        outcome.stage = await StageFile.open(rowsFile);
+        await outcome.rejectStage?.discard();
+        outcome.rejectStage = undefined;
+        outcome.rows = outcome.rejects = 0;
+        ordinals?.restart();
+      }
       const { rows, rejects } = deps.transformer.transform(page.entries, w.id, {
         scope: w.scope,
         results: page.results,
@@ -99,7 +113,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
       await outcome.stage.writeRows(rows);
       outcome.rows += rows.length;
       if (rejects.length) {
-        outcome.rejectStage ??= await StageFile.open(path.join(deps.stagingDir, 'rejects', `${deps.index}.ndjson`));
+        outcome.rejectStage ??= await StageFile.open(rejectsFile);
         await outcome.rejectStage.writeRejects(rejects);
         outcome.rejects += rejects.length;
       }
