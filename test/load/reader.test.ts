@@ -1,0 +1,116 @@
+import { cp } from 'node:fs/promises';
+import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryLake } from '../../src/cli/commands/query.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { tempDir } from '../helpers/lake.js';
+import { lakeContent, runWriter, startWriter, writeJob } from './helpers.js';
+
+/**
+ * Readers during a commit (design §4): a catalog reader never errors and sees the lake either before the
+ * commit or after it, never a part of it. The writer is held at each step (test hook) to look at it there.
+ */
+let sim: RunningSimulator;
+let dir: string;
+let cleanup: () => Promise<void>;
+let base: string;
+let before: string;
+let after: string;
+
+const SIGNATURE = 'SELECT count(*) AS n, count(DISTINCT transaction_hash) AS k, sum(block_number) AS s, count(DISTINCT _run_id) AS runs FROM transactions';
+const signature = async (lake: string): Promise<string> => {
+  const s = JSON.parse(await queryLake(lake, SIGNATURE, 'json')) as Record<string, unknown>;
+  return `${String(s.n)}/${String(s.k)}/${String(s.s)}`;
+};
+const jobB = (lake: string) => writeJob(path.join(dir, `b-${path.basename(lake)}.json`), sim, lake, sim.examples.addresses.slice(1, 4));
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 11 });
+  ({ dir, cleanup } = await tempDir('chainlake-reader-'));
+  base = path.join(dir, 'base');
+  expect(
+    (await runWriter(['run', await writeJob(path.join(dir, 'a.json'), sim, base, sim.examples.addresses.slice(0, 2)), '-q'], { apiKey: sim.apiKey })).code,
+  ).toBe(0);
+  before = await signature(base);
+  const ref = path.join(dir, 'ref');
+  await cp(base, ref, { recursive: true });
+  expect((await runWriter(['run', await jobB(ref), '-q'], { apiKey: sim.apiKey })).code).toBe(0);
+  after = await signature(ref);
+  expect(after).not.toBe(before);
+}, 120_000);
+
+afterAll(async () => {
+  await sim?.close();
+  await cleanup?.();
+});
+
+/** True when DuckDB refuses to open the catalog because a writer holds it. */
+async function catalogLocked(lake: string): Promise<boolean> {
+  try {
+    const i = await DuckDBInstance.create(path.join(lake, 'catalog.duckdb'), { access_mode: 'READ_ONLY' });
+    i.closeSync();
+    return false;
+  } catch (e) {
+    if (/lock/i.test((e as Error).message)) return true;
+    throw e;
+  }
+}
+
+describe('a reader during a commit', () => {
+  it('held after the decision, before the swap: readers see the lake before the commit', async () => {
+    const lake = path.join(dir, 'hold-journal');
+    await cp(base, lake, { recursive: true });
+    const w = startWriter(['run', await jobB(lake), '-q'], { apiKey: sim.apiKey, hold: 'journal' });
+    expect(await w.held).toBe('journal');
+    expect(await catalogLocked(lake)).toBe(false);
+    expect(await signature(lake)).toBe(before);
+    w.release();
+    expect((await w.done).code).toBe(0);
+    expect(await signature(lake)).toBe(after);
+  });
+
+  for (const step of ['rename', 'catalog'] as const) {
+    it(`held at '${step}' (files half or wholly swapped, catalog not yet written): a reader waits, then sees the whole commit`, async () => {
+      const lake = path.join(dir, `hold-${step}`);
+      await cp(base, lake, { recursive: true });
+      const w = startWriter(['run', await jobB(lake), '-q'], { apiKey: sim.apiKey, hold: step });
+      expect(await w.held).toBe(step);
+      // The writer holds the catalog exclusively across the swap: no catalog reader can be mid-query now.
+      expect(await catalogLocked(lake)).toBe(true);
+      // A reader of the folder itself still finds whole files, one per partition, one row per key.
+      const folder = await lakeContent(lake);
+      expect(folder.transactions!.duplicates).toBe(0);
+      const reader = signature(lake);
+      w.release();
+      expect((await w.done).code).toBe(0);
+      expect(await reader).toBe(after);
+    });
+  }
+
+  it('held after the catalog commit: readers already see the whole commit', async () => {
+    const lake = path.join(dir, 'hold-committed');
+    await cp(base, lake, { recursive: true });
+    const w = startWriter(['run', await jobB(lake), '-q'], { apiKey: sim.apiKey, hold: 'committed' });
+    expect(await w.held).toBe('committed');
+    expect(await signature(lake)).toBe(after);
+    w.release();
+    expect((await w.done).code).toBe(0);
+  });
+
+  it('a reader querying in a loop through a whole run never errors and never sees a partial commit', async () => {
+    const lake = path.join(dir, 'loop');
+    await cp(base, lake, { recursive: true });
+    const w = startWriter(['run', await jobB(lake), '-q'], { apiKey: sim.apiKey });
+    w.child.stdin!.end();
+    let finished = false;
+    void w.done.then(() => (finished = true));
+    const seen: string[] = [];
+    for (let i = 0; i < 2000 && !finished; i++) seen.push(await signature(lake));
+    expect((await w.done).code).toBe(0);
+    seen.push(await signature(lake));
+    expect(seen.length).toBeGreaterThan(1);
+    expect(seen.filter((s) => s !== before && s !== after)).toEqual([]);
+    expect(seen.at(-1)).toBe(after);
+  });
+});
