@@ -41,7 +41,11 @@ async function startWorker(opts: BenchOptions): Promise<{ remote: Remote; stop: 
   };
 }
 
-export interface BenchResult { rowsPerSecond: number; requests: number; seconds: number; rows: number }
+export interface BenchResult {
+  rowsPerSecond: number; requests: number; seconds: number; rows: number;
+  /** CPU seconds this process (client and, unless remote, server) used; rows / cpuSeconds is load-independent. */
+  cpuSeconds: number;
+}
 
 export async function benchSimulator(opts: BenchOptions = {}): Promise<BenchResult> {
   const useWorker = !opts.sim && !opts.remote && !opts.inProcess && !import.meta.url.endsWith('.ts');
@@ -69,6 +73,7 @@ export async function benchSimulator(opts: BenchOptions = {}): Promise<BenchResu
     return `${prefix}&startBlock=${start}&endBlock=${end}&offset=${page * 1000}`;
   };
   let requests = 0, rows = 0;
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const deadline = t0 + seconds * 1000;
   const worker = async (): Promise<void> => {
@@ -87,13 +92,16 @@ export async function benchSimulator(opts: BenchOptions = {}): Promise<BenchResu
       requests++;
     }
   };
+  let elapsedEnd = 0;
   try {
     await Promise.all(Array.from({ length: opts.concurrency ?? 4 }, worker));
+    elapsedEnd = performance.now();
   } finally {
     await pool.close();
     if (own) await own.close();
     if (threaded) await threaded.stop();
   }
-  const elapsed = (performance.now() - t0) / 1000;
-  return { rowsPerSecond: Math.round(rows / elapsed), requests, seconds: elapsed, rows };
+  const elapsed = (elapsedEnd - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  return { rowsPerSecond: Math.round(rows / elapsed), requests, seconds: elapsed, rows, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
 }

@@ -172,7 +172,7 @@ export class SimServer {
       const buf = typeof reply.body === 'string' ? Buffer.from(reply.body, 'utf8') : reply.body;
       const cut = buf.subarray(0, Math.max(1, Math.floor(buf.length / 2)));
       if (res.destroyed) return;
-      res.writeHead(200, { 'content-type': JSON_TYPE, 'content-length': cut.length });
+      res.writeHead(reply.status, { 'content-type': reply.contentType ?? JSON_TYPE, 'content-length': cut.length });
       res.end(cut);
       return;
     }
