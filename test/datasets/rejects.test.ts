@@ -19,7 +19,10 @@ let proxy: http.Server;
 let urls: RunningSimulator['urls'];
 let cleanups: (() => Promise<void>)[] = [];
 
-function spoil(path: string, body: Json): Json {
+function spoil(url: URL, body: Json): Json {
+  const path = url.pathname;
+  // Only the first page of a listing: one bad entry per window, whatever its size.
+  if ((url.searchParams.get('offset') ?? '0') !== '0') return body;
   const results = body.results as Json | undefined;
   const data = (results?.data ?? body.data) as Json[] | undefined;
   if (/\/token-transfer\/erc20$/.test(path) && data && data.length >= 3) {
@@ -50,7 +53,7 @@ beforeAll(async () => {
         body: chunks.length ? Buffer.concat(chunks) : undefined,
       });
       let text = await up.body.text();
-      if (up.statusCode === 200) text = JSON.stringify(spoil(new URL(req.url!, origin).pathname, JSON.parse(text) as Json));
+      if (up.statusCode === 200) text = JSON.stringify(spoil(new URL(req.url!, origin), JSON.parse(text) as Json));
       res.writeHead(up.statusCode, { 'content-type': 'application/json' });
       res.end(text);
     })().catch((e: unknown) => {
@@ -108,7 +111,7 @@ describe('rejects of the new kinds', () => {
     const api = await apiAll(sim.urls.mainnet, sim.apiKey, `/v1/accounts/${ex.addresses[5]}/token-transfer/erc20`, { startBlock: 30_000 });
     const [n] = await queryCatalog(lake, `SELECT count(*)::BIGINT AS n, count(*) FILTER (WHERE token_name IS NULL)::BIGINT AS nulls FROM erc20_transfers`);
     expect(Number(n!.n)).toBe(api.length - 1);
-    expect(api.length).toBeLessThan(1000); // one page: the proxy spoiled entries 0..2 of it
+    expect(api.length).toBeLessThan(1000); // one page: the proxy spoiled its entries 0..2
     expect(Number(n!.nulls)).toBe(api.filter((e, i) => i !== 0 && (e.token_name === null || i === 2)).length);
     const [inv] = await queryCatalog(lake, `SELECT count(*)::BIGINT AS n FROM nft_inventory`);
     expect(Number(inv!.n)).toBe((await apiAll(sim.urls.mainnet, sim.apiKey, `/v1/tokens/${ex.erc721Token}/inventory`)).length - 1);
