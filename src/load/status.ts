@@ -1,5 +1,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { LakePaths } from './paths.js';
+import path from 'node:path';
+import { lakeShapes, listPartitions } from './maintenance.js';
+import { PARTITION_FILE, type LakePaths } from './paths.js';
 import { hasPendingCommit } from './recovery.js';
 
 export interface LakeStatus {
@@ -16,7 +18,7 @@ export interface LakeStatus {
     min_block: number | null;
     max_block: number | null;
   }[];
-  /** Partitions holding more than one file (something other than chainlake wrote there): `compact` folds them. */
+  /** Partitions holding another file than their data.parquet (something else wrote there): `compact` folds them. */
   strayPartitions: { dataset: string; network: string; partition: string; files: number }[];
   runs: {
     run_id: string;
@@ -75,10 +77,13 @@ export async function lakeStatus(conn: DuckDBConnection, paths: LakePaths, opts:
               min(min_block)::BIGINT AS min_block, max(max_block)::BIGINT AS max_block
        FROM files GROUP BY ALL ORDER BY dataset, network`,
     );
-    status.strayPartitions = await objects(
-      conn,
-      `SELECT dataset, network, "partition", count(*)::BIGINT AS files FROM files GROUP BY ALL HAVING count(*) > 1 ORDER BY ALL`,
-    );
+  }
+  // From the disk, not the files table: a stray file is one the catalog does not know about.
+  for (const shape of lakeShapes()) {
+    for (const p of await listPartitions(paths, shape)) {
+      if (p.files.length > 1 || path.basename(p.files[0]!) !== PARTITION_FILE)
+        status.strayPartitions.push({ dataset: shape.name, network: p.network, partition: p.value, files: p.files.length });
+    }
   }
   if (await tableExists(conn, 'runs')) {
     status.runs = await objects(

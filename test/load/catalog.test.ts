@@ -1,0 +1,191 @@
+import { spawnSync } from 'node:child_process';
+import { rename, rm, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import os from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DATASETS } from '../../src/datasets/registry.js';
+import { lakeColumns } from '../../src/load/schema.js';
+import { parseJob } from '../../src/pipeline/job.js';
+import { runJob } from '../../src/pipeline/run.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { queryCatalog, tempDir } from '../helpers/lake.js';
+import { assertClean, lakeContent, runWriter, startWriter, writeJob } from './helpers.js';
+
+/** catalog.duckdb: self-describing, usable from a plain DuckDB anywhere, and surviving a move. */
+let sim: RunningSimulator;
+let dir: string;
+let cleanup: () => Promise<void>;
+let script: string;
+
+const duckdbModule = pathToFileURL(createRequire(import.meta.url).resolve('@duckdb/node-api')).href;
+
+/**
+ * What `duckdb <lake>/catalog.duckdb -c '<sql>'` does (there is no duckdb binary here): a separate process
+ * with its own DuckDB, opening the catalog read-write as the CLI does, from a working directory elsewhere.
+ */
+function plainDuckdb(catalog: string, sql: string): { ok: boolean; out: string } {
+  const r = spawnSync(process.execPath, [script, catalog, sql], { cwd: os.tmpdir(), encoding: 'utf8', timeout: 30_000 });
+  return { ok: r.status === 0, out: (r.stdout + r.stderr).trim() };
+}
+
+const run = async (lake: string) => {
+  const job = parseJob(
+    { name: 'cat', target: 'simulator', lake, concurrency: 4, datasets: { transactions: { addresses: sim.examples.addresses.slice(0, 2) } } },
+    'cat',
+  );
+  const r = await runJob(job, { simulator: sim });
+  expect(r.status).toBe('complete');
+  return r;
+};
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 3 });
+  ({ dir, cleanup } = await tempDir('chainlake-catalog-'));
+  script = path.join(dir, 'plain-duckdb.mjs');
+  await writeFile(
+    script,
+    `const { DuckDBInstance } = await import(${JSON.stringify(duckdbModule)});
+     const [catalog, sql] = process.argv.slice(2);
+     const db = await DuckDBInstance.create(catalog);
+     const conn = await db.connect();
+     const rows = (await conn.runAndReadAll(sql)).getRowsJS();
+     console.log(JSON.stringify(rows, (_k, v) => (typeof v === 'bigint' ? Number(v) : v)));
+     conn.closeSync(); db.closeSync();`,
+  );
+});
+
+afterAll(async () => {
+  await sim?.close();
+  await cleanup?.();
+});
+
+describe('catalog.duckdb', () => {
+  it('works from a plain DuckDB in another working directory', async () => {
+    const lake = path.join(dir, 'plain');
+    await run(lake);
+    const r = plainDuckdb(path.join(lake, 'catalog.duckdb'), 'select count(*) from transactions');
+    expect(r.ok, r.out).toBe(true);
+    expect(JSON.parse(r.out)).toEqual([[(await lakeContent(lake)).transactions!.rows]]);
+  });
+
+  it('has a view per dataset with every column commented, a _rejects view, and the bookkeeping tables', async () => {
+    const lake = path.join(dir, 'self-describing');
+    await run(lake);
+    const views = await queryCatalog(lake, `SELECT view_name, comment FROM duckdb_views() WHERE NOT internal ORDER BY view_name`);
+    const names = views.map((v) => v.view_name);
+    for (const name of [...Object.keys(DATASETS), '_rejects']) expect(names).toContain(name);
+    expect(views.every((v) => typeof v.comment === 'string' && (v.comment as string).length > 10)).toBe(true);
+    for (const def of Object.values(DATASETS)) {
+      const cols = await queryCatalog(lake, `SELECT column_name, comment, data_type FROM duckdb_columns() WHERE table_name = '${def.name}' AND NOT internal`);
+      const byName = new Map(cols.map((c) => [c.column_name as string, c]));
+      for (const c of lakeColumns(def)) {
+        expect(byName.get(c.name)?.comment, `${def.name}.${c.name}`).toBe(c.doc);
+        expect(byName.get(c.name)?.data_type, `${def.name}.${c.name}`).toBe(c.type);
+      }
+      expect(byName.get('network')?.comment).toMatch(/Hive partition/);
+      expect(byName.get(def.partition)?.data_type).toBe('DATE');
+      // Every view answers, with files or without (then empty, with the right columns).
+      const [n] = await queryCatalog(lake, `SELECT count(*)::BIGINT AS n FROM "${def.name}"`);
+      expect(Number(n!.n) >= 0).toBe(true);
+    }
+    const [rejects] = await queryCatalog(lake, 'SELECT count(*)::BIGINT AS n FROM _rejects');
+    expect(Number(rejects!.n)).toBe(0);
+
+    const columns = async (t: string) =>
+      (await queryCatalog(lake, `SELECT column_name FROM duckdb_columns() WHERE table_name = '${t}'`)).map((c) => c.column_name);
+    expect(await columns('windows')).toEqual(
+      expect.arrayContaining([
+        'run_id',
+        'dataset',
+        'network',
+        'scope',
+        'from_block',
+        'to_block',
+        'rows_expected',
+        'rows_got',
+        'requests',
+        'cap_hits',
+        'status',
+      ]),
+    );
+    expect(await columns('files')).toEqual(expect.arrayContaining(['path', 'rows', 'bytes', 'min_block', 'max_block']));
+    expect(await columns('watermarks')).toEqual(expect.arrayContaining(['network', 'dataset', 'scope', 'block']));
+    expect(await columns('runs')).toEqual(expect.arrayContaining(['run_id', 'job', 'status', 'report']));
+    const windows = await queryCatalog(lake, `SELECT rows_expected, rows_got, requests, status FROM windows`);
+    expect(windows).toHaveLength(2);
+    expect(windows.every((w) => w.status === 'committed' && w.rows_expected === w.rows_got && Number(w.requests) > 0)).toBe(true);
+    const [range] = await queryCatalog(lake, `SELECT min(min_block) AS lo, max(max_block) AS hi FROM files`);
+    const [actual] = await queryCatalog(lake, `SELECT min(block_number) AS lo, max(block_number) AS hi FROM transactions`);
+    expect(range).toEqual(actual);
+  });
+
+  it('a moved lake: every chainlake command rebuilds the views, after which plain DuckDB works again', async () => {
+    const lake = path.join(dir, 'before-move');
+    await run(lake);
+    const content = await lakeContent(lake);
+    const moved = path.join(dir, 'moved', 'lake');
+    await rm(path.dirname(moved), { recursive: true, force: true });
+    await import('node:fs/promises').then((fs) => fs.mkdir(path.dirname(moved), { recursive: true }));
+    await rename(lake, moved);
+    // Views name absolute paths (plain DuckDB resolves relative ones against its working directory).
+    expect(plainDuckdb(path.join(moved, 'catalog.duckdb'), 'select count(*) from transactions').ok).toBe(false);
+    const q = await runWriter(['query', '--lake', moved, '--format', 'csv', 'select count(*) as n from transactions'], { apiKey: '' });
+    expect(q.code, q.stderr).toBe(0);
+    expect(q.stdout.trim()).toBe(`n\n${content.transactions!.rows}`);
+    const plain = plainDuckdb(path.join(moved, 'catalog.duckdb'), 'select count(*) from transactions');
+    expect(plain.ok, plain.out).toBe(true);
+    expect(JSON.parse(plain.out)).toEqual([[content.transactions!.rows]]);
+    expect(await lakeContent(moved)).toEqual(content);
+  });
+
+  it('a lost catalog is rebuilt from the files by `chainlake catalog rebuild`', async () => {
+    const lake = path.join(dir, 'lost');
+    await run(lake);
+    const content = await lakeContent(lake);
+    await rm(path.join(lake, 'catalog.duckdb'));
+    const r = await runWriter(['catalog', 'rebuild', '--lake', lake], { apiKey: '' });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/catalog rebuilt at .*: \d+ files \(\d+ added, 0 forgotten\)/);
+    const [n] = await queryCatalog(lake, 'SELECT count(*)::BIGINT AS n FROM transactions');
+    expect(Number(n!.n)).toBe(content.transactions!.rows);
+    const files = await queryCatalog(lake, 'SELECT path, rows::BIGINT AS rows, bytes::BIGINT AS bytes FROM files');
+    expect(
+      await assertClean(
+        lake,
+        files.map((f) => ({ path: String(f.path), rows: Number(f.rows), bytes: Number(f.bytes) })),
+      ),
+    ).toEqual([]);
+  });
+
+  it('a user session holding the catalog delays the commit; if it outlasts the wait, the decided commit stays and the next command finishes it', async () => {
+    const lake = path.join(dir, 'held');
+    await run(lake);
+    const job = await writeJob(path.join(dir, 'held-b.json'), sim, lake, sim.examples.addresses.slice(2, 4));
+    // The writer decides its commit; then a user opens a read-write DuckDB session on the catalog (what
+    // `duckdb catalog.duckdb` does) and keeps it longer than the writer is willing to wait.
+    const w = startWriter(['run', job, '-q'], { apiKey: sim.apiKey, hold: 'journal', env: { CHAINLAKE_CATALOG_WAIT_MS: '300' } });
+    expect(await w.held).toBe('journal');
+    const user = await DuckDBInstance.create(path.join(lake, 'catalog.duckdb'));
+    w.release();
+    const r = await w.done.finally(() => user.closeSync());
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/catalog stayed locked by another process/);
+    const status = await runWriter(['status', '--lake', lake, '--format', 'json'], { apiKey: '' });
+    expect(status.code, status.stderr).toBe(0);
+    const s = JSON.parse(status.stdout) as { pendingCommit: boolean; runs: { status: string }[] };
+    expect(s.pendingCommit).toBe(false);
+    expect(s.runs.map((x) => x.status)).toEqual(['complete', 'complete']);
+    const [n] = await queryCatalog(lake, `SELECT count(DISTINCT _run_id)::BIGINT AS n FROM transactions`);
+    expect(Number(n!.n)).toBe(2);
+    const files = await queryCatalog(lake, 'SELECT path, rows::BIGINT AS rows, bytes::BIGINT AS bytes FROM files');
+    expect(
+      await assertClean(
+        lake,
+        files.map((f) => ({ path: String(f.path), rows: Number(f.rows), bytes: Number(f.bytes) })),
+      ),
+    ).toEqual([]);
+  });
+});

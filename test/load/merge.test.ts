@@ -1,0 +1,178 @@
+import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { transactions } from '../../src/datasets/transactions.js';
+import { commitRun } from '../../src/load/commit-run.js';
+import { openEngine } from '../../src/load/engine.js';
+import { compactLake } from '../../src/load/maintenance.js';
+import { LakePaths } from '../../src/load/paths.js';
+import { openLakeReader } from '../../src/load/reader.js';
+import { lakeStatus } from '../../src/load/status.js';
+import { parseJob } from '../../src/pipeline/job.js';
+import { runJob } from '../../src/pipeline/run.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { queryCatalog, tempDir } from '../helpers/lake.js';
+import { assertClean, lakeContent, listLake, withDuck } from './helpers.js';
+
+/** Idempotent merge by natural key, file layout and compaction, on real runs against the simulator. */
+let sim: RunningSimulator;
+let dir: string;
+let cleanup: () => Promise<void>;
+let addresses: string[];
+let full: Awaited<ReturnType<typeof lakeContent>>;
+
+const job = (lake: string, range: { fromBlock: number; toBlock?: number } = { fromBlock: 0 }) =>
+  parseJob({ name: 'merge', target: 'simulator', lake, concurrency: 4, range, datasets: { transactions: { addresses } } }, 'merge-test');
+const run = async (lake: string, range?: { fromBlock: number; toBlock?: number }) => {
+  const r = await runJob(job(lake, range), { simulator: sim });
+  expect(r.status).toBe('complete');
+  return r;
+};
+const catalogFiles = (lake: string) =>
+  queryCatalog(lake, 'SELECT path, rows::BIGINT AS rows, bytes::BIGINT AS bytes FROM files').then((r) =>
+    r.map((f) => ({ path: String(f.path), rows: Number(f.rows), bytes: Number(f.bytes) })),
+  );
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 5 });
+  ({ dir, cleanup } = await tempDir('chainlake-merge-'));
+  addresses = sim.examples.addresses.slice(0, 3);
+  const lake = path.join(dir, 'full');
+  await run(lake);
+  full = await lakeContent(lake);
+  expect(full.transactions!.rows).toBeGreaterThan(100);
+});
+
+afterAll(async () => {
+  await sim?.close();
+  await cleanup?.();
+});
+
+describe('merge by natural key', () => {
+  it('overlapping windows and a re-run of every window leave one row per key: the same lake as one full run', async () => {
+    const lake = path.join(dir, 'overlap');
+    const head = (await run(lake, { fromBlock: 0, toBlock: 20_000 })).head!;
+    await run(lake, { fromBlock: 10_000, toBlock: head });
+    await run(lake, { fromBlock: 15_000, toBlock: 25_000 });
+    await run(lake, { fromBlock: 0, toBlock: head });
+    const content = await lakeContent(lake);
+    expect(content.transactions!.duplicates).toBe(0);
+    expect(content).toEqual(full);
+    expect(await assertClean(lake, await catalogFiles(lake))).toEqual([]);
+  });
+
+  it('many nightly runs over the same partitions keep one sorted ZSTD file per partition', async () => {
+    const lake = path.join(dir, 'nightly');
+    for (let i = 0; i < 4; i++) await run(lake);
+    const files = (await listLake(lake)).filter((f) => f.endsWith('.parquet'));
+    const partitions = new Set(files.map((f) => path.dirname(f)));
+    expect(files.length).toBe(partitions.size);
+    expect(files.every((f) => path.basename(f) === 'data.parquet')).toBe(true);
+    expect(await lakeContent(lake)).toEqual(full);
+    await withDuck(async (q) => {
+      for (const f of files) {
+        const file = `'${path.join(lake, f)}'`;
+        const codecs = await q(`SELECT DISTINCT compression FROM parquet_metadata(${file})`);
+        expect(codecs.map((c) => c.compression)).toEqual(['ZSTD']);
+        // Rows in file order are sorted by the declaration's sortBy (block number, then index).
+        const [unsorted] = await q(
+          `SELECT count(*)::BIGINT AS n FROM (
+             SELECT block_number, transaction_index, lag(block_number) OVER w AS pb, lag(transaction_index) OVER w AS pi
+             FROM read_parquet(${file}, file_row_number = true) WINDOW w AS (ORDER BY file_row_number))
+           WHERE pb > block_number OR (pb = block_number AND pi > transaction_index)`,
+        );
+        expect(Number(unsorted!.n)).toBe(0);
+      }
+    });
+    // Every run's rows replaced the previous ones: the newest run wins each key.
+    const [latest] = await queryCatalog(lake, 'SELECT count(DISTINCT _run_id)::BIGINT AS n FROM transactions');
+    expect(Number(latest!.n)).toBe(1);
+  });
+
+  it('stray files in a partition are folded in by compact: one file, one row per key, same rows', async () => {
+    const lake = path.join(dir, 'stray');
+    await run(lake);
+    const [first] = (await listLake(lake)).filter((f) => f.endsWith('data.parquet'));
+    const partition = path.join(lake, path.dirname(first!));
+    // A duplicate copy, and a file from an older schema (no `input` column) with one changed, newer row.
+    await copyFile(path.join(partition, 'data.parquet'), path.join(partition, 'copy.parquet'));
+    await withDuck((q) =>
+      q(
+        `COPY (SELECT * EXCLUDE (input, tx_message) REPLACE ('patched' AS _run_id, _ingested_at + INTERVAL 1 DAY AS _ingested_at), 'patched message' AS tx_message
+               FROM read_parquet('${path.join(partition, 'data.parquet')}') ORDER BY block_number LIMIT 1)
+         TO '${path.join(partition, 'old-schema.parquet')}' (FORMAT parquet)`,
+      ),
+    );
+    const [dup] = await queryCatalog(lake, 'SELECT (count(*) - count(DISTINCT transaction_hash))::BIGINT AS d FROM transactions');
+    expect(Number(dup!.d)).toBeGreaterThan(0);
+    const paths = new LakePaths(lake);
+    const reader = await openLakeReader(paths);
+    const before = await lakeStatus(reader.conn, paths).finally(() => reader.close());
+    expect(before.strayPartitions).toEqual([expect.objectContaining({ dataset: 'transactions', files: 3 })]);
+
+    const report = await compactLake(paths, { datasets: ['transactions'] });
+    expect(report.filesAfter).toBe(report.partitions);
+    expect(report.rowsBefore - report.rowsAfter).toBe(Number(dup!.d));
+    const content = await lakeContent(lake);
+    expect(content.transactions!.rows).toBe(full.transactions!.rows);
+    expect(content.transactions!.duplicates).toBe(0);
+    expect(await assertClean(lake, await catalogFiles(lake))).toEqual([]);
+    // The newer row won, and the old file's missing column became NULL in it.
+    const patched = await queryCatalog(lake, `SELECT tx_message, input FROM transactions WHERE _run_id = 'patched'`);
+    expect(patched).toEqual([{ tx_message: 'patched message', input: null }]);
+    const types = await queryCatalog(lake, `SELECT column_type FROM (DESCRIBE transactions) WHERE column_name = 'value'`);
+    expect(types[0]!.column_type).toBe('DECIMAL(38,0)');
+  });
+
+  it('rejects are a per-day log: the runs of one day share one merged file', async () => {
+    const lake = path.join(dir, 'rejects');
+    const paths = new LakePaths(lake);
+    const staging = path.join(lake, '_staging', 'test');
+    await mkdir(staging, { recursive: true });
+    const rejects = path.join(staging, 'rejects.ndjson');
+    const entry = (i: number) => ({ transaction_hash: `0x${String(i).padStart(64, '0')}`, value: 'not-a-number' });
+    await writeFile(
+      rejects,
+      [1, 2]
+        .map((i) =>
+          JSON.stringify({
+            dataset: 'transactions',
+            network: 'mainnet',
+            window: 'w',
+            field: 'value',
+            raw_value: '"not-a-number"',
+            reason: 'not an integer',
+            entry: JSON.stringify(entry(i)),
+          }),
+        )
+        .join('\n') + '\n',
+    );
+    const engine = await openEngine({ tempDir: path.join(staging, 'tmp') });
+    try {
+      for (const [runId, batch] of [
+        ['run-1', 'batch-0'],
+        ['run-2', 'batch-0'],
+      ] as const) {
+        await commitRun({
+          engine,
+          paths,
+          runId,
+          ingestedAt: '2024-05-01T10:00:00.000Z',
+          stagingDir: path.join(lake, '_staging', runId, batch),
+          network: 'mainnet',
+          datasets: [{ def: transactions, stagedFiles: [] }],
+          rejectFiles: [rejects],
+          windows: [],
+          watermarks: [],
+          run: () => ({ job: 't', startedAt: '2024-05-01T10:00:00.000Z', finishedAt: '2024-05-01T10:00:01.000Z', status: 'complete', report: {} }),
+        });
+      }
+    } finally {
+      engine.close();
+    }
+    expect((await listLake(lake)).filter((f) => f.endsWith('.parquet'))).toEqual(['_rejects/network=mainnet/run_date=2024-05-01/data.parquet']);
+    const rows = await queryCatalog(lake, `SELECT _run_id, field, reason, entry->>'value' AS v, run_date::VARCHAR AS d FROM _rejects ORDER BY _run_id, entry`);
+    expect(rows).toHaveLength(4);
+    expect(rows[0]).toEqual({ _run_id: 'run-1', field: 'value', reason: 'not an integer', v: 'not-a-number', d: '2024-05-01' });
+  });
+});
