@@ -217,25 +217,25 @@ export class ExplorerClient implements ApiCaller {
   }
 
   /** #2 GET /v1/accounts/{address}/transactions. */
-  transactions(address: string, q: TransactionsQuery, acct: Accounting): Promise<ListResults> {
+  async transactions(address: string, q: TransactionsQuery, acct: Accounting): Promise<ListResults> {
     const a = seg(ExplorerClient.address(address, 'explorer #2: address'));
     return this.list('explorer #2', `/v1/accounts/${a}/transactions`, { ...q }, acct);
   }
 
   /** #3 GET /v1/accounts/{address}/internal-transactions. */
-  internalTransactions(address: string, q: Paging & BlockFilter & { input?: boolean }, acct: Accounting): Promise<ListResults> {
+  async internalTransactions(address: string, q: Paging & BlockFilter & { input?: boolean }, acct: Accounting): Promise<ListResults> {
     const a = seg(ExplorerClient.address(address, 'explorer #3: address'));
     return this.list('explorer #3', `/v1/accounts/${a}/internal-transactions`, { ...q }, acct);
   }
 
   /** #4 GET /v1/accounts/{address}/token-transfer/erc20. */
-  erc20Transfers(address: string, q: Paging & BlockFilter, acct: Accounting): Promise<ListResults> {
+  async erc20Transfers(address: string, q: Paging & BlockFilter, acct: Accounting): Promise<ListResults> {
     const a = seg(ExplorerClient.address(address, 'explorer #4: address'));
     return this.list('explorer #4', `/v1/accounts/${a}/token-transfer/erc20`, { ...q }, acct);
   }
 
   /** #5 GET /v1/accounts/{address}/token-transfer/erc721. */
-  erc721Transfers(address: string, q: Paging & BlockFilter, acct: Accounting): Promise<ListResults> {
+  async erc721Transfers(address: string, q: Paging & BlockFilter, acct: Accounting): Promise<ListResults> {
     const a = seg(ExplorerClient.address(address, 'explorer #5: address'));
     return this.list('explorer #5', `/v1/accounts/${a}/token-transfer/erc721`, { ...q }, acct);
   }
@@ -249,44 +249,44 @@ export class ExplorerClient implements ApiCaller {
   }
 
   /** #7 GET /v1/accounts/{address}/tokens/erc20. */
-  erc20Tokens(address: string, q: Paging, acct: Accounting): Promise<ListResults> {
+  async erc20Tokens(address: string, q: Paging, acct: Accounting): Promise<ListResults> {
     const a = seg(ExplorerClient.address(address, 'explorer #7: address'));
     return this.list('explorer #7', `/v1/accounts/${a}/tokens/erc20`, { ...q }, acct);
   }
 
   /** #8 GET /v1/accounts/{address}/tokens/erc721. */
-  erc721Tokens(address: string, q: Paging, acct: Accounting): Promise<ListResults> {
+  async erc721Tokens(address: string, q: Paging, acct: Accounting): Promise<ListResults> {
     const a = seg(ExplorerClient.address(address, 'explorer #8: address'));
     return this.list('explorer #8', `/v1/accounts/${a}/tokens/erc721`, { ...q }, acct);
   }
 
   /** #9 GET /v1/accounts/{address}/tokens/inventory[/{token}]: NFTs the address holds, optionally of one contract. */
-  accountInventory(address: string, token: string | undefined, q: Paging, acct: Accounting): Promise<ListResults> {
+  async accountInventory(address: string, token: string | undefined, q: Paging, acct: Accounting): Promise<ListResults> {
     const a = seg(ExplorerClient.address(address, 'explorer #9: address'));
     const t = token === undefined ? '' : `/${seg(ExplorerClient.address(token, 'explorer #9: token'))}`;
     return this.list('explorer #9', `/v1/accounts/${a}/tokens/inventory${t}`, { ...q }, acct);
   }
 
   /** #10 GET /v1/accounts/{address}/mined-blocks. */
-  minedBlocks(address: string, q: Paging, acct: Accounting): Promise<ListResults> {
+  async minedBlocks(address: string, q: Paging, acct: Accounting): Promise<ListResults> {
     const a = seg(ExplorerClient.address(address, 'explorer #10: address'));
     return this.list('explorer #10', `/v1/accounts/${a}/mined-blocks`, { ...q }, acct);
   }
 
   /** #11 GET /v1/transactions/{hash}/transaction-status. */
-  transactionStatus(hash: string, acct: Accounting): Promise<RecordResults> {
+  async transactionStatus(hash: string, acct: Accounting): Promise<RecordResults> {
     const h = seg(ExplorerClient.hash(hash, 'explorer #11: transaction hash'));
     return this.record('explorer #11', `/v1/transactions/${h}/transaction-status`, {}, acct);
   }
 
   /** #12 GET /v1/transactions/{hash}/receipt-status. */
-  receiptStatus(hash: string, acct: Accounting): Promise<RecordResults> {
+  async receiptStatus(hash: string, acct: Accounting): Promise<RecordResults> {
     const h = seg(ExplorerClient.hash(hash, 'explorer #12: transaction hash'));
     return this.record('explorer #12', `/v1/transactions/${h}/receipt-status`, {}, acct);
   }
 
   /** #13 GET /v1/transactions/{hash}/internal-transactions: no offset; on testnet served by the alternate host. */
-  transactionInternalTransactions(hash: string, q: { limit?: number; input?: boolean }, acct: Accounting): Promise<ListResults> {
+  async transactionInternalTransactions(hash: string, q: { limit?: number; input?: boolean }, acct: Accounting): Promise<ListResults> {
     const h = seg(ExplorerClient.hash(hash, 'explorer #13: transaction hash'));
     return this.list('explorer #13', `/v1/transactions/${h}/internal-transactions`, { ...q }, acct, this.config.network === 'testnet' ? 'alt' : 'main');
   }
@@ -335,7 +335,7 @@ export class ExplorerClient implements ApiCaller {
   }
 
   /** #18 GET /v1/event-logs: logs of a contract filtered by topics and blocks. */
-  eventLogs(q: EventLogsQuery, acct: Accounting): Promise<ListResults> {
+  async eventLogs(q: EventLogsQuery, acct: Accounting): Promise<ListResults> {
     ExplorerClient.address(q.address, 'explorer #18: address');
     need(typeof q.topic0 === 'string' && q.topic0 !== '', 'explorer #18: topic0 is required');
     return this.list(
@@ -376,32 +376,32 @@ export class ExplorerClient implements ApiCaller {
   }
 
   /** #21 GET /v1/tokens/{contract}/inventory[/{holder}]: token ids of a contract, optionally of one holder. */
-  tokenInventory(contract: string, holder: string | undefined, q: Paging, acct: Accounting): Promise<ListResults> {
+  async tokenInventory(contract: string, holder: string | undefined, q: Paging, acct: Accounting): Promise<ListResults> {
     const c = seg(ExplorerClient.address(contract, 'explorer #21: token address'));
     const h = holder === undefined ? '' : `/${seg(ExplorerClient.address(holder, 'explorer #21: holder address'))}`;
     return this.list('explorer #21', `/v1/tokens/${c}/inventory${h}`, { ...q }, acct);
   }
 
   /** #22 GET /v1/erc-721/{address}/tokens: the ERC-721 tokens an address holds. */
-  erc721Holdings(address: string, q: Paging, acct: Accounting): Promise<ListResults> {
+  async erc721Holdings(address: string, q: Paging, acct: Accounting): Promise<ListResults> {
     const a = seg(ExplorerClient.address(address, 'explorer #22: address'));
     return this.list('explorer #22', `/v1/erc-721/${a}/tokens`, { ...q }, acct);
   }
 
   /** #23 GET /v1/erc-721/{contract}/inventory. */
-  erc721Inventory(contract: string, q: Paging, acct: Accounting): Promise<ListResults> {
+  async erc721Inventory(contract: string, q: Paging, acct: Accounting): Promise<ListResults> {
     const c = seg(ExplorerClient.address(contract, 'explorer #23: contract address'));
     return this.list('explorer #23', `/v1/erc-721/${c}/inventory`, { ...q }, acct);
   }
 
   /** #24 GET /v1/erc-721/{address}/contracts: contracts in which the address holds a non-zero balance. */
-  erc721Contracts(address: string, q: Paging, acct: Accounting): Promise<ListResults> {
+  async erc721Contracts(address: string, q: Paging, acct: Accounting): Promise<ListResults> {
     const a = seg(ExplorerClient.address(address, 'explorer #24: address'));
     return this.list('explorer #24', `/v1/erc-721/${a}/contracts`, { ...q }, acct);
   }
 
   /** #25 GET /v1/erc-721/{address}/token-transfer: `startBlock` is required by the API. */
-  erc721TokenTransfers(address: string, q: Paging & { startBlock: number; endBlock?: number }, acct: Accounting): Promise<ListResults> {
+  async erc721TokenTransfers(address: string, q: Paging & { startBlock: number; endBlock?: number }, acct: Accounting): Promise<ListResults> {
     const a = seg(ExplorerClient.address(address, 'explorer #25: address'));
     need(Number.isSafeInteger(q.startBlock) && q.startBlock >= 0, `explorer #25: startBlock is required and must be a block number, got ${q.startBlock}`);
     return this.list('explorer #25', `/v1/erc-721/${a}/token-transfer`, { ...q }, acct);

@@ -110,13 +110,13 @@ export class FinanceClient implements ApiCaller {
   }
 
   /** GET /staking/info_list: the staking pool `pid` (0 or 1 in the spec). */
-  stakingInfo(pid: number, acct: Accounting): Promise<FinanceRecord[]> {
+  async stakingInfo(pid: number, acct: Accounting): Promise<FinanceRecord[]> {
     need(Number.isSafeInteger(pid) && pid >= 0, `finance info_list: pid must be a non-negative integer, got ${pid}`);
     return this.list('finance /staking/info_list', '/staking/info_list', { pid }, acct);
   }
 
   /** GET /staking/getRewardInfo: `_staking_reward` (wei strings) and `staking_reward` (coin numbers), at a block or the latest. */
-  stakingRewards(blockNumber: number | undefined, acct: Accounting): Promise<FinanceRecord> {
+  async stakingRewards(blockNumber: number | undefined, acct: Accounting): Promise<FinanceRecord> {
     need(
       blockNumber === undefined || (Number.isSafeInteger(blockNumber) && blockNumber >= 0),
       `finance getRewardInfo: block_number must be a block number, got ${blockNumber}`,
@@ -125,12 +125,12 @@ export class FinanceClient implements ApiCaller {
   }
 
   /** GET /dashboard/overview. */
-  dashboard(acct: Accounting): Promise<FinanceRecord> {
+  async dashboard(acct: Accounting): Promise<FinanceRecord> {
     return this.object('finance /dashboard/overview', '/dashboard/overview', {}, acct);
   }
 
   /** GET /pool/info_list: figures of one pool contract. */
-  poolInfo(pool: string, acct: Accounting): Promise<FinanceRecord[]> {
+  async poolInfo(pool: string, acct: Accounting): Promise<FinanceRecord[]> {
     need(typeof pool === 'string' && /^0x[0-9a-fA-F]{40}$/.test(pool), `finance pool info_list: pool must be an address, got ${JSON.stringify(pool)}`);
     return this.list('finance /pool/info_list', '/pool/info_list', { pool }, acct);
   }

@@ -68,7 +68,10 @@ describe('chain datasets round trip (simulator -> lake -> DuckDB)', () => {
     const api = new Map<string, Record<string, unknown>>();
     const add = (e: Record<string, unknown>) => api.set(`${lower(e.transaction_hash)}/${JSON.stringify(e.trace_address)}`, e);
     (await apiAll(sim.urls.mainnet, sim.apiKey, `/v1/accounts/${ex.addresses[1]}/internal-transactions`, { ...range(), input: 'true' })).forEach(add);
-    const byTx = await apiResults(sim.urls.mainnet, sim.apiKey, `/v1/transactions/${ex.internalTransactionHash}/internal-transactions`, { limit: 1000, input: 'true' });
+    const byTx = await apiResults(sim.urls.mainnet, sim.apiKey, `/v1/transactions/${ex.internalTransactionHash}/internal-transactions`, {
+      limit: 1000,
+      input: 'true',
+    });
     (byTx.data as Record<string, unknown>[]).forEach(add);
     expect((byTx.data as unknown[]).length).toBeGreaterThan(2);
     const [agg] = await queryCatalog(
@@ -153,7 +156,10 @@ describe('chain datasets round trip (simulator -> lake -> DuckDB)', () => {
       expect(rows.length, origin).toBe(api.size);
       expect(new Set(rows.map((r) => r.k))).toEqual(api);
     }
-    const [n] = await queryCatalog(lake, `SELECT count(*) FILTER (WHERE token_id IS NOT NULL AND origin_endpoint = 'account_erc721_transfers')::BIGINT AS bad FROM erc721_transfers`);
+    const [n] = await queryCatalog(
+      lake,
+      `SELECT count(*) FILTER (WHERE token_id IS NOT NULL AND origin_endpoint = 'account_erc721_transfers')::BIGINT AS bad FROM erc721_transfers`,
+    );
     expect(n!.bad).toBe(0n);
   });
 
@@ -162,8 +168,15 @@ describe('chain datasets round trip (simulator -> lake -> DuckDB)', () => {
     const nftPadded = `0x${'0'.repeat(24)}${ex.nftHolder.slice(2)}`;
     const api = new Map<string, Record<string, unknown>>();
     const q = { start_block: FROM, end_block: head, topic_0: ex.transferTopic };
-    for (const e of await apiAll(sim.urls.mainnet, sim.apiKey, '/v1/event-logs', { ...q, address: ex.erc721Token, topic_2: nftPadded })) api.set(`${lower(e.transaction_hash)}/${e.log_index}`, e);
-    for (const e of await apiAll(sim.urls.mainnet, sim.apiKey, '/v1/event-logs', { ...q, address: ex.erc20Token, topic_1: nftPadded, topic_2: nftPadded, operand: 'or' }))
+    for (const e of await apiAll(sim.urls.mainnet, sim.apiKey, '/v1/event-logs', { ...q, address: ex.erc721Token, topic_2: nftPadded }))
+      api.set(`${lower(e.transaction_hash)}/${e.log_index}`, e);
+    for (const e of await apiAll(sim.urls.mainnet, sim.apiKey, '/v1/event-logs', {
+      ...q,
+      address: ex.erc20Token,
+      topic_1: nftPadded,
+      topic_2: nftPadded,
+      operand: 'or',
+    }))
       api.set(`${lower(e.transaction_hash)}/${e.log_index}`, e);
     expect(api.size).toBeGreaterThan(10);
     const rows = await queryCatalog(
@@ -195,7 +208,10 @@ describe('chain datasets round trip (simulator -> lake -> DuckDB)', () => {
 
   it('blocks: one row per scoped block number, equal to the block record', async () => {
     await expectDeclaredTypes(lake, getDataset('blocks'));
-    const rows = await queryCatalog(lake, `SELECT block_number, miner, reward::VARCHAR AS reward, fees::VARCHAR AS fees, mining_reward::VARCHAR AS mr FROM blocks ORDER BY block_number`);
+    const rows = await queryCatalog(
+      lake,
+      `SELECT block_number, miner, reward::VARCHAR AS reward, fees::VARCHAR AS fees, mining_reward::VARCHAR AS mr FROM blocks ORDER BY block_number`,
+    );
     expect(rows.map((r) => Number(r.block_number))).toEqual([ex.block, ex.block + 1, ex.block + 2, ex.block + 3]);
     for (const r of rows) {
       const d = (await apiResults(sim.urls.mainnet, sim.apiKey, `/v1/blocks/${r.block_number}`)).data as Record<string, unknown>;

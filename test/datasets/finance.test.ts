@@ -62,8 +62,11 @@ describe('finance datasets round trip', () => {
       ['hour', 72],
       ['day', 5],
     ] as const) {
-      const api = ((await financeData(sim.urls.finance, '/stablecoin/total_chart', { unit, unit_count: count, unit_multiplier: 1 })) as { history: Record<string, unknown>[] })
-        .history;
+      const api = (
+        (await financeData(sim.urls.finance, '/stablecoin/total_chart', { unit, unit_count: count, unit_multiplier: 1 })) as {
+          history: Record<string, unknown>[];
+        }
+      ).history;
       const rows = await queryCatalog(
         lake,
         `SELECT epoch_ms(timestamp)::BIGINT AS ms, point_date::VARCHAR AS d, price, volume, total_supply, date_time FROM stable_chart WHERE unit = '${unit}' AND unit_multiplier = 1 ORDER BY timestamp`,

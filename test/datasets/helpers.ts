@@ -59,7 +59,14 @@ export async function apiResults(base: string, apiKey: string, path: string, que
 }
 
 /** Every entry of an offset-paged explorer listing (entries at `at`, count beside them). */
-export async function apiAll(base: string, apiKey: string, path: string, query: Record<string, string | number> = {}, at = ['data'], countAt = ['count']): Promise<Record<string, unknown>[]> {
+export async function apiAll(
+  base: string,
+  apiKey: string,
+  path: string,
+  query: Record<string, string | number> = {},
+  at = ['data'],
+  countAt = ['count'],
+): Promise<Record<string, unknown>[]> {
   const out: Record<string, unknown>[] = [];
   for (let offset = 0; offset < 100_000; offset += 1000) {
     const r = await apiResults(base, apiKey, path, { ...query, limit: 1000, offset });

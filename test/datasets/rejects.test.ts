@@ -102,9 +102,27 @@ describe('rejects of the new kinds', () => {
 
     const rejects = await queryCatalog(lake, `SELECT dataset, "window", field, raw_value, reason FROM _rejects ORDER BY dataset`);
     expect(rejects).toEqual([
-      { dataset: 'erc20_transfers', window: expect.stringContaining('erc20_transfers/mainnet/address='), field: 'value', raw_value: '12abc', reason: expect.stringMatching(/amount/) },
-      { dataset: 'internal_transactions', window: expect.stringContaining('transaction='), field: 'trace_address', raw_value: '["x"]', reason: expect.stringMatching(/small integer/) },
-      { dataset: 'nft_inventory', window: expect.stringContaining('token='), field: 'token_id', raw_value: 'NaN-id', reason: expect.stringMatching(/does not match/) },
+      {
+        dataset: 'erc20_transfers',
+        window: expect.stringContaining('erc20_transfers/mainnet/address='),
+        field: 'value',
+        raw_value: '12abc',
+        reason: expect.stringMatching(/amount/),
+      },
+      {
+        dataset: 'internal_transactions',
+        window: expect.stringContaining('transaction='),
+        field: 'trace_address',
+        raw_value: '["x"]',
+        reason: expect.stringMatching(/small integer/),
+      },
+      {
+        dataset: 'nft_inventory',
+        window: expect.stringContaining('token='),
+        field: 'token_id',
+        raw_value: 'NaN-id',
+        reason: expect.stringMatching(/does not match/),
+      },
       { dataset: 'pool_info', window: expect.stringContaining('pool='), field: 'volume_24h', raw_value: 'n/a', reason: expect.stringMatching(/not a number/) },
     ]);
 

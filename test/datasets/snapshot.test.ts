@@ -21,7 +21,10 @@ beforeAll(async () => {
   ex = sim.examples;
   ({ dir: lake, cleanup } = await tempDir());
   // More than 20 addresses, so balances go out in several POST batches.
-  const txs = (await apiResults(sim.urls.mainnet, sim.apiKey, `/v1/accounts/${ex.addresses[0]}/transactions`, { limit: 200 })).data as Record<string, unknown>[];
+  const txs = (await apiResults(sim.urls.mainnet, sim.apiKey, `/v1/accounts/${ex.addresses[0]}/transactions`, { limit: 200 })).data as Record<
+    string,
+    unknown
+  >[];
   many = [...new Set([...ex.addresses, ex.whale, ...txs.flatMap((t) => [lower(t.sender), t.receiver === null ? [] : lower(t.receiver)].flat())])].slice(0, 45);
   // The token whose single unit is 2^256-1 (its total supply does not fit DECIMAL(38,0)).
   for (const a of ex.addresses) {
@@ -115,14 +118,19 @@ describe('explorer snapshot datasets round trip', () => {
   it('nft_inventory: one row per (token_address, token_id) with its owner, from every endpoint', async () => {
     await expectDeclaredTypes(lake, getDataset('nft_inventory'));
     const owners = new Map<string, string>();
-    for (const e of await apiAll(sim.urls.mainnet, sim.apiKey, `/v1/tokens/${ex.erc721Token}/inventory`)) owners.set(`${ex.erc721Token}/${e.token_id}`, lower(e.holder_address));
-    for (const e of await apiAll(sim.urls.mainnet, sim.apiKey, `/v1/accounts/${ex.addresses[1]}/tokens/inventory`)) owners.set(`${lower(e.contract_address)}/${e.token_id}`, ex.addresses[1]!);
+    for (const e of await apiAll(sim.urls.mainnet, sim.apiKey, `/v1/tokens/${ex.erc721Token}/inventory`))
+      owners.set(`${ex.erc721Token}/${e.token_id}`, lower(e.holder_address));
+    for (const e of await apiAll(sim.urls.mainnet, sim.apiKey, `/v1/accounts/${ex.addresses[1]}/tokens/inventory`))
+      owners.set(`${lower(e.contract_address)}/${e.token_id}`, ex.addresses[1]!);
     const rows = await queryCatalog(lake, `SELECT token_address || '/' || token_id AS k, holder_address, origin_endpoint FROM nft_inventory`);
     expect(rows.length).toBe(owners.size);
     for (const r of rows) expect(r.holder_address, r.k as string).toBe(owners.get(r.k as string));
     const origins = await queryCatalog(lake, `SELECT count(DISTINCT origin_endpoint)::BIGINT AS n FROM nft_inventory`);
     expect(Number(origins[0]!.n)).toBeGreaterThanOrEqual(2);
-    const [meta] = await queryCatalog(lake, `SELECT count(*) FILTER (WHERE token_name IS NULL)::BIGINT AS n FROM nft_inventory WHERE token_address = '${ex.erc721Token}'`);
+    const [meta] = await queryCatalog(
+      lake,
+      `SELECT count(*) FILTER (WHERE token_name IS NULL)::BIGINT AS n FROM nft_inventory WHERE token_address = '${ex.erc721Token}'`,
+    );
     expect(meta!.n).toBe(0n);
   });
 
@@ -132,7 +140,8 @@ describe('explorer snapshot datasets round trip', () => {
     const rows = await queryCatalog(lake, `SELECT token_address, total_supply::VARCHAR AS s, total_supply_raw AS raw FROM token_supply ORDER BY token_address`);
     expect(rows.length).toBe(3);
     for (const r of rows) {
-      const api = ((await apiResults(sim.urls.mainnet, sim.apiKey, `/v1/tokens/${r.token_address}/total-supply`)).data as { total_supply: string }).total_supply;
+      const api = ((await apiResults(sim.urls.mainnet, sim.apiKey, `/v1/tokens/${r.token_address}/total-supply`)).data as { total_supply: string })
+        .total_supply;
       expect(r.raw ?? r.s).toBe(api);
     }
     expect(rows.find((r) => r.token_address === maxToken)).toMatchObject({ s: null, raw: String(2n ** 256n - 1n) });
@@ -143,7 +152,8 @@ describe('explorer snapshot datasets round trip', () => {
     const rows = await queryCatalog(lake, `SELECT holder_address, balance::VARCHAR AS b FROM token_balances WHERE token_address = '${ex.erc20Token}'`);
     expect(rows.length).toBe(3);
     for (const r of rows) {
-      const api = ((await apiResults(sim.urls.mainnet, sim.apiKey, `/v1/tokens/${ex.erc20Token}/balance/${r.holder_address}`)).data as { balance: string }).balance;
+      const api = ((await apiResults(sim.urls.mainnet, sim.apiKey, `/v1/tokens/${ex.erc20Token}/balance/${r.holder_address}`)).data as { balance: string })
+        .balance;
       expect(r.b).toBe(api);
     }
   });
@@ -155,7 +165,10 @@ describe('explorer snapshot datasets round trip', () => {
     const failed = rows.filter((r) => r.transaction_hash === ex.failedTransactionHash);
     expect(failed.find((r) => r.status_kind === 'transaction_status')).toMatchObject({ status: false });
     expect(failed.find((r) => r.status_kind === 'transaction_status')!.description).toMatch(/\w/);
-    expect(rows.find((r) => r.transaction_hash === ex.transactionHash && r.status_kind === 'transaction_status')).toMatchObject({ status: true, description: null });
+    expect(rows.find((r) => r.transaction_hash === ex.transactionHash && r.status_kind === 'transaction_status')).toMatchObject({
+      status: true,
+      description: null,
+    });
     for (const r of rows.filter((x) => x.status_kind === 'receipt_status')) {
       const api = (await apiResults(sim.urls.mainnet, sim.apiKey, `/v1/transactions/${r.transaction_hash}/receipt-status`)).data as { status: string };
       expect(r.status).toBe(api.status === '1');
