@@ -30,8 +30,8 @@ export function describeDataset(name: string): string {
         `    ${e.id}: ${e.api} ${e.ref}; scope ${scopeText(e)}${e.blockRange ? '; windowed by block range' : ''}${e.alternate ? '; alternate (only when the job names it)' : ''}`,
     ),
     ...(def.notes?.length ? ['  notes:', ...def.notes.map((n) => `    - ${n}`)] : []),
-    '  columns:',
-    ...cols.map((c) => `    ${c.name.padEnd(width)}  ${c.type.padEnd(typeWidth)}  ${nullable.get(c.name) === false ? 'NOT NULL  ' : '          '}${c.doc}`),
+    '  columns ("required": a row whose API value is missing or null goes to _rejects):',
+    ...cols.map((c) => `    ${c.name.padEnd(width)}  ${c.type.padEnd(typeWidth)}  ${nullable.get(c.name) === false ? 'required  ' : '          '}${c.doc}`),
   ].join('\n');
 }
 
