@@ -13,6 +13,7 @@ import { ByteOut, ascii } from './bytes.js';
 const out = new ByteOut();
 const COMMA = 44;
 const DATA_OPEN = ascii(',"data":['), LIST_CLOSE = ascii(']}');
+const OK_OPEN = ascii('{"status":"200","message":"OK","results":');
 
 export interface ExplorerCtx {
   chain: Chain;
@@ -25,7 +26,11 @@ export interface ExplorerCtx {
 }
 export interface ExplorerState { verified: Map<string, VerifiedRecord> }
 
-export interface Results { results: string | Buffer; rows: number }
+export interface Results {
+  results: string | Buffer; rows: number;
+  /** The results bytes already hold the whole success envelope (saves a copy on the hot path). */
+  enveloped?: boolean;
+}
 export type Handler = (ctx: ExplorerCtx) => Results;
 
 export interface Route { method: 'GET' | 'POST'; pattern: string[]; name: string; handler: Handler }
@@ -61,6 +66,7 @@ function txTransactions(ctx: ExplorerCtx): Results {
   const [lo, hi] = a < 0 ? EMPTY_CSR_RANGE : c.range(csr, a, (t) => blk[t]!, from, to);
   const [p0, p1] = pageDesc(lo, hi, offset, limit);
   out.reset();
+  out.raw(OK_OPEN);
   out.str('{"count":"' + (hi - lo) + '"' + (simple ? ',"from_block":"' + from + '","to_block":"' + toBlock + '"' : ''));
   out.ensure(16); out.raw(DATA_OPEN);
   for (let i = p1 - 1; i >= p0; i--) {
@@ -68,8 +74,8 @@ function txTransactions(ctx: ExplorerCtx): Results {
     if (i !== p1 - 1) out.byte(COMMA);
     if (simple) writeTxSimple(out, c, t, withInput); else writeTx(out, c, t, head, withInput);
   }
-  out.ensure(16); out.raw(LIST_CLOSE);
-  return { results: out.take(), rows: p1 - p0 };
+  out.ensure(16); out.raw(LIST_CLOSE); out.byte(125);
+  return { results: out.take(), rows: p1 - p0, enveloped: true };
 }
 
 function block(ctx: ExplorerCtx): Results {

@@ -258,7 +258,8 @@ export class SimServer {
     const chain = this.chains[network];
     try {
       const r = hit.route.handler({ chain, head: chain.head, query, params: hit.params, body, resultWindow: this.cfg.resultWindow, state: this.state[network] });
-      const okBody = typeof r.results === "string" ? OK_PREFIX + r.results + "}" : Buffer.concat([OK_PREFIX_BYTES, r.results, CLOSE_BYTES]);
+      const okBody = r.enveloped ? r.results
+        : typeof r.results === 'string' ? OK_PREFIX + r.results + '}' : Buffer.concat([OK_PREFIX_BYTES, r.results, CLOSE_BYTES]);
       return { status: 200, body: okBody, rows: r.rows };
     } catch (e) {
       if (e instanceof ApiError) return { status: e.status, body: explorerError(e.status, e.message), rows: 0, headers: e.headers };
