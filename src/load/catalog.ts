@@ -98,6 +98,12 @@ export interface RunRow {
 }
 
 const num = (n: number | null): string => (n === null ? 'NULL' : String(n));
+/** Integer text from DuckDB (block numbers): checked, then inlined. */
+const int = (n: string | null): string => {
+  if (n === null) return 'NULL';
+  if (!/^-?\d+$/.test(n)) throw new Error(`not an integer: ${n}`);
+  return n;
+};
 const str = (s: string | null | undefined): string => (s === null || s === undefined ? 'NULL' : literal(s));
 
 /** DuckDB's refusal to open a database file another process holds (a writer, or readers against a writer). */
@@ -229,7 +235,7 @@ export class Catalog {
     if (files.length === 0) return;
     const rows = files.map(
       (f) =>
-        `(${literal(f.path)}, ${literal(f.dataset)}, ${literal(f.network)}, ${literal(f.partition)}, ${f.rows}, ${f.bytes}, ${num(f.minBlock)}, ${num(f.maxBlock)}, ${literal(runId)}, now())`,
+        `(${literal(f.path)}, ${literal(f.dataset)}, ${literal(f.network)}, ${literal(f.partition)}, ${f.rows}, ${f.bytes}, ${int(f.minBlock)}, ${int(f.maxBlock)}, ${literal(runId)}, now())`,
     );
     await this.run(`INSERT OR REPLACE INTO files VALUES ${rows.join(', ')}`);
   }

@@ -19,8 +19,9 @@ export interface CommittedFile {
   path: string;
   rows: number;
   bytes: number;
-  minBlock: number | null;
-  maxBlock: number | null;
+  /** Lowest and highest block number in the file, as exact integer text (BIGINT does not fit a JS number). */
+  minBlock: string | null;
+  maxBlock: string | null;
 }
 
 /** A partition file ready in staging: what to rename where, and which stray files of the partition it replaces. */

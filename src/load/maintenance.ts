@@ -196,8 +196,8 @@ export async function rebuildCatalog(paths: LakePaths): Promise<RebuildReport> {
             path: paths.relative(f),
             rows: Number(n),
             bytes: (await stat(f)).size,
-            minBlock: lo == null ? null : Number(lo),
-            maxBlock: hi == null ? null : Number(hi),
+            minBlock: lo == null ? null : lo.toString(),
+            maxBlock: hi == null ? null : hi.toString(),
           });
         }
       }

@@ -4,8 +4,9 @@ import { ident, literal, literalList } from './sql.js';
 
 export interface MergedStats {
   rows: number;
-  minBlock: number | null;
-  maxBlock: number | null;
+  /** Exact integer text. */
+  minBlock: string | null;
+  maxBlock: string | null;
 }
 
 /** Columns that identify a row's content, for a deterministic pick between rows of one key and one run. */
@@ -43,5 +44,5 @@ export async function writeMergedPartition(
     `SELECT count(*)::BIGINT${block ? `, min(${block})::BIGINT, max(${block})::BIGINT` : ''} FROM read_parquet(${literal(opts.target)})`,
   );
   const [n, lo, hi] = stats.getRowsJS()[0] as [bigint, bigint | null | undefined, bigint | null | undefined];
-  return { rows: Number(n), minBlock: lo == null ? null : Number(lo), maxBlock: hi == null ? null : Number(hi) };
+  return { rows: Number(n), minBlock: lo == null ? null : lo.toString(), maxBlock: hi == null ? null : hi.toString() };
 }
