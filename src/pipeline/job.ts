@@ -208,7 +208,8 @@ function contractTopicScopes(r: Reader, spec: Obj, where: string): ScopeValues[]
       scope = { contract: addressList(r, [c], at.replace(/\[\d+\]$/, ''))[0]!, ...shared, ...sharedOptions };
     } else if (isObj(c)) {
       r.keys(c, at, ['address', 'topics', 'operand', 'type']);
-      if (typeof c.address !== 'string' || !ADDRESS.test(c.address)) r.fail(`${at}.address`, `not an address (0x + 40 hex digits): ${JSON.stringify(c.address)}`);
+      if (typeof c.address !== 'string' || !ADDRESS.test(c.address))
+        r.fail(`${at}.address`, `not an address (0x + 40 hex digits): ${JSON.stringify(c.address)}`);
       const topics = c.topics === undefined ? shared : topicsOf(c.topics, `${at}.topics`);
       if (!topics) r.fail(`${at}.topics`, 'topic_0 is required by the API: give "topics" here or beside "contracts"');
       scope = { contract: c.address.toLowerCase(), ...topics, ...sharedOptions, ...options(c, at) };
@@ -225,7 +226,8 @@ function chartScopes(r: Reader, v: unknown, where: string): ScopeValues[] {
     const at = `${where}[${i}]`;
     if (!isObj(c)) r.fail(at, 'must be an object {"unit": "hour", "unit_count": 24, "unit_multiplier": 1}');
     r.keys(c, at, ['unit', 'unit_count', 'unit_multiplier']);
-    if (typeof c.unit !== 'string' || !CHART_UNITS.includes(c.unit)) r.fail(`${at}.unit`, `must be one of ${CHART_UNITS.join(', ')}, got ${JSON.stringify(c.unit)}`);
+    if (typeof c.unit !== 'string' || !CHART_UNITS.includes(c.unit))
+      r.fail(`${at}.unit`, `must be one of ${CHART_UNITS.join(', ')}, got ${JSON.stringify(c.unit)}`);
     return {
       unit: c.unit,
       unit_count: String(r.int(c.unit_count, `${at}.unit_count`, 1)),
@@ -249,9 +251,13 @@ function scopesFor(r: Reader, kind: ScopeKind, spec: Obj, where: string): ScopeV
     }
     case 'transaction':
       if (!has('transactions')) return undefined;
-      return [...new Set(list(r, spec.transactions, `${where}.transactions`, 'transaction hashes').map((h, i) => hashOf(r, h, `${where}.transactions[${i}]`, 'a transaction hash')))].map(
-        (transaction) => ({ transaction }),
-      );
+      return [
+        ...new Set(
+          list(r, spec.transactions, `${where}.transactions`, 'transaction hashes').map((h, i) =>
+            hashOf(r, h, `${where}.transactions[${i}]`, 'a transaction hash'),
+          ),
+        ),
+      ].map((transaction) => ({ transaction }));
     case 'contract':
       return has('contracts') ? addressList(r, spec.contracts, `${where}.contracts`).map((contract) => ({ contract })) : undefined;
     case 'contract_topics':
@@ -280,7 +286,9 @@ function scopesFor(r: Reader, kind: ScopeKind, spec: Obj, where: string): ScopeV
       return has('pools') ? addressList(r, spec.pools, `${where}.pools`).map((pool) => ({ pool })) : undefined;
     case 'pid':
       if (!has('pids')) return undefined;
-      return [...new Set(list(r, spec.pids, `${where}.pids`, 'pool ids').map((p, i) => r.int(p, `${where}.pids[${i}]`, 0)))].map((pid) => ({ pid: String(pid) }));
+      return [...new Set(list(r, spec.pids, `${where}.pids`, 'pool ids').map((p, i) => r.int(p, `${where}.pids[${i}]`, 0)))].map((pid) => ({
+        pid: String(pid),
+      }));
     case 'chart':
       return has('charts') ? chartScopes(r, spec.charts, `${where}.charts`) : undefined;
     case 'none':
@@ -311,7 +319,8 @@ export function parseDatasetSpec(r: Reader, def: DatasetDef, spec: unknown, wher
     endpoints = [
       ...new Set(
         list(r, spec.endpoints, `${where}.endpoints`, 'endpoint ids').map((id, i) => {
-          if (typeof id !== 'string' || !ids.includes(id)) r.fail(`${where}.endpoints[${i}]`, `unknown endpoint ${JSON.stringify(id)}; this dataset has: ${ids.join(', ')}`);
+          if (typeof id !== 'string' || !ids.includes(id))
+            r.fail(`${where}.endpoints[${i}]`, `unknown endpoint ${JSON.stringify(id)}; this dataset has: ${ids.join(', ')}`);
           const e = def.endpoints.find((x) => x.id === id)!;
           if (!scopes[e.scope]) r.fail(`${where}.endpoints[${i}]`, `endpoint ${id} needs ${SCOPE_KEYS[e.scope].join(' or ')}`);
           return id;
@@ -401,7 +410,14 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   const fromBlock = rangeDoc.fromBlock === undefined ? 0 : r.int(rangeDoc.fromBlock, 'range.fromBlock', 0);
   const toBlock = rangeDoc.toBlock === undefined || rangeDoc.toBlock === 'head' ? 'head' : r.int(rangeDoc.toBlock, 'range.toBlock', 0);
   if (toBlock !== 'head' && toBlock < fromBlock) r.fail('range', `toBlock ${toBlock} is below fromBlock ${fromBlock}`);
-  const incremental = rangeDoc.incremental === undefined ? false : rangeDoc.incremental === true ? true : rangeDoc.incremental === false ? false : r.fail('range.incremental', 'must be true or false');
+  const incremental =
+    rangeDoc.incremental === undefined
+      ? false
+      : rangeDoc.incremental === true
+        ? true
+        : rangeDoc.incremental === false
+          ? false
+          : r.fail('range.incremental', 'must be true or false');
   if (incremental && toBlock !== 'head') r.fail('range', 'an incremental range runs up to the head: leave toBlock out (or "head")');
   const safetyMarginBlocks = rangeDoc.safetyMarginBlocks === undefined ? 12 : r.int(rangeDoc.safetyMarginBlocks, 'range.safetyMarginBlocks', 0, 1_000_000);
   const commitDoc = doc.commit ?? {};
