@@ -11,7 +11,16 @@ interface Args {
   runs: number;
 }
 
-const mib = (b: number | null): string => (b === null ? '' : `${(b / 1024 / 1024).toFixed(1)} MiB`);
+const size = (b: number | null): string =>
+  b === null
+    ? ''
+    : b < 1024
+      ? `${b} B`
+      : b < 1024 ** 2
+        ? `${(b / 1024).toFixed(1)} KiB`
+        : b < 1024 ** 3
+          ? `${(b / 1024 ** 2).toFixed(1)} MiB`
+          : `${(b / 1024 ** 3).toFixed(2)} GiB`;
 
 function section<T extends object>(title: string, rows: T[], empty: string): string {
   if (rows.length === 0) return `${title}: ${empty}`;
@@ -29,7 +38,7 @@ export function formatStatus(s: LakeStatus): string {
   parts.push(
     section(
       'datasets',
-      s.datasets.map((d) => ({ ...d, bytes: mib(d.bytes) })),
+      s.datasets.map((d) => ({ ...d, bytes: size(d.bytes) })),
       'none yet (run a job)',
     ),
   );
