@@ -1,10 +1,11 @@
 import { writeFile } from 'node:fs/promises';
 import type { Argv } from 'yargs';
 import type { Job } from '../pipeline/job.js';
-import { createLogger, type Level } from '../pipeline/log.js';
+import { createLogger, type Level, type Logger } from '../pipeline/log.js';
 import { formatReport, type RunReport } from '../pipeline/report.js';
-import { runJob } from '../pipeline/run.js';
-import { EXIT } from './exit-codes.js';
+import { runJob, type RunOptions } from '../pipeline/run.js';
+import { CliError, EXIT } from './exit-codes.js';
+import { TerminalProgress } from './progress.js';
 
 export interface OutputArgs {
   'log-format'?: 'text' | 'json';
@@ -18,6 +19,8 @@ export interface RunArgs extends OutputArgs {
   rps?: number;
   strict?: boolean;
   report?: string;
+  'full-refresh'?: boolean;
+  wait?: boolean;
 }
 
 /** Flags shared by every command that runs a job (run, export). */
@@ -27,6 +30,8 @@ export function withRunOptions<T>(y: Argv<T>) {
     .option('concurrency', { type: 'number', describe: 'Requests in flight at once (overrides the job)' })
     .option('rps', { type: 'number', describe: 'Requests per second across the run (overrides the job)' })
     .option('strict', { type: 'boolean', describe: 'Fail the run (exit 3) if any row does not convert' })
+    .option('full-refresh', { type: 'boolean', describe: 'Ignore watermarks and unfinished runs: fetch the whole range again' })
+    .option('wait', { type: 'boolean', describe: 'If another run holds the lake, wait for it instead of exiting 75' })
     .option('report', { type: 'string', describe: 'Also write the run report as JSON to this file' });
 }
 
@@ -45,19 +50,50 @@ export function applyRunOverrides(job: Job, args: RunArgs): Job {
   };
 }
 
-function levelOf(args: OutputArgs): Level {
-  return args.quiet ? 'warn' : args.verbose ? 'debug' : 'info';
+function levelOf(args: OutputArgs, json: boolean): Level {
+  // JSON logs are for machines: every event is a line unless --quiet.
+  return args.quiet ? 'warn' : args.verbose || json ? 'debug' : 'info';
+}
+
+/** Logs go to stderr as JSON lines off a terminal or with --log-format json; text with live progress on a terminal. */
+export function outputFor(args: OutputArgs): { json: boolean; logger: Logger; progress?: TerminalProgress } {
+  const json = args['log-format'] === 'json' || (args['log-format'] === undefined && !process.stderr.isTTY);
+  const progress = !json && !args.quiet && process.stderr.isTTY ? new TerminalProgress(process.stderr) : undefined;
+  const logger = createLogger({ format: json ? 'json' : 'text', level: levelOf(args, json), write: progress ? (line) => progress.print(line) : undefined });
+  return { json, logger, progress };
 }
 
 /** Runs a job, prints its report, and sets the process exit code from the outcome. */
-export async function executeJob(job: Job, args: RunArgs): Promise<RunReport> {
-  const json = args['log-format'] === 'json' || (args['log-format'] === undefined && !process.stderr.isTTY && process.env.CHAINLAKE_LOG_FORMAT === 'json');
-  const logger = createLogger({ format: json ? 'json' : 'text', level: levelOf(args) });
-  const report = await runJob(job, { logger });
+export async function executeJob(job: Job, args: RunArgs, extra: Pick<RunOptions, 'rangeOverride'> = {}): Promise<RunReport> {
+  const { json, logger, progress } = outputFor(args);
+  let report: RunReport;
+  try {
+    report = await runJob(job, { ...extra, logger, fullRefresh: args['full-refresh'], waitForLock: args.wait, onStart: (live) => progress?.start(live) });
+  } finally {
+    progress?.stop();
+  }
   if (args.report) await writeFile(args.report, JSON.stringify(report, null, 2) + '\n');
   if (json) logger.log('info', 'run.report', `run ${report.runId} ${report.status}`, { report });
   if (!args.quiet || report.status !== 'complete') process.stdout.write(formatReport(report) + '\n');
-  process.exitCode =
-    report.status !== 'complete' ? (job.strict && report.errors.every((e) => /strict mode/.test(e.error)) ? EXIT.strictRejects : EXIT.windowsFailed) : EXIT.ok;
+  process.exitCode = exitCodeOf(report, job.strict);
   return report;
+}
+
+export function exitCodeOf(report: RunReport, strict: boolean): number {
+  if (report.status === 'complete') return EXIT.ok;
+  return strict && report.errors.every((e) => /strict mode/.test(e.error)) ? EXIT.strictRejects : EXIT.windowsFailed;
+}
+
+/** `--from-block/--to-block`, validated: block numbers are non-negative integers, the range not inverted. */
+export function blockRangeArgs(args: { 'from-block'?: number; 'to-block'?: number }): { fromBlock?: number; toBlock?: number } | undefined {
+  const from = args['from-block'];
+  const to = args['to-block'];
+  for (const [name, v] of [
+    ['from-block', from],
+    ['to-block', to],
+  ] as const) {
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) throw new CliError(`--${name} must be a block number (a non-negative integer), got ${v}`);
+  }
+  if (from !== undefined && to !== undefined && to < from) throw new CliError(`--to-block ${to} is below --from-block ${from}`);
+  return from === undefined && to === undefined ? undefined : { fromBlock: from, toBlock: to };
 }

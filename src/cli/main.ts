@@ -6,6 +6,7 @@ import { LakeLockedError } from '../load/lock.js';
 import { JobError } from '../pipeline/job.js';
 import { describeCommand } from './commands/describe.js';
 import { exportCommand } from './commands/export.js';
+import { planCommand } from './commands/plan.js';
 import { queryCommand } from './commands/query.js';
 import { runCommand } from './commands/run.js';
 import { scheduleCommand } from './commands/schedule.js';
@@ -25,6 +26,7 @@ export async function main(argv: string[]): Promise<void> {
     .option('quiet', { type: 'boolean', alias: 'q', describe: 'Only warnings, errors and failures' })
     .option('verbose', { type: 'boolean', alias: 'v', describe: 'Per-window detail' })
     .command(runCommand)
+    .command(planCommand)
     .command(exportCommand)
     .command(queryCommand)
     .command(describeCommand)

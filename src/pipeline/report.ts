@@ -21,6 +21,10 @@ export interface RunReport {
   finishedAt: string;
   durationMs: number;
   head: number | null;
+  /** Windows not fetched because the lake already had them (incremental watermarks, resume). */
+  windowsSkipped: number;
+  /** The unfinished run this one resumed, if any. */
+  resumeOf: string | null;
   datasets: DatasetReport[];
   totals: Omit<DatasetReport, 'dataset'>;
   /** Failed windows with their error messages. */
@@ -71,7 +75,7 @@ export function formatReport(r: RunReport): string {
   const widths = header.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
   const fmt = (row: string[]): string => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   const out = [
-    `run ${r.runId} (${r.job}, ${r.network}${r.head !== null ? `, head ${r.head}` : ''}): ${r.status} in ${(r.durationMs / 1000).toFixed(1)} s`,
+    `run ${r.runId} (${r.job}, ${r.network}${r.head !== null ? `, head ${r.head}` : ''}${r.resumeOf ? `, resuming ${r.resumeOf}` : ''}): ${r.status} in ${(r.durationMs / 1000).toFixed(1)} s${r.windowsSkipped ? ` (${r.windowsSkipped} windows already in the lake)` : ''}`,
     fmt(rows[0]!),
     ...rows.slice(1, -1).map(fmt),
     fmt(rows[rows.length - 1]!),

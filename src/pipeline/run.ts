@@ -6,21 +6,23 @@ import { getDataset } from '../datasets/registry.js';
 import { Accounting } from '../extract/accounting.js';
 import { PageBudget } from '../extract/budget.js';
 import { ExplorerClient } from '../extract/explorer.js';
-import type { PagerOptions } from '../extract/pager.js';
+import { FinanceClient } from '../extract/finance.js';
+import { WindowProgress, type PagerOptions } from '../extract/pager.js';
 import { HttpTransport, type TransportOptions } from '../extract/transport.js';
-import type { WindowRecord } from '../load/catalog.js';
+import { Catalog, type WindowRecord } from '../load/catalog.js';
 import type { CommittedFile } from '../load/commit.js';
-import { commitRun } from '../load/commit-run.js';
 import { openEngine } from '../load/engine.js';
-import { LakeLock } from '../load/lock.js';
+import { LakeLock, LakeLockedError } from '../load/lock.js';
 import { LakePaths } from '../load/paths.js';
 import { recoverLake } from '../load/recovery.js';
 import { closeRunStaging, openRunStaging } from '../load/staging.js';
 import { RowTransformer } from '../transform/rows.js';
+import { BatchCommitter } from './committer.js';
 import { executeWindow, type Clients, type WindowOutcome } from './execute.js';
 import type { Job } from './job.js';
-import { jobRange, planWindows } from './plan.js';
+import { LiveRun } from './live.js';
 import { silentLogger, type Logger } from './log.js';
+import { effectiveJob, prepareRun } from './prepare.js';
 import { emptyDatasetReport, sumReports, type DatasetReport, type RunReport } from './report.js';
 
 export interface RunOptions {
@@ -30,6 +32,14 @@ export interface RunOptions {
   /** Reached when the embedded simulator is the target; a test may pass an already running one. */
   simulator?: { urls: { mainnet: string; testnet: string; testnetAlt: string; finance: string }; apiKey: string };
   now?: () => Date;
+  /** Ignore watermarks and any unfinished earlier run: fetch the job's whole range again. */
+  fullRefresh?: boolean;
+  /** `--from-block/--to-block`: an explicit range for this run only (no resume, no incremental narrowing). */
+  rangeOverride?: { fromBlock?: number; toBlock?: number };
+  /** If another run holds the lake, wait for it (polling) instead of failing with LakeLockedError. */
+  waitForLock?: boolean;
+  /** Receives the live state of the run as it starts (progress displays). */
+  onStart?: (live: LiveRun) => void;
 }
 
 export function newRunId(now: Date): string {
@@ -39,10 +49,15 @@ export function newRunId(now: Date): string {
     .replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`;
 }
 
-async function resolveTargets(
-  job: Job,
-  opts: RunOptions,
-): Promise<{ explorer: string; explorerAlt?: string; finance?: string; apiKey?: string; close(): Promise<void> }> {
+export interface Targets {
+  explorer: string;
+  explorerAlt?: string;
+  finance?: string;
+  apiKey?: string;
+  close(): Promise<void>;
+}
+
+export async function resolveTargets(job: Job, opts: Pick<RunOptions, 'simulator'>): Promise<Targets> {
   if (job.target.kind === 'api') {
     return { explorer: job.target.explorer, explorerAlt: job.target.explorerAlt, finance: job.target.finance, apiKey: job.apiKey, close: async () => {} };
   }
@@ -55,36 +70,57 @@ async function resolveTargets(
   return { explorer: sim.urls[job.network], explorerAlt: sim.urls.testnetAlt, finance: sim.urls.finance, apiKey: sim.apiKey, close: () => sim.close() };
 }
 
+/** The explorer client always (it pins the head); the finance client when a finance base URL is known. */
+export function buildClients(transport: HttpTransport, targets: Targets, job: Job): Clients {
+  return {
+    explorer: new ExplorerClient(transport, { baseUrl: targets.explorer, altBaseUrl: targets.explorerAlt, apiKey: targets.apiKey, network: job.network }),
+    finance: targets.finance ? new FinanceClient(transport, { baseUrl: targets.finance }) : undefined,
+  };
+}
+
 /**
- * Runs a job: pins the head, plans windows, pages each window through transform into staging, merges the
- * staged rows into the lake, and records runs, windows, files and watermarks in the catalog.
+ * Runs a job under the lake's lock: pins the head (or the head of the unfinished run it resumes), plans
+ * windows, narrows them to what is not yet in the lake, pages each window through transform into staging,
+ * and commits finished windows in batches while the rest are still fetching.
  */
 export async function runJob(job: Job, opts: RunOptions = {}): Promise<RunReport> {
-  const log = opts.logger ?? silentLogger;
   const now = opts.now ?? (() => new Date());
   const started = now();
   const runId = newRunId(started);
-  const ingestedAt = started.toISOString();
   const paths = new LakePaths(job.lake);
-  const lock = await LakeLock.acquire(paths.root, runId);
+  const log = opts.logger ?? silentLogger;
+  const lock = await acquireLock(paths, runId, opts.waitForLock ?? false, log);
   try {
-    return await runLocked(job, opts, { runId, started, ingestedAt, paths, log, now });
+    return await runLocked(job, opts, { runId, started, paths, log, now });
   } finally {
     await lock.release();
+  }
+}
+
+async function acquireLock(paths: LakePaths, runId: string, wait: boolean, log: Logger): Promise<LakeLock> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await LakeLock.acquire(paths.root, runId);
+    } catch (e) {
+      if (!wait || !(e instanceof LakeLockedError)) throw e;
+      if (attempt === 0) log.log('info', 'lock.wait', `waiting: ${e.message}`, { lock: e.lockFile });
+      await new Promise((r) => setTimeout(r, Math.min(10_000, 500 * 2 ** Math.min(attempt, 5))));
+    }
   }
 }
 
 interface RunContext {
   runId: string;
   started: Date;
-  ingestedAt: string;
   paths: LakePaths;
   log: Logger;
   now: () => Date;
 }
 
-async function runLocked(job: Job, opts: RunOptions, ctx: RunContext): Promise<RunReport> {
-  const { runId, started, ingestedAt, paths, log, now } = ctx;
+async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promise<RunReport> {
+  const { runId, started, paths, log, now } = ctx;
+  const job = effectiveJob(baseJob, opts.rangeOverride);
+  const ingestedAt = started.toISOString();
   // Under the lock: finish a killed run's decided commit, drop dead staging, fix a moved lake's views.
   await recoverLake(paths, { currentRunId: runId, by: runId });
   const staging = paths.staging(runId);
@@ -92,29 +128,51 @@ async function runLocked(job: Job, opts: RunOptions, ctx: RunContext): Promise<R
 
   const targets = await resolveTargets(job, opts);
   const transport = new HttpTransport({ concurrency: job.concurrency, rps: job.rps, ...opts.transport });
-  const explorer = new ExplorerClient(transport, { baseUrl: targets.explorer, altBaseUrl: targets.explorerAlt, apiKey: targets.apiKey });
+  const clients = buildClients(transport, targets, job);
   const runAcct = new Accounting();
-  const outcomes: WindowOutcome[] = [];
-  let head: number | null = null;
   const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
   try {
-    head = await explorer.head(runAcct);
-    const range = jobRange(job, head);
-    log.log('info', 'run.start', `run ${runId}: ${job.name} on ${job.network}, head pinned at block ${head}, blocks ${range.from}-${range.to}`, {
-      runId,
-      job: job.name,
-      network: job.network,
-      head,
-    });
+    const { state, resume, head, range, windows, skipped } = await prepareRun(job, job !== baseJob, opts.fullRefresh ?? false, engine, paths, clients, runAcct);
 
-    const windows = planWindows(job, head);
-    const snapshotDate = ingestedAt.slice(0, 10);
+    const startRecord = { runId, job: job.name, network: job.network, head, range, incremental: job.range.incremental, resumeOf: resume?.runId ?? null };
+    // Recorded before any fetch, so a killed run is known (and resumed) by the next run of the job.
+    await Catalog.hold(engine, paths, (c) => c.transaction(() => c.recordRun(runId, job.name, ingestedAt, null, 'running', startRecord)));
+    log.log(
+      'info',
+      'run.start',
+      `run ${runId}: ${job.name} on ${job.network}, head ${resume ? `${head} (resuming run ${resume.runId})` : `pinned at block ${head}`}, blocks ${range.from}-${range.to}: ${windows.length} windows to fetch${skipped ? `, ${skipped} already in the lake` : ''}`,
+      { ...startRecord, windows: windows.length, skipped },
+    );
+
+    const live = new LiveRun(runId, job.name);
+    for (const w of windows) live.dataset(w.def.name).windowsTotal++;
+    opts.onStart?.(live);
+
     const transformers = new Map<string, RowTransformer>();
     const transformerFor = (def: DatasetDef): RowTransformer => {
       let t = transformers.get(def.name);
-      if (!t) transformers.set(def.name, (t = new RowTransformer(def, { network: job.network, snapshotDate })));
+      if (!t) transformers.set(def.name, (t = new RowTransformer(def, { network: job.network, snapshotDate: ingestedAt.slice(0, 10) })));
       return t;
     };
+    const outcomes: WindowOutcome[] = [];
+    const committer = new BatchCommitter(
+      {
+        engine,
+        paths,
+        runId,
+        ingestedAt,
+        stagingDir: staging,
+        network: job.network,
+        watermarks: state.watermarks,
+        rangeStart: job.range.fromBlock,
+        log,
+        now: () => now().getTime(),
+      },
+      job.commit,
+      (o) => windowRecord(runId, o),
+      () => ({ job: job.name, startedAt: ingestedAt, finishedAt: '', status: 'running', report: startRecord }),
+    );
+
     const pager: PagerOptions = {
       pageSize: job.pageSize,
       resultWindow: job.resultWindow,
@@ -123,40 +181,40 @@ async function runLocked(job: Job, opts: RunOptions, ctx: RunContext): Promise<R
       budget: new PageBudget(job.concurrency * 2),
     };
     const limitWindows = pLimit(job.concurrency);
-    const clients: Clients = { explorer };
-    outcomes.push(
-      ...(await Promise.all(
-        windows.map((w, index) =>
-          limitWindows(() => executeWindow(w, { clients, transformer: transformerFor(w.def), pager, stagingDir: staging, index, strict: job.strict, log })),
-        ),
-      )),
+    await Promise.all(
+      windows.map((w, index) =>
+        limitWindows(async () => {
+          const liveDs = live.dataset(w.def.name);
+          const acct = new Accounting();
+          const progress = new WindowProgress();
+          live.windows.push({ dataset: w.def.name, acct, progress });
+          const outcome = await executeWindow(w, {
+            clients,
+            transformer: transformerFor(w.def),
+            pager,
+            stagingDir: staging,
+            index,
+            strict: job.strict,
+            log,
+            acct,
+            progress,
+            onPage: (rows, rejects) => {
+              liveDs.rows += rows;
+              liveDs.rejects += rejects;
+            },
+          });
+          if (outcome.error) liveDs.windowsFailed++;
+          else liveDs.windowsDone++;
+          outcomes.push(outcome);
+          committer.add(outcome);
+        }),
+      ),
     );
 
-    // Commit: every completed window's rows, merged per dataset into its partitions.
-    const done = outcomes.filter((o) => !o.error);
-    const datasets = [...new Set(done.map((o) => o.window.def))].map((def) => ({
-      def,
-      stagedFiles: done.filter((o) => o.window.def === def && o.stage && o.stage.rows > 0).map((o) => o.stage!.file),
-    }));
     let report!: RunReport;
-    await commitRun({
-      engine,
-      paths,
-      runId,
-      ingestedAt,
-      stagingDir: staging,
-      network: job.network,
-      datasets,
-      rejectFiles: done.filter((o) => o.rejectStage).map((o) => o.rejectStage!.file),
-      windows: outcomes.map((o) => windowRecord(runId, o)),
-      watermarks: done
-        .filter((o) => o.window.range)
-        .map((o) => ({ network: o.window.network, dataset: o.window.def.name, scope: o.window.scopeKey, block: o.window.range!.to })),
-      viewDefs: [...new Set(job.datasets.map((d) => getDataset(d.name)))],
-      run: (files) => {
-        report = buildReport(job, runId, started, now(), head, outcomes, files, transformers, paths);
-        return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
-      },
+    await committer.finish((files) => {
+      report = buildReport(job, runId, started, now(), head, outcomes, files, transformers, paths, skipped, resume?.runId);
+      return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
     });
     return report;
   } finally {
@@ -198,6 +256,8 @@ function buildReport(
   files: readonly CommittedFile[],
   transformers: Map<string, RowTransformer>,
   paths: LakePaths,
+  skipped: number,
+  resumeOf: string | undefined,
 ): RunReport {
   const per = new Map<string, DatasetReport>();
   for (const ds of job.datasets) per.set(ds.name, emptyDatasetReport(ds.name));
@@ -233,6 +293,8 @@ function buildReport(
     finishedAt: finished.toISOString(),
     durationMs: finished.getTime() - started.getTime(),
     head,
+    windowsSkipped: skipped,
+    resumeOf: resumeOf ?? null,
     datasets,
     totals,
     errors: failed.map((o) => ({ window: o.window.id, error: o.error! })),

@@ -1,9 +1,13 @@
 import type { CommandModule } from 'yargs';
 import { loadJobFile } from '../../pipeline/job.js';
-import { applyRunOverrides, executeJob, withRunOptions, type RunArgs } from '../common.js';
+import { applyRunOverrides, blockRangeArgs, executeJob, withRunOptions, type RunArgs } from '../common.js';
+import { printPlan } from './plan.js';
 
 interface Args extends RunArgs {
   job: string;
+  'from-block'?: number;
+  'to-block'?: number;
+  'dry-run'?: boolean;
 }
 
 export const runCommand: CommandModule<object, Args> = {
@@ -11,10 +15,20 @@ export const runCommand: CommandModule<object, Args> = {
   describe: 'Run a job file: fetch its datasets and merge them into the lake',
   builder: (y) =>
     withRunOptions(y.positional('job', { type: 'string', demandOption: true, describe: 'Path to the job file (JSON)' }))
+      .option('from-block', { type: 'number', describe: 'First block, for this run only (an explicit range: no resume, no incremental)' })
+      .option('to-block', { type: 'number', describe: 'Last block, for this run only' })
+      .option('dry-run', { type: 'boolean', describe: 'Print the plan (windows, requests, duration) and fetch no data; same as `chainlake plan`' })
       .example('$0 run jobs/demo.json', 'Export the demo job from the embedded simulator into data/lake')
-      .example('$0 run jobs/nightly.json --lake /srv/lake --rps 20', 'Run a job into another lake, at most 20 requests/s') as never,
+      .example('$0 run jobs/nightly.json --lake /srv/lake --rps 20', 'Run a job into another lake, at most 20 requests/s')
+      .example('$0 run jobs/nightly.json --from-block 100000 --to-block 120000', 'Backfill one block range')
+      .example('$0 run jobs/nightly.json --wait --report report.json', 'Wait for a running job to finish first; write the report as JSON') as never,
   handler: async (args) => {
     const job = applyRunOverrides(await loadJobFile(args.job), args);
-    await executeJob(job, args);
+    const rangeOverride = blockRangeArgs(args);
+    if (args['dry-run']) {
+      await printPlan(job, args, rangeOverride);
+      return;
+    }
+    await executeJob(job, args, { rangeOverride });
   },
 };

@@ -91,6 +91,16 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
       blockTimeMs: a['block-time-ms'] > 0 ? a['block-time-ms'] : undefined,
       resultWindow: a['result-window'],
     });
+    // Handlers first: whoever reads the line below may signal at once.
+    const stopped = new Promise<void>((resolve) => {
+      const stop = (): void => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+        sim.close().then(resolve, resolve);
+      };
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
+    });
     process.stdout.write(
       JSON.stringify({
         mainnet: sim.urls.mainnet,
@@ -101,15 +111,7 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
         examples: sim.examples,
       }) + '\n',
     );
-    await new Promise<void>((resolve) => {
-      const stop = (): void => {
-        process.off('SIGINT', stop);
-        process.off('SIGTERM', stop);
-        sim.close().then(resolve, resolve);
-      };
-      process.on('SIGINT', stop);
-      process.on('SIGTERM', stop);
-    });
+    await stopped;
     process.exitCode = 0;
   },
 };

@@ -1,0 +1,166 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import pLimit from 'p-limit';
+import type { CommandModule } from 'yargs';
+import { Accounting } from '../../extract/accounting.js';
+import { HttpTransport } from '../../extract/transport.js';
+import { openEngine } from '../../load/engine.js';
+import { LakePaths } from '../../load/paths.js';
+import { fetcherFor } from '../../pipeline/execute.js';
+import { loadJobFile, type Job } from '../../pipeline/job.js';
+import { effectiveJob, prepareRun } from '../../pipeline/prepare.js';
+import { buildClients, resolveTargets } from '../../pipeline/run.js';
+import type { Window } from '../../pipeline/plan.js';
+import { applyRunOverrides, blockRangeArgs, type RunArgs } from '../common.js';
+
+interface Args extends RunArgs {
+  job: string;
+  'from-block'?: number;
+  'to-block'?: number;
+  probe: boolean;
+  format: 'text' | 'json';
+}
+
+export interface WindowEstimate {
+  window: string;
+  dataset: string;
+  rows: number | null;
+  requests: number;
+}
+
+export interface PlanEstimate {
+  job: string;
+  network: string;
+  head: number;
+  range: { from: number; to: number };
+  resumeOf: string | null;
+  windows: WindowEstimate[];
+  skipped: number;
+  /** Requests spent to make this plan (the head, and one count probe per paged window). */
+  probeRequests: number;
+  estimatedRequests: number;
+  estimatedSeconds: number;
+  rps: number | null;
+  dailyRequestQuota: number | null;
+  quotaShare: number | null;
+}
+
+/** Requests a window needs for `rows` rows: full pages, plus the probes and partial pages of any splits. */
+function requestsFor(w: Window, rows: number | null, job: Job): number {
+  if (w.endpoint.paging.kind !== 'offset') return 1;
+  if (rows === null) return 1;
+  const pages = Math.max(1, Math.ceil(rows / job.pageSize));
+  if (rows <= job.resultWindow || !w.range) return pages;
+  const parts = Math.ceil(rows / (job.resultWindow * 0.9));
+  return 1 + pages + parts;
+}
+
+/** Plans a job against the live API without fetching data: windows, counts, requests, duration. */
+export async function estimatePlan(
+  baseJob: Job,
+  opts: { rangeOverride?: { fromBlock?: number; toBlock?: number }; probe: boolean; fullRefresh?: boolean },
+): Promise<PlanEstimate> {
+  const job = effectiveJob(baseJob, opts.rangeOverride);
+  const work = await mkdtemp(path.join(os.tmpdir(), 'chainlake-plan-'));
+  const targets = await resolveTargets(job, {});
+  const transport = new HttpTransport({ concurrency: job.concurrency, rps: job.rps });
+  const clients = buildClients(transport, targets, job);
+  const engine = await openEngine({ tempDir: work });
+  const acct = new Accounting();
+  try {
+    const prepared = await prepareRun(job, job !== baseJob, opts.fullRefresh ?? false, engine, new LakePaths(job.lake), clients, acct);
+    const limit = pLimit(job.concurrency);
+    const windows = await Promise.all(
+      prepared.windows.map((w) =>
+        limit(async (): Promise<WindowEstimate> => {
+          let rows: number | null = null;
+          if (opts.probe && w.endpoint.paging.kind === 'offset') rows = (await fetcherFor(w, clients)({ offset: 0, limit: 1, range: w.range }, acct)).count;
+          return { window: w.id, dataset: w.def.name, rows, requests: requestsFor(w, rows, job) };
+        }),
+      ),
+    );
+    const estimatedRequests = windows.reduce((a, w) => a + w.requests, 0);
+    const meanLatencyS = acct.requests > 0 ? acct.latencyMeanMs / 1000 : 0.2;
+    const estimatedSeconds = job.rps ? estimatedRequests / job.rps : (estimatedRequests * meanLatencyS) / job.concurrency;
+    return {
+      job: job.name,
+      network: job.network,
+      head: prepared.head,
+      range: prepared.range,
+      resumeOf: prepared.resume?.runId ?? null,
+      windows,
+      skipped: prepared.skipped,
+      probeRequests: acct.requests,
+      estimatedRequests,
+      estimatedSeconds,
+      rps: job.rps ?? null,
+      dailyRequestQuota: job.dailyRequestQuota ?? null,
+      quotaShare: job.dailyRequestQuota ? estimatedRequests / job.dailyRequestQuota : null,
+    };
+  } finally {
+    engine.close();
+    await transport.close();
+    await targets.close();
+    await rm(work, { recursive: true, force: true });
+  }
+}
+
+export function formatPlan(p: PlanEstimate): string {
+  const per = new Map<string, { windows: number; rows: number | null; requests: number }>();
+  for (const w of p.windows) {
+    const d = per.get(w.dataset) ?? { windows: 0, rows: 0, requests: 0 };
+    d.windows++;
+    d.rows = d.rows === null || w.rows === null ? null : d.rows + w.rows;
+    d.requests += w.requests;
+    per.set(w.dataset, d);
+  }
+  const rows = [
+    ['dataset', 'windows', 'rows', 'requests'],
+    ...[...per].map(([n, d]) => [n, String(d.windows), d.rows === null ? '?' : String(d.rows), String(d.requests)]),
+  ];
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const table = rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
+  const minutes = p.estimatedSeconds / 60;
+  return [
+    `plan for ${p.job} on ${p.network}: head ${p.head}${p.resumeOf ? ` (resuming run ${p.resumeOf})` : ''}, blocks ${p.range.from}-${p.range.to}`,
+    ...table,
+    `${p.windows.length} windows to fetch${p.skipped ? `, ${p.skipped} already in the lake` : ''}`,
+    `estimated requests: ${p.estimatedRequests}; duration: ${minutes >= 1 ? `${minutes.toFixed(1)} min` : `${p.estimatedSeconds.toFixed(1)} s`}${p.rps ? ` at ${p.rps} req/s` : ' (no rps limit; from probe latency)'}`,
+    p.quotaShare !== null
+      ? `daily quota: ${(p.quotaShare * 100).toFixed(2)} % of ${p.dailyRequestQuota} requests/day`
+      : 'daily quota: none configured (set "dailyRequestQuota" in the job)',
+    `made ${p.probeRequests} requests to plan (the head${p.windows.some((w) => w.rows !== null) ? ' and one count probe per paged window' : ''}); fetched no data`,
+  ].join('\n');
+}
+
+export async function printPlan(
+  job: Job,
+  args: RunArgs & { probe?: boolean; format?: 'text' | 'json' },
+  rangeOverride?: { fromBlock?: number; toBlock?: number },
+): Promise<void> {
+  const plan = await estimatePlan(job, { rangeOverride, probe: args.probe ?? true, fullRefresh: args['full-refresh'] });
+  process.stdout.write((args.format === 'json' ? JSON.stringify(plan, null, 2) : formatPlan(plan)) + '\n');
+}
+
+export const planCommand: CommandModule<object, Args> = {
+  command: 'plan <job>',
+  describe: 'Show what a run would fetch — windows, rows, requests, duration, quota share — without fetching data',
+  builder: (y) =>
+    y
+      .positional('job', { type: 'string', demandOption: true, describe: 'Path to the job file (JSON)' })
+      .option('lake', { type: 'string', describe: 'Lake directory (overrides the job)' })
+      .option('rps', { type: 'number', describe: 'Requests per second to estimate with (overrides the job)' })
+      .option('concurrency', { type: 'number', describe: 'Requests in flight (overrides the job)' })
+      .option('from-block', { type: 'number', describe: 'First block (an explicit range)' })
+      .option('to-block', { type: 'number', describe: 'Last block' })
+      .option('full-refresh', { type: 'boolean', describe: 'Plan as if the lake were empty' })
+      .option('probe', { type: 'boolean', default: true, describe: 'Ask each paged window for its row count (one small request each); --no-probe to skip' })
+      .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
+      .example('$0 plan jobs/nightly.json', "What tonight's run would fetch, at the job's rps")
+      .example('$0 plan jobs/backfill.json --no-probe --format json', 'Windows only, no count probes, as JSON') as never,
+  handler: async (args) => {
+    const job = applyRunOverrides(await loadJobFile(args.job), args);
+    await printPlan(job, args, blockRangeArgs(args));
+  },
+};

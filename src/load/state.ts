@@ -1,0 +1,74 @@
+import { existsSync } from 'node:fs';
+import type { Engine } from './engine.js';
+import type { LakePaths } from './paths.js';
+import { literal } from './sql.js';
+
+/** Identity of a window across runs: the same dataset, network, scope and block range. */
+export const windowKey = (dataset: string, network: string, scope: string, from: number | null, to: number | null): string =>
+  `${dataset}|${network}|${scope}|${from ?? ''}|${to ?? ''}`;
+
+export const watermarkKey = (dataset: string, network: string, scope: string): string => `${dataset}|${network}|${scope}`;
+
+/** What an unfinished earlier run of the same job left, so this run can finish it instead of starting over. */
+export interface ResumePoint {
+  runId: string;
+  status: string;
+  /** The head that run pinned; resuming pins the same head so the windows are the same windows. */
+  head: number;
+  /** Windows already committed by that run (or the runs it resumed). */
+  committed: Set<string>;
+}
+
+export interface LakeState {
+  /** Last committed block per (dataset, network, scope). */
+  watermarks: Map<string, number>;
+  resume?: ResumePoint;
+}
+
+/**
+ * Reads the watermarks of a network and, when the latest run of `job` did not complete (it failed, or was
+ * killed and still says `running`), the point to resume from. Read-only; an absent catalog is an empty lake.
+ */
+export async function readLakeState(engine: Engine, paths: LakePaths, job: string, network: string): Promise<LakeState> {
+  const state: LakeState = { watermarks: new Map() };
+  if (!existsSync(paths.catalog)) return state;
+  const conn = engine.conn;
+  await conn.run(`ATTACH ${literal(paths.catalog)} AS chainlake_state (READ_ONLY)`);
+  try {
+    const tables = new Set(
+      (await conn.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = 'chainlake_state'`)).getRowsJS().map((r) => String(r[0])),
+    );
+    if (tables.has('watermarks')) {
+      const rows = (
+        await conn.runAndReadAll(`SELECT dataset, scope, block::BIGINT FROM chainlake_state.watermarks WHERE network = ${literal(network)}`)
+      ).getRowsJS();
+      for (const [dataset, scope, block] of rows) state.watermarks.set(watermarkKey(String(dataset), network, String(scope)), Number(block));
+    }
+    if (!tables.has('runs') || !tables.has('windows')) return state;
+    const last = (
+      await conn.runAndReadAll(
+        `SELECT run_id, status, CAST(json_extract(report, '$.head') AS BIGINT) AS head FROM chainlake_state.runs
+         WHERE job = ${literal(job)} AND json_extract_string(report, '$.network') = ${literal(network)} ORDER BY started_at DESC, run_id DESC LIMIT 1`,
+      )
+    ).getRowsJS()[0];
+    if (!last || last[1] === 'complete' || last[2] === null || last[2] === undefined) return state;
+    const head = Number(last[2]);
+    // Every run of this job that pinned the same head belongs to one resume chain.
+    const done = (
+      await conn.runAndReadAll(
+        `SELECT w.dataset, w.scope, w.from_block, w.to_block FROM chainlake_state.windows w JOIN chainlake_state.runs r USING (run_id)
+         WHERE r.job = ${literal(job)} AND w.network = ${literal(network)} AND w.status = 'committed'
+           AND CAST(json_extract(r.report, '$.head') AS BIGINT) = ${head}`,
+      )
+    ).getRowsJS();
+    state.resume = {
+      runId: String(last[0]),
+      status: String(last[1]),
+      head,
+      committed: new Set(done.map(([d, s, f, t]) => windowKey(String(d), network, String(s), f === null ? null : Number(f), t === null ? null : Number(t)))),
+    };
+    return state;
+  } finally {
+    await conn.run(`DETACH chainlake_state`);
+  }
+}
