@@ -51,10 +51,11 @@ async function recordedRoot(conn: DuckDBConnection): Promise<string | undefined>
  * live run holds the lake — so what it reads is always a committed state at the lake's current place.
  */
 export async function openLakeReader(paths: LakePaths, opts: { waitMs?: number; by?: string } = {}): Promise<LakeReader> {
-  if (!existsSync(paths.catalog)) throw new NoLakeError(paths);
   const waitMs = opts.waitMs ?? READER_WAIT_MS;
   const by = opts.by ?? `reader-${process.pid}`;
+  // First: a lake's first run killed after deciding its commit has files to land but no catalog yet.
   if (await hasPendingCommit(paths)) await tryRepair(paths, by);
+  if (!existsSync(paths.catalog)) throw new NoLakeError(paths);
   let { instance, conn } = await openReadOnly(paths, waitMs);
   if ((await recordedRoot(conn)) !== paths.root) {
     conn.closeSync();

@@ -100,6 +100,20 @@ describe('a writer killed at each step of the commit protocol', () => {
     expect(await assertClean(lake, await files(lake))).toEqual([]);
   });
 
+  it("a lake's very first run killed mid-commit (no catalog yet) is finished by `chainlake status`", async () => {
+    const lake = path.join(dir, 'crash-first');
+    const ref = path.join(dir, 'first-ref');
+    expect((await runWriter(['run', await jobB(ref), '-q'], { apiKey })).code).toBe(0);
+    expect((await runWriter(['run', await jobB(lake), '-q'], { apiKey, crash: 'rename' })).signal).toBe('SIGKILL');
+    const s = await runWriter(['status', '--lake', lake], { apiKey });
+    expect(s.code, s.stderr).toBe(0);
+    expect(await lakeContent(lake)).toEqual(await lakeContent(ref));
+    const next = await runWriter(['run', await jobB(lake), '-q'], { apiKey });
+    expect(next.code, next.stderr).toBe(0);
+    expect(await lakeContent(lake)).toEqual(await lakeContent(ref));
+    expect(await assertClean(lake, await files(lake))).toEqual([]);
+  });
+
   it('a reader finishes a dead commit on its own: query after a kill between renames sees the whole commit', async () => {
     const lake = path.join(dir, 'crash-query');
     await cp(base, lake, { recursive: true });
