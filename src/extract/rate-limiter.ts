@@ -14,6 +14,8 @@ const WINDOW_MS = 2000;
 const BUCKET_MS = 100;
 /** How long the rate holds after a change before it may change again (one "round" of AIMD). */
 const ROUND_MS = 1000;
+/** Grants in the meter's window needed before the measured rate is believed. */
+const MIN_EVIDENCE = 10;
 
 /** Events per second over the last two seconds (or since `since`, if later), in 100 ms buckets. */
 class RateMeter {
@@ -31,11 +33,18 @@ class RateMeter {
     this.counts[slot]!++;
   }
 
-  rate(now: number, since: number): number {
+  count(now: number): number {
     const b = Math.floor(now / BUCKET_MS);
     let sum = 0;
     for (let i = 0; i < this.n; i++) if (this.stamps[i]! > b - this.n && this.stamps[i]! <= b) sum += this.counts[i]!;
-    const span = Math.max(BUCKET_MS, Math.min(WINDOW_MS, now - since));
+    return sum;
+  }
+
+  rate(now: number, since: number): number {
+    const b = Math.floor(now / BUCKET_MS);
+    const sum = this.count(now);
+    // The time the counted buckets cover: from the oldest one's start (or `since`) to now.
+    const span = Math.max(BUCKET_MS, now - Math.max(since, (b - this.n + 1) * BUCKET_MS));
     return (sum * 1000) / span;
   }
 }
@@ -48,13 +57,15 @@ class RateMeter {
  * granted. `burst` is how many may go back to back after idling; it shrinks in proportion when the rate backs
  * off, and a throttle leaves no burst credit (pacing restarts from zero).
  *
- * AIMD on throttling (429, throttle envelopes): at most once per round, and only for a request granted after
- * the last decrease (a volley of 429s from one overload is one signal), the rate drops to 90 % of the rate the
- * server actually accepted over the last two seconds, but never by more than half nor less than a tenth. It
- * climbs back by a tenth of the ceiling per round. `Retry-After` on a throttle pauses every caller.
+ * AIMD on throttling (429, throttle envelopes): at most once per round (1 s), and only for a request granted
+ * after the last decrease (a volley of 429s from one overload is one signal), the rate drops to 90 % of the
+ * rate the server actually accepted over the last two seconds, but by no more than half and no less than a
+ * tenth of what we were sending. It climbs back by a tenth of the ceiling per round. `Retry-After` on a
+ * throttle pauses every caller.
  *
- * Without a configured rps the limiter is unbounded until the first throttle, and from then on paces at the
- * rate learned from it (the accepted rate), climbing by a tenth of the best accepted rate seen per round.
+ * Without a configured rps the limiter is unbounded until the first throttle backed by enough evidence (ten
+ * requests in the window), and from then on paces at the rate learned from it (the accepted rate), climbing
+ * by a tenth of the best accepted rate per round and never backing off below half of it.
  */
 export class RateLimiter {
   private readonly ceiling: number | undefined;
@@ -68,11 +79,12 @@ export class RateLimiter {
   private pausedUntil = -Infinity;
   private lastDecrease = -Infinity;
   private lastChange: number;
-  private readonly started: number;
+  /** First grant: rates are measured from here, not from an idle start. */
+  private started = Infinity;
   private readonly grants = new RateMeter();
   private readonly accepted = new RateMeter();
-  /** Learned mode: the best accepted rate measured at a throttle; sizes the additive step. */
-  private peakAccepted = 0;
+  /** Learned mode: the best accepted rate measured at a throttle; sizes the step and floors the decrease. */
+  private bestAccepted = 0;
 
   constructor(opts: RateLimiterOptions) {
     if (opts.rps !== undefined && !(opts.rps > 0 && Number.isFinite(opts.rps))) throw new RangeError(`rps must be > 0, got ${opts.rps}`);
@@ -82,7 +94,7 @@ export class RateLimiter {
     this.clock = opts.clock;
     this.minRate = Math.min(opts.minRate ?? 0.5, opts.rps ?? Infinity);
     this.rate = opts.rps ?? Infinity;
-    this.started = this.lastChange = this.clock.now();
+    this.lastChange = this.clock.now();
   }
 
   /** The current allowed rate in requests per second (Infinity: not limited). */
@@ -120,6 +132,7 @@ export class RateLimiter {
   }
 
   private grant(now: number): number {
+    if (this.started === Infinity) this.started = now;
     this.grants.add(now);
     return now;
   }
@@ -136,12 +149,22 @@ export class RateLimiter {
     const now = this.clock.now();
     if (retryAfterMs !== undefined && retryAfterMs > 0) this.pause(now + retryAfterMs);
     if (grantedAt < this.lastDecrease || now - this.lastDecrease < ROUND_MS) return;
-    const sent = this.grants.rate(now, this.started);
+    // What we really sent: our pace, or less when the callers did not use all of it. A handful of grants
+    // says nothing about a rate; without a pace of our own, the pause and the per-request backoff suffice.
+    let effective: number;
+    if (this.grants.count(now) >= MIN_EVIDENCE) effective = Math.min(this.rate, this.grants.rate(now, this.started));
+    else if (this.rate !== Infinity) effective = this.rate;
+    else return;
+    effective = Math.max(this.minRate, effective);
     const accepted = this.accepted.rate(now, this.started);
-    const effective = Math.max(this.minRate, Math.min(this.rate, sent));
-    const target = Math.min(0.9 * effective, Math.max(0.5 * effective, 0.9 * accepted));
-    this.rate = Math.max(this.minRate, target);
-    if (this.ceiling === undefined) this.peakAccepted = Math.max(this.peakAccepted, accepted, this.rate);
+    let target = Math.min(0.9 * effective, Math.max(0.5 * effective, 0.9 * accepted));
+    if (this.ceiling === undefined) {
+      // Throttles that do not stop when we slow down are not about our rate (a flaky gateway, a shared key):
+      // the learned rate never backs off below half the best rate the server has accepted.
+      this.bestAccepted = Math.max(this.bestAccepted, accepted);
+      target = Math.max(target, 0.5 * this.bestAccepted);
+    }
+    this.rate = Math.min(this.rate, Math.max(this.minRate, target));
     this.lastDecrease = this.lastChange = now;
     this.restartPacing(now);
   }
@@ -152,7 +175,7 @@ export class RateLimiter {
     this.accepted.add(now);
     if (this.rate === Infinity || (this.ceiling !== undefined && this.rate >= this.ceiling)) return;
     if (now - this.lastChange < ROUND_MS) return;
-    const step = Math.max(this.minRate, (this.ceiling ?? this.peakAccepted) / 10);
+    const step = Math.max(this.minRate, (this.ceiling ?? this.bestAccepted) / 10);
     // Callers already sleeping keep their (slower) slots; the faster pace applies from the next reservation.
     this.rate = Math.min(this.ceiling ?? Infinity, this.rate + step);
     this.lastChange = now;

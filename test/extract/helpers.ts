@@ -25,7 +25,11 @@ export function txFetcher(client: ExplorerClient, address: string): PageFetcher 
 export const pagerOptions = (o: Partial<PagerOptions> = {}): PagerOptions => ({ pageSize: 1000, resultWindow: 10_000, prefetch: 4, maxDriftRetries: 3, ...o });
 
 export interface Collected {
+  /** The rows of the last generation (empty when `keepRows` is false). */
   rows: Record<string, unknown>[];
+  /** Rows of the last generation, and their distinct transaction hashes. */
+  count: number;
+  keys: Set<string>;
   pages: FetchedPage[];
   acct: Accounting;
   progress: WindowProgress;
@@ -40,22 +44,29 @@ export async function collect(
   range: BlockRange | undefined,
   opts: PagerOptions,
   onPage?: (page: FetchedPage, n: number) => void,
+  keepRows = true,
 ): Promise<Collected> {
   const acct = new Accounting();
   const progress = new WindowProgress();
-  let rows: Record<string, unknown>[] = [];
-  const pages: FetchedPage[] = [];
+  const out: Collected = { rows: [], count: 0, keys: new Set(), pages: [], acct, progress };
   let generation = 0;
   for await (const page of pageWindow(fetch, range, opts, acct, progress)) {
     if ((page.generation ?? 0) > generation) {
       generation = page.generation ?? 0;
-      rows = [];
+      out.rows = [];
+      out.count = 0;
+      out.keys.clear();
     }
-    pages.push({ ...page, entries: [] });
-    for (const e of page.entries) rows.push(e as Record<string, unknown>);
-    onPage?.(page, pages.length);
+    out.pages.push({ ...page, entries: [] });
+    for (const e of page.entries as Record<string, unknown>[]) {
+      if (keepRows) out.rows.push(e);
+      out.count++;
+      const key = e.transaction_hash ?? e.id;
+      if (key !== undefined) out.keys.add(String(key).toLowerCase());
+    }
+    onPage?.(page, out.pages.length);
   }
-  return { rows, pages, acct, progress };
+  return out;
 }
 
 /** The API's own count of an address's transactions in a block range (one direct call). */
@@ -77,3 +88,14 @@ export function distinct(rows: Record<string, unknown>[], key = 'transaction_has
 
 /** The fewest requests a window can take: one per `pageSize` rows (at least one). */
 export const minRequests = (rows: number, pageSize = 1000): number => Math.max(1, Math.ceil(rows / pageSize));
+
+/** The most events inside any half-open window [t, t + widthMs). */
+export function maxInWindow(times: number[], widthMs = 1000): number {
+  const ts = [...times].sort((a, b) => a - b);
+  let best = 0;
+  for (let i = 0, j = 0; i < ts.length; i++) {
+    while (ts[i]! - ts[j]! >= widthMs) j++;
+    best = Math.max(best, i - j + 1);
+  }
+  return best;
+}

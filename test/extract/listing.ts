@@ -1,0 +1,54 @@
+import type { Accounting } from '../../src/extract/accounting.js';
+import { ApiError } from '../../src/extract/errors.js';
+import type { FetchedPage, PageFetcher, PageRequest } from '../../src/extract/pager.js';
+
+/**
+ * An in-memory listing API with the explorer's paging rules (count, offset + limit ≤ cap, block filter),
+ * for pager edge cases the simulator's chain does not have (ascending order, a block of exactly the cap).
+ * It stands in for the API, not for any stage of ours.
+ */
+export class Listing {
+  requests: PageRequest[] = [];
+  constructor(
+    /** Rows per block, index = block number. */
+    readonly perBlock: number[],
+    readonly cap: number,
+    readonly order: 'desc' | 'asc' = 'desc',
+    readonly withBlocks = true,
+  ) {}
+
+  rows(from: number, to: number): { block_number?: string; id: string }[] {
+    const out: { block_number?: string; id: string }[] = [];
+    const blocks = [];
+    for (let b = from; b <= Math.min(to, this.perBlock.length - 1); b++) blocks.push(b);
+    if (this.order === 'desc') blocks.reverse();
+    for (const b of blocks) {
+      const n = this.perBlock[b]!;
+      for (let i = 0; i < n; i++) {
+        const idx = this.order === 'desc' ? n - 1 - i : i;
+        out.push(this.withBlocks ? { block_number: String(b), id: `${b}:${idx}` } : { id: `${b}:${idx}` });
+      }
+    }
+    return out;
+  }
+
+  readonly fetch: PageFetcher = async (req: PageRequest, acct: Accounting): Promise<FetchedPage> => {
+    this.requests.push(req);
+    acct.recordRequest();
+    await Promise.resolve();
+    if (req.offset + req.limit > this.cap) {
+      throw new ApiError('HTTP 400', {
+        kind: 'terminal',
+        reason: 'http-4xx',
+        endpoint: 'listing',
+        url: 'memory://listing',
+        attempt: 1,
+        httpStatus: 400,
+        envelopeStatus: '400',
+        apiMessage: `Result window is too large, offset + limit must be less than or equal to ${this.cap}`,
+      });
+    }
+    const all = this.rows(req.range?.from ?? 0, req.range?.to ?? this.perBlock.length - 1);
+    return { entries: all.slice(req.offset, req.offset + req.limit), results: {}, count: all.length, offset: req.offset, range: req.range };
+  };
+}

@@ -1,0 +1,144 @@
+import { describe, expect, it } from 'vitest';
+import { Accounting } from '../../src/extract/accounting.js';
+import { PageBudget } from '../../src/extract/budget.js';
+import { WindowError } from '../../src/extract/errors.js';
+import { LearnedCap, pageWindow, WindowProgress, type PageFetcher } from '../../src/extract/pager.js';
+import { collect, pagerOptions } from './helpers.js';
+import { Listing } from './listing.js';
+
+const ids = (rows: Record<string, unknown>[]): string[] => rows.map((r) => String(r.id));
+
+/** Blocks 0..n-1 with a repeatable, uneven number of rows each (0 to 6). */
+const uneven = (n: number): number[] => Array.from({ length: n }, (_, b) => (b * 7919) % 7);
+
+describe('pager (against an in-memory listing with the API paging rules)', () => {
+  it('pages a window under the cap with exactly one request per page', async () => {
+    const api = new Listing(uneven(1000), 10_000);
+    const total = api.rows(0, 999).length;
+    const r = await collect(api.fetch, { from: 0, to: 999 }, pagerOptions({ pageSize: 100, prefetch: 3 }));
+    expect(ids(r.rows)).toEqual(ids(api.rows(0, 999)));
+    expect(api.requests.length).toBe(Math.ceil(total / 100));
+    expect(r.progress).toMatchObject({ rowsExpected: total, rowsGot: total, splits: 0, checks: 0 });
+  });
+
+  it.each(['desc', 'asc'] as const)('continues past the cap by block range (%s order), in order, without a wasted request', async (order) => {
+    const api = new Listing(uneven(5000), 1000, order);
+    const total = api.rows(0, 4999).length;
+    const r = await collect(api.fetch, { from: 0, to: 4999 }, pagerOptions({ pageSize: 100, resultWindow: 1000, prefetch: 4 }));
+    expect(ids(r.rows)).toEqual(ids(api.rows(0, 4999)));
+    expect(r.progress.rowsGot).toBe(total);
+    expect(r.progress.splits).toBeGreaterThan(10);
+    // Pages: the minimum plus a short last page per continued range, plus one closing count.
+    const min = Math.ceil(total / 100);
+    expect(api.requests.length).toBeLessThanOrEqual(min + r.progress.parts + 1);
+    expect(api.requests.every((q) => q.offset + q.limit <= 1000)).toBe(true);
+  });
+
+  it('moves past a block holding exactly the cap, and names a block holding more', async () => {
+    const exact = uneven(300);
+    exact[150] = 500;
+    const api = new Listing(exact, 500);
+    const r = await collect(api.fetch, { from: 0, to: 299 }, pagerOptions({ pageSize: 100, resultWindow: 500 }));
+    expect(ids(r.rows)).toEqual(ids(api.rows(0, 299)));
+
+    const over = uneven(300);
+    over[150] = 501;
+    const api2 = new Listing(over, 500);
+    const err = await collect(api2.fetch, { from: 0, to: 299 }, pagerOptions({ pageSize: 100, resultWindow: 500 })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WindowError);
+    expect((err as WindowError).block).toBe(150);
+    expect((err as Error).message).toMatch(/block 150 alone holds 501 rows, more than the API's result window of 500/);
+  });
+
+  it('a one-block window over the cap fails at once, naming the block', async () => {
+    const perBlock = [3, 700, 2];
+    const api = new Listing(perBlock, 500);
+    const err = await collect(api.fetch, { from: 1, to: 1 }, pagerOptions({ pageSize: 100, resultWindow: 500 })).catch((e: unknown) => e);
+    expect((err as WindowError).block).toBe(1);
+    expect(api.requests.length).toBe(1);
+  });
+
+  it('bisects when entries carry no block number', async () => {
+    const api = new Listing(uneven(2000), 1000, 'desc', false);
+    const r = await collect(api.fetch, { from: 0, to: 1999 }, pagerOptions({ pageSize: 100, resultWindow: 1000 }));
+    expect(new Set(ids(r.rows)).size).toBe(api.rows(0, 1999).length);
+    expect(r.rows.length).toBe(api.rows(0, 1999).length);
+    expect(r.progress.splits).toBeGreaterThan(0);
+  });
+
+  it('learns a smaller cap from the server error, refetches the window once, and shares the cap', async () => {
+    const api = new Listing(uneven(2000), 700);
+    const learnedCap = new LearnedCap();
+    const opts = pagerOptions({ pageSize: 100, resultWindow: 10_000, learnedCap });
+    const r = await collect(api.fetch, { from: 0, to: 1999 }, opts);
+    expect(ids(r.rows)).toEqual(ids(api.rows(0, 1999)));
+    expect(learnedCap.value).toBe(700);
+    expect(r.pages.at(-1)!.generation).toBe(1);
+
+    // The next window of the run starts under the learned cap: no failed request.
+    const api2 = new Listing(uneven(2000), 700);
+    const r2 = await collect(api2.fetch, { from: 0, to: 1999 }, opts);
+    expect(r2.rows.length).toBe(api2.rows(0, 1999).length);
+    expect(r2.pages.every((p) => p.generation === 0)).toBe(true);
+    expect(api2.requests.every((q) => q.offset + q.limit <= 700)).toBe(true);
+  });
+
+  it('holds no more pages than the run budget across windows, and frees it when a consumer stops early', async () => {
+    const budget = new PageBudget(3);
+    let maxHeld = 0;
+    const watch =
+      (fetch: PageFetcher): PageFetcher =>
+      async (req, acct) => {
+        maxHeld = Math.max(maxHeld, 3 - (budget as unknown as { available: number }).available);
+        return fetch(req, acct);
+      };
+    const apis = [0, 1, 2].map(() => new Listing(uneven(3000), 10_000));
+    const opts = pagerOptions({ pageSize: 50, prefetch: 8, budget });
+    const results = await Promise.all(apis.map((a) => collect(watch(a.fetch), { from: 0, to: 2999 }, opts)));
+    results.forEach((r, i) => expect(r.rows.length).toBe(apis[i]!.rows(0, 2999).length));
+    expect(maxHeld).toBeLessThanOrEqual(3);
+
+    const gen = pageWindow(apis[0]!.fetch, { from: 0, to: 2999 }, opts, new Accounting(), new WindowProgress());
+    await gen.next();
+    await gen.return(undefined);
+    expect((budget as unknown as { available: number }).available).toBe(3);
+  });
+
+  it('refetches the window when the count moves, and gives up when it never settles', async () => {
+    const perBlock = uneven(2000);
+    const api = new Listing(perBlock, 10_000);
+    let calls = 0;
+    const once: PageFetcher = async (req, acct) => {
+      if (++calls === 3) perBlock[10] = perBlock[10]! + 1; // a row appears in a block we have not reached yet
+      return api.fetch(req, acct);
+    };
+    const r = await collect(once, { from: 0, to: 1999 }, pagerOptions({ pageSize: 100, prefetch: 1 }));
+    expect(ids(r.rows)).toEqual(ids(api.rows(0, 1999)));
+    expect(r.progress.driftRefetches).toBe(1);
+
+    const always: PageFetcher = async (req, acct) => {
+      perBlock[20] = perBlock[20]! + 1;
+      return api.fetch(req, acct);
+    };
+    const err = await collect(always, { from: 0, to: 1999 }, pagerOptions({ pageSize: 100, prefetch: 1, maxDriftRetries: 2 })).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WindowError);
+    expect((err as Error).message).toMatch(/row count kept changing/);
+  });
+
+  it('notices rows that move in a range it already left, with one closing count', async () => {
+    const perBlock = uneven(3000);
+    const api = new Listing(perBlock, 1000);
+    let moved = false;
+    const fetch: PageFetcher = async (req, acct) => {
+      // Once paging has continued below block 2500, a row appears above it (where no page will look again).
+      if (!moved && req.range && req.range.to < 2500) {
+        moved = true;
+        perBlock[2900] = perBlock[2900]! + 1;
+      }
+      return api.fetch(req, acct);
+    };
+    const r = await collect(fetch, { from: 0, to: 2999 }, pagerOptions({ pageSize: 100, resultWindow: 1000 }));
+    expect(r.progress.driftRefetches).toBe(1);
+    expect(ids(r.rows)).toEqual(ids(api.rows(0, 2999)));
+  });
+});
