@@ -9,7 +9,8 @@ import type { LakePaths } from './paths.js';
 export interface RunRecord {
   job: string;
   startedAt: string;
-  finishedAt: string;
+  /** Null while the run goes on (interim records of batch commits). */
+  finishedAt: string | null;
   status: string;
   report: unknown;
 }

@@ -170,7 +170,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       },
       job.commit,
       (o) => windowRecord(runId, o),
-      () => ({ job: job.name, startedAt: ingestedAt, finishedAt: '', status: 'running', report: startRecord }),
+      () => ({ job: job.name, startedAt: ingestedAt, finishedAt: null, status: 'running', report: startRecord }),
     );
 
     const pager: PagerOptions = {
@@ -273,7 +273,9 @@ function buildReport(
     r.retries += o.acct.retries;
     r.throttles += o.acct.throttles;
   }
-  for (const f of files) {
+  // A partition rewritten by several batch commits is one file: count its last version.
+  const current = new Map(files.map((f) => [f.path, f]));
+  for (const f of current.values()) {
     const r = per.get(f.dataset);
     if (!r) continue;
     r.files++;

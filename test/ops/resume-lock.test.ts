@@ -1,0 +1,154 @@
+import { spawn } from 'node:child_process';
+import { mkdir, readdir, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadJobFile } from '../../src/pipeline/job.js';
+import { runJob } from '../../src/pipeline/run.js';
+import { CLI, runCli } from '../helpers/cli.js';
+import { datasetDigest, queryCatalog, tempDir } from '../helpers/lake.js';
+
+const ADDRESSES = [
+  '0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c',
+  '0x235cc9e6a7b9bac03056f3eb7034c30bd80a5157',
+  '0x86024fd52bd9a84f6ba8cb499555b9ce10959591',
+  '0x00671712d3cd244c79a1ebf9b8817f1a663a31ef',
+  '0xaf273689c318ca16253af94ce5430173f424d98f',
+  '0x347c9cb70a1bd9474035f751f2c4c74f0575dfc7',
+];
+
+let dir: string;
+let cleanup: () => Promise<void>;
+beforeAll(async () => ({ dir, cleanup } = await tempDir()));
+afterAll(async () => cleanup?.());
+
+async function writeJob(name: string, lake: string): Promise<string> {
+  const file = path.join(dir, `${name}.json`);
+  await writeFile(
+    file,
+    JSON.stringify({
+      name: 'resumable',
+      target: 'simulator',
+      simulator: { seed: 1 },
+      lake,
+      concurrency: 1,
+      // Commit after every window, so a kill lands between commits.
+      commit: { everyRows: 1 },
+      datasets: { transactions: { addresses: ADDRESSES }, erc20_transfers: { addresses: ADDRESSES } },
+    }),
+  );
+  return file;
+}
+
+/** Starts `chainlake run` and SIGKILLs it right after its `after`-th commit; returns the killed run's id. */
+function runAndKill(job: string, after: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, 'run', job, '--log-format', 'json'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error('no commit seen within 60 s'));
+    }, 60_000);
+    let runId = '';
+    let commits = 0;
+    let buf = '';
+    child.stderr.on('data', (d: Buffer) => {
+      buf += d.toString();
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        let ev: Record<string, unknown>;
+        try {
+          ev = JSON.parse(line) as Record<string, unknown>;
+        } catch {
+          continue;
+        }
+        if (ev.event === 'run.start') runId = String(ev.runId);
+        if (ev.event === 'commit' && ++commits === after) child.kill('SIGKILL');
+      }
+    });
+    child.on('close', (_code, signal) => {
+      clearTimeout(timer);
+      if (signal !== 'SIGKILL') reject(new Error(`the run ended by itself before ${after} commits`));
+      else resolve(runId);
+    });
+  });
+}
+
+describe('resume after a kill', () => {
+  it('a re-run after SIGKILL fetches only the windows not yet committed, and the lake equals a clean run', async () => {
+    const lake = path.join(dir, 'killed');
+    const job = await writeJob('killed', lake);
+    const killed = await runAndKill(job, 3);
+    expect(killed).not.toBe('');
+
+    const committedBefore = await queryCatalog(lake, `SELECT count(*)::INT AS n FROM windows WHERE run_id = '${killed}' AND status = 'committed'`);
+    expect(committedBefore[0]!.n).toBeGreaterThanOrEqual(3);
+
+    const resumed = await runJob(await loadJobFile(job));
+    expect(resumed.status).toBe('complete');
+    expect(resumed.resumeOf).toBe(killed);
+    expect(resumed.windowsSkipped).toBe(committedBefore[0]!.n);
+    expect(resumed.totals.windows).toBe(ADDRESSES.length * 2 - (committedBefore[0]!.n as number));
+    expect(await readdir(path.join(lake, '_staging')).catch(() => [])).toEqual([]);
+
+    const clean = path.join(dir, 'clean');
+    const cleanReport = await runJob(await loadJobFile(await writeJob('clean', clean)));
+    expect(cleanReport.head).toBe(resumed.head);
+    for (const [ds, key] of [
+      ['transactions', 'transaction_hash'],
+      ['erc20_transfers', 'transaction_hash'],
+    ] as const) {
+      expect(await datasetDigest(lake, ds, key), ds).toEqual(await datasetDigest(clean, ds, key));
+    }
+    // The run after that is a fresh one: nothing left to resume.
+    const again = await runJob(await loadJobFile(job));
+    expect(again.resumeOf).toBeNull();
+  });
+});
+
+describe('the lake lock', () => {
+  it('takes over a lock left by a killed process', async () => {
+    const lake = path.join(dir, 'stale');
+    await mkdir(lake, { recursive: true });
+    // A pid that cannot be alive: above the kernel's pid limit.
+    await writeFile(
+      path.join(lake, '.chainlake.lock'),
+      JSON.stringify({ pid: 2 ** 22 + 1, host: os.hostname(), runId: 'dead', startedAt: '2026-01-01T00:00:00Z' }),
+    );
+    const r = await runCli(['export', 'transactions', '--simulator', '--address', ADDRESSES[0]!, '--to-block', '5000', '--lake', lake]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(await readdir(lake)).not.toContain('.chainlake.lock');
+  });
+
+  it('--wait waits for the holder to finish instead of exiting 75', async () => {
+    const lake = path.join(dir, 'waited');
+    await mkdir(lake, { recursive: true });
+    const lockFile = path.join(lake, '.chainlake.lock');
+    await writeFile(lockFile, JSON.stringify({ pid: process.pid, host: os.hostname(), runId: 'holder', startedAt: new Date().toISOString() }));
+    const child = spawn(
+      process.execPath,
+      [CLI, 'export', 'transactions', '--simulator', '--address', ADDRESSES[0]!, '--to-block', '5000', '--lake', lake, '--wait', '--log-format', 'json'],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
+    let stderr = '';
+    const code = await new Promise<number | null>((resolve) => {
+      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      child.stderr.on('data', (d: Buffer) => {
+        const first = !stderr.includes('"event":"lock.wait"');
+        stderr += d.toString();
+        // The holder finishes only once the waiter has said it is waiting.
+        if (first && stderr.includes('"event":"lock.wait"')) void rm(lockFile);
+      });
+      child.on('close', (c) => {
+        clearTimeout(timer);
+        resolve(c);
+      });
+    });
+    const r = { code, stderr };
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/"event":"lock.wait"/);
+  });
+});
