@@ -58,6 +58,18 @@ describe('pager (against an in-memory listing with the API paging rules)', () =>
     expect(api.requests.length).toBe(1);
   });
 
+  it('takes a first page that holds every row as the whole window (endpoints that do not page)', async () => {
+    const all = Array.from({ length: 1500 }, (_, i) => ({ id: String(i) }));
+    let calls = 0;
+    const single: PageFetcher = async (req) => {
+      calls++;
+      return { entries: all, results: {}, count: all.length, offset: req.offset, range: req.range };
+    };
+    const r = await collect(single, undefined, pagerOptions({ pageSize: 1000, resultWindow: 1000 }));
+    expect(r.rows).toHaveLength(1500);
+    expect(calls).toBe(1);
+  });
+
   it('bisects when entries carry no block number', async () => {
     const api = new Listing(uneven(2000), 1000, 'desc', false);
     const r = await collect(api.fetch, { from: 0, to: 1999 }, pagerOptions({ pageSize: 100, resultWindow: 1000 }));
