@@ -78,15 +78,22 @@ export class WindowProgress {
   generation = 0;
 }
 
-const CAP_MESSAGE = /(result window|offset\s*\+\s*limit|too deep|max(imum)? offset)/i;
+const CAP_MESSAGE = /(result window|offset\b.*\blimit|too deep|max(imum)? offset)/i;
 
-/** A result-window cap stated by the server (e.g. "... must be less than or equal to 10000"), if any. */
+/**
+ * A result-window cap stated by the server's error, if it states one: the number after "equal to", "at most",
+ * "maximum" and the like (`... offset + limit must be less than or equal to 10000`), else the last number.
+ */
 export function learnedCapOf(error: unknown): number | undefined {
   if (!(error instanceof ApiError)) return undefined;
   const msg = error.details.apiMessage ?? '';
   if (error.kind !== 'terminal' || !CAP_MESSAGE.test(msg)) return undefined;
-  const numbers = (msg.match(/\d{2,}/g) ?? []).map(Number).filter((n) => n >= 10);
-  return numbers.length ? Math.max(...numbers) : undefined;
+  const stated = /(?:equal to|<=|≤|at most|up to|maximum(?: of| is)?|max(?:imum)?\s*(?:offset|window)?(?: of| is)?|cap(?:ped)?(?: at)?)\s*:?\s*(\d+)/i.exec(
+    msg,
+  );
+  const numbers = msg.match(/\d+/g) ?? [];
+  const n = Number(stated?.[1] ?? numbers.at(-1));
+  return Number.isSafeInteger(n) && n >= 1 ? n : undefined;
 }
 
 /** The rows moved while we paged: the window is fetched again. */
@@ -133,10 +140,11 @@ export async function* pageWindow(
       }
       return;
     } catch (e) {
+      if (!(e instanceof CapLearned || e instanceof CountDrift)) throw e;
+      // This pass does not count: the next one fetches the window again from the start.
       progress.rowsExpected -= tally.expected;
       progress.rowsGot -= tally.got;
       if (e instanceof CapLearned) continue;
-      if (!(e instanceof CountDrift)) throw e;
       progress.driftRefetches++;
       if (++drifts > opts.maxDriftRetries) {
         throw new WindowError(`the row count kept changing while paging ${range ? `blocks ${range.from}-${range.to}` : 'the window'} (${e.message})`);

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { Accounting } from '../../src/extract/accounting.js';
 import { PageBudget } from '../../src/extract/budget.js';
-import { WindowError } from '../../src/extract/errors.js';
-import { LearnedCap, pageWindow, WindowProgress, type PageFetcher } from '../../src/extract/pager.js';
+import { ApiError, WindowError } from '../../src/extract/errors.js';
+import { LearnedCap, learnedCapOf, pageWindow, WindowProgress, type PageFetcher } from '../../src/extract/pager.js';
 import { collect, pagerOptions } from './helpers.js';
 import { Listing } from './listing.js';
 
@@ -152,5 +152,20 @@ describe('pager (against an in-memory listing with the API paging rules)', () =>
     const r = await collect(fetch, { from: 0, to: 2999 }, pagerOptions({ pageSize: 100, resultWindow: 1000 }));
     expect(r.progress.driftRefetches).toBe(1);
     expect(ids(r.rows)).toEqual(ids(api.rows(0, 2999)));
+  });
+});
+
+describe('the cap stated in a server error', () => {
+  const err = (apiMessage: string, kind: 'terminal' | 'transient' = 'terminal'): ApiError =>
+    new ApiError('HTTP 400', { kind, reason: 'http-4xx', endpoint: 'x', url: 'http://h/x', attempt: 1, httpStatus: 400, apiMessage });
+  it.each([
+    ['Result window is too large, offset + limit must be less than or equal to 10000', 10_000],
+    ['offset 9000 + limit 1000 is beyond the maximum of 5000', 5000],
+    ['Result window too deep: at most 2500 rows', 2500],
+    ['max offset is 9999', 9999],
+  ])('%s', (message, cap) => expect(learnedCapOf(err(message))).toBe(cap));
+  it('ignores other errors', () => {
+    expect(learnedCapOf(err('Invalid address format'))).toBeUndefined();
+    expect(learnedCapOf(err('Rate limit exceeded: retry after 1 s', 'transient'))).toBeUndefined();
   });
 });

@@ -311,6 +311,18 @@ describe('transport against scripted replies', () => {
     expect(redactUrl('https://h/x?token=abc&limit=3')).toBe('https://h/x?token=***&limit=3');
   });
 
+  it('a refused connection is transient: retried, then reported with the network code', async () => {
+    const s = await new ScriptedServer([ok({ data: 1 })]).start();
+    const url = s.url;
+    await s.close(); // nothing listens on that port any more
+    const { t, clock, acct } = setup({ retry: { maxAttempts: 3 } });
+    const e = await caught(client(t, url).get('x', '/v1/x', {}, acct));
+    expect(e.details).toMatchObject({ kind: 'transient', reason: 'network', attempt: 3 });
+    expect(e.message).toMatch(/ECONNREFUSED/);
+    expect(clock.sleeps).toHaveLength(2);
+    await t.close();
+  });
+
   it('keeps at most `concurrency` requests in flight', async () => {
     await scripted(
       [ok({ data: 1 })],
@@ -325,7 +337,22 @@ describe('transport against scripted replies', () => {
   });
 });
 
-describe('failure classes and headers (units)', () => {
+describe('failure classes, headers and accounting (units)', () => {
+  it('summarises latency with percentiles', () => {
+    const acct = new Accounting();
+    for (let i = 1; i <= 100; i++) acct.recordResponse(i, 10);
+    const other = new Accounting();
+    other.recordResponse(1000, 5);
+    acct.add(other);
+    const s = acct.summary();
+    expect(s).toMatchObject({ responses: 101, bytes: 1005 });
+    expect(s.latencyMs.max).toBe(1000);
+    expect(s.latencyMs.p50).toBeGreaterThanOrEqual(50);
+    expect(s.latencyMs.p50).toBeLessThanOrEqual(50 * 1.2);
+    expect(s.latencyMs.p99).toBeGreaterThanOrEqual(99);
+    expect(s.latencyMs.p99).toBeLessThanOrEqual(100 * 1.2);
+  });
+
   it('classifies HTTP statuses', () => {
     expect([429, 408, 500, 502, 503, 504, 520].map((s) => classifyStatus(s).kind)).toEqual(Array(7).fill('transient'));
     expect([400, 401, 403, 404, 405, 413, 501, 505, 301].map((s) => classifyStatus(s).kind)).toEqual(Array(9).fill('terminal'));
