@@ -10,6 +10,7 @@ import { planCommand } from './commands/plan.js';
 import { queryCommand } from './commands/query.js';
 import { runCommand } from './commands/run.js';
 import { scheduleCommand } from './commands/schedule.js';
+import { schemaCommand } from './commands/schema.js';
 import { simulateCommand } from './commands/simulate.js';
 import { statusCommand } from './commands/status.js';
 import { compactCommand } from './commands/compact.js';
@@ -35,6 +36,7 @@ export async function main(argv: string[]): Promise<void> {
     .command(compactCommand)
     .command(catalogCommand)
     .command(scheduleCommand)
+    .command(schemaCommand)
     .demandCommand(1, 'Name a command (see --help).')
     .strict()
     .recommendCommands()

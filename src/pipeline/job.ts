@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import path from 'node:path';
 import { datasetNames, DATASETS } from '../datasets/registry.js';
 import { scopeKindsOf, type DatasetDef, type Network, type ScopeKind } from '../datasets/dataset.js';
 import type { Query } from '../extract/explorer.js';
@@ -144,10 +146,39 @@ function list(r: Reader, v: unknown, where: string, what: string): unknown[] {
   return v;
 }
 
+/**
+ * A list given inline, or as `{"file": "path"}`: one item per line, `#` starts a comment, blank lines are
+ * skipped. A relative path is relative to the job file's folder. Problems name the file and line.
+ */
+function listOrFile(r: Reader, v: unknown, where: string, what: string): { items: unknown[]; at: (i: number) => string } {
+  if (isObj(v) && Object.keys(v).length === 1 && typeof v.file === 'string') {
+    const file = path.resolve(r.file === 'command line' ? '.' : path.dirname(r.file), v.file);
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (e) {
+      r.fail(`${where}.file`, `cannot read ${file} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    }
+    const items: unknown[] = [];
+    const lines: number[] = [];
+    text.split(/\r?\n/).forEach((line, n) => {
+      const item = line.replace(/#.*$/, '').trim();
+      if (item) {
+        items.push(item);
+        lines.push(n + 1);
+      }
+    });
+    if (items.length === 0) r.fail(`${where}.file`, `${file} lists no ${what}`);
+    return { items, at: (i) => `${where}.file (${file} line ${lines[i]})` };
+  }
+  return { items: list(r, v, where, what), at: (i) => `${where}[${i}]` };
+}
+
 function addressList(r: Reader, v: unknown, where: string): string[] {
   const seen = new Set<string>();
-  return list(r, v, where, 'addresses').flatMap((a, i) => {
-    if (typeof a !== 'string' || !ADDRESS.test(a)) r.fail(`${where}[${i}]`, `not an address (0x + 40 hex digits): ${JSON.stringify(a)}`);
+  const { items, at } = listOrFile(r, v, where, 'addresses');
+  return items.flatMap((a, i) => {
+    if (typeof a !== 'string' || !ADDRESS.test(a)) r.fail(at(i), `not an address (0x + 40 hex digits): ${JSON.stringify(a)}`);
     const lower = a.toLowerCase();
     if (seen.has(lower)) return [];
     seen.add(lower);
@@ -251,13 +282,10 @@ function scopesFor(r: Reader, kind: ScopeKind, spec: Obj, where: string): ScopeV
     }
     case 'transaction':
       if (!has('transactions')) return undefined;
-      return [
-        ...new Set(
-          list(r, spec.transactions, `${where}.transactions`, 'transaction hashes').map((h, i) =>
-            hashOf(r, h, `${where}.transactions[${i}]`, 'a transaction hash'),
-          ),
-        ),
-      ].map((transaction) => ({ transaction }));
+      {
+        const { items, at } = listOrFile(r, spec.transactions, `${where}.transactions`, 'transaction hashes');
+        return [...new Set(items.map((h, i) => hashOf(r, h, at(i), 'a transaction hash')))].map((transaction) => ({ transaction }));
+      }
     case 'contract':
       return has('contracts') ? addressList(r, spec.contracts, `${where}.contracts`).map((contract) => ({ contract })) : undefined;
     case 'contract_topics':

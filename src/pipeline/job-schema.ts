@@ -1,0 +1,130 @@
+import { scopeKindsOf } from '../datasets/dataset.js';
+import { datasetNames, getDataset } from '../datasets/registry.js';
+import { SCOPE_KEYS } from './job.js';
+
+/**
+ * The JSON Schema of job files, generated from the dataset registry so it always names every dataset and
+ * exactly the scope keys each accepts. Editors use it (`"$schema": "./job.schema.json"`) for completion and
+ * checking as you type; `chainlake` itself validates with the stricter checks of job.ts (address formats,
+ * ranges, cron), and a test keeps the two in agreement. Regenerate with `chainlake schema > jobs/job.schema.json`.
+ */
+type Schema = Record<string, unknown>;
+
+const address: Schema = { type: 'string', pattern: '^0x[0-9a-fA-F]{40}$' };
+const hash: Schema = { type: 'string', pattern: '^0x[0-9a-fA-F]{64}$' };
+const fromFile: Schema = {
+  type: 'object',
+  description: 'Read the list from a text file: one item per line, # starts a comment; relative to the job file.',
+  properties: { file: { type: 'string', minLength: 1 } },
+  required: ['file'],
+  additionalProperties: false,
+};
+const listOf = (item: Schema, description: string, file = false): Schema => {
+  const arr = { type: 'array', items: item, minItems: 1 };
+  return file ? { description, oneOf: [arr, fromFile] } : { description, ...arr };
+};
+const topics: Schema = {
+  type: 'array',
+  minItems: 1,
+  maxItems: 4,
+  items: { oneOf: [hash, { type: 'null' }] },
+  description: '[topic0, topic1?, topic2?, topic3?]; null means any',
+};
+const operand: Schema = { enum: ['and', 'or'] };
+const logType: Schema = { enum: ['single', 'combine'] };
+
+const SCOPE_SCHEMAS: Record<string, Schema> = {
+  addresses: listOf(address, 'Addresses (0x + 40 hex digits), inline or {"file": "…"}', true),
+  transactions: listOf(hash, 'Transaction hashes, inline or {"file": "…"}', true),
+  contracts: listOf(
+    {
+      oneOf: [address, { type: 'object', properties: { address, topics, operand, type: logType }, required: ['address'], additionalProperties: false }],
+    },
+    'Contract addresses, or {"address", "topics", "operand", "type"} filters (event_logs)',
+  ),
+  topics,
+  operand,
+  type: logType,
+  tokens: listOf(address, 'Token contract addresses'),
+  pairs: listOf(
+    { type: 'object', properties: { token: address, holder: address }, required: ['token', 'holder'], additionalProperties: false },
+    'Token and holder pairs',
+  ),
+  blocks: listOf(
+    {
+      oneOf: [
+        { type: 'integer', minimum: 0 },
+        { type: 'string', pattern: '^\\d+\\s*-\\s*\\d+$' },
+      ],
+    },
+    'Block numbers or "from-to" ranges',
+  ),
+  pools: listOf(address, 'Pool contract addresses'),
+  pids: listOf({ type: 'integer', minimum: 0 }, 'Staking pool ids'),
+  charts: listOf(
+    {
+      type: 'object',
+      properties: { unit: { enum: ['minute', 'hour', 'day'] }, unit_count: { type: 'integer', minimum: 1 }, unit_multiplier: { type: 'integer', minimum: 1 } },
+      required: ['unit', 'unit_count'],
+      additionalProperties: false,
+    },
+    'Chart requests',
+  ),
+};
+
+function datasetSchema(name: string): Schema {
+  const def = getDataset(name);
+  const keys = [...new Set(scopeKindsOf(def).flatMap((k) => SCOPE_KEYS[k]))];
+  const properties: Record<string, Schema> = {};
+  for (const k of keys) properties[k] = SCOPE_SCHEMAS[k] ?? {};
+  properties.endpoints = listOf({ enum: def.endpoints.map((e) => e.id) }, "Which of the dataset's endpoints to fetch (default: its primary ones)");
+  if (def.columns.some((c) => c.name === 'input')) properties.input = { type: 'boolean', description: 'Ask the API for input data' };
+  return { type: 'object', description: def.doc, properties, additionalProperties: false };
+}
+
+export function jobSchema(): Schema {
+  const int = (minimum: number): Schema => ({ type: 'integer', minimum });
+  const url: Schema = { type: 'string', pattern: '^https?://\\S+$' };
+  return {
+    $schema: 'http://json-schema.org/draft-07/schema#',
+    title: 'chainlake job',
+    type: 'object',
+    required: ['datasets'],
+    additionalProperties: false,
+    properties: {
+      $schema: { type: 'string' },
+      name: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$' },
+      description: { type: 'string' },
+      network: { enum: ['mainnet', 'testnet'] },
+      target: { enum: ['api', 'simulator'], description: 'The real APIs (endpoints or CHAINLAKE_*_URL) or the embedded simulator' },
+      simulator: { type: 'object', properties: { seed: int(0), scale: { enum: ['small', 'medium', 'large'] } }, additionalProperties: false },
+      endpoints: { type: 'object', properties: { mainnet: url, testnet: url, testnetAlt: url, finance: url }, additionalProperties: false },
+      apiKey: { type: 'string', description: 'Prefer CHAINLAKE_API_KEY: a key in a file is easy to leak' },
+      lake: { type: 'string' },
+      range: {
+        type: 'object',
+        properties: {
+          fromBlock: int(0),
+          toBlock: { oneOf: [int(0), { const: 'head' }] },
+          incremental: { type: 'boolean' },
+          safetyMarginBlocks: int(0),
+        },
+        additionalProperties: false,
+      },
+      concurrency: { type: 'integer', minimum: 1, maximum: 256 },
+      rps: { type: 'integer', minimum: 1 },
+      strict: { type: 'boolean' },
+      pageSize: { type: 'integer', minimum: 1, maximum: 1000 },
+      resultWindow: int(1),
+      schedule: { type: 'string', description: 'Cron expression, UTC (5 fields, or 6 with seconds)' },
+      commit: { type: 'object', properties: { everyRows: int(1), everySeconds: int(1) }, additionalProperties: false },
+      dailyRequestQuota: int(1),
+      datasets: {
+        type: 'object',
+        minProperties: 1,
+        additionalProperties: false,
+        properties: Object.fromEntries(datasetNames().map((n) => [n, datasetSchema(n)])),
+      },
+    },
+  };
+}
