@@ -40,6 +40,11 @@ export interface RunOptions {
   waitForLock?: boolean;
   /** Receives the live state of the run as it starts (progress displays). */
   onStart?: (live: LiveRun) => void;
+  /**
+   * A transport to use instead of a new HTTP one (the benchmark replays recorded pages through it, so the
+   * rest of the run is measured without HTTP). The run closes it.
+   */
+  transportInstance?: HttpTransport;
 }
 
 export function newRunId(now: Date): string {
@@ -127,7 +132,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   await openRunStaging(staging, { runId, job: job.name, startedAt: ingestedAt, pid: process.pid });
 
   const targets = await resolveTargets(job, opts);
-  const transport = new HttpTransport({ concurrency: job.concurrency, rps: job.rps, ...opts.transport });
+  const transport = opts.transportInstance ?? new HttpTransport({ concurrency: job.concurrency, rps: job.rps, ...opts.transport });
   const clients = buildClients(transport, targets, job);
   const runAcct = new Accounting();
   const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
