@@ -1,0 +1,53 @@
+// Runs a chainlake command in a child process and measures it from outside: wall time, and peak RSS from
+// /proc/<pid>/status (VmHWM, the kernel's high-water mark) sampled until the process exits.
+
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { CLI } from './paths.js';
+
+export interface ChildResult {
+  code: number | null;
+  wallMs: number;
+  /** Peak resident set of the child, in bytes (0 where /proc is not available). */
+  peakRssBytes: number;
+  stdout: string;
+  stderr: string;
+}
+
+async function vmHwm(pid: number): Promise<number> {
+  try {
+    const status = await readFile(`/proc/${pid}/status`, 'utf8');
+    const m = /^VmHWM:\s+(\d+)\s+kB/m.exec(status);
+    return m ? Number(m[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+export async function runChainlake(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ChildResult> {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-20_000)));
+  let peak = 0;
+  let exited = false;
+  const code = new Promise<number | null>((resolve) =>
+    child.once('exit', (c) => {
+      exited = true;
+      resolve(c);
+    }),
+  );
+  // VmHWM only grows, so the last sample before exit is the peak up to then; 20 ms apart misses little.
+  const sampler = (async () => {
+    while (!exited) {
+      peak = Math.max(peak, await vmHwm(child.pid!));
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  })();
+  const c = await code;
+  const wallMs = performance.now() - t0;
+  await sampler;
+  return { code: c, wallMs, peakRssBytes: peak, stdout, stderr };
+}
