@@ -158,7 +158,8 @@ describe('transport against the simulator', () => {
   });
 
   it('survives a stalled server: the header timeout cuts the attempt, the retry succeeds', async () => {
-    const { t, clock, acct } = setup({ timeouts: { headersMs: 150 } });
+    // Long enough that a loaded machine's normal reply is never cut; the stall would last a minute.
+    const { t, clock, acct } = setup({ timeouts: { headersMs: 1000 } });
     sim.setFaults({ rate: 1, kinds: ['stall'], stallMs: 60_000 });
     clock.onSleep = () => sim.setFaults(undefined);
     try {
