@@ -289,6 +289,13 @@ describe('transport against scripted replies', () => {
         await t.close();
       });
     }
+    // An envelope without any status is not a success, however good its results look.
+    await scripted([{ status: 200, body: JSON.stringify({ message: 'OK', results: { count: '1', data: [{}] } }) }], async (s) => {
+      const { t, acct } = setup();
+      const e = await caught(client(t, s.url).get('x', '/v1/x', {}, acct));
+      expect(e.details).toMatchObject({ kind: 'terminal', reason: 'envelope', httpStatus: 200 });
+      await t.close();
+    });
     await scripted([{ status: 200, body: JSON.stringify({ status: '200', message: 'OK' }) }], async (s) => {
       const { t, acct } = setup();
       const e = await caught(client(t, s.url).get('x', '/v1/x', {}, acct));
