@@ -11,6 +11,7 @@ import { queryCommand } from './commands/query.js';
 import { runCommand } from './commands/run.js';
 import { scheduleCommand } from './commands/schedule.js';
 import { schemaCommand } from './commands/schema.js';
+import { verifyContractCommand } from './commands/verify-contract.js';
 import { simulateCommand } from './commands/simulate.js';
 import { statusCommand } from './commands/status.js';
 import { compactCommand } from './commands/compact.js';
@@ -36,6 +37,7 @@ export async function main(argv: string[]): Promise<void> {
     .command(compactCommand)
     .command(catalogCommand)
     .command(scheduleCommand)
+    .command(verifyContractCommand)
     .command(schemaCommand)
     .demandCommand(1, 'Name a command (see --help).')
     .strict()

@@ -135,11 +135,67 @@ describe('chainlake CLI', () => {
     expect(r.stderr).toMatch(/locked by run holder/);
   });
 
+  it('verify-contract submits the source base64-encoded; exit 0 when verified, 1 when refused', async () => {
+    const env = { CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: CANARY_KEY };
+    const contract = sim.examples.unverifiedContract;
+    const src = path.join(dir, 'Vault.sol');
+    await writeFile(src, '// SPDX-License-Identifier: MIT\npragma solidity ^0.8.24;\ncontract Vault { uint256 public total; }\n');
+    const refused = await runCli(['verify-contract', contract, '--source', src, '--name', 'NotInTheSource', '--compiler', 'v0.8.24'], { env });
+    expect(refused.code).toBe(1);
+    expect(refused.stdout).toMatch(/not verified/);
+    const ok = await runCli(['verify-contract', contract, '--source', src, '--name', 'Vault', '--compiler', 'v0.8.24', '--runs', '500'], { env });
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(ok.stdout).toMatch(/^verified: 0x[0-9a-f]{40} \(Vault\)/);
+    // The explorer now serves the code record with our source, base64.
+    const { request } = await import('undici');
+    const res = await request(`${sim.urls.mainnet}/v1/contracts/${contract}/code`, { headers: { 'api-key': CANARY_KEY } });
+    const body = (await res.body.json()) as { results: { data: { contract_source: string; runs_optimizer: string } } };
+    expect(Buffer.from(body.results.data.contract_source, 'base64').toString('utf8')).toContain('contract Vault');
+    expect(body.results.data.runs_optimizer).toBe('500');
+    const bad = await runCli(['verify-contract', '0x12', '--source', src, '--name', 'Vault', '--compiler', 'v1'], { env });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/contract address/);
+  });
+
+  it('exits 3 under --strict when rows do not convert, and keeps them in _rejects without it', async () => {
+    // A loopback proxy spoils one value per page; our stages run unchanged.
+    const http = await import('node:http');
+    const { request } = await import('undici');
+    const proxy = http.createServer((req, res) => {
+      void (async () => {
+        const up = await request(new URL(sim.urls.mainnet).origin + req.url, { headers: { 'api-key': String(req.headers['api-key'] ?? '') } });
+        const body = (await up.body.json()) as { results?: { data?: Record<string, unknown>[] } };
+        const first = body.results?.data?.[0];
+        if (first && 'value' in first) first.value = '12abc';
+        res.writeHead(up.statusCode, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(body));
+      })();
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    const port = (proxy.address() as { port: number }).port;
+    const env = { CHAINLAKE_MAINNET_URL: `http://127.0.0.1:${port}/mainnet`, CHAINLAKE_API_KEY: CANARY_KEY };
+    try {
+      const args = ['export', 'transactions', '--address', sim.examples.addresses[2]!, '--to-block', '20000'];
+      const strict = await runCli([...args, '--lake', path.join(dir, 'lake-strict'), '--strict'], { env });
+      expect(strict.code, strict.stderr).toBe(3);
+      expect(strict.stdout).toMatch(/strict mode/);
+      const lenient = await runCli(
+        [...args, '--lake', path.join(dir, 'lake-lenient'), '--format', 'json'].filter((a) => a !== '--format' && a !== 'json'),
+        { env },
+      );
+      expect(lenient.code, lenient.stderr).toBe(0);
+      const rejects = await runCli(['query', '--lake', path.join(dir, 'lake-lenient'), '--format', 'csv', 'SELECT field, raw_value, reason FROM _rejects']);
+      expect(rejects.stdout).toMatch(/value,12abc,not a non-negative integer amount/);
+    } finally {
+      proxy.close();
+    }
+  });
+
   it('simulate prints one JSON line with its URLs and key, then stops cleanly on SIGTERM', async () => {
     const child = spawn(process.execPath, [CLI, 'simulate', '--port', '0', '--seed', '5'], { stdio: ['ignore', 'pipe', 'pipe'] });
     const line = await new Promise<string>((resolve, reject) => {
       let buf = '';
-      const t = setTimeout(() => reject(new Error('simulate printed nothing in 20 s')), 20_000);
+      const t = setTimeout(() => reject(new Error('simulate printed nothing in 45 s')), 45_000);
       child.stdout.on('data', (d: Buffer) => {
         buf += d.toString();
         const nl = buf.indexOf('\n');

@@ -1,0 +1,85 @@
+import { readFile } from 'node:fs/promises';
+import type { CommandModule } from 'yargs';
+import { Accounting } from '../../extract/accounting.js';
+import { ExplorerClient } from '../../extract/explorer.js';
+import { HttpTransport } from '../../extract/transport.js';
+import { ENDPOINT_ENV } from '../../pipeline/job.js';
+import { CliError, EXIT } from '../exit-codes.js';
+
+interface Args {
+  address: string;
+  source: string;
+  name: string;
+  compiler: string;
+  runs: number;
+  optimize: boolean;
+  'constructor-args'?: string;
+  libraries?: string;
+  network: 'mainnet' | 'testnet';
+  simulator?: boolean;
+}
+
+/** Submits a contract's source for verification (explorer #16). Exit 0 when verified, 1 when the API says no. */
+export const verifyContractCommand: CommandModule<object, Args> = {
+  command: 'verify-contract <address>',
+  describe: 'Submit a contract source for verification (explorer POST #16); exit 0 if verified, 1 if not',
+  builder: (y) =>
+    y
+      .positional('address', { type: 'string', demandOption: true, describe: 'Contract address' })
+      .option('source', { type: 'string', demandOption: true, describe: 'Source file (sent base64-encoded)' })
+      .option('name', { type: 'string', demandOption: true, describe: 'Contract name, as declared in the source' })
+      .option('compiler', { type: 'string', demandOption: true, describe: 'Compiler version, e.g. v0.8.24+commit.e11b9ed9' })
+      .option('runs', { type: 'number', default: 200, describe: 'Optimizer runs' })
+      .option('optimize', { type: 'boolean', default: true, describe: 'Optimization enabled (--no-optimize to disable)' })
+      .option('constructor-args', { type: 'string', describe: 'ABI-encoded constructor arguments (hex)' })
+      .option('libraries', { type: 'string', describe: 'Libraries as a JSON array' })
+      .option('network', { choices: ['mainnet', 'testnet'] as const, default: 'mainnet' as const })
+      .option('simulator', { type: 'boolean', describe: 'Target the embedded simulator instead of CHAINLAKE_*_URL' })
+      .example('$0 verify-contract 0xabc… --source Token.sol --name Token --compiler v0.8.24+commit.e11b9ed9', 'Verify a contract on mainnet') as never,
+  handler: async (args) => {
+    let libraries: unknown[] | undefined;
+    if (args.libraries !== undefined) {
+      try {
+        libraries = JSON.parse(args.libraries) as unknown[];
+      } catch {
+        libraries = undefined;
+      }
+      if (!Array.isArray(libraries)) throw new CliError(`--libraries must be a JSON array, got ${args.libraries}`);
+    }
+    let source: string;
+    try {
+      source = await readFile(args.source, 'utf8');
+    } catch (e) {
+      throw new CliError(`--source: cannot read ${args.source} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    }
+    const sim = args.simulator ? await (await import('../../simulator/index.js')).startSimulator({}) : undefined;
+    const baseUrl = sim ? sim.urls[args.network] : process.env[ENDPOINT_ENV[args.network]];
+    if (!baseUrl) throw new CliError(`no ${args.network} base URL: set ${ENDPOINT_ENV[args.network]} (or use --simulator)`);
+    const transport = new HttpTransport({ concurrency: 1 });
+    try {
+      const client = new ExplorerClient(transport, { baseUrl, apiKey: sim ? sim.apiKey : process.env.CHAINLAKE_API_KEY || undefined, network: args.network });
+      const verified = await client.verifyContract(
+        args.address,
+        {
+          contractName: args.name,
+          compiler: args.compiler,
+          runsOptimizer: args.runs,
+          optimizationEnabled: args.optimize,
+          source,
+          constructorArguments: args['constructor-args'],
+          libraries,
+        },
+        new Accounting(),
+      );
+      process.stdout.write(
+        verified
+          ? `verified: ${args.address.toLowerCase()} (${args.name})\n`
+          : `not verified: the API did not accept the source of ${args.address.toLowerCase()} as ${args.name}\n`,
+      );
+      process.exitCode = verified ? EXIT.ok : EXIT.windowsFailed;
+    } finally {
+      await transport.close();
+      await sim?.close();
+    }
+  },
+};
