@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { catalogWaitMs, retryOnLock } from './catalog.js';
 import type { Engine } from './engine.js';
 import type { LakePaths } from './paths.js';
 import { literal } from './sql.js';
@@ -33,7 +34,8 @@ export async function readLakeState(engine: Engine, paths: LakePaths, job: strin
   const state: LakeState = { watermarks: new Map() };
   if (!existsSync(paths.catalog)) return state;
   const conn = engine.conn;
-  await conn.run(`ATTACH ${literal(paths.catalog)} AS chainlake_state (READ_ONLY)`);
+  // A user's session or a commit may hold the file for a moment: wait, as every catalog reader does.
+  await retryOnLock(() => conn.run(`ATTACH ${literal(paths.catalog)} AS chainlake_state (READ_ONLY)`), catalogWaitMs(60_000), 'reading watermarks');
   try {
     const tables = new Set(
       (await conn.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = 'chainlake_state'`)).getRowsJS().map((r) => String(r[0])),
