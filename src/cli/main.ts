@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { LakeLockedError } from '../load/lock.js';
+import { NoLakeError } from '../load/reader.js';
 import { JobError } from '../pipeline/job.js';
 import { describeCommand } from './commands/describe.js';
 import { exportCommand } from './commands/export.js';
@@ -58,6 +59,9 @@ main(hideBin(process.argv)).catch((e: unknown) => {
   if (e instanceof CliError) {
     process.stderr.write(`chainlake: ${e.message}\n`);
     process.exitCode = e.exitCode;
+  } else if (e instanceof NoLakeError) {
+    process.stderr.write(`chainlake: ${e.message}\n`);
+    process.exitCode = EXIT.usage;
   } else if (e instanceof JobError) {
     process.stderr.write(`chainlake: job file error: ${e.message}\n`);
     process.exitCode = EXIT.usage;

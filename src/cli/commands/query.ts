@@ -16,13 +16,7 @@ interface Args {
  */
 export async function queryLake(lake: string, sql: string, format: TableFormat): Promise<string> {
   const paths = new LakePaths(lake);
-  let reader;
-  try {
-    reader = await openLakeReader(paths);
-  } catch (e) {
-    if (e instanceof NoLakeError) throw new CliError(e.message);
-    throw e;
-  }
+  const reader = await openLakeReader(paths);
   try {
     const result = await reader.conn.runAndReadAll(sql);
     return renderRows(result.columnNames(), result.getRows(), format, format === 'json' ? result.getRowObjectsJson() : undefined);
@@ -55,7 +49,7 @@ export const queryCommand: CommandModule<object, Args> = {
     try {
       process.stdout.write((await queryLake(args.lake, args.sql, args.format)) + '\n');
     } catch (e) {
-      if (e instanceof CliError) throw e;
+      if (e instanceof CliError || e instanceof NoLakeError) throw e;
       throw new CliError(`query failed: ${(e as Error).message}`);
     }
   },

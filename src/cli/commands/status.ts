@@ -1,6 +1,6 @@
 import type { CommandModule } from 'yargs';
 import { LakePaths } from '../../load/paths.js';
-import { NoLakeError, openLakeReader } from '../../load/reader.js';
+import { openLakeReader } from '../../load/reader.js';
 import { lakeStatus, type LakeStatus } from '../../load/status.js';
 import { CliError } from '../exit-codes.js';
 import { renderRows } from '../output.js';
@@ -63,13 +63,7 @@ export const statusCommand: CommandModule<object, Args> = {
   handler: async (args) => {
     if (!Number.isInteger(args.runs) || args.runs < 1) throw new CliError(`--runs must be a positive integer, got ${args.runs}`);
     const paths = new LakePaths(args.lake);
-    let reader;
-    try {
-      reader = await openLakeReader(paths);
-    } catch (e) {
-      if (e instanceof NoLakeError) throw new CliError(e.message);
-      throw e;
-    }
+    const reader = await openLakeReader(paths);
     try {
       const s = await lakeStatus(reader.conn, paths, { runs: args.runs });
       process.stdout.write((args.format === 'json' ? JSON.stringify(s, null, 2) : formatStatus(s)) + '\n');
