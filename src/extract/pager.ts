@@ -193,8 +193,9 @@ async function* pageRange(
   acct: Accounting,
   progress: WindowProgress,
   tally: Tally,
+  hint?: FetchedPage,
 ): AsyncGenerator<FetchedPage> {
-  const paging = new RangePaging(fetch, range, opts, acct, progress, tally);
+  const paging = new RangePaging(fetch, range, opts, acct, progress, tally, hint);
   try {
     yield* paging.run();
   } finally {
@@ -233,6 +234,11 @@ class RangePaging {
     private readonly acct: Accounting,
     private readonly progress: WindowProgress,
     private readonly tally: Tally,
+    /**
+     * Bisection only: the parent range's first page, newest first. This range is the parent's newest part
+     * (same end block), so that page is also this range's first page when this range holds a page or more.
+     */
+    private readonly hint?: FetchedPage,
   ) {
     this.cap = effectiveCap(opts);
     this.limit = Math.min(opts.pageSize, this.cap);
@@ -240,7 +246,10 @@ class RangePaging {
   }
 
   async *run(): AsyncGenerator<FetchedPage> {
-    const first = await this.fetchFirst();
+    let second: FetchedPage | undefined;
+    let first: FetchedPage;
+    if (this.hint) ({ first, second } = await this.fromHint(this.hint));
+    else first = await this.fetchFirst();
     this.total = first.count;
     this.tally.expected += first.count;
     this.progress.rowsExpected += first.count;
@@ -260,7 +269,7 @@ class RangePaging {
       if (order === undefined) {
         // No block numbers to continue by: bisect, and let each part page itself.
         this.releaseOne();
-        yield* this.bisect(first.count);
+        yield* this.bisect(first);
         return;
       }
       this.order = order;
@@ -273,6 +282,21 @@ class RangePaging {
     slot.last = this.isLast(slot.req, slot.seg);
     this.nextOffset = firstLimit;
     this.slots.push(slot);
+    if (second && !slot.last) {
+      // The page fetched to test the hint is this range's second page.
+      const next: Slot = {
+        req: { offset: this.limit, limit: this.limit, range: this.range },
+        seg: this.seg!,
+        last: false,
+        done: true,
+        validated: false,
+        page: second,
+      };
+      next.settledP = Promise.resolve();
+      next.last = this.isLast(next.req, next.seg);
+      this.nextOffset += this.limit;
+      this.slots.push(next);
+    } else if (second) this.releaseOne();
     this.validateReady();
 
     for (;;) {
@@ -315,6 +339,30 @@ class RangePaging {
       this.releaseOne();
       throw this.failure(e);
     }
+  }
+
+  /**
+   * Turns the parent's first page into this range's first page: the page at offset `limit` of this range
+   * tells its count; its first `min(count, limit)` rows are the parent's first rows. Holds budget for both.
+   */
+  private async fromHint(hint: FetchedPage): Promise<{ first: FetchedPage; second?: FetchedPage }> {
+    await this.takeBudget();
+    await this.takeBudget();
+    let second: FetchedPage;
+    try {
+      second = await this.fetch({ offset: this.limit, limit: this.limit, range: this.range }, this.acct);
+      this.progress.pages++;
+    } catch (e) {
+      this.releaseOne();
+      this.releaseOne();
+      throw this.failure(e);
+    }
+    const count = second.count;
+    const first: FetchedPage = { ...hint, entries: hint.entries.slice(0, Math.min(count, this.limit)), count, offset: 0, range: this.range };
+    if (count > this.limit && count <= this.cap) return { first, second };
+    // Nothing past the first page, or more than the cap (this range is split in turn): the probe is spent.
+    this.releaseOne();
+    return { first };
   }
 
   /** Spare page budget, if any (always, without a budget). */
@@ -541,18 +589,24 @@ class RangePaging {
     return undefined;
   }
 
-  /** Fallback without block numbers: parts sized to hold ~90 % of the cap each (bisection at worst). */
-  private async *bisect(count: number): AsyncGenerator<FetchedPage> {
+  /**
+   * Fallback without block numbers: parts sized to hold ~90 % of the cap each (bisection at worst), newest
+   * first. When the listing is newest first by timestamp, the probe page is the newest part's first page and
+   * is not fetched again.
+   */
+  private async *bisect(probe: FetchedPage): AsyncGenerator<FetchedPage> {
     const range = this.range!;
+    const count = probe.count;
     const span = range.to - range.from + 1;
     const parts = Math.min(span, Math.max(2, Math.ceil(count / (this.cap * 0.9))));
     this.progress.splits++;
     this.tally.expected -= count;
     this.progress.rowsExpected -= count;
+    const reuse = probe.entries.length === this.limit && newestFirst(probe.entries) ? probe : undefined;
     for (let i = parts - 1; i >= 0; i--) {
       const from = range.from + Math.floor((span * i) / parts);
       const to = range.from + Math.floor((span * (i + 1)) / parts) - 1;
-      if (to >= from) yield* pageRange(this.fetch, { from, to }, this.opts, this.acct, this.progress, this.tally);
+      if (to >= from) yield* pageRange(this.fetch, { from, to }, this.opts, this.acct, this.progress, this.tally, i === parts - 1 ? reuse : undefined);
     }
   }
 
@@ -565,6 +619,17 @@ class RangePaging {
     await Promise.all(pending);
     while (this.held > 0) this.releaseOne();
   }
+}
+
+/**
+ * Whether a page is ordered newest first, judged by the ISO `timestamp` its entries carry: strictly older at
+ * least once, never newer. Without that evidence the order is unknown.
+ */
+function newestFirst(entries: unknown[]): boolean {
+  const ts = entries.map((e) => (e !== null && typeof e === 'object' ? (e as Record<string, unknown>).timestamp : undefined));
+  if (!ts.every((t) => typeof t === 'string' && !Number.isNaN(Date.parse(t)))) return false;
+  const ms = (ts as string[]).map((t) => Date.parse(t));
+  return ms.every((t, i) => i === 0 || t <= ms[i - 1]!) && ms[ms.length - 1]! < ms[0]!;
 }
 
 function describe(range: BlockRange | undefined): string {

@@ -15,10 +15,12 @@ export class Listing {
     readonly cap: number,
     readonly order: 'desc' | 'asc' = 'desc',
     readonly withBlocks = true,
+    /** Entries carry an ISO timestamp (one second per block), like event logs that have no block number. */
+    readonly withTimestamps = false,
   ) {}
 
-  rows(from: number, to: number): { block_number?: string; id: string }[] {
-    const out: { block_number?: string; id: string }[] = [];
+  rows(from: number, to: number): { block_number?: string; timestamp?: string; id: string }[] {
+    const out: { block_number?: string; timestamp?: string; id: string }[] = [];
     const blocks = [];
     for (let b = from; b <= Math.min(to, this.perBlock.length - 1); b++) blocks.push(b);
     if (this.order === 'desc') blocks.reverse();
@@ -26,7 +28,10 @@ export class Listing {
       const n = this.perBlock[b]!;
       for (let i = 0; i < n; i++) {
         const idx = this.order === 'desc' ? n - 1 - i : i;
-        out.push(this.withBlocks ? { block_number: String(b), id: `${b}:${idx}` } : { id: `${b}:${idx}` });
+        const row: { block_number?: string; timestamp?: string; id: string } = { id: `${b}:${idx}` };
+        if (this.withBlocks) row.block_number = String(b);
+        if (this.withTimestamps) row.timestamp = new Date(Date.UTC(2024, 0, 1) + b * 1000).toISOString().replace('.000Z', 'Z');
+        out.push(row);
       }
     }
     return out;

@@ -70,6 +70,31 @@ describe('pager (against an in-memory listing with the API paging rules)', () =>
     expect(calls).toBe(1);
   });
 
+  it.each([
+    ['newest first: the probe page is reused', 'desc', true],
+    ['oldest first: no reuse, still complete', 'asc', false],
+  ] as const)('bisects entries with timestamps but no block number (%s)', async (_, order, reused) => {
+    // Uneven density: a dense newest stretch overflows its part, a sparse one holds under a page.
+    const perBlock = uneven(3000).map((n, b) => (b >= 2900 ? n * 12 : b < 1500 ? 0 : n));
+    const api = new Listing(perBlock, 1000, order, false, true);
+    const total = api.rows(0, 2999).length;
+    const r = await collect(api.fetch, { from: 0, to: 2999 }, pagerOptions({ pageSize: 100, resultWindow: 1000 }));
+    expect(r.count).toBe(total);
+    expect(r.keys.size).toBe(total);
+    expect(new Set(ids(r.rows))).toEqual(new Set(ids(api.rows(0, 2999))));
+    const repeatedFirstPage = api.requests.filter((q) => q.offset === 0 && q.range?.to === 2999).length;
+    // Newest first, the first page of the range is fetched once however deep the newest part is split.
+    if (reused) expect(repeatedFirstPage).toBe(1);
+    else expect(repeatedFirstPage).toBeGreaterThan(1);
+  });
+
+  it('bisection reuses the probe when the newest part holds less than a page', async () => {
+    const perBlock = uneven(4000).map((n, b) => (b >= 3990 ? 1 : n));
+    const api = new Listing(perBlock, 1000, 'desc', false, true);
+    const r = await collect(api.fetch, { from: 0, to: 3999 }, pagerOptions({ pageSize: 100, resultWindow: 1000 }));
+    expect(ids(r.rows)).toEqual(ids(api.rows(0, 3999)));
+  });
+
   it('bisects when entries carry no block number', async () => {
     const api = new Listing(uneven(2000), 1000, 'desc', false);
     const r = await collect(api.fetch, { from: 0, to: 1999 }, pagerOptions({ pageSize: 100, resultWindow: 1000 }));

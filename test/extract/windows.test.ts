@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { event_logs } from '../../src/datasets/event_logs.js';
+import { explorerPageFetcher } from '../../src/extract/endpoint.js';
 import { WindowError } from '../../src/extract/errors.js';
 import { startSimulator, type RunningSimulator, type Scale } from '../../src/simulator/index.js';
 import { apiCount, collect, distinct, explorer, minRequests, pagerOptions, transport, txFetcher } from './helpers.js';
@@ -73,6 +75,37 @@ describe('windows against the simulator (small)', () => {
         const r = await collect(fetch, range, pagerOptions());
         expect(r.rows.length).toBe(await apiCount(sim, sim.examples.crowdedBlockAddress, range));
       }
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('event logs (no block number on entries) export completely by bisection, the probe page not fetched twice', async () => {
+    const t = transport({ concurrency: 8 });
+    try {
+      const token = sim.examples.erc20Token;
+      const logs = explorerPageFetcher(explorer(t, sim), event_logs.endpoints[0]!, { contract: token, topic0: sim.examples.transferTopic });
+      const range = { from: 0, to: sim.head() };
+      const keys = new Set<string>();
+      const r = await collect(
+        logs,
+        range,
+        pagerOptions({ prefetch: 8 }),
+        (page) => {
+          for (const e of page.entries as { transaction_hash: string; log_index: string }[]) keys.add(`${e.transaction_hash.toLowerCase()}:${e.log_index}`);
+        },
+        false,
+      );
+      const u = new URL(`${sim.urls.mainnet}/v1/event-logs`);
+      for (const [k, v] of Object.entries({ address: token, topic_0: sim.examples.transferTopic, limit: 1, start_block: range.from, end_block: range.to }))
+        u.searchParams.set(k, String(v));
+      const count = Number(((await (await fetch(u, { headers: { 'api-key': sim.apiKey } })).json()) as { results: { count: string } }).results.count);
+      expect(count).toBeGreaterThan(10_000);
+      expect(r.count).toBe(count);
+      expect(keys.size).toBe(count);
+      expect(r.progress.splits).toBeGreaterThan(0);
+      // Bisection costs a short last page per part, and no second fetch of the probe page.
+      expect(r.acct.requests).toBeLessThanOrEqual(minRequests(count) + r.progress.parts);
     } finally {
       await t.close();
     }
