@@ -37,17 +37,19 @@ export async function recoverLake(paths: LakePaths, opts: { currentRunId?: strin
     for (const d of dirs) {
       const dir = path.join(paths.stagingRoot, d);
       const journal = await readJournal(path.join(dir, JOURNAL_FILE));
+      const info = await readFile(path.join(dir, STAGING_INFO_FILE), 'utf8')
+        .then((t) => JSON.parse(t) as StagingInfo)
+        .catch(() => undefined);
       if (journal) {
         await applyJournal(await engineFor(), paths, journal, { recoveredBy: opts.by });
         report.finished.push(journal.runId);
-      } else {
-        const info = await readFile(path.join(dir, STAGING_INFO_FILE), 'utf8')
-          .then((t) => JSON.parse(t) as StagingInfo)
-          .catch(() => undefined);
-        if (info) {
-          await Catalog.write(await engineFor(), paths, (c) => c.markAbandoned(info.runId, info.job, info.startedAt));
-          report.abandoned.push(info.runId);
-        }
+        // A batch commit records its run as still `running`; the process that would have finished the run
+        // is dead, so the run is over: without this it would say `running` forever. (A final commit records
+        // the run's real status, which markAbandoned leaves alone.)
+        if (info) await Catalog.write(await engineFor(), paths, (c) => c.markAbandoned(info.runId, info.job, info.startedAt));
+      } else if (info) {
+        await Catalog.write(await engineFor(), paths, (c) => c.markAbandoned(info.runId, info.job, info.startedAt));
+        report.abandoned.push(info.runId);
       }
       await rm(dir, { recursive: true, force: true });
     }

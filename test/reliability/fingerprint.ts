@@ -1,0 +1,89 @@
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { DATASETS } from '../../src/datasets/registry.js';
+import { REJECTS_SHAPE, datasetShape, type TableShape } from '../../src/load/schema.js';
+
+/**
+ * The canonical fingerprint of a lake: what "identical" means in every reliability test.
+ *
+ * Per table (each registry dataset and `_rejects`) that has files: the row count, the number of distinct
+ * (natural key, partition) pairs (so a duplicate is visible even where it would not change a hash much), and an
+ * order-independent hash of the rows — md5 of each row's JSON, sorted, then md5 of the concatenation — so
+ * neither file order, row order inside a file, nor the way rows are split over partitions' row groups
+ * matters, while every value, its type rendering and its partition (the Hive columns are part of the row) do.
+ *
+ * Excluded columns, because they say *when* a row was fetched, not what it is:
+ * - `_run_id`, `_ingested_at` — the run columns;
+ * - `confirmations` — the API counts it from the head at fetch time, so the same transaction fetched by two
+ *   runs at different heads differs there and nowhere else.
+ *
+ * Rows are read straight from the Parquet files (every `*.parquet` under `<lake>/<table>/`, so a stray file
+ * a broken commit left counts too), not through the catalog: the fingerprint must not trust the code under
+ * test. `_staging` is not read: it is never part of the lake.
+ */
+export interface TablePrint {
+  rows: number;
+  keys: number;
+  hash: string;
+}
+export type LakePrint = Record<string, TablePrint>;
+
+export const VOLATILE_COLUMNS = ['_run_id', '_ingested_at', 'confirmations'];
+
+const tables = (): TableShape[] => [...Object.values(DATASETS).map(datasetShape), REJECTS_SHAPE];
+const str = (s: string): string => `'${s.replace(/'/g, "''")}'`;
+const ident = (s: string): string => `"${s.replace(/"/g, '""')}"`;
+
+async function parquetFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  const walk = async (d: string, depth: number): Promise<void> => {
+    if (depth > 8) return; // a lake is three levels deep; anything deeper is not ours to read
+    for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) await walk(p, depth + 1);
+      else if (e.name.endsWith('.parquet')) out.push(p);
+    }
+  };
+  await walk(dir, 0);
+  return out.sort();
+}
+
+/** The fingerprint of the lake at `lake` (tables without files are absent). */
+export async function fingerprint(lake: string, opts: { only?: readonly string[] } = {}): Promise<LakePrint> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const conn = await instance.connect();
+  const q = async (sql: string) => (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
+  const out: LakePrint = {};
+  try {
+    await conn.run("SET TimeZone = 'UTC'");
+    for (const t of tables()) {
+      if (opts.only && !opts.only.includes(t.name)) continue;
+      const files = await parquetFiles(path.join(lake, t.name));
+      if (files.length === 0) continue;
+      const src = `read_parquet([${files.map(str).join(', ')}], hive_partitioning = true, union_by_name = true)`;
+      const cols = (await q(`DESCRIBE SELECT * FROM ${src}`)).map((r) => String(r.column_name));
+      const drop = VOLATILE_COLUMNS.filter((c) => cols.includes(c));
+      const rows = `SELECT * ${drop.length ? `EXCLUDE (${drop.map(ident).join(', ')})` : ''} FROM ${src}`;
+      // One row per natural key within a partition; NULL key parts count as values (to_json keeps them).
+      const keyCols = [...t.key, ...['network', 'block_date', 'snapshot_date', 'point_date', 'run_date'].filter((c) => cols.includes(c))];
+      const key = `md5(to_json(struct_pack(${keyCols.map((c) => `${ident(c)} := ${ident(c)}`).join(', ')}))::VARCHAR)`;
+      const [r] = await q(`
+        SELECT count(*)::BIGINT AS n,
+               count(DISTINCT k)::BIGINT AS k,
+               md5(coalesce(string_agg(h, '' ORDER BY h), '')) AS hash
+        FROM (SELECT md5(to_json(r)::VARCHAR) AS h, ${key} AS k FROM (${rows}) r)`);
+      out[t.name] = { rows: Number(r!.n), keys: Number(r!.k), hash: String(r!.hash) };
+    }
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+  return out;
+}
+
+/** A one-line summary for test output: tables, rows. */
+export function describePrint(p: LakePrint): string {
+  const rows = Object.values(p).reduce((a, t) => a + t.rows, 0);
+  return `${Object.keys(p).length} tables, ${rows} rows`;
+}
