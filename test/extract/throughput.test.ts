@@ -25,15 +25,20 @@ describe.runIf(process.env.CHAINLAKE_BENCH === '1')('throughput at a server rate
         const head = 216_000; // the medium chain's initial head
         const windows = Array.from({ length: 8 }, (_, i) => ({ from: Math.floor((head * i) / 8), to: Math.floor((head * (i + 1)) / 8) - 1 }));
         const started = performance.now();
+        const cpu0 = process.cpuUsage();
         const results = await Promise.all(windows.map((r) => collect(txFetcher(client, info.whale), r, pagerOptions({ prefetch: 8 }), undefined, false)));
         const seconds = (performance.now() - started) / 1000;
+        const cpu = process.cpuUsage(cpu0);
+        const busy = (cpu.user + cpu.system) / 1e6 / seconds;
+        const rateWait = results.reduce((a, r) => a + r.acct.rateWaitMs, 0) / 1000;
         const stats = (await (await fetch(info.mainnet.replace(/\/mainnet$/, '/_sim/stats'))).json()) as { requests: number; rateLimited: number };
         const rows = results.reduce((a, r) => a + r.count, 0);
         const min = results.reduce((a, r) => a + minRequests(r.count), 0);
         const requests = results.reduce((a, r) => a + r.acct.requests, 0);
         console.log(
           `R=${R}: ${rows} rows, ${requests} requests (minimum ${min}, ratio ${(requests / min).toFixed(3)}), ` +
-            `${seconds.toFixed(1)} s, achieved ${(requests / seconds).toFixed(1)} req/s = ${((100 * requests) / seconds / R).toFixed(1)} % of R, 429s ${stats.rateLimited}`,
+            `${seconds.toFixed(1)} s, achieved ${(requests / seconds).toFixed(1)} req/s = ${((100 * requests) / seconds / R).toFixed(1)} % of R, 429s ${stats.rateLimited}; ` +
+            `client CPU ${(100 * busy).toFixed(0)} % of one core, requests waited ${rateWait.toFixed(1)} s in total for the rate limiter`,
         );
         expect(requests / min).toBeLessThanOrEqual(1.05);
         expect(results.every((r) => r.count === r.progress.rowsExpected && r.keys.size === r.count)).toBe(true);
