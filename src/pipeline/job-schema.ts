@@ -119,6 +119,13 @@ export function jobSchema(): Schema {
       schedule: { type: 'string', description: 'Cron expression, UTC (5 fields, or 6 with seconds)' },
       commit: { type: 'object', properties: { everyRows: int(1), everySeconds: int(1) }, additionalProperties: false },
       dailyRequestQuota: int(1),
+      burst: int(1),
+      retry: {
+        type: 'object',
+        properties: { maxAttempts: int(1), baseDelayMs: int(1), maxDelayMs: int(1), maxTotalDelayMs: int(0) },
+        additionalProperties: false,
+      },
+      timeouts: { type: 'object', properties: { connectMs: int(1), headersMs: int(1), bodyMs: int(1), totalMs: int(1) }, additionalProperties: false },
       datasets: {
         type: 'object',
         minProperties: 1,

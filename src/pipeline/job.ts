@@ -4,6 +4,7 @@ import path from 'node:path';
 import { datasetNames, DATASETS } from '../datasets/registry.js';
 import { scopeKindsOf, type DatasetDef, type Network, type ScopeKind } from '../datasets/dataset.js';
 import type { Query } from '../extract/explorer.js';
+import type { RetryPolicy, Timeouts } from '../extract/transport.js';
 import { cronProblem } from '../schedule/cron.js';
 
 /** A job file problem: which file, where inside it, and what is wrong. Exit code 2. */
@@ -75,6 +76,12 @@ export interface Job {
   schedule?: string;
   /** The API plan's requests per day, if it has one: `chainlake plan` shows a run's share of it. */
   dailyRequestQuota?: number;
+  /** Requests the rate limiter may send at once above `rps` (default: a tenth of rps). */
+  burst?: number;
+  /** Retry policy of every call (defaults in docs/extract.md). */
+  retry: Partial<RetryPolicy>;
+  /** Connect, header, body and whole-attempt timeouts of every call. */
+  timeouts: Partial<Timeouts>;
   pageSize: number;
   resultWindow: number;
   datasets: DatasetJob[];
@@ -365,6 +372,16 @@ export function parseDatasetSpec(r: Reader, def: DatasetDef, spec: unknown, wher
   return { name: def.name, scopes, endpoints, query };
 }
 
+/** An object of integer settings, each within its bounds; absent keys keep their defaults. */
+function msObject<K extends string>(r: Reader, v: unknown, where: string, bounds: Record<K, [number, number]>): Partial<Record<K, number>> {
+  if (v === undefined) return {};
+  if (!isObj(v)) r.fail(where, `must be an object with any of: ${Object.keys(bounds).join(', ')}`);
+  r.keys(v, where, Object.keys(bounds));
+  const out: Partial<Record<K, number>> = {};
+  for (const [k, [min, max]] of Object.entries(bounds) as [K, [number, number]][]) if (v[k] !== undefined) out[k] = r.int(v[k], `${where}.${k}`, min, max);
+  return out;
+}
+
 function cronOf(r: Reader, v: unknown): string {
   const expr = r.str(v, 'schedule');
   const problem = cronProblem(expr);
@@ -395,6 +412,9 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     'schedule',
     'commit',
     'dailyRequestQuota',
+    'burst',
+    'retry',
+    'timeouts',
     'datasets',
   ]);
 
@@ -484,6 +504,9 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     resultWindow: doc.resultWindow === undefined ? 10_000 : r.int(doc.resultWindow, 'resultWindow', 1),
     schedule: doc.schedule === undefined ? undefined : cronOf(r, doc.schedule),
     dailyRequestQuota: doc.dailyRequestQuota === undefined ? undefined : r.int(doc.dailyRequestQuota, 'dailyRequestQuota', 1),
+    burst: doc.burst === undefined ? undefined : r.int(doc.burst, 'burst', 1, 10_000),
+    retry: msObject(r, doc.retry, 'retry', { maxAttempts: [1, 100], baseDelayMs: [1, 600_000], maxDelayMs: [1, 3_600_000], maxTotalDelayMs: [0, 86_400_000] }),
+    timeouts: msObject(r, doc.timeouts, 'timeouts', { connectMs: [1, 600_000], headersMs: [1, 3_600_000], bodyMs: [1, 3_600_000], totalMs: [1, 86_400_000] }),
     datasets,
   };
 }

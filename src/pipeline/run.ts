@@ -7,7 +7,7 @@ import { Accounting } from '../extract/accounting.js';
 import { PageBudget } from '../extract/budget.js';
 import { ExplorerClient } from '../extract/explorer.js';
 import { FinanceClient } from '../extract/finance.js';
-import { WindowProgress, type PagerOptions } from '../extract/pager.js';
+import { LearnedCap, WindowProgress, type PagerOptions } from '../extract/pager.js';
 import { HttpTransport, type TransportOptions } from '../extract/transport.js';
 import { Catalog, type WindowRecord } from '../load/catalog.js';
 import type { CommittedFile } from '../load/commit.js';
@@ -52,6 +52,11 @@ export function newRunId(now: Date): string {
     .toISOString()
     .replace(/[-:]/g, '')
     .replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`;
+}
+
+/** The HTTP settings a job asks for. */
+export function transportOptionsOf(job: Job): TransportOptions {
+  return { concurrency: job.concurrency, rps: job.rps, burst: job.burst, retry: job.retry, timeouts: job.timeouts };
 }
 
 export interface Targets {
@@ -132,7 +137,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   await openRunStaging(staging, { runId, job: job.name, startedAt: ingestedAt, pid: process.pid });
 
   const targets = await resolveTargets(job, opts);
-  const transport = opts.transportInstance ?? new HttpTransport({ concurrency: job.concurrency, rps: job.rps, ...opts.transport });
+  const transport = opts.transportInstance ?? new HttpTransport({ ...transportOptionsOf(job), ...opts.transport });
   const clients = buildClients(transport, targets, job);
   const runAcct = new Accounting();
   const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
@@ -184,6 +189,8 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       prefetch: job.concurrency,
       maxDriftRetries: 3,
       budget: new PageBudget(job.concurrency * 2),
+      // A cap the server states once holds for every window of the run.
+      learnedCap: new LearnedCap(),
     };
     const limitWindows = pLimit(job.concurrency);
     await Promise.all(

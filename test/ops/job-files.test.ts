@@ -98,6 +98,8 @@ const BAD: { name: string; doc: unknown; where: string; problem: RegExp; schema:
     problem: /topics/,
     schema: false,
   },
+  { name: 'unknown timeout', doc: { ...ok, timeouts: { readMs: 5 } }, where: 'timeouts.readMs', problem: /unknown key/, schema: true },
+  { name: 'retry attempts zero', doc: { ...ok, retry: { maxAttempts: 0 } }, where: 'retry.maxAttempts', problem: /between 1 and 100/, schema: true },
   { name: 'commit policy zero', doc: { ...ok, commit: { everyRows: 0 } }, where: 'commit.everyRows', problem: /between 1 and/, schema: true },
 ];
 
@@ -158,6 +160,9 @@ describe('job files', () => {
     const job = parseJob(ok, 'inline', {});
     expect(job).toMatchObject({ network: 'mainnet', lake: 'data/lake', concurrency: 8, strict: false, pageSize: 1000, resultWindow: 10_000 });
     expect(job.range).toEqual({ fromBlock: 0, toBlock: 'head', incremental: false, safetyMarginBlocks: 12 });
+    expect(job.retry).toEqual({});
+    const tuned = parseJob({ ...ok, burst: 3, retry: { maxAttempts: 4 }, timeouts: { headersMs: 2000, totalMs: 9000 } }, 'inline', {});
+    expect(tuned).toMatchObject({ burst: 3, retry: { maxAttempts: 4 }, timeouts: { headersMs: 2000, totalMs: 9000 } });
     expect(parseJob({ ...ok, datasets: { transaction_status: { transactions: [H] } } }, 'inline', {}).datasets[0]!.name).toBe('transaction_status');
   });
 });

@@ -10,7 +10,7 @@ import { LakePaths } from '../../load/paths.js';
 import { fetcherFor } from '../../pipeline/execute.js';
 import { loadJobFile, type Job } from '../../pipeline/job.js';
 import { effectiveJob, prepareRun } from '../../pipeline/prepare.js';
-import { buildClients, resolveTargets } from '../../pipeline/run.js';
+import { buildClients, resolveTargets, transportOptionsOf } from '../../pipeline/run.js';
 import type { Window } from '../../pipeline/plan.js';
 import { applyRunOverrides, blockRangeArgs, type RunArgs } from '../common.js';
 
@@ -64,7 +64,7 @@ export async function estimatePlan(
   const job = effectiveJob(baseJob, opts.rangeOverride);
   const work = await mkdtemp(path.join(os.tmpdir(), 'chainlake-plan-'));
   const targets = await resolveTargets(job, {});
-  const transport = new HttpTransport({ concurrency: job.concurrency, rps: job.rps });
+  const transport = new HttpTransport(transportOptionsOf(job));
   const clients = buildClients(transport, targets, job);
   const engine = await openEngine({ tempDir: work });
   const acct = new Accounting();
