@@ -5,7 +5,7 @@ import { fsyncFile, mkdirDurable } from './durable.js';
 import type { Engine } from './engine.js';
 import { writeMergedPartition } from './merge.js';
 import { PARTITION_FILE, type LakePaths } from './paths.js';
-import { REJECTS_SHAPE, STAGED_PARTITION, datasetShape, stagedColumnsSpec, typedSelectList, type TableShape } from './schema.js';
+import { REJECTS_SHAPE, STAGED_PARTITION, datasetShape, emptyTypedSelect, stagedColumnsSpec, typedSelectList, type TableShape } from './schema.js';
 import { ident, literal, literalList } from './sql.js';
 import { testHook } from './test-hooks.js';
 
@@ -94,33 +94,118 @@ export async function preparePartition(
   };
 }
 
+/** DuckDB's `RETURN_STATS` row of one written file: rows, and min/max text per column. */
+interface CopyStats {
+  count: number;
+  column(name: string): { min?: string; max?: string } | undefined;
+}
+
+function copyStats(row: Record<string, unknown>): CopyStats {
+  const columns = new Map<string, { min?: string; max?: string }>();
+  for (const { key, value } of row.column_statistics as { key: string; value: { key: string; value: string }[] }[]) {
+    const entry: { min?: string; max?: string } = {};
+    for (const kv of value) if (kv.key === 'min' || kv.key === 'max') entry[kv.key] = kv.value;
+    // Keys come quoted ("block_number") as of DuckDB 1.5; accept both forms.
+    columns.set(key.startsWith('"') && key.endsWith('"') ? key.slice(1, -1).replace(/""/g, '"') : key, entry);
+  }
+  return { count: Number(row.count), column: (name) => columns.get(name) };
+}
+
 /**
- * Types a dataset's staged rows once into per-partition Parquet, then merges each touched partition with
- * what the lake holds (see writeMergedPartition). Nothing in the lake changes here.
+ * Types a dataset's staged rows and merges them with what the touched partitions hold, in one pass: the
+ * staged NDJSON is read and cast once, unioned with the partitions' existing files, reduced to one row per
+ * natural key (see writeMergedPartition for the rule) and sorted, into a temporary table; each partition's
+ * file is then a plain filtered COPY of it. One vectorised pass over the batch instead of a typed
+ * intermediate file plus a window-and-sort query per partition, whose fixed costs dominated with many small
+ * day partitions. Nothing in the lake changes here.
  */
 export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[]> {
   const { engine, paths, def, network, runId, ingestedAt, stagedFiles, workDir } = input;
   if (stagedFiles.length === 0) return [];
-  const typedDir = path.join(workDir, 'typed');
+  const conn = engine.conn;
   const finalDir = path.join(workDir, 'final');
   await mkdirDurable(finalDir);
-  await engine.conn.run(
-    `COPY (SELECT ${typedSelectList(def, runId, ingestedAt)} FROM read_json(${literalList(stagedFiles)}, format='newline_delimited', columns=${stagedColumnsSpec(def)}))
-     TO ${literal(typedDir)} (FORMAT parquet, COMPRESSION snappy, PARTITION_BY (${ident(STAGED_PARTITION)}))`,
-  );
-  await testHook('typed');
-  const prefix = `${STAGED_PARTITION}=`;
-  const partitions = (await readdir(typedDir))
-    .filter((d) => d.startsWith(prefix))
-    .map((d) => decodeURIComponent(d.slice(prefix.length)))
-    .sort();
   const shape = datasetShape(def);
-  const out: PreparedFile[] = [];
-  for (const partition of partitions) {
-    const fresh = `SELECT * FROM read_parquet(${literal(path.join(typedDir, prefix + partition, '*.parquet'))}, hive_partitioning = false)`;
-    out.push(await preparePartition(engine, paths, shape, network, partition, fresh, finalDir));
+  const part = ident(STAGED_PARTITION);
+  const fresh = ident('__chainlake_fresh');
+  const merged = ident('__chainlake_merged');
+  try {
+    await conn.run(
+      `CREATE OR REPLACE TEMP TABLE ${fresh} AS SELECT ${typedSelectList(def, runId, ingestedAt)} FROM read_json(${literalList(stagedFiles)}, format='newline_delimited', columns=${stagedColumnsSpec(def)})`,
+    );
+    await testHook('typed');
+    const partitions = ((await conn.runAndReadAll(`SELECT DISTINCT ${part} FROM ${fresh} ORDER BY 1`)).getRowsJS() as [string][]).map((r) => r[0]);
+    const dirs = new Map(partitions.map((p) => [p, paths.partitionDir(shape.name, shape.partition, network, p)]));
+    const existing = new Map(await Promise.all(partitions.map(async (p) => [p, await partitionParquetFiles(dirs.get(p)!)] as const)));
+
+    const sources = [`SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(shape)})`, `SELECT * FROM ${fresh}`];
+    const old = [...existing.values()].flat();
+    if (old.length > 0) {
+      // The partition of an existing file is its folder's name (`<column>=<value>`), as LakePaths lays it out.
+      const folder = literal(`/${shape.partition}=([^/]+)/[^/]+$`);
+      sources.push(
+        `SELECT * EXCLUDE (filename), regexp_extract(filename, ${folder}, 1) AS ${part} FROM read_parquet(${literalList(old)}, hive_partitioning = false, union_by_name = true, filename = true)`,
+      );
+    }
+    const union = sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
+    const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
+    const key = [part, ...shape.key.map(ident)].join(', ');
+    const tieBreak = `hash(${shape.columns
+      .map((c) => c.name)
+      .filter((n) => n !== '_run_id' && n !== '_ingested_at')
+      .map(ident)
+      .join(', ')})`;
+    const order = [part, ...[...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident)].join(', ');
+    await conn.run(
+      `CREATE OR REPLACE TEMP TABLE ${merged} AS
+       SELECT * EXCLUDE (__rank) FROM (
+         SELECT *, row_number() OVER (PARTITION BY ${key} ORDER BY _ingested_at DESC, ${tieBreak}) AS __rank
+         FROM (SELECT ${projection}, ${part} FROM (${union}))
+       ) WHERE __rank = 1 ORDER BY ${order}`,
+    );
+    await conn.run(`DROP TABLE ${fresh}`);
+    // The table is sorted by partition, so each partition is one run of row ids: a row-id range scan reads
+    // just that run (a filter on the partition column would scan whole row groups for every partition).
+    const runs = new Map(
+      ((await conn.runAndReadAll(`SELECT ${part}, min(rowid), max(rowid) FROM ${merged} GROUP BY ${part}`)).getRowsJS() as [string, bigint, bigint][]).map(
+        ([p, lo, hi]) => [p, { lo, hi }],
+      ),
+    );
+
+    const columns = shape.columns.map((c) => ident(c.name)).join(', ');
+    const out: PreparedFile[] = [];
+    for (const partition of partitions) {
+      const from = path.join(finalDir, `${shape.name}.${network}.${partition}.parquet`);
+      const run = runs.get(partition)!;
+      // A scan of the sorted table keeps its order, so the file comes out sorted.
+      const r = await conn.runAndReadAll(
+        `COPY (SELECT ${columns} FROM ${merged} WHERE rowid BETWEEN ${run.lo} AND ${run.hi}) TO ${literal(from)} (FORMAT parquet, COMPRESSION zstd, RETURN_STATS true)`,
+      );
+      const stats = copyStats(r.getRowObjectsJS()[0] as Record<string, unknown>);
+      const block = shape.blockColumn ? stats.column(shape.blockColumn) : undefined;
+      const to = path.join(dirs.get(partition)!, PARTITION_FILE);
+      out.push({
+        from,
+        to,
+        strays: existing.get(partition)!.filter((f) => f !== to),
+        file: {
+          dataset: shape.name,
+          network,
+          partition,
+          path: paths.relative(to),
+          rows: stats.count,
+          bytes: (await stat(from)).size,
+          minBlock: block?.min ?? null,
+          maxBlock: block?.max ?? null,
+        },
+      });
+    }
+    await Promise.all(out.map((f) => fsyncFile(f.from)));
+    await testHook('final');
+    return out;
+  } finally {
+    await conn.run(`DROP TABLE IF EXISTS ${fresh}; DROP TABLE IF EXISTS ${merged}`);
   }
-  return out;
 }
 
 /** Rejects join the day's log partition of `_rejects` (one file per network and run date, merged). */
