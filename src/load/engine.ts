@@ -7,13 +7,21 @@ export interface Engine {
 }
 
 /**
+ * DuckDB's buffer pool; beyond it DuckDB spills to `tempDir`. Its real footprint runs some 100-200 MB above
+ * this (reader and writer buffers outside the pool) and it shares the process with the fetching side, so
+ * this limit decides most of a run's peak RSS (`npm run bench -- memory`). 64 MB was too little for a
+ * 450k-row commit batch; 128 MB commits the bench's replay as fast as 512 MB did.
+ */
+export const DEFAULT_MEMORY_LIMIT = '128MB';
+
+/**
  * An in-memory DuckDB for the run's conversions and Parquet writes. It spills to `tempDir` (inside the
  * run's staging folder) so a large merge never grows memory past `memoryLimit`.
  */
 export async function openEngine(opts: { tempDir: string; memoryLimit?: string; threads?: number }): Promise<Engine> {
   const instance = await DuckDBInstance.create(':memory:', {
     threads: String(opts.threads ?? 2),
-    memory_limit: opts.memoryLimit ?? '512MB',
+    memory_limit: opts.memoryLimit ?? DEFAULT_MEMORY_LIMIT,
     temp_directory: opts.tempDir,
     autoinstall_known_extensions: 'false',
     autoload_known_extensions: 'true',
