@@ -36,16 +36,17 @@ export function withRunOptions<T>(y: Argv<T>) {
 }
 
 export function applyRunOverrides(job: Job, args: RunArgs): Job {
-  const positive = (name: string, v: number | undefined): number | undefined => {
+  // A bad flag is a usage error (exit 2), with the bounds a job file has for the same setting.
+  const positive = (name: string, v: number | undefined, max: number): number | undefined => {
     if (v === undefined) return undefined;
-    if (!Number.isInteger(v) || v < 1) throw new Error(`--${name} must be a positive integer, got ${v}`);
+    if (!Number.isInteger(v) || v < 1 || v > max) throw new CliError(`--${name} must be an integer from 1 to ${max}, got ${v}`);
     return v;
   };
   return {
     ...job,
     lake: args.lake ?? job.lake,
-    concurrency: positive('concurrency', args.concurrency) ?? job.concurrency,
-    rps: positive('rps', args.rps) ?? job.rps,
+    concurrency: positive('concurrency', args.concurrency, 256) ?? job.concurrency,
+    rps: positive('rps', args.rps, 100_000) ?? job.rps,
     strict: args.strict ?? job.strict,
   };
 }

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { LakeLockedError } from '../load/lock.js';
+import { LakeAccessError, LakeLockedError } from '../load/lock.js';
 import { NoLakeError } from '../load/reader.js';
 import { JobError } from '../pipeline/job.js';
 import { describeCommand } from './commands/describe.js';
@@ -62,6 +62,9 @@ main(hideBin(process.argv)).catch((e: unknown) => {
   } else if (e instanceof NoLakeError) {
     process.stderr.write(`chainlake: ${e.message}\n`);
     process.exitCode = EXIT.usage;
+  } else if (e instanceof LakeAccessError) {
+    process.stderr.write(`chainlake: ${e.message}\n`);
+    process.exitCode = e.badPath ? EXIT.usage : EXIT.windowsFailed;
   } else if (e instanceof JobError) {
     process.stderr.write(`chainlake: job file error: ${e.message}\n`);
     process.exitCode = EXIT.usage;

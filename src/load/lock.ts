@@ -24,6 +24,38 @@ export class LakeLockedError extends Error {
   }
 }
 
+/**
+ * The lake's folder cannot be used: its path is a file (or passes through one) — a usage error — or the
+ * file system refuses writes (read-only mount, permissions). The raw errno text named neither the lake nor
+ * what to do about it.
+ */
+export class LakeAccessError extends Error {
+  constructor(
+    readonly root: string,
+    readonly code: string,
+    /** True when the path itself is wrong (exit 2); false when the place is not writable (exit 1). */
+    readonly badPath: boolean,
+  ) {
+    super(
+      badPath
+        ? `the lake path ${root} is not a directory (${code}): give --lake (or the job's "lake") a folder`
+        : `cannot write the lake at ${root} (${code}${code === 'EROFS' ? ': read-only file system' : code === 'ENOSPC' ? ': no space left on the device' : ': permission denied'})`,
+    );
+    this.name = 'LakeAccessError';
+  }
+}
+
+const NOT_A_DIRECTORY = new Set(['EEXIST', 'ENOTDIR']);
+const NOT_WRITABLE = new Set(['EROFS', 'EACCES', 'EPERM', 'ENOSPC']);
+
+/** Maps a failed mkdir/open of the lake root or its lock file to a LakeAccessError, else rethrows. */
+function accessError(root: string, e: unknown): never {
+  const code = (e as NodeJS.ErrnoException).code ?? '';
+  if (NOT_A_DIRECTORY.has(code)) throw new LakeAccessError(root, code, true);
+  if (NOT_WRITABLE.has(code)) throw new LakeAccessError(root, code, false);
+  throw e;
+}
+
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
@@ -49,7 +81,7 @@ export class LakeLock {
   private constructor(readonly file: string) {}
 
   static async acquire(lakeRoot: string, runId: string): Promise<LakeLock> {
-    await mkdir(lakeRoot, { recursive: true });
+    await mkdir(lakeRoot, { recursive: true }).catch((e: unknown) => accessError(lakeRoot, e));
     const file = path.join(lakeRoot, '.chainlake.lock');
     const info: LockInfo = { pid: process.pid, host: os.hostname(), runId, startedAt: new Date().toISOString() };
     for (let attempt = 0; attempt < 3; attempt++) {
@@ -59,7 +91,7 @@ export class LakeLock {
         await fh.close();
         return new LakeLock(file);
       } catch (e) {
-        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+        if ((e as NodeJS.ErrnoException).code !== 'EEXIST') accessError(lakeRoot, e);
       }
       const holder = await readLock(file);
       // An unreadable lock is either being written right now or was left by a writer killed between
