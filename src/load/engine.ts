@@ -8,11 +8,10 @@ export interface Engine {
 
 /**
  * DuckDB's buffer pool; beyond it DuckDB spills to `tempDir`. Its real footprint runs some 100-200 MB above
- * this (reader and writer buffers outside the pool) and it shares the process with the fetching side, so
- * this limit decides most of a run's peak RSS (`npm run bench -- memory`). 64 MB was too little for a
- * 450k-row commit batch; 128 MB commits the bench's replay as fast as 512 MB did.
+ * this (reader and writer buffers outside the pool), so it decides most of a run's peak RSS. Not lower than
+ * 512 MB: at 128 MB a 430k-row commit batch failed with "failed to pin block" (npm run bench -- e2e).
  */
-export const DEFAULT_MEMORY_LIMIT = '128MB';
+export const DEFAULT_MEMORY_LIMIT = '512MB';
 
 /**
  * An in-memory DuckDB for the run's conversions and Parquet writes. It spills to `tempDir` (inside the
