@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import pLimit from 'p-limit';
 import type { DatasetDef } from '../datasets/dataset.js';
@@ -12,6 +13,7 @@ import { HttpTransport, type TransportOptions } from '../extract/transport.js';
 import { Catalog, type WindowRecord } from '../load/catalog.js';
 import type { CommittedFile } from '../load/commit.js';
 import { openEngine } from '../load/engine.js';
+import { JOURNAL_FILE } from '../load/journal.js';
 import { LakeLock, LakeLockedError } from '../load/lock.js';
 import { LakePaths } from '../load/paths.js';
 import { recoverLake } from '../load/recovery.js';
@@ -141,12 +143,15 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   const clients = buildClients(transport, targets, job);
   const runAcct = new Accounting();
   const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
+  let recorded: Record<string, unknown> | undefined;
+  let failure: unknown;
   try {
     const { state, resume, head, range, windows, skipped } = await prepareRun(job, job !== baseJob, opts.fullRefresh ?? false, engine, paths, clients, runAcct);
 
     const startRecord = { runId, job: job.name, network: job.network, head, range, incremental: job.range.incremental, resumeOf: resume?.runId ?? null };
     // Recorded before any fetch, so a killed run is known (and resumed) by the next run of the job.
     await Catalog.hold(engine, paths, (c) => c.transaction(() => c.recordRun(runId, job.name, ingestedAt, null, 'running', startRecord)));
+    recorded = startRecord;
     log.log(
       'info',
       'run.start',
@@ -229,11 +234,55 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
     });
     return report;
+  } catch (e) {
+    failure = e;
+    throw e;
   } finally {
     engine.close();
     await transport.close();
     await targets.close();
+    const pending = existsSync(path.join(staging, JOURNAL_FILE));
     await closeRunStaging(staging);
+    // After the staging is gone: a full disk has room again for this one small write.
+    if (recorded && failure !== undefined && !pending) await recordFailure(paths, runId, job.name, ingestedAt, now(), recorded, failure, log);
+  }
+}
+
+/**
+ * A run that stops on an error after recording itself (a commit that hit a full disk, a catalog that stayed
+ * locked) is marked `failed` with the error, not left saying `running` for good: the process lives on, so no
+ * later recovery would find it dead. Best effort, briefly, on a fresh engine (the run's may be broken by the
+ * error): the lake may refuse this write too. A run that left a decided commit pending is not marked here:
+ * the next command finishes that commit, and recovery marks the run then.
+ */
+async function recordFailure(
+  paths: LakePaths,
+  runId: string,
+  job: string,
+  startedAt: string,
+  finished: Date,
+  startRecord: Record<string, unknown>,
+  error: unknown,
+  log: Logger,
+): Promise<void> {
+  const message = error instanceof Error ? error.message : String(error);
+  const tempDir = path.join(paths.staging(runId), 'duckdb-tmp');
+  try {
+    const engine = await openEngine({ tempDir, memoryLimit: '64MB' });
+    try {
+      await Catalog.hold(
+        engine,
+        paths,
+        (c) => c.transaction(() => c.recordRun(runId, job, startedAt, finished.toISOString(), 'failed', { ...startRecord, error: message })),
+        { waitMs: 5_000 },
+      );
+    } finally {
+      engine.close();
+    }
+  } catch (e) {
+    log.log('warn', 'run.record-failed', `could not record run ${runId} as failed: ${(e as Error).message}`, { runId });
+  } finally {
+    await closeRunStaging(paths.staging(runId));
   }
 }
 

@@ -57,21 +57,23 @@ describe('a moving chain', () => {
     const margin = 12;
     const first = await runJob(job(lake, { incremental: true, fromBlock: 0, safetyMarginBlocks: margin }), { simulator: simTarget(sim) });
     expect(first.status).toBe('complete');
+    const head1 = first.head!;
     // The head moved while the run paged (it pinned its own at the start).
-    expect(sim.head()).toBeGreaterThan(first.head);
+    expect(sim.head()).toBeGreaterThan(head1);
 
     sim.advanceHead(600);
     const second = await runJob(job(lake, { incremental: true, fromBlock: 0, safetyMarginBlocks: margin }), { simulator: simTarget(sim) });
     expect(second.status).toBe('complete');
-    expect(second.head).toBeGreaterThan(first.head + 600);
+    const head2 = second.head!;
+    expect(head2).toBeGreaterThan(head1 + 600);
     expect(second.totals.rows).toBeGreaterThan(0);
     // mined_blocks has no block filter in the API: it is one listing per run; every other window continues
     // from its scope's watermark minus the margin, up to the new pinned head.
     const ranges = await queryCatalog(lake, `SELECT DISTINCT from_block, to_block FROM windows WHERE run_id = '${second.runId}' AND from_block IS NOT NULL`);
-    expect(ranges).toEqual([{ from_block: BigInt(first.head - margin + 1), to_block: BigInt(second.head) }]);
+    expect(ranges).toEqual([{ from_block: BigInt(head1 - margin + 1), to_block: BigInt(head2) }]);
 
     const full = path.join(dir, 'full');
-    const once = await runJob(job(full, { fromBlock: 0, toBlock: second.head }), { simulator: simTarget(sim) });
+    const once = await runJob(job(full, { fromBlock: 0, toBlock: head2 }), { simulator: simTarget(sim) });
     expect(once.status).toBe('complete');
     const a = await fingerprint(lake, { only: CHAIN });
     const b = await fingerprint(full, { only: CHAIN });
@@ -80,10 +82,10 @@ describe('a moving chain', () => {
     const mined = (await fingerprint(lake, { only: ['mined_blocks'] })).mined_blocks!;
     expect(mined.keys).toBe(mined.rows);
     const [top] = await queryCatalog(lake, 'SELECT max(block_number)::BIGINT AS b FROM transactions');
-    expect(Number(top!.b)).toBeGreaterThan(first.head);
+    expect(Number(top!.b)).toBeGreaterThan(head1);
     console.log(
-      `reliability/moving-chain: first run pinned ${first.head} (head ${sim.head()} by the end of the test), incremental run to ${second.head} ` +
-        `(${second.totals.rows} rows, ${second.totals.requests} requests); equals one full run over 0-${second.head} (${describePrint(b)})`,
+      `reliability/moving-chain: first run pinned ${head1} (head ${sim.head()} by the end of the test), incremental run to ${head2} ` +
+        `(${second.totals.rows} rows, ${second.totals.requests} requests); equals one full run over 0-${head2} (${describePrint(b)})`,
     );
   });
 });
