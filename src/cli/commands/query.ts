@@ -1,3 +1,4 @@
+import { StatementType, type DuckDBResultReader } from '@duckdb/node-api';
 import type { CommandModule } from 'yargs';
 import { LakePaths } from '../../load/paths.js';
 import { NoLakeError, openLakeReader } from '../../load/reader.js';
@@ -11,6 +12,19 @@ interface Args {
 }
 
 /**
+ * Statements a read-only catalog would still run, because they write files rather than the catalog (DuckDB's
+ * READ_ONLY covers only the database): refused, so `query` cannot put a stray file into the lake or
+ * anywhere else. Exporting a result goes through `--format csv|json` and a shell redirect.
+ */
+const FILE_WRITING: Partial<Record<number, string>> = {
+  [StatementType.COPY]: 'COPY writes files; export a result with --format csv (or json) and a redirect instead',
+  [StatementType.EXPORT]: 'EXPORT DATABASE writes files; export a result with --format csv (or json) and a redirect instead',
+  [StatementType.COPY_DATABASE]: 'COPY FROM DATABASE writes a database',
+  [StatementType.EXTENSION]: 'INSTALL downloads and writes an extension (chainlake needs only the built-in parquet and json)',
+  [StatementType.UPDATE_EXTENSIONS]: 'UPDATE EXTENSIONS downloads and writes extensions',
+};
+
+/**
  * Runs SQL against the lake's catalog, opened read-only so a query can never change the lake's tables. The
  * reader waits out a commit in progress and always sees a committed state (see openLakeReader).
  */
@@ -18,8 +32,20 @@ export async function queryLake(lake: string, sql: string, format: TableFormat):
   const paths = new LakePaths(lake);
   const reader = await openLakeReader(paths);
   try {
-    const result = await reader.conn.runAndReadAll(sql);
-    return renderRows(result.columnNames(), result.getRows(), format, format === 'json' ? result.getRowObjectsJson() : undefined);
+    // Statement by statement, so that one that writes files is refused before anything runs after it.
+    if (sql.trim() === '') throw new CliError('no SQL statement given');
+    const statements = await reader.conn.extractStatements(sql).catch((e: Error) => {
+      throw new Error(e.message.replace(/^Failed to extract statements: /, ''));
+    });
+    if (statements.count === 0) throw new CliError('no SQL statement given');
+    let result: DuckDBResultReader | undefined;
+    for (let i = 0; i < statements.count; i++) {
+      const prepared = await statements.prepare(i);
+      const refused = FILE_WRITING[prepared.statementType];
+      if (refused) throw new CliError(`query is read-only: ${refused}`);
+      result = await prepared.runAndReadAll();
+    }
+    return renderRows(result!.columnNames(), result!.getRows(), format, format === 'json' ? result!.getRowObjectsJson() : undefined);
   } finally {
     reader.close();
   }
