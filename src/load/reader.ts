@@ -16,6 +16,9 @@ export class NoLakeError extends Error {
   }
 }
 
+/** A reader that repairs the lake holds its lock under this name (runs wait for it: pipeline/run.ts). */
+export const READER_HOLDER_PREFIX = 'reader-';
+
 /** How long a reader waits for a commit in progress to let go of the catalog (it holds it for milliseconds). */
 const READER_WAIT_MS = 60_000;
 
@@ -52,7 +55,7 @@ async function recordedRoot(conn: DuckDBConnection): Promise<string | undefined>
  */
 export async function openLakeReader(paths: LakePaths, opts: { waitMs?: number; by?: string } = {}): Promise<LakeReader> {
   const waitMs = opts.waitMs ?? READER_WAIT_MS;
-  const by = opts.by ?? `reader-${process.pid}`;
+  const by = opts.by ?? `${READER_HOLDER_PREFIX}${process.pid}`;
   // First: a lake's first run killed after deciding its commit has files to land but no catalog yet.
   if (await hasPendingCommit(paths)) await tryRepair(paths, by);
   if (!existsSync(paths.catalog)) throw new NoLakeError(paths);

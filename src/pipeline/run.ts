@@ -16,6 +16,7 @@ import { openEngine } from '../load/engine.js';
 import { JOURNAL_FILE } from '../load/journal.js';
 import { LakeLock, LakeLockedError } from '../load/lock.js';
 import { LakePaths } from '../load/paths.js';
+import { READER_HOLDER_PREFIX } from '../load/reader.js';
 import { recoverLake } from '../load/recovery.js';
 import { closeRunStaging, openRunStaging } from '../load/staging.js';
 import { RowTransformer } from '../transform/rows.js';
@@ -109,14 +110,22 @@ export async function runJob(job: Job, opts: RunOptions = {}): Promise<RunReport
   }
 }
 
+/** How long a run waits, even without --wait, for a reader that holds the lock to repair the lake. */
+const READER_REPAIR_WAIT_MS = 60_000;
+
 async function acquireLock(paths: LakePaths, runId: string, wait: boolean, log: Logger): Promise<LakeLock> {
+  const started = Date.now();
   for (let attempt = 0; ; attempt++) {
     try {
       return await LakeLock.acquire(paths.root, runId);
     } catch (e) {
-      if (!wait || !(e instanceof LakeLockedError)) throw e;
+      if (!(e instanceof LakeLockedError)) throw e;
+      // A reader (query, status) takes the lock only for the moment it finishes a dead writer's commit or
+      // rebuilds a moved lake's views: a run that started then waits it out instead of exiting 75.
+      const reader = e.holder?.runId.startsWith(READER_HOLDER_PREFIX) === true && Date.now() - started < READER_REPAIR_WAIT_MS;
+      if (!wait && !reader) throw e;
       if (attempt === 0) log.log('info', 'lock.wait', `waiting: ${e.message}`, { lock: e.lockFile });
-      await new Promise((r) => setTimeout(r, Math.min(10_000, 500 * 2 ** Math.min(attempt, 5))));
+      await new Promise((r) => setTimeout(r, reader ? 100 : Math.min(10_000, 500 * 2 ** Math.min(attempt, 5))));
     }
   }
 }
