@@ -8,10 +8,11 @@ export interface Engine {
 
 /**
  * DuckDB's buffer pool; beyond it DuckDB spills to `tempDir`. Its real footprint runs some 100-200 MB above
- * this (reader and writer buffers outside the pool), so it decides most of a run's peak RSS. Not lower than
- * 512 MB: at 128 MB a 430k-row commit batch failed with "failed to pin block" (npm run bench -- e2e).
+ * this (reader and writer buffers outside the pool), so it decides most of a run's peak RSS. With the
+ * commit's dedupe and sort as separate statements (load/commit.ts) a 430k-row batch needed no more than
+ * 256 MB to run at full speed; 128 MB also finished but spilled (about 2.5x slower).
  */
-export const DEFAULT_MEMORY_LIMIT = '512MB';
+export const DEFAULT_MEMORY_LIMIT = '256MB';
 
 /**
  * An in-memory DuckDB for the run's conversions and Parquet writes. It spills to `tempDir` (inside the
