@@ -38,6 +38,8 @@ async function machine(): Promise<Record<string, unknown>> {
     memoryGiB: Math.round(os.totalmem() / 2 ** 30),
     node: process.version,
     duckdb,
+    // The machine may be shared: wall-clock figures mean little under load, so say what the load was.
+    loadAverage: os.loadavg().map((l) => Math.round(l * 100) / 100),
     commit: git(['rev-parse', '--short', 'HEAD']),
     dirty: git(['status', '--porcelain', '--untracked-files=no']) !== '',
   };
@@ -54,7 +56,9 @@ async function main(): Promise<void> {
 
   const started = new Date();
   const info = await machine();
-  process.stderr.write(`chainlake bench${quick ? ' --quick' : ''}: ${chosen.join(', ')} on ${info.cpus} cores, node ${info.node}, DuckDB ${info.duckdb}\n`);
+  process.stderr.write(
+    `chainlake bench${quick ? ' --quick' : ''}: ${chosen.join(', ')} on ${info.cpus} cores (load average ${(info.loadAverage as number[]).join(' ')}), node ${info.node}, DuckDB ${info.duckdb}\n`,
+  );
   const root = await mkdtemp(path.join(os.tmpdir(), 'chainlake-bench-'));
   const results: ScenarioResult[] = [];
   const errors: { scenario: string; error: string }[] = [];
@@ -82,7 +86,15 @@ async function main(): Promise<void> {
   process.stdout.write('\n' + formatTable(results) + '\n');
   const out = path.join(RESULTS_DIR, quick ? 'latest-quick.json' : 'latest.json');
   await mkdir(RESULTS_DIR, { recursive: true });
-  const doc = { startedAt: started.toISOString(), quick, command: `npm run bench -- ${args.join(' ')}`.trim(), machine: info, results, errors };
+  const doc = {
+    finishedLoadAverage: os.loadavg().map((l) => Math.round(l * 100) / 100),
+    startedAt: started.toISOString(),
+    quick,
+    command: `npm run bench -- ${args.join(' ')}`.trim(),
+    machine: info,
+    results,
+    errors,
+  };
   await writeFile(out, JSON.stringify(doc, null, 2) + '\n');
   process.stdout.write(`\nwritten ${path.relative(process.cwd(), out)}\n`);
   if (errors.length) {

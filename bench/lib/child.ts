@@ -10,8 +10,21 @@ export interface ChildResult {
   wallMs: number;
   /** Peak resident set of the child, in bytes (0 where /proc is not available). */
   peakRssBytes: number;
+  /** CPU seconds (user + system, all threads) of the child, as last sampled before it exited. */
+  cpuSeconds: number;
   stdout: string;
   stderr: string;
+}
+
+/** utime + stime of a process from /proc/<pid>/stat, in seconds (clock ticks of 1/100 s on Linux). */
+async function cpuOf(pid: number): Promise<number | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
 }
 
 async function vmHwm(pid: number): Promise<number> {
@@ -32,6 +45,7 @@ export async function runChainlake(args: string[], env: NodeJS.ProcessEnv = {}):
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
   child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr = (stderr + d).slice(-20_000)));
   let peak = 0;
+  let cpu = 0;
   let exited = false;
   const code = new Promise<number | null>((resolve) =>
     child.once('exit', (c) => {
@@ -43,11 +57,12 @@ export async function runChainlake(args: string[], env: NodeJS.ProcessEnv = {}):
   const sampler = (async () => {
     while (!exited) {
       peak = Math.max(peak, await vmHwm(child.pid!));
+      cpu = (await cpuOf(child.pid!)) ?? cpu;
       await new Promise((r) => setTimeout(r, 20));
     }
   })();
   const c = await code;
   const wallMs = performance.now() - t0;
   await sampler;
-  return { code: c, wallMs, peakRssBytes: peak, stdout, stderr };
+  return { code: c, wallMs, peakRssBytes: peak, cpuSeconds: cpu, stdout, stderr };
 }

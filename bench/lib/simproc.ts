@@ -9,7 +9,7 @@ import { CLI } from './paths.js';
 export interface SimInfo {
   mainnet: string;
   apiKey: string;
-  examples: { whale: string; erc20Token: string; addresses: string[]; pools: string[] };
+  examples: { whale: string; erc20Token: string; erc721Token: string; nftHolder: string; addresses: string[]; pools: string[] };
 }
 
 export interface SimStats {

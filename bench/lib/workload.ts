@@ -76,6 +76,13 @@ async function candidateOrder(info: SimInfo): Promise<Omit<Candidate, 'rows'>[]>
   out.push({ dataset: 'transactions', address: info.examples.whale });
   for (const p of [...info.examples.pools].sort()) out.push({ dataset: 'internal_transactions', address: p });
   out.push({ dataset: 'internal_transactions', address: info.examples.whale }, { dataset: 'erc721_transfers', address: info.examples.whale });
+  out.push(
+    { dataset: 'event_logs', address: info.examples.erc721Token },
+    { dataset: 'transactions', address: info.examples.erc721Token },
+    { dataset: 'erc721_transfers', address: info.examples.nftHolder },
+  );
+  for (const a of [...info.examples.addresses].sort()) out.push({ dataset: 'transactions', address: a }, { dataset: 'erc20_transfers', address: a });
+  for (const t of tokens) out.push({ dataset: 'internal_transactions', address: t });
   return out;
 }
 

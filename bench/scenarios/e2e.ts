@@ -28,6 +28,8 @@ export async function e2e(ctx: Context): Promise<Omit<ScenarioResult, 'seconds'>
         'rows/s': rps,
         requests: run.report.totals.requests,
         'peak RSS MB': run.child.peakRssBytes / 2 ** 20,
+        'CPU seconds of the exporting process': run.child.cpuSeconds,
+        'rows per CPU-second (load-independent)': rows / run.child.cpuSeconds,
         'partition files': run.report.totals.files,
       },
       references: { 'simulator alone, parsing client, 4 in flight: rows/s': ref.rowsPerSecond },
