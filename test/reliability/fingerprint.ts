@@ -66,7 +66,10 @@ export async function fingerprint(lake: string, opts: { only?: readonly string[]
       const drop = VOLATILE_COLUMNS.filter((c) => cols.includes(c));
       const rows = `SELECT * ${drop.length ? `EXCLUDE (${drop.map(ident).join(', ')})` : ''} FROM ${src}`;
       // One row per natural key within a partition; NULL key parts count as values (to_json keeps them).
-      const keyCols = [...t.key, ...['network', 'block_date', 'snapshot_date', 'point_date', 'run_date'].filter((c) => cols.includes(c))];
+      const keyCols = [
+        ...t.key.filter((c) => !drop.includes(c)),
+        ...['network', 'block_date', 'snapshot_date', 'point_date', 'run_date'].filter((c) => cols.includes(c)),
+      ];
       const key = `md5(to_json(struct_pack(${keyCols.map((c) => `${ident(c)} := ${ident(c)}`).join(', ')}))::VARCHAR)`;
       const [r] = await q(`
         SELECT count(*)::BIGINT AS n,
