@@ -21,6 +21,10 @@ export class StageFile {
     await mkdir(path.dirname(file), { recursive: true });
     const s = new StageFile(file);
     s.stream = createWriteStream(file, { flags: 'w' });
+    // A write error (ENOSPC, EIO) is emitted once, possibly while nobody awaits: keep it, so the next write
+    // or close throws it instead of waiting for a 'drain' or 'finish' that will never come (a full disk
+    // hung the run forever), and so it is never an unhandled 'error' event.
+    s.stream.on('error', () => undefined);
     await once(s.stream, 'open');
     return s;
   }
@@ -28,7 +32,8 @@ export class StageFile {
   private async write(chunk: string): Promise<void> {
     const stream = this.stream;
     if (!stream) throw new Error(`stage file ${this.file} is closed`);
-    if (!stream.write(chunk)) await once(stream, 'drain');
+    if (stream.errored) throw stream.errored;
+    if (!stream.write(chunk)) await settled(stream, 'drain');
   }
 
   async writeRows(rows: readonly StagedRow[]): Promise<void> {
@@ -58,19 +63,43 @@ export class StageFile {
     const stream = this.stream;
     this.stream = undefined;
     if (!stream) return;
+    if (stream.errored) throw stream.errored;
     stream.end();
-    await once(stream, 'finish');
+    await settled(stream, 'finish');
   }
 
   async discard(): Promise<void> {
     const stream = this.stream;
     this.stream = undefined;
-    if (stream) {
+    if (stream && !stream.closed) {
+      const closed = once(stream, 'close').catch(() => undefined);
       stream.destroy();
-      await once(stream, 'close').catch(() => undefined);
+      await closed;
     }
     await rm(this.file, { force: true });
   }
+}
+
+/**
+ * Resolves on `event`; rejects with the stream's error if it fails before (or already has) — an errored
+ * stream emits neither 'drain' nor 'finish', only 'error' once and then 'close'.
+ */
+function settled(stream: WriteStream, event: 'drain' | 'finish'): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const done = (e?: Error | null): void => {
+      stream.off(event, ok);
+      stream.off('error', done);
+      stream.off('close', closed);
+      if (e) reject(e);
+      else resolve();
+    };
+    const ok = (): void => done();
+    const closed = (): void => done(stream.errored ?? (event === 'finish' && stream.writableFinished ? null : new Error(`stage file closed before ${event}`)));
+    if (stream.errored) return done(stream.errored);
+    stream.on(event, ok);
+    stream.on('error', done);
+    stream.on('close', closed);
+  });
 }
 
 /** What a run's staging folder says about its run, so that recovery can record a run killed before its commit. */
