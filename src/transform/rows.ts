@@ -176,12 +176,6 @@ export class RowTransformer {
   private readonly fields: FieldTree;
   private readonly partitionColumn: string | undefined;
   private readonly ordinal: { over: CompiledColumn[]; groupBy: string[]; column: string } | undefined;
-  /**
-   * Every staged key set to null, in staging order. Each row starts as a copy of it: one allocation of the
-   * final shape, where adding 20-30 properties one by one to `{}` would regrow the property store several
-   * times per row (garbage that showed as a fifth of the fetch phase's CPU in the bench's replay profile).
-   */
-  private readonly template: Record<string, Canonical>;
   /** Unknown field paths seen so far, with how many entries carried them. */
   readonly unknownFields = new Map<string, number>();
 
@@ -203,11 +197,6 @@ export class RowTransformer {
       } satisfies CompiledColumn;
     });
     this.fields = buildFieldTree(this.columns.filter((c) => c.from === 'entry'));
-    this.template = {};
-    for (const c of this.columns) {
-      this.template[c.def.name] = null;
-      if (c.isAmount) this.template[c.raw] = null;
-    }
     this.partitionColumn = dataset.partition === 'snapshot_date' ? undefined : dataset.partitionFrom;
     if (dataset.partition !== 'snapshot_date') {
       const p = dataset.columns.find((c) => c.name === this.partitionColumn);
@@ -247,7 +236,7 @@ export class RowTransformer {
       }
       const entry = mapFields ? mapEntry(apiEntry as Record<string, unknown>, mapFields, page) : (apiEntry as Record<string, unknown>);
       this.noteUnknown(entry, this.fields, '');
-      const values: Record<string, Canonical> = { ...this.template };
+      const values: Record<string, Canonical> = {};
       let rejected: RejectRecord | undefined;
       for (const c of this.columns) {
         if (c.from === 'ordinal') continue;
