@@ -220,14 +220,25 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
     );
     try {
       let next = 0;
-      await Promise.all(
+      let failed = false;
+      // Every writer must have stopped before its connection closes: closing a connection whose query is
+      // still running deadlocks DuckDB when that query ends (a full disk failing one COPY hung the run
+      // forever). So wait for all to settle, take no new partition after a failure, then rethrow.
+      const settled = await Promise.allSettled(
         writers.map(async (c) => {
-          while (next < partitions.length) {
+          while (next < partitions.length && !failed) {
             const i = next++;
-            out[i] = await writePartition(c, partitions[i]!);
+            try {
+              out[i] = await writePartition(c, partitions[i]!);
+            } catch (e) {
+              failed = true;
+              throw e;
+            }
           }
         }),
       );
+      const failure = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failure) throw failure.reason;
     } finally {
       for (const c of writers) c.closeSync();
     }
