@@ -16,7 +16,9 @@ import { REJECTS_SHAPE, datasetShape, type TableShape } from '../../src/load/sch
  * Excluded columns, because they say *when* a row was fetched, not what it is:
  * - `_run_id`, `_ingested_at` — the run columns;
  * - `confirmations` — the API counts it from the head at fetch time, so the same transaction fetched by two
- *   runs at different heads differs there and nowhere else.
+ *   runs at different heads differs there and nowhere else;
+ * - `origin_endpoint` where it is not part of the key — which of two endpoints listing the same key was
+ *   fetched last (see PROVENANCE_COLUMNS).
  *
  * Rows are read straight from the Parquet files (every `*.parquet` under `<lake>/<table>/`, so a stray file
  * a broken commit left counts too), not through the catalog: the fingerprint must not trust the code under
@@ -30,6 +32,12 @@ export interface TablePrint {
 export type LakePrint = Record<string, TablePrint>;
 
 export const VOLATILE_COLUMNS = ['_run_id', '_ingested_at', 'confirmations'];
+/**
+ * Which endpoint gave a row, where two endpoints list the same key (nft_inventory: an account's inventory
+ * and a token's): the newest fetch wins the merge, so after kills and re-runs it can be either, with every
+ * data column equal (checked when this was found). Excluded unless it is part of the natural key.
+ */
+export const PROVENANCE_COLUMNS = ['origin_endpoint'];
 
 const tables = (): TableShape[] => [...Object.values(DATASETS).map(datasetShape), REJECTS_SHAPE];
 const str = (s: string): string => `'${s.replace(/'/g, "''")}'`;
@@ -63,7 +71,7 @@ export async function fingerprint(lake: string, opts: { only?: readonly string[]
       if (files.length === 0) continue;
       const src = `read_parquet([${files.map(str).join(', ')}], hive_partitioning = true, union_by_name = true)`;
       const cols = (await q(`DESCRIBE SELECT * FROM ${src}`)).map((r) => String(r.column_name));
-      const drop = VOLATILE_COLUMNS.filter((c) => cols.includes(c));
+      const drop = [...VOLATILE_COLUMNS, ...PROVENANCE_COLUMNS.filter((c) => !t.key.includes(c))].filter((c) => cols.includes(c));
       const rows = `SELECT * ${drop.length ? `EXCLUDE (${drop.map(ident).join(', ')})` : ''} FROM ${src}`;
       // One row per natural key within a partition; NULL key parts count as values (to_json keeps them).
       const keyCols = [
