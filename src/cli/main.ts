@@ -66,7 +66,10 @@ main(hideBin(process.argv)).catch((e: unknown) => {
     process.stderr.write(`chainlake: ${e.message}\n`);
     process.exitCode = e.badPath ? EXIT.usage : EXIT.windowsFailed;
   } else if (e instanceof JobError) {
-    process.stderr.write(`chainlake: job file error: ${e.message}\n`);
+    // `export` builds its job from flags: there is no file to blame.
+    process.stderr.write(
+      e.file === 'command line' ? `chainlake: invalid arguments: ${e.where ? `${e.where}: ` : ''}${e.problem}\n` : `chainlake: job file error: ${e.message}\n`,
+    );
     process.exitCode = EXIT.usage;
   } else if (e instanceof LakeLockedError) {
     process.stderr.write(`chainlake: ${e.message}\n`);
