@@ -30,3 +30,23 @@ export function runCli(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: st
     });
   });
 }
+
+/** Calls `onEvent` with each JSON log line a child writes (`--log-format json`); other lines are skipped. */
+export function onJsonLines(stream: NodeJS.ReadableStream, onEvent: (ev: Record<string, unknown>) => void): void {
+  let buf = '';
+  stream.on('data', (d: Buffer) => {
+    buf += d.toString();
+    let nl: number;
+    while ((nl = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, nl);
+      buf = buf.slice(nl + 1);
+      let ev: Record<string, unknown>;
+      try {
+        ev = JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        continue;
+      }
+      onEvent(ev);
+    }
+  });
+}

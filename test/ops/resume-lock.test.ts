@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadJobFile } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
-import { CLI, runCli } from '../helpers/cli.js';
+import { CLI, onJsonLines, runCli } from '../helpers/cli.js';
 import { datasetDigest, queryCatalog, tempDir } from '../helpers/lake.js';
 
 const ADDRESSES = [
@@ -50,22 +50,9 @@ function runAndKill(job: string, after: number): Promise<string> {
     }, 60_000);
     let runId = '';
     let commits = 0;
-    let buf = '';
-    child.stderr.on('data', (d: Buffer) => {
-      buf += d.toString();
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        let ev: Record<string, unknown>;
-        try {
-          ev = JSON.parse(line) as Record<string, unknown>;
-        } catch {
-          continue;
-        }
-        if (ev.event === 'run.start') runId = String(ev.runId);
-        if (ev.event === 'commit' && ++commits === after) child.kill('SIGKILL');
-      }
+    onJsonLines(child.stderr, (ev) => {
+      if (ev.event === 'run.start') runId = String(ev.runId);
+      if (ev.event === 'commit' && ++commits === after) child.kill('SIGKILL');
     });
     child.on('close', (_code, signal) => {
       clearTimeout(timer);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CronSchedule } from '../../src/schedule/cron.js';
 import { Scheduler, type SchedulerClock, type SchedulerEvent } from '../../src/schedule/scheduler.js';
-import { CLI } from '../helpers/cli.js';
+import { CLI, onJsonLines } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 
 /** Virtual time: sleeping jumps straight to the deadline and fires whatever was due by then. */
@@ -128,23 +128,11 @@ describe('chainlake schedule (real process, real clock)', () => {
     const lines: Record<string, unknown>[] = [];
     const finished = await new Promise<Record<string, unknown>>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no run finished within 60 s: ${JSON.stringify(lines)}`)), 60_000);
-      let buf = '';
-      child.stderr.on('data', (d: Buffer) => {
-        buf += d.toString();
-        let nl: number;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-          const line = buf.slice(0, nl);
-          buf = buf.slice(nl + 1);
-          try {
-            const ev = JSON.parse(line) as Record<string, unknown>;
-            lines.push(ev);
-            if (ev.event === 'schedule.finish') {
-              clearTimeout(timer);
-              resolve(ev);
-            }
-          } catch {
-            /* the child's own non-JSON output */
-          }
+      onJsonLines(child.stderr, (ev) => {
+        lines.push(ev);
+        if (ev.event === 'schedule.finish') {
+          clearTimeout(timer);
+          resolve(ev);
         }
       });
     });
