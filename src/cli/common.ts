@@ -23,14 +23,26 @@ export interface RunArgs extends OutputArgs {
   wait?: boolean;
 }
 
-/** Flags shared by every command that runs a job (run, export). */
-export function withRunOptions<T>(y: Argv<T>) {
+/** Flags that say where and how politely a job runs: `plan` estimates with them, `run`/`export` use them. */
+export function withTargetOptions<T>(y: Argv<T>) {
   return y
     .option('lake', { type: 'string', describe: 'Lake directory (overrides the job)' })
     .option('concurrency', { type: 'number', describe: 'Requests in flight at once (overrides the job)' })
     .option('rps', { type: 'number', describe: 'Requests per second across the run (overrides the job)' })
+    .option('full-refresh', { type: 'boolean', describe: 'Ignore watermarks and unfinished runs: fetch the whole range again' });
+}
+
+/** `--from-block/--to-block` of a job file command: an explicit range for this run only. */
+export function withBlockRangeOptions<T>(y: Argv<T>) {
+  return y
+    .option('from-block', { type: 'number', describe: 'First block, for this run only (an explicit range: no resume, no incremental)' })
+    .option('to-block', { type: 'number', describe: 'Last block, for this run only' });
+}
+
+/** Flags shared by every command that runs a job (run, export). */
+export function withRunOptions<T>(y: Argv<T>) {
+  return withTargetOptions(y)
     .option('strict', { type: 'boolean', describe: 'Fail the run (exit 3) if any row does not convert' })
-    .option('full-refresh', { type: 'boolean', describe: 'Ignore watermarks and unfinished runs: fetch the whole range again' })
     .option('wait', { type: 'boolean', describe: 'If another run holds the lake, wait for it instead of exiting 75' })
     .option('report', { type: 'string', describe: 'Also write the run report as JSON to this file' });
 }

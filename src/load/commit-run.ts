@@ -29,8 +29,6 @@ export interface RunCommitInput {
   windows: WindowRecord[];
   /** Advanced only here, after the data they cover is in place. */
   watermarks: WatermarkRecord[];
-  /** Ignored: every known dataset gets its view at each commit. Kept for callers written before that. */
-  viewDefs?: DatasetDef[];
   /** Builds the run's record once the files are known (the report counts them). */
   run: (files: readonly CommittedFile[]) => RunRecord;
 }

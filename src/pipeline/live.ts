@@ -16,7 +16,6 @@ export class LiveRun {
   readonly datasets = new Map<string, LiveDataset>();
   /** Per-window call accounting and paging progress, live objects. */
   readonly windows: { dataset: string; acct: Accounting; progress: WindowProgress }[] = [];
-  commits = 0;
   readonly startedAt = Date.now();
 
   constructor(

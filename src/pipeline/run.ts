@@ -3,7 +3,6 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import pLimit from 'p-limit';
 import type { DatasetDef } from '../datasets/dataset.js';
-import { getDataset } from '../datasets/registry.js';
 import { Accounting } from '../extract/accounting.js';
 import { PageBudget } from '../extract/budget.js';
 import { ExplorerClient } from '../extract/explorer.js';

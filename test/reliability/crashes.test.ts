@@ -5,7 +5,7 @@ import { DATASETS } from '../../src/datasets/registry.js';
 import { CLI } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 import { assertClean } from '../load/helpers.js';
-import { describePrint, fingerprint, type LakePrint } from './fingerprint.js';
+import { describePrint, fingerprint } from './fingerprint.js';
 import { demoDoc, SOAK, seeded, writeJobFile } from './helpers.js';
 
 /**

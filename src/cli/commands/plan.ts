@@ -12,7 +12,7 @@ import { loadJobFile, type Job } from '../../pipeline/job.js';
 import { effectiveJob, prepareRun } from '../../pipeline/prepare.js';
 import { buildClients, resolveTargets, transportOptionsOf } from '../../pipeline/run.js';
 import type { Window } from '../../pipeline/plan.js';
-import { applyRunOverrides, blockRangeArgs, type RunArgs } from '../common.js';
+import { applyRunOverrides, blockRangeArgs, withBlockRangeOptions, withTargetOptions, type RunArgs } from '../common.js';
 
 interface Args extends RunArgs {
   job: string;
@@ -147,14 +147,7 @@ export const planCommand: CommandModule<object, Args> = {
   command: 'plan <job>',
   describe: 'Show what a run would fetch — windows, rows, requests, duration, quota share — without fetching data',
   builder: (y) =>
-    y
-      .positional('job', { type: 'string', demandOption: true, describe: 'Path to the job file (JSON)' })
-      .option('lake', { type: 'string', describe: 'Lake directory (overrides the job)' })
-      .option('rps', { type: 'number', describe: 'Requests per second to estimate with (overrides the job)' })
-      .option('concurrency', { type: 'number', describe: 'Requests in flight (overrides the job)' })
-      .option('from-block', { type: 'number', describe: 'First block (an explicit range)' })
-      .option('to-block', { type: 'number', describe: 'Last block' })
-      .option('full-refresh', { type: 'boolean', describe: 'Plan as if the lake were empty' })
+    withBlockRangeOptions(withTargetOptions(y.positional('job', { type: 'string', demandOption: true, describe: 'Path to the job file (JSON)' })))
       .option('probe', { type: 'boolean', default: true, describe: 'Ask each paged window for its row count (one small request each); --no-probe to skip' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
       .example('$0 plan jobs/nightly.json', "What tonight's run would fetch, at the job's rps")

@@ -1,6 +1,6 @@
 import type { CommandModule } from 'yargs';
 import { loadJobFile } from '../../pipeline/job.js';
-import { applyRunOverrides, blockRangeArgs, executeJob, withRunOptions, type RunArgs } from '../common.js';
+import { applyRunOverrides, blockRangeArgs, executeJob, withBlockRangeOptions, withRunOptions, type RunArgs } from '../common.js';
 import { printPlan } from './plan.js';
 
 interface Args extends RunArgs {
@@ -14,9 +14,7 @@ export const runCommand: CommandModule<object, Args> = {
   command: 'run <job>',
   describe: 'Run a job file: fetch its datasets and merge them into the lake',
   builder: (y) =>
-    withRunOptions(y.positional('job', { type: 'string', demandOption: true, describe: 'Path to the job file (JSON)' }))
-      .option('from-block', { type: 'number', describe: 'First block, for this run only (an explicit range: no resume, no incremental)' })
-      .option('to-block', { type: 'number', describe: 'Last block, for this run only' })
+    withBlockRangeOptions(withRunOptions(y.positional('job', { type: 'string', demandOption: true, describe: 'Path to the job file (JSON)' })))
       .option('dry-run', { type: 'boolean', describe: 'Print the plan (windows, requests, duration) and fetch no data; same as `chainlake plan`' })
       .example('$0 run jobs/demo.json', 'Export the demo job from the embedded simulator into data/lake')
       .example('$0 run jobs/nightly.json --lake /srv/lake --rps 20', 'Run a job into another lake, at most 20 requests/s')
