@@ -158,10 +158,12 @@ export class Chain {
   createdUsed = 0;
 
   private lower: string[] = [];
-  /** ASCII of every address in each letter-case style, 42 bytes per address; filled lazily for styles 1 and 2. */
-  private addrAscii: Uint8Array[] = [];
-  private addrFilled: Uint8Array[] = [];
   private checksum: (string | undefined)[] = [];
+  /**
+   * Tables built on first use, in an object so that the head views of this chain (Object.create) share them:
+   * every transaction's nonce, and the EIP-55 ASCII of addresses (42 bytes each, filled as they are served).
+   */
+  private readonly lazy: { nonce?: Uint32Array; checksumAscii?: Uint8Array; checksumView?: DataView } = {};
   private upper: (string | undefined)[] = [];
 
   constructor(network: Network, seed: number, scale: ScaleName) {
@@ -206,20 +208,29 @@ export class Chain {
 
   /** Writes addrCase(i, style) as ASCII. */
   writeAddr(out: ByteOut, i: number, style: number): void {
-    if (this.addrAscii.length === 0) {
-      for (let st = 0; st < 3; st++) { this.addrAscii.push(new Uint8Array(this.numAddr * 42)); this.addrFilled.push(new Uint8Array(this.numAddr)); }
+    if (i === A_ZERO) { out.str(this.lower[A_ZERO]!); return; }
+    if (style !== 1) {
+      // Lower and upper case are recomputed from the address's hash words (computeAddress, with hash2(w0, kAddr)
+      // shared by its four hash3 words): cheaper than the cache miss of reading a random address's bytes.
+      const w0 = mix32((i + this.kAddr) >>> 0), h = hash2(w0, this.kAddr), up = style === 2;
+      out.byte(48); out.byte(120);
+      out.word(w0, up);
+      for (let j = 1; j < 5; j++) out.word(mix32((h + Math.imul(j, 0x165667b1) + 0x7f4a7c15) >>> 0), up);
+      return;
     }
-    const bytes = this.addrAscii[style]!;
+    // EIP-55 needs a keccak per address: its ASCII is kept, filled on first use. A filled slot starts with
+    // '0' (48), so the slot itself says whether it is filled.
+    let bytes = this.lazy.checksumAscii, view = this.lazy.checksumView;
+    if (bytes === undefined || view === undefined) {
+      bytes = this.lazy.checksumAscii = new Uint8Array(this.numAddr * 42);
+      view = this.lazy.checksumView = new DataView(bytes.buffer);
+    }
     const o = i * 42;
-    if (this.addrFilled[style]![i] === 0) {
-      const s = this.addrCase(i, style);
+    if (bytes[o] === 0) {
+      const s = this.addrCase(i, 1);
       for (let k = 0; k < 42; k++) bytes[o + k] = s.charCodeAt(k);
-      this.addrFilled[style]![i] = 1;
     }
-    const buf = out.buf;
-    let p = out.pos;
-    for (let k = 0; k < 42; k++) buf[p++] = bytes[o + k]!;
-    out.pos = p;
+    out.copy4(view, o, 42);
   }
 
   /** Address index for a 0x address in any letter case, or -1 when this chain has no such address. */
@@ -239,16 +250,20 @@ export class Chain {
     return s;
   }
 
+  // The writers inline hash3(a, b, j) = mix32(hash2(a, b) + j * 0x165667b1 + 0x7f4a7c15): hash2(a, b) is the
+  // same for the eight words of a hash, so it is computed once (same bytes as txHash / blockHash).
   writeTxHash(out: ByteOut, t: number, upper: boolean): void {
     const w0 = mix32((t + this.kTx) >>> 0);
+    const h = hash2(w0, this.kTx);
     out.byte(48); out.byte(120);
     out.word(w0, upper);
-    for (let j = 1; j < 8; j++) out.word(hash3(w0, this.kTx, j), upper);
+    for (let j = 1; j < 8; j++) out.word(mix32((h + Math.imul(j, 0x165667b1) + 0x7f4a7c15) >>> 0), upper);
   }
 
   writeBlockHash(out: ByteOut, b: number, upper: boolean): void {
+    const h = hash2(b, this.kBlock);
     out.byte(48); out.byte(120);
-    for (let j = 0; j < 8; j++) out.word(hash3(b, this.kBlock, j), upper);
+    for (let j = 0; j < 8; j++) out.word(mix32((h + Math.imul(j, 0x165667b1) + 0x7f4a7c15) >>> 0), upper);
   }
 
   /** Tx id of a 0x hash in any case, or -1. Visibility (block <= head) is the caller's concern. */
@@ -542,12 +557,17 @@ export class Chain {
 
   /** Sender nonce: the position of the tx among its sender's transactions. */
   nonceOf(t: number): number {
-    const f = this.txFrom[t]!;
-    const ids = this.idxFrom.ids;
-    let lo = this.idxFrom.off[f]!, hi = this.idxFrom.off[f + 1]!;
-    const start = lo;
-    while (lo < hi) { const m = (lo + hi) >>> 1; if (ids[m]! < t) lo = m + 1; else hi = m; }
-    return lo - start;
+    // One table of every transaction's nonce (4 bytes per transaction, ~11 MB at large scale), built on first
+    // use: listings read it in transaction order, where a binary search over the sender's list cost several
+    // cache misses per row.
+    let n = this.lazy.nonce;
+    if (n === undefined) {
+      n = new Uint32Array(this.nTx);
+      const { off, ids } = this.idxFrom;
+      for (let a = 0; a + 1 < off.length; a++) for (let k = off[a]!, s = k; k < off[a + 1]!; k++) n[ids[k]!] = k - s;
+      this.lazy.nonce = n;
+    }
+    return n[t]!;
   }
 
   /** First log id of tx t (logs are stored in tx order), and the end. */
