@@ -256,10 +256,14 @@ export class HttpTransport {
 
     if (statusCode !== 200) {
       const { status, message } = parsed ? messageOf(body) : {};
-      const { kind, reason } = classifyStatus(statusCode);
+      let { kind, reason } = classifyStatus(statusCode);
+      // A JSON body that does not parse was cut short or garbled: what the API said is unknown, and an endpoint
+      // may take a terminal status with its message as an answer ("not verified"), so it is asked again.
+      const brokenJson = !parsed && /^\s*[{[]/.test(text);
+      if (brokenJson && kind === 'terminal') ({ kind, reason } = { kind: 'transient', reason: 'bad-body' });
       const location =
         statusCode >= 300 && statusCode < 400 && typeof headers.location === 'string' ? ` to ${redactUrl(new URL(headers.location, req.url))}` : '';
-      throw fail(`HTTP ${statusCode}${location}`, {
+      throw fail(`HTTP ${statusCode}${location}${brokenJson ? ` with a truncated or malformed JSON body (${bytes.length} bytes)` : ''}`, {
         kind,
         reason,
         httpStatus: statusCode,
