@@ -1,3 +1,5 @@
+import type { FailureReason } from '../extract/errors.js';
+
 /** What a run did, per dataset and in total: printed, stored in the catalog, written as JSON. */
 export interface DatasetReport {
   dataset: string;
@@ -26,19 +28,43 @@ export interface RunReport {
   /** The unfinished run this one resumed, if any. */
   resumeOf: string | null;
   datasets: DatasetReport[];
+  /**
+   * Requests the run sent outside any window: pinning the head at start (`GET /v1/blocks/latest`, one call
+   * and its retries; none when the run resumes an earlier run's head).
+   */
+  outsideWindows: RequestTally;
+  /**
+   * The datasets summed, plus `outsideWindows` in requests, retries and throttles: every request the run
+   * sent, each attempt counted once.
+   */
   totals: Omit<DatasetReport, 'dataset'>;
+  /** Failed attempts of the whole run (windows and head pin) by reason, transient and terminal. */
+  failures: Partial<Record<FailureReason, number>>;
   /** Failed windows with their error messages. */
   errors: { window: string; error: string }[];
   unknownFields: Record<string, string[]>;
   lake: string;
 }
 
+/** Requests, retries and throttles of a part of a run. */
+export interface RequestTally {
+  requests: number;
+  retries: number;
+  throttles: number;
+}
+
 export function emptyDatasetReport(dataset: string): DatasetReport {
   return { dataset, windows: 0, windowsFailed: 0, rows: 0, rejects: 0, requests: 0, retries: 0, throttles: 0, files: 0, bytes: 0 };
 }
 
-export function sumReports(reports: readonly DatasetReport[]): Omit<DatasetReport, 'dataset'> {
+/** The datasets' figures summed; `outside` (requests sent outside any window) adds to the request counts. */
+export function sumReports(reports: readonly DatasetReport[], outside?: RequestTally): Omit<DatasetReport, 'dataset'> {
   const t = emptyDatasetReport('');
+  if (outside) {
+    t.requests += outside.requests;
+    t.retries += outside.retries;
+    t.throttles += outside.throttles;
+  }
   for (const r of reports) {
     t.windows += r.windows;
     t.windowsFailed += r.windowsFailed;
@@ -71,7 +97,8 @@ export function formatReport(r: RunReport): string {
     String(d.files),
     fmtBytes(d.bytes),
   ];
-  const rows = [header, ...r.datasets.map(line), line({ dataset: 'total', ...r.totals })];
+  const outside = r.outsideWindows && r.outsideWindows.requests > 0 ? [line({ ...emptyDatasetReport('(head pin)'), ...r.outsideWindows })] : [];
+  const rows = [header, ...r.datasets.map(line), ...outside, line({ dataset: 'total', ...r.totals })];
   const widths = header.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
   const fmt = (row: string[]): string => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   const out = [

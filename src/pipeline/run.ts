@@ -238,7 +238,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
 
     let report!: RunReport;
     await committer.finish((files) => {
-      report = buildReport(job, runId, started, now(), head, outcomes, files, transformers, paths, skipped, resume?.runId);
+      report = buildReport(job, runId, started, now(), head, outcomes, files, transformers, paths, skipped, resume?.runId, runAcct);
       return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
     });
     return report;
@@ -327,6 +327,8 @@ function buildReport(
   paths: LakePaths,
   skipped: number,
   resumeOf: string | undefined,
+  /** What the run sent outside its windows (the head pin). */
+  runAcct: Accounting,
 ): RunReport {
   const per = new Map<string, DatasetReport>();
   for (const ds of job.datasets) per.set(ds.name, emptyDatasetReport(ds.name));
@@ -351,7 +353,13 @@ function buildReport(
     r.bytes += f.bytes;
   }
   const datasets = [...per.values()];
-  const totals = sumReports(datasets);
+  // Every request of the run: the windows' (each window's requests, abandoned pages and refetches included)
+  // and the head pin's.
+  const outsideWindows = { requests: runAcct.requests, retries: runAcct.retries, throttles: runAcct.throttles };
+  const totals = sumReports(datasets, outsideWindows);
+  const all = new Accounting();
+  for (const o of outcomes) all.add(o.acct);
+  all.add(runAcct);
   const unknownFields: Record<string, string[]> = {};
   for (const [name, t] of transformers) if (t.unknownFields.size) unknownFields[name] = [...t.unknownFields.keys()].sort();
   const failed = outcomes.filter((o) => o.error);
@@ -367,7 +375,9 @@ function buildReport(
     windowsSkipped: skipped,
     resumeOf: resumeOf ?? null,
     datasets,
+    outsideWindows,
     totals,
+    failures: { ...all.failures },
     errors: failed.map((o) => ({ window: o.window.id, error: o.error! })),
     unknownFields,
     lake: paths.root,
