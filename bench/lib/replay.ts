@@ -28,18 +28,17 @@ export class RecordingTransport extends HttpTransport {
   }
 
   override async call<T>(req: HttpRequest, check: EnvelopeCheck<T>, acct: Accounting): Promise<T> {
-    let text = '';
+    let bytes: Buffer = Buffer.alloc(0);
     const value = await super.call(
       req,
-      (body) => {
-        const v = check(body);
-        text = JSON.stringify(body);
+      (body, received) => {
+        const v = check(body, received);
+        bytes = received;
         return v;
       },
       acct,
     );
     const key = keyOf(req);
-    const bytes = Buffer.from(text, 'utf8');
     if (!this.index[key]) {
       this.index[key] = { off: this.size, len: bytes.length };
       this.size += bytes.length;
@@ -81,7 +80,7 @@ export class ReplayTransport extends HttpTransport {
     const buf = Buffer.allocUnsafe(e.len);
     await this.fh!.read(buf, 0, e.len, e.off);
     acct.recordResponse(0, e.len);
-    return check(JSON.parse(buf.toString('utf8')));
+    return check(JSON.parse(buf.toString('utf8')), buf);
   }
 
   override async close(): Promise<void> {

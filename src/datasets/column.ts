@@ -50,3 +50,20 @@ export interface ColumnDef {
 
 /** Companion column holding the exact text of an amount that does not fit DECIMAL(38,0). */
 export const rawCompanion = (name: string): string => `${name}_raw`;
+
+/** Where a column's value is read: a field (path) of the API entry, or a value beside the entries. */
+export type SourceKind = 'entry' | 'scope' | 'results' | 'meta' | 'ordinal';
+
+const SOURCE_PREFIXES: [string, SourceKind][] = [
+  ['$scope', 'scope'],
+  ['$results', 'results'],
+  ['$meta', 'meta'],
+  ['$ordinal', 'ordinal'],
+];
+
+/** The column's source as a kind and a path (the entry's field path, or the path below `$scope` etc.). */
+export function columnSource(def: ColumnDef): { from: SourceKind; path: string[] } {
+  const source = def.source ?? def.name;
+  const from = SOURCE_PREFIXES.find(([prefix]) => source === prefix || source.startsWith(`${prefix}.`))?.[1] ?? 'entry';
+  return { from, path: from === 'entry' ? source.split('.') : from === 'ordinal' ? [] : source.slice(source.indexOf('.') + 1).split('.') };
+}

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { EndpointDef } from '../datasets/dataset.js';
 import type { Accounting } from './accounting.js';
 import { ApiError } from './errors.js';
@@ -6,10 +7,20 @@ import type { FetchedPage, PageFetcher, PageRequest } from './pager.js';
 export type QueryValue = string | number | boolean | undefined;
 export type Query = Record<string, QueryValue>;
 
+/** A GET's checked results, with the body as received and where in it the results sit. */
+export interface CheckedBody {
+  results: unknown;
+  bytes: Buffer;
+  /** Path from the envelope's root to `results` (`['results']` on the explorer, `[]` on finance). */
+  resultsAt: readonly string[];
+}
+
 /** What the generic fetcher needs from an API client: both clients implement it over the shared transport. */
 export interface ApiCaller {
   /** GET a path; returns the part of the envelope the endpoints' `entriesAt` is relative to. */
   get(label: string, path: string, query: Query, acct: Accounting, host?: 'main' | 'alt'): Promise<unknown>;
+  /** As `get`, with the body's bytes. */
+  getBody(label: string, path: string, query: Query, acct: Accounting, host?: 'main' | 'alt'): Promise<CheckedBody>;
   post(label: string, path: string, body: unknown, acct: Accounting): Promise<unknown>;
 }
 
@@ -90,8 +101,13 @@ export function endpointPageFetcher(
       query[endpoint.blockRange.end] = req.range.to;
     }
     let results: unknown;
+    let received: CheckedBody | undefined;
     try {
-      results = endpoint.method === 'POST' ? await caller.post(label, path, body, acct) : await caller.get(label, path, query, acct, host);
+      if (endpoint.method === 'POST') results = await caller.post(label, path, body, acct);
+      else {
+        received = await caller.getBody(label, path, query, acct, host);
+        results = received.results;
+      }
     } catch (e) {
       const a = endpoint.absentWhen;
       if (
@@ -142,7 +158,14 @@ export function endpointPageFetcher(
         );
       }
     }
-    return { entries, results: r, count, offset: req.offset, range: req.range, meta: { ...baseMeta, found: true } };
+    // The bytes stand for the entries only while the entries are the body's own list (not a single object
+    // wrapped in one), and only as valid UTF-8 (JSON.parse read a replacement character where they are not):
+    // then a consumer may stage the body as received instead of re-serialising the entries.
+    const rawPage =
+      received && entries === raw && received.resultsAt.length + endpoint.entriesAt.length > 0 && isUtf8(received.bytes)
+        ? { bytes: received.bytes, entriesAt: [...received.resultsAt, ...endpoint.entriesAt], entries }
+        : undefined;
+    return { entries, results: r, count, offset: req.offset, range: req.range, meta: { ...baseMeta, found: true }, raw: rawPage };
   };
 }
 

@@ -1,6 +1,6 @@
 import type { Network } from '../datasets/dataset.js';
 import type { Accounting } from './accounting.js';
-import { countOf, ShapeError, type ApiCaller, type Query } from './endpoint.js';
+import { countOf, ShapeError, type ApiCaller, type CheckedBody, type Query } from './endpoint.js';
 import { EnvelopeFailure, type HttpTransport } from './transport.js';
 
 export type { Query, QueryValue } from './endpoint.js';
@@ -17,6 +17,9 @@ export interface ExplorerConfig {
 
 /** The explorer's success envelope carries the text of the HTTP success code. */
 export const EXPLORER_SUCCESS = '200';
+
+/** Where an explorer envelope keeps what `get` returns. */
+const EXPLORER_RESULTS_AT = ['results'] as const;
 
 /**
  * Success is HTTP 200 and an envelope whose `status` is the success code. A throttle or server-error status
@@ -135,7 +138,12 @@ export class ExplorerClient implements ApiCaller {
   }
 
   /** GET an explorer path; returns the envelope's `results`. `host: 'alt'` uses the testnet alternate host. */
-  get(endpoint: string, path: string, query: Query, acct: Accounting, host: 'main' | 'alt' = 'main'): Promise<unknown> {
+  async get(endpoint: string, path: string, query: Query, acct: Accounting, host: 'main' | 'alt' = 'main'): Promise<unknown> {
+    return (await this.getBody(endpoint, path, query, acct, host)).results;
+  }
+
+  /** As `get`, with the body's bytes. */
+  getBody(endpoint: string, path: string, query: Query, acct: Accounting, host: 'main' | 'alt' = 'main'): Promise<CheckedBody> {
     if (host === 'alt' && !this.config.altBaseUrl) {
       return Promise.reject(
         new Error(
@@ -144,7 +152,11 @@ export class ExplorerClient implements ApiCaller {
       );
     }
     const base = host === 'alt' ? this.config.altBaseUrl! : this.config.baseUrl;
-    return this.transport.call({ endpoint, url: buildUrl(base, path, query), method: 'GET', headers: this.headers() }, checkExplorerEnvelope, acct);
+    return this.transport.call(
+      { endpoint, url: buildUrl(base, path, query), method: 'GET', headers: this.headers() },
+      (body, bytes) => ({ results: checkExplorerEnvelope(body), bytes, resultsAt: EXPLORER_RESULTS_AT }),
+      acct,
+    );
   }
 
   post(endpoint: string, path: string, body: unknown, acct: Accounting): Promise<unknown> {

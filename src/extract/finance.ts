@@ -1,5 +1,5 @@
 import type { Accounting } from './accounting.js';
-import { ShapeError, type ApiCaller, type Query } from './endpoint.js';
+import { ShapeError, type ApiCaller, type CheckedBody, type Query } from './endpoint.js';
 import { buildUrl } from './explorer.js';
 import { EnvelopeFailure, type HttpTransport } from './transport.js';
 
@@ -61,10 +61,15 @@ export class FinanceClient implements ApiCaller {
   ) {}
 
   /** GET a finance path; returns the whole success envelope (`type`, `message`, `data`). */
-  get(endpoint: string, path: string, query: Query, acct: Accounting): Promise<unknown> {
+  async get(endpoint: string, path: string, query: Query, acct: Accounting): Promise<unknown> {
+    return (await this.getBody(endpoint, path, query, acct)).results;
+  }
+
+  /** As `get`, with the body's bytes. */
+  getBody(endpoint: string, path: string, query: Query, acct: Accounting): Promise<CheckedBody> {
     return this.transport.call(
       { endpoint, url: buildUrl(this.config.baseUrl, path, query), method: 'GET', headers: { accept: 'application/json' } },
-      checkFinanceEnvelope,
+      (body, bytes) => ({ results: checkFinanceEnvelope(body), bytes, resultsAt: [] }),
       acct,
     );
   }

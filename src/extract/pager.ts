@@ -14,8 +14,18 @@ export interface PageRequest {
   range?: BlockRange;
 }
 
+/** A page's body as received. It stands for the page only while `entries` is the same list (`page.entries === raw.entries`). */
+export interface RawPage {
+  bytes: Buffer;
+  /** Path from the body's root to the entries' list. */
+  entriesAt: readonly string[];
+  entries: unknown[];
+}
+
 export interface FetchedPage {
   entries: unknown[];
+  /** The body as received, when the entries are its list as is. */
+  raw?: RawPage;
   /** The envelope's results object, for fields that sit beside `data` (token_name, to_block...). */
   results: Record<string, unknown>;
   count: number;

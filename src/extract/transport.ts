@@ -75,8 +75,11 @@ export class EnvelopeFailure extends Error {
   }
 }
 
-/** Validates a parsed body and returns what the caller wants from it, or throws EnvelopeFailure. */
-export type EnvelopeCheck<T> = (body: unknown) => T;
+/**
+ * Validates a parsed body and returns what the caller wants from it, or throws EnvelopeFailure. `bytes` is the
+ * body as received, for callers that stage pages without re-serialising them.
+ */
+export type EnvelopeCheck<T> = (body: unknown, bytes: Buffer) => T;
 
 /** How a non-200 HTTP status is treated. 501 and 505 say the server will never do it; other 5xx pass. */
 export function classifyStatus(status: number): { kind: FailureKind; reason: FailureReason } {
@@ -285,7 +288,7 @@ export class HttpTransport {
     }
     let value: T;
     try {
-      value = check(body);
+      value = check(body, bytes);
     } catch (e) {
       if (!(e instanceof EnvelopeFailure)) throw e;
       throw fail(e.throttled ? 'throttled by the API (HTTP 200 throttle envelope)' : `the API reported a failure in an HTTP 200`, {

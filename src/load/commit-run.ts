@@ -4,7 +4,9 @@ import type { RunRow, WatermarkRecord, WindowRecord } from './catalog.js';
 import { prepareDataset, prepareRejects, type CommittedFile, type PreparedFile } from './commit.js';
 import type { Engine } from './engine.js';
 import { applyJournal, publishJournal, type CommitJournal } from './journal.js';
+import type { BatchRows } from './batch-rows.js';
 import type { LakePaths } from './paths.js';
+import type { StagedPages } from './schema.js';
 
 export interface RunRecord {
   job: string;
@@ -23,8 +25,10 @@ export interface RunCommitInput {
   /** The run's staging folder; commit work happens below it. */
   stagingDir: string;
   network: Network;
-  /** Staged row files of completed windows, per dataset. */
-  datasets: { def: DatasetDef; stagedFiles: string[] }[];
+  /** Staged row and page files of completed windows, per dataset. */
+  datasets: { def: DatasetDef; stagedFiles: string[]; pageFiles?: StagedPages[] }[];
+  /** The same files already typed while the run fetched; read from the files when absent. */
+  preloaded?: BatchRows;
   rejectFiles: string[];
   windows: WindowRecord[];
   /** Advanced only here, after the data they cover is in place. */
@@ -63,9 +67,20 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
   const { engine, paths, runId, ingestedAt, stagingDir, network } = input;
   const prepared: PreparedFile[] = [];
   let index = 0;
-  for (const { def, stagedFiles } of input.datasets) {
+  for (const { def, stagedFiles, pageFiles } of input.datasets) {
     prepared.push(
-      ...(await prepareDataset({ engine, paths, def, network, runId, ingestedAt, stagedFiles, workDir: path.join(stagingDir, `commit-${index++}`) })),
+      ...(await prepareDataset({
+        engine,
+        paths,
+        def,
+        network,
+        runId,
+        ingestedAt,
+        stagedFiles,
+        pageFiles,
+        preloaded: input.preloaded,
+        workDir: path.join(stagingDir, `commit-${index++}`),
+      })),
     );
   }
   const rejects = await prepareRejects({

@@ -1,6 +1,6 @@
-import { DUCKDB_TYPE, rawCompanion, type ColumnKind } from '../datasets/column.js';
+import { columnSource, DUCKDB_TYPE, rawCompanion, type ColumnKind } from '../datasets/column.js';
 import type { DatasetDef } from '../datasets/dataset.js';
-import { ident, literal } from './sql.js';
+import { ident, literal, literalList } from './sql.js';
 
 /** The partition value rides along in each staged row under this name. */
 export const STAGED_PARTITION = '__partition';
@@ -25,8 +25,7 @@ const STAGED_TYPE: Record<ColumnKind, string> = {
  * VARCHAR -> DECIMAL cast is ~500x slower (design §3), and the transform has already sent anything over
  * 38 digits to the `_raw` companion, so the HUGEINT cast cannot overflow.
  */
-function castExpr(kind: ColumnKind, col: string): string {
-  const c = ident(col);
+function castExpr(kind: ColumnKind, c: string): string {
   switch (kind) {
     case 'bigint':
       return `CAST(${c} AS BIGINT)`;
@@ -80,7 +79,7 @@ export function stagedColumnsSpec(def: DatasetDef): string {
 export function typedSelectList(def: DatasetDef, runId: string, ingestedAt: string): string {
   const items: string[] = [];
   for (const c of def.columns) {
-    items.push(`${castExpr(c.kind, c.name)} AS ${ident(c.name)}`);
+    items.push(`${castExpr(c.kind, ident(c.name))} AS ${ident(c.name)}`);
     if (c.kind === 'amount') items.push(ident(rawCompanion(c.name)));
   }
   items.push(`${literal(runId)} AS _run_id`);
@@ -140,4 +139,107 @@ export const REJECTS_SHAPE: TableShape = {
 /** A relation with the shape's columns and types and no row: the anchor of merges and of empty views. */
 export function emptyTypedSelect(shape: TableShape, extra: LakeColumn[] = []): string {
   return `SELECT ${[...shape.columns, ...extra].map((c) => `CAST(NULL AS ${c.type}) AS ${ident(c.name)}`).join(', ')} WHERE false`;
+}
+
+/** A window's pages staged as received (StageFile.writePage), and where each body keeps its entries. */
+export interface StagedPages {
+  file: string;
+  entriesAt: readonly string[];
+  /** The longest line of the file, so DuckDB's reader is told to accept it. */
+  maxLineBytes: number;
+}
+
+/**
+ * The staged value `transform` computes from a value the transform accepted as received (see
+ * transform/convert.ts ACCEPTORS, which must agree): hex lower-cased, flags as booleans, the rest as is.
+ */
+function receivedCanonical(kind: ColumnKind, x: string): string {
+  switch (kind) {
+    case 'address':
+    case 'hash':
+    case 'hex':
+      return `lower(${x})`;
+    case 'bool':
+      return `(${x} = '1')`;
+    default:
+      return x;
+  }
+}
+
+type FieldTypeTree = Map<string, FieldTypeTree | null>;
+
+function structType(tree: FieldTypeTree): string {
+  return `STRUCT(${[...tree].map(([name, child]) => `${ident(name)} ${child ? structType(child) : 'VARCHAR'}`).join(', ')})`;
+}
+
+const DEFAULT_MAX_OBJECT = 16 * 1024 * 1024;
+
+/**
+ * The typed rows of pages staged as received: the same columns as `typedSelectList` over staged rows, so the
+ * two union by name. Each line is `{"p": partition, "k": {constants}, "o": [ordinals], "b": body}`; the
+ * entries are unnested from the body (with their ordinals beside them) and every value is put in canonical
+ * form and cast exactly as a staged row's would be.
+ */
+export function stagedPagesSelect(def: DatasetDef, runId: string, ingestedAt: string, pages: readonly StagedPages[]): string {
+  const entryFields: FieldTypeTree = new Map();
+  const constants: string[] = [];
+  const items: string[] = [];
+  const canonicalText = new Map<string, string>();
+  for (const c of def.columns) {
+    const { from, path } = columnSource(c);
+    let expr: string;
+    if (from === 'entry') {
+      let node = entryFields;
+      path.forEach((part, i) => {
+        if (i === path.length - 1) node.set(part, node.get(part) ?? null);
+        else {
+          let child = node.get(part);
+          if (!child) node.set(part, (child = new Map()));
+          node = child;
+        }
+      });
+      const value = path.reduce((acc, part) => `struct_extract(${acc}, ${literal(part)})`, '__e');
+      expr = receivedCanonical(c.kind, value);
+      canonicalText.set(c.name, value);
+      items.push(`${castExpr(c.kind, expr)} AS ${ident(c.name)}`);
+      if (c.kind === 'amount') items.push(`NULL::VARCHAR AS ${ident(rawCompanion(c.name))}`);
+    } else if (from === 'ordinal') {
+      items.push(`${castExpr(c.kind, '__o')} AS ${ident(c.name)}`);
+    } else {
+      constants.push(`${ident(c.name)} ${STAGED_TYPE[c.kind]}`);
+      expr = `struct_extract(__k, ${literal(c.name)})`;
+      canonicalText.set(c.name, expr);
+      items.push(`${castExpr(c.kind, expr)} AS ${ident(c.name)}`);
+      if (c.kind === 'amount') {
+        constants.push(`${ident(rawCompanion(c.name))} VARCHAR`);
+        items.push(`struct_extract(__k, ${literal(rawCompanion(c.name))}) AS ${ident(rawCompanion(c.name))}`);
+      }
+    }
+  }
+  items.push(`${literal(runId)} AS _run_id`);
+  items.push(`CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at`);
+  items.push(`${def.partition === 'snapshot_date' ? '__pp' : `substr(${canonicalText.get(def.partitionFrom!)}, 1, 10)`} AS ${ident(STAGED_PARTITION)}`);
+
+  const ordinal = def.columns.some((c) => columnSource(c).from === 'ordinal');
+  const groups = new Map<string, StagedPages[]>();
+  for (const p of pages) {
+    if (p.entriesAt.length === 0) throw new Error(`staged pages ${p.file}: the body itself is the list of entries, which cannot be read per line`);
+    const key = JSON.stringify(p.entriesAt);
+    groups.set(key, [...(groups.get(key) ?? []), p]);
+  }
+  const selects = [...groups.values()].map((group) => {
+    const entriesAt = group[0]!.entriesAt;
+    let body = `${structType(entryFields)}[]`;
+    for (let i = entriesAt.length - 1; i >= 0; i--) body = `STRUCT(${ident(entriesAt[i]!)} ${body})`;
+    const columns = [`'p': 'VARCHAR'`, `'b': ${literal(body)}`];
+    if (constants.length) columns.push(`'k': ${literal(`STRUCT(${constants.join(', ')})`)}`);
+    if (ordinal) columns.push(`'o': 'BIGINT[]'`);
+    const list = entriesAt.reduce((acc, part) => `struct_extract(${acc}, ${literal(part)})`, 'b');
+    const maxObject = Math.max(DEFAULT_MAX_OBJECT, ...group.map((p) => p.maxLineBytes + 1024));
+    const read = `read_json(${literalList(group.map((p) => p.file))}, format='newline_delimited', maximum_object_size=${maxObject}, columns={${columns.join(', ')}})`;
+    // Two unnests in one select list walk their lists side by side: each entry beside its ordinal.
+    const unnested = `SELECT unnest(${list}) AS __e${ordinal ? ', unnest(o) AS __o' : ''}${constants.length ? ', k AS __k' : ''}, p AS __pp FROM ${read}`;
+    return `SELECT ${items.join(', ')} FROM (${unnested})`;
+  });
+  return selects.join(' UNION ALL ');
 }

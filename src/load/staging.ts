@@ -2,7 +2,8 @@ import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { RejectRecord, StagedRow } from '../transform/rows.js';
+import type { RawPage } from '../extract/pager.js';
+import type { AcceptedPage, RejectRecord, StagedRow } from '../transform/rows.js';
 import { JOURNAL_FILE } from './journal.js';
 import { STAGED_PARTITION } from './schema.js';
 import { testHook } from './test-hooks.js';
@@ -14,6 +15,8 @@ import { testHook } from './test-hooks.js';
 export class StageFile {
   private stream: WriteStream | undefined;
   rows = 0;
+  /** The longest line written, in bytes. */
+  maxLineBytes = 0;
 
   private constructor(readonly file: string) {}
 
@@ -29,7 +32,7 @@ export class StageFile {
     return s;
   }
 
-  private async write(chunk: string): Promise<void> {
+  private async write(chunk: string | Buffer): Promise<void> {
     const stream = this.stream;
     if (!stream) throw new Error(`stage file ${this.file} is closed`);
     if (stream.errored) throw stream.errored;
@@ -47,6 +50,25 @@ export class StageFile {
     }
     this.rows += rows.length;
     await this.write(chunk);
+    await testHook('stage-write');
+  }
+
+  /**
+   * One accepted page as one line: what the entries do not carry (`p` partition, `k` constants, `o`
+   * ordinals), then the body as received under `b` (see schema.ts `stagedPagesSelect`). The body is JSON
+   * on one line once its line breaks (whitespace outside strings, never raw inside them) become spaces.
+   */
+  async writePage(page: AcceptedPage, raw: RawPage): Promise<void> {
+    let body = raw.bytes;
+    if (body.indexOf(10) !== -1 || body.indexOf(13) !== -1) {
+      body = Buffer.from(body);
+      for (let i = 0; i < body.length; i++) if (body[i] === 10 || body[i] === 13) body[i] = 32;
+    }
+    const head = `{"p":${JSON.stringify(page.partition)},"k":${JSON.stringify(page.constants)}${page.ordinals ? `,"o":[${page.ordinals.join(',')}]` : ''},"b":`;
+    const line = Buffer.concat([Buffer.from(head), body, PAGE_END]);
+    this.rows += page.rows;
+    this.maxLineBytes = Math.max(this.maxLineBytes, line.length);
+    await this.write(line);
     await testHook('stage-write');
   }
 
@@ -76,6 +98,8 @@ export class StageFile {
     await rm(this.file, { force: true });
   }
 }
+
+const PAGE_END = Buffer.from('}\n');
 
 /**
  * Resolves on `event`; rejects with the stream's error if it fails before (or already has) — an errored

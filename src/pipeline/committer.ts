@@ -2,7 +2,10 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { WatermarkRecord, WindowRecord } from '../load/catalog.js';
 import type { CommittedFile } from '../load/commit.js';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { BatchRows } from '../load/batch-rows.js';
 import { commitRun, type RunRecord } from '../load/commit-run.js';
+import type { StagedPages } from '../load/schema.js';
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
 import { watermarkKey } from '../load/state.js';
@@ -41,6 +44,8 @@ export class BatchCommitter {
   private chain: Promise<void> = Promise.resolve();
   private batch = 0;
   private failure: Error | undefined;
+  private loader: Promise<DuckDBConnection> | undefined;
+  private readonly preloads = new Map<number, BatchRows>();
   readonly files: CommittedFile[] = [];
   readonly committed: WindowOutcome[] = [];
 
@@ -55,6 +60,10 @@ export class BatchCommitter {
 
   add(outcome: WindowOutcome): void {
     this.pending.push(outcome);
+    if (!outcome.error) {
+      const { stagedFiles, pageFiles } = stagedOf(outcome);
+      this.rowsOf(this.batch).add(outcome.window.def, stagedFiles, pageFiles);
+    }
     this.pendingRows += outcome.rows;
     const due = this.pendingRows >= this.policy.everyRows || this.ctx.now() - this.lastCommitAt >= this.policy.everySeconds * 1000;
     if (due && !this.failure) void this.enqueue(undefined).catch(() => undefined);
@@ -62,7 +71,28 @@ export class BatchCommitter {
 
   /** Commits what is left and records the run's final state. */
   async finish(finalRecord: (files: readonly CommittedFile[]) => RunRecord): Promise<void> {
-    await this.enqueue(finalRecord);
+    try {
+      await this.enqueue(finalRecord);
+    } finally {
+      await Promise.all([...this.preloads.values()].map((b) => b.drop().catch(() => undefined)));
+      this.preloads.clear();
+      const loader = await this.loader?.catch(() => undefined);
+      loader?.closeSync();
+    }
+  }
+
+  /** The batch's rows typed as its windows complete, on a connection of their own (commits use the engine's). */
+  private rowsOf(batch: number): BatchRows {
+    let rows = this.preloads.get(batch);
+    if (!rows) {
+      this.loader ??= this.ctx.engine.instance.connect().then(async (c) => {
+        await c.run("SET TimeZone = 'UTC'");
+        return c;
+      });
+      rows = new BatchRows(this.loader, String(batch), this.ctx.runId, this.ctx.ingestedAt);
+      this.preloads.set(batch, rows);
+    }
+    return rows;
   }
 
   private enqueue(finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined): Promise<void> {
@@ -109,7 +139,11 @@ export class BatchCommitter {
       ingestedAt,
       stagingDir: path.join(stagingDir, `batch-${n}`),
       network,
-      datasets: defs.map((def) => ({ def, stagedFiles: done.filter((o) => o.window.def === def && o.stage && o.stage.rows > 0).map((o) => o.stage!.file) })),
+      datasets: defs.map((def) => {
+        const mine = done.filter((o) => o.window.def === def).map(stagedOf);
+        return { def, stagedFiles: mine.flatMap((m) => m.stagedFiles), pageFiles: mine.flatMap((m) => m.pageFiles) };
+      }),
+      preloaded: this.preloads.get(n),
       rejectFiles: done.filter((o) => o.rejectStage).map((o) => o.rejectStage!.file),
       windows: batch.map(this.windowRecord),
       watermarks: this.watermarksOf(batch),
@@ -119,6 +153,8 @@ export class BatchCommitter {
       },
     });
     this.committed.push(...done);
+    await this.preloads.get(n)?.drop();
+    this.preloads.delete(n);
     const rows = done.reduce((a, o) => a + o.rows, 0);
     log.log('debug', 'commit', `commit ${n}: ${done.length} windows, ${rows} rows, ${files.length} files in ${Date.now() - started} ms`, {
       batch: n,
@@ -128,6 +164,14 @@ export class BatchCommitter {
       ms: Date.now() - started,
     });
     // Staged rows are in the lake now; free the disk they took.
-    await Promise.all(batch.flatMap((o) => [o.stage?.file, o.rejectStage?.file]).map((f) => (f ? rm(f, { force: true }) : undefined)));
+    await Promise.all(batch.flatMap((o) => [o.stage?.file, o.rejectStage?.file, o.pageStage?.file]).map((f) => (f ? rm(f, { force: true }) : undefined)));
   }
+}
+
+/** A completed window's non-empty staged files. */
+function stagedOf(o: WindowOutcome): { stagedFiles: string[]; pageFiles: StagedPages[] } {
+  return {
+    stagedFiles: o.stage && o.stage.rows > 0 ? [o.stage.file] : [],
+    pageFiles: o.pageStage && o.pageStage.rows > 0 ? [{ file: o.pageStage.file, entriesAt: o.pagesEntriesAt!, maxLineBytes: o.pageStage.maxLineBytes }] : [],
+  };
 }

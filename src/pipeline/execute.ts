@@ -19,10 +19,15 @@ export interface Clients {
 export interface WindowOutcome {
   window: Window;
   stage?: StageFile;
+  /** Pages staged as received (see RowTransformer.acceptRaw), and where their entries sit in each body. */
+  pageStage?: StageFile;
+  pagesEntriesAt?: readonly string[];
   rejectStage?: StageFile;
   acct: Accounting;
   progress: WindowProgress;
   rows: number;
+  /** Of `rows`, those staged as received (the rest went through the converters). */
+  receivedRows: number;
   rejects: number;
   error?: string;
 }
@@ -82,9 +87,17 @@ async function* pagesOf(w: Window, fetcher: PageFetcher, pager: PagerOptions, ou
  * (its staged rows await the commit) or fails whole: its staged files are discarded and the error recorded.
  */
 export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<WindowOutcome> {
-  const outcome: WindowOutcome = { window: w, acct: deps.acct ?? new Accounting(), progress: deps.progress ?? new WindowProgress(), rows: 0, rejects: 0 };
+  const outcome: WindowOutcome = {
+    window: w,
+    acct: deps.acct ?? new Accounting(),
+    progress: deps.progress ?? new WindowProgress(),
+    rows: 0,
+    receivedRows: 0,
+    rejects: 0,
+  };
   try {
     const rowsFile = path.join(deps.stagingDir, 'rows', w.def.name, `${deps.index}.ndjson`);
+    const pagesFile = path.join(deps.stagingDir, 'pages', w.def.name, `${deps.index}.ndjson`);
     const rejectsFile = path.join(deps.stagingDir, 'rejects', `${deps.index}.ndjson`);
     outcome.stage = await StageFile.open(rowsFile);
     const fetcher = fetcherFor(w, deps.clients);
@@ -99,17 +112,36 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
         outcome.stage = await StageFile.open(rowsFile);
         await outcome.rejectStage?.discard();
         outcome.rejectStage = undefined;
-        outcome.rows = outcome.rejects = 0;
+        await outcome.pageStage?.discard();
+        outcome.pageStage = undefined;
+        outcome.rows = outcome.receivedRows = outcome.rejects = 0;
         ordinals?.restart();
       }
-      const { rows, rejects } = deps.transformer.transform(page.entries, w.id, {
+      const context = {
         scope: w.scope,
         results: page.results,
         meta: (page as Partial<MetaPage>).meta,
         offset: page.offset,
         fields: w.endpoint.entryFields,
         ordinals,
-      });
+        raw: page.raw,
+      };
+      const accepted = deps.transformer.acceptRaw(page.entries, context);
+      if (accepted) {
+        // Staged as received: no entry is converted or re-serialised here; DuckDB types them at commit.
+        const raw = page.raw!;
+        if (outcome.pagesEntriesAt && outcome.pagesEntriesAt.join('\0') !== raw.entriesAt.join('\0')) {
+          throw new Error(`${w.id}: pages keep their entries at different places (${outcome.pagesEntriesAt.join('.')} and ${raw.entriesAt.join('.')})`);
+        }
+        outcome.pagesEntriesAt = raw.entriesAt;
+        outcome.pageStage ??= await StageFile.open(pagesFile);
+        await outcome.pageStage.writePage(accepted, raw);
+        outcome.rows += accepted.rows;
+        outcome.receivedRows += accepted.rows;
+        deps.onPage?.(accepted.rows, 0);
+        continue;
+      }
+      const { rows, rejects } = deps.transformer.transform(page.entries, w.id, context);
       await outcome.stage.writeRows(rows);
       outcome.rows += rows.length;
       if (rejects.length) {
@@ -121,13 +153,20 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
     }
     await outcome.stage.close();
     await outcome.rejectStage?.close();
+    await outcome.pageStage?.close();
     if (deps.strict && outcome.rejects > 0) throw new StrictRejectsError(outcome.rejects);
-    deps.log.log('debug', 'window.done', `${w.id}: ${outcome.rows} rows`, { window: w.id, rows: outcome.rows, requests: outcome.acct.requests });
+    deps.log.log('debug', 'window.done', `${w.id}: ${outcome.rows} rows`, {
+      window: w.id,
+      rows: outcome.rows,
+      receivedRows: outcome.receivedRows,
+      requests: outcome.acct.requests,
+    });
   } catch (e) {
     outcome.error = (e as Error).message;
     await outcome.stage?.discard();
     await outcome.rejectStage?.discard();
-    outcome.stage = outcome.rejectStage = undefined;
+    await outcome.pageStage?.discard();
+    outcome.stage = outcome.rejectStage = outcome.pageStage = undefined;
     deps.log.log('error', 'window.failed', `${w.id}: ${outcome.error}`, { window: w.id, error: outcome.error });
   }
   return outcome;

@@ -47,6 +47,8 @@ export interface RunOptions {
    * rest of the run is measured without HTTP). The run closes it.
    */
   transportInstance?: HttpTransport;
+  /** false: stage no page as received; every entry goes through the converters (tests compare both ways). */
+  stageReceived?: boolean;
 }
 
 export function newRunId(now: Date): string {
@@ -174,7 +176,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     const transformers = new Map<string, RowTransformer>();
     const transformerFor = (def: DatasetDef): RowTransformer => {
       let t = transformers.get(def.name);
-      if (!t) transformers.set(def.name, (t = new RowTransformer(def, { network: job.network, snapshotDate: ingestedAt.slice(0, 10) })));
+      if (!t) transformers.set(def.name, (t = new RowTransformer(def, { network: job.network, snapshotDate: ingestedAt.slice(0, 10), stageReceived: opts.stageReceived })));
       return t;
     };
     const outcomes: WindowOutcome[] = [];

@@ -185,3 +185,48 @@ export const CONVERTERS: Record<ColumnKind, Converter> = {
   json: convertJson,
   double: convertDouble,
 };
+
+/**
+ * Which API values may be staged exactly as received, leaving their canonical form to DuckDB (see
+ * load/schema.ts `receivedCanonical`, which must agree): a value is accepted only when its canonical form is
+ * a plain function of its text that SQL reproduces exactly (lower-casing hex, or nothing at all). Anything
+ * else (numbers where text is documented, offsets, leading zeros, over 38 digits...) is not rejected here:
+ * its page goes the converters' way. Kinds without an acceptor always go that way.
+ */
+export type Acceptor = (raw: unknown) => boolean;
+
+const BIGINT_TEXT = /^-?\d{1,18}$/;
+const AMOUNT_TEXT = /^(?:0|[1-9]\d{0,37})$/;
+const UTC_TEXT = /^(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,9})?Z$/;
+/** Calendar dates seen valid or not: few distinct days per run, so the date check is a lookup. */
+const validDays = new Map<string, boolean>();
+
+function validDay(day: string): boolean {
+  let ok = validDays.get(day);
+  if (ok === undefined) {
+    const y = +day.slice(0, 4),
+      m = +day.slice(5, 7),
+      d = +day.slice(8, 10);
+    const t = new Date(Date.UTC(y, m - 1, d));
+    // Years below 1000 are left to the converter (Date.UTC maps 0-99 to the 1900s).
+    ok = y >= 1000 && t.getUTCFullYear() === y && t.getUTCMonth() === m - 1 && t.getUTCDate() === d;
+    if (validDays.size > 100_000) validDays.clear();
+    validDays.set(day, ok);
+  }
+  return ok;
+}
+
+export const ACCEPTORS: Partial<Record<ColumnKind, Acceptor>> = {
+  address: (raw) => typeof raw === 'string' && ADDRESS.test(raw),
+  hash: (raw) => typeof raw === 'string' && HASH.test(raw),
+  hex: (raw) => typeof raw === 'string' && HEX.test(raw),
+  bigint: (raw) => typeof raw === 'string' && BIGINT_TEXT.test(raw),
+  amount: (raw) => typeof raw === 'string' && AMOUNT_TEXT.test(raw),
+  timestamp: (raw) => {
+    if (typeof raw !== 'string') return false;
+    const m = UTC_TEXT.exec(raw);
+    return m !== null && validDay(m[1]!);
+  },
+  bool: (raw) => raw === '0' || raw === '1',
+  text: (raw) => typeof raw === 'string',
+};

@@ -1,6 +1,7 @@
-import { rawCompanion, type ColumnDef } from '../datasets/column.js';
+import { columnSource, rawCompanion, type ColumnDef, type SourceKind } from '../datasets/column.js';
 import type { DatasetDef, EntryFields, Network } from '../datasets/dataset.js';
-import { CONVERTERS, Rejected, fitsDecimal38, type Canonical, type Converter } from './convert.js';
+import { ACCEPTORS, CONVERTERS, Rejected, fitsDecimal38, type Acceptor, type Canonical, type Converter } from './convert.js';
+import type { RawPage } from '../extract/pager.js';
 
 /** A typed row ready for staging: column name -> canonical value, plus the partition value. */
 export interface StagedRow {
@@ -24,6 +25,8 @@ export interface TransformContext {
   network: Network;
   /** UTC date of the run, the partition of snapshot datasets. */
   snapshotDate: string;
+  /** false: no page is staged as received, every entry goes through the converters (default true). */
+  stageReceived?: boolean;
 }
 
 /** Where a page's entries came from: values a column can read with a `$scope.`, `$results.` or `$meta.` source. */
@@ -39,6 +42,22 @@ export interface PageContext {
   fields?: EntryFields;
   /** Per-window numbering state of datasets with an ordinal; one per window, pages in listing order. */
   ordinals?: OrdinalState;
+  /** The page's body as received, when its entries are that body's list. */
+  raw?: RawPage;
+}
+
+/**
+ * A page whose entries all passed as received (see `RowTransformer.acceptRaw`): its body is staged as is and
+ * DuckDB types the entries; what the entries do not carry rides beside it.
+ */
+export interface AcceptedPage {
+  rows: number;
+  /** Staged values of the columns read from the scope, the results or the call's meta: the same for every entry. */
+  constants: Record<string, Canonical>;
+  /** The partition of every row, for snapshot datasets; otherwise each row's comes from its timestamp. */
+  partition: string | null;
+  /** Ordinal of each entry in listing order, for datasets with an ordinal. */
+  ordinals?: number[];
 }
 
 /**
@@ -112,9 +131,11 @@ export interface TransformResult {
 interface CompiledColumn {
   def: ColumnDef;
   /** Where the value is read: the entry itself, the window's scope, the page's results, the call's meta, or the ordinal. */
-  from: 'entry' | 'scope' | 'results' | 'meta' | 'ordinal';
+  from: SourceKind;
   path: string[];
   convert: Converter;
+  /** Whether a value may be staged as received; undefined when this kind never is. */
+  accept: Acceptor | undefined;
   isAmount: boolean;
   raw: string;
 }
@@ -141,13 +162,6 @@ function buildFieldTree(columns: CompiledColumn[]): FieldTree {
   }
   return root;
 }
-
-const SOURCE_PREFIXES: [string, CompiledColumn['from']][] = [
-  ['$scope', 'scope'],
-  ['$results', 'results'],
-  ['$meta', 'meta'],
-  ['$ordinal', 'ordinal'],
-];
 
 /** The entry as the dataset names its fields: renamed fields, and absent ones filled from the scope or results. */
 function mapEntry(entry: Record<string, unknown>, fields: EntryFields, page: PageContext): Record<string, unknown> {
@@ -178,20 +192,22 @@ export class RowTransformer {
   private readonly ordinal: { over: CompiledColumn[]; groupBy: string[]; column: string } | undefined;
   /** Unknown field paths seen so far, with how many entries carried them. */
   readonly unknownFields = new Map<string, number>();
+  /** Whether every entry column has an acceptor, so that pages may be staged as received. */
+  private readonly rawEligible: boolean;
 
   constructor(
     private readonly dataset: DatasetDef,
     private readonly ctx: TransformContext,
   ) {
     this.columns = dataset.columns.map((def) => {
-      const source = def.source ?? def.name;
-      const from = SOURCE_PREFIXES.find(([prefix]) => source === prefix || source.startsWith(`${prefix}.`))?.[1] ?? 'entry';
+      const { from, path } = columnSource(def);
       if (def.pattern && def.kind !== 'text') throw new Error(`dataset ${dataset.name}: column ${def.name}: a pattern applies to text columns only`);
       return {
         def,
         from,
-        path: from === 'entry' ? source.split('.') : from === 'ordinal' ? [] : source.slice(source.indexOf('.') + 1).split('.'),
+        path,
         convert: CONVERTERS[def.kind],
+        accept: ACCEPTORS[def.kind],
         isAmount: def.kind === 'amount',
         raw: rawCompanion(def.name),
       } satisfies CompiledColumn;
@@ -204,6 +220,7 @@ export class RowTransformer {
         throw new Error(`dataset ${dataset.name}: a ${dataset.partition} partition needs partitionFrom naming a non-nullable timestamp column`);
       }
     }
+    this.rawEligible = ctx.stageReceived !== false && this.columns.every((c) => c.from !== 'entry' || c.accept !== undefined);
     const ordinalColumns = this.columns.filter((c) => c.from === 'ordinal');
     if (dataset.ordinal) {
       const known = new Set(dataset.columns.map((c) => c.name));
@@ -293,6 +310,91 @@ export class RowTransformer {
     }
     return { rows, rejects };
   }
+
+  /**
+   * Accepts a page to be staged as received when every entry is an object whose every value passes its
+   * column's acceptor (or is an allowed NULL) and the values beside the entries convert. Then DuckDB types
+   * the entries from the staged body, and the lake gets exactly what `transform` would have given. Returns
+   * undefined, having changed nothing, when the page must go through `transform` instead (any value to
+   * convert or reject, renamed or filled fields, no body).
+   */
+  acceptRaw(entries: readonly unknown[], page: PageContext): AcceptedPage | undefined {
+    if (!this.rawEligible || !page.raw || page.raw.entries !== entries) return undefined;
+    if (page.fields && (page.fields.rename || page.fields.fill)) return undefined;
+    const entryColumns = this.entryColumns;
+    for (const e of entries) {
+      if (e === null || typeof e !== 'object' || Array.isArray(e)) return undefined;
+      for (const c of entryColumns) {
+        let v: unknown = e;
+        for (let i = 0; i < c.path.length; i++) {
+          // A nested field's parents must be objects (or absent) for DuckDB to read the path as a struct.
+          if (v === null || v === undefined) break;
+          if (typeof v !== 'object' || Array.isArray(v)) return undefined;
+          v = (v as Record<string, unknown>)[c.path[i]!];
+        }
+        if (v === undefined || v === null) {
+          if (!c.def.nullable) return undefined;
+        } else if (!c.accept!(v)) return undefined;
+      }
+    }
+    const constants: Record<string, Canonical> = {};
+    const meta = page.meta ?? {};
+    for (const c of this.columns) {
+      if (c.from === 'entry' || c.from === 'ordinal') continue;
+      let raw: unknown = c.from === 'scope' ? page.scope : c.from === 'results' ? page.results : meta;
+      for (const part of c.path) raw = raw === null || typeof raw !== 'object' ? undefined : (raw as Record<string, unknown>)[part];
+      if (raw === undefined || raw === null) {
+        if (!c.def.nullable) return undefined;
+        constants[c.def.name] = null;
+        if (c.isAmount) constants[c.raw] = null;
+        continue;
+      }
+      const v = c.convert(raw);
+      if (v instanceof Rejected || (c.def.pattern && !c.def.pattern.test(v as string))) return undefined;
+      if (c.isAmount) {
+        const fits = fitsDecimal38(v as string);
+        constants[c.def.name] = fits ? v : null;
+        constants[c.raw] = fits ? null : v;
+      } else constants[c.def.name] = v;
+    }
+    // Accepted: only now touch the per-window and per-run state.
+    let ordinals: number[] | undefined;
+    if (this.ordinal) {
+      const state = page.ordinals;
+      if (!state) throw new Error(`dataset ${this.dataset.name}: pages need an OrdinalState (one per window)`);
+      if ((page.offset ?? 0) === 0) state.restart();
+      const o = this.ordinal;
+      ordinals = new Array<number>(entries.length);
+      const valueOf = (c: CompiledColumn, e: Record<string, unknown>): Canonical => {
+        if (c.from !== 'entry') return constants[c.def.name] ?? (c.isAmount ? constants[c.raw]! : null);
+        let v: unknown = e;
+        for (const part of c.path) v = v === null || v === undefined ? undefined : (v as Record<string, unknown>)[part];
+        if (v === undefined || v === null) return null;
+        // The canonical value `transform` would compute from an accepted value: hex lower-cased, flags as
+        // booleans, the rest as is.
+        const kind = c.def.kind;
+        return kind === 'address' || kind === 'hash' || kind === 'hex' ? (v as string).toLowerCase() : kind === 'bool' ? v === '1' : (v as string);
+      };
+      const byName = new Map(this.columns.map((c) => [c.def.name, c]));
+      const groupColumns = o.groupBy.map((g) => byName.get(g)!);
+      for (let i = 0; i < entries.length; i++) {
+        const e = entries[i] as Record<string, unknown>;
+        const identity = JSON.stringify(o.over.map((c) => valueOf(c, e)));
+        ordinals[i] = state.next(
+          groupColumns.map((c) => valueOf(c, e) as string | number),
+          identity,
+        );
+      }
+    }
+    for (const e of entries) this.noteUnknown(e as Record<string, unknown>, this.fields, '');
+    return { rows: entries.length, constants, partition: this.partitionColumn ? null : this.ctx.snapshotDate, ordinals };
+  }
+
+  private get entryColumns(): CompiledColumn[] {
+    return (this.entryColumnsCache ??= this.columns.filter((c) => c.from === 'entry'));
+  }
+
+  private entryColumnsCache: CompiledColumn[] | undefined;
 
   private noteUnknown(obj: Record<string, unknown>, tree: FieldTree, prefix: string): void {
     for (const key in obj) {
