@@ -21,6 +21,7 @@ export interface RunArgs extends OutputArgs {
   report?: string;
   'full-refresh'?: boolean;
   wait?: boolean;
+  'window-blocks'?: number;
 }
 
 /** Flags that say where and how politely a job runs: `plan` estimates with them, `run`/`export` use them. */
@@ -29,7 +30,11 @@ export function withTargetOptions<T>(y: Argv<T>) {
     .option('lake', { type: 'string', describe: 'Lake directory (overrides the job)' })
     .option('concurrency', { type: 'number', describe: 'Requests in flight at once (overrides the job)' })
     .option('rps', { type: 'number', describe: 'Requests per second across the run (overrides the job)' })
-    .option('full-refresh', { type: 'boolean', describe: 'Ignore watermarks and unfinished runs: fetch the whole range again' });
+    .option('full-refresh', { type: 'boolean', describe: 'Ignore watermarks and unfinished runs: fetch the whole range again' })
+    .option('window-blocks', {
+      type: 'number',
+      describe: "Blocks per window chunk, fetched in block order (overrides the job's range.windowBlocks; default 100000)",
+    });
 }
 
 /** `--from-block/--to-block` of a job file command: an explicit range for this run only. */
@@ -60,6 +65,7 @@ export function applyRunOverrides(job: Job, args: RunArgs): Job {
     concurrency: positive('concurrency', args.concurrency, 256) ?? job.concurrency,
     rps: positive('rps', args.rps, 100_000) ?? job.rps,
     strict: args.strict ?? job.strict,
+    range: { ...job.range, windowBlocks: positive('window-blocks', args['window-blocks'], Number.MAX_SAFE_INTEGER) ?? job.range.windowBlocks },
   };
 }
 

@@ -9,6 +9,7 @@ import type { StagedPages } from '../load/schema.js';
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
 import { watermarkKey } from '../load/state.js';
+import type { BlockRange } from '../extract/pager.js';
 import type { WindowOutcome } from './execute.js';
 import type { Logger } from './log.js';
 
@@ -28,6 +29,11 @@ export interface CommitterContext {
   watermarks: Map<string, number>;
   /** The first block of the job's range: a scope without a watermark must start there to get one. */
   rangeStart: number;
+  /**
+   * Block ranges already in the lake beyond the watermarks, per watermark key: what the run being resumed
+   * committed. A watermark advances through them once the gap below them is committed.
+   */
+  committedRanges?: ReadonlyMap<string, readonly BlockRange[]>;
   log: Logger;
   now: () => number;
 }
@@ -46,6 +52,8 @@ export class BatchCommitter {
   private failure: Error | undefined;
   private loader: Promise<DuckDBConnection> | undefined;
   private readonly preloads = new Map<number, BatchRows>();
+  /** Per watermark key: committed ranges not yet joined to the watermark (a gap lies below them). */
+  private readonly ahead = new Map<string, BlockRange[]>();
   readonly files: CommittedFile[] = [];
   readonly committed: WindowOutcome[] = [];
 
@@ -56,6 +64,7 @@ export class BatchCommitter {
     private readonly interimRecord: () => RunRecord,
   ) {
     this.lastCommitAt = ctx.now();
+    for (const [key, ranges] of ctx.committedRanges ?? []) this.ahead.set(key, [...ranges]);
   }
 
   add(outcome: WindowOutcome): void {
@@ -110,19 +119,31 @@ export class BatchCommitter {
     return this.chain;
   }
 
+  /**
+   * The watermarks this batch moves. A watermark promises that everything from the job's first block up to
+   * it is in the lake, so it moves only through committed ranges that continue the committed prefix. Windows
+   * finish out of order (chunk 2 may commit a batch before chunk 1): a range beyond a gap is kept, and the
+   * batch that fills the gap moves the watermark through it too.
+   */
   private watermarksOf(batch: readonly WindowOutcome[]): WatermarkRecord[] {
-    const marks: WatermarkRecord[] = [];
-    const ordered = batch.filter((o) => !o.error && o.window.range).sort((a, b) => a.window.range!.from - b.window.range!.from);
-    for (const o of ordered) {
+    const touched = new Map<string, WindowOutcome['window']>();
+    for (const o of batch) {
+      if (o.error || !o.window.range) continue;
       const w = o.window;
       const key = watermarkKey(w.def.name, w.network, w.scopeKey);
+      const list = this.ahead.get(key) ?? [];
+      list.push(w.range!);
+      this.ahead.set(key, list);
+      touched.set(key, w);
+    }
+    const marks: WatermarkRecord[] = [];
+    for (const [key, w] of touched) {
       const old = this.ctx.watermarks.get(key);
-      // A watermark promises that everything from the start up to it is in the lake: only a window that
-      // continues the committed prefix may move it; one beyond a gap leaves it where it is.
-      const contiguous = old === undefined ? w.range!.from <= this.ctx.rangeStart : w.range!.from <= old + 1;
-      if (!contiguous || (old !== undefined && old >= w.range!.to)) continue;
-      this.ctx.watermarks.set(key, w.range!.to);
-      marks.push({ network: w.network, dataset: w.def.name, scope: w.scopeKey, block: w.range!.to });
+      const { mark, rest } = advanceWatermark(old, this.ctx.rangeStart, this.ahead.get(key)!);
+      this.ahead.set(key, rest);
+      if (mark === undefined || (old !== undefined && mark <= old)) continue;
+      this.ctx.watermarks.set(key, mark);
+      marks.push({ network: w.network, dataset: w.def.name, scope: w.scopeKey, block: mark });
     }
     return marks;
   }
@@ -166,6 +187,22 @@ export class BatchCommitter {
     // Staged rows are in the lake now; free the disk they took.
     await Promise.all(batch.flatMap((o) => [o.stage?.file, o.rejectStage?.file, o.pageStage?.file]).map((f) => (f ? rm(f, { force: true }) : undefined)));
   }
+}
+
+/**
+ * How far a watermark reaches through committed ranges: from `old` (or, without one, from a range starting at
+ * or before `rangeStart`), through every range that begins at most one block past what is covered so far.
+ * Returns the new mark (undefined: none yet) and the ranges still beyond a gap.
+ */
+export function advanceWatermark(old: number | undefined, rangeStart: number, ranges: readonly BlockRange[]): { mark: number | undefined; rest: BlockRange[] } {
+  const sorted = [...ranges].sort((a, b) => a.from - b.from || a.to - b.to);
+  let mark = old;
+  for (const r of sorted) {
+    const continues = mark === undefined ? r.from <= rangeStart : r.from <= mark + 1;
+    if (!continues) break;
+    mark = mark === undefined ? r.to : Math.max(mark, r.to);
+  }
+  return { mark, rest: mark === undefined ? sorted : sorted.filter((r) => r.to > mark) };
 }
 
 /** A completed window's non-empty staged files. */

@@ -108,6 +108,10 @@ export function jobSchema(): Schema {
           toBlock: { oneOf: [int(0), { const: 'head' }] },
           incremental: { type: 'boolean' },
           safetyMarginBlocks: int(0),
+          windowBlocks: {
+            ...int(1),
+            description: 'Block-ranged windows are cut into chunks of this many blocks (aligned), fetched in block order (default 100000)',
+          },
         },
         additionalProperties: false,
       },

@@ -55,7 +55,20 @@ export interface JobRange {
   toBlock: number | 'head';
   incremental: boolean;
   safetyMarginBlocks: number;
+  /**
+   * Block-ranged windows are cut into chunks of this many blocks, aligned to its multiples, and fetched in
+   * block order: the unit of resume, and what keeps each batch commit to a few daily partitions.
+   */
+  windowBlocks: number;
 }
+
+/**
+ * Default chunk: 100,000 blocks, about 14 days at 12-second blocks. Large enough that an incremental run is
+ * one chunk per scope (two when it straddles a boundary) and a full backfill costs one extra request (the
+ * chunk's first page or count) per 100,000 blocks and scope; small enough that a batch commit touches two or
+ * three weeks of daily partitions and a kill loses at most one chunk per window in flight. docs/lake.md.
+ */
+export const DEFAULT_WINDOW_BLOCKS = 100_000;
 
 /** A validated job: what to fetch, from where, into which lake, how politely. */
 export interface Job {
@@ -454,7 +467,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
 
   const rangeDoc = doc.range ?? {};
   if (!isObj(rangeDoc)) r.fail('range', 'must be an object like {"fromBlock": 0, "toBlock": "head"} or {"incremental": true, "fromBlock": 0}');
-  r.keys(rangeDoc, 'range', ['fromBlock', 'toBlock', 'incremental', 'safetyMarginBlocks']);
+  r.keys(rangeDoc, 'range', ['fromBlock', 'toBlock', 'incremental', 'safetyMarginBlocks', 'windowBlocks']);
   const fromBlock = rangeDoc.fromBlock === undefined ? 0 : r.int(rangeDoc.fromBlock, 'range.fromBlock', 0);
   const toBlock = rangeDoc.toBlock === undefined || rangeDoc.toBlock === 'head' ? 'head' : r.int(rangeDoc.toBlock, 'range.toBlock', 0);
   if (toBlock !== 'head' && toBlock < fromBlock) r.fail('range', `toBlock ${toBlock} is below fromBlock ${fromBlock}`);
@@ -468,6 +481,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
           : r.fail('range.incremental', 'must be true or false');
   if (incremental && toBlock !== 'head') r.fail('range', 'an incremental range runs up to the head: leave toBlock out (or "head")');
   const safetyMarginBlocks = rangeDoc.safetyMarginBlocks === undefined ? 12 : r.int(rangeDoc.safetyMarginBlocks, 'range.safetyMarginBlocks', 0, 1_000_000);
+  const windowBlocks = rangeDoc.windowBlocks === undefined ? DEFAULT_WINDOW_BLOCKS : r.int(rangeDoc.windowBlocks, 'range.windowBlocks', 1);
   const commitDoc = doc.commit ?? {};
   if (!isObj(commitDoc)) r.fail('commit', 'must be an object like {"everyRows": 500000, "everySeconds": 60}');
   r.keys(commitDoc, 'commit', ['everyRows', 'everySeconds']);
@@ -495,7 +509,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     target,
     apiKey,
     lake,
-    range: { fromBlock, toBlock, incremental, safetyMarginBlocks },
+    range: { fromBlock, toBlock, incremental, safetyMarginBlocks, windowBlocks },
     commit,
     concurrency: doc.concurrency === undefined ? 8 : r.int(doc.concurrency, 'concurrency', 1, 256),
     rps: doc.rps === undefined ? undefined : r.int(doc.rps, 'rps', 1, 100_000),

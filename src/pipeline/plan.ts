@@ -42,25 +42,67 @@ export function windowScopeKey(def: DatasetDef, endpoint: EndpointDef, scope: Re
 }
 
 /**
- * Turns a job into windows, in a stable order (dataset order of the job, then endpoint, then scope order).
- * An endpoint with a block filter gets the job's range (nothing when the pinned head is below the job's
- * first block); any other endpoint is one listing or call as of the run.
+ * The block chunks of `range`: aligned to multiples of `windowBlocks` (`[0, W-1]`, `[W, 2W-1]`, …), clipped to
+ * the range. Aligned, not counted from the range's start, so a chunk has the same bounds (and so the same
+ * window id and resume key) in every run whatever its head or first block: only the last, open chunk grows.
+ */
+export function blockChunks(range: BlockRange, windowBlocks: number): BlockRange[] {
+  if (!Number.isSafeInteger(windowBlocks) || windowBlocks < 1) throw new RangeError(`windowBlocks must be a positive integer, got ${windowBlocks}`);
+  const chunks: BlockRange[] = [];
+  for (let start = Math.floor(range.from / windowBlocks) * windowBlocks; start <= range.to; start += windowBlocks) {
+    chunks.push({ from: Math.max(start, range.from), to: Math.min(start + windowBlocks - 1, range.to) });
+  }
+  return chunks;
+}
+
+/**
+ * Turns a job into windows. An endpoint with a block filter gets the job's range cut into block chunks of
+ * `range.windowBlocks` (nothing when the pinned head is below the job's first block); any other endpoint is
+ * one listing or call as of the run (a snapshot window).
+ *
+ * Order: chunks are outermost — every dataset, endpoint and scope of the first chunk, then of the second, … —
+ * so the windows in flight and each batch commit sweep forward through the chain and touch the daily
+ * partitions of a few chunks, not every day of the chain (which made every batch rewrite every partition).
+ * Within a chunk, the job's dataset order, then endpoint, then scope order. Snapshot windows keep their place
+ * in the first pass (beside the first chunk): they are taken as of the run, so early, close to the pinned
+ * head; and a job whose range fits in one chunk plans exactly the windows, in the order, it did before chunks.
  */
 export function planWindows(job: Job, head: number): Window[] {
+  return [...windowsOf(job, head)];
+}
+
+/**
+ * The windows of `planWindows`, one at a time: a run narrows them as they come, so a long chain times many
+ * scopes (say 200 chunks × 5,000 addresses) is never held whole when most chunks are already in the lake.
+ */
+export function* windowsOf(job: Job, head: number): Generator<Window> {
   const range = jobRange(job, head);
-  const windows: Window[] = [];
+  const chunks = range.to < range.from ? [] : blockChunks(range, job.range.windowBlocks);
+  // One slot per (dataset, endpoint, scope) in job order; a ranged slot is repeated once per chunk.
+  const slots: { def: DatasetDef; endpoint: EndpointDef; scope: Record<string, string>; scopeKey: string; ranged: boolean; query: Query }[] = [];
   for (const ds of job.datasets) {
     const def = getDataset(ds.name);
     for (const id of ds.endpoints) {
       const endpoint = def.endpoints.find((e) => e.id === id);
       if (!endpoint) throw new Error(`dataset ${def.name} has no endpoint ${id}`);
-      const r = endpoint.blockRange ? range : undefined;
-      if (r && r.to < r.from) continue;
       for (const scope of ds.scopes[endpoint.scope] ?? []) {
-        const scopeKey = windowScopeKey(def, endpoint, scope);
-        windows.push({ id: windowIdOf(def.name, job.network, scopeKey, r), def, endpoint, network: job.network, scope, scopeKey, range: r, query: ds.query });
+        slots.push({ def, endpoint, scope, scopeKey: windowScopeKey(def, endpoint, scope), ranged: endpoint.blockRange !== undefined, query: ds.query });
       }
     }
   }
-  return windows;
+  const windowOf = (s: (typeof slots)[number], r: BlockRange | undefined): Window => ({
+    id: windowIdOf(s.def.name, job.network, s.scopeKey, r),
+    def: s.def,
+    endpoint: s.endpoint,
+    network: job.network,
+    scope: s.scope,
+    scopeKey: s.scopeKey,
+    range: r,
+    query: s.query,
+  });
+  for (const s of slots) {
+    if (!s.ranged) yield windowOf(s, undefined);
+    else if (chunks.length > 0) yield windowOf(s, chunks[0]);
+  }
+  for (const chunk of chunks.slice(1)) for (const s of slots) if (s.ranged) yield windowOf(s, chunk);
 }

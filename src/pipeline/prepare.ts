@@ -5,7 +5,7 @@ import type { LakePaths } from '../load/paths.js';
 import { readLakeState, watermarkKey, windowKey, type LakeState, type ResumePoint } from '../load/state.js';
 import type { Clients } from './execute.js';
 import type { Job } from './job.js';
-import { jobRange, planWindows, windowIdOf, type Window } from './plan.js';
+import { jobRange, windowIdOf, windowsOf, type Window } from './plan.js';
 
 /** The job with this run's range override applied. */
 export function effectiveJob(job: Job, o: { fromBlock?: number; toBlock?: number } | undefined): Job {
@@ -17,28 +17,76 @@ export function effectiveJob(job: Job, o: { fromBlock?: number; toBlock?: number
 }
 
 /**
- * What this run still has to fetch. Incremental jobs continue each scope from its watermark minus the
- * safety margin (a scope already at the pinned head has nothing to do); a resumed run skips the windows
- * its predecessor committed.
+ * The committed block ranges of a resume chain per (dataset, network, scope) — the watermark key. Parsed from
+ * the resume keys (`windowKey`: dataset|network|scope|from|to; no part but the scope could hold a `|`, and
+ * scope keys never do), so snapshot windows (no range) are left out.
  */
-export function narrowWindows(planned: Window[], job: Job, state: LakeState, resuming: boolean, fullRefresh: boolean): { todo: Window[]; skipped: number } {
+export function committedRanges(committed: ReadonlySet<string>): Map<string, BlockRange[]> {
+  const out = new Map<string, BlockRange[]>();
+  for (const key of committed) {
+    const parts = key.split('|');
+    if (parts.length < 5) continue;
+    const to = parts.pop()!;
+    const from = parts.pop()!;
+    if (from === '' || to === '') continue;
+    const [dataset, network, ...scope] = parts;
+    const wk = watermarkKey(dataset!, network!, scope.join('|'));
+    const list = out.get(wk) ?? [];
+    list.push({ from: Number(from), to: Number(to) });
+    out.set(wk, list);
+  }
+  return out;
+}
+
+/** Whether the union of `ranges` holds every block of `r` (a chunk may lie across windows of another size). */
+export function covers(ranges: readonly BlockRange[], r: BlockRange): boolean {
+  let next = r.from;
+  for (const c of [...ranges].sort((a, b) => a.from - b.from)) {
+    if (c.from > next) break;
+    next = Math.max(next, c.to + 1);
+    if (next > r.to) return true;
+  }
+  return false;
+}
+
+/**
+ * What this run still has to fetch of the windows `job` plans at `head`. Incremental jobs continue each scope from its watermark minus the
+ * safety margin: the chunks wholly below that point are skipped, the one straddling it is narrowed to start
+ * there, and a scope already at the pinned head has nothing to do (not even its margin). A resumed run skips
+ * the windows its predecessors committed: the same key, or a range its committed windows cover (the
+ * watermark may have moved while the killed run committed, narrowing a chunk differently now, or the chunk
+ * size changed).
+ */
+export function narrowWindows(job: Job, head: number, state: LakeState, resuming: boolean, fullRefresh: boolean): { todo: Window[]; skipped: number } {
+  const incremental = job.range.incremental && !fullRefresh;
+  // The last block of every block-ranged window family: a watermark there means the scope is done.
+  const end = jobRange(job, head).to;
+  const done = resuming ? committedRanges(state.resume!.committed) : new Map<string, BlockRange[]>();
   const todo: Window[] = [];
   let skipped = 0;
-  for (const w of planned) {
+  for (const w of windowsOf(job, head)) {
     let range: BlockRange | undefined = w.range;
-    if (range && job.range.incremental && !fullRefresh) {
-      const wm = state.watermarks.get(watermarkKey(w.def.name, w.network, w.scopeKey));
+    const key = watermarkKey(w.def.name, w.network, w.scopeKey);
+    if (range && incremental) {
+      const wm = state.watermarks.get(key);
       if (wm !== undefined) {
-        if (wm >= range.to) {
+        const from = Math.max(range.from, wm - job.range.safetyMarginBlocks + 1);
+        if (wm >= end || from > range.to) {
           skipped++;
           continue;
         }
-        range = { from: Math.max(range.from, wm - job.range.safetyMarginBlocks + 1), to: range.to };
+        if (from > range.from) range = { from, to: range.to };
       }
     }
-    if (resuming && state.resume!.committed.has(windowKey(w.def.name, w.network, w.scopeKey, range?.from ?? null, range?.to ?? null))) {
-      skipped++;
-      continue;
+    if (resuming) {
+      const r = range;
+      const committed =
+        state.resume!.committed.has(windowKey(w.def.name, w.network, w.scopeKey, r?.from ?? null, r?.to ?? null)) ||
+        (r !== undefined && covers(done.get(key) ?? [], r));
+      if (committed) {
+        skipped++;
+        continue;
+      }
     }
     todo.push(range === w.range ? w : { ...w, range, id: windowIdOf(w.def.name, w.network, w.scopeKey, range) });
   }
@@ -52,6 +100,11 @@ export interface Prepared {
   range: BlockRange;
   windows: Window[];
   skipped: number;
+  /**
+   * Block ranges the resumed run (and the runs it resumed) committed, per watermark key: the committer may
+   * advance a watermark through them when this run fills the gap below them.
+   */
+  committedRanges: Map<string, BlockRange[]>;
 }
 
 /**
@@ -71,6 +124,6 @@ export async function prepareRun(
   const state = await readLakeState(engine, paths, job.name, job.network);
   const resume = !fullRefresh && !explicitRange ? state.resume : undefined;
   const head = resume ? resume.head : await clients.explorer.head(acct);
-  const { todo, skipped } = narrowWindows(planWindows(job, head), job, state, resume !== undefined, fullRefresh);
-  return { state, resume, head, range: jobRange(job, head), windows: todo, skipped };
+  const { todo, skipped } = narrowWindows(job, head, state, resume !== undefined, fullRefresh);
+  return { state, resume, head, range: jobRange(job, head), windows: todo, skipped, committedRanges: resume ? committedRanges(resume.committed) : new Map() };
 }

@@ -156,7 +156,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   let recorded: Record<string, unknown> | undefined;
   let failure: unknown;
   try {
-    const { state, resume, head, range, windows, skipped } = await prepareRun(job, job !== baseJob, opts.fullRefresh ?? false, engine, paths, clients, runAcct);
+    const { state, resume, head, range, windows, skipped, committedRanges } = await prepareRun(job, job !== baseJob, opts.fullRefresh ?? false, engine, paths, clients, runAcct);
 
     const startRecord = { runId, job: job.name, network: job.network, head, range, incremental: job.range.incremental, resumeOf: resume?.runId ?? null };
     // Recorded before any fetch, so a killed run is known (and resumed) by the next run of the job.
@@ -190,6 +190,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
         network: job.network,
         watermarks: state.watermarks,
         rangeStart: job.range.fromBlock,
+        committedRanges,
         log,
         now: () => now().getTime(),
       },

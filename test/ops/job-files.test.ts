@@ -71,6 +71,9 @@ const BAD: { name: string; doc: unknown; where: string; problem: RegExp; schema:
     problem: /incremental range runs up to the head/,
     schema: false,
   },
+  { name: 'windowBlocks zero', doc: { ...ok, range: { windowBlocks: 0 } }, where: 'range.windowBlocks', problem: /between 1 and/, schema: true },
+  { name: 'windowBlocks fractional', doc: { ...ok, range: { windowBlocks: 1.5 } }, where: 'range.windowBlocks', problem: /must be an integer/, schema: true },
+  { name: 'windowBlocks as text', doc: { ...ok, range: { windowBlocks: '100000' } }, where: 'range.windowBlocks', problem: /must be an integer/, schema: true },
   { name: 'concurrency zero', doc: { ...ok, concurrency: 0 }, where: 'concurrency', problem: /between 1 and 256/, schema: true },
   { name: 'non-numeric rps', doc: { ...ok, rps: 'fast' }, where: 'rps', problem: /must be an integer/, schema: true },
   { name: 'page size over the API maximum', doc: { ...ok, pageSize: 5000 }, where: 'pageSize', problem: /between 1 and 1000/, schema: true },
@@ -159,7 +162,7 @@ describe('job files', () => {
   it('parses a minimal job with sensible defaults', () => {
     const job = parseJob(ok, 'inline', {});
     expect(job).toMatchObject({ network: 'mainnet', lake: 'data/lake', concurrency: 8, strict: false, pageSize: 1000, resultWindow: 10_000 });
-    expect(job.range).toEqual({ fromBlock: 0, toBlock: 'head', incremental: false, safetyMarginBlocks: 12 });
+    expect(job.range).toEqual({ fromBlock: 0, toBlock: 'head', incremental: false, safetyMarginBlocks: 12, windowBlocks: 100_000 });
     expect(job.retry).toEqual({});
     const tuned = parseJob({ ...ok, burst: 3, retry: { maxAttempts: 4 }, timeouts: { headersMs: 2000, totalMs: 9000 } }, 'inline', {});
     expect(tuned).toMatchObject({ burst: 3, retry: { maxAttempts: 4 }, timeouts: { headersMs: 2000, totalMs: 9000 } });

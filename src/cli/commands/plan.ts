@@ -34,6 +34,8 @@ export interface PlanEstimate {
   network: string;
   head: number;
   range: { from: number; to: number };
+  /** Blocks per window chunk (range.windowBlocks): a block-ranged window is one chunk of one scope. */
+  windowBlocks: number;
   resumeOf: string | null;
   windows: WindowEstimate[];
   skipped: number;
@@ -88,6 +90,7 @@ export async function estimatePlan(
       network: job.network,
       head: prepared.head,
       range: prepared.range,
+      windowBlocks: job.range.windowBlocks,
       resumeOf: prepared.resume?.runId ?? null,
       windows,
       skipped: prepared.skipped,
@@ -123,7 +126,7 @@ export function formatPlan(p: PlanEstimate): string {
   const table = rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
   const minutes = p.estimatedSeconds / 60;
   return [
-    `plan for ${p.job} on ${p.network}: head ${p.head}${p.resumeOf ? ` (resuming run ${p.resumeOf})` : ''}, blocks ${p.range.from}-${p.range.to}`,
+    `plan for ${p.job} on ${p.network}: head ${p.head}${p.resumeOf ? ` (resuming run ${p.resumeOf})` : ''}, blocks ${p.range.from}-${p.range.to} in chunks of ${p.windowBlocks}`,
     ...table,
     `${p.windows.length} windows to fetch${p.skipped ? `, ${p.skipped} already in the lake` : ''}`,
     `estimated requests: ${p.estimatedRequests}; duration: ${minutes >= 1 ? `${minutes.toFixed(1)} min` : `${p.estimatedSeconds.toFixed(1)} s`}${p.rps ? ` at ${p.rps} req/s` : ' (no rps limit; from probe latency)'}`,
