@@ -40,10 +40,11 @@ for (let i = 0; i < 256; i++) {
 }
 
 export class ByteOut {
-  buf: Buffer = Buffer.allocUnsafe(1 << 21);
+  buf: Buffer = Buffer.allocUnsafe(INITIAL);
   /** A view of buf for multi-byte stores (replaced with buf). */
   dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length);
   pos = 0;
+  private readonly spare: Buffer[] = [];
 
   reset(): void { this.pos = 0; }
 
@@ -124,4 +125,27 @@ export class ByteOut {
     this.pos = 0;
     return out;
   }
+
+  /**
+   * The written bytes without a copy (a page is ~0.7 MB): the writer moves on to a spare buffer, and
+   * `release` gives this one back once nobody reads it any more (the server calls it when the response has
+   * been handed to the socket). Never calling release is safe: the buffer is then simply not reused.
+   */
+  takeOwned(): { bytes: Buffer; release: () => void } {
+    const buf = this.buf;
+    const bytes = buf.subarray(0, this.pos);
+    this.buf = this.spare.pop() ?? Buffer.allocUnsafe(INITIAL);
+    this.dv = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.length);
+    this.pos = 0;
+    let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      // A few spares cover the responses in flight on a handful of connections; oversized ones go to the GC.
+      if (this.spare.length < MAX_SPARES && buf.length <= MAX_SPARE_BYTES) this.spare.push(buf);
+    };
+    return { bytes, release };
+  }
 }
+
+const INITIAL = 1 << 21, MAX_SPARES = 8, MAX_SPARE_BYTES = 1 << 23;

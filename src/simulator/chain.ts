@@ -4,7 +4,7 @@
 
 import { Rng, hash2, hash3, mix32, unmix32 } from './rng.js';
 import { word8 } from './hex.js';
-import { toChecksumAddress } from './keccak.js';
+import { checksumAsciiInto, toChecksumAddress } from './keccak.js';
 import type { ByteOut } from './bytes.js';
 
 export type Network = 'mainnet' | 'testnet';
@@ -226,10 +226,7 @@ export class Chain {
       view = this.lazy.checksumView = new DataView(bytes.buffer);
     }
     const o = i * 42;
-    if (bytes[o] === 0) {
-      const s = this.addrCase(i, 1);
-      for (let k = 0; k < 42; k++) bytes[o + k] = s.charCodeAt(k);
-    }
+    if (bytes[o] === 0) checksumAsciiInto(this.lower[i]!, bytes, o);
     out.copy4(view, o, 42);
   }
 

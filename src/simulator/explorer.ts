@@ -30,6 +30,8 @@ export interface Results {
   results: string | Buffer; rows: number;
   /** The results bytes already hold the whole success envelope (saves a copy on the hot path). */
   enveloped?: boolean;
+  /** Called once the results bytes are no longer needed, so their buffer can be reused. */
+  release?: () => void;
 }
 export type Handler = (ctx: ExplorerCtx) => Results;
 
@@ -75,7 +77,8 @@ function txTransactions(ctx: ExplorerCtx): Results {
     if (simple) writeTxSimple(out, c, t, withInput); else writeTx(out, c, t, head, withInput);
   }
   out.ensure(16); out.raw(LIST_CLOSE); out.byte(125);
-  return { results: out.take(), rows: p1 - p0, enveloped: true };
+  const { bytes, release } = out.takeOwned();
+  return { results: bytes, rows: p1 - p0, enveloped: true, release };
 }
 
 function block(ctx: ExplorerCtx): Results {

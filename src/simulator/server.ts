@@ -24,7 +24,11 @@ export interface Stats {
   byRoute: Record<string, number>; head: Record<'mainnet' | 'testnet', number>;
 }
 
-interface Reply { status: number; body: string | Buffer; rows: number; headers?: Record<string, string>; contentType?: string }
+interface Reply {
+  status: number; body: string | Buffer; rows: number; headers?: Record<string, string>; contentType?: string;
+  /** Gives the body's buffer back to its writer once the socket has taken the bytes (see ByteOut.takeOwned). */
+  release?: () => void;
+}
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const MAX_BODY = 1 << 20;
@@ -116,7 +120,9 @@ export class SimServer {
     if (res.destroyed) return;
     const buf = typeof r.body === 'string' ? Buffer.from(r.body, 'utf8') : r.body;
     res.writeHead(r.status, { 'content-type': r.contentType ?? JSON_TYPE, 'content-length': buf.length, ...(r.headers ?? {}) });
-    res.end(buf);
+    // 'finish' (end's callback) comes after the last write was handed to the kernel, so the buffer can be
+    // reused; a connection that fails first never calls it and the buffer is left to the GC.
+    if (r.release) res.end(buf, r.release); else res.end(buf);
   }
 
   private async readBody(req: http.IncomingMessage): Promise<string> {
@@ -260,7 +266,7 @@ export class SimServer {
       const r = hit.route.handler({ chain, head: chain.head, query, params: hit.params, body, resultWindow: this.cfg.resultWindow, state: this.state[network] });
       const okBody = r.enveloped ? r.results
         : typeof r.results === 'string' ? OK_PREFIX + r.results + '}' : Buffer.concat([OK_PREFIX_BYTES, r.results, CLOSE_BYTES]);
-      return { status: 200, body: okBody, rows: r.rows };
+      return { status: 200, body: okBody, rows: r.rows, release: r.enveloped ? r.release : undefined };
     } catch (e) {
       if (e instanceof ApiError) return { status: e.status, body: explorerError(e.status, e.message), rows: 0, headers: e.headers };
       throw e;

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { A_WHALE, Chain, N_BUSY, A_BUSY0, K_CREATE, NONE } from '../../src/simulator/chain.js';
@@ -51,6 +52,12 @@ describe('chain model', () => {
   it('nonces count the sender transactions', () => {
     const ids = chain.idxFrom.ids.subarray(chain.idxFrom.off[A_WHALE]!, chain.idxFrom.off[A_WHALE]! + 50);
     ids.forEach((t, i) => expect(chain.nonceOf(t)).toBe(i));
+    fc.assert(fc.property(fc.integer({ min: 0, max: chain.nTx - 1 }), (t) => {
+      const f = chain.txFrom[t]!;
+      let earlier = 0;
+      for (let k = chain.idxFrom.off[f]!; k < chain.idxFrom.off[f + 1]!; k++) if (chain.idxFrom.ids[k]! < t) earlier++;
+      expect(chain.nonceOf(t)).toBe(earlier);
+    }), { numRuns: 300 });
   });
 
   it('the byte writer renders exactly what the string renderer does', () => {
@@ -67,7 +74,14 @@ describe('chain model', () => {
   it('hash helpers: keccak vectors, EIP-55 and the invertible mix', () => {
     expect(keccak256Hex('')).toBe('0xc5d2460186f7233c927e7db2dcc703c0e500b653ca82273b7bfad8045d85a470');
     expect(keccak256Hex('Transfer(address,address,uint256)')).toBe('0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef');
-    expect(toChecksumAddress('0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed')).toBe('0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed');
+    // The EIP-55 examples, and keccak over 0..399 bytes (one to three blocks; digest of the original version).
+    for (const a of ['0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed', '0xfB6916095ca1df60bB79Ce92cE3Ea74c37c5d359',
+      '0xdbF03B407c01E7cD3CBea99509d93f8DDDC8C6FB', '0xD1220A0cf47c7B9Be7A2E6BA89F429762e7b9aDb']) {
+      expect(toChecksumAddress(a.toLowerCase())).toBe(a);
+    }
+    const all = createHash('sha256');
+    for (let n = 0; n < 400; n++) all.update(keccak256Hex(Buffer.alloc(n, n & 0xff)));
+    expect(all.digest('hex')).toBe('9b91a3703bf46a926ddb8bdc4bcb078a5696004b8a3ad97cc0dad7244d3b727c');
     fc.assert(fc.property(fc.integer({ min: 0, max: 0xffffffff }), (x) => { expect(unmix32(mix32(x))).toBe(x); }));
   });
 
