@@ -47,6 +47,36 @@ export interface BenchResult {
   cpuSeconds: number;
 }
 
+const OPEN_BRACE = 0x7b;
+const PAGE_END = Buffer.from(']}}', 'latin1');
+
+/**
+ * Rows of a transaction page without decoding it, chunk by chunk as it arrives (no concatenation): the
+ * envelope holds two objects and each row one, with no braces inside (no input field). Still checks that the
+ * page is whole: the closing bytes are there and the rows are as many as the envelope's `count` implies for
+ * this offset and the 1000-row limit.
+ */
+async function countPageRows(body: AsyncIterable<Buffer>, offset: number): Promise<number> {
+  let braces = 0, count = -1;
+  let head = '';
+  let tail: Buffer = Buffer.alloc(0);
+  for await (const chunk of body) {
+    for (let i = chunk.indexOf(OPEN_BRACE); i >= 0; i = chunk.indexOf(OPEN_BRACE, i + 1)) braces++;
+    if (count < 0 && head.length < 200) {
+      head += chunk.subarray(0, 200).toString('latin1');
+      const m = /^\{"status":"200","message":"OK","results":\{"count":"(\d+)"/.exec(head);
+      if (m) count = Number(m[1]);
+    }
+    tail = chunk.length >= 3 ? chunk.subarray(chunk.length - 3) : Buffer.concat([tail, chunk]).subarray(-3);
+  }
+  const rows = braces - 2;
+  const expected = Math.max(0, Math.min(1000, count - offset));
+  if (count < 0 || !tail.equals(PAGE_END) || rows !== expected) {
+    throw new Error(`bench: incomplete page (count ${count}, offset ${offset}, ${rows} rows, ends with '${tail.toString('latin1')}')`);
+  }
+  return rows;
+}
+
 export async function benchSimulator(opts: BenchOptions = {}): Promise<BenchResult> {
   const useWorker = !opts.sim && !opts.remote && !opts.inProcess && !import.meta.url.endsWith('.ts');
   const own = opts.sim || opts.remote || useWorker ? undefined : await startSimulator({ scale: opts.scale ?? 'small', seed: opts.seed ?? 1 });
@@ -65,12 +95,12 @@ export async function benchSimulator(opts: BenchOptions = {}): Promise<BenchResu
   const head = Number((await (await pool.request({ path: url.pathname.replace(/\/$/, '') + '/v1/blocks/latest', method: 'GET', headers: { 'api-key': apiKey } })).body.json() as { results: { data: { block_number: string } } }).results.data.block_number);
   const windowBlocks = 2000;
   let cursor = 0;
-  const nextPath = (): string => {
+  const nextPath = (): { path: string; offset: number } => {
     const w = Math.floor(cursor / 3), page = cursor % 3;
     cursor++;
     const end = head - ((w * windowBlocks) % head);
     const start = Math.max(0, end - windowBlocks + 1);
-    return `${prefix}&startBlock=${start}&endBlock=${end}&offset=${page * 1000}`;
+    return { path: `${prefix}&startBlock=${start}&endBlock=${end}&offset=${page * 1000}`, offset: page * 1000 };
   };
   let requests = 0, rows = 0;
   const cpu0 = process.cpuUsage();
@@ -78,15 +108,14 @@ export async function benchSimulator(opts: BenchOptions = {}): Promise<BenchResu
   const deadline = t0 + seconds * 1000;
   const worker = async (): Promise<void> => {
     while (performance.now() < deadline) {
-      const r = await pool.request({ path: nextPath(), method: 'GET', headers: { 'api-key': apiKey } });
+      const { path, offset } = nextPath();
+      const r = await pool.request({ path, method: 'GET', headers: { 'api-key': apiKey } });
       if (r.statusCode !== 200) throw new Error(`bench: HTTP ${r.statusCode} from simulator`);
       if (parse) {
         const j = (await r.body.json()) as { results: { data: unknown[] } };
         rows += j.results.data.length;
       } else {
-        const buf = Buffer.from(await r.body.arrayBuffer());
-        let n = 0;
-        for (let i = buf.indexOf('"timestamp"'); i >= 0; i = buf.indexOf('"timestamp"', i + 1)) n++;
+        const n = await countPageRows(r.body, offset); // not `rows += await …`: that reads rows before awaiting
         rows += n;
       }
       requests++;
