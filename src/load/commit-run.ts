@@ -29,6 +29,8 @@ export interface RunCommitInput {
   datasets: { def: DatasetDef; stagedFiles: string[]; pageFiles?: StagedPages[] }[];
   /** The same files already typed while the run fetched; read from the files when absent. */
   preloaded?: BatchRows;
+  /** Connections writing partition files at once (see prepareDataset). */
+  writers?: number;
   rejectFiles: string[];
   windows: WindowRecord[];
   /** Advanced only here, after the data they cover is in place. */
@@ -79,6 +81,7 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
         stagedFiles,
         pageFiles,
         preloaded: input.preloaded,
+        writers: input.writers,
         workDir: path.join(stagingDir, `commit-${index++}`),
       })),
     );

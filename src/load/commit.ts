@@ -60,6 +60,8 @@ export interface PrepareInput {
   pageFiles?: readonly StagedPages[];
   /** The same staged files, already typed into tables while the run fetched (see BatchRows). */
   preloaded?: BatchRows;
+  /** Connections writing partition files at once (default COPY_CONNECTIONS). */
+  writers?: number;
   /** A fresh folder under the run's staging folder for this commit's intermediate files. */
   workDir: string;
 }
@@ -223,9 +225,10 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
     const writePartition = async (c: DuckDBConnection, partition: string): Promise<PreparedFile> => {
       const from = path.join(finalDir, `${shape.name}.${network}.${partition}.parquet`);
       const run = runs.get(partition)!;
-      // A scan of the sorted table keeps its order, so the file comes out sorted.
+      // A scan of the sorted table keeps its order, so the file comes out sorted. ZSTD level 1: on these
+      // sorted columns it wrote 2 % fewer bytes than the default level and took ~15 % less time (replay bench).
       const r = await c.runAndReadAll(
-        `COPY (SELECT ${columns} FROM ${merged} WHERE rowid BETWEEN ${run.lo} AND ${run.hi}) TO ${literal(from)} (FORMAT parquet, COMPRESSION zstd, RETURN_STATS true)`,
+        `COPY (SELECT ${columns} FROM ${merged} WHERE rowid BETWEEN ${run.lo} AND ${run.hi}) TO ${literal(from)} (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, RETURN_STATS true)`,
       );
       const stats = copyStats(r.getRowObjectsJS()[0] as Record<string, unknown>);
       const block = shape.blockColumn ? stats.column(shape.blockColumn) : undefined;
@@ -251,7 +254,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
     // (twice the files per second with 2 connections on the 2-core bench machine).
     const out = new Array<PreparedFile>(partitions.length);
     const writers = await Promise.all(
-      Array.from({ length: Math.min(COPY_CONNECTIONS, partitions.length) }, async () => {
+      Array.from({ length: Math.min(input.writers ?? COPY_CONNECTIONS, partitions.length) }, async () => {
         const c = await engine.instance.connect();
         await c.run("SET TimeZone = 'UTC'");
         return c;

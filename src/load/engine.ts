@@ -3,6 +3,8 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 export interface Engine {
   instance: DuckDBInstance;
   conn: DuckDBConnection;
+  /** DuckDB's threads as opened; `SET threads` may lower it for a while (see BatchCommitter). */
+  threads: number;
   close(): void;
 }
 
@@ -19,8 +21,9 @@ export const DEFAULT_MEMORY_LIMIT = '256MB';
  * run's staging folder) so a large merge never grows memory past `memoryLimit`.
  */
 export async function openEngine(opts: { tempDir: string; memoryLimit?: string; threads?: number }): Promise<Engine> {
+  const threads = opts.threads ?? 2;
   const instance = await DuckDBInstance.create(':memory:', {
-    threads: String(opts.threads ?? 2),
+    threads: String(threads),
     memory_limit: opts.memoryLimit ?? DEFAULT_MEMORY_LIMIT,
     temp_directory: opts.tempDir,
     autoinstall_known_extensions: 'false',
@@ -32,6 +35,7 @@ export async function openEngine(opts: { tempDir: string; memoryLimit?: string; 
   return {
     instance,
     conn,
+    threads,
     close() {
       conn.closeSync();
       instance.closeSync();
