@@ -46,6 +46,9 @@ export interface PageContext {
   raw?: RawPage;
 }
 
+/** Pages up to this size may be staged as received: within DuckDB's default JSON object size (16 MB). */
+export const MAX_RECEIVED_PAGE_BYTES = 8 * 1024 * 1024;
+
 /**
  * A page whose entries all passed as received (see `RowTransformer.acceptRaw`): its body is staged as is and
  * DuckDB types the entries; what the entries do not carry rides beside it.
@@ -320,6 +323,9 @@ export class RowTransformer {
    */
   acceptRaw(entries: readonly unknown[], page: PageContext): AcceptedPage | undefined {
     if (!this.rawEligible || !page.raw || page.raw.entries !== entries) return undefined;
+    // DuckDB's JSON reader sizes its buffers by the longest line: a huge page (call data of contract
+    // creations, say) goes through the converters, one staged line per row, and the reader stays small.
+    if (page.raw.bytes.length > MAX_RECEIVED_PAGE_BYTES) return undefined;
     if (page.fields && (page.fields.rename || page.fields.fill)) return undefined;
     const entryColumns = this.entryColumns;
     for (const e of entries) {

@@ -13,6 +13,7 @@ import type { Logger } from '../../src/pipeline/log.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { ACCEPTORS, CONVERTERS, Rejected } from '../../src/transform/convert.js';
+import { MAX_RECEIVED_PAGE_BYTES, RowTransformer } from '../../src/transform/rows.js';
 import { tempDir } from '../helpers/lake.js';
 import { demoDoc } from '../reliability/helpers.js';
 
@@ -214,4 +215,23 @@ describe('pages staged as received', () => {
     expect(a._rejects!.rows.some((r) => r.includes('not-a-number'))).toBe(true);
     expect(a.transactions!.rows.some((r) => r.includes('quote \\" backslash'))).toBe(true);
   }, 240_000);
+});
+
+describe('acceptRaw', () => {
+  it('sends a page larger than DuckDB reads comfortably in one line through the converters', () => {
+    const t = new RowTransformer(DATASETS.event_logs!, { network: 'mainnet', snapshotDate: '2026-01-15' });
+    const entry = {
+      timestamp: '2024-03-01T00:00:12Z',
+      transaction_hash: `0x${'ab'.repeat(32)}`,
+      log_index: '3',
+      address: `0x${'cd'.repeat(20)}`,
+      topic_0: `0x${'ef'.repeat(32)}`,
+    };
+    const entries = [entry, { ...entry, log_index: '4' }];
+    const page = (bytes: number) => ({ scope: {}, results: {}, offset: 0, raw: { bytes: Buffer.alloc(bytes, 32), entriesAt: ['results', 'data'], entries } });
+    expect(t.acceptRaw(entries, page(1024))?.rows).toBe(2);
+    expect(t.acceptRaw(entries, page(MAX_RECEIVED_PAGE_BYTES + 1))).toBeUndefined();
+    // The page's own entries only: a list cut from the body (the pager's probe reuse) is not the body.
+    expect(t.acceptRaw(entries.slice(0, 1), page(1024))).toBeUndefined();
+  });
 });
