@@ -129,13 +129,10 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
       const accepted = deps.transformer.acceptRaw(page.entries, context);
       if (accepted) {
         // Staged as received: no entry is converted or re-serialised here; DuckDB types them at commit.
-        const raw = page.raw!;
-        if (outcome.pagesEntriesAt && outcome.pagesEntriesAt.join('\0') !== raw.entriesAt.join('\0')) {
-          throw new Error(`${w.id}: pages keep their entries at different places (${outcome.pagesEntriesAt.join('.')} and ${raw.entriesAt.join('.')})`);
-        }
-        outcome.pagesEntriesAt = raw.entriesAt;
+        // One endpoint per window: every page keeps its entries at the same place.
+        outcome.pagesEntriesAt = page.raw!.entriesAt;
         outcome.pageStage ??= await StageFile.open(pagesFile);
-        await outcome.pageStage.writePage(accepted, raw);
+        await outcome.pageStage.writePage(accepted, page.raw!);
         outcome.rows += accepted.rows;
         outcome.receivedRows += accepted.rows;
         deps.onPage?.(accepted.rows, 0);

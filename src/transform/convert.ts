@@ -230,6 +230,16 @@ function isHexOf(raw: unknown, digits: number): boolean {
   return true;
 }
 
+/**
+ * The canonical value of a value its kind's acceptor passed: what the converter gives, computed the way the
+ * SQL side does (load/schema.ts receivedCanonical): hex lower-cased, flags as booleans, the rest as is.
+ */
+export function receivedCanonical(kind: ColumnKind, text: string): Canonical {
+  if (kind === 'address' || kind === 'hash' || kind === 'hex') return text.toLowerCase();
+  if (kind === 'bool') return text === '1';
+  return text;
+}
+
 export const ACCEPTORS: Partial<Record<ColumnKind, Acceptor>> = {
   address: (raw) => isHexOf(raw, 40),
   hash: (raw) => isHexOf(raw, 64),

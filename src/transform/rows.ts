@@ -1,6 +1,6 @@
 import { columnSource, rawCompanion, type ColumnDef, type SourceKind } from '../datasets/column.js';
 import type { DatasetDef, EntryFields, Network } from '../datasets/dataset.js';
-import { ACCEPTORS, CONVERTERS, Rejected, fitsDecimal38, type Acceptor, type Canonical, type Converter } from './convert.js';
+import { ACCEPTORS, CONVERTERS, Rejected, fitsDecimal38, receivedCanonical, type Acceptor, type Canonical, type Converter } from './convert.js';
 import type { RawPage } from '../extract/pager.js';
 
 /** A typed row ready for staging: column name -> canonical value, plus the partition value. */
@@ -192,11 +192,12 @@ export class RowTransformer {
   private readonly columns: CompiledColumn[];
   private readonly fields: FieldTree;
   private readonly partitionColumn: string | undefined;
-  private readonly ordinal: { over: CompiledColumn[]; groupBy: string[]; column: string } | undefined;
+  private readonly ordinal: { over: CompiledColumn[]; groupBy: CompiledColumn[]; column: string } | undefined;
   /** Unknown field paths seen so far, with how many entries carried them. */
   readonly unknownFields = new Map<string, number>();
   /** Whether every entry column has an acceptor, so that pages may be staged as received. */
   private readonly rawEligible: boolean;
+  private readonly entryColumns: CompiledColumn[];
 
   constructor(
     private readonly dataset: DatasetDef,
@@ -223,6 +224,7 @@ export class RowTransformer {
         throw new Error(`dataset ${dataset.name}: a ${dataset.partition} partition needs partitionFrom naming a non-nullable timestamp column`);
       }
     }
+    this.entryColumns = this.columns.filter((c) => c.from === 'entry');
     this.rawEligible = ctx.stageReceived !== false && this.columns.every((c) => c.from !== 'entry' || c.accept !== undefined);
     const ordinalColumns = this.columns.filter((c) => c.from === 'ordinal');
     if (dataset.ordinal) {
@@ -233,7 +235,7 @@ export class RowTransformer {
       if (ordinalColumns.length !== 1) throw new Error(`dataset ${dataset.name}: an ordinal needs exactly one column with source $ordinal`);
       this.ordinal = {
         over: dataset.ordinal.over.map((n) => this.columns.find((c) => c.def.name === n)!),
-        groupBy: dataset.ordinal.groupBy,
+        groupBy: dataset.ordinal.groupBy.map((n) => this.columns.find((c) => c.def.name === n)!),
         column: ordinalColumns[0]!.def.name,
       };
     } else if (ordinalColumns.length) {
@@ -260,54 +262,18 @@ export class RowTransformer {
       let rejected: RejectRecord | undefined;
       for (const c of this.columns) {
         if (c.from === 'ordinal') continue;
-        let raw: unknown = c.from === 'entry' ? entry : c.from === 'scope' ? page.scope : c.from === 'results' ? page.results : meta;
-        for (const part of c.path) raw = raw === null || typeof raw !== 'object' ? undefined : (raw as Record<string, unknown>)[part];
-        if (raw === undefined || raw === null) {
-          if (!c.def.nullable) {
-            rejected = this.reject(window, c.def.name, apiEntry, `required field ${c.path.join('.')} is ${raw === null ? 'null' : 'missing'}`, raw);
-            break;
-          }
-          values[c.def.name] = null;
-          if (c.isAmount) values[c.raw] = null;
-          continue;
-        }
-        const v = c.convert(raw);
-        if (v instanceof Rejected) {
-          rejected = this.reject(window, c.def.name, apiEntry, v.reason, raw);
+        const raw = valueAt(c.from === 'entry' ? entry : c.from === 'scope' ? page.scope : c.from === 'results' ? page.results : meta, c.path);
+        const reason = this.stageValue(c, raw, values);
+        if (reason !== undefined) {
+          rejected = this.reject(window, c.def.name, apiEntry, reason, raw);
           break;
-        }
-        if (c.def.pattern && !c.def.pattern.test(v as string)) {
-          rejected = this.reject(window, c.def.name, apiEntry, `does not match ${c.def.pattern}: ${JSON.stringify(v).slice(0, 80)}`, raw);
-          break;
-        }
-        if (c.isAmount) {
-          const text = v as string;
-          if (fitsDecimal38(text)) {
-            values[c.def.name] = text;
-            values[c.raw] = null;
-          } else {
-            values[c.def.name] = null;
-            values[c.raw] = text;
-          }
-        } else {
-          values[c.def.name] = v;
         }
       }
       if (rejected) {
         rejects.push(rejected);
         continue;
       }
-      if (this.ordinal) {
-        const o = this.ordinal;
-        // Identity on canonical values: an amount too big for DECIMAL sits in its _raw companion.
-        const identity = JSON.stringify(o.over.map((c) => (c.isAmount ? (values[c.def.name] ?? values[c.raw]) : values[c.def.name]) ?? null));
-        values[o.column] = String(
-          ordinals!.next(
-            o.groupBy.map((g) => values[g] as string | number),
-            identity,
-          ),
-        );
-      }
+      if (this.ordinal) values[this.ordinal.column] = String(this.nextOrdinal(ordinals!, (c) => stagedValue(c, values)));
       const partition = this.partitionColumn ? (values[this.partitionColumn] as string).slice(0, 10) : this.ctx.snapshotDate;
       rows.push({ values, partition });
     }
@@ -327,10 +293,9 @@ export class RowTransformer {
     // creations, say) goes through the converters, one staged line per row, and the reader stays small.
     if (page.raw.bytes.length > MAX_RECEIVED_PAGE_BYTES) return undefined;
     if (page.fields && (page.fields.rename || page.fields.fill)) return undefined;
-    const entryColumns = this.entryColumns;
     for (const e of entries) {
       if (e === null || typeof e !== 'object' || Array.isArray(e)) return undefined;
-      for (const c of entryColumns) {
+      for (const c of this.entryColumns) {
         let v: unknown = e;
         for (let i = 0; i < c.path.length; i++) {
           // A nested field's parents must be objects (or absent) for DuckDB to read the path as a struct.
@@ -347,21 +312,8 @@ export class RowTransformer {
     const meta = page.meta ?? {};
     for (const c of this.columns) {
       if (c.from === 'entry' || c.from === 'ordinal') continue;
-      let raw: unknown = c.from === 'scope' ? page.scope : c.from === 'results' ? page.results : meta;
-      for (const part of c.path) raw = raw === null || typeof raw !== 'object' ? undefined : (raw as Record<string, unknown>)[part];
-      if (raw === undefined || raw === null) {
-        if (!c.def.nullable) return undefined;
-        constants[c.def.name] = null;
-        if (c.isAmount) constants[c.raw] = null;
-        continue;
-      }
-      const v = c.convert(raw);
-      if (v instanceof Rejected || (c.def.pattern && !c.def.pattern.test(v as string))) return undefined;
-      if (c.isAmount) {
-        const fits = fitsDecimal38(v as string);
-        constants[c.def.name] = fits ? v : null;
-        constants[c.raw] = fits ? null : v;
-      } else constants[c.def.name] = v;
+      if (this.stageValue(c, valueAt(c.from === 'scope' ? page.scope : c.from === 'results' ? page.results : meta, c.path), constants) !== undefined)
+        return undefined;
     }
     // Accepted: only now touch the per-window and per-run state.
     let ordinals: number[] | undefined;
@@ -369,38 +321,50 @@ export class RowTransformer {
       const state = page.ordinals;
       if (!state) throw new Error(`dataset ${this.dataset.name}: pages need an OrdinalState (one per window)`);
       if ((page.offset ?? 0) === 0) state.restart();
-      const o = this.ordinal;
       ordinals = new Array<number>(entries.length);
-      const valueOf = (c: CompiledColumn, e: Record<string, unknown>): Canonical => {
-        if (c.from !== 'entry') return constants[c.def.name] ?? (c.isAmount ? constants[c.raw]! : null);
-        let v: unknown = e;
-        for (const part of c.path) v = v === null || v === undefined ? undefined : (v as Record<string, unknown>)[part];
-        if (v === undefined || v === null) return null;
-        // The canonical value `transform` would compute from an accepted value: hex lower-cased, flags as
-        // booleans, the rest as is.
-        const kind = c.def.kind;
-        return kind === 'address' || kind === 'hash' || kind === 'hex' ? (v as string).toLowerCase() : kind === 'bool' ? v === '1' : (v as string);
-      };
-      const byName = new Map(this.columns.map((c) => [c.def.name, c]));
-      const groupColumns = o.groupBy.map((g) => byName.get(g)!);
       for (let i = 0; i < entries.length; i++) {
         const e = entries[i] as Record<string, unknown>;
-        const identity = JSON.stringify(o.over.map((c) => valueOf(c, e)));
-        ordinals[i] = state.next(
-          groupColumns.map((c) => valueOf(c, e) as string | number),
-          identity,
-        );
+        ordinals[i] = this.nextOrdinal(state, (c) => {
+          if (c.from !== 'entry') return stagedValue(c, constants);
+          const v = valueAt(e, c.path);
+          return v === undefined || v === null ? null : receivedCanonical(c.def.kind, v as string);
+        });
       }
     }
     for (const e of entries) this.noteUnknown(e as Record<string, unknown>, this.fields, '');
     return { rows: entries.length, constants, partition: this.partitionColumn ? null : this.ctx.snapshotDate, ordinals };
   }
 
-  private get entryColumns(): CompiledColumn[] {
-    return (this.entryColumnsCache ??= this.columns.filter((c) => c.from === 'entry'));
+  /**
+   * Converts one value into the staged values of its column (an amount fills its `_raw` companion too).
+   * Returns why the value cannot be staged (the row is a reject), or undefined.
+   */
+  private stageValue(c: CompiledColumn, raw: unknown, values: Record<string, Canonical>): string | undefined {
+    if (raw === undefined || raw === null) {
+      if (!c.def.nullable) return `required field ${c.path.join('.')} is ${raw === null ? 'null' : 'missing'}`;
+      values[c.def.name] = null;
+      if (c.isAmount) values[c.raw] = null;
+      return undefined;
+    }
+    const v = c.convert(raw);
+    if (v instanceof Rejected) return v.reason;
+    if (c.def.pattern && !c.def.pattern.test(v as string)) return `does not match ${c.def.pattern}: ${JSON.stringify(v).slice(0, 80)}`;
+    if (c.isAmount) {
+      const fits = fitsDecimal38(v as string);
+      values[c.def.name] = fits ? v : null;
+      values[c.raw] = fits ? null : v;
+    } else values[c.def.name] = v;
+    return undefined;
   }
 
-  private entryColumnsCache: CompiledColumn[] | undefined;
+  /** The ordinal of an entry whose canonical column values `valueOf` gives. */
+  private nextOrdinal(state: OrdinalState, valueOf: (c: CompiledColumn) => Canonical): number {
+    const o = this.ordinal!;
+    return state.next(
+      o.groupBy.map((c) => valueOf(c) as string | number),
+      JSON.stringify(o.over.map(valueOf)),
+    );
+  }
 
   private noteUnknown(obj: Record<string, unknown>, tree: FieldTree, prefix: string): void {
     for (const key in obj) {
@@ -426,4 +390,15 @@ export class RowTransformer {
       entry: JSON.stringify(entry) ?? 'undefined',
     };
   }
+}
+
+/** A column's canonical value among staged values: an amount too big for DECIMAL sits in its `_raw` companion. */
+const stagedValue = (c: CompiledColumn, values: Record<string, Canonical>): Canonical =>
+  (c.isAmount ? (values[c.def.name] ?? values[c.raw]) : values[c.def.name]) ?? null;
+
+/** The value at `path` below `root`; undefined where a step is not an object. */
+function valueAt(root: unknown, path: readonly string[]): unknown {
+  let v = root;
+  for (const part of path) v = v === null || typeof v !== 'object' ? undefined : (v as Record<string, unknown>)[part];
+  return v;
 }

@@ -1,9 +1,6 @@
 import fc from 'fast-check';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ColumnKind } from '../../src/datasets/column.js';
 import { DATASETS } from '../../src/datasets/registry.js';
@@ -12,10 +9,11 @@ import { parseJob } from '../../src/pipeline/job.js';
 import type { Logger } from '../../src/pipeline/log.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { ACCEPTORS, CONVERTERS, Rejected } from '../../src/transform/convert.js';
+import { ACCEPTORS, CONVERTERS, Rejected, receivedCanonical } from '../../src/transform/convert.js';
 import { MAX_RECEIVED_PAGE_BYTES, RowTransformer } from '../../src/transform/rows.js';
 import { tempDir } from '../helpers/lake.js';
 import { demoDoc } from '../reliability/helpers.js';
+import { startProxy, type Proxy } from '../reliability/proxy.js';
 
 /**
  * Pages staged as received (typed by DuckDB from the body's bytes) must give exactly the lake that converting
@@ -24,13 +22,6 @@ import { demoDoc } from '../reliability/helpers.js';
  * dataset, through a proxy that sends odd but valid forms, multi-line bodies, escapes and bad values, give
  * identical lakes both ways.
  */
-
-/** The JS mirror of load/schema.ts receivedCanonical. */
-function receivedCanonical(kind: ColumnKind, text: string): unknown {
-  if (kind === 'address' || kind === 'hash' || kind === 'hex') return text.toLowerCase();
-  if (kind === 'bool') return text === '1';
-  return text;
-}
 
 const hex = (n: number) => fc.stringMatching(new RegExp(`^0x[0-9a-fA-F]{${n}}$`));
 const CANDIDATES: Record<string, fc.Arbitrary<unknown>> = {
@@ -105,40 +96,18 @@ function alter(url: URL, text: string): string {
 }
 
 let sim: RunningSimulator;
-let proxy: http.Server;
-let urls: RunningSimulator['urls'];
+let proxy: Proxy;
 let dir: string;
 let cleanup: () => Promise<void>;
 
 beforeAll(async () => {
   sim = await startSimulator({ seed: 1, scale: 'small' });
   ({ dir, cleanup } = await tempDir('chainlake-received-'));
-  const origin = new URL(sim.urls.mainnet).origin;
-  proxy = http.createServer((req, res) => {
-    void (async () => {
-      const chunks: Buffer[] = [];
-      for await (const c of req) chunks.push(c as Buffer);
-      const up = await request(origin + req.url, {
-        method: req.method as 'GET' | 'POST',
-        headers: Object.fromEntries(Object.entries(req.headers).filter(([k]) => k !== 'host' && k !== 'connection')) as Record<string, string>,
-        body: chunks.length ? Buffer.concat(chunks) : undefined,
-      });
-      let text = await up.body.text();
-      if (up.statusCode === 200 && req.method === 'GET') text = alter(new URL(req.url!, origin), text);
-      res.writeHead(up.statusCode, { 'content-type': 'application/json' });
-      res.end(text);
-    })().catch((e: unknown) => {
-      res.writeHead(500);
-      res.end(String(e));
-    });
-  });
-  await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
-  const base = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
-  urls = { mainnet: `${base}/mainnet`, testnet: `${base}/testnet`, testnetAlt: `${base}/testnet-alt`, finance: `${base}/finance` };
+  proxy = await startProxy(sim, (url, status, body) => (status === 200 ? { body: alter(url, body) } : undefined));
 }, 60_000);
 
 afterAll(async () => {
-  await new Promise((r) => proxy?.close(r));
+  await proxy?.close();
   await sim?.close();
   await cleanup?.();
 });
@@ -192,7 +161,7 @@ describe('pages staged as received', () => {
       lakes.push(lake);
       const job = parseJob({ ...doc, lake }, 'received-test');
       const report = await runJob(job, {
-        simulator: { urls, apiKey: sim.apiKey },
+        simulator: { urls: proxy.urls, apiKey: sim.apiKey },
         now: () => new Date('2026-01-15T12:00:00Z'),
         stageReceived,
         logger: stageReceived ? logger : undefined,
