@@ -58,7 +58,7 @@ export interface PrepareInput {
   stagedFiles: string[];
   /** Pages staged as received (non-empty files) of windows that completed. */
   pageFiles?: readonly StagedPages[];
-  /** The same staged files, already typed into tables while the run fetched (see BatchRows). */
+  /** The same staged files, already typed while the run fetched (see BatchRows). */
   preloaded?: BatchRows;
   /** Connections writing partition files at once (default COPY_CONNECTIONS). */
   writers?: number;
@@ -157,18 +157,19 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
   const { engine, paths, def, network, runId, ingestedAt, stagedFiles, workDir } = input;
   const pageFiles = input.pageFiles ?? [];
   if (stagedFiles.length === 0 && pageFiles.length === 0) return [];
-  const preloaded = input.preloaded ? await input.preloaded.table(def) : undefined;
+  const preloaded = input.preloaded ? await input.preloaded.relation(def) : undefined;
   if (input.preloaded && !preloaded) return [];
   const conn = engine.conn;
   const finalDir = path.join(workDir, 'final');
   await mkdirDurable(finalDir);
   const shape = datasetShape(def);
   const part = ident(STAGED_PARTITION);
-  const fresh = preloaded ?? ident('__chainlake_fresh');
+  const freshTable = ident('__chainlake_fresh');
+  const fresh = preloaded ?? freshTable;
   const unique = ident('__chainlake_unique');
   const merged = ident('__chainlake_merged');
   try {
-    if (!preloaded) await conn.run(`CREATE OR REPLACE TEMP TABLE ${fresh} AS ${stagedSelect(def, runId, ingestedAt, stagedFiles, pageFiles)}`);
+    if (!preloaded) await conn.run(`CREATE OR REPLACE TEMP TABLE ${freshTable} AS ${stagedSelect(def, runId, ingestedAt, stagedFiles, pageFiles)}`);
     await testHook('typed');
     const partitions = ((await conn.runAndReadAll(`SELECT DISTINCT ${part} FROM ${fresh} ORDER BY 1`)).getRowsJS() as [string][]).map((r) => r[0]);
     const dirs = new Map(partitions.map((p) => [p, paths.partitionDir(shape.name, shape.partition, network, p)]));
@@ -206,13 +207,13 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
          SELECT * FROM (SELECT ${projection}, ${part} FROM (${union}))
          QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY _ingested_at DESC, ${tieBreak}) = 1`,
       );
-      await conn.run(`DROP TABLE ${fresh}`);
+      await conn.run(`DROP TABLE IF EXISTS ${freshTable}`);
     }
     // A plain table (the engine's database is in memory and the run's own): the writers' connections read it.
     await conn.run(
       `CREATE OR REPLACE TABLE ${merged} AS SELECT * FROM ${duplicated ? unique : `(SELECT ${projection}, ${part} FROM (${union}))`} ORDER BY ${order}`,
     );
-    await conn.run(`DROP TABLE IF EXISTS ${unique}; DROP TABLE IF EXISTS ${fresh}`);
+    await conn.run(`DROP TABLE IF EXISTS ${unique}; DROP TABLE IF EXISTS ${freshTable}`);
     // The table is sorted by partition, so each partition is one run of row ids: a row-id range scan reads
     // just that run (a filter on the partition column would scan whole row groups for every partition).
     const runs = new Map(
@@ -289,7 +290,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
     await testHook('final');
     return out;
   } finally {
-    await conn.run(`DROP TABLE IF EXISTS ${fresh}; DROP TABLE IF EXISTS ${unique}; DROP TABLE IF EXISTS ${merged}`);
+    await conn.run(`DROP TABLE IF EXISTS ${freshTable}; DROP TABLE IF EXISTS ${unique}; DROP TABLE IF EXISTS ${merged}`);
   }
 }
 

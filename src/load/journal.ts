@@ -7,6 +7,28 @@ import type { Engine } from './engine.js';
 import type { LakePaths } from './paths.js';
 import { testHook } from './test-hooks.js';
 
+const MOVES_AT_ONCE = 16;
+
+/** Runs `fn` over `items`, at most `limit` at once; the first failure is thrown once every started call settled. */
+async function eachBounded<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failed = false;
+  const settled = await Promise.allSettled(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length && !failed) {
+        try {
+          await fn(items[next++]!);
+        } catch (e) {
+          failed = true;
+          throw e;
+        }
+      }
+    }),
+  );
+  const failure = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failure) throw failure.reason;
+}
+
 /** Name of the commit journal inside a run's staging folder. Its presence means: the commit is decided. */
 export const JOURNAL_FILE = 'commit.json';
 
@@ -74,15 +96,17 @@ export async function applyJournal(
     paths,
     async (catalog) => {
       let renamed = 0;
-      for (const m of journal.moves) {
+      // Moves are independent (one file per partition folder), and each waits on a folder fsync: several at
+      // once (417 day files: 0.5 s one by one on the bench machine).
+      await eachBounded(journal.moves, MOVES_AT_ONCE, async (m) => {
         const from = paths.absolute(m.from);
         const to = paths.absolute(m.to);
-        if (!(await exists(from))) continue;
+        if (!(await exists(from))) return;
         await mkdirDurable(path.dirname(to));
         await rename(from, to);
         await fsyncDir(path.dirname(to));
         if (renamed++ === 0) await testHook('rename');
-      }
+      });
       for (const d of journal.deletes) await removeDurable(paths.absolute(d));
       await testHook('catalog');
       await catalog.transaction(async () => {

@@ -100,7 +100,7 @@ export class BatchCommitter {
         await c.run('SET threads = 1');
         return c;
       });
-      rows = new BatchRows(this.loader, String(batch), this.ctx.runId, this.ctx.ingestedAt);
+      rows = new BatchRows(this.loader, path.join(this.ctx.stagingDir, 'typed', `batch-${batch}`), this.ctx.runId, this.ctx.ingestedAt);
       this.preloads.set(batch, rows);
     }
     return rows;
