@@ -31,6 +31,8 @@ export interface RunCommitInput {
   preloaded?: BatchRows;
   /** Connections writing partition files at once (see prepareDataset). */
   writers?: number;
+  /** Fresh rows merged at once (see prepareDataset). */
+  sliceRows?: number;
   rejectFiles: string[];
   windows: WindowRecord[];
   /** Advanced only here, after the data they cover is in place. */
@@ -82,6 +84,7 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
         pageFiles,
         preloaded: input.preloaded,
         writers: input.writers,
+        sliceRows: input.sliceRows,
         workDir: path.join(stagingDir, `commit-${index++}`),
       })),
     );

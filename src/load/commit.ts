@@ -20,6 +20,7 @@ import {
 } from './schema.js';
 import { ident, literal, literalList } from './sql.js';
 import { testHook } from './test-hooks.js';
+import { eachBounded } from './bounded.js';
 
 export { REJECTS_DATASET } from './schema.js';
 
@@ -62,6 +63,8 @@ export interface PrepareInput {
   preloaded?: BatchRows;
   /** Connections writing partition files at once (default COPY_CONNECTIONS). */
   writers?: number;
+  /** Fresh rows merged at once (default MERGE_SLICE_ROWS). */
+  sliceRows?: number;
   /** A fresh folder under the run's staging folder for this commit's intermediate files. */
   workDir: string;
 }
@@ -146,12 +149,36 @@ export function stagedSelect(def: DatasetDef, runId: string, ingestedAt: string,
 }
 
 /**
- * Types a dataset's staged rows and merges them with what the touched partitions hold, in one pass: the
- * staged NDJSON is read and cast once, unioned with the partitions' existing files, reduced to one row per
- * natural key (see writeMergedPartition for the rule) and sorted, into a temporary table; each partition's
- * file is then a plain filtered COPY of it. One vectorised pass over the batch instead of a typed
- * intermediate file plus a window-and-sort query per partition, whose fixed costs dominated with many small
- * day partitions. Nothing in the lake changes here.
+ * Rows of the batch merged at once: partitions are merged in slices of about this many fresh rows, so that
+ * the sort and the merged table of a commit stay small whatever the batch's size.
+ */
+export const MERGE_SLICE_ROWS = 100_000;
+
+/** Consecutive partitions (sorted) grouped so that each group's rows stay within `limit` (at least one each). */
+export function slicePartitions(counts: readonly (readonly [string, number])[], limit: number): string[][] {
+  const slices: string[][] = [];
+  let current: string[] = [];
+  let rows = 0;
+  for (const [p, n] of counts) {
+    if (current.length > 0 && rows + n > limit) {
+      slices.push(current);
+      current = [];
+      rows = 0;
+    }
+    current.push(p);
+    rows += n;
+  }
+  if (current.length) slices.push(current);
+  return slices;
+}
+
+/**
+ * Types a dataset's staged rows and merges them with what the touched partitions hold: the typed rows of a
+ * slice of partitions are unioned with those partitions' existing files, reduced to one row per natural key
+ * (see writeMergedPartition for the rule) and sorted into a table; each partition's file is then a plain
+ * row-range COPY of it. One vectorised pass per slice instead of a window-and-sort query per partition,
+ * whose fixed costs dominated with many small day partitions; slices instead of the whole batch at once,
+ * so that a commit's memory does not grow with the batch. Nothing in the lake changes here.
  */
 export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[]> {
   const { engine, paths, def, network, runId, ingestedAt, stagedFiles, workDir } = input;
@@ -168,23 +195,17 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
   const fresh = preloaded ?? freshTable;
   const unique = ident('__chainlake_unique');
   const merged = ident('__chainlake_merged');
+  let writers: DuckDBConnection[] = [];
   try {
     if (!preloaded) await conn.run(`CREATE OR REPLACE TEMP TABLE ${freshTable} AS ${stagedSelect(def, runId, ingestedAt, stagedFiles, pageFiles)}`);
     await testHook('typed');
-    const partitions = ((await conn.runAndReadAll(`SELECT DISTINCT ${part} FROM ${fresh} ORDER BY 1`)).getRowsJS() as [string][]).map((r) => r[0]);
+    const counts = (
+      (await conn.runAndReadAll(`SELECT ${part}, count(*)::BIGINT FROM ${fresh} GROUP BY ${part} ORDER BY 1`)).getRowsJS() as [string, bigint][]
+    ).map(([p, n]) => [p, Number(n)] as const);
+    const partitions = counts.map(([p]) => p);
     const dirs = new Map(partitions.map((p) => [p, paths.partitionDir(shape.name, shape.partition, network, p)]));
     const existing = new Map(await Promise.all(partitions.map(async (p) => [p, await partitionParquetFiles(dirs.get(p)!)] as const)));
 
-    const sources = [`SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(shape)})`, `SELECT * FROM ${fresh}`];
-    const old = [...existing.values()].flat();
-    if (old.length > 0) {
-      // The partition of an existing file is its folder's name (`<column>=<value>`), as LakePaths lays it out.
-      const folder = literal(`/${shape.partition}=([^/]+)/[^/]+$`);
-      sources.push(
-        `SELECT * EXCLUDE (filename), regexp_extract(filename, ${folder}, 1) AS ${part} FROM read_parquet(${literalList(old)}, hive_partitioning = false, union_by_name = true, filename = true)`,
-      );
-    }
-    const union = sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
     const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
     const key = [part, ...shape.key.map(ident)].join(', ');
     const tieBreak = `hash(${shape.columns
@@ -193,103 +214,101 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
       .map(ident)
       .join(', ')})`;
     const order = [part, ...[...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident)].join(', ');
-    // Most batches list no row twice (two scoped addresses sharing a transaction do) and share no key with
-    // the files they meet (those hold other blocks of the same days, unless a run fetches blocks again): then
-    // there is nothing to reduce, and a grouping of the keys alone (a fraction of the cost of the window
-    // below) proves it.
-    const duplicated =
-      Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (SELECT 1 FROM (${union}) GROUP BY ${key} HAVING count(*) > 1)`)).getRowsJS()[0]![0]) > 0;
-    if (duplicated) {
-      // Deduplicate, then sort, as two statements: the window and the sort in one query could not spill and
-      // ran out of memory on a 430k-row batch at a 128 MB limit, where the two steps apart finish.
-      await conn.run(
-        `CREATE OR REPLACE TEMP TABLE ${unique} AS
-         SELECT * FROM (SELECT ${projection}, ${part} FROM (${union}))
-         QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY _ingested_at DESC, ${tieBreak}) = 1`,
-      );
-      await conn.run(`DROP TABLE IF EXISTS ${freshTable}`);
-    }
-    // A plain table (the engine's database is in memory and the run's own): the writers' connections read it.
-    await conn.run(
-      `CREATE OR REPLACE TABLE ${merged} AS SELECT * FROM ${duplicated ? unique : `(SELECT ${projection}, ${part} FROM (${union}))`} ORDER BY ${order}`,
-    );
-    await conn.run(`DROP TABLE IF EXISTS ${unique}; DROP TABLE IF EXISTS ${freshTable}`);
-    // The table is sorted by partition, so each partition is one run of row ids: a row-id range scan reads
-    // just that run (a filter on the partition column would scan whole row groups for every partition).
-    const runs = new Map(
-      ((await conn.runAndReadAll(`SELECT ${part}, min(rowid), max(rowid) FROM ${merged} GROUP BY ${part}`)).getRowsJS() as [string, bigint, bigint][]).map(
-        ([p, lo, hi]) => [p, { lo, hi }],
-      ),
-    );
-
     const columns = shape.columns.map((c) => ident(c.name)).join(', ');
-    const writePartition = async (c: DuckDBConnection, partition: string): Promise<PreparedFile> => {
-      const from = path.join(finalDir, `${shape.name}.${network}.${partition}.parquet`);
-      const run = runs.get(partition)!;
-      // A scan of the sorted table keeps its order, so the file comes out sorted. ZSTD level 1: on these
-      // sorted columns it wrote 2 % fewer bytes than the default level, and the replay bench's commit took
-      // 3.8-3.9 s instead of 4.0-4.2 s.
-      const r = await c.runAndReadAll(
-        `COPY (SELECT ${columns} FROM ${merged} WHERE rowid BETWEEN ${run.lo} AND ${run.hi}) TO ${literal(from)} (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, RETURN_STATS true)`,
-      );
-      const stats = copyStats(r.getRowObjectsJS()[0] as Record<string, unknown>);
-      const block = shape.blockColumn ? stats.column(shape.blockColumn) : undefined;
-      const to = path.join(dirs.get(partition)!, PARTITION_FILE);
-      return {
-        from,
-        to,
-        strays: existing.get(partition)!.filter((f) => f !== to),
-        file: {
-          dataset: shape.name,
-          network,
-          partition,
-          path: paths.relative(to),
-          rows: stats.count,
-          bytes: (await stat(from)).size,
-          minBlock: block?.min ?? null,
-          maxBlock: block?.max ?? null,
-        },
-      };
-    };
+    // The partition of an existing file is its folder's name (`<column>=<value>`), as LakePaths lays it out.
+    const folder = literal(`/${shape.partition}=([^/]+)/[^/]+$`);
+
     // Day partitions are small, so one COPY hardly keeps one core busy and its fixed cost (planning, file
     // and footer, a compressor per column) dominates: several connections write partitions side by side
     // (twice the files per second with 2 connections on the 2-core bench machine).
-    const out = new Array<PreparedFile>(partitions.length);
-    const writers = await Promise.all(
+    writers = await Promise.all(
       Array.from({ length: Math.min(input.writers ?? COPY_CONNECTIONS, partitions.length) }, async () => {
         const c = await engine.instance.connect();
         await c.run("SET TimeZone = 'UTC'");
         return c;
       }),
     );
-    try {
-      let next = 0;
-      let failed = false;
-      // Every writer must have stopped before its connection closes: closing a connection whose query is
-      // still running deadlocks DuckDB when that query ends (a full disk failing one COPY hung the run
-      // forever). So wait for all to settle, take no new partition after a failure, then rethrow.
-      const settled = await Promise.allSettled(
-        writers.map(async (c) => {
-          while (next < partitions.length && !failed) {
-            const i = next++;
-            try {
-              out[i] = await writePartition(c, partitions[i]!);
-            } catch (e) {
-              failed = true;
-              throw e;
-            }
-          }
-        }),
+    const out: PreparedFile[] = [];
+    for (const slice of slicePartitions(counts, input.sliceRows ?? MERGE_SLICE_ROWS)) {
+      const inSlice = slice.length === partitions.length ? '' : ` WHERE ${part} BETWEEN ${literal(slice[0]!)} AND ${literal(slice[slice.length - 1]!)}`;
+      const sources = [`SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(shape)})`, `SELECT * FROM ${fresh}${inSlice}`];
+      const old = slice.flatMap((p) => existing.get(p)!);
+      if (old.length > 0) {
+        sources.push(
+          `SELECT * EXCLUDE (filename), regexp_extract(filename, ${folder}, 1) AS ${part} FROM read_parquet(${literalList(old)}, hive_partitioning = false, union_by_name = true, filename = true)`,
+        );
+      }
+      const union = sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
+      // Most batches list no row twice (two scoped addresses sharing a transaction do) and share no key with
+      // the files they meet (those hold other blocks of the same days, unless a run fetches blocks again):
+      // then there is nothing to reduce, and a grouping of the keys alone (a fraction of the cost of the
+      // window below) proves it.
+      const duplicated =
+        Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (SELECT 1 FROM (${union}) GROUP BY ${key} HAVING count(*) > 1)`)).getRowsJS()[0]![0]) > 0;
+      if (duplicated) {
+        // Deduplicate, then sort, as two statements: the window and the sort in one query could not spill and
+        // ran out of memory on a 430k-row batch at a 128 MB limit, where the two steps apart finish.
+        await conn.run(
+          `CREATE OR REPLACE TEMP TABLE ${unique} AS
+           SELECT * FROM (SELECT ${projection}, ${part} FROM (${union}))
+           QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY _ingested_at DESC, ${tieBreak}) = 1`,
+        );
+      }
+      // A plain table (the engine's database is in memory and the run's own): the writers' connections read it.
+      await conn.run(
+        `CREATE OR REPLACE TABLE ${merged} AS SELECT * FROM ${duplicated ? unique : `(SELECT ${projection}, ${part} FROM (${union}))`} ORDER BY ${order}`,
       );
-      const failure = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-      if (failure) throw failure.reason;
-    } finally {
-      for (const c of writers) c.closeSync();
+      await conn.run(`DROP TABLE IF EXISTS ${unique}`);
+      // The table is sorted by partition, so each partition is one run of row ids: a row-id range scan reads
+      // just that run (a filter on the partition column would scan whole row groups for every partition).
+      const runs = new Map(
+        ((await conn.runAndReadAll(`SELECT ${part}, min(rowid), max(rowid) FROM ${merged} GROUP BY ${part}`)).getRowsJS() as [string, bigint, bigint][]).map(
+          ([p, lo, hi]) => [p, { lo, hi }],
+        ),
+      );
+      const writePartition = async (c: DuckDBConnection, partition: string): Promise<PreparedFile> => {
+        const from = path.join(finalDir, `${shape.name}.${network}.${partition}.parquet`);
+        const run = runs.get(partition)!;
+        // A scan of the sorted table keeps its order, so the file comes out sorted. ZSTD level 1: on these
+        // sorted columns it wrote 2 % fewer bytes than the default level, and the replay bench's commit took
+        // 3.8-3.9 s instead of 4.0-4.2 s.
+        const r = await c.runAndReadAll(
+          `COPY (SELECT ${columns} FROM ${merged} WHERE rowid BETWEEN ${run.lo} AND ${run.hi}) TO ${literal(from)} (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1, RETURN_STATS true)`,
+        );
+        const stats = copyStats(r.getRowObjectsJS()[0] as Record<string, unknown>);
+        const block = shape.blockColumn ? stats.column(shape.blockColumn) : undefined;
+        const to = path.join(dirs.get(partition)!, PARTITION_FILE);
+        return {
+          from,
+          to,
+          strays: existing.get(partition)!.filter((f) => f !== to),
+          file: {
+            dataset: shape.name,
+            network,
+            partition,
+            path: paths.relative(to),
+            rows: stats.count,
+            bytes: (await stat(from)).size,
+            minBlock: block?.min ?? null,
+            maxBlock: block?.max ?? null,
+          },
+        };
+      };
+      const written = new Array<PreparedFile>(slice.length);
+      await eachBounded(
+        slice.map((p, i) => [p, i] as const),
+        writers.length,
+        async ([p, i], w) => {
+          written[i] = await writePartition(writers[w]!, p);
+        },
+      );
+      out.push(...written);
     }
     await Promise.all(out.map((f) => fsyncFile(f.from)));
     await testHook('final');
     return out;
   } finally {
+    for (const c of writers) c.closeSync();
     await conn.run(`DROP TABLE IF EXISTS ${freshTable}; DROP TABLE IF EXISTS ${unique}; DROP TABLE IF EXISTS ${merged}`);
   }
 }

@@ -6,28 +6,9 @@ import { exists, fsyncDir, mkdirDurable, removeDurable, writeFileDurable } from 
 import type { Engine } from './engine.js';
 import type { LakePaths } from './paths.js';
 import { testHook } from './test-hooks.js';
+import { eachBounded } from './bounded.js';
 
 const MOVES_AT_ONCE = 16;
-
-/** Runs `fn` over `items`, at most `limit` at once; the first failure is thrown once every started call settled. */
-async function eachBounded<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  let failed = false;
-  const settled = await Promise.allSettled(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length && !failed) {
-        try {
-          await fn(items[next++]!);
-        } catch (e) {
-          failed = true;
-          throw e;
-        }
-      }
-    }),
-  );
-  const failure = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-  if (failure) throw failure.reason;
-}
 
 /** Name of the commit journal inside a run's staging folder. Its presence means: the commit is decided. */
 export const JOURNAL_FILE = 'commit.json';

@@ -49,6 +49,8 @@ export interface RunOptions {
   transportInstance?: HttpTransport;
   /** false: stage no page as received; every entry goes through the converters (tests compare both ways). */
   stageReceived?: boolean;
+  /** Fresh rows a commit merges at once (default MERGE_SLICE_ROWS); tests make it small to merge in many slices. */
+  mergeSliceRows?: number;
 }
 
 export function newRunId(now: Date): string {
@@ -193,6 +195,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
         committedRanges,
         log,
         now: () => now().getTime(),
+        mergeSliceRows: opts.mergeSliceRows,
       },
       job.commit,
       (o) => windowRecord(runId, o),

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { transactions } from '../../src/datasets/transactions.js';
 import { commitRun } from '../../src/load/commit-run.js';
+import { slicePartitions } from '../../src/load/commit.js';
 import { openEngine } from '../../src/load/engine.js';
 import { compactLake } from '../../src/load/maintenance.js';
 import { LakePaths } from '../../src/load/paths.js';
@@ -23,8 +24,8 @@ let full: Awaited<ReturnType<typeof lakeContent>>;
 
 const job = (lake: string, range: { fromBlock: number; toBlock?: number } = { fromBlock: 0 }) =>
   parseJob({ name: 'merge', target: 'simulator', lake, concurrency: 4, range, datasets: { transactions: { addresses } } }, 'merge-test');
-const run = async (lake: string, range?: { fromBlock: number; toBlock?: number }) => {
-  const r = await runJob(job(lake, range), { simulator: sim });
+const run = async (lake: string, range?: { fromBlock: number; toBlock?: number }, mergeSliceRows?: number) => {
+  const r = await runJob(job(lake, range), { simulator: sim, mergeSliceRows });
   expect(r.status).toBe('complete');
   return r;
 };
@@ -59,6 +60,42 @@ describe('merge by natural key', () => {
     expect(content.transactions!.duplicates).toBe(0);
     expect(content).toEqual(full);
     expect(await assertClean(lake, await catalogFiles(lake))).toEqual([]);
+  });
+
+  it('merging a few partitions at a time gives the same lake, also over existing files and repeated keys', async () => {
+    const lake = path.join(dir, 'sliced');
+    const perPartition = await queryCatalog(lake.replace(/sliced$/, 'full'), 'SELECT block_date::VARCHAR AS p, count(*)::BIGINT AS n FROM transactions GROUP BY 1 ORDER BY 1');
+    const counts = perPartition.map((r) => [String(r.p), Number(r.n)] as const);
+    // Two of the largest partitions fit a slice: slices of two or more, and more than two slices over five days.
+    const sliceRows = 2 * Math.max(...counts.map(([, n]) => n));
+    // Several slices, and slices of more than one partition: both edges of the BETWEEN are exercised.
+    const slices = slicePartitions(counts, sliceRows);
+    expect(slices.length).toBeGreaterThan(2);
+    expect(slices.some((sl) => sl.length > 1)).toBe(true);
+    const head = (await run(lake, { fromBlock: 0, toBlock: 20_000 }, sliceRows)).head!;
+    await run(lake, { fromBlock: 10_000, toBlock: head }, sliceRows);
+    await run(lake, { fromBlock: 0, toBlock: head }, sliceRows);
+    const content = await lakeContent(lake);
+    expect(content.transactions!.duplicates).toBe(0);
+    expect(content).toEqual(full);
+    expect(await assertClean(lake, await catalogFiles(lake))).toEqual([]);
+  });
+
+  it('slices are runs of whole partitions within the row limit, an oversized partition alone', () => {
+    expect(slicePartitions([], 10)).toEqual([]);
+    expect(
+      slicePartitions(
+        [
+          ['a', 4],
+          ['b', 6],
+          ['c', 25],
+          ['d', 1],
+          ['e', 9],
+          ['f', 1],
+        ],
+        10,
+      ),
+    ).toEqual([['a', 'b'], ['c'], ['d', 'e'], ['f']]);
   });
 
   it('many nightly runs over the same partitions keep one sorted ZSTD file per partition', async () => {
