@@ -3,7 +3,8 @@
 
 import { open, writeFile, appendFile, readFile, type FileHandle } from 'node:fs/promises';
 import type { Accounting } from '../../src/extract/accounting.js';
-import { HttpTransport, type EnvelopeCheck, type HttpRequest } from '../../src/extract/transport.js';
+import type { ListScan } from '../../src/extract/scan.js';
+import { HttpTransport, parseBody, type EnvelopeCheck, type HttpRequest, type TransportOptions } from '../../src/extract/transport.js';
 
 const keyOf = (req: HttpRequest): string => `${req.method} ${req.url.pathname}${req.url.search}`;
 
@@ -27,16 +28,17 @@ export class RecordingTransport extends HttpTransport {
     super({ concurrency });
   }
 
-  override async call<T>(req: HttpRequest, check: EnvelopeCheck<T>, acct: Accounting): Promise<T> {
+  override async call<T>(req: HttpRequest, check: EnvelopeCheck<T>, acct: Accounting, scan?: ListScan): Promise<T> {
     let bytes: Buffer = Buffer.alloc(0);
     const value = await super.call(
       req,
-      (body, received) => {
-        const v = check(body, received);
+      (body, received, list) => {
+        const v = check(body, received, list);
         bytes = received;
         return v;
       },
       acct,
+      scan,
     );
     const key = keyOf(req);
     if (!this.index[key]) {
@@ -55,32 +57,39 @@ export class RecordingTransport extends HttpTransport {
   }
 }
 
-/** Answers every call from the recording: read from disk, JSON.parse, the client's own envelope check. */
+/**
+ * Answers every call from the recording: read from disk, then parsed (scanned where the call asks) and checked
+ * by the same `parseBody` and the client's own envelope check as a live call.
+ */
 export class ReplayTransport extends HttpTransport {
   private fh: FileHandle | undefined;
 
   private constructor(
     private readonly file: string,
     private readonly index: Record<string, Entry>,
+    opts: Pick<TransportOptions, 'scanLists'>,
   ) {
-    super({ concurrency: 1 });
+    super({ concurrency: 1, ...opts });
   }
 
-  static async open(file: string): Promise<ReplayTransport> {
+  /** `opts.scanLists: false` replays without scanning bodies (to measure what the scan saves). */
+  static async open(file: string, opts: Pick<TransportOptions, 'scanLists'> = {}): Promise<ReplayTransport> {
     const index = JSON.parse(await readFile(`${file}.index.json`, 'utf8')) as Record<string, Entry>;
-    const t = new ReplayTransport(file, index);
+    const t = new ReplayTransport(file, index, opts);
     t.fh = await open(file, 'r');
     return t;
   }
 
-  override async call<T>(req: HttpRequest, check: EnvelopeCheck<T>, acct: Accounting): Promise<T> {
+  override async call<T>(req: HttpRequest, check: EnvelopeCheck<T>, acct: Accounting, scan?: ListScan): Promise<T> {
     const e = this.index[keyOf(req)];
     if (!e) throw new Error(`replay: no recorded page for ${keyOf(req)}`);
     acct.recordRequest();
     const buf = Buffer.allocUnsafe(e.len);
     await this.fh!.read(buf, 0, e.len, e.off);
     acct.recordResponse(0, e.len);
-    return check(JSON.parse(buf.toString('utf8')), buf);
+    const got = parseBody(buf, this.listScan(scan));
+    if (!got) throw new Error(`replay: the recorded body of ${keyOf(req)} is not JSON`);
+    return check(got.body, buf, got.list);
   }
 
   override async close(): Promise<void> {

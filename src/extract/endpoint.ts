@@ -2,7 +2,8 @@ import { isUtf8 } from 'node:buffer';
 import type { EndpointDef } from '../datasets/dataset.js';
 import type { Accounting } from './accounting.js';
 import { ApiError } from './errors.js';
-import type { FetchedPage, PageFetcher, PageRequest } from './pager.js';
+import type { FetchedPage, PageFetcher, PageRequest, RawPage } from './pager.js';
+import type { ListScan, ScannedList } from './scan.js';
 
 export type QueryValue = string | number | boolean | undefined;
 export type Query = Record<string, QueryValue>;
@@ -13,14 +14,16 @@ export interface CheckedBody {
   bytes: Buffer;
   /** Path from the envelope's root to `results` (`['results']` on the explorer, `[]` on finance). */
   resultsAt: readonly string[];
+  /** The list asked for with a scan, when the body was scanned: `results` then holds `[]` in its place. */
+  list?: ScannedList;
 }
 
 /** What the generic fetcher needs from an API client: both clients implement it over the shared transport. */
 export interface ApiCaller {
   /** GET a path; returns the part of the envelope the endpoints' `entriesAt` is relative to. */
   get(label: string, path: string, query: Query, acct: Accounting, host?: 'main' | 'alt'): Promise<unknown>;
-  /** As `get`, with the body's bytes. */
-  getBody(label: string, path: string, query: Query, acct: Accounting, host?: 'main' | 'alt'): Promise<CheckedBody>;
+  /** As `get`, with the body's bytes; with `scan` (`at` relative to what `get` returns), the list located in them. */
+  getBody(label: string, path: string, query: Query, acct: Accounting, host?: 'main' | 'alt', scan?: ListScan): Promise<CheckedBody>;
   post(label: string, path: string, body: unknown, acct: Accounting): Promise<unknown>;
 }
 
@@ -75,6 +78,9 @@ export function buildBody(endpoint: EndpointDef, scope: Record<string, string>):
  * Builds the page fetcher of a declared endpoint (either API) for one scope: path, fixed, scope and job
  * query, body, block range and paging parameters, and the checks that a page really is a page. An
  * endpoint's declared `absentWhen` failure becomes one empty entry with `found: false` in its meta.
+ *
+ * With `scanFields`, a GET body is scanned for its entries (see scan.ts) and the values of those fields: the
+ * page's entries are then parsed only if something reads them, and `raw.list` says where the values are.
  */
 export function endpointPageFetcher(
   caller: ApiCaller,
@@ -82,11 +88,14 @@ export function endpointPageFetcher(
   scope: Record<string, string>,
   extraQuery: Query = {},
   host: 'main' | 'alt' = 'main',
+  scanFields?: { fields: readonly string[]; maxBytes?: number },
 ): PageFetcher {
   const path = fillPath(endpoint.path, scope);
   const label = endpointLabel(endpoint);
   const body = endpoint.method === 'POST' ? buildBody(endpoint, scope) : undefined;
   const baseMeta: Record<string, unknown> = { endpoint: endpoint.id, ...endpoint.meta };
+  const scan: ListScan | undefined =
+    scanFields && endpoint.method === 'GET' && endpoint.entriesAt.length > 0 ? { at: endpoint.entriesAt, ...scanFields } : undefined;
   return async (req: PageRequest, acct: Accounting): Promise<MetaPage> => {
     const query: Query = { ...endpoint.query, ...extraQuery };
     for (const [param, key] of Object.entries(endpoint.scopeQuery ?? {})) if (scope[key] !== undefined && scope[key] !== '') query[param] = scope[key];
@@ -105,7 +114,7 @@ export function endpointPageFetcher(
     try {
       if (endpoint.method === 'POST') results = await caller.post(label, path, body, acct);
       else {
-        received = await caller.getBody(label, path, query, acct, host);
+        received = await caller.getBody(label, path, query, acct, host, scan);
         results = received.results;
       }
     } catch (e) {
@@ -135,6 +144,8 @@ export function endpointPageFetcher(
     const r = results as Record<string, unknown>;
     const raw = dig(r, endpoint.entriesAt);
     const where = ['results', ...endpoint.entriesAt].join('.');
+    // A scanned list stands in the results as `[]`: its entries are counted, and parsed only if read.
+    const list = received?.list && Array.isArray(raw) && raw.length === 0 ? received.list : undefined;
     let entries: unknown[];
     if (Array.isArray(raw)) entries = raw;
     else if (raw !== null && typeof raw === 'object' && endpoint.paging.kind === 'none') entries = [raw];
@@ -144,20 +155,23 @@ export function endpointPageFetcher(
         path,
         `${where} is ${raw === undefined ? 'missing' : JSON.stringify(raw)?.slice(0, 60)}, expected ${endpoint.paging.kind === 'none' ? 'an object or array' : 'an array'}`,
       );
-    let count = entries.length;
+    const size = list ? list.count : entries.length;
+    let count = size;
     if (endpoint.paging.kind !== 'none') {
       const countAt = endpoint.countAt ?? ['count'];
       const c = dig(r, countAt);
       count = countOf(c);
       if (!Number.isSafeInteger(count)) throw new ShapeError(label, path, `results.${countAt.join('.')} is ${JSON.stringify(c)}, expected an integer string`);
-      if (endpoint.paging.kind === 'limit' && count > entries.length) {
+      if (endpoint.paging.kind === 'limit' && count > size) {
         throw new ShapeError(
           label,
           path,
-          `${count} entries exist but the endpoint cannot page (no offset) and returned ${entries.length}: the listing would be incomplete`,
+          `${count} entries exist but the endpoint cannot page (no offset) and returned ${size}: the listing would be incomplete`,
         );
       }
     }
+    const meta = { ...baseMeta, found: true };
+    if (list) return scannedPage(received!, list, endpoint.entriesAt, { results: r, count, offset: req.offset, range: req.range, meta });
     // The bytes stand for the entries only while the entries are the body's own list (not a single object
     // wrapped in one), and only as valid UTF-8 (JSON.parse read a replacement character where they are not):
     // then a consumer may stage the body as received instead of re-serialising the entries.
@@ -165,7 +179,32 @@ export function endpointPageFetcher(
       received && entries === raw && received.resultsAt.length + endpoint.entriesAt.length > 0 && isUtf8(received.bytes)
         ? { bytes: received.bytes, entriesAt: [...received.resultsAt, ...endpoint.entriesAt], entries }
         : undefined;
-    return { entries, results: r, count, offset: req.offset, range: req.range, meta: { ...baseMeta, found: true }, raw: rawPage };
+    return { entries, results: r, count, offset: req.offset, range: req.range, meta, raw: rawPage };
+  };
+}
+
+/**
+ * A page whose body was scanned: its entries are the body's list, parsed from its bytes on first read (by the
+ * converters, or the pager when it needs them); the page and its `raw` share that one parsed list.
+ */
+function scannedPage(received: CheckedBody, list: ScannedList, entriesAt: readonly string[], rest: Omit<MetaPage, 'entries'>): MetaPage {
+  let entries: unknown[] | undefined;
+  const parsed = (): unknown[] => (entries ??= list.parse());
+  const raw: RawPage = {
+    bytes: received.bytes,
+    entriesAt: [...received.resultsAt, ...entriesAt],
+    list,
+    get entries() {
+      return parsed();
+    },
+  };
+  return {
+    ...rest,
+    size: list.count,
+    raw,
+    get entries() {
+      return parsed();
+    },
   };
 }
 

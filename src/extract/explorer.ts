@@ -1,6 +1,7 @@
 import type { Network } from '../datasets/dataset.js';
 import type { Accounting } from './accounting.js';
 import { countOf, ShapeError, type ApiCaller, type CheckedBody, type Query } from './endpoint.js';
+import type { ListScan } from './scan.js';
 import { EnvelopeFailure, type HttpTransport } from './transport.js';
 
 export type { Query, QueryValue } from './endpoint.js';
@@ -142,8 +143,8 @@ export class ExplorerClient implements ApiCaller {
     return (await this.getBody(endpoint, path, query, acct, host)).results;
   }
 
-  /** As `get`, with the body's bytes. */
-  getBody(endpoint: string, path: string, query: Query, acct: Accounting, host: 'main' | 'alt' = 'main'): Promise<CheckedBody> {
+  /** As `get`, with the body's bytes (and, asked for with `scan`, the list at `scan.at` below `results`). */
+  getBody(endpoint: string, path: string, query: Query, acct: Accounting, host: 'main' | 'alt' = 'main', scan?: ListScan): Promise<CheckedBody> {
     if (host === 'alt' && !this.config.altBaseUrl) {
       return Promise.reject(
         new Error(
@@ -154,8 +155,9 @@ export class ExplorerClient implements ApiCaller {
     const base = host === 'alt' ? this.config.altBaseUrl! : this.config.baseUrl;
     return this.transport.call(
       { endpoint, url: buildUrl(base, path, query), method: 'GET', headers: this.headers() },
-      (body, bytes) => ({ results: checkExplorerEnvelope(body), bytes, resultsAt: EXPLORER_RESULTS_AT }),
+      (body, bytes, list) => ({ results: checkExplorerEnvelope(body), bytes, resultsAt: EXPLORER_RESULTS_AT, list }),
       acct,
+      scan && { ...scan, at: [...EXPLORER_RESULTS_AT, ...scan.at] },
     );
   }
 

@@ -1,5 +1,6 @@
 import type { Accounting } from './accounting.js';
 import { ShapeError, type ApiCaller, type CheckedBody, type Query } from './endpoint.js';
+import type { ListScan } from './scan.js';
 import { buildUrl } from './explorer.js';
 import { EnvelopeFailure, type HttpTransport } from './transport.js';
 
@@ -65,12 +66,13 @@ export class FinanceClient implements ApiCaller {
     return (await this.getBody(endpoint, path, query, acct)).results;
   }
 
-  /** As `get`, with the body's bytes. */
-  getBody(endpoint: string, path: string, query: Query, acct: Accounting): Promise<CheckedBody> {
+  /** As `get`, with the body's bytes (and, asked for with `scan`, the list at `scan.at`). */
+  getBody(endpoint: string, path: string, query: Query, acct: Accounting, _host?: 'main' | 'alt', scan?: ListScan): Promise<CheckedBody> {
     return this.transport.call(
       { endpoint, url: buildUrl(this.config.baseUrl, path, query), method: 'GET', headers: { accept: 'application/json' } },
-      (body, bytes) => ({ results: checkFinanceEnvelope(body), bytes, resultsAt: [] }),
+      (body, bytes, list) => ({ results: checkFinanceEnvelope(body), bytes, resultsAt: [], list }),
       acct,
+      scan,
     );
   }
 

@@ -1,6 +1,7 @@
 import type { Accounting } from './accounting.js';
 import type { PageBudget } from './budget.js';
 import { ApiError, WindowError } from './errors.js';
+import type { ScannedList } from './scan.js';
 
 /** A closed block range `[from, to]`. */
 export interface BlockRange {
@@ -19,12 +20,21 @@ export interface RawPage {
   bytes: Buffer;
   /** Path from the body's root to the entries' list. */
   entriesAt: readonly string[];
+  /** Where `list` is set, parsed on first read (the same array as the page's `entries`). */
   entries: unknown[];
+  /** The entries' list as located in `bytes` by the scanner, with the values of the fields the dataset reads. */
+  list?: ScannedList;
 }
 
 export interface FetchedPage {
+  /** The entries; where the body was scanned (`raw.list`), parsed from its bytes on first read. */
   entries: unknown[];
-  /** The body as received, when the entries are its list as is. */
+  /** How many entries, where reading `entries` would cost a parse; see `entryCount`. */
+  size?: number;
+  /**
+   * The body as received, when the entries are its list as is. A page made from another one's entries (a cut
+   * of them) has none: it must not keep its source's.
+   */
   raw?: RawPage;
   /** The envelope's results object, for fields that sit beside `data` (token_name, to_block...). */
   results: Record<string, unknown>;
@@ -39,6 +49,15 @@ export interface FetchedPage {
 }
 
 export type PageFetcher = (req: PageRequest, acct: Accounting) => Promise<FetchedPage>;
+
+/** How many entries a page holds, without parsing entries that are still bytes. */
+export const entryCount = (page: FetchedPage): number => page.size ?? page.entries.length;
+
+/** The scanned list of a page's own entries, if its body was scanned. */
+export const scannedList = (page: FetchedPage): ScannedList | undefined => {
+  const list = page.raw?.list;
+  return list && list.count === entryCount(page) ? list : undefined;
+};
 
 /** The result-window cap as learned from the server; share one between the windows of a run. */
 export class LearnedCap {
@@ -265,7 +284,7 @@ class RangePaging {
     this.progress.rowsExpected += first.count;
     // A first page holding every row is the whole window, whatever the limit: endpoints that do not page
     // answer that way, and there is nothing past the cap to reach.
-    const whole = first.entries.length === first.count;
+    const whole = entryCount(first) === first.count;
     const firstLimit = whole ? Math.max(this.limit, first.count) : this.limit;
     if (whole || first.count <= this.cap) {
       this.startSegment({ range: this.range, offset0: 0, expected: first.count, end: first.count });
@@ -275,7 +294,7 @@ class RangePaging {
         throw new WindowError(`${first.count} rows exceed the API's result window of ${this.cap} and this endpoint has no block filter to narrow by`);
       }
       if (this.range.from === this.range.to) throw this.blockTooLarge(this.range.from, first.count);
-      const order = this.orderOf(first.entries);
+      const order = this.orderOf(first);
       if (order === undefined) {
         // No block numbers to continue by: bisect, and let each part page itself.
         this.releaseOne();
@@ -323,8 +342,8 @@ class RangePaging {
       while (!head.validated && head.error === undefined) await new Promise<void>((resolve) => (this.wake = resolve));
       if (head.error !== undefined) throw this.failure(head.error);
       this.slots.shift();
-      this.tally.got += head.page!.entries.length;
-      this.progress.rowsGot += head.page!.entries.length;
+      this.tally.got += entryCount(head.page!);
+      this.progress.rowsGot += entryCount(head.page!);
       try {
         yield head.page!;
       } finally {
@@ -368,7 +387,9 @@ class RangePaging {
       throw this.failure(e);
     }
     const count = second.count;
-    const first: FetchedPage = { ...hint, entries: hint.entries.slice(0, Math.min(count, this.limit)), count, offset: 0, range: this.range };
+    // The entries are cut from the hint's: the page no longer is its body as received.
+    const entries = hint.entries.slice(0, Math.min(count, this.limit));
+    const first: FetchedPage = { ...hint, entries, size: entries.length, raw: undefined, count, offset: 0, range: this.range };
     if (count > this.limit && count <= this.cap) return { first, second };
     // Nothing past the first page, or more than the cap (this range is split in turn): the probe is spent.
     this.releaseOne();
@@ -494,14 +515,12 @@ class RangePaging {
       throw new CountDrift(`${describe(seg.range)} counted ${seg.expected} rows, now ${page.count} (offset ${req.offset})`);
     }
     const expectedRows = Math.max(0, Math.min(req.limit, seg.expected - req.offset));
-    if (page.entries.length !== expectedRows) {
-      throw new CountDrift(
-        `the page at offset ${req.offset} of ${describe(seg.range)} holds ${page.entries.length} rows, expected ${expectedRows} of ${seg.expected}`,
-      );
+    const rows = entryCount(page);
+    if (rows !== expectedRows) {
+      throw new CountDrift(`the page at offset ${req.offset} of ${describe(seg.range)} holds ${rows} rows, expected ${expectedRows} of ${seg.expected}`);
     }
     if (this.seeking) {
-      for (const entry of page.entries) {
-        const b = this.blockOf(entry);
+      for (const b of this.blocksOf(page)) {
         const r = seg.range!;
         if (b === undefined) throw new Error(`an entry at offset ${req.offset} of ${describe(r)} has no readable '${this.blockField}'`);
         const inOrder = Number.isNaN(this.lastBlock) || (this.order === 'desc' ? b <= this.lastBlock : b >= this.lastBlock);
@@ -517,7 +536,7 @@ class RangePaging {
         }
       }
     }
-    this.validatedRows += page.entries.length;
+    this.validatedRows += rows;
   }
 
   /** The segment's pages are all in: plan the next range, or finish. */
@@ -581,17 +600,23 @@ class RangePaging {
     );
   }
 
-  private blockOf(entry: unknown): number | undefined {
-    if (entry === null || typeof entry !== 'object') return undefined;
-    const v = (entry as Record<string, unknown>)[this.blockField];
-    const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : typeof v === 'number' ? v : NaN;
-    return Number.isSafeInteger(n) ? n : undefined;
+  /**
+   * The block number of each entry of a page (undefined where unreadable). Read from the scanned list when the
+   * block field is one it located, so that paging past the cap does not parse the entries.
+   */
+  private blocksOf(page: FetchedPage): (number | undefined)[] {
+    const list = scannedList(page);
+    const f = list ? list.fields.indexOf(this.blockField) : -1;
+    if (f < 0) return page.entries.map((e) => (e !== null && typeof e === 'object' ? blockNumber((e as Record<string, unknown>)[this.blockField]) : undefined));
+    const blocks = new Array<number | undefined>(list!.count);
+    for (let i = 0; i < blocks.length; i++) blocks[i] = blockNumber(list!.value(i, f));
+    return blocks;
   }
 
   /** The listing's block order on a page, if its entries carry block numbers. */
-  private orderOf(entries: unknown[]): 'desc' | 'asc' | undefined {
-    if (entries.length === 0) return undefined;
-    const blocks = entries.map((e) => this.blockOf(e));
+  private orderOf(page: FetchedPage): 'desc' | 'asc' | undefined {
+    if (entryCount(page) === 0) return undefined;
+    const blocks = this.blocksOf(page);
     if (blocks.some((b) => b === undefined)) return undefined;
     const bs = blocks as number[];
     if (bs.every((b, i) => i === 0 || b <= bs[i - 1]!)) return 'desc';
@@ -612,7 +637,7 @@ class RangePaging {
     this.progress.splits++;
     this.tally.expected -= count;
     this.progress.rowsExpected -= count;
-    const reuse = probe.entries.length === this.limit && newestFirst(probe.entries) ? probe : undefined;
+    const reuse = entryCount(probe) === this.limit && newestFirst(probe.entries) ? probe : undefined;
     for (let i = parts - 1; i >= 0; i--) {
       const from = range.from + Math.floor((span * i) / parts);
       const to = range.from + Math.floor((span * (i + 1)) / parts) - 1;
@@ -629,6 +654,12 @@ class RangePaging {
     await Promise.all(pending);
     while (this.held > 0) this.releaseOne();
   }
+}
+
+/** An entry's block number field as a block number, if it reads as one. */
+function blockNumber(v: unknown): number | undefined {
+  const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : typeof v === 'number' ? v : NaN;
+  return Number.isSafeInteger(n) ? n : undefined;
 }
 
 /**

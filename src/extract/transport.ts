@@ -4,6 +4,7 @@ import type { Accounting } from './accounting.js';
 import { systemClock, type Clock } from './clock.js';
 import { ApiError, redactUrl, type ApiErrorDetails, type FailureKind, type FailureReason } from './errors.js';
 import { RateLimiter } from './rate-limiter.js';
+import { scanList, type ListScan, type ScannedList } from './scan.js';
 
 export interface RetryPolicy {
   /** Attempts per call, the first one included. */
@@ -52,6 +53,11 @@ export interface TransportOptions {
   clock?: Clock;
   random?: () => number;
   onAttempt?: (e: AttemptEvent) => void;
+  /**
+   * false: never scan a listing body for its entries' values (see `parseBody`); every body is parsed whole.
+   * The lake is the same either way: tests compare both.
+   */
+  scanLists?: boolean;
 }
 
 export interface HttpRequest {
@@ -77,9 +83,43 @@ export class EnvelopeFailure extends Error {
 
 /**
  * Validates a parsed body and returns what the caller wants from it, or throws EnvelopeFailure. `bytes` is the
- * body as received, for callers that stage pages without re-serialising them.
+ * body as received, for callers that stage pages without re-serialising them. When the call asked for a list
+ * scan and the body was scanned, `list` is set and `body` holds an empty array in the list's place.
  */
-export type EnvelopeCheck<T> = (body: unknown, bytes: Buffer) => T;
+export type EnvelopeCheck<T> = (body: unknown, bytes: Buffer, list?: ScannedList) => T;
+
+/** An HTTP 200's body as JSON: the whole parsed body, or the scanned list and the rest of the body parsed. */
+export interface ParsedBody {
+  /** The parsed body; where `list` is set, with `[]` in the list's place. */
+  body: unknown;
+  list?: ScannedList;
+}
+
+/**
+ * Parses a success body. With a `scan` (and a body within its size), the body is first scanned for its list
+ * (see scan.ts): then only the text around the list is parsed, and the entries stay bytes until someone reads
+ * them. A body the scanner does not take is parsed whole, as it always was. Returns undefined when the body is
+ * not JSON. Shared by every transport, so the benchmark's replay measures the path a live run takes.
+ */
+export function parseBody(bytes: Buffer, scan?: ListScan): ParsedBody | undefined {
+  if (scan && bytes.length <= (scan.maxBytes ?? Infinity)) {
+    const list = scanList(bytes, scan.at, scan.fields);
+    if (list) {
+      // The scanner validated the whole body, so the text around the list parses; were it ever not to, the
+      // body is parsed whole below, as if it had not been scanned.
+      try {
+        return { body: JSON.parse(list.envelopeText()), list };
+      } catch {
+        /* parsed whole below */
+      }
+    }
+  }
+  try {
+    return { body: JSON.parse(bytes.toString('utf8')) };
+  } catch {
+    return undefined;
+  }
+}
 
 /** How a non-200 HTTP status is treated. 501 and 505 say the server will never do it; other 5xx pass. */
 export function classifyStatus(status: number): { kind: FailureKind; reason: FailureReason } {
@@ -174,12 +214,21 @@ export class HttpTransport {
     return Math.max(Math.max(retryAfterMs, this.retry.baseDelayMs) + this.random() * this.retry.baseDelayMs, jittered);
   }
 
-  async call<T>(req: HttpRequest, check: EnvelopeCheck<T>, acct: Accounting): Promise<T> {
+  /** The scan to apply to success bodies, unless this transport was told not to scan. */
+  protected listScan(scan: ListScan | undefined): ListScan | undefined {
+    return this.opts.scanLists === false ? undefined : scan;
+  }
+
+  /**
+   * Sends a request (with retries) and returns what `check` makes of the success body. With `scan`, the body's
+   * list is located as bytes and the check gets it beside the rest of the body (see `parseBody`).
+   */
+  async call<T>(req: HttpRequest, check: EnvelopeCheck<T>, acct: Accounting, scan?: ListScan): Promise<T> {
     let waited = 0;
     for (let attempt = 1; ; attempt++) {
       let error: ApiError;
       try {
-        return await this.limit(() => this.attempt(req, check, acct, attempt));
+        return await this.limit(() => this.attempt(req, check, acct, attempt, scan));
       } catch (e) {
         if (!(e instanceof ApiError)) throw e;
         error = e;
@@ -202,7 +251,7 @@ export class HttpTransport {
     }
   }
 
-  private async attempt<T>(req: HttpRequest, check: EnvelopeCheck<T>, acct: Accounting, attempt: number): Promise<T> {
+  private async attempt<T>(req: HttpRequest, check: EnvelopeCheck<T>, acct: Accounting, attempt: number, scan: ListScan | undefined): Promise<T> {
     const asked = this.clock.now();
     const grantedAt = await this.limiter.acquire();
     acct.rateWaitMs += Math.max(0, grantedAt - asked);
@@ -246,18 +295,17 @@ export class HttpTransport {
       clearTimeout(timer);
     }
     acct.recordResponse(performance.now() - started, bytes.length);
-    const text = bytes.toString('utf8');
     const retryAfterMs = parseRetryAfter(headers['retry-after'], this.clock.now());
 
-    let body: unknown;
-    let parsed = true;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      parsed = false;
-    }
-
     if (statusCode !== 200) {
+      const text = bytes.toString('utf8');
+      let body: unknown;
+      let parsed = true;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        parsed = false;
+      }
       const { status, message } = parsed ? messageOf(body) : {};
       let { kind, reason } = classifyStatus(statusCode);
       // A JSON body that does not parse was cut short or garbled: what the API said is unknown, and an endpoint
@@ -276,7 +324,9 @@ export class HttpTransport {
         retryAfterMs,
       });
     }
-    if (!parsed) {
+    const got = parseBody(bytes, this.listScan(scan));
+    if (!got) {
+      const text = bytes.toString('utf8');
       const what = text.trimStart().startsWith('<') ? 'an HTML body' : text.length === 0 ? 'an empty body' : 'a truncated or non-JSON body';
       throw fail(`HTTP 200 with ${what} (${bytes.length} bytes)`, {
         kind: 'transient',
@@ -288,7 +338,7 @@ export class HttpTransport {
     }
     let value: T;
     try {
-      value = check(body, bytes);
+      value = check(got.body, bytes, got.list);
     } catch (e) {
       if (!(e instanceof EnvelopeFailure)) throw e;
       throw fail(e.throttled ? 'throttled by the API (HTTP 200 throttle envelope)' : `the API reported a failure in an HTTP 200`, {

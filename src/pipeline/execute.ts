@@ -3,9 +3,9 @@ import { Accounting } from '../extract/accounting.js';
 import { endpointPageFetcher, type MetaPage } from '../extract/endpoint.js';
 import type { ExplorerClient } from '../extract/explorer.js';
 import type { FinanceClient } from '../extract/finance.js';
-import { pageWindow, WindowProgress, type FetchedPage, type PageFetcher, type PagerOptions } from '../extract/pager.js';
+import { entryCount, pageWindow, scannedList, WindowProgress, type FetchedPage, type PageFetcher, type PagerOptions } from '../extract/pager.js';
 import { StageFile } from '../load/staging.js';
-import { OrdinalState, type RowTransformer } from '../transform/rows.js';
+import { MAX_RECEIVED_PAGE_BYTES, OrdinalState, type RowTransformer } from '../transform/rows.js';
 import type { Logger } from './log.js';
 import type { Window } from './plan.js';
 
@@ -28,6 +28,8 @@ export interface WindowOutcome {
   rows: number;
   /** Of `rows`, those staged as received (the rest went through the converters). */
   receivedRows: number;
+  /** Of `receivedRows`, those accepted from a scan of their body, never parsed into objects. */
+  scannedRows: number;
   rejects: number;
   error?: string;
 }
@@ -49,18 +51,22 @@ export interface ExecuteDeps {
   onPage?: (rows: number, rejects: number) => void;
 }
 
-/** The page fetcher of a window's endpoint: the endpoint's API client, and on testnet its host (#13 has its own). */
-export function fetcherFor(w: Window, clients: Clients): PageFetcher {
+/**
+ * The page fetcher of a window's endpoint: the endpoint's API client, and on testnet its host (#13 has its own).
+ * With `scanFields`, bodies are scanned for the values of those entry fields (see RowTransformer.scanFields).
+ */
+export function fetcherFor(w: Window, clients: Clients, scanFields?: readonly string[]): PageFetcher {
+  const scan = scanFields && { fields: scanFields, maxBytes: MAX_RECEIVED_PAGE_BYTES };
   switch (w.endpoint.api) {
     case 'explorer': {
       const host = w.endpoint.testnetAltHost && w.network === 'testnet' ? 'alt' : 'main';
-      return endpointPageFetcher(clients.explorer, w.endpoint, w.scope, w.query, host);
+      return endpointPageFetcher(clients.explorer, w.endpoint, w.scope, w.query, host, scan);
     }
     case 'finance':
       if (!clients.finance) {
         throw new Error(`${w.def.name} reads the finance API, and no finance base URL is configured (endpoints.finance or CHAINLAKE_FINANCE_URL)`);
       }
-      return endpointPageFetcher(clients.finance, w.endpoint, w.scope, w.query);
+      return endpointPageFetcher(clients.finance, w.endpoint, w.scope, w.query, 'main', scan);
   }
 }
 
@@ -78,7 +84,7 @@ async function* pagesOf(w: Window, fetcher: PageFetcher, pager: PagerOptions, ou
   outcome.progress.pages++;
   outcome.progress.parts++;
   outcome.progress.rowsExpected += page.count;
-  outcome.progress.rowsGot += page.entries.length;
+  outcome.progress.rowsGot += entryCount(page);
   yield page;
 }
 
@@ -93,6 +99,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
     progress: deps.progress ?? new WindowProgress(),
     rows: 0,
     receivedRows: 0,
+    scannedRows: 0,
     rejects: 0,
   };
   try {
@@ -100,7 +107,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
     const pagesFile = path.join(deps.stagingDir, 'pages', w.def.name, `${deps.index}.ndjson`);
     const rejectsFile = path.join(deps.stagingDir, 'rejects', `${deps.index}.ndjson`);
     outcome.stage = await StageFile.open(rowsFile);
-    const fetcher = fetcherFor(w, deps.clients);
+    const fetcher = fetcherFor(w, deps.clients, deps.transformer.scanFields(w.endpoint));
     const ordinals = w.def.ordinal ? new OrdinalState() : undefined;
     let generation = 0;
     for await (const page of pagesOf(w, fetcher, deps.pager, outcome)) {
@@ -114,7 +121,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
         outcome.rejectStage = undefined;
         await outcome.pageStage?.discard();
         outcome.pageStage = undefined;
-        outcome.rows = outcome.receivedRows = outcome.rejects = 0;
+        outcome.rows = outcome.receivedRows = outcome.scannedRows = outcome.rejects = 0;
         ordinals?.restart();
       }
       const context = {
@@ -126,7 +133,10 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
         ordinals,
         raw: page.raw,
       };
-      const accepted = deps.transformer.acceptRaw(page.entries, context);
+      // A scanned page is accepted on its bytes; one that is not (or was not scanned) is asked of its entries
+      // as objects, parsed here if still bytes: exactly what happens without a scan.
+      const fromScan = scannedList(page) ? deps.transformer.acceptScanned(context) : undefined;
+      const accepted = fromScan ?? deps.transformer.acceptRaw(page.entries, context);
       if (accepted) {
         // Staged as received: no entry is converted or re-serialised here; DuckDB types them at commit.
         // One endpoint per window: every page keeps its entries at the same place.
@@ -135,6 +145,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
         await outcome.pageStage.writePage(accepted, page.raw!);
         outcome.rows += accepted.rows;
         outcome.receivedRows += accepted.rows;
+        if (fromScan) outcome.scannedRows += accepted.rows;
         deps.onPage?.(accepted.rows, 0);
         continue;
       }
@@ -156,6 +167,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
       window: w.id,
       rows: outcome.rows,
       receivedRows: outcome.receivedRows,
+      scannedRows: outcome.scannedRows,
       requests: outcome.acct.requests,
     });
   } catch (e) {

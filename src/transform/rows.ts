@@ -1,7 +1,19 @@
 import { columnSource, rawCompanion, type ColumnDef, type SourceKind } from '../datasets/column.js';
-import type { DatasetDef, EntryFields, Network } from '../datasets/dataset.js';
-import { ACCEPTORS, CONVERTERS, Rejected, fitsDecimal38, receivedCanonical, type Acceptor, type Canonical, type Converter } from './convert.js';
+import type { DatasetDef, EndpointDef, EntryFields, Network } from '../datasets/dataset.js';
+import {
+  ACCEPTORS,
+  BYTE_ACCEPTORS,
+  CONVERTERS,
+  Rejected,
+  fitsDecimal38,
+  receivedCanonical,
+  type Acceptor,
+  type ByteAcceptor,
+  type Canonical,
+  type Converter,
+} from './convert.js';
 import type { RawPage } from '../extract/pager.js';
+import { ABSENT, ESCAPED, NULL, STRING } from '../extract/scan.js';
 
 /** A typed row ready for staging: column name -> canonical value, plus the partition value. */
 export interface StagedRow {
@@ -70,39 +82,63 @@ export interface AcceptedPage {
  * numbering a group twice and letting the merge collapse distinct rows.
  */
 export class OrdinalState {
-  private group: string | undefined;
   private groupKey: (string | number)[] | undefined;
   private direction = 0;
   private counts = new Map<string, number>();
+  /** The identity of the group's first entry, not yet computed: most groups hold one entry. */
+  private firstIdentity: (() => string) | undefined;
 
   /** A new part of the window (offset 0): its listing starts over. */
   restart(): void {
-    this.group = undefined;
     this.groupKey = undefined;
     this.direction = 0;
     this.counts.clear();
+    this.firstIdentity = undefined;
   }
 
-  next(groupKey: (string | number)[], identity: string): number {
-    const group = JSON.stringify(groupKey);
-    if (group !== this.group) {
+  /**
+   * The ordinal of the next entry: how many entries of its group (equal group keys, as JSON) came before it
+   * with the same identity. `identity` is asked for only when the group holds more than one entry.
+   */
+  next(groupKey: (string | number)[], identity: string | (() => string)): number {
+    if (!this.groupKey || !sameKey(groupKey, this.groupKey)) {
       if (this.groupKey) {
         const d = compareKeys(groupKey, this.groupKey);
         if (this.direction === 0) this.direction = d;
         else if (d !== this.direction) {
           throw new OrdinalOrderError(
-            `entries are not listed group by group (${JSON.stringify(this.groupKey)} then ${group}): ordinals would not be stable, so the window is refused`,
+            `entries are not listed group by group (${JSON.stringify(this.groupKey)} then ${JSON.stringify(groupKey)}): ordinals would not be stable, so the window is refused`,
           );
         }
       }
-      this.group = group;
       this.groupKey = groupKey;
       this.counts.clear();
+      // The first of its group: ordinal 0 whatever its identity, which waits until a second entry comes.
+      this.firstIdentity = typeof identity === 'string' ? () => identity : identity;
+      return 0;
     }
-    const n = this.counts.get(identity) ?? 0;
-    this.counts.set(identity, n + 1);
+    if (this.firstIdentity) {
+      this.counts.set(this.firstIdentity(), 1);
+      this.firstIdentity = undefined;
+    }
+    const id = typeof identity === 'string' ? identity : identity();
+    const n = this.counts.get(id) ?? 0;
+    this.counts.set(id, n + 1);
     return n;
   }
+}
+
+/** Whether two group keys are equal as JSON (strings compare as themselves, other values by their JSON text). */
+function sameKey(a: readonly unknown[], b: readonly unknown[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i],
+      y = b[i];
+    if (x === y && typeof x === 'string') continue;
+    if (typeof x === 'string' && typeof y === 'string') return false;
+    if (JSON.stringify([x]) !== JSON.stringify([y])) return false;
+  }
+  return true;
 }
 
 export class OrdinalOrderError extends Error {
@@ -118,13 +154,16 @@ function compareKeys(a: (string | number)[], b: (string | number)[]): number {
     const x = a[i]!,
       y = b[i]!;
     if (x === y) continue;
-    const nx = typeof x === 'string' && /^-?\d+$/.test(x) ? BigInt(x) : undefined;
-    const ny = typeof y === 'string' && /^-?\d+$/.test(y) ? BigInt(y) : undefined;
+    const nx = typeof x === 'string' && /^-?\d+$/.test(x) ? integerOf(x) : undefined;
+    const ny = typeof y === 'string' && /^-?\d+$/.test(y) ? integerOf(y) : undefined;
     if (nx !== undefined && ny !== undefined) return nx < ny ? -1 : nx > ny ? 1 : 0;
     return String(x) < String(y) ? -1 : 1;
   }
   return 0;
 }
+
+/** An integer's text as a number while exact (up to 15 digits), else as a bigint; either compares exactly. */
+const integerOf = (text: string): number | bigint => (text.length <= 15 ? Number(text) : BigInt(text));
 
 export interface TransformResult {
   rows: StagedRow[];
@@ -139,6 +178,8 @@ interface CompiledColumn {
   convert: Converter;
   /** Whether a value may be staged as received; undefined when this kind never is. */
   accept: Acceptor | undefined;
+  /** `accept` on the bytes of a string without escapes. */
+  acceptBytes: ByteAcceptor | undefined;
   isAmount: boolean;
   raw: string;
 }
@@ -198,6 +239,11 @@ export class RowTransformer {
   /** Whether every entry column has an acceptor, so that pages may be staged as received. */
   private readonly rawEligible: boolean;
   private readonly entryColumns: CompiledColumn[];
+  /**
+   * The entry fields the columns read, when pages may be accepted from a scan of their body (every column
+   * reads a top-level field and has a byte acceptor); see `scanFields` and `acceptScanned`.
+   */
+  private readonly scanned: readonly string[] | undefined;
 
   constructor(
     private readonly dataset: DatasetDef,
@@ -212,6 +258,7 @@ export class RowTransformer {
         path,
         convert: CONVERTERS[def.kind],
         accept: ACCEPTORS[def.kind],
+        acceptBytes: BYTE_ACCEPTORS[def.kind],
         isAmount: def.kind === 'amount',
         raw: rawCompanion(def.name),
       } satisfies CompiledColumn;
@@ -226,6 +273,10 @@ export class RowTransformer {
     }
     this.entryColumns = this.columns.filter((c) => c.from === 'entry');
     this.rawEligible = ctx.stageReceived !== false && this.columns.every((c) => c.from !== 'entry' || c.accept !== undefined);
+    // Fields named like a property every object inherits (`constructor`...) read differently from a parsed
+    // entry that lacks them: such a dataset is never accepted from a scan.
+    const topLevel = this.entryColumns.every((c) => c.path.length === 1 && !(c.path[0]! in Object.prototype) && c.acceptBytes !== undefined);
+    this.scanned = this.rawEligible && topLevel ? [...new Set(this.entryColumns.map((c) => c.path[0]!))] : undefined;
     const ordinalColumns = this.columns.filter((c) => c.from === 'ordinal');
     if (dataset.ordinal) {
       const known = new Set(dataset.columns.map((c) => c.name));
@@ -308,6 +359,88 @@ export class RowTransformer {
         } else if (!c.accept!(v)) return undefined;
       }
     }
+    return this.accepted(
+      entries.length,
+      page,
+      (i, c) => {
+        const v = valueAt(entries[i], c.path);
+        return v === undefined || v === null ? null : receivedCanonical(c.def.kind, v as string);
+      },
+      () => {
+        for (const e of entries) this.noteUnknown(e as Record<string, unknown>, this.fields, '');
+      },
+    );
+  }
+
+  /**
+   * The entry fields to locate when a body of `endpoint` is scanned (extract/scan.ts), or undefined when its
+   * pages are never accepted from a scan: a column reads a nested field, a kind has no byte acceptor, the
+   * endpoint renames or fills fields, or a column reads beside the entries where the scan leaves `[]`.
+   */
+  scanFields(endpoint: EndpointDef): readonly string[] | undefined {
+    if (!this.scanned || endpoint.method !== 'GET' || endpoint.entryFields?.rename || endpoint.entryFields?.fill) return undefined;
+    if (this.columns.some((c) => c.from === 'results' && c.path[0] === endpoint.entriesAt[0])) return undefined;
+    return this.scanned;
+  }
+
+  /**
+   * `acceptRaw` for a page whose body was scanned (`page.raw.list`), on the values' bytes: the same decision
+   * and the same accepted page, without the entries as objects. A string with escapes is decoded and given
+   * to the string acceptor; anything else a byte acceptor does not pass returns undefined (having changed
+   * nothing), and the caller asks `acceptRaw` of the parsed entries, as if there had been no scan.
+   */
+  acceptScanned(page: PageContext): AcceptedPage | undefined {
+    const list = page.raw?.list;
+    const fields = this.scanned;
+    if (!list || !fields || !this.rawEligible || list.bytes !== page.raw!.bytes) return undefined;
+    if (list.bytes.length > MAX_RECEIVED_PAGE_BYTES) return undefined;
+    if (page.fields && (page.fields.rename || page.fields.fill)) return undefined;
+    // The unknown keys the scan counted are those beside `fields`: it must have located exactly them.
+    if (list.fields.length !== fields.length || fields.some((f) => !list.fields.includes(f))) return undefined;
+    const columns = this.entryColumns;
+    const at = columns.map((c) => list.fields.indexOf(c.path[0]!));
+    const { tags, spans, bytes, count } = list;
+    const nf = list.fields.length;
+    for (let i = 0; i < count; i++) {
+      const base = i * nf;
+      for (let j = 0; j < columns.length; j++) {
+        const c = columns[j]!;
+        const slot = base + at[j]!;
+        const tag = tags[slot];
+        if (tag === STRING) {
+          if (!c.acceptBytes!(bytes, spans[2 * slot]!, spans[2 * slot + 1]!)) return undefined;
+        } else if (tag === ABSENT || tag === NULL) {
+          if (!c.def.nullable) return undefined;
+        } else if (tag === ESCAPED) {
+          if (!c.accept!(list.value(i, at[j]!))) return undefined;
+        } else return undefined; // not a string: no acceptor passes it
+      }
+    }
+    const atField = new Map(columns.map((c, j) => [c, at[j]!]));
+    return this.accepted(
+      count,
+      page,
+      (i, c) => {
+        const f = atField.get(c)!;
+        return list.tag(i, f) === ABSENT || list.tag(i, f) === NULL ? null : receivedCanonical(c.def.kind, list.value(i, f) as string);
+      },
+      () => {
+        for (const u of list.unknown) this.unknownFields.set(u.name, (this.unknownFields.get(u.name) ?? 0) + u.entries);
+      },
+    );
+  }
+
+  /**
+   * The end of `acceptRaw` and `acceptScanned`, once every entry value passed: the values beside the entries,
+   * then (only if those convert) the ordinals and the unknown fields. `entryValue(i, c)` is the canonical value
+   * of entry column `c` in entry `i`.
+   */
+  private accepted(
+    rows: number,
+    page: PageContext,
+    entryValue: (i: number, c: CompiledColumn) => Canonical,
+    noteUnknown: () => void,
+  ): AcceptedPage | undefined {
     const constants: Record<string, Canonical> = {};
     const meta = page.meta ?? {};
     for (const c of this.columns) {
@@ -321,18 +454,11 @@ export class RowTransformer {
       const state = page.ordinals;
       if (!state) throw new Error(`dataset ${this.dataset.name}: pages need an OrdinalState (one per window)`);
       if ((page.offset ?? 0) === 0) state.restart();
-      ordinals = new Array<number>(entries.length);
-      for (let i = 0; i < entries.length; i++) {
-        const e = entries[i] as Record<string, unknown>;
-        ordinals[i] = this.nextOrdinal(state, (c) => {
-          if (c.from !== 'entry') return stagedValue(c, constants);
-          const v = valueAt(e, c.path);
-          return v === undefined || v === null ? null : receivedCanonical(c.def.kind, v as string);
-        });
-      }
+      ordinals = new Array<number>(rows);
+      for (let i = 0; i < rows; i++) ordinals[i] = this.nextOrdinal(state, (c) => (c.from === 'entry' ? entryValue(i, c) : stagedValue(c, constants)));
     }
-    for (const e of entries) this.noteUnknown(e as Record<string, unknown>, this.fields, '');
-    return { rows: entries.length, constants, partition: this.partitionColumn ? null : this.ctx.snapshotDate, ordinals };
+    noteUnknown();
+    return { rows, constants, partition: this.partitionColumn ? null : this.ctx.snapshotDate, ordinals };
   }
 
   /**
@@ -362,7 +488,7 @@ export class RowTransformer {
     const o = this.ordinal!;
     return state.next(
       o.groupBy.map((c) => valueOf(c) as string | number),
-      JSON.stringify(o.over.map(valueOf)),
+      () => JSON.stringify(o.over.map(valueOf)),
     );
   }
 
