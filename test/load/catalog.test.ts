@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { rename, rm, writeFile } from 'node:fs/promises';
+import { rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -120,6 +120,15 @@ describe('catalog.duckdb', () => {
     const [range] = await queryCatalog(lake, `SELECT min(min_block) AS lo, max(max_block) AS hi FROM files`);
     const [actual] = await queryCatalog(lake, `SELECT min(block_number) AS lo, max(block_number) AS hi FROM transactions`);
     expect(range).toEqual(actual);
+    // Each file's record: its rows and block range as the file itself holds them, and its size on disk.
+    const files = await queryCatalog(lake, `SELECT path, rows, bytes, min_block, max_block FROM files ORDER BY path`);
+    expect(files.length).toBeGreaterThan(1);
+    for (const f of files) {
+      const file = path.join(lake, String(f.path));
+      const [inFile] = await queryCatalog(lake, `SELECT count(*) AS rows, min(block_number) AS min_block, max(block_number) AS max_block FROM read_parquet('${file}')`);
+      expect({ rows: Number(f.rows), min_block: f.min_block, max_block: f.max_block }).toEqual({ rows: Number(inFile!.rows), min_block: inFile!.min_block, max_block: inFile!.max_block });
+      expect(Number(f.bytes)).toBe((await stat(file)).size);
+    }
   });
 
   it('a moved lake: every chainlake command rebuilds the views, after which plain DuckDB works again', async () => {
