@@ -3,7 +3,10 @@
 import { createHash } from 'node:crypto';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { A_BUSY0, A_ERC20_0, A_ERC721_0, A_POOL0, A_STAKING, A_WHALE, A_ZERO, K_CALL, N_BUSY, N_ERC20, N_ERC721, N_POOLS } from '../../src/simulator/chain.js';
+import { unnamedTopic } from '../../src/simulator/contracts.js';
+import { keccak256Hex } from '../../src/simulator/keccak.js';
 import { get } from './helpers.js';
 
 let sim: RunningSimulator;
@@ -87,5 +90,177 @@ describe('seed 1 is stable', () => {
       expect(bodies[i]!.length).toBeGreaterThan(500_000);
       expect(sha(bodies[i]!), paths[i]).toBe(sha(alone.text));
     }
+  });
+});
+
+// The event-log and token-transfer (ERC-20, ERC-721, ERC-721 group) and internal-transaction listings, pinned
+// by digests taken from the JSON.stringify renderers before the byte writers replaced them. Each digest covers
+// many requests: every contract that emits logs, topic filters, block windows, offsets, limit=1 count probes,
+// empty listings, errors, testnet and a moved head (confirmations).
+describe('listing bytes', () => {
+  const c = chainFor(1, 'small', 'mainnet');
+  const A = (i: number): string => c.addrLower(i);
+  const word = (hex: string): string => '0x' + hex.padStart(64, '0');
+  const padAddr = (a: string): string => word(a.slice(2).toLowerCase());
+  const TRANSFER = keccak256Hex('Transfer(address,address,uint256)');
+  const SWAP = keccak256Hex('Swap(address,uint256,uint256,uint256,uint256,address)');
+  const DEPOSIT = keccak256Hex('Deposit(address,uint256,uint256)');
+  const WINDOWS = [['0', '11999'], ['12000', '23999'], ['24000', 'latest']] as const;
+  const h = (): Record<string, string> => ({ 'api-key': sim.apiKey });
+
+  /** sha256 over path, status and body of each response, in order. */
+  async function digest(base: string, paths: string[], headers = h()): Promise<string> {
+    const d = createHash('sha256');
+    for (const p of paths) {
+      const r = await get(base + p, headers);
+      d.update(p + '\n' + r.status + '\n' + r.text + '\n');
+    }
+    return d.digest('hex');
+  }
+  /** Every 1000-row page of a listing (up to the result window), then a limit=1 count probe. */
+  async function walk(base: string, path: string): Promise<string[]> {
+    const sep = path.includes('?') ? '&' : '?';
+    const first = await get(`${base}${path}${sep}limit=1000`, h());
+    const count = Number(first.json.results.count);
+    const out = [`${path}${sep}limit=1`];
+    for (let off = 0; off < Math.min(count, 10_000); off += 1000) out.push(`${path}${sep}limit=1000${off ? '&offset=' + off : ''}`);
+    return out;
+  }
+  /** Window pages of a listing: limit=700 from the top, 300 from offset 650 (overlapping), a limit=1 probe. */
+  function windows(path: string, start: string, end: string): string[] {
+    const sep = path.includes('?') ? '&' : '?';
+    return WINDOWS.flatMap(([s, e]) => {
+      const q = `${path}${sep}${start}=${s}&${end}=${e}`;
+      return [`${q}&limit=700`, `${q}&limit=300&offset=650`, `${q}&limit=1`];
+    });
+  }
+
+  it('event logs: every contract and topic_0, windows, offsets and count probes', async () => {
+    const paths: string[] = [];
+    const logs = (ct: number, topic: string): string => `/v1/event-logs?address=${A(ct)}&topic_0=${topic}`;
+    for (let i = 0; i < N_ERC20 + N_ERC721; i++) {
+      const ct = i < N_ERC20 ? A_ERC20_0 + i : A_ERC721_0 + i - N_ERC20;
+      paths.push(`${logs(ct, TRANSFER)}&limit=1000`, ...windows(logs(ct, TRANSFER), 'start_block', 'end_block'));
+    }
+    for (let p = 0; p < N_POOLS; p++) {
+      paths.push(`${logs(A_POOL0 + p, SWAP)}&limit=1000`, ...windows(logs(A_POOL0 + p, SWAP), 'start_block', 'end_block'));
+      paths.push(`${logs(A_POOL0 + p, unnamedTopic(c, A_POOL0 + p))}&limit=1000`, `${logs(A_POOL0 + p, unnamedTopic(c, A_POOL0 + p))}&limit=1`);
+      paths.push(`${logs(A_POOL0 + p, TRANSFER)}&limit=10`);
+    }
+    paths.push(`${logs(A_STAKING, DEPOSIT)}&limit=1000`, ...windows(logs(A_STAKING, DEPOSIT), 'start_block', 'end_block'));
+    // Upper-case address and topic, default limit, an offset near the end of a listing.
+    paths.push(`/v1/event-logs?address=${A(A_ERC20_0 + 1).toUpperCase().replace('0X', '0x')}&topic_0=${TRANSFER.toUpperCase().replace('0X', '0x')}&start_block=3000&end_block=4000`);
+    paths.push(`${logs(A_ERC20_0 + 4, TRANSFER)}&start_block=100&end_block=2100&limit=1000&offset=120`);
+    expect(await digest(sim.urls.mainnet, paths)).toBe('7fd13be70617373f26b73eb00e64b76974794b6a8ffd2385d634722b72d2c0de');
+  });
+
+  it('event logs: topic filters, empty listings and errors', async () => {
+    const tok = A(A_ERC20_0), nft = A(A_ERC721_0), whale = padAddr(A(A_WHALE)), zero = word('');
+    const busy = padAddr(A(A_BUSY0 + 1));
+    const base = `/v1/event-logs?address=${tok}&topic_0=${TRANSFER}`;
+    const paths = [
+      `${base}&topic_1=${zero}&limit=1000`, `${base}&topic_1=${zero}&limit=1`, `${base}&topic_2=${whale}&limit=1000`,
+      `${base}&topic_1=${whale}&topic_2=${whale}&operand=or&limit=1000`, `${base}&topic_1=${whale}&topic_2=${whale}&type=combine&operand=and`,
+      `${base}&topic_1=${busy}&topic_2=${busy}&operand=or&limit=1000&start_block=5000&end_block=30000`,
+      `${base}&topic_1=${whale}&type=single&limit=5`, `${base}&topic_1=${zero}&topic_3=${zero}&operand=or&limit=200`,
+      `/v1/event-logs?address=${nft}&topic_0=${TRANSFER}&topic_3=${word('5')}&limit=1000`,
+      `/v1/event-logs?address=${nft}&topic_0=${TRANSFER}&topic_1=${zero}&limit=300&offset=40`,
+      `/v1/event-logs?address=${A(A_ERC721_0 + 1)}&topic_0=${TRANSFER}&topic_3=${word((1_000_007).toString(16))}&limit=10`,
+      `/v1/event-logs?address=${A(A_STAKING)}&topic_0=${DEPOSIT}&topic_2=${word('1')}&limit=1000`,
+      `/v1/event-logs?address=${A(A_POOL0)}&topic_0=${SWAP}&topic_1=${whale}&topic_2=${whale}&type=combine&operand=and&limit=1000`,
+      // empty: an EOA, an unknown address, a topic nobody emits, a window above the head
+      `/v1/event-logs?address=${A(A_WHALE)}&topic_0=${TRANSFER}`, `/v1/event-logs?address=0x${'ab'.repeat(20)}&topic_0=${TRANSFER}`,
+      `${base}&topic_0=${zero}`, `${base}&start_block=90000&end_block=90010`,
+      // errors
+      `/v1/event-logs?topic_0=${TRANSFER}`, `/v1/event-logs?address=${tok}`, `/v1/event-logs?address=${tok}&topic_0=0x12`,
+      `${base}&topic_2=zz`, `${base}&type=both`, `${base}&operand=xor`, `${base}&limit=1001`, `${base}&limit=1000&offset=9001`,
+      `${base}&start_block=-1`, `${base}&start_block=500&end_block=100`, `/v1/event-logs?address=0x12&topic_0=${TRANSFER}`,
+    ];
+    // Every ERC-721 collection's first log's token id as a topic_3 filter (collection 3 has 256-bit ids).
+    for (let n = 0; n < N_ERC721; n++) {
+      const first = await get(`${sim.urls.mainnet}/v1/event-logs?address=${A(A_ERC721_0 + n)}&topic_0=${TRANSFER}&limit=1`, h());
+      paths.push(`/v1/event-logs?address=${A(A_ERC721_0 + n)}&topic_0=${TRANSFER}&topic_3=${first.json.results.data[0].topic_3}&limit=1000`);
+    }
+    expect(await digest(sim.urls.mainnet, paths)).toBe('57b094a8398636d0890ce447c484fad04d56dfed5f4a3b4829691dd384e89bb9');
+  });
+
+  it('ERC-20 and ERC-721 transfers', async () => {
+    const paths: string[] = [];
+    for (let i = 0; i < N_BUSY; i++) {
+      paths.push(...await walk(sim.urls.mainnet, `/v1/accounts/${A(A_BUSY0 + i)}/token-transfer/erc20`));
+      paths.push(...await walk(sim.urls.mainnet, `/v1/accounts/${A(A_BUSY0 + i)}/token-transfer/erc721`));
+    }
+    paths.push(...await walk(sim.urls.mainnet, `/v1/accounts/${sim.examples.nftHolder}/token-transfer/erc721`));
+    paths.push(...await walk(sim.urls.mainnet, `/v1/accounts/${sim.examples.nftHolder}/token-transfer/erc20`));
+    for (const kind of ['erc20', 'erc721']) {
+      paths.push(...windows(`/v1/accounts/${A(A_WHALE)}/token-transfer/${kind}`, 'startBlock', 'endBlock'));
+      paths.push(...windows(`/v1/accounts/${A(A_ZERO)}/token-transfer/${kind}`, 'startBlock', 'endBlock'));
+      paths.push(`/v1/accounts/${A(A_WHALE).toUpperCase().replace('0X', '0x')}/token-transfer/${kind}?startBlock=20000&endBlock=20500&limit=1000`);
+      // empty: a token contract, an unknown address; errors
+      paths.push(`/v1/accounts/${A(A_ERC20_0)}/token-transfer/${kind}`, `/v1/accounts/0x${'cd'.repeat(20)}/token-transfer/${kind}`);
+      paths.push(`/v1/accounts/0x12/token-transfer/${kind}`, `/v1/accounts/${A(A_WHALE)}/token-transfer/${kind}?limit=1000&offset=9500`,
+        `/v1/accounts/${A(A_WHALE)}/token-transfer/${kind}?startBlock=x`);
+    }
+    expect(await digest(sim.urls.mainnet, paths)).toBe('528dadcfe3cb9bfab163f0e6a5859041da16c12c05cf87c411c6c16a9383138f');
+  });
+
+  it('ERC-721 group transfers', async () => {
+    const group = (a: string): string => `/v1/erc-721/${a}/token-transfer?startBlock=0`;
+    const paths = [
+      ...await walk(sim.urls.mainnet, group(sim.examples.nftHolder)),
+      ...await walk(sim.urls.mainnet, group(A(A_BUSY0 + 2))),
+      ...windows(`/v1/erc-721/${A(A_WHALE)}/token-transfer`, 'startBlock', 'endBlock'),
+      `${group(A(A_ZERO))}&endBlock=3000&limit=1000`, `/v1/erc-721/${sim.examples.nftHolder}/token-transfer`,
+      `${group(A(A_ERC721_0))}`, `${group('0x' + 'ef'.repeat(20))}`,
+    ];
+    expect(await digest(sim.urls.mainnet, paths)).toBe('eb2f6a86bac3f6ee6221c275cc5b2fdee2ebe503a95a8135a267ef0b29e8c621');
+  });
+
+  it('internal transactions, by account and by transaction', async () => {
+    const paths: string[] = [];
+    for (let i = 0; i < N_BUSY; i++) {
+      const p = `/v1/accounts/${A(A_BUSY0 + i)}/internal-transactions${i % 2 ? '?input=true' : ''}`;
+      paths.push(...await walk(sim.urls.mainnet, p));
+    }
+    paths.push(...windows(`/v1/accounts/${A(A_WHALE)}/internal-transactions`, 'startBlock', 'endBlock'));
+    paths.push(...windows(`/v1/accounts/${A(A_WHALE)}/internal-transactions?input=true`, 'startBlock', 'endBlock'));
+    paths.push(...windows(`/v1/accounts/${A(A_ERC20_0 + 3)}/internal-transactions?input=true`, 'startBlock', 'endBlock'));
+    // By transaction: 200 contract calls spread over the chain (every trace shape), with and without input.
+    let n = 0;
+    for (let t = 7; t < c.nTx && n < 200; t += 997) {
+      if ((c.txKind[t]! & 15) !== K_CALL || c.txBlk[t]! > c.head) continue;
+      paths.push(`/v1/transactions/${c.txHash(t)}/internal-transactions${n % 3 === 0 ? '?input=true' : n % 3 === 1 ? '?limit=2' : ''}`);
+      n++;
+    }
+    paths.push(`/v1/transactions/${sim.examples.internalTransactionHash}/internal-transactions?offset=1`,
+      `/v1/transactions/${sim.examples.transactionHash}/internal-transactions`, `/v1/transactions/0x${'12'.repeat(32)}/internal-transactions`);
+    expect(await digest(sim.urls.mainnet, paths)).toBe('5a1f0694741cefa089236edf026a1df7771afd660999bdb4f65e71eca85556d1');
+  });
+
+  it('testnet, and a moved head', async () => {
+    const tx = sim.testnetExamples;
+    const testnet = await digest(sim.urls.testnet, [
+      ...windows(`/v1/accounts/${tx.whale}/token-transfer/erc20`, 'startBlock', 'endBlock'),
+      ...windows(`/v1/accounts/${tx.nftHolder}/token-transfer/erc721`, 'startBlock', 'endBlock'),
+      ...windows(`/v1/event-logs?address=${tx.erc20Token}&topic_0=${TRANSFER}`, 'start_block', 'end_block'),
+      ...windows(`/v1/event-logs?address=${tx.erc721Token}&topic_0=${TRANSFER}`, 'start_block', 'end_block'),
+      ...windows(`/v1/accounts/${tx.whale}/internal-transactions`, 'startBlock', 'endBlock'),
+    ]);
+    const alt = await digest(sim.urls.testnetAlt, [`/v1/transactions/${tx.internalTransactionHash}/internal-transactions?input=true`]);
+    const s2 = await startSimulator({ seed: 1, scale: 'small' });
+    try {
+      s2.advanceHead(777);
+      const ex = s2.examples;
+      const moved = await digest(s2.urls.mainnet, [
+        `/v1/accounts/${ex.whale}/token-transfer/erc20?limit=1000`, `/v1/accounts/${ex.nftHolder}/token-transfer/erc721?limit=1000`,
+        `/v1/erc-721/${ex.nftHolder}/token-transfer?startBlock=30000&limit=1000`, `/v1/accounts/${ex.whale}/internal-transactions?limit=1000`,
+        `/v1/event-logs?address=${ex.erc20Token}&topic_0=${TRANSFER}&start_block=35000&limit=1000`,
+      ], { 'api-key': s2.apiKey });
+      expect([testnet, alt, moved]).toEqual([
+        '894c42902a2e6ec0e15755c8e95a3a38ae32ccc3e5593bd5e34f2714926d2333',
+        '942927c09c6182e6cdf0c35bb0ac5b9351844729ea26601bee89c7546b4d12fd',
+        'afcb435b9e0fff1a4191f4e27e7666ebab4641f16eccbd1c6da1b0f89667b693',
+      ]);
+    } finally { await s2.close(); }
   });
 });
