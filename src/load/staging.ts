@@ -32,11 +32,20 @@ export class StageFile {
     return s;
   }
 
-  private async write(chunk: string | Buffer): Promise<void> {
+  private write(chunk: string | Buffer): Promise<void> {
+    return this.writeAll([chunk]);
+  }
+
+  /** Writes the chunks as one corked batch (one writev, no concatenated copy), then honours backpressure. */
+  private async writeAll(chunks: readonly (string | Buffer)[]): Promise<void> {
     const stream = this.stream;
     if (!stream) throw new Error(`stage file ${this.file} is closed`);
     if (stream.errored) throw stream.errored;
-    if (!stream.write(chunk)) await settled(stream, 'drain');
+    stream.cork();
+    let ok = true;
+    for (const c of chunks) ok = stream.write(c) && ok;
+    stream.uncork();
+    if (!ok) await settled(stream, 'drain');
   }
 
   async writeRows(rows: readonly StagedRow[]): Promise<void> {
@@ -64,11 +73,10 @@ export class StageFile {
       body = Buffer.from(body);
       for (let i = 0; i < body.length; i++) if (body[i] === 10 || body[i] === 13) body[i] = 32;
     }
-    const head = `{"p":${JSON.stringify(page.partition)},"k":${JSON.stringify(page.constants)}${page.ordinals ? `,"o":[${page.ordinals.join(',')}]` : ''},"b":`;
-    const line = Buffer.concat([Buffer.from(head), body, PAGE_END]);
+    const head = Buffer.from(`{"p":${JSON.stringify(page.partition)},"k":${JSON.stringify(page.constants)}${page.ordinals ? `,"o":[${page.ordinals.join(',')}]` : ''},"b":`);
     this.rows += page.rows;
-    this.maxLineBytes = Math.max(this.maxLineBytes, line.length);
-    await this.write(line);
+    this.maxLineBytes = Math.max(this.maxLineBytes, head.length + body.length + PAGE_END.length);
+    await this.writeAll([head, body, PAGE_END]);
     await testHook('stage-write');
   }
 
