@@ -117,6 +117,12 @@ export class ByteOut {
     this.pos = p + 8;
   }
 
+  /** 2 lower-case hex digits of a byte value, one 16-bit store. */
+  hex2(v: number): void {
+    this.dv.setUint16(this.pos, HEX2_LO[v]!, true);
+    this.pos += 2;
+  }
+
   byte(c: number): void { this.buf[this.pos++] = c; }
 
   take(): Buffer {

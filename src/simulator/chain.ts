@@ -5,7 +5,7 @@
 import { Rng, hash2, hash3, mix32, unmix32 } from './rng.js';
 import { word8 } from './hex.js';
 import { checksumAsciiInto, toChecksumAddress } from './keccak.js';
-import type { ByteOut } from './bytes.js';
+import { type ByteOut, lit } from './bytes.js';
 
 export type Network = 'mainnet' | 'testnet';
 export type ScaleName = 'small' | 'medium' | 'large';
@@ -28,6 +28,8 @@ export const PRESETS: Record<ScaleName | 'testnet', Preset> = {
 };
 
 export const NONE = 0xffffffff;
+
+const ZERO_HEX40 = lit('0'.repeat(40));
 
 // Transaction kinds (low nibble of txKind) and flags.
 export const K_TRANSFER = 0, K_CALL = 1, K_ERC20 = 2, K_ERC721 = 3, K_CREATE = 4, K_MINT20 = 5, K_MINT721 = 6;
@@ -208,16 +210,7 @@ export class Chain {
 
   /** Writes addrCase(i, style) as ASCII. */
   writeAddr(out: ByteOut, i: number, style: number): void {
-    if (i === A_ZERO) { out.str(this.lower[A_ZERO]!); return; }
-    if (style !== 1) {
-      // Lower and upper case are recomputed from the address's hash words (computeAddress, with hash2(w0, kAddr)
-      // shared by its four hash3 words): cheaper than the cache miss of reading a random address's bytes.
-      const w0 = mix32((i + this.kAddr) >>> 0), h = hash2(w0, this.kAddr), up = style === 2;
-      out.byte(48); out.byte(120);
-      out.word(w0, up);
-      for (let j = 1; j < 5; j++) out.word(mix32((h + Math.imul(j, 0x165667b1) + 0x7f4a7c15) >>> 0), up);
-      return;
-    }
+    if (style !== 1 || i === A_ZERO) { out.byte(48); out.byte(120); this.writeAddrHex(out, i, style === 2); return; }
     // EIP-55 needs a keccak per address: its ASCII is kept, filled on first use. A filled slot starts with
     // '0' (48), so the slot itself says whether it is filled.
     let bytes = this.lazy.checksumAscii, view = this.lazy.checksumView;
@@ -228,6 +221,16 @@ export class Chain {
     const o = i * 42;
     if (bytes[o] === 0) checksumAsciiInto(this.lower[i]!, bytes, o);
     out.copy4(view, o, 42);
+  }
+
+  /** The 40 hex digits of address i without 0x (lower or upper case), e.g. the end of an event-log topic. */
+  writeAddrHex(out: ByteOut, i: number, upper: boolean): void {
+    if (i === A_ZERO) { out.lit(ZERO_HEX40); return; }
+    // Recomputed from the address's hash words (computeAddress, with hash2(w0, kAddr) shared by its four hash3
+    // words): cheaper than the cache miss of reading a random address's bytes.
+    const w0 = mix32((i + this.kAddr) >>> 0), h = hash2(w0, this.kAddr);
+    out.word(w0, upper);
+    for (let j = 1; j < 5; j++) out.word(mix32((h + Math.imul(j, 0x165667b1) + 0x7f4a7c15) >>> 0), upper);
   }
 
   /** Address index for a 0x address in any letter case, or -1 when this chain has no such address. */

@@ -2,28 +2,24 @@
 // mined blocks, transaction status, contracts, event logs, tokens and the ERC-721 group.
 
 import {
-  A_ERC20_0, A_ERC721_0, A_POOL0, A_STAKING, A_ZERO, BYZANTIUM_BLOCK, Chain, Csr, ERC20_META, ERC721_META, F_FAILED,
-  G, L_DEPOSIT, L_ERC20, L_ERC721, L_SWAP, L_UNNAMED, N_ERC20, N_ERC721, TRACE_SUBS, TRACE_TEMPLATES,
+  A_ERC20_0, A_ERC721_0, A_ZERO, BYZANTIUM_BLOCK, Chain, Csr, ERC20_META, F_FAILED, L_DEPOSIT, L_ERC20, L_ERC721,
+  L_SWAP, L_UNNAMED, N_ERC20, N_ERC721,
 } from './chain.js';
-import {
-  ABI_TEXT_DEPOSIT, ABI_TEXT_SWAP, ABI_TEXT_TRANSFER, ABI_TEXT_TRANSFER721, TOPIC_DEPOSIT, TOPIC_SWAP, TOPIC_TRANSFER,
-  VerifiedRecord, abiOf, contractCode, contractKind, unnamedTopic, verifiedRecord,
-} from './contracts.js';
+import { VerifiedRecord, abiOf, contractCode, contractKind, verifiedRecord } from './contracts.js';
 import type { ExplorerCtx, Results } from './explorer.js';
-import { gweiToWei, isHash, isoSeconds, pad64 } from './hex.js';
+import { gweiToWei, isHash, isoSeconds, pad64, word8 } from './hex.js';
+import { closePage, nextRow, openPage } from './page.js';
 import {
   ApiError, blockRange, checkWindow, parseBlockParam, parseBool, parseEnum, parseLimit, parseOffset, requireAddress,
   requireHash,
 } from './params.js';
-import {
-  MINING_REWARD_GWEI, caseStyle, hashCase, tokenAmount, tokenAmountHex, tokenIdString, tokenUri, txMessage,
-} from './render.js';
+import { MINING_REWARD_GWEI, caseStyle, tokenAmount, tokenIdString, tokenUri, txMessage } from './render.js';
+import { writeInternal } from './render-internal.js';
+import { logShapes, tokenMeta, topic0Of, writeLog, writeNftTransfer, writeTransfer } from './render-logs.js';
 import { hash2, hash3 } from './rng.js';
 import {
-  erc20Holdings, isErc20, isErc721, itxValueGwei, nativeBalance, nftHoldings, nftOwners, totalSupplyUnits,
-  traceTemplate, traceType,
+  erc20Holdings, isErc20, isErc721, nativeBalance, nftHoldings, nftOwners, totalSupplyUnits,
 } from './state.js';
-import { word8 } from './hex.js';
 
 type Json = Record<string, unknown>;
 
@@ -60,7 +56,6 @@ function csrPage(c: Chain, csr: Csr, a: number, blockOf: (r: number) => number, 
 function slicePage<T>(items: T[], offset: number, limit: number): T[] { return items.slice(offset, offset + limit); }
 
 const ts = (c: Chain, b: number): string => isoSeconds(c.blockSeconds(b));
-const txIndex = (c: Chain, t: number): string => String(t - c.blockFirstTx[c.txBlk[t]!]!);
 
 // ---- #1 balances -------------------------------------------------------------------------------------
 
@@ -81,42 +76,6 @@ function balances(ctx: ExplorerCtx): Results {
 
 // ---- #3, #13 internal transactions ----------------------------------------------------------------------
 
-function internalEntry(c: Chain, r: number, withInput: boolean): Json {
-  const t = c.itxParent[r]!, b = c.txBlk[t]!, pos = c.itxPos[r]!;
-  const tpl = traceTemplate(c, t);
-  const st = caseStyle(c.kTx ^ 0x17, r);
-  const failed = (c.txKind[t]! & F_FAILED) !== 0;
-  const type = traceType(c, t, tpl, pos);
-  const trace = TRACE_TEMPLATES[tpl]![pos]!;
-  c.gasOf(t, c.txKind[t]!, b);
-  const gasLimit = Math.max(2300, Math.floor(G.limit / (2 + trace.length)) - pos * 100);
-  const gasUsed = type === 'selfdestruct' ? 5000 : Math.floor(gasLimit * (0.2 + (hash2(r, 3) % 60) / 100));
-  const to = c.itxTo[r]!;
-  const e: Json = {
-    timestamp: ts(c, b),
-    sender: c.addrCase(c.itxFrom[r]!, st),
-    receiver: c.addrCase(to, st),
-    value: gweiToWei(itxValueGwei(c, r)),
-    status: failed ? '0' : '1',
-    message: failed ? 'execution reverted' : null,
-    transaction_hash: hashCase(c.txHash(t), st),
-    block_number: String(b),
-    contract_address: null,
-    trace_address: trace.map(String),
-    trace_type: type,
-    sub_traces: type === 'selfdestruct' ? null : String(TRACE_SUBS[tpl]![pos]!),
-    transaction_index: txIndex(c, t),
-    gas_used: String(gasUsed),
-    gas_limit: String(gasLimit),
-    external_receiver: c.idxAll.off[to + 1]! - c.idxAll.off[to]! === 0,
-  };
-  if (withInput) {
-    e.input = type === 'staticcall' ? '0x70a08231' + pad64(c.addrLower(c.itxFrom[r]!).slice(2))
-      : type === 'selfdestruct' ? '0x' : '0xa9059cbb' + pad64(c.addrLower(to).slice(2)) + word8(hash3(r, 1, 2)).padStart(64, '0');
-  }
-  return e;
-}
-
 function accountInternal(ctx: ExplorerCtx): Results {
   const { chain: c, query: q, head } = ctx;
   const a = addr(c, ctx.params[0], 'address_hash');
@@ -124,7 +83,9 @@ function accountInternal(ctx: ExplorerCtx): Results {
   const withInput = parseBool(q, 'input');
   const { from, to } = blockRange(parseBlockParam(q, 'startBlock', head), parseBlockParam(q, 'endBlock', head, { allowLatest: true }), head);
   const { rows, count } = csrPage(c, c.idxItx, a, (r) => c.txBlk[c.itxParent[r]!]!, from, to, offset, limit);
-  return list(count, rows.map((r) => internalEntry(c, r, withInput)));
+  const out = openPage(count);
+  for (let i = 0; i < rows.length; i++) { nextRow(out, i); writeInternal(out, c, rows[i]!, withInput); }
+  return closePage(rows.length);
 }
 
 function visibleTx(ctx: ExplorerCtx, raw: string | undefined): number {
@@ -141,42 +102,13 @@ function txInternal(ctx: ExplorerCtx): Results {
   if (ctx.query.has('offset')) throw new ApiError(400, "Parameter 'offset' is not supported by this endpoint");
   const t = visibleTx(ctx, ctx.params[0]);
   const [r0, r1] = c.itxOfTx(t);
-  const data: Json[] = [];
-  for (let r = r0; r < r1 && data.length < limit; r++) data.push(internalEntry(c, r, withInput));
-  return list(r1 - r0, data);
+  const n = Math.min(limit, r1 - r0);
+  const out = openPage(r1 - r0);
+  for (let i = 0; i < n; i++) { nextRow(out, i); writeInternal(out, c, r0 + i, withInput); }
+  return closePage(n);
 }
 
 // ---- #4, #5, #25 token transfers ----------------------------------------------------------------------
-
-function tokenMeta(contract: number): { name: string | null; symbol: string | null; decimals: string | null } {
-  if (isErc20(contract)) { const m = ERC20_META[contract - A_ERC20_0]!; return { name: m.name, symbol: m.symbol, decimals: m.decimals === null ? null : String(m.decimals) }; }
-  if (isErc721(contract)) { const m = ERC721_META[contract - A_ERC721_0]!; return { name: m.name, symbol: m.symbol, decimals: m.decimals === null ? null : String(m.decimals) }; }
-  return { name: null, symbol: null, decimals: null };
-}
-
-function transferEntry(c: Chain, r: number, head: number, withValue: boolean): Json {
-  const t = c.logTx[r]!, b = c.txBlk[t]!, contract = c.logContract[r]!;
-  const st = caseStyle(c.kTx ^ 0x20, r);
-  const m = tokenMeta(contract);
-  const e: Json = {
-    timestamp: ts(c, b),
-    sender: c.addrCase(c.logFrom[r]!, st),
-    receiver: c.addrCase(c.logTo[r]!, st),
-  };
-  if (withValue) e.value = tokenAmount(contract - A_ERC20_0, c.logAmt[r]!);
-  Object.assign(e, {
-    confirmations: String(head - b + 1),
-    block_number: String(b),
-    transaction_hash: hashCase(c.txHash(t), st),
-    block_hash: hashCase(c.blockHash(b), st),
-    token_address: c.addrCase(contract, st),
-    token_name: m.name,
-    token_symbol: m.symbol,
-    token_decimals: m.decimals,
-    transaction_index: txIndex(c, t),
-  });
-  return e;
-}
 
 function transfers(kind: 'erc20' | 'erc721') {
   return (ctx: ExplorerCtx): Results => {
@@ -186,7 +118,9 @@ function transfers(kind: 'erc20' | 'erc721') {
     const { from, to } = blockRange(parseBlockParam(q, 'startBlock', head), parseBlockParam(q, 'endBlock', head, { allowLatest: true }), head);
     const csr = kind === 'erc20' ? c.idxErc20 : c.idxErc721;
     const { rows, count } = csrPage(c, csr, a, (r) => c.txBlk[c.logTx[r]!]!, from, to, offset, limit);
-    return list(count, rows.map((r) => transferEntry(c, r, head, kind === 'erc20')));
+    const out = openPage(count);
+    for (let i = 0; i < rows.length; i++) { nextRow(out, i); writeTransfer(out, c, rows[i]!, head, kind === 'erc20'); }
+    return closePage(rows.length);
   };
 }
 
@@ -197,35 +131,9 @@ function erc721GroupTransfers(ctx: ExplorerCtx): Results {
   const start = parseBlockParam(q, 'startBlock', head, { required: true });
   const { from, to } = blockRange(start, parseBlockParam(q, 'endBlock', head, { allowLatest: true }), head);
   const { rows, count } = csrPage(c, c.idxErc721, a, (r) => c.txBlk[c.logTx[r]!]!, from, to, offset, limit);
-  const data = rows.map((r) => {
-    const t = c.logTx[r]!, b = c.txBlk[t]!, contract = c.logContract[r]!, nft = contract - A_ERC721_0;
-    const st = caseStyle(c.kTx ^ 0x21, r);
-    const m = tokenMeta(contract);
-    c.gasOf(t, c.txKind[t]!, b);
-    return {
-      nonce: String(c.nonceOf(t)),
-      timestamp: ts(c, b),
-      sender: c.addrCase(c.logFrom[r]!, st),
-      receiver: c.addrCase(c.logTo[r]!, st),
-      confirmations: String(head - b + 1),
-      standard: 'ERC-721',
-      block_number: String(b),
-      transaction_hash: hashCase(c.txHash(t), st),
-      block_hash: hashCase(c.blockHash(b), st),
-      token_address: c.addrCase(contract, st),
-      token_id: tokenIdString(c, nft, c.logAmt[r]!),
-      token_uri: tokenUri(c, nft, c.logAmt[r]!),
-      token_name: m.name,
-      token_symbol: m.symbol,
-      token_decimals: m.decimals,
-      transaction_index: txIndex(c, t),
-      gas_limit: String(G.limit),
-      gas_price: gweiToWei(G.price),
-      gas_used: String(G.used),
-      cumulative_gas_used: String(c.txCumGas[t]!),
-    };
-  });
-  return list(count, data);
+  const out = openPage(count);
+  for (let i = 0; i < rows.length; i++) { nextRow(out, i); writeNftTransfer(out, c, rows[i]!, head); }
+  return closePage(rows.length);
 }
 
 // ---- #6-#9, #22-#24 holdings ----------------------------------------------------------------------------
@@ -453,48 +361,19 @@ function verify(ctx: ExplorerCtx): Results {
 
 // ---- #18 event logs --------------------------------------------------------------------------------------
 
+/** Topic n (0..3) of log r, or null; topic_0 is the event's signature hash. */
 function topicOf(c: Chain, r: number, n: number): string | null {
   const k = c.logKind[r]!;
-  const pad = (i: number): string => '0x' + pad64(c.addrLower(i).slice(2));
+  if (n === 0) return topic0Of(c, k, c.logContract[r]!);
   switch (k) {
-    case L_ERC20: return n === 0 ? TOPIC_TRANSFER : n === 1 ? pad(c.logFrom[r]!) : n === 2 ? pad(c.logTo[r]!) : null;
-    case L_ERC721: return n === 0 ? TOPIC_TRANSFER : n === 1 ? pad(c.logFrom[r]!) : n === 2 ? pad(c.logTo[r]!)
+    case L_ERC20: case L_SWAP: return n === 1 ? addrTopic(c, c.logFrom[r]!) : n === 2 ? addrTopic(c, c.logTo[r]!) : null;
+    case L_ERC721: return n === 1 ? addrTopic(c, c.logFrom[r]!) : n === 2 ? addrTopic(c, c.logTo[r]!)
       : '0x' + pad64(BigInt(tokenIdString(c, c.logContract[r]! - A_ERC721_0, c.logAmt[r]!)).toString(16));
-    case L_SWAP: return n === 0 ? TOPIC_SWAP : n === 1 ? pad(c.logFrom[r]!) : n === 2 ? pad(c.logTo[r]!) : null;
-    case L_DEPOSIT: return n === 0 ? TOPIC_DEPOSIT : n === 1 ? pad(c.logFrom[r]!) : n === 2 ? '0x' + pad64(String(c.logAmt[r]!)) : null;
-    default: return n === 0 ? unnamedTopic(c, c.logContract[r]!) : null;
+    case L_DEPOSIT: return n === 1 ? addrTopic(c, c.logFrom[r]!) : n === 2 ? '0x' + pad64(String(c.logAmt[r]!)) : null;
+    default: return null;
   }
 }
-
-function logEntry(c: Chain, r: number): Json {
-  const t = c.logTx[r]!, b = c.txBlk[t]!, k = c.logKind[r]!, contract = c.logContract[r]!;
-  const st = caseStyle(c.kTx ^ 0x18, r);
-  const topics = [0, 1, 2, 3].map((n) => topicOf(c, r, n));
-  const data = k === L_ERC20 ? '0x' + tokenAmountHex(contract - A_ERC20_0, c.logAmt[r]!)
-    : k === L_ERC721 ? '0x'
-    : k === L_SWAP ? '0x' + [1, 2, 3, 4].map((j) => pad64(word8(hash3(r, 0x5a, j)))).join('')
-    : k === L_DEPOSIT ? '0x' + pad64(word8(hash2(r, 0xde)))
-    : '0x' + pad64(word8(hash2(r, 0xaa))) + pad64(word8(hash2(r, 0xab)));
-  const methods: Record<number, string> = { [L_ERC20]: c.logFrom[r] === A_ZERO ? '0x1249c58b' : '0xa9059cbb', [L_ERC721]: c.logFrom[r] === A_ZERO ? '0x6a627842' : '0x23b872dd', [L_SWAP]: '0x38ed1739', [L_DEPOSIT]: '0xe2bbb158', [L_UNNAMED]: '0x38ed1739' };
-  const names: Record<number, [string, string] | null> = { [L_ERC20]: ['Transfer', ABI_TEXT_TRANSFER], [L_ERC721]: ['Transfer', ABI_TEXT_TRANSFER721], [L_SWAP]: ['Swap', ABI_TEXT_SWAP], [L_DEPOSIT]: ['Deposit', ABI_TEXT_DEPOSIT], [L_UNNAMED]: null };
-  const nm = names[k] ?? null;
-  const extra = isErc20(contract) || isErc721(contract) ? tokenMeta(contract).name : contract === A_STAKING ? 'Staking Pool' : contract >= A_POOL0 && contract < A_POOL0 + 4 ? `Swap Pair ${contract - A_POOL0}` : null;
-  return {
-    timestamp: ts(c, b),
-    address: c.addrCase(contract, st),
-    data,
-    method: methods[k] ?? null,
-    transaction_hash: hashCase(c.txHash(t), st),
-    log_name: nm ? nm[0] : null,
-    log_abi: nm ? nm[1] : null,
-    address_type: 'contract',
-    address_extra: extra,
-    transaction_index: txIndex(c, t),
-    log_index: String(r - c.blockFirstLog[b]!),
-    topics_count: String(topics.filter((x) => x !== null).length),
-    topic_0: topics[0], topic_1: topics[1], topic_2: topics[2], topic_3: topics[3],
-  };
-}
+const addrTopic = (c: Chain, i: number): string => '0x' + pad64(c.addrLower(i).slice(2));
 
 const logCache = new Map<string, Uint32Array>();
 
@@ -525,11 +404,13 @@ function eventLogs(ctx: ExplorerCtx): Results {
     else {
       const [lo, hi] = c.range(c.idxLogs, ct, (r) => c.txBlk[c.logTx[r]!]!, from, to);
       const out: number[] = [];
-      // topic_0 always has to match; with type=combine the other given topics combine with `operand`.
+      // topic_0 always has to match; with type=combine the other given topics combine with `operand`. All logs
+      // listed here are of contract ct, whose topic_0 depends only on the log's kind: compared once per kind.
+      const kindMatches = [L_ERC20, L_ERC721, L_SWAP, L_DEPOSIT, L_UNNAMED].map((k) => topic0Of(c, k, ct) === topics[0]);
       const others = type === 'single' ? [] : [1, 2, 3].filter((n) => topics[n] !== null);
       for (let i = lo; i < hi; i++) {
         const r = c.idxLogs.ids[i]!;
-        if (topicOf(c, r, 0) !== topics[0]) continue;
+        if (!kindMatches[c.logKind[r]!]) continue;
         let match = others.length === 0 || operand === 'and';
         for (const n of others) {
           const m = topicOf(c, r, n) === topics[n];
@@ -544,9 +425,9 @@ function eventLogs(ctx: ExplorerCtx): Results {
     }
   }
   const [p0, p1] = pageDesc(0, ids.length, offset, limit);
-  const data: Json[] = [];
-  for (let i = p1 - 1; i >= p0; i--) data.push(logEntry(c, ids[i]!));
-  return list(ids.length, data);
+  const out = openPage(ids.length), shapes = logShapes(c);
+  for (let i = p1 - 1; i >= p0; i--) { nextRow(out, p1 - 1 - i); writeLog(out, c, ids[i]!, shapes); }
+  return closePage(p1 - p0);
 }
 
 // ---- #19, #20 tokens -------------------------------------------------------------------------------------

@@ -8,12 +8,7 @@ import {
   ApiError, blockRange, checkWindow, parseBlockParam, parseBool, parseEnum, parseLimit, parseOffset, requireAddress,
 } from './params.js';
 import { renderBlock, writeTx, writeTxSimple } from './render.js';
-import { ByteOut, ascii } from './bytes.js';
-
-const out = new ByteOut();
-const COMMA = 44;
-const DATA_OPEN = ascii(',"data":['), LIST_CLOSE = ascii(']}');
-const OK_OPEN = ascii('{"status":"200","message":"OK","results":');
+import { closePage, nextRow, openPage } from './page.js';
 
 export interface ExplorerCtx {
   chain: Chain;
@@ -67,18 +62,12 @@ function txTransactions(ctx: ExplorerCtx): Results {
   const blk = c.txBlk;
   const [lo, hi] = a < 0 ? EMPTY_CSR_RANGE : c.range(csr, a, (t) => blk[t]!, from, to);
   const [p0, p1] = pageDesc(lo, hi, offset, limit);
-  out.reset();
-  out.raw(OK_OPEN);
-  out.str('{"count":"' + (hi - lo) + '"' + (simple ? ',"from_block":"' + from + '","to_block":"' + toBlock + '"' : ''));
-  out.ensure(16); out.raw(DATA_OPEN);
+  const out = openPage(hi - lo, simple ? ',"from_block":"' + from + '","to_block":"' + toBlock + '"' : '');
   for (let i = p1 - 1; i >= p0; i--) {
-    const t = csr.ids[i]!;
-    if (i !== p1 - 1) out.byte(COMMA);
-    if (simple) writeTxSimple(out, c, t, withInput); else writeTx(out, c, t, head, withInput);
+    nextRow(out, p1 - 1 - i);
+    if (simple) writeTxSimple(out, c, csr.ids[i]!, withInput); else writeTx(out, c, csr.ids[i]!, head, withInput);
   }
-  out.ensure(16); out.raw(LIST_CLOSE); out.byte(125);
-  const { bytes, release } = out.takeOwned();
-  return { results: bytes, rows: p1 - p0, enveloped: true, release };
+  return closePage(p1 - p0);
 }
 
 function block(ctx: ExplorerCtx): Results {

@@ -147,7 +147,8 @@ const B = {
   sFee: lit('","tx_fee":"'), sGu: lit('","gas_used":"'),
 };
 
-function writeGwei(out: ByteOut, g: number): void {
+/** A whole number of gwei as wei digits (gweiToWei). */
+export function writeGwei(out: ByteOut, g: number): void {
   if (g === 0) { out.byte(48); return; }
   out.uint(g); out.lit(B.gwei);
 }

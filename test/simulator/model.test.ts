@@ -1,10 +1,11 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { A_WHALE, Chain, N_BUSY, A_BUSY0, K_CREATE, NONE } from '../../src/simulator/chain.js';
+import { A_WHALE, Chain, N_BUSY, A_BUSY0, K_CREATE, NONE, N_ERC20, N_ERC721 } from '../../src/simulator/chain.js';
 import { ByteOut } from '../../src/simulator/bytes.js';
 import { chainFor, startSimulator } from '../../src/simulator/index.js';
-import { renderTx, renderTxSimple, writeTx, writeTxSimple } from '../../src/simulator/render.js';
+import { renderTx, renderTxSimple, tokenAmount, tokenAmountHex, tokenIdHex, writeTx, writeTxSimple } from '../../src/simulator/render.js';
+import { writeAmount, writeAmountHex, writeTokenIdHex } from '../../src/simulator/render-logs.js';
 import { keccak256Hex, toChecksumAddress } from '../../src/simulator/keccak.js';
 import { mix32, unmix32 } from '../../src/simulator/rng.js';
 import { get } from './helpers.js';
@@ -69,6 +70,22 @@ describe('chain model', () => {
       writeTxSimple(out, chain, t, input);
       expect(out.take().toString('latin1')).toBe(renderTxSimple(chain, t, input));
     }), { numRuns: 500 });
+  });
+
+  it('token amounts and ids written as bytes equal their BigInt string forms', () => {
+    const out = new ByteOut();
+    const text = (): string => out.take().toString('latin1');
+    const units = fc.oneof(fc.constantFrom(0, 1, 99, 100, 2 ** 24 - 1, 2 ** 24, 2 ** 32 - 1), fc.integer({ min: 0, max: 2 ** 32 - 1 }));
+    fc.assert(fc.property(fc.integer({ min: 0, max: N_ERC20 - 1 }), units, (tk, u) => {
+      out.ensure(256); writeAmountHex(out, tk, u);
+      expect(text()).toBe(tokenAmountHex(tk, u));
+      out.ensure(256); writeAmount(out, tk, u);
+      expect(text()).toBe(tokenAmount(tk, u));
+    }), { numRuns: 2000 });
+    fc.assert(fc.property(fc.integer({ min: 0, max: N_ERC721 - 1 }), fc.integer({ min: 0, max: 2 ** 24 - 1 }), (nft, idx) => {
+      out.ensure(256); writeTokenIdHex(out, chain, nft, idx);
+      expect(text()).toBe(tokenIdHex(chain, nft, idx));
+    }), { numRuns: 1000 });
   });
 
   it('hash helpers: keccak vectors, EIP-55 and the invertible mix', () => {
