@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { DatasetDef } from '../datasets/dataset.js';
 import { stagedSelect } from './commit.js';
 import type { StagedPages } from './schema.js';
-import { literal, literalList } from './sql.js';
+import { literal } from './sql.js';
 
 /**
  * The typed rows of one commit batch, per dataset, written as each window completes: DuckDB types the
@@ -29,7 +29,7 @@ export class BatchRows {
     private readonly ingestedAt: string,
   ) {}
 
-  /** Queues the typing of a window's staged files. A failure is kept and thrown by `relation` (the commit fails). */
+  /** Queues the typing of a window's staged files. A failure is kept and thrown by `typedFiles` (the commit fails). */
   add(def: DatasetDef, stagedFiles: readonly string[], pageFiles: readonly StagedPages[]): void {
     if (stagedFiles.length === 0 && pageFiles.length === 0) return;
     this.chain = this.chain
@@ -47,12 +47,11 @@ export class BatchRows {
       });
   }
 
-  /** A relation of the dataset's typed rows once everything queued is in, or undefined if it has none. */
-  async relation(def: DatasetDef): Promise<string | undefined> {
+  /** The dataset's typed files once everything queued is in (none if it has no rows here). */
+  async typedFiles(def: DatasetDef): Promise<string[]> {
     await this.chain;
     if (this.failure) throw this.failure;
-    const files = this.files.get(def.name);
-    return files ? `read_parquet(${literalList(files)})` : undefined;
+    return this.files.get(def.name) ?? [];
   }
 
   /** Removes the batch's files (after its commit, or when it failed). */

@@ -28,7 +28,7 @@ export interface RunCommitInput {
   /** Staged row and page files of completed windows, per dataset. */
   datasets: { def: DatasetDef; stagedFiles: string[]; pageFiles?: StagedPages[] }[];
   /** The same files already typed while the run fetched; read from the files when absent. */
-  preloaded?: BatchRows;
+  preloaded?: readonly BatchRows[];
   /** Connections writing partition files at once (see prepareDataset). */
   writers?: number;
   /** Fresh rows merged at once (see prepareDataset). */

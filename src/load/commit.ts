@@ -59,8 +59,8 @@ export interface PrepareInput {
   stagedFiles: string[];
   /** Pages staged as received (non-empty files) of windows that completed. */
   pageFiles?: readonly StagedPages[];
-  /** The same staged files, already typed while the run fetched (see BatchRows). */
-  preloaded?: BatchRows;
+  /** The same staged files, already typed while the run fetched (see BatchRows), by the batches they were typed in. */
+  preloaded?: readonly BatchRows[];
   /** Connections writing partition files at once (default COPY_CONNECTIONS). */
   writers?: number;
   /** Fresh rows merged at once (default MERGE_SLICE_ROWS). */
@@ -177,8 +177,9 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
   const { engine, paths, def, network, runId, ingestedAt, stagedFiles, workDir } = input;
   const pageFiles = input.pageFiles ?? [];
   if (stagedFiles.length === 0 && pageFiles.length === 0) return [];
-  const preloaded = input.preloaded ? await input.preloaded.relation(def) : undefined;
-  if (input.preloaded && !preloaded) return [];
+  const typed = input.preloaded ? (await Promise.all(input.preloaded.map((b) => b.typedFiles(def)))).flat() : undefined;
+  if (typed && typed.length === 0) return [];
+  const preloaded = typed ? `read_parquet(${literalList(typed)})` : undefined;
   const conn = engine.conn;
   const finalDir = path.join(workDir, 'final');
   await mkdirDurable(finalDir);
