@@ -7,6 +7,9 @@ import { applyJournal, publishJournal, type CommitJournal } from './journal.js';
 import type { BatchRows } from './batch-rows.js';
 import type { LakePaths } from './paths.js';
 import type { StagedPages } from './schema.js';
+import { eachBounded } from './bounded.js';
+
+const DATASETS_AT_ONCE = 2;
 
 export interface RunRecord {
   job: string;
@@ -69,11 +72,14 @@ export function journalFor(
  */
 export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]> {
   const { engine, paths, runId, ingestedAt, stagingDir, network } = input;
-  const prepared: PreparedFile[] = [];
-  let index = 0;
-  for (const { def, stagedFiles, pageFiles } of input.datasets) {
-    prepared.push(
-      ...(await prepareDataset({
+  // Two datasets at a time: one's sort overlaps the other's file writes (a dataset's first slice otherwise
+  // sorted with every writer idle).
+  const perDataset = new Array<PreparedFile[]>(input.datasets.length);
+  await eachBounded(
+    input.datasets.map((d, i) => [d, i] as const),
+    DATASETS_AT_ONCE,
+    async ([{ def, stagedFiles, pageFiles }, i]) => {
+      perDataset[i] = await prepareDataset({
         engine,
         paths,
         def,
@@ -85,10 +91,11 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
         preloaded: input.preloaded,
         writers: input.writers,
         sliceRows: input.sliceRows,
-        workDir: path.join(stagingDir, `commit-${index++}`),
-      })),
-    );
-  }
+        workDir: path.join(stagingDir, `commit-${i}`),
+      });
+    },
+  );
+  const prepared: PreparedFile[] = perDataset.flat();
   const rejects = await prepareRejects({
     engine,
     paths,

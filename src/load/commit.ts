@@ -180,17 +180,20 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
   const typed = input.preloaded ? (await Promise.all(input.preloaded.map((b) => b.typedFiles(def)))).flat() : undefined;
   if (typed && typed.length === 0) return [];
   const preloaded = typed ? `read_parquet(${literalList(typed)})` : undefined;
-  const conn = engine.conn;
   const finalDir = path.join(workDir, 'final');
   await mkdirDurable(finalDir);
+  // A connection of its own: the datasets of a commit are prepared side by side (see commitRun).
+  const conn = await engine.instance.connect();
   const shape = datasetShape(def);
   const part = ident(STAGED_PARTITION);
   const freshTable = ident('__chainlake_fresh');
+  const tag = def.name;
   const fresh = preloaded ?? freshTable;
   const unique = ident('__chainlake_unique');
-  const merged = [ident('__chainlake_merged_0'), ident('__chainlake_merged_1')];
+  const merged = [ident(`__chainlake_merged_${tag}_0`), ident(`__chainlake_merged_${tag}_1`)];
   let writers: DuckDBConnection[] = [];
   try {
+    await conn.run("SET TimeZone = 'UTC'");
     if (!preloaded) await conn.run(`CREATE OR REPLACE TEMP TABLE ${freshTable} AS ${stagedSelect(def, runId, ingestedAt, stagedFiles, pageFiles)}`);
     await testHook('typed');
     const counts = (
@@ -319,7 +322,11 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
     return out;
   } finally {
     for (const c of writers) c.closeSync();
-    await conn.run(`DROP TABLE IF EXISTS ${freshTable}; DROP TABLE IF EXISTS ${unique}; ${merged.map((m) => `DROP TABLE IF EXISTS ${m}`).join('; ')}`);
+    try {
+      await conn.run(`DROP TABLE IF EXISTS ${freshTable}; DROP TABLE IF EXISTS ${unique}; ${merged.map((m) => `DROP TABLE IF EXISTS ${m}`).join('; ')}`);
+    } finally {
+      conn.closeSync();
+    }
   }
 }
 
