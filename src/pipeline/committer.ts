@@ -52,11 +52,13 @@ export class BatchCommitter {
   private chain: Promise<void> = Promise.resolve();
   private batch = 0;
   private failure: Error | undefined;
+  /** A commit is running. */
+  private committing = false;
   /** The commit queued last, until the chain reaches it (see enqueue). */
   private waiting: QueuedCommit | undefined;
   /** False once every window is in: a batch committed after that has the machine to itself. */
   private fetching = true;
-  private loader: Promise<DuckDBConnection> | undefined;
+  private loaders: Promise<DuckDBConnection>[] | undefined;
   private readonly preloads = new Map<number, BatchRows>();
   /** Per watermark key: committed ranges not yet joined to the watermark (a gap lies below them). */
   private readonly ahead = new Map<string, BlockRange[]>();
@@ -92,22 +94,31 @@ export class BatchCommitter {
     } finally {
       await Promise.all([...this.preloads.values()].map((b) => b.drop().catch(() => undefined)));
       this.preloads.clear();
-      const loader = await this.loader?.catch(() => undefined);
-      loader?.closeSync();
+      for (const l of this.loaders ?? []) (await l.catch(() => undefined))?.closeSync();
     }
   }
 
-  /** The batch's rows typed as its windows complete, on a connection of their own (commits use the engine's). */
+  /**
+   * The batch's rows typed as its windows complete, on connections of their own (commits use others). Two,
+   * each typing one window at a time on one thread: the replay bench's windows came in faster than one
+   * typed them, and its event loop needed well under a core.
+   */
   private rowsOf(batch: number): BatchRows {
     let rows = this.preloads.get(batch);
     if (!rows) {
-      this.loader ??= this.ctx.engine.instance.connect().then(async (c) => {
-        await c.run("SET TimeZone = 'UTC'");
-        // While windows fetch, DuckDB types their rows on one thread: the event loop keeps the other core.
-        await c.run('SET threads = 1');
-        return c;
-      });
-      rows = new BatchRows(this.loader, path.join(this.ctx.stagingDir, 'typed', `batch-${batch}`), this.ctx.runId, this.ctx.ingestedAt);
+      this.loaders ??= Array.from({ length: LOADERS }, () =>
+        this.ctx.engine.instance.connect().then(async (c) => {
+          await c.run("SET TimeZone = 'UTC'");
+          // While windows fetch, DuckDB runs each query on one thread: the event loop keeps its core.
+          await c.run('SET threads = 1');
+          return c;
+        }),
+      );
+      // The second only while no commit runs: two typings beside a commit's merge exceeded DuckDB's memory
+      // limit in the end-to-end bench.
+      rows = new BatchRows(this.loaders, path.join(this.ctx.stagingDir, 'typed', `batch-${batch}`), this.ctx.runId, this.ctx.ingestedAt, () =>
+        this.committing ? 1 : LOADERS,
+      );
       this.preloads.set(batch, rows);
     }
     return rows;
@@ -135,10 +146,15 @@ export class BatchCommitter {
       slot.started = true;
       if (slot.skipped) return;
       if (this.failure) throw this.failure;
-      return this.commit(slot.batch, slot.ns, finalRecord).catch((e: Error) => {
-        this.failure = e;
-        throw e;
-      });
+      this.committing = true;
+      return this.commit(slot.batch, slot.ns, finalRecord)
+        .catch((e: Error) => {
+          this.failure = e;
+          throw e;
+        })
+        .finally(() => {
+          this.committing = false;
+        });
     });
     return this.chain;
   }
@@ -225,6 +241,9 @@ export class BatchCommitter {
     await Promise.all(batch.flatMap((o) => [o.stage?.file, o.rejectStage?.file, o.pageStage?.file]).map((f) => (f ? rm(f, { force: true }) : undefined)));
   }
 }
+
+/** Connections typing finished windows while the run fetches (see rowsOf). */
+const LOADERS = 2;
 
 /** A commit in the chain: its windows and the batches their rows were typed in. */
 interface QueuedCommit {
