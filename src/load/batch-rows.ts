@@ -15,61 +15,94 @@ import { literal } from './sql.js';
  * as the typing itself on the replay benchmark (2.5 s against 1.4 s), and tables held the whole batch in
  * memory until its commit.
  */
-export class BatchRows {
-  /** One queue of typings per loader connection; a window goes to the shorter. */
-  private readonly chains: Promise<void>[];
+/**
+ * The connections that type finished windows while the run fetches, each running one typing at a time; a
+ * typing goes to the least busy of those allowed to take work. A commit narrows them to the first one
+ * (and waits for the others to finish theirs): two typings beside a commit's merge exceeded DuckDB's
+ * memory limit in the end-to-end bench.
+ */
+export class Loaders {
+  private readonly tails: Promise<void>[];
   private readonly queued: number[];
+  private allowed: number;
+
+  constructor(private readonly conns: readonly Promise<DuckDBConnection>[]) {
+    this.tails = conns.map(() => Promise.resolve());
+    this.queued = conns.map(() => 0);
+    this.allowed = conns.length;
+  }
+
+  /** Queues `task` on a connection; the returned promise settles with it. */
+  run(task: (conn: DuckDBConnection) => Promise<void>): Promise<void> {
+    const open = this.queued.slice(0, this.allowed);
+    const i = open.indexOf(Math.min(...open));
+    this.queued[i]!++;
+    const done = this.tails[i]!.then(async () => task(await this.conns[i]!)).finally(() => {
+      this.queued[i]!--;
+    });
+    this.tails[i] = done.catch(() => undefined);
+    return done;
+  }
+
+  /** From now on only the first `n` connections take work; resolves once the others are idle. */
+  async narrow(n: number): Promise<void> {
+    this.allowed = Math.max(1, n);
+    await Promise.all(this.tails.slice(this.allowed));
+  }
+
+  widen(): void {
+    this.allowed = this.conns.length;
+  }
+
+  async close(): Promise<void> {
+    await Promise.all(this.tails);
+    for (const c of this.conns) (await c.catch(() => undefined))?.closeSync();
+  }
+}
+
+export class BatchRows {
+  private readonly typings: Promise<void>[] = [];
   private failure: Error | undefined;
   private readonly files = new Map<string, string[]>();
   private written = 0;
 
   constructor(
-    private readonly conns: readonly Promise<DuckDBConnection>[],
+    private readonly loaders: Loaders,
     /** A folder of its own under the run's staging folder. */
     private readonly dir: string,
     private readonly runId: string,
     private readonly ingestedAt: string,
-    /** How many of the connections may take a window now (the first always). */
-    private readonly usable: () => number = () => conns.length,
-  ) {
-    this.chains = conns.map(() => Promise.resolve());
-    this.queued = conns.map(() => 0);
-  }
+  ) {}
 
   /** Queues the typing of a window's staged files. A failure is kept and thrown by `typedFiles` (the commit fails). */
   add(def: DatasetDef, stagedFiles: readonly string[], pageFiles: readonly StagedPages[]): void {
     if (stagedFiles.length === 0 && pageFiles.length === 0) return;
-    const usable = this.queued.slice(0, this.usable());
-    const i = usable.indexOf(Math.min(...usable));
-    this.queued[i]!++;
-    this.chains[i] = this.chains[i]!
-      .then(async () => {
+    const typing = this.loaders
+      .run(async (conn) => {
         if (this.failure) return;
         const select = stagedSelect(def, this.runId, this.ingestedAt, stagedFiles, pageFiles);
         await mkdir(this.dir, { recursive: true });
         const file = path.join(this.dir, `${this.written++}.parquet`);
         // Uncompressed: read back once, at the commit; compressing would cost more than the bytes it saves.
-        await (await this.conns[i]!).run(`COPY (${select}) TO ${literal(file)} (FORMAT parquet, COMPRESSION uncompressed)`);
+        await conn.run(`COPY (${select}) TO ${literal(file)} (FORMAT parquet, COMPRESSION uncompressed)`);
         this.files.set(def.name, [...(this.files.get(def.name) ?? []), file]);
       })
       .catch((e: unknown) => {
         this.failure ??= e as Error;
-      })
-      .finally(() => {
-        this.queued[i]!--;
       });
+    this.typings.push(typing);
   }
 
   /** The dataset's typed files once everything queued is in (none if it has no rows here). */
   async typedFiles(def: DatasetDef): Promise<string[]> {
-    await Promise.all(this.chains);
+    await Promise.all(this.typings);
     if (this.failure) throw this.failure;
     return this.files.get(def.name) ?? [];
   }
 
   /** Removes the batch's files (after its commit, or when it failed). */
   async drop(): Promise<void> {
-    await Promise.all(this.chains);
+    await Promise.all(this.typings);
     this.files.clear();
     await rm(this.dir, { recursive: true, force: true });
   }

@@ -2,8 +2,7 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { WatermarkRecord, WindowRecord } from '../load/catalog.js';
 import type { CommittedFile } from '../load/commit.js';
-import type { DuckDBConnection } from '@duckdb/node-api';
-import { BatchRows } from '../load/batch-rows.js';
+import { BatchRows, Loaders } from '../load/batch-rows.js';
 import { commitRun, type RunRecord } from '../load/commit-run.js';
 import type { StagedPages } from '../load/schema.js';
 import type { Engine } from '../load/engine.js';
@@ -52,13 +51,11 @@ export class BatchCommitter {
   private chain: Promise<void> = Promise.resolve();
   private batch = 0;
   private failure: Error | undefined;
-  /** A commit is running. */
-  private committing = false;
   /** The commit queued last, until the chain reaches it (see enqueue). */
   private waiting: QueuedCommit | undefined;
   /** False once every window is in: a batch committed after that has the machine to itself. */
   private fetching = true;
-  private loaders: Promise<DuckDBConnection>[] | undefined;
+  private loaders: Loaders | undefined;
   private readonly preloads = new Map<number, BatchRows>();
   /** Per watermark key: committed ranges not yet joined to the watermark (a gap lies below them). */
   private readonly ahead = new Map<string, BlockRange[]>();
@@ -94,7 +91,7 @@ export class BatchCommitter {
     } finally {
       await Promise.all([...this.preloads.values()].map((b) => b.drop().catch(() => undefined)));
       this.preloads.clear();
-      for (const l of this.loaders ?? []) (await l.catch(() => undefined))?.closeSync();
+      await this.loaders?.close();
     }
   }
 
@@ -106,19 +103,17 @@ export class BatchCommitter {
   private rowsOf(batch: number): BatchRows {
     let rows = this.preloads.get(batch);
     if (!rows) {
-      this.loaders ??= Array.from({ length: LOADERS }, () =>
-        this.ctx.engine.instance.connect().then(async (c) => {
-          await c.run("SET TimeZone = 'UTC'");
-          // While windows fetch, DuckDB runs each query on one thread: the event loop keeps its core.
-          await c.run('SET threads = 1');
-          return c;
-        }),
+      this.loaders ??= new Loaders(
+        Array.from({ length: LOADERS }, () =>
+          this.ctx.engine.instance.connect().then(async (c) => {
+            await c.run("SET TimeZone = 'UTC'");
+            // While windows fetch, DuckDB runs each query on one thread: the event loop keeps its core.
+            await c.run('SET threads = 1');
+            return c;
+          }),
+        ),
       );
-      // The second only while no commit runs: two typings beside a commit's merge exceeded DuckDB's memory
-      // limit in the end-to-end bench.
-      rows = new BatchRows(this.loaders, path.join(this.ctx.stagingDir, 'typed', `batch-${batch}`), this.ctx.runId, this.ctx.ingestedAt, () =>
-        this.committing ? 1 : LOADERS,
-      );
+      rows = new BatchRows(this.loaders, path.join(this.ctx.stagingDir, 'typed', `batch-${batch}`), this.ctx.runId, this.ctx.ingestedAt);
       this.preloads.set(batch, rows);
     }
     return rows;
@@ -142,18 +137,19 @@ export class BatchCommitter {
     }
     const slot: QueuedCommit = { batch, ns, started: false, skipped: false };
     this.waiting = slot;
-    this.chain = this.chain.then(() => {
+    this.chain = this.chain.then(async () => {
       slot.started = true;
       if (slot.skipped) return;
       if (this.failure) throw this.failure;
-      this.committing = true;
+      // One typing at most beside a commit (see Loaders).
+      await this.loaders?.narrow(1);
       return this.commit(slot.batch, slot.ns, finalRecord)
         .catch((e: Error) => {
           this.failure = e;
           throw e;
         })
         .finally(() => {
-          this.committing = false;
+          this.loaders?.widen();
         });
     });
     return this.chain;
