@@ -7,15 +7,6 @@ import type { StagedPages } from './schema.js';
 import { literal } from './sql.js';
 
 /**
- * The typed rows of one commit batch, per dataset, written as each window completes: DuckDB types the
- * window's staged files on its own connection while the run goes on fetching, so that at commit time the rows
- * only need merging. Each window's rows go to an uncompressed Parquet file beside the staged files (which stay
- * the durable copy until the commit). Files, not tables of the in-memory database: appending to one table
- * per dataset made DuckDB checkpoint (compress) the growing tables again and again, which cost as much CPU
- * as the typing itself on the replay benchmark (2.5 s against 1.4 s), and tables held the whole batch in
- * memory until its commit.
- */
-/**
  * The connections that type finished windows while the run fetches, each running one typing at a time; a
  * typing goes to the least busy of those allowed to take work. A commit narrows them to the first one
  * (and waits for the others to finish theirs): two typings beside a commit's merge exceeded DuckDB's
@@ -60,6 +51,15 @@ export class Loaders {
   }
 }
 
+/**
+ * The typed rows of one commit batch, per dataset, written as each window completes: DuckDB types the
+ * window's staged files on its own connection while the run goes on fetching, so that at commit time the rows
+ * only need merging. Each window's rows go to an uncompressed Parquet file beside the staged files (which stay
+ * the durable copy until the commit). Files, not tables of the in-memory database: appending to one table
+ * per dataset made DuckDB checkpoint (compress) the growing tables again and again, which cost as much CPU
+ * as the typing itself on the replay benchmark (2.5 s against 1.4 s), and tables held the whole batch in
+ * memory until its commit.
+ */
 export class BatchRows {
   private readonly typings: Promise<void>[] = [];
   private failure: Error | undefined;

@@ -183,17 +183,15 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
   const finalDir = path.join(workDir, 'final');
   await mkdirDurable(finalDir);
   // A connection of its own: the datasets of a commit are prepared side by side (see commitRun).
-  const conn = await engine.instance.connect();
+  const conn = await engine.connect();
   const shape = datasetShape(def);
   const part = ident(STAGED_PARTITION);
   const freshTable = ident('__chainlake_fresh');
-  const tag = def.name;
   const fresh = preloaded ?? freshTable;
   const unique = ident('__chainlake_unique');
-  const merged = [ident(`__chainlake_merged_${tag}_0`), ident(`__chainlake_merged_${tag}_1`)];
+  const merged = [ident(`__chainlake_merged_${def.name}_0`), ident(`__chainlake_merged_${def.name}_1`)];
   let writers: DuckDBConnection[] = [];
   try {
-    await conn.run("SET TimeZone = 'UTC'");
     if (!preloaded) await conn.run(`CREATE OR REPLACE TEMP TABLE ${freshTable} AS ${stagedSelect(def, runId, ingestedAt, stagedFiles, pageFiles)}`);
     await testHook('typed');
     const counts = (
@@ -218,13 +216,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
     // Day partitions are small, so one COPY hardly keeps one core busy and its fixed cost (planning, file
     // and footer, a compressor per column) dominates: several connections write partitions side by side
     // (twice the files per second with 2 connections on the 2-core bench machine).
-    writers = await Promise.all(
-      Array.from({ length: Math.min(input.writers ?? COPY_CONNECTIONS, partitions.length) }, async () => {
-        const c = await engine.instance.connect();
-        await c.run("SET TimeZone = 'UTC'");
-        return c;
-      }),
-    );
+    writers = await Promise.all(Array.from({ length: Math.min(input.writers ?? COPY_CONNECTIONS, partitions.length) }, () => engine.connect()));
     const out: PreparedFile[] = [];
     /** Merges one slice into the table `table`: its partitions' row-id runs once it is sorted. */
     const buildSlice = async (slice: string[], table: string): Promise<{ slice: string[]; table: string; runs: Map<string, PartitionRun> }> => {

@@ -5,6 +5,8 @@ export interface Engine {
   conn: DuckDBConnection;
   /** DuckDB's threads as opened; `SET threads` may lower it for a while (see BatchCommitter). */
   threads: number;
+  /** Another connection to the same database, in UTC like `conn` (loaders, partition writers). */
+  connect(): Promise<DuckDBConnection>;
   close(): void;
 }
 
@@ -29,13 +31,18 @@ export async function openEngine(opts: { tempDir: string; memoryLimit?: string; 
     autoinstall_known_extensions: 'false',
     autoload_known_extensions: 'true',
   });
-  const conn = await instance.connect();
-  // Timestamps are UTC everywhere; set after connect, once the built-in ICU extension is loaded.
-  await conn.run("SET TimeZone = 'UTC'");
+  const connect = async (): Promise<DuckDBConnection> => {
+    const c = await instance.connect();
+    // Timestamps are UTC everywhere; set after connect, once the built-in ICU extension is loaded.
+    await c.run("SET TimeZone = 'UTC'");
+    return c;
+  };
+  const conn = await connect();
   return {
     instance,
     conn,
     threads,
+    connect,
     close() {
       conn.closeSync();
       instance.closeSync();

@@ -105,8 +105,7 @@ export class BatchCommitter {
     if (!rows) {
       this.loaders ??= new Loaders(
         Array.from({ length: LOADERS }, () =>
-          this.ctx.engine.instance.connect().then(async (c) => {
-            await c.run("SET TimeZone = 'UTC'");
+          this.ctx.engine.connect().then(async (c) => {
             // While windows fetch, DuckDB runs each query on one thread: the event loop keeps its core.
             await c.run('SET threads = 1');
             return c;

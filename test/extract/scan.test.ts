@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ABSENT, ESCAPED, NULL, OTHER, STRING, scanList, type ScannedList } from '../../src/extract/scan.js';
 import { parseBody } from '../../src/extract/transport.js';
+import { seeded } from '../reliability/helpers.js';
 
 /**
  * The list scanner against JSON.parse: whenever it returns a list, JSON.parse takes the same body and gives
@@ -163,17 +164,6 @@ function write(j: J, rnd: () => number): string {
     }
   };
   return `${ws()}${go(j)}${ws()}`;
-}
-
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** The bytes at `shift` (0-3) into a fresh buffer: the scanner reads whole 32-bit words, whatever the alignment. */
