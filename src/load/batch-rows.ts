@@ -8,25 +8,28 @@ import { literal } from './sql.js';
 
 /**
  * The connections that type finished windows while the run fetches, each running one typing at a time; a
- * typing goes to the least busy of those allowed to take work. A commit narrows them to the first one
- * (and waits for the others to finish theirs): two typings beside a commit's merge exceeded DuckDB's
- * memory limit in the end-to-end bench.
+ * typing goes to the least busy one. While a commit merges, no typing runs: a typing's JSON reader asks for
+ * a buffer of up to 32 MiB at once, which a commit's merge (sorts, tables, file writers) had left DuckDB
+ * unable to give (an out-of-memory error failed the run with `commit.everyRows` 300,000 in the
+ * end-to-end bench), and two typings beside a merge had exceeded the limit before.
  */
 export class Loaders {
   private readonly tails: Promise<void>[];
   private readonly queued: number[];
-  private allowed: number;
+  private paused = false;
+  private gate: Promise<void> = Promise.resolve();
+  private open: () => void = () => undefined;
 
   constructor(private readonly conns: readonly Promise<DuckDBConnection>[]) {
     this.tails = conns.map(() => Promise.resolve());
     this.queued = conns.map(() => 0);
-    this.allowed = conns.length;
   }
 
-  /** Queues `task` on a connection; the returned promise settles with it. */
-  run(task: (conn: DuckDBConnection) => Promise<void>): Promise<void> {
-    const open = this.queued.slice(0, this.allowed);
-    const i = open.indexOf(Math.min(...open));
+  /** Queues `task` on a connection (once typings are not paused); the returned promise settles with it. */
+  async run(task: (conn: DuckDBConnection) => Promise<void>): Promise<void> {
+    // Checked again after each wait, in the same turn as the dispatch: a pause that began meanwhile holds it.
+    while (this.paused) await this.gate;
+    const i = this.queued.indexOf(Math.min(...this.queued));
     this.queued[i]!++;
     const done = this.tails[i]!.then(async () => task(await this.conns[i]!)).finally(() => {
       this.queued[i]!--;
@@ -35,17 +38,22 @@ export class Loaders {
     return done;
   }
 
-  /** From now on only the first `n` connections take work; resolves once the others are idle. */
-  async narrow(n: number): Promise<void> {
-    this.allowed = Math.max(1, n);
-    await Promise.all(this.tails.slice(this.allowed));
+  /** Holds back typings not yet started; resolves once those already started or queued have ended. */
+  async pause(): Promise<void> {
+    if (!this.paused) {
+      this.paused = true;
+      this.gate = new Promise((resolve) => (this.open = resolve));
+    }
+    await Promise.all(this.tails);
   }
 
-  widen(): void {
-    this.allowed = this.conns.length;
+  resume(): void {
+    this.paused = false;
+    this.open();
   }
 
   async close(): Promise<void> {
+    this.resume();
     await Promise.all(this.tails);
     for (const c of this.conns) (await c.catch(() => undefined))?.closeSync();
   }
@@ -91,6 +99,11 @@ export class BatchRows {
         this.failure ??= e as Error;
       });
     this.typings.push(typing);
+  }
+
+  /** Resolves once every typing queued so far has ended (failed or not). */
+  async settled(): Promise<void> {
+    await Promise.all(this.typings);
   }
 
   /** The dataset's typed files once everything queued is in (none if it has no rows here). */

@@ -142,10 +142,30 @@ export function stagedSelect(def: DatasetDef, runId: string, ingestedAt: string,
 }
 
 /**
- * Rows of the batch merged at once: partitions are merged in slices of about this many fresh rows, so that
- * the sort and the merged table of a commit stay small whatever the batch's size.
+ * Rows merged at once: partitions are merged in slices of about this many rows, fresh and existing, so that
+ * the sort and the merged table of a commit stay small whatever the batch's size and the lake's.
  */
 export const MERGE_SLICE_ROWS = 100_000;
+
+/**
+ * Each partition's fresh rows plus the rows its existing files hold (from their footers). Counting fresh rows
+ * alone let a late commit of a large export merge slices of several times MERGE_SLICE_ROWS: every commit
+ * rewrites the day partitions the earlier ones wrote.
+ */
+async function withExistingRows(
+  conn: DuckDBConnection,
+  counts: readonly (readonly [string, number])[],
+  existing: ReadonlyMap<string, readonly string[]>,
+): Promise<(readonly [string, number])[]> {
+  const files = [...existing.values()].flat();
+  if (files.length === 0) return [...counts];
+  const rowsOf = new Map(
+    ((await conn.runAndReadAll(`SELECT file_name, num_rows::BIGINT FROM parquet_file_metadata(${literalList(files)})`)).getRowsJS() as [string, bigint][]).map(
+      ([f, n]) => [f, Number(n)] as const,
+    ),
+  );
+  return counts.map(([p, n]) => [p, n + (existing.get(p) ?? []).reduce((sum, f) => sum + (rowsOf.get(f) ?? 0), 0)] as const);
+}
 
 /** Consecutive partitions (sorted) grouped so that each group's rows stay within `limit` (at least one each). */
 export function slicePartitions(counts: readonly (readonly [string, number])[], limit: number): string[][] {
@@ -200,6 +220,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
     const partitions = counts.map(([p]) => p);
     const dirs = new Map(partitions.map((p) => [p, paths.partitionDir(shape.name, shape.partition, network, p)]));
     const existing = new Map(await Promise.all(partitions.map(async (p) => [p, await partitionParquetFiles(dirs.get(p)!)] as const)));
+    const merging = await withExistingRows(conn, counts, existing);
 
     const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
     const key = [part, ...shape.key.map(ident)].join(', ');
@@ -289,12 +310,19 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
     };
     // The next slice is merged while the writers write this one (two tables in turn): the sort then hides
     // behind the COPYs instead of leaving the writers idle (the replay bench lost 0.4 s to slices otherwise).
-    const slices = slicePartitions(counts, input.sliceRows ?? MERGE_SLICE_ROWS);
-    let next: ReturnType<typeof buildSlice> | undefined = buildSlice(slices[0]!, merged[0]!);
+    const slices = slicePartitions(merging, input.sliceRows ?? MERGE_SLICE_ROWS);
+    const startSlice = (i: number): ReturnType<typeof buildSlice> => {
+      const building = buildSlice(slices[i]!, merged[i % 2]!);
+      // It may fail while the previous slice's files are still being written, before anything awaits it:
+      // an unhandled rejection would end the process instead of failing this commit (the await below throws).
+      building.catch(() => undefined);
+      return building;
+    };
+    let next: ReturnType<typeof buildSlice> | undefined = startSlice(0);
     try {
       for (let i = 0; i < slices.length; i++) {
         const current = await next!;
-        next = i + 1 < slices.length ? buildSlice(slices[i + 1]!, merged[(i + 1) % 2]!) : undefined;
+        next = i + 1 < slices.length ? startSlice(i + 1) : undefined;
         const written = new Array<PreparedFile>(current.slice.length);
         await eachBounded(
           current.slice.map((p, j) => [p, j] as const),

@@ -140,15 +140,16 @@ export class BatchCommitter {
       slot.started = true;
       if (slot.skipped) return;
       if (this.failure) throw this.failure;
-      // One typing at most beside a commit (see Loaders).
-      await this.loaders?.narrow(1);
+      // The batch's own windows are typed first; then no typing runs beside the merge (see Loaders).
+      await Promise.all(slot.ns.map((i) => this.preloads.get(i)?.settled()));
+      await this.loaders?.pause();
       return this.commit(slot.batch, slot.ns, finalRecord)
         .catch((e: Error) => {
           this.failure = e;
           throw e;
         })
         .finally(() => {
-          this.loaders?.widen();
+          this.loaders?.resume();
         });
     });
     return this.chain;

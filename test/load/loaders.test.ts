@@ -2,7 +2,7 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Loaders } from '../../src/load/batch-rows.js';
 
-/** The loader connections: work spread over both, narrowed to one (after the other drains) while a commit runs. */
+/** The loader connections: work spread over both, paused (after what runs has ended) while a commit merges. */
 let instance: DuckDBInstance;
 let conns: DuckDBConnection[];
 
@@ -22,7 +22,7 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 }
 
 describe('Loaders', () => {
-  it('spreads typings over the connections, and a narrowed set takes work on the first only, once the other is idle', async () => {
+  it('spreads typings over the connections; a pause waits for the started ones and holds new ones until resumed', async () => {
     const loaders = new Loaders(conns.map((c) => Promise.resolve(c)));
     const ran: number[] = [];
     const gates = [deferred(), deferred()];
@@ -38,29 +38,36 @@ describe('Loaders', () => {
     await new Promise((r) => setImmediate(r));
     expect(ran.sort()).toEqual([0, 1]);
 
-    let narrowed = false;
-    const narrowing = loaders.narrow(1).then(() => (narrowed = true));
+    let paused = false;
+    const pausing = loaders.pause().then(() => (paused = true));
+    let held = false;
+    const heldBack = loaders.run(async () => void (held = true));
     gates[0]!.resolve();
     await first;
     await new Promise((r) => setImmediate(r));
-    expect(narrowed).toBe(false); // the second connection is still busy
+    expect(paused).toBe(false); // the second connection is still busy
     gates[1]!.resolve();
     await second;
-    await narrowing;
-    expect(narrowed).toBe(true);
+    await pausing;
+    expect(paused).toBe(true);
+    await new Promise((r) => setImmediate(r));
+    expect(held).toBe(false); // queued during the pause: not started
 
-    const whileNarrowed: number[] = [];
-    await Promise.all([1, 2, 3].map(() => loaders.run(async (c) => void whileNarrowed.push(conns.indexOf(c)))));
-    expect(whileNarrowed).toEqual([0, 0, 0]);
+    loaders.resume();
+    await heldBack;
+    expect(held).toBe(true);
 
-    loaders.widen();
-    const slow = deferred();
-    const held = loaders.run(async () => slow.promise);
-    const other: number[] = [];
-    await loaders.run(async (c) => void other.push(conns.indexOf(c)));
-    expect(other).toEqual([1]); // the first is busy, so the second takes it
-    slow.resolve();
-    await held;
+    // A pause begun in the same turn as a resume still holds what waited: it starts at the next resume.
+    await loaders.pause();
+    let late = false;
+    const lateRun = loaders.run(async () => void (late = true));
+    loaders.resume();
+    await loaders.pause();
+    await new Promise((r) => setImmediate(r));
+    expect(late).toBe(false);
+    loaders.resume();
+    await lateRun;
+    expect(late).toBe(true);
   });
 
   it('a failed typing does not stop the queue of its connection', async () => {

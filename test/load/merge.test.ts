@@ -1,4 +1,4 @@
-import { copyFile, mkdir, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { transactions } from '../../src/datasets/transactions.js';
@@ -79,6 +79,22 @@ describe('merge by natural key', () => {
     expect(content.transactions!.duplicates).toBe(0);
     expect(content).toEqual(full);
     expect(await assertClean(lake, await catalogFiles(lake))).toEqual([]);
+  });
+
+  it('a partition file that cannot be read fails the commit, naming it, while another slice is being written; the lake stays as it was', async () => {
+    const lake = path.join(dir, 'unreadable');
+    await run(lake);
+    const before = await lakeContent(lake);
+    const files = (await listLake(lake)).filter((f) => f.endsWith('data.parquet')).sort();
+    expect(files.length).toBeGreaterThan(2);
+    // The last day: slice 0 is being written when the merge of the slice holding it is started, and fails.
+    const broken = path.join(lake, files[files.length - 1]!);
+    const bytes = await readFile(broken);
+    await writeFile(broken, 'not a parquet file');
+    // A slice per partition.
+    await expect(runJob(job(lake), { simulator: sim, mergeSliceRows: 1 })).rejects.toThrow(new RegExp(files[files.length - 1]!.replace(/[.=]/g, '\\$&')));
+    await writeFile(broken, bytes);
+    expect(await lakeContent(lake)).toEqual(before);
   });
 
   it('slices are runs of whole partitions within the row limit, an oversized partition alone', () => {
