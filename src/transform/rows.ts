@@ -13,7 +13,7 @@ import {
   type Converter,
 } from './convert.js';
 import type { RawPage } from '../extract/pager.js';
-import { ABSENT, ESCAPED, NULL, STRING } from '../extract/scan.js';
+import { ABSENT, ESCAPED, NULL, STRING, scanList } from '../extract/scan.js';
 
 /** A typed row ready for staging: column name -> canonical value, plus the partition value. */
 export interface StagedRow {
@@ -238,6 +238,8 @@ export class RowTransformer {
   readonly unknownFields = new Map<string, number>();
   /** Whether every entry column has an acceptor, so that pages may be staged as received. */
   private readonly rawEligible: boolean;
+  /** The top-level keys the entry columns read. */
+  private readonly entryKeys: readonly string[];
   private readonly entryColumns: CompiledColumn[];
   /**
    * The entry fields the columns read, when pages may be accepted from a scan of their body (every column
@@ -276,7 +278,8 @@ export class RowTransformer {
     // Fields named like a property every object inherits (`constructor`...) read differently from a parsed
     // entry that lacks them: such a dataset is never accepted from a scan.
     const topLevel = this.entryColumns.every((c) => c.path.length === 1 && !(c.path[0]! in Object.prototype) && c.acceptBytes !== undefined);
-    this.scanned = this.rawEligible && topLevel ? [...new Set(this.entryColumns.map((c) => c.path[0]!))] : undefined;
+    this.entryKeys = [...new Set(this.entryColumns.map((c) => c.path[0]!))];
+    this.scanned = this.rawEligible && topLevel ? this.entryKeys : undefined;
     const ordinalColumns = this.columns.filter((c) => c.from === 'ordinal');
     if (dataset.ordinal) {
       const known = new Set(dataset.columns.map((c) => c.name));
@@ -344,6 +347,7 @@ export class RowTransformer {
     // creations, say) goes through the converters, one staged line per row, and the reader stays small.
     if (page.raw.bytes.length > MAX_RECEIVED_PAGE_BYTES) return undefined;
     if (page.fields && (page.fields.rename || page.fields.fill)) return undefined;
+    if (!this.repeatsNoKey(page.raw)) return undefined;
     for (const e of entries) {
       if (e === null || typeof e !== 'object' || Array.isArray(e)) return undefined;
       for (const c of this.entryColumns) {
@@ -370,6 +374,19 @@ export class RowTransformer {
         for (const e of entries) this.noteUnknown(e as Record<string, unknown>, this.fields, '');
       },
     );
+  }
+
+  /**
+   * Whether no object of the body repeats a key, around the list or in an entry. DuckDB's reader refuses an
+   * object that repeats one of its struct's fields, where JSON.parse keeps the last value: such a body staged
+   * as received failed its whole commit, and every later run that fetched it again. A successful scan of the
+   * body proved it (the scanner refuses repeated keys); otherwise the body is scanned for it now. The scanner
+   * does not look inside nested values, so an entry column on a nested field sends every page to `transform`.
+   */
+  private repeatsNoKey(raw: RawPage): boolean {
+    if (this.entryColumns.some((c) => c.path.length > 1)) return false;
+    if (raw.list && raw.list.bytes === raw.bytes) return true;
+    return scanList(raw.bytes, raw.entriesAt, this.entryKeys) !== undefined;
   }
 
   /**

@@ -95,7 +95,7 @@ function alter(url: URL, text: string): string {
   }
   if (p.endsWith('/transactions') && offset === 1000) data[1]!.extra = { nested: [1, 'two'] }; // a field the schema does not know
   if (p.endsWith('/transactions') && offset === 2000) data[5]!.block_hash = `0x${'ab'.repeat(31)}c`; // one bad value alone: a reject
-  // Not scanned (a key parsed objects list first), yet accepted as received from the parsed entries.
+  // Not scanned (a key parsed objects list first): converted, as a scan cannot vouch for its keys.
   if (p.endsWith('/transactions') && offset === 3000) data[2]!['7'] = 'x';
   // Every other altered page goes out pretty-printed: line breaks between tokens.
   let out = offset % 2000 === 0 ? JSON.stringify(body, null, 1) : JSON.stringify(body);
@@ -103,6 +103,10 @@ function alter(url: URL, text: string): string {
     // Escapes in values the acceptors check (`0x` as `0\u0078`), and in a key: the same values once parsed.
     out = out.replace('"transaction_hash":"0x', '"transaction_hash":"0\\u0078').replace('"block_hash":"0x', '"block_h\\u0061sh":"0x');
   }
+  // An entry that repeats a key the dataset reads: JSON.parse keeps the last value, DuckDB's reader refuses the
+  // object. Staged as received, it failed the commit; the page must go through the converters (both ways).
+  // Only in the windows of a few addresses, so that most pages still go as received.
+  if (p.endsWith('/transactions') && offset === 1000 && /\/accounts\/0x[01]/.test(p)) out = out.replace('"nonce":', '"nonce":"12345","nonce":');
   return out;
 }
 
@@ -200,15 +204,16 @@ describe('pages staged as received', () => {
         expect(b[name]!.rows, `${way} ${name}`).toEqual(a[name]!.rows);
       }
     }
-    // Every way was taken: most pages as received (from their scan where scanned), the altered ones converted;
-    // a few pages scanned but not accepted from the scan were still accepted from their parsed entries.
+    // Every way was taken: most pages as received (from their scan where scanned), the altered ones converted.
+    // A body the scanner refuses (a key parsed objects list first, a repeated key) is converted either way: only
+    // a scan shows that no key repeats.
     expect(counts.converted!.received).toBe(0);
     expect(counts.received!.received).toBeGreaterThan(5_000);
     expect(counts.received!.converted).toBeGreaterThan(0);
     expect(counts.received!.scanned).toBe(0);
     expect(counts.scanned!.scanned).toBeGreaterThan(5_000);
     expect(counts.scanned!.received).toBe(counts.received!.received);
-    expect(counts.scanned!.received).toBeGreaterThan(counts.scanned!.scanned);
+    expect(counts.scanned!.received).toBe(counts.scanned!.scanned);
     expect(unknownFields.scanned).toEqual(unknownFields.received);
     expect(unknownFields.scanned).toEqual(unknownFields.converted);
     expect(unknownFields.scanned).toHaveProperty('transactions', ['7', 'extra']);
@@ -229,10 +234,36 @@ describe('acceptRaw', () => {
       topic_0: `0x${'ef'.repeat(32)}`,
     };
     const entries = [entry, { ...entry, log_index: '4' }];
-    const page = (bytes: number) => ({ scope: {}, results: {}, offset: 0, raw: { bytes: Buffer.alloc(bytes, 32), entriesAt: ['results', 'data'], entries } });
+    const json = JSON.stringify({ results: { data: entries } });
+    const page = (bytes: number, text = json) => ({
+      scope: {},
+      results: {},
+      offset: 0,
+      raw: { bytes: Buffer.from(text.padEnd(bytes, ' ')), entriesAt: ['results', 'data'], entries },
+    });
     expect(t.acceptRaw(entries, page(1024))?.rows).toBe(2);
     expect(t.acceptRaw(entries, page(MAX_RECEIVED_PAGE_BYTES + 1))).toBeUndefined();
     // The page's own entries only: a list cut from the body (the pager's probe reuse) is not the body.
     expect(t.acceptRaw(entries.slice(0, 1), page(1024))).toBeUndefined();
+  });
+
+  it('sends a body that repeats a key (in an entry or around the list) through the converters', () => {
+    const t = new RowTransformer(DATASETS.event_logs!, { network: 'mainnet', snapshotDate: '2026-01-15' });
+    const entry = {
+      timestamp: '2024-03-01T00:00:12Z',
+      transaction_hash: `0x${'ab'.repeat(32)}`,
+      log_index: '3',
+      address: `0x${'cd'.repeat(20)}`,
+      topic_0: `0x${'ef'.repeat(32)}`,
+    };
+    const entries = [entry, { ...entry, log_index: '4' }];
+    const page = (text: string) => ({ scope: {}, results: {}, offset: 0, raw: { bytes: Buffer.from(text), entriesAt: ['results', 'data'], entries } });
+    const json = JSON.stringify({ results: { data: entries } });
+    expect(t.acceptRaw(entries, page(json))?.rows).toBe(2);
+    // JSON.parse of each gives these very entries (the last value wins); DuckDB would refuse the objects.
+    expect(t.acceptRaw(entries, page(json.replace('"log_index":"4"', '"log_index":"9","log_index":"4"')))).toBeUndefined();
+    expect(t.acceptRaw(entries, page(json.replace('{"data"', '{"data":[],"data"')))).toBeUndefined();
+    // A key the dataset does not read, repeated: refused as well (the scan does not tell them apart).
+    expect(t.acceptRaw(entries, page(json.replace('"log_index":"4"', '"x":1,"x":2,"log_index":"4"')))).toBeUndefined();
   });
 });
