@@ -234,7 +234,11 @@ export class BatchCommitter {
       ms: Date.now() - started,
     });
     // Staged rows are in the lake now; free the disk they took.
-    await Promise.all(batch.flatMap((o) => [o.stage?.file, o.rejectStage?.file, o.pageStage?.file]).map((f) => (f ? rm(f, { force: true }) : undefined)));
+    await Promise.all(
+      batch
+        .flatMap((o) => [o.stage?.file, o.rejectStage?.file, ...(o.pageStage?.files.map((f) => f.file) ?? [])])
+        .map((f) => (f ? rm(f, { force: true }) : undefined)),
+    );
   }
 }
 
@@ -270,6 +274,6 @@ export function advanceWatermark(old: number | undefined, rangeStart: number, ra
 function stagedOf(o: WindowOutcome): { stagedFiles: string[]; pageFiles: StagedPages[] } {
   return {
     stagedFiles: o.stage && o.stage.rows > 0 ? [o.stage.file] : [],
-    pageFiles: o.pageStage && o.pageStage.rows > 0 ? [{ file: o.pageStage.file, entriesAt: o.pagesEntriesAt!, maxLineBytes: o.pageStage.maxLineBytes }] : [],
+    pageFiles: (o.pageStage?.files ?? []).filter((f) => f.rows > 0).map((f) => ({ file: f.file, entriesAt: o.pagesEntriesAt!, maxLineBytes: f.maxLineBytes })),
   };
 }

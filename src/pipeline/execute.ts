@@ -4,7 +4,7 @@ import { endpointPageFetcher, type MetaPage } from '../extract/endpoint.js';
 import type { ExplorerClient } from '../extract/explorer.js';
 import type { FinanceClient } from '../extract/finance.js';
 import { entryCount, pageWindow, scannedList, WindowProgress, type FetchedPage, type PageFetcher, type PagerOptions } from '../extract/pager.js';
-import { StageFile } from '../load/staging.js';
+import { PageFiles, StageFile } from '../load/staging.js';
 import { MAX_RECEIVED_PAGE_BYTES, OrdinalState, type RowTransformer } from '../transform/rows.js';
 import type { Logger } from './log.js';
 import type { Window } from './plan.js';
@@ -20,7 +20,7 @@ export interface WindowOutcome {
   window: Window;
   stage?: StageFile;
   /** Pages staged as received (see RowTransformer.acceptRaw), and where their entries sit in each body. */
-  pageStage?: StageFile;
+  pageStage?: PageFiles;
   pagesEntriesAt?: readonly string[];
   rejectStage?: StageFile;
   acct: Accounting;
@@ -104,7 +104,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
   };
   try {
     const rowsFile = path.join(deps.stagingDir, 'rows', w.def.name, `${deps.index}.ndjson`);
-    const pagesFile = path.join(deps.stagingDir, 'pages', w.def.name, `${deps.index}.ndjson`);
+    const pagesStem = path.join(deps.stagingDir, 'pages', w.def.name, String(deps.index));
     const rejectsFile = path.join(deps.stagingDir, 'rejects', `${deps.index}.ndjson`);
     outcome.stage = await StageFile.open(rowsFile);
     const fetcher = fetcherFor(w, deps.clients, deps.transformer.scanFields(w.endpoint));
@@ -141,7 +141,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
         // Staged as received: no entry is converted or re-serialised here; DuckDB types them at commit.
         // One endpoint per window: every page keeps its entries at the same place.
         outcome.pagesEntriesAt = page.raw!.entriesAt;
-        outcome.pageStage ??= await StageFile.open(pagesFile);
+        outcome.pageStage ??= new PageFiles(pagesStem);
         await outcome.pageStage.writePage(accepted, page.raw!);
         outcome.rows += accepted.rows;
         outcome.receivedRows += accepted.rows;
