@@ -160,7 +160,11 @@ function receivedCanonical(kind: ColumnKind, x: string): string {
     case 'hex':
       return `lower(${x})`;
     case 'bool':
-      return `(${x} = '1')`;
+      // A JSON boolean is read as the text 'true' or 'false'.
+      return `(${x} IN ('1', 'true'))`;
+    case 'int_array':
+      // A list is read as its JSON text, which DuckDB's list cast reads (`["0","1"]` -> [0, 1]).
+      return `CAST(${x} AS INTEGER[])`;
     default:
       return x;
   }

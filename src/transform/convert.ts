@@ -196,6 +196,8 @@ export const CONVERTERS: Record<ColumnKind, Converter> = {
 export type Acceptor = (raw: unknown) => boolean;
 
 const BIGINT_TEXT = /^-?\d{1,18}$/;
+/** A list item DuckDB's VARCHAR -> INTEGER[] cast reads as the converter does: digits, at most INT32_MAX. */
+const isInt32Text = (item: unknown): boolean => typeof item === 'string' && /^\d{1,10}$/.test(item) && Number(item) <= INT32_MAX;
 const AMOUNT_TEXT = /^(?:0|[1-9]\d{0,37})$/;
 const UTC_TEXT = /^(\d{4}-\d{2}-\d{2})T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d{1,9})?Z$/;
 /** Calendar dates seen valid or not (keyed yyyymmdd): few distinct days per run, so the date check is a lookup. */
@@ -235,10 +237,11 @@ function isHexOf(raw: unknown, digits: number): boolean {
  * The canonical value of a value its kind's acceptor passed: what the converter gives, computed the way the
  * SQL side does (load/schema.ts receivedCanonical): hex lower-cased, flags as booleans, the rest as is.
  */
-export function receivedCanonical(kind: ColumnKind, text: string): Canonical {
-  if (kind === 'address' || kind === 'hash' || kind === 'hex') return text.toLowerCase();
-  if (kind === 'bool') return text === '1';
-  return text;
+export function receivedCanonical(kind: ColumnKind, raw: unknown): Canonical {
+  if (kind === 'address' || kind === 'hash' || kind === 'hex') return (raw as string).toLowerCase();
+  if (kind === 'bool') return raw === '1' || raw === true;
+  if (kind === 'int_array') return (raw as string[]).map(Number);
+  return raw as string;
 }
 
 export const ACCEPTORS: Partial<Record<ColumnKind, Acceptor>> = {
@@ -252,8 +255,11 @@ export const ACCEPTORS: Partial<Record<ColumnKind, Acceptor>> = {
     const m = UTC_TEXT.exec(raw);
     return m !== null && validDay(m[1]!);
   },
-  bool: (raw) => raw === '0' || raw === '1',
+  // JSON booleans too: DuckDB reads them as the text 'true' / 'false' (load/schema.ts receivedCanonical).
+  bool: (raw) => raw === '0' || raw === '1' || raw === true || raw === false,
   text: (raw) => typeof raw === 'string',
+  // A list of digit strings: DuckDB reads it as its JSON text and casts that to INTEGER[].
+  int_array: (raw) => Array.isArray(raw) && raw.every(isInt32Text),
 };
 
 /**

@@ -368,7 +368,7 @@ export class RowTransformer {
       page,
       (i, c) => {
         const v = valueAt(entries[i], c.path);
-        return v === undefined || v === null ? null : receivedCanonical(c.def.kind, v as string);
+        return v === undefined || v === null ? null : receivedCanonical(c.def.kind, v);
       },
       () => {
         for (const e of entries) this.noteUnknown(e as Record<string, unknown>, this.fields, '');
