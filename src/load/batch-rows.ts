@@ -8,28 +8,32 @@ import { literal } from './sql.js';
 
 /**
  * The connections that type finished windows while the run fetches, each running one typing at a time; a
- * typing goes to the least busy one. While a commit merges, no typing runs: a typing's JSON reader asks for
- * a buffer of up to 32 MiB at once, which a commit's merge (sorts, tables, file writers) had left DuckDB
- * unable to give (an out-of-memory error failed the run with `commit.everyRows` 300,000 in the
- * end-to-end bench), and two typings beside a merge had exceeded the limit before.
+ * typing goes to the least busy of those allowed to take work. A commit narrows them to one, or holds them
+ * all (see BatchCommitter.enqueue), and waits for the others to finish what they started: DuckDB's memory is
+ * shared, and a typing beside a merge once failed the run for memory. That typing read a window's pages
+ * from one file, in a buffer of up to 32 MiB (`commit.everyRows` 300,000 in the end-to-end bench, with
+ * one typing beside each commit); page files of about 2 MiB (load/staging.ts PageFiles) ended that.
  */
 export class Loaders {
   private readonly tails: Promise<void>[];
   private readonly queued: number[];
-  private paused = false;
+  /** How many connections (the first ones) take new typings; 0 holds them until `release`. */
+  private allowed: number;
   private gate: Promise<void> = Promise.resolve();
   private open: () => void = () => undefined;
 
   constructor(private readonly conns: readonly Promise<DuckDBConnection>[]) {
     this.tails = conns.map(() => Promise.resolve());
     this.queued = conns.map(() => 0);
+    this.allowed = conns.length;
   }
 
-  /** Queues `task` on a connection (once typings are not paused); the returned promise settles with it. */
+  /** Queues `task` on a connection (once typings are not held); the returned promise settles with it. */
   async run(task: (conn: DuckDBConnection) => Promise<void>): Promise<void> {
-    // Checked again after each wait, in the same turn as the dispatch: a pause that began meanwhile holds it.
-    while (this.paused) await this.gate;
-    const i = this.queued.indexOf(Math.min(...this.queued));
+    // Checked again after each wait, in the same turn as the dispatch: a hold that began meanwhile applies.
+    while (this.allowed === 0) await this.gate;
+    const open = this.queued.slice(0, this.allowed);
+    const i = open.indexOf(Math.min(...open));
     this.queued[i]!++;
     const done = this.tails[i]!.then(async () => task(await this.conns[i]!)).finally(() => {
       this.queued[i]!--;
@@ -38,22 +42,23 @@ export class Loaders {
     return done;
   }
 
-  /** Holds back typings not yet started; resolves once those already started or queued have ended. */
-  async pause(): Promise<void> {
-    if (!this.paused) {
-      this.paused = true;
-      this.gate = new Promise((resolve) => (this.open = resolve));
-    }
-    await Promise.all(this.tails);
+  /**
+   * From now on only the first `keep` connections take typings (with 0, none: they wait for `release`);
+   * resolves once the other connections have ended what they started or had queued.
+   */
+  async hold(keep: number): Promise<void> {
+    if (keep === 0 && this.allowed !== 0) this.gate = new Promise((resolve) => (this.open = resolve));
+    this.allowed = keep;
+    await Promise.all(this.tails.slice(keep));
   }
 
-  resume(): void {
-    this.paused = false;
+  release(): void {
+    this.allowed = this.conns.length;
     this.open();
   }
 
   async close(): Promise<void> {
-    this.resume();
+    this.release();
     await Promise.all(this.tails);
     for (const c of this.conns) (await c.catch(() => undefined))?.closeSync();
   }

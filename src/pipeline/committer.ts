@@ -140,16 +140,18 @@ export class BatchCommitter {
       slot.started = true;
       if (slot.skipped) return;
       if (this.failure) throw this.failure;
-      // The batch's own windows are typed first; then no typing runs beside the merge (see Loaders).
+      // The batch's own windows are typed first. Then one typing at most runs beside a commit in the background
+      // (see Loaders), so that windows finishing meanwhile are not all left to type after it; none beside a
+      // commit that has the machine to itself (its merges run on every thread).
       await Promise.all(slot.ns.map((i) => this.preloads.get(i)?.settled()));
-      await this.loaders?.pause();
+      await this.loaders?.hold(finalRecord === undefined && this.fetching ? 1 : 0);
       return this.commit(slot.batch, slot.ns, finalRecord)
         .catch((e: Error) => {
           this.failure = e;
           throw e;
         })
         .finally(() => {
-          this.loaders?.resume();
+          this.loaders?.release();
         });
     });
     return this.chain;

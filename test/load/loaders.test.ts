@@ -2,7 +2,7 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Loaders } from '../../src/load/batch-rows.js';
 
-/** The loader connections: work spread over both, paused (after what runs has ended) while a commit merges. */
+/** The loader connections: work spread over both, narrowed to one or held (after what runs has ended) while a commit merges. */
 let instance: DuckDBInstance;
 let conns: DuckDBConnection[];
 
@@ -22,7 +22,7 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 }
 
 describe('Loaders', () => {
-  it('spreads typings over the connections; a pause waits for the started ones and holds new ones until resumed', async () => {
+  it('spreads typings over the connections; narrowed to one, new ones go to the first once the other is idle', async () => {
     const loaders = new Loaders(conns.map((c) => Promise.resolve(c)));
     const ran: number[] = [];
     const gates = [deferred(), deferred()];
@@ -38,34 +38,62 @@ describe('Loaders', () => {
     await new Promise((r) => setImmediate(r));
     expect(ran.sort()).toEqual([0, 1]);
 
-    let paused = false;
-    const pausing = loaders.pause().then(() => (paused = true));
-    let held = false;
-    const heldBack = loaders.run(async () => void (held = true));
+    let narrowed = false;
+    const narrowing = loaders.hold(1).then(() => (narrowed = true));
     gates[0]!.resolve();
     await first;
     await new Promise((r) => setImmediate(r));
-    expect(paused).toBe(false); // the second connection is still busy
+    expect(narrowed).toBe(false); // the second connection is still busy
     gates[1]!.resolve();
     await second;
-    await pausing;
-    expect(paused).toBe(true);
-    await new Promise((r) => setImmediate(r));
-    expect(held).toBe(false); // queued during the pause: not started
+    await narrowing;
+    expect(narrowed).toBe(true);
 
-    loaders.resume();
+    const whileNarrowed: number[] = [];
+    await Promise.all([1, 2, 3].map(() => loaders.run(async (c) => void whileNarrowed.push(conns.indexOf(c)))));
+    expect(whileNarrowed).toEqual([0, 0, 0]);
+
+    loaders.release();
+    const slow = deferred();
+    const held = loaders.run(async () => slow.promise);
+    const other: number[] = [];
+    await loaders.run(async (c) => void other.push(conns.indexOf(c)));
+    expect(other).toEqual([1]); // the first is busy, so the second takes it
+    slow.resolve();
+    await held;
+  });
+
+  it('held at none: waits for the running typings and holds new ones until released', async () => {
+    const loaders = new Loaders(conns.map((c) => Promise.resolve(c)));
+    const gate = deferred();
+    const running = loaders.run(async () => gate.promise);
+    await new Promise((r) => setImmediate(r));
+
+    let holding = false;
+    const hold = loaders.hold(0).then(() => (holding = true));
+    let held = false;
+    const heldBack = loaders.run(async () => void (held = true));
+    await new Promise((r) => setImmediate(r));
+    expect(holding).toBe(false); // a typing still runs
+    gate.resolve();
+    await running;
+    await hold;
+    await new Promise((r) => setImmediate(r));
+    expect(held).toBe(false); // queued during the hold: not started
+
+    loaders.release();
     await heldBack;
     expect(held).toBe(true);
 
-    // A pause begun in the same turn as a resume still holds what waited: it starts at the next resume.
-    await loaders.pause();
+    // A hold begun in the same turn as a release still applies to what waited: it starts at the next release.
+    await loaders.hold(0);
     let late = false;
     const lateRun = loaders.run(async () => void (late = true));
-    loaders.resume();
-    await loaders.pause();
+    loaders.release();
+    await loaders.hold(0);
     await new Promise((r) => setImmediate(r));
     expect(late).toBe(false);
-    loaders.resume();
+    loaders.release();
     await lateRun;
     expect(late).toBe(true);
   });
