@@ -18,7 +18,7 @@ import {
   type StagedPages,
   type TableShape,
 } from './schema.js';
-import { ident, literal, literalList } from './sql.js';
+import { ident, LAKE_PARQUET, literal, literalList } from './sql.js';
 import { testHook } from './test-hooks.js';
 import { eachBounded } from './bounded.js';
 
@@ -255,7 +255,8 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
       // then there is nothing to reduce, and a grouping of the keys alone (a fraction of the cost of the
       // window below) proves it.
       const duplicated =
-        Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (SELECT 1 FROM (${union}) GROUP BY ${key} HAVING count(*) > 1)`)).getRowsJS()[0]![0]) > 0;
+        Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (SELECT 1 FROM (${union}) GROUP BY ${key} HAVING count(*) > 1)`)).getRowsJS()[0]![0]) >
+        0;
       if (duplicated) {
         // Deduplicate, then sort, as two statements: the window and the sort in one query could not spill and
         // ran out of memory on a 430k-row batch at a 128 MB limit, where the two steps apart finish.
@@ -285,12 +286,8 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
     };
     const writePartition = async (c: DuckDBConnection, table: string, run: PartitionRun, partition: string): Promise<PreparedFile> => {
       const from = path.join(finalDir, `${shape.name}.${network}.${partition}.parquet`);
-      // A scan of the sorted table keeps its order, so the file comes out sorted. ZSTD level 1: on these
-      // sorted columns it wrote 2 % fewer bytes than the default level, and the replay bench's commit took
-      // 3.8-3.9 s instead of 4.0-4.2 s.
-      await c.run(
-        `COPY (SELECT ${columns} FROM ${table} WHERE rowid BETWEEN ${run.lo} AND ${run.hi}) TO ${literal(from)} (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1)`,
-      );
+      // A scan of the sorted table keeps its order, so the file comes out sorted.
+      await c.run(`COPY (SELECT ${columns} FROM ${table} WHERE rowid BETWEEN ${run.lo} AND ${run.hi}) TO ${literal(from)} (${LAKE_PARQUET})`);
       const to = path.join(dirs.get(partition)!, PARTITION_FILE);
       return {
         from,

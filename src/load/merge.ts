@@ -1,6 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { emptyTypedSelect, type TableShape } from './schema.js';
-import { ident, literal, literalList } from './sql.js';
+import { ident, LAKE_PARQUET, literal, literalList } from './sql.js';
 
 export interface MergedStats {
   rows: number;
@@ -37,7 +37,7 @@ export async function writeMergedPartition(
          SELECT *, row_number() OVER (PARTITION BY ${key} ORDER BY _ingested_at DESC, ${tieBreak}) AS __rank
          FROM (SELECT ${projection} FROM (${union}))
        ) WHERE __rank = 1 ORDER BY ${order}
-     ) TO ${literal(opts.target)} (FORMAT parquet, COMPRESSION zstd, COMPRESSION_LEVEL 1)`,
+     ) TO ${literal(opts.target)} (${LAKE_PARQUET})`,
   );
   const block = shape.blockColumn ? ident(shape.blockColumn) : undefined;
   const stats = await conn.runAndReadAll(
