@@ -34,6 +34,8 @@ export interface RunCommitInput {
   preloaded?: readonly BatchRows[];
   /** Connections writing partition files at once (see prepareDataset). */
   writers?: number;
+  /** Datasets prepared side by side (default DATASETS_AT_ONCE). */
+  datasetsAtOnce?: number;
   /** Fresh rows merged at once (see prepareDataset). */
   sliceRows?: number;
   rejectFiles: string[];
@@ -77,7 +79,7 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
   const perDataset = new Array<PreparedFile[]>(input.datasets.length);
   await eachBounded(
     input.datasets.map((d, i) => [d, i] as const),
-    DATASETS_AT_ONCE,
+    input.datasetsAtOnce ?? DATASETS_AT_ONCE,
     async ([{ def, stagedFiles, pageFiles }, i]) => {
       perDataset[i] = await prepareDataset({
         engine,

@@ -213,6 +213,8 @@ export class BatchCommitter {
       }),
       preloaded,
       writers: background ? 1 : undefined,
+      // On one thread a second dataset side by side gains nothing but holds a second merge in memory.
+      datasetsAtOnce: background ? 1 : undefined,
       sliceRows: this.ctx.mergeSliceRows,
       rejectFiles: done.filter((o) => o.rejectStage).map((o) => o.rejectStage!.file),
       windows: batch.map(this.windowRecord),
