@@ -75,7 +75,9 @@ export class StageFile {
       body = Buffer.from(body);
       for (let i = 0; i < body.length; i++) if (body[i] === 10 || body[i] === 13) body[i] = 32;
     }
-    const head = Buffer.from(`{"p":${JSON.stringify(page.partition)},"k":${JSON.stringify(page.constants)}${page.ordinals ? `,"o":[${page.ordinals.join(',')}]` : ''},"b":`);
+    const head = Buffer.from(
+      `{"p":${JSON.stringify(page.partition)},"k":${JSON.stringify(page.constants)}${page.ordinals ? `,"o":[${page.ordinals.join(',')}]` : ''},"b":`,
+    );
     this.rows += page.rows;
     this.maxLineBytes = Math.max(this.maxLineBytes, head.length + body.length + PAGE_END.length);
     this.pageBytes += head.length + body.length + PAGE_END.length;
@@ -123,7 +125,6 @@ export const PAGE_FILE_BYTES = 2 * 1024 * 1024;
 /** A window's pages staged as received: files `<stem>-<n>.ndjson` of about PAGE_FILE_BYTES each. */
 export class PageFiles {
   readonly files: StageFile[] = [];
-  rows = 0;
 
   constructor(
     private readonly stem: string,
@@ -138,7 +139,10 @@ export class PageFiles {
       this.files.push(current);
     }
     await current.writePage(page, raw);
-    this.rows += page.rows;
+  }
+
+  get rows(): number {
+    return this.files.reduce((n, f) => n + f.rows, 0);
   }
 
   async close(): Promise<void> {

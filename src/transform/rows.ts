@@ -238,8 +238,11 @@ export class RowTransformer {
   readonly unknownFields = new Map<string, number>();
   /** Whether every entry column has an acceptor, so that pages may be staged as received. */
   private readonly rawEligible: boolean;
-  /** The top-level keys the entry columns read. */
-  private readonly entryKeys: readonly string[];
+  /**
+   * The top-level keys the entry columns read, to scan a body for repeated keys (see `repeatsNoKey`); undefined
+   * when a column reads a nested field, whose objects the scanner does not check.
+   */
+  private readonly entryKeys: readonly string[] | undefined;
   private readonly entryColumns: CompiledColumn[];
   /**
    * The entry fields the columns read, when pages may be accepted from a scan of their body (every column
@@ -278,8 +281,9 @@ export class RowTransformer {
     // Fields named like a property every object inherits (`constructor`...) read differently from a parsed
     // entry that lacks them: such a dataset is never accepted from a scan.
     const topLevel = this.entryColumns.every((c) => c.path.length === 1 && !(c.path[0]! in Object.prototype) && c.acceptBytes !== undefined);
-    this.entryKeys = [...new Set(this.entryColumns.map((c) => c.path[0]!))];
-    this.scanned = this.rawEligible && topLevel ? this.entryKeys : undefined;
+    const keys = [...new Set(this.entryColumns.map((c) => c.path[0]!))];
+    this.entryKeys = this.entryColumns.every((c) => c.path.length === 1) ? keys : undefined;
+    this.scanned = this.rawEligible && topLevel ? keys : undefined;
     const ordinalColumns = this.columns.filter((c) => c.from === 'ordinal');
     if (dataset.ordinal) {
       const known = new Set(dataset.columns.map((c) => c.name));
@@ -384,7 +388,7 @@ export class RowTransformer {
    * does not look inside nested values, so an entry column on a nested field sends every page to `transform`.
    */
   private repeatsNoKey(raw: RawPage): boolean {
-    if (this.entryColumns.some((c) => c.path.length > 1)) return false;
+    if (!this.entryKeys) return false;
     if (raw.list && raw.list.bytes === raw.bytes) return true;
     return scanList(raw.bytes, raw.entriesAt, this.entryKeys) !== undefined;
   }

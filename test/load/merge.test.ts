@@ -34,6 +34,14 @@ const catalogFiles = (lake: string) =>
     r.map((f) => ({ path: String(f.path), rows: Number(f.rows), bytes: Number(f.bytes) })),
   );
 
+/** The lake holds what one full run gives, one row per key, and nothing else. */
+async function expectAsOneFullRun(lake: string): Promise<void> {
+  const content = await lakeContent(lake);
+  expect(content.transactions!.duplicates).toBe(0);
+  expect(content).toEqual(full);
+  expect(await assertClean(lake, await catalogFiles(lake))).toEqual([]);
+}
+
 beforeAll(async () => {
   sim = await startSimulator({ seed: 5 });
   ({ dir, cleanup } = await tempDir('chainlake-merge-'));
@@ -56,15 +64,15 @@ describe('merge by natural key', () => {
     await run(lake, { fromBlock: 10_000, toBlock: head });
     await run(lake, { fromBlock: 15_000, toBlock: 25_000 });
     await run(lake, { fromBlock: 0, toBlock: head });
-    const content = await lakeContent(lake);
-    expect(content.transactions!.duplicates).toBe(0);
-    expect(content).toEqual(full);
-    expect(await assertClean(lake, await catalogFiles(lake))).toEqual([]);
+    await expectAsOneFullRun(lake);
   });
 
   it('merging a few partitions at a time gives the same lake, also over existing files and repeated keys', async () => {
     const lake = path.join(dir, 'sliced');
-    const perPartition = await queryCatalog(lake.replace(/sliced$/, 'full'), 'SELECT block_date::VARCHAR AS p, count(*)::BIGINT AS n FROM transactions GROUP BY 1 ORDER BY 1');
+    const perPartition = await queryCatalog(
+      lake.replace(/sliced$/, 'full'),
+      'SELECT block_date::VARCHAR AS p, count(*)::BIGINT AS n FROM transactions GROUP BY 1 ORDER BY 1',
+    );
     const counts = perPartition.map((r) => [String(r.p), Number(r.n)] as const);
     // Two of the largest partitions fit a slice: slices of two or more, and more than two slices over five days.
     const sliceRows = 2 * Math.max(...counts.map(([, n]) => n));
@@ -75,10 +83,7 @@ describe('merge by natural key', () => {
     const head = (await run(lake, { fromBlock: 0, toBlock: 20_000 }, sliceRows)).head!;
     await run(lake, { fromBlock: 10_000, toBlock: head }, sliceRows);
     await run(lake, { fromBlock: 0, toBlock: head }, sliceRows);
-    const content = await lakeContent(lake);
-    expect(content.transactions!.duplicates).toBe(0);
-    expect(content).toEqual(full);
-    expect(await assertClean(lake, await catalogFiles(lake))).toEqual([]);
+    await expectAsOneFullRun(lake);
   });
 
   it('a partition file that cannot be read fails the commit, naming it, while another slice is being written; the lake stays as it was', async () => {

@@ -239,41 +239,32 @@ describe('pages staged as received', () => {
 });
 
 describe('acceptRaw', () => {
+  const t = new RowTransformer(DATASETS.event_logs!, { network: 'mainnet', snapshotDate: '2026-01-15' });
+  const entry = {
+    timestamp: '2024-03-01T00:00:12Z',
+    transaction_hash: `0x${'ab'.repeat(32)}`,
+    log_index: '3',
+    address: `0x${'cd'.repeat(20)}`,
+    topic_0: `0x${'ef'.repeat(32)}`,
+  };
+  const entries = [entry, { ...entry, log_index: '4' }];
+  const json = JSON.stringify({ results: { data: entries } });
+  /** The page of `entries` whose body is `text`, padded with spaces to `bytes`. */
+  const page = (text = json, bytes = 0) => ({
+    scope: {},
+    results: {},
+    offset: 0,
+    raw: { bytes: Buffer.from(text.padEnd(bytes, ' ')), entriesAt: ['results', 'data'], entries },
+  });
+
   it('sends a page larger than DuckDB reads comfortably in one line through the converters', () => {
-    const t = new RowTransformer(DATASETS.event_logs!, { network: 'mainnet', snapshotDate: '2026-01-15' });
-    const entry = {
-      timestamp: '2024-03-01T00:00:12Z',
-      transaction_hash: `0x${'ab'.repeat(32)}`,
-      log_index: '3',
-      address: `0x${'cd'.repeat(20)}`,
-      topic_0: `0x${'ef'.repeat(32)}`,
-    };
-    const entries = [entry, { ...entry, log_index: '4' }];
-    const json = JSON.stringify({ results: { data: entries } });
-    const page = (bytes: number, text = json) => ({
-      scope: {},
-      results: {},
-      offset: 0,
-      raw: { bytes: Buffer.from(text.padEnd(bytes, ' ')), entriesAt: ['results', 'data'], entries },
-    });
-    expect(t.acceptRaw(entries, page(1024))?.rows).toBe(2);
-    expect(t.acceptRaw(entries, page(MAX_RECEIVED_PAGE_BYTES + 1))).toBeUndefined();
+    expect(t.acceptRaw(entries, page(json, 1024))?.rows).toBe(2);
+    expect(t.acceptRaw(entries, page(json, MAX_RECEIVED_PAGE_BYTES + 1))).toBeUndefined();
     // The page's own entries only: a list cut from the body (the pager's probe reuse) is not the body.
-    expect(t.acceptRaw(entries.slice(0, 1), page(1024))).toBeUndefined();
+    expect(t.acceptRaw(entries.slice(0, 1), page(json, 1024))).toBeUndefined();
   });
 
   it('sends a body that repeats a key (in an entry or around the list) through the converters', () => {
-    const t = new RowTransformer(DATASETS.event_logs!, { network: 'mainnet', snapshotDate: '2026-01-15' });
-    const entry = {
-      timestamp: '2024-03-01T00:00:12Z',
-      transaction_hash: `0x${'ab'.repeat(32)}`,
-      log_index: '3',
-      address: `0x${'cd'.repeat(20)}`,
-      topic_0: `0x${'ef'.repeat(32)}`,
-    };
-    const entries = [entry, { ...entry, log_index: '4' }];
-    const page = (text: string) => ({ scope: {}, results: {}, offset: 0, raw: { bytes: Buffer.from(text), entriesAt: ['results', 'data'], entries } });
-    const json = JSON.stringify({ results: { data: entries } });
     expect(t.acceptRaw(entries, page(json))?.rows).toBe(2);
     // JSON.parse of each gives these very entries (the last value wins); DuckDB would refuse the objects.
     expect(t.acceptRaw(entries, page(json.replace('"log_index":"4"', '"log_index":"9","log_index":"4"')))).toBeUndefined();
