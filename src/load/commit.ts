@@ -5,7 +5,7 @@ import type { DatasetDef, Network } from '../datasets/dataset.js';
 import type { BatchRows } from './batch-rows.js';
 import { fsyncFile, mkdirDurable } from './durable.js';
 import type { Engine } from './engine.js';
-import { writeMergedPartition } from './merge.js';
+import { keyRank, onePerKey, writeMergedPartition } from './merge.js';
 import { PARTITION_FILE, type LakePaths } from './paths.js';
 import {
   REJECTS_SHAPE,
@@ -208,7 +208,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
   const part = ident(STAGED_PARTITION);
   const freshTable = ident('__chainlake_fresh');
   const fresh = preloaded ?? freshTable;
-  const unique = ident('__chainlake_unique');
+  const temp = { repeated: ident('__chainlake_repeated_keys'), winners: ident('__chainlake_winners') };
   const merged = [ident(`__chainlake_merged_${def.name}_0`), ident(`__chainlake_merged_${def.name}_1`)];
   let writers: DuckDBConnection[] = [];
   try {
@@ -223,12 +223,8 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
     const merging = await withExistingRows(conn, counts, existing);
 
     const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
-    const key = [part, ...shape.key.map(ident)].join(', ');
-    const tieBreak = `hash(${shape.columns
-      .map((c) => c.name)
-      .filter((n) => n !== '_run_id' && n !== '_ingested_at')
-      .map(ident)
-      .join(', ')})`;
+    const keyColumns = [part, ...shape.key.map(ident)];
+    const rank = keyRank(shape);
     const order = [part, ...[...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident)].join(', ');
     const columns = shape.columns.map((c) => ident(c.name)).join(', ');
     // The partition of an existing file is its folder's name (`<column>=<value>`), as LakePaths lays it out.
@@ -250,27 +246,11 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
         );
       }
       const union = sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
-      // Most batches list no row twice (two scoped addresses sharing a transaction do) and share no key with
-      // the files they meet (those hold other blocks of the same days, unless a run fetches blocks again):
-      // then there is nothing to reduce, and a grouping of the keys alone (a fraction of the cost of the
-      // window below) proves it.
-      const duplicated =
-        Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (SELECT 1 FROM (${union}) GROUP BY ${key} HAVING count(*) > 1)`)).getRowsJS()[0]![0]) >
-        0;
-      if (duplicated) {
-        // Deduplicate, then sort, as two statements: the window and the sort in one query could not spill and
-        // ran out of memory on a 430k-row batch at a 128 MB limit, where the two steps apart finish.
-        await conn.run(
-          `CREATE OR REPLACE TEMP TABLE ${unique} AS
-           SELECT * FROM (SELECT ${projection}, ${part} FROM (${union}))
-           QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY _ingested_at DESC, ${tieBreak}) = 1`,
-        );
-      }
+      const projected = `SELECT ${projection}, ${part} FROM (${union})`;
+      const reduced = await onePerKey(conn, projected, keyColumns, rank, temp);
       // A plain table (the engine's database is in memory and the run's own): the writers' connections read it.
-      await conn.run(
-        `CREATE OR REPLACE TABLE ${table} AS SELECT * FROM ${duplicated ? unique : `(SELECT ${projection}, ${part} FROM (${union}))`} ORDER BY ${order}`,
-      );
-      await conn.run(`DROP TABLE IF EXISTS ${unique}`);
+      await conn.run(`CREATE OR REPLACE TABLE ${table} AS SELECT * FROM (${reduced}) ORDER BY ${order}`);
+      await conn.run(`DROP TABLE IF EXISTS ${temp.winners}`);
       // The table is sorted by partition, so each partition is one run of row ids: a row-id range scan reads
       // just that run (a filter on the partition column would scan whole row groups for every partition).
       // The same pass counts each file's rows and block range for the catalog, so the COPYs return nothing
@@ -340,7 +320,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
   } finally {
     for (const c of writers) c.closeSync();
     try {
-      await conn.run(`DROP TABLE IF EXISTS ${freshTable}; DROP TABLE IF EXISTS ${unique}; ${merged.map((m) => `DROP TABLE IF EXISTS ${m}`).join('; ')}`);
+      await conn.run(`DROP TABLE IF EXISTS ${freshTable}; DROP TABLE IF EXISTS ${temp.repeated}; DROP TABLE IF EXISTS ${temp.winners}; ${merged.map((m) => `DROP TABLE IF EXISTS ${m}`).join('; ')}`);
     } finally {
       conn.closeSync();
     }
