@@ -12,11 +12,12 @@ export interface Engine {
 
 /**
  * DuckDB's buffer pool; beyond it DuckDB spills to `tempDir`. Its real footprint runs some 100-200 MB above
- * this (reader and writer buffers outside the pool), so it decides most of a run's peak RSS. With the
- * commit's dedupe and sort as separate statements (load/commit.ts) a 430k-row batch needed no more than
- * 256 MB to run at full speed; 128 MB also finished but spilled (about 2.5x slower).
+ * this (reader and writer buffers outside the pool, freed pages its allocator keeps), and the pool fills up
+ * to it (merged tables, sorts), so it decides most of a run's peak RSS. 160 MB holds what is pinned at once
+ * now that a commit merges slices of MERGE_SLICE_ROWS and typed files have small row groups
+ * (TYPED_ROW_GROUP_ROWS); 128 MB ran out of memory now and then (one run in five of the bench's 1M export).
  */
-export const DEFAULT_MEMORY_LIMIT = '256MB';
+export const DEFAULT_MEMORY_LIMIT = '160MB';
 
 /**
  * An in-memory DuckDB for the run's conversions and Parquet writes. It spills to `tempDir` (inside the
