@@ -7,9 +7,10 @@ import type { StagedPages } from './schema.js';
 import { literal } from './sql.js';
 
 /**
- * Rows per row group of a typed file. DuckDB's default (122,880) made the writer of one large window (111k
- * transactions) hold some 50 MB of DuckDB's memory until the file closed; beside a merge that ran a 160 MB
- * DuckDB out of memory in a 5M-row export (one-off probe), where groups of 16,384 rows finished.
+ * Rows per row group of a typed file. The writer holds a whole row group in DuckDB's memory, and with
+ * DuckDB's default (122,880 rows) large windows (111k transactions each) had typings hold up to 57 MB: beside
+ * a merge that ran a 160 MB DuckDB out of memory in a 5M-row export (one-off probe), where groups of 16,384
+ * rows finished.
  */
 export const TYPED_ROW_GROUP_ROWS = 16_384;
 
@@ -104,7 +105,6 @@ export class BatchRows {
         await mkdir(this.dir, { recursive: true });
         const file = path.join(this.dir, `${this.written++}.parquet`);
         // Uncompressed: read back once, at the commit; compressing would cost more than the bytes it saves.
-        // Row groups of TYPED_ROW_GROUP_ROWS: the writer holds a whole row group in DuckDB's memory.
         await conn.run(`COPY (${select}) TO ${literal(file)} (FORMAT parquet, COMPRESSION uncompressed, ROW_GROUP_SIZE ${TYPED_ROW_GROUP_ROWS})`);
         this.files.set(def.name, [...(this.files.get(def.name) ?? []), file]);
       })

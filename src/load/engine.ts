@@ -15,7 +15,7 @@ export interface Engine {
  * this (reader and writer buffers outside the pool, freed pages its allocator keeps), and the pool fills up
  * to it (merged tables, sorts), so it decides most of a run's peak RSS. 160 MB holds what is pinned at once
  * now that a commit merges slices of MERGE_SLICE_ROWS and typed files have small row groups
- * (TYPED_ROW_GROUP_ROWS); 128 MB ran out of memory now and then (one run in five of the bench's 1M export).
+ * (TYPED_ROW_GROUP_ROWS); 128 MB ran out of memory now and then (one run in seven of the bench's 1M export).
  */
 export const DEFAULT_MEMORY_LIMIT = '160MB';
 
