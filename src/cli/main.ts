@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: DuckDB's allocator reads its options when the library loads (see native-allocator.ts).
+import '../load/native-allocator.js';
 import { readFileSync } from 'node:fs';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';

@@ -1,3 +1,4 @@
+import './native-allocator.js';
 import { existsSync } from 'node:fs';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { retryOnLock } from './catalog.js';

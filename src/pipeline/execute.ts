@@ -47,8 +47,8 @@ export interface ExecuteDeps {
   /** Live counters the run reads for progress; created here when not given. */
   acct?: Accounting;
   progress?: WindowProgress;
-  /** Called after each page is staged, with its row and reject counts. */
-  onPage?: (rows: number, rejects: number) => void;
+  /** Called after each page is staged, with its row and reject counts and the size of its body as received. */
+  onPage?: (rows: number, rejects: number, bytes: number) => void;
 }
 
 /**
@@ -146,7 +146,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
         outcome.rows += accepted.rows;
         outcome.receivedRows += accepted.rows;
         if (fromScan) outcome.scannedRows += accepted.rows;
-        deps.onPage?.(accepted.rows, 0);
+        deps.onPage?.(accepted.rows, 0, page.raw!.bytes.length);
         continue;
       }
       const { rows, rejects } = deps.transformer.transform(page.entries, w.id, context);
@@ -157,7 +157,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
         await outcome.rejectStage.writeRejects(rejects);
         outcome.rejects += rejects.length;
       }
-      deps.onPage?.(rows.length, rejects.length);
+      deps.onPage?.(rows.length, rejects.length, page.raw?.bytes.length ?? 0);
     }
     await outcome.stage.close();
     await outcome.rejectStage?.close();

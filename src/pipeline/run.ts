@@ -26,6 +26,10 @@ import { LiveRun } from './live.js';
 import { silentLogger, type Logger } from './log.js';
 import { effectiveJob, prepareRun } from './prepare.js';
 import { emptyDatasetReport, sumReports, type DatasetReport, type RunReport } from './report.js';
+import { GarbagePacer } from './garbage.js';
+
+/** Response bodies handled between two full garbage collections while the run fetches (see GarbagePacer). */
+const GARBAGE_EVERY_BYTES = 32 * 1024 * 1024;
 
 export interface RunOptions {
   logger?: Logger;
@@ -212,6 +216,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       learnedCap: new LearnedCap(),
     };
     const limitWindows = pLimit(job.concurrency);
+    const garbage = new GarbagePacer(GARBAGE_EVERY_BYTES);
     await Promise.all(
       windows.map((w, index) =>
         limitWindows(async () => {
@@ -229,9 +234,10 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
             log,
             acct,
             progress,
-            onPage: (rows, rejects) => {
+            onPage: (rows, rejects, bytes) => {
               liveDs.rows += rows;
               liveDs.rejects += rejects;
+              garbage.add(bytes);
             },
           });
           if (outcome.error) liveDs.windowsFailed++;
