@@ -31,20 +31,20 @@ describe('GarbagePacer', () => {
   it('collects once per threshold of bytes, counting from the last collection', () => {
     let collections = 0;
     const pacer = new GarbagePacer(100, () => collections++);
-    pacer.add(60);
-    expect(collections).toBe(0);
-    pacer.add(40);
-    expect(collections).toBe(1);
-    pacer.add(99);
-    expect(collections).toBe(1);
-    // One large page crosses the threshold once: the count starts again after it, not carried over.
-    pacer.add(250);
-    expect(collections).toBe(2);
-    pacer.add(99);
-    expect(collections).toBe(2);
-    pacer.add(0);
-    expect(collections).toBe(2);
-    pacer.add(1);
-    expect(collections).toBe(3);
+    // [bytes added, collections after it]: one large page crosses the threshold once, and the count starts
+    // again after it, not carried over.
+    const steps: [number, number][] = [
+      [60, 0],
+      [40, 1],
+      [99, 1],
+      [250, 2],
+      [99, 2],
+      [0, 2],
+      [1, 3],
+    ];
+    for (const [bytes, expected] of steps) {
+      pacer.add(bytes);
+      expect(collections, `after adding ${bytes}`).toBe(expected);
+    }
   });
 });
