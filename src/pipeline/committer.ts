@@ -146,8 +146,9 @@ export class BatchCommitter {
       if (this.failure) throw this.failure;
       // The batch's own windows are typed first; no typing runs beside the commit itself (see Loaders). One
       // typing beside a background commit had kept windows finishing meanwhile from queueing up, but DuckDB's
-      // memory is shared: in the 5M-row memory bench it raised the peak from 363/397 to 352/430 MB (1M/5M) for
-      // an end-to-end speed within the bench's run-to-run spread (126,558 against 133,595 rows/s).
+      // memory is shared: with it the 5M-row export peaked at 430 MB against 397 without (1M: 352 against 363;
+      // probes with `npm run bench -- memory e2e`), for an end-to-end speed within the bench's run-to-run
+      // spread (133,595 against 126,558 rows/s).
       await Promise.all(slot.ns.map((i) => this.preloads.get(i)?.settled()));
       await this.loaders?.hold(0);
       return this.commit(slot.batch, slot.ns, finalRecord)

@@ -31,6 +31,9 @@ export function collectGarbage(): void {
   collect?.();
 }
 
+/** Response bodies handled between two full collections while a run fetches (see GarbagePacer). */
+export const GARBAGE_EVERY_BYTES = 32 * 1024 * 1024;
+
 /**
  * A full collection after every `everyBytes` of response bodies the run has handled. Pages arrive faster than V8
  * collects their buffers: it starts marking once external memory has grown 64 MB past the last collection and
@@ -40,7 +43,7 @@ export class GarbagePacer {
   private since = 0;
 
   constructor(
-    private readonly everyBytes: number,
+    private readonly everyBytes: number = GARBAGE_EVERY_BYTES,
     private readonly collect: () => void = collectGarbage,
   ) {}
 

@@ -28,9 +28,6 @@ import { effectiveJob, prepareRun } from './prepare.js';
 import { emptyDatasetReport, sumReports, type DatasetReport, type RunReport } from './report.js';
 import { GarbagePacer } from './garbage.js';
 
-/** Response bodies handled between two full garbage collections while the run fetches (see GarbagePacer). */
-const GARBAGE_EVERY_BYTES = 32 * 1024 * 1024;
-
 export interface RunOptions {
   logger?: Logger;
   /** Overrides for tests: retry/timeouts of the transport. */
@@ -216,7 +213,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       learnedCap: new LearnedCap(),
     };
     const limitWindows = pLimit(job.concurrency);
-    const garbage = new GarbagePacer(GARBAGE_EVERY_BYTES);
+    const garbage = new GarbagePacer();
     await Promise.all(
       windows.map((w, index) =>
         limitWindows(async () => {

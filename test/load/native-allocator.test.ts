@@ -6,7 +6,8 @@ import { ALLOCATOR_ENV, DUCKDB_ALLOCATOR_CONF } from '../../src/load/native-allo
 
 /**
  * DuckDB's jemalloc reads its options once, when libduckdb loads. A child process (of the built dist, as the CLI
- * runs) reports the options in its environment and whether libduckdb was mapped before or after they were set.
+ * runs) reports the options in its environment and whether libduckdb is mapped; that the options come first is
+ * the order of imports, checked by the last test.
  */
 function child(entry: string, env: NodeJS.ProcessEnv): { conf: string | null; duckdbLoaded: boolean } {
   const script = `
