@@ -9,9 +9,9 @@ const USER_SIZING = /--(?:max|min)[-_]semi[-_]space[-_]size|--semi[-_]space[-_]g
  * by to 1. V8 grows it (by default to 2 × 16 MB) while many objects survive a scavenge, as a page's parsed rows
  * do while they are typed, and gives it back only when its memory reducer finds the program idle, which a run
  * never is until it ends. In the 5M-row memory bench those 32 MB were resident through the last commits, where
- * the run peaks with DuckDB's merges beside them: the export peaked at 406.5 and 409.4 MB with the default and
- * at 369.6 MB with 1 MB semi-spaces (`--max-semi-space-size=1`), at the same end-to-end speed (six interleaved
- * `npm run bench -- e2e` runs, 118,926-134,494 rows/s either way). A process's semi-space size is fixed
+ * the run peaked with DuckDB's merges beside them: single exports of that workload peaked at 406.5 and 409.4 MB
+ * with the default and at 369.6 MB with 1 MB semi-spaces (`--max-semi-space-size=1`), at the same end-to-end
+ * speed (six interleaved `npm run bench -- e2e` runs, 118,926-134,494 rows/s either way). A process's semi-space size is fixed
  * when V8 starts, before any of our code, but the growth factor is read whenever the space would grow.
  */
 export function keepYoungGenerationSmall(execArgv: readonly string[], nodeOptions: string | undefined): boolean {

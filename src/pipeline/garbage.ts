@@ -34,7 +34,7 @@ export function collectGarbage(): void {
 /**
  * Response bodies handled between two full collections while a run fetches (see GarbagePacer). With V8's young
  * generation kept small the 5M-row export peaks while it fetches, where a background commit meets the garbage
- * of the pages fetched meanwhile: `npm run bench -- memory` gave 378-384 MB at 32 MB, 367-371 at 24 and 364-369
+ * of the pages fetched meanwhile: `npm run bench -- memory` gave 378-382 MB at 32 MB, 367-371 at 24 and 364-369
  * at 16, where 16 cost some 7 % of the end-to-end speed (79,800 against 85,900 rows per CPU-second, means of
  * three interleaved `npm run bench -- e2e` runs each) and 24 nothing beyond the bench's spread.
  */
