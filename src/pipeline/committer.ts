@@ -89,7 +89,7 @@ export class BatchCommitter {
     this.fetching = false;
     // What the fetching left behind is garbage now, and nothing in JavaScript would collect it before the run
     // ends: the commits still queued run in DuckDB (see collectGarbage).
-    collectGarbage();
+    collectGarbage({ release: true });
     try {
       await this.enqueue(finalRecord);
     } finally {

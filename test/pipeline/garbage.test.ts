@@ -1,3 +1,5 @@
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { collectGarbage, GarbagePacer } from '../../src/pipeline/garbage.js';
 
@@ -16,6 +18,28 @@ describe('collectGarbage', () => {
     collectGarbage();
     expect(ref.deref()).toBeUndefined();
     expect((globalThis as { gc?: unknown }).gc).toBeUndefined();
+  });
+
+  it('with release, gives the freed heap back to the system at once on V8 12 and later', () => {
+    // A child process of the built dist, so that its resident memory is this case's alone: ~110 MB of objects
+    // made and dropped, then one collection with release.
+    const script = `
+      const { collectGarbage } = await import(${JSON.stringify(path.resolve('dist/pipeline/garbage.js'))});
+      const rss = () => process.memoryUsage().rss / 2 ** 20;
+      const before = rss();
+      let many = Array.from({ length: 1_000_000 }, (_, i) => ({ i, s: 'x' + i }));
+      const grown = rss();
+      many = undefined;
+      await new Promise((resolve) => setImmediate(resolve));
+      collectGarbage({ release: true });
+      process.stdout.write(JSON.stringify({ before, grown, after: rss() }));`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    const { before, grown, after } = JSON.parse(r.stdout) as { before: number; grown: number; after: number };
+    expect(grown - before).toBeGreaterThan(60);
+    // Measured: Node 22 and 24 kept 98 and 107 of 108-111 MB after a plain collection, 14 with release. V8 11
+    // (Node 20) has no last-resort flavor to ask for and returns the pages a moment later, on a thread of its own.
+    if (Number(process.versions.v8.split('.')[0]) >= 12) expect(after - before).toBeLessThan((grown - before) / 3);
   });
 });
 
