@@ -2,7 +2,7 @@
 import v8 from 'node:v8';
 
 /** V8 options that size the young generation; a user who set one of them keeps V8 as they configured it. */
-const USER_SIZING = /--(?:max|min)[-_]semi[-_]space[-_]size|--semi[-_]space[-_]growth[-_]factor|--max[-_]young[-_]generation[-_]size/;
+const USER_SIZING = /--(?:max|min)[-_]semi[-_]space[-_]size|--semi[-_]space[-_]growth[-_]factor/;
 
 /**
  * Keeps V8's young generation at its initial size (1 MB semi-spaces on 64-bit), by setting the factor it grows
