@@ -1,0 +1,292 @@
+import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { DuckDbCatalog } from '../../src/ducklake/catalog-db.js';
+import { initialiseCatalog } from '../../src/ducklake/ddl.js';
+import { currentSnapshot, findTable, listColumns, listSnapshots, planScan, type AsOf } from '../../src/ducklake/reader.js';
+import {
+  commitFiles,
+  compareStat,
+  createTable,
+  expireSnapshots,
+  filesToDelete,
+  forgetDeletedFiles,
+  writeDataFile,
+  type StagedFile,
+} from '../../src/ducklake/writer.js';
+import { openCatalogFile, tempDir, type OpenCatalog } from './helpers.js';
+
+const COLUMNS = [
+  { name: 'block_date', type: 'DATE' },
+  { name: 'block_number', type: 'BIGINT' },
+  { name: 'tx_hash', type: 'VARCHAR' },
+  { name: 'value', type: 'DECIMAL(38,0)' },
+  { name: 'ts', type: 'TIMESTAMP WITH TIME ZONE' },
+  { name: 'ok', type: 'BOOLEAN' },
+];
+
+/** Seeded rows of one day: block numbers [from, to), a tag that tells versions of the same day apart. */
+const daySql = (day: string, from: number, to: number, tag = 'v1') => `
+  SELECT DATE '${day}' AS block_date, range AS block_number, '${tag}-' || range AS tx_hash,
+         CAST(range AS DECIMAL(38,0)) * 1000000000000000000 AS value,
+         TIMESTAMPTZ '${day} 00:00:00+00' + to_seconds(range) AS ts, range % 3 = 0 AS ok
+  FROM range(${from}, ${to})`;
+
+describe('DuckLake writer', () => {
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  let cat: OpenCatalog;
+  let duck: DuckDBConnection;
+  let dataPath: string;
+
+  beforeEach(async () => {
+    ({ dir, cleanup } = await tempDir());
+    dataPath = path.join(dir, 'lake') + '/';
+    cat = await openCatalogFile(path.join(dir, 'catalog.duckdb'));
+    await initialiseCatalog(cat.catalog, { dataPath });
+    duck = await cat.connect();
+  });
+  afterEach(async () => {
+    cat?.close();
+    await cleanup?.();
+  });
+
+  async function target(table = 'transfers') {
+    const snap = await currentSnapshot(cat.catalog);
+    const t = await findTable(cat.catalog, snap.snapshotId, table);
+    return { dataPath, table: t, columns: await listColumns(cat.catalog, t.tableId, snap.snapshotId) };
+  }
+  async function writeDay(day: string, from: number, to: number, tag = 'v1'): Promise<StagedFile> {
+    const f = await writeDataFile(duck, await target(), daySql(day, from, to, tag), { block_date: day });
+    expect(f).not.toBeNull();
+    return f!;
+  }
+  /** What a reader sees: row count, sum of block numbers and a digest of every row, on any connection. */
+  async function read(conn: DuckDBConnection, catalog = cat.catalog, asOf?: AsOf) {
+    const scan = await planScan(catalog, 'transfers', { asOf });
+    return { snapshot: scan.snapshot.snapshotId, ...(await digest(conn, scan.sql)) };
+  }
+  async function digest(conn: DuckDBConnection, sql: string) {
+    const rows = (
+      await conn.runAndReadAll(
+        `SELECT count(*)::INTEGER AS n, coalesce(sum(block_number), 0)::BIGINT::VARCHAR AS s,
+                md5(coalesce(string_agg(block_date || '|' || block_number || '|' || tx_hash || '|' || value || '|' || ts || '|' || ok, ',' ORDER BY block_date, block_number), '')) AS h
+         FROM (${sql})`,
+      )
+    ).getRowObjectsJS();
+    return rows[0] as { n: number; s: string; h: string };
+  }
+  const expected = (sql: string) => digest(duck, sql);
+
+  it('creates a partitioned table with the catalog rows the spec and the reference extension write', async () => {
+    const created = await createTable(cat.catalog, { name: 'transfers', columns: COLUMNS, partitionBy: ['block_date'] });
+    expect(created).toMatchObject({ snapshotId: 1, tableId: 1, attempts: 1 });
+    const q = (sql: string) => cat.catalog.query(sql);
+    expect(await q('SELECT snapshot_id, schema_version, next_catalog_id, next_file_id FROM ducklake_snapshot ORDER BY 1')).toEqual([
+      { snapshot_id: 0, schema_version: 0, next_catalog_id: 1, next_file_id: 0 },
+      { snapshot_id: 1, schema_version: 1, next_catalog_id: 3, next_file_id: 0 },
+    ]);
+    expect(await q('SELECT changes_made FROM ducklake_snapshot_changes WHERE snapshot_id = 1')).toEqual([{ changes_made: 'created_table:"main"."transfers"' }]);
+    expect(await q('SELECT table_id, begin_snapshot, end_snapshot, schema_id, table_name, path, path_is_relative FROM ducklake_table')).toEqual([
+      { table_id: 1, begin_snapshot: 1, end_snapshot: null, schema_id: 0, table_name: 'transfers', path: 'transfers/', path_is_relative: true },
+    ]);
+    expect(
+      await q('SELECT column_id, column_order, column_name, column_type, initial_default, default_value, nulls_allowed, parent_column, default_value_type, default_value_dialect FROM ducklake_column ORDER BY column_id'),
+    ).toEqual(
+      [
+        [1, 'block_date', 'date'],
+        [2, 'block_number', 'int64'],
+        [3, 'tx_hash', 'varchar'],
+        [4, 'value', 'decimal(38,0)'],
+        [5, 'ts', 'timestamptz'],
+        [6, 'ok', 'boolean'],
+      ].map(([id, name, type]) => ({
+        column_id: id,
+        column_order: id,
+        column_name: name,
+        column_type: type,
+        initial_default: null,
+        default_value: 'NULL',
+        nulls_allowed: true,
+        parent_column: null,
+        default_value_type: 'literal',
+        default_value_dialect: 'duckdb',
+      })),
+    );
+    expect(await q('SELECT * FROM ducklake_schema_versions')).toEqual([{ begin_snapshot: 1, schema_version: 1, table_id: 1 }]);
+    expect(await q('SELECT * FROM ducklake_partition_info')).toEqual([{ partition_id: 2, table_id: 1, begin_snapshot: 1, end_snapshot: null }]);
+    expect(await q('SELECT * FROM ducklake_partition_column')).toEqual([{ partition_id: 2, table_id: 1, partition_key_index: 0, column_id: 1, transform: 'identity' }]);
+    await expect(createTable(cat.catalog, { name: 'transfers', columns: COLUMNS })).rejects.toThrow(/already exists/);
+    // An empty table reads as no rows with the right column types.
+    const scan = await planScan(cat.catalog, 'transfers');
+    const empty = await duck.runAndReadAll(scan.sql);
+    expect(empty.columnNames()).toEqual(COLUMNS.map((c) => c.name));
+    expect(empty.columnTypes().map(String)).toEqual(['DATE', 'BIGINT', 'VARCHAR', 'DECIMAL(38,0)', 'TIMESTAMP WITH TIME ZONE', 'BOOLEAN']);
+    expect(empty.currentRowCount).toBe(0);
+  });
+
+  it('writes, replaces a partition in one snapshot, reads back at each snapshot, expires and lists the files to delete', async () => {
+    await createTable(cat.catalog, { name: 'transfers', columns: COLUMNS, partitionBy: ['block_date'] });
+    const d1 = await writeDay('2024-01-01', 0, 100);
+    const d2 = await writeDay('2024-01-02', 100, 250);
+    expect(d1.path).toMatch(/^block_date=2024-01-01\/ducklake-[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.parquet$/);
+    // Staged files are invisible until committed.
+    expect((await read(duck)).n).toBe(0);
+    const s2 = await commitFiles(cat.catalog, { tableName: 'transfers', files: [d1, d2], author: 'test', message: 'two days' });
+    expect(s2).toMatchObject({ snapshotId: 2, attempts: 1, endedFiles: 0 });
+
+    const q = (sql: string, params?: (string | number)[]) => cat.catalog.query(sql, params);
+    expect(await q('SELECT * FROM ducklake_snapshot_changes WHERE snapshot_id = 2')).toEqual([
+      { snapshot_id: 2, changes_made: 'inserted_into_table:1', author: 'test', commit_message: 'two days', commit_extra_info: null },
+    ]);
+    expect(await q('SELECT data_file_id, begin_snapshot, end_snapshot, path, path_is_relative, file_format, record_count, row_id_start, partition_id FROM ducklake_data_file ORDER BY 1')).toEqual([
+      { data_file_id: 0, begin_snapshot: 2, end_snapshot: null, path: d1.path, path_is_relative: true, file_format: 'parquet', record_count: 100, row_id_start: 0, partition_id: 2 },
+      { data_file_id: 1, begin_snapshot: 2, end_snapshot: null, path: d2.path, path_is_relative: true, file_format: 'parquet', record_count: 150, row_id_start: 100, partition_id: 2 },
+    ]);
+    expect(await q('SELECT * FROM ducklake_file_partition_value ORDER BY 1')).toEqual([
+      { data_file_id: 0, table_id: 1, partition_key_index: 0, partition_value: '2024-01-01' },
+      { data_file_id: 1, table_id: 1, partition_key_index: 0, partition_value: '2024-01-02' },
+    ]);
+    // File statistics as the spec encodes them (strings; booleans 0/1), checked against the file on disk.
+    const stats = await q('SELECT column_id, value_count, null_count, min_value, max_value FROM ducklake_file_column_stats WHERE data_file_id = 0 ORDER BY column_id');
+    expect(stats.map((r) => [r.column_id, r.value_count, r.null_count, r.min_value, r.max_value])).toEqual([
+      [1, 100, 0, '2024-01-01', '2024-01-01'],
+      [2, 100, 0, '0', '99'],
+      [3, 100, 0, 'v1-0', 'v1-99'],
+      [4, 100, 0, '0', '99000000000000000000'],
+      [5, 100, 0, '2024-01-01 00:00:00+00', '2024-01-01 00:01:39+00'],
+      [6, 100, 0, '0', '1'],
+    ]);
+    const [size] = (await duck.runAndReadAll(`SELECT size FROM read_blob('${d1.fullPath}')`)).getRowObjectsJS();
+    expect((await q('SELECT file_size_bytes FROM ducklake_data_file WHERE data_file_id = 0'))[0]!.file_size_bytes).toBe(Number(size!.size));
+    // Table statistics: numeric min/max compared as numbers ('99' < '249'), exact record count.
+    expect(await q('SELECT record_count, next_row_id FROM ducklake_table_stats')).toEqual([{ record_count: 250, next_row_id: 250 }]);
+    expect(await q('SELECT min_value, max_value, contains_null FROM ducklake_table_column_stats WHERE column_id = 2')).toEqual([
+      { min_value: '0', max_value: '249', contains_null: false },
+    ]);
+
+    const v2 = await read(duck);
+    expect(v2).toEqual({ snapshot: 2, ...(await expected(`${daySql('2024-01-01', 0, 100)} UNION ALL ${daySql('2024-01-02', 100, 250)}`)) });
+    expect(v2.n).toBe(250);
+
+    // Replace day 1 with 40 new rows: one snapshot, old file ended (not deleted), new file added.
+    const d1b = await writeDay('2024-01-01', 1000, 1040, 'v2');
+    const s3 = await commitFiles(cat.catalog, { tableName: 'transfers', files: [d1b], replacePartitions: [['2024-01-01']] });
+    expect(s3).toMatchObject({ snapshotId: 3, endedFiles: 1 });
+    expect(await q('SELECT changes_made FROM ducklake_snapshot_changes WHERE snapshot_id = 3')).toEqual([{ changes_made: 'inserted_into_table:1,deleted_from_table:1' }]);
+    expect(await q('SELECT data_file_id, begin_snapshot, end_snapshot, row_id_start FROM ducklake_data_file ORDER BY 1')).toEqual([
+      { data_file_id: 0, begin_snapshot: 2, end_snapshot: 3, row_id_start: 0 },
+      { data_file_id: 1, begin_snapshot: 2, end_snapshot: null, row_id_start: 100 },
+      { data_file_id: 2, begin_snapshot: 3, end_snapshot: null, row_id_start: 250 },
+    ]);
+    expect(await q('SELECT record_count, next_row_id FROM ducklake_table_stats')).toEqual([{ record_count: 190, next_row_id: 290 }]);
+    const v3 = await read(duck);
+    expect(v3).toEqual({ snapshot: 3, ...(await expected(`${daySql('2024-01-01', 1000, 1040, 'v2')} UNION ALL ${daySql('2024-01-02', 100, 250)}`)) });
+    // Time travel: snapshot 2 by id and by time still reads the old day 1; snapshot 1 reads nothing.
+    expect(await read(duck, cat.catalog, { snapshot: 2 })).toEqual(v2);
+    const snaps = await listSnapshots(cat.catalog);
+    expect(snaps.map((s) => s.snapshotId)).toEqual([0, 1, 2, 3]);
+    expect((await read(duck, cat.catalog, { snapshot: 1 })).n).toBe(0);
+
+    // Rows outside the partition they are written for are refused, and their file removed.
+    await expect(writeDataFile(duck, await target(), daySql('2024-01-03', 0, 5), { block_date: '2024-01-02' })).rejects.toThrow(
+      /partition block_date=2024-01-02 hold block_date values from 2024-01-03/,
+    );
+    // A query with no rows writes no file.
+    expect(await writeDataFile(duck, await target(), `${daySql('2024-01-05', 0, 0)}`, { block_date: '2024-01-05' })).toBeNull();
+
+    // Expire every snapshot but the newest: the ended day-1 file is needed by none and is scheduled for deletion.
+    const expiry = await expireSnapshots(cat.catalog, { keepLast: 1 });
+    expect(expiry).toEqual({ expired: [0, 1, 2], scheduledFiles: 1 });
+    expect((await listSnapshots(cat.catalog)).map((s) => s.snapshotId)).toEqual([3]);
+    await expect(planScan(cat.catalog, 'transfers', { asOf: { snapshot: 2 } })).rejects.toThrow(/snapshot 2 does not exist/);
+    expect(await q('SELECT data_file_id FROM ducklake_data_file ORDER BY 1')).toEqual([{ data_file_id: 1 }, { data_file_id: 2 }]);
+    expect(await q('SELECT count(*) AS n FROM ducklake_file_column_stats WHERE data_file_id = 0')).toEqual([{ n: 0 }]);
+    const doomed = await filesToDelete(cat.catalog);
+    expect(doomed.map((f) => [f.dataFileId, f.storedPath, f.pathIsRelative, f.path])).toEqual([[0, `main/transfers/${d1.path}`, true, d1.fullPath]]);
+    expect(existsSync(d1.fullPath)).toBe(true);
+    expect(await filesToDelete(cat.catalog, { olderThan: new Date(Date.now() - 3_600_000) })).toEqual([]);
+    for (const f of doomed) await rm(f.path);
+    await forgetDeletedFiles(cat.catalog, doomed);
+    expect(await filesToDelete(cat.catalog)).toEqual([]);
+    // The newest snapshot is untouched by expiry and cleanup.
+    expect(await read(duck)).toEqual(v3);
+    expect(await expireSnapshots(cat.catalog, { keepLast: 1 })).toEqual({ expired: [], scheduledFiles: 0 });
+  });
+
+  it('a reader sees one whole snapshot or the next while a replacement commits', async () => {
+    await createTable(cat.catalog, { name: 'transfers', columns: COLUMNS, partitionBy: ['block_date'] });
+    await commitFiles(cat.catalog, { tableName: 'transfers', files: [await writeDay('2024-01-01', 0, 100), await writeDay('2024-01-02', 100, 200)] });
+    // A second connection and catalog handle: the reader, as another process would be.
+    const readerConn = await cat.connect();
+    const reader = new DuckDbCatalog(readerConn);
+    let state = await read(readerConn, reader);
+    for (let round = 1; round <= 5; round++) {
+      const day = round % 2 ? '2024-01-01' : '2024-01-02';
+      const from = 10_000 * round;
+      const staged = await writeDay(day, from, from + 20 + round, `r${round}`);
+      const before = state;
+      // Planned before the commit, executed after it: still the old snapshot, whole (files are never rewritten).
+      const planned = await planScan(reader, 'transfers');
+      let during: Awaited<ReturnType<typeof read>> | undefined;
+      const result = await commitFiles(cat.catalog, {
+        tableName: 'transfers',
+        files: [staged],
+        replacePartitions: [[day]],
+        beforeCommit: async () => {
+          during = await read(readerConn, reader); // everything written, not yet committed
+        },
+      });
+      expect(during).toEqual(before);
+      expect(await digest(readerConn, planned.sql)).toEqual({ n: before.n, s: before.s, h: before.h });
+      state = await read(readerConn, reader);
+      expect(state.snapshot).toBe(result.snapshotId);
+      expect(state.snapshot).toBe(before.snapshot + 1);
+      expect(state.h).not.toBe(before.h);
+      // Exactly the new partition plus the untouched one: never a mix of old and new files of the same day.
+      const now = (await readerConn.runAndReadAll(`SELECT count(DISTINCT split_part(tx_hash, '-', 1))::INTEGER AS versions FROM (${(await planScan(reader, 'transfers')).sql}) WHERE block_date = DATE '${day}'`)).getRowObjectsJS();
+      expect(now).toEqual([{ versions: 1 }]);
+    }
+    expect(state).toEqual({ snapshot: 7, ...(await expected(`${daySql('2024-01-01', 50_000, 50_025, 'r5')} UNION ALL ${daySql('2024-01-02', 40_000, 40_024, 'r4')}`)) });
+  });
+
+  it('two committers racing for the same snapshot: the loser retries on the new state, last writer wins whole', async () => {
+    await createTable(cat.catalog, { name: 'transfers', columns: COLUMNS, partitionBy: ['block_date'] });
+    await commitFiles(cat.catalog, { tableName: 'transfers', files: [await writeDay('2024-01-01', 0, 100)] });
+    const a = await writeDay('2024-01-01', 100, 110, 'a');
+    const b = await writeDay('2024-01-01', 200, 230, 'b');
+    const other = new DuckDbCatalog(await cat.connect());
+    let bResult: Awaited<ReturnType<typeof commitFiles>> | undefined;
+    const aResult = await commitFiles(cat.catalog, {
+      tableName: 'transfers',
+      files: [a],
+      replacePartitions: [['2024-01-01']],
+      // After A read snapshot 2, B commits snapshot 3 replacing the same partition (once).
+      afterSnapshotRead: async () => {
+        bResult ??= await commitFiles(other, { tableName: 'transfers', files: [b], replacePartitions: [['2024-01-01']] });
+      },
+    });
+    expect(bResult).toMatchObject({ snapshotId: 3, attempts: 1, endedFiles: 1 });
+    expect(aResult).toMatchObject({ snapshotId: 4, attempts: 2, endedFiles: 1 });
+    expect(await cat.catalog.query('SELECT data_file_id, begin_snapshot, end_snapshot FROM ducklake_data_file ORDER BY 1')).toEqual([
+      { data_file_id: 0, begin_snapshot: 2, end_snapshot: 3 },
+      { data_file_id: 1, begin_snapshot: 3, end_snapshot: 4 },
+      { data_file_id: 2, begin_snapshot: 4, end_snapshot: null },
+    ]);
+    expect(await read(duck)).toEqual({ snapshot: 4, ...(await expected(daySql('2024-01-01', 100, 110, 'a'))) });
+    expect(await read(duck, cat.catalog, { snapshot: 3 })).toEqual({ snapshot: 3, ...(await expected(daySql('2024-01-01', 200, 230, 'b'))) });
+  });
+
+  it('compares statistics of numeric types as numbers and of other types as text', () => {
+    expect(compareStat('int64', '99', '249')).toBeLessThan(0);
+    expect(compareStat('int64', '-5', '3')).toBeLessThan(0);
+    expect(compareStat('int64', '-50', '-6')).toBeLessThan(0);
+    expect(compareStat('decimal(38,0)', '99000000000000000000', '100000000000000000000')).toBeLessThan(0);
+    expect(compareStat('decimal(10,2)', '1.50', '1.5')).toBe(0);
+    expect(compareStat('float64', '-inf', '-1e300')).toBeLessThan(0);
+    expect(compareStat('date', '2024-01-02', '2024-01-10')).toBeLessThan(0);
+    expect(compareStat('varchar', 'b', 'a')).toBeGreaterThan(0);
+  });
+});
