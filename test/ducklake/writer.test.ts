@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DuckDBConnection } from '@duckdb/node-api';
@@ -161,6 +161,10 @@ describe('DuckLake writer', () => {
     ]);
     const [size] = (await duck.runAndReadAll(`SELECT size FROM read_blob('${d1.fullPath}')`)).getRowObjectsJS();
     expect((await q('SELECT file_size_bytes FROM ducklake_data_file WHERE data_file_id = 0'))[0]!.file_size_bytes).toBe(Number(size!.size));
+    // footer_size: the Thrift metadata length, the 4-byte little-endian field before the trailing PAR1.
+    const bytes = await readFile(d1.fullPath);
+    expect(bytes.subarray(-4).toString()).toBe('PAR1');
+    expect((await q('SELECT footer_size FROM ducklake_data_file WHERE data_file_id = 0'))[0]!.footer_size).toBe(bytes.readInt32LE(bytes.length - 8));
     // Table statistics: numeric min/max compared as numbers ('99' < '249'), exact record count.
     expect(await q('SELECT record_count, next_row_id FROM ducklake_table_stats')).toEqual([{ record_count: 250, next_row_id: 250 }]);
     expect(await q('SELECT min_value, max_value, contains_null FROM ducklake_table_column_stats WHERE column_id = 2')).toEqual([
