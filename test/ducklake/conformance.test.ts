@@ -4,7 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { DuckDbCatalog } from '../../src/ducklake/catalog-db.js';
 import { checkVersion, DUCKLAKE_TABLES, DUCKLAKE_VERSION, initialiseCatalog, readMetadata } from '../../src/ducklake/ddl.js';
+import { PostgresCatalog } from '../../src/ducklake/postgres-catalog.js';
 import { FIXTURES, gunzipFixture, openCatalogFile, tempDir, type OpenCatalog } from './helpers.js';
+import { startPostgres, type TestPostgres } from './postgres.js';
 
 interface ColumnRow {
   table_name: string;
@@ -196,5 +198,92 @@ describe('DuckLake 1.0 catalog conformance', () => {
     } finally {
       again.close();
     }
+  });
+});
+
+/** DuckDB's type names as PostgreSQL's information_schema spells the same types. */
+const PG_TYPE: Record<string, string> = {
+  BIGINT: 'bigint',
+  VARCHAR: 'character varying',
+  BOOLEAN: 'boolean',
+  UUID: 'uuid',
+  'TIMESTAMP WITH TIME ZONE': 'timestamp with time zone',
+};
+
+describe('DuckLake 1.0 catalog conformance on PostgreSQL', () => {
+  let dir: string;
+  let cleanup: () => Promise<void>;
+  let postgres: TestPostgres;
+  let client: Awaited<ReturnType<Awaited<ReturnType<TestPostgres['database']>>['connect']>>;
+  let catalog: PostgresCatalog;
+
+  beforeAll(async () => {
+    ({ dir, cleanup } = await tempDir());
+    postgres = await startPostgres();
+    client = await (await postgres.database()).connect();
+    catalog = new PostgresCatalog(client);
+    await initialiseCatalog(catalog, { dataPath: 's3://bucket/lake' });
+    // The spec's creation script, verbatim, in a schema of its own.
+    await client.query('CREATE SCHEMA spec');
+    await client.query('SET search_path TO spec');
+    await client.query(await readFile(path.join(FIXTURES, 'spec-ddl.sql'), 'utf8'));
+    await client.query('SET search_path TO public');
+  });
+  afterAll(async () => {
+    await postgres?.stop();
+    await cleanup?.();
+  });
+
+  async function pgLayout(schema: string): Promise<Map<string, ColumnRow[]>> {
+    const rows = await catalog.query(
+      `SELECT table_name, ordinal_position AS column_index, column_name, data_type, is_nullable = 'YES' AS is_nullable
+       FROM information_schema.columns WHERE table_schema = $1 AND table_name LIKE 'ducklake%' ORDER BY table_name, ordinal_position`,
+      [schema],
+    );
+    const tables = new Map<string, ColumnRow[]>();
+    for (const row of rows as unknown as ColumnRow[]) tables.set(row.table_name, [...(tables.get(row.table_name) ?? []), row]);
+    return tables;
+  }
+  async function pgPrimaryKeys(schema: string): Promise<string[]> {
+    const rows = await catalog.query(
+      `SELECT tc.table_name || '(' || string_agg(k.column_name, ',' ORDER BY k.ordinal_position) || ')' AS pk
+       FROM information_schema.table_constraints tc
+       JOIN information_schema.key_column_usage k ON k.constraint_name = tc.constraint_name AND k.table_schema = tc.table_schema
+       WHERE tc.table_schema = $1 AND tc.constraint_type = 'PRIMARY KEY' GROUP BY tc.table_name ORDER BY 1`,
+      [schema],
+    );
+    return rows.map((r) => String(r.pk));
+  }
+
+  it('the same DDL creates the 28 tables in PostgreSQL, column for column as the spec script does there', async () => {
+    const mine = await pgLayout('public');
+    expect(mine.size).toBe(28);
+    expect(differences(mine, await pgLayout('spec'))).toEqual([]);
+    expect(await pgPrimaryKeys('public')).toEqual(await pgPrimaryKeys('spec'));
+    expect(await pgPrimaryKeys('public')).toHaveLength(5);
+  });
+
+  it('matches the reference extension catalog v04.db column for column, with the types PostgreSQL gives the same names', async () => {
+    const file = await gunzipFixture('old_ducklake/v04.db.gz', dir);
+    const ref = await openCatalogFile(file, { readOnly: true });
+    try {
+      const duck = await layout(ref.conn, 'cat');
+      const asPg = new Map([...duck].map(([t, cols]) => [t, cols.map((c) => ({ ...c, data_type: PG_TYPE[c.data_type] ?? `unmapped ${c.data_type}` }))]));
+      expect(differences(await pgLayout('public'), asPg)).toEqual([]);
+    } finally {
+      ref.close();
+    }
+  });
+
+  it('writes the same initial rows as on DuckDB', async () => {
+    expect(await catalog.query('SELECT snapshot_id, schema_version, next_catalog_id, next_file_id FROM ducklake_snapshot')).toEqual([
+      { snapshot_id: 0, schema_version: 0, next_catalog_id: 1, next_file_id: 0 },
+    ]);
+    expect(await catalog.query('SELECT changes_made FROM ducklake_snapshot_changes')).toEqual([{ changes_made: 'created_schema:"main"' }]);
+    expect(await catalog.query('SELECT schema_id, begin_snapshot, end_snapshot, schema_name, path, path_is_relative FROM ducklake_schema')).toEqual([
+      { schema_id: 0, begin_snapshot: 0, end_snapshot: null, schema_name: 'main', path: 'main/', path_is_relative: true },
+    ]);
+    const metadata = await readMetadata(catalog);
+    expect(Object.fromEntries(metadata)).toEqual({ version: '1.0', created_by: 'chainlake', data_path: 's3://bucket/lake/', encrypted: 'false' });
   });
 });

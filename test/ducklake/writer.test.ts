@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { DuckDBConnection } from '@duckdb/node-api';
-import { DuckDbCatalog } from '../../src/ducklake/catalog-db.js';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { DuckDbCatalog, type CatalogDb } from '../../src/ducklake/catalog-db.js';
+import { PostgresCatalog } from '../../src/ducklake/postgres-catalog.js';
 import { initialiseCatalog } from '../../src/ducklake/ddl.js';
 import { currentSnapshot, findTable, listColumns, listSnapshots, planScan, type AsOf } from '../../src/ducklake/reader.js';
 import {
@@ -16,7 +17,8 @@ import {
   writeDataFile,
   type StagedFile,
 } from '../../src/ducklake/writer.js';
-import { openCatalogFile, tempDir, type OpenCatalog } from './helpers.js';
+import { openCatalogFile, tempDir } from './helpers.js';
+import { startPostgres, type TestPostgres } from './postgres.js';
 
 const COLUMNS = [
   { name: 'block_date', type: 'DATE' },
@@ -34,29 +36,85 @@ const daySql = (day: string, from: number, to: number, tag = 'v1') => `
          TIMESTAMPTZ '${day} 00:00:00+00' + to_seconds(range) AS ts, range % 3 = 0 AS ok
   FROM range(${from}, ${to})`;
 
-describe('DuckLake writer', () => {
+interface Lake {
+  catalog: CatalogDb;
+  /** Another catalog connection, as another process would have. */
+  otherCatalog(): Promise<CatalogDb>;
+  /** The DuckDB connection that writes and reads the Parquet files. */
+  duck: DuckDBConnection;
+  otherDuck(): Promise<DuckDBConnection>;
+  close(): Promise<void>;
+}
+
+let postgres: TestPostgres | undefined;
+const BACKENDS: { name: string; open(dir: string): Promise<Lake> }[] = [
+  {
+    name: 'DuckDB-file catalog',
+    async open(dir) {
+      const cat = await openCatalogFile(path.join(dir, 'catalog.duckdb'));
+      return {
+        catalog: cat.catalog,
+        otherCatalog: async () => new DuckDbCatalog(await cat.connect()),
+        duck: await cat.connect(),
+        otherDuck: () => cat.connect(),
+        close: async () => cat.close(),
+      };
+    },
+  },
+  {
+    name: 'PostgreSQL catalog',
+    async open() {
+      postgres ??= await startPostgres();
+      const database = await postgres.database();
+      const instance = await DuckDBInstance.create(':memory:');
+      const duck = await instance.connect();
+      await duck.run("SET TimeZone = 'UTC'");
+      const conns = [duck];
+      return {
+        catalog: new PostgresCatalog(await database.connect()),
+        otherCatalog: async () => new PostgresCatalog(await database.connect()),
+        duck,
+        otherDuck: async () => {
+          const c = await instance.connect();
+          conns.push(c);
+          return c;
+        },
+        close: async () => {
+          for (const c of conns) c.closeSync();
+          instance.closeSync();
+        },
+      };
+    },
+  },
+];
+
+afterAll(async () => {
+  await postgres?.stop();
+});
+
+describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
   let dir: string;
   let cleanup: () => Promise<void>;
-  let cat: OpenCatalog;
+  let lake: Lake;
   let duck: DuckDBConnection;
   let dataPath: string;
 
   beforeEach(async () => {
     ({ dir, cleanup } = await tempDir());
     dataPath = path.join(dir, 'lake') + '/';
-    cat = await openCatalogFile(path.join(dir, 'catalog.duckdb'));
-    await initialiseCatalog(cat.catalog, { dataPath });
-    duck = await cat.connect();
+    lake = await backend.open(dir);
+    duck = lake.duck;
+    await initialiseCatalog(lake.catalog, { dataPath });
   });
   afterEach(async () => {
-    cat?.close();
+    await lake?.close();
     await cleanup?.();
   });
 
   async function target(table = 'transfers') {
-    const snap = await currentSnapshot(cat.catalog);
-    const t = await findTable(cat.catalog, snap.snapshotId, table);
-    return { dataPath, table: t, columns: await listColumns(cat.catalog, t.tableId, snap.snapshotId) };
+    const snap = await currentSnapshot(lake.catalog);
+    const t = await findTable(lake.catalog, snap.snapshotId, table);
+    return { dataPath, table: t, columns: await listColumns(lake.catalog, t.tableId, snap.snapshotId) };
   }
   async function writeDay(day: string, from: number, to: number, tag = 'v1'): Promise<StagedFile> {
     const f = await writeDataFile(duck, await target(), daySql(day, from, to, tag), { block_date: day });
@@ -64,7 +122,7 @@ describe('DuckLake writer', () => {
     return f!;
   }
   /** What a reader sees: row count, sum of block numbers and a digest of every row, on any connection. */
-  async function read(conn: DuckDBConnection, catalog = cat.catalog, asOf?: AsOf) {
+  async function read(conn: DuckDBConnection, catalog = lake.catalog, asOf?: AsOf) {
     const scan = await planScan(catalog, 'transfers', { asOf });
     return { snapshot: scan.snapshot.snapshotId, ...(await digest(conn, scan.sql)) };
   }
@@ -81,9 +139,9 @@ describe('DuckLake writer', () => {
   const expected = (sql: string) => digest(duck, sql);
 
   it('creates a partitioned table with the catalog rows the spec and the reference extension write', async () => {
-    const created = await createTable(cat.catalog, { name: 'transfers', columns: COLUMNS, partitionBy: ['block_date'] });
+    const created = await createTable(lake.catalog, { name: 'transfers', columns: COLUMNS, partitionBy: ['block_date'] });
     expect(created).toMatchObject({ snapshotId: 1, tableId: 1, attempts: 1 });
-    const q = (sql: string) => cat.catalog.query(sql);
+    const q = (sql: string) => lake.catalog.query(sql);
     expect(await q('SELECT snapshot_id, schema_version, next_catalog_id, next_file_id FROM ducklake_snapshot ORDER BY 1')).toEqual([
       { snapshot_id: 0, schema_version: 0, next_catalog_id: 1, next_file_id: 0 },
       { snapshot_id: 1, schema_version: 1, next_catalog_id: 3, next_file_id: 0 },
@@ -118,9 +176,9 @@ describe('DuckLake writer', () => {
     expect(await q('SELECT * FROM ducklake_schema_versions')).toEqual([{ begin_snapshot: 1, schema_version: 1, table_id: 1 }]);
     expect(await q('SELECT * FROM ducklake_partition_info')).toEqual([{ partition_id: 2, table_id: 1, begin_snapshot: 1, end_snapshot: null }]);
     expect(await q('SELECT * FROM ducklake_partition_column')).toEqual([{ partition_id: 2, table_id: 1, partition_key_index: 0, column_id: 1, transform: 'identity' }]);
-    await expect(createTable(cat.catalog, { name: 'transfers', columns: COLUMNS })).rejects.toThrow(/already exists/);
+    await expect(createTable(lake.catalog, { name: 'transfers', columns: COLUMNS })).rejects.toThrow(/already exists/);
     // An empty table reads as no rows with the right column types.
-    const scan = await planScan(cat.catalog, 'transfers');
+    const scan = await planScan(lake.catalog, 'transfers');
     const empty = await duck.runAndReadAll(scan.sql);
     expect(empty.columnNames()).toEqual(COLUMNS.map((c) => c.name));
     expect(empty.columnTypes().map(String)).toEqual(['DATE', 'BIGINT', 'VARCHAR', 'DECIMAL(38,0)', 'TIMESTAMP WITH TIME ZONE', 'BOOLEAN']);
@@ -128,16 +186,16 @@ describe('DuckLake writer', () => {
   });
 
   it('writes, replaces a partition in one snapshot, reads back at each snapshot, expires and lists the files to delete', async () => {
-    await createTable(cat.catalog, { name: 'transfers', columns: COLUMNS, partitionBy: ['block_date'] });
+    await createTable(lake.catalog, { name: 'transfers', columns: COLUMNS, partitionBy: ['block_date'] });
     const d1 = await writeDay('2024-01-01', 0, 100);
     const d2 = await writeDay('2024-01-02', 100, 250);
     expect(d1.path).toMatch(/^block_date=2024-01-01\/ducklake-[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}\.parquet$/);
     // Staged files are invisible until committed.
     expect((await read(duck)).n).toBe(0);
-    const s2 = await commitFiles(cat.catalog, { tableName: 'transfers', files: [d1, d2], author: 'test', message: 'two days' });
+    const s2 = await commitFiles(lake.catalog, { tableName: 'transfers', files: [d1, d2], author: 'test', message: 'two days' });
     expect(s2).toMatchObject({ snapshotId: 2, attempts: 1, endedFiles: 0 });
 
-    const q = (sql: string, params?: (string | number)[]) => cat.catalog.query(sql, params);
+    const q = (sql: string, params?: (string | number)[]) => lake.catalog.query(sql, params);
     expect(await q('SELECT * FROM ducklake_snapshot_changes WHERE snapshot_id = 2')).toEqual([
       { snapshot_id: 2, changes_made: 'inserted_into_table:1', author: 'test', commit_message: 'two days', commit_extra_info: null },
     ]);
@@ -177,7 +235,7 @@ describe('DuckLake writer', () => {
 
     // Replace day 1 with 40 new rows: one snapshot, old file ended (not deleted), new file added.
     const d1b = await writeDay('2024-01-01', 1000, 1040, 'v2');
-    const s3 = await commitFiles(cat.catalog, { tableName: 'transfers', files: [d1b], replacePartitions: [['2024-01-01']] });
+    const s3 = await commitFiles(lake.catalog, { tableName: 'transfers', files: [d1b], replacePartitions: [['2024-01-01']] });
     expect(s3).toMatchObject({ snapshotId: 3, endedFiles: 1 });
     expect(await q('SELECT changes_made FROM ducklake_snapshot_changes WHERE snapshot_id = 3')).toEqual([{ changes_made: 'inserted_into_table:1,deleted_from_table:1' }]);
     expect(await q('SELECT data_file_id, begin_snapshot, end_snapshot, row_id_start FROM ducklake_data_file ORDER BY 1')).toEqual([
@@ -189,10 +247,10 @@ describe('DuckLake writer', () => {
     const v3 = await read(duck);
     expect(v3).toEqual({ snapshot: 3, ...(await expected(`${daySql('2024-01-01', 1000, 1040, 'v2')} UNION ALL ${daySql('2024-01-02', 100, 250)}`)) });
     // Time travel: snapshot 2 by id and by time still reads the old day 1; snapshot 1 reads nothing.
-    expect(await read(duck, cat.catalog, { snapshot: 2 })).toEqual(v2);
-    const snaps = await listSnapshots(cat.catalog);
+    expect(await read(duck, lake.catalog, { snapshot: 2 })).toEqual(v2);
+    const snaps = await listSnapshots(lake.catalog);
     expect(snaps.map((s) => s.snapshotId)).toEqual([0, 1, 2, 3]);
-    expect((await read(duck, cat.catalog, { snapshot: 1 })).n).toBe(0);
+    expect((await read(duck, lake.catalog, { snapshot: 1 })).n).toBe(0);
 
     // Rows outside the partition they are written for are refused, and their file removed.
     await expect(writeDataFile(duck, await target(), daySql('2024-01-03', 0, 5), { block_date: '2024-01-02' })).rejects.toThrow(
@@ -202,30 +260,30 @@ describe('DuckLake writer', () => {
     expect(await writeDataFile(duck, await target(), `${daySql('2024-01-05', 0, 0)}`, { block_date: '2024-01-05' })).toBeNull();
 
     // Expire every snapshot but the newest: the ended day-1 file is needed by none and is scheduled for deletion.
-    const expiry = await expireSnapshots(cat.catalog, { keepLast: 1 });
+    const expiry = await expireSnapshots(lake.catalog, { keepLast: 1 });
     expect(expiry).toEqual({ expired: [0, 1, 2], scheduledFiles: 1 });
-    expect((await listSnapshots(cat.catalog)).map((s) => s.snapshotId)).toEqual([3]);
-    await expect(planScan(cat.catalog, 'transfers', { asOf: { snapshot: 2 } })).rejects.toThrow(/snapshot 2 does not exist/);
+    expect((await listSnapshots(lake.catalog)).map((s) => s.snapshotId)).toEqual([3]);
+    await expect(planScan(lake.catalog, 'transfers', { asOf: { snapshot: 2 } })).rejects.toThrow(/snapshot 2 does not exist/);
     expect(await q('SELECT data_file_id FROM ducklake_data_file ORDER BY 1')).toEqual([{ data_file_id: 1 }, { data_file_id: 2 }]);
     expect(await q('SELECT count(*) AS n FROM ducklake_file_column_stats WHERE data_file_id = 0')).toEqual([{ n: 0 }]);
-    const doomed = await filesToDelete(cat.catalog);
+    const doomed = await filesToDelete(lake.catalog);
     expect(doomed.map((f) => [f.dataFileId, f.storedPath, f.pathIsRelative, f.path])).toEqual([[0, `main/transfers/${d1.path}`, true, d1.fullPath]]);
     expect(existsSync(d1.fullPath)).toBe(true);
-    expect(await filesToDelete(cat.catalog, { olderThan: new Date(Date.now() - 3_600_000) })).toEqual([]);
+    expect(await filesToDelete(lake.catalog, { olderThan: new Date(Date.now() - 3_600_000) })).toEqual([]);
     for (const f of doomed) await rm(f.path);
-    await forgetDeletedFiles(cat.catalog, doomed);
-    expect(await filesToDelete(cat.catalog)).toEqual([]);
+    await forgetDeletedFiles(lake.catalog, doomed);
+    expect(await filesToDelete(lake.catalog)).toEqual([]);
     // The newest snapshot is untouched by expiry and cleanup.
     expect(await read(duck)).toEqual(v3);
-    expect(await expireSnapshots(cat.catalog, { keepLast: 1 })).toEqual({ expired: [], scheduledFiles: 0 });
+    expect(await expireSnapshots(lake.catalog, { keepLast: 1 })).toEqual({ expired: [], scheduledFiles: 0 });
   });
 
   it('a reader sees one whole snapshot or the next while a replacement commits', async () => {
-    await createTable(cat.catalog, { name: 'transfers', columns: COLUMNS, partitionBy: ['block_date'] });
-    await commitFiles(cat.catalog, { tableName: 'transfers', files: [await writeDay('2024-01-01', 0, 100), await writeDay('2024-01-02', 100, 200)] });
+    await createTable(lake.catalog, { name: 'transfers', columns: COLUMNS, partitionBy: ['block_date'] });
+    await commitFiles(lake.catalog, { tableName: 'transfers', files: [await writeDay('2024-01-01', 0, 100), await writeDay('2024-01-02', 100, 200)] });
     // A second connection and catalog handle: the reader, as another process would be.
-    const readerConn = await cat.connect();
-    const reader = new DuckDbCatalog(readerConn);
+    const readerConn = await lake.otherDuck();
+    const reader = await lake.otherCatalog();
     let state = await read(readerConn, reader);
     for (let round = 1; round <= 5; round++) {
       const day = round % 2 ? '2024-01-01' : '2024-01-02';
@@ -235,7 +293,7 @@ describe('DuckLake writer', () => {
       // Planned before the commit, executed after it: still the old snapshot, whole (files are never rewritten).
       const planned = await planScan(reader, 'transfers');
       let during: Awaited<ReturnType<typeof read>> | undefined;
-      const result = await commitFiles(cat.catalog, {
+      const result = await commitFiles(lake.catalog, {
         tableName: 'transfers',
         files: [staged],
         replacePartitions: [[day]],
@@ -257,13 +315,13 @@ describe('DuckLake writer', () => {
   });
 
   it('two committers racing for the same snapshot: the loser retries on the new state, last writer wins whole', async () => {
-    await createTable(cat.catalog, { name: 'transfers', columns: COLUMNS, partitionBy: ['block_date'] });
-    await commitFiles(cat.catalog, { tableName: 'transfers', files: [await writeDay('2024-01-01', 0, 100)] });
+    await createTable(lake.catalog, { name: 'transfers', columns: COLUMNS, partitionBy: ['block_date'] });
+    await commitFiles(lake.catalog, { tableName: 'transfers', files: [await writeDay('2024-01-01', 0, 100)] });
     const a = await writeDay('2024-01-01', 100, 110, 'a');
     const b = await writeDay('2024-01-01', 200, 230, 'b');
-    const other = new DuckDbCatalog(await cat.connect());
+    const other = await lake.otherCatalog();
     let bResult: Awaited<ReturnType<typeof commitFiles>> | undefined;
-    const aResult = await commitFiles(cat.catalog, {
+    const aResult = await commitFiles(lake.catalog, {
       tableName: 'transfers',
       files: [a],
       replacePartitions: [['2024-01-01']],
@@ -274,23 +332,23 @@ describe('DuckLake writer', () => {
     });
     expect(bResult).toMatchObject({ snapshotId: 3, attempts: 1, endedFiles: 1 });
     expect(aResult).toMatchObject({ snapshotId: 4, attempts: 2, endedFiles: 1 });
-    expect(await cat.catalog.query('SELECT data_file_id, begin_snapshot, end_snapshot FROM ducklake_data_file ORDER BY 1')).toEqual([
+    expect(await lake.catalog.query('SELECT data_file_id, begin_snapshot, end_snapshot FROM ducklake_data_file ORDER BY 1')).toEqual([
       { data_file_id: 0, begin_snapshot: 2, end_snapshot: 3 },
       { data_file_id: 1, begin_snapshot: 3, end_snapshot: 4 },
       { data_file_id: 2, begin_snapshot: 4, end_snapshot: null },
     ]);
     expect(await read(duck)).toEqual({ snapshot: 4, ...(await expected(daySql('2024-01-01', 100, 110, 'a'))) });
-    expect(await read(duck, cat.catalog, { snapshot: 3 })).toEqual({ snapshot: 3, ...(await expected(daySql('2024-01-01', 200, 230, 'b'))) });
+    expect(await read(duck, lake.catalog, { snapshot: 3 })).toEqual({ snapshot: 3, ...(await expected(daySql('2024-01-01', 200, 230, 'b'))) });
   });
+});
 
-  it('compares statistics of numeric types as numbers and of other types as text', () => {
-    expect(compareStat('int64', '99', '249')).toBeLessThan(0);
-    expect(compareStat('int64', '-5', '3')).toBeLessThan(0);
-    expect(compareStat('int64', '-50', '-6')).toBeLessThan(0);
-    expect(compareStat('decimal(38,0)', '99000000000000000000', '100000000000000000000')).toBeLessThan(0);
-    expect(compareStat('decimal(10,2)', '1.50', '1.5')).toBe(0);
-    expect(compareStat('float64', '-inf', '-1e300')).toBeLessThan(0);
-    expect(compareStat('date', '2024-01-02', '2024-01-10')).toBeLessThan(0);
-    expect(compareStat('varchar', 'b', 'a')).toBeGreaterThan(0);
-  });
+it('compares statistics of numeric types as numbers and of other types as text', () => {
+  expect(compareStat('int64', '99', '249')).toBeLessThan(0);
+  expect(compareStat('int64', '-5', '3')).toBeLessThan(0);
+  expect(compareStat('int64', '-50', '-6')).toBeLessThan(0);
+  expect(compareStat('decimal(38,0)', '99000000000000000000', '100000000000000000000')).toBeLessThan(0);
+  expect(compareStat('decimal(10,2)', '1.50', '1.5')).toBe(0);
+  expect(compareStat('float64', '-inf', '-1e300')).toBeLessThan(0);
+  expect(compareStat('date', '2024-01-02', '2024-01-10')).toBeLessThan(0);
+  expect(compareStat('varchar', 'b', 'a')).toBeGreaterThan(0);
 });
