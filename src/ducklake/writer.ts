@@ -333,6 +333,12 @@ export interface CommitSpec extends CommitInfo, CommitHooks {
    * (and delete files) end at the new snapshot. Empty: an append.
    */
   readonly replacePartitions?: readonly (readonly string[])[];
+  /**
+   * The caller's own writes that must commit or fail with the snapshot (chainlake's windows and watermarks, the
+   * views of a single-machine lake): run in the same catalog transaction after the snapshot's rows, with its id.
+   * Run again on a retry.
+   */
+  readonly inTransaction?: (tx: CatalogDb, snapshotId: number) => Promise<void>;
 }
 
 /**
@@ -448,6 +454,7 @@ export async function commitFiles(db: CatalogDb, spec: CommitSpec): Promise<Comm
       await tx.query(`INSERT INTO ducklake_table_stats VALUES ($1, $2, $3, $4)`, [table.tableId, added - removed, nextRowId, addedBytes - removedBytes]);
     }
     if (spec.files.length) await mergeTableColumnStats(tx, table.tableId, columns, spec.files);
+    await spec.inTransaction?.(tx, next.snapshotId);
     await spec.beforeCommit?.();
     return { snapshotId: next.snapshotId, endedFiles: ended.length, unchanged: false };
   });

@@ -17,6 +17,7 @@ import {
   writeDataFile,
   type StagedFile,
 } from '../../src/ducklake/writer.js';
+import { refreshViews } from '../../src/ducklake/views.js';
 import { openCatalogFile, tempDir } from './helpers.js';
 import { startPostgres, type TestPostgres } from './postgres.js';
 
@@ -340,6 +341,38 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
     expect(await read(duck)).toEqual({ snapshot: 4, ...(await expected(daySql('2024-01-01', 100, 110, 'a'))) });
     expect(await read(duck, lake.catalog, { snapshot: 3 })).toEqual({ snapshot: 3, ...(await expected(daySql('2024-01-01', 200, 230, 'b'))) });
   });
+
+  it('commits the caller\'s own writes with the snapshot, and a failure in them commits nothing', async () => {
+    await createTable(lake.catalog, { name: 'transfers', columns: COLUMNS, partitionBy: ['block_date'] });
+    await lake.catalog.query('CREATE TABLE chainlake_watermark (dataset VARCHAR PRIMARY KEY, block BIGINT, snapshot_id BIGINT)');
+    await lake.catalog.query(`INSERT INTO chainlake_watermark VALUES ('transfers', 0, 1)`);
+    const advance = (block: number) => async (tx: CatalogDb, snapshotId: number) => {
+      await tx.query(`UPDATE chainlake_watermark SET block = $1, snapshot_id = $2 WHERE dataset = 'transfers'`, [block, snapshotId]);
+    };
+    const ok = await commitFiles(lake.catalog, { tableName: 'transfers', files: [await writeDay('2024-01-01', 0, 100)], inTransaction: advance(99) });
+    expect(await lake.catalog.query('SELECT block, snapshot_id FROM chainlake_watermark')).toEqual([{ block: 99, snapshot_id: ok.snapshotId }]);
+
+    const staged = await writeDay('2024-01-02', 100, 200);
+    await expect(
+      commitFiles(lake.catalog, {
+        tableName: 'transfers',
+        files: [staged],
+        inTransaction: async (tx, id) => {
+          await advance(199)(tx, id);
+          throw new Error('window bookkeeping failed');
+        },
+      }),
+    ).rejects.toThrow(/window bookkeeping failed/);
+    // Nothing of the failed commit is visible: no snapshot, no file row, the watermark where it was.
+    expect((await currentSnapshot(lake.catalog)).snapshotId).toBe(ok.snapshotId);
+    expect(await lake.catalog.query('SELECT count(*) AS n FROM ducklake_data_file')).toEqual([{ n: 1 }]);
+    expect(await lake.catalog.query('SELECT block, snapshot_id FROM chainlake_watermark')).toEqual([{ block: 99, snapshot_id: ok.snapshotId }]);
+    expect((await read(duck)).n).toBe(100);
+    // The staged file is still valid: committing it again works (immutable name, never reused).
+    const again = await commitFiles(lake.catalog, { tableName: 'transfers', files: [staged], inTransaction: advance(199) });
+    expect(again.snapshotId).toBe(ok.snapshotId + 1);
+    expect((await read(duck)).n).toBe(200);
+  });
 });
 
 it('compares statistics of numeric types as numbers and of other types as text', () => {
@@ -351,4 +384,51 @@ it('compares statistics of numeric types as numbers and of other types as text',
   expect(compareStat('float64', '-inf', '-1e300')).toBeLessThan(0);
   expect(compareStat('date', '2024-01-02', '2024-01-10')).toBeLessThan(0);
   expect(compareStat('varchar', 'b', 'a')).toBeGreaterThan(0);
+});
+
+describe('DuckLake views over the current snapshot (DuckDB-file catalog)', () => {
+  it('plain DuckDB opening catalog.duckdb reads each table of the newest snapshot through its view', async () => {
+    const { dir, cleanup } = await tempDir();
+    try {
+      const file = path.join(dir, 'catalog.duckdb');
+      const dataPath = path.join(dir, 'lake') + '/';
+      const cat = await openCatalogFile(file);
+      const duck = await cat.connect();
+      await initialiseCatalog(cat.catalog, { dataPath });
+      await createTable(cat.catalog, { name: 'transfers', columns: COLUMNS, partitionBy: ['block_date'] });
+      const snap = await currentSnapshot(cat.catalog);
+      const table = await findTable(cat.catalog, snap.snapshotId, 'transfers');
+      const target = { dataPath, table, columns: await listColumns(cat.catalog, table.tableId, snap.snapshotId) };
+      const views = (tx: CatalogDb) => refreshViews(tx, dataPath).then(() => undefined);
+      const day1 = (await writeDataFile(duck, target, daySql('2024-01-01', 0, 100), { block_date: '2024-01-01' }))!;
+      await commitFiles(cat.catalog, { tableName: 'transfers', files: [day1], inTransaction: views });
+      const day1b = (await writeDataFile(duck, target, daySql('2024-01-01', 500, 530, 'v2'), { block_date: '2024-01-01' }))!;
+      // While the replacement is written but not committed, the view (on another connection) shows the old snapshot.
+      const other = await cat.connect();
+      let during: unknown;
+      await commitFiles(cat.catalog, {
+        tableName: 'transfers',
+        files: [day1b],
+        replacePartitions: [['2024-01-01']],
+        inTransaction: views,
+        beforeCommit: async () => {
+          during = (await other.runAndReadAll('SELECT count(*)::INTEGER AS n FROM transfers')).getRowObjectsJS();
+        },
+      });
+      expect(during).toEqual([{ n: 100 }]);
+      cat.close();
+      // As a user would: `duckdb catalog.duckdb`, read-only, no extension, no chainlake.
+      const instance = await DuckDBInstance.create(file, { access_mode: 'READ_ONLY' });
+      const conn = await instance.connect();
+      try {
+        const rows = (await conn.runAndReadAll(`SELECT count(*)::INTEGER AS n, min(tx_hash) AS first FROM transfers`)).getRowObjectsJS();
+        expect(rows).toEqual([{ n: 30, first: 'v2-500' }]);
+      } finally {
+        conn.closeSync();
+        instance.closeSync();
+      }
+    } finally {
+      await cleanup();
+    }
+  });
 });
