@@ -394,7 +394,12 @@ export async function commitFiles(db: CatalogDb, spec: CommitSpec): Promise<Comm
       ...(spec.files.length ? [`inserted_into_table:${table.tableId}`] : []),
       ...(ended.length ? [`deleted_from_table:${table.tableId}`] : []),
     ];
-    if (changes.length === 0) return { snapshotId: current.snapshotId, endedFiles: 0, unchanged: true };
+    if (changes.length === 0) {
+      // Nothing for the lake (no file, no row to end): no snapshot; the caller's writes still commit, against the
+      // newest snapshot (e.g. a watermark that moves over an empty block range).
+      await spec.inTransaction?.(tx, current.snapshotId);
+      return { snapshotId: current.snapshotId, endedFiles: 0, unchanged: true };
+    }
     await insertSnapshot(tx, next, changes.join(','), spec);
 
     if (ended.length) {

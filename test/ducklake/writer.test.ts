@@ -261,7 +261,8 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
     expect(await writeDataFile(duck, await target(), `${daySql('2024-01-05', 0, 0)}`, { block_date: '2024-01-05' })).toBeNull();
 
     // Expire every snapshot but the newest: the ended day-1 file is needed by none and is scheduled for deletion.
-    const expiry = await expireSnapshots(lake.catalog, { keepLast: 1 });
+    expect(await expireSnapshots(lake.catalog, { olderThan: new Date(Date.now() - 3_600_000) })).toEqual({ expired: [], scheduledFiles: 0 });
+    const expiry = await expireSnapshots(lake.catalog, { olderThan: new Date(Date.now() + 3_600_000) });
     expect(expiry).toEqual({ expired: [0, 1, 2], scheduledFiles: 1 });
     expect((await listSnapshots(lake.catalog)).map((s) => s.snapshotId)).toEqual([3]);
     await expect(planScan(lake.catalog, 'transfers', { asOf: { snapshot: 2 } })).rejects.toThrow(/snapshot 2 does not exist/);
@@ -372,6 +373,11 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
     const again = await commitFiles(lake.catalog, { tableName: 'transfers', files: [staged], inTransaction: advance(199) });
     expect(again.snapshotId).toBe(ok.snapshotId + 1);
     expect((await read(duck)).n).toBe(200);
+    // No file and nothing replaced: no snapshot, but the caller's writes commit against the newest one.
+    const idle = await commitFiles(lake.catalog, { tableName: 'transfers', files: [], inTransaction: advance(250) });
+    expect(idle).toMatchObject({ snapshotId: again.snapshotId, endedFiles: 0 });
+    expect((await currentSnapshot(lake.catalog)).snapshotId).toBe(again.snapshotId);
+    expect(await lake.catalog.query('SELECT block, snapshot_id FROM chainlake_watermark')).toEqual([{ block: 250, snapshot_id: again.snapshotId }]);
   });
 });
 
