@@ -11,7 +11,7 @@
 import type { CatalogDb, CatalogRow, CatalogValue } from './catalog-db.js';
 import { DuckLakeError } from './catalog-db.js';
 import { checkVersion, ident } from './ddl.js';
-import { duckdbTypeOf } from './types.js';
+import { duckdbTypeOfTree } from './types.js';
 
 export interface Snapshot {
   readonly snapshotId: number;
@@ -49,6 +49,18 @@ export interface LakeColumn {
   readonly nullsAllowed: boolean;
   readonly initialDefault: string | null;
   readonly parentColumn: number | null;
+  /** Child columns of a nested column (list: `element`; struct: its fields; map: key, value), in order. */
+  readonly children: LakeColumn[];
+}
+
+/** The leaf (non-nested) columns under `columns`, each with its path of names from the top-level column. */
+export function leafColumns(columns: readonly LakeColumn[], prefix: string[] = []): { column: LakeColumn; path: string[] }[] {
+  return columns.flatMap((c) => (c.children.length ? leafColumns(c.children, [...prefix, c.name]) : [{ column: c, path: [...prefix, c.name] }]));
+}
+
+/** Every column id under `columns`, nested ones included. */
+export function allColumnIds(columns: readonly LakeColumn[]): number[] {
+  return columns.flatMap((c) => [c.columnId, ...allColumnIds(c.children)]);
 }
 
 export interface DeleteFile {
@@ -173,25 +185,39 @@ export async function findTable(db: CatalogDb, snapshot: number, name: string, s
 }
 
 /**
- * Columns of a table at a snapshot, ordered by column_order (queries.md "Show the Structure of a Table"). With
- * `nested`, child columns (parent_column set) are included too.
+ * Columns of a table at a snapshot, ordered by column_order (queries.md "Show the Structure of a Table"): the
+ * top-level columns, each with its nested child columns (parent_column) under `children`.
  */
-export async function listColumns(db: CatalogDb, tableId: number, snapshot: number, opts: { nested?: boolean } = {}): Promise<LakeColumn[]> {
+export async function listColumns(db: CatalogDb, tableId: number, snapshot: number): Promise<LakeColumn[]> {
   const rows = await db.query(
     `SELECT column_id, column_name, column_type, column_order, nulls_allowed, initial_default, parent_column
-     FROM ducklake_column WHERE table_id = $1 ${opts.nested ? '' : 'AND parent_column IS NULL'} AND ${VALID_AT('', '$2')}
+     FROM ducklake_column WHERE table_id = $1 AND ${VALID_AT('', '$2')}
      ORDER BY column_order`,
     [tableId, snapshot],
   );
-  return rows.map((r) => ({
-    columnId: num(r.column_id),
-    name: str(r.column_name),
-    type: str(r.column_type),
-    order: num(r.column_order),
-    nullsAllowed: r.nulls_allowed !== false,
-    initialDefault: r.initial_default === null ? null : String(r.initial_default),
-    parentColumn: numOrNull(r.parent_column),
-  }));
+  const all = rows.map(
+    (r): LakeColumn => ({
+      columnId: num(r.column_id),
+      name: str(r.column_name),
+      type: str(r.column_type),
+      order: num(r.column_order),
+      nullsAllowed: r.nulls_allowed !== false,
+      initialDefault: r.initial_default === null ? null : String(r.initial_default),
+      parentColumn: numOrNull(r.parent_column),
+      children: [],
+    }),
+  );
+  const byId = new Map(all.map((c) => [c.columnId, c]));
+  const roots: LakeColumn[] = [];
+  for (const c of all) {
+    if (c.parentColumn === null) roots.push(c);
+    else {
+      const parent = byId.get(c.parentColumn);
+      if (!parent) throw new DuckLakeError(`table ${tableId}: column ${c.name} (${c.columnId}) has parent ${c.parentColumn}, which does not exist at snapshot ${snapshot}`);
+      parent.children.push(c);
+    }
+  }
+  return roots;
 }
 
 /** Joins two path parts with `/`, the separator DuckLake stores on every OS. */
@@ -271,7 +297,7 @@ const sqlString = (text: string): string => `'${text.replace(/'/g, "''")}'`;
 export function scanSql(table: LakeTable, columns: readonly LakeColumn[], files: readonly DataFile[], snapshot: number): string {
   if (columns.length === 0) throw new DuckLakeError(`table ${table.name} has no columns at snapshot ${snapshot}`);
   const where = `table ${table.schema.name}.${table.name}`;
-  const typed = columns.map((c) => ({ ...c, duckdbType: duckdbTypeOf(c.type, `${where}, column ${c.name}`) }));
+  const typed = columns.map((c) => ({ ...c, duckdbType: duckdbTypeOfTree(c, `${where}, column ${c.name}`) }));
   const select = typed.map((c) => ident(c.name)).join(', ');
   if (files.length === 0) {
     return `SELECT ${typed.map((c) => `CAST(NULL AS ${c.duckdbType}) AS ${ident(c.name)}`).join(', ')} WHERE false`;

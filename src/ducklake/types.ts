@@ -72,3 +72,40 @@ export function ducklakeTypeOf(duckdbType: string, where: string): string {
   if (!type) throw new DuckLakeError(`${where}: DuckDB type ${duckdbType} has no DuckLake primitive type here (nested types are not written yet)`);
   return type;
 }
+
+/** A column's type as DuckLake stores it: a type name, and for nested types the child columns (by name). */
+export interface TypeTree {
+  readonly type: string;
+  readonly children: readonly (TypeTree & { readonly name: string })[];
+}
+
+/**
+ * The DuckLake type tree of a DuckDB column type. Lists (`INTEGER[]`, nested lists too) become a `list` column
+ * with one child `element`, as the spec's data_types.md describes; other nested types are not written yet.
+ */
+export function ducklakeTypeTree(duckdbType: string, where: string): TypeTree {
+  const type = duckdbType.trim();
+  if (type.endsWith('[]')) return { type: 'list', children: [{ name: 'element', ...ducklakeTypeTree(type.slice(0, -2), where) }] };
+  return { type: ducklakeTypeOf(type, where), children: [] };
+}
+
+const sqlIdent = (name: string): string => `"${name.replace(/"/g, '""')}"`;
+
+/** The DuckDB type of a column with its children: `list` -> `T[]`, `struct` -> `STRUCT(...)`, `map` -> `MAP(K, V)`. */
+export function duckdbTypeOfTree(column: TypeTree, where: string): string {
+  const kids = column.children;
+  switch (column.type) {
+    case 'list':
+      if (kids.length !== 1) throw new DuckLakeError(`${where}: a list column has ${kids.length} child columns instead of 1`);
+      return `${duckdbTypeOfTree(kids[0]!, where)}[]`;
+    case 'struct':
+      if (kids.length === 0) throw new DuckLakeError(`${where}: a struct column has no child columns`);
+      return `STRUCT(${kids.map((k) => `${sqlIdent(k.name)} ${duckdbTypeOfTree(k, `${where}.${k.name}`)}`).join(', ')})`;
+    case 'map':
+      if (kids.length !== 2) throw new DuckLakeError(`${where}: a map column has ${kids.length} child columns instead of 2`);
+      return `MAP(${duckdbTypeOfTree(kids[0]!, where)}, ${duckdbTypeOfTree(kids[1]!, where)})`;
+    default:
+      if (kids.length) throw new DuckLakeError(`${where}: a ${column.type} column has child columns`);
+      return duckdbTypeOf(column.type, where);
+  }
+}

@@ -17,8 +17,8 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { CatalogDb, CatalogRow, CatalogValue } from './catalog-db.js';
 import { DuckLakeError, isCommitConflict } from './catalog-db.js';
 import { checkVersion, ident, uuidv7 } from './ddl.js';
-import { currentSnapshot, findTable, listColumns, listTables, tablePath, type LakeColumn, type LakeTable, type Snapshot } from './reader.js';
-import { duckdbTypeOf, ducklakeTypeOf } from './types.js';
+import { allColumnIds, currentSnapshot, findTable, leafColumns, listColumns, listTables, tablePath, type LakeColumn, type LakeTable, type Snapshot } from './reader.js';
+import { duckdbTypeOfTree, ducklakeTypeTree, type TypeTree } from './types.js';
 
 export interface ColumnSpec {
   readonly name: string;
@@ -118,14 +118,26 @@ export async function createTable(db: CatalogDb, spec: CreateTableSpec): Promise
   if (!NAME.test(spec.name)) throw new DuckLakeError(`table name '${spec.name}': use letters, digits and _ (it names a directory)`);
   if (spec.columns.length === 0) throw new DuckLakeError(`table ${spec.name}: no columns`);
   const seen = new Set<string>();
-  const columns = spec.columns.map((c, i) => {
+  // Column ids depth-first from 1, nested children right after their parent; column_order = column_id (as the
+  // reference extension numbers them, and as Parquet field ids).
+  const columns: { id: number; name: string; type: string; nullable: boolean; parent: number | null }[] = [];
+  const add = (name: string, tree: TypeTree, nullable: boolean, parent: number | null) => {
+    const id = columns.length + 1;
+    columns.push({ id, name, type: tree.type, nullable, parent });
+    for (const child of tree.children) add(child.name, child, true, id);
+    return id;
+  };
+  const topLevel = new Map<string, { id: number; nested: boolean }>();
+  for (const c of spec.columns) {
     if (seen.has(c.name.toLowerCase())) throw new DuckLakeError(`table ${spec.name}: column ${c.name} appears twice`);
     seen.add(c.name.toLowerCase());
-    return { id: i + 1, name: c.name, type: ducklakeTypeOf(c.type, `table ${spec.name}, column ${c.name}`), nullable: c.nullable ?? true };
-  });
+    const tree = ducklakeTypeTree(c.type, `table ${spec.name}, column ${c.name}`);
+    topLevel.set(c.name, { id: add(c.name, tree, c.nullable ?? true, null), nested: tree.children.length > 0 });
+  }
   const partitionIds = (spec.partitionBy ?? []).map((p) => {
-    const column = columns.find((c) => c.name === p);
+    const column = topLevel.get(p);
     if (!column) throw new DuckLakeError(`table ${spec.name}: partition column ${p} is not one of its columns`);
+    if (column.nested) throw new DuckLakeError(`table ${spec.name}: partition column ${p} is a nested column`);
     return column.id;
   });
   await checkVersion(db);
@@ -158,7 +170,7 @@ export async function createTable(db: CatalogDb, spec: CreateTableSpec): Promise
     ]);
     for (const c of columns) {
       // As the reference extension writes them: no initial default, default_value 'NULL' (a literal, DuckDB dialect).
-      await tx.query(`INSERT INTO ducklake_column VALUES ($1, $2, NULL, $3, $4, $5, $6, NULL, 'NULL', $7, NULL, 'literal', 'duckdb')`, [
+      await tx.query(`INSERT INTO ducklake_column VALUES ($1, $2, NULL, $3, $4, $5, $6, NULL, 'NULL', $7, $8, 'literal', 'duckdb')`, [
         c.id,
         next.snapshotId,
         tableId,
@@ -166,6 +178,7 @@ export async function createTable(db: CatalogDb, spec: CreateTableSpec): Promise
         c.name,
         c.type,
         c.nullable,
+        c.parent,
       ]);
     }
     await tx.query(`INSERT INTO ducklake_schema_versions VALUES ($1, $2, $3)`, [next.snapshotId, next.schemaVersion, tableId]);
@@ -231,8 +244,11 @@ export async function writeDataFile(
   const relative = `${dirs.join('')}ducklake-${uuidv7()}.parquet`;
   const fullPath = tablePath(target.dataPath, table) + relative;
   await mkdir(path.dirname(fullPath), { recursive: true });
-  const select = columns.map((c) => `CAST(${ident(c.name)} AS ${duckdbTypeOf(c.type, `${where}, column ${c.name}`)}) AS ${ident(c.name)}`).join(', ');
-  const fieldIds = `{${columns.map((c) => `${ident(c.name)}: ${c.columnId}`).join(', ')}}`;
+  const select = columns.map((c) => `CAST(${ident(c.name)} AS ${duckdbTypeOfTree(c, `${where}, column ${c.name}`)}) AS ${ident(c.name)}`).join(', ');
+  // Nested columns carry their own id in __duckdb_field_id and their children's ids by name (list: element).
+  const fieldId = (c: LakeColumn): string =>
+    c.children.length ? `{__duckdb_field_id: ${c.columnId}, ${c.children.map((k) => `${ident(k.name)}: ${fieldId(k)}`).join(', ')}}` : String(c.columnId);
+  const fieldIds = `{${columns.map((c) => `${ident(c.name)}: ${fieldId(c)}`).join(', ')}}`;
   const reader = await duck.runAndReadAll(
     `COPY (SELECT ${select} FROM (${sourceSql})) TO ${sqlString(fullPath)}
      (FORMAT parquet, COMPRESSION zstd, FIELD_IDS ${fieldIds}, RETURN_STATS)`,
@@ -271,7 +287,10 @@ export async function writeDataFile(
   };
 }
 
-/** COPY ... RETURN_STATS column_statistics: MAP(quoted column name -> MAP(stat name -> text)). */
+/**
+ * COPY ... RETURN_STATS column_statistics: MAP(quoted column path -> MAP(stat name -> text)), one entry per leaf
+ * column (`"id"`, `"l"."element"`). Nested columns get no statistics of their own, their leaves do (spec).
+ */
 function parseColumnStats(raw: unknown, columns: readonly LakeColumn[], where: string): ColumnStats[] {
   const entries = Array.isArray(raw) ? raw : (raw as { entries?: unknown[] } | null)?.entries;
   if (!Array.isArray(entries)) throw new DuckLakeError(`${where}: COPY's column statistics have an unexpected shape`);
@@ -280,14 +299,17 @@ function parseColumnStats(raw: unknown, columns: readonly LakeColumn[], where: s
     const inner = Array.isArray(entry.value) ? entry.value : ((entry.value as { entries?: unknown[] })?.entries ?? []);
     const stats = new Map<string, string>();
     for (const s of inner as { key: unknown; value: unknown }[]) stats.set(String(s.key), String(s.value));
-    const name = String(entry.key).replace(/^"(.*)"$/, '$1').replace(/""/g, '"');
-    byName.set(name, stats);
+    byName.set(String(entry.key), stats);
   }
-  return columns.map((c) => {
-    const s = byName.get(c.name);
-    if (!s) throw new DuckLakeError(`${where}: COPY returned no statistics for column ${c.name}`);
+  return leafColumns(columns).flatMap(({ column: c, path: names }) => {
+    const key = names.map((n) => `"${n.replace(/"/g, '""')}"`).join('.');
+    const s = byName.get(key);
+    if (!s) {
+      if (names.length > 1) return []; // a nested leaf without values in this file: no statistics row
+      throw new DuckLakeError(`${where}: COPY returned no statistics for column ${c.name}`);
+    }
     const isFloat = c.type === 'float32' || c.type === 'float64';
-    return {
+    return [{
       columnId: c.columnId,
       min: s.get('min') ?? null,
       max: s.get('max') ?? null,
@@ -295,7 +317,7 @@ function parseColumnStats(raw: unknown, columns: readonly LakeColumn[], where: s
       valueCount: Number(s.get('num_values') ?? 0),
       columnSizeBytes: s.has('column_size_bytes') ? Number(s.get('column_size_bytes')) : null,
       containsNan: isFloat ? s.get('has_nan') === 'true' : null,
-    };
+    }];
   });
 }
 
@@ -359,7 +381,7 @@ export async function commitFiles(db: CatalogDb, spec: CommitSpec): Promise<Comm
       if ((f.partitionValues?.length ?? 0) !== partitionKeys.length) {
         throw new DuckLakeError(`staged file ${f.path}: ${f.partitionValues?.length ?? 0} partition values for ${partitionKeys.length} partition keys of ${table.name}`);
       }
-      const known = new Set(columns.map((c) => c.columnId));
+      const known = new Set(allColumnIds(columns));
       if (f.columnStats.some((s) => !known.has(s.columnId))) throw new DuckLakeError(`staged file ${f.path} has columns ${table.name} no longer has`);
     }
     for (const p of spec.replacePartitions ?? []) {
@@ -472,7 +494,7 @@ async function mergeTableColumnStats(tx: CatalogDb, tableId: number, columns: re
       (r) => [num(r.column_id), r],
     ),
   );
-  for (const column of columns) {
+  for (const { column } of leafColumns(columns)) {
     const old = existing.get(column.columnId);
     let min = old ? (old.min_value as string | null) : null;
     let max = old ? (old.max_value as string | null) : null;

@@ -379,6 +379,60 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
     expect((await currentSnapshot(lake.catalog)).snapshotId).toBe(again.snapshotId);
     expect(await lake.catalog.query('SELECT block, snapshot_id FROM chainlake_watermark')).toEqual([{ block: 250, snapshot_id: again.snapshotId }]);
   });
+
+  it('writes and reads list columns (nested column rows, field ids, leaf statistics) and NaN flags', async () => {
+    await createTable(lake.catalog, {
+      name: 'logs',
+      columns: [
+        { name: 'id', type: 'BIGINT' },
+        { name: 'topics', type: 'INTEGER[]' },
+        { name: 'score', type: 'DOUBLE' },
+      ],
+    });
+    expect(await lake.catalog.query('SELECT column_id, column_order, column_name, column_type, parent_column FROM ducklake_column ORDER BY column_id')).toEqual([
+      { column_id: 1, column_order: 1, column_name: 'id', column_type: 'int64', parent_column: null },
+      { column_id: 2, column_order: 2, column_name: 'topics', column_type: 'list', parent_column: null },
+      { column_id: 3, column_order: 3, column_name: 'element', column_type: 'int32', parent_column: 2 },
+      { column_id: 4, column_order: 4, column_name: 'score', column_type: 'float64', parent_column: null },
+    ]);
+    const t = await target('logs');
+    const source = `SELECT range AS id, CASE WHEN range = 3 THEN NULL ELSE [range::INT, 40 + range::INT] END AS topics,
+                      CASE WHEN range = 2 THEN 'nan'::DOUBLE ELSE range / 2 END AS score FROM range(5)`;
+    const f = (await writeDataFile(duck, t, source))!;
+    const ids = (await duck.runAndReadAll(`SELECT name, field_id::INTEGER AS f FROM parquet_schema('${f.fullPath}') WHERE field_id IS NOT NULL ORDER BY f`)).getRowObjectsJS();
+    expect(ids).toEqual([
+      { name: 'id', f: 1 },
+      { name: 'topics', f: 2 },
+      { name: 'element', f: 3 },
+      { name: 'score', f: 4 },
+    ]);
+    await commitFiles(lake.catalog, { tableName: 'logs', files: [f] });
+    const stats = await lake.catalog.query('SELECT column_id, min_value, max_value, null_count, contains_nan FROM ducklake_file_column_stats ORDER BY column_id');
+    expect(stats).toEqual([
+      { column_id: 1, min_value: '0', max_value: '4', null_count: 0, contains_nan: null },
+      { column_id: 3, min_value: '0', max_value: '44', null_count: 1, contains_nan: null },
+      { column_id: 4, min_value: '0.0', max_value: '2.0', null_count: 0, contains_nan: true },
+    ]);
+    expect(await lake.catalog.query('SELECT column_id, contains_nan FROM ducklake_table_column_stats ORDER BY column_id')).toEqual([
+      { column_id: 1, contains_nan: null },
+      { column_id: 3, contains_nan: null },
+      { column_id: 4, contains_nan: true },
+    ]);
+    const scan = await planScan(lake.catalog, 'logs');
+    expect(scan.columns.map((c) => [c.name, c.type, c.children.map((k) => `${k.name}:${k.type}`)])).toEqual([
+      ['id', 'int64', []],
+      ['topics', 'list', ['element:int32']],
+      ['score', 'float64', []],
+    ]);
+    const rows = (await duck.runAndReadAll(`SELECT id::INTEGER AS id, topics, isnan(score) AS nan FROM (${scan.sql}) ORDER BY id`)).getRowObjectsJS();
+    expect(rows.map((r) => [r.id, r.topics === null ? null : (r.topics as { items?: unknown[] }).items ?? r.topics, r.nan])).toEqual([
+      [0, [0, 40], false],
+      [1, [1, 41], false],
+      [2, [2, 42], true],
+      [3, null, false],
+      [4, [4, 44], false],
+    ]);
+  });
 });
 
 it('compares statistics of numeric types as numbers and of other types as text', () => {
