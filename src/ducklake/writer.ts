@@ -241,6 +241,9 @@ export async function writeDataFile(
     if (!columns.some((c) => c.name === name)) throw new DuckLakeError(`${where}: partition column ${name} is not a column`);
     return `${name}=${hiveValue(partition![name]!)}/`;
   });
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(target.dataPath)) {
+    throw new DuckLakeError(`${where}: data path ${target.dataPath} is object storage; this writer writes local paths only so far`);
+  }
   const relative = `${dirs.join('')}ducklake-${uuidv7()}.parquet`;
   const fullPath = tablePath(target.dataPath, table) + relative;
   await mkdir(path.dirname(fullPath), { recursive: true });
@@ -386,6 +389,17 @@ export async function commitFiles(db: CatalogDb, spec: CommitSpec): Promise<Comm
     }
     for (const p of spec.replacePartitions ?? []) {
       if (p.length !== partitionKeys.length) throw new DuckLakeError(`replace of ${table.name}: ${p.length} partition values for ${partitionKeys.length} keys`);
+    }
+
+    // A staged file is committed once: a committer that lost the answer to its COMMIT and tries again must not add
+    // the same rows twice. Its name is unique, so the catalog tells whether it is already in.
+    if (spec.files.length) {
+      const paths = spec.files.map((f) => f.path);
+      const again = await tx.query(
+        `SELECT path FROM ducklake_data_file WHERE table_id = $1 AND path IN (${paths.map((_, i) => `$${i + 2}`).join(', ')})`,
+        [table.tableId, ...paths],
+      );
+      if (again.length) throw new DuckLakeError(`staged file ${String(again[0]!.path)} of ${table.name} is already committed`);
     }
 
     // The files the replaced partitions hold now.

@@ -373,6 +373,9 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
     const again = await commitFiles(lake.catalog, { tableName: 'transfers', files: [staged], inTransaction: advance(199) });
     expect(again.snapshotId).toBe(ok.snapshotId + 1);
     expect((await read(duck)).n).toBe(200);
+    // Committing the same staged file again (a committer that lost the answer to its COMMIT) adds nothing.
+    await expect(commitFiles(lake.catalog, { tableName: 'transfers', files: [staged] })).rejects.toThrow(/already committed/);
+    expect((await read(duck)).n).toBe(200);
     // No file and nothing replaced: no snapshot, but the caller's writes commit against the newest one.
     const idle = await commitFiles(lake.catalog, { tableName: 'transfers', files: [], inTransaction: advance(250) });
     expect(idle).toMatchObject({ snapshotId: again.snapshotId, endedFiles: 0 });
