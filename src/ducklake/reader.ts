@@ -141,15 +141,13 @@ export async function listSnapshots(db: CatalogDb): Promise<(Snapshot & { change
   return rows.map((r) => ({ ...toSnapshot(r), changes: r.changes_made === null ? null : String(r.changes_made) }));
 }
 
-const VALID_AT = (alias: string, param: string) =>
-  `${param} >= ${alias}begin_snapshot AND (${param} < ${alias}end_snapshot OR ${alias}end_snapshot IS NULL)`;
+const VALID_AT = (alias: string, param: string) => `${param} >= ${alias}begin_snapshot AND (${param} < ${alias}end_snapshot OR ${alias}end_snapshot IS NULL)`;
 
 /** Schemas valid at a snapshot (queries.md "List Schemas"). */
 export async function listSchemas(db: CatalogDb, snapshot: number): Promise<LakeSchema[]> {
-  const rows = await db.query(
-    `SELECT schema_id, schema_name, path, path_is_relative FROM ducklake_schema WHERE ${VALID_AT('', '$1')} ORDER BY schema_id`,
-    [snapshot],
-  );
+  const rows = await db.query(`SELECT schema_id, schema_name, path, path_is_relative FROM ducklake_schema WHERE ${VALID_AT('', '$1')} ORDER BY schema_id`, [
+    snapshot,
+  ]);
   return rows.map((r) => ({ schemaId: num(r.schema_id), name: str(r.schema_name), path: str(r.path), pathIsRelative: r.path_is_relative !== false }));
 }
 
@@ -195,25 +193,26 @@ export async function listColumns(db: CatalogDb, tableId: number, snapshot: numb
      ORDER BY column_order`,
     [tableId, snapshot],
   );
-  const all = rows.map(
-    (r): LakeColumn => ({
-      columnId: num(r.column_id),
-      name: str(r.column_name),
-      type: str(r.column_type),
-      order: num(r.column_order),
-      nullsAllowed: r.nulls_allowed !== false,
-      initialDefault: r.initial_default === null ? null : String(r.initial_default),
-      parentColumn: numOrNull(r.parent_column),
-      children: [],
-    }),
-  );
+  const all = rows.map((r): LakeColumn => ({
+    columnId: num(r.column_id),
+    name: str(r.column_name),
+    type: str(r.column_type),
+    order: num(r.column_order),
+    nullsAllowed: r.nulls_allowed !== false,
+    initialDefault: r.initial_default === null ? null : String(r.initial_default),
+    parentColumn: numOrNull(r.parent_column),
+    children: [],
+  }));
   const byId = new Map(all.map((c) => [c.columnId, c]));
   const roots: LakeColumn[] = [];
   for (const c of all) {
     if (c.parentColumn === null) roots.push(c);
     else {
       const parent = byId.get(c.parentColumn);
-      if (!parent) throw new DuckLakeError(`table ${tableId}: column ${c.name} (${c.columnId}) has parent ${c.parentColumn}, which does not exist at snapshot ${snapshot}`);
+      if (!parent)
+        throw new DuckLakeError(
+          `table ${tableId}: column ${c.name} (${c.columnId}) has parent ${c.parentColumn}, which does not exist at snapshot ${snapshot}`,
+        );
       parent.children.push(c);
     }
   }
@@ -315,10 +314,14 @@ export function scanSql(table: LakeTable, columns: readonly LakeColumn[], files:
       throw new DuckLakeError(`${where}: data file ${f.dataFileId} maps columns by name (mapping_id ${f.mappingId}); chainlake reads field-id files only`);
     }
     if (f.partialMax !== null && snapshot < f.partialMax) {
-      throw new DuckLakeError(`${where}: data file ${f.dataFileId} holds rows of several snapshots (partial_max ${f.partialMax}); reading it at ${snapshot} is not supported`);
+      throw new DuckLakeError(
+        `${where}: data file ${f.dataFileId} holds rows of several snapshots (partial_max ${f.partialMax}); reading it at ${snapshot} is not supported`,
+      );
     }
     if (f.deleteFile && f.deleteFile.format !== 'parquet') {
-      throw new DuckLakeError(`${where}: delete file ${f.deleteFile.deleteFileId} has format '${f.deleteFile.format}'; chainlake reads parquet delete files only`);
+      throw new DuckLakeError(
+        `${where}: delete file ${f.deleteFile.deleteFileId} has format '${f.deleteFile.format}'; chainlake reads parquet delete files only`,
+      );
     }
   }
   const parts: string[] = [];
@@ -343,11 +346,7 @@ export interface TableScan {
 }
 
 /** Everything needed to read one table at a snapshot: resolves the snapshot, the table, its columns and files. */
-export async function planScan(
-  db: CatalogDb,
-  tableName: string,
-  opts: { asOf?: AsOf; schema?: string; dataPath?: string } = {},
-): Promise<TableScan> {
+export async function planScan(db: CatalogDb, tableName: string, opts: { asOf?: AsOf; schema?: string; dataPath?: string } = {}): Promise<TableScan> {
   const dataPath = await dataPathOf(db, opts.dataPath);
   if (opts.dataPath !== undefined) await checkVersion(db);
   const snapshot = await resolveSnapshot(db, opts.asOf);

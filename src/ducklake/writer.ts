@@ -17,7 +17,18 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { CatalogDb, CatalogRow, CatalogValue } from './catalog-db.js';
 import { DuckLakeError, isCommitConflict } from './catalog-db.js';
 import { checkVersion, ident, uuidv7 } from './ddl.js';
-import { allColumnIds, currentSnapshot, findTable, leafColumns, listColumns, listTables, tablePath, type LakeColumn, type LakeTable, type Snapshot } from './reader.js';
+import {
+  allColumnIds,
+  currentSnapshot,
+  findTable,
+  leafColumns,
+  listColumns,
+  listTables,
+  tablePath,
+  type LakeColumn,
+  type LakeTable,
+  type Snapshot,
+} from './reader.js';
 import { duckdbTypeOfTree, ducklakeTypeTree, type TypeTree } from './types.js';
 
 export interface ColumnSpec {
@@ -143,10 +154,12 @@ export async function createTable(db: CatalogDb, spec: CreateTableSpec): Promise
   await checkVersion(db);
   const { value, attempts } = await withRetry(db, async (tx) => {
     const current = await currentSnapshot(tx);
-    const schema = (await tx.query(
-      `SELECT schema_id FROM ducklake_schema WHERE schema_name = $1 AND begin_snapshot <= $2 AND (end_snapshot IS NULL OR $2 < end_snapshot)`,
-      [schemaName, current.snapshotId],
-    ))[0];
+    const schema = (
+      await tx.query(`SELECT schema_id FROM ducklake_schema WHERE schema_name = $1 AND begin_snapshot <= $2 AND (end_snapshot IS NULL OR $2 < end_snapshot)`, [
+        schemaName,
+        current.snapshotId,
+      ])
+    )[0];
     if (!schema) throw new DuckLakeError(`schema ${schemaName} does not exist in this DuckLake`);
     if ((await listTables(tx, current.snapshotId)).some((t) => t.name === spec.name && t.schema.name === schemaName)) {
       throw new DuckLakeError(`table ${schemaName}.${spec.name} already exists`);
@@ -312,15 +325,17 @@ function parseColumnStats(raw: unknown, columns: readonly LakeColumn[], where: s
       throw new DuckLakeError(`${where}: COPY returned no statistics for column ${c.name}`);
     }
     const isFloat = c.type === 'float32' || c.type === 'float64';
-    return [{
-      columnId: c.columnId,
-      min: s.get('min') ?? null,
-      max: s.get('max') ?? null,
-      nullCount: Number(s.get('null_count') ?? 0),
-      valueCount: Number(s.get('num_values') ?? 0),
-      columnSizeBytes: s.has('column_size_bytes') ? Number(s.get('column_size_bytes')) : null,
-      containsNan: isFloat ? s.get('has_nan') === 'true' : null,
-    }];
+    return [
+      {
+        columnId: c.columnId,
+        min: s.get('min') ?? null,
+        max: s.get('max') ?? null,
+        nullCount: Number(s.get('null_count') ?? 0),
+        valueCount: Number(s.get('num_values') ?? 0),
+        columnSizeBytes: s.has('column_size_bytes') ? Number(s.get('column_size_bytes')) : null,
+        containsNan: isFloat ? s.get('has_nan') === 'true' : null,
+      },
+    ];
   });
 }
 
@@ -382,7 +397,9 @@ export async function commitFiles(db: CatalogDb, spec: CommitSpec): Promise<Comm
     for (const f of spec.files) {
       if (f.tableId !== table.tableId) throw new DuckLakeError(`staged file ${f.path} was written for table ${f.tableId}, not ${table.name}`);
       if ((f.partitionValues?.length ?? 0) !== partitionKeys.length) {
-        throw new DuckLakeError(`staged file ${f.path}: ${f.partitionValues?.length ?? 0} partition values for ${partitionKeys.length} partition keys of ${table.name}`);
+        throw new DuckLakeError(
+          `staged file ${f.path}: ${f.partitionValues?.length ?? 0} partition values for ${partitionKeys.length} partition keys of ${table.name}`,
+        );
       }
       const known = new Set(allColumnIds(columns));
       if (f.columnStats.some((s) => !known.has(s.columnId))) throw new DuckLakeError(`staged file ${f.path} has columns ${table.name} no longer has`);
@@ -395,10 +412,10 @@ export async function commitFiles(db: CatalogDb, spec: CommitSpec): Promise<Comm
     // the same rows twice. Its name is unique, so the catalog tells whether it is already in.
     if (spec.files.length) {
       const paths = spec.files.map((f) => f.path);
-      const again = await tx.query(
-        `SELECT path FROM ducklake_data_file WHERE table_id = $1 AND path IN (${paths.map((_, i) => `$${i + 2}`).join(', ')})`,
-        [table.tableId, ...paths],
-      );
+      const again = await tx.query(`SELECT path FROM ducklake_data_file WHERE table_id = $1 AND path IN (${paths.map((_, i) => `$${i + 2}`).join(', ')})`, [
+        table.tableId,
+        ...paths,
+      ]);
       if (again.length) throw new DuckLakeError(`staged file ${String(again[0]!.path)} of ${table.name} is already committed`);
     }
 
@@ -426,10 +443,7 @@ export async function commitFiles(db: CatalogDb, spec: CommitSpec): Promise<Comm
       nextCatalogId: current.nextCatalogId,
       nextFileId: current.nextFileId + spec.files.length,
     };
-    const changes = [
-      ...(spec.files.length ? [`inserted_into_table:${table.tableId}`] : []),
-      ...(ended.length ? [`deleted_from_table:${table.tableId}`] : []),
-    ];
+    const changes = [...(spec.files.length ? [`inserted_into_table:${table.tableId}`] : []), ...(ended.length ? [`deleted_from_table:${table.tableId}`] : [])];
     if (changes.length === 0) {
       // Nothing for the lake (no file, no row to end): no snapshot; the caller's writes still commit, against the
       // newest snapshot (e.g. a watermark that moves over an empty block range).
@@ -533,16 +547,19 @@ async function mergeTableColumnStats(tx: CatalogDb, tableId: number, columns: re
       max = null;
     }
     if (old) {
-      await tx.query(`UPDATE ducklake_table_column_stats SET contains_null = $1, contains_nan = $2, min_value = $3, max_value = $4 WHERE table_id = $5 AND column_id = $6`, [
+      await tx.query(
+        `UPDATE ducklake_table_column_stats SET contains_null = $1, contains_nan = $2, min_value = $3, max_value = $4 WHERE table_id = $5 AND column_id = $6`,
+        [containsNull, containsNan, min, max, tableId, column.columnId],
+      );
+    } else {
+      await tx.query(`INSERT INTO ducklake_table_column_stats VALUES ($1, $2, $3, $4, $5, $6, NULL)`, [
+        tableId,
+        column.columnId,
         containsNull,
         containsNan,
         min,
         max,
-        tableId,
-        column.columnId,
       ]);
-    } else {
-      await tx.query(`INSERT INTO ducklake_table_column_stats VALUES ($1, $2, $3, $4, $5, $6, NULL)`, [tableId, column.columnId, containsNull, containsNan, min, max]);
     }
   }
 }
@@ -562,10 +579,7 @@ export interface ScheduledFile {
  * (ducklake_files_scheduled_for_deletion, paths relative to data_path), in one catalog transaction, as the
  * reference extension's ducklake_expire_snapshots does. Files are not touched here: see filesToDelete.
  */
-export async function expireSnapshots(
-  db: CatalogDb,
-  opts: { olderThan?: Date; keepLast?: number },
-): Promise<{ expired: number[]; scheduledFiles: number }> {
+export async function expireSnapshots(db: CatalogDb, opts: { olderThan?: Date; keepLast?: number }): Promise<{ expired: number[]; scheduledFiles: number }> {
   if (opts.olderThan === undefined && opts.keepLast === undefined) throw new DuckLakeError('expireSnapshots: give olderThan or keepLast');
   await checkVersion(db);
   const { value } = await withRetry(db, async (tx) => {
@@ -604,7 +618,9 @@ export async function expireSnapshots(
             relative = false;
           } else stored = table.schema.path + table.path + stored;
         } else if (relative) {
-          throw new DuckLakeError(`file ${num(r[idColumn])} belongs to table ${num(r.table_id)}, which is not current: dropped tables are not expired by chainlake yet`);
+          throw new DuckLakeError(
+            `file ${num(r[idColumn])} belongs to table ${num(r.table_id)}, which is not current: dropped tables are not expired by chainlake yet`,
+          );
         }
         await tx.query(`INSERT INTO ducklake_files_scheduled_for_deletion VALUES ($1, $2, $3, NOW())`, [num(r[idColumn]), stored, relative]);
       }
@@ -644,7 +660,10 @@ export async function filesToDelete(db: CatalogDb, opts: { olderThan?: Date; dat
     params.push(opts.olderThan.toISOString());
     filter = 'WHERE schedule_start < CAST($1 AS TIMESTAMPTZ)';
   }
-  const rows = await db.query(`SELECT data_file_id, path, path_is_relative, schedule_start FROM ducklake_files_scheduled_for_deletion ${filter} ORDER BY data_file_id`, params);
+  const rows = await db.query(
+    `SELECT data_file_id, path, path_is_relative, schedule_start FROM ducklake_files_scheduled_for_deletion ${filter} ORDER BY data_file_id`,
+    params,
+  );
   return rows.map((r) => {
     const relative = r.path_is_relative !== false;
     const stored = String(r.path);

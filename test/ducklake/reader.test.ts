@@ -43,7 +43,9 @@ describe('DuckLake reader on the reference extension catalogs', () => {
     expect(scan.files).toHaveLength(1);
     expect(scan.files[0]!.path).toBe(path.join(dataPath, 'main', 'test', 'ducklake-01995275-3c88-7aa3-b5a9-9e6279d52d97.parquet'));
     expect(scan.files[0]!.deleteFile).toMatchObject({ format: 'parquet', deleteCount: 9 });
-    const latest = (await cat.conn.runAndReadAll(`SELECT count(*)::INTEGER AS n, sum(id)::INTEGER AS s, max(id)::INTEGER AS hi FROM (${scan.sql})`)).getRowObjectsJS();
+    const latest = (
+      await cat.conn.runAndReadAll(`SELECT count(*)::INTEGER AS n, sum(id)::INTEGER AS s, max(id)::INTEGER AS hi FROM (${scan.sql})`)
+    ).getRowObjectsJS();
     expect(latest).toEqual([{ n: 91, s: 4095, hi: 90 }]);
 
     const before = await planScan(cat.catalog, 'test', { dataPath, asOf: { snapshot: 1 } });
@@ -76,14 +78,20 @@ describe('DuckLake reader on the reference extension catalogs', () => {
     expect(await names(0)).toEqual([]);
     const geo = await findTable(cat.catalog, 5, 'geo_tbl');
     expect(geo).toMatchObject({ tableId: 3, path: 'geo_tbl/', pathIsRelative: true, schema: { name: 'main', path: 'main/' } });
-    const types = async (table: string) => (await listColumns(cat.catalog, (await findTable(cat.catalog, 5, table)).tableId, 5)).map((c) => `${c.name}:${c.type}`);
+    const types = async (table: string) =>
+      (await listColumns(cat.catalog, (await findTable(cat.catalog, 5, table)).tableId, 5)).map((c) => `${c.name}:${c.type}`);
     expect(await types('test')).toEqual(['i:int32']);
     expect(await types('variant_tbl')).toEqual(['v:variant']);
     expect(await types('geo_tbl')).toEqual(['g:geometry']);
     // Files exist from the snapshot that inserted them on; geometry stats stay in extra_stats, not min/max.
     expect(await listDataFiles(cat.catalog, geo, 4, '/lake/')).toEqual([]);
     const [file] = await listDataFiles(cat.catalog, geo, 5, '/lake/');
-    expect(file).toMatchObject({ dataFileId: 1, recordCount: 2, beginSnapshot: 5, path: '/lake/main/geo_tbl/ducklake-019c7580-ab4f-71d7-a363-72519059f1ae.parquet' });
+    expect(file).toMatchObject({
+      dataFileId: 1,
+      recordCount: 2,
+      beginSnapshot: 5,
+      path: '/lake/main/geo_tbl/ducklake-019c7580-ab4f-71d7-a363-72519059f1ae.parquet',
+    });
     const stats = await cat.catalog.query('SELECT min_value, max_value, extra_stats FROM ducklake_file_column_stats WHERE data_file_id = 1');
     expect(stats[0]).toMatchObject({ min_value: null, max_value: null });
     expect(JSON.parse(String(stats[0]!.extra_stats))).toMatchObject({ bbox: { xmin: 1, xmax: 3, ymin: 2, ymax: 4 }, types: ['point'] });
@@ -97,7 +105,9 @@ describe('DuckLake reader on the reference extension catalogs', () => {
     const cat = await fixture('old_ducklake/per_table_schema.db.gz');
     const t1 = await findTable(cat.catalog, 5, 'T_1');
     const at = async (s: number) => (await listColumns(cat.catalog, t1.tableId, s)).map((c) => c.name);
-    const ended = await cat.catalog.query(`SELECT column_name, begin_snapshot, end_snapshot FROM ducklake_column WHERE table_id = $1 ORDER BY column_id`, [t1.tableId]);
+    const ended = await cat.catalog.query(`SELECT column_name, begin_snapshot, end_snapshot FROM ducklake_column WHERE table_id = $1 ORDER BY column_id`, [
+      t1.tableId,
+    ]);
     const a = ended.find((r) => r.column_name === 'a')!;
     expect(a.end_snapshot).toBe(6);
     expect(await at(5)).toContain('a');

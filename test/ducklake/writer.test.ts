@@ -152,7 +152,9 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
       { table_id: 1, begin_snapshot: 1, end_snapshot: null, schema_id: 0, table_name: 'transfers', path: 'transfers/', path_is_relative: true },
     ]);
     expect(
-      await q('SELECT column_id, column_order, column_name, column_type, initial_default, default_value, nulls_allowed, parent_column, default_value_type, default_value_dialect FROM ducklake_column ORDER BY column_id'),
+      await q(
+        'SELECT column_id, column_order, column_name, column_type, initial_default, default_value, nulls_allowed, parent_column, default_value_type, default_value_dialect FROM ducklake_column ORDER BY column_id',
+      ),
     ).toEqual(
       [
         [1, 'block_date', 'date'],
@@ -176,7 +178,9 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
     );
     expect(await q('SELECT * FROM ducklake_schema_versions')).toEqual([{ begin_snapshot: 1, schema_version: 1, table_id: 1 }]);
     expect(await q('SELECT * FROM ducklake_partition_info')).toEqual([{ partition_id: 2, table_id: 1, begin_snapshot: 1, end_snapshot: null }]);
-    expect(await q('SELECT * FROM ducklake_partition_column')).toEqual([{ partition_id: 2, table_id: 1, partition_key_index: 0, column_id: 1, transform: 'identity' }]);
+    expect(await q('SELECT * FROM ducklake_partition_column')).toEqual([
+      { partition_id: 2, table_id: 1, partition_key_index: 0, column_id: 1, transform: 'identity' },
+    ]);
     await expect(createTable(lake.catalog, { name: 'transfers', columns: COLUMNS })).rejects.toThrow(/already exists/);
     // An empty table reads as no rows with the right column types.
     const scan = await planScan(lake.catalog, 'transfers');
@@ -200,16 +204,42 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
     expect(await q('SELECT * FROM ducklake_snapshot_changes WHERE snapshot_id = 2')).toEqual([
       { snapshot_id: 2, changes_made: 'inserted_into_table:1', author: 'test', commit_message: 'two days', commit_extra_info: null },
     ]);
-    expect(await q('SELECT data_file_id, begin_snapshot, end_snapshot, path, path_is_relative, file_format, record_count, row_id_start, partition_id FROM ducklake_data_file ORDER BY 1')).toEqual([
-      { data_file_id: 0, begin_snapshot: 2, end_snapshot: null, path: d1.path, path_is_relative: true, file_format: 'parquet', record_count: 100, row_id_start: 0, partition_id: 2 },
-      { data_file_id: 1, begin_snapshot: 2, end_snapshot: null, path: d2.path, path_is_relative: true, file_format: 'parquet', record_count: 150, row_id_start: 100, partition_id: 2 },
+    expect(
+      await q(
+        'SELECT data_file_id, begin_snapshot, end_snapshot, path, path_is_relative, file_format, record_count, row_id_start, partition_id FROM ducklake_data_file ORDER BY 1',
+      ),
+    ).toEqual([
+      {
+        data_file_id: 0,
+        begin_snapshot: 2,
+        end_snapshot: null,
+        path: d1.path,
+        path_is_relative: true,
+        file_format: 'parquet',
+        record_count: 100,
+        row_id_start: 0,
+        partition_id: 2,
+      },
+      {
+        data_file_id: 1,
+        begin_snapshot: 2,
+        end_snapshot: null,
+        path: d2.path,
+        path_is_relative: true,
+        file_format: 'parquet',
+        record_count: 150,
+        row_id_start: 100,
+        partition_id: 2,
+      },
     ]);
     expect(await q('SELECT * FROM ducklake_file_partition_value ORDER BY 1')).toEqual([
       { data_file_id: 0, table_id: 1, partition_key_index: 0, partition_value: '2024-01-01' },
       { data_file_id: 1, table_id: 1, partition_key_index: 0, partition_value: '2024-01-02' },
     ]);
     // File statistics as the spec encodes them (strings; booleans 0/1), checked against the file on disk.
-    const stats = await q('SELECT column_id, value_count, null_count, min_value, max_value FROM ducklake_file_column_stats WHERE data_file_id = 0 ORDER BY column_id');
+    const stats = await q(
+      'SELECT column_id, value_count, null_count, min_value, max_value FROM ducklake_file_column_stats WHERE data_file_id = 0 ORDER BY column_id',
+    );
     expect(stats.map((r) => [r.column_id, r.value_count, r.null_count, r.min_value, r.max_value])).toEqual([
       [1, 100, 0, '2024-01-01', '2024-01-01'],
       [2, 100, 0, '0', '99'],
@@ -238,7 +268,9 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
     const d1b = await writeDay('2024-01-01', 1000, 1040, 'v2');
     const s3 = await commitFiles(lake.catalog, { tableName: 'transfers', files: [d1b], replacePartitions: [['2024-01-01']] });
     expect(s3).toMatchObject({ snapshotId: 3, endedFiles: 1 });
-    expect(await q('SELECT changes_made FROM ducklake_snapshot_changes WHERE snapshot_id = 3')).toEqual([{ changes_made: 'inserted_into_table:1,deleted_from_table:1' }]);
+    expect(await q('SELECT changes_made FROM ducklake_snapshot_changes WHERE snapshot_id = 3')).toEqual([
+      { changes_made: 'inserted_into_table:1,deleted_from_table:1' },
+    ]);
     expect(await q('SELECT data_file_id, begin_snapshot, end_snapshot, row_id_start FROM ducklake_data_file ORDER BY 1')).toEqual([
       { data_file_id: 0, begin_snapshot: 2, end_snapshot: 3, row_id_start: 0 },
       { data_file_id: 1, begin_snapshot: 2, end_snapshot: null, row_id_start: 100 },
@@ -310,10 +342,17 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
       expect(state.snapshot).toBe(before.snapshot + 1);
       expect(state.h).not.toBe(before.h);
       // Exactly the new partition plus the untouched one: never a mix of old and new files of the same day.
-      const now = (await readerConn.runAndReadAll(`SELECT count(DISTINCT split_part(tx_hash, '-', 1))::INTEGER AS versions FROM (${(await planScan(reader, 'transfers')).sql}) WHERE block_date = DATE '${day}'`)).getRowObjectsJS();
+      const now = (
+        await readerConn.runAndReadAll(
+          `SELECT count(DISTINCT split_part(tx_hash, '-', 1))::INTEGER AS versions FROM (${(await planScan(reader, 'transfers')).sql}) WHERE block_date = DATE '${day}'`,
+        )
+      ).getRowObjectsJS();
       expect(now).toEqual([{ versions: 1 }]);
     }
-    expect(state).toEqual({ snapshot: 5, ...(await expected(`${daySql('2024-01-01', 30_000, 30_023, 'r3')} UNION ALL ${daySql('2024-01-02', 20_000, 20_022, 'r2')}`)) });
+    expect(state).toEqual({
+      snapshot: 5,
+      ...(await expected(`${daySql('2024-01-01', 30_000, 30_023, 'r3')} UNION ALL ${daySql('2024-01-02', 20_000, 20_022, 'r2')}`)),
+    });
   });
 
   it('two committers racing for the same snapshot: the loser retries on the new state, last writer wins whole', async () => {
@@ -343,7 +382,7 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
     expect(await read(duck, lake.catalog, { snapshot: 3 })).toEqual({ snapshot: 3, ...(await expected(daySql('2024-01-01', 200, 230, 'b'))) });
   });
 
-  it('commits the caller\'s own writes with the snapshot, and a failure in them commits nothing', async () => {
+  it("commits the caller's own writes with the snapshot, and a failure in them commits nothing", async () => {
     await createTable(lake.catalog, { name: 'transfers', columns: COLUMNS, partitionBy: ['block_date'] });
     await lake.catalog.query('CREATE TABLE chainlake_watermark (dataset VARCHAR PRIMARY KEY, block BIGINT, snapshot_id BIGINT)');
     await lake.catalog.query(`INSERT INTO chainlake_watermark VALUES ('transfers', 0, 1)`);
@@ -402,7 +441,8 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
       plans.map(async (jobs, c) => {
         const db = c === 0 ? lake.catalog : await lake.otherCatalog();
         const done = [];
-        for (const job of jobs) done.push({ ...job, ...(await commitFiles(db, { tableName: 'transfers', files: [job.file], replacePartitions: [[job.day]] })) });
+        for (const job of jobs)
+          done.push({ ...job, ...(await commitFiles(db, { tableName: 'transfers', files: [job.file], replacePartitions: [[job.day]] })) });
         return done;
       }),
     );
@@ -434,17 +474,21 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
         { name: 'score', type: 'DOUBLE' },
       ],
     });
-    expect(await lake.catalog.query('SELECT column_id, column_order, column_name, column_type, parent_column FROM ducklake_column ORDER BY column_id')).toEqual([
-      { column_id: 1, column_order: 1, column_name: 'id', column_type: 'int64', parent_column: null },
-      { column_id: 2, column_order: 2, column_name: 'topics', column_type: 'list', parent_column: null },
-      { column_id: 3, column_order: 3, column_name: 'element', column_type: 'int32', parent_column: 2 },
-      { column_id: 4, column_order: 4, column_name: 'score', column_type: 'float64', parent_column: null },
-    ]);
+    expect(await lake.catalog.query('SELECT column_id, column_order, column_name, column_type, parent_column FROM ducklake_column ORDER BY column_id')).toEqual(
+      [
+        { column_id: 1, column_order: 1, column_name: 'id', column_type: 'int64', parent_column: null },
+        { column_id: 2, column_order: 2, column_name: 'topics', column_type: 'list', parent_column: null },
+        { column_id: 3, column_order: 3, column_name: 'element', column_type: 'int32', parent_column: 2 },
+        { column_id: 4, column_order: 4, column_name: 'score', column_type: 'float64', parent_column: null },
+      ],
+    );
     const t = await target('logs');
     const source = `SELECT range AS id, CASE WHEN range = 3 THEN NULL ELSE [range::INT, 40 + range::INT] END AS topics,
                       CASE WHEN range = 2 THEN 'nan'::DOUBLE ELSE range / 2 END AS score FROM range(5)`;
     const f = (await writeDataFile(duck, t, source))!;
-    const ids = (await duck.runAndReadAll(`SELECT name, field_id::INTEGER AS f FROM parquet_schema('${f.fullPath}') WHERE field_id IS NOT NULL ORDER BY f`)).getRowObjectsJS();
+    const ids = (
+      await duck.runAndReadAll(`SELECT name, field_id::INTEGER AS f FROM parquet_schema('${f.fullPath}') WHERE field_id IS NOT NULL ORDER BY f`)
+    ).getRowObjectsJS();
     expect(ids).toEqual([
       { name: 'id', f: 1 },
       { name: 'topics', f: 2 },
@@ -452,7 +496,9 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
       { name: 'score', f: 4 },
     ]);
     await commitFiles(lake.catalog, { tableName: 'logs', files: [f] });
-    const stats = await lake.catalog.query('SELECT column_id, min_value, max_value, null_count, contains_nan FROM ducklake_file_column_stats ORDER BY column_id');
+    const stats = await lake.catalog.query(
+      'SELECT column_id, min_value, max_value, null_count, contains_nan FROM ducklake_file_column_stats ORDER BY column_id',
+    );
     expect(stats).toEqual([
       { column_id: 1, min_value: '0', max_value: '4', null_count: 0, contains_nan: null },
       { column_id: 3, min_value: '0', max_value: '44', null_count: 1, contains_nan: null },
@@ -470,7 +516,7 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
       ['score', 'float64', []],
     ]);
     const rows = (await duck.runAndReadAll(`SELECT id::INTEGER AS id, topics, isnan(score) AS nan FROM (${scan.sql}) ORDER BY id`)).getRowObjectsJS();
-    expect(rows.map((r) => [r.id, r.topics === null ? null : (r.topics as { items?: unknown[] }).items ?? r.topics, r.nan])).toEqual([
+    expect(rows.map((r) => [r.id, r.topics === null ? null : ((r.topics as { items?: unknown[] }).items ?? r.topics), r.nan])).toEqual([
       [0, [0, 40], false],
       [1, [1, 41], false],
       [2, [2, 42], true],
