@@ -11,6 +11,8 @@ import {
   resolveSnapshot,
   scanSql,
 } from '../../src/ducklake/reader.js';
+import { initialiseCatalog } from '../../src/ducklake/ddl.js';
+import { commitFiles, createTable, writeDataFile } from '../../src/ducklake/writer.js';
 import { FIXTURES, gunzipFixture, migrateToV10, openCatalogFile, tempDir, type OpenCatalog } from './helpers.js';
 
 describe('DuckLake reader on the reference extension catalogs', () => {
@@ -121,5 +123,55 @@ describe('DuckLake reader on the reference extension catalogs', () => {
     const cat = await openCatalogFile(file, { readOnly: true });
     opened.push(cat);
     await expect(planScan(cat.catalog, 'test')).rejects.toThrow(/version mismatch.*0\.3/);
+  });
+});
+
+describe('DuckLake reader: columns renamed and added after files were written (field ids)', () => {
+  it('reads old files under the new column name, and a column added later as its initial default', async () => {
+    const { dir, cleanup } = await tempDir();
+    const cat = await openCatalogFile(path.join(dir, 'catalog.duckdb'));
+    try {
+      const dataPath = path.join(dir, 'lake') + '/';
+      await initialiseCatalog(cat.catalog, { dataPath });
+      await createTable(cat.catalog, {
+        name: 't',
+        columns: [
+          { name: 'id', type: 'BIGINT' },
+          { name: 'amount', type: 'INTEGER' },
+        ],
+      });
+      const table = await findTable(cat.catalog, 1, 't');
+      const duck = await cat.connect();
+      const file = await writeDataFile(
+        duck,
+        { dataPath, table, columns: await listColumns(cat.catalog, table.tableId, 1) },
+        'SELECT range AS id, range * 10 AS amount FROM range(3)',
+      );
+      await commitFiles(cat.catalog, { tableName: 't', files: [file!] });
+      // ALTER TABLE t RENAME amount TO value; ALTER TABLE t ADD COLUMN note VARCHAR DEFAULT 'none', written as the
+      // spec describes them: a new snapshot, the old column version ended, a new version with the same column_id,
+      // a new column_id for the new column with its initial default.
+      await cat.catalog.transaction(async (tx) => {
+        await tx.query(`INSERT INTO ducklake_snapshot VALUES (3, NOW(), 2, 2, 1)`);
+        await tx.query(`INSERT INTO ducklake_snapshot_changes VALUES (3, 'altered_table:1', NULL, NULL, NULL)`);
+        await tx.query(`UPDATE ducklake_column SET end_snapshot = 3 WHERE table_id = 1 AND column_id = 2 AND end_snapshot IS NULL`);
+        await tx.query(`INSERT INTO ducklake_column VALUES (2, 3, NULL, 1, 2, 'value', 'int32', NULL, 'NULL', true, NULL, 'literal', 'duckdb')`);
+        await tx.query(`INSERT INTO ducklake_column VALUES (3, 3, NULL, 1, 3, 'note', 'varchar', 'none', '''none''', true, NULL, 'literal', 'duckdb')`);
+        await tx.query(`INSERT INTO ducklake_schema_versions VALUES (3, 2, 1)`);
+      });
+      const rows = async (asOf?: { snapshot: number }) => {
+        const scan = await planScan(cat.catalog, 't', { asOf });
+        const reader = await duck.runAndReadAll(`SELECT * FROM (${scan.sql}) ORDER BY id`);
+        return { names: reader.columnNames(), rows: reader.getRowObjectsJS() };
+      };
+      expect(await rows()).toEqual({
+        names: ['id', 'value', 'note'],
+        rows: [0, 1, 2].map((i) => ({ id: BigInt(i), value: i * 10, note: 'none' })),
+      });
+      expect(await rows({ snapshot: 2 })).toEqual({ names: ['id', 'amount'], rows: [0, 1, 2].map((i) => ({ id: BigInt(i), amount: i * 10 })) });
+    } finally {
+      cat.close();
+      await cleanup();
+    }
   });
 });
