@@ -1,0 +1,111 @@
+/**
+ * The catalog database behind a DuckLake: a DuckDB file on one machine, PostgreSQL in distributed mode.
+ *
+ * Every catalog statement of this module is written once, in the SQL both engines accept: `$1`-style positional
+ * parameters, `NOW()`, `CAST(x AS T)`, `||`, `COALESCE`, no `::`, no DuckDB-only functions. Values that differ
+ * between engines (UUIDs, timestamps of `as-of`) are made in TypeScript and passed as parameters. `dialect` exists for
+ * the few places that still need a switch (none in the statements of this module today; see docs/distributed.md).
+ */
+import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+
+export type Dialect = 'duckdb' | 'postgres';
+
+/** A catalog value as this module sees it: ids as numbers, text, booleans, timestamps as Date, NULL as null. */
+export type CatalogValue = number | string | boolean | Date | null;
+export type CatalogRow = Record<string, CatalogValue>;
+
+export interface CatalogDb {
+  readonly dialect: Dialect;
+  /** Runs one statement and returns its rows. */
+  query(sql: string, params?: readonly CatalogValue[]): Promise<CatalogRow[]>;
+  /**
+   * Runs `fn` in one catalog transaction: committed when it resolves, rolled back when it throws. Nested calls
+   * join the outer transaction.
+   */
+  transaction<T>(fn: (tx: CatalogDb) => Promise<T>): Promise<T>;
+}
+
+/** Thrown when a catalog holds something this module does not read or write (names what and where). */
+export class DuckLakeError extends Error {
+  override readonly name = 'DuckLakeError';
+}
+
+function toDuckDbParam(value: CatalogValue): DuckDBValue {
+  if (typeof value === 'number' && Number.isInteger(value)) return BigInt(value);
+  if (value instanceof Date) return value.toISOString();
+  return value;
+}
+
+function fromDuckDb(value: unknown, column: string): CatalogValue {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'bigint') {
+    if (value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER)) {
+      throw new DuckLakeError(`catalog column ${column}: ${value} is beyond the integers this module handles exactly`);
+    }
+    return Number(value);
+  }
+  if (typeof value === 'number' || typeof value === 'string' || typeof value === 'boolean' || value instanceof Date) return value;
+  // UUIDs, decimals and the like arrive as DuckDB value objects: their text form is the catalog's text form.
+  return String(value);
+}
+
+/**
+ * A catalog in DuckDB (a `catalog.duckdb` file, or any attached DuckDB database that is the default catalog of
+ * `connection`). One connection runs one transaction at a time: calls are queued, so a transaction is never
+ * interleaved with another statement on the same connection. Concurrent work needs separate connections.
+ */
+export class DuckDbCatalog implements CatalogDb {
+  readonly dialect: Dialect = 'duckdb';
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly connection: DuckDBConnection) {}
+
+  query(sql: string, params: readonly CatalogValue[] = []): Promise<CatalogRow[]> {
+    return this.serial(() => this.exec(sql, params));
+  }
+
+  transaction<T>(fn: (tx: CatalogDb) => Promise<T>): Promise<T> {
+    return this.serial(async () => {
+      await this.exec('BEGIN TRANSACTION', []);
+      const tx: CatalogDb = {
+        dialect: this.dialect,
+        query: (sql, params = []) => this.exec(sql, params),
+        transaction: (inner) => inner(tx),
+      };
+      try {
+        const result = await fn(tx);
+        await this.exec('COMMIT', []);
+        return result;
+      } catch (error) {
+        // A failed COMMIT has already ended the transaction; ROLLBACK then reports "no transaction": ignore that.
+        await this.exec('ROLLBACK', []).catch(() => undefined);
+        throw error;
+      }
+    });
+  }
+
+  private serial<T>(work: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(work, work);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async exec(sql: string, params: readonly CatalogValue[]): Promise<CatalogRow[]> {
+    const reader = await this.connection.runAndReadAll(sql, params.length ? params.map(toDuckDbParam) : undefined);
+    const names = reader.columnNames();
+    const rows: CatalogRow[] = [];
+    for (const raw of reader.getRowObjectsJS()) {
+      const row: CatalogRow = {};
+      for (const name of names) row[name] = fromDuckDb(raw[name], name);
+      rows.push(row);
+    }
+    return rows;
+  }
+}
+
+/** True when `error` is a lost race with another committer (retry the whole catalog transaction). */
+export function isCommitConflict(error: unknown): boolean {
+  const text = error instanceof Error ? error.message : String(error);
+  // DuckDB: "TransactionContext Error: ... Conflict on ..." / "duplicate key"; PostgreSQL: 23505, 40001, 40P01.
+  return /conflict|duplicate key|unique constraint|could not serialize|deadlock detected/i.test(text);
+}

@@ -1,0 +1,357 @@
+/**
+ * Reading a DuckLake, following the spec's queries.md: pick a snapshot (the newest, an id, or the newest at a
+ * time), list the schemas, tables and columns valid at it, list the table's data files and their delete files at
+ * it, and build one DuckDB query over those Parquet files that returns the table's rows at that snapshot.
+ *
+ * Everything a reader decides comes from the catalog: a file belongs to snapshot S when
+ * `begin_snapshot <= S < end_snapshot` (or end_snapshot IS NULL). Writers only ever add rows and set end_snapshot
+ * on rows that were open, so the file list of a committed snapshot never changes: a reader holding snapshot S
+ * reads S whole while S+1 commits.
+ */
+import type { CatalogDb, CatalogRow, CatalogValue } from './catalog-db.js';
+import { DuckLakeError } from './catalog-db.js';
+import { checkVersion, ident } from './ddl.js';
+import { duckdbTypeOfTree } from './types.js';
+
+export interface Snapshot {
+  readonly snapshotId: number;
+  readonly snapshotTime: Date;
+  readonly schemaVersion: number;
+  readonly nextCatalogId: number;
+  readonly nextFileId: number;
+}
+
+/** Which snapshot to read: the newest (undefined), a snapshot id, or the newest committed at or before a time. */
+export type AsOf = undefined | { readonly snapshot: number } | { readonly time: Date };
+
+export interface LakeSchema {
+  readonly schemaId: number;
+  readonly name: string;
+  readonly path: string;
+  readonly pathIsRelative: boolean;
+}
+
+export interface LakeTable {
+  readonly tableId: number;
+  readonly tableUuid: string;
+  readonly name: string;
+  readonly schema: LakeSchema;
+  readonly path: string;
+  readonly pathIsRelative: boolean;
+}
+
+export interface LakeColumn {
+  readonly columnId: number;
+  readonly name: string;
+  /** The DuckLake type name as stored (`int64`, `decimal(38,0)`, `varchar`, ...). */
+  readonly type: string;
+  readonly order: number;
+  readonly nullsAllowed: boolean;
+  readonly initialDefault: string | null;
+  readonly parentColumn: number | null;
+  /** Child columns of a nested column (list: `element`; struct: its fields; map: key, value), in order. */
+  readonly children: LakeColumn[];
+}
+
+/** The leaf (non-nested) columns under `columns`, each with its path of names from the top-level column. */
+export function leafColumns(columns: readonly LakeColumn[], prefix: string[] = []): { column: LakeColumn; path: string[] }[] {
+  return columns.flatMap((c) => (c.children.length ? leafColumns(c.children, [...prefix, c.name]) : [{ column: c, path: [...prefix, c.name] }]));
+}
+
+/** Every column id under `columns`, nested ones included. */
+export function allColumnIds(columns: readonly LakeColumn[]): number[] {
+  return columns.flatMap((c) => [c.columnId, ...allColumnIds(c.children)]);
+}
+
+export interface DeleteFile {
+  readonly deleteFileId: number;
+  readonly path: string;
+  readonly format: string;
+  readonly deleteCount: number;
+}
+
+export interface DataFile {
+  readonly dataFileId: number;
+  /** The file's location, resolved against the data path, the schema path and the table path. */
+  readonly path: string;
+  /** The path as stored in the catalog. */
+  readonly storedPath: string;
+  readonly recordCount: number;
+  readonly fileSizeBytes: number;
+  readonly footerSize: number | null;
+  readonly rowIdStart: number | null;
+  readonly beginSnapshot: number;
+  readonly partitionId: number | null;
+  readonly mappingId: number | null;
+  readonly partialMax: number | null;
+  readonly deleteFile: DeleteFile | null;
+}
+
+const num = (v: CatalogValue): number => {
+  if (typeof v === 'number') return v;
+  if (typeof v === 'string' && /^-?\d+$/.test(v)) return Number(v);
+  throw new DuckLakeError(`expected a number in the catalog, found ${String(v)}`);
+};
+const numOrNull = (v: CatalogValue): number | null => (v === null ? null : num(v));
+const str = (v: CatalogValue): string => (v === null ? '' : String(v));
+const toDate = (v: CatalogValue): Date => (v instanceof Date ? v : new Date(String(v)));
+
+function toSnapshot(row: CatalogRow): Snapshot {
+  return {
+    snapshotId: num(row.snapshot_id),
+    snapshotTime: toDate(row.snapshot_time),
+    schemaVersion: num(row.schema_version),
+    nextCatalogId: num(row.next_catalog_id),
+    nextFileId: num(row.next_file_id),
+  };
+}
+
+const SNAPSHOT_COLUMNS = 'snapshot_id, snapshot_time, schema_version, next_catalog_id, next_file_id';
+
+/** The newest snapshot (queries.md "Get Current Snapshot"). */
+export async function currentSnapshot(db: CatalogDb): Promise<Snapshot> {
+  const rows = await db.query(`SELECT ${SNAPSHOT_COLUMNS} FROM ducklake_snapshot WHERE snapshot_id = (SELECT max(snapshot_id) FROM ducklake_snapshot)`);
+  if (!rows[0]) throw new DuckLakeError('the DuckLake catalog has no snapshot: it was not initialised');
+  return toSnapshot(rows[0]);
+}
+
+/** The snapshot to read for `asOf`; an id that does not exist (never made, or expired) is an error, not a guess. */
+export async function resolveSnapshot(db: CatalogDb, asOf: AsOf): Promise<Snapshot> {
+  if (asOf === undefined) return currentSnapshot(db);
+  if ('snapshot' in asOf) {
+    const rows = await db.query(`SELECT ${SNAPSHOT_COLUMNS} FROM ducklake_snapshot WHERE snapshot_id = $1`, [asOf.snapshot]);
+    if (!rows[0]) throw new DuckLakeError(`snapshot ${asOf.snapshot} does not exist in this DuckLake (never committed, or expired)`);
+    return toSnapshot(rows[0]);
+  }
+  const rows = await db.query(
+    `SELECT ${SNAPSHOT_COLUMNS} FROM ducklake_snapshot WHERE snapshot_id = (
+       SELECT max(snapshot_id) FROM ducklake_snapshot WHERE snapshot_time <= CAST($1 AS TIMESTAMPTZ))`,
+    [asOf.time.toISOString()],
+  );
+  if (!rows[0]) throw new DuckLakeError(`no snapshot of this DuckLake was committed at or before ${asOf.time.toISOString()}`);
+  return toSnapshot(rows[0]);
+}
+
+/** All snapshots, oldest first, with their recorded changes. */
+export async function listSnapshots(db: CatalogDb): Promise<(Snapshot & { changes: string | null })[]> {
+  const rows = await db.query(
+    `SELECT s.snapshot_id, s.snapshot_time, s.schema_version, s.next_catalog_id, s.next_file_id, c.changes_made
+     FROM ducklake_snapshot s LEFT JOIN ducklake_snapshot_changes c ON c.snapshot_id = s.snapshot_id ORDER BY s.snapshot_id`,
+  );
+  return rows.map((r) => ({ ...toSnapshot(r), changes: r.changes_made === null ? null : String(r.changes_made) }));
+}
+
+const VALID_AT = (alias: string, param: string) => `${param} >= ${alias}begin_snapshot AND (${param} < ${alias}end_snapshot OR ${alias}end_snapshot IS NULL)`;
+
+/** Schemas valid at a snapshot (queries.md "List Schemas"). */
+export async function listSchemas(db: CatalogDb, snapshot: number): Promise<LakeSchema[]> {
+  const rows = await db.query(`SELECT schema_id, schema_name, path, path_is_relative FROM ducklake_schema WHERE ${VALID_AT('', '$1')} ORDER BY schema_id`, [
+    snapshot,
+  ]);
+  return rows.map((r) => ({ schemaId: num(r.schema_id), name: str(r.schema_name), path: str(r.path), pathIsRelative: r.path_is_relative !== false }));
+}
+
+/** Tables valid at a snapshot, in every schema valid at it (queries.md "List Tables"). */
+export async function listTables(db: CatalogDb, snapshot: number): Promise<LakeTable[]> {
+  const schemas = new Map((await listSchemas(db, snapshot)).map((s) => [s.schemaId, s]));
+  const rows = await db.query(
+    `SELECT table_id, CAST(table_uuid AS VARCHAR) AS table_uuid, schema_id, table_name, path, path_is_relative
+     FROM ducklake_table WHERE ${VALID_AT('', '$1')} ORDER BY table_id`,
+    [snapshot],
+  );
+  const tables: LakeTable[] = [];
+  for (const r of rows) {
+    const schema = schemas.get(num(r.schema_id));
+    if (!schema) continue; // a table outlived by its schema is not visible at this snapshot
+    tables.push({
+      tableId: num(r.table_id),
+      tableUuid: str(r.table_uuid),
+      name: str(r.table_name),
+      schema,
+      path: str(r.path),
+      pathIsRelative: r.path_is_relative !== false,
+    });
+  }
+  return tables;
+}
+
+/** One table by name at a snapshot; names compare exactly (DuckLake names are case-sensitive in the catalog). */
+export async function findTable(db: CatalogDb, snapshot: number, name: string, schemaName = 'main'): Promise<LakeTable> {
+  const table = (await listTables(db, snapshot)).find((t) => t.name === name && t.schema.name === schemaName);
+  if (!table) throw new DuckLakeError(`table ${schemaName}.${name} does not exist at snapshot ${snapshot} of this DuckLake`);
+  return table;
+}
+
+/**
+ * Columns of a table at a snapshot, ordered by column_order (queries.md "Show the Structure of a Table"): the
+ * top-level columns, each with its nested child columns (parent_column) under `children`.
+ */
+export async function listColumns(db: CatalogDb, tableId: number, snapshot: number): Promise<LakeColumn[]> {
+  const rows = await db.query(
+    `SELECT column_id, column_name, column_type, column_order, nulls_allowed, initial_default, parent_column
+     FROM ducklake_column WHERE table_id = $1 AND ${VALID_AT('', '$2')}
+     ORDER BY column_order`,
+    [tableId, snapshot],
+  );
+  const all = rows.map((r): LakeColumn => ({
+    columnId: num(r.column_id),
+    name: str(r.column_name),
+    type: str(r.column_type),
+    order: num(r.column_order),
+    nullsAllowed: r.nulls_allowed !== false,
+    initialDefault: r.initial_default === null ? null : String(r.initial_default),
+    parentColumn: numOrNull(r.parent_column),
+    children: [],
+  }));
+  const byId = new Map(all.map((c) => [c.columnId, c]));
+  const roots: LakeColumn[] = [];
+  for (const c of all) {
+    if (c.parentColumn === null) roots.push(c);
+    else {
+      const parent = byId.get(c.parentColumn);
+      if (!parent)
+        throw new DuckLakeError(
+          `table ${tableId}: column ${c.name} (${c.columnId}) has parent ${c.parentColumn}, which does not exist at snapshot ${snapshot}`,
+        );
+      parent.children.push(c);
+    }
+  }
+  return roots;
+}
+
+/** Joins two path parts with `/`, the separator DuckLake stores on every OS. */
+const joinPath = (base: string, rel: string): string => (base === '' || base.endsWith('/') ? base + rel : `${base}/${rel}`);
+
+/** The directory of a table's files: data_path + schema path + table path, each relative to the one before it. */
+export function tablePath(dataPath: string, table: LakeTable): string {
+  const schemaDir = table.schema.pathIsRelative ? joinPath(dataPath, table.schema.path) : table.schema.path;
+  return table.pathIsRelative ? joinPath(schemaDir, table.path) : table.path;
+}
+
+/** Reads the catalog's data_path (or takes `override`, as the extension's OVERRIDE_DATA_PATH does). */
+export async function dataPathOf(db: CatalogDb, override?: string): Promise<string> {
+  if (override !== undefined) return override.endsWith('/') ? override : `${override}/`;
+  const metadata = await checkVersion(db);
+  const dataPath = metadata.get('data_path');
+  if (!dataPath) throw new DuckLakeError('the DuckLake catalog has no data_path in ducklake_metadata');
+  return dataPath;
+}
+
+/**
+ * The data files of a table at a snapshot, each with its delete file valid at that snapshot (queries.md
+ * "SELECT"). Paths are resolved against `dataPath`.
+ */
+export async function listDataFiles(db: CatalogDb, table: LakeTable, snapshot: number, dataPath: string): Promise<DataFile[]> {
+  const rows = await db.query(
+    `SELECT data.data_file_id, data.path, data.path_is_relative, data.record_count, data.file_size_bytes, data.footer_size,
+            data.row_id_start, data.begin_snapshot, data.partition_id, data.mapping_id, data.partial_max, data.file_format,
+            del.delete_file_id, del.path AS delete_path, del.path_is_relative AS delete_path_is_relative, del.format AS delete_format,
+            del.delete_count
+     FROM ducklake_data_file AS data
+     LEFT JOIN (SELECT * FROM ducklake_delete_file WHERE table_id = $1 AND ${VALID_AT('', '$2')}) AS del
+       ON del.data_file_id = data.data_file_id
+     WHERE data.table_id = $1 AND ${VALID_AT('data.', '$2')}
+     ORDER BY data.file_order, data.data_file_id`,
+    [table.tableId, snapshot],
+  );
+  const base = tablePath(dataPath, table);
+  const resolve = (p: string, relative: CatalogValue) => (relative === false ? p : joinPath(base, p));
+  return rows.map((r) => {
+    const format = str(r.file_format);
+    if (format !== 'parquet') throw new DuckLakeError(`data file ${num(r.data_file_id)} of ${table.name}: format '${format}' is not parquet`);
+    return {
+      dataFileId: num(r.data_file_id),
+      path: resolve(str(r.path), r.path_is_relative),
+      storedPath: str(r.path),
+      recordCount: num(r.record_count),
+      fileSizeBytes: num(r.file_size_bytes),
+      footerSize: numOrNull(r.footer_size),
+      rowIdStart: numOrNull(r.row_id_start),
+      beginSnapshot: num(r.begin_snapshot),
+      partitionId: numOrNull(r.partition_id),
+      mappingId: numOrNull(r.mapping_id),
+      partialMax: numOrNull(r.partial_max),
+      deleteFile:
+        r.delete_file_id === null
+          ? null
+          : {
+              deleteFileId: num(r.delete_file_id),
+              path: resolve(str(r.delete_path), r.delete_path_is_relative),
+              format: str(r.delete_format),
+              deleteCount: num(r.delete_count),
+            },
+    };
+  });
+}
+
+const sqlString = (text: string): string => `'${text.replace(/'/g, "''")}'`;
+
+/**
+ * The DuckDB query returning a table's rows from `files`, with `columns` (top-level, at the snapshot read) as the
+ * result's columns in order. Columns are matched to Parquet fields by field id (= column_id, as the reference
+ * extension writes them), so a renamed column reads under its new name and a column added later reads as its
+ * initial default in older files. Rows listed in a file's positional delete file are left out; the delete file's
+ * other columns (file_path, extra ones) are ignored, as the reference extension does.
+ */
+export function scanSql(table: LakeTable, columns: readonly LakeColumn[], files: readonly DataFile[], snapshot: number): string {
+  if (columns.length === 0) throw new DuckLakeError(`table ${table.name} has no columns at snapshot ${snapshot}`);
+  const where = `table ${table.schema.name}.${table.name}`;
+  const typed = columns.map((c) => ({ ...c, duckdbType: duckdbTypeOfTree(c, `${where}, column ${c.name}`) }));
+  const select = typed.map((c) => ident(c.name)).join(', ');
+  if (files.length === 0) {
+    return `SELECT ${typed.map((c) => `CAST(NULL AS ${c.duckdbType}) AS ${ident(c.name)}`).join(', ')} WHERE false`;
+  }
+  const schemaMap = `MAP {${typed
+    .map(
+      (c) =>
+        `${c.columnId}: {name: ${sqlString(c.name)}, type: ${sqlString(c.duckdbType)}, default_value: ${
+          c.initialDefault === null ? 'CAST(NULL AS VARCHAR)' : sqlString(c.initialDefault)
+        }}`,
+    )
+    .join(', ')}}`;
+  for (const f of files) {
+    if (f.mappingId !== null) {
+      throw new DuckLakeError(`${where}: data file ${f.dataFileId} maps columns by name (mapping_id ${f.mappingId}); chainlake reads field-id files only`);
+    }
+    if (f.partialMax !== null && snapshot < f.partialMax) {
+      throw new DuckLakeError(
+        `${where}: data file ${f.dataFileId} holds rows of several snapshots (partial_max ${f.partialMax}); reading it at ${snapshot} is not supported`,
+      );
+    }
+    if (f.deleteFile && f.deleteFile.format !== 'parquet') {
+      throw new DuckLakeError(
+        `${where}: delete file ${f.deleteFile.deleteFileId} has format '${f.deleteFile.format}'; chainlake reads parquet delete files only`,
+      );
+    }
+  }
+  const parts: string[] = [];
+  const whole = files.filter((f) => !f.deleteFile);
+  if (whole.length) parts.push(`SELECT ${select} FROM read_parquet([${whole.map((f) => sqlString(f.path)).join(', ')}], schema = ${schemaMap})`);
+  for (const f of files.filter((x) => x.deleteFile)) {
+    parts.push(
+      `SELECT ${select} FROM read_parquet(${sqlString(f.path)}, schema = ${schemaMap}, file_row_number = true)
+       WHERE file_row_number NOT IN (SELECT pos FROM read_parquet(${sqlString(f.deleteFile!.path)}))`,
+    );
+  }
+  return parts.join('\nUNION ALL\n');
+}
+
+export interface TableScan {
+  readonly snapshot: Snapshot;
+  readonly table: LakeTable;
+  readonly columns: LakeColumn[];
+  readonly files: DataFile[];
+  /** DuckDB SQL returning the table's rows at `snapshot`; run it on any DuckDB connection that can read the files. */
+  readonly sql: string;
+}
+
+/** Everything needed to read one table at a snapshot: resolves the snapshot, the table, its columns and files. */
+export async function planScan(db: CatalogDb, tableName: string, opts: { asOf?: AsOf; schema?: string; dataPath?: string } = {}): Promise<TableScan> {
+  const dataPath = await dataPathOf(db, opts.dataPath);
+  if (opts.dataPath !== undefined) await checkVersion(db);
+  const snapshot = await resolveSnapshot(db, opts.asOf);
+  const table = await findTable(db, snapshot.snapshotId, tableName, opts.schema);
+  const columns = await listColumns(db, table.tableId, snapshot.snapshotId);
+  const files = await listDataFiles(db, table, snapshot.snapshotId, dataPath);
+  return { snapshot, table, columns, files, sql: scanSql(table, columns, files, snapshot.snapshotId) };
+}

@@ -1,0 +1,685 @@
+/**
+ * Writing a DuckLake, following the spec's queries.md: create a table (one snapshot), write Parquet data files with
+ * immutable names through DuckDB's COPY (field ids = column ids, statistics from COPY's RETURN_STATS), and commit
+ * them: appended, or replacing a partition's rows (new files + the partition's current files ended at the new
+ * snapshot), with the statistics and snapshot_changes, in ONE catalog transaction that makes ONE new snapshot.
+ * Expiring snapshots and listing the files no snapshot needs any more are here too (for `chainlake maintain`).
+ *
+ * Every decision of a commit is taken inside the catalog transaction, from the catalog: which snapshot is newest,
+ * which files a partition holds, the next file and row ids. The new snapshot's row is inserted first; its primary
+ * key makes two committers that read the same newest snapshot collide, and the loser retries the whole transaction
+ * on the new state (its staged files stay valid: their names are unique and never reused). Nothing is decided by
+ * looking at the object store.
+ */
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { CatalogDb, CatalogRow, CatalogValue } from './catalog-db.js';
+import { DuckLakeError, isCommitConflict } from './catalog-db.js';
+import { checkVersion, ident, uuidv7 } from './ddl.js';
+import {
+  allColumnIds,
+  currentSnapshot,
+  findTable,
+  leafColumns,
+  listColumns,
+  listTables,
+  tablePath,
+  type LakeColumn,
+  type LakeTable,
+  type Snapshot,
+} from './reader.js';
+import { duckdbTypeOfTree, ducklakeTypeTree, type TypeTree } from './types.js';
+
+export interface ColumnSpec {
+  readonly name: string;
+  /** A DuckDB type (`BIGINT`, `VARCHAR`, `DECIMAL(38,0)`, `DATE`, `TIMESTAMP WITH TIME ZONE`, ...). */
+  readonly type: string;
+  readonly nullable?: boolean;
+}
+
+export interface CommitInfo {
+  readonly author?: string;
+  readonly message?: string;
+  readonly extraInfo?: string;
+}
+
+export interface CreateTableSpec extends CommitInfo {
+  readonly name: string;
+  readonly schema?: string;
+  readonly columns: readonly ColumnSpec[];
+  /** Identity partitioning by these columns, in order (e.g. `['block_date']`). */
+  readonly partitionBy?: readonly string[];
+}
+
+export interface CommitResult {
+  readonly snapshotId: number;
+  /** How many times the catalog transaction was run (1 when no other committer got in the way). */
+  readonly attempts: number;
+}
+
+export interface ColumnStats {
+  readonly columnId: number;
+  readonly min: string | null;
+  readonly max: string | null;
+  readonly nullCount: number;
+  readonly valueCount: number;
+  readonly columnSizeBytes: number | null;
+  readonly containsNan: boolean | null;
+}
+
+/** A Parquet file written for a table and not yet committed: nothing reads it until a snapshot lists it. */
+export interface StagedFile {
+  readonly tableId: number;
+  /** Path relative to the table's directory, as stored in ducklake_data_file.path. */
+  readonly path: string;
+  readonly fullPath: string;
+  readonly recordCount: number;
+  readonly fileSizeBytes: number;
+  readonly footerSize: number;
+  readonly columnStats: readonly ColumnStats[];
+  /** Partition values by partition key index (identity transform), or null for an unpartitioned table. */
+  readonly partitionValues: readonly string[] | null;
+}
+
+export interface CommitHooks {
+  /** Test seam: runs inside the catalog transaction right after the newest snapshot was read, before any write. */
+  readonly afterSnapshotRead?: () => Promise<void>;
+  /** Test seam: runs inside the catalog transaction after every statement, just before COMMIT. */
+  readonly beforeCommit?: () => Promise<void>;
+}
+
+const MAX_ATTEMPTS = 20;
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+const num = (v: CatalogValue | undefined): number => {
+  if (typeof v === 'number') return v;
+  throw new DuckLakeError(`expected a number in the catalog, found ${String(v)}`);
+};
+
+/** Runs one catalog transaction, again on a lost race with another committer, up to a bound. */
+async function withRetry<T>(db: CatalogDb, work: (tx: CatalogDb, attempt: number) => Promise<T>): Promise<{ value: T; attempts: number }> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return { value: await db.transaction((tx) => work(tx, attempt)), attempts: attempt };
+    } catch (error) {
+      if (!isCommitConflict(error) || attempt >= MAX_ATTEMPTS) throw error;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+}
+
+/** Inserts the new snapshot first (its primary key is what serialises committers) and its change record. */
+async function insertSnapshot(tx: CatalogDb, next: Omit<Snapshot, 'snapshotTime'>, changes: string, info: CommitInfo): Promise<void> {
+  await tx.query(`INSERT INTO ducklake_snapshot VALUES ($1, NOW(), $2, $3, $4)`, [next.snapshotId, next.schemaVersion, next.nextCatalogId, next.nextFileId]);
+  await tx.query(`INSERT INTO ducklake_snapshot_changes VALUES ($1, $2, $3, $4, $5)`, [
+    next.snapshotId,
+    changes,
+    info.author ?? null,
+    info.message ?? null,
+    info.extraInfo ?? null,
+  ]);
+}
+
+const quoted = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
+/** Creates a table (and its identity partitioning) in one new snapshot; returns it and the table. */
+export async function createTable(db: CatalogDb, spec: CreateTableSpec): Promise<CommitResult & { tableId: number }> {
+  const schemaName = spec.schema ?? 'main';
+  if (!NAME.test(spec.name)) throw new DuckLakeError(`table name '${spec.name}': use letters, digits and _ (it names a directory)`);
+  if (spec.columns.length === 0) throw new DuckLakeError(`table ${spec.name}: no columns`);
+  const seen = new Set<string>();
+  // Column ids depth-first from 1, nested children right after their parent; column_order = column_id (as the
+  // reference extension numbers them, and as Parquet field ids).
+  const columns: { id: number; name: string; type: string; nullable: boolean; parent: number | null }[] = [];
+  const add = (name: string, tree: TypeTree, nullable: boolean, parent: number | null) => {
+    const id = columns.length + 1;
+    columns.push({ id, name, type: tree.type, nullable, parent });
+    for (const child of tree.children) add(child.name, child, true, id);
+    return id;
+  };
+  const topLevel = new Map<string, { id: number; nested: boolean }>();
+  for (const c of spec.columns) {
+    if (seen.has(c.name.toLowerCase())) throw new DuckLakeError(`table ${spec.name}: column ${c.name} appears twice`);
+    seen.add(c.name.toLowerCase());
+    const tree = ducklakeTypeTree(c.type, `table ${spec.name}, column ${c.name}`);
+    topLevel.set(c.name, { id: add(c.name, tree, c.nullable ?? true, null), nested: tree.children.length > 0 });
+  }
+  const partitionIds = (spec.partitionBy ?? []).map((p) => {
+    const column = topLevel.get(p);
+    if (!column) throw new DuckLakeError(`table ${spec.name}: partition column ${p} is not one of its columns`);
+    if (column.nested) throw new DuckLakeError(`table ${spec.name}: partition column ${p} is a nested column`);
+    return column.id;
+  });
+  await checkVersion(db);
+  const { value, attempts } = await withRetry(db, async (tx) => {
+    const current = await currentSnapshot(tx);
+    const schema = (
+      await tx.query(`SELECT schema_id FROM ducklake_schema WHERE schema_name = $1 AND begin_snapshot <= $2 AND (end_snapshot IS NULL OR $2 < end_snapshot)`, [
+        schemaName,
+        current.snapshotId,
+      ])
+    )[0];
+    if (!schema) throw new DuckLakeError(`schema ${schemaName} does not exist in this DuckLake`);
+    if ((await listTables(tx, current.snapshotId)).some((t) => t.name === spec.name && t.schema.name === schemaName)) {
+      throw new DuckLakeError(`table ${schemaName}.${spec.name} already exists`);
+    }
+    const tableId = current.nextCatalogId;
+    const partitionId = partitionIds.length ? tableId + 1 : null;
+    const next = {
+      snapshotId: current.snapshotId + 1,
+      schemaVersion: current.schemaVersion + 1,
+      nextCatalogId: tableId + (partitionId === null ? 1 : 2),
+      nextFileId: current.nextFileId,
+    };
+    await insertSnapshot(tx, next, `created_table:${quoted(schemaName)}.${quoted(spec.name)}`, spec);
+    await tx.query(`INSERT INTO ducklake_table VALUES ($1, $2, $3, NULL, $4, $5, $6, true)`, [
+      tableId,
+      uuidv7(),
+      next.snapshotId,
+      num(schema.schema_id),
+      spec.name,
+      `${spec.name}/`,
+    ]);
+    for (const c of columns) {
+      // As the reference extension writes them: no initial default, default_value 'NULL' (a literal, DuckDB dialect).
+      await tx.query(`INSERT INTO ducklake_column VALUES ($1, $2, NULL, $3, $4, $5, $6, NULL, 'NULL', $7, $8, 'literal', 'duckdb')`, [
+        c.id,
+        next.snapshotId,
+        tableId,
+        c.id,
+        c.name,
+        c.type,
+        c.nullable,
+        c.parent,
+      ]);
+    }
+    await tx.query(`INSERT INTO ducklake_schema_versions VALUES ($1, $2, $3)`, [next.snapshotId, next.schemaVersion, tableId]);
+    if (partitionId !== null) {
+      await tx.query(`INSERT INTO ducklake_partition_info VALUES ($1, $2, $3, NULL)`, [partitionId, tableId, next.snapshotId]);
+      for (const [index, columnId] of partitionIds.entries()) {
+        await tx.query(`INSERT INTO ducklake_partition_column VALUES ($1, $2, $3, $4, 'identity')`, [partitionId, tableId, index, columnId]);
+      }
+    }
+    return { snapshotId: next.snapshotId, tableId };
+  });
+  return { ...value, attempts };
+}
+
+/** The identity partition columns of a table at a snapshot (empty when unpartitioned). */
+export async function partitionColumns(db: CatalogDb, tableId: number, snapshot: number): Promise<{ partitionId: number | null; columnIds: number[] }> {
+  const rows = await db.query(
+    `SELECT p.partition_id, c.partition_key_index, c.column_id, c.${ident('transform')} AS transform
+     FROM ducklake_partition_info p JOIN ducklake_partition_column c ON c.partition_id = p.partition_id AND c.table_id = p.table_id
+     WHERE p.table_id = $1 AND p.begin_snapshot <= $2 AND (p.end_snapshot IS NULL OR $2 < p.end_snapshot)
+     ORDER BY c.partition_key_index`,
+    [tableId, snapshot],
+  );
+  if (rows.length === 0) return { partitionId: null, columnIds: [] };
+  for (const r of rows) {
+    if (r.transform !== 'identity') throw new DuckLakeError(`table ${tableId}: partition transform '${String(r.transform)}' is not supported (identity only)`);
+  }
+  return { partitionId: num(rows[0]!.partition_id), columnIds: rows.map((r) => num(r.column_id)) };
+}
+
+const sqlString = (text: string): string => `'${text.replace(/'/g, "''")}'`;
+
+/** A Hive directory value: kept as is when plain, percent-encoded otherwise (never a path separator). */
+const hiveValue = (value: string): string => (/^[A-Za-z0-9_.:+-]+$/.test(value) ? value : encodeURIComponent(value));
+
+export interface WriteTarget {
+  /** The lake's data path (ducklake_metadata.data_path); a local directory for now. */
+  readonly dataPath: string;
+  readonly table: LakeTable;
+  /** The table's columns at the snapshot written against (reader.listColumns). */
+  readonly columns: readonly LakeColumn[];
+}
+
+/**
+ * Writes the rows of `sourceSql` (run on `duck`) as one Parquet file of the table, under an immutable name
+ * (`ducklake-<uuidv7>.parquet`, in `col=value/` directories for a partition), with field ids = column ids, and
+ * returns it with its statistics; null (and no file) when the query returns no row. With `partition` (values by
+ * partition column name), every row must belong to it: checked from the file's statistics, the file removed if not.
+ */
+export async function writeDataFile(
+  duck: DuckDBConnection,
+  target: WriteTarget,
+  sourceSql: string,
+  partition?: Readonly<Record<string, string>>,
+): Promise<StagedFile | null> {
+  const { table, columns } = target;
+  const where = `table ${table.schema.name}.${table.name}`;
+  const partitionNames = partition ? Object.keys(partition) : [];
+  const dirs = partitionNames.map((name) => {
+    if (!columns.some((c) => c.name === name)) throw new DuckLakeError(`${where}: partition column ${name} is not a column`);
+    return `${name}=${hiveValue(partition![name]!)}/`;
+  });
+  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(target.dataPath)) {
+    throw new DuckLakeError(`${where}: data path ${target.dataPath} is object storage; this writer writes local paths only so far`);
+  }
+  const relative = `${dirs.join('')}ducklake-${uuidv7()}.parquet`;
+  const fullPath = tablePath(target.dataPath, table) + relative;
+  await mkdir(path.dirname(fullPath), { recursive: true });
+  const select = columns.map((c) => `CAST(${ident(c.name)} AS ${duckdbTypeOfTree(c, `${where}, column ${c.name}`)}) AS ${ident(c.name)}`).join(', ');
+  // Nested columns carry their own id in __duckdb_field_id and their children's ids by name (list: element).
+  const fieldId = (c: LakeColumn): string =>
+    c.children.length ? `{__duckdb_field_id: ${c.columnId}, ${c.children.map((k) => `${ident(k.name)}: ${fieldId(k)}`).join(', ')}}` : String(c.columnId);
+  const fieldIds = `{${columns.map((c) => `${ident(c.name)}: ${fieldId(c)}`).join(', ')}}`;
+  const reader = await duck.runAndReadAll(
+    `COPY (SELECT ${select} FROM (${sourceSql})) TO ${sqlString(fullPath)}
+     (FORMAT parquet, COMPRESSION zstd, FIELD_IDS ${fieldIds}, RETURN_STATS)`,
+  );
+  const row = reader.getRowObjectsJS()[0] as Record<string, unknown> | undefined;
+  if (!row) throw new DuckLakeError(`${where}: COPY returned no statistics for ${fullPath}`);
+  const count = Number(row.count);
+  if (count === 0) {
+    await rm(fullPath, { force: true });
+    return null;
+  }
+  const stats = parseColumnStats(row.column_statistics, columns, where);
+  let partitionValues: string[] | null = null;
+  if (partition) {
+    partitionValues = [];
+    for (const name of partitionNames) {
+      const column = columns.find((c) => c.name === name)!;
+      const s = stats.find((x) => x.columnId === column.columnId);
+      const value = partition[name]!;
+      if (!s || s.nullCount > 0 || s.min !== value || s.max !== value) {
+        await rm(fullPath, { force: true });
+        throw new DuckLakeError(`${where}: rows written for partition ${name}=${value} hold ${name} values from ${s?.min} to ${s?.max} (${s?.nullCount} NULL)`);
+      }
+      partitionValues.push(value);
+    }
+  }
+  return {
+    tableId: table.tableId,
+    path: relative,
+    fullPath,
+    recordCount: count,
+    fileSizeBytes: Number(row.file_size_bytes),
+    footerSize: Number(row.footer_size_bytes),
+    columnStats: stats,
+    partitionValues,
+  };
+}
+
+/**
+ * COPY ... RETURN_STATS column_statistics: MAP(quoted column path -> MAP(stat name -> text)), one entry per leaf
+ * column (`"id"`, `"l"."element"`). Nested columns get no statistics of their own, their leaves do (spec).
+ */
+function parseColumnStats(raw: unknown, columns: readonly LakeColumn[], where: string): ColumnStats[] {
+  const entries = Array.isArray(raw) ? raw : (raw as { entries?: unknown[] } | null)?.entries;
+  if (!Array.isArray(entries)) throw new DuckLakeError(`${where}: COPY's column statistics have an unexpected shape`);
+  const byName = new Map<string, Map<string, string>>();
+  for (const entry of entries as { key: unknown; value: unknown }[]) {
+    const inner = Array.isArray(entry.value) ? entry.value : ((entry.value as { entries?: unknown[] })?.entries ?? []);
+    const stats = new Map<string, string>();
+    for (const s of inner as { key: unknown; value: unknown }[]) stats.set(String(s.key), String(s.value));
+    byName.set(String(entry.key), stats);
+  }
+  return leafColumns(columns).flatMap(({ column: c, path: names }) => {
+    const key = names.map((n) => `"${n.replace(/"/g, '""')}"`).join('.');
+    const s = byName.get(key);
+    if (!s) {
+      if (names.length > 1) return []; // a nested leaf without values in this file: no statistics row
+      throw new DuckLakeError(`${where}: COPY returned no statistics for column ${c.name}`);
+    }
+    const isFloat = c.type === 'float32' || c.type === 'float64';
+    return [
+      {
+        columnId: c.columnId,
+        min: s.get('min') ?? null,
+        max: s.get('max') ?? null,
+        nullCount: Number(s.get('null_count') ?? 0),
+        valueCount: Number(s.get('num_values') ?? 0),
+        columnSizeBytes: s.has('column_size_bytes') ? Number(s.get('column_size_bytes')) : null,
+        containsNan: isFloat ? s.get('has_nan') === 'true' : null,
+      },
+    ];
+  });
+}
+
+/** Orders two statistics values of a DuckLake type: numerically for numbers, as text otherwise (ISO dates sort). */
+export function compareStat(type: string, a: string, b: string): number {
+  const numeric = /^(u?int\d+|decimal|float\d+)/.test(type);
+  if (!numeric) return a < b ? -1 : a > b ? 1 : 0;
+  const special = (v: string) => (v === 'inf' ? Infinity : v === '-inf' ? -Infinity : null);
+  const sa = special(a);
+  const sb = special(b);
+  if (sa !== null || sb !== null) return (sa ?? Number(a)) - (sb ?? Number(b));
+  // Exact decimal comparison on the text: integers of any size, decimals with a fractional part.
+  const parse = (v: string) => {
+    const neg = v.startsWith('-');
+    const [int = '0', frac = ''] = v.replace(/^[-+]/, '').split('.');
+    return { neg, int: int.replace(/^0+(?=\d)/, ''), frac: frac.replace(/0+$/, '') };
+  };
+  const x = parse(a);
+  const y = parse(b);
+  if (x.neg !== y.neg) return x.neg ? -1 : 1;
+  const sign = x.neg ? -1 : 1;
+  if (x.int.length !== y.int.length) return sign * (x.int.length - y.int.length);
+  const width = Math.max(x.frac.length, y.frac.length);
+  const xs = x.int + x.frac.padEnd(width, '0');
+  const ys = y.int + y.frac.padEnd(width, '0');
+  return sign * (xs < ys ? -1 : xs > ys ? 1 : 0);
+}
+
+export interface CommitSpec extends CommitInfo, CommitHooks {
+  readonly tableName: string;
+  readonly schema?: string;
+  readonly files: readonly StagedFile[];
+  /**
+   * Partitions (values by partition key index) whose current rows the new files replace: their current data files
+   * (and delete files) end at the new snapshot. Empty: an append.
+   */
+  readonly replacePartitions?: readonly (readonly string[])[];
+  /**
+   * The caller's own writes that must commit or fail with the snapshot (chainlake's windows and watermarks, the
+   * views of a single-machine lake): run in the same catalog transaction after the snapshot's rows, with its id.
+   * Run again on a retry.
+   */
+  readonly inTransaction?: (tx: CatalogDb, snapshotId: number) => Promise<void>;
+}
+
+/**
+ * Commits staged files as one new snapshot: appends them, and ends the current files of `replacePartitions`, with
+ * data file rows, file statistics, partition values, table statistics and the snapshot's changes, all in one
+ * catalog transaction. Retried whole when another committer took the snapshot id first.
+ */
+export async function commitFiles(db: CatalogDb, spec: CommitSpec): Promise<CommitResult & { endedFiles: number }> {
+  await checkVersion(db);
+  const { value, attempts } = await withRetry(db, async (tx) => {
+    const current = await currentSnapshot(tx);
+    await spec.afterSnapshotRead?.();
+    const table = await findTable(tx, current.snapshotId, spec.tableName, spec.schema);
+    const columns = await listColumns(tx, table.tableId, current.snapshotId);
+    const { partitionId, columnIds: partitionKeys } = await partitionColumns(tx, table.tableId, current.snapshotId);
+    for (const f of spec.files) {
+      if (f.tableId !== table.tableId) throw new DuckLakeError(`staged file ${f.path} was written for table ${f.tableId}, not ${table.name}`);
+      if ((f.partitionValues?.length ?? 0) !== partitionKeys.length) {
+        throw new DuckLakeError(
+          `staged file ${f.path}: ${f.partitionValues?.length ?? 0} partition values for ${partitionKeys.length} partition keys of ${table.name}`,
+        );
+      }
+      const known = new Set(allColumnIds(columns));
+      if (f.columnStats.some((s) => !known.has(s.columnId))) throw new DuckLakeError(`staged file ${f.path} has columns ${table.name} no longer has`);
+    }
+    for (const p of spec.replacePartitions ?? []) {
+      if (p.length !== partitionKeys.length) throw new DuckLakeError(`replace of ${table.name}: ${p.length} partition values for ${partitionKeys.length} keys`);
+    }
+
+    // A staged file is committed once: a committer that lost the answer to its COMMIT and tries again must not add
+    // the same rows twice. Its name is unique, so the catalog tells whether it is already in.
+    if (spec.files.length) {
+      const paths = spec.files.map((f) => f.path);
+      const again = await tx.query(`SELECT path FROM ducklake_data_file WHERE table_id = $1 AND path IN (${paths.map((_, i) => `$${i + 2}`).join(', ')})`, [
+        table.tableId,
+        ...paths,
+      ]);
+      if (again.length) throw new DuckLakeError(`staged file ${String(again[0]!.path)} of ${table.name} is already committed`);
+    }
+
+    // The files the replaced partitions hold now.
+    const ended: CatalogRow[] = [];
+    for (const values of spec.replacePartitions ?? []) {
+      const params: CatalogValue[] = [table.tableId];
+      const keyFilters = values.map((v, i) => {
+        params.push(i, v);
+        return `AND EXISTS (SELECT 1 FROM ducklake_file_partition_value v WHERE v.data_file_id = d.data_file_id
+                  AND v.partition_key_index = $${params.length - 1} AND v.partition_value = $${params.length})`;
+      });
+      ended.push(
+        ...(await tx.query(
+          `SELECT data_file_id, record_count, file_size_bytes FROM ducklake_data_file d
+           WHERE d.table_id = $1 AND d.end_snapshot IS NULL ${keyFilters.join(' ')}`,
+          params,
+        )),
+      );
+    }
+
+    const next = {
+      snapshotId: current.snapshotId + 1,
+      schemaVersion: current.schemaVersion,
+      nextCatalogId: current.nextCatalogId,
+      nextFileId: current.nextFileId + spec.files.length,
+    };
+    const changes = [...(spec.files.length ? [`inserted_into_table:${table.tableId}`] : []), ...(ended.length ? [`deleted_from_table:${table.tableId}`] : [])];
+    if (changes.length === 0) {
+      // Nothing for the lake (no file, no row to end): no snapshot; the caller's writes still commit, against the
+      // newest snapshot (e.g. a watermark that moves over an empty block range).
+      await spec.inTransaction?.(tx, current.snapshotId);
+      return { snapshotId: current.snapshotId, endedFiles: 0, unchanged: true };
+    }
+    await insertSnapshot(tx, next, changes.join(','), spec);
+
+    if (ended.length) {
+      const ids = ended.map((r) => num(r.data_file_id));
+      const list = ids.map((_, i) => `$${i + 2}`).join(', ');
+      await tx.query(`UPDATE ducklake_data_file SET end_snapshot = $1 WHERE end_snapshot IS NULL AND data_file_id IN (${list})`, [next.snapshotId, ...ids]);
+      await tx.query(`UPDATE ducklake_delete_file SET end_snapshot = $1 WHERE end_snapshot IS NULL AND data_file_id IN (${list})`, [next.snapshotId, ...ids]);
+    }
+
+    const statsRow = (await tx.query(`SELECT record_count, next_row_id, file_size_bytes FROM ducklake_table_stats WHERE table_id = $1`, [table.tableId]))[0];
+    let nextRowId = statsRow ? num(statsRow.next_row_id) : 0;
+    for (const [i, f] of spec.files.entries()) {
+      const fileId = current.nextFileId + i;
+      await tx.query(`INSERT INTO ducklake_data_file VALUES ($1, $2, $3, NULL, NULL, $4, true, 'parquet', $5, $6, $7, $8, $9, NULL, NULL, NULL)`, [
+        fileId,
+        table.tableId,
+        next.snapshotId,
+        f.path,
+        f.recordCount,
+        f.fileSizeBytes,
+        f.footerSize,
+        nextRowId,
+        partitionId,
+      ]);
+      nextRowId += f.recordCount;
+      for (const s of f.columnStats) {
+        await tx.query(`INSERT INTO ducklake_file_column_stats VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL)`, [
+          fileId,
+          table.tableId,
+          s.columnId,
+          s.columnSizeBytes,
+          s.valueCount,
+          s.nullCount,
+          s.min,
+          s.max,
+          s.containsNan,
+        ]);
+      }
+      for (const [index, value] of (f.partitionValues ?? []).entries()) {
+        await tx.query(`INSERT INTO ducklake_file_partition_value VALUES ($1, $2, $3, $4)`, [fileId, table.tableId, index, value]);
+      }
+    }
+
+    // Table statistics: exact counts and sizes of the current files; column min/max stay bounds (the spec allows it).
+    const added = spec.files.reduce((n, f) => n + f.recordCount, 0);
+    const addedBytes = spec.files.reduce((n, f) => n + f.fileSizeBytes, 0);
+    const removed = ended.reduce((n, r) => n + num(r.record_count), 0);
+    const removedBytes = ended.reduce((n, r) => n + num(r.file_size_bytes), 0);
+    if (statsRow) {
+      await tx.query(`UPDATE ducklake_table_stats SET record_count = $1, next_row_id = $2, file_size_bytes = $3 WHERE table_id = $4`, [
+        num(statsRow.record_count) + added - removed,
+        nextRowId,
+        num(statsRow.file_size_bytes) + addedBytes - removedBytes,
+        table.tableId,
+      ]);
+    } else {
+      await tx.query(`INSERT INTO ducklake_table_stats VALUES ($1, $2, $3, $4)`, [table.tableId, added - removed, nextRowId, addedBytes - removedBytes]);
+    }
+    if (spec.files.length) await mergeTableColumnStats(tx, table.tableId, columns, spec.files);
+    await spec.inTransaction?.(tx, next.snapshotId);
+    await spec.beforeCommit?.();
+    return { snapshotId: next.snapshotId, endedFiles: ended.length, unchanged: false };
+  });
+  return { snapshotId: value.snapshotId, endedFiles: value.endedFiles, attempts };
+}
+
+async function mergeTableColumnStats(tx: CatalogDb, tableId: number, columns: readonly LakeColumn[], files: readonly StagedFile[]): Promise<void> {
+  const existing = new Map(
+    (await tx.query(`SELECT column_id, contains_null, contains_nan, min_value, max_value FROM ducklake_table_column_stats WHERE table_id = $1`, [tableId])).map(
+      (r) => [num(r.column_id), r],
+    ),
+  );
+  for (const { column } of leafColumns(columns)) {
+    const old = existing.get(column.columnId);
+    let min = old ? (old.min_value as string | null) : null;
+    let max = old ? (old.max_value as string | null) : null;
+    let containsNull = old ? old.contains_null === true : false;
+    let containsNan: boolean | null = old ? (old.contains_nan as boolean | null) : null;
+    // A table-wide bound exists only while every file has one; a file without min/max leaves the table without.
+    let bounded = old ? min !== null && max !== null : true;
+    for (const f of files) {
+      const s = f.columnStats.find((x) => x.columnId === column.columnId);
+      if (!s) continue;
+      containsNull ||= s.nullCount > 0;
+      if (s.containsNan !== null) containsNan = (containsNan ?? false) || s.containsNan;
+      if (s.min === null || s.max === null) {
+        if (s.nullCount < s.valueCount) bounded = false;
+        continue;
+      }
+      if (min === null || compareStat(column.type, s.min, min) < 0) min = s.min;
+      if (max === null || compareStat(column.type, s.max, max) > 0) max = s.max;
+    }
+    if (!bounded) {
+      min = null;
+      max = null;
+    }
+    if (old) {
+      await tx.query(
+        `UPDATE ducklake_table_column_stats SET contains_null = $1, contains_nan = $2, min_value = $3, max_value = $4 WHERE table_id = $5 AND column_id = $6`,
+        [containsNull, containsNan, min, max, tableId, column.columnId],
+      );
+    } else {
+      await tx.query(`INSERT INTO ducklake_table_column_stats VALUES ($1, $2, $3, $4, $5, $6, NULL)`, [
+        tableId,
+        column.columnId,
+        containsNull,
+        containsNan,
+        min,
+        max,
+      ]);
+    }
+  }
+}
+
+export interface ScheduledFile {
+  readonly dataFileId: number;
+  /** Full location: data_path + the stored relative path, or the stored absolute path. */
+  readonly path: string;
+  readonly storedPath: string;
+  readonly pathIsRelative: boolean;
+  readonly scheduledAt: Date;
+}
+
+/**
+ * Expires snapshots (never the newest): those older than `olderThan`, or all but the newest `keepLast`. Data and
+ * delete files that no remaining snapshot needs leave the catalog and are scheduled for deletion
+ * (ducklake_files_scheduled_for_deletion, paths relative to data_path), in one catalog transaction, as the
+ * reference extension's ducklake_expire_snapshots does. Files are not touched here: see filesToDelete.
+ */
+export async function expireSnapshots(db: CatalogDb, opts: { olderThan?: Date; keepLast?: number }): Promise<{ expired: number[]; scheduledFiles: number }> {
+  if (opts.olderThan === undefined && opts.keepLast === undefined) throw new DuckLakeError('expireSnapshots: give olderThan or keepLast');
+  await checkVersion(db);
+  const { value } = await withRetry(db, async (tx) => {
+    const newest = await currentSnapshot(tx);
+    const params: CatalogValue[] = [newest.snapshotId];
+    let filter = 'snapshot_id < $1';
+    if (opts.olderThan) {
+      params.push(opts.olderThan.toISOString());
+      filter += ` AND snapshot_time < CAST($${params.length} AS TIMESTAMPTZ)`;
+    }
+    if (opts.keepLast !== undefined) {
+      params.push(newest.snapshotId - Math.max(1, opts.keepLast) + 1);
+      filter += ` AND snapshot_id < $${params.length}`;
+    }
+    const expired = (await tx.query(`SELECT snapshot_id FROM ducklake_snapshot WHERE ${filter} ORDER BY snapshot_id`, params)).map((r) => num(r.snapshot_id));
+    if (expired.length === 0) return { expired, scheduledFiles: 0 };
+    const list = expired.map((_, i) => `$${i + 1}`).join(', ');
+    await tx.query(`DELETE FROM ducklake_snapshot WHERE snapshot_id IN (${list})`, expired);
+    await tx.query(`DELETE FROM ducklake_snapshot_changes WHERE snapshot_id IN (${list})`, expired);
+
+    const unneeded = (alias: string) =>
+      `${alias}.end_snapshot IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ducklake_snapshot s WHERE s.snapshot_id >= ${alias}.begin_snapshot AND s.snapshot_id < ${alias}.end_snapshot)`;
+    const tables = new Map((await listTables(tx, newest.snapshotId)).map((t) => [t.tableId, t]));
+    const schedule = async (rows: CatalogRow[], idColumn: string) => {
+      for (const r of rows) {
+        const table = tables.get(num(r.table_id));
+        let stored = String(r.path);
+        let relative = r.path_is_relative !== false;
+        if (relative && table) {
+          // Relative to data_path, as the extension stores it: schema path + table path + file path.
+          if (!table.pathIsRelative) {
+            stored = table.path + stored;
+            relative = false;
+          } else if (!table.schema.pathIsRelative) {
+            stored = table.schema.path + table.path + stored;
+            relative = false;
+          } else stored = table.schema.path + table.path + stored;
+        } else if (relative) {
+          throw new DuckLakeError(
+            `file ${num(r[idColumn])} belongs to table ${num(r.table_id)}, which is not current: dropped tables are not expired by chainlake yet`,
+          );
+        }
+        await tx.query(`INSERT INTO ducklake_files_scheduled_for_deletion VALUES ($1, $2, $3, NOW())`, [num(r[idColumn]), stored, relative]);
+      }
+    };
+    const deadData = await tx.query(`SELECT data_file_id, table_id, path, path_is_relative FROM ducklake_data_file d WHERE ${unneeded('d')}`);
+    await schedule(deadData, 'data_file_id');
+    if (deadData.length) {
+      const ids = deadData.map((r) => num(r.data_file_id));
+      const idList = ids.map((_, i) => `$${i + 1}`).join(', ');
+      for (const t of ['ducklake_data_file', 'ducklake_file_column_stats', 'ducklake_file_variant_stats', 'ducklake_file_partition_value']) {
+        await tx.query(`DELETE FROM ${t} WHERE data_file_id IN (${idList})`, ids);
+      }
+    }
+    const ids = deadData.map((r) => num(r.data_file_id));
+    const orphanFilter = ids.length ? `d.data_file_id IN (${ids.map((_, i) => `$${i + 1}`).join(', ')}) OR ` : '';
+    const deadDeletes = await tx.query(
+      `SELECT delete_file_id, table_id, path, path_is_relative FROM ducklake_delete_file d WHERE ${orphanFilter}(${unneeded('d')})`,
+      ids,
+    );
+    await schedule(deadDeletes, 'delete_file_id');
+    if (deadDeletes.length) {
+      const delIds = deadDeletes.map((r) => num(r.delete_file_id));
+      await tx.query(`DELETE FROM ducklake_delete_file WHERE delete_file_id IN (${delIds.map((_, i) => `$${i + 1}`).join(', ')})`, delIds);
+    }
+    return { expired, scheduledFiles: deadData.length + deadDeletes.length };
+  });
+  return value;
+}
+
+/** Files scheduled for deletion (optionally only those scheduled before `olderThan`), with full paths. */
+export async function filesToDelete(db: CatalogDb, opts: { olderThan?: Date; dataPath?: string } = {}): Promise<ScheduledFile[]> {
+  const metadata = await checkVersion(db);
+  const dataPath = opts.dataPath ?? metadata.get('data_path') ?? '';
+  const params: CatalogValue[] = [];
+  let filter = '';
+  if (opts.olderThan) {
+    params.push(opts.olderThan.toISOString());
+    filter = 'WHERE schedule_start < CAST($1 AS TIMESTAMPTZ)';
+  }
+  const rows = await db.query(
+    `SELECT data_file_id, path, path_is_relative, schedule_start FROM ducklake_files_scheduled_for_deletion ${filter} ORDER BY data_file_id`,
+    params,
+  );
+  return rows.map((r) => {
+    const relative = r.path_is_relative !== false;
+    const stored = String(r.path);
+    return {
+      dataFileId: num(r.data_file_id),
+      path: relative ? (dataPath.endsWith('/') ? dataPath : `${dataPath}/`) + stored : stored,
+      storedPath: stored,
+      pathIsRelative: relative,
+      scheduledAt: r.schedule_start instanceof Date ? r.schedule_start : new Date(String(r.schedule_start)),
+    };
+  });
+}
+
+/** Forgets files once the caller has deleted them from the store (a file deleted twice is not an error there). */
+export async function forgetDeletedFiles(db: CatalogDb, files: readonly ScheduledFile[]): Promise<void> {
+  if (files.length === 0) return;
+  const ids = files.map((f) => f.dataFileId);
+  await db.query(`DELETE FROM ducklake_files_scheduled_for_deletion WHERE data_file_id IN (${ids.map((_, i) => `$${i + 1}`).join(', ')})`, ids);
+}

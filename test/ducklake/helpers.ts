@@ -1,0 +1,101 @@
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { gunzipSync } from 'node:zlib';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { DuckDbCatalog } from '../../src/ducklake/catalog-db.js';
+
+/** The reference extension's catalogs and Parquet files, copied into the repo (see fixtures/README.md). */
+export const FIXTURES = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fixtures');
+
+export async function tempDir(): Promise<{ dir: string; cleanup: () => Promise<void> }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'chainlake-ducklake-'));
+  return { dir, cleanup: () => rm(dir, { recursive: true, force: true }) };
+}
+
+/** Gunzips fixture `rel` (e.g. `old_ducklake/v04.db.gz`) into `dir` and returns the file's path. */
+export async function gunzipFixture(rel: string, dir: string): Promise<string> {
+  const target = path.join(dir, path.basename(rel, '.gz'));
+  await writeFile(target, gunzipSync(await readFile(path.join(FIXTURES, rel))));
+  return target;
+}
+
+export interface OpenCatalog {
+  instance: DuckDBInstance;
+  /** The connection whose default catalog is the DuckLake catalog database. */
+  conn: DuckDBConnection;
+  catalog: DuckDbCatalog;
+  /** A new connection on the same database (for concurrent readers and data queries). */
+  connect(): Promise<DuckDBConnection>;
+  close(): void;
+}
+
+/**
+ * Opens a DuckDB file as the DuckLake catalog, attached as `cat` in an in-memory instance and made the default, so
+ * the same instance can also run the data queries (read_parquet) and attach other catalogs to compare with.
+ */
+export async function openCatalogFile(file: string, opts: { readOnly?: boolean } = {}): Promise<OpenCatalog> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const conn = await instance.connect();
+  await conn.run(`ATTACH '${file.replace(/'/g, "''")}' AS cat${opts.readOnly ? ' (READ_ONLY)' : ''}`);
+  await conn.run('USE cat');
+  await conn.run("SET TimeZone = 'UTC'");
+  const opened: DuckDBConnection[] = [conn];
+  return {
+    instance,
+    conn,
+    catalog: new DuckDbCatalog(conn),
+    async connect() {
+      const c = await instance.connect();
+      await c.run('USE cat');
+      await c.run("SET TimeZone = 'UTC'");
+      opened.push(c);
+      return c;
+    },
+    close() {
+      for (const c of opened) c.closeSync();
+      instance.closeSync();
+    },
+  };
+}
+
+/**
+ * Brings a reference-extension catalog of version 0.3 or 0.4 to 1.0 the way the extension's own migrations do
+ * (MigrateV03 then MigrateV04 of duckdb/ducklake v1.5-variegata `src/storage/ducklake_metadata_manager.cpp`,
+ * the statements this module's tables need), on a writable copy.
+ */
+export async function migrateToV10(conn: DuckDBConnection): Promise<void> {
+  const version = String((await conn.runAndReadAll(`SELECT "value" FROM ducklake_metadata WHERE "key" = 'version'`)).getRowObjectsJS()[0]?.value);
+  if (version === '0.3') {
+    await conn.run(`
+      CREATE TABLE IF NOT EXISTS ducklake_macro(schema_id BIGINT, macro_id BIGINT, macro_name VARCHAR, begin_snapshot BIGINT, end_snapshot BIGINT);
+      CREATE TABLE IF NOT EXISTS ducklake_macro_impl(macro_id BIGINT, impl_id BIGINT, dialect VARCHAR, sql VARCHAR, type VARCHAR);
+      CREATE TABLE IF NOT EXISTS ducklake_macro_parameters(macro_id BIGINT, impl_id BIGINT,column_id BIGINT, parameter_name VARCHAR, parameter_type VARCHAR, default_value VARCHAR, default_value_type VARCHAR);
+      ALTER TABLE ducklake_column ADD COLUMN IF NOT EXISTS default_value_type VARCHAR DEFAULT 'literal';
+      UPDATE ducklake_column SET default_value_type = 'literal' WHERE default_value_type IS NULL;
+      ALTER TABLE ducklake_column ADD COLUMN IF NOT EXISTS default_value_dialect VARCHAR DEFAULT NULL;
+      CREATE TABLE IF NOT EXISTS ducklake_sort_info(sort_id BIGINT, table_id BIGINT, begin_snapshot BIGINT, end_snapshot BIGINT);
+      CREATE TABLE IF NOT EXISTS ducklake_sort_expression(sort_id BIGINT, table_id BIGINT, sort_key_index BIGINT, expression VARCHAR, dialect VARCHAR, sort_direction VARCHAR, null_order VARCHAR);
+      CREATE TABLE IF NOT EXISTS ducklake_file_variant_stats(data_file_id BIGINT, table_id BIGINT, column_id BIGINT, variant_path VARCHAR, shredded_type VARCHAR, column_size_bytes BIGINT, value_count BIGINT, null_count BIGINT, min_value VARCHAR, max_value VARCHAR, contains_nan BOOLEAN, extra_stats VARCHAR);
+      ALTER TABLE ducklake_schema_versions ADD COLUMN IF NOT EXISTS table_id BIGINT;
+      ALTER TABLE ducklake_data_file ADD COLUMN IF NOT EXISTS partial_max BIGINT;
+      ALTER TABLE ducklake_delete_file ADD COLUMN IF NOT EXISTS partial_max BIGINT;
+      CREATE TEMP TABLE __ducklake_partial_max_migration AS
+        SELECT data_file_id, TRY_CAST(regexp_extract(partial_file_info, 'partial_max:(\\d+)', 1) AS BIGINT) AS partial_max
+        FROM ducklake_data_file WHERE partial_file_info IS NOT NULL AND partial_file_info LIKE '%partial_max:%';
+      ALTER TABLE ducklake_data_file DROP COLUMN IF EXISTS partial_file_info;
+      UPDATE ducklake_data_file AS df SET partial_max = m.partial_max FROM __ducklake_partial_max_migration m WHERE df.data_file_id = m.data_file_id;
+      DROP TABLE IF EXISTS __ducklake_partial_max_migration;
+      INSERT INTO ducklake_schema_versions (table_id, begin_snapshot, schema_version)
+        SELECT t.table_id, sv.begin_snapshot, sv.schema_version FROM ducklake_schema_versions sv
+        JOIN ducklake_table t ON sv.begin_snapshot BETWEEN t.begin_snapshot AND COALESCE(t.end_snapshot, sv.begin_snapshot)
+        WHERE sv.table_id IS NULL;
+      DELETE FROM ducklake_schema_versions WHERE table_id IS NULL;
+      UPDATE ducklake_metadata SET "value" = '0.4' WHERE "key" = 'version';`);
+  } else if (version !== '0.4' && version !== '0.4-dev1') {
+    // 0.4-dev1 catalogs written after partial_file_info was dropped (v04-dev1_types) already have the 1.0 layout.
+    throw new Error(`migrateToV10: catalog version ${version} is not 0.3 or 0.4`);
+  }
+  await conn.run(`UPDATE ducklake_metadata SET "value" = '1.0' WHERE "key" = 'version'`);
+}
