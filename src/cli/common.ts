@@ -1,4 +1,5 @@
-import { writeFile } from 'node:fs/promises';
+import { access, constants, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { Argv } from 'yargs';
 import type { Job } from '../pipeline/job.js';
 import { createLogger, type Level, type Logger } from '../pipeline/log.js';
@@ -52,11 +53,35 @@ export function withRunOptions<T>(y: Argv<T>) {
     .option('report', { type: 'string', describe: 'Also write the run report as JSON to this file' });
 }
 
+/**
+ * A number flag's value as the user typed it: yargs turns `--concurrency abc` into NaN, and "got NaN" says
+ * nothing about what was wrong.
+ */
+export function shownFlagValue(name: string, parsed: number, argv: readonly string[] = process.argv): string {
+  if (!Number.isNaN(parsed)) return String(parsed);
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a.startsWith(`--${name}=`)) return JSON.stringify(a.slice(name.length + 3));
+    if (a === `--${name}` && i + 1 < argv.length) return JSON.stringify(argv[i + 1]);
+  }
+  return 'a value that is not a number';
+}
+
+/** `--report FILE` must be writable before the run starts: a run that fetched for an hour should not fail on it. */
+async function checkReportPath(file: string): Promise<void> {
+  const dir = path.dirname(path.resolve(file));
+  const problem = await stat(dir).then(
+    (s) => (s.isDirectory() ? access(dir, constants.W_OK).then(() => undefined, () => 'is not writable') : 'is not a directory'),
+    () => 'does not exist',
+  );
+  if (problem) throw new CliError(`--report ${file}: the folder ${dir} ${problem}; create it or give --report another path`);
+}
+
 export function applyRunOverrides(job: Job, args: RunArgs): Job {
   // A bad flag is a usage error (exit 2), with the bounds a job file has for the same setting.
   const positive = (name: string, v: number | undefined, max: number): number | undefined => {
     if (v === undefined) return undefined;
-    if (!Number.isInteger(v) || v < 1 || v > max) throw new CliError(`--${name} must be an integer from 1 to ${max}, got ${v}`);
+    if (!Number.isInteger(v) || v < 1 || v > max) throw new CliError(`--${name} must be an integer from 1 to ${max}, got ${shownFlagValue(name, v)}`);
     return v;
   };
   return {
@@ -84,6 +109,7 @@ export function outputFor(args: OutputArgs): { json: boolean; logger: Logger; pr
 
 /** Runs a job, prints its report, and sets the process exit code from the outcome. */
 export async function executeJob(job: Job, args: RunArgs, extra: Pick<RunOptions, 'rangeOverride'> = {}): Promise<RunReport> {
+  if (args.report) await checkReportPath(args.report);
   const { json, logger, progress } = outputFor(args);
   let report: RunReport;
   try {
@@ -111,7 +137,8 @@ export function blockRangeArgs(args: { 'from-block'?: number; 'to-block'?: numbe
     ['from-block', from],
     ['to-block', to],
   ] as const) {
-    if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) throw new CliError(`--${name} must be a block number (a non-negative integer), got ${v}`);
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < 0))
+      throw new CliError(`--${name} must be a block number (a non-negative integer), got ${shownFlagValue(name, v)}`);
   }
   if (from !== undefined && to !== undefined && to < from) throw new CliError(`--to-block ${to} is below --from-block ${from}`);
   return from === undefined && to === undefined ? undefined : { fromBlock: from, toBlock: to };

@@ -6,9 +6,7 @@ import './young-generation.js';
 import { readFileSync } from 'node:fs';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { LakeAccessError, LakeLockedError } from '../load/lock.js';
-import { NoLakeError } from '../load/reader.js';
-import { JobError } from '../pipeline/job.js';
+import { ChainlakeError } from '../errors.js';
 import { describeCommand } from './commands/describe.js';
 import { exportCommand } from './commands/export.js';
 import { planCommand } from './commands/plan.js';
@@ -44,6 +42,11 @@ export async function main(argv: string[]): Promise<void> {
     .command(scheduleCommand)
     .command(verifyContractCommand)
     .command(schemaCommand)
+    .middleware((a) => {
+      // What an unset variable gives (`--lake "$LAKE"`): an empty path would put the lake in the working directory.
+      if (typeof a.lake === 'string' && a.lake.trim() === '')
+        throw new CliError('--lake is empty (is $LAKE unset?): name the lake folder, e.g. --lake data/lake', EXIT.usage);
+    }, true)
     .demandCommand(1, 'Name a command (see --help).')
     .strict()
     .recommendCommands()
@@ -51,7 +54,11 @@ export async function main(argv: string[]): Promise<void> {
     .help()
     .alias('help', 'h')
     .wrap(Math.min(110, process.stdout.columns || 100))
-    .epilog('Exit codes: 0 complete, 1 some windows failed (a re-run resumes), 2 usage or job-file error, 3 rejects under --strict, 75 lake locked.')
+    .epilog(
+      'Exit codes: 0 complete; 1 some windows failed (the next run catches up); 2 something to fix: a flag, the job file, a URL, ' +
+        'CHAINLAKE_API_KEY, the lake or report path (the message names it); 3 rejects under --strict; 4 daily request quota reached; ' +
+        '75 lake locked by another run; 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the run is marked interrupted and the next run resumes it.',
+    )
     .fail((msg, err) => {
       if (err) throw err;
       throw new CliError(`${msg}\nRun 'chainlake --help' for usage.`, EXIT.usage);
@@ -60,28 +67,13 @@ export async function main(argv: string[]): Promise<void> {
 }
 
 main(hideBin(process.argv)).catch((e: unknown) => {
-  if (e instanceof CliError) {
-    process.stderr.write(`chainlake: ${e.message}\n`);
+  // The error decides the exit code (ChainlakeError.exitCode); anything else is unforeseen: exit 1, and the
+  // message names what and where; the stack only helps us, so it needs --verbose.
+  const verbose = process.argv.includes('--verbose') || process.argv.includes('-v');
+  if (e instanceof ChainlakeError) {
+    process.stderr.write(`chainlake: ${e.message}\n${e.hint ? `  hint: ${e.hint}\n` : ''}${verbose && e.stack ? `${e.stack}\n` : ''}`);
     process.exitCode = e.exitCode;
-  } else if (e instanceof NoLakeError) {
-    process.stderr.write(`chainlake: ${e.message}\n`);
-    process.exitCode = EXIT.usage;
-  } else if (e instanceof LakeAccessError) {
-    process.stderr.write(`chainlake: ${e.message}\n`);
-    process.exitCode = e.badPath ? EXIT.usage : EXIT.windowsFailed;
-  } else if (e instanceof JobError) {
-    // `export` builds its job from flags: there is no file to blame.
-    process.stderr.write(
-      e.file === 'command line' ? `chainlake: invalid arguments: ${e.where ? `${e.where}: ` : ''}${e.problem}\n` : `chainlake: job file error: ${e.message}\n`,
-    );
-    process.exitCode = EXIT.usage;
-  } else if (e instanceof LakeLockedError) {
-    process.stderr.write(`chainlake: ${e.message}\n`);
-    process.exitCode = EXIT.locked;
   } else {
-    // A run that could not start or finish (the API refused the key, the lake is unwritable...): the
-    // message names what and where; the stack only helps us, so it needs --verbose.
-    const verbose = process.argv.includes('--verbose') || process.argv.includes('-v');
     process.stderr.write(`chainlake: ${verbose ? ((e as Error).stack ?? String(e)) : e instanceof Error ? e.message : String(e)}\n`);
     process.exitCode = EXIT.windowsFailed;
   }

@@ -6,16 +6,20 @@ import { scopeKindsOf, type DatasetDef, type Network, type ScopeKind } from '../
 import type { Query } from '../extract/explorer.js';
 import type { RetryPolicy, Timeouts } from '../extract/transport.js';
 import { cronProblem } from '../schedule/cron.js';
+import { EXIT } from '../cli/exit-codes.js';
+import { ChainlakeError } from '../errors.js';
 
 /** A job file problem: which file, where inside it, and what is wrong. Exit code 2. */
-export class JobError extends Error {
+export class JobError extends ChainlakeError {
   constructor(
     readonly file: string,
     readonly where: string,
     readonly problem: string,
   ) {
-    super(`${file}: ${where ? `${where}: ` : ''}${problem}`);
-    this.name = 'JobError';
+    // `export` builds its job from flags: there is no file to blame.
+    super(file === 'command line' ? `invalid arguments: ${where ? `${where}: ` : ''}${problem}` : `job file error: ${file}: ${where ? `${where}: ` : ''}${problem}`, {
+      exitCode: EXIT.usage,
+    });
   }
 }
 
@@ -464,6 +468,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   }
 
   const lake = doc.lake === undefined ? 'data/lake' : r.str(doc.lake, 'lake');
+  if (lake.trim() === '') r.fail('lake', 'is empty: name the lake folder (an empty path would write the lake into the working directory)');
 
   const rangeDoc = doc.range ?? {};
   if (!isObj(rangeDoc)) r.fail('range', 'must be an object like {"fromBlock": 0, "toBlock": "head"} or {"incremental": true, "fromBlock": 0}');
@@ -499,6 +504,11 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     if (!def) r.fail(where, `unknown dataset; known datasets: ${datasetNames().join(', ')}`);
     return parseDatasetSpec(r, def, spec, where);
   });
+
+  if (target.kind === 'api' && !target.finance) {
+    const financeDs = datasets.find((d) => DATASETS[d.name]!.endpoints.some((e) => d.endpoints.includes(e.id) && e.api === 'finance'));
+    if (financeDs) r.fail('endpoints.finance', `no finance base URL, and ${financeDs.name} reads the finance API: set it in the job or in ${ENDPOINT_ENV.finance}`);
+  }
 
   const apiKey = doc.apiKey !== undefined ? r.str(doc.apiKey, 'apiKey') : env.CHAINLAKE_API_KEY || undefined;
 
