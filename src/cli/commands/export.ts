@@ -176,7 +176,7 @@ export const exportCommand: CommandModule<object, Args> = {
       .example('$0 export transactions --simulator --address 0xabc… --lake /tmp/lake', 'The same from the embedded simulator')
       .example('$0 export event_logs --simulator --contract 0xabc… --topic0 0xddf2…', 'Transfer logs of a contract')
       .example('$0 export token_balances --simulator --token 0xabc… --holder 0xdef…', 'One holder’s balance of one token')
-      .example('$0 export stable_chart --simulator --unit hour --unit-count 48', 'The last 48 hourly points of the stable-token chart') as never,
+      .example('$0 export stable_chart --simulator --unit hour --unit-count 48', 'The last 48 hourly points of the stable-token chart'),
   handler: async (args) => {
     const def = getDataset(args.dataset);
     blockRangeArgs(args); // the flags' own checks first: they quote what was typed

@@ -77,7 +77,7 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
         parseLatency(a['latency-ms']);
         parseFaultKinds(a.faults);
         return true;
-      }) as unknown as Argv<SimulateArgs>,
+      }),
   handler: async (a) => {
     const kinds = parseFaultKinds(a.faults);
     const sim = await startSimulator({
