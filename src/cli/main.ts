@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ChainlakeError } from '../errors.js';
+import { CatalogDamagedError, isCatalogDamage } from '../load/salvage.js';
 import { describeCommand } from './commands/describe.js';
 import { exportCommand } from './commands/export.js';
 import { planCommand } from './commands/plan.js';
@@ -22,6 +23,17 @@ import { catalogCommand } from './commands/catalog.js';
 import { CliError, EXIT } from './exit-codes.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+
+/** `chainlake query … | head`: the reader has all it wants. Not an error: stop quietly, exit 0. */
+const closedPipe = (e: unknown): boolean => (e as NodeJS.ErrnoException | undefined)?.code === 'EPIPE';
+process.stdout.on('error', (e) => {
+  if (!closedPipe(e)) throw e;
+  process.exit(process.exitCode ?? EXIT.ok);
+});
+// Logs to a closed stderr (`2>&1 | head`) are dropped rather than crash a run that is still writing the lake.
+process.stderr.on('error', (e) => {
+  if (!closedPipe(e)) throw e;
+});
 
 export async function main(argv: string[]): Promise<void> {
   const cli = yargs(argv)
@@ -66,10 +78,23 @@ export async function main(argv: string[]): Promise<void> {
   await cli.parseAsync();
 }
 
+/** The `--lake` this command was given, to name it in a hint. */
+function lakeArg(): string | undefined {
+  const argv = process.argv;
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i]!.startsWith('--lake=')) return argv[i]!.slice(7);
+    if (argv[i] === '--lake' && i + 1 < argv.length) return argv[i + 1];
+  }
+  return undefined;
+}
+
 main(hideBin(process.argv)).catch((e: unknown) => {
   // The error decides the exit code (ChainlakeError.exitCode); anything else is unforeseen: exit 1, and the
   // message names what and where; the stack only helps us, so it needs --verbose.
   const verbose = process.argv.includes('--verbose') || process.argv.includes('-v');
+  if (closedPipe(e)) return;
+  // Whichever command met it, a damaged catalog has one fix: say it.
+  if (isCatalogDamage(e) || (e instanceof Error && isCatalogDamage(e.cause))) e = new CatalogDamagedError(isCatalogDamage(e) ? e : (e as Error).cause, lakeArg());
   if (e instanceof ChainlakeError) {
     process.stderr.write(`chainlake: ${e.message}\n${e.hint ? `  hint: ${e.hint}\n` : ''}${verbose && e.stack ? `${e.stack}\n` : ''}`);
     process.exitCode = e.exitCode;
