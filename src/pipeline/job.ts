@@ -6,6 +6,7 @@ import { scopeKindsOf, type DatasetDef, type Network, type ScopeKind } from '../
 import type { Query } from '../extract/explorer.js';
 import type { RetryPolicy, Timeouts } from '../extract/transport.js';
 import { cronProblem } from '../schedule/cron.js';
+import { toChecksumAddress } from '../simulator/keccak.js';
 import { EXIT } from '../cli/exit-codes.js';
 import { ChainlakeError } from '../errors.js';
 
@@ -105,6 +106,19 @@ export interface Job {
 }
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+/**
+ * Why a value is not a usable address, or undefined. A mixed-case address carries an EIP-55 checksum: one
+ * that does not match is a typo (a changed digit), which would silently export some other account.
+ */
+export function addressProblem(a: unknown): string | undefined {
+  if (typeof a !== 'string' || !ADDRESS.test(a)) return `not an address (0x + 40 hex digits): ${JSON.stringify(a)}`;
+  const body = a.slice(2);
+  if (!/[a-f]/.test(body) || !/[A-F]/.test(body)) return undefined;
+  const expected = toChecksumAddress(a.toLowerCase());
+  if (expected === a) return undefined;
+  return `${a} is mixed-case but its EIP-55 checksum does not match (expected ${expected}): check the address for a typo, or write it all in lower case`;
+}
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 const NETWORKS: readonly Network[] = ['mainnet', 'testnet'];
 
@@ -202,8 +216,9 @@ function addressList(r: Reader, v: unknown, where: string): string[] {
   const seen = new Set<string>();
   const { items, at } = listOrFile(r, v, where, 'addresses');
   return items.flatMap((a, i) => {
-    if (typeof a !== 'string' || !ADDRESS.test(a)) r.fail(at(i), `not an address (0x + 40 hex digits): ${JSON.stringify(a)}`);
-    const lower = a.toLowerCase();
+    const problem = addressProblem(a);
+    if (problem) r.fail(at(i), problem);
+    const lower = (a as string).toLowerCase();
     if (seen.has(lower)) return [];
     seen.add(lower);
     return [lower];
@@ -263,11 +278,11 @@ function contractTopicScopes(r: Reader, spec: Obj, where: string): ScopeValues[]
       scope = { contract: addressList(r, [c], at.replace(/\[\d+\]$/, ''))[0]!, ...shared, ...sharedOptions };
     } else if (isObj(c)) {
       r.keys(c, at, ['address', 'topics', 'operand', 'type']);
-      if (typeof c.address !== 'string' || !ADDRESS.test(c.address))
-        r.fail(`${at}.address`, `not an address (0x + 40 hex digits): ${JSON.stringify(c.address)}`);
+      const problem = addressProblem(c.address);
+      if (problem) r.fail(`${at}.address`, problem);
       const topics = c.topics === undefined ? shared : topicsOf(c.topics, `${at}.topics`);
       if (!topics) r.fail(`${at}.topics`, 'topic_0 is required by the API: give "topics" here or beside "contracts"');
-      scope = { contract: c.address.toLowerCase(), ...topics, ...sharedOptions, ...options(c, at) };
+      scope = { contract: (c.address as string).toLowerCase(), ...topics, ...sharedOptions, ...options(c, at) };
     } else return r.fail(at, `must be an address or an object {"address", "topics"}, got ${JSON.stringify(c)}`);
     const key = JSON.stringify(Object.entries(scope).sort());
     if (seen.has(key)) return [];
@@ -404,6 +419,43 @@ function cronOf(r: Reader, v: unknown): string {
   const problem = cronProblem(expr);
   if (problem) r.fail('schedule', `not a valid cron expression (${problem}), e.g. "15 2 * * *" for 02:15 UTC daily`);
   return expr;
+}
+
+/**
+ * `at line L, column C: <what>` of a JSON.parse error: Node names a character offset at best ("at position
+ * 812"), which no editor shows, and often quotes the whole file instead. The offset is the shortest prefix
+ * that fails for a reason other than ending early (a prefix of valid JSON only ever "ends early").
+ */
+export function jsonErrorPlace(text: string, message: string): string {
+  const fails = (n: number): boolean => {
+    try {
+      JSON.parse(text.slice(0, n));
+      return false;
+    } catch (e) {
+      const msg = (e as Error).message;
+      if (/end of JSON input/i.test(msg)) return n === text.length;
+      const at = /at position (\d+)/.exec(msg);
+      return !at || Number(at[1]) < n || n === text.length;
+    }
+  };
+  let lo = 1;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (fails(mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  const token = /^Unexpected token '([^']*)'/.exec(message) ?? /^Unexpected non-whitespace character/.exec(message);
+  const what = /end of JSON input/i.test(message)
+    ? 'the file ends early (a missing } or ]?)'
+    : token?.[1] !== undefined
+      ? `unexpected ${JSON.stringify(token[1])}`
+      : message.replace(/\s*(in JSON )?at position \d+.*$/s, '').slice(0, 120);
+  const offset = Math.max(0, lo - 1);
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  const column = offset - before.lastIndexOf('\n');
+  return `at line ${line}, column ${column}: ${what}`;
 }
 
 /** Validates a parsed job document. Environment supplies the API key and any base URL the job leaves out. */
@@ -546,7 +598,7 @@ export async function loadJobFile(file: string, env: NodeJS.ProcessEnv = process
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    throw new JobError(file, '', `not valid JSON: ${(e as Error).message}`);
+    throw new JobError(file, '', `not valid JSON ${jsonErrorPlace(text, (e as Error).message)}`);
   }
   return parseJob(doc, file, env);
 }

@@ -27,6 +27,8 @@ import { silentLogger, type Logger } from './log.js';
 import { effectiveJob, prepareRun } from './prepare.js';
 import { emptyDatasetReport, sumReports, type DatasetReport, type RunReport } from './report.js';
 import { GarbagePacer } from './garbage.js';
+import { EXIT } from '../cli/exit-codes.js';
+import { ChainlakeError } from '../errors.js';
 
 export interface RunOptions {
   logger?: Logger;
@@ -160,6 +162,14 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   let failure: unknown;
   try {
     const { state, resume, head, range, windows, skipped, committedRanges } = await prepareRun(job, job !== baseJob, opts.fullRefresh ?? false, engine, paths, clients, runAcct);
+
+    if (range.from > head && !job.range.incremental) {
+      // An explicit range above the chain: "0 windows, complete" would read as success.
+      const what = `blocks ${range.from}-${job.range.toBlock === 'head' ? 'head' : job.range.toBlock} start above the chain head (block ${head}, pinned now)`;
+      if (windows.length === 0)
+        throw new ChainlakeError(`${what}: nothing to fetch`, { exitCode: EXIT.usage, hint: "lower --from-block (or the job's range.fromBlock) to the head or below" });
+      log.log('warn', 'range.above-head', `${what}: only datasets without a block range have anything to fetch`, { from: range.from, head });
+    }
 
     const startRecord = { runId, job: job.name, network: job.network, head, range, incremental: job.range.incremental, resumeOf: resume?.runId ?? null };
     // Recorded before any fetch, so a killed run is known (and resumed) by the next run of the job.

@@ -169,6 +169,8 @@ export const exportCommand: CommandModule<object, Args> = {
         .option('simulator', { type: 'boolean', describe: 'Target the embedded simulator instead of CHAINLAKE_*_URL' })
         .option('input', { type: 'boolean', describe: 'Ask for input data (transactions, internal_transactions)' }),
     )
+      // No job file here: say where the rows go unless told.
+      .describe('lake', 'Lake directory [default: data/lake]')
       .example(
         '$0 export transactions --address 0xabc… --from-block 1000 --to-block 2000',
         'Transactions of one address in a block range, from CHAINLAKE_MAINNET_URL',
