@@ -445,8 +445,11 @@ export function jsonErrorPlace(text: string, message: string): string {
     if (fails(mid)) hi = mid;
     else lo = mid + 1;
   }
+  const at = /at position (\d+)/.exec(message);
+  const early = /end of JSON input/i.test(message) || (at !== null && text.slice(Number(at[1])).trim() === '');
+  if (early) lo = text.length + 1;
   const token = /^Unexpected token '([^']*)'/.exec(message) ?? /^Unexpected non-whitespace character/.exec(message);
-  const what = /end of JSON input/i.test(message)
+  const what = early
     ? 'the file ends early (a missing } or ]?)'
     : token?.[1] !== undefined
       ? `unexpected ${JSON.stringify(token[1])}`
