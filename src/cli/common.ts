@@ -94,16 +94,22 @@ export function applyRunOverrides(job: Job, args: RunArgs): Job {
   };
 }
 
-function levelOf(args: OutputArgs, json: boolean): Level {
-  // JSON logs are for machines: every event is a line unless --quiet.
-  return args.quiet ? 'warn' : args.verbose || json ? 'debug' : 'info';
+function levelOf(args: OutputArgs): Level {
+  // Debug events (a line per window: thousands in a backfill) only when asked for, in either format.
+  return args.quiet ? 'warn' : args.verbose ? 'debug' : 'info';
 }
 
 /** Logs go to stderr as JSON lines off a terminal or with --log-format json; text with live progress on a terminal. */
 export function outputFor(args: OutputArgs): { json: boolean; logger: Logger; progress?: TerminalProgress } {
   const json = args['log-format'] === 'json' || (args['log-format'] === undefined && !process.stderr.isTTY);
   const progress = !json && !args.quiet && process.stderr.isTTY ? new TerminalProgress(process.stderr) : undefined;
-  const logger = createLogger({ format: json ? 'json' : 'text', level: levelOf(args, json), write: progress ? (line) => progress.print(line) : undefined });
+  const logger = createLogger({
+    format: json ? 'json' : 'text',
+    level: levelOf(args),
+    write: progress ? (line) => progress.print(line) : undefined,
+    // Retries show in the progress display's status line, not one scrollback line each.
+    take: progress ? (event, line) => event === 'request.retry' && progress.status(line) : undefined,
+  });
   return { json, logger, progress };
 }
 
@@ -119,7 +125,7 @@ export async function executeJob(job: Job, args: RunArgs, extra: Pick<RunOptions
   }
   if (args.report) await writeFile(args.report, JSON.stringify(report, null, 2) + '\n');
   if (json) logger.log('info', 'run.report', `run ${report.runId} ${report.status}`, { report });
-  if (!args.quiet || report.status !== 'complete') process.stdout.write(formatReport(report) + '\n');
+  if (!args.quiet || report.status !== 'complete') process.stdout.write(formatReport(report, (process.stdout.isTTY && process.stdout.columns) || 80) + '\n');
   process.exitCode = exitCodeOf(report, job.strict);
   return report;
 }

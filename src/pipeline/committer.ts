@@ -236,7 +236,7 @@ export class BatchCommitter {
       this.preloads.delete(i);
     }
     const rows = done.reduce((a, o) => a + o.rows, 0);
-    log.log('debug', 'commit', `commit ${n}: ${done.length} windows, ${rows} rows, ${files.length} files in ${Date.now() - started} ms`, {
+    log.log('info', 'commit', `commit ${n}: ${done.length} windows, ${rows} rows, ${files.length} files in ${Date.now() - started} ms`, {
       batch: n,
       windows: done.length,
       rows,

@@ -8,7 +8,7 @@ import { PageBudget } from '../extract/budget.js';
 import { ExplorerClient } from '../extract/explorer.js';
 import { FinanceClient } from '../extract/finance.js';
 import { LearnedCap, WindowProgress, type PagerOptions } from '../extract/pager.js';
-import { HttpTransport, type TransportOptions } from '../extract/transport.js';
+import { HttpTransport, type RetryEvent, type TransportOptions } from '../extract/transport.js';
 import { Catalog, type WindowRecord } from '../load/catalog.js';
 import type { CommittedFile } from '../load/commit.js';
 import { openEngine } from '../load/engine.js';
@@ -154,7 +154,13 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   await openRunStaging(staging, { runId, job: job.name, startedAt: ingestedAt, pid: process.pid });
 
   const targets = await resolveTargets(job, opts);
-  const transport = opts.transportInstance ?? new HttpTransport({ ...transportOptionsOf(job), ...opts.transport });
+  const onRetry = (e: RetryEvent): void =>
+    // `network failure (ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9)` -> `network failure (ECONNREFUSED)`: it must fit a terminal line.
+    log.log('info', 'request.retry', `retrying ${e.endpoint}: ${e.reason.replace(/\((E[A-Z]+)\b[^)]*\)/, '($1)')}, attempt ${e.attempt} of ${e.maxAttempts}, next in ${(e.delayMs / 1000).toFixed(1)} s`, {
+      ...e,
+      delayMs: Math.round(e.delayMs),
+    });
+  const transport = opts.transportInstance ?? new HttpTransport({ ...transportOptionsOf(job), onRetry, ...opts.transport });
   const clients = buildClients(transport, targets, job);
   const runAcct = new Accounting();
   const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
