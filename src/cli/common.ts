@@ -118,15 +118,43 @@ export async function executeJob(job: Job, args: RunArgs, extra: Pick<RunOptions
   if (args.report) await checkReportPath(args.report);
   const { json, logger, progress } = outputFor(args);
   let report: RunReport;
+  const stop = new AbortController();
+  let signal: NodeJS.Signals | undefined;
+  const onSignal = (sig: NodeJS.Signals): void => {
+    if (signal) {
+      // A second Ctrl-C: stop now. The lock names this (then dead) process, so the next command recovers the lake.
+      process.stderr.write(`chainlake: ${sig} again: stopping at once; the next run recovers the lake and resumes\n`);
+      process.exit(sig === 'SIGINT' ? EXIT.interrupted : EXIT.terminated);
+    }
+    signal = sig;
+    logger.log(
+      'warn',
+      'run.interrupted',
+      `${sig === 'SIGINT' ? 'interrupted (Ctrl-C)' : 'terminated (SIGTERM)'}: no new requests; committing what was fetched, then releasing the lake (${sig === 'SIGINT' ? 'Ctrl-C' : 'SIGTERM'} again stops at once)`,
+      { signal: sig },
+    );
+    stop.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   try {
-    report = await runJob(job, { ...extra, logger, fullRefresh: args['full-refresh'], waitForLock: args.wait, onStart: (live) => progress?.start(live) });
+    report = await runJob(job, {
+      ...extra,
+      logger,
+      fullRefresh: args['full-refresh'],
+      waitForLock: args.wait,
+      onStart: (live) => progress?.start(live),
+      signal: stop.signal,
+    });
   } finally {
     progress?.stop();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
   if (args.report) await writeFile(args.report, JSON.stringify(report, null, 2) + '\n');
   if (json) logger.log('info', 'run.report', `run ${report.runId} ${report.status}`, { report });
   if (!args.quiet || report.status !== 'complete') process.stdout.write(formatReport(report, (process.stdout.isTTY && process.stdout.columns) || 80) + '\n');
-  process.exitCode = exitCodeOf(report, job.strict);
+  process.exitCode = signal ? (signal === 'SIGINT' ? EXIT.interrupted : EXIT.terminated) : exitCodeOf(report, job.strict);
   return report;
 }
 

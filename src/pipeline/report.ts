@@ -18,7 +18,8 @@ export interface RunReport {
   runId: string;
   job: string;
   network: string;
-  status: 'complete' | 'partial' | 'failed';
+  /** `interrupted`: stopped by a signal; what was fetched is committed and the next run resumes the rest. */
+  status: 'complete' | 'partial' | 'failed' | 'interrupted';
   startedAt: string;
   finishedAt: string;
   durationMs: number;

@@ -50,6 +50,11 @@ export interface RunOptions {
    * rest of the run is measured without HTTP). The run closes it.
    */
   transportInstance?: HttpTransport;
+  /**
+   * Aborted (Ctrl-C, SIGTERM): no window starts, each window in flight stops after its current page, the
+   * windows already fetched are committed, and the run ends `interrupted` (the next run resumes it).
+   */
+  signal?: AbortSignal;
   /** false: stage no page as received; every entry goes through the converters (tests compare both ways). */
   stageReceived?: boolean;
   /** Fresh rows a commit merges at once (default MERGE_SLICE_ROWS); tests make it small to merge in many slices. */
@@ -229,10 +234,12 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       learnedCap: new LearnedCap(),
     };
     const limitWindows = pLimit(job.concurrency);
+    opts.signal?.addEventListener('abort', () => committer.dropQueued(), { once: true });
     const garbage = new GarbagePacer();
     await Promise.all(
       windows.map((w, index) =>
         limitWindows(async () => {
+          if (opts.signal?.aborted) return;
           const liveDs = live.dataset(w.def.name);
           const acct = new Accounting();
           const progress = new WindowProgress();
@@ -248,11 +255,14 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
             acct,
             progress,
             onPage: (rows, rejects, bytes) => {
+              if (opts.signal?.aborted) throw new Error('interrupted');
               liveDs.rows += rows;
               liveDs.rejects += rejects;
               garbage.add(bytes);
             },
           });
+          // A window the interruption cut short is not a failure: it was not done, and the next run fetches it.
+          if (opts.signal?.aborted) return;
           if (outcome.error) liveDs.windowsFailed++;
           else liveDs.windowsDone++;
           outcomes.push(outcome);
@@ -263,7 +273,10 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
 
     let report!: RunReport;
     await committer.finish((files) => {
-      report = buildReport(job, runId, started, now(), head, outcomes, files, transformers, paths, skipped, resume?.runId, runAcct);
+      // Interrupted: the report counts what landed (the windows of batches the signal dropped did not).
+      const counted = opts.signal?.aborted ? committer.committed : outcomes;
+      report = buildReport(job, runId, started, now(), head, counted, files, transformers, paths, skipped, resume?.runId, runAcct);
+      if (opts.signal?.aborted) report.status = 'interrupted';
       return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
     });
     return report;
