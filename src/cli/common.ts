@@ -1,4 +1,5 @@
-import { writeFile } from 'node:fs/promises';
+import { access, constants, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { Argv } from 'yargs';
 import type { Job } from '../pipeline/job.js';
 import { createLogger, type Level, type Logger } from '../pipeline/log.js';
@@ -52,11 +53,35 @@ export function withRunOptions<T>(y: Argv<T>) {
     .option('report', { type: 'string', describe: 'Also write the run report as JSON to this file' });
 }
 
+/**
+ * A number flag's value as the user typed it: yargs turns `--concurrency abc` into NaN, and "got NaN" says
+ * nothing about what was wrong.
+ */
+export function shownFlagValue(name: string, parsed: number, argv: readonly string[] = process.argv): string {
+  if (!Number.isNaN(parsed)) return String(parsed);
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    if (a.startsWith(`--${name}=`)) return JSON.stringify(a.slice(name.length + 3));
+    if (a === `--${name}` && i + 1 < argv.length) return JSON.stringify(argv[i + 1]);
+  }
+  return 'a value that is not a number';
+}
+
+/** `--report FILE` must be writable before the run starts: a run that fetched for an hour should not fail on it. */
+async function checkReportPath(file: string): Promise<void> {
+  const dir = path.dirname(path.resolve(file));
+  const problem = await stat(dir).then(
+    (s) => (s.isDirectory() ? access(dir, constants.W_OK).then(() => undefined, () => 'is not writable') : 'is not a directory'),
+    () => 'does not exist',
+  );
+  if (problem) throw new CliError(`--report ${file}: the folder ${dir} ${problem}; create it or give --report another path`);
+}
+
 export function applyRunOverrides(job: Job, args: RunArgs): Job {
   // A bad flag is a usage error (exit 2), with the bounds a job file has for the same setting.
   const positive = (name: string, v: number | undefined, max: number): number | undefined => {
     if (v === undefined) return undefined;
-    if (!Number.isInteger(v) || v < 1 || v > max) throw new CliError(`--${name} must be an integer from 1 to ${max}, got ${v}`);
+    if (!Number.isInteger(v) || v < 1 || v > max) throw new CliError(`--${name} must be an integer from 1 to ${max}, got ${shownFlagValue(name, v)}`);
     return v;
   };
   return {
@@ -69,32 +94,67 @@ export function applyRunOverrides(job: Job, args: RunArgs): Job {
   };
 }
 
-function levelOf(args: OutputArgs, json: boolean): Level {
-  // JSON logs are for machines: every event is a line unless --quiet.
-  return args.quiet ? 'warn' : args.verbose || json ? 'debug' : 'info';
+function levelOf(args: OutputArgs): Level {
+  // Debug events (a line per window: thousands in a backfill) only when asked for, in either format.
+  return args.quiet ? 'warn' : args.verbose ? 'debug' : 'info';
 }
 
 /** Logs go to stderr as JSON lines off a terminal or with --log-format json; text with live progress on a terminal. */
 export function outputFor(args: OutputArgs): { json: boolean; logger: Logger; progress?: TerminalProgress } {
   const json = args['log-format'] === 'json' || (args['log-format'] === undefined && !process.stderr.isTTY);
   const progress = !json && !args.quiet && process.stderr.isTTY ? new TerminalProgress(process.stderr) : undefined;
-  const logger = createLogger({ format: json ? 'json' : 'text', level: levelOf(args, json), write: progress ? (line) => progress.print(line) : undefined });
+  const logger = createLogger({
+    format: json ? 'json' : 'text',
+    level: levelOf(args),
+    write: progress ? (line) => progress.print(line) : undefined,
+    // Retries show in the progress display's status line, not one scrollback line each.
+    take: progress ? (event, line) => event === 'request.retry' && progress.status(line) : undefined,
+  });
   return { json, logger, progress };
 }
 
 /** Runs a job, prints its report, and sets the process exit code from the outcome. */
 export async function executeJob(job: Job, args: RunArgs, extra: Pick<RunOptions, 'rangeOverride'> = {}): Promise<RunReport> {
+  if (args.report) await checkReportPath(args.report);
   const { json, logger, progress } = outputFor(args);
   let report: RunReport;
+  const stop = new AbortController();
+  let signal: NodeJS.Signals | undefined;
+  const onSignal = (sig: NodeJS.Signals): void => {
+    if (signal) {
+      // A second Ctrl-C: stop now. The lock names this (then dead) process, so the next command recovers the lake.
+      process.stderr.write(`chainlake: ${sig} again: stopping at once; the next run recovers the lake and resumes\n`);
+      process.exit(sig === 'SIGINT' ? EXIT.interrupted : EXIT.terminated);
+    }
+    signal = sig;
+    logger.log(
+      'warn',
+      'run.interrupted',
+      `${sig === 'SIGINT' ? 'interrupted (Ctrl-C)' : 'terminated (SIGTERM)'}: no new requests; committing what was fetched, then releasing the lake (${sig === 'SIGINT' ? 'Ctrl-C' : 'SIGTERM'} again stops at once)`,
+      { signal: sig },
+    );
+    stop.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   try {
-    report = await runJob(job, { ...extra, logger, fullRefresh: args['full-refresh'], waitForLock: args.wait, onStart: (live) => progress?.start(live) });
+    report = await runJob(job, {
+      ...extra,
+      logger,
+      fullRefresh: args['full-refresh'],
+      waitForLock: args.wait,
+      onStart: (live) => progress?.start(live),
+      signal: stop.signal,
+    });
   } finally {
     progress?.stop();
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
   }
   if (args.report) await writeFile(args.report, JSON.stringify(report, null, 2) + '\n');
   if (json) logger.log('info', 'run.report', `run ${report.runId} ${report.status}`, { report });
-  if (!args.quiet || report.status !== 'complete') process.stdout.write(formatReport(report) + '\n');
-  process.exitCode = exitCodeOf(report, job.strict);
+  if (!args.quiet || report.status !== 'complete') process.stdout.write(formatReport(report, (process.stdout.isTTY && process.stdout.columns) || 80) + '\n');
+  process.exitCode = signal ? (signal === 'SIGINT' ? EXIT.interrupted : EXIT.terminated) : exitCodeOf(report, job.strict);
   return report;
 }
 
@@ -111,7 +171,8 @@ export function blockRangeArgs(args: { 'from-block'?: number; 'to-block'?: numbe
     ['from-block', from],
     ['to-block', to],
   ] as const) {
-    if (v !== undefined && (!Number.isSafeInteger(v) || v < 0)) throw new CliError(`--${name} must be a block number (a non-negative integer), got ${v}`);
+    if (v !== undefined && (!Number.isSafeInteger(v) || v < 0))
+      throw new CliError(`--${name} must be a block number (a non-negative integer), got ${shownFlagValue(name, v)}`);
   }
   if (from !== undefined && to !== undefined && to < from) throw new CliError(`--to-block ${to} is below --from-block ${from}`);
   return from === undefined && to === undefined ? undefined : { fromBlock: from, toBlock: to };

@@ -6,9 +6,8 @@ import './young-generation.js';
 import { readFileSync } from 'node:fs';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { LakeAccessError, LakeLockedError } from '../load/lock.js';
-import { NoLakeError } from '../load/reader.js';
-import { JobError } from '../pipeline/job.js';
+import { ChainlakeError } from '../errors.js';
+import { CatalogDamagedError, isCatalogDamage } from '../load/salvage.js';
 import { describeCommand } from './commands/describe.js';
 import { exportCommand } from './commands/export.js';
 import { planCommand } from './commands/plan.js';
@@ -24,6 +23,17 @@ import { catalogCommand } from './commands/catalog.js';
 import { CliError, EXIT } from './exit-codes.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+
+/** `chainlake query … | head`: the reader has all it wants. Not an error: stop quietly, exit 0. */
+const closedPipe = (e: unknown): boolean => (e as NodeJS.ErrnoException | undefined)?.code === 'EPIPE';
+process.stdout.on('error', (e) => {
+  if (!closedPipe(e)) throw e;
+  process.exit(process.exitCode ?? EXIT.ok);
+});
+// Logs to a closed stderr (`2>&1 | head`) are dropped rather than crash a run that is still writing the lake.
+process.stderr.on('error', (e) => {
+  if (!closedPipe(e)) throw e;
+});
 
 export async function main(argv: string[]): Promise<void> {
   const cli = yargs(argv)
@@ -44,6 +54,11 @@ export async function main(argv: string[]): Promise<void> {
     .command(scheduleCommand)
     .command(verifyContractCommand)
     .command(schemaCommand)
+    .middleware((a) => {
+      // What an unset variable gives (`--lake "$LAKE"`): an empty path would put the lake in the working directory.
+      if (typeof a.lake === 'string' && a.lake.trim() === '')
+        throw new CliError('--lake is empty (is $LAKE unset?): name the lake folder, e.g. --lake data/lake', EXIT.usage);
+    }, true)
     .demandCommand(1, 'Name a command (see --help).')
     .strict()
     .recommendCommands()
@@ -51,7 +66,11 @@ export async function main(argv: string[]): Promise<void> {
     .help()
     .alias('help', 'h')
     .wrap(Math.min(110, process.stdout.columns || 100))
-    .epilog('Exit codes: 0 complete, 1 some windows failed (a re-run resumes), 2 usage or job-file error, 3 rejects under --strict, 75 lake locked.')
+    .epilog(
+      'Exit codes: 0 complete; 1 some windows failed (the next run catches up); 2 something to fix: a flag, the job file, a URL, ' +
+        'CHAINLAKE_API_KEY, the lake or report path (the message names it); 3 rejects under --strict; 4 daily request quota reached; ' +
+        '75 lake locked by another run; 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the run is marked interrupted and the next run resumes it.',
+    )
     .fail((msg, err) => {
       if (err) throw err;
       throw new CliError(`${msg}\nRun 'chainlake --help' for usage.`, EXIT.usage);
@@ -59,29 +78,27 @@ export async function main(argv: string[]): Promise<void> {
   await cli.parseAsync();
 }
 
+/** The `--lake` this command was given, to name it in a hint. */
+function lakeArg(): string | undefined {
+  const argv = process.argv;
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i]!.startsWith('--lake=')) return argv[i]!.slice(7);
+    if (argv[i] === '--lake' && i + 1 < argv.length) return argv[i + 1];
+  }
+  return undefined;
+}
+
 main(hideBin(process.argv)).catch((e: unknown) => {
-  if (e instanceof CliError) {
-    process.stderr.write(`chainlake: ${e.message}\n`);
+  // The error decides the exit code (ChainlakeError.exitCode); anything else is unforeseen: exit 1, and the
+  // message names what and where; the stack only helps us, so it needs --verbose.
+  const verbose = process.argv.includes('--verbose') || process.argv.includes('-v');
+  if (closedPipe(e)) return;
+  // Whichever command met it, a damaged catalog has one fix: say it.
+  if (isCatalogDamage(e) || (e instanceof Error && isCatalogDamage(e.cause))) e = new CatalogDamagedError(isCatalogDamage(e) ? e : (e as Error).cause, lakeArg());
+  if (e instanceof ChainlakeError) {
+    process.stderr.write(`chainlake: ${e.message}\n${e.hint ? `  hint: ${e.hint}\n` : ''}${verbose && e.stack ? `${e.stack}\n` : ''}`);
     process.exitCode = e.exitCode;
-  } else if (e instanceof NoLakeError) {
-    process.stderr.write(`chainlake: ${e.message}\n`);
-    process.exitCode = EXIT.usage;
-  } else if (e instanceof LakeAccessError) {
-    process.stderr.write(`chainlake: ${e.message}\n`);
-    process.exitCode = e.badPath ? EXIT.usage : EXIT.windowsFailed;
-  } else if (e instanceof JobError) {
-    // `export` builds its job from flags: there is no file to blame.
-    process.stderr.write(
-      e.file === 'command line' ? `chainlake: invalid arguments: ${e.where ? `${e.where}: ` : ''}${e.problem}\n` : `chainlake: job file error: ${e.message}\n`,
-    );
-    process.exitCode = EXIT.usage;
-  } else if (e instanceof LakeLockedError) {
-    process.stderr.write(`chainlake: ${e.message}\n`);
-    process.exitCode = EXIT.locked;
   } else {
-    // A run that could not start or finish (the API refused the key, the lake is unwritable...): the
-    // message names what and where; the stack only helps us, so it needs --verbose.
-    const verbose = process.argv.includes('--verbose') || process.argv.includes('-v');
     process.stderr.write(`chainlake: ${verbose ? ((e as Error).stack ?? String(e)) : e instanceof Error ? e.message : String(e)}\n`);
     process.exitCode = EXIT.windowsFailed;
   }

@@ -18,6 +18,8 @@ import { token_holdings } from './token_holdings.js';
 import { token_supply } from './token_supply.js';
 import { transaction_status } from './transaction_status.js';
 import { transactions } from './transactions.js';
+import { EXIT } from '../cli/exit-codes.js';
+import { ChainlakeError } from '../errors.js';
 
 const ALL: DatasetDef[] = [
   // explorer, chain
@@ -59,9 +61,8 @@ export function getDataset(name: string): DatasetDef {
   return def;
 }
 
-export class UnknownDatasetError extends Error {
+export class UnknownDatasetError extends ChainlakeError {
   constructor(readonly dataset: string) {
-    super(`unknown dataset '${dataset}'; known datasets: ${datasetNames().join(', ')}`);
-    this.name = 'UnknownDatasetError';
+    super(`unknown dataset '${dataset}'; known datasets: ${datasetNames().join(', ')}`, { exitCode: EXIT.usage });
   }
 }

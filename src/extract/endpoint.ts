@@ -4,6 +4,7 @@ import type { Accounting } from './accounting.js';
 import { ApiError } from './errors.js';
 import type { FetchedPage, PageFetcher, PageRequest, RawPage } from './pager.js';
 import type { ListScan, ScannedList } from './scan.js';
+import { ChainlakeError } from '../errors.js';
 
 export type QueryValue = string | number | boolean | undefined;
 export type Query = Record<string, QueryValue>;
@@ -48,10 +49,9 @@ export function dig(value: unknown, at: readonly string[]): unknown {
 }
 
 /** Thrown when a success envelope does not have the shape the endpoint promises; never read as an empty page. */
-export class ShapeError extends Error {
+export class ShapeError extends ChainlakeError {
   constructor(endpoint: string, url: string, problem: string) {
     super(`${endpoint}: ${problem} (url=${url})`);
-    this.name = 'ShapeError';
   }
 }
 

@@ -1,3 +1,5 @@
+import { EXIT } from '../cli/exit-codes.js';
+import { ChainlakeError } from '../errors.js';
 /** Why a call failed, as the retry loop sees it. */
 export type FailureKind = 'transient' | 'terminal';
 
@@ -48,7 +50,7 @@ export function redactUrl(url: URL | string): string {
   return u.toString();
 }
 
-export class ApiError extends Error {
+export class ApiError extends ChainlakeError {
   readonly details: ApiErrorDetails;
   constructor(
     /** What happened, without the context fields (`HTTP 503`, `timeout (...)`). */
@@ -63,8 +65,13 @@ export class ApiError extends Error {
       details.envelopeStatus !== undefined ? `status=${JSON.stringify(details.envelopeStatus)}` : undefined,
       details.apiMessage !== undefined ? `message=${JSON.stringify(details.apiMessage)}` : undefined,
     ].filter(Boolean);
-    super(parts.join(' '), details.cause !== undefined ? { cause: details.cause } : undefined);
-    this.name = 'ApiError';
+    // 401/403: the key is wrong or missing, which no re-run fixes: a person must (exit 2).
+    const refused = details.httpStatus === 401 || details.httpStatus === 403;
+    super(parts.join(' '), {
+      cause: details.cause,
+      exitCode: refused ? EXIT.usage : EXIT.windowsFailed,
+      hint: refused ? 'the API refused the key: set CHAINLAKE_API_KEY (or the job\'s "apiKey") to a valid key for this API' : undefined,
+    });
     this.details = details;
   }
   get kind(): FailureKind {
@@ -76,13 +83,12 @@ export class ApiError extends Error {
  * The window cannot be fetched as asked: a single block over the result-window cap, a count that never
  * settles, an endpoint without a block filter holding more rows than the cap.
  */
-export class WindowError extends Error {
+export class WindowError extends ChainlakeError {
   constructor(
     message: string,
     /** The block that alone holds more rows than the cap, when that is the problem. */
     readonly block?: number,
   ) {
     super(message);
-    this.name = 'WindowError';
   }
 }

@@ -41,6 +41,16 @@ export interface AttemptEvent {
   at: number;
 }
 
+export interface RetryEvent {
+  endpoint: string;
+  /** What failed, e.g. `HTTP 503` or `network (ECONNREFUSED)`. */
+  reason: string;
+  /** The attempt about to be made, and the most there will be. */
+  attempt: number;
+  maxAttempts: number;
+  delayMs: number;
+}
+
 export interface TransportOptions {
   /** Requests in flight at once, across every window of the run. */
   concurrency: number;
@@ -53,6 +63,8 @@ export interface TransportOptions {
   clock?: Clock;
   random?: () => number;
   onAttempt?: (e: AttemptEvent) => void;
+  /** Told before each wait for a retry, so a person sees why nothing arrives (an unreachable API retries for minutes). */
+  onRetry?: (e: RetryEvent) => void;
   /**
    * false: never scan a listing body for its entries' values (see `parseBody`); every body is parsed whole.
    * The lake is the same either way: tests compare both.
@@ -245,6 +257,7 @@ export class HttpTransport {
         );
       }
       waited += delay;
+      this.opts.onRetry?.({ endpoint: req.endpoint, reason: error.summary, attempt: attempt + 1, maxAttempts: this.retry.maxAttempts, delayMs: delay });
       acct.retries++;
       acct.backoffWaitMs += delay;
       await this.clock.sleep(delay);

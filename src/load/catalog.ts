@@ -14,7 +14,8 @@ const ALIAS = 'chainlake_catalog';
 /** Bumped when the catalog's tables change shape; older catalogs are migrated in place. */
 export const CATALOG_FORMAT = 2;
 
-const TABLES = [
+/** The catalog's tables (a damaged catalog's salvage creates them too: load/salvage.ts). */
+export const TABLES = [
   `CREATE TABLE IF NOT EXISTS lake_meta (key VARCHAR PRIMARY KEY, value VARCHAR)`,
   `CREATE TABLE IF NOT EXISTS runs (run_id VARCHAR PRIMARY KEY, job VARCHAR, started_at TIMESTAMPTZ, finished_at TIMESTAMPTZ, status VARCHAR, report JSON)`,
   `CREATE TABLE IF NOT EXISTS windows (run_id VARCHAR, dataset VARCHAR, network VARCHAR, scope VARCHAR, from_block BIGINT, to_block BIGINT,

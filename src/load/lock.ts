@@ -1,6 +1,8 @@
 import { mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { EXIT } from '../cli/exit-codes.js';
+import { ChainlakeError } from '../errors.js';
 
 export interface LockInfo {
   pid: number;
@@ -10,7 +12,7 @@ export interface LockInfo {
 }
 
 /** Another live process holds the lake. */
-export class LakeLockedError extends Error {
+export class LakeLockedError extends ChainlakeError {
   constructor(
     readonly lockFile: string,
     readonly holder: LockInfo | undefined,
@@ -19,8 +21,8 @@ export class LakeLockedError extends Error {
       holder
         ? `the lake is locked by run ${holder.runId} (pid ${holder.pid} on ${holder.host}, since ${holder.startedAt}); lock file ${lockFile}`
         : `the lake is locked (lock file ${lockFile})`,
+      { exitCode: EXIT.locked, hint: 'wait for that run to finish, or pass --wait to queue behind it' },
     );
-    this.name = 'LakeLockedError';
   }
 }
 
@@ -29,19 +31,19 @@ export class LakeLockedError extends Error {
  * file system refuses writes (read-only mount, permissions). The raw errno text named neither the lake nor
  * what to do about it.
  */
-export class LakeAccessError extends Error {
+export class LakeAccessError extends ChainlakeError {
   constructor(
     readonly root: string,
     readonly code: string,
-    /** True when the path itself is wrong (exit 2); false when the place is not writable (exit 1). */
+    /** True when the path itself is wrong; false when the place is not writable. Both exit 2: a person must act. */
     readonly badPath: boolean,
   ) {
     super(
       badPath
         ? `the lake path ${root} is not a directory (${code}): give --lake (or the job's "lake") a folder`
         : `cannot write the lake at ${root} (${code}${code === 'EROFS' ? ': read-only file system' : code === 'ENOSPC' ? ': no space left on the device' : ': permission denied'})`,
+      { exitCode: EXIT.usage, hint: badPath ? undefined : 'give --lake (or the job\'s "lake") a folder this user can write, or fix its permissions' },
     );
-    this.name = 'LakeAccessError';
   }
 }
 

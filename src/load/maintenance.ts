@@ -2,7 +2,7 @@ import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Network } from '../datasets/dataset.js';
 import { DATASETS } from '../datasets/registry.js';
-import { Catalog } from './catalog.js';
+import { Catalog, TABLES } from './catalog.js';
 import { journalFor } from './commit-run.js';
 import { partitionParquetFiles, preparePartition, type CommittedFile, type PreparedFile } from './commit.js';
 import { mkdirDurable } from './durable.js';
@@ -15,6 +15,7 @@ import { REJECTS_SHAPE, datasetShape, type TableShape } from './schema.js';
 import { literal, literalList } from './sql.js';
 import { openRunStaging, closeRunStaging } from './staging.js';
 import { newMaintenanceId } from './ids.js';
+import { catalogProblem, salvageCatalog, type SalvageReport } from './salvage.js';
 
 /** Every table the lake can hold: the registry's datasets and the rejects log. */
 export function lakeShapes(): TableShape[] {
@@ -51,10 +52,13 @@ async function maintain<T>(
   paths: LakePaths,
   what: string,
   fn: (engine: Engine, id: string, staging: string, recovery: RecoveryReport) => Promise<T>,
+  /** Runs under the lock before recovery opens the catalog (a damaged catalog's salvage). */
+  first?: () => Promise<void>,
 ): Promise<T> {
   const id = newMaintenanceId(what);
   const lock = await LakeLock.acquire(paths.root, id);
   try {
+    await first?.();
     const recovery = await recoverLake(paths, { currentRunId: id, by: id });
     const staging = paths.staging(id);
     await openRunStaging(staging, { runId: id, job: `(${what})`, startedAt: new Date().toISOString(), pid: process.pid });
@@ -164,6 +168,8 @@ export interface RebuildReport {
   files: number;
   filesAdded: number;
   filesForgotten: number;
+  /** Set when the catalog was missing or damaged: what was carried over and what was lost. */
+  salvage?: SalvageReport;
 }
 
 /**
@@ -173,7 +179,12 @@ export interface RebuildReport {
  * catalog was lost, queryable again; every chainlake command does the view part by itself when needed.
  */
 export async function rebuildCatalog(paths: LakePaths): Promise<RebuildReport> {
-  return maintain(paths, 'catalog-rebuild', async (engine, id, _staging, recovery) => {
+  let salvage: SalvageReport | undefined;
+  const first = async (): Promise<void> => {
+    const problem = await catalogProblem(paths);
+    if (problem) salvage = await salvageCatalog(paths, problem, TABLES);
+  };
+  const report = await maintain(paths, 'catalog-rebuild', async (engine, id, _staging, recovery) => {
     const onDisk: CommittedFile[] = [];
     for (const shape of lakeShapes()) {
       for (const p of await listPartitions(paths, shape)) {
@@ -211,7 +222,8 @@ export async function rebuildCatalog(paths: LakePaths): Promise<RebuildReport> {
       await c.refreshViews({ force: true });
       return { runId: id, recovery, files: onDisk.length, filesAdded: onDisk.filter((f) => !known.includes(f.path)).length, filesForgotten: gone.length };
     });
-  });
+  }, first);
+  return { ...report, salvage };
 }
 
 export { PARTITION_FILE };

@@ -4,16 +4,20 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { retryOnLock } from './catalog.js';
 import type { LakePaths } from './paths.js';
 import { hasPendingCommit, repairIfFree } from './recovery.js';
+import { EXIT } from '../cli/exit-codes.js';
+import { ChainlakeError } from '../errors.js';
 
 export interface LakeReader {
   conn: DuckDBConnection;
   close(): void;
 }
 
-export class NoLakeError extends Error {
+export class NoLakeError extends ChainlakeError {
   constructor(readonly paths: LakePaths) {
-    super(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`);
-    this.name = 'NoLakeError';
+    super(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`, { exitCode: EXIT.usage, hint: existsSync(paths.stagingRoot)
+        ? 'the lake folder is there but its catalog is gone: `chainlake catalog rebuild` recreates it from the files'
+        : 'check --lake (or $LAKE): it names the folder a run wrote',
+    });
   }
 }
 

@@ -54,6 +54,8 @@ export class BatchCommitter {
   private failure: Error | undefined;
   /** The commit queued last, until the chain reaches it (see enqueue). */
   private waiting: QueuedCommit | undefined;
+  /** Every commit queued and not yet started (an interruption skips them). */
+  private queued: QueuedCommit[] = [];
   /** False once every window is in: a batch committed after that has the machine to itself. */
   private fetching = true;
   private loaders: Loaders | undefined;
@@ -82,6 +84,23 @@ export class BatchCommitter {
     this.pendingRows += outcome.rows;
     const due = this.pendingRows >= this.policy.everyRows || this.ctx.now() - this.lastCommitAt >= this.policy.everySeconds * 1000;
     if (due && !this.failure) void this.enqueue(undefined).catch(() => undefined);
+  }
+
+  /**
+   * An interrupted run: the commit under way finishes, the batches still queued and the windows not yet
+   * queued are dropped (their staging goes with the run's; the next run fetches them again), so the run ends
+   * within one commit of the signal.
+   */
+  dropQueued(): void {
+    for (const slot of this.queued) {
+      if (slot.started) continue;
+      // The final commit still runs, with no windows: it records how the run ended.
+      if (slot.final) slot.batch = [];
+      else slot.skipped = true;
+    }
+    this.waiting = undefined;
+    this.pending = [];
+    this.pendingRows = 0;
   }
 
   /** Commits what is left and records the run's final state. */
@@ -138,8 +157,10 @@ export class BatchCommitter {
       batch = [...waiting.batch, ...batch];
       ns.unshift(...waiting.ns);
     }
-    const slot: QueuedCommit = { batch, ns, started: false, skipped: false };
+    const slot: QueuedCommit = { batch, ns, started: false, skipped: false, final: finalRecord !== undefined };
     this.waiting = slot;
+    this.queued = this.queued.filter((s) => !s.started);
+    this.queued.push(slot);
     this.chain = this.chain.then(async () => {
       slot.started = true;
       if (slot.skipped) return;
@@ -236,7 +257,7 @@ export class BatchCommitter {
       this.preloads.delete(i);
     }
     const rows = done.reduce((a, o) => a + o.rows, 0);
-    log.log('debug', 'commit', `commit ${n}: ${done.length} windows, ${rows} rows, ${files.length} files in ${Date.now() - started} ms`, {
+    log.log('info', 'commit', `commit ${n}: ${done.length} windows, ${rows} rows, ${files.length} files in ${Date.now() - started} ms`, {
       batch: n,
       windows: done.length,
       rows,
@@ -262,6 +283,7 @@ interface QueuedCommit {
   started: boolean;
   /** Taken over by the final commit before its turn came. */
   skipped: boolean;
+  final: boolean;
 }
 
 /**

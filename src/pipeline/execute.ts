@@ -8,6 +8,8 @@ import { PageFiles, StageFile } from '../load/staging.js';
 import { MAX_RECEIVED_PAGE_BYTES, OrdinalState, type RowTransformer } from '../transform/rows.js';
 import type { Logger } from './log.js';
 import type { Window } from './plan.js';
+import { EXIT } from '../cli/exit-codes.js';
+import { ChainlakeError } from '../errors.js';
 
 /** The API clients of a run, one per API. */
 export interface Clients {
@@ -181,9 +183,8 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
   return outcome;
 }
 
-export class StrictRejectsError extends Error {
+export class StrictRejectsError extends ChainlakeError {
   constructor(readonly rejects: number) {
-    super(`${rejects} rows did not convert (strict mode)`);
-    this.name = 'StrictRejectsError';
+    super(`${rejects} rows did not convert (strict mode)`, { exitCode: EXIT.strictRejects });
   }
 }

@@ -6,16 +6,21 @@ import { scopeKindsOf, type DatasetDef, type Network, type ScopeKind } from '../
 import type { Query } from '../extract/explorer.js';
 import type { RetryPolicy, Timeouts } from '../extract/transport.js';
 import { cronProblem } from '../schedule/cron.js';
+import { toChecksumAddress } from '../simulator/keccak.js';
+import { EXIT } from '../cli/exit-codes.js';
+import { ChainlakeError } from '../errors.js';
 
 /** A job file problem: which file, where inside it, and what is wrong. Exit code 2. */
-export class JobError extends Error {
+export class JobError extends ChainlakeError {
   constructor(
     readonly file: string,
     readonly where: string,
     readonly problem: string,
   ) {
-    super(`${file}: ${where ? `${where}: ` : ''}${problem}`);
-    this.name = 'JobError';
+    // `export` builds its job from flags: there is no file to blame.
+    super(file === 'command line' ? `invalid arguments: ${where ? `${where}: ` : ''}${problem}` : `job file error: ${file}: ${where ? `${where}: ` : ''}${problem}`, {
+      exitCode: EXIT.usage,
+    });
   }
 }
 
@@ -101,6 +106,19 @@ export interface Job {
 }
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+
+/**
+ * Why a value is not a usable address, or undefined. A mixed-case address carries an EIP-55 checksum: one
+ * that does not match is a typo (a changed digit), which would silently export some other account.
+ */
+export function addressProblem(a: unknown): string | undefined {
+  if (typeof a !== 'string' || !ADDRESS.test(a)) return `not an address (0x + 40 hex digits): ${JSON.stringify(a)}`;
+  const body = a.slice(2);
+  if (!/[a-f]/.test(body) || !/[A-F]/.test(body)) return undefined;
+  const expected = toChecksumAddress(a.toLowerCase());
+  if (expected === a) return undefined;
+  return `${a} is mixed-case but its EIP-55 checksum does not match (expected ${expected}): check the address for a typo, or write it all in lower case`;
+}
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]*$/;
 const NETWORKS: readonly Network[] = ['mainnet', 'testnet'];
 
@@ -198,8 +216,9 @@ function addressList(r: Reader, v: unknown, where: string): string[] {
   const seen = new Set<string>();
   const { items, at } = listOrFile(r, v, where, 'addresses');
   return items.flatMap((a, i) => {
-    if (typeof a !== 'string' || !ADDRESS.test(a)) r.fail(at(i), `not an address (0x + 40 hex digits): ${JSON.stringify(a)}`);
-    const lower = a.toLowerCase();
+    const problem = addressProblem(a);
+    if (problem) r.fail(at(i), problem);
+    const lower = (a as string).toLowerCase();
     if (seen.has(lower)) return [];
     seen.add(lower);
     return [lower];
@@ -259,11 +278,11 @@ function contractTopicScopes(r: Reader, spec: Obj, where: string): ScopeValues[]
       scope = { contract: addressList(r, [c], at.replace(/\[\d+\]$/, ''))[0]!, ...shared, ...sharedOptions };
     } else if (isObj(c)) {
       r.keys(c, at, ['address', 'topics', 'operand', 'type']);
-      if (typeof c.address !== 'string' || !ADDRESS.test(c.address))
-        r.fail(`${at}.address`, `not an address (0x + 40 hex digits): ${JSON.stringify(c.address)}`);
+      const problem = addressProblem(c.address);
+      if (problem) r.fail(`${at}.address`, problem);
       const topics = c.topics === undefined ? shared : topicsOf(c.topics, `${at}.topics`);
       if (!topics) r.fail(`${at}.topics`, 'topic_0 is required by the API: give "topics" here or beside "contracts"');
-      scope = { contract: c.address.toLowerCase(), ...topics, ...sharedOptions, ...options(c, at) };
+      scope = { contract: (c.address as string).toLowerCase(), ...topics, ...sharedOptions, ...options(c, at) };
     } else return r.fail(at, `must be an address or an object {"address", "topics"}, got ${JSON.stringify(c)}`);
     const key = JSON.stringify(Object.entries(scope).sort());
     if (seen.has(key)) return [];
@@ -402,6 +421,46 @@ function cronOf(r: Reader, v: unknown): string {
   return expr;
 }
 
+/**
+ * `at line L, column C: <what>` of a JSON.parse error: Node names a character offset at best ("at position
+ * 812"), which no editor shows, and often quotes the whole file instead. The offset is the shortest prefix
+ * that fails for a reason other than ending early (a prefix of valid JSON only ever "ends early").
+ */
+export function jsonErrorPlace(text: string, message: string): string {
+  const fails = (n: number): boolean => {
+    try {
+      JSON.parse(text.slice(0, n));
+      return false;
+    } catch (e) {
+      const msg = (e as Error).message;
+      if (/end of JSON input/i.test(msg)) return n === text.length;
+      const at = /at position (\d+)/.exec(msg);
+      return !at || Number(at[1]) < n || n === text.length;
+    }
+  };
+  let lo = 1;
+  let hi = text.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (fails(mid)) hi = mid;
+    else lo = mid + 1;
+  }
+  const at = /at position (\d+)/.exec(message);
+  const early = /end of JSON input/i.test(message) || (at !== null && text.slice(Number(at[1])).trim() === '');
+  if (early) lo = text.length + 1;
+  const token = /^Unexpected token '([^']*)'/.exec(message) ?? /^Unexpected non-whitespace character/.exec(message);
+  const what = early
+    ? 'the file ends early (a missing } or ]?)'
+    : token?.[1] !== undefined
+      ? `unexpected ${JSON.stringify(token[1])}`
+      : message.replace(/\s*(in JSON )?at position \d+.*$/s, '').slice(0, 120);
+  const offset = Math.max(0, lo - 1);
+  const before = text.slice(0, offset);
+  const line = before.split('\n').length;
+  const column = offset - before.lastIndexOf('\n');
+  return `at line ${line}, column ${column}: ${what}`;
+}
+
 /** Validates a parsed job document. Environment supplies the API key and any base URL the job leaves out. */
 export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = process.env): Job {
   const r: Reader = new Reader(file);
@@ -464,6 +523,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   }
 
   const lake = doc.lake === undefined ? 'data/lake' : r.str(doc.lake, 'lake');
+  if (lake.trim() === '') r.fail('lake', 'is empty: name the lake folder (an empty path would write the lake into the working directory)');
 
   const rangeDoc = doc.range ?? {};
   if (!isObj(rangeDoc)) r.fail('range', 'must be an object like {"fromBlock": 0, "toBlock": "head"} or {"incremental": true, "fromBlock": 0}');
@@ -499,6 +559,11 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     if (!def) r.fail(where, `unknown dataset; known datasets: ${datasetNames().join(', ')}`);
     return parseDatasetSpec(r, def, spec, where);
   });
+
+  if (target.kind === 'api' && !target.finance) {
+    const financeDs = datasets.find((d) => DATASETS[d.name]!.endpoints.some((e) => d.endpoints.includes(e.id) && e.api === 'finance'));
+    if (financeDs) r.fail('endpoints.finance', `no finance base URL, and ${financeDs.name} reads the finance API: set it in the job or in ${ENDPOINT_ENV.finance}`);
+  }
 
   const apiKey = doc.apiKey !== undefined ? r.str(doc.apiKey, 'apiKey') : env.CHAINLAKE_API_KEY || undefined;
 
@@ -536,7 +601,7 @@ export async function loadJobFile(file: string, env: NodeJS.ProcessEnv = process
   try {
     doc = JSON.parse(text);
   } catch (e) {
-    throw new JobError(file, '', `not valid JSON: ${(e as Error).message}`);
+    throw new JobError(file, '', `not valid JSON ${jsonErrorPlace(text, (e as Error).message)}`);
   }
   return parseJob(doc, file, env);
 }

@@ -7,11 +7,18 @@ export interface Logger {
 
 const RANK: Record<Level, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 
-export function createLogger(opts: { format: 'text' | 'json'; level: Level; write?: (line: string) => void }): Logger {
+export function createLogger(opts: {
+  format: 'text' | 'json';
+  level: Level;
+  write?: (line: string) => void;
+  /** Text mode: takes an event's line instead of `write` when it returns true (a progress display's status line). */
+  take?: (event: string, line: string) => boolean;
+}): Logger {
   const write = opts.write ?? ((line: string) => process.stderr.write(line + '\n'));
   return {
     log(level, event, message, fields) {
       if (RANK[level] < RANK[opts.level]) return;
+      if (opts.format === 'text' && opts.take?.(event, message)) return;
       if (opts.format === 'json') write(JSON.stringify({ time: new Date().toISOString(), level, event, message, ...fields }));
       else write(level === 'info' ? message : `${level}: ${message}`);
     },

@@ -18,7 +18,8 @@ export interface RunReport {
   runId: string;
   job: string;
   network: string;
-  status: 'complete' | 'partial' | 'failed';
+  /** `interrupted`: stopped by a signal; what was fetched is committed and the next run resumes the rest. */
+  status: 'complete' | 'partial' | 'failed' | 'interrupted';
   startedAt: string;
   finishedAt: string;
   durationMs: number;
@@ -82,8 +83,36 @@ export function sumReports(reports: readonly DatasetReport[], outside?: RequestT
 
 const fmtBytes = (n: number): string => (n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
 
-/** The end-of-run table for people. */
-export function formatReport(r: RunReport): string {
+/**
+ * Lays out a table in columns; wider than `width`, it folds: the columns after the first go into as many
+ * tables as needed, each repeating the first column, so nothing wraps mid-row on an 80-column terminal.
+ */
+export function foldTable(rows: string[][], width: number): string[] {
+  const n = rows[0]!.length;
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
+  const groups: number[][] = [];
+  let group: number[] = [];
+  let used = widths[0]!;
+  for (let i = 1; i < n; i++) {
+    if (group.length > 0 && used + 2 + widths[i]! > width) {
+      groups.push(group);
+      group = [];
+      used = widths[0]!;
+    }
+    group.push(i);
+    used += 2 + widths[i]!;
+  }
+  groups.push(group);
+  const out: string[] = [];
+  for (const [g, cols] of groups.entries()) {
+    if (g > 0) out.push('');
+    for (const row of rows) out.push([row[0]!.padEnd(widths[0]!), ...cols.map((i) => row[i]!.padStart(widths[i]!))].join('  ').trimEnd());
+  }
+  return out;
+}
+
+/** The end-of-run table for people; folded to fit `width` columns. */
+export function formatReport(r: RunReport, width = Infinity): string {
   const header = ['dataset', 'windows', 'failed', 'rows', 'rejects', 'requests', 'retries', 'throttles', 'files', 'size'];
   const line = (d: Omit<DatasetReport, 'dataset'> & { dataset: string }): string[] => [
     d.dataset,
@@ -99,13 +128,9 @@ export function formatReport(r: RunReport): string {
   ];
   const outside = r.outsideWindows && r.outsideWindows.requests > 0 ? [line({ ...emptyDatasetReport('(head pin)'), ...r.outsideWindows })] : [];
   const rows = [header, ...r.datasets.map(line), ...outside, line({ dataset: 'total', ...r.totals })];
-  const widths = header.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));
-  const fmt = (row: string[]): string => row.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   const out = [
     `run ${r.runId} (${r.job}, ${r.network}${r.head !== null ? `, head ${r.head}` : ''}${r.resumeOf ? `, resuming ${r.resumeOf}` : ''}): ${r.status} in ${(r.durationMs / 1000).toFixed(1)} s${r.windowsSkipped ? ` (${r.windowsSkipped} windows already in the lake)` : ''}`,
-    fmt(rows[0]!),
-    ...rows.slice(1, -1).map(fmt),
-    fmt(rows[rows.length - 1]!),
+    ...foldTable(rows, width),
     `lake: ${r.lake}`,
   ];
   for (const [ds, fields] of Object.entries(r.unknownFields)) out.push(`note: ${ds} entries carry fields the schema does not know: ${fields.join(', ')}`);

@@ -8,7 +8,7 @@ import { PageBudget } from '../extract/budget.js';
 import { ExplorerClient } from '../extract/explorer.js';
 import { FinanceClient } from '../extract/finance.js';
 import { LearnedCap, WindowProgress, type PagerOptions } from '../extract/pager.js';
-import { HttpTransport, type TransportOptions } from '../extract/transport.js';
+import { HttpTransport, type RetryEvent, type TransportOptions } from '../extract/transport.js';
 import { Catalog, type WindowRecord } from '../load/catalog.js';
 import type { CommittedFile } from '../load/commit.js';
 import { openEngine } from '../load/engine.js';
@@ -27,6 +27,8 @@ import { silentLogger, type Logger } from './log.js';
 import { effectiveJob, prepareRun } from './prepare.js';
 import { emptyDatasetReport, sumReports, type DatasetReport, type RunReport } from './report.js';
 import { GarbagePacer } from './garbage.js';
+import { EXIT } from '../cli/exit-codes.js';
+import { ChainlakeError } from '../errors.js';
 
 export interface RunOptions {
   logger?: Logger;
@@ -48,6 +50,11 @@ export interface RunOptions {
    * rest of the run is measured without HTTP). The run closes it.
    */
   transportInstance?: HttpTransport;
+  /**
+   * Aborted (Ctrl-C, SIGTERM): no window starts, each window in flight stops after its current page, the
+   * windows already fetched are committed, and the run ends `interrupted` (the next run resumes it).
+   */
+  signal?: AbortSignal;
   /** false: stage no page as received; every entry goes through the converters (tests compare both ways). */
   stageReceived?: boolean;
   /** Fresh rows a commit merges at once (default MERGE_SLICE_ROWS); tests make it small to merge in many slices. */
@@ -152,7 +159,13 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   await openRunStaging(staging, { runId, job: job.name, startedAt: ingestedAt, pid: process.pid });
 
   const targets = await resolveTargets(job, opts);
-  const transport = opts.transportInstance ?? new HttpTransport({ ...transportOptionsOf(job), ...opts.transport });
+  const onRetry = (e: RetryEvent): void =>
+    // `network failure (ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9)` -> `network failure (ECONNREFUSED)`: it must fit a terminal line.
+    log.log('info', 'request.retry', `retrying ${e.endpoint}: ${e.reason.replace(/\((E[A-Z]+)\b[^)]*\)/, '($1)')}, attempt ${e.attempt} of ${e.maxAttempts}, next in ${(e.delayMs / 1000).toFixed(1)} s`, {
+      ...e,
+      delayMs: Math.round(e.delayMs),
+    });
+  const transport = opts.transportInstance ?? new HttpTransport({ ...transportOptionsOf(job), onRetry, ...opts.transport });
   const clients = buildClients(transport, targets, job);
   const runAcct = new Accounting();
   const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
@@ -160,6 +173,14 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   let failure: unknown;
   try {
     const { state, resume, head, range, windows, skipped, committedRanges } = await prepareRun(job, job !== baseJob, opts.fullRefresh ?? false, engine, paths, clients, runAcct);
+
+    if (range.from > head && !job.range.incremental) {
+      // An explicit range above the chain: "0 windows, complete" would read as success.
+      const what = `blocks ${range.from}-${job.range.toBlock === 'head' ? 'head' : job.range.toBlock} start above the chain head (block ${head}, pinned now)`;
+      if (windows.length === 0)
+        throw new ChainlakeError(`${what}: nothing to fetch`, { exitCode: EXIT.usage, hint: "lower --from-block (or the job's range.fromBlock) to the head or below" });
+      log.log('warn', 'range.above-head', `${what}: only datasets without a block range have anything to fetch`, { from: range.from, head });
+    }
 
     const startRecord = { runId, job: job.name, network: job.network, head, range, incremental: job.range.incremental, resumeOf: resume?.runId ?? null };
     // Recorded before any fetch, so a killed run is known (and resumed) by the next run of the job.
@@ -213,10 +234,12 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       learnedCap: new LearnedCap(),
     };
     const limitWindows = pLimit(job.concurrency);
+    opts.signal?.addEventListener('abort', () => committer.dropQueued(), { once: true });
     const garbage = new GarbagePacer();
     await Promise.all(
       windows.map((w, index) =>
         limitWindows(async () => {
+          if (opts.signal?.aborted) return;
           const liveDs = live.dataset(w.def.name);
           const acct = new Accounting();
           const progress = new WindowProgress();
@@ -232,11 +255,14 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
             acct,
             progress,
             onPage: (rows, rejects, bytes) => {
+              if (opts.signal?.aborted) throw new Error('interrupted');
               liveDs.rows += rows;
               liveDs.rejects += rejects;
               garbage.add(bytes);
             },
           });
+          // A window the interruption cut short is not a failure: it was not done, and the next run fetches it.
+          if (opts.signal?.aborted) return;
           if (outcome.error) liveDs.windowsFailed++;
           else liveDs.windowsDone++;
           outcomes.push(outcome);
@@ -247,7 +273,10 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
 
     let report!: RunReport;
     await committer.finish((files) => {
-      report = buildReport(job, runId, started, now(), head, outcomes, files, transformers, paths, skipped, resume?.runId, runAcct);
+      // Interrupted: the report counts what landed (the windows of batches the signal dropped did not).
+      const counted = opts.signal?.aborted ? committer.committed : outcomes;
+      report = buildReport(job, runId, started, now(), head, counted, files, transformers, paths, skipped, resume?.runId, runAcct);
+      if (opts.signal?.aborted) report.status = 'interrupted';
       return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
     });
     return report;

@@ -14,6 +14,7 @@ import {
 } from './convert.js';
 import type { RawPage } from '../extract/pager.js';
 import { ABSENT, ESCAPED, NULL, STRING, scanList } from '../extract/scan.js';
+import { ChainlakeError } from '../errors.js';
 
 /** A typed row ready for staging: column name -> canonical value, plus the partition value. */
 export interface StagedRow {
@@ -141,10 +142,9 @@ function sameKey(a: readonly unknown[], b: readonly unknown[]): boolean {
   return true;
 }
 
-export class OrdinalOrderError extends Error {
+export class OrdinalOrderError extends ChainlakeError {
   constructor(message: string) {
     super(message);
-    this.name = 'OrdinalOrderError';
   }
 }
 

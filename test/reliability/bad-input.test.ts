@@ -171,7 +171,7 @@ describe('lake paths', () => {
 });
 
 describe('a lake that cannot be written', () => {
-  it('an unwritable lake: exit 1 naming the lake; it still reads; nothing committed is lost', async (ctx) => {
+  it('an unwritable lake: exit 2 naming the lake and what to change; it still reads; nothing committed is lost', async (ctx) => {
     const root = path.join(dir, 'ro');
     await mkdir(root, { recursive: true });
     const why = await probeMount(dir);
@@ -195,7 +195,8 @@ describe('a lake that cannot be written', () => {
       expect(r.stderr).toMatch(
         new RegExp(`cannot write the lake at ${target.replace(/[/.]/g, '\\$&')} \\((EROFS: read-only file system|EACCES: permission denied)\\)`),
       );
-      expect(r.code, r.stderr).toBe(1);
+      expect(r.stderr).toMatch(/hint: give --lake .* a folder this user can write/);
+      expect(r.code, r.stderr).toBe(2);
       // Reading needs no write.
       const q = await cli(['query', '--lake', target, '--format', 'json', 'SELECT count(*)::INT AS n FROM transactions']);
       expect(q.code, q.stderr).toBe(0);

@@ -23,7 +23,7 @@ export const compactCommand: CommandModule<object, Args> = {
       .option('dataset', { type: 'string', array: true, choices: [...datasetNames(), REJECTS_DATASET], describe: 'Only these datasets (default: all)' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
       .example('$0 compact', 'Compact every dataset of data/lake')
-      .example('$0 compact --lake /srv/lake --dataset transactions', 'Only transactions') as never,
+      .example('$0 compact --lake /srv/lake --dataset transactions', 'Only transactions'),
   handler: async (args) => {
     const paths = new LakePaths(args.lake);
     if (!existsSync(paths.catalog)) throw new CliError(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`);

@@ -51,7 +51,7 @@ export const describeCommand: CommandModule<object, Args> = {
       .positional('dataset', { type: 'string', choices: datasetNames(), describe: 'One dataset (default: list them all)' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
       .example('$0 describe', 'List every dataset')
-      .example('$0 describe transactions', 'Columns of transactions') as never,
+      .example('$0 describe transactions', 'Columns of transactions'),
   handler: (args) => {
     if (args.format === 'json') {
       const names = args.dataset ? [args.dataset] : datasetNames();

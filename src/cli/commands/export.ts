@@ -1,8 +1,8 @@
 import type { CommandModule } from 'yargs';
 import { scopeKindsOf, type DatasetDef, type ScopeKind } from '../../datasets/dataset.js';
 import { datasetNames, getDataset } from '../../datasets/registry.js';
-import { parseJob } from '../../pipeline/job.js';
-import { applyRunOverrides, executeJob, withRunOptions, type RunArgs } from '../common.js';
+import { JobError, parseJob, type Job } from '../../pipeline/job.js';
+import { applyRunOverrides, blockRangeArgs, executeJob, withRunOptions, type RunArgs } from '../common.js';
 import { CliError } from '../exit-codes.js';
 
 interface Args extends RunArgs {
@@ -53,6 +53,52 @@ const FLAG_KINDS: Record<string, ScopeKind[]> = {
 
 /** The block flag takes numbers and "from-to" ranges; numbers stay numbers so the job parser checks them. */
 const blockValue = (b: string | number): string | number => (typeof b === 'string' && /^\d+$/.test(b) ? Number(b) : b);
+
+/** The flag behind each job key `export` fills, so its errors speak the flags the user typed. */
+const KEY_FLAGS: [RegExp, string][] = [
+  [/^range\.fromBlock/, '--from-block'],
+  [/^range\.toBlock/, '--to-block'],
+  [/^range$/, '--from-block/--to-block'],
+  [/^datasets\.\w+\.addresses/, '--address'],
+  [/^datasets\.\w+\.transactions/, '--tx'],
+  [/^datasets\.\w+\.contracts/, '--contract'],
+  [/^datasets\.\w+\.topics\[(\d)\]/, '--topic$1'],
+  [/^datasets\.\w+\.topics/, '--topic0..3'],
+  [/^datasets\.\w+\.operand/, '--operand'],
+  [/^datasets\.\w+\.blocks/, '--block'],
+  [/^datasets\.\w+\.pools/, '--pool'],
+  [/^datasets\.\w+\.pids/, '--pid'],
+  [/^datasets\.\w+\.tokens/, '--token'],
+  [/^datasets\.\w+\.pairs\[\d+\]\.holder/, '--holder'],
+  [/^datasets\.\w+\.pairs/, '--token/--holder'],
+  [/^datasets\.\w+\.charts\[\d+\]\.unit_count/, '--unit-count'],
+  [/^datasets\.\w+\.charts\[\d+\]\.unit_multiplier/, '--unit-multiplier'],
+  [/^datasets\.\w+\.charts/, '--unit'],
+  [/^datasets\.\w+\.endpoints/, '--endpoint'],
+  [/^datasets\.\w+\.input/, '--input'],
+  [/^datasets\.\w+$/, 'the scope flags'],
+];
+
+/** A JobError of the job `export` built, re-worded with the flag (and the value's position among repeats). */
+export function flagError(e: JobError): CliError {
+  for (const [re, flag] of KEY_FLAGS) {
+    const m = re.exec(e.where);
+    if (!m) continue;
+    // `--address a --address b`: say which of the repeated values is wrong.
+    const index = /^\[(\d+)\]/.exec(e.where.slice(m[0].length));
+    const nth = index ? ` (value ${Number(index[1]) + 1})` : '';
+    return new CliError(`${m[0].replace(re, flag)}${nth}: ${e.problem}`);
+  }
+  return new CliError(e.where.startsWith('endpoints.') ? e.problem : `${e.where ? `${e.where}: ` : ''}${e.problem}`);
+}
+
+function jobFromFlags(doc: Record<string, unknown>): Job {
+  try {
+    return parseJob(doc, 'command line');
+  } catch (e) {
+    throw e instanceof JobError ? flagError(e) : e;
+  }
+}
 
 /** The job file's spec of one dataset, from the scope flags. */
 export function datasetSpecFromFlags(def: DatasetDef, args: Partial<Args>): Record<string, unknown> {
@@ -123,6 +169,8 @@ export const exportCommand: CommandModule<object, Args> = {
         .option('simulator', { type: 'boolean', describe: 'Target the embedded simulator instead of CHAINLAKE_*_URL' })
         .option('input', { type: 'boolean', describe: 'Ask for input data (transactions, internal_transactions)' }),
     )
+      // No job file here: say where the rows go unless told.
+      .describe('lake', 'Lake directory [default: data/lake]')
       .example(
         '$0 export transactions --address 0xabc… --from-block 1000 --to-block 2000',
         'Transactions of one address in a block range, from CHAINLAKE_MAINNET_URL',
@@ -130,9 +178,10 @@ export const exportCommand: CommandModule<object, Args> = {
       .example('$0 export transactions --simulator --address 0xabc… --lake /tmp/lake', 'The same from the embedded simulator')
       .example('$0 export event_logs --simulator --contract 0xabc… --topic0 0xddf2…', 'Transfer logs of a contract')
       .example('$0 export token_balances --simulator --token 0xabc… --holder 0xdef…', 'One holder’s balance of one token')
-      .example('$0 export stable_chart --simulator --unit hour --unit-count 48', 'The last 48 hourly points of the stable-token chart') as never,
+      .example('$0 export stable_chart --simulator --unit hour --unit-count 48', 'The last 48 hourly points of the stable-token chart'),
   handler: async (args) => {
     const def = getDataset(args.dataset);
+    blockRangeArgs(args); // the flags' own checks first: they quote what was typed
     const doc: Record<string, unknown> = {
       name: `export-${args.dataset}`,
       network: args.network,
@@ -140,7 +189,7 @@ export const exportCommand: CommandModule<object, Args> = {
       range: { fromBlock: args['from-block'] ?? 0, ...(args['to-block'] !== undefined ? { toBlock: args['to-block'] } : {}) },
       datasets: { [args.dataset]: datasetSpecFromFlags(def, args) },
     };
-    const job = applyRunOverrides(parseJob(doc, 'command line'), args);
+    const job = applyRunOverrides(jobFromFlags(doc), args);
     await executeJob(job, args);
   },
 };

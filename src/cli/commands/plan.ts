@@ -154,7 +154,7 @@ export const planCommand: CommandModule<object, Args> = {
       .option('probe', { type: 'boolean', default: true, describe: 'Ask each paged window for its row count (one small request each); --no-probe to skip' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
       .example('$0 plan jobs/nightly.json', "What tonight's run would fetch, at the job's rps")
-      .example('$0 plan jobs/backfill.json --no-probe --format json', 'Windows only, no count probes, as JSON') as never,
+      .example('$0 plan jobs/backfill.json --no-probe --format json', 'Windows only, no count probes, as JSON'),
   handler: async (args) => {
     const job = applyRunOverrides(await loadJobFile(args.job), args);
     await printPlan(job, args, blockRangeArgs(args));

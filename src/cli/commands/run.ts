@@ -19,7 +19,7 @@ export const runCommand: CommandModule<object, Args> = {
       .example('$0 run jobs/demo.json', 'Export the demo job from the embedded simulator into data/lake')
       .example('$0 run jobs/nightly.json --lake /srv/lake --rps 20', 'Run a job into another lake, at most 20 requests/s')
       .example('$0 run jobs/nightly.json --from-block 100000 --to-block 120000', 'Backfill one block range')
-      .example('$0 run jobs/nightly.json --wait --report report.json', 'Wait for a running job to finish first; write the report as JSON') as never,
+      .example('$0 run jobs/nightly.json --wait --report report.json', 'Wait for a running job to finish first; write the report as JSON'),
   handler: async (args) => {
     const job = applyRunOverrides(await loadJobFile(args.job), args);
     const rangeOverride = blockRangeArgs(args);

@@ -33,7 +33,7 @@ export const scheduleCommand: CommandModule<object, Args> = {
       .positional('jobs', { type: 'string', array: true, demandOption: true, describe: 'Job files' })
       .option('cron', { type: 'string', describe: 'Cron expression for every job given (overrides their "schedule")' })
       .example('$0 schedule jobs/nightly.json', 'Run the nightly job on its own schedule until stopped')
-      .example('$0 schedule --cron "*/30 * * * *" jobs/a.json jobs/b.json', 'Run two jobs every 30 minutes') as never,
+      .example('$0 schedule --cron "*/30 * * * *" jobs/a.json jobs/b.json', 'Run two jobs every 30 minutes'),
   handler: async (args) => {
     if (args.cron !== undefined) {
       const problem = cronProblem(args.cron);

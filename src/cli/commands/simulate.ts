@@ -3,6 +3,7 @@
 import type { Argv, CommandModule } from 'yargs';
 import { DEFAULT_API_KEY, FAULT_KINDS, SCALES, startSimulator } from '../../simulator/index.js';
 import type { FaultKind, Scale, SimulatorOptions } from '../../simulator/index.js';
+import { CliError } from '../exit-codes.js';
 
 interface SimulateArgs {
   port: number;
@@ -21,11 +22,11 @@ interface SimulateArgs {
 export function parseLatency(v: string | undefined): SimulatorOptions['latencyMs'] {
   if (v === undefined || v === '') return undefined;
   const m = /^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$/.exec(v);
-  if (!m) throw new Error(`--latency-ms: expected N or MIN-MAX milliseconds, got '${v}'`);
+  if (!m) throw new CliError(`--latency-ms: expected N or MIN-MAX milliseconds, got '${v}'`);
   if (m[2] === undefined) return Number(m[1]);
   const min = Number(m[1]),
     max = Number(m[2]);
-  if (max < min) throw new Error(`--latency-ms: MIN must not exceed MAX, got '${v}'`);
+  if (max < min) throw new CliError(`--latency-ms: MIN must not exceed MAX, got '${v}'`);
   return { min, max };
 }
 
@@ -36,7 +37,7 @@ export function parseFaultKinds(v: string | undefined): FaultKind[] | undefined 
     .map((s) => s.trim())
     .filter((s) => s.length > 0);
   for (const k of kinds) {
-    if (!(FAULT_KINDS as readonly string[]).includes(k)) throw new Error(`--faults: unknown fault kind '${k}'; known kinds: ${FAULT_KINDS.join(', ')}`);
+    if (!(FAULT_KINDS as readonly string[]).includes(k)) throw new CliError(`--faults: unknown fault kind '${k}'; known kinds: ${FAULT_KINDS.join(', ')}`);
   }
   return kinds as FaultKind[];
 }
@@ -66,17 +67,17 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
       .example('$0 simulate --port 8545 --scale medium --block-time-ms 12000', 'A bigger chain with a moving head')
       .example('$0 simulate --fault-rate 0.1 --faults 429,503,reset --latency-ms 5-80', 'Flaky, slow service for resilience tests')
       .check((a) => {
-        if (!Number.isInteger(a.port) || a.port < 0 || a.port > 65535) throw new Error(`--port must be an integer 0..65535, got ${a.port}`);
-        if (!Number.isInteger(a.seed) || a.seed < 0 || a.seed > 0xffffffff) throw new Error(`--seed must be an integer 0..4294967295, got ${a.seed}`);
-        if (!(a['fault-rate'] >= 0 && a['fault-rate'] <= 1)) throw new Error(`--fault-rate must be within 0..1, got ${a['fault-rate']}`);
-        if (a['rate-limit'] !== undefined && !(a['rate-limit'] > 0)) throw new Error(`--rate-limit must be > 0, got ${a['rate-limit']}`);
-        if (!(a['block-time-ms'] >= 0)) throw new Error(`--block-time-ms must be >= 0, got ${a['block-time-ms']}`);
+        if (!Number.isInteger(a.port) || a.port < 0 || a.port > 65535) throw new CliError(`--port must be an integer 0..65535, got ${a.port}`);
+        if (!Number.isInteger(a.seed) || a.seed < 0 || a.seed > 0xffffffff) throw new CliError(`--seed must be an integer 0..4294967295, got ${a.seed}`);
+        if (!(a['fault-rate'] >= 0 && a['fault-rate'] <= 1)) throw new CliError(`--fault-rate must be within 0..1, got ${a['fault-rate']}`);
+        if (a['rate-limit'] !== undefined && !(a['rate-limit'] > 0)) throw new CliError(`--rate-limit must be > 0, got ${a['rate-limit']}`);
+        if (!(a['block-time-ms'] >= 0)) throw new CliError(`--block-time-ms must be >= 0, got ${a['block-time-ms']}`);
         if (!Number.isInteger(a['result-window']) || a['result-window'] < 1)
-          throw new Error(`--result-window must be a positive integer, got ${a['result-window']}`);
+          throw new CliError(`--result-window must be a positive integer, got ${a['result-window']}`);
         parseLatency(a['latency-ms']);
         parseFaultKinds(a.faults);
         return true;
-      }) as unknown as Argv<SimulateArgs>,
+      }),
   handler: async (a) => {
     const kinds = parseFaultKinds(a.faults);
     const sim = await startSimulator({
@@ -90,6 +91,11 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
       rateLimit: a['rate-limit'] !== undefined ? { rps: a['rate-limit'] } : undefined,
       blockTimeMs: a['block-time-ms'] > 0 ? a['block-time-ms'] : undefined,
       resultWindow: a['result-window'],
+    }).catch((e: unknown) => {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')
+        throw new CliError(`cannot listen on ${a.host}:${a.port} (${code}): choose another --port (0 picks a free one) or --host`);
+      throw e;
     });
     // Handlers first: whoever reads the line below may signal at once.
     const stopped = new Promise<void>((resolve) => {

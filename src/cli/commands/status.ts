@@ -1,3 +1,4 @@
+import type { DuckDBValue } from '@duckdb/node-api';
 import type { CommandModule } from 'yargs';
 import { LakePaths } from '../../load/paths.js';
 import { openLakeReader } from '../../load/reader.js';
@@ -27,7 +28,7 @@ function section<T extends object>(title: string, rows: T[], empty: string): str
   const columns = Object.keys(rows[0]!);
   return `${title}:\n${renderRows(
     columns,
-    rows.map((r) => columns.map((c) => (r as Record<string, unknown>)[c] as never)),
+    rows.map((r) => columns.map((c) => (r as Record<string, DuckDBValue>)[c] ?? null)),
     'table',
   )}`;
 }
@@ -59,7 +60,7 @@ export const statusCommand: CommandModule<object, Args> = {
       .option('format', { choices: ['table', 'json'] as const, default: 'table' as const, describe: 'table for a terminal, json for a program' })
       .option('runs', { type: 'number', default: 10, describe: 'How many of the last runs to list' })
       .example('$0 status', 'The state of data/lake')
-      .example('$0 status --lake /srv/lake --format json | jq .gaps', 'Gaps as JSON, for monitoring') as never,
+      .example('$0 status --lake /srv/lake --format json | jq .gaps', 'Gaps as JSON, for monitoring'),
   handler: async (args) => {
     if (!Number.isInteger(args.runs) || args.runs < 1) throw new CliError(`--runs must be a positive integer, got ${args.runs}`);
     const paths = new LakePaths(args.lake);

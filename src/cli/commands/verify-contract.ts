@@ -35,7 +35,7 @@ export const verifyContractCommand: CommandModule<object, Args> = {
       .option('libraries', { type: 'string', describe: 'Libraries as a JSON array' })
       .option('network', { choices: ['mainnet', 'testnet'] as const, default: 'mainnet' as const })
       .option('simulator', { type: 'boolean', describe: 'Target the embedded simulator instead of CHAINLAKE_*_URL' })
-      .example('$0 verify-contract 0xabc… --source Token.sol --name Token --compiler v0.8.24+commit.e11b9ed9', 'Verify a contract on mainnet') as never,
+      .example('$0 verify-contract 0xabc… --source Token.sol --name Token --compiler v0.8.24+commit.e11b9ed9', 'Verify a contract on mainnet'),
   handler: async (args) => {
     let libraries: unknown[] | undefined;
     if (args.libraries !== undefined) {

@@ -1,0 +1,127 @@
+import './native-allocator.js';
+import { existsSync } from 'node:fs';
+import { rename } from 'node:fs/promises';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { EXIT } from '../cli/exit-codes.js';
+import { ChainlakeError } from '../errors.js';
+import type { LakePaths } from './paths.js';
+import { literal } from './sql.js';
+
+/** DuckDB's words for a catalog file it cannot read: a bad checksum, a bad header, a truncated file. */
+const DAMAGE = /Corrupt database file|not a valid DuckDB database file|Could not read enough bytes from file|checksum \d* ?does not match/i;
+
+/** True when an error is DuckDB refusing a damaged database file. */
+export function isCatalogDamage(e: unknown): boolean {
+  return e instanceof Error && DAMAGE.test(e.message);
+}
+
+/** What every command says when it meets a damaged catalog: the fix is `catalog rebuild`. */
+export class CatalogDamagedError extends ChainlakeError {
+  constructor(cause: unknown, lake?: string) {
+    super(`the lake's catalog.duckdb is damaged: ${(cause as Error).message}`, {
+      cause,
+      exitCode: EXIT.usage,
+      hint: `run \`chainlake catalog rebuild${lake ? ` --lake ${lake}` : ' --lake <this lake>'}\`: it rebuilds the catalog from the lake's files and keeps what it can read of the run history`,
+    });
+  }
+}
+
+/** The catalog's tables a rebuild carries over, in order; `files` is always re-read from the lake's files. */
+const KEPT_TABLES = ['lake_meta', 'runs', 'windows', 'watermarks', 'commits'] as const;
+
+/** What each lost table costs the user, in the rebuild's words. */
+const LOSS: Record<(typeof KEPT_TABLES)[number], string> = {
+  lake_meta: 'the lake facts (rebuilt)',
+  runs: 'the run history (`status` shows no earlier runs)',
+  windows: 'the window records (resume and gap reports start afresh)',
+  watermarks: 'the watermarks (the next incremental runs start from the job\'s fromBlock and fetch again; merging keeps one row per key)',
+  commits: 'the commit log',
+};
+
+export interface SalvageReport {
+  /** Why the catalog was set aside: 'missing', or DuckDB's message. */
+  problem: string;
+  /** Where the damaged file was moved (kept for inspection), when there was one. */
+  damagedCopy?: string;
+  kept: { table: string; rows: number }[];
+  lost: { table: string; what: string; error: string }[];
+}
+
+/**
+ * Checks the whole catalog file reads back: every block of every table (DuckDB verifies a block's checksum
+ * when it reads it). Returns DuckDB's complaint, or undefined when the file is sound.
+ */
+export async function catalogProblem(paths: LakePaths): Promise<string | undefined> {
+  if (!existsSync(paths.catalog)) return 'missing';
+  let instance: DuckDBInstance | undefined;
+  try {
+    instance = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });
+    const conn = await instance.connect();
+    try {
+      await conn.run(`ATTACH ${literal(paths.catalog)} AS old (READ_ONLY)`);
+      const tables = (await conn.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = 'old'`)).getRowsJS().map((r) => String(r[0]));
+      for (const t of tables) await conn.runAndReadAll(`SELECT * FROM old.main."${t}"`);
+      return undefined;
+    } finally {
+      conn.closeSync();
+    }
+  } catch (e) {
+    if (isCatalogDamage(e)) return (e as Error).message;
+    throw e;
+  } finally {
+    instance?.closeSync();
+  }
+}
+
+/**
+ * Sets a damaged catalog aside and starts a new one with every table that still reads whole. Runs under the
+ * lake's lock, before anything else opens the catalog; the caller then re-reads the files and the views.
+ */
+export async function salvageCatalog(paths: LakePaths, problem: string, createTables: string[]): Promise<SalvageReport> {
+  const report: SalvageReport = { problem, kept: [], lost: [] };
+  if (problem === 'missing') {
+    for (const t of KEPT_TABLES) if (t !== 'lake_meta') report.lost.push({ table: t, what: LOSS[t], error: 'no catalog.duckdb' });
+    return report;
+  }
+  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const damaged = `${paths.catalog}.damaged-${stamp}`;
+  await rename(paths.catalog, damaged);
+  if (existsSync(`${paths.catalog}.wal`)) await rename(`${paths.catalog}.wal`, `${damaged}.wal`);
+  report.damagedCopy = damaged;
+  const instance = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });
+  const conn = await instance.connect();
+  try {
+    await conn.run(`ATTACH ${literal(paths.catalog)} AS fresh`);
+    await conn.run('USE fresh');
+    for (const sql of createTables) await conn.run(sql);
+    let attached = true;
+    try {
+      await conn.run(`ATTACH ${literal(damaged)} AS old (READ_ONLY)`);
+    } catch (e) {
+      attached = false;
+      if (!isCatalogDamage(e)) throw e;
+      for (const t of KEPT_TABLES) if (t !== 'lake_meta') report.lost.push({ table: t, what: LOSS[t], error: 'the file does not open' });
+    }
+    if (attached) {
+      for (const t of KEPT_TABLES) {
+        try {
+          await conn.run('BEGIN TRANSACTION');
+          await conn.run(`INSERT INTO fresh.main.${t} BY NAME SELECT * FROM old.main.${t}`);
+          const n = Number((await conn.runAndReadAll(`SELECT count(*) FROM fresh.main.${t}`)).getRowsJS()[0]![0]);
+          await conn.run('COMMIT');
+          report.kept.push({ table: t, rows: n });
+        } catch (e) {
+          await conn.run('ROLLBACK').catch(() => undefined);
+          if (t !== 'lake_meta') report.lost.push({ table: t, what: LOSS[t], error: (e as Error).message });
+        }
+      }
+      await conn.run('DETACH old');
+    }
+    await conn.run('USE memory');
+    await conn.run('DETACH fresh');
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+  return report;
+}

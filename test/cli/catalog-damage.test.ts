@@ -1,0 +1,130 @@
+import { spawn } from 'node:child_process';
+import { cp, open, readdir, rm, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { catalogProblem } from '../../src/load/salvage.js';
+import { LakePaths } from '../../src/load/paths.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { CLI, runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/lake.js';
+
+let sim: RunningSimulator;
+let dir: string;
+let cleanup: () => Promise<void>;
+let lake: string;
+let rows: number;
+
+const HISTORY = ['runs', 'windows', 'watermarks', 'commits'];
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 7 });
+  ({ dir, cleanup } = await tempDir());
+  lake = path.join(dir, 'lake');
+  const env = { CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: sim.apiKey };
+  for (const a of sim.examples.addresses.slice(0, 2)) {
+    const r = await runCli(['export', 'transactions', '--address', a, '--lake', lake, '-q'], { env });
+    expect(r.code, r.stderr).toBe(0);
+  }
+  rows = Number(JSON.parse((await runCli(['query', '--lake', lake, '--format', 'json', 'SELECT count(*)::INT AS n FROM transactions'])).stdout).n);
+  expect(rows).toBeGreaterThan(100);
+});
+afterAll(async () => {
+  await sim?.close();
+  await cleanup?.();
+});
+
+async function copyLake(name: string): Promise<string> {
+  const to = path.join(dir, name);
+  await cp(lake, to, { recursive: true });
+  return to;
+}
+
+async function overwrite(file: string, at: number, length: number): Promise<void> {
+  const fh = await open(file, 'r+');
+  try {
+    await fh.write(Buffer.alloc(length, 0xa5), 0, length, at);
+  } finally {
+    await fh.close();
+  }
+}
+
+/** After a rebuild the lake answers again, with every row, and `status` works. */
+async function answersAgain(at: string): Promise<void> {
+  const st = await runCli(['status', '--lake', at]);
+  expect(st.code, st.stderr).toBe(0);
+  const q = await runCli(['query', '--lake', at, '--format', 'json', 'SELECT count(*)::INT AS n FROM transactions']);
+  expect(q.code, q.stderr).toBe(0);
+  expect(JSON.parse(q.stdout)).toEqual({ n: rows });
+}
+
+describe('a damaged or missing catalog.duckdb', () => {
+  it('every command says to run `catalog rebuild`; the rebuild keeps what reads and names what was lost', async () => {
+    // Damage one block of the catalog: the first 256 KiB block whose damage DuckDB notices (checksums are per block).
+    const size = (await stat(path.join(lake, 'catalog.duckdb'))).size;
+    let at: string | undefined;
+    for (let offset = 12_288 + 1000, i = 0; offset < size && !at; offset += 262_144, i++) {
+      const candidate = await copyLake(`damaged-${i}`);
+      await overwrite(path.join(candidate, 'catalog.duckdb'), offset, 4096);
+      if (await catalogProblem(new LakePaths(candidate))) at = candidate;
+      else await rm(candidate, { recursive: true });
+    }
+    expect(at, 'no block damage was noticed').toBeDefined();
+    const lakeAt = at!;
+    for (const cmd of [['status'], ['query', 'SELECT count(*) FROM runs'], ['compact']]) {
+      const r = await runCli([...cmd, '--lake', lakeAt]);
+      if (r.code === 0) continue; // the damaged block is not one this command reads
+      expect(r.code, cmd[0]).toBe(2);
+      expect(r.stderr, cmd[0]).toMatch(/catalog\.duckdb is damaged[\s\S]*hint: run `chainlake catalog rebuild --lake /);
+    }
+    const rb = await runCli(['catalog', 'rebuild', '--lake', lakeAt]);
+    expect(rb.code, rb.stderr).toBe(0);
+    expect(rb.stdout).toMatch(/catalog\.duckdb was damaged \(.*\); it was moved to .*catalog\.duckdb\.damaged-\d{8}T\d{6}Z/);
+    // Each table of the history is either kept (with its row count) or named as lost.
+    for (const t of HISTORY) {
+      const kept = new RegExp(`kept: .*\\b${t} \\(\\d+ rows\\)`).test(rb.stdout);
+      const lost = rb.stdout.includes(`lost: the ${t === 'runs' ? 'run history' : t === 'windows' ? 'window records' : t === 'commits' ? 'commit log' : t}`);
+      expect(kept !== lost, `${t}: ${rb.stdout}`).toBe(true);
+    }
+    expect((await readdir(lakeAt)).some((f) => f.startsWith('catalog.duckdb.damaged-'))).toBe(true);
+    await answersAgain(lakeAt);
+  });
+
+  it('an unreadable or deleted catalog: everything is lost but the data, and the rebuild says so', async () => {
+    const garbled = await copyLake('garbled');
+    await overwrite(path.join(garbled, 'catalog.duckdb'), 0, 8192);
+    const st = await runCli(['status', '--lake', garbled]);
+    expect(st.code).toBe(2);
+    expect(st.stderr).toMatch(/not a valid DuckDB database file[\s\S]*hint: run `chainlake catalog rebuild --lake /);
+    const rb = await runCli(['catalog', 'rebuild', '--lake', garbled]);
+    expect(rb.code, rb.stderr).toBe(0);
+    expect(rb.stdout).toMatch(/lost: the run history/);
+    expect(rb.stdout).toMatch(/lost: the watermarks \(the next incremental runs start from the job's fromBlock/);
+    await answersAgain(garbled);
+
+    const deleted = await copyLake('deleted');
+    await rm(path.join(deleted, 'catalog.duckdb'));
+    const q = await runCli(['query', '--lake', deleted, 'SELECT 1']);
+    expect(q.code).toBe(2);
+    expect(q.stderr).toMatch(/catalog rebuild/);
+    const rb2 = await runCli(['catalog', 'rebuild', '--lake', deleted]);
+    expect(rb2.code, rb2.stderr).toBe(0);
+    expect(rb2.stdout).toMatch(/no catalog\.duckdb at .*: a new one was created from the lake's files/);
+    await answersAgain(deleted);
+  });
+
+  it('output into a pipe that closes early (`| head`) ends quietly with exit 0', async () => {
+    const child = spawn(process.execPath, [CLI, 'query', '--lake', lake, '--format', 'csv', 'SELECT * FROM transactions, range(20)'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    // Like `head -1`: read the first chunk, then close the pipe while the writer still has rows to write.
+    child.stdout.once('data', () => child.stdout.destroy());
+    const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+    const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('close', (c, s) => resolve([c, s])));
+    clearTimeout(timer);
+    expect(signal).toBeNull();
+    expect(stderr).toBe('');
+    expect(code).toBe(0);
+  });
+});

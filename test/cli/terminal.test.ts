@@ -1,0 +1,120 @@
+import { execFile } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { CLI, runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/lake.js';
+
+// The progress display and retry lines as a person sees them: the CLI runs on a real pseudo-terminal
+// (util-linux `script`) of a given size, and the test reads what was drawn.
+let sim: RunningSimulator;
+let dir: string;
+let cleanup: () => Promise<void>;
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 11 });
+  ({ dir, cleanup } = await tempDir());
+});
+afterAll(async () => {
+  await sim?.close();
+  await cleanup?.();
+});
+
+const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** Runs the CLI on a pseudo-terminal of `rows` x `cols`; returns everything drawn (stdout and stderr share it). */
+function onTerminal(args: string[], rows: number, cols: number, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; screen: string }> {
+  const cmd = `stty rows ${rows} cols ${cols}; exec ${[process.execPath, CLI, ...args].map(shellQuote).join(' ')}`;
+  return new Promise((resolve, reject) => {
+    execFile(
+      'script',
+      ['-qefc', cmd, '/dev/null'],
+      { env: { ...process.env, CHAINLAKE_API_KEY: '', CHAINLAKE_MAINNET_URL: '', ...env }, timeout: 90_000, maxBuffer: 64 << 20 },
+      (err, stdout) => {
+        if (err && typeof (err as { code?: unknown }).code !== 'number') return reject(err);
+        resolve({ code: err ? ((err as { code?: number }).code ?? null) : 0, screen: stdout });
+      },
+    );
+  });
+}
+
+/** The text of each line as the terminal shows it: escape sequences and carriage returns removed. */
+const visibleLines = (screen: string): string[] =>
+  screen
+    .split('\n')
+    .map((l) => l.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/\r/g, ''))
+    .filter((l) => l.length > 0);
+
+async function job(name: string, body: Record<string, unknown>): Promise<string> {
+  const file = path.join(dir, `${name}.json`);
+  await writeFile(file, JSON.stringify({ name, network: 'mainnet', target: 'api', lake: path.join(dir, `lake-${name}`), ...body }));
+  return file;
+}
+
+describe('on a terminal', () => {
+  it('an unreachable API shows its retries at once: endpoint, reason, attempt n of m, next wait; JSON logs carry them at info', async () => {
+    const file = await job('unreachable', {
+      endpoints: { mainnet: 'http://127.0.0.1:9/mainnet' },
+      retry: { maxAttempts: 3, baseDelayMs: 50 },
+      datasets: { transactions: { addresses: [sim.examples.addresses[0]] } },
+    });
+    const t = await onTerminal(['run', file], 20, 80);
+    expect(t.code).toBe(1);
+    const lines = visibleLines(t.screen);
+    expect(lines.some((l) => /^retrying explorer #17 \(latest\): .*, attempt 2 of 3, next in \d+\.\d s$/.test(l)), t.screen).toBe(true);
+    for (const l of lines.filter((x) => x.startsWith('retrying'))) expect(l.length).toBeLessThan(80);
+
+    const j = await runCli(['run', file, '--log-format', 'json']);
+    const events = j.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { level: string; event: string; attempt?: number; maxAttempts?: number; message: string });
+    const retries = events.filter((e) => e.event === 'request.retry');
+    expect(retries.map((e) => [e.level, e.attempt, e.maxAttempts])).toEqual([
+      ['info', 2, 3],
+      ['info', 3, 3],
+    ]);
+    expect(retries[0]!.message).toMatch(/^retrying explorer #17 \(latest\): network failure \(ECONNREFUSED\), attempt 2 of 3, next in/);
+  });
+
+  it('progress fits a short, narrow terminal; the final table fits 80 columns; debug lines only with -v', async () => {
+    const a = sim.examples.addresses;
+    const file = await job('progress', {
+      endpoints: { mainnet: sim.urls.mainnet, finance: sim.urls.finance },
+      range: { fromBlock: 0, toBlock: 20_000, windowBlocks: 2_000 },
+      concurrency: 2,
+      datasets: {
+        transactions: { addresses: a.slice(0, 3) },
+        erc20_transfers: { addresses: a.slice(0, 3) },
+        internal_transactions: { addresses: a.slice(0, 3) },
+        balances: { addresses: a.slice(0, 3) },
+        mined_blocks: { addresses: [sim.examples.miner] },
+        dashboard: {},
+      },
+    });
+    const rows = 5;
+    const t = await onTerminal(['run', file], rows, 72, { CHAINLAKE_API_KEY: sim.apiKey });
+    expect(t.code, t.screen).toBe(0);
+    // Every redraw moves up over at most the screen's height less one line, so none is left in the scrollback.
+    const ups = [...t.screen.matchAll(/\x1b\[(\d+)A/g)].map((m) => Number(m[1]));
+    expect(ups.length).toBeGreaterThan(0);
+    expect(Math.max(...ups)).toBeLessThanOrEqual(rows - 1);
+    const lines = visibleLines(t.screen);
+    // Progress lines never reach the last column (a line that wraps breaks the redraw).
+    for (const l of lines.filter((x) => /windows +\d+\/\d+/.test(x))) expect(l.length, l).toBeLessThan(72);
+    expect(lines.some((l) => /^… and \d+ more datasets$/.test(l))).toBe(true);
+    // The report table folds to the terminal's width.
+    const table = lines.slice(lines.findIndex((l) => l.startsWith('run ') && / complete in /.test(l)) + 1, lines.findIndex((l) => l.startsWith('lake: ')));
+    expect(table.length).toBeGreaterThan(8);
+    for (const l of table) expect(l.length, l).toBeLessThanOrEqual(72);
+
+    const quietJson = await runCli(['run', file, '--full-refresh', '--log-format', 'json'], { env: { CHAINLAKE_API_KEY: sim.apiKey } });
+    expect(quietJson.code, quietJson.stderr).toBe(0);
+    expect(quietJson.stderr).not.toMatch(/"level":"debug"/);
+    expect(quietJson.stderr).toMatch(/"event":"commit"/);
+    const verbose = await runCli(['run', file, '--full-refresh', '--log-format', 'json', '-v'], { env: { CHAINLAKE_API_KEY: sim.apiKey } });
+    expect(verbose.code, verbose.stderr).toBe(0);
+    expect(verbose.stderr).toMatch(/"level":"debug","event":"window.done"/);
+  });
+});
