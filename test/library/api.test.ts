@@ -1,10 +1,11 @@
 import { spawnSync } from 'node:child_process';
-import { chmod, cp, readdir, rename, stat } from 'node:fs/promises';
+import { chmod, cp, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportDataset, openLake, QueryRefusedError, streamDataset, type DatasetRequest, type RecordBatch, type Row } from '../../src/index.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { tempDir } from '../helpers/lake.js';
+import { lockDown, unprivileged } from '../helpers/permissions.js';
 
 let sim: RunningSimulator;
 let dir: string;
@@ -126,17 +127,3 @@ describe('the library API', () => {
   });
 });
 
-/** Makes a tree read-only (files 0444, folders `mode`), or writable again with 0755. */
-export async function lockDown(p: string, mode: number): Promise<void> {
-  for (const e of await readdir(p)) {
-    const f = path.join(p, e);
-    if ((await stat(f)).isDirectory()) await lockDown(f, mode);
-    else await chmod(f, mode === 0o755 ? 0o644 : 0o444);
-  }
-  await chmod(p, mode);
-}
-
-/** Options that run a child as the unprivileged user `nobody` when the tests run as root (where modes stop nothing). */
-export function unprivileged(): { uid?: number; gid?: number } {
-  return process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
-}
