@@ -1,4 +1,3 @@
-import './native-allocator.js';
 import { existsSync } from 'node:fs';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { DATASETS } from '../datasets/registry.js';
