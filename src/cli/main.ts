@@ -1,8 +1,7 @@
 #!/usr/bin/env node
-// First: DuckDB's allocator reads its options when the library loads (see native-allocator.ts), and V8's
-// young generation is kept small before the run allocates (see young-generation.ts).
-import '../load/native-allocator.js';
-import './young-generation.js';
+// First: the CLI's runtime tuning (DuckDB's allocator reads its options when the library loads; V8's young
+// generation is kept small before the run allocates): see runtime-tuning.ts. CHAINLAKE_RUNTIME_TUNING=off disables it.
+import './runtime-tuning.js';
 import { readFileSync } from 'node:fs';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';

@@ -287,13 +287,8 @@ export class Catalog {
     ];
     for (const { shape, doc, partitionDoc: pdoc } of shapes) {
       const withFiles = await hasFiles(paths, shape.name);
-      const hiveColumns: LakeColumn[] = [
-        { name: 'network', type: 'VARCHAR', doc: 'Network: mainnet or testnet (Hive partition).' },
-        { name: shape.partition, type: 'DATE', doc: pdoc },
-      ];
-      const body = withFiles
-        ? `SELECT * FROM read_parquet(${literal(paths.datasetGlob(shape.name))}, hive_partitioning = true, union_by_name = true, hive_types = {'network': 'VARCHAR', ${literal(shape.partition)}: 'DATE'})`
-        : emptyTypedSelect(shape, hiveColumns);
+      const hiveColumns = hiveColumnsOf(shape, pdoc);
+      const body = viewBody(paths, shape, withFiles);
       const signature = createHash('sha256')
         .update(JSON.stringify({ body, doc, columns: [...shape.columns, ...hiveColumns] }))
         .digest('hex');
@@ -307,6 +302,20 @@ export class Catalog {
     setMeta('format', String(CATALOG_FORMAT));
     if (statements.length) await this.run(statements.join(';\n'));
   }
+}
+
+function hiveColumnsOf(shape: TableShape, partitionDoc: string): LakeColumn[] {
+  return [
+    { name: 'network', type: 'VARCHAR', doc: 'Network: mainnet or testnet (Hive partition).' },
+    { name: shape.partition, type: 'DATE', doc: partitionDoc },
+  ];
+}
+
+/** The SELECT of a dataset's view: its files under the lake at `paths`, or no rows of the right types. */
+export function viewBody(paths: LakePaths, shape: TableShape, withFiles: boolean): string {
+  return withFiles
+    ? `SELECT * FROM read_parquet(${literal(paths.datasetGlob(shape.name))}, hive_partitioning = true, union_by_name = true, hive_types = {'network': 'VARCHAR', ${literal(shape.partition)}: 'DATE'})`
+    : emptyTypedSelect(shape, hiveColumnsOf(shape, ''));
 }
 
 function tableComments(): string[] {

@@ -1,4 +1,3 @@
-import './native-allocator.js';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 
 export interface Engine {

@@ -1,14 +1,22 @@
-import './native-allocator.js';
 import { existsSync } from 'node:fs';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { retryOnLock } from './catalog.js';
+import { DATASETS } from '../datasets/registry.js';
+import { hasFiles, retryOnLock, viewBody } from './catalog.js';
 import type { LakePaths } from './paths.js';
 import { hasPendingCommit, repairIfFree } from './recovery.js';
 import { EXIT } from '../cli/exit-codes.js';
 import { ChainlakeError } from '../errors.js';
+import { datasetShape, REJECTS_SHAPE } from './schema.js';
+import { ident } from './sql.js';
 
 export interface LakeReader {
   conn: DuckDBConnection;
+  /**
+   * Where the catalog says the lake was, when it has moved and this reader could not update the catalog (a
+   * read-only copy): its views then point there, so this reader shadows them with temporary views of the lake's
+   * current place. Running any chainlake command with write access to the lake (e.g. `status`) updates it.
+   */
+  movedFrom?: string;
   close(): void;
 }
 
@@ -65,19 +73,41 @@ export async function openLakeReader(paths: LakePaths, opts: { waitMs?: number; 
   if (await hasPendingCommit(paths)) await tryRepair(paths, by);
   if (!existsSync(paths.catalog)) throw new NoLakeError(paths);
   let { instance, conn } = await openReadOnly(paths, waitMs);
+  let movedFrom: string | undefined;
   if ((await recordedRoot(conn)) !== paths.root) {
     conn.closeSync();
     instance.closeSync();
     await tryRepair(paths, by);
     ({ instance, conn } = await openReadOnly(paths, waitMs));
+    const root = await recordedRoot(conn);
+    if (root !== undefined && root !== paths.root) {
+      movedFrom = root;
+      try {
+        await shadowViews(conn, paths);
+      } catch (e) {
+        conn.closeSync();
+        instance.closeSync();
+        throw e;
+      }
+    }
   }
   return {
     conn,
+    movedFrom,
     close() {
       conn.closeSync();
       instance.closeSync();
     },
   };
+}
+
+/** Temporary views (they shadow the catalog's, for this connection only) of every dataset at the lake's current place. */
+async function shadowViews(conn: DuckDBConnection, paths: LakePaths): Promise<void> {
+  const statements: string[] = [];
+  for (const shape of [...Object.values(DATASETS).map(datasetShape), REJECTS_SHAPE]) {
+    statements.push(`CREATE OR REPLACE TEMP VIEW ${ident(shape.name)} AS ${viewBody(paths, shape, await hasFiles(paths, shape.name))}`);
+  }
+  await conn.run(statements.join(';\n'));
 }
 
 /** A reader may not be allowed to write the lake (a shared, read-only mount): then it reads it as it is. */

@@ -8,8 +8,8 @@ import { describe, expect, it } from 'vitest';
  * it imports the module (or not), then keeps a window of 200k-400k fresh objects alive, as typing a page does,
  * which makes V8 grow the young generation, and reports the new space's size in MB.
  */
-function newSpaceMb(opts: { importModule: boolean; execArgv?: string[]; nodeOptions?: string }): number {
-  const entry = path.resolve('dist/cli/young-generation.js');
+function newSpaceMb(opts: { importModule: boolean; entry?: string; execArgv?: string[]; nodeOptions?: string; env?: NodeJS.ProcessEnv }): number {
+  const entry = path.resolve(opts.entry ?? 'dist/cli/runtime-tuning.js');
   const script = `
     import v8 from 'node:v8';
     ${opts.importModule ? `await import(${JSON.stringify(entry)});` : ''}
@@ -20,7 +20,7 @@ function newSpaceMb(opts: { importModule: boolean; execArgv?: string[]; nodeOpti
     }
     const space = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
     process.stdout.write(String(space.space_size / 1048576));`;
-  const env = { ...process.env, NODE_OPTIONS: opts.nodeOptions ?? '' };
+  const env = { ...process.env, NODE_OPTIONS: opts.nodeOptions ?? '', ...opts.env };
   const r = spawnSync(process.execPath, [...(opts.execArgv ?? []), '--input-type=module', '-e', script], { encoding: 'utf8', env, timeout: 60_000 });
   expect(r.status, r.stderr).toBe(0);
   expect(r.stderr).toBe('');
@@ -40,6 +40,12 @@ describe('young generation', () => {
 
   it('is kept small by the CLI before anything else runs', () => {
     const imports = readFileSync('src/cli/main.ts', 'utf8').match(/^import .*$/gm)!;
-    expect(imports.slice(0, 2)).toEqual(["import '../load/native-allocator.js';", "import './young-generation.js';"]);
+    expect(imports[0]).toBe("import './runtime-tuning.js';");
+  });
+
+  it('is left alone with CHAINLAKE_RUNTIME_TUNING=off, and by the library', () => {
+    expect(newSpaceMb({ importModule: true, env: { CHAINLAKE_RUNTIME_TUNING: 'off' } })).toBeGreaterThanOrEqual(16);
+    // Importing the library changes no V8 flag: the young generation grows as it does without chainlake.
+    expect(newSpaceMb({ importModule: true, entry: 'dist/index.js' })).toBeGreaterThanOrEqual(16);
   });
 });

@@ -1,59 +1,194 @@
-import { StatementType, type DuckDBResultReader } from '@duckdb/node-api';
+import { createWriteStream } from 'node:fs';
+import { rename, rm, writeFile } from 'node:fs/promises';
+import { once } from 'node:events';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import type { DuckDBResult, DuckDBValue } from '@duckdb/node-api';
+import { AsyncByteQueue, RecordBatchStreamWriter } from 'apache-arrow';
 import type { CommandModule } from 'yargs';
+import { arrowBatches } from '../../load/arrow.js';
 import { LakePaths } from '../../load/paths.js';
-import { NoLakeError, openLakeReader } from '../../load/reader.js';
+import { lastQueryStatement, QueryRefusedError, streamQuery } from '../../load/query.js';
+import { NoLakeError, openLakeReader, type LakeReader } from '../../load/reader.js';
+import { literal } from '../../load/sql.js';
 import { CliError } from '../exit-codes.js';
-import { renderRows, type TableFormat } from '../output.js';
+import { renderRows } from '../output.js';
+
+export type QueryFormat = 'table' | 'csv' | 'json' | 'parquet' | 'arrow';
 
 interface Args {
   sql: string;
   lake: string;
-  format: TableFormat;
+  format: QueryFormat;
+  output?: string;
 }
 
 /**
- * Statements a read-only catalog would still run, because they write files rather than the catalog (DuckDB's
- * READ_ONLY covers only the database): refused, so `query` cannot put a stray file into the lake or
- * anywhere else. Exporting a result goes through `--format csv|json` and a shell redirect.
+ * Rows a table shows at most: it must see all its rows to align them, so a larger result shows its first rows
+ * and a count of the rest (read and counted, not kept); csv, json, arrow and parquet stream any size.
  */
-const FILE_WRITING: Partial<Record<number, string>> = {
-  [StatementType.COPY]: 'COPY writes files; export a result with --format csv (or json) and a redirect instead',
-  [StatementType.EXPORT]: 'EXPORT DATABASE writes files; export a result with --format csv (or json) and a redirect instead',
-  [StatementType.COPY_DATABASE]: 'COPY FROM DATABASE writes a database',
-  [StatementType.EXTENSION]: 'INSTALL downloads and writes an extension (chainlake needs only the built-in parquet and json)',
-  [StatementType.UPDATE_EXTENSIONS]: 'UPDATE EXTENSIONS downloads and writes extensions',
+export const TABLE_MAX_ROWS = 1_000;
+
+/** A sink that respects backpressure: a slow reader of stdout (or disk) slows the query instead of filling memory. */
+class Out {
+  /** Set once the reader went away (a closed pipe: `| head`): the rest is not wanted, and that is no error. */
+  closed = false;
+  private failure: Error | undefined;
+  constructor(private readonly stream: Writable) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE') this.closed = true;
+      else this.failure ??= e;
+    });
+  }
+  /** Throws what the stream reported (a full disk…) since the last write. */
+  check(): void {
+    if (this.failure) throw this.failure;
+  }
+  async write(s: string | Uint8Array): Promise<void> {
+    this.check();
+    if (this.closed) return;
+    if (!this.stream.write(s)) await this.drained();
+  }
+  private drained(): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        this.stream.off('drain', done).off('close', done).off('error', done);
+        resolve();
+      };
+      this.stream.on('drain', done).on('close', done).on('error', done);
+    });
+  }
+}
+
+const csvCell = (v: DuckDBValue): string => {
+  if (v === null || v === undefined) return '';
+  const s = typeof v === 'string' ? v : String(v);
+  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
 };
 
+/** Text of a DuckDB chunk's worth of rows, appended and written in one piece. */
+async function writeCsv(result: DuckDBResult, out: Out): Promise<void> {
+  await out.write(result.columnNames().map(csvCell).join(',') + '\n');
+  for await (const rows of result.yieldRows()) {
+    if (out.closed) return;
+    let text = '';
+    for (const r of rows) text += r.map(csvCell).join(',') + '\n';
+    await out.write(text);
+  }
+}
+
+async function writeJson(result: DuckDBResult, out: Out): Promise<void> {
+  for await (const rows of result.yieldRowObjectJson()) {
+    if (out.closed) return;
+    let text = '';
+    for (const r of rows) text += JSON.stringify(r) + '\n';
+    await out.write(text);
+  }
+}
+
+/** The writer's byte sink, emptied by us after each batch (its own queue would grow while stdout is slow). */
+class Collected extends AsyncByteQueue {
+  chunks: Uint8Array[] = [];
+  override write(value: ArrayBufferView | ArrayBuffer | string): void {
+    if (typeof value === 'string') this.chunks.push(Buffer.from(value));
+    else this.chunks.push(value instanceof Uint8Array ? value : ArrayBuffer.isView(value) ? new Uint8Array(value.buffer, value.byteOffset, value.byteLength) : new Uint8Array(value));
+  }
+  take(): Uint8Array {
+    const out = Buffer.concat(this.chunks);
+    this.chunks = [];
+    return out;
+  }
+}
+
+/** An Arrow IPC stream (what pyarrow.ipc.open_stream, pandas and Polars read), batch by batch. */
+async function writeArrow(result: DuckDBResult, out: Out): Promise<void> {
+  const sink = new Collected();
+  const writer = new RecordBatchStreamWriter();
+  writer.reset(sink);
+  for await (const batch of arrowBatches(result)) {
+    if (out.closed) return;
+    writer.write(batch);
+    // Written before the next batch is typed: at most one batch is in JavaScript at a time.
+    await out.write(sink.take());
+  }
+  writer.finish();
+  await out.write(sink.take());
+}
+
+async function writeTable(result: DuckDBResult, out: Out): Promise<void> {
+  const kept: DuckDBValue[][] = [];
+  let total = 0;
+  for await (const rows of result.yieldRows()) {
+    for (const r of rows) if (kept.length < TABLE_MAX_ROWS) kept.push(r);
+    total += rows.length;
+  }
+  let text = renderRows(result.columnNames(), kept, 'table');
+  if (total > kept.length) {
+    text = text.replace(/\(\d+ rows?\)$/, `(${total} rows; the first ${kept.length} shown: use --format csv, json, arrow or parquet, with --output FILE, for all)`);
+  }
+  await out.write(text + '\n');
+}
+
+/** `--format parquet`: DuckDB writes the query's result to the file itself (COPY), streaming, compressed. */
+async function writeParquet(reader: LakeReader, sql: string, file: string): Promise<void> {
+  const split = await lastQueryStatement(reader.conn, sql);
+  if (!split) throw new CliError('--format parquet writes the result of a query: the last statement must be a SELECT (or WITH, VALUES, FROM…)');
+  for (const s of split.before) await reader.conn.run(s);
+  await reader.conn.run(`COPY (${split.last}) TO ${literal(file)} (FORMAT parquet, COMPRESSION zstd)`);
+}
+
 /**
- * Runs SQL against the lake's catalog, opened read-only so a query can never change the lake's tables. The
- * reader waits out a commit in progress and always sees a committed state (see openLakeReader).
+ * Runs SQL against the lake's catalog, opened read-only so a query can never change the lake's tables, and
+ * writes the last statement's result to `out` as it is read: memory stays the same whatever the result's size.
+ * The reader waits out a commit in progress and always sees a committed state (see openLakeReader).
  */
-export async function queryLake(lake: string, sql: string, format: TableFormat): Promise<string> {
-  const paths = new LakePaths(lake);
-  const reader = await openLakeReader(paths);
+export async function queryLakeTo(lake: string, sql: string, format: QueryFormat, target: { stream: Writable } | { file: string }): Promise<{ movedFrom?: string }> {
+  const reader = await openLakeReader(new LakePaths(lake));
   try {
-    // Statement by statement, so that one that writes files is refused before anything runs after it.
-    if (sql.trim() === '') throw new CliError('no SQL statement given');
-    const statements = await reader.conn.extractStatements(sql).catch((e: Error) => {
-      throw new Error(e.message.replace(/^Failed to extract statements: /, ''));
-    });
-    if (statements.count === 0) throw new CliError('no SQL statement given');
-    let result: DuckDBResultReader | undefined;
-    for (let i = 0; i < statements.count; i++) {
-      const prepared = await statements.prepare(i);
-      const refused = FILE_WRITING[prepared.statementType];
-      if (refused) throw new CliError(`query is read-only: ${refused}`);
-      result = await prepared.runAndReadAll();
+    if (format === 'parquet') {
+      if (!('file' in target)) throw new CliError('--format parquet needs --output FILE (Parquet is a file format, not a stream)');
+      await writeParquet(reader, sql, target.file);
+      return { movedFrom: reader.movedFrom };
     }
-    return renderRows(result!.columnNames(), result!.getRows(), format, format === 'json' ? result!.getRowObjectsJson() : undefined);
+    const result = await streamQuery(reader.conn, sql);
+    // Created now, so that a path that cannot be written fails before the query runs.
+    if ('file' in target) await writeFile(target.file, '');
+    const stream = 'file' in target ? createWriteStream(target.file) : target.stream;
+    const out = new Out(stream);
+    try {
+      if (format === 'csv') await writeCsv(result, out);
+      else if (format === 'json') await writeJson(result, out);
+      else if (format === 'arrow') await writeArrow(result, out);
+      else await writeTable(result, out);
+    } finally {
+      if ('file' in target) {
+        stream.end();
+        await once(stream, 'close');
+      }
+      out.check();
+    }
+    return { movedFrom: reader.movedFrom };
   } finally {
     reader.close();
   }
 }
 
+/** The result as text (tests, small results): queryLakeTo into a string. */
+export async function queryLake(lake: string, sql: string, format: Exclude<QueryFormat, 'parquet' | 'arrow'>): Promise<string> {
+  let text = '';
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      text += chunk.toString();
+      done();
+    },
+  });
+  await queryLakeTo(lake, sql, format, { stream });
+  return text.replace(/\n$/, '');
+}
+
 export const queryCommand: CommandModule<object, Args> = {
   command: 'query <sql>',
-  describe: "Run SQL against the lake's catalog (read-only) and print the result",
+  describe: "Run SQL against the lake's catalog (read-only) and print or write the result",
   builder: (y) =>
     y
       .positional('sql', {
@@ -63,19 +198,36 @@ export const queryCommand: CommandModule<object, Args> = {
       })
       .option('lake', { type: 'string', default: 'data/lake', describe: 'Lake directory' })
       .option('format', {
-        choices: ['table', 'csv', 'json'] as const,
+        choices: ['table', 'csv', 'json', 'parquet', 'arrow'] as const,
         default: 'table' as const,
-        describe: 'table: aligned, for a terminal; csv: RFC 4180 with a header; json: one object per line',
+        describe: `table: aligned, for a terminal (the first ${TABLE_MAX_ROWS} rows); csv: RFC 4180 with a header; json: one object per line; arrow: an Arrow IPC stream (pandas, Polars, pyarrow); parquet: a Parquet file (needs --output)`,
       })
+      .option('output', { type: 'string', alias: 'o', describe: 'Write the result to this file instead of stdout (streamed: any size)' })
       .example('$0 query "DESCRIBE transactions"', 'Columns and types of a dataset')
       .example('$0 query --format csv "SELECT block_date, count(*) FROM transactions GROUP BY ALL"', 'Rows per day as CSV')
+      .example('$0 query --format parquet -o tx.parquet "SELECT * FROM transactions"', 'A whole dataset into one Parquet file')
+      .example('$0 query --format arrow -o tx.arrows "SELECT * FROM transactions"', 'An Arrow stream: pyarrow.ipc.open_stream("tx.arrows").read_pandas()')
       .example('$0 query "SELECT column_name, comment FROM duckdb_columns() WHERE table_name = \'transactions\'"', 'What each column means')
       .example('$0 query --format json "SELECT * FROM _rejects LIMIT 5"', 'Rows that did not convert, as JSON lines') as never,
   handler: async (args) => {
+    // A file is written beside its final name and renamed once complete: a failed query leaves no half file.
+    const partial = args.output ? path.join(path.dirname(args.output), `.${path.basename(args.output)}.partial`) : undefined;
     try {
-      process.stdout.write((await queryLake(args.lake, args.sql, args.format)) + '\n');
+      const { movedFrom } = await queryLakeTo(args.lake, args.sql, args.format, partial ? { file: partial } : { stream: process.stdout });
+      if (partial) await rename(partial, args.output!);
+      if (movedFrom) {
+        process.stderr.write(
+          `chainlake: note: this lake was moved from ${movedFrom} and could not be updated here (read-only): it was read through temporary views of ${path.resolve(args.lake)}. Run any chainlake command (e.g. chainlake status) once with write access to update it for good.\n`,
+        );
+      }
     } catch (e) {
+      if (partial) await rm(partial, { force: true });
       if (e instanceof CliError || e instanceof NoLakeError) throw e;
+      if (e instanceof QueryRefusedError) throw new CliError(`query failed: ${e.message}`);
+      const code = (e as NodeJS.ErrnoException).code;
+      if (args.output && (code === 'ENOENT' || code === 'EACCES' || code === 'EROFS' || code === 'EISDIR')) {
+        throw new CliError(`cannot write --output ${args.output}: ${(e as Error).message}`);
+      }
       throw new CliError(`query failed: ${(e as Error).message}`);
     }
   },

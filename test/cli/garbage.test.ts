@@ -1,7 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { collectGarbage, GarbagePacer } from '../../src/pipeline/garbage.js';
+import { forceCollection as collectGarbage } from '../../src/cli/runtime-tuning.js';
+import { GarbagePacer } from '../../src/pipeline/garbage.js';
 
 /** A fresh object reachable only through the returned WeakRef (made in its own frame, so no local keeps it). */
 function unreachable(): WeakRef<object> {
@@ -26,7 +27,7 @@ describe('collectGarbage', () => {
     // A child process of the built dist, so that its resident memory is this case's alone: ~110 MB of objects
     // made and dropped, then one collection with release.
     const script = `
-      const { collectGarbage } = await import(${JSON.stringify(path.resolve('dist/pipeline/garbage.js'))});
+      const { forceCollection: collectGarbage } = await import(${JSON.stringify(path.resolve('dist/cli/runtime-tuning.js'))});
       const rss = () => process.memoryUsage().rss / 2 ** 20;
       const before = rss();
       let many = Array.from({ length: 1_000_000 }, (_, i) => ({ i, s: 'x' + i }));
@@ -41,6 +42,28 @@ describe('collectGarbage', () => {
     expect(grown - before).toBeGreaterThan(60);
     // Measured: Node 22 and 24 kept 98 and 107 of 108-111 MB after a plain collection, 14 with release.
     expect(after - before).toBeLessThan((grown - before) / 3);
+  });
+});
+
+describe('collections without the CLI', () => {
+  it('a library host forces none: collectGarbage does nothing until a collector is installed', () => {
+    // A child of the built dist: the library, then an unreachable object and the pipeline's collection point.
+    const script = `
+      await import(${JSON.stringify(path.resolve('dist/index.js'))});
+      const { collectGarbage, setGarbageCollector } = await import(${JSON.stringify(path.resolve('dist/pipeline/garbage.js'))});
+      const make = () => new WeakRef({ payload: new Array(1000).fill('garbage') });
+      const ref = make();
+      await new Promise((resolve) => setImmediate(resolve));
+      collectGarbage({ release: true });
+      const kept = ref.deref() !== undefined;
+      const { forceCollection } = await import(${JSON.stringify(path.resolve('dist/cli/runtime-tuning.js'))});
+      await new Promise((resolve) => setImmediate(resolve));
+      collectGarbage();
+      process.stdout.write(JSON.stringify({ kept, gcExposed: typeof globalThis.gc, collectedOnceInstalled: ref.deref() === undefined }));`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    // Importing runtime-tuning (the CLI's first import) installs its collector: then the same call collects.
+    expect(JSON.parse(r.stdout)).toEqual({ kept: true, gcExposed: 'undefined', collectedOnceInstalled: true });
   });
 });
 

@@ -1,0 +1,234 @@
+/**
+ * chainlake as a library: run jobs, export one dataset, query a lake, or stream a dataset's typed rows as Apache
+ * Arrow record batches without a lake.
+ *
+ * Importing this module runs no command, changes no V8 flag, forces no garbage collection and sets no
+ * environment variable: the CLI's runtime tuning (docs/performance.md) is the CLI's alone.
+ *
+ * @example
+ * ```ts
+ * import { exportDataset, openLake } from 'chainlake';
+ * await exportDataset({ dataset: 'blocks', lake: '/tmp/lake', target: 'simulator', toBlock: 500, spec: { blocks: ['0-500'] } });
+ * const lake = await openLake('/tmp/lake');
+ * for await (const row of lake.query('SELECT count(*) AS n FROM blocks')) console.log(row.n);
+ * await lake.close();
+ * ```
+ * @packageDocumentation
+ */
+import { DuckDBDecimalValue, DuckDBTypeId, JSDuckDBValueConverter, type DuckDBResult, type DuckDBValueConverter, type JS } from '@duckdb/node-api';
+import type { RecordBatch } from 'apache-arrow';
+import { arrowBatches, DEFAULT_BATCH_ROWS } from './load/arrow.js';
+import { LakePaths } from './load/paths.js';
+import { openLakeReader, type LakeReader } from './load/reader.js';
+import { streamQuery } from './load/query.js';
+import { loadJobFile, parseJob, type Job } from './pipeline/job.js';
+import type { Logger } from './pipeline/log.js';
+import type { RunReport } from './pipeline/report.js';
+import { runJob as runPipeline } from './pipeline/run.js';
+import { streamJobBatches, type StreamedWindow } from './pipeline/stream.js';
+
+export { JobError } from './pipeline/job.js';
+export { NoLakeError } from './load/reader.js';
+export { LakeLockedError, LakeAccessError } from './load/lock.js';
+export { QueryRefusedError } from './load/query.js';
+export { datasetNames } from './datasets/registry.js';
+export type { RunReport, DatasetReport } from './pipeline/report.js';
+export type { Logger, Level } from './pipeline/log.js';
+export type { StreamedWindow } from './pipeline/stream.js';
+export type { RecordBatch } from 'apache-arrow';
+
+/**
+ * A job as its JSON file holds it (see `jobs/` and `chainlake schema`): `name`, `network`, `target`
+ * (`"api"` or `"simulator"`), `endpoints`, `lake`, `range`, `datasets`… Validated exactly as a job file is;
+ * a problem throws {@link JobError}.
+ */
+export type JobDocument = Record<string, unknown>;
+
+/** Options of {@link runJob} and {@link exportDataset}. */
+export interface RunJobOptions {
+  /** Receives the run's events (none by default). */
+  logger?: Logger;
+  /** The lake directory, instead of the job's `lake`. */
+  lake?: string;
+  /** Fetch the job's whole range again, ignoring watermarks and unfinished runs. */
+  fullRefresh?: boolean;
+  /** An explicit block range for this run only (no resume, no incremental narrowing). */
+  fromBlock?: number;
+  toBlock?: number;
+  /** If another run holds the lake, wait for it instead of throwing {@link LakeLockedError}. */
+  waitForLock?: boolean;
+}
+
+async function jobOf(job: string | JobDocument, lake: string | undefined): Promise<Job> {
+  const parsed = typeof job === 'string' ? await loadJobFile(job) : parseJob(job, 'job object');
+  return lake === undefined ? parsed : { ...parsed, lake };
+}
+
+/**
+ * Runs a job (a job file's path, or the object such a file holds) into its lake and returns the run's report.
+ * A run that loses some windows resolves with `status: 'partial'` or `'failed'` (a later run resumes them);
+ * it throws only when it cannot run at all (a bad job, a locked or unwritable lake).
+ */
+export async function runJob(job: string | JobDocument, options: RunJobOptions = {}): Promise<RunReport> {
+  const parsed = await jobOf(job, options.lake);
+  const range = options.fromBlock !== undefined || options.toBlock !== undefined ? { fromBlock: options.fromBlock, toBlock: options.toBlock } : undefined;
+  return runPipeline(parsed, { logger: options.logger, fullRefresh: options.fullRefresh, waitForLock: options.waitForLock, rangeOverride: range });
+}
+
+/** Which dataset to fetch, from where, and for which scopes and blocks (the library's `chainlake export`). */
+export interface DatasetRequest {
+  /** A dataset name (see {@link datasetNames} and `chainlake describe`). */
+  dataset: string;
+  /**
+   * The dataset's scopes and options as a job file's `datasets.<name>` entry holds them, e.g.
+   * `{ addresses: ['0x…'] }`, `{ contracts: ['0x…'], topics: ['0xddf2…'] }`, `{ blocks: ['0-500'] }`.
+   */
+  spec?: Record<string, unknown>;
+  network?: 'mainnet' | 'testnet';
+  /** First block (default 0). */
+  fromBlock?: number;
+  /** Last block (default: the head, pinned when the run starts). */
+  toBlock?: number;
+  /**
+   * `"api"` (default): the APIs at `endpoints` (or `CHAINLAKE_*_URL`), with `apiKey` (or `CHAINLAKE_API_KEY`);
+   * `"simulator"`: the embedded simulator, started for the call.
+   */
+  target?: 'api' | 'simulator';
+  /** The embedded simulator's chain (`target: 'simulator'`): its seed (default 1) and scale. */
+  simulator?: { seed?: number; scale?: 'small' | 'medium' | 'large' };
+  endpoints?: { mainnet?: string; testnet?: string; testnetAlt?: string; finance?: string };
+  /** Never logged, printed or stored. */
+  apiKey?: string;
+  /** Requests in flight at once (default 8) and per second (default unlimited). */
+  concurrency?: number;
+  rps?: number;
+  /** Fail instead of setting aside rows that do not convert. */
+  strict?: boolean;
+}
+
+function requestDocument(r: DatasetRequest, lake?: string): JobDocument {
+  const doc: JobDocument = {
+    name: `export-${r.dataset}`,
+    network: r.network ?? 'mainnet',
+    target: r.target ?? 'api',
+    range: { fromBlock: r.fromBlock ?? 0, ...(r.toBlock !== undefined ? { toBlock: r.toBlock } : {}) },
+    datasets: { [r.dataset]: r.spec ?? {} },
+  };
+  if (lake !== undefined) doc.lake = lake;
+  if (r.simulator) doc.simulator = r.simulator;
+  if (r.endpoints) doc.endpoints = r.endpoints;
+  if (r.apiKey !== undefined) doc.apiKey = r.apiKey;
+  if (r.concurrency !== undefined) doc.concurrency = r.concurrency;
+  if (r.rps !== undefined) doc.rps = r.rps;
+  if (r.strict !== undefined) doc.strict = r.strict;
+  return doc;
+}
+
+/** Exports one dataset into a lake (as `chainlake export` does) and returns the run's report. */
+export async function exportDataset(request: DatasetRequest & { lake: string }, options: Omit<RunJobOptions, 'lake'> = {}): Promise<RunReport> {
+  return runJob(requestDocument(request, request.lake), options);
+}
+
+/** Options of {@link streamDataset}. */
+export interface StreamOptions {
+  /** Rows per record batch (default 16,384). */
+  batchRows?: number;
+  /** Called after each window's batches, with its row, reject and request counts. */
+  onWindow?: (w: StreamedWindow) => void;
+  logger?: Logger;
+}
+
+/**
+ * A dataset's typed rows for a scope and block range, as Apache Arrow record batches, without a lake. The rows
+ * go through the same transform and the same DuckDB casts as a lake's, and the batches have the columns and
+ * types of the dataset's lake view (BIGINT as Int64, amounts as Decimal128(38,0), timestamps as Timestamp(µs,
+ * UTC), then `network` and the partition date). Windows come one at a time in block order; memory stays
+ * bounded whatever the range. Rows are not merged on their natural key as a lake does, and entries that do not
+ * convert are left out (counted in `onWindow`; `strict: true` makes them an error). Breaking out of the loop
+ * stops the fetching and removes the temporary files.
+ *
+ * @example
+ * ```ts
+ * for await (const batch of streamDataset({ dataset: 'transactions', target: 'simulator', spec: { addresses: ['0x…'] }, toBlock: 20_000 })) {
+ *   console.log(batch.numRows, batch.schema.fields.map((f) => `${f.name}: ${f.type}`));
+ * }
+ * ```
+ */
+export async function* streamDataset(request: DatasetRequest, options: StreamOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
+  const job = parseJob(requestDocument(request), 'stream request');
+  yield* streamJobBatches(job, { logger: options.logger, batchRows: options.batchRows, onWindow: options.onWindow });
+}
+
+/**
+ * A query result row: column name -> value. BIGINT and HUGEINT are `bigint`; DECIMAL is `bigint` when its scale
+ * is 0 (amounts in wei), its exact text otherwise; timestamps and dates are `Date`; lists are arrays.
+ */
+export type Row = Record<string, unknown>;
+
+/** DuckDB's JS conversion, except exact decimals (DuckDB's own gives a lossy double). */
+const exact: DuckDBValueConverter<JS> = (value, type, converter) => {
+  if (type.typeId === DuckDBTypeId.DECIMAL && value instanceof DuckDBDecimalValue) return value.scale === 0 ? value.value : value.toString();
+  return JSDuckDBValueConverter(value, type, converter);
+};
+
+/** An open lake: read-only SQL over its catalog. Close it to let runs commit (a reader holds a snapshot). */
+export interface Lake {
+  /** The lake's directory. */
+  readonly path: string;
+  /** Set when the lake was moved and is read-only here: its views were redirected for this reader only. */
+  readonly movedFrom?: string;
+  /**
+   * Runs SQL (every dataset is a view; also `_rejects`, `runs`, `windows`, `files`, `watermarks`) and yields
+   * the last statement's rows as they are read: a result of any size is streamed, never held whole. Statements
+   * that write files (COPY, EXPORT, INSTALL…) are refused with {@link QueryRefusedError}.
+   */
+  query(sql: string): AsyncGenerator<Row, void, undefined>;
+  /** The same, as Apache Arrow record batches (the type mapping of {@link streamDataset}). */
+  queryArrow(sql: string, options?: { batchRows?: number }): AsyncGenerator<RecordBatch, void, undefined>;
+  close(): Promise<void>;
+}
+
+class OpenLake implements Lake {
+  private busy = false;
+  constructor(
+    readonly path: string,
+    private readonly reader: LakeReader,
+  ) {}
+
+  get movedFrom(): string | undefined {
+    return this.reader.movedFrom;
+  }
+
+  private async *results<T>(sql: string, read: (r: DuckDBResult) => AsyncIterable<T>): AsyncGenerator<T, void, undefined> {
+    // One connection: a second result while one streams would cut the first short.
+    if (this.busy) throw new Error('another query of this lake is still being read: finish (or break out of) it first');
+    this.busy = true;
+    try {
+      yield* read(await streamQuery(this.reader.conn, sql));
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  async *query(sql: string): AsyncGenerator<Row, void, undefined> {
+    for await (const rows of this.results(sql, (r) => r.yieldConvertedRowObjects(exact))) yield* rows;
+  }
+
+  queryArrow(sql: string, options: { batchRows?: number } = {}): AsyncGenerator<RecordBatch, void, undefined> {
+    return this.results(sql, (r) => arrowBatches(r, options.batchRows ?? DEFAULT_BATCH_ROWS));
+  }
+
+  async close(): Promise<void> {
+    this.reader.close();
+  }
+}
+
+/**
+ * Opens a lake for reading. It waits out a commit in progress and always reads a committed state; it also
+ * finishes a killed writer's commit and updates the views of a moved lake when it may write there. A lake
+ * copied read-only elsewhere is readable too. Throws {@link NoLakeError} when `dir` holds no lake.
+ */
+export async function openLake(dir: string): Promise<Lake> {
+  const paths = new LakePaths(dir);
+  return new OpenLake(paths.root, await openLakeReader(paths));
+}

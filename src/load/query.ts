@@ -1,0 +1,94 @@
+import { StatementType, type DuckDBConnection, type DuckDBResult } from '@duckdb/node-api';
+
+/**
+ * Statements a read-only catalog would still run, because they write files rather than the catalog (DuckDB's
+ * READ_ONLY covers only the database): refused, so a query cannot put a stray file into the lake or anywhere
+ * else. A result goes to a file through `chainlake query --output` instead.
+ */
+const FILE_WRITING: Partial<Record<number, string>> = {
+  [StatementType.COPY]: 'COPY writes files; write a result with --output FILE (--format parquet, csv, json or arrow) instead',
+  [StatementType.EXPORT]: 'EXPORT DATABASE writes files; write a result with --output FILE instead',
+  [StatementType.COPY_DATABASE]: 'COPY FROM DATABASE writes a database',
+  [StatementType.EXTENSION]: 'INSTALL downloads and writes an extension (chainlake needs only the built-in parquet and json)',
+  [StatementType.UPDATE_EXTENSIONS]: 'UPDATE EXTENSIONS downloads and writes extensions',
+};
+
+/** A statement the lake's reader refuses to run, or SQL with no statement. */
+export class QueryRefusedError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'QueryRefusedError';
+  }
+}
+
+/** The statements of `sql`, prepared, with their types: one refused before any of them runs. */
+async function prepareAll(conn: DuckDBConnection, sql: string) {
+  if (sql.trim() === '') throw new QueryRefusedError('no SQL statement given');
+  const statements = await conn.extractStatements(sql).catch((e: Error) => {
+    throw new Error(e.message.replace(/^Failed to extract statements: /, ''));
+  });
+  if (statements.count === 0) throw new QueryRefusedError('no SQL statement given');
+  return statements;
+}
+
+/**
+ * Runs `sql` (one or more statements) and returns the last one's result as a stream: DuckDB hands it over
+ * chunk by chunk (2,048 rows) as it is read, so a result of any size is never held whole. Statements that
+ * would write files are refused, each before it runs.
+ */
+export async function streamQuery(conn: DuckDBConnection, sql: string): Promise<DuckDBResult> {
+  const statements = await prepareAll(conn, sql);
+  for (let i = 0; i < statements.count; i++) {
+    const prepared = await statements.prepare(i);
+    const refused = FILE_WRITING[prepared.statementType];
+    if (refused) throw new QueryRefusedError(`query is read-only: ${refused}`);
+    if (i < statements.count - 1) await prepared.run();
+    else return prepared.stream();
+  }
+  throw new QueryRefusedError('no SQL statement given');
+}
+
+/** The last statement of `sql`, when it is a SELECT-like query that COPY could write out; undefined otherwise. */
+export async function lastQueryStatement(conn: DuckDBConnection, sql: string): Promise<{ before: string[]; last: string } | undefined> {
+  const statements = await prepareAll(conn, sql);
+  const texts = splitStatements(sql);
+  if (texts.length !== statements.count) return undefined;
+  for (let i = 0; i < statements.count; i++) {
+    const prepared = await statements.prepare(i);
+    const refused = FILE_WRITING[prepared.statementType];
+    if (refused) throw new QueryRefusedError(`query is read-only: ${refused}`);
+    if (i === statements.count - 1 && prepared.statementType !== StatementType.SELECT) return undefined;
+  }
+  return { before: texts.slice(0, -1), last: texts[texts.length - 1]! };
+}
+
+/**
+ * Splits SQL into statements on semicolons outside quotes and comments (enough for the COPY of `--format
+ * parquet`, which must embed the last statement; a mismatch with DuckDB's count falls back to streaming).
+ */
+export function splitStatements(sql: string): string[] {
+  const out: string[] = [];
+  let current = '';
+  for (let i = 0; i < sql.length; i++) {
+    const ch = sql[i]!;
+    if (ch === "'" || ch === '"') {
+      const end = sql.indexOf(ch, i + 1);
+      const stop = end === -1 ? sql.length : end;
+      current += sql.slice(i, stop + 1);
+      i = stop;
+    } else if (ch === '-' && sql[i + 1] === '-') {
+      const end = sql.indexOf('\n', i);
+      i = end === -1 ? sql.length : end;
+      current += '\n';
+    } else if (ch === '/' && sql[i + 1] === '*') {
+      const end = sql.indexOf('*/', i + 2);
+      i = end === -1 ? sql.length : end + 1;
+      current += ' ';
+    } else if (ch === ';') {
+      if (current.trim()) out.push(current.trim());
+      current = '';
+    } else current += ch;
+  }
+  if (current.trim()) out.push(current.trim());
+  return out;
+}

@@ -1,0 +1,114 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { RecordBatch } from 'apache-arrow';
+import { Accounting } from '../extract/accounting.js';
+import { PageBudget } from '../extract/budget.js';
+import { LearnedCap, type PagerOptions } from '../extract/pager.js';
+import { HttpTransport } from '../extract/transport.js';
+import { arrowBatches, DEFAULT_BATCH_ROWS } from '../load/arrow.js';
+import { stagedSelect } from '../load/commit.js';
+import { openEngine } from '../load/engine.js';
+import { datasetShape, STAGED_PARTITION, type StagedPages } from '../load/schema.js';
+import { ident, literal } from '../load/sql.js';
+import { RowTransformer } from '../transform/rows.js';
+import { executeWindow, StrictRejectsError, type WindowOutcome } from './execute.js';
+import type { Job } from './job.js';
+import { silentLogger, type Logger } from './log.js';
+import { planWindows } from './plan.js';
+import { buildClients, newRunId, resolveTargets, transportOptionsOf, type RunOptions } from './run.js';
+
+/** What a stream reports of each window once its rows have been handed over. */
+export interface StreamedWindow {
+  /** The window's id: `<dataset>/<network>/<scope>/<from>-<to>` (or `snapshot`). */
+  window: string;
+  rows: number;
+  /** Entries that did not convert: left out of the batches (a lake keeps them in `_rejects`). */
+  rejects: number;
+  requests: number;
+}
+
+export interface StreamJobOptions extends Pick<RunOptions, 'simulator' | 'transport'> {
+  logger?: Logger;
+  /** Rows per record batch (default 16,384). */
+  batchRows?: number;
+  /** Called after each window's batches. */
+  onWindow?: (w: StreamedWindow) => void;
+}
+
+/**
+ * A job's rows as Arrow record batches, without a lake: each window is fetched and transformed exactly as a run
+ * stages it, typed by DuckDB with the lake's casts (`stagedSelect`, the query a commit types with), and read
+ * back as batches with the columns and types of the dataset's lake view (its file columns, then `network` and
+ * the partition date). One window at a time, in plan order (block chunks ascending), staged in a temporary
+ * folder that is removed as each window is handed over; memory stays at about one window's typing plus one
+ * batch. Unlike a lake, rows are not merged on their natural key across windows (an API that lists a row in two
+ * windows yields it twice) and nothing is resumed. A window that fails ends the stream with its error.
+ */
+export async function* streamJobBatches(job: Job, opts: StreamJobOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
+  const log = opts.logger ?? silentLogger;
+  const started = new Date();
+  const runId = newRunId(started);
+  const ingestedAt = started.toISOString();
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'chainlake-stream-'));
+  const targets = await resolveTargets(job, opts);
+  const transport = new HttpTransport({ ...transportOptionsOf(job), ...opts.transport });
+  const engine = await openEngine({ tempDir: path.join(dir, 'duckdb-tmp'), threads: 1 });
+  try {
+    const clients = buildClients(transport, targets, job);
+    const head = await clients.explorer.head(new Accounting());
+    const pager: PagerOptions = {
+      pageSize: job.pageSize,
+      resultWindow: job.resultWindow,
+      prefetch: job.concurrency,
+      maxDriftRetries: 3,
+      budget: new PageBudget(job.concurrency * 2),
+      learnedCap: new LearnedCap(),
+    };
+    const transformers = new Map<string, RowTransformer>();
+    let index = 0;
+    for (const w of planWindows(job, head)) {
+      let t = transformers.get(w.def.name);
+      if (!t) transformers.set(w.def.name, (t = new RowTransformer(w.def, { network: job.network, snapshotDate: ingestedAt.slice(0, 10) })));
+      const outcome = await executeWindow(w, { clients, transformer: t, pager, stagingDir: dir, index: index++, strict: job.strict, log });
+      try {
+        if (outcome.error) throw outcome.rejects > 0 && job.strict ? new StrictRejectsError(outcome.rejects) : new Error(`${w.id}: ${outcome.error}`);
+        const staged = stagedOf(outcome);
+        if (staged.stagedFiles.length + staged.pageFiles.length > 0) {
+          const shape = datasetShape(w.def);
+          const columns = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
+          const order = [...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident).join(', ');
+          // The Hive columns in the order the lake's view has them (DuckDB lists them by name).
+          const hive = [
+            [`${literal(job.network)} AS network`, 'network'],
+            [`CAST(${ident(STAGED_PARTITION)} AS DATE) AS ${ident(shape.partition)}`, shape.partition],
+          ]
+            .sort((a, b) => a[1]!.localeCompare(b[1]!))
+            .map(([sql]) => sql);
+          const sql =
+            `SELECT ${columns}, ${hive.join(', ')} ` +
+            `FROM (${stagedSelect(w.def, runId, ingestedAt, staged.stagedFiles, staged.pageFiles)}) ORDER BY ${order}`;
+          const result = await engine.conn.stream(sql);
+          yield* arrowBatches(result, opts.batchRows ?? DEFAULT_BATCH_ROWS);
+        }
+        opts.onWindow?.({ window: w.id, rows: outcome.rows, rejects: outcome.rejects, requests: outcome.acct.requests });
+      } finally {
+        await outcome.stage?.discard();
+        await outcome.rejectStage?.discard();
+        await outcome.pageStage?.discard();
+      }
+    }
+  } finally {
+    engine.close();
+    await transport.close();
+    await targets.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function stagedOf(o: WindowOutcome): { stagedFiles: string[]; pageFiles: StagedPages[] } {
+  return {
+    stagedFiles: o.stage && o.stage.rows > 0 ? [o.stage.file] : [],
+    pageFiles: (o.pageStage?.files ?? []).filter((f) => f.rows > 0).map((f) => ({ file: f.file, entriesAt: o.pagesEntriesAt!, maxLineBytes: f.maxLineBytes })),
+  };
+}

@@ -1,0 +1,129 @@
+import { spawnSync } from 'node:child_process';
+import { chmod, cp, rename } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exportDataset, openLake, QueryRefusedError, streamDataset, type DatasetRequest, type RecordBatch, type Row } from '../../src/index.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { tempDir } from '../helpers/lake.js';
+import { lockDown, unprivileged } from '../helpers/permissions.js';
+
+let sim: RunningSimulator;
+let dir: string;
+let cleanup: () => Promise<void>;
+let request: DatasetRequest;
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 7 });
+  ({ dir, cleanup } = await tempDir());
+  request = {
+    dataset: 'transactions',
+    spec: { addresses: sim.examples.addresses.slice(0, 2) },
+    endpoints: { mainnet: sim.urls.mainnet, finance: sim.urls.finance },
+    apiKey: sim.apiKey,
+    concurrency: 4,
+  };
+});
+
+afterAll(async () => {
+  await sim?.close();
+  if (dir) await lockDown(path.join(dir, 'moved'), 0o755).catch(() => undefined);
+  await cleanup?.();
+});
+
+/** The value of a Decimal128 cell (four little-endian 32-bit words, two's complement) as a bigint. */
+function decimal(words: Uint32Array | null): bigint | null {
+  if (words === null) return null;
+  let x = 0n;
+  for (let i = 3; i >= 0; i--) x = (x << 32n) | BigInt(words[i]!);
+  return BigInt.asIntN(128, x);
+}
+
+/** hash -> "block|value|timestamp ms|status" of every row of the batches. */
+function digest(batches: RecordBatch[]): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const b of batches) {
+    const hash = b.getChild('transaction_hash')!;
+    const block = b.getChild('block_number')!;
+    const value = b.getChild('value')!;
+    const ts = b.getChild('timestamp')!;
+    const status = b.getChild('tx_status')!;
+    for (let i = 0; i < b.numRows; i++) {
+      out.set(String(hash.get(i)), `${block.get(i)}|${decimal(value.get(i) as Uint32Array | null)}|${ts.get(i)}|${status.get(i)}`);
+    }
+  }
+  return out;
+}
+
+async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const x of it) out.push(x);
+  return out;
+}
+
+describe('the library API', () => {
+  let lakeRows: Row[];
+
+  it('exports a dataset into a lake and queries it, streaming exact rows', async () => {
+    const lake = path.join(dir, 'lake');
+    const report = await exportDataset({ ...request, lake });
+    expect(report.status).toBe('complete');
+    expect(report.totals.rows).toBeGreaterThan(100);
+    const l = await openLake(lake);
+    try {
+      lakeRows = await collect(l.query('SELECT * FROM transactions ORDER BY transaction_hash'));
+      expect(lakeRows.length).toBe(report.totals.rows);
+      // Exact: an amount is a bigint (DuckDB's own JS conversion would give a lossy double).
+      expect(typeof lakeRows[0]!.value).toBe('bigint');
+      expect(typeof lakeRows[0]!.block_number).toBe('bigint');
+      await expect(collect(l.query(`COPY transactions TO '${path.join(dir, 'x.csv')}'`))).rejects.toBeInstanceOf(QueryRefusedError);
+    } finally {
+      await l.close();
+    }
+  });
+
+  it("streams a dataset without a lake as Arrow batches with the lake's types and rows", async () => {
+    const windows: number[] = [];
+    const batches = await collect(streamDataset(request, { batchRows: 100, onWindow: (w) => windows.push(w.rows) }));
+    expect(batches.length).toBeGreaterThan(1);
+    expect(batches.every((b) => b.numRows <= 100 + 2048)).toBe(true);
+    const streamed = digest(batches);
+    expect(streamed.size).toBe(windows.reduce((a, b) => a + b, 0));
+
+    const l = await openLake(path.join(dir, 'lake'));
+    try {
+      const fromLake = await collect(l.queryArrow('SELECT * FROM transactions'));
+      // The same schema, field for field (names, Arrow types, order): the same conversion as the lake's.
+      expect(batches[0]!.schema.fields.map((f) => `${f.name}: ${f.type}`)).toEqual(fromLake[0]!.schema.fields.map((f) => `${f.name}: ${f.type}`));
+      expect(batches[0]!.schema.fields.find((f) => f.name === 'value')!.type.toString()).toBe('Decimal[38e0]');
+      expect(String(batches[0]!.schema.fields.find((f) => f.name === 'timestamp')!.type)).toBe('Timestamp<MICROSECOND, UTC>');
+      // And the same rows.
+      expect(streamed).toEqual(digest(fromLake));
+      const first = lakeRows[0]!;
+      expect(streamed.get(first.transaction_hash as string)!.split('|')[1]).toBe(String(first.value));
+    } finally {
+      await l.close();
+    }
+  });
+
+  it('reads a read-only copy of a moved lake, through views of its new place', async () => {
+    const moved = path.join(dir, 'moved');
+    await cp(path.join(dir, 'lake'), moved, { recursive: true });
+    await lockDown(moved, 0o555);
+    // The original place is gone: rows read now can only come from the copy.
+    await rename(path.join(dir, 'lake'), path.join(dir, 'gone'));
+    await chmod(dir, 0o755);
+    // As root, modes stop nobody: the reader then runs as an unprivileged user, as a shared mount's reader would.
+    const script = `
+      const { openLake } = await import(${JSON.stringify(path.resolve('dist/index.js'))});
+      const lake = await openLake(${JSON.stringify(moved)});
+      let n;
+      for await (const row of lake.query('SELECT count(*) AS n FROM transactions')) n = Number(row.n);
+      await lake.close();
+      process.stdout.write(JSON.stringify({ movedFrom: lake.movedFrom, n }));`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000, ...unprivileged(), cwd: '/' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ movedFrom: path.join(dir, 'lake'), n: lakeRows.length });
+    await lockDown(moved, 0o755);
+  });
+});
+
