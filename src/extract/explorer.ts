@@ -155,7 +155,13 @@ export class ExplorerClient implements ApiCaller {
     const base = host === 'alt' ? this.config.altBaseUrl! : this.config.baseUrl;
     return this.transport.call(
       { endpoint, url: buildUrl(base, path, query), method: 'GET', headers: this.headers() },
-      (body, bytes, list) => ({ results: checkExplorerEnvelope(body), bytes, resultsAt: EXPLORER_RESULTS_AT, list }),
+      (body, bytes, list) => ({
+        results: checkExplorerEnvelope(body),
+        bytes,
+        resultsAt: EXPLORER_RESULTS_AT,
+        list,
+        message: typeof (body as { message?: unknown }).message === 'string' ? (body as { message: string }).message : undefined,
+      }),
       acct,
       scan && { ...scan, at: [...EXPLORER_RESULTS_AT, ...scan.at] },
     );

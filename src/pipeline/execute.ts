@@ -11,7 +11,8 @@ import type { Window } from './plan.js';
 
 /** The API clients of a run, one per API. */
 export interface Clients {
-  explorer: ExplorerClient;
+  /** Built when an explorer base URL is known (a job of finance datasets alone may have none). */
+  explorer?: ExplorerClient;
   /** Built when the job has a finance dataset (and the job names a finance base URL). */
   finance?: FinanceClient;
 }
@@ -60,6 +61,7 @@ export function fetcherFor(w: Window, clients: Clients, scanFields?: readonly st
   switch (w.endpoint.api) {
     case 'explorer': {
       const host = w.endpoint.testnetAltHost && w.network === 'testnet' ? 'alt' : 'main';
+      if (!clients.explorer) throw new Error(`${w.def.name} reads the explorer API, and no explorer base URL is configured`);
       return endpointPageFetcher(clients.explorer, w.endpoint, w.scope, w.query, host, scan);
     }
     case 'finance':

@@ -23,11 +23,14 @@ export interface SimulatorTarget {
   kind: 'simulator';
   seed?: number;
   scale?: 'small' | 'medium' | 'large';
+  /** `real`: the simulator behaves as the real services do where they differ from the spec. */
+  dialect?: 'spec' | 'real';
 }
 
 export interface ApiTarget {
   kind: 'api';
-  explorer: string;
+  /** Absent only when the job has no explorer dataset (finance alone). */
+  explorer?: string;
   explorerAlt?: string;
   finance?: string;
 }
@@ -60,6 +63,10 @@ export interface JobRange {
    * block order: the unit of resume, and what keeps each batch commit to a few daily partitions.
    */
   windowBlocks: number;
+  /** The chain head to use, as the user knows it: nothing is asked to find it (`--head` overrides it). */
+  head?: number;
+  /** Where a search for the head starts when `latest` is refused and the catalog records no earlier head. */
+  headHint?: number;
 }
 
 /**
@@ -441,11 +448,18 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   if (targetKind === 'simulator') {
     const sim = doc.simulator === undefined ? {} : doc.simulator;
     if (!isObj(sim)) r.fail('simulator', 'must be an object');
-    r.keys(sim, 'simulator', ['seed', 'scale']);
+    r.keys(sim, 'simulator', ['seed', 'scale', 'dialect']);
+    if (sim.dialect !== undefined && sim.dialect !== 'spec' && sim.dialect !== 'real')
+      r.fail('simulator.dialect', `must be spec or real, got ${JSON.stringify(sim.dialect)}`);
     const scale = sim.scale;
     if (scale !== undefined && scale !== 'small' && scale !== 'medium' && scale !== 'large')
       r.fail('simulator.scale', `must be small, medium or large, got ${JSON.stringify(scale)}`);
-    target = { kind: 'simulator', seed: sim.seed === undefined ? undefined : r.int(sim.seed, 'simulator.seed', 0, 2 ** 32 - 1), scale };
+    target = {
+      kind: 'simulator',
+      seed: sim.seed === undefined ? undefined : r.int(sim.seed, 'simulator.seed', 0, 2 ** 32 - 1),
+      scale,
+      ...(sim.dialect === undefined ? {} : { dialect: sim.dialect }),
+    };
   } else if (targetKind === 'api') {
     const ep = doc.endpoints === undefined ? {} : doc.endpoints;
     if (!isObj(ep)) r.fail('endpoints', 'must be an object');
@@ -456,8 +470,8 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
       if (typeof v !== 'string' || !/^https?:\/\/\S+$/.test(v)) r.fail(`endpoints.${key}`, `must be an http(s) URL, got ${JSON.stringify(v)}`);
       return v;
     };
+    // Checked once the datasets are known: a job of finance datasets alone needs no explorer.
     const explorer = url(network);
-    if (!explorer) r.fail(`endpoints.${network}`, `no ${network} base URL: set it in the job or in ${ENDPOINT_ENV[network]}`);
     target = { kind: 'api', explorer, explorerAlt: network === 'testnet' ? url('testnetAlt') : undefined, finance: url('finance') };
   } else {
     r.fail('target', `must be "api" or "simulator", got ${JSON.stringify(targetKind)}`);
@@ -467,7 +481,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
 
   const rangeDoc = doc.range ?? {};
   if (!isObj(rangeDoc)) r.fail('range', 'must be an object like {"fromBlock": 0, "toBlock": "head"} or {"incremental": true, "fromBlock": 0}');
-  r.keys(rangeDoc, 'range', ['fromBlock', 'toBlock', 'incremental', 'safetyMarginBlocks', 'windowBlocks']);
+  r.keys(rangeDoc, 'range', ['fromBlock', 'toBlock', 'incremental', 'safetyMarginBlocks', 'windowBlocks', 'head', 'headHint']);
   const fromBlock = rangeDoc.fromBlock === undefined ? 0 : r.int(rangeDoc.fromBlock, 'range.fromBlock', 0);
   const toBlock = rangeDoc.toBlock === undefined || rangeDoc.toBlock === 'head' ? 'head' : r.int(rangeDoc.toBlock, 'range.toBlock', 0);
   if (toBlock !== 'head' && toBlock < fromBlock) r.fail('range', `toBlock ${toBlock} is below fromBlock ${fromBlock}`);
@@ -482,6 +496,8 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   if (incremental && toBlock !== 'head') r.fail('range', 'an incremental range runs up to the head: leave toBlock out (or "head")');
   const safetyMarginBlocks = rangeDoc.safetyMarginBlocks === undefined ? 12 : r.int(rangeDoc.safetyMarginBlocks, 'range.safetyMarginBlocks', 0, 1_000_000);
   const windowBlocks = rangeDoc.windowBlocks === undefined ? DEFAULT_WINDOW_BLOCKS : r.int(rangeDoc.windowBlocks, 'range.windowBlocks', 1);
+  const head = rangeDoc.head === undefined ? undefined : r.int(rangeDoc.head, 'range.head', 0);
+  const headHint = rangeDoc.headHint === undefined ? undefined : r.int(rangeDoc.headHint, 'range.headHint', 0);
   const commitDoc = doc.commit ?? {};
   if (!isObj(commitDoc)) r.fail('commit', 'must be an object like {"everyRows": 500000, "everySeconds": 60}');
   r.keys(commitDoc, 'commit', ['everyRows', 'everySeconds']);
@@ -501,6 +517,9 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   });
 
   const apiKey = doc.apiKey !== undefined ? r.str(doc.apiKey, 'apiKey') : env.CHAINLAKE_API_KEY || undefined;
+  if (target.kind === 'api' && !target.explorer && datasets.some((d) => DATASETS[d.name]!.endpoints.some((e) => d.endpoints.includes(e.id) && e.api === 'explorer'))) {
+    r.fail(`endpoints.${network}`, `no ${network} base URL: set it in the job or in ${ENDPOINT_ENV[network]}`);
+  }
 
   return {
     name,
@@ -509,7 +528,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     target,
     apiKey,
     lake,
-    range: { fromBlock, toBlock, incremental, safetyMarginBlocks, windowBlocks },
+    range: { fromBlock, toBlock, incremental, safetyMarginBlocks, windowBlocks, ...(head === undefined ? {} : { head }), ...(headHint === undefined ? {} : { headHint }) },
     commit,
     concurrency: doc.concurrency === undefined ? 8 : r.int(doc.concurrency, 'concurrency', 1, 256),
     rps: doc.rps === undefined ? undefined : r.int(doc.rps, 'rps', 1, 100_000),

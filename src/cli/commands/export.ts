@@ -26,6 +26,7 @@ interface Args extends RunArgs {
   endpoint?: string[];
   'from-block'?: number;
   'to-block'?: number;
+  head?: number;
   network: string;
   simulator?: boolean;
   input?: boolean;
@@ -119,6 +120,7 @@ export const exportCommand: CommandModule<object, Args> = {
         .option('endpoint', { type: 'string', array: true, describe: 'Only these endpoints of the dataset (ids: chainlake describe <dataset>)' })
         .option('from-block', { type: 'number', describe: 'First block (default 0)' })
         .option('to-block', { type: 'number', describe: 'Last block (default: the head, pinned at start)' })
+        .option('head', { type: 'number', describe: 'The chain head, as you know it: nothing is asked to find it' })
         .option('network', { type: 'string', choices: ['mainnet', 'testnet'], default: 'mainnet', describe: 'Network' })
         .option('simulator', { type: 'boolean', describe: 'Target the embedded simulator instead of CHAINLAKE_*_URL' })
         .option('input', { type: 'boolean', describe: 'Ask for input data (transactions, internal_transactions)' }),
@@ -137,7 +139,11 @@ export const exportCommand: CommandModule<object, Args> = {
       name: `export-${args.dataset}`,
       network: args.network,
       target: args.simulator ? 'simulator' : 'api',
-      range: { fromBlock: args['from-block'] ?? 0, ...(args['to-block'] !== undefined ? { toBlock: args['to-block'] } : {}) },
+      range: {
+        fromBlock: args['from-block'] ?? 0,
+        ...(args['to-block'] !== undefined ? { toBlock: args['to-block'] } : {}),
+        ...(args.head !== undefined ? { head: args.head } : {}),
+      },
       datasets: { [args.dataset]: datasetSpecFromFlags(def, args) },
     };
     const job = applyRunOverrides(parseJob(doc, 'command line'), args);

@@ -1,0 +1,149 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseJob } from '../../src/pipeline/job.js';
+import { runJob } from '../../src/pipeline/run.js';
+import { startSimulator, type RunningSimulator, type SimulatorExamples } from '../../src/simulator/index.js';
+import { queryCatalog, tempDir } from '../helpers/lake.js';
+
+/**
+ * chainlake against the simulator's real dialect: what the real services do where they differ from the spec
+ * (docs/simulator.md). Each case here failed before chainlake tolerated it.
+ */
+let sim: RunningSimulator;
+let ex: SimulatorExamples;
+const dirs: (() => Promise<void>)[] = [];
+
+async function lakeDir(): Promise<string> {
+  const { dir, cleanup } = await tempDir();
+  dirs.push(cleanup);
+  return dir;
+}
+
+const NOW = () => new Date('2025-06-01T12:00:00Z');
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 5, dialect: 'real' });
+  ex = sim.examples;
+});
+
+afterAll(async () => {
+  await sim?.close();
+  for (const c of dirs) await c();
+});
+
+describe('recorded absences', () => {
+  it('an unverified contract answered with HTTP 200 and an empty results is a verified = false row with the message, on both endpoints', async () => {
+    const lake = await lakeDir();
+    const unknownTx = `0x${'ab'.repeat(32)}`;
+    const notAToken = ex.addresses[0];
+    const job = parseJob(
+      {
+        name: 'absences',
+        target: 'simulator',
+        lake,
+        datasets: {
+          contracts: { contracts: [ex.verifiedContract, ex.unverifiedContract] },
+          transaction_status: { transactions: [ex.transactionHash, unknownTx] },
+          token_supply: { tokens: [ex.erc20Token, notAToken] },
+        },
+      },
+      'absences',
+    );
+    const report = await runJob(job, { simulator: sim, now: NOW });
+    expect(report.errors).toEqual([]);
+    expect(report.status).toBe('complete');
+    // No block-ranged dataset: no head is needed, so blocks/latest (refused here) is never asked.
+    expect(report.head).toBeNull();
+    expect(report.outsideWindows.requests).toBe(0);
+    const rows = await queryCatalog(lake, `SELECT contract_address, origin_endpoint, verified, api_message, abi::VARCHAR AS abi FROM contracts ORDER BY 1, 2`);
+    const u = rows.filter((r) => r.contract_address === ex.unverifiedContract);
+    expect(u).toEqual([
+      { contract_address: ex.unverifiedContract, origin_endpoint: 'contract_abi', verified: false, api_message: 'contract is not yet verified', abi: null },
+      { contract_address: ex.unverifiedContract, origin_endpoint: 'contract_code', verified: false, api_message: 'contract is not yet verified', abi: null },
+    ]);
+    const v = rows.filter((r) => r.contract_address === ex.verifiedContract);
+    expect(v.map((r) => [r.verified, r.api_message, r.abi === null])).toEqual([
+      [true, null, false],
+      [true, null, false],
+    ]);
+    const tx = await queryCatalog(lake, `SELECT transaction_hash, status_kind, status, found, api_message FROM transaction_status ORDER BY 1, 2`);
+    expect(tx.filter((r) => r.transaction_hash === unknownTx)).toEqual([
+      { transaction_hash: unknownTx, status_kind: 'receipt_status', status: null, found: false, api_message: `Transaction ${unknownTx} not found` },
+      { transaction_hash: unknownTx, status_kind: 'transaction_status', status: null, found: false, api_message: `Transaction ${unknownTx} not found` },
+    ]);
+    expect(tx.filter((r) => r.transaction_hash !== unknownTx).every((r) => r.found === true && typeof r.status === 'boolean')).toBe(true);
+    const supply = await queryCatalog(lake, `SELECT token_address, total_supply::VARCHAR AS s, found, api_message FROM token_supply ORDER BY 1`);
+    const absent = supply.find((r) => r.token_address === notAToken.toLowerCase())!;
+    expect(absent.found).toBe(false);
+    expect(absent.s).toBeNull();
+    expect(absent.api_message).toMatch(/not found/);
+    expect(supply.find((r) => r.token_address === ex.erc20Token.toLowerCase())!.found).toBe(true);
+  });
+});
+
+describe('the head without blocks/latest', () => {
+  it('is found by a bounded search over /v1/blocks/{n}, and from the last recorded head on the next run', async () => {
+    const lake = await lakeDir();
+    const doc = {
+      name: 'head-search',
+      target: 'simulator',
+      lake,
+      range: { incremental: true },
+      datasets: { erc20_transfers: { addresses: [ex.addresses[0]] } },
+    };
+    const first = await runJob(parseJob(doc, 'head-search'), { simulator: sim, now: NOW });
+    expect(first.errors).toEqual([]);
+    expect(first.status).toBe('complete');
+    expect(first.head).toBe(sim.head());
+    // One refused `latest`, then about 2 log2(head) probes from block 0.
+    const bound = 1 + 2 * Math.ceil(Math.log2(sim.head() + 1)) + 2;
+    expect(first.outsideWindows.requests).toBeGreaterThan(2);
+    expect(first.outsideWindows.requests).toBeLessThanOrEqual(bound);
+
+    sim.advanceHead(100);
+    const second = await runJob(parseJob(doc, 'head-search'), { simulator: sim, now: NOW });
+    expect(second.status).toBe('complete');
+    expect(second.head).toBe(sim.head());
+    // From the last head: 100 blocks away, so 1 + 2 * ceil(log2(101)) at most.
+    expect(second.outsideWindows.requests).toBeLessThanOrEqual(1 + 2 * 7 + 1);
+    expect(second.outsideWindows.requests).toBeLessThan(first.outsideWindows.requests);
+  });
+
+  it('is taken as given from the job (range.head): nothing is asked', async () => {
+    const lake = await lakeDir();
+    const head = sim.head() - 50;
+    const report = await runJob(
+      parseJob(
+        { name: 'head-given', target: 'simulator', lake, range: { head }, datasets: { erc20_transfers: { addresses: [ex.addresses[0]] } } },
+        'head-given',
+      ),
+      { simulator: sim, now: NOW },
+    );
+    expect(report.status).toBe('complete');
+    expect(report.head).toBe(head);
+    expect(report.outsideWindows.requests).toBe(0);
+  });
+
+  it('a finance-only job needs no head and no explorer URL', async () => {
+    const lake = await lakeDir();
+    const job = parseJob(
+      {
+        name: 'finance-only',
+        target: 'api',
+        endpoints: { finance: sim.urls.finance },
+        lake,
+        datasets: { dashboard: {}, staking_info: { pids: ex.pids } },
+      },
+      'finance-only',
+      {},
+    );
+    const report = await runJob(job, { now: NOW });
+    expect(report.errors).toEqual([]);
+    expect(report.status).toBe('complete');
+    expect(report.head).toBeNull();
+    expect(report.totals.rows).toBeGreaterThan(0);
+    // An explorer dataset without an explorer URL is still a clear job error.
+    expect(() =>
+      parseJob({ target: 'api', endpoints: { finance: sim.urls.finance }, datasets: { blocks: { blocks: [1] } } }, 'needs-explorer', {}),
+    ).toThrow(/endpoints\.mainnet: no mainnet base URL/);
+  });
+});
