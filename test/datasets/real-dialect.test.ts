@@ -3,6 +3,7 @@ import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { startSimulator, type RunningSimulator, type SimulatorExamples } from '../../src/simulator/index.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
+import { apiAll } from './helpers.js';
 
 /**
  * chainlake against the simulator's real dialect: what the real services do where they differ from the spec
@@ -145,5 +146,42 @@ describe('the head without blocks/latest', () => {
     expect(() =>
       parseJob({ target: 'api', endpoints: { finance: sim.urls.finance }, datasets: { blocks: { blocks: [1] } } }, 'needs-explorer', {}),
     ).toThrow(/endpoints\.mainnet: no mainnet base URL/);
+  });
+});
+
+describe('nothing dropped', () => {
+  it('event-log entries keep their unlisted id in the extra column, on the staged-as-received path and the converters alike', async () => {
+    // Transfers of the token sent by one address: a listing of a few dozen entries.
+    const from = `0x${'0'.repeat(24)}${ex.addresses[0]!.slice(2).toLowerCase()}`;
+    const api = await apiAll(sim.urls.mainnet, sim.apiKey, '/v1/event-logs', { address: ex.erc20Token, topic_0: ex.transferTopic, topic_1: from });
+    expect(api.length).toBeGreaterThan(3);
+    expect(api.every((e) => typeof e.id === 'string')).toBe(true);
+    const expected = api.map((e) => `${String(e.transaction_hash).toLowerCase()}/${String(e.log_index)}/${String(e.id)}`).sort();
+    const lakes: string[] = [];
+    for (const stageReceived of [true, false]) {
+      const lake = await lakeDir();
+      lakes.push(lake);
+      const report = await runJob(
+        parseJob(
+          {
+            name: 'extra',
+            target: 'simulator',
+            lake,
+            datasets: { event_logs: { contracts: [ex.erc20Token], topics: [ex.transferTopic, from] }, blocks: { blocks: [ex.block] } },
+          },
+          'extra',
+        ),
+        { simulator: sim, now: NOW, stageReceived },
+      );
+      expect(report.status).toBe('complete');
+      expect(report.unknownFields).toEqual({ event_logs: ['id'] });
+      const rows = await queryCatalog(lake, `SELECT transaction_hash, log_index, extra->>'id' AS id, extra::VARCHAR AS x FROM event_logs`);
+      expect(rows.map((r) => `${String(r.transaction_hash)}/${String(r.log_index)}/${String(r.id)}`).sort()).toEqual(expected);
+      expect(rows.every((r) => r.x === `{"id":"${String(r.id)}"}`)).toBe(true);
+      // Entries with nothing unlisted have no extra.
+      const t = await queryCatalog(lake, `SELECT count(*)::INT AS n, count(extra)::INT AS with_extra FROM blocks`);
+      expect(t[0]!.n).toBeGreaterThan(0);
+      expect(t[0]!.with_extra).toBe(0);
+    }
   });
 });
