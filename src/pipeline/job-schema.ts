@@ -25,10 +25,10 @@ const listOf = (item: Schema, description: string, file = false): Schema => {
 };
 const topics: Schema = {
   type: 'array',
-  minItems: 1,
+  minItems: 0,
   maxItems: 4,
   items: { oneOf: [hash, { type: 'null' }] },
-  description: '[topic0, topic1?, topic2?, topic3?]; null means any',
+  description: '[topic0?, topic1?, topic2?, topic3?]; null means any; none: all logs of the contract (the spec requires topic0)',
 };
 const operand: Schema = { enum: ['and', 'or'] };
 const logType: Schema = { enum: ['single', 'combine'] };

@@ -235,12 +235,16 @@ function blockList(r: Reader, v: unknown, where: string): ScopeValues[] {
   return [...blocks].sort((a, b) => a - b).map((n) => ({ block: String(n) }));
 }
 
-/** Event-log filters: `contracts` as addresses (sharing the spec's `topics`/`operand`) or objects with their own. */
+/**
+ * Event-log filters: `contracts` as addresses (sharing the spec's `topics`/`operand`) or objects with their own.
+ * Topics are optional: an address alone (or `[]`, or null for topic 0) asks for all the contract's logs, which
+ * the real service serves (the spec requires topic_0; a service that does too refuses such a window).
+ */
 function contractTopicScopes(r: Reader, spec: Obj, where: string): ScopeValues[] {
   const topicsOf = (t: unknown, at: string): ScopeValues => {
-    if (!Array.isArray(t) || t.length < 1 || t.length > 4) r.fail(at, 'must list 1 to 4 topics: [topic0, topic1?, topic2?, topic3?] (null for "any")');
-    const out: ScopeValues = { topic0: hashOf(r, t[0], `${at}[0]`, 'a topic') };
-    for (let i = 1; i < t.length; i++) if (t[i] !== null) out[`topic${i}`] = hashOf(r, t[i], `${at}[${i}]`, 'a topic');
+    if (!Array.isArray(t) || t.length > 4) r.fail(at, 'must list up to 4 topics: [topic0?, topic1?, topic2?, topic3?] (null for "any")');
+    const out: ScopeValues = {};
+    for (let i = 0; i < t.length; i++) if (t[i] !== null) out[`topic${i}`] = hashOf(r, t[i], `${at}[${i}]`, 'a topic');
     return out;
   };
   const options = (o: Obj, at: string): ScopeValues => {
@@ -262,14 +266,12 @@ function contractTopicScopes(r: Reader, spec: Obj, where: string): ScopeValues[]
     const at = `${where}.contracts[${i}]`;
     let scope: ScopeValues;
     if (typeof c === 'string') {
-      if (!shared) r.fail(at, `a bare address needs "topics" beside "contracts" (topic_0 is required by the API)`);
       scope = { contract: addressList(r, [c], at.replace(/\[\d+\]$/, ''))[0]!, ...shared, ...sharedOptions };
     } else if (isObj(c)) {
       r.keys(c, at, ['address', 'topics', 'operand', 'type']);
       if (typeof c.address !== 'string' || !ADDRESS.test(c.address))
         r.fail(`${at}.address`, `not an address (0x + 40 hex digits): ${JSON.stringify(c.address)}`);
       const topics = c.topics === undefined ? shared : topicsOf(c.topics, `${at}.topics`);
-      if (!topics) r.fail(`${at}.topics`, 'topic_0 is required by the API: give "topics" here or beside "contracts"');
       scope = { contract: c.address.toLowerCase(), ...topics, ...sharedOptions, ...options(c, at) };
     } else return r.fail(at, `must be an address or an object {"address", "topics"}, got ${JSON.stringify(c)}`);
     const key = JSON.stringify(Object.entries(scope).sort());

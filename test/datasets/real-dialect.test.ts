@@ -185,3 +185,39 @@ describe('nothing dropped', () => {
     }
   });
 });
+
+describe('address-only event logs', () => {
+  it('a contract without topics exports all its logs; given topics still filter; one row per log across both scopes', async () => {
+    const head = sim.head();
+    const range = { fromBlock: head - 4000, toBlock: head, head };
+    const q = { address: ex.erc721Token, start_block: range.fromBlock, end_block: head };
+    const all = await apiAll(sim.urls.mainnet, sim.apiKey, '/v1/event-logs', q);
+    const from = `0x${'0'.repeat(24)}${ex.nftHolder.slice(2).toLowerCase()}`;
+    const filtered = await apiAll(sim.urls.mainnet, sim.apiKey, '/v1/event-logs', { ...q, topic_1: from });
+    expect(all.length).toBeGreaterThan(20);
+    expect(filtered.length).toBeLessThan(all.length);
+    const lake = await lakeDir();
+    const report = await runJob(
+      parseJob(
+        {
+          name: 'all-logs',
+          target: 'simulator',
+          lake,
+          range,
+          datasets: { event_logs: { contracts: [ex.erc721Token, { address: ex.erc721Token, topics: [null, from] }] } },
+        },
+        'all-logs',
+      ),
+      { simulator: sim, now: NOW },
+    );
+    expect(report.errors).toEqual([]);
+    expect(report.status).toBe('complete');
+    const key = (e: Record<string, unknown>) => `${String(e.transaction_hash).toLowerCase()}/${String(e.log_index)}`;
+    const rows = await queryCatalog(lake, `SELECT transaction_hash, log_index FROM event_logs`);
+    expect(rows.map(key).sort()).toEqual(all.map(key).sort());
+    // The filtered scope fetched exactly the API's filtered listing (its rows are among the same keys).
+    const ds = report.datasets.find((d) => d.dataset === 'event_logs')!;
+    expect(ds.rows).toBe(all.length + filtered.length);
+    expect(filtered.map(key).every((k) => rows.some((r) => key(r) === k))).toBe(true);
+  });
+});

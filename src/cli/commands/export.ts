@@ -68,11 +68,10 @@ export function datasetSpecFromFlags(def: DatasetDef, args: Partial<Args>): Reco
   if (args.tx) spec.transactions = args.tx;
   if (args.contract) {
     if (kinds.has('contract_topics')) {
-      if (args.topic0 === undefined) throw new CliError(`${def.name} needs --topic0 (the API requires topic_0)`);
-      const topics = [args.topic0, args.topic1 ?? null, args.topic2 ?? null, args.topic3 ?? null];
-      while (topics.length > 1 && topics[topics.length - 1] === null) topics.pop();
+      const topics = [args.topic0 ?? null, args.topic1 ?? null, args.topic2 ?? null, args.topic3 ?? null];
+      while (topics.length > 0 && topics[topics.length - 1] === null) topics.pop();
       spec.contracts = args.contract;
-      spec.topics = topics;
+      if (topics.length > 0) spec.topics = topics;
       if (args.operand !== undefined) spec.operand = args.operand;
     } else spec.contracts = args.contract;
   }
@@ -103,7 +102,7 @@ export const exportCommand: CommandModule<object, Args> = {
         .positional('dataset', { type: 'string', demandOption: true, choices: datasetNames(), describe: 'Dataset to export (chainlake describe lists them)' })
         .option('address', { type: 'string', array: true, describe: 'Address scope (repeat for several)' })
         .option('contract', { type: 'string', array: true, describe: 'Contract scope (contracts, event_logs)' })
-        .option('topic0', { type: 'string', describe: 'event_logs: topic_0 filter (required by the API)' })
+        .option('topic0', { type: 'string', describe: 'event_logs: topic_0 filter (the spec requires it; without topics, all logs of the contract)' })
         .option('topic1', { type: 'string', describe: 'event_logs: topic_1 filter' })
         .option('topic2', { type: 'string', describe: 'event_logs: topic_2 filter' })
         .option('topic3', { type: 'string', describe: 'event_logs: topic_3 filter' })
