@@ -1,5 +1,5 @@
 import type { Accounting } from './accounting.js';
-import { emptyResultsOf, ShapeError, type ApiCaller } from './endpoint.js';
+import { emptyResultsOf, fillPath, ShapeError, type ApiCaller } from './endpoint.js';
 import { ApiError } from './errors.js';
 
 /** How the head of a run was found, for the run's log and report. */
@@ -18,6 +18,8 @@ export interface HeadSources {
   given?: number;
   /** Where a search starts: the last head recorded in the catalog, or a hint. */
   near?: number;
+  /** The block endpoint's path template (a job's `paths.block`); default `/v1/blocks/{block}`. */
+  blockPath?: string;
 }
 
 const LATEST_LABEL = 'explorer #17 (latest)';
@@ -37,7 +39,7 @@ export async function findHead(caller: ApiCaller, acct: Accounting, sources: Hea
   const before = acct.requests;
   let refused: string;
   try {
-    const results = await caller.get(LATEST_LABEL, '/v1/blocks/latest', {}, acct);
+    const results = await caller.get(LATEST_LABEL, blockPathOf(sources.blockPath, 'latest'), {}, acct);
     const n = blockNumberOf(results);
     if (n !== undefined) return { head: n, how: 'latest', requests: acct.requests - before };
     refused = `the answer holds no block number: ${JSON.stringify(results)?.slice(0, 80)}`;
@@ -45,9 +47,12 @@ export async function findHead(caller: ApiCaller, acct: Accounting, sources: Hea
     if (!(e instanceof ApiError && e.kind === 'terminal') && !(e instanceof ShapeError)) throw e;
     refused = e instanceof ApiError ? e.summary + (e.details.apiMessage ? ` (${e.details.apiMessage})` : '') : e.message;
   }
-  const head = await searchHead(caller, acct, sources.near ?? 0);
+  const head = await searchHead(caller, acct, sources.near ?? 0, sources.blockPath);
   return { head, how: 'search', requests: acct.requests - before, latestRefused: refused };
 }
+
+/** The path of block `n` (or `latest`): the job's override of the block endpoint, or the spec's. */
+const blockPathOf = (template: string | undefined, n: string): string => fillPath(template ?? '/v1/blocks/{block}', { block: n });
 
 /** The block number of a block record's results (`data.block_number`, an integer or integer text), if any. */
 function blockNumberOf(results: unknown): number | undefined {
@@ -57,9 +62,9 @@ function blockNumberOf(results: unknown): number | undefined {
 }
 
 /** Whether block `n` is served: true for a block record, false for a 404 or an empty success. */
-async function blockExists(caller: ApiCaller, acct: Accounting, n: number): Promise<boolean> {
+async function blockExists(caller: ApiCaller, acct: Accounting, n: number, blockPath?: string): Promise<boolean> {
   try {
-    const results = await caller.get(PROBE_LABEL, `/v1/blocks/${n}`, {}, acct);
+    const results = await caller.get(PROBE_LABEL, blockPathOf(blockPath, String(n)), {}, acct);
     return emptyResultsOf(results, ['data']) === undefined;
   } catch (e) {
     if (e instanceof ApiError && e.kind === 'terminal' && e.details.httpStatus === 404) return false;
@@ -68,17 +73,18 @@ async function blockExists(caller: ApiCaller, acct: Accounting, n: number): Prom
 }
 
 /** The highest served block: exponential probes from `near`, then a binary search of the gap they leave. */
-export async function searchHead(caller: ApiCaller, acct: Accounting, near: number): Promise<number> {
+export async function searchHead(caller: ApiCaller, acct: Accounting, near: number, blockPath?: string): Promise<number> {
+  const exists = (n: number): Promise<boolean> => blockExists(caller, acct, n, blockPath);
   const start = Math.max(0, Math.floor(near));
   let lo: number; // a block that exists
   let hi: number; // a block above the head
-  if (await blockExists(caller, acct, start)) {
+  if (await exists(start)) {
     lo = start;
     let step = 1;
     for (;;) {
       const probe = lo + step;
       if (!Number.isSafeInteger(probe)) throw new Error(`${PROBE_LABEL}: no block above ${lo} is refused; the head cannot be found`);
-      if (!(await blockExists(caller, acct, probe))) {
+      if (!(await exists(probe))) {
         hi = probe;
         break;
       }
@@ -90,7 +96,7 @@ export async function searchHead(caller: ApiCaller, acct: Accounting, near: numb
     let step = 1;
     for (;;) {
       const probe = Math.max(0, hi - step);
-      if (await blockExists(caller, acct, probe)) {
+      if (await exists(probe)) {
         lo = probe;
         break;
       }
@@ -101,7 +107,7 @@ export async function searchHead(caller: ApiCaller, acct: Accounting, near: numb
   }
   while (hi - lo > 1) {
     const mid = lo + Math.floor((hi - lo) / 2);
-    if (await blockExists(caller, acct, mid)) lo = mid;
+    if (await exists(mid)) lo = mid;
     else hi = mid;
   }
   return lo;

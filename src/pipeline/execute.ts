@@ -15,6 +15,8 @@ export interface Clients {
   explorer?: ExplorerClient;
   /** Built when the job has a finance dataset (and the job names a finance base URL). */
   finance?: FinanceClient;
+  /** The job's path overrides by endpoint id (job `paths`). */
+  paths?: Readonly<Record<string, string>>;
 }
 
 export interface WindowOutcome {
@@ -58,6 +60,8 @@ export interface ExecuteDeps {
  */
 export function fetcherFor(w: Window, clients: Clients, scanFields?: readonly string[]): PageFetcher {
   const scan = scanFields && { fields: scanFields, maxBytes: MAX_RECEIVED_PAGE_BYTES };
+  const path = clients.paths?.[w.endpoint.id];
+  if (path !== undefined) w = { ...w, endpoint: { ...w.endpoint, path } };
   switch (w.endpoint.api) {
     case 'explorer': {
       const host = w.endpoint.testnetAltHost && w.network === 'testnet' ? 'alt' : 'main';

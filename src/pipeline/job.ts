@@ -105,6 +105,11 @@ export interface Job {
   pageSize: number;
   resultWindow: number;
   datasets: DatasetJob[];
+  /**
+   * Paths that replace an endpoint's default, by endpoint id (`chainlake describe --endpoints`): a deployment
+   * may serve an endpoint elsewhere (the real finance service names its coin in the stable chart's path).
+   */
+  paths?: Record<string, string>;
 }
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -438,6 +443,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     'retry',
     'timeouts',
     'datasets',
+    'paths',
   ]);
 
   const name = doc.name === undefined ? 'job' : r.str(doc.name, 'name');
@@ -519,6 +525,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   });
 
   const apiKey = doc.apiKey !== undefined ? r.str(doc.apiKey, 'apiKey') : env.CHAINLAKE_API_KEY || undefined;
+  const paths = pathOverrides(r, doc.paths);
   if (target.kind === 'api' && !target.explorer && datasets.some((d) => DATASETS[d.name]!.endpoints.some((e) => d.endpoints.includes(e.id) && e.api === 'explorer'))) {
     r.fail(`endpoints.${network}`, `no ${network} base URL: set it in the job or in ${ENDPOINT_ENV[network]}`);
   }
@@ -543,7 +550,41 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     retry: msObject(r, doc.retry, 'retry', { maxAttempts: [1, 100], baseDelayMs: [1, 600_000], maxDelayMs: [1, 3_600_000], maxTotalDelayMs: [0, 86_400_000] }),
     timeouts: msObject(r, doc.timeouts, 'timeouts', { connectMs: [1, 600_000], headersMs: [1, 3_600_000], bodyMs: [1, 3_600_000], totalMs: [1, 86_400_000] }),
     datasets,
+    paths,
   };
+}
+
+/** Every endpoint of both APIs by id (ids are unique across datasets), with its dataset. */
+export function endpointsById(): Map<string, { dataset: string; endpoint: DatasetDef['endpoints'][number] }> {
+  const out = new Map<string, { dataset: string; endpoint: DatasetDef['endpoints'][number] }>();
+  for (const name of datasetNames()) for (const e of DATASETS[name]!.endpoints) out.set(e.id, { dataset: name, endpoint: e });
+  return out;
+}
+
+const placeholdersOf = (path: string): string[] => [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+
+/**
+ * The job's `paths`: endpoint id -> a path below the API's base URL. Checked now, so that a typo fails the job
+ * before any request: the id must be an endpoint's, the path must start with '/', hold no query, fragment or
+ * space, and use only placeholders its endpoint's default path has (they are filled from the scope).
+ */
+function pathOverrides(r: Reader, v: unknown): Record<string, string> {
+  if (v === undefined) return {};
+  if (!isObj(v)) r.fail('paths', 'must be an object like {"total_chart": "/usdx/total_chart"} (endpoint id -> path)');
+  const known = endpointsById();
+  const out: Record<string, string> = {};
+  for (const [id, path] of Object.entries(v)) {
+    const at = `paths.${id}`;
+    const e = known.get(id);
+    if (!e) r.fail(at, `unknown endpoint id '${id}'; valid ids (chainlake describe --endpoints): ${[...known.keys()].sort().join(', ')}`);
+    if (typeof path !== 'string' || !path.startsWith('/') || /[\s?#]/.test(path) || path.includes('//'))
+      r.fail(at, `must be a path starting with '/' (no query, fragment, space or '//'), got ${JSON.stringify(path)}`);
+    const allowed = placeholdersOf(e.endpoint.path);
+    const bad = placeholdersOf(path).filter((p) => !allowed.includes(p));
+    if (bad.length) r.fail(at, `uses {${bad.join('}, {')}}, which the scope of ${id} does not give; it may use ${allowed.length ? `{${allowed.join('}, {')}}` : 'none'}`);
+    out[id] = path;
+  }
+  return out;
 }
 
 export async function loadJobFile(file: string, env: NodeJS.ProcessEnv = process.env): Promise<Job> {

@@ -142,7 +142,7 @@ export async function prepareRun(
   if (resume && resume.head !== null) head = resume.head;
   else if (needsHead(job)) {
     if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
-    found = await findHead(clients.explorer, acct, { given: job.range.head, near: state.lastHead ?? job.range.headHint });
+    found = await findHead(clients.explorer, acct, { given: job.range.head, near: state.lastHead ?? job.range.headHint, blockPath: clients.paths?.block });
     head = found.head;
   }
   // Without a head no window is block-ranged, so the windows do not depend on it.

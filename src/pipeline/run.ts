@@ -103,6 +103,7 @@ export function buildClients(transport: HttpTransport, targets: Targets, job: Jo
       ? new ExplorerClient(transport, { baseUrl: targets.explorer, altBaseUrl: targets.explorerAlt, apiKey: targets.apiKey, network: job.network })
       : undefined,
     finance: targets.finance ? new FinanceClient(transport, { baseUrl: targets.finance }) : undefined,
+    paths: job.paths,
   };
 }
 

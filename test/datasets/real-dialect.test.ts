@@ -221,3 +221,40 @@ describe('address-only event logs', () => {
     expect(filtered.map(key).every((k) => rows.some((r) => key(r) === k))).toBe(true);
   });
 });
+
+describe('path overrides', () => {
+  const chartJob = (lake: string, paths?: Record<string, string>) =>
+    parseJob(
+      {
+        name: 'chart',
+        target: 'simulator',
+        lake,
+        ...(paths ? { paths } : {}),
+        datasets: { stable_chart: { charts: [{ unit: 'hour', unit_count: 24, unit_multiplier: 1 }] } },
+      },
+      'chart',
+    );
+
+  it('the stable-coin chart served under its coin’s path is exported with a paths override, and fails without it', async () => {
+    const without = await runJob(chartJob(await lakeDir()), { simulator: sim, now: NOW });
+    expect(without.status).not.toBe('complete');
+    expect(JSON.stringify(without.errors)).toMatch(/404/);
+    const lake = await lakeDir();
+    const report = await runJob(chartJob(lake, { total_chart: '/usdx/total_chart' }), { simulator: sim, now: NOW });
+    expect(report.errors).toEqual([]);
+    expect(report.status).toBe('complete');
+    const rows = await queryCatalog(lake, `SELECT count(*)::INT AS n, count(DISTINCT timestamp)::INT AS t FROM stable_chart`);
+    expect(rows).toEqual([{ n: 24, t: 24 }]);
+  });
+
+  it('is checked when the job is loaded: a known endpoint id, a path, the placeholders its scope gives', () => {
+    const bad = (paths: unknown) => () => parseJob({ target: 'simulator', paths, datasets: { dashboard: {} } }, 'paths-job');
+    expect(bad({ totl_chart: '/x' })).toThrow(/paths-job: paths\.totl_chart: unknown endpoint id 'totl_chart'; valid ids .*total_chart/);
+    expect(bad({ total_chart: 'usdx/total_chart' })).toThrow(/paths\.total_chart: must be a path starting with '\/'/);
+    expect(bad({ total_chart: '/usdx/total_chart?x=1' })).toThrow(/paths\.total_chart: must be a path/);
+    expect(bad({ contract_abi: '/v2/contract/{address}/abi' })).toThrow(/paths\.contract_abi: uses \{address\}.*it may use \{contract\}/);
+    expect(bad([])).toThrow(/paths: must be an object/);
+    const ok = parseJob({ target: 'simulator', paths: { contract_abi: '/v2/contracts/{contract}/abi', block: '/v1/block/{block}' }, datasets: { dashboard: {} } }, 'ok');
+    expect(ok.paths).toEqual({ contract_abi: '/v2/contracts/{contract}/abi', block: '/v1/block/{block}' });
+  });
+});
