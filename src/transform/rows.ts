@@ -322,7 +322,8 @@ export class RowTransformer {
       const entry = mapFields ? mapEntry(apiEntry as Record<string, unknown>, mapFields, page) : (apiEntry as Record<string, unknown>);
       const extra = this.noteUnknown(entry, this.fields, '');
       const values: Record<string, Canonical> = {};
-      if (this.extraColumn) values[this.extraColumn] = extra === undefined ? null : JSON.stringify(extra);
+      // Only set when there are fields to keep: a staged row without the key reads as NULL, at no cost per row.
+      if (this.extraColumn && extra !== undefined) values[this.extraColumn] = JSON.stringify(extra);
       let rejected: RejectRecord | undefined;
       for (const c of this.columns) {
         if (c.from === 'ordinal' || c.from === 'extra') continue;

@@ -27,7 +27,7 @@ describe('extra', () => {
     const { entries, ctx } = page([log(1, ',"id":"17","removed":false,"meta":{"b":[1,null],"a":"x"}'), log(2, '')]);
     const { rows, rejects } = t.transform(entries, 'w', ctx);
     expect(rejects).toEqual([]);
-    expect(rows.map((r) => r.values.extra)).toEqual(['{"id":"17","removed":false,"meta":{"b":[1,null],"a":"x"}}', null]);
+    expect(rows.map((r) => r.values.extra)).toEqual(['{"id":"17","removed":false,"meta":{"b":[1,null],"a":"x"}}', undefined]);
     expect([...t.unknownFields]).toEqual([
       ['id', 1],
       ['removed', 1],
