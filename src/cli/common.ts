@@ -42,7 +42,8 @@ export function withTargetOptions<T>(y: Argv<T>) {
 export function withBlockRangeOptions<T>(y: Argv<T>) {
   return y
     .option('from-block', { type: 'number', describe: 'First block, for this run only (an explicit range: no resume, no incremental)' })
-    .option('to-block', { type: 'number', describe: 'Last block, for this run only' });
+    .option('to-block', { type: 'number', describe: 'Last block, for this run only' })
+    .option('head', { type: 'number', describe: 'The chain head, as you know it: nothing is asked to find it (for services without blocks/latest)' });
 }
 
 /** Flags shared by every command that runs a job (run, export). */
@@ -164,16 +165,22 @@ export function exitCodeOf(report: RunReport, strict: boolean): number {
 }
 
 /** `--from-block/--to-block`, validated: block numbers are non-negative integers, the range not inverted. */
-export function blockRangeArgs(args: { 'from-block'?: number; 'to-block'?: number }): { fromBlock?: number; toBlock?: number } | undefined {
+export function blockRangeArgs(args: {
+  'from-block'?: number;
+  'to-block'?: number;
+  head?: number;
+}): { fromBlock?: number; toBlock?: number; head?: number } | undefined {
   const from = args['from-block'];
   const to = args['to-block'];
   for (const [name, v] of [
     ['from-block', from],
     ['to-block', to],
+    ['head', args.head],
   ] as const) {
     if (v !== undefined && (!Number.isSafeInteger(v) || v < 0))
       throw new CliError(`--${name} must be a block number (a non-negative integer), got ${shownFlagValue(name, v)}`);
   }
   if (from !== undefined && to !== undefined && to < from) throw new CliError(`--to-block ${to} is below --from-block ${from}`);
+  if (args.head !== undefined) return { fromBlock: from, toBlock: to, head: args.head };
   return from === undefined && to === undefined ? undefined : { fromBlock: from, toBlock: to };
 }

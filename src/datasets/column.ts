@@ -37,7 +37,8 @@ export interface ColumnDef {
    * Where the value comes from; defaults to `name`. A field of the API entry (a dotted path reads nested
    * objects: `24h.volume`), or `$scope.<key>` (the window's scope), `$results.<path>` (the page's results beside
    * the entries), `$meta.<key>` (the endpoint's constants, `endpoint` its id, `found`/`api_message` for
-   * absent records), or `$ordinal` (the entry's ordinal among identical entries, see OrdinalDef).
+   * absent records), `$ordinal` (the entry's ordinal among identical entries, see OrdinalDef), or `$extra`
+   * (the entry's fields no other column reads: the registry gives every dataset this column, `extra`).
    */
   source?: string;
   kind: ColumnKind;
@@ -52,18 +53,30 @@ export interface ColumnDef {
 export const rawCompanion = (name: string): string => `${name}_raw`;
 
 /** Where a column's value is read: a field (path) of the API entry, or a value beside the entries. */
-export type SourceKind = 'entry' | 'scope' | 'results' | 'meta' | 'ordinal';
+export type SourceKind = 'entry' | 'scope' | 'results' | 'meta' | 'ordinal' | 'extra';
 
 const SOURCE_PREFIXES: [string, SourceKind][] = [
   ['$scope', 'scope'],
   ['$results', 'results'],
   ['$meta', 'meta'],
   ['$ordinal', 'ordinal'],
+  ['$extra', 'extra'],
 ];
+
+/** The column every dataset ends with: an entry's fields that no column reads, exactly as received. */
+export const EXTRA_COLUMN = 'extra';
+
+export const extraColumn: ColumnDef = {
+  name: EXTRA_COLUMN,
+  source: '$extra',
+  kind: 'json',
+  nullable: true,
+  doc: 'The entry’s fields that no column reads (fields the spec does not list), as a JSON object of their values as received; NULL when there are none. Query with ->> / json_extract, e.g. extra->>\'id\'.',
+};
 
 /** The column's source as a kind and a path (the entry's field path, or the path below `$scope` etc.). */
 export function columnSource(def: ColumnDef): { from: SourceKind; path: string[] } {
   const source = def.source ?? def.name;
   const from = SOURCE_PREFIXES.find(([prefix]) => source === prefix || source.startsWith(`${prefix}.`))?.[1] ?? 'entry';
-  return { from, path: from === 'entry' ? source.split('.') : from === 'ordinal' ? [] : source.slice(source.indexOf('.') + 1).split('.') };
+  return { from, path: from === 'entry' ? source.split('.') : from === 'ordinal' || from === 'extra' ? [] : source.slice(source.indexOf('.') + 1).split('.') };
 }

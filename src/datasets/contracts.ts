@@ -1,7 +1,10 @@
 import type { DatasetDef, EndpointDef } from './dataset.js';
 
-/** The explorer answers 404 "Contract source code not verified" for unverified contracts (docs/api-assumptions.md). */
-const unverified: EndpointDef['absentWhen'] = { httpStatus: [400, 404], message: /not verified|unverified/i };
+/**
+ * An unverified contract: the spec's simulator answers 404 "Contract source code not verified", the real
+ * service HTTP 200 with `results: {}` and "contract is not yet verified" (docs/api-assumptions.md).
+ */
+const unverified: EndpointDef['absentWhen'] = { httpStatus: [400, 404, 422], message: /not( yet)? verified|unverified/i, emptyResults: true };
 
 /** Explorer #14 (ABI) and #15 (code record) of verified contracts; unverified ones recorded as such. */
 export const contracts: DatasetDef = {
@@ -40,7 +43,7 @@ export const contracts: DatasetDef = {
   sortBy: ['contract_address', 'origin_endpoint'],
   notes: [
     'Both endpoints give the ABI; #15 adds the code record. Each gives its own row (origin_endpoint), so a query picks the one it needs.',
-    'Unverified contracts (the API refuses with "not verified") are rows with verified = false, api_message set and the record columns NULL.',
+    'Unverified contracts (the API refuses with "not verified", or answers an empty success) are rows with verified = false, api_message set and the record columns NULL.',
   ],
   columns: [
     { name: 'contract_address', kind: 'address', nullable: false, doc: 'The contract, lower-case.' },

@@ -83,10 +83,19 @@ export interface EndpointDef {
   /** Constant values a column can read as `$meta.<key>`, e.g. the standard of a holdings group. */
   meta?: Record<string, string>;
   /**
-   * A terminal API failure that is a fact about the scope, not an error (an unverified contract): the window
+   * A terminal API failure that is a fact about the scope, not an error (an unverified contract, an unknown
+   * transaction or token): the window
    * records one entry `{}` with `$meta.found` false and `$meta.api_message` the API's message.
    */
-  absentWhen?: { httpStatus: number[]; message: RegExp };
+  absentWhen?: {
+    httpStatus: number[];
+    message: RegExp;
+    /**
+     * A success envelope with nothing in it (`results` null, `{}` or `[]`, or an empty record where the entries
+     * sit) is that fact too; its message is kept (the real explorer's unverified contract: HTTP 200, `{}`).
+     */
+    emptyResults?: boolean;
+  };
 }
 
 export interface EntryFields {
@@ -135,4 +144,15 @@ export interface DatasetDef {
 /** Scope kinds a dataset can be asked for, in declaration order. */
 export function scopeKindsOf(def: DatasetDef): ScopeKind[] {
   return [...new Set(def.endpoints.map((e) => e.scope))];
+}
+
+/**
+ * The columns of a point lookup that records absences (EndpointDef.absentWhen): `found` is false, `api_message`
+ * holds the API's words and the record's columns are NULL when `when`.
+ */
+export function absenceColumns(when: string): ColumnDef[] {
+  return [
+    { name: 'found', source: '$meta.found', kind: 'bool', nullable: false, doc: `false when ${when} (then the record columns are NULL).` },
+    { name: 'api_message', source: '$meta.api_message', kind: 'text', nullable: true, doc: 'The API’s message when found is false; NULL otherwise.' },
+  ];
 }

@@ -3,7 +3,7 @@ import type { DatasetDef } from './dataset.js';
 /** Explorer #18: event logs of a contract filtered by topics. */
 export const event_logs: DatasetDef = {
   name: 'event_logs',
-  doc: 'Event logs of a scoped contract matching topic filters (explorer #18): topic_0 is required; topic_1..3 combine with the scope’s operand (and/or). One row per (transaction_hash, log_index).',
+  doc: 'Event logs of a scoped contract, optionally filtered by topics (explorer #18): topic_0 (required by the spec, optional on the real service: without topics, all the contract’s logs); topic_1..3 combine with the scope’s operand (and/or). One row per (transaction_hash, log_index).',
   kind: 'chain',
   endpoints: [
     {
@@ -24,6 +24,7 @@ export const event_logs: DatasetDef = {
   partitionFrom: 'timestamp',
   sortBy: ['timestamp', 'transaction_index', 'log_index'],
   notes: [
+    'A contract without topics lists all its logs (the real service; the spec requires topic_0, and a service that does refuses the window). The same log reached by two scopes (all logs, and one topic) is one row: the key is (transaction_hash, log_index).',
     'Entries carry no block number. Windows still are block ranges: the endpoint filters by start_block/end_block, so the job range, the pinned head, splitting over the result-window cap and watermarks work as for other chain datasets.',
     'Partitioned by block_date, the UTC date of the log’s timestamp (the block time); rows are sorted by timestamp, and the files record no block bounds.',
   ],

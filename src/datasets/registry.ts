@@ -3,6 +3,7 @@ import { blocks } from './blocks.js';
 import { contracts } from './contracts.js';
 import { dashboard } from './dashboard.js';
 import type { DatasetDef } from './dataset.js';
+import { extraColumn } from './column.js';
 import { erc20_transfers } from './erc20_transfers.js';
 import { erc721_transfers } from './erc721_transfers.js';
 import { event_logs } from './event_logs.js';
@@ -46,8 +47,11 @@ const ALL: DatasetDef[] = [
   pool_info,
 ];
 
+/** Nothing an entry carries is dropped: every dataset ends with the `extra` column (see column.ts). */
+const withExtra = (d: DatasetDef): DatasetDef => (d.columns.some((c) => c.source === '$extra') ? d : { ...d, columns: [...d.columns, extraColumn] });
+
 /** Every dataset chainlake knows, by name. The one list: CLI choices, describe and the catalog read it. */
-export const DATASETS: Readonly<Record<string, DatasetDef>> = Object.freeze(Object.fromEntries(ALL.map((d) => [d.name, d])));
+export const DATASETS: Readonly<Record<string, DatasetDef>> = Object.freeze(Object.fromEntries(ALL.map((d) => [d.name, withExtra(d)])));
 
 export function datasetNames(): string[] {
   return Object.keys(DATASETS).sort();

@@ -1,4 +1,4 @@
-import type { DatasetDef } from './dataset.js';
+import { absenceColumns, type DatasetDef } from './dataset.js';
 
 /** Explorer #20: the balance one holder has of one token. */
 export const token_balances: DatasetDef = {
@@ -15,6 +15,7 @@ export const token_balances: DatasetDef = {
       path: '/v1/tokens/{token}/balance/{holder}',
       paging: { kind: 'none' },
       entriesAt: ['data'],
+      absentWhen: { httpStatus: [404], message: /token\b.*not found|not found.*token/i, emptyResults: true },
     },
   ],
   naturalKey: ['token_address', 'holder_address'],
@@ -26,8 +27,9 @@ export const token_balances: DatasetDef = {
     {
       name: 'balance',
       kind: 'amount',
-      nullable: false,
+      nullable: true,
       doc: 'Balance in the token’s smallest unit (ERC-721: number of tokens). NULL when >= 10^38; see balance_raw.',
     },
+    ...absenceColumns('the API answers that it does not know the token'),
   ],
 };

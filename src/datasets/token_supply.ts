@@ -1,4 +1,4 @@
-import type { DatasetDef } from './dataset.js';
+import { absenceColumns, type DatasetDef } from './dataset.js';
 
 /** Explorer #19: total supply of a token. */
 export const token_supply: DatasetDef = {
@@ -15,6 +15,7 @@ export const token_supply: DatasetDef = {
       path: '/v1/tokens/{token}/total-supply',
       paging: { kind: 'none' },
       entriesAt: ['data'],
+      absentWhen: { httpStatus: [404], message: /token\b.*not found|not found.*token/i, emptyResults: true },
     },
   ],
   naturalKey: ['token_address'],
@@ -25,8 +26,9 @@ export const token_supply: DatasetDef = {
     {
       name: 'total_supply',
       kind: 'amount',
-      nullable: false,
+      nullable: true,
       doc: 'Total supply in the token’s smallest unit (ERC-721: number of tokens). NULL when >= 10^38; see total_supply_raw.',
     },
+    ...absenceColumns('the API answers that it does not know the token'),
   ],
 };

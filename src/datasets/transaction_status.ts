@@ -1,4 +1,4 @@
-import type { DatasetDef } from './dataset.js';
+import { absenceColumns, type DatasetDef } from './dataset.js';
 
 /** Explorer #11 and #12: execution status and receipt availability of a transaction. */
 export const transaction_status: DatasetDef = {
@@ -15,6 +15,7 @@ export const transaction_status: DatasetDef = {
       path: '/v1/transactions/{transaction}/transaction-status',
       paging: { kind: 'none' },
       entriesAt: ['data'],
+      absentWhen: { httpStatus: [404], message: /transaction\b.*not found|not found.*transaction/i, emptyResults: true },
     },
     {
       id: 'receipt_status',
@@ -25,6 +26,7 @@ export const transaction_status: DatasetDef = {
       path: '/v1/transactions/{transaction}/receipt-status',
       paging: { kind: 'none' },
       entriesAt: ['data'],
+      absentWhen: { httpStatus: [404], message: /transaction\b.*not found|not found.*transaction/i, emptyResults: true },
     },
   ],
   naturalKey: ['transaction_hash', 'status_kind'],
@@ -43,9 +45,10 @@ export const transaction_status: DatasetDef = {
     {
       name: 'status',
       kind: 'bool',
-      nullable: false,
+      nullable: true,
       doc: 'transaction_status: true success, false error. receipt_status: true receipt available, false not available although the transaction exists.',
     },
     { name: 'description', kind: 'text', nullable: true, doc: 'Text about the error when execution failed (transaction_status only).' },
+    ...absenceColumns('the API answers that it does not know the transaction'),
   ],
 };

@@ -17,6 +17,8 @@ export interface CheckedBody {
   resultsAt: readonly string[];
   /** The list asked for with a scan, when the body was scanned: `results` then holds `[]` in its place. */
   list?: ScannedList;
+  /** The envelope's `message`, when it has one (a recorded absence keeps it). */
+  message?: string;
 }
 
 /** What the generic fetcher needs from an API client: both clients implement it over the shared transport. */
@@ -58,6 +60,20 @@ export class ShapeError extends ChainlakeError {
 /** `results.count` as the API gives it (an integer string; a number where a service slips), or NaN. */
 export function countOf(c: unknown): number {
   return typeof c === 'string' && /^\d+$/.test(c) ? Number(c) : typeof c === 'number' && Number.isSafeInteger(c) && c >= 0 ? c : NaN;
+}
+
+/**
+ * Why a success envelope of a point lookup holds no record, or undefined when it holds one: `results` is null,
+ * `{}` or `[]`, or the record where the entries sit is null, `{}` or absent while nothing else is beside it.
+ */
+export function emptyResultsOf(results: unknown, entriesAt: readonly string[]): string | undefined {
+  const empty = (v: unknown): boolean =>
+    v === null || v === undefined || (Array.isArray(v) ? v.length === 0 : typeof v === 'object' && Object.keys(v as object).length === 0);
+  if (empty(results)) return `results is ${JSON.stringify(results ?? null)}`;
+  if (entriesAt.length === 0 || typeof results !== 'object') return undefined;
+  const r = results as Record<string, unknown>;
+  const others = Object.keys(r).filter((k) => k !== entriesAt[0] && k !== 'message' && k !== 'type');
+  return others.length === 0 && empty(dig(r, entriesAt)) ? `results.${entriesAt.join('.')} is empty` : undefined;
 }
 
 /** The label used in messages and stats: `explorer #2`, `finance /dashboard/overview`. */
@@ -137,6 +153,13 @@ export function endpointPageFetcher(
         };
       }
       throw e;
+    }
+    const absence = endpoint.absentWhen?.emptyResults ? emptyResultsOf(results, endpoint.entriesAt) : undefined;
+    if (absence) {
+      // A success envelope that says "nothing here" (an unverified contract on the real service: HTTP 200,
+      // `results: {}` and a message) is the same fact as the refusal above, recorded the same way.
+      const message = received?.message ?? (typeof (results as { message?: unknown } | null)?.message === 'string' ? (results as { message: string }).message : null);
+      return { entries: [{}], results: {}, count: 1, offset: 0, range: req.range, meta: { ...baseMeta, found: false, api_message: message || absence } };
     }
     if (results === null || typeof results !== 'object' || Array.isArray(results)) {
       throw new ShapeError(label, path, `results is ${results === null ? 'null' : Array.isArray(results) ? 'an array' : typeof results}, expected an object`);

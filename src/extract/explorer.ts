@@ -85,8 +85,8 @@ export interface TransactionsQuery extends Paging, BlockFilter {
 export interface EventLogsQuery extends Paging {
   /** The contract whose logs are listed (required). */
   address: string;
-  /** Required by the API. */
-  topic0: string;
+  /** Required by the spec; the real service lists all of the address's logs without it. */
+  topic0?: string;
   topic1?: string;
   topic2?: string;
   topic3?: string;
@@ -155,7 +155,13 @@ export class ExplorerClient implements ApiCaller {
     const base = host === 'alt' ? this.config.altBaseUrl! : this.config.baseUrl;
     return this.transport.call(
       { endpoint, url: buildUrl(base, path, query), method: 'GET', headers: this.headers() },
-      (body, bytes, list) => ({ results: checkExplorerEnvelope(body), bytes, resultsAt: EXPLORER_RESULTS_AT, list }),
+      (body, bytes, list) => ({
+        results: checkExplorerEnvelope(body),
+        bytes,
+        resultsAt: EXPLORER_RESULTS_AT,
+        list,
+        message: typeof (body as { message?: unknown }).message === 'string' ? (body as { message: string }).message : undefined,
+      }),
       acct,
       scan && { ...scan, at: [...EXPLORER_RESULTS_AT, ...scan.at] },
     );
@@ -351,7 +357,7 @@ export class ExplorerClient implements ApiCaller {
   /** #18 GET /v1/event-logs: logs of a contract filtered by topics and blocks. */
   async eventLogs(q: EventLogsQuery, acct: Accounting): Promise<ListResults> {
     ExplorerClient.address(q.address, 'explorer #18: address');
-    need(typeof q.topic0 === 'string' && q.topic0 !== '', 'explorer #18: topic0 is required');
+    need(q.topic0 === undefined || (typeof q.topic0 === 'string' && q.topic0 !== ''), 'explorer #18: topic0, when given, must not be empty');
     return this.list(
       'explorer #18',
       '/v1/event-logs',

@@ -189,6 +189,7 @@ export function stagedPagesSelect(def: DatasetDef, runId: string, ingestedAt: st
   const constants: string[] = [];
   const items: string[] = [];
   const canonicalText = new Map<string, string>();
+  let extra = false;
   for (const c of def.columns) {
     const { from, path } = columnSource(c);
     let expr: string;
@@ -209,6 +210,10 @@ export function stagedPagesSelect(def: DatasetDef, runId: string, ingestedAt: st
       if (c.kind === 'amount') items.push(`NULL::VARCHAR AS ${ident(rawCompanion(c.name))}`);
     } else if (from === 'ordinal') {
       items.push(`${castExpr(c.kind, '__o')} AS ${ident(c.name)}`);
+    } else if (from === 'extra') {
+      // Each entry's unread fields as JSON text, beside the entries like the ordinals (NULL for a page without).
+      extra = true;
+      items.push(`${castExpr(c.kind, '__x')} AS ${ident(c.name)}`);
     } else {
       constants.push(`${ident(c.name)} ${STAGED_TYPE[c.kind]}`);
       expr = `struct_extract(__k, ${literal(c.name)})`;
@@ -238,11 +243,13 @@ export function stagedPagesSelect(def: DatasetDef, runId: string, ingestedAt: st
     const columns = [`'p': 'VARCHAR'`, `'b': ${literal(body)}`];
     if (constants.length) columns.push(`'k': ${literal(`STRUCT(${constants.join(', ')})`)}`);
     if (ordinal) columns.push(`'o': 'BIGINT[]'`);
+    if (extra) columns.push(`'x': 'VARCHAR[]'`);
     const list = entriesAt.reduce((acc, part) => `struct_extract(${acc}, ${literal(part)})`, 'b');
     const maxObject = Math.max(DEFAULT_MAX_OBJECT, ...group.map((p) => p.maxLineBytes + 1024));
     const read = `read_json(${literalList(group.map((p) => p.file))}, format='newline_delimited', maximum_object_size=${maxObject}, columns={${columns.join(', ')}})`;
     // Two unnests in one select list walk their lists side by side: each entry beside its ordinal.
-    const unnested = `SELECT unnest(${list}) AS __e${ordinal ? ', unnest(o) AS __o' : ''}${constants.length ? ', k AS __k' : ''}, p AS __pp FROM ${read}`;
+    // Unnests side by side pad the shorter list with NULLs: a page without `x` gives every entry a NULL extra.
+    const unnested = `SELECT unnest(${list}) AS __e${ordinal ? ', unnest(o) AS __o' : ''}${extra ? ', unnest(x) AS __x' : ''}${constants.length ? ', k AS __k' : ''}, p AS __pp FROM ${read}`;
     return `SELECT ${items.join(', ')} FROM (${unnested})`;
   });
   return selects.join(' UNION ALL ');

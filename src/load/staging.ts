@@ -66,7 +66,7 @@ export class StageFile {
 
   /**
    * One accepted page as one line: what the entries do not carry (`p` partition, `k` constants, `o`
-   * ordinals), then the body as received under `b` (see schema.ts `stagedPagesSelect`). The body is JSON
+   * ordinals, `x` the entries' `extra` texts), then the body as received under `b` (see schema.ts `stagedPagesSelect`). The body is JSON
    * on one line once its line breaks (whitespace outside strings, never raw inside them) become spaces.
    */
   async writePage(page: AcceptedPage, raw: RawPage): Promise<void> {
@@ -76,7 +76,7 @@ export class StageFile {
       for (let i = 0; i < body.length; i++) if (body[i] === 10 || body[i] === 13) body[i] = 32;
     }
     const head = Buffer.from(
-      `{"p":${JSON.stringify(page.partition)},"k":${JSON.stringify(page.constants)}${page.ordinals ? `,"o":[${page.ordinals.join(',')}]` : ''},"b":`,
+      `{"p":${JSON.stringify(page.partition)},"k":${JSON.stringify(page.constants)}${page.ordinals ? `,"o":[${page.ordinals.join(',')}]` : ''}${page.extras ? `,"x":${JSON.stringify(page.extras)}` : ''},"b":`,
     );
     this.rows += page.rows;
     this.maxLineBytes = Math.max(this.maxLineBytes, head.length + body.length + PAGE_END.length);

@@ -24,6 +24,8 @@ export interface LakeState {
   /** Last committed block per (dataset, network, scope). */
   watermarks: Map<string, number>;
   resume?: ResumePoint;
+  /** The highest head any run on this network recorded: where a search for the head starts. */
+  lastHead?: number;
 }
 
 /**
@@ -47,6 +49,12 @@ export async function readLakeState(engine: Engine, paths: LakePaths, job: strin
       for (const [dataset, scope, block] of rows) state.watermarks.set(watermarkKey(String(dataset), network, String(scope)), Number(block));
     }
     if (!tables.has('runs') || !tables.has('windows')) return state;
+    const lastHead = (
+      await conn.runAndReadAll(
+        `SELECT max(CAST(json_extract(report, '$.head') AS BIGINT)) FROM chainlake_state.runs WHERE json_extract_string(report, '$.network') = ${literal(network)}`,
+      )
+    ).getRowsJS()[0]?.[0];
+    if (lastHead !== null && lastHead !== undefined) state.lastHead = Number(lastHead);
     const last = (
       await conn.runAndReadAll(
         `SELECT run_id, status, CAST(json_extract(report, '$.head') AS BIGINT) AS head FROM chainlake_state.runs

@@ -13,9 +13,12 @@ import { ChainlakeError } from '../errors.js';
 
 /** The API clients of a run, one per API. */
 export interface Clients {
-  explorer: ExplorerClient;
+  /** Built when an explorer base URL is known (a job of finance datasets alone may have none). */
+  explorer?: ExplorerClient;
   /** Built when the job has a finance dataset (and the job names a finance base URL). */
   finance?: FinanceClient;
+  /** The job's path overrides by endpoint id (job `paths`). */
+  paths?: Readonly<Record<string, string>>;
 }
 
 export interface WindowOutcome {
@@ -59,9 +62,12 @@ export interface ExecuteDeps {
  */
 export function fetcherFor(w: Window, clients: Clients, scanFields?: readonly string[]): PageFetcher {
   const scan = scanFields && { fields: scanFields, maxBytes: MAX_RECEIVED_PAGE_BYTES };
+  const path = clients.paths?.[w.endpoint.id];
+  if (path !== undefined) w = { ...w, endpoint: { ...w.endpoint, path } };
   switch (w.endpoint.api) {
     case 'explorer': {
       const host = w.endpoint.testnetAltHost && w.network === 'testnet' ? 'alt' : 'main';
+      if (!clients.explorer) throw new Error(`${w.def.name} reads the explorer API, and no explorer base URL is configured`);
       return endpointPageFetcher(clients.explorer, w.endpoint, w.scope, w.query, host, scan);
     }
     case 'finance':

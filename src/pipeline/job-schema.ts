@@ -25,10 +25,10 @@ const listOf = (item: Schema, description: string, file = false): Schema => {
 };
 const topics: Schema = {
   type: 'array',
-  minItems: 1,
+  minItems: 0,
   maxItems: 4,
   items: { oneOf: [hash, { type: 'null' }] },
-  description: '[topic0, topic1?, topic2?, topic3?]; null means any',
+  description: '[topic0?, topic1?, topic2?, topic3?]; null means any; none: all logs of the contract (the spec requires topic0)',
 };
 const operand: Schema = { enum: ['and', 'or'] };
 const logType: Schema = { enum: ['single', 'combine'] };
@@ -97,7 +97,11 @@ export function jobSchema(): Schema {
       description: { type: 'string' },
       network: { enum: ['mainnet', 'testnet'] },
       target: { enum: ['api', 'simulator'], description: 'The real APIs (endpoints or CHAINLAKE_*_URL) or the embedded simulator' },
-      simulator: { type: 'object', properties: { seed: int(0), scale: { enum: ['small', 'medium', 'large'] } }, additionalProperties: false },
+      simulator: {
+        type: 'object',
+        properties: { seed: int(0), scale: { enum: ['small', 'medium', 'large'] }, dialect: { enum: ['spec', 'real'] } },
+        additionalProperties: false,
+      },
       endpoints: { type: 'object', properties: { mainnet: url, testnet: url, testnetAlt: url, finance: url }, additionalProperties: false },
       apiKey: { type: 'string', description: 'Prefer CHAINLAKE_API_KEY: a key in a file is easy to leak' },
       lake: { type: 'string' },
@@ -112,6 +116,8 @@ export function jobSchema(): Schema {
             ...int(1),
             description: 'Block-ranged windows are cut into chunks of this many blocks (aligned), fetched in block order (default 100000)',
           },
+          head: { ...int(0), description: 'The chain head as you know it: nothing is asked to find it (a service without blocks/latest)' },
+          headHint: { ...int(0), description: 'Where a search for the head starts when blocks/latest is refused and the lake records no earlier head' },
         },
         additionalProperties: false,
       },
@@ -130,6 +136,16 @@ export function jobSchema(): Schema {
         additionalProperties: false,
       },
       timeouts: { type: 'object', properties: { connectMs: int(1), headersMs: int(1), bodyMs: int(1), totalMs: int(1) }, additionalProperties: false },
+      paths: {
+        type: 'object',
+        description: "Paths that replace endpoints' defaults, by endpoint id (chainlake describe --endpoints), e.g. {\"total_chart\": \"/usdx/total_chart\"}",
+        properties: Object.fromEntries(
+          datasetNames().flatMap((n) =>
+            getDataset(n).endpoints.map((e) => [e.id, { type: 'string', pattern: '^/[^\\s?#]*$', description: `${e.api} ${e.ref}; default ${e.path}` }]),
+          ),
+        ),
+        additionalProperties: false,
+      },
       datasets: {
         type: 'object',
         minProperties: 1,

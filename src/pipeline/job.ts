@@ -28,11 +28,14 @@ export interface SimulatorTarget {
   kind: 'simulator';
   seed?: number;
   scale?: 'small' | 'medium' | 'large';
+  /** `real`: the simulator behaves as the real services do where they differ from the spec. */
+  dialect?: 'spec' | 'real';
 }
 
 export interface ApiTarget {
   kind: 'api';
-  explorer: string;
+  /** Absent only when the job has no explorer dataset (finance alone). */
+  explorer?: string;
   explorerAlt?: string;
   finance?: string;
 }
@@ -65,6 +68,10 @@ export interface JobRange {
    * block order: the unit of resume, and what keeps each batch commit to a few daily partitions.
    */
   windowBlocks: number;
+  /** The chain head to use, as the user knows it: nothing is asked to find it (`--head` overrides it). */
+  head?: number;
+  /** Where a search for the head starts when `latest` is refused and the catalog records no earlier head. */
+  headHint?: number;
 }
 
 /**
@@ -103,6 +110,11 @@ export interface Job {
   pageSize: number;
   resultWindow: number;
   datasets: DatasetJob[];
+  /**
+   * Paths that replace an endpoint's default, by endpoint id (`chainlake describe --endpoints`): a deployment
+   * may serve an endpoint elsewhere (the real finance service names its coin in the stable chart's path).
+   */
+  paths?: Record<string, string>;
 }
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -247,12 +259,16 @@ function blockList(r: Reader, v: unknown, where: string): ScopeValues[] {
   return [...blocks].sort((a, b) => a - b).map((n) => ({ block: String(n) }));
 }
 
-/** Event-log filters: `contracts` as addresses (sharing the spec's `topics`/`operand`) or objects with their own. */
+/**
+ * Event-log filters: `contracts` as addresses (sharing the spec's `topics`/`operand`) or objects with their own.
+ * Topics are optional: an address alone (or `[]`, or null for topic 0) asks for all the contract's logs, which
+ * the real service serves (the spec requires topic_0; a service that does too refuses such a window).
+ */
 function contractTopicScopes(r: Reader, spec: Obj, where: string): ScopeValues[] {
   const topicsOf = (t: unknown, at: string): ScopeValues => {
-    if (!Array.isArray(t) || t.length < 1 || t.length > 4) r.fail(at, 'must list 1 to 4 topics: [topic0, topic1?, topic2?, topic3?] (null for "any")');
-    const out: ScopeValues = { topic0: hashOf(r, t[0], `${at}[0]`, 'a topic') };
-    for (let i = 1; i < t.length; i++) if (t[i] !== null) out[`topic${i}`] = hashOf(r, t[i], `${at}[${i}]`, 'a topic');
+    if (!Array.isArray(t) || t.length > 4) r.fail(at, 'must list up to 4 topics: [topic0?, topic1?, topic2?, topic3?] (null for "any")');
+    const out: ScopeValues = {};
+    for (let i = 0; i < t.length; i++) if (t[i] !== null) out[`topic${i}`] = hashOf(r, t[i], `${at}[${i}]`, 'a topic');
     return out;
   };
   const options = (o: Obj, at: string): ScopeValues => {
@@ -274,14 +290,12 @@ function contractTopicScopes(r: Reader, spec: Obj, where: string): ScopeValues[]
     const at = `${where}.contracts[${i}]`;
     let scope: ScopeValues;
     if (typeof c === 'string') {
-      if (!shared) r.fail(at, `a bare address needs "topics" beside "contracts" (topic_0 is required by the API)`);
       scope = { contract: addressList(r, [c], at.replace(/\[\d+\]$/, ''))[0]!, ...shared, ...sharedOptions };
     } else if (isObj(c)) {
       r.keys(c, at, ['address', 'topics', 'operand', 'type']);
       const problem = addressProblem(c.address);
       if (problem) r.fail(`${at}.address`, problem);
       const topics = c.topics === undefined ? shared : topicsOf(c.topics, `${at}.topics`);
-      if (!topics) r.fail(`${at}.topics`, 'topic_0 is required by the API: give "topics" here or beside "contracts"');
       scope = { contract: (c.address as string).toLowerCase(), ...topics, ...sharedOptions, ...options(c, at) };
     } else return r.fail(at, `must be an address or an object {"address", "topics"}, got ${JSON.stringify(c)}`);
     const key = JSON.stringify(Object.entries(scope).sort());
@@ -488,6 +502,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     'retry',
     'timeouts',
     'datasets',
+    'paths',
   ]);
 
   const name = doc.name === undefined ? 'job' : r.str(doc.name, 'name');
@@ -500,11 +515,18 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   if (targetKind === 'simulator') {
     const sim = doc.simulator === undefined ? {} : doc.simulator;
     if (!isObj(sim)) r.fail('simulator', 'must be an object');
-    r.keys(sim, 'simulator', ['seed', 'scale']);
+    r.keys(sim, 'simulator', ['seed', 'scale', 'dialect']);
+    if (sim.dialect !== undefined && sim.dialect !== 'spec' && sim.dialect !== 'real')
+      r.fail('simulator.dialect', `must be spec or real, got ${JSON.stringify(sim.dialect)}`);
     const scale = sim.scale;
     if (scale !== undefined && scale !== 'small' && scale !== 'medium' && scale !== 'large')
       r.fail('simulator.scale', `must be small, medium or large, got ${JSON.stringify(scale)}`);
-    target = { kind: 'simulator', seed: sim.seed === undefined ? undefined : r.int(sim.seed, 'simulator.seed', 0, 2 ** 32 - 1), scale };
+    target = {
+      kind: 'simulator',
+      seed: sim.seed === undefined ? undefined : r.int(sim.seed, 'simulator.seed', 0, 2 ** 32 - 1),
+      scale,
+      ...(sim.dialect === undefined ? {} : { dialect: sim.dialect }),
+    };
   } else if (targetKind === 'api') {
     const ep = doc.endpoints === undefined ? {} : doc.endpoints;
     if (!isObj(ep)) r.fail('endpoints', 'must be an object');
@@ -515,8 +537,8 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
       if (typeof v !== 'string' || !/^https?:\/\/\S+$/.test(v)) r.fail(`endpoints.${key}`, `must be an http(s) URL, got ${JSON.stringify(v)}`);
       return v;
     };
+    // Checked once the datasets are known: a job of finance datasets alone needs no explorer.
     const explorer = url(network);
-    if (!explorer) r.fail(`endpoints.${network}`, `no ${network} base URL: set it in the job or in ${ENDPOINT_ENV[network]}`);
     target = { kind: 'api', explorer, explorerAlt: network === 'testnet' ? url('testnetAlt') : undefined, finance: url('finance') };
   } else {
     r.fail('target', `must be "api" or "simulator", got ${JSON.stringify(targetKind)}`);
@@ -527,7 +549,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
 
   const rangeDoc = doc.range ?? {};
   if (!isObj(rangeDoc)) r.fail('range', 'must be an object like {"fromBlock": 0, "toBlock": "head"} or {"incremental": true, "fromBlock": 0}');
-  r.keys(rangeDoc, 'range', ['fromBlock', 'toBlock', 'incremental', 'safetyMarginBlocks', 'windowBlocks']);
+  r.keys(rangeDoc, 'range', ['fromBlock', 'toBlock', 'incremental', 'safetyMarginBlocks', 'windowBlocks', 'head', 'headHint']);
   const fromBlock = rangeDoc.fromBlock === undefined ? 0 : r.int(rangeDoc.fromBlock, 'range.fromBlock', 0);
   const toBlock = rangeDoc.toBlock === undefined || rangeDoc.toBlock === 'head' ? 'head' : r.int(rangeDoc.toBlock, 'range.toBlock', 0);
   if (toBlock !== 'head' && toBlock < fromBlock) r.fail('range', `toBlock ${toBlock} is below fromBlock ${fromBlock}`);
@@ -542,6 +564,8 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   if (incremental && toBlock !== 'head') r.fail('range', 'an incremental range runs up to the head: leave toBlock out (or "head")');
   const safetyMarginBlocks = rangeDoc.safetyMarginBlocks === undefined ? 12 : r.int(rangeDoc.safetyMarginBlocks, 'range.safetyMarginBlocks', 0, 1_000_000);
   const windowBlocks = rangeDoc.windowBlocks === undefined ? DEFAULT_WINDOW_BLOCKS : r.int(rangeDoc.windowBlocks, 'range.windowBlocks', 1);
+  const head = rangeDoc.head === undefined ? undefined : r.int(rangeDoc.head, 'range.head', 0);
+  const headHint = rangeDoc.headHint === undefined ? undefined : r.int(rangeDoc.headHint, 'range.headHint', 0);
   const commitDoc = doc.commit ?? {};
   if (!isObj(commitDoc)) r.fail('commit', 'must be an object like {"everyRows": 500000, "everySeconds": 60}');
   r.keys(commitDoc, 'commit', ['everyRows', 'everySeconds']);
@@ -566,6 +590,10 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   }
 
   const apiKey = doc.apiKey !== undefined ? r.str(doc.apiKey, 'apiKey') : env.CHAINLAKE_API_KEY || undefined;
+  const paths = pathOverrides(r, doc.paths);
+  if (target.kind === 'api' && !target.explorer && datasets.some((d) => DATASETS[d.name]!.endpoints.some((e) => d.endpoints.includes(e.id) && e.api === 'explorer'))) {
+    r.fail(`endpoints.${network}`, `no ${network} base URL: set it in the job or in ${ENDPOINT_ENV[network]}`);
+  }
 
   return {
     name,
@@ -574,7 +602,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     target,
     apiKey,
     lake,
-    range: { fromBlock, toBlock, incremental, safetyMarginBlocks, windowBlocks },
+    range: { fromBlock, toBlock, incremental, safetyMarginBlocks, windowBlocks, ...(head === undefined ? {} : { head }), ...(headHint === undefined ? {} : { headHint }) },
     commit,
     concurrency: doc.concurrency === undefined ? 8 : r.int(doc.concurrency, 'concurrency', 1, 256),
     rps: doc.rps === undefined ? undefined : r.int(doc.rps, 'rps', 1, 100_000),
@@ -587,7 +615,41 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     retry: msObject(r, doc.retry, 'retry', { maxAttempts: [1, 100], baseDelayMs: [1, 600_000], maxDelayMs: [1, 3_600_000], maxTotalDelayMs: [0, 86_400_000] }),
     timeouts: msObject(r, doc.timeouts, 'timeouts', { connectMs: [1, 600_000], headersMs: [1, 3_600_000], bodyMs: [1, 3_600_000], totalMs: [1, 86_400_000] }),
     datasets,
+    paths,
   };
+}
+
+/** Every endpoint of both APIs by id (ids are unique across datasets), with its dataset. */
+export function endpointsById(): Map<string, { dataset: string; endpoint: DatasetDef['endpoints'][number] }> {
+  const out = new Map<string, { dataset: string; endpoint: DatasetDef['endpoints'][number] }>();
+  for (const name of datasetNames()) for (const e of DATASETS[name]!.endpoints) out.set(e.id, { dataset: name, endpoint: e });
+  return out;
+}
+
+const placeholdersOf = (path: string): string[] => [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+
+/**
+ * The job's `paths`: endpoint id -> a path below the API's base URL. Checked now, so that a typo fails the job
+ * before any request: the id must be an endpoint's, the path must start with '/', hold no query, fragment or
+ * space, and use only placeholders its endpoint's default path has (they are filled from the scope).
+ */
+function pathOverrides(r: Reader, v: unknown): Record<string, string> {
+  if (v === undefined) return {};
+  if (!isObj(v)) r.fail('paths', 'must be an object like {"total_chart": "/usdx/total_chart"} (endpoint id -> path)');
+  const known = endpointsById();
+  const out: Record<string, string> = {};
+  for (const [id, path] of Object.entries(v)) {
+    const at = `paths.${id}`;
+    const e = known.get(id);
+    if (!e) r.fail(at, `unknown endpoint id '${id}'; valid ids (chainlake describe --endpoints): ${[...known.keys()].sort().join(', ')}`);
+    if (typeof path !== 'string' || !path.startsWith('/') || /[\s?#]/.test(path) || path.includes('//'))
+      r.fail(at, `must be a path starting with '/' (no query, fragment, space or '//'), got ${JSON.stringify(path)}`);
+    const allowed = placeholdersOf(e.endpoint.path);
+    const bad = placeholdersOf(path).filter((p) => !allowed.includes(p));
+    if (bad.length) r.fail(at, `uses {${bad.join('}, {')}}, which the scope of ${id} does not give; it may use ${allowed.length ? `{${allowed.join('}, {')}}` : 'none'}`);
+    out[id] = path;
+  }
+  return out;
 }
 
 export async function loadJobFile(file: string, env: NodeJS.ProcessEnv = process.env): Promise<Job> {

@@ -3,12 +3,23 @@ import type { BlockRange } from '../extract/pager.js';
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
 import { readLakeState, watermarkKey, windowKey, type LakeState, type ResumePoint } from '../load/state.js';
+import { getDataset } from '../datasets/registry.js';
+import { findHead, type FoundHead } from '../extract/head.js';
 import type { Clients } from './execute.js';
 import type { Job } from './job.js';
 import { jobRange, windowIdOf, windowsOf, type Window } from './plan.js';
 
+/**
+ * Whether a run of the job needs the chain head: only block-ranged endpoints do (their windows end at it).
+ * Snapshots, point lookups (blocks by number included) and finance datasets need none, nor an explorer URL.
+ */
+export function needsHead(job: Job): boolean {
+  return job.datasets.some((d) => getDataset(d.name).endpoints.some((e) => d.endpoints.includes(e.id) && e.blockRange !== undefined));
+}
+
 /** The job with this run's range override applied. */
-export function effectiveJob(job: Job, o: { fromBlock?: number; toBlock?: number } | undefined): Job {
+export function effectiveJob(job: Job, o: { fromBlock?: number; toBlock?: number; head?: number } | undefined): Job {
+  if (o?.head !== undefined) job = { ...job, range: { ...job.range, head: o.head } };
   if (!o || (o.fromBlock === undefined && o.toBlock === undefined)) return job;
   const fromBlock = o.fromBlock ?? job.range.fromBlock;
   const toBlock = o.toBlock ?? job.range.toBlock;
@@ -96,7 +107,10 @@ export function narrowWindows(job: Job, head: number, state: LakeState, resuming
 export interface Prepared {
   state: LakeState;
   resume: ResumePoint | undefined;
-  head: number;
+  /** The pinned head; null when the job has no block-ranged endpoint (snapshots, point lookups, finance). */
+  head: number | null;
+  /** How the head was found, when this run found it. */
+  found?: FoundHead;
   range: BlockRange;
   windows: Window[];
   skipped: number;
@@ -123,7 +137,25 @@ export async function prepareRun(
 ): Promise<Prepared> {
   const state = await readLakeState(engine, paths, job.name, job.network);
   const resume = !fullRefresh && !explicitRange ? state.resume : undefined;
-  const head = resume ? resume.head : await clients.explorer.head(acct);
-  const { todo, skipped } = narrowWindows(job, head, state, resume !== undefined, fullRefresh);
-  return { state, resume, head, range: jobRange(job, head), windows: todo, skipped, committedRanges: resume ? committedRanges(resume.committed) : new Map() };
+  let head: number | null = null;
+  let found: FoundHead | undefined;
+  if (resume && resume.head !== null) head = resume.head;
+  else if (needsHead(job)) {
+    if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
+    found = await findHead(clients.explorer, acct, { given: job.range.head, near: state.lastHead ?? job.range.headHint, blockPath: clients.paths?.block });
+    head = found.head;
+  }
+  // Without a head no window is block-ranged, so the windows do not depend on it.
+  const at = head ?? job.range.fromBlock;
+  const { todo, skipped } = narrowWindows(job, at, state, resume !== undefined, fullRefresh);
+  return {
+    state,
+    resume,
+    head,
+    found,
+    range: jobRange(job, at),
+    windows: todo,
+    skipped,
+    committedRanges: resume ? committedRanges(resume.committed) : new Map(),
+  };
 }

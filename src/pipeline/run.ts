@@ -25,6 +25,7 @@ import type { Job } from './job.js';
 import { LiveRun } from './live.js';
 import { silentLogger, type Logger } from './log.js';
 import { effectiveJob, prepareRun } from './prepare.js';
+import type { FoundHead } from '../extract/head.js';
 import { emptyDatasetReport, sumReports, type DatasetReport, type RunReport } from './report.js';
 import { GarbagePacer } from './garbage.js';
 import { EXIT } from '../cli/exit-codes.js';
@@ -40,7 +41,7 @@ export interface RunOptions {
   /** Ignore watermarks and any unfinished earlier run: fetch the job's whole range again. */
   fullRefresh?: boolean;
   /** `--from-block/--to-block`: an explicit range for this run only (no resume, no incremental narrowing). */
-  rangeOverride?: { fromBlock?: number; toBlock?: number };
+  rangeOverride?: { fromBlock?: number; toBlock?: number; head?: number };
   /** If another run holds the lake, wait for it (polling) instead of failing with LakeLockedError. */
   waitForLock?: boolean;
   /** Receives the live state of the run as it starts (progress displays). */
@@ -61,6 +62,13 @@ export interface RunOptions {
   mergeSliceRows?: number;
 }
 
+/** How a head was found, for the run's first log line. */
+function headHow(found: FoundHead | undefined): string {
+  if (!found || found.how === 'latest') return '';
+  if (found.how === 'given') return ' (given)';
+  return ` (blocks/latest refused: ${found.latestRefused}; found by searching /v1/blocks/{n} in ${found.requests} requests)`;
+}
+
 export function newRunId(now: Date): string {
   return `${now
     .toISOString()
@@ -74,7 +82,8 @@ export function transportOptionsOf(job: Job): TransportOptions {
 }
 
 export interface Targets {
-  explorer: string;
+  /** Absent when the job reads the finance API alone and names no explorer. */
+  explorer?: string;
   explorerAlt?: string;
   finance?: string;
   apiKey?: string;
@@ -90,15 +99,18 @@ export async function resolveTargets(job: Job, opts: Pick<RunOptions, 'simulator
     return { explorer: s.urls[job.network], explorerAlt: s.urls.testnetAlt, finance: s.urls.finance, apiKey: s.apiKey, close: async () => {} };
   }
   const { startSimulator } = await import('../simulator/index.js');
-  const sim = await startSimulator({ seed: job.target.seed, scale: job.target.scale, host: '127.0.0.1', port: 0 });
+  const sim = await startSimulator({ seed: job.target.seed, scale: job.target.scale, dialect: job.target.dialect, host: '127.0.0.1', port: 0 });
   return { explorer: sim.urls[job.network], explorerAlt: sim.urls.testnetAlt, finance: sim.urls.finance, apiKey: sim.apiKey, close: () => sim.close() };
 }
 
-/** The explorer client always (it pins the head); the finance client when a finance base URL is known. */
+/** The explorer client when an explorer base URL is known (it finds the head); the finance client likewise. */
 export function buildClients(transport: HttpTransport, targets: Targets, job: Job): Clients {
   return {
-    explorer: new ExplorerClient(transport, { baseUrl: targets.explorer, altBaseUrl: targets.explorerAlt, apiKey: targets.apiKey, network: job.network }),
+    explorer: targets.explorer
+      ? new ExplorerClient(transport, { baseUrl: targets.explorer, altBaseUrl: targets.explorerAlt, apiKey: targets.apiKey, network: job.network })
+      : undefined,
     finance: targets.finance ? new FinanceClient(transport, { baseUrl: targets.finance }) : undefined,
+    paths: job.paths,
   };
 }
 
@@ -172,9 +184,9 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   let recorded: Record<string, unknown> | undefined;
   let failure: unknown;
   try {
-    const { state, resume, head, range, windows, skipped, committedRanges } = await prepareRun(job, job !== baseJob, opts.fullRefresh ?? false, engine, paths, clients, runAcct);
+    const { state, resume, head, found, range, windows, skipped, committedRanges } = await prepareRun(job, job !== baseJob, opts.fullRefresh ?? false, engine, paths, clients, runAcct);
 
-    if (range.from > head && !job.range.incremental) {
+    if (head !== null && range.from > head && !job.range.incremental) {
       // An explicit range above the chain: "0 windows, complete" would read as success.
       const what = `blocks ${range.from}-${job.range.toBlock === 'head' ? 'head' : job.range.toBlock} start above the chain head (block ${head}, pinned now)`;
       if (windows.length === 0)
@@ -189,8 +201,8 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     log.log(
       'info',
       'run.start',
-      `run ${runId}: ${job.name} on ${job.network}, head ${resume ? `${head} (resuming run ${resume.runId})` : `pinned at block ${head}`}, blocks ${range.from}-${range.to}: ${windows.length} windows to fetch${skipped ? `, ${skipped} already in the lake` : ''}`,
-      { ...startRecord, windows: windows.length, skipped },
+      `run ${runId}: ${job.name} on ${job.network}, ${head === null ? 'no head needed (no block-ranged dataset)' : `head ${resume ? `${head} (resuming run ${resume.runId})` : `pinned at block ${head}${headHow(found)}`}, blocks ${range.from}-${range.to}`}: ${windows.length} windows to fetch${skipped ? `, ${skipped} already in the lake` : ''}`,
+      { ...startRecord, windows: windows.length, skipped, ...(found ? { headFoundBy: found.how, headRequests: found.requests, latestRefused: found.latestRefused } : {}) },
     );
 
     const live = new LiveRun(runId, job.name);

@@ -16,6 +16,8 @@ import { executeWindow, StrictRejectsError, type WindowOutcome } from './execute
 import type { Job } from './job.js';
 import { silentLogger, type Logger } from './log.js';
 import { planWindows } from './plan.js';
+import { needsHead } from './prepare.js';
+import { findHead } from '../extract/head.js';
 import { buildClients, newRunId, resolveTargets, transportOptionsOf, type RunOptions } from './run.js';
 
 /** What a stream reports of each window once its rows have been handed over. */
@@ -56,7 +58,12 @@ export async function* streamJobBatches(job: Job, opts: StreamJobOptions = {}): 
   const engine = await openEngine({ tempDir: path.join(dir, 'duckdb-tmp'), threads: 1 });
   try {
     const clients = buildClients(transport, targets, job);
-    const head = await clients.explorer.head(new Accounting());
+    // The same head rule as a run: only block-ranged datasets need one (finance and point lookups do not).
+    let head = job.range.fromBlock;
+    if (needsHead(job)) {
+      if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
+      head = (await findHead(clients.explorer, new Accounting(), { given: job.range.head, near: job.range.headHint, blockPath: clients.paths?.block })).head;
+    }
     const pager: PagerOptions = {
       pageSize: job.pageSize,
       resultWindow: job.resultWindow,

@@ -9,6 +9,7 @@ import {
 } from './params.js';
 import { renderBlock, writeTx, writeTxSimple } from './render.js';
 import { closePage, nextRow, openPage } from './page.js';
+import type { Dialect } from './dialect.js';
 
 export interface ExplorerCtx {
   chain: Chain;
@@ -18,6 +19,8 @@ export interface ExplorerCtx {
   body: unknown;
   resultWindow: number;
   state: ExplorerState;
+  /** `real`: event logs by address alone, carrying an `id` (src/simulator/dialect.ts). */
+  dialect?: Dialect;
 }
 export interface ExplorerState { verified: Map<string, VerifiedRecord> }
 

@@ -5,6 +5,9 @@ import { Chain } from './chain.js';
 import { SimulatorExamples, computeExamples } from './examples.js';
 import type { FaultKind, FaultOptions } from './faults.js';
 import { SimServer, Stats } from './server.js';
+import { DIALECTS, type Dialect } from './dialect.js';
+
+export { DIALECTS, type Dialect } from './dialect.js';
 
 export type { FaultKind, FaultOptions } from './faults.js';
 export type { SimulatorExamples } from './examples.js';
@@ -25,6 +28,8 @@ export interface SimulatorOptions {
   rateLimit?: { rps: number; burst?: number };
   blockTimeMs?: number;
   resultWindow?: number;
+  /** `spec` (default) or `real`: the real services' behaviours where they differ from the spec (docs/simulator.md). */
+  dialect?: Dialect;
 }
 
 export type SimulatorStats = Stats;
@@ -82,11 +87,13 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
   if (!SCALES.includes(scale)) throw new RangeError(`scale must be one of ${SCALES.join(', ')}, got '${String(scale)}'`);
   const resultWindow = opts.resultWindow ?? 10_000;
   if (!Number.isInteger(resultWindow) || resultWindow < 1) throw new RangeError(`resultWindow must be a positive integer, got ${resultWindow}`);
+  const dialect = opts.dialect ?? 'spec';
+  if (!DIALECTS.includes(dialect)) throw new RangeError(`dialect must be one of ${DIALECTS.join(', ')}, got '${String(dialect)}'`);
   const apiKey = opts.apiKey ?? DEFAULT_API_KEY;
   if (apiKey.length === 0) throw new RangeError('apiKey must not be empty');
   const host = opts.host ?? '127.0.0.1';
   const chains = { mainnet: withOwnHead(getChain('mainnet', seed, scale)), testnet: withOwnHead(getChain('testnet', seed, scale)) };
-  const server = new SimServer(chains, { apiKey, host, port: opts.port ?? 0, resultWindow, latencyMs: opts.latencyMs, faults: opts.faults, rateLimit: opts.rateLimit });
+  const server = new SimServer(chains, { apiKey, host, port: opts.port ?? 0, resultWindow, latencyMs: opts.latencyMs, faults: opts.faults, rateLimit: opts.rateLimit, dialect });
   const port = await server.listen();
   const hostPart = host.includes(':') ? `[${host}]` : host;
   const root = `http://${hostPart}:${port}`;

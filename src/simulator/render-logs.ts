@@ -163,17 +163,19 @@ export function logShapes(c: Chain): LogShapes {
 }
 
 const L = {
-  ts: lit('{"timestamp":'), address: lit(',"address":"'), data: lit('","data":"0x'), logIndex: lit('","log_index":"'),
+  ts: lit('{"timestamp":'), id: lit('{"id":"'), tsAfterId: lit('","timestamp":'), address: lit(',"address":"'), data: lit('","data":"0x'), logIndex: lit('","log_index":"'),
   topic2: lit(`","topic_2":"${ADDR_WORD}`), topic2Word: lit('","topic_2":"0x'),
   topic3Null: lit('","topic_3":null}'), topic3: lit('","topic_3":"0x'),
 };
 
 /** The event-log entry of log r. */
-export function writeLog(out: ByteOut, c: Chain, r: number, shapes: LogShapes): void {
+export function writeLog(out: ByteOut, c: Chain, r: number, shapes: LogShapes, withId = false): void {
   const t = c.logTx[r]!, b = c.txBlk[t]!, kind = c.logKind[r]!, contract = c.logContract[r]!;
   const st = caseStyle(c.kTx ^ 0x18, r);
   const shape = shapes[contract * N_KINDS + kind] ??= logShape(c, contract, kind);
-  out.lit(L.ts); writeIso(out, c.blockSeconds(b));
+  // The real dialect's entries carry the service's own id of the log, a field the spec does not list.
+  if (withId) { out.lit(L.id); out.uint(r + 1); out.lit(L.tsAfterId); } else out.lit(L.ts);
+  writeIso(out, c.blockSeconds(b));
   out.lit(L.address); c.writeAddr(out, contract, st);
   out.lit(L.data); writeLogData(out, c, r, kind, contract);
   out.lit(c.logFrom[r] === A_ZERO ? shape.mintMethod : shape.method); c.writeTxHash(out, t, st === 2);

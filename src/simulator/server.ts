@@ -8,6 +8,7 @@ import { FaultKind, FaultOptions, FaultPlan, RateLimitOptions, TokenBuckets } fr
 import { financeFailure, handleFinance } from './finance.js';
 import { ApiError } from './params.js';
 import { hash2 } from './rng.js';
+import { REAL_LATEST_REFUSAL, REAL_UNVERIFIED_BODY, realFinanceSegments, type Dialect } from './dialect.js';
 
 export interface ServerConfig {
   apiKey: string;
@@ -17,6 +18,8 @@ export interface ServerConfig {
   latencyMs?: { min: number; max: number } | number;
   faults?: FaultOptions;
   rateLimit?: RateLimitOptions;
+  /** `real`: behave as the real services do where they differ from the spec (src/simulator/dialect.ts). */
+  dialect?: Dialect;
 }
 
 export interface Stats {
@@ -262,13 +265,22 @@ export class SimServer {
       try { body = JSON.parse(rawBody); } catch { return { status: 400, body: explorerError(400, 'Request body is not valid JSON'), rows: 0 }; }
     }
     const chain = this.chains[network];
+    const real = this.cfg.dialect === 'real';
+    if (real && hit.route.name === 'blocks' && hit.params[0]!.toLowerCase() === 'latest') {
+      return { status: REAL_LATEST_REFUSAL.status, body: explorerError(REAL_LATEST_REFUSAL.status, REAL_LATEST_REFUSAL.message), rows: 0 };
+    }
     try {
-      const r = hit.route.handler({ chain, head: chain.head, query, params: hit.params, body, resultWindow: this.cfg.resultWindow, state: this.state[network] });
+      const r = hit.route.handler({ chain, head: chain.head, query, params: hit.params, body, resultWindow: this.cfg.resultWindow, state: this.state[network], dialect: this.cfg.dialect ?? 'spec' });
       const okBody = r.enveloped ? r.results
         : typeof r.results === 'string' ? OK_PREFIX + r.results + '}' : Buffer.concat([OK_PREFIX_BYTES, r.results, CLOSE_BYTES]);
       return { status: 200, body: okBody, rows: r.rows, release: r.enveloped ? r.release : undefined };
     } catch (e) {
-      if (e instanceof ApiError) return { status: e.status, body: explorerError(e.status, e.message), rows: 0, headers: e.headers };
+      if (e instanceof ApiError) {
+        if (real && e.status === 404 && (hit.route.name === 'contracts/abi' || hit.route.name === 'contracts/code') && /not verified/.test(e.message)) {
+          return { status: 200, body: REAL_UNVERIFIED_BODY, rows: 0 };
+        }
+        return { status: e.status, body: explorerError(e.status, e.message), rows: 0, headers: e.headers };
+      }
       throw e;
     }
   }
@@ -281,7 +293,11 @@ export class SimServer {
     const limited = this.rateLimited('finance:' + (req.socket.remoteAddress ?? ''));
     if (limited) return { ...limited, body: JSON.stringify({ type: 'failure', message: `Rate limit exceeded: retry after ${limited.headers!['retry-after']} s`, data: null }) };
     let r;
-    try { r = handleFinance(this.chains.mainnet, method, segs, query); } catch (e) {
+    const route = this.cfg.dialect === 'real' ? realFinanceSegments(segs) : segs;
+    try {
+      if (route === 'gone') throw new ApiError(404, `Unknown path ${method} /${segs.join('/')}`);
+      r = handleFinance(this.chains.mainnet, method, route, query);
+    } catch (e) {
       if (e instanceof ApiError) r = financeFailure(e.status, e.message);
       else throw e;
     }

@@ -74,6 +74,8 @@ export interface AcceptedPage {
   partition: string | null;
   /** Ordinal of each entry in listing order, for datasets with an ordinal. */
   ordinals?: number[];
+  /** The `extra` JSON text of each entry (NULL where none), when any entry of the page carries unread fields. */
+  extras?: (string | null)[];
 }
 
 /**
@@ -244,6 +246,8 @@ export class RowTransformer {
    */
   private readonly entryKeys: readonly string[] | undefined;
   private readonly entryColumns: CompiledColumn[];
+  /** The column that keeps an entry's unread fields (`$extra`), when the dataset has one. */
+  private readonly extraColumn: string | undefined;
   /**
    * The entry fields the columns read, when pages may be accepted from a scan of their body (every column
    * reads a top-level field and has a byte acceptor); see `scanFields` and `acceptScanned`.
@@ -277,6 +281,7 @@ export class RowTransformer {
       }
     }
     this.entryColumns = this.columns.filter((c) => c.from === 'entry');
+    this.extraColumn = this.columns.find((c) => c.from === 'extra')?.def.name;
     this.rawEligible = ctx.stageReceived !== false && this.columns.every((c) => c.from !== 'entry' || c.accept !== undefined);
     // Fields named like a property every object inherits (`constructor`...) read differently from a parsed
     // entry that lacks them: such a dataset is never accepted from a scan.
@@ -315,11 +320,13 @@ export class RowTransformer {
         continue;
       }
       const entry = mapFields ? mapEntry(apiEntry as Record<string, unknown>, mapFields, page) : (apiEntry as Record<string, unknown>);
-      this.noteUnknown(entry, this.fields, '');
+      const extra = this.noteUnknown(entry, this.fields, '');
       const values: Record<string, Canonical> = {};
+      // Only set when there are fields to keep: a staged row without the key reads as NULL, at no cost per row.
+      if (this.extraColumn && extra !== undefined) values[this.extraColumn] = JSON.stringify(extra);
       let rejected: RejectRecord | undefined;
       for (const c of this.columns) {
-        if (c.from === 'ordinal') continue;
+        if (c.from === 'ordinal' || c.from === 'extra') continue;
         const raw = valueAt(c.from === 'entry' ? entry : c.from === 'scope' ? page.scope : c.from === 'results' ? page.results : meta, c.path);
         const reason = this.stageValue(c, raw, values);
         if (reason !== undefined) {
@@ -375,7 +382,14 @@ export class RowTransformer {
         return v === undefined || v === null ? null : receivedCanonical(c.def.kind, v);
       },
       () => {
-        for (const e of entries) this.noteUnknown(e as Record<string, unknown>, this.fields, '');
+        let extras: (string | null)[] | undefined;
+        entries.forEach((e, i) => {
+          const extra = this.noteUnknown(e as Record<string, unknown>, this.fields, '');
+          if (extra === undefined) return;
+          extras ??= new Array<string | null>(entries.length).fill(null);
+          extras[i] = JSON.stringify(extra);
+        });
+        return this.extraColumn ? extras : undefined;
       },
     );
   }
@@ -418,6 +432,8 @@ export class RowTransformer {
     if (page.fields && (page.fields.rename || page.fields.fill)) return undefined;
     // The unknown keys the scan counted are those beside `fields`: it must have located exactly them.
     if (list.fields.length !== fields.length || fields.some((f) => !list.fields.includes(f))) return undefined;
+    // Entries with fields no column reads keep them in `extra`: their values are read from the parsed entries.
+    if (this.extraColumn && list.unknown.length > 0) return undefined;
     const columns = this.entryColumns;
     const at = columns.map((c) => list.fields.indexOf(c.path[0]!));
     const { tags, spans, bytes, count } = list;
@@ -447,6 +463,7 @@ export class RowTransformer {
       },
       () => {
         for (const u of list.unknown) this.unknownFields.set(u.name, (this.unknownFields.get(u.name) ?? 0) + u.entries);
+        return undefined;
       },
     );
   }
@@ -460,12 +477,12 @@ export class RowTransformer {
     rows: number,
     page: PageContext,
     entryValue: (i: number, c: CompiledColumn) => Canonical,
-    noteUnknown: () => void,
+    noteUnknown: () => (string | null)[] | undefined,
   ): AcceptedPage | undefined {
     const constants: Record<string, Canonical> = {};
     const meta = page.meta ?? {};
     for (const c of this.columns) {
-      if (c.from === 'entry' || c.from === 'ordinal') continue;
+      if (c.from === 'entry' || c.from === 'ordinal' || c.from === 'extra') continue;
       if (this.stageValue(c, valueAt(c.from === 'scope' ? page.scope : c.from === 'results' ? page.results : meta, c.path), constants) !== undefined)
         return undefined;
     }
@@ -478,8 +495,8 @@ export class RowTransformer {
       ordinals = new Array<number>(rows);
       for (let i = 0; i < rows; i++) ordinals[i] = this.nextOrdinal(state, (c) => (c.from === 'entry' ? entryValue(i, c) : stagedValue(c, constants)));
     }
-    noteUnknown();
-    return { rows, constants, partition: this.partitionColumn ? null : this.ctx.snapshotDate, ordinals };
+    const extras = noteUnknown();
+    return { rows, constants, partition: this.partitionColumn ? null : this.ctx.snapshotDate, ordinals, ...(extras ? { extras } : {}) };
   }
 
   /**
@@ -513,17 +530,27 @@ export class RowTransformer {
     );
   }
 
-  private noteUnknown(obj: Record<string, unknown>, tree: FieldTree, prefix: string): void {
+  /**
+   * Counts the fields of `obj` no column reads, at any depth the declaration reaches, and returns them as an
+   * object of the same shape (values as received), or undefined when there are none: the entry's `extra`.
+   */
+  private noteUnknown(obj: Record<string, unknown>, tree: FieldTree, prefix: string): Record<string, unknown> | undefined {
+    let extra: Record<string, unknown> | undefined;
     for (const key in obj) {
       const known = tree.get(key);
       if (known === undefined) {
         const path = prefix + key;
         this.unknownFields.set(path, (this.unknownFields.get(path) ?? 0) + 1);
+        (extra ??= {})[key] = obj[key];
       } else if (known !== null) {
         const child = obj[key];
-        if (child !== null && typeof child === 'object' && !Array.isArray(child)) this.noteUnknown(child as Record<string, unknown>, known, `${prefix}${key}.`);
+        if (child !== null && typeof child === 'object' && !Array.isArray(child)) {
+          const inner = this.noteUnknown(child as Record<string, unknown>, known, `${prefix}${key}.`);
+          if (inner) (extra ??= {})[key] = inner;
+        }
       }
     }
+    return extra;
   }
 
   private reject(window: string, field: string, entry: unknown, reason: string, raw?: unknown): RejectRecord {

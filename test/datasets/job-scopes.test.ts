@@ -48,7 +48,13 @@ describe('job scopes of every kind', () => {
       { contract: A(1), topic0: H(9) },
       { contract: A(2), topic0: H(1), topic2: H(3), operand: 'or' },
     ]);
-    fails({ event_logs: { contracts: [A(1)] } }, /topics.*topic_0 is required/);
+    // Topics are optional (the real service lists a contract's logs by address alone); given ones still filter.
+    expect(job({ event_logs: { contracts: [A(1), { address: A(2), topics: [null, H(2)] }, { address: A(3), topics: [] }] } }).datasets[0]!.scopes.contract_topics).toEqual([
+      { contract: A(1) },
+      { contract: A(2), topic1: H(2) },
+      { contract: A(3) },
+    ]);
+    fails({ event_logs: { contracts: [A(1)], topics: [H(1), H(2), H(3), H(4), H(5)] } }, /topics: must list up to 4 topics/);
     fails({ event_logs: { contracts: [{ address: A(1), topics: ['0x12'] }] } }, /datasets\.event_logs\.contracts\[0\]\.topics\[0\]: not a topic/);
   });
 
@@ -110,7 +116,7 @@ describe('export flags', () => {
     expect(datasetSpecFromFlags(getDataset('blocks'), { block: ['5', '7-9'] })).toEqual({ blocks: [5, '7-9'] });
     expect(datasetSpecFromFlags(getDataset('stable_chart'), { unit: 'hour' })).toEqual({ charts: [{ unit: 'hour', unit_count: 24, unit_multiplier: 1 }] });
     expect(() => datasetSpecFromFlags(getDataset('pool_info'), { address: [A(1)] })).toThrow(/--address does not apply to pool_info/);
-    expect(() => datasetSpecFromFlags(getDataset('event_logs'), { contract: [A(1)] })).toThrow(/needs --topic0/);
+    expect(datasetSpecFromFlags(getDataset('event_logs'), { contract: [A(1)] })).toEqual({ contracts: [A(1)] });
     for (const name of datasetNames()) expect(() => datasetSpecFromFlags(getDataset(name), {})).not.toThrow();
   });
 });

@@ -226,7 +226,10 @@ describe('pages staged as received', () => {
     expect(counts.received!.received).toBeGreaterThan(5_000);
     expect(counts.received!.converted).toBeGreaterThan(0);
     expect(counts.received!.scanned).toBe(0);
-    expect(counts.scanned!.scanned).toBeGreaterThan(5_000);
+    // The three pages with an unlisted field (`extra`, ~920 rows each) are accepted from their parsed entries,
+    // which give each entry's extra column; the scan only counts unlisted fields.
+    expect(counts.scanned!.scanned).toBeGreaterThan(2_500);
+    expect(counts.scanned!.received - counts.scanned!.scanned).toBeLessThan(3_000);
     expect(counts.scanned!.received).toBe(counts.received!.received);
     expect(counts.scanned!.received).toBeGreaterThan(counts.scanned!.scanned);
     expect(unknownFields.scanned).toEqual(unknownFields.received);

@@ -7,6 +7,12 @@ import { SCOPE_KEYS } from '../../pipeline/job.js';
 interface Args {
   dataset?: string;
   format: 'text' | 'json';
+  endpoints?: boolean;
+}
+
+/** Every endpoint of both APIs: its id (what a job's `paths` and `endpoints` name), dataset, API and default path. */
+export function describeEndpoints(): { id: string; dataset: string; api: string; method: string; path: string }[] {
+  return datasetNames().flatMap((n) => getDataset(n).endpoints.map((e) => ({ id: e.id, dataset: n, api: e.api, method: e.method, path: e.path })));
 }
 
 const scopeText = (e: EndpointDef): string => `${e.scope}${SCOPE_KEYS[e.scope].length ? ` (job: ${SCOPE_KEYS[e.scope].join(', ')})` : ''}`;
@@ -27,7 +33,7 @@ export function describeDataset(name: string): string {
     '  endpoints:',
     ...def.endpoints.map(
       (e) =>
-        `    ${e.id}: ${e.api} ${e.ref}; scope ${scopeText(e)}${e.blockRange ? '; windowed by block range' : ''}${e.alternate ? '; alternate (only when the job names it)' : ''}`,
+        `    ${e.id}: ${e.api} ${e.ref} (path ${e.path}); scope ${scopeText(e)}${e.blockRange ? '; windowed by block range' : ''}${e.alternate ? '; alternate (only when the job names it)' : ''}`,
     ),
     ...(def.notes?.length ? ['  notes:', ...def.notes.map((n) => `    - ${n}`)] : []),
     '  columns ("required": a row whose API value is missing or null goes to _rejects):',
@@ -50,9 +56,21 @@ export const describeCommand: CommandModule<object, Args> = {
     y
       .positional('dataset', { type: 'string', choices: datasetNames(), describe: 'One dataset (default: list them all)' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
+      .option('endpoints', { type: 'boolean', describe: "List every endpoint's id (for a job's \"paths\" and \"endpoints\"), dataset and default path" })
       .example('$0 describe', 'List every dataset')
-      .example('$0 describe transactions', 'Columns of transactions'),
+      .example('$0 describe transactions', 'Columns of transactions')
+      .example('$0 describe --endpoints', 'Every endpoint id and its default path (for a job\'s "paths")'),
   handler: (args) => {
+    if (args.endpoints) {
+      const list = describeEndpoints().filter((e) => !args.dataset || e.dataset === args.dataset);
+      if (args.format === 'json') process.stdout.write(JSON.stringify(list, null, 2) + '\n');
+      else {
+        const w = Math.max(...list.map((e) => e.id.length));
+        const d = Math.max(...list.map((e) => e.dataset.length));
+        process.stdout.write(list.map((e) => `${e.id.padEnd(w)}  ${e.dataset.padEnd(d)}  ${e.api.padEnd(8)}  ${e.method} ${e.path}`).join('\n') + '\n');
+      }
+      return;
+    }
     if (args.format === 'json') {
       const names = args.dataset ? [args.dataset] : datasetNames();
       process.stdout.write(JSON.stringify(names.map(jsonOf), null, 2) + '\n');

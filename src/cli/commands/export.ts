@@ -26,6 +26,7 @@ interface Args extends RunArgs {
   endpoint?: string[];
   'from-block'?: number;
   'to-block'?: number;
+  head?: number;
   network: string;
   simulator?: boolean;
   input?: boolean;
@@ -113,11 +114,10 @@ export function datasetSpecFromFlags(def: DatasetDef, args: Partial<Args>): Reco
   if (args.tx) spec.transactions = args.tx;
   if (args.contract) {
     if (kinds.has('contract_topics')) {
-      if (args.topic0 === undefined) throw new CliError(`${def.name} needs --topic0 (the API requires topic_0)`);
-      const topics = [args.topic0, args.topic1 ?? null, args.topic2 ?? null, args.topic3 ?? null];
-      while (topics.length > 1 && topics[topics.length - 1] === null) topics.pop();
+      const topics = [args.topic0 ?? null, args.topic1 ?? null, args.topic2 ?? null, args.topic3 ?? null];
+      while (topics.length > 0 && topics[topics.length - 1] === null) topics.pop();
       spec.contracts = args.contract;
-      spec.topics = topics;
+      if (topics.length > 0) spec.topics = topics;
       if (args.operand !== undefined) spec.operand = args.operand;
     } else spec.contracts = args.contract;
   }
@@ -148,7 +148,7 @@ export const exportCommand: CommandModule<object, Args> = {
         .positional('dataset', { type: 'string', demandOption: true, choices: datasetNames(), describe: 'Dataset to export (chainlake describe lists them)' })
         .option('address', { type: 'string', array: true, describe: 'Address scope (repeat for several)' })
         .option('contract', { type: 'string', array: true, describe: 'Contract scope (contracts, event_logs)' })
-        .option('topic0', { type: 'string', describe: 'event_logs: topic_0 filter (required by the API)' })
+        .option('topic0', { type: 'string', describe: 'event_logs: topic_0 filter (the spec requires it; without topics, all logs of the contract)' })
         .option('topic1', { type: 'string', describe: 'event_logs: topic_1 filter' })
         .option('topic2', { type: 'string', describe: 'event_logs: topic_2 filter' })
         .option('topic3', { type: 'string', describe: 'event_logs: topic_3 filter' })
@@ -165,6 +165,7 @@ export const exportCommand: CommandModule<object, Args> = {
         .option('endpoint', { type: 'string', array: true, describe: 'Only these endpoints of the dataset (ids: chainlake describe <dataset>)' })
         .option('from-block', { type: 'number', describe: 'First block (default 0)' })
         .option('to-block', { type: 'number', describe: 'Last block (default: the head, pinned at start)' })
+        .option('head', { type: 'number', describe: 'The chain head, as you know it: nothing is asked to find it' })
         .option('network', { type: 'string', choices: ['mainnet', 'testnet'], default: 'mainnet', describe: 'Network' })
         .option('simulator', { type: 'boolean', describe: 'Target the embedded simulator instead of CHAINLAKE_*_URL' })
         .option('input', { type: 'boolean', describe: 'Ask for input data (transactions, internal_transactions)' }),
@@ -186,7 +187,11 @@ export const exportCommand: CommandModule<object, Args> = {
       name: `export-${args.dataset}`,
       network: args.network,
       target: args.simulator ? 'simulator' : 'api',
-      range: { fromBlock: args['from-block'] ?? 0, ...(args['to-block'] !== undefined ? { toBlock: args['to-block'] } : {}) },
+      range: {
+        fromBlock: args['from-block'] ?? 0,
+        ...(args['to-block'] !== undefined ? { toBlock: args['to-block'] } : {}),
+        ...(args.head !== undefined ? { head: args.head } : {}),
+      },
       datasets: { [args.dataset]: datasetSpecFromFlags(def, args) },
     };
     const job = applyRunOverrides(jobFromFlags(doc), args);

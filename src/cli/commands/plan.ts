@@ -18,6 +18,7 @@ interface Args extends RunArgs {
   job: string;
   'from-block'?: number;
   'to-block'?: number;
+  head?: number;
   probe: boolean;
   format: 'text' | 'json';
 }
@@ -32,7 +33,8 @@ export interface WindowEstimate {
 export interface PlanEstimate {
   job: string;
   network: string;
-  head: number;
+  /** null when the job needs no head (no block-ranged dataset). */
+  head: number | null;
   range: { from: number; to: number };
   /** Blocks per window chunk (range.windowBlocks): a block-ranged window is one chunk of one scope. */
   windowBlocks: number;
@@ -61,7 +63,7 @@ function requestsFor(w: Window, rows: number | null, job: Job): number {
 /** Plans a job against the live API without fetching data: windows, counts, requests, duration. */
 export async function estimatePlan(
   baseJob: Job,
-  opts: { rangeOverride?: { fromBlock?: number; toBlock?: number }; probe: boolean; fullRefresh?: boolean },
+  opts: { rangeOverride?: { fromBlock?: number; toBlock?: number; head?: number }; probe: boolean; fullRefresh?: boolean },
 ): Promise<PlanEstimate> {
   const job = effectiveJob(baseJob, opts.rangeOverride);
   const work = await mkdtemp(path.join(os.tmpdir(), 'chainlake-plan-'));
@@ -126,7 +128,7 @@ export function formatPlan(p: PlanEstimate): string {
   const table = rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
   const minutes = p.estimatedSeconds / 60;
   return [
-    `plan for ${p.job} on ${p.network}: head ${p.head}${p.resumeOf ? ` (resuming run ${p.resumeOf})` : ''}, blocks ${p.range.from}-${p.range.to} in chunks of ${p.windowBlocks}`,
+    `plan for ${p.job} on ${p.network}: head ${p.head ?? 'not needed'}${p.resumeOf ? ` (resuming run ${p.resumeOf})` : ''}, blocks ${p.range.from}-${p.range.to} in chunks of ${p.windowBlocks}`,
     ...table,
     `${p.windows.length} windows to fetch${p.skipped ? `, ${p.skipped} already in the lake` : ''}`,
     `estimated requests: ${p.estimatedRequests}; duration: ${minutes >= 1 ? `${minutes.toFixed(1)} min` : `${p.estimatedSeconds.toFixed(1)} s`}${p.rps ? ` at ${p.rps} req/s` : ' (no rps limit; from probe latency)'}`,
@@ -140,7 +142,7 @@ export function formatPlan(p: PlanEstimate): string {
 export async function printPlan(
   job: Job,
   args: RunArgs & { probe?: boolean; format?: 'text' | 'json' },
-  rangeOverride?: { fromBlock?: number; toBlock?: number },
+  rangeOverride?: { fromBlock?: number; toBlock?: number; head?: number },
 ): Promise<void> {
   const plan = await estimatePlan(job, { rangeOverride, probe: args.probe ?? true, fullRefresh: args['full-refresh'] });
   process.stdout.write((args.format === 'json' ? JSON.stringify(plan, null, 2) : formatPlan(plan)) + '\n');

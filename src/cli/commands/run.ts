@@ -7,6 +7,7 @@ interface Args extends RunArgs {
   job: string;
   'from-block'?: number;
   'to-block'?: number;
+  head?: number;
   'dry-run'?: boolean;
 }
 

@@ -1,8 +1,8 @@
 // `chainlake simulate`: serve the embedded simulator of both APIs until SIGINT/SIGTERM.
 
 import type { Argv, CommandModule } from 'yargs';
-import { DEFAULT_API_KEY, FAULT_KINDS, SCALES, startSimulator } from '../../simulator/index.js';
-import type { FaultKind, Scale, SimulatorOptions } from '../../simulator/index.js';
+import { DEFAULT_API_KEY, DIALECTS, FAULT_KINDS, SCALES, startSimulator } from '../../simulator/index.js';
+import type { Dialect, FaultKind, Scale, SimulatorOptions } from '../../simulator/index.js';
 import { CliError } from '../exit-codes.js';
 
 interface SimulateArgs {
@@ -17,6 +17,7 @@ interface SimulateArgs {
   'rate-limit'?: number;
   'block-time-ms': number;
   'result-window': number;
+  dialect: string;
 }
 
 export function parseLatency(v: string | undefined): SimulatorOptions['latencyMs'] {
@@ -63,8 +64,15 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
       .option('rate-limit', { type: 'number', describe: 'Server-side limit in requests per second per api key (429 + Retry-After above it)' })
       .option('block-time-ms', { type: 'number', default: 0, describe: 'Reveal one new block every N ms (0 = frozen head)' })
       .option('result-window', { type: 'number', default: 10_000, describe: 'Maximum offset + limit of a listing' })
+      .option('dialect', {
+        type: 'string',
+        choices: DIALECTS as unknown as string[],
+        default: 'spec',
+        describe: 'spec: the API specs; real: what the real services do where they differ (docs/simulator.md)',
+      })
       .example('$0 simulate', 'Serve on a free port; prints one JSON line with the base URLs and example addresses')
       .example('$0 simulate --port 8545 --scale medium --block-time-ms 12000', 'A bigger chain with a moving head')
+      .example('$0 simulate --dialect real', 'Behave as the real services do: unverified contracts as empty successes, no blocks/latest...')
       .example('$0 simulate --fault-rate 0.1 --faults 429,503,reset --latency-ms 5-80', 'Flaky, slow service for resilience tests')
       .check((a) => {
         if (!Number.isInteger(a.port) || a.port < 0 || a.port > 65535) throw new CliError(`--port must be an integer 0..65535, got ${a.port}`);
@@ -91,6 +99,7 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
       rateLimit: a['rate-limit'] !== undefined ? { rps: a['rate-limit'] } : undefined,
       blockTimeMs: a['block-time-ms'] > 0 ? a['block-time-ms'] : undefined,
       resultWindow: a['result-window'],
+      dialect: a.dialect as Dialect,
     }).catch((e: unknown) => {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'EADDRINUSE' || code === 'EACCES' || code === 'EADDRNOTAVAIL')
