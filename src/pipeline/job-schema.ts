@@ -97,7 +97,7 @@ export function jobSchema(): Schema {
       description: { type: 'string' },
       network: { enum: ['mainnet', 'testnet'] },
       target: { enum: ['api', 'simulator'], description: 'The real APIs (endpoints or CHAINLAKE_*_URL) or the embedded simulator' },
-      simulator: { type: 'object', properties: { seed: int(0), scale: { enum: ['small', 'medium', 'large'] } }, additionalProperties: false },
+      simulator: { type: 'object', properties: { seed: int(0), scale: { enum: ['small', 'medium', 'large'] }, chain: { enum: ['demo', 'sparse'] } }, additionalProperties: false },
       endpoints: { type: 'object', properties: { mainnet: url, testnet: url, testnetAlt: url, finance: url }, additionalProperties: false },
       apiKey: { type: 'string', description: 'Prefer CHAINLAKE_API_KEY: a key in a file is easy to leak' },
       lake: { type: 'string' },

@@ -23,6 +23,8 @@ export interface SimulatorTarget {
   kind: 'simulator';
   seed?: number;
   scale?: 'small' | 'medium' | 'large';
+  /** 'sparse': the simulator's chain of realistic height (head 53,450,000); default the small demo chain. */
+  chain?: 'demo' | 'sparse';
 }
 
 export interface ApiTarget {
@@ -441,11 +443,12 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   if (targetKind === 'simulator') {
     const sim = doc.simulator === undefined ? {} : doc.simulator;
     if (!isObj(sim)) r.fail('simulator', 'must be an object');
-    r.keys(sim, 'simulator', ['seed', 'scale']);
+    r.keys(sim, 'simulator', ['seed', 'scale', 'chain']);
+    if (sim.chain !== undefined && sim.chain !== 'demo' && sim.chain !== 'sparse') r.fail('simulator.chain', `must be demo or sparse, got ${JSON.stringify(sim.chain)}`);
     const scale = sim.scale;
     if (scale !== undefined && scale !== 'small' && scale !== 'medium' && scale !== 'large')
       r.fail('simulator.scale', `must be small, medium or large, got ${JSON.stringify(scale)}`);
-    target = { kind: 'simulator', seed: sim.seed === undefined ? undefined : r.int(sim.seed, 'simulator.seed', 0, 2 ** 32 - 1), scale };
+    target = { kind: 'simulator', seed: sim.seed === undefined ? undefined : r.int(sim.seed, 'simulator.seed', 0, 2 ** 32 - 1), scale, chain: sim.chain as SimulatorTarget['chain'] };
   } else if (targetKind === 'api') {
     const ep = doc.endpoints === undefined ? {} : doc.endpoints;
     if (!isObj(ep)) r.fail('endpoints', 'must be an object');

@@ -83,7 +83,7 @@ export async function resolveTargets(job: Job, opts: Pick<RunOptions, 'simulator
     return { explorer: s.urls[job.network], explorerAlt: s.urls.testnetAlt, finance: s.urls.finance, apiKey: s.apiKey, close: async () => {} };
   }
   const { startSimulator } = await import('../simulator/index.js');
-  const sim = await startSimulator({ seed: job.target.seed, scale: job.target.scale, host: '127.0.0.1', port: 0 });
+  const sim = await startSimulator({ seed: job.target.seed, scale: job.target.scale, chain: job.target.chain, host: '127.0.0.1', port: 0 });
   return { explorer: sim.urls[job.network], explorerAlt: sim.urls.testnetAlt, finance: sim.urls.finance, apiKey: sim.apiKey, close: () => sim.close() };
 }
 

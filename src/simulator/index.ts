@@ -5,6 +5,7 @@ import { Chain } from './chain.js';
 import { SimulatorExamples, computeExamples } from './examples.js';
 import type { FaultKind, FaultOptions } from './faults.js';
 import { SimServer, Stats } from './server.js';
+import { sparseChainFor, type SparseProfile } from './sparse.js';
 
 export type { FaultKind, FaultOptions } from './faults.js';
 export type { SimulatorExamples } from './examples.js';
@@ -25,7 +26,16 @@ export interface SimulatorOptions {
   rateLimit?: { rps: number; burst?: number };
   blockTimeMs?: number;
   resultWindow?: number;
+  /**
+   * 'sparse': a chain of realistic height (head 53,450,000) whose activity is spread from genesis, sparse early
+   * and dense late (see sparse.ts); it answers the head, blocks and the ERC-20 transfers of its addresses
+   * (`sparseAddresses`). 'demo' (default): the small generated chain alone.
+   */
+  chain?: ChainKind;
 }
+
+export type ChainKind = 'demo' | 'sparse';
+export const CHAIN_KINDS: readonly ChainKind[] = ['demo', 'sparse'];
 
 export type SimulatorStats = Stats;
 
@@ -33,6 +43,8 @@ export interface RunningSimulator {
   urls: { mainnet: string; testnet: string; testnetAlt: string; finance: string };
   apiKey: string;
   examples: SimulatorExamples;
+  /** With `chain: 'sparse'`: the tall chain's addresses on mainnet (a dense, a sparse and an empty scope). */
+  sparseAddresses?: Record<SparseProfile, string>;
   /** Testnet counterparts of `examples` (the testnet is a different chain). */
   testnetExamples: SimulatorExamples;
   stats(): SimulatorStats;
@@ -86,7 +98,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
   if (apiKey.length === 0) throw new RangeError('apiKey must not be empty');
   const host = opts.host ?? '127.0.0.1';
   const chains = { mainnet: withOwnHead(getChain('mainnet', seed, scale)), testnet: withOwnHead(getChain('testnet', seed, scale)) };
-  const server = new SimServer(chains, { apiKey, host, port: opts.port ?? 0, resultWindow, latencyMs: opts.latencyMs, faults: opts.faults, rateLimit: opts.rateLimit });
+  const kind = opts.chain ?? 'demo';
+  if (!CHAIN_KINDS.includes(kind)) throw new RangeError(`chain must be one of ${CHAIN_KINDS.join(', ')}, got '${String(kind)}'`);
+  const sparse = kind === 'sparse' ? { mainnet: sparseChainFor(seed, 'mainnet'), testnet: sparseChainFor(seed, 'testnet') } : undefined;
+  const server = new SimServer(chains, { apiKey, host, port: opts.port ?? 0, resultWindow, latencyMs: opts.latencyMs, faults: opts.faults, rateLimit: opts.rateLimit, sparse });
   const port = await server.listen();
   const hostPart = host.includes(':') ? `[${host}]` : host;
   const root = `http://${hostPart}:${port}`;
@@ -102,6 +117,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     apiKey,
     examples,
     testnetExamples,
+    sparseAddresses: sparse?.mainnet.addresses,
     stats: () => server.getStats(),
     resetStats: () => server.resetStats(),
     setFaults: (f) => server.setFaults(f),
@@ -111,7 +127,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
       if (!Number.isInteger(blocks) || blocks < 0) throw new RangeError(`advanceHead needs a non-negative integer, got ${blocks}`);
       chains[network].setHead(chains[network].head + blocks);
     },
-    head: (network = 'mainnet') => chains[network].head,
+    head: (network = 'mainnet') => sparse?.[network].head ?? chains[network].head,
     close: async () => { if (timer) clearInterval(timer); await server.close(); },
   };
 }
