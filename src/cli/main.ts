@@ -9,6 +9,7 @@ import { hideBin } from 'yargs/helpers';
 import { LakeAccessError, LakeLockedError } from '../load/lock.js';
 import { NoLakeError } from '../load/reader.js';
 import { JobError } from '../pipeline/job.js';
+import { QuotaReachedError } from '../extract/quota.js';
 import { describeCommand } from './commands/describe.js';
 import { exportCommand } from './commands/export.js';
 import { planCommand } from './commands/plan.js';
@@ -75,6 +76,10 @@ main(hideBin(process.argv)).catch((e: unknown) => {
       e.file === 'command line' ? `chainlake: invalid arguments: ${e.where ? `${e.where}: ` : ''}${e.problem}\n` : `chainlake: job file error: ${e.message}\n`,
     );
     process.exitCode = EXIT.usage;
+  } else if (e instanceof QuotaReachedError) {
+    // Today's quota was spent before this run could send anything: nothing changed, tomorrow's run resumes.
+    process.stderr.write(`chainlake: ${e.message}\n`);
+    process.exitCode = EXIT.quotaReached;
   } else if (e instanceof LakeLockedError) {
     process.stderr.write(`chainlake: ${e.message}\n`);
     process.exitCode = EXIT.locked;

@@ -62,6 +62,13 @@ export interface JobRange {
    * block order: the unit of resume, and what keeps each batch commit to a few daily partitions.
    */
   windowBlocks: number;
+  /**
+   * Whether windows are fixed chunks of `windowBlocks` (set explicitly, in the job or with --window-blocks):
+   * each chunk is then asked on its own, empty or not. Otherwise (the default) the chunks of a scope are joined
+   * and asked whole, and the run cuts them into count-sized windows (see joinWindows): about ceil(rows / 1000)
+   * requests per scope whatever the chain's height.
+   */
+  fixedChunks?: boolean;
 }
 
 /**
@@ -512,7 +519,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     target,
     apiKey,
     lake,
-    range: { fromBlock, toBlock, incremental, safetyMarginBlocks, windowBlocks },
+    range: { fromBlock, toBlock, incremental, safetyMarginBlocks, windowBlocks, ...(rangeDoc.windowBlocks !== undefined ? { fixedChunks: true } : {}) },
     commit,
     concurrency: doc.concurrency === undefined ? 8 : r.int(doc.concurrency, 'concurrency', 1, 256),
     rps: doc.rps === undefined ? undefined : r.int(doc.rps, 'rps', 1, 100_000),

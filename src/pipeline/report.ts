@@ -18,7 +18,8 @@ export interface RunReport {
   runId: string;
   job: string;
   network: string;
-  status: 'complete' | 'partial' | 'failed';
+  /** quota_reached: the job's dailyRequestQuota stopped the run; what it committed stays, the next run resumes. */
+  status: 'complete' | 'partial' | 'failed' | 'quota_reached';
   startedAt: string;
   finishedAt: string;
   durationMs: number;
@@ -44,6 +45,10 @@ export interface RunReport {
   errors: { window: string; error: string }[];
   unknownFields: Record<string, string[]>;
   lake: string;
+  /** Under a dailyRequestQuota: the account it is kept for (never a key), the quota, today's use, whether it stopped the run. */
+  quota?: { account: string; limit: number; usedToday: number; reached: boolean };
+  /** Under a dailyRequestQuota: this run's requests per UTC day (the catalog's request_usage ledger). */
+  requestUsage?: { account: string; days: Record<string, number> };
 }
 
 /** Requests, retries and throttles of a part of a run. */

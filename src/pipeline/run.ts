@@ -9,7 +9,9 @@ import { ExplorerClient } from '../extract/explorer.js';
 import { FinanceClient } from '../extract/finance.js';
 import { LearnedCap, WindowProgress, type PagerOptions } from '../extract/pager.js';
 import { HttpTransport, type TransportOptions } from '../extract/transport.js';
-import { Catalog, type WindowRecord } from '../load/catalog.js';
+import { Catalog, type RequestUsage, type WindowRecord } from '../load/catalog.js';
+import { QuotaReachedError, quotaAccount, RequestQuota } from '../extract/quota.js';
+import { readRequestUsage } from '../load/state.js';
 import type { CommittedFile } from '../load/commit.js';
 import { openEngine } from '../load/engine.js';
 import { JOURNAL_FILE } from '../load/journal.js';
@@ -25,6 +27,7 @@ import type { Job } from './job.js';
 import { LiveRun } from './live.js';
 import { silentLogger, type Logger } from './log.js';
 import { effectiveJob, prepareRun } from './prepare.js';
+import { WINDOW_ROWS, windowIdOf, type Window } from './plan.js';
 import { emptyDatasetReport, sumReports, type DatasetReport, type RunReport } from './report.js';
 import { GarbagePacer } from './garbage.js';
 
@@ -52,7 +55,11 @@ export interface RunOptions {
   stageReceived?: boolean;
   /** Fresh rows a commit merges at once (default MERGE_SLICE_ROWS); tests make it small to merge in many slices. */
   mergeSliceRows?: number;
+  /** Rows after which a joined window stops and the next one continues (default WINDOW_ROWS); tests make it small. */
+  windowRows?: number;
 }
+
+
 
 export function newRunId(now: Date): string {
   return `${now
@@ -158,7 +165,16 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
   let recorded: Record<string, unknown> | undefined;
   let failure: unknown;
+  // The daily quota: what earlier runs spent today (per account) is read first; the head pin counts too.
+  const account = quotaAccount(job.target);
+  let quota: RequestQuota | undefined;
+  const usage = (): RequestUsage | undefined => (quota ? { account, days: Object.fromEntries(quota.sent) } : undefined);
   try {
+    if (job.dailyRequestQuota !== undefined) {
+      quota = new RequestQuota(job.dailyRequestQuota, await readRequestUsage(engine, paths, account), now);
+      transport.quota = quota;
+      if (quota.remainingToday() === 0) throw new QuotaReachedError(quota.limit);
+    }
     const { state, resume, head, range, windows, skipped, committedRanges } = await prepareRun(job, job !== baseJob, opts.fullRefresh ?? false, engine, paths, clients, runAcct);
 
     const startRecord = { runId, job: job.name, network: job.network, head, range, incremental: job.range.incremental, resumeOf: resume?.runId ?? null };
@@ -200,7 +216,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       },
       job.commit,
       (o) => windowRecord(runId, o),
-      () => ({ job: job.name, startedAt: ingestedAt, finishedAt: null, status: 'running', report: startRecord }),
+      () => ({ job: job.name, startedAt: ingestedAt, finishedAt: null, status: 'running', report: { ...startRecord, requestUsage: usage() } }),
     );
 
     const pager: PagerOptions = {
@@ -211,12 +227,20 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       budget: new PageBudget(job.concurrency * 2),
       // A cap the server states once holds for every window of the run.
       learnedCap: new LearnedCap(),
+      // Windows of at most a result window's worth of rows, each continued by the next (see joinWindows).
+      cutAtRows: job.range.fixedChunks ? undefined : (opts.windowRows ?? WINDOW_ROWS),
     };
     const limitWindows = pLimit(job.concurrency);
+    let nextIndex = 0;
     const garbage = new GarbagePacer();
     await Promise.all(
-      windows.map((w, index) =>
+      windows.map((first) =>
         limitWindows(async () => {
+          // A window stopped at the result window is continued by the next one, in the same slot.
+          for (let w: Window | undefined = first; w; ) {
+          // At the quota the run stops fetching: what is in flight ends, what committed stays, the next run resumes.
+          if (quota?.reached) break;
+          const index = nextIndex++;
           const liveDs = live.dataset(w.def.name);
           const acct = new Accounting();
           const progress = new WindowProgress();
@@ -241,6 +265,10 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
           else liveDs.windowsDone++;
           outcomes.push(outcome);
           committer.add(outcome);
+          const rest = outcome.rest;
+          w = rest && !outcome.error ? { ...w, range: rest, id: windowIdOf(w.def.name, w.network, w.scopeKey, rest) } : undefined;
+          if (w) liveDs.windowsTotal++;
+          }
         }),
       ),
     );
@@ -248,6 +276,12 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     let report!: RunReport;
     await committer.finish((files) => {
       report = buildReport(job, runId, started, now(), head, outcomes, files, transformers, paths, skipped, resume?.runId, runAcct);
+      if (quota) {
+        report.requestUsage = usage();
+        report.quota = { account, limit: quota.limit, usedToday: quota.usedToday(), reached: quota.reached };
+        // Stopped by the quota: not a failure of the service, and the next run resumes where this one stopped.
+        if (quota.reached) report.status = 'quota_reached';
+      }
       return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
     });
     return report;
@@ -261,7 +295,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     const pending = existsSync(path.join(staging, JOURNAL_FILE));
     await closeRunStaging(staging);
     // After the staging is gone: a full disk has room again for this one small write.
-    if (recorded && failure !== undefined && !pending) await recordFailure(paths, runId, job.name, ingestedAt, now(), recorded, failure, log);
+    if (recorded && failure !== undefined && !pending) await recordFailure(paths, runId, job.name, ingestedAt, now(), { ...recorded, requestUsage: usage() }, failure, log);
   }
 }
 

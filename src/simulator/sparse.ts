@@ -131,8 +131,10 @@ export class SparseChain {
     return '0x' + [0, 1, 2, 3, 4, 5, 6, 7].map((j) => word8(hash3(this.key ^ 0xb10c, b, j))).join('');
   }
 
-  private txHash(b: number, i: number): string {
-    return '0x' + [0, 1, 2, 3, 4, 5, 6, 7].map((j) => word8(hash3(hash2(this.key, b), i, j))).join('');
+  private txHash(scope: string, b: number, i: number): string {
+    // Unique by construction (the block and index are words of it): 44k random 32-bit seeds would collide.
+    const k = hash2(this.key ^ parseInt(scope.slice(2, 10), 16), b);
+    return '0x' + word8(hash2(this.key, parseInt(scope.slice(2, 10), 16))) + [1, 2, 3, 4, 5].map((j) => word8(hash3(k, i, j))).join('') + word8(b) + word8(i);
   }
 
   /** A page of explorer #4 for an address of this chain, as the results object's JSON. */
@@ -160,7 +162,7 @@ export class SparseChain {
       value: String(1 + (hash3(this.key, r.block, r.index) % 1_000_000)) + '000000',
       confirmations: String(this.head - r.block),
       block_number: String(r.block),
-      transaction_hash: this.txHash(r.block, r.index),
+      transaction_hash: this.txHash(scope.address, r.block, r.index),
       block_hash: this.blockHash(r.block),
       token_address: this.token,
       token_name: 'Tall Token',
