@@ -65,9 +65,9 @@ describe('the daily request quota', () => {
 
     // The same day, even with another process: nothing is sent.
     sim.resetStats();
-    await expect(runJob(parseJob(doc(lake, QUOTA), 'quota-test'), { simulator: sim, now: () => new Date('2026-11-24T23:59:59Z'), windowRows: 10_000 })).rejects.toBeInstanceOf(
-      QuotaReachedError,
-    );
+    await expect(
+      runJob(parseJob(doc(lake, QUOTA), 'quota-test'), { simulator: sim, now: () => new Date('2026-11-24T23:59:59Z'), windowRows: 10_000 }),
+    ).rejects.toBeInstanceOf(QuotaReachedError);
     expect(sim.stats().requests).toBe(0);
 
     // The next UTC day: the run resumes the stopped one (same head, the committed windows skipped) and finishes.

@@ -23,7 +23,10 @@ afterAll(async () => {
 });
 
 const job = (lake: string, addresses: string[], range: Record<string, unknown> = {}) =>
-  parseJob({ name: 'tall', target: 'simulator', lake, range: { fromBlock: 0, ...range }, datasets: { erc20_transfers: { addresses } } }, 'sparse-requests-test');
+  parseJob(
+    { name: 'tall', target: 'simulator', lake, range: { fromBlock: 0, ...range }, datasets: { erc20_transfers: { addresses } } },
+    'sparse-requests-test',
+  );
 
 /** The requests a listing needs at least: its pages, one for an empty scope. */
 const minimum = (rows: number): number => Math.max(1, Math.ceil(rows / 1000));
@@ -90,7 +93,7 @@ describe('requests on a chain of 53M blocks', () => {
     expect(report.totals.requests - 1).toBeLessThanOrEqual(Math.ceil(1.05 * minimum(rows)));
   });
 
-  it('plan estimates what the run then spends, by the same rule, and warns when today\'s quota is short', async () => {
+  it("plan estimates what the run then spends, by the same rule, and warns when today's quota is short", async () => {
     const lake = path.join(dir, 'planned');
     const { dense, sparse, empty } = sim.sparseAddresses!;
     const doc = {

@@ -30,7 +30,8 @@ describe('the sparse chain of realistic height', () => {
 
   it('pages a range newest first, in step with its count', () => {
     const dense = c.addresses.dense;
-    const from = 45_000_000, to = 45_400_000;
+    const from = 45_000_000,
+      to = 45_400_000;
     const n = c.count(dense, from, to);
     expect(n).toBeGreaterThan(500);
     const rows = c.scope(dense)!.page(from, to, 0, n + 10);
@@ -65,7 +66,21 @@ describe('the simulator with chain sparse', () => {
     expect(Number(page.count)).toBe(new SparseChain(1, 'mainnet').count(a, 0, SPARSE_HEAD));
     expect(page.data).toHaveLength(Number(page.count));
     expect(Object.keys(page.data[0]).sort()).toEqual(
-      ['block_hash', 'block_number', 'confirmations', 'receiver', 'sender', 'timestamp', 'token_address', 'token_decimals', 'token_name', 'token_symbol', 'transaction_hash', 'transaction_index', 'value'].sort(),
+      [
+        'block_hash',
+        'block_number',
+        'confirmations',
+        'receiver',
+        'sender',
+        'timestamp',
+        'token_address',
+        'token_decimals',
+        'token_name',
+        'token_symbol',
+        'transaction_hash',
+        'transaction_index',
+        'value',
+      ].sort(),
     );
     const capped = await get(`/v1/accounts/${sim.sparseAddresses!.dense}/token-transfer/erc20?limit=1000&offset=9500`);
     expect(capped.status).toBe(400);
