@@ -12,12 +12,13 @@ import { e2e } from './scenarios/e2e.js';
 import { latency } from './scenarios/latency.js';
 import { memory } from './scenarios/memory.js';
 import { query } from './scenarios/query.js';
+import { quota } from './scenarios/quota.js';
 import { rate } from './scenarios/rate.js';
 import { replay } from './scenarios/replay.js';
 import { simulator } from './scenarios/simulator.js';
 import { size } from './scenarios/size.js';
 
-const SCENARIOS: Record<string, (ctx: Context) => Promise<Omit<ScenarioResult, 'seconds'>>> = { e2e, replay, rate, latency, memory, size, simulator, query };
+const SCENARIOS: Record<string, (ctx: Context) => Promise<Omit<ScenarioResult, 'seconds'>>> = { e2e, replay, rate, latency, memory, size, simulator, query, quota };
 
 function usage(): never {
   process.stderr.write(`usage: npm run bench [-- [--quick] [--keep] [scenario...]]\nscenarios: ${Object.keys(SCENARIOS).join(', ')}\n`);

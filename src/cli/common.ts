@@ -91,7 +91,11 @@ export function applyRunOverrides(job: Job, args: RunArgs): Job {
     concurrency: positive('concurrency', args.concurrency, 256) ?? job.concurrency,
     rps: positive('rps', args.rps, 100_000) ?? job.rps,
     strict: args.strict ?? job.strict,
-    range: { ...job.range, windowBlocks: positive('window-blocks', args['window-blocks'], Number.MAX_SAFE_INTEGER) ?? job.range.windowBlocks },
+    range: {
+      ...job.range,
+      windowBlocks: positive('window-blocks', args['window-blocks'], Number.MAX_SAFE_INTEGER) ?? job.range.windowBlocks,
+      ...(args['window-blocks'] !== undefined || job.range.fixedChunks ? { fixedChunks: true } : {}),
+    },
   };
 }
 
@@ -161,6 +165,7 @@ export async function executeJob(job: Job, args: RunArgs, extra: Pick<RunOptions
 
 export function exitCodeOf(report: RunReport, strict: boolean): number {
   if (report.status === 'complete') return EXIT.ok;
+  if (report.status === 'quota_reached') return EXIT.quotaReached;
   return strict && report.errors.every((e) => /strict mode/.test(e.error)) ? EXIT.strictRejects : EXIT.windowsFailed;
 }
 

@@ -9,6 +9,7 @@ export const EXIT = {
   usage: 2,
   /** Rows did not convert and the run was --strict. */
   strictRejects: 3,
+  /** The job's dailyRequestQuota is spent for today (UTC): what the run fetched is committed; the next run resumes. */
   quotaReached: 4,
   /** Another run holds the lake's lock (EX_TEMPFAIL). */
   locked: 75,

@@ -83,6 +83,15 @@ export interface PagerOptions {
    * check that catches rows moving in a range already left. Costs one request per such window.
    */
   closingCount?: boolean;
+  /**
+   * Stop a window once it holds this many rows (the run's count-sized windows), at the end of a block range
+   * paged up to the result-window cap: the window keeps the rows of the blocks it holds whole, drops the rows
+   * of its edge block (the last rows of its last page), and reports the range left (`WindowProgress.rest`),
+   * which the caller pages as the next window. No request is spent on the cut: the next window's first page
+   * is the page that would have come next anyway, give or take the edge block's rows. Needs entries with
+   * block numbers and an edge block whose rows lie on the last page; otherwise paging continues past the cap.
+   */
+  cutAtRows?: number;
 }
 
 /** What paging one window took. */
@@ -105,6 +114,10 @@ export class WindowProgress {
   checks = 0;
   /** Current generation (see FetchedPage.generation). */
   generation = 0;
+  /** With `cutAtCap`, when the window stopped at the cap: the block range its rows cover (all of its rows). */
+  covered: BlockRange | undefined;
+  /** With `cutAtCap`, when the window stopped at the cap: the block range left to page. */
+  rest: BlockRange | undefined;
 }
 
 const CAP_MESSAGE = /(result window|offset\b.*\blimit|too deep|max(imum)? offset)/i;
@@ -161,6 +174,7 @@ export async function* pageWindow(
   let drifts = 0;
   for (let generation = 0; ; generation++) {
     progress.generation = generation;
+    progress.covered = progress.rest = undefined;
     const tally = { expected: 0, got: 0 };
     try {
       for await (const page of pageRange(fetch, range, opts, acct, progress, tally)) {
@@ -253,6 +267,9 @@ class RangePaging {
   private segments = 0;
   /** A block whose rows fill the cap: its own count decides whether we can move past it. */
   private probeBlock: number | undefined;
+  /** With cutAtCap: the window stops at the cap, without the rows of `block` (the last `drop` rows). */
+  private cut: { block: number; drop: number } | undefined;
+  private cutSeg: Segment | undefined;
   private wake: (() => void) | undefined;
   private abandoned = false;
 
@@ -342,18 +359,25 @@ class RangePaging {
       while (!head.validated && head.error === undefined) await new Promise<void>((resolve) => (this.wake = resolve));
       if (head.error !== undefined) throw this.failure(head.error);
       this.slots.shift();
-      this.tally.got += entryCount(head.page!);
-      this.progress.rowsGot += entryCount(head.page!);
+      let page = head.page!;
+      if (head.last && this.cut && head.seg === this.cutSeg) {
+        // The edge block's rows are the page's last ones: the next window has them all.
+        const entries = page.entries.slice(0, entryCount(page) - this.cut.drop);
+        page = { ...page, entries, size: entries.length, raw: undefined };
+      }
+      this.tally.got += entryCount(page);
+      this.progress.rowsGot += entryCount(page);
       try {
-        yield head.page!;
+        yield page;
       } finally {
         this.releaseOne();
       }
     }
     if (this.validatedRows !== this.total) throw new CountDrift(`got ${this.validatedRows} rows of ${this.total}`);
     if (this.segments > 1 && this.opts.closingCount !== false) {
-      // Rows could have moved in a part we already left; one count of the whole range settles it.
-      const check = await this.count(this.range!);
+      // Rows could have moved in a part we already left; one count of the whole range (of what the window
+      // kept, when it stopped early) settles it.
+      const check = await this.count(this.progress.covered ?? this.range!);
       if (check !== this.total) throw new CountDrift(`the range now counts ${check} rows, ${this.total} when paging began`);
     }
   }
@@ -505,7 +529,7 @@ class RangePaging {
         return;
       }
       slot.validated = true;
-      if (slot.last) this.endSegment(slot.seg);
+      if (slot.last) this.endSegment(slot.seg, slot);
     }
   }
 
@@ -540,7 +564,7 @@ class RangePaging {
   }
 
   /** The segment's pages are all in: plan the next range, or finish. */
-  private endSegment(seg: Segment): void {
+  private endSegment(seg: Segment, last: Slot): void {
     if (seg.expected <= seg.end) {
       this.seg = undefined;
       this.finished = true;
@@ -550,6 +574,24 @@ class RangePaging {
     this.progress.capHits++;
     const b = this.lastBlock;
     const k = this.run_;
+    const r = seg.range!;
+    const cutAt = this.opts.cutAtRows;
+    if (cutAt !== undefined && this.validatedRows >= cutAt && k < this.validatedRows && k <= entryCount(last.page!) && b >= r.from && b <= r.to) {
+      // Stop here: this window keeps the rows of the blocks it holds whole; the rest is the next window's.
+      const kept = this.validatedRows - k;
+      this.cut = { block: b, drop: k };
+      this.cutSeg = seg;
+      this.tally.expected -= this.total - kept;
+      this.progress.rowsExpected -= this.total - kept;
+      this.total = kept;
+      this.validatedRows = kept;
+      const w = this.range!;
+      this.progress.covered = this.order === 'desc' ? { from: b + 1, to: w.to } : { from: w.from, to: b - 1 };
+      this.progress.rest = this.order === 'desc' ? { from: w.from, to: b } : { from: b, to: w.to };
+      this.seg = undefined;
+      this.finished = true;
+      return;
+    }
     if (k >= this.cap) {
       this.seg = undefined;
       this.probeBlock = b;

@@ -11,6 +11,12 @@ import { ident, literal } from './sql.js';
 
 const ALIAS = 'chainlake_catalog';
 
+/** What a run sent per UTC day for one account (see RequestQuota), as its run record carries it. */
+export interface RequestUsage {
+  account: string;
+  days: Record<string, number>;
+}
+
 /** Bumped when the catalog's tables change shape; older catalogs are migrated in place. */
 export const CATALOG_FORMAT = 2;
 
@@ -27,6 +33,8 @@ export const TABLES = [
      PRIMARY KEY (network, dataset, scope))`,
   // Format 2: one row per applied commit (a run commits in batches), the marker that makes a replayed journal a no-op.
   `CREATE TABLE IF NOT EXISTS commits (commit_id VARCHAR PRIMARY KEY, run_id VARCHAR, files BIGINT, rows BIGINT, bytes BIGINT, committed_at TIMESTAMPTZ, recovered_by VARCHAR)`,
+  // The daily request quota's ledger: what each run sent per UTC day and account, written with its commits.
+  `CREATE TABLE IF NOT EXISTS request_usage (day DATE, account VARCHAR, run_id VARCHAR, requests BIGINT, PRIMARY KEY (day, account, run_id))`,
 ];
 
 const TABLE_DOCS: Record<string, [string, Record<string, string>]> = {
@@ -44,6 +52,13 @@ const TABLE_DOCS: Record<string, [string, Record<string, string>]> = {
     {
       commit_id: '<run_id>/<batch>: the journal that was applied.',
       recovered_by: 'Set when the writer was killed after deciding this commit and a later command (this one) finished it.',
+    },
+  ],
+  request_usage: [
+    "Requests sent per UTC day, account and run: the ledger of the job's dailyRequestQuota (a run reads what the day has spent).",
+    {
+      account: "The API account the quota belongs to, without its key: the explorer's base URL, or simulator.",
+      requests: 'HTTP requests the run sent that day (every attempt), as of its last commit.',
     },
   ],
   windows: [
@@ -207,6 +222,12 @@ export class Catalog {
     await this.run(
       `INSERT OR REPLACE INTO runs (run_id, job, started_at, finished_at, status, report) VALUES (${literal(runId)}, ${literal(job)}, ${literal(startedAt)}, ${str(finishedAt)}, ${literal(status)}, ${literal(JSON.stringify(report ?? null))})`,
     );
+    // A run under a daily quota carries its usage in its record: the ledger moves with each commit, atomically.
+    const usage = (report as { requestUsage?: RequestUsage } | null)?.requestUsage;
+    for (const [day, n] of Object.entries(usage?.days ?? {})) {
+      if (!/^\d{4}-\d{2}-\d{2}$/.test(day) || !Number.isSafeInteger(n)) continue;
+      await this.run(`INSERT OR REPLACE INTO request_usage VALUES (${literal(day)}::DATE, ${literal(usage!.account)}, ${literal(runId)}, ${n})`);
+    }
   }
 
   /** A run found dead by a later command: its row (if it wrote one) keeps its report, so a resume still knows its head. */

@@ -82,3 +82,24 @@ export async function readLakeState(engine: Engine, paths: LakePaths, job: strin
     await conn.run(`DETACH chainlake_state`);
   }
 }
+
+/** Requests sent per UTC day (YYYY-MM-DD) for `account`, by every run the catalog recorded. Read-only. */
+export async function readRequestUsage(engine: Engine, paths: LakePaths, account: string): Promise<Map<string, number>> {
+  const usage = new Map<string, number>();
+  if (!existsSync(paths.catalog)) return usage;
+  const conn = engine.conn;
+  await retryOnLock(() => conn.run(`ATTACH ${literal(paths.catalog)} AS chainlake_usage (READ_ONLY)`), catalogWaitMs(60_000), 'reading request usage');
+  try {
+    const has = (await conn.runAndReadAll(`SELECT 1 FROM duckdb_tables() WHERE database_name = 'chainlake_usage' AND table_name = 'request_usage'`)).getRowsJS();
+    if (has.length === 0) return usage;
+    const rows = (
+      await conn.runAndReadAll(
+        `SELECT strftime(day, '%Y-%m-%d'), sum(requests)::BIGINT FROM chainlake_usage.request_usage WHERE account = ${literal(account)} GROUP BY day`,
+      )
+    ).getRowsJS();
+    for (const [day, n] of rows) usage.set(String(day), Number(n));
+    return usage;
+  } finally {
+    await conn.run(`DETACH chainlake_usage`);
+  }
+}

@@ -7,7 +7,8 @@ import { entryCount, pageWindow, scannedList, WindowProgress, type FetchedPage, 
 import { PageFiles, StageFile } from '../load/staging.js';
 import { MAX_RECEIVED_PAGE_BYTES, OrdinalState, type RowTransformer } from '../transform/rows.js';
 import type { Logger } from './log.js';
-import type { Window } from './plan.js';
+import { windowIdOf, type Window } from './plan.js';
+import type { BlockRange } from '../extract/pager.js';
 import { EXIT } from '../cli/exit-codes.js';
 import { ChainlakeError } from '../errors.js';
 
@@ -37,6 +38,11 @@ export interface WindowOutcome {
   scannedRows: number;
   rejects: number;
   error?: string;
+  /**
+   * A window stopped at the result-window cap (PagerOptions.cutAtCap): the block range left, the next window
+   * of the same scope. `window.range` is then narrowed to what this window holds.
+   */
+  rest?: BlockRange;
 }
 
 export interface ExecuteDeps {
@@ -166,6 +172,11 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
         outcome.rejects += rejects.length;
       }
       deps.onPage?.(rows.length, rejects.length, page.raw?.bytes.length ?? 0);
+    }
+    const { covered, rest } = outcome.progress;
+    if (covered && rest) {
+      outcome.window = { ...w, range: covered, id: windowIdOf(w.def.name, w.network, w.scopeKey, covered) };
+      outcome.rest = rest;
     }
     await outcome.stage.close();
     await outcome.rejectStage?.close();

@@ -99,7 +99,7 @@ export function jobSchema(): Schema {
       target: { enum: ['api', 'simulator'], description: 'The real APIs (endpoints or CHAINLAKE_*_URL) or the embedded simulator' },
       simulator: {
         type: 'object',
-        properties: { seed: int(0), scale: { enum: ['small', 'medium', 'large'] }, dialect: { enum: ['spec', 'real'] } },
+        properties: { seed: int(0), scale: { enum: ['small', 'medium', 'large'] }, dialect: { enum: ['spec', 'real'] }, chain: { enum: ['demo', 'sparse'] } },
         additionalProperties: false,
       },
       endpoints: { type: 'object', properties: { mainnet: url, testnet: url, testnetAlt: url, finance: url }, additionalProperties: false },

@@ -30,6 +30,8 @@ export interface SimulatorTarget {
   scale?: 'small' | 'medium' | 'large';
   /** `real`: the simulator behaves as the real services do where they differ from the spec. */
   dialect?: 'spec' | 'real';
+  /** 'sparse': the simulator's chain of realistic height (head 53,450,000); default the small demo chain. */
+  chain?: 'demo' | 'sparse';
 }
 
 export interface ApiTarget {
@@ -72,6 +74,13 @@ export interface JobRange {
   head?: number;
   /** Where a search for the head starts when `latest` is refused and the catalog records no earlier head. */
   headHint?: number;
+  /**
+   * Whether windows are fixed chunks of `windowBlocks` (set explicitly, in the job or with --window-blocks):
+   * each chunk is then asked on its own, empty or not. Otherwise (the default) the chunks of a scope are joined
+   * and asked whole, and the run cuts them into count-sized windows (see joinWindows): about ceil(rows / 1000)
+   * requests per scope whatever the chain's height.
+   */
+  fixedChunks?: boolean;
 }
 
 /**
@@ -515,9 +524,10 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   if (targetKind === 'simulator') {
     const sim = doc.simulator === undefined ? {} : doc.simulator;
     if (!isObj(sim)) r.fail('simulator', 'must be an object');
-    r.keys(sim, 'simulator', ['seed', 'scale', 'dialect']);
+    r.keys(sim, 'simulator', ['seed', 'scale', 'dialect', 'chain']);
     if (sim.dialect !== undefined && sim.dialect !== 'spec' && sim.dialect !== 'real')
       r.fail('simulator.dialect', `must be spec or real, got ${JSON.stringify(sim.dialect)}`);
+    if (sim.chain !== undefined && sim.chain !== 'demo' && sim.chain !== 'sparse') r.fail('simulator.chain', `must be demo or sparse, got ${JSON.stringify(sim.chain)}`);
     const scale = sim.scale;
     if (scale !== undefined && scale !== 'small' && scale !== 'medium' && scale !== 'large')
       r.fail('simulator.scale', `must be small, medium or large, got ${JSON.stringify(scale)}`);
@@ -525,6 +535,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
       kind: 'simulator',
       seed: sim.seed === undefined ? undefined : r.int(sim.seed, 'simulator.seed', 0, 2 ** 32 - 1),
       scale,
+      chain: sim.chain as SimulatorTarget['chain'],
       ...(sim.dialect === undefined ? {} : { dialect: sim.dialect }),
     };
   } else if (targetKind === 'api') {
@@ -602,7 +613,16 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     target,
     apiKey,
     lake,
-    range: { fromBlock, toBlock, incremental, safetyMarginBlocks, windowBlocks, ...(head === undefined ? {} : { head }), ...(headHint === undefined ? {} : { headHint }) },
+    range: {
+      fromBlock,
+      toBlock,
+      incremental,
+      safetyMarginBlocks,
+      windowBlocks,
+      ...(head === undefined ? {} : { head }),
+      ...(headHint === undefined ? {} : { headHint }),
+      ...(rangeDoc.windowBlocks !== undefined ? { fixedChunks: true } : {}),
+    },
     commit,
     concurrency: doc.concurrency === undefined ? 8 : r.int(doc.concurrency, 'concurrency', 1, 256),
     rps: doc.rps === undefined ? undefined : r.int(doc.rps, 'rps', 1, 100_000),

@@ -4,6 +4,35 @@ import type { Query } from '../extract/explorer.js';
 import type { BlockRange } from '../extract/pager.js';
 import type { Job } from './job.js';
 
+/**
+ * Rows after which a run cuts a joined block range into the next window (see joinWindows in prepare.ts):
+ * large enough that a window's closing count (one request per window paged past the result window) stays
+ * under 0.5 % of its pages and that the demo chain's busiest scope is one window; small enough that a kill
+ * loses at most a few hundred requests per window in flight.
+ */
+export const WINDOW_ROWS = 200_000;
+
+/**
+ * The requests a run spends on a window whose range counts `rows` rows: the rule the run keeps, and the one
+ * `chainlake plan` estimates with (issue 20). An offset-paged window costs its pages, ceil(rows / pageSize),
+ * and one request when empty. Past the result window: joined ranges (the default) are paged on by block with
+ * no request lost, plus one closing count per window of up to `windowRows` rows; fixed chunks (an explicit
+ * windowBlocks) pay what bisection did before, the probe and a partial page per part. Endpoints that do not
+ * page are one call.
+ */
+export function requestsForRows(
+  rows: number,
+  w: { paged: boolean; ranged: boolean },
+  job: Pick<Job, 'pageSize' | 'resultWindow'> & { range: Pick<Job['range'], 'fixedChunks'> },
+  windowRows = WINDOW_ROWS,
+): number {
+  if (!w.paged) return 1;
+  const pages = Math.max(1, Math.ceil(rows / job.pageSize));
+  if (rows <= job.resultWindow || !w.ranged) return pages;
+  if (!job.range.fixedChunks) return pages + Math.ceil(rows / windowRows);
+  return 1 + pages + Math.ceil(rows / (job.resultWindow * 0.9));
+}
+
 /** One unit of fetching, commit, resume and reporting: a dataset, an endpoint, a scope, a block range. */
 export interface Window {
   id: string;

@@ -104,6 +104,53 @@ export function narrowWindows(job: Job, head: number, state: LakeState, resuming
   return { todo, skipped };
 }
 
+/** The parts of `r` that no range of `ranges` holds, in block order. */
+export function subtractRanges(r: BlockRange, ranges: readonly BlockRange[]): BlockRange[] {
+  const out: BlockRange[] = [];
+  let next = r.from;
+  for (const c of [...ranges].sort((a, b) => a.from - b.from)) {
+    if (c.to < next) continue;
+    if (c.from > r.to) break;
+    if (c.from > next) out.push({ from: next, to: c.from - 1 });
+    next = Math.max(next, c.to + 1);
+    if (next > r.to) return out;
+  }
+  if (next <= r.to) out.push({ from: next, to: r.to });
+  return out;
+}
+
+/**
+ * The windows a run fetches: the planned chunks of each scope joined where they touch, less what a resumed
+ * run committed. A joined range is asked whole: its first page's count says whether it holds anything at
+ * all, and the pager cuts it into windows of about WINDOW_ROWS rows (PagerOptions.cutAtRows),
+ * so that a range known empty costs one request and a dense one nothing beyond its pages, whatever the
+ * chain's height or the chunk size. Each window committed records the block range it holds.
+ */
+export function joinWindows(windows: readonly Window[], committed: ReadonlyMap<string, readonly BlockRange[]>): Window[] {
+  const joined: Window[] = [];
+  const last = new Map<string, number>();
+  for (const w of windows) {
+    if (!w.range) {
+      joined.push(w);
+      continue;
+    }
+    const key = watermarkKey(w.def.name, w.network, w.scopeKey);
+    const i = last.get(key);
+    const prev = i === undefined ? undefined : joined[i]!;
+    if (prev?.range && prev.endpoint === w.endpoint && prev.range.to + 1 === w.range.from) {
+      joined[i!] = { ...prev, range: { from: prev.range.from, to: w.range.to } };
+      continue;
+    }
+    last.set(key, joined.length);
+    joined.push(w);
+  }
+  return joined.flatMap((w) => {
+    if (!w.range) return [w];
+    const done = committed.get(watermarkKey(w.def.name, w.network, w.scopeKey)) ?? [];
+    return subtractRanges(w.range, done).map((range) => ({ ...w, range, id: windowIdOf(w.def.name, w.network, w.scopeKey, range) }));
+  });
+}
+
 export interface Prepared {
   state: LakeState;
   resume: ResumePoint | undefined;
@@ -148,14 +195,6 @@ export async function prepareRun(
   // Without a head no window is block-ranged, so the windows do not depend on it.
   const at = head ?? job.range.fromBlock;
   const { todo, skipped } = narrowWindows(job, at, state, resume !== undefined, fullRefresh);
-  return {
-    state,
-    resume,
-    head,
-    found,
-    range: jobRange(job, at),
-    windows: todo,
-    skipped,
-    committedRanges: resume ? committedRanges(resume.committed) : new Map(),
-  };
+  const done = resume ? committedRanges(resume.committed) : new Map<string, BlockRange[]>();
+  return { state, resume, head, found, range: jobRange(job, at), windows: job.range.fixedChunks ? todo : joinWindows(todo, done), skipped, committedRanges: done };
 }

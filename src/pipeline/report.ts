@@ -18,8 +18,9 @@ export interface RunReport {
   runId: string;
   job: string;
   network: string;
-  /** `interrupted`: stopped by a signal; what was fetched is committed and the next run resumes the rest. */
-  status: 'complete' | 'partial' | 'failed' | 'interrupted';
+  /** `interrupted`: stopped by a signal; what was fetched is committed and the next run resumes the rest.
+   * `quota_reached`: the job's dailyRequestQuota stopped the run; what it committed stays, the next run resumes. */
+  status: 'complete' | 'partial' | 'failed' | 'interrupted' | 'quota_reached';
   startedAt: string;
   finishedAt: string;
   durationMs: number;
@@ -45,6 +46,10 @@ export interface RunReport {
   errors: { window: string; error: string }[];
   unknownFields: Record<string, string[]>;
   lake: string;
+  /** Under a dailyRequestQuota: the account it is kept for (never a key), the quota, today's use, whether it stopped the run. */
+  quota?: { account: string; limit: number; usedToday: number; reached: boolean };
+  /** Under a dailyRequestQuota: this run's requests per UTC day (the catalog's request_usage ledger). */
+  requestUsage?: { account: string; days: Record<string, number> };
 }
 
 /** Requests, retries and throttles of a part of a run. */

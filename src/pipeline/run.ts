@@ -9,7 +9,9 @@ import { ExplorerClient } from '../extract/explorer.js';
 import { FinanceClient } from '../extract/finance.js';
 import { LearnedCap, WindowProgress, type PagerOptions } from '../extract/pager.js';
 import { HttpTransport, type RetryEvent, type TransportOptions } from '../extract/transport.js';
-import { Catalog, type WindowRecord } from '../load/catalog.js';
+import { Catalog, type RequestUsage, type WindowRecord } from '../load/catalog.js';
+import { QuotaReachedError, quotaAccount, RequestQuota } from '../extract/quota.js';
+import { readRequestUsage } from '../load/state.js';
 import type { CommittedFile } from '../load/commit.js';
 import { openEngine } from '../load/engine.js';
 import { JOURNAL_FILE } from '../load/journal.js';
@@ -26,6 +28,7 @@ import { LiveRun } from './live.js';
 import { silentLogger, type Logger } from './log.js';
 import { effectiveJob, prepareRun } from './prepare.js';
 import type { FoundHead } from '../extract/head.js';
+import { WINDOW_ROWS, windowIdOf, type Window } from './plan.js';
 import { emptyDatasetReport, sumReports, type DatasetReport, type RunReport } from './report.js';
 import { GarbagePacer } from './garbage.js';
 import { EXIT } from '../cli/exit-codes.js';
@@ -60,6 +63,8 @@ export interface RunOptions {
   stageReceived?: boolean;
   /** Fresh rows a commit merges at once (default MERGE_SLICE_ROWS); tests make it small to merge in many slices. */
   mergeSliceRows?: number;
+  /** Rows after which a joined window stops and the next one continues (default WINDOW_ROWS); tests make it small. */
+  windowRows?: number;
 }
 
 /** How a head was found, for the run's first log line. */
@@ -99,7 +104,7 @@ export async function resolveTargets(job: Job, opts: Pick<RunOptions, 'simulator
     return { explorer: s.urls[job.network], explorerAlt: s.urls.testnetAlt, finance: s.urls.finance, apiKey: s.apiKey, close: async () => {} };
   }
   const { startSimulator } = await import('../simulator/index.js');
-  const sim = await startSimulator({ seed: job.target.seed, scale: job.target.scale, dialect: job.target.dialect, host: '127.0.0.1', port: 0 });
+  const sim = await startSimulator({ seed: job.target.seed, scale: job.target.scale, dialect: job.target.dialect, chain: job.target.chain, host: '127.0.0.1', port: 0 });
   return { explorer: sim.urls[job.network], explorerAlt: sim.urls.testnetAlt, finance: sim.urls.finance, apiKey: sim.apiKey, close: () => sim.close() };
 }
 
@@ -183,9 +188,17 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
   let recorded: Record<string, unknown> | undefined;
   let failure: unknown;
+  // The daily quota: what earlier runs spent today (per account) is read first; the head pin counts too.
+  const account = quotaAccount(job.target);
+  let quota: RequestQuota | undefined;
+  const usage = (): RequestUsage | undefined => (quota ? { account, days: Object.fromEntries(quota.sent) } : undefined);
   try {
+    if (job.dailyRequestQuota !== undefined) {
+      quota = new RequestQuota(job.dailyRequestQuota, await readRequestUsage(engine, paths, account), now);
+      transport.quota = quota;
+      if (quota.remainingToday() === 0) throw new QuotaReachedError(quota.limit);
+    }
     const { state, resume, head, found, range, windows, skipped, committedRanges } = await prepareRun(job, job !== baseJob, opts.fullRefresh ?? false, engine, paths, clients, runAcct);
-
     if (head !== null && range.from > head && !job.range.incremental) {
       // An explicit range above the chain: "0 windows, complete" would read as success.
       const what = `blocks ${range.from}-${job.range.toBlock === 'head' ? 'head' : job.range.toBlock} start above the chain head (block ${head}, pinned now)`;
@@ -233,7 +246,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       },
       job.commit,
       (o) => windowRecord(runId, o),
-      () => ({ job: job.name, startedAt: ingestedAt, finishedAt: null, status: 'running', report: startRecord }),
+      () => ({ job: job.name, startedAt: ingestedAt, finishedAt: null, status: 'running', report: { ...startRecord, requestUsage: usage() } }),
     );
 
     const pager: PagerOptions = {
@@ -244,14 +257,21 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       budget: new PageBudget(job.concurrency * 2),
       // A cap the server states once holds for every window of the run.
       learnedCap: new LearnedCap(),
+      // Windows of at most a result window's worth of rows, each continued by the next (see joinWindows).
+      cutAtRows: job.range.fixedChunks ? undefined : (opts.windowRows ?? WINDOW_ROWS),
     };
     const limitWindows = pLimit(job.concurrency);
     opts.signal?.addEventListener('abort', () => committer.dropQueued(), { once: true });
+    let nextIndex = 0;
     const garbage = new GarbagePacer();
     await Promise.all(
-      windows.map((w, index) =>
+      windows.map((first) =>
         limitWindows(async () => {
-          if (opts.signal?.aborted) return;
+          // A window stopped at the result window is continued by the next one, in the same slot.
+          for (let w: Window | undefined = first; w; ) {
+          // At the quota (or on a signal) the run stops fetching: what is in flight ends, what committed stays, the next run resumes.
+          if (quota?.reached || opts.signal?.aborted) break;
+          const index = nextIndex++;
           const liveDs = live.dataset(w.def.name);
           const acct = new Accounting();
           const progress = new WindowProgress();
@@ -279,6 +299,10 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
           else liveDs.windowsDone++;
           outcomes.push(outcome);
           committer.add(outcome);
+          const rest = outcome.rest;
+          w = rest && !outcome.error ? { ...w, range: rest, id: windowIdOf(w.def.name, w.network, w.scopeKey, rest) } : undefined;
+          if (w) liveDs.windowsTotal++;
+          }
         }),
       ),
     );
@@ -288,6 +312,12 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       // Interrupted: the report counts what landed (the windows of batches the signal dropped did not).
       const counted = opts.signal?.aborted ? committer.committed : outcomes;
       report = buildReport(job, runId, started, now(), head, counted, files, transformers, paths, skipped, resume?.runId, runAcct);
+      if (quota) {
+        report.requestUsage = usage();
+        report.quota = { account, limit: quota.limit, usedToday: quota.usedToday(), reached: quota.reached };
+        // Stopped by the quota: not a failure of the service, and the next run resumes where this one stopped.
+        if (quota.reached) report.status = 'quota_reached';
+      }
       if (opts.signal?.aborted) report.status = 'interrupted';
       return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
     });
@@ -302,7 +332,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     const pending = existsSync(path.join(staging, JOURNAL_FILE));
     await closeRunStaging(staging);
     // After the staging is gone: a full disk has room again for this one small write.
-    if (recorded && failure !== undefined && !pending) await recordFailure(paths, runId, job.name, ingestedAt, now(), recorded, failure, log);
+    if (recorded && failure !== undefined && !pending) await recordFailure(paths, runId, job.name, ingestedAt, now(), { ...recorded, requestUsage: usage() }, failure, log);
   }
 }
 

@@ -8,6 +8,7 @@ import { SimServer, Stats } from './server.js';
 import { DIALECTS, type Dialect } from './dialect.js';
 
 export { DIALECTS, type Dialect } from './dialect.js';
+import { sparseChainFor, type SparseProfile } from './sparse.js';
 
 export type { FaultKind, FaultOptions } from './faults.js';
 export type { SimulatorExamples } from './examples.js';
@@ -30,7 +31,16 @@ export interface SimulatorOptions {
   resultWindow?: number;
   /** `spec` (default) or `real`: the real services' behaviours where they differ from the spec (docs/simulator.md). */
   dialect?: Dialect;
+  /**
+   * 'sparse': a chain of realistic height (head 53,450,000) whose activity is spread from genesis, sparse early
+   * and dense late (see sparse.ts); it answers the head, blocks and the ERC-20 transfers of its addresses
+   * (`sparseAddresses`). 'demo' (default): the small generated chain alone.
+   */
+  chain?: ChainKind;
 }
+
+export type ChainKind = 'demo' | 'sparse';
+export const CHAIN_KINDS: readonly ChainKind[] = ['demo', 'sparse'];
 
 export type SimulatorStats = Stats;
 
@@ -38,6 +48,8 @@ export interface RunningSimulator {
   urls: { mainnet: string; testnet: string; testnetAlt: string; finance: string };
   apiKey: string;
   examples: SimulatorExamples;
+  /** With `chain: 'sparse'`: the tall chain's addresses on mainnet (a dense, a sparse and an empty scope). */
+  sparseAddresses?: Record<SparseProfile, string>;
   /** Testnet counterparts of `examples` (the testnet is a different chain). */
   testnetExamples: SimulatorExamples;
   stats(): SimulatorStats;
@@ -93,7 +105,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
   if (apiKey.length === 0) throw new RangeError('apiKey must not be empty');
   const host = opts.host ?? '127.0.0.1';
   const chains = { mainnet: withOwnHead(getChain('mainnet', seed, scale)), testnet: withOwnHead(getChain('testnet', seed, scale)) };
-  const server = new SimServer(chains, { apiKey, host, port: opts.port ?? 0, resultWindow, latencyMs: opts.latencyMs, faults: opts.faults, rateLimit: opts.rateLimit, dialect });
+  const kind = opts.chain ?? 'demo';
+  if (!CHAIN_KINDS.includes(kind)) throw new RangeError(`chain must be one of ${CHAIN_KINDS.join(', ')}, got '${String(kind)}'`);
+  const sparse = kind === 'sparse' ? { mainnet: sparseChainFor(seed, 'mainnet'), testnet: sparseChainFor(seed, 'testnet') } : undefined;
+  const server = new SimServer(chains, { apiKey, host, port: opts.port ?? 0, resultWindow, latencyMs: opts.latencyMs, faults: opts.faults, rateLimit: opts.rateLimit, dialect, sparse });
   const port = await server.listen();
   const hostPart = host.includes(':') ? `[${host}]` : host;
   const root = `http://${hostPart}:${port}`;
@@ -109,6 +124,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     apiKey,
     examples,
     testnetExamples,
+    sparseAddresses: sparse?.mainnet.addresses,
     stats: () => server.getStats(),
     resetStats: () => server.resetStats(),
     setFaults: (f) => server.setFaults(f),
@@ -118,7 +134,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
       if (!Number.isInteger(blocks) || blocks < 0) throw new RangeError(`advanceHead needs a non-negative integer, got ${blocks}`);
       chains[network].setHead(chains[network].head + blocks);
     },
-    head: (network = 'mainnet') => chains[network].head,
+    head: (network = 'mainnet') => sparse?.[network].head ?? chains[network].head,
     close: async () => { if (timer) clearInterval(timer); await server.close(); },
   };
 }

@@ -11,7 +11,9 @@ import { fetcherFor } from '../../pipeline/execute.js';
 import { loadJobFile, type Job } from '../../pipeline/job.js';
 import { effectiveJob, prepareRun } from '../../pipeline/prepare.js';
 import { buildClients, resolveTargets, transportOptionsOf } from '../../pipeline/run.js';
-import type { Window } from '../../pipeline/plan.js';
+import { requestsForRows, type Window } from '../../pipeline/plan.js';
+import { quotaAccount } from '../../extract/quota.js';
+import { readRequestUsage } from '../../load/state.js';
 import { applyRunOverrides, blockRangeArgs, withBlockRangeOptions, withTargetOptions, type RunArgs } from '../common.js';
 
 interface Args extends RunArgs {
@@ -48,16 +50,14 @@ export interface PlanEstimate {
   rps: number | null;
   dailyRequestQuota: number | null;
   quotaShare: number | null;
+  /** Requests of the daily quota left today (UTC), after what the lake's catalog says runs spent today. */
+  quotaLeftToday: number | null;
 }
 
-/** Requests a window needs for `rows` rows: full pages, plus the probes and partial pages of any splits. */
+/** Requests a window needs for `rows` rows: the run's rule (requestsForRows). */
 function requestsFor(w: Window, rows: number | null, job: Job): number {
-  if (w.endpoint.paging.kind !== 'offset') return 1;
   if (rows === null) return 1;
-  const pages = Math.max(1, Math.ceil(rows / job.pageSize));
-  if (rows <= job.resultWindow || !w.range) return pages;
-  const parts = Math.ceil(rows / (job.resultWindow * 0.9));
-  return 1 + pages + parts;
+  return requestsForRows(rows, { paged: w.endpoint.paging.kind === 'offset', ranged: w.range !== undefined }, job);
 }
 
 /** Plans a job against the live API without fetching data: windows, counts, requests, duration. */
@@ -85,6 +85,9 @@ export async function estimatePlan(
       ),
     );
     const estimatedRequests = windows.reduce((a, w) => a + w.requests, 0);
+    const usedToday = job.dailyRequestQuota
+      ? ((await readRequestUsage(engine, new LakePaths(job.lake), quotaAccount(job.target))).get(new Date().toISOString().slice(0, 10)) ?? 0)
+      : 0;
     const meanLatencyS = acct.requests > 0 ? acct.latencyMeanMs / 1000 : 0.2;
     const estimatedSeconds = job.rps ? estimatedRequests / job.rps : (estimatedRequests * meanLatencyS) / job.concurrency;
     return {
@@ -102,6 +105,7 @@ export async function estimatePlan(
       rps: job.rps ?? null,
       dailyRequestQuota: job.dailyRequestQuota ?? null,
       quotaShare: job.dailyRequestQuota ? estimatedRequests / job.dailyRequestQuota : null,
+      quotaLeftToday: job.dailyRequestQuota ? Math.max(0, job.dailyRequestQuota - usedToday) : null,
     };
   } finally {
     engine.close();
@@ -133,8 +137,13 @@ export function formatPlan(p: PlanEstimate): string {
     `${p.windows.length} windows to fetch${p.skipped ? `, ${p.skipped} already in the lake` : ''}`,
     `estimated requests: ${p.estimatedRequests}; duration: ${minutes >= 1 ? `${minutes.toFixed(1)} min` : `${p.estimatedSeconds.toFixed(1)} s`}${p.rps ? ` at ${p.rps} req/s` : ' (no rps limit; from probe latency)'}`,
     p.quotaShare !== null
-      ? `daily quota: ${(p.quotaShare * 100).toFixed(2)} % of ${p.dailyRequestQuota} requests/day`
+      ? `daily quota: ${(p.quotaShare * 100).toFixed(2)} % of ${p.dailyRequestQuota} requests/day; ${p.quotaLeftToday} left today (UTC)`
       : 'daily quota: none configured (set "dailyRequestQuota" in the job)',
+    ...(p.quotaLeftToday !== null && p.estimatedRequests > p.quotaLeftToday
+      ? [
+          `warning: the plan needs ${p.estimatedRequests} requests and ${p.quotaLeftToday} are left today: the run will stop at the quota (exit 4) and the next one resumes`,
+        ]
+      : []),
     `made ${p.probeRequests} requests to plan (the head${p.windows.some((w) => w.rows !== null) ? ' and one count probe per paged window' : ''}); fetched no data`,
   ].join('\n');
 }

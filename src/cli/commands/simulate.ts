@@ -10,6 +10,7 @@ interface SimulateArgs {
   host: string;
   seed: number;
   scale: string;
+  chain: string;
   'api-key'?: string;
   'latency-ms'?: string;
   'fault-rate': number;
@@ -57,6 +58,12 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
         default: 'small',
         describe: 'Chain size: small (~0.3M txs, whale ~110k), medium (~1M), large (~2.7M, whale >1.1M)',
       })
+      .option('chain', {
+        type: 'string',
+        choices: ['demo', 'sparse'],
+        default: 'demo',
+        describe: 'demo: the small generated chain; sparse: also a chain of realistic height (head 53,450,000, activity from genesis) for the ERC-20 transfers of its own addresses (printed as sparseAddresses)',
+      })
       .option('api-key', { type: 'string', describe: `Required api-key header value (default: the built-in simulator key, or CHAINLAKE_API_KEY)` })
       .option('latency-ms', { type: 'string', describe: 'Added latency per request: N, or MIN-MAX for a skewed random spread' })
       .option('fault-rate', { type: 'number', default: 0, describe: 'Share of requests (0..1) that get a fault' })
@@ -73,6 +80,7 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
       .example('$0 simulate', 'Serve on a free port; prints one JSON line with the base URLs and example addresses')
       .example('$0 simulate --port 8545 --scale medium --block-time-ms 12000', 'A bigger chain with a moving head')
       .example('$0 simulate --dialect real', 'Behave as the real services do: unverified contracts as empty successes, no blocks/latest...')
+      .example('$0 simulate --chain sparse', 'A chain at the real testnet\'s height, sparse early and dense late (quota and paging tests)')
       .example('$0 simulate --fault-rate 0.1 --faults 429,503,reset --latency-ms 5-80', 'Flaky, slow service for resilience tests')
       .check((a) => {
         if (!Number.isInteger(a.port) || a.port < 0 || a.port > 65535) throw new CliError(`--port must be an integer 0..65535, got ${a.port}`);
@@ -93,6 +101,7 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
       host: a.host,
       seed: a.seed,
       scale: a.scale as Scale,
+      chain: a.chain as 'demo' | 'sparse',
       apiKey: a['api-key'] ?? process.env['CHAINLAKE_API_KEY'] ?? DEFAULT_API_KEY,
       latencyMs: parseLatency(a['latency-ms']),
       faults: a['fault-rate'] > 0 ? { rate: a['fault-rate'], kinds, seed: a.seed } : undefined,
@@ -124,6 +133,7 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
         finance: sim.urls.finance,
         apiKey: sim.apiKey,
         examples: sim.examples,
+        ...(sim.sparseAddresses ? { sparseAddresses: sim.sparseAddresses } : {}),
       }) + '\n',
     );
     await stopped;
