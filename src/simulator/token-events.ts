@@ -190,8 +190,8 @@ function encode(event: AbiEvent, args: Record<string, unknown>): { topics: strin
 
 /** The showcase log of extra log k: which event and its values (derived from k). */
 function showcase(c: Chain, k: number, from: number, to: number): { event: AbiEvent; topics: string[]; data: string } {
-  const h = hash3(c.kVal ^ 0x5c5c, k, 0);
-  const which = h % SHOWCASE_EVENTS.length;
+  const which = hash3(c.kVal ^ 0x5c5c, k, 0) % SHOWCASE_EVENTS.length;
+  const h = hash3(c.kVal ^ 0x5c5c, k, 1); // the values' hash: independent of which event
   const event = SHOWCASE_EVENTS[which]!;
   const signed = (bits: number, salt: number): bigint => {
     const v = BigInt.asIntN(bits, BigInt(hash3(h, k, salt)) * (bits > 32 ? BigInt(hash3(h, k, salt + 1)) : 1n));

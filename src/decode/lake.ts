@@ -1,0 +1,95 @@
+// Decoding a lake's event_logs into its decoded-event datasets, through the lake's commit protocol: each
+// touched day partition is merged with what it holds (one row per natural key: re-decoding the same logs
+// replaces their rows, so decoding is idempotent), the journal is published, then applied under the catalog.
+
+import path from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import type { Network } from '../datasets/dataset.js';
+import { Catalog, hasFiles, type RunRow } from '../load/catalog.js';
+import { preparePartition, type PreparedFile } from '../load/commit.js';
+import { journalFor } from '../load/commit-run.js';
+import type { Engine } from '../load/engine.js';
+import { applyJournal, publishJournal } from '../load/journal.js';
+import type { LakePaths } from '../load/paths.js';
+import { REJECTS_SHAPE, type TableShape } from '../load/schema.js';
+import { literal } from '../load/sql.js';
+import { allColumns, naturalKey, type DecodedDataset } from './datasets.js';
+import { decodeLogs } from './decode.js';
+
+export interface DecodeLakeInput {
+  engine: Engine;
+  paths: LakePaths;
+  network: Network;
+  datasets: readonly DecodedDataset[];
+  runId: string;
+  ingestedAt: string;
+  /** The run's staging folder (the journal goes there). */
+  stagingDir: string;
+  /** Only the event_logs rows this run wrote (decoding inside an export run); all of them otherwise. */
+  onlyRunId?: string;
+  /** The run's record, for a run of its own (`chainlake decode`); an export run records itself. */
+  run?: (report: DecodeReport) => RunRow;
+}
+
+export interface DecodeReport {
+  logs: number;
+  datasets: { name: string; rows: number; partitions: number }[];
+  rejects: number;
+  files: number;
+}
+
+export function decodedShape(d: DecodedDataset): TableShape {
+  return {
+    name: d.name,
+    columns: allColumns(d),
+    key: naturalKey(d),
+    order: ['timestamp', 'transaction_index', 'log_index', ...(d.exploded ? ['batch_position'] : [])],
+    partition: 'block_date',
+  };
+}
+
+const viewDoc = (d: DecodedDataset): string => `${d.doc} ${d.notes.join(' ')} Natural key: (${naturalKey(d).join(', ')}). Partitioned by network, block_date.`;
+
+export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> {
+  const { engine, paths, network, datasets, runId, ingestedAt } = input;
+  const conn = engine.conn;
+  const workDir = path.join(input.stagingDir, `decode-${Date.now().toString(36)}`);
+  await mkdir(workDir, { recursive: true });
+  const report: DecodeReport = { logs: 0, datasets: datasets.map((d) => ({ name: d.name, rows: 0, partitions: 0 })), rejects: 0, files: 0 };
+  const glob = path.join(paths.datasetDir('event_logs'), `network=${network}`, '*', '*.parquet');
+  const prepared: PreparedFile[] = [];
+  if (datasets.length > 0 && (await hasFiles(paths, 'event_logs'))) {
+    const logs = `SELECT * FROM read_parquet(${literal(glob)}, hive_partitioning = false, union_by_name = true)${input.onlyRunId ? ` WHERE _run_id = ${literal(input.onlyRunId)}` : ''}`;
+    const out = await decodeLogs({ conn, logs, datasets, runId, ingestedAt, workDir });
+    report.logs = out.logs;
+    report.rejects = out.rejectCount;
+    for (const d of datasets) {
+      const table = out.tables.get(d.name)!;
+      const r = report.datasets.find((x) => x.name === d.name)!;
+      r.rows = out.rows.get(d.name) ?? 0;
+      if (r.rows === 0) continue;
+      const parts = ((await conn.runAndReadAll(`SELECT DISTINCT __partition FROM ${table} ORDER BY 1`)).getRowsJS() as [string][]).map(([p]) => p);
+      r.partitions = parts.length;
+      for (const p of parts) {
+        prepared.push(
+          await preparePartition(engine, paths, decodedShape(d), network, p, `SELECT * EXCLUDE (__partition) FROM ${table} WHERE __partition = ${literal(p)}`, workDir),
+        );
+      }
+    }
+    if (out.rejectCount > 0) {
+      const fresh = `SELECT *, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at FROM ${out.rejects}`;
+      prepared.push(await preparePartition(engine, paths, REJECTS_SHAPE, network, ingestedAt.slice(0, 10), fresh, workDir));
+    }
+    for (const t of out.tables.values()) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+    await conn.run(`DROP TABLE IF EXISTS ${out.rejects}`);
+  }
+  report.files = prepared.length;
+  // Views for every decoded dataset asked for (empty ones too), declared before the commit refreshes views.
+  await Catalog.write(engine, paths, (c) =>
+    c.registerTables(datasets.map((d) => ({ shape: decodedShape(d), doc: viewDoc(d), partitionDoc: 'UTC date of the block (Hive partition).' }))),
+  );
+  const journal = journalFor(paths, `${runId}/${path.basename(workDir)}`, runId, prepared, { run: input.run?.(report), windows: [], watermarks: [] });
+  await publishJournal(paths, journal);
+  await applyJournal(engine, paths, journal);
+  return report;
+}
