@@ -8,7 +8,11 @@ import type { Network } from '../datasets/dataset.js';
 import { Catalog, hasFiles, type RunRow } from '../load/catalog.js';
 import { preparePartition, type PreparedFile } from '../load/commit.js';
 import { journalFor } from '../load/commit-run.js';
-import type { Engine } from '../load/engine.js';
+import { openEngine, type Engine } from '../load/engine.js';
+import { newMaintenanceId } from '../load/ids.js';
+import { LakeLock } from '../load/lock.js';
+import { recoverLake } from '../load/recovery.js';
+import { closeRunStaging, openRunStaging } from '../load/staging.js';
 import { applyJournal, publishJournal } from '../load/journal.js';
 import type { LakePaths } from '../load/paths.js';
 import { REJECTS_SHAPE, type TableShape } from '../load/schema.js';
@@ -92,4 +96,38 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
   await publishJournal(paths, journal);
   await applyJournal(engine, paths, journal);
   return report;
+}
+
+/**
+ * `chainlake decode`: decodes every event_logs row of a lake already written (history exported before an ABI
+ * was known included), under the lake's lock, after recovery, as a run of its own (recorded in `runs`).
+ */
+export async function decodeExistingLake(paths: LakePaths, network: Network, datasets: readonly DecodedDataset[]): Promise<DecodeReport & { runId: string }> {
+  const runId = newMaintenanceId('decode');
+  const lock = await LakeLock.acquire(paths.root, runId);
+  try {
+    await recoverLake(paths, { currentRunId: runId, by: runId });
+    const staging = paths.staging(runId);
+    const startedAt = new Date().toISOString();
+    await openRunStaging(staging, { runId, job: '(decode)', startedAt, pid: process.pid });
+    const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
+    try {
+      const r = await decodeLake({
+        engine,
+        paths,
+        network,
+        datasets,
+        runId,
+        ingestedAt: startedAt,
+        stagingDir: staging,
+        run: (report) => ({ runId, job: '(decode)', startedAt, finishedAt: new Date().toISOString(), status: 'complete', report }),
+      });
+      return { runId, ...r };
+    } finally {
+      engine.close();
+      await closeRunStaging(staging);
+    }
+  } finally {
+    await lock.release();
+  }
 }

@@ -6,6 +6,7 @@ import { scopeKindsOf, type DatasetDef, type Network, type ScopeKind } from '../
 import type { Query } from '../extract/explorer.js';
 import type { RetryPolicy, Timeouts } from '../extract/transport.js';
 import { cronProblem } from '../schedule/cron.js';
+import { parseDecodeSpec, type DecodeSpec } from '../decode/spec.js';
 
 /** A job file problem: which file, where inside it, and what is wrong. Exit code 2. */
 export class JobError extends Error {
@@ -98,6 +99,8 @@ export interface Job {
   pageSize: number;
   resultWindow: number;
   datasets: DatasetJob[];
+  /** Decoded-event datasets written in the same run, from the logs it exported (src/decode). */
+  decode?: DecodeSpec;
 }
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -429,6 +432,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     'retry',
     'timeouts',
     'datasets',
+    'decode',
   ]);
 
   const name = doc.name === undefined ? 'job' : r.str(doc.name, 'name');
@@ -522,6 +526,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     retry: msObject(r, doc.retry, 'retry', { maxAttempts: [1, 100], baseDelayMs: [1, 600_000], maxDelayMs: [1, 3_600_000], maxTotalDelayMs: [0, 86_400_000] }),
     timeouts: msObject(r, doc.timeouts, 'timeouts', { connectMs: [1, 600_000], headersMs: [1, 3_600_000], bodyMs: [1, 3_600_000], totalMs: [1, 86_400_000] }),
     datasets,
+    decode: doc.decode === undefined ? undefined : parseDecodeSpec(doc.decode, 'decode', (w, m) => r.fail(w, m), path.dirname(file)),
   };
 }
 

@@ -1,3 +1,4 @@
+import type { DecodeReport } from '../decode/lake.js';
 import type { FailureReason } from '../extract/errors.js';
 
 /** What a run did, per dataset and in total: printed, stored in the catalog, written as JSON. */
@@ -44,6 +45,8 @@ export interface RunReport {
   errors: { window: string; error: string }[];
   unknownFields: Record<string, string[]>;
   lake: string;
+  /** Decoded-event datasets written after the export (the job's `decode` key). */
+  decoded?: DecodeReport;
 }
 
 /** Requests, retries and throttles of a part of a run. */
