@@ -14,6 +14,8 @@ import { allColumns, type DecodedDataset, type EventSource } from './datasets.js
 import { decodeLog, finalTypes, stagedSpec } from './js.js';
 import { BIG_MARK, decodeItems, reasonSql, sqlDecodable } from './sql.js';
 
+const isWideUint = (t: string): boolean => t === 'uint' || Number(t.slice(4)) > 64;
+
 export interface DecodeInput {
   conn: DuckDBConnection;
   /** A relation of event_logs rows (the lake's columns). */
@@ -99,10 +101,13 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
     const filters = members.map((m) => filterSql(m.d));
     await conn.run(`CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT * FROM ${LOGS} WHERE topic_0 = ${literal(topic0)} AND (${filters.map((f) => `(${f})`).join(' OR ')})`);
     if (members.every((m) => sqlDecodable(m.s))) {
-      const why = members.map((m, i) => `CASE WHEN ${filters[i]} THEN ${reasonSql(m.s, signatureText(m.s.event))} END`);
-      const ok = members.map((m, i) => `(${filters[i]}) AND ${reasonSql(m.s, signatureText(m.s.event))} IS NULL`);
+      // Each member's reason once (NULL: the log fits); `__ok` from it (a log outside a member's contracts is not its).
+      const why = members.map((m, i) => `CASE WHEN ${filters[i]} THEN ${reasonSql(m.s, signatureText(m.s.event))} ELSE 'not its contract' END`);
+      await conn.run(`CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT *, ${why.map((w, i) => `${w} AS __why${i}`).join(', ')} FROM ${CAND}`);
       await conn.run(
-        `CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT *, ${ok.map((o, i) => `${o} AS __ok${i}`).join(', ')}, ${why.map((w, i) => `${w} AS __why${i}`).join(', ')} FROM ${CAND}`,
+        `CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT * EXCLUDE (${members.map((_, i) => `__why${i}`).join(', ')}), ${members
+          .map((_, i) => `__why${i} IS NULL AS __ok${i}, CASE WHEN __why${i} <> 'not its contract' THEN __why${i} END AS __why${i}`)
+          .join(', ')} FROM ${CAND}`,
       );
       for (let i = 0; i < members.length; i++) {
         const m = members[i]!;
@@ -123,7 +128,10 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
     await conn.run(`CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT * FROM ${LOGS} WHERE (${filters.map((f) => `(${f})`).join(' OR ')})${known.replace(/topic_0 NOT IN/, '(topic_0 IS NULL OR topic_0 NOT IN') + (known ? ')' : '')}`);
     await decodeInJs(input, anonymous, filters, commonItems, rejectInsert);
   }
-  for (const d of named) await finishBig(conn, tables.get(d.name)!, allColumns(d).filter((c) => c.type === 'VARCHAR').map((c) => c.name));
+  // Only SQL-decoded wide integers are marked: their _raw companions and exact-text ids.
+  const marked = (d: DecodedDataset): string[] =>
+    d.sources.filter(sqlDecodable).flatMap((s) => s.event.inputs.flatMap((p, i) => (/^uint/.test(p.type) && isWideUint(p.type) ? [s.targets[i]!.text ? s.targets[i]!.column : `${s.targets[i]!.column}_raw`] : [])));
+  for (const d of named) await finishBig(conn, tables.get(d.name)!, [...new Set(marked(d))]);
   const count = async (sql: string): Promise<number> => Number((await conn.runAndReadAll(sql)).getRowsJS()[0]![0]);
   const rows = new Map<string, number>();
   for (const d of named) rows.set(d.name, await count(`SELECT count(*)::BIGINT FROM ${tables.get(d.name)!}`));

@@ -6,7 +6,10 @@ import path from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import type { Network } from '../datasets/dataset.js';
 import { Catalog, hasFiles, type RunRow } from '../load/catalog.js';
-import { preparePartition, type PreparedFile } from '../load/commit.js';
+import { partitionParquetFiles, preparePartition, type PreparedFile } from '../load/commit.js';
+import { fsyncFile } from '../load/durable.js';
+import { PARTITION_FILE } from '../load/paths.js';
+import { stat } from 'node:fs/promises';
 import { journalFor } from '../load/commit-run.js';
 import { openEngine, type Engine } from '../load/engine.js';
 import { newMaintenanceId } from '../load/ids.js';
@@ -16,7 +19,7 @@ import { closeRunStaging, openRunStaging } from '../load/staging.js';
 import { applyJournal, publishJournal } from '../load/journal.js';
 import type { LakePaths } from '../load/paths.js';
 import { REJECTS_SHAPE, type TableShape } from '../load/schema.js';
-import { literal } from '../load/sql.js';
+import { ident, LAKE_PARQUET, literal } from '../load/sql.js';
 import { allColumns, naturalKey, type DecodedDataset } from './datasets.js';
 import { decodeLogs } from './decode.js';
 
@@ -54,6 +57,27 @@ export function decodedShape(d: DecodedDataset): TableShape {
 
 const viewDoc = (d: DecodedDataset): string => `${d.doc} ${d.notes.join(' ')} Natural key: (${naturalKey(d).join(', ')}). Partitioned by network, block_date.`;
 
+/**
+ * A partition the dataset does not have yet: its rows written sorted, without the merge's ranking. Its rows
+ * are one per key already: event_logs holds one row per (transaction_hash, log_index), and a log's rows
+ * differ in batch_position. Undefined when the partition has files (then it is merged).
+ */
+async function newPartition(engine: Engine, paths: LakePaths, shape: TableShape, network: Network, partition: string, fresh: string, workDir: string): Promise<PreparedFile | undefined> {
+  const dir = paths.partitionDir(shape.name, shape.partition, network, partition);
+  if ((await partitionParquetFiles(dir)).length > 0) return undefined;
+  const from = path.join(workDir, `${shape.name}.${network}.${partition}.parquet`);
+  const columns = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
+  await engine.conn.run(`COPY (SELECT ${columns} FROM (${fresh}) ORDER BY ${[...shape.order].map(ident).join(', ')}) TO ${literal(from)} (${LAKE_PARQUET})`);
+  await fsyncFile(from);
+  const rows = Number((await engine.conn.runAndReadAll(`SELECT count(*)::BIGINT FROM read_parquet(${literal(from)})`)).getRowsJS()[0]![0]);
+  return {
+    from,
+    to: path.join(dir, PARTITION_FILE),
+    strays: [],
+    file: { dataset: shape.name, network, partition, path: paths.relative(path.join(dir, PARTITION_FILE)), rows, bytes: (await stat(from)).size, minBlock: null, maxBlock: null },
+  };
+}
+
 export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> {
   const { engine, paths, network, datasets, runId, ingestedAt } = input;
   const conn = engine.conn;
@@ -74,10 +98,10 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
       if (r.rows === 0) continue;
       const parts = ((await conn.runAndReadAll(`SELECT DISTINCT __partition FROM ${table} ORDER BY 1`)).getRowsJS() as [string][]).map(([p]) => p);
       r.partitions = parts.length;
+      const shape = decodedShape(d);
       for (const p of parts) {
-        prepared.push(
-          await preparePartition(engine, paths, decodedShape(d), network, p, `SELECT * EXCLUDE (__partition) FROM ${table} WHERE __partition = ${literal(p)}`, workDir),
-        );
+        const fresh = `SELECT * EXCLUDE (__partition) FROM ${table} WHERE __partition = ${literal(p)}`;
+        prepared.push((await newPartition(engine, paths, shape, network, p, fresh, workDir)) ?? (await preparePartition(engine, paths, shape, network, p, fresh, workDir)));
       }
     }
     if (out.rejectCount > 0) {

@@ -35,7 +35,7 @@ describe('decoding in a job and afterwards', () => {
         target: 'simulator',
         simulator: { seed: 2 },
         lake,
-        range: { fromBlock: 0, toBlock: 9000 },
+        range: { fromBlock: 0, toBlock: 6000 },
         datasets: { event_logs: { contracts: [{ address: TOKEN, topics: [TRANSFER] }, { address: SHOW, topics: [toEventSelector(NOTED)] }] } },
         decode: { standard: ['erc20'], tokens: [TOKEN] },
       }),
@@ -81,5 +81,5 @@ describe('decoding in a job and afterwards', () => {
     const bad = await runCli(['decode', '--lake', lake, '--contract', SHOW]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/no verified ABI of 0x[0-9a-f]{40} in the lake's contracts dataset/);
-  });
+  }, 240_000); // six CLI processes, each starting Node and DuckDB
 });
