@@ -8,6 +8,7 @@ import path from 'node:path';
 import { withDuckDB } from './lib/native.js';
 import { RESULTS_DIR } from './lib/paths.js';
 import { formatDetails, formatTable, type Context, type ScenarioResult } from './lib/result.js';
+import { decode } from './scenarios/decode.js';
 import { e2e } from './scenarios/e2e.js';
 import { latency } from './scenarios/latency.js';
 import { memory } from './scenarios/memory.js';
@@ -18,7 +19,7 @@ import { replay } from './scenarios/replay.js';
 import { simulator } from './scenarios/simulator.js';
 import { size } from './scenarios/size.js';
 
-const SCENARIOS: Record<string, (ctx: Context) => Promise<Omit<ScenarioResult, 'seconds'>>> = { e2e, replay, rate, latency, memory, size, simulator, query, quota };
+const SCENARIOS: Record<string, (ctx: Context) => Promise<Omit<ScenarioResult, 'seconds'>>> = { e2e, replay, rate, latency, memory, size, simulator, query, quota, decode };
 
 function usage(): never {
   process.stderr.write(`usage: npm run bench [-- [--quick] [--keep] [scenario...]]\nscenarios: ${Object.keys(SCENARIOS).join(', ')}\n`);

@@ -122,6 +122,8 @@ export interface JobOptions {
   rps?: number;
   pageSize?: number;
   commitEveryRows?: number;
+  /** More job keys (e.g. `decode`). */
+  extra?: Record<string, unknown>;
 }
 
 /** A job file (target api: the simulator in its own process) for a workload. */
@@ -145,6 +147,7 @@ export function jobDoc(info: SimInfo, w: Workload, opts: JobOptions): Record<str
     ...(opts.pageSize ? { pageSize: opts.pageSize } : {}),
     ...(opts.commitEveryRows ? { commit: { everyRows: opts.commitEveryRows } } : {}),
     datasets,
+    ...opts.extra,
   };
 }
 

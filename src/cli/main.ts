@@ -19,6 +19,7 @@ import { simulateCommand } from './commands/simulate.js';
 import { statusCommand } from './commands/status.js';
 import { compactCommand } from './commands/compact.js';
 import { catalogCommand } from './commands/catalog.js';
+import { decodeCommand } from './commands/decode.js';
 import { CliError, EXIT } from './exit-codes.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -50,6 +51,7 @@ export async function main(argv: string[]): Promise<void> {
     .command(statusCommand)
     .command(compactCommand)
     .command(catalogCommand)
+    .command(decodeCommand)
     .command(scheduleCommand)
     .command(verifyContractCommand)
     .command(schemaCommand)

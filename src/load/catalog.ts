@@ -258,6 +258,11 @@ export class Catalog {
     await this.run(`INSERT OR REPLACE INTO files VALUES ${rows.join(', ')}`);
   }
 
+  /** Declares tables beyond the registry (decoded events): refreshViews then gives each a view. */
+  async registerTables(tables: readonly { shape: TableShape; doc: string; partitionDoc: string }[]): Promise<void> {
+    for (const t of tables) await this.run(`INSERT OR REPLACE INTO lake_meta VALUES (${literal(`table:${t.shape.name}`)}, ${literal(JSON.stringify(t))})`);
+  }
+
   async filePaths(): Promise<string[]> {
     return (await this.rows(`SELECT path FROM files ORDER BY path`)).map((r) => String(r[0]));
   }
@@ -300,6 +305,8 @@ export class Catalog {
     }
     const shapes: { shape: TableShape; doc: string; partitionDoc: string }[] = [
       ...Object.values(DATASETS).map((def) => ({ shape: datasetShape(def), doc: viewDoc(def), partitionDoc: partitionDoc(def) })),
+      // Tables other modules declare at run time (decoded events, src/decode): their shapes kept in lake_meta.
+      ...[...meta].filter(([k]) => k.startsWith('table:')).map(([, v]) => JSON.parse(v) as { shape: TableShape; doc: string; partitionDoc: string }),
       {
         shape: REJECTS_SHAPE,
         doc: 'Rows that did not convert: dataset, window, field, raw value, reason and the whole API entry. Partitioned by network and the date of the run.',

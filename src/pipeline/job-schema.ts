@@ -1,6 +1,7 @@
 import { scopeKindsOf } from '../datasets/dataset.js';
 import { datasetNames, getDataset } from '../datasets/registry.js';
 import { SCOPE_KEYS } from './job.js';
+import { STANDARD_CHOICES } from '../decode/spec.js';
 
 /**
  * The JSON Schema of job files, generated from the dataset registry so it always names every dataset and
@@ -144,6 +145,30 @@ export function jobSchema(): Schema {
             getDataset(n).endpoints.map((e) => [e.id, { type: 'string', pattern: '^/[^\\s?#]*$', description: `${e.api} ${e.ref}; default ${e.path}` }]),
           ),
         ),
+        additionalProperties: false,
+      },
+      decode: {
+        type: 'object',
+        description: 'Decoded-event datasets written in the same run from the event logs it exports (see README, Decoded events)',
+        properties: {
+          standard: listOf({ enum: STANDARD_CHOICES }, 'Standard token events: erc20, erc721, erc1155, or single decoded datasets'),
+          tokens: listOf(address, 'Standard events only of these token contracts (default: every contract)'),
+          contracts: listOf(
+            {
+              type: 'object',
+              properties: {
+                address,
+                name: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_]*$', description: 'Names the datasets <name>_<event>' },
+                abiFile: { type: 'string', description: 'A JSON ABI file, relative to the job file (default: the ABI in the contracts dataset)' },
+                signatures: listOf({ type: 'string' }, 'Event signatures, e.g. "Swap(address indexed sender, uint256 amount0In)"'),
+                events: listOf({ type: 'string' }, 'Only these events of the ABI'),
+              },
+              required: ['address'],
+              additionalProperties: false,
+            },
+            'Contracts whose events to decode',
+          ),
+        },
         additionalProperties: false,
       },
       datasets: {

@@ -9,6 +9,7 @@ import { cronProblem } from '../schedule/cron.js';
 import { toChecksumAddress } from '../simulator/keccak.js';
 import { EXIT } from '../cli/exit-codes.js';
 import { ChainlakeError } from '../errors.js';
+import { parseDecodeSpec, type DecodeSpec } from '../decode/spec.js';
 
 /** A job file problem: which file, where inside it, and what is wrong. Exit code 2. */
 export class JobError extends ChainlakeError {
@@ -124,6 +125,8 @@ export interface Job {
    * may serve an endpoint elsewhere (the real finance service names its coin in the stable chart's path).
    */
   paths?: Record<string, string>;
+  /** Decoded-event datasets written in the same run, from the logs it exported (src/decode). */
+  decode?: DecodeSpec;
 }
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -512,6 +515,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     'timeouts',
     'datasets',
     'paths',
+    'decode',
   ]);
 
   const name = doc.name === undefined ? 'job' : r.str(doc.name, 'name');
@@ -636,6 +640,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     timeouts: msObject(r, doc.timeouts, 'timeouts', { connectMs: [1, 600_000], headersMs: [1, 3_600_000], bodyMs: [1, 3_600_000], totalMs: [1, 86_400_000] }),
     datasets,
     paths,
+    decode: doc.decode === undefined ? undefined : parseDecodeSpec(doc.decode, 'decode', (w, m) => r.fail(w, m), path.dirname(file)),
   };
 }
 

@@ -1,3 +1,4 @@
+import type { DecodeReport } from '../decode/lake.js';
 import type { FailureReason } from '../extract/errors.js';
 
 /** What a run did, per dataset and in total: printed, stored in the catalog, written as JSON. */
@@ -50,6 +51,8 @@ export interface RunReport {
   quota?: { account: string; limit: number; usedToday: number; reached: boolean };
   /** Under a dailyRequestQuota: this run's requests per UTC day (the catalog's request_usage ledger). */
   requestUsage?: { account: string; days: Record<string, number> };
+  /** Decoded-event datasets written after the export (the job's `decode` key). */
+  decoded?: DecodeReport;
 }
 
 /** Requests, retries and throttles of a part of a run. */

@@ -20,6 +20,7 @@ import { LakePaths } from '../load/paths.js';
 import { READER_HOLDER_PREFIX } from '../load/reader.js';
 import { recoverLake } from '../load/recovery.js';
 import { closeRunStaging, openRunStaging } from '../load/staging.js';
+import { decodeAfterExport } from '../decode/in-run.js';
 import { RowTransformer } from '../transform/rows.js';
 import { BatchCommitter } from './committer.js';
 import { executeWindow, type Clients, type WindowOutcome } from './execute.js';
@@ -321,6 +322,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       if (opts.signal?.aborted) report.status = 'interrupted';
       return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
     });
+    if (job.decode) report.decoded = await decodeAfterExport(job, { engine, paths, runId, ingestedAt, stagingDir: staging, log }, report);
     return report;
   } catch (e) {
     failure = e;

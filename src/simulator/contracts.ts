@@ -7,6 +7,7 @@ import { isVerifiedAtGenesis } from './examples.js';
 import { keccak256Hex } from './keccak.js';
 import { hash2, hash3 } from './rng.js';
 import { word8 } from './hex.js';
+import { A_MULTI, A_SHOWCASE, MULTI_ABI, SHOWCASE_ABI } from './token-events.js';
 
 interface AbiParam { name: string; type: string; internalType: string; indexed?: boolean }
 type AbiItem = Record<string, unknown>;
@@ -54,6 +55,7 @@ const ERC20_ABI: AbiItem[] = [
 const ERC721_ABI: AbiItem[] = [
   ctor([p('name_', 'string'), p('symbol_', 'string')]),
   ev('Approval', [p('owner', 'address', true), p('approved', 'address', true), p('tokenId', 'uint256', true)]),
+  ev('ApprovalForAll', [p('owner', 'address', true), p('operator', 'address', true), p('approved', 'bool', false)]),
   ev('Transfer', [p('from', 'address', true), p('to', 'address', true), p('tokenId', 'uint256', true)]),
   fn('balanceOf', [p('owner', 'address')], [p('', 'uint256')], 'view'),
   fn('mint', [p('to', 'address')], [], 'nonpayable'),
@@ -95,7 +97,7 @@ export function abiOf(i: number): AbiItem[] {
     case 'erc721': return ERC721_ABI;
     case 'pool': return POOL_ABI;
     case 'staking': return STAKING_ABI;
-    default: return VAULT_ABI;
+    default: return i === A_MULTI ? MULTI_ABI : i === A_SHOWCASE ? SHOWCASE_ABI : VAULT_ABI;
   }
 }
 
@@ -105,7 +107,7 @@ export function contractName(i: number): string {
     case 'erc721': return (ERC721_META[i - A_ERC721_0]!.symbol ?? 'Collectible') + 'NFT';
     case 'pool': return 'SwapPair';
     case 'staking': return 'StakingPool';
-    default: return 'Vault';
+    default: return i === A_MULTI ? 'MultiToken' : i === A_SHOWCASE ? 'Showcase' : 'Vault';
   }
 }
 

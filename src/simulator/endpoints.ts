@@ -17,6 +17,9 @@ import { MINING_REWARD_GWEI, caseStyle, tokenAmount, tokenIdString, tokenUri, tx
 import { writeInternal } from './render-internal.js';
 import { logShapes, tokenMeta, topic0Of, writeLog, writeNftTransfer, writeTransfer } from './render-logs.js';
 import { hash2, hash3 } from './rng.js';
+import { extraLog, extraLogs } from './token-events.js';
+import { writeIso } from './render.js';
+import type { ByteOut } from './bytes.js';
 import {
   erc20Holdings, isErc20, isErc721, nativeBalance, nftHoldings, nftOwners, totalSupplyUnits,
 } from './state.js';
@@ -421,15 +424,73 @@ function eventLogs(ctx: ExplorerCtx): Results {
         }
         if (match) out.push(r);
       }
-      ids = Uint32Array.from(out);
+      ids = Uint32Array.from(withExtraLogs(c, ct, out, from, to, topics, others, operand));
       if (logCache.size > 64) logCache.delete(logCache.keys().next().value as string);
       logCache.set(key, ids);
     }
   }
   const [p0, p1] = pageDesc(0, ids.length, offset, limit);
   const out = openPage(ids.length), shapes = logShapes(c);
-  for (let i = p1 - 1; i >= p0; i--) { nextRow(out, p1 - 1 - i); writeLog(out, c, ids[i]!, shapes, real); }
+  for (let i = p1 - 1; i >= p0; i--) {
+    nextRow(out, p1 - 1 - i);
+    const id = ids[i]!;
+    if (id >= EXTRA) writeExtraLog(out, c, id - EXTRA, real);
+    else writeLog(out, c, id, shapes, real);
+  }
   return closePage(p1 - p0);
+}
+
+/** Ids at and above this are extra logs (src/simulator/token-events.ts), below it the chain's logs. */
+const EXTRA = 0x80000000;
+
+/** The chain's matching logs of contract ct merged, in block order, with its matching extra logs. */
+function withExtraLogs(
+  c: Chain, ct: number, chainIds: number[], from: number, to: number, topics: (string | null)[], others: number[], operand: 'and' | 'or',
+): number[] {
+  const x = extraLogs(c);
+  const mine = x.byContract.get(ct);
+  if (!mine) return chainIds;
+  const extra: number[] = [];
+  for (const k of mine) {
+    if (x.block[k]! < from || x.block[k]! > to) continue;
+    const t = extraLog(c, k).topics;
+    if (t[0] !== topics[0]) continue;
+    let match = others.length === 0 || operand === 'and';
+    for (const n of others) {
+      const m = (t[n] ?? null) === topics[n];
+      if (operand === 'and' && !m) { match = false; break; }
+      if (operand === 'or' && m) { match = true; break; }
+    }
+    if (match) extra.push(k);
+  }
+  if (extra.length === 0) return chainIds;
+  // An extra log comes after every chain log of its block.
+  const merged: number[] = [];
+  let j = 0;
+  for (const r of chainIds) {
+    const b = c.txBlk[c.logTx[r]!]!;
+    while (j < extra.length && x.block[extra[j]!]! < b) merged.push(EXTRA + extra[j++]!);
+    merged.push(r);
+  }
+  while (j < extra.length) merged.push(EXTRA + extra[j++]!);
+  return merged;
+}
+
+/** The event-log entry of extra log k (the key order of writeLog's entries). */
+function writeExtraLog(out: ByteOut, c: Chain, k: number, withId = false): void {
+  const l = extraLog(c, k);
+  const b = l.block;
+  // The real dialect's id (see writeLog): extra logs are numbered after the chain's own logs.
+  out.str(withId ? `{"id":"${c.logTx.length + k + 1}","timestamp":` : '{"timestamp":');
+  writeIso(out, c.blockSeconds(b));
+  out.str(
+    JSON.stringify({
+      address: c.addrLower(l.contract), data: l.data, method: '0x' + word8(hash2(c.kVal ^ 0x3e7, l.contract)), transaction_hash: c.txHash(l.tx),
+      log_name: l.name, log_abi: l.abi, address_type: 'contract', address_extra: null, transaction_index: String(l.tx - c.blockFirstTx[b]!),
+      log_index: String(l.logIndex), topics_count: String(l.topics.length), topic_0: l.topics[0] ?? null, topic_1: l.topics[1] ?? null,
+      topic_2: l.topics[2] ?? null, topic_3: l.topics[3] ?? null,
+    }).replace(/^\{/, ','),
+  );
 }
 
 // ---- #19, #20 tokens -------------------------------------------------------------------------------------

@@ -151,7 +151,8 @@ describe('listing bytes', () => {
     // Upper-case address and topic, default limit, an offset near the end of a listing.
     paths.push(`/v1/event-logs?address=${A(A_ERC20_0 + 1).toUpperCase().replace('0X', '0x')}&topic_0=${TRANSFER.toUpperCase().replace('0X', '0x')}&start_block=3000&end_block=4000`);
     paths.push(`${logs(A_ERC20_0 + 4, TRANSFER)}&start_block=100&end_block=2100&limit=1000&offset=120`);
-    expect(await digest(sim.urls.mainnet, paths)).toBe('7fd13be70617373f26b73eb00e64b76974794b6a8ffd2385d634722b72d2c0de');
+    // Moved by the malformed Transfer logs of A_ERC20_0 + 7 (src/simulator/token-events.ts); the digest without them was unchanged.
+    expect(await digest(sim.urls.mainnet, paths)).toBe('fda154817e845e67fcd0ecfea76521e0b9df2d90b6127d264ca6e7afa39905e7');
   });
 
   it('event logs: topic filters, empty listings and errors', async () => {

@@ -3,6 +3,7 @@ import { scopeKindsOf, type EndpointDef } from '../../datasets/dataset.js';
 import { datasetNames, getDataset } from '../../datasets/registry.js';
 import { lakeColumns } from '../../load/schema.js';
 import { SCOPE_KEYS } from '../../pipeline/job.js';
+import { describeDecoded, STANDARD } from '../../decode/datasets.js';
 
 interface Args {
   dataset?: string;
@@ -54,7 +55,7 @@ export const describeCommand: CommandModule<object, Args> = {
   describe: 'Show datasets: columns, types, docs, key, partition and endpoints',
   builder: (y) =>
     y
-      .positional('dataset', { type: 'string', choices: datasetNames(), describe: 'One dataset (default: list them all)' })
+      .positional('dataset', { type: 'string', choices: [...datasetNames(), ...Object.keys(STANDARD)], describe: 'One dataset (default: list them all); events of other contracts: chainlake decode --describe' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
       .option('endpoints', { type: 'boolean', describe: "List every endpoint's id (for a job's \"paths\" and \"endpoints\"), dataset and default path" })
       .example('$0 describe', 'List every dataset')
@@ -71,6 +72,11 @@ export const describeCommand: CommandModule<object, Args> = {
       }
       return;
     }
+    // Decoded standard token events (src/decode): written by a job's "decode" key or `chainlake decode`.
+    if (args.dataset && STANDARD[args.dataset]) {
+      process.stdout.write(args.format === 'json' ? JSON.stringify(STANDARD[args.dataset], null, 2) + '\n' : describeDecoded(STANDARD[args.dataset]) + '\n');
+      return;
+    }
     if (args.format === 'json') {
       const names = args.dataset ? [args.dataset] : datasetNames();
       process.stdout.write(JSON.stringify(names.map(jsonOf), null, 2) + '\n');
@@ -83,6 +89,7 @@ export const describeCommand: CommandModule<object, Args> = {
     process.stdout.write(
       datasetNames()
         .map((n) => `${n.padEnd(24)} ${getDataset(n).doc}`)
+        .concat(Object.values(STANDARD).map((d) => `${d.name.padEnd(24)} (decoded) ${d.doc}`))
         .join('\n') + '\n',
     );
   },

@@ -1,0 +1,227 @@
+// Decoding a set of event_logs rows into the decoded datasets' rows and rejects, as temp tables of the
+// engine. Logs are grouped by topic_0: every dataset source with that topic_0 (whose contract filter the log
+// passes) is tried in order and the first that fits takes the log; a log no source fits is one reject naming
+// every source's reason. A group whose sources DuckDB can decode is decoded in SQL; others in JavaScript.
+
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { createWriteStream } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { once } from 'node:events';
+import { ident, literal, literalList } from '../load/sql.js';
+import { signatureText } from './abi.js';
+import { allColumns, type DecodedDataset, type EventSource } from './datasets.js';
+import { decodeLog, finalTypes, stagedSpec } from './js.js';
+import { BIG_MARK, decodeItems, reasonSql, sqlDecodable } from './sql.js';
+
+const isWideUint = (t: string): boolean => t === 'uint' || Number(t.slice(4)) > 64;
+
+export interface DecodeInput {
+  conn: DuckDBConnection;
+  /** A relation of event_logs rows (the lake's columns). */
+  logs: string;
+  datasets: readonly DecodedDataset[];
+  runId: string;
+  ingestedAt: string;
+  /** A folder for staged JSON (created). */
+  workDir: string;
+}
+
+export interface DecodeOutput {
+  /** Temp table of each dataset's fresh rows (its columns plus `__partition`), by dataset name. */
+  tables: Map<string, string>;
+  rows: Map<string, number>;
+  /** Temp table of rejects in the shape of `_rejects` (without the run columns). */
+  rejects: string;
+  rejectCount: number;
+  /** Logs read. */
+  logs: number;
+}
+
+interface Member {
+  d: DecodedDataset;
+  s: EventSource;
+  table: string;
+}
+
+const LOGS = '__decode_logs';
+const CAND = '__decode_candidates';
+const REJ = '__decode_rejects';
+const JS_CHUNK = 20_000;
+
+const filterSql = (d: DecodedDataset): string => (d.contracts?.length ? `address IN (${d.contracts.map(literal).join(', ')})` : 'true');
+
+/** Decodes `logs` into one temp table per dataset and a rejects table. */
+export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
+  const { conn, datasets, runId, ingestedAt } = input;
+  await mkdir(input.workDir, { recursive: true });
+  const named = datasets.filter((d, i) => datasets.findIndex((x) => x.name === d.name) === i);
+  const groups = new Map<string, Member[]>();
+  const anonymous: Member[] = [];
+  const tables = new Map<string, string>();
+  named.forEach((d, i) => {
+    const table = `__decode_out_${i}`;
+    tables.set(d.name, table);
+    for (const s of d.sources) {
+      if (s.topic0 === null) anonymous.push({ d, s, table });
+      else groups.set(s.topic0, [...(groups.get(s.topic0) ?? []), { d, s, table }]);
+    }
+  });
+  const topic0s = [...groups.keys()];
+  const anonContracts = [...new Set(anonymous.flatMap((m) => m.d.contracts ?? []))];
+  const where = [topic0s.length ? `topic_0 IN (${topic0s.map(literal).join(', ')})` : 'false', anonContracts.length ? `address IN (${anonContracts.map(literal).join(', ')})` : 'false'];
+  await conn.run(
+    `CREATE OR REPLACE TEMP TABLE ${LOGS} AS SELECT address, "timestamp", transaction_hash, transaction_index, log_index, topic_0, topic_1, topic_2, topic_3, data,
+       (topic_0 IS NOT NULL)::INTEGER + (topic_1 IS NOT NULL)::INTEGER + (topic_2 IS NOT NULL)::INTEGER + (topic_3 IS NOT NULL)::INTEGER AS __topics
+     FROM (${input.logs}) WHERE ${where.join(' OR ')}`,
+  );
+  for (const d of named) {
+    const cols = allColumns(d).map((c) => `${ident(c.name)} ${c.type}`);
+    await conn.run(`CREATE OR REPLACE TEMP TABLE ${tables.get(d.name)!} (${cols.join(', ')}, __partition VARCHAR)`);
+  }
+  await conn.run(`CREATE OR REPLACE TEMP TABLE ${REJ} (dataset VARCHAR, "window" VARCHAR, field VARCHAR, raw_value VARCHAR, reason VARCHAR, entry JSON)`);
+
+  const commonItems = (m: Member, p = ''): string[] => [
+    `${p}address AS ${ident(m.d.contractColumn)}`,
+    `${p}"timestamp" AS "timestamp"`,
+    `${p}transaction_hash AS transaction_hash`,
+    `${p}transaction_index AS transaction_index`,
+    `${p}log_index AS log_index`,
+    ...(m.d.sources.length > 1 ? [`${literal(m.s.label)} AS "event"`] : []),
+    `${literal(runId)} AS _run_id`,
+    `CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at`,
+    `strftime(${p}"timestamp", '%Y-%m-%d') AS __partition`,
+  ];
+  const rejectInsert = (first: Member, reason: string, from: string): string =>
+    `INSERT INTO ${REJ} SELECT ${literal(first.d.name)}, ${literal(`decode/${first.d.name}`)}, 'log', to_json(data)::VARCHAR, ${reason},
+       to_json({address: address, "timestamp": "timestamp", transaction_hash: transaction_hash, transaction_index: transaction_index, log_index: log_index,
+                topic_0: topic_0, topic_1: topic_1, topic_2: topic_2, topic_3: topic_3, data: data}) FROM ${from}`;
+
+  for (const [topic0, members] of groups) {
+    const filters = members.map((m) => filterSql(m.d));
+    await conn.run(`CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT * FROM ${LOGS} WHERE topic_0 = ${literal(topic0)} AND (${filters.map((f) => `(${f})`).join(' OR ')})`);
+    if (members.every((m) => sqlDecodable(m.s))) {
+      // Each member's reason once (NULL: the log fits); `__ok` from it (a log outside a member's contracts is not its).
+      const why = members.map((m, i) => `CASE WHEN ${filters[i]} THEN ${reasonSql(m.s, signatureText(m.s.event))} ELSE 'not its contract' END`);
+      await conn.run(`CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT *, ${why.map((w, i) => `${w} AS __why${i}`).join(', ')} FROM ${CAND}`);
+      await conn.run(
+        `CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT * EXCLUDE (${members.map((_, i) => `__why${i}`).join(', ')}), ${members
+          .map((_, i) => `__why${i} IS NULL AS __ok${i}, CASE WHEN __why${i} <> 'not its contract' THEN __why${i} END AS __why${i}`)
+          .join(', ')} FROM ${CAND}`,
+      );
+      for (let i = 0; i < members.length; i++) {
+        const m = members[i]!;
+        const earlier = members.slice(0, i).map((_, j) => ` AND NOT __ok${j}`).join('');
+        const items = [...commonItems(m), ...decodeItems(m.s), ...(m.d.exploded ? ['0 AS batch_position'] : [])];
+        await conn.run(`INSERT INTO ${m.table} BY NAME SELECT ${items.join(', ')} FROM ${CAND} WHERE __ok${i}${earlier}`);
+      }
+      const none = members.map((_, i) => `NOT __ok${i}`).join(' AND ');
+      await conn.run(rejectInsert(members[0]!, `concat_ws('; ', ${members.map((_, i) => `__why${i}`).join(', ')})`, `${CAND} WHERE ${none}`));
+    } else {
+      await decodeInJs(input, members, filters, commonItems, rejectInsert);
+    }
+  }
+  if (anonymous.length) {
+    // Anonymous events: the contract's logs whose topic_0 is no known event's signature.
+    const known = topic0s.length ? ` AND topic_0 NOT IN (${topic0s.map(literal).join(', ')})` : '';
+    const filters = anonymous.map((m) => filterSql(m.d));
+    await conn.run(`CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT * FROM ${LOGS} WHERE (${filters.map((f) => `(${f})`).join(' OR ')})${known.replace(/topic_0 NOT IN/, '(topic_0 IS NULL OR topic_0 NOT IN') + (known ? ')' : '')}`);
+    await decodeInJs(input, anonymous, filters, commonItems, rejectInsert);
+  }
+  // Only SQL-decoded wide integers are marked: their _raw companions and exact-text ids.
+  const marked = (d: DecodedDataset): string[] =>
+    d.sources.filter(sqlDecodable).flatMap((s) => s.event.inputs.flatMap((p, i) => (/^uint/.test(p.type) && isWideUint(p.type) ? [s.targets[i]!.text ? s.targets[i]!.column : `${s.targets[i]!.column}_raw`] : [])));
+  for (const d of named) await finishBig(conn, tables.get(d.name)!, [...new Set(marked(d))]);
+  const count = async (sql: string): Promise<number> => Number((await conn.runAndReadAll(sql)).getRowsJS()[0]![0]);
+  const rows = new Map<string, number>();
+  for (const d of named) rows.set(d.name, await count(`SELECT count(*)::BIGINT FROM ${tables.get(d.name)!}`));
+  const out = { tables, rows, rejects: REJ, rejectCount: await count(`SELECT count(*)::BIGINT FROM ${REJ}`), logs: await count(`SELECT count(*)::BIGINT FROM ${LOGS}`) };
+  await conn.run(`DROP TABLE IF EXISTS ${CAND}; DROP TABLE IF EXISTS ${LOGS}`);
+  return out;
+}
+
+/** Decodes the candidate table's logs in JavaScript, in chunks, through staged JSON files. */
+async function decodeInJs(
+  input: DecodeInput,
+  members: Member[],
+  filters: string[],
+  commonItems: (m: Member, prefix?: string) => string[],
+  rejectInsert: (first: Member, reason: string, from: string) => string,
+): Promise<void> {
+  const { conn, workDir } = input;
+  const tag = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+  const files = members.map((_, i) => path.join(workDir, `decoded-${tag}-${i}.ndjson`));
+  const rejFile = path.join(workDir, `rejects-${tag}.ndjson`);
+  const streams = files.map((f) => createWriteStream(f));
+  const rejStream = createWriteStream(rejFile);
+  const write = async (s: NodeJS.WritableStream, line: string): Promise<void> => {
+    if (!s.write(line)) await once(s, 'drain');
+  };
+  // Which members each log may be (their contract filters), computed in SQL once.
+  const n = Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM ${CAND}`)).getRowsJS()[0]![0]);
+  await conn.run(`CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT *, row_number() OVER () - 1 AS __row, [${filters.map((f) => `(${f})`).join(', ')}] AS __may FROM ${CAND}`);
+  let counts = members.map(() => 0);
+  let rejects = 0;
+  for (let lo = 0; lo < n; lo += JS_CHUNK) {
+    const rows = (
+      await conn.runAndReadAll(`SELECT __row, topic_0, topic_1, topic_2, topic_3, data, __may FROM ${CAND} WHERE __row >= ${lo} AND __row < ${lo + JS_CHUNK}`)
+    ).getRowsJS() as [bigint, string | null, string | null, string | null, string | null, string | null, boolean[]][];
+    for (const [row, t0, t1, t2, t3, data, may] of rows) {
+      const reasons: string[] = [];
+      let taken = false;
+      for (let i = 0; i < members.length && !taken; i++) {
+        if (!may[i]) continue;
+        const m = members[i]!;
+        const got = decodeLog(m.s, [t0, t1, t2, t3], data);
+        if ('reason' in got) {
+          reasons.push(got.reason);
+          continue;
+        }
+        taken = true;
+        counts[i]! += got.rows.length;
+        for (const r of got.rows) await write(streams[i]!, JSON.stringify({ ...r, __row: Number(row) }) + '\n');
+      }
+      if (!taken) {
+        rejects++;
+        await write(rejStream, JSON.stringify({ __row: Number(row), reason: reasons.join('; ') }) + '\n');
+      }
+    }
+  }
+  await Promise.all([...streams, rejStream].map((s) => new Promise<void>((resolve, reject) => s.end((e?: Error | null) => (e ? reject(e) : resolve())))));
+  for (let i = 0; i < members.length; i++) {
+    if (counts[i] === 0) continue;
+    const m = members[i]!;
+    const spec = stagedSpec(m.s);
+    const types = finalTypes(m.s);
+    const columns = `{${Object.entries(spec).map(([k, t]) => `${literal(k)}: ${literal(t)}`).join(', ')}}`;
+    const items = [
+      ...commonItems(m, 'c.'),
+      ...Object.entries(types).map(([k, t]) => `CAST(j.${ident(k)} AS ${t}) AS ${ident(k)}`),
+      ...(m.d.exploded ? ['j.__pos AS batch_position'] : []),
+    ];
+    await conn.run(
+      `INSERT INTO ${m.table} BY NAME SELECT ${items.join(', ')} FROM read_json(${literal(files[i]!)}, format = 'newline_delimited', columns = ${columns}) j JOIN ${CAND} c ON c.__row = j.__row`,
+    );
+  }
+  counts = [];
+  if (rejects > 0) {
+    await conn.run(
+      `CREATE OR REPLACE TEMP TABLE __decode_js_rejects AS SELECT c.*, j.reason AS __reason FROM read_json(${literal(rejFile)}, format = 'newline_delimited', columns = {'__row': 'BIGINT', 'reason': 'VARCHAR'}) j JOIN ${CAND} c ON c.__row = j.__row`,
+    );
+    await conn.run(rejectInsert(members[0]!, '__reason', '__decode_js_rejects'));
+    await conn.run('DROP TABLE __decode_js_rejects');
+  }
+}
+
+/** Replaces the 256-bit words DuckDB marked (BIG_MARK) with their exact decimal text. */
+async function finishBig(conn: DuckDBConnection, table: string, columns: string[]): Promise<void> {
+  for (const c of columns) {
+    const col = ident(c);
+    const marked = (await conn.runAndReadAll(`SELECT DISTINCT ${col} FROM ${table} WHERE starts_with(${col}, ${literal(BIG_MARK)})`)).getRowsJS() as [string][];
+    if (marked.length === 0) continue;
+    const pairs = marked.map(([m]) => [m, BigInt('0x' + m.slice(BIG_MARK.length)).toString()] as const);
+    await conn.run(`CREATE OR REPLACE TEMP TABLE __decode_big AS SELECT unnest(${literalList(pairs.map((p) => p[0]))}) AS k, unnest(${literalList(pairs.map((p) => p[1]))}) AS v`);
+    await conn.run(`UPDATE ${table} SET ${col} = b.v FROM __decode_big b WHERE ${table}.${col} = b.k`);
+    await conn.run('DROP TABLE __decode_big');
+  }
+}

@@ -1,0 +1,157 @@
+// Decoding a lake's event_logs into its decoded-event datasets, through the lake's commit protocol: each
+// touched day partition is merged with what it holds (one row per natural key: re-decoding the same logs
+// replaces their rows, so decoding is idempotent), the journal is published, then applied under the catalog.
+
+import path from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import type { Network } from '../datasets/dataset.js';
+import { Catalog, hasFiles, type RunRow } from '../load/catalog.js';
+import { partitionParquetFiles, preparePartition, type PreparedFile } from '../load/commit.js';
+import { fsyncFile } from '../load/durable.js';
+import { PARTITION_FILE } from '../load/paths.js';
+import { stat } from 'node:fs/promises';
+import { journalFor } from '../load/commit-run.js';
+import { openEngine, type Engine } from '../load/engine.js';
+import { newMaintenanceId } from '../load/ids.js';
+import { LakeLock } from '../load/lock.js';
+import { recoverLake } from '../load/recovery.js';
+import { closeRunStaging, openRunStaging } from '../load/staging.js';
+import { applyJournal, publishJournal } from '../load/journal.js';
+import type { LakePaths } from '../load/paths.js';
+import { REJECTS_SHAPE, type TableShape } from '../load/schema.js';
+import { ident, LAKE_PARQUET, literal } from '../load/sql.js';
+import { allColumns, naturalKey, type DecodedDataset } from './datasets.js';
+import { decodeLogs } from './decode.js';
+
+export interface DecodeLakeInput {
+  engine: Engine;
+  paths: LakePaths;
+  network: Network;
+  datasets: readonly DecodedDataset[];
+  runId: string;
+  ingestedAt: string;
+  /** The run's staging folder (the journal goes there). */
+  stagingDir: string;
+  /** Only the event_logs rows this run wrote (decoding inside an export run); all of them otherwise. */
+  onlyRunId?: string;
+  /** The run's record, for a run of its own (`chainlake decode`); an export run records itself. */
+  run?: (report: DecodeReport) => RunRow;
+}
+
+export interface DecodeReport {
+  logs: number;
+  datasets: { name: string; rows: number; partitions: number }[];
+  rejects: number;
+  files: number;
+}
+
+export function decodedShape(d: DecodedDataset): TableShape {
+  return {
+    name: d.name,
+    columns: allColumns(d),
+    key: naturalKey(d),
+    order: ['timestamp', 'transaction_index', 'log_index', ...(d.exploded ? ['batch_position'] : [])],
+    partition: 'block_date',
+  };
+}
+
+const viewDoc = (d: DecodedDataset): string => `${d.doc} ${d.notes.join(' ')} Natural key: (${naturalKey(d).join(', ')}). Partitioned by network, block_date.`;
+
+/**
+ * A partition the dataset does not have yet: its rows written sorted, without the merge's ranking. Its rows
+ * are one per key already: event_logs holds one row per (transaction_hash, log_index), and a log's rows
+ * differ in batch_position. Undefined when the partition has files (then it is merged).
+ */
+async function newPartition(engine: Engine, paths: LakePaths, shape: TableShape, network: Network, partition: string, fresh: string, workDir: string): Promise<PreparedFile | undefined> {
+  const dir = paths.partitionDir(shape.name, shape.partition, network, partition);
+  if ((await partitionParquetFiles(dir)).length > 0) return undefined;
+  const from = path.join(workDir, `${shape.name}.${network}.${partition}.parquet`);
+  const columns = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
+  await engine.conn.run(`COPY (SELECT ${columns} FROM (${fresh}) ORDER BY ${[...shape.order].map(ident).join(', ')}) TO ${literal(from)} (${LAKE_PARQUET})`);
+  await fsyncFile(from);
+  const rows = Number((await engine.conn.runAndReadAll(`SELECT count(*)::BIGINT FROM read_parquet(${literal(from)})`)).getRowsJS()[0]![0]);
+  return {
+    from,
+    to: path.join(dir, PARTITION_FILE),
+    strays: [],
+    file: { dataset: shape.name, network, partition, path: paths.relative(path.join(dir, PARTITION_FILE)), rows, bytes: (await stat(from)).size, minBlock: null, maxBlock: null },
+  };
+}
+
+export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> {
+  const { engine, paths, network, datasets, runId, ingestedAt } = input;
+  const conn = engine.conn;
+  const workDir = path.join(input.stagingDir, `decode-${Date.now().toString(36)}`);
+  await mkdir(workDir, { recursive: true });
+  const report: DecodeReport = { logs: 0, datasets: datasets.map((d) => ({ name: d.name, rows: 0, partitions: 0 })), rejects: 0, files: 0 };
+  const glob = path.join(paths.datasetDir('event_logs'), `network=${network}`, '*', '*.parquet');
+  const prepared: PreparedFile[] = [];
+  if (datasets.length > 0 && (await hasFiles(paths, 'event_logs'))) {
+    const logs = `SELECT * FROM read_parquet(${literal(glob)}, hive_partitioning = false, union_by_name = true)${input.onlyRunId ? ` WHERE _run_id = ${literal(input.onlyRunId)}` : ''}`;
+    const out = await decodeLogs({ conn, logs, datasets, runId, ingestedAt, workDir });
+    report.logs = out.logs;
+    report.rejects = out.rejectCount;
+    for (const d of datasets) {
+      const table = out.tables.get(d.name)!;
+      const r = report.datasets.find((x) => x.name === d.name)!;
+      r.rows = out.rows.get(d.name) ?? 0;
+      if (r.rows === 0) continue;
+      const parts = ((await conn.runAndReadAll(`SELECT DISTINCT __partition FROM ${table} ORDER BY 1`)).getRowsJS() as [string][]).map(([p]) => p);
+      r.partitions = parts.length;
+      const shape = decodedShape(d);
+      for (const p of parts) {
+        const fresh = `SELECT * EXCLUDE (__partition) FROM ${table} WHERE __partition = ${literal(p)}`;
+        prepared.push((await newPartition(engine, paths, shape, network, p, fresh, workDir)) ?? (await preparePartition(engine, paths, shape, network, p, fresh, workDir)));
+      }
+    }
+    if (out.rejectCount > 0) {
+      const fresh = `SELECT *, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at FROM ${out.rejects}`;
+      prepared.push(await preparePartition(engine, paths, REJECTS_SHAPE, network, ingestedAt.slice(0, 10), fresh, workDir));
+    }
+    for (const t of out.tables.values()) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+    await conn.run(`DROP TABLE IF EXISTS ${out.rejects}`);
+  }
+  report.files = prepared.length;
+  // Views for every decoded dataset asked for (empty ones too), declared before the commit refreshes views.
+  await Catalog.write(engine, paths, (c) =>
+    c.registerTables(datasets.map((d) => ({ shape: decodedShape(d), doc: viewDoc(d), partitionDoc: 'UTC date of the block (Hive partition).' }))),
+  );
+  const journal = journalFor(paths, `${runId}/${path.basename(workDir)}`, runId, prepared, { run: input.run?.(report), windows: [], watermarks: [] });
+  await publishJournal(paths, journal);
+  await applyJournal(engine, paths, journal);
+  return report;
+}
+
+/**
+ * `chainlake decode`: decodes every event_logs row of a lake already written (history exported before an ABI
+ * was known included), under the lake's lock, after recovery, as a run of its own (recorded in `runs`).
+ */
+export async function decodeExistingLake(paths: LakePaths, network: Network, datasets: readonly DecodedDataset[]): Promise<DecodeReport & { runId: string }> {
+  const runId = newMaintenanceId('decode');
+  const lock = await LakeLock.acquire(paths.root, runId);
+  try {
+    await recoverLake(paths, { currentRunId: runId, by: runId });
+    const staging = paths.staging(runId);
+    const startedAt = new Date().toISOString();
+    await openRunStaging(staging, { runId, job: '(decode)', startedAt, pid: process.pid });
+    const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
+    try {
+      const r = await decodeLake({
+        engine,
+        paths,
+        network,
+        datasets,
+        runId,
+        ingestedAt: startedAt,
+        stagingDir: staging,
+        run: (report) => ({ runId, job: '(decode)', startedAt, finishedAt: new Date().toISOString(), status: 'complete', report }),
+      });
+      return { runId, ...r };
+    } finally {
+      engine.close();
+      await closeRunStaging(staging);
+    }
+  } finally {
+    await lock.release();
+  }
+}

@@ -1,0 +1,170 @@
+// What to decode (a job's `decode` key, or `chainlake decode`'s options), and how it becomes datasets: the
+// standard token events, and any contract's events from the lake's `contracts` dataset (its ABI from #14),
+// an ABI file or event signatures.
+
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { AbiEvent } from 'viem';
+import type { Network } from '../datasets/dataset.js';
+import { hasFiles } from '../load/catalog.js';
+import type { LakePaths } from '../load/paths.js';
+import { literal } from '../load/sql.js';
+import { AbiError, eventOfSignature, eventsOfAbi } from './abi.js';
+import { eventDataset, snake, STANDARD, STANDARD_GROUPS, type DecodedDataset } from './datasets.js';
+
+export interface ContractDecode {
+  /** Lower-case address. */
+  address: string;
+  /** Names the datasets (`<name>_<event>`); default: the verified contract name, else `c_<address prefix>`. */
+  name?: string;
+  /** An ABI file (JSON), resolved against the job file's folder. */
+  abiFile?: string;
+  /** Event signatures as text; used instead of an ABI. */
+  signatures?: string[];
+  /** Only these events of the ABI (default: all). */
+  events?: string[];
+}
+
+export interface DecodeSpec {
+  /** Standard groups (erc20, erc721, erc1155) or standard dataset names. */
+  standard: string[];
+  /** Standard events only of these token contracts (lower-case); every contract when absent. */
+  tokens?: string[];
+  contracts: ContractDecode[];
+}
+
+export class DecodeSpecError extends Error {}
+
+const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
+type Fail = (where: string, problem: string) => never;
+const isObj = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+
+export const STANDARD_CHOICES = [...Object.keys(STANDARD_GROUPS), ...Object.keys(STANDARD)];
+
+/** A `decode` object of a job file (errors through `fail`, naming the key). */
+export function parseDecodeSpec(doc: unknown, where: string, fail: Fail, baseDir = '.'): DecodeSpec {
+  if (!isObj(doc)) fail(where, 'must be an object like {"standard": ["erc20"], "contracts": [{"address": "0x…"}]}');
+  for (const k of Object.keys(doc)) if (!['standard', 'tokens', 'contracts'].includes(k)) fail(`${where}.${k}`, 'unknown key; expected one of: standard, tokens, contracts');
+  const strings = (v: unknown, at: string): string[] => {
+    if (!Array.isArray(v) || v.length === 0 || v.some((x) => typeof x !== 'string' || x === '')) fail(at, 'must be a non-empty list of strings');
+    return v as string[];
+  };
+  const addresses = (v: unknown, at: string): string[] =>
+    strings(v, at).map((a, i) => (ADDRESS.test(a) ? a.toLowerCase() : fail(`${at}[${i}]`, `must be an address (0x + 40 hex digits), got ${JSON.stringify(a)}`)));
+  const standard = doc.standard === undefined ? [] : strings(doc.standard, `${where}.standard`);
+  standard.forEach((s, i) => {
+    if (!STANDARD_CHOICES.includes(s)) fail(`${where}.standard[${i}]`, `unknown standard ${JSON.stringify(s)}; expected one of: ${STANDARD_CHOICES.join(', ')}`);
+  });
+  const tokens = doc.tokens === undefined ? undefined : addresses(doc.tokens, `${where}.tokens`);
+  const contracts: ContractDecode[] = [];
+  if (doc.contracts !== undefined) {
+    if (!Array.isArray(doc.contracts) || doc.contracts.length === 0) fail(`${where}.contracts`, 'must be a non-empty list of {"address", "name"?, "abiFile"?, "signatures"?, "events"?}');
+    doc.contracts.forEach((c: unknown, i: number) => {
+      const at = `${where}.contracts[${i}]`;
+      if (!isObj(c)) fail(at, 'must be an object {"address", "name"?, "abiFile"?, "signatures"?, "events"?}');
+      for (const k of Object.keys(c)) if (!['address', 'name', 'abiFile', 'signatures', 'events'].includes(k)) fail(`${at}.${k}`, 'unknown key; expected one of: address, name, abiFile, signatures, events');
+      if (typeof c.address !== 'string' || !ADDRESS.test(c.address)) fail(`${at}.address`, `must be an address, got ${JSON.stringify(c.address)}`);
+      if (c.name !== undefined && (typeof c.name !== 'string' || !/^[A-Za-z][A-Za-z0-9_]*$/.test(c.name))) fail(`${at}.name`, 'must be a name of letters, digits and _ (it names the datasets)');
+      if (c.abiFile !== undefined && (typeof c.abiFile !== 'string' || c.abiFile === '')) fail(`${at}.abiFile`, 'must be a path');
+      if (c.abiFile !== undefined && c.signatures !== undefined) fail(at, 'give abiFile or signatures, not both');
+      const signatures = c.signatures === undefined ? undefined : strings(c.signatures, `${at}.signatures`);
+      signatures?.forEach((s, j) => {
+        try {
+          eventOfSignature(s);
+        } catch (e) {
+          fail(`${at}.signatures[${j}]`, (e as Error).message);
+        }
+      });
+      contracts.push({
+        address: c.address.toLowerCase(),
+        name: c.name as string | undefined,
+        abiFile: c.abiFile === undefined ? undefined : path.resolve(baseDir, c.abiFile as string),
+        signatures,
+        events: c.events === undefined ? undefined : strings(c.events, `${at}.events`),
+      });
+    });
+  }
+  if (standard.length === 0 && contracts.length === 0) fail(where, 'names nothing to decode: give "standard" and/or "contracts"');
+  return { standard, tokens, contracts };
+}
+
+/** The latest verified ABI and name of a contract in the lake's `contracts` dataset. */
+async function abiFromLake(conn: DuckDBConnection, paths: LakePaths, network: Network, address: string): Promise<{ abi: string; name: string | null } | undefined> {
+  if (!(await hasFiles(paths, 'contracts'))) return undefined;
+  const glob = path.join(paths.datasetDir('contracts'), `network=${network}`, '*', '*.parquet');
+  const rows = (
+    await conn.runAndReadAll(
+      `SELECT abi::VARCHAR, contract_name FROM read_parquet(${literal(glob)}, hive_partitioning = false, union_by_name = true)
+       WHERE contract_address = ${literal(address)} AND verified AND abi IS NOT NULL ORDER BY _ingested_at DESC, contract_name NULLS LAST LIMIT 1`,
+    )
+  ).getRowsJS() as [string, string | null][];
+  if (rows.length === 0) return undefined;
+  // Both endpoints give a row; the code record (#15) has the name: take it from any row of the contract.
+  const named = (
+    await conn.runAndReadAll(
+      `SELECT contract_name FROM read_parquet(${literal(glob)}, hive_partitioning = false, union_by_name = true) WHERE contract_address = ${literal(address)} AND contract_name IS NOT NULL ORDER BY _ingested_at DESC LIMIT 1`,
+    )
+  ).getRowsJS() as [string][];
+  return { abi: rows[0]![0], name: named[0]?.[0] ?? rows[0]![1] };
+}
+
+/**
+ * The datasets a spec means. A contract's ABI comes from its signatures, its ABI file, or the lake's
+ * `contracts` dataset (export `contracts` for the address first, in the same job or before).
+ */
+export async function resolveDatasets(spec: DecodeSpec, opts: { conn?: DuckDBConnection; paths?: LakePaths; network: Network }): Promise<DecodedDataset[]> {
+  const out: DecodedDataset[] = [];
+  const names = new Set<string>();
+  const add = (d: DecodedDataset): void => {
+    if (names.has(d.name)) return;
+    names.add(d.name);
+    out.push(d);
+  };
+  for (const s of spec.standard) for (const n of STANDARD_GROUPS[s] ?? [s]) add({ ...STANDARD[n]!, contracts: spec.tokens });
+  for (const c of spec.contracts) {
+    let events: AbiEvent[];
+    let label = c.name;
+    let origin: string;
+    if (c.signatures) {
+      events = c.signatures.map(eventOfSignature);
+      origin = 'event signatures given';
+    } else if (c.abiFile) {
+      let text: string;
+      try {
+        text = await readFile(c.abiFile, 'utf8');
+      } catch (e) {
+        throw new DecodeSpecError(`cannot read the ABI file ${c.abiFile} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+      }
+      events = eventsOfAbi(text, c.abiFile);
+      origin = `ABI file ${path.basename(c.abiFile)}`;
+    } else {
+      const found = opts.conn && opts.paths ? await abiFromLake(opts.conn, opts.paths, opts.network, c.address) : undefined;
+      if (!found)
+        throw new DecodeSpecError(
+          `no verified ABI of ${c.address} in the lake's contracts dataset (${opts.network}): export "contracts" for it first (explorer #14), or give an ABI file or event signatures`,
+        );
+      events = eventsOfAbi(found.abi, `ABI of ${c.address}`);
+      label ??= found.name ? snake(found.name) : undefined;
+      origin = 'ABI from the contracts dataset (explorer #14)';
+    }
+    if (c.events) {
+      for (const e of c.events) if (!events.some((x) => x.name === e)) throw new DecodeSpecError(`${c.address}: the ABI has no event ${e} (it has: ${events.map((x) => x.name).join(', ') || 'none'})`);
+      events = events.filter((e) => c.events!.includes(e.name));
+    }
+    if (events.length === 0) throw new DecodeSpecError(`${c.address}: the ABI has no events to decode`);
+    label ??= `c_${c.address.slice(2, 10)}`;
+    const overloaded = new Set(events.filter((e, i) => events.findIndex((x) => x.name === e.name) !== i).map((e) => e.name));
+    for (const e of events) {
+      try {
+        // Overloaded events (one name, several signatures) get their parameter count in the name.
+        add(eventDataset(label, [c.address], e, origin, overloaded.has(e.name) ? `${e.name}${e.inputs.length}` : e.name));
+      } catch (err) {
+        throw new DecodeSpecError((err as Error).message);
+      }
+    }
+  }
+  return out;
+}
+
+export { AbiError };
