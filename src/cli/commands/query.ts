@@ -11,6 +11,7 @@ import { LakePaths } from '../../load/paths.js';
 import { lastQueryStatement, QueryRefusedError, streamQuery } from '../../load/query.js';
 import { NoLakeError, openLakeReader, type LakeReader } from '../../load/reader.js';
 import { literal } from '../../load/sql.js';
+import { GarbagePacer } from '../../pipeline/garbage.js';
 import { CliError } from '../exit-codes.js';
 import { renderRows } from '../output.js';
 
@@ -29,11 +30,20 @@ interface Args {
  */
 export const TABLE_MAX_ROWS = 1_000;
 
+/** Bytes of output between two collections (see Out). */
+export const QUERY_GARBAGE_EVERY_BYTES = 64 * 1024 * 1024;
+
 /** A sink that respects backpressure: a slow reader of stdout (or disk) slows the query instead of filling memory. */
 class Out {
   /** Set once the reader went away (a closed pipe: `| head`): the rest is not wanted, and that is no error. */
   closed = false;
   private failure: Error | undefined;
+  /**
+   * DuckDB's chunks live in native memory behind small JavaScript objects, so V8 sees little reason to collect
+   * them: where the CLI's runtime tuning installs a collector, a collection runs after every so many bytes
+   * written (docs/performance.md, "Query results").
+   */
+  private readonly garbage = new GarbagePacer(QUERY_GARBAGE_EVERY_BYTES);
   constructor(private readonly stream: Writable) {
     stream.on('error', (e: NodeJS.ErrnoException) => {
       if (e.code === 'EPIPE') this.closed = true;
@@ -47,6 +57,7 @@ class Out {
   async write(s: string | Uint8Array): Promise<void> {
     this.check();
     if (this.closed) return;
+    this.garbage.add(s.length);
     if (!this.stream.write(s)) await this.drained();
   }
   private drained(): Promise<void> {
