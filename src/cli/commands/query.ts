@@ -4,9 +4,7 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { DuckDBResult, DuckDBValue } from '@duckdb/node-api';
-import { AsyncByteQueue, RecordBatchStreamWriter } from 'apache-arrow';
 import type { CommandModule } from 'yargs';
-import { arrowBatches } from '../../load/arrow.js';
 import { LakePaths } from '../../load/paths.js';
 import { lastQueryStatement, QueryRefusedError, streamQuery } from '../../load/query.js';
 import { NoLakeError, openLakeReader, type LakeReader } from '../../load/reader.js';
@@ -97,33 +95,11 @@ async function writeJson(result: DuckDBResult, out: Out): Promise<void> {
   }
 }
 
-/** The writer's byte sink, emptied by us after each batch (its own queue would grow while stdout is slow). */
-class Collected extends AsyncByteQueue {
-  chunks: Uint8Array[] = [];
-  override write(value: ArrayBufferView | ArrayBuffer | string): void {
-    if (typeof value === 'string') this.chunks.push(Buffer.from(value));
-    else this.chunks.push(value instanceof Uint8Array ? value : ArrayBuffer.isView(value) ? new Uint8Array(value.buffer, value.byteOffset, value.byteLength) : new Uint8Array(value));
-  }
-  take(): Uint8Array {
-    const out = Buffer.concat(this.chunks);
-    this.chunks = [];
-    return out;
-  }
-}
-
 /** An Arrow IPC stream (what pyarrow.ipc.open_stream, pandas and Polars read), batch by batch. */
 async function writeArrow(result: DuckDBResult, out: Out): Promise<void> {
-  const sink = new Collected();
-  const writer = new RecordBatchStreamWriter();
-  writer.reset(sink);
-  for await (const batch of arrowBatches(result)) {
-    if (out.closed) return;
-    writer.write(batch);
-    // Written before the next batch is typed: at most one batch is in JavaScript at a time.
-    await out.write(sink.take());
-  }
-  writer.finish();
-  await out.write(sink.take());
+  // Loaded for this format only: apache-arrow costs the other formats' start-up a third of a second of CPU.
+  const { writeArrowStream } = await import('../../load/arrow-ipc.js');
+  await writeArrowStream(result, (bytes) => out.write(bytes), () => out.closed);
 }
 
 async function writeTable(result: DuckDBResult, out: Out): Promise<void> {
