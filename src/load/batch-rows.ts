@@ -8,9 +8,8 @@ import { literal } from './sql.js';
 
 /**
  * Rows per row group of a typed file. The writer holds a whole row group in DuckDB's memory, and with
- * DuckDB's default (122,880 rows) large windows (111k transactions each) had typings hold up to 57 MB: beside
- * a merge that ran a 160 MB DuckDB out of memory in a 5M-row export (one-off probe), where groups of 16,384
- * rows finished.
+ * DuckDB's default (122,880 rows) large windows had typings hold so much that a merge beside them ran DuckDB
+ * out of memory in a 5M-row export, where groups of 16,384 rows finished (docs/performance.md, "DuckDB's memory").
  */
 export const TYPED_ROW_GROUP_ROWS = 16_384;
 
@@ -78,7 +77,7 @@ export class Loaders {
  * only need merging. Each window's rows go to an uncompressed Parquet file beside the staged files (which stay
  * the durable copy until the commit). Files, not tables of the in-memory database: appending to one table
  * per dataset made DuckDB checkpoint (compress) the growing tables again and again, which cost as much CPU
- * as the typing itself on the replay benchmark (2.5 s against 1.4 s), and tables held the whole batch in
+ * as the typing itself on the replay benchmark (docs/performance.md, "Commits"), and tables held the whole batch in
  * memory until its commit.
  */
 export class BatchRows {

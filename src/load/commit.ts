@@ -145,8 +145,7 @@ export function stagedSelect(def: DatasetDef, runId: string, ingestedAt: string,
  * Rows merged at once: partitions are merged in slices of about this many rows, fresh and existing, so that
  * the sort and the merged table of a commit stay small whatever the batch's size and the lake's. Two datasets
  * each sort one slice while writing the previous one, so up to four slices are in DuckDB's memory at once:
- * with 100,000 two concurrent sorts ran a 160 MB DuckDB out of memory; 50,000 merged as fast (one-off probes
- * of the bench's 1M-row export: 11.4 s in three runs, against 10.9-11.9 s with 100,000 and 256 MB).
+ * larger slices ran DuckDB out of memory, and these merge as fast (docs/performance.md, "Merge slices").
  */
 export const MERGE_SLICE_ROWS = 50_000;
 
@@ -289,7 +288,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
       };
     };
     // The next slice is merged while the writers write this one (two tables in turn): the sort then hides
-    // behind the COPYs instead of leaving the writers idle (the replay bench lost 0.4 s to slices otherwise).
+    // behind the COPYs instead of leaving the writers idle (docs/performance.md, "Merge slices").
     const slices = slicePartitions(merging, input.sliceRows ?? MERGE_SLICE_ROWS);
     const startSlice = (i: number): ReturnType<typeof buildSlice> => {
       const building = buildSlice(slices[i]!, merged[i % 2]!);

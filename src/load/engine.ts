@@ -11,11 +11,11 @@ export interface Engine {
 }
 
 /**
- * DuckDB's buffer pool; beyond it DuckDB spills to `tempDir`. Its real footprint runs some 100-200 MB above
- * this (reader and writer buffers outside the pool, freed pages its allocator keeps), and the pool fills up
- * to it (merged tables, sorts), so it decides most of a run's peak RSS. 160 MB holds what is pinned at once
- * now that a commit merges slices of MERGE_SLICE_ROWS and typed files have small row groups
- * (TYPED_ROW_GROUP_ROWS); 128 MB ran out of memory now and then (one run in seven of the bench's 1M export).
+ * DuckDB's buffer pool; beyond it DuckDB spills to `tempDir`. Its real footprint runs well above this (reader
+ * and writer buffers outside the pool, freed pages its allocator keeps), and the pool fills up to it (merged
+ * tables, sorts), so it decides most of a run's peak RSS. 160 MB holds what is pinned at once now that a
+ * commit merges slices of MERGE_SLICE_ROWS and typed files have small row groups (TYPED_ROW_GROUP_ROWS); less
+ * ran out of memory now and then (docs/performance.md, "DuckDB's memory").
  */
 export const DEFAULT_MEMORY_LIMIT = '160MB';
 
@@ -31,7 +31,7 @@ export async function openEngine(opts: { tempDir: string; memoryLimit?: string; 
     temp_directory: opts.tempDir,
     autoinstall_known_extensions: 'false',
     autoload_known_extensions: 'true',
-    // The cache of files read keeps their bytes in the pool: 50-70 MB of typed and lake files late in the
+    // The cache of files read keeps their bytes in the pool (docs/performance.md, "DuckDB's memory"): typed and lake files late in the
     // 5M-row memory bench, each read once per slice, where the reads cost no measurable time without it.
     enable_external_file_cache: 'false',
   });

@@ -78,7 +78,7 @@ export async function applyJournal(
     async (catalog) => {
       let renamed = 0;
       // Moves are independent (one file per partition folder), and each waits on a folder fsync: several at
-      // once (417 day files: 0.5 s one by one on the bench machine).
+      // once (docs/performance.md, "Commits").
       await eachBounded(journal.moves, MOVES_AT_ONCE, async (m) => {
         const from = paths.absolute(m.from);
         const to = paths.absolute(m.to);

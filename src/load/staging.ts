@@ -116,9 +116,8 @@ const PAGE_END = Buffer.from('}\n');
 
 /**
  * A new page file is started once the current one holds this many bytes. DuckDB's JSON reader takes a file in
- * one buffer of up to 32 MiB and parses every line in it before the next: typing a window's 27 MB of pages
- * from one file peaked 55 MB higher and took 110 ms, against 74 ms from files of one or two pages (an
- * isolated test of 40 pages of 0.67 MB; files of four and eight pages took 77 and 80 ms).
+ * one buffer of up to 32 MiB and parses every line in it before the next: small files cost less memory and
+ * time (docs/performance.md, "Page files").
  */
 export const PAGE_FILE_BYTES = 2 * 1024 * 1024;
 

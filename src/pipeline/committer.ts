@@ -143,8 +143,8 @@ export class BatchCommitter {
 
   /**
    * Queues a commit of the windows pending now. The final commit also takes over a batch still waiting for
-   * its turn (that batch's commit is then skipped): a run's end pays for one commit, not two (the end-to-end
-   * bench's last two batches took 2.1 s and 0.55 s as commits of their own).
+   * its turn (that batch's commit is then skipped): a run's end pays for one commit, not two (docs/performance.md,
+   * "Commits").
    */
   private enqueue(finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined): Promise<void> {
     let batch = this.pending.splice(0);
@@ -167,9 +167,8 @@ export class BatchCommitter {
       if (this.failure) throw this.failure;
       // The batch's own windows are typed first; no typing runs beside the commit itself (see Loaders). One
       // typing beside a background commit had kept windows finishing meanwhile from queueing up, but DuckDB's
-      // memory is shared: with it the 5M-row export peaked at 430 MB against 397 without (1M: 352 against 363;
-      // probes with `npm run bench -- memory e2e`), for an end-to-end speed within the bench's run-to-run
-      // spread (133,595 against 126,558 rows/s).
+      // memory is shared: with it the 5M-row export peaked higher, for no speed beyond the bench's spread
+      // (docs/performance.md, "Commits").
       await Promise.all(slot.ns.map((i) => this.preloads.get(i)?.settled()));
       await this.loaders?.hold(0);
       return this.commit(slot.batch, slot.ns, finalRecord)
@@ -222,9 +221,9 @@ export class BatchCommitter {
     const started = Date.now();
     // A batch committed while windows still fetch runs in the background: one DuckDB thread and one file
     // writer, so that the event loop keeps a core and requests keep their pace (with both cores taken by
-    // a commit, the rate benchmark fell to 0.84 R). Once fetching is over, commits take all: a batch queued
-    // in the background but started after the last window (the end-to-end bench's second of three) took
-    // 2.7 s on one thread where nothing else was left to run.
+    // a commit, the rate benchmark fell short: docs/performance.md, "Commits"). Once fetching is over, commits
+    // take all: a batch queued in the background but started after the last window ran slowly on one thread
+    // where nothing else was left to run.
     const background = finalRecord === undefined && this.fetching;
     await engine.conn.run(`SET threads = ${background ? 1 : engine.threads}`);
     const files = await commitRun({

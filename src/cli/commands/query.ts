@@ -4,13 +4,12 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { DuckDBResult, DuckDBValue } from '@duckdb/node-api';
-import { AsyncByteQueue, RecordBatchStreamWriter } from 'apache-arrow';
 import type { CommandModule } from 'yargs';
-import { arrowBatches } from '../../load/arrow.js';
 import { LakePaths } from '../../load/paths.js';
 import { lastQueryStatement, QueryRefusedError, streamQuery } from '../../load/query.js';
 import { NoLakeError, openLakeReader, type LakeReader } from '../../load/reader.js';
 import { literal } from '../../load/sql.js';
+import { GarbagePacer } from '../../pipeline/garbage.js';
 import { CliError } from '../exit-codes.js';
 import { renderRows } from '../output.js';
 
@@ -29,11 +28,20 @@ interface Args {
  */
 export const TABLE_MAX_ROWS = 1_000;
 
+/** Bytes of output between two collections (see Out). */
+export const QUERY_GARBAGE_EVERY_BYTES = 64 * 1024 * 1024;
+
 /** A sink that respects backpressure: a slow reader of stdout (or disk) slows the query instead of filling memory. */
 class Out {
   /** Set once the reader went away (a closed pipe: `| head`): the rest is not wanted, and that is no error. */
   closed = false;
   private failure: Error | undefined;
+  /**
+   * DuckDB's chunks live in native memory behind small JavaScript objects, so V8 sees little reason to collect
+   * them: where the CLI's runtime tuning installs a collector, a collection runs after every so many bytes
+   * written (docs/performance.md, "Query results").
+   */
+  private readonly garbage = new GarbagePacer(QUERY_GARBAGE_EVERY_BYTES);
   constructor(private readonly stream: Writable) {
     stream.on('error', (e: NodeJS.ErrnoException) => {
       if (e.code === 'EPIPE') this.closed = true;
@@ -47,6 +55,7 @@ class Out {
   async write(s: string | Uint8Array): Promise<void> {
     this.check();
     if (this.closed) return;
+    this.garbage.add(s.length);
     if (!this.stream.write(s)) await this.drained();
   }
   private drained(): Promise<void> {
@@ -86,33 +95,11 @@ async function writeJson(result: DuckDBResult, out: Out): Promise<void> {
   }
 }
 
-/** The writer's byte sink, emptied by us after each batch (its own queue would grow while stdout is slow). */
-class Collected extends AsyncByteQueue {
-  chunks: Uint8Array[] = [];
-  override write(value: ArrayBufferView | ArrayBuffer | string): void {
-    if (typeof value === 'string') this.chunks.push(Buffer.from(value));
-    else this.chunks.push(value instanceof Uint8Array ? value : ArrayBuffer.isView(value) ? new Uint8Array(value.buffer, value.byteOffset, value.byteLength) : new Uint8Array(value));
-  }
-  take(): Uint8Array {
-    const out = Buffer.concat(this.chunks);
-    this.chunks = [];
-    return out;
-  }
-}
-
 /** An Arrow IPC stream (what pyarrow.ipc.open_stream, pandas and Polars read), batch by batch. */
 async function writeArrow(result: DuckDBResult, out: Out): Promise<void> {
-  const sink = new Collected();
-  const writer = new RecordBatchStreamWriter();
-  writer.reset(sink);
-  for await (const batch of arrowBatches(result)) {
-    if (out.closed) return;
-    writer.write(batch);
-    // Written before the next batch is typed: at most one batch is in JavaScript at a time.
-    await out.write(sink.take());
-  }
-  writer.finish();
-  await out.write(sink.take());
+  // Loaded for this format only: apache-arrow costs the other formats' start-up a third of a second of CPU.
+  const { writeArrowStream } = await import('../../load/arrow-ipc.js');
+  await writeArrowStream(result, (bytes) => out.write(bytes), () => out.closed);
 }
 
 async function writeTable(result: DuckDBResult, out: Out): Promise<void> {
