@@ -27,7 +27,7 @@ beforeAll(async () => {
   }
   rows = Number(JSON.parse((await runCli(['query', '--lake', lake, '--format', 'json', 'SELECT count(*)::INT AS n FROM transactions'])).stdout).n);
   expect(rows).toBeGreaterThan(100);
-});
+}, 300_000);
 afterAll(async () => {
   await sim?.close();
   await cleanup?.();
@@ -57,7 +57,8 @@ async function answersAgain(at: string): Promise<void> {
   expect(JSON.parse(q.stdout)).toEqual({ n: rows });
 }
 
-describe('a damaged or missing catalog.duckdb', () => {
+// Hang guard, not a speed expectation: each step runs the CLI in child processes on a shared machine.
+describe('a damaged or missing catalog.duckdb', { timeout: 300_000 }, () => {
   it('every command says to run `catalog rebuild`; the rebuild keeps what reads and names what was lost', async () => {
     // Damage one block of the catalog: the first 256 KiB block whose damage DuckDB notices (checksums are per block).
     const size = (await stat(path.join(lake, 'catalog.duckdb'))).size;

@@ -52,7 +52,7 @@ describe('chainlake CLI', () => {
 
     const neg = await runCli(['export', 'transactions', '--simulator', '--address', sim.examples.addresses[0]!, '--from-block', '-5']);
     expect(neg.code).toBe(2);
-    expect(neg.stderr).toMatch(/range\.fromBlock/);
+    expect(neg.stderr).toMatch(/--from-block must be a block number \(a non-negative integer\), got -5/);
   });
 
   it('exports ad hoc from API URLs in the environment and queries the lake in every format', async () => {
@@ -98,14 +98,14 @@ describe('chainlake CLI', () => {
     expect(types.stdout).toContain('tx_status,BOOLEAN');
   });
 
-  it('a wrong API key fails fast with exit 1, naming the problem but never the key', async () => {
+  it('a wrong API key fails fast with exit 2, naming the problem and CHAINLAKE_API_KEY but never the key', async () => {
     const lake = path.join(dir, 'lake-badkey');
     const wrong = 'wrong-key-0000';
     const r = await runCli(['export', 'transactions', '--address', sim.examples.addresses[0]!, '--lake', lake], {
       env: { CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: wrong },
     });
-    expect(r.code).toBe(1);
-    expect(r.stderr).toMatch(/HTTP 40[13]/);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/HTTP 40[13][\s\S]*CHAINLAKE_API_KEY/);
     expect(r.stderr + r.stdout).not.toContain(wrong);
   });
 

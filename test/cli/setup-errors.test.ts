@@ -25,7 +25,8 @@ afterAll(async () => {
 
 const env = (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({ CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: KEY, ...extra });
 
-describe('setup errors exit 2 and name the fix', () => {
+// Hang guard, not a speed expectation: each step runs the CLI in child processes on a shared machine.
+describe('setup errors exit 2 and name the fix', { timeout: 300_000 }, () => {
   it('a refused or missing API key names CHAINLAKE_API_KEY and never prints the key', async () => {
     const wrong = await runCli(['export', 'transactions', '--address', address, '--lake', path.join(dir, 'k1'), '-q'], { env: env({ CHAINLAKE_API_KEY: 'wrong-key-xyz' }) });
     expect(wrong.code).toBe(2);

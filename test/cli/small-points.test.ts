@@ -21,7 +21,8 @@ afterAll(async () => {
 
 const env = (): NodeJS.ProcessEnv => ({ CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: sim.apiKey });
 
-describe('the smaller points of daily use', () => {
+// Hang guard, not a speed expectation: each step runs the CLI in child processes on a shared machine.
+describe('the smaller points of daily use', { timeout: 300_000 }, () => {
   it('a malformed job file is located by line and column', async () => {
     const job = path.join(dir, 'broken.json');
     await writeFile(job, '{\n  "name": "x",\n  "datasets": {\n    "transactions": { "addresses": ["0xab",] }\n  }\n}\n');

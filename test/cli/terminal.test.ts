@@ -52,7 +52,8 @@ async function job(name: string, body: Record<string, unknown>): Promise<string>
   return file;
 }
 
-describe('on a terminal', () => {
+// Hang guard, not a speed expectation: each step runs the CLI in child processes on a shared machine.
+describe('on a terminal', { timeout: 300_000 }, () => {
   it('an unreachable API shows its retries at once: endpoint, reason, attempt n of m, next wait; JSON logs carry them at info', async () => {
     const file = await job('unreachable', {
       endpoints: { mainnet: 'http://127.0.0.1:9/mainnet' },

@@ -101,7 +101,7 @@ describe('explorer client: a typed method per endpoint', () => {
     expect(await explorer.tokenTotalSupply(ex.erc20Token, acct)).toMatch(/^\d+$/);
     expect(await explorer.tokenBalance(ex.erc20Token, ex.addresses[0]!, acct)).toMatch(/^\d+$/);
     const inv = await explorer.tokenInventory(ex.erc721Token, undefined, { limit: 2 }, acct);
-    expect(inv.token_name).toBeDefined();
+    expect(typeof inv.token_name, 'token_name is a string, not null or missing').toBe('string');
     const holder = String(inv.data[0]!.holder_address);
     expect(Number((await explorer.tokenInventory(ex.erc721Token, holder, { limit: 2 }, acct)).count)).toBeGreaterThan(0);
   });

@@ -17,6 +17,10 @@ const ADDRESSES = [
   '0x347c9cb70a1bd9474035f751f2c4c74f0575dfc7',
 ];
 
+// Each step is its own test with a hang guard, not a speed expectation: four runs had shared one 60 s timeout,
+// which a loaded machine missed. A step needs the one before it (vitest runs them in order).
+const HANG_GUARD_MS = 300_000;
+
 let dir: string;
 let cleanup: () => Promise<void>;
 beforeAll(async () => ({ dir, cleanup } = await tempDir()));
@@ -46,8 +50,8 @@ function runAndKill(job: string, after: number): Promise<string> {
     const child = spawn(process.execPath, [CLI, 'run', job, '--log-format', 'json'], { stdio: ['ignore', 'ignore', 'pipe'] });
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error('no commit seen within 60 s'));
-    }, 60_000);
+      reject(new Error(`no commit seen within ${HANG_GUARD_MS / 1000} s`));
+    }, HANG_GUARD_MS);
     let runId = '';
     let commits = 0;
     onJsonLines(child.stderr, (ev) => {
@@ -63,22 +67,33 @@ function runAndKill(job: string, after: number): Promise<string> {
 }
 
 describe('resume after a kill', () => {
-  it('a re-run after SIGKILL fetches only the windows not yet committed, and the lake equals a clean run', async () => {
-    const lake = path.join(dir, 'killed');
-    const job = await writeJob('killed', lake);
-    const killed = await runAndKill(job, 3);
+  const lake = () => path.join(dir, 'killed');
+  let job: string;
+  let killed: string;
+  let committedBefore: number;
+  let resumed: Awaited<ReturnType<typeof runJob>>;
+
+  it('a run SIGKILLed after its third commit keeps those commits', async () => {
+    job = await writeJob('killed', lake());
+    killed = await runAndKill(job, 3);
     expect(killed).not.toBe('');
+    const [row] = await queryCatalog(lake(), `SELECT count(*)::INT AS n FROM windows WHERE run_id = '${killed}' AND status = 'committed'`);
+    committedBefore = row!.n as number;
+    expect(committedBefore).toBeGreaterThanOrEqual(3);
+  }, HANG_GUARD_MS);
 
-    const committedBefore = await queryCatalog(lake, `SELECT count(*)::INT AS n FROM windows WHERE run_id = '${killed}' AND status = 'committed'`);
-    expect(committedBefore[0]!.n).toBeGreaterThanOrEqual(3);
-
-    const resumed = await runJob(await loadJobFile(job));
+  it('a re-run fetches only the windows not yet committed', async () => {
+    expect(killed, 'the step before failed').toBeTruthy();
+    resumed = await runJob(await loadJobFile(job));
     expect(resumed.status).toBe('complete');
     expect(resumed.resumeOf).toBe(killed);
-    expect(resumed.windowsSkipped).toBe(committedBefore[0]!.n);
-    expect(resumed.totals.windows).toBe(ADDRESSES.length * 2 - (committedBefore[0]!.n as number));
-    expect(await readdir(path.join(lake, '_staging')).catch(() => [])).toEqual([]);
+    expect(resumed.windowsSkipped).toBe(committedBefore);
+    expect(resumed.totals.windows).toBe(ADDRESSES.length * 2 - committedBefore);
+    expect(await readdir(path.join(lake(), '_staging')).catch(() => [])).toEqual([]);
+  }, HANG_GUARD_MS);
 
+  it('the resumed lake equals a clean run', async () => {
+    expect(resumed, 'the step before failed').toBeDefined();
     const clean = path.join(dir, 'clean');
     const cleanReport = await runJob(await loadJobFile(await writeJob('clean', clean)));
     expect(cleanReport.head).toBe(resumed.head);
@@ -86,16 +101,19 @@ describe('resume after a kill', () => {
       ['transactions', 'transaction_hash'],
       ['erc20_transfers', 'transaction_hash'],
     ] as const) {
-      expect(await datasetDigest(lake, ds, key), ds).toEqual(await datasetDigest(clean, ds, key));
+      expect(await datasetDigest(lake(), ds, key), ds).toEqual(await datasetDigest(clean, ds, key));
     }
-    // The run after that is a fresh one: nothing left to resume.
+  }, HANG_GUARD_MS);
+
+  it('the run after that is a fresh one: nothing left to resume', async () => {
+    expect(resumed, 'the step before failed').toBeDefined();
     const again = await runJob(await loadJobFile(job));
     expect(again.resumeOf).toBeNull();
-  });
+  }, HANG_GUARD_MS);
 });
 
 describe('the lake lock', () => {
-  it('takes over a lock left by a killed process', async () => {
+  it('takes over a lock left by a killed process', { timeout: HANG_GUARD_MS }, async () => {
     const lake = path.join(dir, 'stale');
     await mkdir(lake, { recursive: true });
     // A pid that cannot be alive: above the kernel's pid limit.
@@ -103,12 +121,12 @@ describe('the lake lock', () => {
       path.join(lake, '.chainlake.lock'),
       JSON.stringify({ pid: 2 ** 22 + 1, host: os.hostname(), runId: 'dead', startedAt: '2026-01-01T00:00:00Z' }),
     );
-    const r = await runCli(['export', 'transactions', '--simulator', '--address', ADDRESSES[0]!, '--to-block', '5000', '--lake', lake]);
+    const r = await runCli(['export', 'transactions', '--simulator', '--address', ADDRESSES[0]!, '--to-block', '5000', '--lake', lake], { timeoutMs: HANG_GUARD_MS });
     expect(r.code, r.stderr).toBe(0);
     expect(await readdir(lake)).not.toContain('.chainlake.lock');
   });
 
-  it('--wait waits for the holder to finish instead of exiting 75', async () => {
+  it('--wait waits for the holder to finish instead of exiting 75', { timeout: HANG_GUARD_MS }, async () => {
     const lake = path.join(dir, 'waited');
     await mkdir(lake, { recursive: true });
     const lockFile = path.join(lake, '.chainlake.lock');
@@ -122,7 +140,7 @@ describe('the lake lock', () => {
     );
     let stderr = '';
     const code = await new Promise<number | null>((resolve) => {
-      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      const timer = setTimeout(() => child.kill('SIGKILL'), HANG_GUARD_MS);
       child.stderr.on('data', (d: Buffer) => {
         const first = !stderr.includes('"event":"lock.wait"');
         stderr += d.toString();

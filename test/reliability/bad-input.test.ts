@@ -137,12 +137,12 @@ describe('bad job files and flags: exit 2, a message naming the problem, the lak
     [
       'export with a bad address',
       async () => ['export', 'transactions', '--simulator', '--address', 'alice', '--lake', lake],
-      /addresses\[0\]: not an address .*"alice"/,
+      /--address \(value 1\): not an address .*"alice"/,
     ],
     [
       'export --to-block -1',
       async () => ['export', 'transactions', '--simulator', '--address', A, '--to-block', '-1', '--lake', lake],
-      /toBlock: must be between 0/,
+      /--to-block must be a block number \(a non-negative integer\), got -1/,
     ],
   ];
   it.each(cases)('%s', async (_name, args, message) => {

@@ -128,14 +128,14 @@ describe('the API key never leaks', () => {
 
     // 2. A wrong key: the API refuses it (401), the run says so without echoing the key.
     const r2 = await cli('wrong key', ['run', job, '--log-format', 'json', '--verbose', '--full-refresh', '--report', report], WRONG);
-    expect(r2.code).toBe(1);
+    expect(r2.code).toBe(2); // a refused key is for a person to fix
     expect(r2.stderr).toMatch(/HTTP 40[13].*(api-key|unauthori[sz]ed)/i);
     outputs.push({ what: 'report file (wrong key)', text: await readFile(report, 'utf8') });
 
     // 3. The key in the job file instead of the environment; text logs this time.
     const inJob = await writeJobFile(path.join(dir, 'in-job.json'), jobDoc(lake, { apiKey: IN_JOB }));
     const r3 = await cli('key in job', ['run', inJob, '--verbose', '--full-refresh'], undefined);
-    expect(r3.code).toBe(1); // the simulator knows only CANARY: refused, as above
+    expect(r3.code).toBe(2); // the simulator knows only CANARY: refused, as above
 
     // 4. A run killed right after deciding a batch commit: its staging (rows, journal) stays for the search.
     const killed = await runWriter(['run', job, '--full-refresh', '--log-format', 'json'], { apiKey: CANARY, crash: 'journal' });

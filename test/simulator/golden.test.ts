@@ -68,10 +68,16 @@ describe('seed 1 is stable', () => {
     const url = new URL(sim.urls.mainnet);
     const paths = Array.from({ length: 12 }, (_, i) =>
       `${url.pathname}/v1/accounts/${sim.examples.whale}/transactions?limit=1000&startBlock=${i * 2000}&endBlock=${i * 2000 + 1999}&input=true`);
+    const before = sim.stats().requests;
     const s = net.connect(Number(url.port), url.hostname);
     s.pause();
     s.write(paths.map((p, i) => `GET ${p} HTTP/1.1\r\nhost: ${url.host}\r\napi-key: ${sim.apiKey}\r\n${i === paths.length - 1 ? 'connection: close\r\n' : ''}\r\n`).join(''));
-    await new Promise((r) => setTimeout(r, 500));
+    // The case under test: every page rendered and queued in the server before the client reads one. A GET
+    // is counted and rendered in one tick, so the count says when; a bounded wait for it, however slow the machine.
+    for (let polls = 0; sim.stats().requests < before + paths.length; polls++) {
+      if (polls > 6_000) throw new Error(`the server handled ${sim.stats().requests - before} of ${paths.length} pipelined requests within 60 s`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
     const chunks: Buffer[] = [];
     for await (const c of s) chunks.push(c as Buffer);
     const all = Buffer.concat(chunks);

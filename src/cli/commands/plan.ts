@@ -1,6 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { existsSync } from 'node:fs';
+import { DuckDBInstance } from '@duckdb/node-api';
 import pLimit from 'p-limit';
 import type { CommandModule } from 'yargs';
 import { Accounting } from '../../extract/accounting.js';
@@ -47,6 +49,13 @@ export interface PlanEstimate {
   probeRequests: number;
   estimatedRequests: number;
   estimatedSeconds: number;
+  /**
+   * What the duration is estimated from: the seconds per request the job's last complete run took on this
+   * lake (commits, pages of full size and the API's real latency included), else the probes' latency.
+   */
+  durationBasis: { kind: 'last-run'; runId: string; requests: number; seconds: number } | { kind: 'probe'; meanLatencyMs: number; concurrency: number };
+  /** The lake the run would write (absolute). */
+  lake: string;
   rps: number | null;
   dailyRequestQuota: number | null;
   quotaShare: number | null;
@@ -58,6 +67,35 @@ export interface PlanEstimate {
 function requestsFor(w: Window, rows: number | null, job: Job): number {
   if (rows === null) return 1;
   return requestsForRows(rows, { paged: w.endpoint.paging.kind === 'offset', ranged: w.range !== undefined }, job);
+}
+
+/** Requests and seconds of the job's last complete run on this lake (at least 20 requests), or undefined. */
+async function lastRun(paths: LakePaths, job: Job): Promise<{ runId: string; requests: number; seconds: number } | undefined> {
+  if (!existsSync(paths.catalog)) return undefined;
+  try {
+    const instance = await DuckDBInstance.create(paths.catalog, { access_mode: 'READ_ONLY' });
+    try {
+      const conn = await instance.connect();
+      try {
+        const row = (
+          await conn.runAndReadAll(
+            `SELECT run_id, CAST(json_extract(report, '$.totals.requests') AS BIGINT), CAST(json_extract(report, '$.durationMs') AS BIGINT) FROM runs
+             WHERE job = $job AND status = 'complete' AND json_extract_string(report, '$.network') = $network
+               AND CAST(json_extract(report, '$.totals.requests') AS BIGINT) >= 20
+             ORDER BY started_at DESC LIMIT 1`,
+            { job: job.name, network: job.network },
+          )
+        ).getRowsJS()[0];
+        return row ? { runId: String(row[0]), requests: Number(row[1]), seconds: Number(row[2]) / 1000 } : undefined;
+      } finally {
+        conn.closeSync();
+      }
+    } finally {
+      instance.closeSync();
+    }
+  } catch {
+    return undefined; // a plan never fails for its estimate: it falls back to the probes
+  }
 }
 
 /** Plans a job against the live API without fetching data: windows, counts, requests, duration. */
@@ -88,8 +126,16 @@ export async function estimatePlan(
     const usedToday = job.dailyRequestQuota
       ? ((await readRequestUsage(engine, new LakePaths(job.lake), quotaAccount(job.target))).get(new Date().toISOString().slice(0, 10)) ?? 0)
       : 0;
-    const meanLatencyS = acct.requests > 0 ? acct.latencyMeanMs / 1000 : 0.2;
-    const estimatedSeconds = job.rps ? estimatedRequests / job.rps : (estimatedRequests * meanLatencyS) / job.concurrency;
+    const paths = new LakePaths(job.lake);
+    const last = await lastRun(paths, job);
+    const meanLatencyMs = acct.requests > 0 ? acct.latencyMeanMs : 200;
+    // Requests in flight at once: the concurrency (a window's pages prefetch, so even one window fills it).
+    const inFlight = job.concurrency;
+    const fromLatency = (estimatedRequests * meanLatencyMs) / 1000 / inFlight;
+    const paced = last ? estimatedRequests * (last.seconds / last.requests) : fromLatency;
+    // The rps limit is a floor under any of these, never the estimate by itself (at 20 req/s against a 300 ms
+    // API with 4 in flight, the API is the limit).
+    const estimatedSeconds = Math.max(paced, job.rps ? estimatedRequests / job.rps : 0);
     return {
       job: job.name,
       network: job.network,
@@ -102,6 +148,8 @@ export async function estimatePlan(
       probeRequests: acct.requests,
       estimatedRequests,
       estimatedSeconds,
+      durationBasis: last ? { kind: 'last-run', ...last } : { kind: 'probe', meanLatencyMs: Math.round(meanLatencyMs), concurrency: inFlight },
+      lake: paths.root,
       rps: job.rps ?? null,
       dailyRequestQuota: job.dailyRequestQuota ?? null,
       quotaShare: job.dailyRequestQuota ? estimatedRequests / job.dailyRequestQuota : null,
@@ -113,6 +161,15 @@ export async function estimatePlan(
     await targets.close();
     await rm(work, { recursive: true, force: true });
   }
+}
+
+function basisText(p: PlanEstimate): string {
+  const b = p.durationBasis;
+  const basis =
+    b.kind === 'last-run'
+      ? `at the pace of the last run, ${b.runId}: ${b.requests} requests in ${b.seconds.toFixed(1)} s`
+      : `from the probes' mean latency of ${b.meanLatencyMs} ms with ${b.concurrency} requests in flight; a run of this job makes it more accurate`;
+  return p.rps && p.estimatedSeconds === p.estimatedRequests / p.rps ? `limited by --rps ${p.rps}; ${basis}` : basis;
 }
 
 export function formatPlan(p: PlanEstimate): string {
@@ -132,10 +189,10 @@ export function formatPlan(p: PlanEstimate): string {
   const table = rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
   const minutes = p.estimatedSeconds / 60;
   return [
-    `plan for ${p.job} on ${p.network}: head ${p.head ?? 'not needed'}${p.resumeOf ? ` (resuming run ${p.resumeOf})` : ''}, blocks ${p.range.from}-${p.range.to} in chunks of ${p.windowBlocks}`,
+    `plan for ${p.job} on ${p.network} into the lake ${p.lake}: head ${p.head ?? 'not needed'}${p.resumeOf ? ` (resuming run ${p.resumeOf})` : ''}, blocks ${p.range.from}-${p.range.to} in chunks of ${p.windowBlocks}`,
     ...table,
     `${p.windows.length} windows to fetch${p.skipped ? `, ${p.skipped} already in the lake` : ''}`,
-    `estimated requests: ${p.estimatedRequests}; duration: ${minutes >= 1 ? `${minutes.toFixed(1)} min` : `${p.estimatedSeconds.toFixed(1)} s`}${p.rps ? ` at ${p.rps} req/s` : ' (no rps limit; from probe latency)'}`,
+    `estimated requests: ${p.estimatedRequests}; duration: ${minutes >= 1 ? `${minutes.toFixed(1)} min` : `${p.estimatedSeconds.toFixed(1)} s`} (${basisText(p)})`,
     p.quotaShare !== null
       ? `daily quota: ${(p.quotaShare * 100).toFixed(2)} % of ${p.dailyRequestQuota} requests/day; ${p.quotaLeftToday} left today (UTC)`
       : 'daily quota: none configured (set "dailyRequestQuota" in the job)',
