@@ -251,7 +251,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       report = buildReport(job, runId, started, now(), head, outcomes, files, transformers, paths, skipped, resume?.runId, runAcct);
       return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
     });
-    if (job.decode) report.decoded = await decodeAfterExport(job, { engine, paths, runId, ingestedAt, stagingDir: staging, log }, report);
+    if (job.decode) report.decoded = await decodeAfterExport(job, { engine, paths, runId, ingestedAt, stagingDir: staging, log, explorer: clients.explorer }, report);
     return report;
   } catch (e) {
     failure = e;

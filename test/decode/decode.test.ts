@@ -213,3 +213,33 @@ describe('re-decoding', () => {
     expect(rej.map((r) => r.tx).sort()).toEqual(odd.map((l) => l.transaction_hash.toLowerCase()).sort());
   });
 });
+
+describe('in the export run', () => {
+  it('decodes the logs the run wrote; a contract’s ABI not in the lake comes from the API (#14)', async () => {
+    const { dir, cleanup: done } = await tempDir();
+    try {
+      const configured = SHOWCASE_EVENTS.find((e) => e.name === 'Configured')!;
+      const job = parseJob(
+        {
+          name: 'decode-in-run',
+          target: 'simulator',
+          lake: dir,
+          range: { fromBlock: 0, toBlock: 8000 },
+          datasets: { event_logs: { contracts: [{ address: A(A_SHOWCASE), topics: [toEventSelector(configured)] }] } },
+          decode: { contracts: [{ address: A(A_SHOWCASE), name: 'fromapi', events: ['Configured'] }] },
+        },
+        'decode-in-run',
+      );
+      const r = await runJob(job, { simulator: sim });
+      expect(r.errors).toEqual([]);
+      const logs = await logsOf(A_SHOWCASE, toEventSelector(configured)).then((l) => l.filter((x) => Date.parse(x.timestamp) > 0));
+      expect(r.decoded?.datasets).toEqual([{ name: 'fromapi_configured', rows: expect.any(Number), partitions: expect.any(Number) }]);
+      const n = await queryCatalog(dir, 'SELECT count(*)::INTEGER AS n FROM fromapi_configured');
+      expect(n[0]!.n).toBe(r.decoded!.datasets[0]!.rows);
+      expect(n[0]!.n).toBeGreaterThan(0);
+      expect(n[0]!.n).toBeLessThan(logs.length); // only the run's blocks (0-8000), not the test's 0-14000
+    } finally {
+      await done();
+    }
+  }, 120_000);
+});
