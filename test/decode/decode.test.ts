@@ -11,10 +11,11 @@ import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { A_ERC20_0, A_ERC721_0 } from '../../src/simulator/chain.js';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { A_MULTI, A_ODD_ERC20, A_SHOWCASE, PING_CHANNEL, SHOWCASE_EVENTS, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
+import { A_MULTI, A_ODD_ERC20, A_SHOWCASE, PING_CHANNEL, showcaseEvents, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
 import { fetchAllPages } from '../helpers/api.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 
+const SHOWCASE_EVENTS = showcaseEvents();
 const SEED = 3;
 const TO = 14_000;
 let sim: RunningSimulator;
