@@ -1,7 +1,8 @@
 // ABIs and event signatures, parsed with viem/abitype: a JSON ABI (an item list, or an object holding one
 // under `abi`, as compilers and explorers write them), or one event signature as text.
 
-import { parseAbiItem, toEventSelector, type AbiEvent, type AbiParameter } from 'viem';
+import type { AbiEvent, AbiParameter } from 'viem';
+import { viem } from './viem.js';
 import { duckType } from './types.js';
 
 export class AbiError extends Error {}
@@ -51,7 +52,7 @@ export function eventOfSignature(text: string): AbiEvent {
   if (!s.startsWith('event ')) s = `event ${s}`;
   let item: unknown;
   try {
-    item = parseAbiItem(s);
+    item = viem().parseAbiItem(s);
   } catch (e) {
     throw new AbiError(`event signature ${JSON.stringify(text)}: ${(e as Error).message.split('\n')[0]}`);
   }
@@ -62,7 +63,7 @@ export function eventOfSignature(text: string): AbiEvent {
 }
 
 /** topic_0 of a (non-anonymous) event: keccak256 of its canonical signature. */
-export const selectorOf = (e: AbiEvent): string => toEventSelector(e).toLowerCase();
+export const selectorOf = (e: AbiEvent): string => viem().toEventSelector(e).toLowerCase();
 
 /** `Name(type indexed name, …)` for docs. */
 export function signatureText(e: AbiEvent): string {

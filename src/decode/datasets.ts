@@ -92,7 +92,15 @@ const APPROVAL_ALL = ev('ApprovalForAll', [['address', 'owner', true], ['address
 const SINGLE = ev('TransferSingle', [['address', 'operator', true], ['address', 'from', true], ['address', 'to', true], ['uint256', 'id', false], ['uint256', 'value', false]]);
 const BATCH = ev('TransferBatch', [['address', 'operator', true], ['address', 'from', true], ['address', 'to', true], ['uint256[]', 'ids', false], ['uint256[]', 'values', false]]);
 
-const src = (event: AbiEvent, label: string, targets: ParamTarget[]): EventSource => ({ event, label, topic0: selectorOf(event), targets });
+/** keccak256 of the standard events' signatures (constants, so that no ABI library loads for them; a test checks them). */
+export const STANDARD_TOPICS: Record<string, string> = {
+  Transfer: '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef',
+  Approval: '0x8c5be1e5ebec7d5bd14f71427d1e84f3dd0314c0f7b2291e5b200ac8c7c3b925',
+  ApprovalForAll: '0x17307eab39ab6107e8899845ad3d59bd9653f200f220920489ca2b5937696c31',
+  TransferSingle: '0xc3d58168c5ae7397731d063d5bbf3d657854427343f4c083240f7aacaa2d0f62',
+  TransferBatch: '0x4a39dc06d4c0dbc64b70af90fd698a233a518aa5d07e595d983b8c0526c8f7fb',
+};
+const src = (event: AbiEvent, label: string, targets: ParamTarget[]): EventSource => ({ event, label, topic0: STANDARD_TOPICS[event.name]!, targets });
 const addr = (name: string, doc: string): DecodedColumn => ({ name, type: 'VARCHAR', doc: `${doc}, lower-case.` });
 const amount = (name: string, doc: string): DecodedColumn[] => [
   { name, type: 'DECIMAL(38,0)', doc: `${doc}, exact; NULL when >= 10^38 (up to 2^256-1): see ${name}_raw.` },

@@ -2,7 +2,8 @@
 // (strings, bytes, arrays, tuples, signed and anonymous events, ERC-1155 batches). Each log becomes staged
 // JSON lines of the dataset's columns, or a reason.
 
-import { decodeAbiParameters, type AbiParameter } from 'viem';
+import type { AbiParameter } from 'viem';
+import { viem } from './viem.js';
 import { signatureText } from './abi.js';
 import type { EventSource } from './datasets.js';
 import { topicCount } from './sql.js';
@@ -86,9 +87,9 @@ export function decodeLog(s: EventSource, topics: readonly (string | null)[], da
       }
       if (p.type === 'address' && !topic.startsWith('0x000000000000000000000000')) throw new Error(`${p.name || i}: not a clean address word (high bytes set)`);
       if (p.type === 'bool' && !/^0x0{63}[01]$/.test(topic)) throw new Error(`${p.name || i}: not a clean bool word`);
-      put(row, p, t.column, t.text === true, decodeAbiParameters([p], topic as `0x${string}`)[0]);
+      put(row, p, t.column, t.text === true, viem().decodeAbiParameters([p], topic as `0x${string}`)[0]);
     });
-    const values = plain.length ? decodeAbiParameters(plain, ((data ?? '0x') || '0x') as `0x${string}`) : [];
+    const values = plain.length ? viem().decodeAbiParameters(plain, ((data ?? '0x') || '0x') as `0x${string}`) : [];
     plain.forEach((p, j) => {
       const i = plainAt[j]!;
       const t = s.targets[i]!;

@@ -113,7 +113,10 @@ async function abiFromLake(conn: DuckDBConnection, paths: LakePaths, network: Ne
  * The datasets a spec means. A contract's ABI comes from its signatures, its ABI file, or the lake's
  * `contracts` dataset (export `contracts` for the address first, in the same job or before).
  */
-export async function resolveDatasets(spec: DecodeSpec, opts: { conn?: DuckDBConnection; paths?: LakePaths; network: Network }): Promise<DecodedDataset[]> {
+export async function resolveDatasets(
+  spec: DecodeSpec,
+  opts: { conn?: DuckDBConnection; paths?: LakePaths; network: Network; fetchAbi?: (address: string) => Promise<unknown> },
+): Promise<DecodedDataset[]> {
   const out: DecodedDataset[] = [];
   const names = new Set<string>();
   const add = (d: DecodedDataset): void => {
@@ -139,14 +142,21 @@ export async function resolveDatasets(spec: DecodeSpec, opts: { conn?: DuckDBCon
       events = eventsOfAbi(text, c.abiFile);
       origin = `ABI file ${path.basename(c.abiFile)}`;
     } else {
-      const found = opts.conn && opts.paths ? await abiFromLake(opts.conn, opts.paths, opts.network, c.address) : undefined;
+      let found = opts.conn && opts.paths ? await abiFromLake(opts.conn, opts.paths, opts.network, c.address) : undefined;
+      // Not in the lake: the API's ABI (explorer #14), where the caller can ask it (a job run).
+      if (!found && opts.fetchAbi) {
+        const abi = await opts.fetchAbi(c.address).catch((e: Error) => {
+          throw new DecodeSpecError(`no ABI of ${c.address} in the lake's contracts dataset, and the API did not give one (#14): ${e.message}`);
+        });
+        found = { abi: JSON.stringify(abi), name: null };
+      }
       if (!found)
         throw new DecodeSpecError(
           `no verified ABI of ${c.address} in the lake's contracts dataset (${opts.network}): export "contracts" for it first (explorer #14), or give an ABI file or event signatures`,
         );
       events = eventsOfAbi(found.abi, `ABI of ${c.address}`);
       label ??= found.name ? snake(found.name) : undefined;
-      origin = 'ABI from the contracts dataset (explorer #14)';
+      origin = 'the contract’s ABI (explorer #14)';
     }
     if (c.events) {
       for (const e of c.events) if (!events.some((x) => x.name === e)) throw new DecodeSpecError(`${c.address}: the ABI has no event ${e} (it has: ${events.map((x) => x.name).join(', ') || 'none'})`);

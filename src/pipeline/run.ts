@@ -322,7 +322,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       if (opts.signal?.aborted) report.status = 'interrupted';
       return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
     });
-    if (job.decode) report.decoded = await decodeAfterExport(job, { engine, paths, runId, ingestedAt, stagingDir: staging, log }, report);
+    if (job.decode) report.decoded = await decodeAfterExport(job, { engine, paths, runId, ingestedAt, stagingDir: staging, log, explorer: clients.explorer }, report);
     return report;
   } catch (e) {
     failure = e;

@@ -7,7 +7,7 @@ import { isVerifiedAtGenesis } from './examples.js';
 import { keccak256Hex } from './keccak.js';
 import { hash2, hash3 } from './rng.js';
 import { word8 } from './hex.js';
-import { A_MULTI, A_SHOWCASE, MULTI_ABI, SHOWCASE_ABI } from './token-events.js';
+import { A_MULTI, A_SHOWCASE, multiAbi, showcaseAbi } from './token-events.js';
 
 interface AbiParam { name: string; type: string; internalType: string; indexed?: boolean }
 type AbiItem = Record<string, unknown>;
@@ -97,7 +97,7 @@ export function abiOf(i: number): AbiItem[] {
     case 'erc721': return ERC721_ABI;
     case 'pool': return POOL_ABI;
     case 'staking': return STAKING_ABI;
-    default: return i === A_MULTI ? MULTI_ABI : i === A_SHOWCASE ? SHOWCASE_ABI : VAULT_ABI;
+    default: return i === A_MULTI ? multiAbi() : i === A_SHOWCASE ? showcaseAbi() : VAULT_ABI;
   }
 }
 

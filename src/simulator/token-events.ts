@@ -9,8 +9,9 @@
 // digest of the existing datasets moves. Only `/v1/event-logs` lists them (the transaction and receipt
 // listings do not).
 
-import { formatAbiItem } from 'abitype';
-import { encodeAbiParameters, keccak256, parseAbi, parseAbiItem, stringToBytes, toEventSelector, type AbiEvent } from 'viem';
+import type { AbiEvent } from 'viem';
+import { signatureText } from '../decode/abi.js';
+import { viem } from '../decode/viem.js';
 import { A_CREATED0, A_ERC20_0, A_ERC721_0, A_POOL0, A_WHALE, A_ZERO, Chain, N_ERC20, N_ERC721, NONE, WEIRD_TOKEN } from './chain.js';
 import { keccak256Hex } from './keccak.js';
 import { hash2, hash3 } from './rng.js';
@@ -40,38 +41,46 @@ export const SHOWCASE_SIGNATURES = [
   'event Pinged(bytes32 indexed channel, uint64 nonce, address from) anonymous',
   'event Tagged(string indexed label, bytes indexed blob, uint256[] indexed ids, uint256 value)',
 ];
-/** Human-readable ABIs have no word for anonymous events: the trailing `anonymous` is read here. */
-export const SHOWCASE_EVENTS: readonly AbiEvent[] = SHOWCASE_SIGNATURES.map((s) =>
-  s.endsWith(' anonymous') ? { ...(parseAbiItem(s.slice(0, -' anonymous'.length)) as AbiEvent), anonymous: true } : (parseAbiItem(s) as AbiEvent),
-);
+let showcase_: readonly AbiEvent[] | undefined;
+/** The Showcase events, parsed on first use (viem loads then). Human-readable ABIs have no word for anonymous events: the trailing `anonymous` is read here. */
+export function showcaseEvents(): readonly AbiEvent[] {
+  showcase_ ??= SHOWCASE_SIGNATURES.map((s) =>
+    s.endsWith(' anonymous') ? { ...(viem().parseAbiItem(s.slice(0, -' anonymous'.length)) as AbiEvent), anonymous: true } : (viem().parseAbiItem(s) as AbiEvent),
+  );
+  return showcase_;
+}
 /** topic_0 of every Pinged log (anonymous: its first topic is the indexed channel, not a signature hash). */
 export const PING_CHANNEL = keccak256Hex('chainlake.ping');
 
-const ev = (sig: string): AbiEvent => parseAbiItem(sig) as AbiEvent;
-const EV = {
-  erc20Approval: ev(STANDARD_SIGNATURES.erc20Approval),
-  erc721Approval: ev(STANDARD_SIGNATURES.erc721Approval),
-  approvalForAll: ev(STANDARD_SIGNATURES.approvalForAll),
-  transferSingle: ev(STANDARD_SIGNATURES.transferSingle),
-  transferBatch: ev(STANDARD_SIGNATURES.transferBatch),
-  erc20Transfer: ev(STANDARD_SIGNATURES.erc20Transfer),
-};
+const ev = (sig: string): AbiEvent => viem().parseAbiItem(sig) as AbiEvent;
+let ev_: Record<keyof typeof STANDARD_SIGNATURES, AbiEvent> | undefined;
+const EVS = (): Record<keyof typeof STANDARD_SIGNATURES, AbiEvent> =>
+  (ev_ ??= Object.fromEntries(Object.entries(STANDARD_SIGNATURES).map(([k, v]) => [k, ev(v)])) as Record<keyof typeof STANDARD_SIGNATURES, AbiEvent>);
 
-/** The ABI items (JSON) of the multi-token and Showcase contracts, as #14 serves them. */
-export const MULTI_ABI: Record<string, unknown>[] = [
-  { type: 'constructor', inputs: [{ name: 'uri_', type: 'string', internalType: 'string' }], stateMutability: 'nonpayable' },
-  ...parseAbi([STANDARD_SIGNATURES.approvalForAll, STANDARD_SIGNATURES.transferBatch, STANDARD_SIGNATURES.transferSingle]),
-  ...parseAbi([
-    'function balanceOf(address account, uint256 id) view returns (uint256)',
-    'function safeTransferFrom(address from, address to, uint256 id, uint256 amount, bytes data)',
-    'function setApprovalForAll(address operator, bool approved)',
-  ]),
-] as Record<string, unknown>[];
-export const SHOWCASE_ABI: Record<string, unknown>[] = [
-  { type: 'constructor', inputs: [], stateMutability: 'nonpayable' },
-  ...SHOWCASE_EVENTS,
-  ...parseAbi(['function configure(uint8 level, bool enabled)', 'function note(bytes payload, string note)']),
-] as Record<string, unknown>[];
+let multi_: Record<string, unknown>[] | undefined;
+let showcaseAbi_: Record<string, unknown>[] | undefined;
+/** The ABI items (JSON) of the multi-token contract, as #14 serves them (built on first use). */
+export function multiAbi(): Record<string, unknown>[] {
+  multi_ ??= [
+    { type: 'constructor', inputs: [{ name: 'uri_', type: 'string', internalType: 'string' }], stateMutability: 'nonpayable' },
+    ...viem().parseAbi([STANDARD_SIGNATURES.approvalForAll, STANDARD_SIGNATURES.transferBatch, STANDARD_SIGNATURES.transferSingle]),
+    ...viem().parseAbi([
+      'function balanceOf(address account, uint256 id) view returns (uint256)',
+      'function safeTransferFrom(address from, address to, uint256 id, uint256 amount, bytes data)',
+      'function setApprovalForAll(address operator, bool approved)',
+    ]),
+  ] as Record<string, unknown>[];
+  return multi_;
+}
+/** The Showcase contract's ABI items. */
+export function showcaseAbi(): Record<string, unknown>[] {
+  showcaseAbi_ ??= [
+    { type: 'constructor', inputs: [], stateMutability: 'nonpayable' },
+    ...showcaseEvents(),
+    ...viem().parseAbi(['function configure(uint8 level, bool enabled)', 'function note(bytes payload, string note)']),
+  ] as Record<string, unknown>[];
+  return showcaseAbi_;
+}
 
 /** One extra log. */
 export interface ExtraLog {
@@ -173,6 +182,7 @@ const addr = (c: Chain, i: number): `0x${string}` => c.addrLower(i) as `0x${stri
  * gives arrays unhashed, so the topics are built here).
  */
 function encode(event: AbiEvent, args: Record<string, unknown>): { topics: string[]; data: string } {
+  const { encodeAbiParameters, keccak256, stringToBytes, toEventSelector } = viem();
   const topics: string[] = event.anonymous ? [] : [toEventSelector(event)];
   for (const p of event.inputs.filter((q) => q.indexed)) {
     const v = args[p.name!];
@@ -190,9 +200,10 @@ function encode(event: AbiEvent, args: Record<string, unknown>): { topics: strin
 
 /** The showcase log of extra log k: which event and its values (derived from k). */
 function showcase(c: Chain, k: number, from: number, to: number): { event: AbiEvent; topics: string[]; data: string } {
-  const which = hash3(c.kVal ^ 0x5c5c, k, 0) % SHOWCASE_EVENTS.length;
+  const events = showcaseEvents();
+  const which = hash3(c.kVal ^ 0x5c5c, k, 0) % events.length;
   const h = hash3(c.kVal ^ 0x5c5c, k, 1); // the values' hash: independent of which event
-  const event = SHOWCASE_EVENTS[which]!;
+  const event = events[which]!;
   const signed = (bits: number, salt: number): bigint => {
     const v = BigInt.asIntN(bits, BigInt(hash3(h, k, salt)) * (bits > 32 ? BigInt(hash3(h, k, salt + 1)) : 1n));
     return salt % 5 === 0 ? -(1n << BigInt(bits - 1)) : v; // now and then the most negative value
@@ -236,12 +247,13 @@ function showcase(c: Chain, k: number, from: number, to: number): { event: AbiEv
   return { event, ...encode(event, args) };
 }
 
-const sigText = (e: AbiEvent): string => formatAbiItem(e).replace(/^event /, '');
+const sigText = (e: AbiEvent): string => signatureText(e);
 
 /** Extra log k, rendered (topics, data, name and ABI text as the API gives them). */
 export function extraLog(c: Chain, k: number): ExtraLog {
   const x = extraLogs(c);
   const b = x.block[k]!, t = x.tx[k]!, ct = x.contract[k]!, kind = x.kind[k]!;
+  const EV = EVS();
   const from = c.txFrom[t]!, to = c.txTo[t] === NONE ? A_WHALE : c.txTo[t]!;
   const h = hash3(c.kVal ^ 0x7070, k, b);
   const base = { block: b, tx: t, logIndex: x.logIndex[k]!, contract: ct };

@@ -5,10 +5,11 @@ import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { A_ERC20_0 } from '../../src/simulator/chain.js';
 import { chainFor } from '../../src/simulator/index.js';
-import { A_SHOWCASE, SHOWCASE_EVENTS, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
+import { A_SHOWCASE, showcaseEvents, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
 import { runCli } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 
+const SHOWCASE_EVENTS = showcaseEvents();
 let dir: string;
 let cleanup: () => Promise<void>;
 const chain = chainFor(2, 'small', 'mainnet');

@@ -11,10 +11,11 @@ import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { A_ERC20_0, A_ERC721_0 } from '../../src/simulator/chain.js';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { A_MULTI, A_ODD_ERC20, A_SHOWCASE, PING_CHANNEL, SHOWCASE_EVENTS, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
+import { A_MULTI, A_ODD_ERC20, A_SHOWCASE, PING_CHANNEL, showcaseEvents, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
 import { fetchAllPages } from '../helpers/api.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 
+const SHOWCASE_EVENTS = showcaseEvents();
 const SEED = 3;
 const TO = 14_000;
 let sim: RunningSimulator;
@@ -212,4 +213,34 @@ describe('re-decoding', () => {
     const rej = await queryCatalog(lake, `SELECT reason, entry->>'transaction_hash' AS tx FROM _rejects WHERE dataset = 'erc20_transfer_events' AND reason LIKE '%4 topics, 3 expected' AND (entry->>'address') = '${A(A_ODD_ERC20)}'`);
     expect(rej.map((r) => r.tx).sort()).toEqual(odd.map((l) => l.transaction_hash.toLowerCase()).sort());
   });
+});
+
+describe('in the export run', () => {
+  it('decodes the logs the run wrote; a contract’s ABI not in the lake comes from the API (#14)', async () => {
+    const { dir, cleanup: done } = await tempDir();
+    try {
+      const configured = SHOWCASE_EVENTS.find((e) => e.name === 'Configured')!;
+      const job = parseJob(
+        {
+          name: 'decode-in-run',
+          target: 'simulator',
+          lake: dir,
+          range: { fromBlock: 0, toBlock: 8000 },
+          datasets: { event_logs: { contracts: [{ address: A(A_SHOWCASE), topics: [toEventSelector(configured)] }] } },
+          decode: { contracts: [{ address: A(A_SHOWCASE), name: 'fromapi', events: ['Configured'] }] },
+        },
+        'decode-in-run',
+      );
+      const r = await runJob(job, { simulator: sim });
+      expect(r.errors).toEqual([]);
+      const logs = await logsOf(A_SHOWCASE, toEventSelector(configured)).then((l) => l.filter((x) => Date.parse(x.timestamp) > 0));
+      expect(r.decoded?.datasets).toEqual([{ name: 'fromapi_configured', rows: expect.any(Number), partitions: expect.any(Number) }]);
+      const n = await queryCatalog(dir, 'SELECT count(*)::INTEGER AS n FROM fromapi_configured');
+      expect(n[0]!.n).toBe(r.decoded!.datasets[0]!.rows);
+      expect(n[0]!.n).toBeGreaterThan(0);
+      expect(n[0]!.n).toBeLessThan(logs.length); // only the run's blocks (0-8000), not the test's 0-14000
+    } finally {
+      await done();
+    }
+  }, 120_000);
 });

@@ -3,7 +3,8 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { eventOfSignature, eventsOfAbi } from '../../src/decode/abi.js';
-import { allColumns } from '../../src/decode/datasets.js';
+import { allColumns, STANDARD, STANDARD_TOPICS } from '../../src/decode/datasets.js';
+import { toEventSelector } from 'viem';
 import { resolveDatasets } from '../../src/decode/spec.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { tempDir } from '../helpers/lake.js';
@@ -32,6 +33,11 @@ describe('the decode key of a job', () => {
 });
 
 describe('ABIs and signatures', () => {
+  it('the standard events’ topic_0 constants are viem’s selectors of their signatures', () => {
+    for (const d of Object.values(STANDARD)) for (const s of d.sources) expect(s.topic0, s.label).toBe(toEventSelector(s.event));
+    expect(Object.keys(STANDARD_TOPICS).sort()).toEqual(['Approval', 'ApprovalForAll', 'Transfer', 'TransferBatch', 'TransferSingle']);
+  });
+
   it('a signature with or without "event", names optional, a trailing "anonymous"', () => {
     const e = eventOfSignature('Swap(address indexed sender, uint256 amount0In, uint256, address indexed to)');
     expect(e.name).toBe('Swap');

@@ -4,10 +4,11 @@ import { decodeEventLog, toEventSelector, type AbiEvent } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { A_ERC20_0, A_ERC721_0 } from '../../src/simulator/chain.js';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { A_MULTI, A_ODD_ERC20, A_SHOWCASE, PING_CHANNEL, SHOWCASE_EVENTS, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
+import { A_MULTI, A_ODD_ERC20, A_SHOWCASE, PING_CHANNEL, showcaseEvents, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
 import { parseAbiItem } from 'viem';
 import { api } from './helpers.js';
 
+const SHOWCASE_EVENTS = showcaseEvents();
 let sim: RunningSimulator;
 beforeAll(async () => { sim = await startSimulator({ seed: 1, scale: 'small' }); });
 afterAll(async () => { await sim.close(); });
