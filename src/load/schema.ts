@@ -147,6 +147,8 @@ export interface StagedPages {
   entriesAt: readonly string[];
   /** The longest line of the file, so DuckDB's reader is told to accept it. */
   maxLineBytes: number;
+  /** Whether a line of the file carries its entries' `extra` texts (`x`); when none does, extra is NULL. */
+  extras?: boolean;
 }
 
 /**
@@ -189,7 +191,8 @@ export function stagedPagesSelect(def: DatasetDef, runId: string, ingestedAt: st
   const constants: string[] = [];
   const items: string[] = [];
   const canonicalText = new Map<string, string>();
-  let extra = false;
+  let extra: string | undefined;
+  const EXTRA_ITEM = '\u0000extra';
   for (const c of def.columns) {
     const { from, path } = columnSource(c);
     let expr: string;
@@ -212,8 +215,8 @@ export function stagedPagesSelect(def: DatasetDef, runId: string, ingestedAt: st
       items.push(`${castExpr(c.kind, '__o')} AS ${ident(c.name)}`);
     } else if (from === 'extra') {
       // Each entry's unread fields as JSON text, beside the entries like the ordinals (NULL for a page without).
-      extra = true;
-      items.push(`${castExpr(c.kind, '__x')} AS ${ident(c.name)}`);
+      extra = c.name;
+      items.push(EXTRA_ITEM);
     } else {
       constants.push(`${ident(c.name)} ${STAGED_TYPE[c.kind]}`);
       expr = `struct_extract(__k, ${literal(c.name)})`;
@@ -243,14 +246,17 @@ export function stagedPagesSelect(def: DatasetDef, runId: string, ingestedAt: st
     const columns = [`'p': 'VARCHAR'`, `'b': ${literal(body)}`];
     if (constants.length) columns.push(`'k': ${literal(`STRUCT(${constants.join(', ')})`)}`);
     if (ordinal) columns.push(`'o': 'BIGINT[]'`);
-    if (extra) columns.push(`'x': 'VARCHAR[]'`);
+    // Only files whose pages carried extras are read for them: the others' entries all have a NULL extra.
+    const withExtras = extra !== undefined && group.some((p) => p.extras);
+    if (withExtras) columns.push(`'x': 'VARCHAR[]'`);
     const list = entriesAt.reduce((acc, part) => `struct_extract(${acc}, ${literal(part)})`, 'b');
     const maxObject = Math.max(DEFAULT_MAX_OBJECT, ...group.map((p) => p.maxLineBytes + 1024));
     const read = `read_json(${literalList(group.map((p) => p.file))}, format='newline_delimited', maximum_object_size=${maxObject}, columns={${columns.join(', ')}})`;
     // Two unnests in one select list walk their lists side by side: each entry beside its ordinal.
     // Unnests side by side pad the shorter list with NULLs: a page without `x` gives every entry a NULL extra.
-    const unnested = `SELECT unnest(${list}) AS __e${ordinal ? ', unnest(o) AS __o' : ''}${extra ? ', unnest(x) AS __x' : ''}${constants.length ? ', k AS __k' : ''}, p AS __pp FROM ${read}`;
-    return `SELECT ${items.join(', ')} FROM (${unnested})`;
+    const unnested = `SELECT unnest(${list}) AS __e${ordinal ? ', unnest(o) AS __o' : ''}${withExtras ? ', unnest(x) AS __x' : ''}${constants.length ? ', k AS __k' : ''}, p AS __pp FROM ${read}`;
+    const select = items.map((i) => (i === EXTRA_ITEM ? `${withExtras ? 'CAST(__x AS JSON)' : 'NULL::JSON'} AS ${ident(extra!)}` : i));
+    return `SELECT ${select.join(', ')} FROM (${unnested})`;
   });
   return selects.join(' UNION ALL ');
 }

@@ -19,6 +19,8 @@ export class StageFile {
   maxLineBytes = 0;
   /** Bytes of page lines written (writePage). */
   pageBytes = 0;
+  /** Whether a page line carries its entries' `extra` texts (`x`): only then does the commit read them. */
+  extras = false;
 
   private constructor(readonly file: string) {}
 
@@ -79,6 +81,7 @@ export class StageFile {
       `{"p":${JSON.stringify(page.partition)},"k":${JSON.stringify(page.constants)}${page.ordinals ? `,"o":[${page.ordinals.join(',')}]` : ''}${page.extras ? `,"x":${JSON.stringify(page.extras)}` : ''},"b":`,
     );
     this.rows += page.rows;
+    if (page.extras) this.extras = true;
     this.maxLineBytes = Math.max(this.maxLineBytes, head.length + body.length + PAGE_END.length);
     this.pageBytes += head.length + body.length + PAGE_END.length;
     await this.writeAll([head, body, PAGE_END]);

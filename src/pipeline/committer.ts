@@ -305,6 +305,6 @@ export function advanceWatermark(old: number | undefined, rangeStart: number, ra
 function stagedOf(o: WindowOutcome): { stagedFiles: string[]; pageFiles: StagedPages[] } {
   return {
     stagedFiles: o.stage && o.stage.rows > 0 ? [o.stage.file] : [],
-    pageFiles: (o.pageStage?.files ?? []).filter((f) => f.rows > 0).map((f) => ({ file: f.file, entriesAt: o.pagesEntriesAt!, maxLineBytes: f.maxLineBytes })),
+    pageFiles: (o.pageStage?.files ?? []).filter((f) => f.rows > 0).map((f) => ({ file: f.file, entriesAt: o.pagesEntriesAt!, maxLineBytes: f.maxLineBytes, extras: f.extras })),
   };
 }
