@@ -1,4 +1,3 @@
-import './native-allocator.js';
 import { existsSync } from 'node:fs';
 import { rename } from 'node:fs/promises';
 import { DuckDBInstance } from '@duckdb/node-api';

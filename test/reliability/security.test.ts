@@ -58,8 +58,10 @@ function jobDoc(lake: string, extra: Record<string, unknown> = {}): Record<strin
     datasets: {
       transactions: { addresses: [A, B] },
       erc20_transfers: { addresses: [A] },
-      // A hash the chain does not have: a window that fails, so error messages (with URLs) are produced.
+      // A hash the chain does not have: a recorded absence (found = false), asked with the key like any other.
       transaction_status: { transactions: [NO_SUCH_TX] },
+      // A block above the head: a window that fails, so error messages (with URLs) are produced.
+      blocks: { blocks: [99_999_999] },
       balances: { addresses: [A, B] },
       pool_info: { pools: [sim.examples.pools[0]] },
     },
@@ -121,7 +123,7 @@ describe('the API key never leaks', () => {
     // 1. A run with a failing window (error messages with URLs), every log line, a report.
     const r1 = await cli('run', ['run', job, '--log-format', 'json', '--verbose', '--report', report]);
     expect(r1.code, r1.stderr).toBe(1);
-    expect(r1.stderr).toMatch(/transaction_status.*url=http:\/\/127\.0\.0\.1/);
+    expect(r1.stderr).toMatch(/blocks.*url=http:\/\/127\.0\.0\.1/);
     outputs.push({ what: 'report file', text: await readFile(report, 'utf8') });
     // The key reached the API (the other windows loaded).
     expect((await fingerprint(lake)).transactions!.rows).toBeGreaterThan(100);
