@@ -19,7 +19,18 @@ import { replay } from './scenarios/replay.js';
 import { simulator } from './scenarios/simulator.js';
 import { size } from './scenarios/size.js';
 
-const SCENARIOS: Record<string, (ctx: Context) => Promise<Omit<ScenarioResult, 'seconds'>>> = { e2e, replay, rate, latency, memory, size, simulator, query, quota, decode };
+const SCENARIOS: Record<string, (ctx: Context) => Promise<Omit<ScenarioResult, 'seconds'>>> = {
+  e2e,
+  replay,
+  rate,
+  latency,
+  memory,
+  size,
+  simulator,
+  query,
+  quota,
+  decode,
+};
 
 function usage(): never {
   process.stderr.write(`usage: npm run bench [-- [--quick] [--keep] [scenario...]]\nscenarios: ${Object.keys(SCENARIOS).join(', ')}\n`);

@@ -35,8 +35,17 @@ export async function decode(ctx: Context): Promise<Omit<ScenarioResult, 'second
     return {
       scenario: 'decode',
       title: 'export with decoding (ERC-20 Transfer) vs the same export without',
-      measured: { 'logs exported': w.rows, 'decoded rows': decodedRows, 'rows/s with decoding (best)': best(decoded), 'rows/s without (best)': best(plain), ratio },
-      references: { 'rows/s without decoding, each run': plain.map((x) => Math.round(x)).join(', '), 'rows/s with decoding, each run': decoded.map((x) => Math.round(x)).join(', ') },
+      measured: {
+        'logs exported': w.rows,
+        'decoded rows': decodedRows,
+        'rows/s with decoding (best)': best(decoded),
+        'rows/s without (best)': best(plain),
+        ratio,
+      },
+      references: {
+        'rows/s without decoding, each run': plain.map((x) => Math.round(x)).join(', '),
+        'rows/s with decoding, each run': decoded.map((x) => Math.round(x)).join(', '),
+      },
       targets: [target('rows/s with decoding / without', ratio, '>=', 0.8, '×', ctx.quick)],
       notes: [describeWorkload(w), 'Wall clock of the whole `chainlake run` process; the machine may be shared (see load average).'],
     };

@@ -72,7 +72,13 @@ export function shownFlagValue(name: string, parsed: number, argv: readonly stri
 async function checkReportPath(file: string): Promise<void> {
   const dir = path.dirname(path.resolve(file));
   const problem = await stat(dir).then(
-    (s) => (s.isDirectory() ? access(dir, constants.W_OK).then(() => undefined, () => 'is not writable') : 'is not a directory'),
+    (s) =>
+      s.isDirectory()
+        ? access(dir, constants.W_OK).then(
+            () => undefined,
+            () => 'is not writable',
+          )
+        : 'is not a directory',
     () => 'does not exist',
   );
   if (problem) throw new CliError(`--report ${file}: the folder ${dir} ${problem}; create it or give --report another path`);

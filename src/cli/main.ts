@@ -95,7 +95,8 @@ main(hideBin(process.argv)).catch((e: unknown) => {
   const verbose = process.argv.includes('--verbose') || process.argv.includes('-v');
   if (closedPipe(e)) return;
   // Whichever command met it, a damaged catalog has one fix: say it.
-  if (isCatalogDamage(e) || (e instanceof Error && isCatalogDamage(e.cause))) e = new CatalogDamagedError(isCatalogDamage(e) ? e : (e as Error).cause, lakeArg());
+  if (isCatalogDamage(e) || (e instanceof Error && isCatalogDamage(e.cause)))
+    e = new CatalogDamagedError(isCatalogDamage(e) ? e : (e as Error).cause, lakeArg());
   if (e instanceof ChainlakeError) {
     process.stderr.write(`chainlake: ${e.message}\n${e.hint ? `  hint: ${e.hint}\n` : ''}${verbose && e.stack ? `${e.stack}\n` : ''}`);
     process.exitCode = e.exitCode;

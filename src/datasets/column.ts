@@ -71,7 +71,7 @@ export const extraColumn: ColumnDef = {
   source: '$extra',
   kind: 'json',
   nullable: true,
-  doc: 'The entry’s fields that no column reads (fields the spec does not list), as a JSON object of their values as received; NULL when there are none. Query with ->> / json_extract, e.g. extra->>\'id\'.',
+  doc: "The entry’s fields that no column reads (fields the spec does not list), as a JSON object of their values as received; NULL when there are none. Query with ->> / json_extract, e.g. extra->>'id'.",
 };
 
 /** The column's source as a kind and a path (the entry's field path, or the path below `$scope` etc.). */

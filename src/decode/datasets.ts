@@ -84,13 +84,45 @@ const ev = (name: string, inputs: [string, string, boolean][]): AbiEvent => ({
   anonymous: false,
   inputs: inputs.map(([type, n, indexed]) => ({ type, name: n, indexed })),
 });
-const TRANSFER20 = ev('Transfer', [['address', 'from', true], ['address', 'to', true], ['uint256', 'value', false]]);
-const TRANSFER721 = ev('Transfer', [['address', 'from', true], ['address', 'to', true], ['uint256', 'tokenId', true]]);
-const APPROVAL20 = ev('Approval', [['address', 'owner', true], ['address', 'spender', true], ['uint256', 'value', false]]);
-const APPROVAL721 = ev('Approval', [['address', 'owner', true], ['address', 'approved', true], ['uint256', 'tokenId', true]]);
-const APPROVAL_ALL = ev('ApprovalForAll', [['address', 'owner', true], ['address', 'operator', true], ['bool', 'approved', false]]);
-const SINGLE = ev('TransferSingle', [['address', 'operator', true], ['address', 'from', true], ['address', 'to', true], ['uint256', 'id', false], ['uint256', 'value', false]]);
-const BATCH = ev('TransferBatch', [['address', 'operator', true], ['address', 'from', true], ['address', 'to', true], ['uint256[]', 'ids', false], ['uint256[]', 'values', false]]);
+const TRANSFER20 = ev('Transfer', [
+  ['address', 'from', true],
+  ['address', 'to', true],
+  ['uint256', 'value', false],
+]);
+const TRANSFER721 = ev('Transfer', [
+  ['address', 'from', true],
+  ['address', 'to', true],
+  ['uint256', 'tokenId', true],
+]);
+const APPROVAL20 = ev('Approval', [
+  ['address', 'owner', true],
+  ['address', 'spender', true],
+  ['uint256', 'value', false],
+]);
+const APPROVAL721 = ev('Approval', [
+  ['address', 'owner', true],
+  ['address', 'approved', true],
+  ['uint256', 'tokenId', true],
+]);
+const APPROVAL_ALL = ev('ApprovalForAll', [
+  ['address', 'owner', true],
+  ['address', 'operator', true],
+  ['bool', 'approved', false],
+]);
+const SINGLE = ev('TransferSingle', [
+  ['address', 'operator', true],
+  ['address', 'from', true],
+  ['address', 'to', true],
+  ['uint256', 'id', false],
+  ['uint256', 'value', false],
+]);
+const BATCH = ev('TransferBatch', [
+  ['address', 'operator', true],
+  ['address', 'from', true],
+  ['address', 'to', true],
+  ['uint256[]', 'ids', false],
+  ['uint256[]', 'values', false],
+]);
 
 /** keccak256 of the standard events' signatures (constants, so that no ABI library loads for them; a test checks them). */
 export const STANDARD_TOPICS: Record<string, string> = {
@@ -110,7 +142,8 @@ const tokenId: DecodedColumn = { name: 'token_id', type: 'VARCHAR', doc: 'Token 
 
 const standardNote = (sig: string): string =>
   `Decoded from the event_logs rows whose topic_0 is the keccak256 of ${sig}, of any contract (or of the contracts the job names). A log whose topics or data do not fit the event (an ERC-721 Transfer under the ERC-20 signature, short data, an address word with high bytes set) goes to _rejects with the reason, never into wrong columns.`;
-const NO_BLOCK = 'The explorer’s event logs (#18) carry no block number: rows have the block’s timestamp (and block_date partition); join transactions on transaction_hash for the block number.';
+const NO_BLOCK =
+  'The explorer’s event logs (#18) carry no block number: rows have the block’s timestamp (and block_date partition); join transactions on transaction_hash for the block number.';
 
 /** The standard token-event datasets, by name. */
 export const STANDARD: Record<string, DecodedDataset> = Object.fromEntries(
@@ -119,20 +152,35 @@ export const STANDARD: Record<string, DecodedDataset> = Object.fromEntries(
       {
         name: 'erc20_transfer_events',
         doc: 'ERC-20 Transfer events decoded from event_logs: token, sender, receiver and exact amount, one row per log.',
-        notes: [standardNote('Transfer(address,address,uint256)') + ' ERC-20 Transfers have 3 topics and 32 bytes of data; ERC-721 ones (4 topics) belong to erc721_transfer_events.', NO_BLOCK],
+        notes: [
+          standardNote('Transfer(address,address,uint256)') +
+            ' ERC-20 Transfers have 3 topics and 32 bytes of data; ERC-721 ones (4 topics) belong to erc721_transfer_events.',
+          NO_BLOCK,
+        ],
         contractColumn: 'token_address',
         sources: [src(TRANSFER20, 'Transfer', [{ column: 'sender' }, { column: 'receiver' }, { column: 'value' }])],
         exploded: false,
-        columns: [addr('sender', 'Address the tokens left (the zero address for a mint)'), addr('receiver', 'Address the tokens went to (the zero address for a burn)'), ...amount('value', 'Amount in the token’s smallest unit')],
+        columns: [
+          addr('sender', 'Address the tokens left (the zero address for a mint)'),
+          addr('receiver', 'Address the tokens went to (the zero address for a burn)'),
+          ...amount('value', 'Amount in the token’s smallest unit'),
+        ],
       },
       {
         name: 'erc20_approval_events',
         doc: 'ERC-20 Approval events decoded from event_logs: token, owner, spender and the exact allowance, one row per log.',
-        notes: [standardNote('Approval(address,address,uint256)') + ' ERC-20 Approvals have 3 topics; ERC-721 ones (4 topics) belong to erc721_approval_events.', NO_BLOCK],
+        notes: [
+          standardNote('Approval(address,address,uint256)') + ' ERC-20 Approvals have 3 topics; ERC-721 ones (4 topics) belong to erc721_approval_events.',
+          NO_BLOCK,
+        ],
         contractColumn: 'token_address',
         sources: [src(APPROVAL20, 'Approval', [{ column: 'owner' }, { column: 'spender' }, { column: 'value' }])],
         exploded: false,
-        columns: [addr('owner', 'Owner of the tokens'), addr('spender', 'Address allowed to spend them'), ...amount('value', 'Allowance in the token’s smallest unit (2^256-1 is the usual "unlimited")')],
+        columns: [
+          addr('owner', 'Owner of the tokens'),
+          addr('spender', 'Address allowed to spend them'),
+          ...amount('value', 'Allowance in the token’s smallest unit (2^256-1 is the usual "unlimited")'),
+        ],
       },
       {
         name: 'erc721_transfer_events',
@@ -159,7 +207,11 @@ export const STANDARD: Record<string, DecodedDataset> = Object.fromEntries(
         contractColumn: 'token_address',
         sources: [src(APPROVAL_ALL, 'ApprovalForAll', [{ column: 'owner' }, { column: 'operator' }, { column: 'approved' }])],
         exploded: false,
-        columns: [addr('owner', 'Owner of the tokens'), addr('operator', 'Operator'), { name: 'approved', type: 'BOOLEAN', doc: 'true when the operator is approved, false when revoked.' }],
+        columns: [
+          addr('owner', 'Owner of the tokens'),
+          addr('operator', 'Operator'),
+          { name: 'approved', type: 'BOOLEAN', doc: 'true when the operator is approved, false when revoked.' },
+        ],
       },
       {
         name: 'erc1155_transfer_events',
@@ -172,11 +224,29 @@ export const STANDARD: Record<string, DecodedDataset> = Object.fromEntries(
         ],
         contractColumn: 'token_address',
         sources: [
-          src(SINGLE, 'TransferSingle', [{ column: 'operator' }, { column: 'sender' }, { column: 'receiver' }, { column: 'token_id', text: true }, { column: 'value' }]),
-          src(BATCH, 'TransferBatch', [{ column: 'operator' }, { column: 'sender' }, { column: 'receiver' }, { column: 'token_id', text: true, explode: true }, { column: 'value', explode: true }]),
+          src(SINGLE, 'TransferSingle', [
+            { column: 'operator' },
+            { column: 'sender' },
+            { column: 'receiver' },
+            { column: 'token_id', text: true },
+            { column: 'value' },
+          ]),
+          src(BATCH, 'TransferBatch', [
+            { column: 'operator' },
+            { column: 'sender' },
+            { column: 'receiver' },
+            { column: 'token_id', text: true, explode: true },
+            { column: 'value', explode: true },
+          ]),
         ],
         exploded: true,
-        columns: [addr('operator', 'Address that made the transfer'), addr('sender', 'Address the tokens left (the zero address for a mint)'), addr('receiver', 'Address the tokens went to'), tokenId, ...amount('value', 'Amount of that token id')],
+        columns: [
+          addr('operator', 'Address that made the transfer'),
+          addr('sender', 'Address the tokens left (the zero address for a mint)'),
+          addr('receiver', 'Address the tokens went to'),
+          tokenId,
+          ...amount('value', 'Amount of that token id'),
+        ],
       },
     ] satisfies DecodedDataset[]
   ).map((d) => [d.name, d]),
@@ -212,7 +282,11 @@ export function paramColumns(e: AbiEvent): { targets: ParamTarget[]; columns: De
     if (indexed && isDynamicOrComposite(p)) {
       const column = `${base}_hash`;
       targets.push({ column });
-      columns.push({ name: column, type: 'VARCHAR', doc: `keccak256 of ${what}: the EVM stores an indexed ${p.type} as its hash, so the value itself is not in the log.` });
+      columns.push({
+        name: column,
+        type: 'VARCHAR',
+        doc: `keccak256 of ${what}: the EVM stores an indexed ${p.type} as its hash, so the value itself is not in the log.`,
+      });
       return;
     }
     targets.push({ column: base });
@@ -233,7 +307,9 @@ export function paramColumns(e: AbiEvent): { targets: ParamTarget[]; columns: De
       columns.push({
         name: `${base}_raw`,
         type: 'VARCHAR',
-        doc: isWideInt(p.type) ? RAW_DOC(base) : `The whole ${base} as JSON with every wide integer as exact decimal text, when one of them does not fit DECIMAL(38,0); NULL otherwise.`,
+        doc: isWideInt(p.type)
+          ? RAW_DOC(base)
+          : `The whole ${base} as JSON with every wide integer as exact decimal text, when one of them does not fit DECIMAL(38,0); NULL otherwise.`,
       });
     }
   });

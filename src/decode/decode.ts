@@ -69,7 +69,10 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
   });
   const topic0s = [...groups.keys()];
   const anonContracts = [...new Set(anonymous.flatMap((m) => m.d.contracts ?? []))];
-  const where = [topic0s.length ? `topic_0 IN (${topic0s.map(literal).join(', ')})` : 'false', anonContracts.length ? `address IN (${anonContracts.map(literal).join(', ')})` : 'false'];
+  const where = [
+    topic0s.length ? `topic_0 IN (${topic0s.map(literal).join(', ')})` : 'false',
+    anonContracts.length ? `address IN (${anonContracts.map(literal).join(', ')})` : 'false',
+  ];
   await conn.run(
     `CREATE OR REPLACE TEMP TABLE ${LOGS} AS SELECT address, "timestamp", transaction_hash, transaction_index, log_index, topic_0, topic_1, topic_2, topic_3, data,
        (topic_0 IS NOT NULL)::INTEGER + (topic_1 IS NOT NULL)::INTEGER + (topic_2 IS NOT NULL)::INTEGER + (topic_3 IS NOT NULL)::INTEGER AS __topics
@@ -99,7 +102,9 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
 
   for (const [topic0, members] of groups) {
     const filters = members.map((m) => filterSql(m.d));
-    await conn.run(`CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT * FROM ${LOGS} WHERE topic_0 = ${literal(topic0)} AND (${filters.map((f) => `(${f})`).join(' OR ')})`);
+    await conn.run(
+      `CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT * FROM ${LOGS} WHERE topic_0 = ${literal(topic0)} AND (${filters.map((f) => `(${f})`).join(' OR ')})`,
+    );
     if (members.every((m) => sqlDecodable(m.s))) {
       // Each member's reason once (NULL: the log fits); `__ok` from it (a log outside a member's contracts is not its).
       const why = members.map((m, i) => `CASE WHEN ${filters[i]} THEN ${reasonSql(m.s, signatureText(m.s.event))} ELSE 'not its contract' END`);
@@ -111,7 +116,10 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
       );
       for (let i = 0; i < members.length; i++) {
         const m = members[i]!;
-        const earlier = members.slice(0, i).map((_, j) => ` AND NOT __ok${j}`).join('');
+        const earlier = members
+          .slice(0, i)
+          .map((_, j) => ` AND NOT __ok${j}`)
+          .join('');
         const items = [...commonItems(m), ...decodeItems(m.s), ...(m.d.exploded ? ['0 AS batch_position'] : [])];
         await conn.run(`INSERT INTO ${m.table} BY NAME SELECT ${items.join(', ')} FROM ${CAND} WHERE __ok${i}${earlier}`);
       }
@@ -125,17 +133,31 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
     // Anonymous events: the contract's logs whose topic_0 is no known event's signature.
     const known = topic0s.length ? ` AND topic_0 NOT IN (${topic0s.map(literal).join(', ')})` : '';
     const filters = anonymous.map((m) => filterSql(m.d));
-    await conn.run(`CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT * FROM ${LOGS} WHERE (${filters.map((f) => `(${f})`).join(' OR ')})${known.replace(/topic_0 NOT IN/, '(topic_0 IS NULL OR topic_0 NOT IN') + (known ? ')' : '')}`);
+    await conn.run(
+      `CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT * FROM ${LOGS} WHERE (${filters.map((f) => `(${f})`).join(' OR ')})${known.replace(/topic_0 NOT IN/, '(topic_0 IS NULL OR topic_0 NOT IN') + (known ? ')' : '')}`,
+    );
     await decodeInJs(input, anonymous, filters, commonItems, rejectInsert);
   }
   // Only SQL-decoded wide integers are marked: their _raw companions and exact-text ids.
   const marked = (d: DecodedDataset): string[] =>
-    d.sources.filter(sqlDecodable).flatMap((s) => s.event.inputs.flatMap((p, i) => (/^uint/.test(p.type) && isWideUint(p.type) ? [s.targets[i]!.text ? s.targets[i]!.column : `${s.targets[i]!.column}_raw`] : [])));
+    d.sources
+      .filter(sqlDecodable)
+      .flatMap((s) =>
+        s.event.inputs.flatMap((p, i) =>
+          /^uint/.test(p.type) && isWideUint(p.type) ? [s.targets[i]!.text ? s.targets[i]!.column : `${s.targets[i]!.column}_raw`] : [],
+        ),
+      );
   for (const d of named) await finishBig(conn, tables.get(d.name)!, [...new Set(marked(d))]);
   const count = async (sql: string): Promise<number> => Number((await conn.runAndReadAll(sql)).getRowsJS()[0]![0]);
   const rows = new Map<string, number>();
   for (const d of named) rows.set(d.name, await count(`SELECT count(*)::BIGINT FROM ${tables.get(d.name)!}`));
-  const out = { tables, rows, rejects: REJ, rejectCount: await count(`SELECT count(*)::BIGINT FROM ${REJ}`), logs: await count(`SELECT count(*)::BIGINT FROM ${LOGS}`) };
+  const out = {
+    tables,
+    rows,
+    rejects: REJ,
+    rejectCount: await count(`SELECT count(*)::BIGINT FROM ${REJ}`),
+    logs: await count(`SELECT count(*)::BIGINT FROM ${LOGS}`),
+  };
   await conn.run(`DROP TABLE IF EXISTS ${CAND}; DROP TABLE IF EXISTS ${LOGS}`);
   return out;
 }
@@ -159,7 +181,9 @@ async function decodeInJs(
   };
   // Which members each log may be (their contract filters), computed in SQL once.
   const n = Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM ${CAND}`)).getRowsJS()[0]![0]);
-  await conn.run(`CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT *, row_number() OVER () - 1 AS __row, [${filters.map((f) => `(${f})`).join(', ')}] AS __may FROM ${CAND}`);
+  await conn.run(
+    `CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT *, row_number() OVER () - 1 AS __row, [${filters.map((f) => `(${f})`).join(', ')}] AS __may FROM ${CAND}`,
+  );
   let counts = members.map(() => 0);
   let rejects = 0;
   for (let lo = 0; lo < n; lo += JS_CHUNK) {
@@ -193,7 +217,9 @@ async function decodeInJs(
     const m = members[i]!;
     const spec = stagedSpec(m.s);
     const types = finalTypes(m.s);
-    const columns = `{${Object.entries(spec).map(([k, t]) => `${literal(k)}: ${literal(t)}`).join(', ')}}`;
+    const columns = `{${Object.entries(spec)
+      .map(([k, t]) => `${literal(k)}: ${literal(t)}`)
+      .join(', ')}}`;
     const items = [
       ...commonItems(m, 'c.'),
       ...Object.entries(types).map(([k, t]) => `CAST(j.${ident(k)} AS ${t}) AS ${ident(k)}`),
@@ -220,7 +246,9 @@ async function finishBig(conn: DuckDBConnection, table: string, columns: string[
     const marked = (await conn.runAndReadAll(`SELECT DISTINCT ${col} FROM ${table} WHERE starts_with(${col}, ${literal(BIG_MARK)})`)).getRowsJS() as [string][];
     if (marked.length === 0) continue;
     const pairs = marked.map(([m]) => [m, BigInt('0x' + m.slice(BIG_MARK.length)).toString()] as const);
-    await conn.run(`CREATE OR REPLACE TEMP TABLE __decode_big AS SELECT unnest(${literalList(pairs.map((p) => p[0]))}) AS k, unnest(${literalList(pairs.map((p) => p[1]))}) AS v`);
+    await conn.run(
+      `CREATE OR REPLACE TEMP TABLE __decode_big AS SELECT unnest(${literalList(pairs.map((p) => p[0]))}) AS k, unnest(${literalList(pairs.map((p) => p[1]))}) AS v`,
+    );
     await conn.run(`UPDATE ${table} SET ${col} = b.v FROM __decode_big b WHERE ${table}.${col} = b.k`);
     await conn.run('DROP TABLE __decode_big');
   }

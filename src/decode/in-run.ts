@@ -23,7 +23,8 @@ export async function decodeAfterExport(
   try {
     const explorer = ctx.explorer;
     const fetchAbi = explorer
-      ? async (address: string): Promise<unknown> => ((await explorer.get('contract_abi', `/v1/contracts/${address}/abi`, {}, new Accounting())) as { data?: unknown })?.data
+      ? async (address: string): Promise<unknown> =>
+          ((await explorer.get('contract_abi', `/v1/contracts/${address}/abi`, {}, new Accounting())) as { data?: unknown })?.data
       : undefined;
     const datasets = await resolveDatasets(job.decode, { conn: ctx.engine.conn, paths: ctx.paths, network: job.network, fetchAbi });
     const r = await decodeLake({ ...ctx, network: job.network, datasets, onlyRunId: ctx.runId });

@@ -98,7 +98,8 @@ export function decodeLog(s: EventSource, topics: readonly (string | null)[], da
     });
     if (exploded.length === 0) return { rows: [{ ...row, __pos: 0 }] };
     const n = exploded[0]!.values.length;
-    if (exploded.some((e) => e.values.length !== n)) return { reason: `${sig}: ${exploded.map((e) => `${e.column} has ${e.values.length}`).join(', ')} elements; they must pair up` };
+    if (exploded.some((e) => e.values.length !== n))
+      return { reason: `${sig}: ${exploded.map((e) => `${e.column} has ${e.values.length}`).join(', ')} elements; they must pair up` };
     const rows: Record<string, unknown>[] = [];
     for (let pos = 0; pos < n; pos++) {
       const r: Record<string, unknown> = { ...row, __pos: pos };

@@ -62,7 +62,15 @@ const viewDoc = (d: DecodedDataset): string => `${d.doc} ${d.notes.join(' ')} Na
  * are one per key already: event_logs holds one row per (transaction_hash, log_index), and a log's rows
  * differ in batch_position. Undefined when the partition has files (then it is merged).
  */
-async function newPartition(engine: Engine, paths: LakePaths, shape: TableShape, network: Network, partition: string, fresh: string, workDir: string): Promise<PreparedFile | undefined> {
+async function newPartition(
+  engine: Engine,
+  paths: LakePaths,
+  shape: TableShape,
+  network: Network,
+  partition: string,
+  fresh: string,
+  workDir: string,
+): Promise<PreparedFile | undefined> {
   const dir = paths.partitionDir(shape.name, shape.partition, network, partition);
   if ((await partitionParquetFiles(dir)).length > 0) return undefined;
   const from = path.join(workDir, `${shape.name}.${network}.${partition}.parquet`);
@@ -74,7 +82,16 @@ async function newPartition(engine: Engine, paths: LakePaths, shape: TableShape,
     from,
     to: path.join(dir, PARTITION_FILE),
     strays: [],
-    file: { dataset: shape.name, network, partition, path: paths.relative(path.join(dir, PARTITION_FILE)), rows, bytes: (await stat(from)).size, minBlock: null, maxBlock: null },
+    file: {
+      dataset: shape.name,
+      network,
+      partition,
+      path: paths.relative(path.join(dir, PARTITION_FILE)),
+      rows,
+      bytes: (await stat(from)).size,
+      minBlock: null,
+      maxBlock: null,
+    },
   };
 }
 
@@ -101,7 +118,9 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
       const shape = decodedShape(d);
       for (const p of parts) {
         const fresh = `SELECT * EXCLUDE (__partition) FROM ${table} WHERE __partition = ${literal(p)}`;
-        prepared.push((await newPartition(engine, paths, shape, network, p, fresh, workDir)) ?? (await preparePartition(engine, paths, shape, network, p, fresh, workDir)));
+        prepared.push(
+          (await newPartition(engine, paths, shape, network, p, fresh, workDir)) ?? (await preparePartition(engine, paths, shape, network, p, fresh, workDir)),
+        );
       }
     }
     if (out.rejectCount > 0) {

@@ -45,27 +45,35 @@ export const STANDARD_CHOICES = [...Object.keys(STANDARD_GROUPS), ...Object.keys
 /** A `decode` object of a job file (errors through `fail`, naming the key). */
 export function parseDecodeSpec(doc: unknown, where: string, fail: Fail, baseDir = '.'): DecodeSpec {
   if (!isObj(doc)) fail(where, 'must be an object like {"standard": ["erc20"], "contracts": [{"address": "0x…"}]}');
-  for (const k of Object.keys(doc)) if (!['standard', 'tokens', 'contracts'].includes(k)) fail(`${where}.${k}`, 'unknown key; expected one of: standard, tokens, contracts');
+  for (const k of Object.keys(doc))
+    if (!['standard', 'tokens', 'contracts'].includes(k)) fail(`${where}.${k}`, 'unknown key; expected one of: standard, tokens, contracts');
   const strings = (v: unknown, at: string): string[] => {
     if (!Array.isArray(v) || v.length === 0 || v.some((x) => typeof x !== 'string' || x === '')) fail(at, 'must be a non-empty list of strings');
     return v as string[];
   };
   const addresses = (v: unknown, at: string): string[] =>
-    strings(v, at).map((a, i) => (ADDRESS.test(a) ? a.toLowerCase() : fail(`${at}[${i}]`, `must be an address (0x + 40 hex digits), got ${JSON.stringify(a)}`)));
+    strings(v, at).map((a, i) =>
+      ADDRESS.test(a) ? a.toLowerCase() : fail(`${at}[${i}]`, `must be an address (0x + 40 hex digits), got ${JSON.stringify(a)}`),
+    );
   const standard = doc.standard === undefined ? [] : strings(doc.standard, `${where}.standard`);
   standard.forEach((s, i) => {
-    if (!STANDARD_CHOICES.includes(s)) fail(`${where}.standard[${i}]`, `unknown standard ${JSON.stringify(s)}; expected one of: ${STANDARD_CHOICES.join(', ')}`);
+    if (!STANDARD_CHOICES.includes(s))
+      fail(`${where}.standard[${i}]`, `unknown standard ${JSON.stringify(s)}; expected one of: ${STANDARD_CHOICES.join(', ')}`);
   });
   const tokens = doc.tokens === undefined ? undefined : addresses(doc.tokens, `${where}.tokens`);
   const contracts: ContractDecode[] = [];
   if (doc.contracts !== undefined) {
-    if (!Array.isArray(doc.contracts) || doc.contracts.length === 0) fail(`${where}.contracts`, 'must be a non-empty list of {"address", "name"?, "abiFile"?, "signatures"?, "events"?}');
+    if (!Array.isArray(doc.contracts) || doc.contracts.length === 0)
+      fail(`${where}.contracts`, 'must be a non-empty list of {"address", "name"?, "abiFile"?, "signatures"?, "events"?}');
     doc.contracts.forEach((c: unknown, i: number) => {
       const at = `${where}.contracts[${i}]`;
       if (!isObj(c)) fail(at, 'must be an object {"address", "name"?, "abiFile"?, "signatures"?, "events"?}');
-      for (const k of Object.keys(c)) if (!['address', 'name', 'abiFile', 'signatures', 'events'].includes(k)) fail(`${at}.${k}`, 'unknown key; expected one of: address, name, abiFile, signatures, events');
+      for (const k of Object.keys(c))
+        if (!['address', 'name', 'abiFile', 'signatures', 'events'].includes(k))
+          fail(`${at}.${k}`, 'unknown key; expected one of: address, name, abiFile, signatures, events');
       if (typeof c.address !== 'string' || !ADDRESS.test(c.address)) fail(`${at}.address`, `must be an address, got ${JSON.stringify(c.address)}`);
-      if (c.name !== undefined && (typeof c.name !== 'string' || !/^[A-Za-z][A-Za-z0-9_]*$/.test(c.name))) fail(`${at}.name`, 'must be a name of letters, digits and _ (it names the datasets)');
+      if (c.name !== undefined && (typeof c.name !== 'string' || !/^[A-Za-z][A-Za-z0-9_]*$/.test(c.name)))
+        fail(`${at}.name`, 'must be a name of letters, digits and _ (it names the datasets)');
       if (c.abiFile !== undefined && (typeof c.abiFile !== 'string' || c.abiFile === '')) fail(`${at}.abiFile`, 'must be a path');
       if (c.abiFile !== undefined && c.signatures !== undefined) fail(at, 'give abiFile or signatures, not both');
       const signatures = c.signatures === undefined ? undefined : strings(c.signatures, `${at}.signatures`);
@@ -90,7 +98,12 @@ export function parseDecodeSpec(doc: unknown, where: string, fail: Fail, baseDir
 }
 
 /** The latest verified ABI and name of a contract in the lake's `contracts` dataset. */
-async function abiFromLake(conn: DuckDBConnection, paths: LakePaths, network: Network, address: string): Promise<{ abi: string; name: string | null } | undefined> {
+async function abiFromLake(
+  conn: DuckDBConnection,
+  paths: LakePaths,
+  network: Network,
+  address: string,
+): Promise<{ abi: string; name: string | null } | undefined> {
   if (!(await hasFiles(paths, 'contracts'))) return undefined;
   const glob = path.join(paths.datasetDir('contracts'), `network=${network}`, '*', '*.parquet');
   const rows = (
@@ -159,7 +172,9 @@ export async function resolveDatasets(
       origin = 'the contract’s ABI (explorer #14)';
     }
     if (c.events) {
-      for (const e of c.events) if (!events.some((x) => x.name === e)) throw new DecodeSpecError(`${c.address}: the ABI has no event ${e} (it has: ${events.map((x) => x.name).join(', ') || 'none'})`);
+      for (const e of c.events)
+        if (!events.some((x) => x.name === e))
+          throw new DecodeSpecError(`${c.address}: the ABI has no event ${e} (it has: ${events.map((x) => x.name).join(', ') || 'none'})`);
       events = events.filter((e) => c.events!.includes(e.name));
     }
     if (events.length === 0) throw new DecodeSpecError(`${c.address}: the ABI has no events to decode`);

@@ -25,9 +25,7 @@ const bits = (t: string): number => (t === 'uint' ? 256 : Number(t.slice(4)));
 function words(s: EventSource): string[] {
   let topic = 1;
   let data = 0;
-  return s.event.inputs.map((p) =>
-    (p as { indexed?: boolean }).indexed ? `substr(topic_${topic++}, 3)` : `substr(data, ${3 + 64 * data++}, 64)`,
-  );
+  return s.event.inputs.map((p) => ((p as { indexed?: boolean }).indexed ? `substr(topic_${topic++}, 3)` : `substr(data, ${3 + 64 * data++}, 64)`));
 }
 
 function validity(p: AbiParameter, w: string): string | undefined {
@@ -41,8 +39,7 @@ function validity(p: AbiParameter, w: string): string | undefined {
   return n === 32 ? undefined : `ends_with(${w}, ${ZEROS(64 - 2 * n)})`;
 }
 
-const u128 = (w: string): string =>
-  `((('0x' || substr(${w}, 33, 16))::UBIGINT::UHUGEINT << 64) + ('0x' || substr(${w}, 49, 16))::UBIGINT::UHUGEINT)`;
+const u128 = (w: string): string => `((('0x' || substr(${w}, 33, 16))::UBIGINT::UHUGEINT << 64) + ('0x' || substr(${w}, 49, 16))::UBIGINT::UHUGEINT)`;
 const fits128 = (w: string): string => `starts_with(${w}, ${ZEROS(32)})`;
 const LIMIT38 = `'100000000000000000000000000000000000000'::UHUGEINT`;
 

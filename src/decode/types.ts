@@ -55,7 +55,10 @@ export function hasWide(p: AbiParameter): boolean {
 }
 
 export const fieldName = (name: string | undefined, i: number, prefix: string): string => {
-  const n = (name ?? '').replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/[^A-Za-z0-9_]/g, '_').toLowerCase();
+  const n = (name ?? '')
+    .replace(/([a-z0-9])([A-Z])/g, '$1_$2')
+    .replace(/[^A-Za-z0-9_]/g, '_')
+    .toLowerCase();
   return n === '' ? `${prefix}${i}` : n;
 };
 
@@ -64,7 +67,10 @@ const quoteField = (n: string): string => `"${n.replace(/"/g, '""')}"`;
 /** The DuckDB type of a parameter (`staged`: the type the staged JSON is read as, wide and 64-bit ints as text). */
 export function duckType(p: AbiParameter, staged = false): string {
   if (isArray(p)) return `${duckType(elementOf(p), staged)}[]`;
-  if (isTuple(p)) return `STRUCT(${components(p).map((c, i) => `${quoteField(fieldName(c.name, i, 'f'))} ${duckType(c, staged)}`).join(', ')})`;
+  if (isTuple(p))
+    return `STRUCT(${components(p)
+      .map((c, i) => `${quoteField(fieldName(c.name, i, 'f'))} ${duckType(c, staged)}`)
+      .join(', ')})`;
   const i = intBits(p.type);
   if (i) {
     if (i.signed ? i.bits <= 32 : i.bits <= 24) return 'INTEGER';

@@ -87,14 +87,23 @@ export interface DataFile {
   readonly deleteFile: DeleteFile | null;
 }
 
-const num = (v: CatalogValue): number => {
+/** A catalog row's column; undefined means the query did not select it (a bug here, never in the catalog). */
+const present = (v: CatalogValue | undefined): CatalogValue => {
+  if (v === undefined) throw new DuckLakeError('a catalog query did not select a column it reads');
+  return v;
+};
+const num = (value: CatalogValue | undefined): number => {
+  const v = present(value);
   if (typeof v === 'number') return v;
   if (typeof v === 'string' && /^-?\d+$/.test(v)) return Number(v);
   throw new DuckLakeError(`expected a number in the catalog, found ${String(v)}`);
 };
-const numOrNull = (v: CatalogValue): number | null => (v === null ? null : num(v));
-const str = (v: CatalogValue): string => (v === null ? '' : String(v));
-const toDate = (v: CatalogValue): Date => (v instanceof Date ? v : new Date(String(v)));
+const numOrNull = (v: CatalogValue | undefined): number | null => (present(v) === null ? null : num(v));
+const str = (v: CatalogValue | undefined): string => (present(v) === null ? '' : String(v));
+const toDate = (v: CatalogValue | undefined): Date => {
+  const d = present(v);
+  return d instanceof Date ? d : new Date(String(d));
+};
 
 function toSnapshot(row: CatalogRow): Snapshot {
   return {
@@ -255,7 +264,7 @@ export async function listDataFiles(db: CatalogDb, table: LakeTable, snapshot: n
     [table.tableId, snapshot],
   );
   const base = tablePath(dataPath, table);
-  const resolve = (p: string, relative: CatalogValue) => (relative === false ? p : joinPath(base, p));
+  const resolve = (p: string, relative: CatalogValue | undefined) => (relative === false ? p : joinPath(base, p));
   return rows.map((r) => {
     const format = str(r.file_format);
     if (format !== 'parquet') throw new DuckLakeError(`data file ${num(r.data_file_id)} of ${table.name}: format '${format}' is not parquet`);

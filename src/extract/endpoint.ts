@@ -158,7 +158,8 @@ export function endpointPageFetcher(
     if (absence) {
       // A success envelope that says "nothing here" (an unverified contract on the real service: HTTP 200,
       // `results: {}` and a message) is the same fact as the refusal above, recorded the same way.
-      const message = received?.message ?? (typeof (results as { message?: unknown } | null)?.message === 'string' ? (results as { message: string }).message : null);
+      const message =
+        received?.message ?? (typeof (results as { message?: unknown } | null)?.message === 'string' ? (results as { message: string }).message : null);
       return { entries: [{}], results: {}, count: 1, offset: 0, range: req.range, meta: { ...baseMeta, found: false, api_message: message || absence } };
     }
     if (results === null || typeof results !== 'object' || Array.isArray(results)) {

@@ -7,7 +7,14 @@ class Collected extends AsyncByteQueue {
   chunks: Uint8Array[] = [];
   override write(value: ArrayBufferView | ArrayBuffer | string): void {
     if (typeof value === 'string') this.chunks.push(Buffer.from(value));
-    else this.chunks.push(value instanceof Uint8Array ? value : ArrayBuffer.isView(value) ? new Uint8Array(value.buffer, value.byteOffset, value.byteLength) : new Uint8Array(value));
+    else
+      this.chunks.push(
+        value instanceof Uint8Array
+          ? value
+          : ArrayBuffer.isView(value)
+            ? new Uint8Array(value.buffer, value.byteOffset, value.byteLength)
+            : new Uint8Array(value),
+      );
   }
   take(): Uint8Array {
     const out = Buffer.concat(this.chunks);

@@ -90,7 +90,13 @@ class FixedSink<T extends number | bigint> implements Sink {
     this.values.push(v === null ? this.zero : this.of(v));
   }
   finish(): Data {
-    return makeData({ type: this.type as Int32, length: this.values.length, nullCount: this.valid.nulls, nullBitmap: this.valid.bitmap(), data: new this.Array(this.values) as Int32Array });
+    return makeData({
+      type: this.type as Int32,
+      length: this.values.length,
+      nullCount: this.valid.nulls,
+      nullBitmap: this.valid.bitmap(),
+      data: new this.Array(this.values) as Int32Array,
+    });
   }
 }
 
@@ -104,7 +110,13 @@ class BoolSink implements Sink {
   }
   finish(): Data {
     const length = this.valid.length;
-    return makeData({ type: this.type, length, nullCount: this.valid.nulls, nullBitmap: this.valid.bitmap(), data: this.values.bitmap() ?? new Uint8Array(Math.ceil(length / 8)) });
+    return makeData({
+      type: this.type,
+      length,
+      nullCount: this.valid.nulls,
+      nullBitmap: this.valid.bitmap(),
+      data: this.values.bitmap() ?? new Uint8Array(Math.ceil(length / 8)),
+    });
   }
 }
 
@@ -157,7 +169,13 @@ class DecimalSink implements Sink {
     }
   }
   finish(): Data {
-    return makeData({ type: this.type, length: this.words.length / 4, nullCount: this.valid.nulls, nullBitmap: this.valid.bitmap(), data: new Uint32Array(this.words) });
+    return makeData({
+      type: this.type,
+      length: this.words.length / 4,
+      nullCount: this.valid.nulls,
+      nullBitmap: this.valid.bitmap(),
+      data: new Uint32Array(this.words),
+    });
   }
 }
 

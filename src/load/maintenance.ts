@@ -184,45 +184,52 @@ export async function rebuildCatalog(paths: LakePaths): Promise<RebuildReport> {
     const problem = await catalogProblem(paths);
     if (problem) salvage = await salvageCatalog(paths, problem, TABLES);
   };
-  const report = await maintain(paths, 'catalog-rebuild', async (engine, id, _staging, recovery) => {
-    const onDisk: CommittedFile[] = [];
-    for (const shape of lakeShapes()) {
-      for (const p of await listPartitions(paths, shape)) {
-        for (const f of p.files) {
-          const block = shape.blockColumn;
-          const hasBlock =
-            block &&
-            (
-              await engine.conn.runAndReadAll(`SELECT count(*) FROM (DESCRIBE SELECT * FROM read_parquet(${literal(f)})) WHERE column_name = ${literal(block)}`)
-            ).getRowsJS()[0]![0];
-          const [n, lo, hi] = (
-            await engine.conn.runAndReadAll(
-              `SELECT count(*)::BIGINT${hasBlock ? `, min("${block}")::BIGINT, max("${block}")::BIGINT` : ''} FROM read_parquet(${literal(f)})`,
-            )
-          ).getRowsJS()[0] as [bigint, bigint | null | undefined, bigint | null | undefined];
-          onDisk.push({
-            dataset: shape.name,
-            network: p.network,
-            partition: p.value,
-            path: paths.relative(f),
-            rows: Number(n),
-            bytes: (await stat(f)).size,
-            minBlock: lo == null ? null : lo.toString(),
-            maxBlock: hi == null ? null : hi.toString(),
-          });
+  const report = await maintain(
+    paths,
+    'catalog-rebuild',
+    async (engine, id, _staging, recovery) => {
+      const onDisk: CommittedFile[] = [];
+      for (const shape of lakeShapes()) {
+        for (const p of await listPartitions(paths, shape)) {
+          for (const f of p.files) {
+            const block = shape.blockColumn;
+            const hasBlock =
+              block &&
+              (
+                await engine.conn.runAndReadAll(
+                  `SELECT count(*) FROM (DESCRIBE SELECT * FROM read_parquet(${literal(f)})) WHERE column_name = ${literal(block)}`,
+                )
+              ).getRowsJS()[0]![0];
+            const [n, lo, hi] = (
+              await engine.conn.runAndReadAll(
+                `SELECT count(*)::BIGINT${hasBlock ? `, min("${block}")::BIGINT, max("${block}")::BIGINT` : ''} FROM read_parquet(${literal(f)})`,
+              )
+            ).getRowsJS()[0] as [bigint, bigint | null | undefined, bigint | null | undefined];
+            onDisk.push({
+              dataset: shape.name,
+              network: p.network,
+              partition: p.value,
+              path: paths.relative(f),
+              rows: Number(n),
+              bytes: (await stat(f)).size,
+              minBlock: lo == null ? null : lo.toString(),
+              maxBlock: hi == null ? null : hi.toString(),
+            });
+          }
         }
       }
-    }
-    return Catalog.write(engine, paths, async (c) => {
-      const known = await c.filePaths();
-      const present = new Set(onDisk.map((f) => f.path));
-      const gone = known.filter((p) => !present.has(p));
-      await c.forgetFiles(gone);
-      await c.recordFiles(id, onDisk);
-      await c.refreshViews({ force: true });
-      return { runId: id, recovery, files: onDisk.length, filesAdded: onDisk.filter((f) => !known.includes(f.path)).length, filesForgotten: gone.length };
-    });
-  }, first);
+      return Catalog.write(engine, paths, async (c) => {
+        const known = await c.filePaths();
+        const present = new Set(onDisk.map((f) => f.path));
+        const gone = known.filter((p) => !present.has(p));
+        await c.forgetFiles(gone);
+        await c.recordFiles(id, onDisk);
+        await c.refreshViews({ force: true });
+        return { runId: id, recovery, files: onDisk.length, filesAdded: onDisk.filter((f) => !known.includes(f.path)).length, filesForgotten: gone.length };
+      });
+    },
+    first,
+  );
   return { ...report, salvage };
 }
 

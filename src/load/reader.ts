@@ -22,7 +22,9 @@ export interface LakeReader {
 
 export class NoLakeError extends ChainlakeError {
   constructor(readonly paths: LakePaths) {
-    super(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`, { exitCode: EXIT.usage, hint: existsSync(paths.stagingRoot)
+    super(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`, {
+      exitCode: EXIT.usage,
+      hint: existsSync(paths.stagingRoot)
         ? 'the lake folder is there but its catalog is gone: `chainlake catalog rebuild` recreates it from the files'
         : 'check --lake (or $LAKE): it names the folder a run wrote',
     });

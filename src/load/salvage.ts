@@ -33,7 +33,7 @@ const LOSS: Record<(typeof KEPT_TABLES)[number], string> = {
   lake_meta: 'the lake facts (rebuilt)',
   runs: 'the run history (`status` shows no earlier runs)',
   windows: 'the window records (resume and gap reports start afresh)',
-  watermarks: 'the watermarks (the next incremental runs start from the job\'s fromBlock and fetch again; merging keeps one row per key)',
+  watermarks: "the watermarks (the next incremental runs start from the job's fromBlock and fetch again; merging keeps one row per key)",
   commits: 'the commit log',
 };
 
@@ -82,7 +82,10 @@ export async function salvageCatalog(paths: LakePaths, problem: string, createTa
     for (const t of KEPT_TABLES) if (t !== 'lake_meta') report.lost.push({ table: t, what: LOSS[t], error: 'no catalog.duckdb' });
     return report;
   }
-  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  const stamp = new Date()
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z');
   const damaged = `${paths.catalog}.damaged-${stamp}`;
   await rename(paths.catalog, damaged);
   if (existsSync(`${paths.catalog}.wal`)) await rename(`${paths.catalog}.wal`, `${damaged}.wal`);

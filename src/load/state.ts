@@ -90,7 +90,9 @@ export async function readRequestUsage(engine: Engine, paths: LakePaths, account
   const conn = engine.conn;
   await retryOnLock(() => conn.run(`ATTACH ${literal(paths.catalog)} AS chainlake_usage (READ_ONLY)`), catalogWaitMs(60_000), 'reading request usage');
   try {
-    const has = (await conn.runAndReadAll(`SELECT 1 FROM duckdb_tables() WHERE database_name = 'chainlake_usage' AND table_name = 'request_usage'`)).getRowsJS();
+    const has = (
+      await conn.runAndReadAll(`SELECT 1 FROM duckdb_tables() WHERE database_name = 'chainlake_usage' AND table_name = 'request_usage'`)
+    ).getRowsJS();
     if (has.length === 0) return usage;
     const rows = (
       await conn.runAndReadAll(

@@ -212,7 +212,11 @@ export class BatchCommitter {
     return marks;
   }
 
-  private async commit(batch: WindowOutcome[], ns: readonly number[], finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined): Promise<void> {
+  private async commit(
+    batch: WindowOutcome[],
+    ns: readonly number[],
+    finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined,
+  ): Promise<void> {
     const n = ns[ns.length - 1]!;
     const preloaded = ns.map((i) => this.preloads.get(i)).filter((b): b is BatchRows => b !== undefined);
     const { engine, paths, runId, ingestedAt, stagingDir, network, log } = this.ctx;
@@ -305,6 +309,8 @@ export function advanceWatermark(old: number | undefined, rangeStart: number, ra
 function stagedOf(o: WindowOutcome): { stagedFiles: string[]; pageFiles: StagedPages[] } {
   return {
     stagedFiles: o.stage && o.stage.rows > 0 ? [o.stage.file] : [],
-    pageFiles: (o.pageStage?.files ?? []).filter((f) => f.rows > 0).map((f) => ({ file: f.file, entriesAt: o.pagesEntriesAt!, maxLineBytes: f.maxLineBytes, extras: f.extras })),
+    pageFiles: (o.pageStage?.files ?? [])
+      .filter((f) => f.rows > 0)
+      .map((f) => ({ file: f.file, entriesAt: o.pagesEntriesAt!, maxLineBytes: f.maxLineBytes, extras: f.extras })),
   };
 }

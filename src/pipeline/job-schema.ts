@@ -139,7 +139,7 @@ export function jobSchema(): Schema {
       timeouts: { type: 'object', properties: { connectMs: int(1), headersMs: int(1), bodyMs: int(1), totalMs: int(1) }, additionalProperties: false },
       paths: {
         type: 'object',
-        description: "Paths that replace endpoints' defaults, by endpoint id (chainlake describe --endpoints), e.g. {\"total_chart\": \"/usdx/total_chart\"}",
+        description: 'Paths that replace endpoints\' defaults, by endpoint id (chainlake describe --endpoints), e.g. {"total_chart": "/usdx/total_chart"}',
         properties: Object.fromEntries(
           datasetNames().flatMap((n) =>
             getDataset(n).endpoints.map((e) => [e.id, { type: 'string', pattern: '^/[^\\s?#]*$', description: `${e.api} ${e.ref}; default ${e.path}` }]),

@@ -19,9 +19,12 @@ export class JobError extends ChainlakeError {
     readonly problem: string,
   ) {
     // `export` builds its job from flags: there is no file to blame.
-    super(file === 'command line' ? `invalid arguments: ${where ? `${where}: ` : ''}${problem}` : `job file error: ${file}: ${where ? `${where}: ` : ''}${problem}`, {
-      exitCode: EXIT.usage,
-    });
+    super(
+      file === 'command line' ? `invalid arguments: ${where ? `${where}: ` : ''}${problem}` : `job file error: ${file}: ${where ? `${where}: ` : ''}${problem}`,
+      {
+        exitCode: EXIT.usage,
+      },
+    );
   }
 }
 
@@ -531,7 +534,8 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     r.keys(sim, 'simulator', ['seed', 'scale', 'dialect', 'chain']);
     if (sim.dialect !== undefined && sim.dialect !== 'spec' && sim.dialect !== 'real')
       r.fail('simulator.dialect', `must be spec or real, got ${JSON.stringify(sim.dialect)}`);
-    if (sim.chain !== undefined && sim.chain !== 'demo' && sim.chain !== 'sparse') r.fail('simulator.chain', `must be demo or sparse, got ${JSON.stringify(sim.chain)}`);
+    if (sim.chain !== undefined && sim.chain !== 'demo' && sim.chain !== 'sparse')
+      r.fail('simulator.chain', `must be demo or sparse, got ${JSON.stringify(sim.chain)}`);
     const scale = sim.scale;
     if (scale !== undefined && scale !== 'small' && scale !== 'medium' && scale !== 'large')
       r.fail('simulator.scale', `must be small, medium or large, got ${JSON.stringify(scale)}`);
@@ -601,12 +605,17 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
 
   if (target.kind === 'api' && !target.finance) {
     const financeDs = datasets.find((d) => DATASETS[d.name]!.endpoints.some((e) => d.endpoints.includes(e.id) && e.api === 'finance'));
-    if (financeDs) r.fail('endpoints.finance', `no finance base URL, and ${financeDs.name} reads the finance API: set it in the job or in ${ENDPOINT_ENV.finance}`);
+    if (financeDs)
+      r.fail('endpoints.finance', `no finance base URL, and ${financeDs.name} reads the finance API: set it in the job or in ${ENDPOINT_ENV.finance}`);
   }
 
   const apiKey = doc.apiKey !== undefined ? r.str(doc.apiKey, 'apiKey') : env.CHAINLAKE_API_KEY || undefined;
   const paths = pathOverrides(r, doc.paths);
-  if (target.kind === 'api' && !target.explorer && datasets.some((d) => DATASETS[d.name]!.endpoints.some((e) => d.endpoints.includes(e.id) && e.api === 'explorer'))) {
+  if (
+    target.kind === 'api' &&
+    !target.explorer &&
+    datasets.some((d) => DATASETS[d.name]!.endpoints.some((e) => d.endpoints.includes(e.id) && e.api === 'explorer'))
+  ) {
     r.fail(`endpoints.${network}`, `no ${network} base URL: set it in the job or in ${ENDPOINT_ENV[network]}`);
   }
 
@@ -671,7 +680,8 @@ function pathOverrides(r: Reader, v: unknown): Record<string, string> {
       r.fail(at, `must be a path starting with '/' (no query, fragment, space or '//'), got ${JSON.stringify(path)}`);
     const allowed = placeholdersOf(e.endpoint.path);
     const bad = placeholdersOf(path).filter((p) => !allowed.includes(p));
-    if (bad.length) r.fail(at, `uses {${bad.join('}, {')}}, which the scope of ${id} does not give; it may use ${allowed.length ? `{${allowed.join('}, {')}}` : 'none'}`);
+    if (bad.length)
+      r.fail(at, `uses {${bad.join('}, {')}}, which the scope of ${id} does not give; it may use ${allowed.length ? `{${allowed.join('}, {')}}` : 'none'}`);
     out[id] = path;
   }
   return out;

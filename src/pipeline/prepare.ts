@@ -196,5 +196,14 @@ export async function prepareRun(
   const at = head ?? job.range.fromBlock;
   const { todo, skipped } = narrowWindows(job, at, state, resume !== undefined, fullRefresh);
   const done = resume ? committedRanges(resume.committed) : new Map<string, BlockRange[]>();
-  return { state, resume, head, found, range: jobRange(job, at), windows: job.range.fixedChunks ? todo : joinWindows(todo, done), skipped, committedRanges: done };
+  return {
+    state,
+    resume,
+    head,
+    found,
+    range: jobRange(job, at),
+    windows: job.range.fixedChunks ? todo : joinWindows(todo, done),
+    skipped,
+    committedRanges: done,
+  };
 }

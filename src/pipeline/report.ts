@@ -141,7 +141,8 @@ export function formatReport(r: RunReport, width = Infinity): string {
     ...foldTable(rows, width),
     `lake: ${r.lake}`,
   ];
-  for (const [ds, fields] of Object.entries(r.unknownFields)) out.push(`note: ${ds} entries carry fields the schema does not know: ${fields.join(', ')} (kept in its extra column)`);
+  for (const [ds, fields] of Object.entries(r.unknownFields))
+    out.push(`note: ${ds} entries carry fields the schema does not know: ${fields.join(', ')} (kept in its extra column)`);
   for (const e of r.errors.slice(0, 10)) out.push(`failed: ${e.window}: ${e.error}`);
   if (r.errors.length > 10) out.push(`... and ${r.errors.length - 10} more failed windows (see the catalog's windows table)`);
   return out.join('\n');

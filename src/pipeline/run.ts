@@ -105,7 +105,14 @@ export async function resolveTargets(job: Job, opts: Pick<RunOptions, 'simulator
     return { explorer: s.urls[job.network], explorerAlt: s.urls.testnetAlt, finance: s.urls.finance, apiKey: s.apiKey, close: async () => {} };
   }
   const { startSimulator } = await import('../simulator/index.js');
-  const sim = await startSimulator({ seed: job.target.seed, scale: job.target.scale, dialect: job.target.dialect, chain: job.target.chain, host: '127.0.0.1', port: 0 });
+  const sim = await startSimulator({
+    seed: job.target.seed,
+    scale: job.target.scale,
+    dialect: job.target.dialect,
+    chain: job.target.chain,
+    host: '127.0.0.1',
+    port: 0,
+  });
   return { explorer: sim.urls[job.network], explorerAlt: sim.urls.testnetAlt, finance: sim.urls.finance, apiKey: sim.apiKey, close: () => sim.close() };
 }
 
@@ -179,10 +186,15 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   const targets = await resolveTargets(job, opts);
   const onRetry = (e: RetryEvent): void =>
     // `network failure (ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9)` -> `network failure (ECONNREFUSED)`: it must fit a terminal line.
-    log.log('info', 'request.retry', `retrying ${e.endpoint}: ${e.reason.replace(/\((E[A-Z]+)\b[^)]*\)/, '($1)')}, attempt ${e.attempt} of ${e.maxAttempts}, next in ${(e.delayMs / 1000).toFixed(1)} s`, {
-      ...e,
-      delayMs: Math.round(e.delayMs),
-    });
+    log.log(
+      'info',
+      'request.retry',
+      `retrying ${e.endpoint}: ${e.reason.replace(/\((E[A-Z]+)\b[^)]*\)/, '($1)')}, attempt ${e.attempt} of ${e.maxAttempts}, next in ${(e.delayMs / 1000).toFixed(1)} s`,
+      {
+        ...e,
+        delayMs: Math.round(e.delayMs),
+      },
+    );
   const transport = opts.transportInstance ?? new HttpTransport({ ...transportOptionsOf(job), onRetry, ...opts.transport });
   const clients = buildClients(transport, targets, job);
   const runAcct = new Accounting();
@@ -199,12 +211,23 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       transport.quota = quota;
       if (quota.remainingToday() === 0) throw new QuotaReachedError(quota.limit);
     }
-    const { state, resume, head, found, range, windows, skipped, committedRanges } = await prepareRun(job, job !== baseJob, opts.fullRefresh ?? false, engine, paths, clients, runAcct);
+    const { state, resume, head, found, range, windows, skipped, committedRanges } = await prepareRun(
+      job,
+      job !== baseJob,
+      opts.fullRefresh ?? false,
+      engine,
+      paths,
+      clients,
+      runAcct,
+    );
     if (head !== null && range.from > head && !job.range.incremental) {
       // An explicit range above the chain: "0 windows, complete" would read as success.
       const what = `blocks ${range.from}-${job.range.toBlock === 'head' ? 'head' : job.range.toBlock} start above the chain head (block ${head}, pinned now)`;
       if (windows.length === 0)
-        throw new ChainlakeError(`${what}: nothing to fetch`, { exitCode: EXIT.usage, hint: "lower --from-block (or the job's range.fromBlock) to the head or below" });
+        throw new ChainlakeError(`${what}: nothing to fetch`, {
+          exitCode: EXIT.usage,
+          hint: "lower --from-block (or the job's range.fromBlock) to the head or below",
+        });
       log.log('warn', 'range.above-head', `${what}: only datasets without a block range have anything to fetch`, { from: range.from, head });
     }
 
@@ -216,7 +239,12 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       'info',
       'run.start',
       `run ${runId}: ${job.name} on ${job.network}, ${head === null ? 'no head needed (no block-ranged dataset)' : `head ${resume ? `${head} (resuming run ${resume.runId})` : `pinned at block ${head}${headHow(found)}`}, blocks ${range.from}-${range.to}`}: ${windows.length} windows to fetch${skipped ? `, ${skipped} already in the lake` : ''}`,
-      { ...startRecord, windows: windows.length, skipped, ...(found ? { headFoundBy: found.how, headRequests: found.requests, latestRefused: found.latestRefused } : {}) },
+      {
+        ...startRecord,
+        windows: windows.length,
+        skipped,
+        ...(found ? { headFoundBy: found.how, headRequests: found.requests, latestRefused: found.latestRefused } : {}),
+      },
     );
 
     const live = new LiveRun(runId, job.name);
@@ -226,7 +254,11 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     const transformers = new Map<string, RowTransformer>();
     const transformerFor = (def: DatasetDef): RowTransformer => {
       let t = transformers.get(def.name);
-      if (!t) transformers.set(def.name, (t = new RowTransformer(def, { network: job.network, snapshotDate: ingestedAt.slice(0, 10), stageReceived: opts.stageReceived })));
+      if (!t)
+        transformers.set(
+          def.name,
+          (t = new RowTransformer(def, { network: job.network, snapshotDate: ingestedAt.slice(0, 10), stageReceived: opts.stageReceived })),
+        );
       return t;
     };
     const outcomes: WindowOutcome[] = [];
@@ -269,40 +301,40 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       windows.map((first) =>
         limitWindows(async () => {
           // A window stopped at the result window is continued by the next one, in the same slot.
-          for (let w: Window | undefined = first; w; ) {
-          // At the quota (or on a signal) the run stops fetching: what is in flight ends, what committed stays, the next run resumes.
-          if (quota?.reached || opts.signal?.aborted) break;
-          const index = nextIndex++;
-          const liveDs = live.dataset(w.def.name);
-          const acct = new Accounting();
-          const progress = new WindowProgress();
-          live.windows.push({ dataset: w.def.name, acct, progress });
-          const outcome = await executeWindow(w, {
-            clients,
-            transformer: transformerFor(w.def),
-            pager,
-            stagingDir: staging,
-            index,
-            strict: job.strict,
-            log,
-            acct,
-            progress,
-            onPage: (rows, rejects, bytes) => {
-              if (opts.signal?.aborted) throw new Error('interrupted');
-              liveDs.rows += rows;
-              liveDs.rejects += rejects;
-              garbage.add(bytes);
-            },
-          });
-          // A window the interruption cut short is not a failure: it was not done, and the next run fetches it.
-          if (opts.signal?.aborted) return;
-          if (outcome.error) liveDs.windowsFailed++;
-          else liveDs.windowsDone++;
-          outcomes.push(outcome);
-          committer.add(outcome);
-          const rest = outcome.rest;
-          w = rest && !outcome.error ? { ...w, range: rest, id: windowIdOf(w.def.name, w.network, w.scopeKey, rest) } : undefined;
-          if (w) liveDs.windowsTotal++;
+          for (let w: Window | undefined = first; w;) {
+            // At the quota (or on a signal) the run stops fetching: what is in flight ends, what committed stays, the next run resumes.
+            if (quota?.reached || opts.signal?.aborted) break;
+            const index = nextIndex++;
+            const liveDs = live.dataset(w.def.name);
+            const acct = new Accounting();
+            const progress = new WindowProgress();
+            live.windows.push({ dataset: w.def.name, acct, progress });
+            const outcome = await executeWindow(w, {
+              clients,
+              transformer: transformerFor(w.def),
+              pager,
+              stagingDir: staging,
+              index,
+              strict: job.strict,
+              log,
+              acct,
+              progress,
+              onPage: (rows, rejects, bytes) => {
+                if (opts.signal?.aborted) throw new Error('interrupted');
+                liveDs.rows += rows;
+                liveDs.rejects += rejects;
+                garbage.add(bytes);
+              },
+            });
+            // A window the interruption cut short is not a failure: it was not done, and the next run fetches it.
+            if (opts.signal?.aborted) return;
+            if (outcome.error) liveDs.windowsFailed++;
+            else liveDs.windowsDone++;
+            outcomes.push(outcome);
+            committer.add(outcome);
+            const rest = outcome.rest;
+            w = rest && !outcome.error ? { ...w, range: rest, id: windowIdOf(w.def.name, w.network, w.scopeKey, rest) } : undefined;
+            if (w) liveDs.windowsTotal++;
           }
         }),
       ),
@@ -322,7 +354,8 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       if (opts.signal?.aborted) report.status = 'interrupted';
       return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
     });
-    if (job.decode) report.decoded = await decodeAfterExport(job, { engine, paths, runId, ingestedAt, stagingDir: staging, log, explorer: clients.explorer }, report);
+    if (job.decode)
+      report.decoded = await decodeAfterExport(job, { engine, paths, runId, ingestedAt, stagingDir: staging, log, explorer: clients.explorer }, report);
     return report;
   } catch (e) {
     failure = e;
@@ -334,7 +367,8 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     const pending = existsSync(path.join(staging, JOURNAL_FILE));
     await closeRunStaging(staging);
     // After the staging is gone: a full disk has room again for this one small write.
-    if (recorded && failure !== undefined && !pending) await recordFailure(paths, runId, job.name, ingestedAt, now(), { ...recorded, requestUsage: usage() }, failure, log);
+    if (recorded && failure !== undefined && !pending)
+      await recordFailure(paths, runId, job.name, ingestedAt, now(), { ...recorded, requestUsage: usage() }, failure, log);
   }
 }
 

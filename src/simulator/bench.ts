@@ -21,7 +21,11 @@ export interface BenchOptions {
   inProcess?: boolean;
 }
 
-interface Remote { mainnet: string; apiKey: string; whale: string }
+interface Remote {
+  mainnet: string;
+  apiKey: string;
+  whale: string;
+}
 
 async function startWorker(opts: BenchOptions): Promise<{ remote: Remote; stop: () => Promise<void> }> {
   const worker = new Worker(new URL('./bench-worker.js', import.meta.url), { workerData: { scale: opts.scale ?? 'small', seed: opts.seed ?? 1 } });
@@ -42,7 +46,10 @@ async function startWorker(opts: BenchOptions): Promise<{ remote: Remote; stop: 
 }
 
 export interface BenchResult {
-  rowsPerSecond: number; requests: number; seconds: number; rows: number;
+  rowsPerSecond: number;
+  requests: number;
+  seconds: number;
+  rows: number;
   /** CPU seconds this process (client and, unless remote, server) used; rows / cpuSeconds is load-independent. */
   cpuSeconds: number;
 }
@@ -57,7 +64,8 @@ const PAGE_END = Buffer.from(']}}', 'latin1');
  * this offset and the 1000-row limit.
  */
 async function countPageRows(body: AsyncIterable<Buffer>, offset: number): Promise<number> {
-  let braces = 0, count = -1;
+  let braces = 0,
+    count = -1;
   let head = '';
   let tail: Buffer = Buffer.alloc(0);
   for await (const chunk of body) {
@@ -92,17 +100,25 @@ export async function benchSimulator(opts: BenchOptions = {}): Promise<BenchResu
   const parse = opts.parse ?? true;
   const seconds = opts.seconds ?? 5;
   // Walk the whale's history in block windows small enough for the result window, newest first.
-  const head = Number((await (await pool.request({ path: url.pathname.replace(/\/$/, '') + '/v1/blocks/latest', method: 'GET', headers: { 'api-key': apiKey } })).body.json() as { results: { data: { block_number: string } } }).results.data.block_number);
+  const head = Number(
+    (
+      (await (
+        await pool.request({ path: url.pathname.replace(/\/$/, '') + '/v1/blocks/latest', method: 'GET', headers: { 'api-key': apiKey } })
+      ).body.json()) as { results: { data: { block_number: string } } }
+    ).results.data.block_number,
+  );
   const windowBlocks = 2000;
   let cursor = 0;
   const nextPath = (): { path: string; offset: number } => {
-    const w = Math.floor(cursor / 3), page = cursor % 3;
+    const w = Math.floor(cursor / 3),
+      page = cursor % 3;
     cursor++;
     const end = head - ((w * windowBlocks) % head);
     const start = Math.max(0, end - windowBlocks + 1);
     return { path: `${prefix}&startBlock=${start}&endBlock=${end}&offset=${page * 1000}`, offset: page * 1000 };
   };
-  let requests = 0, rows = 0;
+  let requests = 0,
+    rows = 0;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const deadline = t0 + seconds * 1000;

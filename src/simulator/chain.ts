@@ -11,19 +11,27 @@ export type Network = 'mainnet' | 'testnet';
 export type ScaleName = 'small' | 'medium' | 'large';
 
 export interface Preset {
-  visibleBlocks: number;   // initial head
-  reserveBlocks: number;   // pre-generated blocks above the head, revealed by a moving head
-  whaleTxs: number;        // target whale transactions within the initial head
-  othersMean: number;      // background transactions per block
-  ordinary: number;        // plain externally owned accounts
+  visibleBlocks: number; // initial head
+  reserveBlocks: number; // pre-generated blocks above the head, revealed by a moving head
+  whaleTxs: number; // target whale transactions within the initial head
+  othersMean: number; // background transactions per block
+  ordinary: number; // plain externally owned accounts
   createdContracts: number;
-  crowdedTxs: number;      // transactions of the crowded address inside its one crowded block
+  crowdedTxs: number; // transactions of the crowded address inside its one crowded block
 }
 
 export const PRESETS: Record<ScaleName | 'testnet', Preset> = {
   small: { visibleBlocks: 36_000, reserveBlocks: 3_600, whaleTxs: 108_000, othersMean: 4, ordinary: 20_000, createdContracts: 96, crowdedTxs: 10_050 },
   medium: { visibleBlocks: 216_000, reserveBlocks: 7_200, whaleTxs: 324_000, othersMean: 3, ordinary: 60_000, createdContracts: 256, crowdedTxs: 10_050 },
-  large: { visibleBlocks: 1_000_000, reserveBlocks: 14_400, whaleTxs: 1_100_000, othersMean: 1.5, ordinary: 150_000, createdContracts: 512, crowdedTxs: 10_050 },
+  large: {
+    visibleBlocks: 1_000_000,
+    reserveBlocks: 14_400,
+    whaleTxs: 1_100_000,
+    othersMean: 1.5,
+    ordinary: 150_000,
+    createdContracts: 512,
+    crowdedTxs: 10_050,
+  },
   testnet: { visibleBlocks: 21_600, reserveBlocks: 3_600, whaleTxs: 43_200, othersMean: 2, ordinary: 6_000, createdContracts: 48, crowdedTxs: 10_050 },
 };
 
@@ -32,18 +40,47 @@ export const NONE = 0xffffffff;
 const ZERO_HEX40 = lit('0'.repeat(40));
 
 // Transaction kinds (low nibble of txKind) and flags.
-export const K_TRANSFER = 0, K_CALL = 1, K_ERC20 = 2, K_ERC721 = 3, K_CREATE = 4, K_MINT20 = 5, K_MINT721 = 6;
-export const F_FAILED = 16, F_MAXVALUE = 32;
+export const K_TRANSFER = 0,
+  K_CALL = 1,
+  K_ERC20 = 2,
+  K_ERC721 = 3,
+  K_CREATE = 4,
+  K_MINT20 = 5,
+  K_MINT721 = 6;
+export const F_FAILED = 16,
+  F_MAXVALUE = 32;
 
 // Log kinds.
-export const L_ERC20 = 0, L_ERC721 = 1, L_SWAP = 2, L_DEPOSIT = 3, L_UNNAMED = 4;
+export const L_ERC20 = 0,
+  L_ERC721 = 1,
+  L_SWAP = 2,
+  L_DEPOSIT = 3,
+  L_UNNAMED = 4;
 
 // Fixed address layout (indexes into the address space of one network).
-export const A_ZERO = 0, A_WHALE = 1, A_MINER0 = 2, N_MINERS = 8, A_BUSY0 = 10, N_BUSY = 6, A_CROWDED = 16,
-  A_NFT_HOLDER = 17, A_DEPLOYER = 18, A_ERC20_0 = 19, N_ERC20 = 8, A_ERC721_0 = 27, N_ERC721 = 4, A_POOL0 = 31,
-  N_POOLS = 4, A_STAKING = 35, A_CREATED0 = 36;
+export const A_ZERO = 0,
+  A_WHALE = 1,
+  A_MINER0 = 2,
+  N_MINERS = 8,
+  A_BUSY0 = 10,
+  N_BUSY = 6,
+  A_CROWDED = 16,
+  A_NFT_HOLDER = 17,
+  A_DEPLOYER = 18,
+  A_ERC20_0 = 19,
+  N_ERC20 = 8,
+  A_ERC721_0 = 27,
+  N_ERC721 = 4,
+  A_POOL0 = 31,
+  N_POOLS = 4,
+  A_STAKING = 35,
+  A_CREATED0 = 36;
 
-export interface TokenMeta { name: string | null; symbol: string | null; decimals: number | null }
+export interface TokenMeta {
+  name: string | null;
+  symbol: string | null;
+  decimals: number | null;
+}
 export const ERC20_META: TokenMeta[] = [
   { name: 'Wrapped Ether', symbol: 'WETH', decimals: 18 },
   { name: 'USD Stable', symbol: 'USDS', decimals: 6 },
@@ -83,27 +120,46 @@ export const GENESIS_SECONDS = Date.UTC(2024, 2, 1) / 1000; // 2024-03-01T00:00:
 export const BLOCK_SECONDS = 12;
 export const BYZANTIUM_BLOCK = 300;
 
-export interface Csr { off: Uint32Array; ids: Uint32Array }
+export interface Csr {
+  off: Uint32Array;
+  ids: Uint32Array;
+}
 
 class Grow {
   a: Uint32Array;
   n = 0;
-  constructor(cap: number) { this.a = new Uint32Array(Math.max(16, cap)); }
+  constructor(cap: number) {
+    this.a = new Uint32Array(Math.max(16, cap));
+  }
   push(v: number): void {
-    if (this.n === this.a.length) { const b = new Uint32Array(this.a.length * 2); b.set(this.a); this.a = b; }
+    if (this.n === this.a.length) {
+      const b = new Uint32Array(this.a.length * 2);
+      b.set(this.a);
+      this.a = b;
+    }
     this.a[this.n++] = v;
   }
-  done(): Uint32Array { return this.a.subarray(0, this.n); }
+  done(): Uint32Array {
+    return this.a.subarray(0, this.n);
+  }
 }
 class Grow8 {
   a: Uint8Array;
   n = 0;
-  constructor(cap: number) { this.a = new Uint8Array(Math.max(16, cap)); }
+  constructor(cap: number) {
+    this.a = new Uint8Array(Math.max(16, cap));
+  }
   push(v: number): void {
-    if (this.n === this.a.length) { const b = new Uint8Array(this.a.length * 2); b.set(this.a); this.a = b; }
+    if (this.n === this.a.length) {
+      const b = new Uint8Array(this.a.length * 2);
+      b.set(this.a);
+      this.a = b;
+    }
     this.a[this.n++] = v;
   }
-  done(): Uint8Array { return this.a.subarray(0, this.n); }
+  done(): Uint8Array {
+    return this.a.subarray(0, this.n);
+  }
 }
 
 /** Scratch result of gasOf(); module-level to avoid allocating per row. */
@@ -114,7 +170,10 @@ function buildCsr(nKeys: number, nRows: number, keyA: (r: number) => number, key
   for (let r = 0; r < nRows; r++) {
     const a = keyA(r);
     if (a !== NONE) off[a + 1]!++;
-    if (keyB) { const b = keyB(r); if (b !== NONE && b !== a) off[b + 1]!++; }
+    if (keyB) {
+      const b = keyB(r);
+      if (b !== NONE && b !== a) off[b + 1]!++;
+    }
   }
   for (let k = 0; k < nKeys; k++) off[k + 1]! += off[k]!;
   const ids = new Uint32Array(off[nKeys]!);
@@ -122,7 +181,10 @@ function buildCsr(nKeys: number, nRows: number, keyA: (r: number) => number, key
   for (let r = 0; r < nRows; r++) {
     const a = keyA(r);
     if (a !== NONE) ids[pos[a]!++] = r;
-    if (keyB) { const b = keyB(r); if (b !== NONE && b !== a) ids[pos[b]!++] = r; }
+    if (keyB) {
+      const b = keyB(r);
+      if (b !== NONE && b !== a) ids[pos[b]!++] = r;
+    }
   }
   return { off, ids };
 }
@@ -140,20 +202,46 @@ export class Chain {
   head: number;
   readonly crowdedBlock: number;
   // keys for hash derivation
-  readonly kAddr: number; readonly kTx: number; readonly kBlock: number; readonly kVal: number;
+  readonly kAddr: number;
+  readonly kTx: number;
+  readonly kBlock: number;
+  readonly kVal: number;
 
   // transactions, in (block, index) order: the tx id is its global position
-  txBlk!: Uint32Array; txFrom!: Uint32Array; txTo!: Uint32Array; txKind!: Uint8Array; txCumGas!: Uint32Array;
+  txBlk!: Uint32Array;
+  txFrom!: Uint32Array;
+  txTo!: Uint32Array;
+  txKind!: Uint8Array;
+  txCumGas!: Uint32Array;
   nTx = 0;
-  blockFirstTx!: Uint32Array; blockFeeGwei!: Float64Array; minerOf!: Uint8Array;
+  blockFirstTx!: Uint32Array;
+  blockFeeGwei!: Float64Array;
+  minerOf!: Uint8Array;
   // logs, in (block, tx, log index) order
-  logTx!: Uint32Array; logContract!: Uint32Array; logFrom!: Uint32Array; logTo!: Uint32Array; logAmt!: Uint32Array;
-  logKind!: Uint8Array; nLog = 0; blockFirstLog!: Uint32Array;
+  logTx!: Uint32Array;
+  logContract!: Uint32Array;
+  logFrom!: Uint32Array;
+  logTo!: Uint32Array;
+  logAmt!: Uint32Array;
+  logKind!: Uint8Array;
+  nLog = 0;
+  blockFirstLog!: Uint32Array;
   // internal transactions, in (tx, trace position) order
-  itxParent!: Uint32Array; itxFrom!: Uint32Array; itxTo!: Uint32Array; itxPos!: Uint8Array; nItx = 0;
+  itxParent!: Uint32Array;
+  itxFrom!: Uint32Array;
+  itxTo!: Uint32Array;
+  itxPos!: Uint8Array;
+  nItx = 0;
   // indexes
-  idxAll!: Csr; idxFrom!: Csr; idxTo!: Csr; idxCreate!: Csr; idxItx!: Csr; idxErc20!: Csr; idxErc721!: Csr;
-  idxLogs!: Csr; idxMined!: Csr;
+  idxAll!: Csr;
+  idxFrom!: Csr;
+  idxTo!: Csr;
+  idxCreate!: Csr;
+  idxItx!: Csr;
+  idxErc20!: Csr;
+  idxErc721!: Csr;
+  idxLogs!: Csr;
+  idxMined!: Csr;
   /** Token ids minted per ERC-721 contract (token id = index + 1). */
   nftMinted: number[] = [];
   readonly createdEnd: number;
@@ -170,10 +258,12 @@ export class Chain {
 
   constructor(network: Network, seed: number, scale: ScaleName) {
     this.network = network;
-    this.seed = network === 'mainnet' ? seed >>> 0 : hash2(seed >>> 0, 0x7e57) ;
+    this.seed = network === 'mainnet' ? seed >>> 0 : hash2(seed >>> 0, 0x7e57);
     this.preset = network === 'mainnet' ? PRESETS[scale] : PRESETS.testnet;
     const p = this.preset;
-    this.kAddr = hash2(this.seed, 1); this.kTx = hash2(this.seed, 2); this.kBlock = hash2(this.seed, 3);
+    this.kAddr = hash2(this.seed, 1);
+    this.kTx = hash2(this.seed, 2);
+    this.kBlock = hash2(this.seed, 3);
     this.kVal = hash2(this.seed, 4);
     this.createdEnd = A_CREATED0 + p.createdContracts;
     this.numAddr = this.createdEnd + p.ordinary;
@@ -189,31 +279,46 @@ export class Chain {
   private computeAddress(i: number): string {
     if (i === A_ZERO) return '0x0000000000000000000000000000000000000000';
     const w0 = mix32((i + this.kAddr) >>> 0);
-    return '0x' + word8(w0) + word8(hash3(w0, this.kAddr, 1)) + word8(hash3(w0, this.kAddr, 2)) +
-      word8(hash3(w0, this.kAddr, 3)) + word8(hash3(w0, this.kAddr, 4));
+    return (
+      '0x' + word8(w0) + word8(hash3(w0, this.kAddr, 1)) + word8(hash3(w0, this.kAddr, 2)) + word8(hash3(w0, this.kAddr, 3)) + word8(hash3(w0, this.kAddr, 4))
+    );
   }
 
-  addrLower(i: number): string { return this.lower[i]!; }
+  addrLower(i: number): string {
+    return this.lower[i]!;
+  }
 
   /** Letter-case style 0 lower, 1 EIP-55 checksum, 2 upper hex digits. */
   addrCase(i: number, style: number): string {
     if (style === 0 || i === A_ZERO) return this.lower[i]!;
     if (style === 1) {
       let s = this.checksum[i];
-      if (s === undefined) { s = toChecksumAddress(this.lower[i]!); this.checksum[i] = s; }
+      if (s === undefined) {
+        s = toChecksumAddress(this.lower[i]!);
+        this.checksum[i] = s;
+      }
       return s;
     }
     let s = this.upper[i];
-    if (s === undefined) { s = '0x' + this.lower[i]!.slice(2).toUpperCase(); this.upper[i] = s; }
+    if (s === undefined) {
+      s = '0x' + this.lower[i]!.slice(2).toUpperCase();
+      this.upper[i] = s;
+    }
     return s;
   }
 
   /** Writes addrCase(i, style) as ASCII. */
   writeAddr(out: ByteOut, i: number, style: number): void {
-    if (style !== 1 || i === A_ZERO) { out.byte(48); out.byte(120); this.writeAddrHex(out, i, style === 2); return; }
+    if (style !== 1 || i === A_ZERO) {
+      out.byte(48);
+      out.byte(120);
+      this.writeAddrHex(out, i, style === 2);
+      return;
+    }
     // EIP-55 needs a keccak per address: its ASCII is kept, filled on first use. A filled slot starts with
     // '0' (48), so the slot itself says whether it is filled.
-    let bytes = this.lazy.checksumAscii, view = this.lazy.checksumView;
+    let bytes = this.lazy.checksumAscii,
+      view = this.lazy.checksumView;
     if (bytes === undefined || view === undefined) {
       bytes = this.lazy.checksumAscii = new Uint8Array(this.numAddr * 42);
       view = this.lazy.checksumView = new DataView(bytes.buffer);
@@ -225,10 +330,14 @@ export class Chain {
 
   /** The 40 hex digits of address i without 0x (lower or upper case), e.g. the end of an event-log topic. */
   writeAddrHex(out: ByteOut, i: number, upper: boolean): void {
-    if (i === A_ZERO) { out.lit(ZERO_HEX40); return; }
+    if (i === A_ZERO) {
+      out.lit(ZERO_HEX40);
+      return;
+    }
     // Recomputed from the address's hash words (computeAddress, with hash2(w0, kAddr) shared by its four hash3
     // words): cheaper than the cache miss of reading a random address's bytes.
-    const w0 = mix32((i + this.kAddr) >>> 0), h = hash2(w0, this.kAddr);
+    const w0 = mix32((i + this.kAddr) >>> 0),
+      h = hash2(w0, this.kAddr);
     out.word(w0, upper);
     for (let j = 1; j < 5; j++) out.word(mix32((h + Math.imul(j, 0x165667b1) + 0x7f4a7c15) >>> 0), upper);
   }
@@ -255,14 +364,16 @@ export class Chain {
   writeTxHash(out: ByteOut, t: number, upper: boolean): void {
     const w0 = mix32((t + this.kTx) >>> 0);
     const h = hash2(w0, this.kTx);
-    out.byte(48); out.byte(120);
+    out.byte(48);
+    out.byte(120);
     out.word(w0, upper);
     for (let j = 1; j < 8; j++) out.word(mix32((h + Math.imul(j, 0x165667b1) + 0x7f4a7c15) >>> 0), upper);
   }
 
   writeBlockHash(out: ByteOut, b: number, upper: boolean): void {
     const h = hash2(b, this.kBlock);
-    out.byte(48); out.byte(120);
+    out.byte(48);
+    out.byte(120);
     for (let j = 0; j < 8; j++) out.word(mix32((h + Math.imul(j, 0x165667b1) + 0x7f4a7c15) >>> 0), upper);
   }
 
@@ -285,7 +396,9 @@ export class Chain {
     return GENESIS_SECONDS + b * BLOCK_SECONDS + (b === 0 ? 0 : hash2(this.kBlock, b) % 4);
   }
 
-  baseFeeGwei(b: number): number { return 8 + (hash2(this.kBlock ^ 0x5a5a, b) % 40); }
+  baseFeeGwei(b: number): number {
+    return 8 + (hash2(this.kBlock ^ 0x5a5a, b) % 40);
+  }
 
   /** Gas figures of a transaction into G (gwei prices). */
   gasOf(t: number, kindByte: number, b: number): void {
@@ -293,20 +406,43 @@ export class Chain {
     const kind = kindByte & 15;
     let limit: number, used: number;
     switch (kind) {
-      case K_TRANSFER: limit = h % 20 === 0 ? 30_000 : 21_000; used = 21_000; break;
-      case K_ERC20: case K_MINT20: limit = 60_000 + (h % 40_000); used = 34_000 + ((h >>> 8) % 22_000); break;
-      case K_ERC721: case K_MINT721: limit = 90_000 + (h % 60_000); used = 52_000 + ((h >>> 8) % 33_000); break;
-      case K_CALL: limit = 150_000 + (h % 450_000); used = Math.floor(limit * (0.35 + ((h >>> 12) % 55) / 100)); break;
-      default: limit = 1_200_000 + (h % 1_800_000); used = Math.floor(limit * (0.6 + ((h >>> 12) % 35) / 100)); break;
+      case K_TRANSFER:
+        limit = h % 20 === 0 ? 30_000 : 21_000;
+        used = 21_000;
+        break;
+      case K_ERC20:
+      case K_MINT20:
+        limit = 60_000 + (h % 40_000);
+        used = 34_000 + ((h >>> 8) % 22_000);
+        break;
+      case K_ERC721:
+      case K_MINT721:
+        limit = 90_000 + (h % 60_000);
+        used = 52_000 + ((h >>> 8) % 33_000);
+        break;
+      case K_CALL:
+        limit = 150_000 + (h % 450_000);
+        used = Math.floor(limit * (0.35 + ((h >>> 12) % 55) / 100));
+        break;
+      default:
+        limit = 1_200_000 + (h % 1_800_000);
+        used = Math.floor(limit * (0.6 + ((h >>> 12) % 35) / 100));
+        break;
     }
     if (kindByte & F_FAILED && kind === K_CALL && (h >>> 20) % 3 === 0) used = limit; // out of gas
     const base = this.baseFeeGwei(b);
     const h2 = hash2(this.kVal ^ 0x1234567, t);
-    G.limit = limit; G.used = used;
+    G.limit = limit;
+    G.used = used;
     if (h2 % 4 === 0) {
-      G.legacy = true; G.price = base + 1 + ((h2 >>> 4) % 5); G.maxFee = 0; G.prio = 0;
+      G.legacy = true;
+      G.price = base + 1 + ((h2 >>> 4) % 5);
+      G.maxFee = 0;
+      G.prio = 0;
     } else {
-      G.legacy = false; G.prio = 1 + ((h2 >>> 4) % 3); G.maxFee = base + G.prio + ((h2 >>> 8) % 30);
+      G.legacy = false;
+      G.prio = 1 + ((h2 >>> 4) % 3);
+      G.maxFee = base + G.prio + ((h2 >>> 8) % 30);
       G.price = base + G.prio;
     }
   }
@@ -319,9 +455,9 @@ export class Chain {
       const bucket = h % 20;
       if (bucket === 0) return 0;
       const m = 1 + ((h >>> 5) % 9_999);
-      if (bucket < 5) return m * 100;               // up to ~0.001 ETH
-      if (bucket < 16) return m * 100_000;          // up to ~1 ETH
-      return m * 1_000_000;                         // up to ~10 ETH
+      if (bucket < 5) return m * 100; // up to ~0.001 ETH
+      if (bucket < 16) return m * 100_000; // up to ~1 ETH
+      return m * 1_000_000; // up to ~10 ETH
     }
     if (kind === K_CALL) return h % 5 < 2 ? (1 + ((h >>> 5) % 50_000)) * 10_000 : 0;
     return 0;
@@ -335,12 +471,17 @@ export class Chain {
     return 10n ** 21n + BigInt(hash2(this.kAddr, i) % 100_000) * 10n ** 18n;
   }
 
-  isContract(i: number): boolean { return i >= A_ERC20_0 && i < this.createdEnd; }
+  isContract(i: number): boolean {
+    return i >= A_ERC20_0 && i < this.createdEnd;
+  }
 
   /** Block in which contract i was created (NONE if never). */
   creationTx(i: number): number {
     const o = this.idxCreate.off;
-    for (let k = o[i]!; k < o[i + 1]!; k++) { const t = this.idxCreate.ids[k]!; if (this.txTo[t] === i) return t; }
+    for (let k = o[i]!; k < o[i + 1]!; k++) {
+      const t = this.idxCreate.ids[k]!;
+      if (this.txTo[t] === i) return t;
+    }
     return NONE;
   }
 
@@ -351,35 +492,58 @@ export class Chain {
     const rng = new Rng(this.seed ^ 0x00c0ffee);
     const H = this.maxHeight;
     const estTx = Math.ceil((p.whaleTxs / p.visibleBlocks + p.othersMean + 0.6) * H * 1.15) + p.crowdedTxs + 1000;
-    const txBlk = new Grow(estTx), txFrom = new Grow(estTx), txTo = new Grow(estTx), txCum = new Grow(estTx);
+    const txBlk = new Grow(estTx),
+      txFrom = new Grow(estTx),
+      txTo = new Grow(estTx),
+      txCum = new Grow(estTx);
     const txKind = new Grow8(estTx);
     const estLog = Math.ceil(estTx * 0.5);
-    const logTx = new Grow(estLog), logC = new Grow(estLog), logF = new Grow(estLog), logT = new Grow(estLog),
+    const logTx = new Grow(estLog),
+      logC = new Grow(estLog),
+      logF = new Grow(estLog),
+      logT = new Grow(estLog),
       logA = new Grow(estLog);
     const logK = new Grow8(estLog);
     const estItx = Math.ceil(estTx * 0.6);
-    const itP = new Grow(estItx), itF = new Grow(estItx), itT = new Grow(estItx);
+    const itP = new Grow(estItx),
+      itF = new Grow(estItx),
+      itT = new Grow(estItx);
     const itPos = new Grow8(estItx);
-    const blockFirstTx = new Uint32Array(H + 2), blockFirstLog = new Uint32Array(H + 2);
-    const blockFee = new Float64Array(H + 1), minerOf = new Uint8Array(H + 1);
+    const blockFirstTx = new Uint32Array(H + 2),
+      blockFirstLog = new Uint32Array(H + 2);
+    const blockFee = new Float64Array(H + 1),
+      minerOf = new Uint8Array(H + 1);
     const numAddr = this.numAddr;
-    const ordinary0 = this.createdEnd, nOrd = p.ordinary;
+    const ordinary0 = this.createdEnd,
+      nOrd = p.ordinary;
     const bal20 = new Float64Array(numAddr * N_ERC20);
-    const nftOwner: Grow[] = []; for (let c = 0; c < N_ERC721; c++) nftOwner.push(new Grow(1024));
+    const nftOwner: Grow[] = [];
+    for (let c = 0; c < N_ERC721; c++) nftOwner.push(new Grow(1024));
     const lastNft = new Int32Array(numAddr).fill(-1);
     const self = this;
 
-    let b = 0, cum = 0, fee = 0;
+    let b = 0,
+      cum = 0,
+      fee = 0;
     const emitTx = (from: number, to: number, kind: number): number => {
       const t = txBlk.n;
-      txBlk.push(b); txFrom.push(from); txTo.push(to); txKind.push(kind);
+      txBlk.push(b);
+      txFrom.push(from);
+      txTo.push(to);
+      txKind.push(kind);
       self.gasOf(t, kind, b);
-      cum += G.used; txCum.push(cum);
+      cum += G.used;
+      txCum.push(cum);
       fee += G.used * G.price;
       return t;
     };
     const emitLog = (t: number, contract: number, kind: number, from: number, to: number, amt: number): void => {
-      logTx.push(t); logC.push(contract); logK.push(kind); logF.push(from); logT.push(to); logA.push(amt);
+      logTx.push(t);
+      logC.push(contract);
+      logK.push(kind);
+      logF.push(from);
+      logT.push(to);
+      logA.push(amt);
     };
     const randOrdinary = (): number => ordinary0 + rng.int(nOrd);
     // Busy addresses appear as counterparties rarely enough to stay at a few thousand transactions at any scale.
@@ -403,23 +567,33 @@ export class Chain {
         const amt = Math.max(1, Math.floor(bal * (0.01 + rng.float() * 0.5)));
         const Q = counterparty();
         const t = emitTx(P, contract, K_ERC20 | fail);
-        if (!fail) { bal20[bi] = bal - amt; bal20[Q * N_ERC20 + tk]! += amt; emitLog(t, contract, L_ERC20, P, Q, amt); }
+        if (!fail) {
+          bal20[bi] = bal - amt;
+          bal20[Q * N_ERC20 + tk]! += amt;
+          emitLog(t, contract, L_ERC20, P, Q, amt);
+        }
       } else {
         const amt = 1000 + rng.int(10_000_000);
         const t = emitTx(P, contract, K_MINT20 | fail);
-        if (!fail) { bal20[bi] = bal + amt; emitLog(t, contract, L_ERC20, A_ZERO, P, amt); }
+        if (!fail) {
+          bal20[bi] = bal + amt;
+          emitLog(t, contract, L_ERC20, A_ZERO, P, amt);
+        }
       }
     };
     const doErc721 = (P: number, preferMint: boolean): void => {
       const fail = failRoll(20);
       const last = lastNft[P]!;
       if (!preferMint && last >= 0 && rng.float() < 0.5) {
-        const c = last >>> 24, id = last & 0xffffff;
+        const c = last >>> 24,
+          id = last & 0xffffff;
         if (nftOwner[c]!.a[id] === P) {
           const Q = counterparty();
           const t = emitTx(P, A_ERC721_0 + c, K_ERC721 | fail);
           if (!fail) {
-            nftOwner[c]!.a[id] = Q; lastNft[Q] = (c << 24) | id; lastNft[P] = -1;
+            nftOwner[c]!.a[id] = Q;
+            lastNft[Q] = (c << 24) | id;
+            lastNft[P] = -1;
             emitLog(t, A_ERC721_0 + c, L_ERC721, P, Q, id);
           }
           return;
@@ -429,7 +603,8 @@ export class Chain {
       const t = emitTx(P, A_ERC721_0 + c, K_MINT721 | fail);
       if (!fail) {
         const id = nftOwner[c]!.n;
-        nftOwner[c]!.push(P); lastNft[P] = (c << 24) | id;
+        nftOwner[c]!.push(P);
+        lastNft[P] = (c << 24) | id;
         emitLog(t, A_ERC721_0 + c, L_ERC721, A_ZERO, P, id);
       }
     };
@@ -438,15 +613,22 @@ export class Chain {
       const fail = failRoll(80);
       const t = emitTx(P, target, K_CALL | fail);
       const tpl = hash2(self.kVal ^ 0x77, t) % TRACE_TEMPLATES.length;
-      const shape = TRACE_TEMPLATES[tpl]!, parents = TRACE_PARENT[tpl]!;
+      const shape = TRACE_TEMPLATES[tpl]!,
+        parents = TRACE_PARENT[tpl]!;
       const tos: number[] = [];
       for (let j = 0; j < shape.length; j++) {
         const from = parents[j]! < 0 ? target : tos[parents[j]!]!;
         let to: number;
         if (j === 0) to = rng.float() < 0.5 ? P : A_ERC20_0 + rng.int(N_ERC20);
-        else { const r = rng.int(10); to = r < 6 ? A_ERC20_0 + rng.int(N_ERC20) : r < 8 ? A_POOL0 + rng.int(N_POOLS) : randOrdinary(); }
+        else {
+          const r = rng.int(10);
+          to = r < 6 ? A_ERC20_0 + rng.int(N_ERC20) : r < 8 ? A_POOL0 + rng.int(N_POOLS) : randOrdinary();
+        }
         tos.push(to);
-        itP.push(t); itF.push(from); itT.push(to); itPos.push(j);
+        itP.push(t);
+        itF.push(from);
+        itT.push(to);
+        itPos.push(j);
       }
       if (!fail) {
         if (target === A_STAKING) emitLog(t, target, L_DEPOSIT, P, 0, hash2(t, 9) % 2);
@@ -463,11 +645,22 @@ export class Chain {
     };
     const doTransfer = (P: number, flags: number): void => {
       if (rng.float() < 0.6 || flags) emitTx(P, counterparty() === P ? randOrdinary() : counterparty(), K_TRANSFER | flags);
-      else { let Q = counterparty(); if (Q === P) Q = randOrdinary(); emitTx(Q, P, K_TRANSFER); }
+      else {
+        let Q = counterparty();
+        if (Q === P) Q = randOrdinary();
+        emitTx(Q, P, K_TRANSFER);
+      }
     };
     const doRole = (P: number): void => {
-      if (P === A_NFT_HOLDER) { if (rng.float() < 0.85) doErc721(P, true); else doErc20(P); return; }
-      if (P === A_CROWDED) { doTransfer(P, 0); return; }
+      if (P === A_NFT_HOLDER) {
+        if (rng.float() < 0.85) doErc721(P, true);
+        else doErc20(P);
+        return;
+      }
+      if (P === A_CROWDED) {
+        doTransfer(P, 0);
+        return;
+      }
       const r = rng.float();
       if (r < 0.42) doTransfer(P, 0);
       else if (r < 0.64) doErc20(P);
@@ -479,24 +672,43 @@ export class Chain {
     const whaleRate = p.whaleTxs / p.visibleBlocks;
     const busyTargets = [420, 900, 1500, 2400, 3300, 4800];
     const minerWeights = [30, 20, 15, 10, 10, 7, 5, 3];
-    const minerCum: number[] = []; { let s = 0; for (const w of minerWeights) minerCum.push((s += w)); }
+    const minerCum: number[] = [];
+    {
+      let s = 0;
+      for (const w of minerWeights) minerCum.push((s += w));
+    }
     const roles = new Int32Array(p.crowdedTxs + 64);
     const createEvery = Math.max(50, Math.floor(p.visibleBlocks / (p.createdContracts + 8)));
 
     for (b = 0; b <= H; b++) {
-      blockFirstTx[b] = txBlk.n; blockFirstLog[b] = logTx.n; cum = 0; fee = 0;
+      blockFirstTx[b] = txBlk.n;
+      blockFirstLog[b] = logTx.n;
+      cum = 0;
+      fee = 0;
       if (b === 0) continue;
-      const mr = rng.int(100); let m = 0; while (minerCum[m]! <= mr) m++;
+      const mr = rng.int(100);
+      let m = 0;
+      while (minerCum[m]! <= mr) m++;
       minerOf[b] = m;
       // Deployment of the well-known contracts in the first blocks.
       if (b <= 17) {
         const target = b <= 8 ? A_ERC20_0 + b - 1 : b <= 12 ? A_ERC721_0 + b - 9 : b <= 16 ? A_POOL0 + b - 13 : A_STAKING;
         emitTx(A_DEPLOYER, target, K_CREATE);
       }
-      if (b === 20) { const t = emitTx(A_DEPLOYER, A_ERC20_0 + WEIRD_TOKEN, K_MINT20); emitLog(t, A_ERC20_0 + WEIRD_TOKEN, L_ERC20, A_ZERO, A_BUSY0 + 5, 1); bal20[(A_BUSY0 + 5) * N_ERC20 + WEIRD_TOKEN] = 1; }
-      if (b === 31) { const t = emitTx(A_BUSY0 + 5, A_ERC20_0 + WEIRD_TOKEN, K_ERC20); emitLog(t, A_ERC20_0 + WEIRD_TOKEN, L_ERC20, A_BUSY0 + 5, A_BUSY0 + 4, 1); bal20[(A_BUSY0 + 5) * N_ERC20 + WEIRD_TOKEN] = 0; bal20[(A_BUSY0 + 4) * N_ERC20 + WEIRD_TOKEN] = 1; }
+      if (b === 20) {
+        const t = emitTx(A_DEPLOYER, A_ERC20_0 + WEIRD_TOKEN, K_MINT20);
+        emitLog(t, A_ERC20_0 + WEIRD_TOKEN, L_ERC20, A_ZERO, A_BUSY0 + 5, 1);
+        bal20[(A_BUSY0 + 5) * N_ERC20 + WEIRD_TOKEN] = 1;
+      }
+      if (b === 31) {
+        const t = emitTx(A_BUSY0 + 5, A_ERC20_0 + WEIRD_TOKEN, K_ERC20);
+        emitLog(t, A_ERC20_0 + WEIRD_TOKEN, L_ERC20, A_BUSY0 + 5, A_BUSY0 + 4, 1);
+        bal20[(A_BUSY0 + 5) * N_ERC20 + WEIRD_TOKEN] = 0;
+        bal20[(A_BUSY0 + 4) * N_ERC20 + WEIRD_TOKEN] = 1;
+      }
       let nr = 0;
-      let wc = Math.floor(whaleRate); if (rng.float() < whaleRate - wc) wc++;
+      let wc = Math.floor(whaleRate);
+      if (rng.float() < whaleRate - wc) wc++;
       for (let i = 0; i < wc; i++) roles[nr++] = A_WHALE;
       for (let i = 0; i < N_BUSY; i++) if (rng.float() * p.visibleBlocks < busyTargets[i]!) roles[nr++] = A_BUSY0 + i;
       if (rng.float() * p.visibleBlocks < 1500) roles[nr++] = A_NFT_HOLDER;
@@ -504,7 +716,12 @@ export class Chain {
       else if (rng.float() * p.visibleBlocks < 900) roles[nr++] = A_CROWDED;
       let no = Math.floor(p.othersMean * 2 * rng.float() + 0.5);
       while (no-- > 0) roles[nr++] = -1;
-      for (let i = nr - 1; i > 0; i--) { const j = rng.int(i + 1); const x = roles[i]!; roles[i] = roles[j]!; roles[j] = x; }
+      for (let i = nr - 1; i > 0; i--) {
+        const j = rng.int(i + 1);
+        const x = roles[i]!;
+        roles[i] = roles[j]!;
+        roles[j] = x;
+      }
       for (let i = 0; i < nr; i++) {
         const P = roles[i]!;
         doRole(P < 0 ? randOrdinary() : P);
@@ -515,27 +732,72 @@ export class Chain {
       if (b % createEvery === 5) doCreate(b % (2 * createEvery) === 5 ? A_BUSY0 + (b % N_BUSY) : randOrdinary());
       blockFee[b] = fee;
     }
-    blockFirstTx[H + 1] = txBlk.n; blockFirstLog[H + 1] = logTx.n;
+    blockFirstTx[H + 1] = txBlk.n;
+    blockFirstLog[H + 1] = logTx.n;
 
-    this.txBlk = txBlk.done(); this.txFrom = txFrom.done(); this.txTo = txTo.done(); this.txKind = txKind.done();
-    this.txCumGas = txCum.done(); this.nTx = txBlk.n;
-    this.blockFirstTx = blockFirstTx; this.blockFeeGwei = blockFee; this.minerOf = minerOf;
-    this.logTx = logTx.done(); this.logContract = logC.done(); this.logFrom = logF.done(); this.logTo = logT.done();
-    this.logAmt = logA.done(); this.logKind = logK.done(); this.nLog = logTx.n; this.blockFirstLog = blockFirstLog;
-    this.itxParent = itP.done(); this.itxFrom = itF.done(); this.itxTo = itT.done(); this.itxPos = itPos.done();
+    this.txBlk = txBlk.done();
+    this.txFrom = txFrom.done();
+    this.txTo = txTo.done();
+    this.txKind = txKind.done();
+    this.txCumGas = txCum.done();
+    this.nTx = txBlk.n;
+    this.blockFirstTx = blockFirstTx;
+    this.blockFeeGwei = blockFee;
+    this.minerOf = minerOf;
+    this.logTx = logTx.done();
+    this.logContract = logC.done();
+    this.logFrom = logF.done();
+    this.logTo = logT.done();
+    this.logAmt = logA.done();
+    this.logKind = logK.done();
+    this.nLog = logTx.n;
+    this.blockFirstLog = blockFirstLog;
+    this.itxParent = itP.done();
+    this.itxFrom = itF.done();
+    this.itxTo = itT.done();
+    this.itxPos = itPos.done();
     this.nItx = itP.n;
     this.nftMinted = nftOwner.map((g) => g.n);
 
     const { txFrom: F, txTo: T, txKind: K } = this;
-    this.idxAll = buildCsr(numAddr, this.nTx, (r) => F[r]!, (r) => T[r]!);
+    this.idxAll = buildCsr(
+      numAddr,
+      this.nTx,
+      (r) => F[r]!,
+      (r) => T[r]!,
+    );
     this.idxFrom = buildCsr(numAddr, this.nTx, (r) => F[r]!, null);
     this.idxTo = buildCsr(numAddr, this.nTx, (r) => ((K[r]! & 15) === K_CREATE ? NONE : T[r]!), null);
-    this.idxCreate = buildCsr(numAddr, this.nTx, (r) => ((K[r]! & 15) === K_CREATE ? F[r]! : NONE), (r) => ((K[r]! & 15) === K_CREATE ? T[r]! : NONE));
-    const IF = this.itxFrom, IT = this.itxTo;
-    this.idxItx = buildCsr(numAddr, this.nItx, (r) => IF[r]!, (r) => IT[r]!);
-    const LK = this.logKind, LF = this.logFrom, LT = this.logTo, LC = this.logContract;
-    this.idxErc20 = buildCsr(numAddr, this.nLog, (r) => (LK[r] === L_ERC20 ? LF[r]! : NONE), (r) => (LK[r] === L_ERC20 ? LT[r]! : NONE));
-    this.idxErc721 = buildCsr(numAddr, this.nLog, (r) => (LK[r] === L_ERC721 ? LF[r]! : NONE), (r) => (LK[r] === L_ERC721 ? LT[r]! : NONE));
+    this.idxCreate = buildCsr(
+      numAddr,
+      this.nTx,
+      (r) => ((K[r]! & 15) === K_CREATE ? F[r]! : NONE),
+      (r) => ((K[r]! & 15) === K_CREATE ? T[r]! : NONE),
+    );
+    const IF = this.itxFrom,
+      IT = this.itxTo;
+    this.idxItx = buildCsr(
+      numAddr,
+      this.nItx,
+      (r) => IF[r]!,
+      (r) => IT[r]!,
+    );
+    const LK = this.logKind,
+      LF = this.logFrom,
+      LT = this.logTo,
+      LC = this.logContract;
+    this.idxErc20 = buildCsr(
+      numAddr,
+      this.nLog,
+      (r) => (LK[r] === L_ERC20 ? LF[r]! : NONE),
+      (r) => (LK[r] === L_ERC20 ? LT[r]! : NONE),
+    );
+    this.idxErc721 = buildCsr(
+      numAddr,
+      this.nLog,
+      (r) => (LK[r] === L_ERC721 ? LF[r]! : NONE),
+      (r) => (LK[r] === L_ERC721 ? LT[r]! : NONE),
+    );
     this.idxLogs = buildCsr(numAddr, this.nLog, (r) => LC[r]!, null);
     const MO = this.minerOf;
     this.idxMined = buildCsr(numAddr, H + 1, (r) => (r === 0 ? NONE : A_MINER0 + MO[r]!), null);
@@ -545,13 +807,23 @@ export class Chain {
 
   /** Positions [lo, hi) within ids[off[a]..off[a+1]) whose row block lies in [from, to]. */
   range(csr: Csr, a: number, blockOf: (row: number) => number, from: number, to: number): [number, number] {
-    const start = csr.off[a]!, end = csr.off[a + 1]!;
+    const start = csr.off[a]!,
+      end = csr.off[a + 1]!;
     const ids = csr.ids;
-    let lo = start, hi = end;
-    while (lo < hi) { const m = (lo + hi) >>> 1; if (blockOf(ids[m]!) < from) lo = m + 1; else hi = m; }
+    let lo = start,
+      hi = end;
+    while (lo < hi) {
+      const m = (lo + hi) >>> 1;
+      if (blockOf(ids[m]!) < from) lo = m + 1;
+      else hi = m;
+    }
     const first = lo;
     hi = end;
-    while (lo < hi) { const m = (lo + hi) >>> 1; if (blockOf(ids[m]!) <= to) lo = m + 1; else hi = m; }
+    while (lo < hi) {
+      const m = (lo + hi) >>> 1;
+      if (blockOf(ids[m]!) <= to) lo = m + 1;
+      else hi = m;
+    }
     return [first, lo];
   }
 
@@ -573,21 +845,35 @@ export class Chain {
   /** First log id of tx t (logs are stored in tx order), and the end. */
   logsOfTx(t: number): [number, number] {
     const L = this.logTx;
-    let lo = this.blockFirstLog[this.txBlk[t]!]!, hi = this.blockFirstLog[this.txBlk[t]! + 1]!;
+    let lo = this.blockFirstLog[this.txBlk[t]!]!,
+      hi = this.blockFirstLog[this.txBlk[t]! + 1]!;
     const end0 = hi;
-    while (lo < hi) { const m = (lo + hi) >>> 1; if (L[m]! < t) lo = m + 1; else hi = m; }
-    let e = lo; while (e < end0 && L[e] === t) e++;
+    while (lo < hi) {
+      const m = (lo + hi) >>> 1;
+      if (L[m]! < t) lo = m + 1;
+      else hi = m;
+    }
+    let e = lo;
+    while (e < end0 && L[e] === t) e++;
     return [lo, e];
   }
 
   itxOfTx(t: number): [number, number] {
     const P = this.itxParent;
-    let lo = 0, hi = this.nItx;
-    while (lo < hi) { const m = (lo + hi) >>> 1; if (P[m]! < t) lo = m + 1; else hi = m; }
-    let e = lo; while (e < this.nItx && P[e] === t) e++;
+    let lo = 0,
+      hi = this.nItx;
+    while (lo < hi) {
+      const m = (lo + hi) >>> 1;
+      if (P[m]! < t) lo = m + 1;
+      else hi = m;
+    }
+    let e = lo;
+    while (e < this.nItx && P[e] === t) e++;
     return [lo, e];
   }
 
   /** The latest visible block (tx rows above the head do not exist yet). */
-  setHead(h: number): void { this.head = Math.max(0, Math.min(this.maxHeight, h)); }
+  setHead(h: number): void {
+    this.head = Math.max(0, Math.min(this.maxHeight, h));
+  }
 }

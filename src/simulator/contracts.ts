@@ -1,21 +1,29 @@
 // Contract metadata: ABIs, verified source records, and the event signatures the chain's logs use.
 
-import {
-  A_CREATED0, A_ERC20_0, A_ERC721_0, A_POOL0, A_STAKING, Chain, ERC20_META, ERC721_META, N_ERC20, N_ERC721, N_POOLS,
-} from './chain.js';
+import { A_CREATED0, A_ERC20_0, A_ERC721_0, A_POOL0, A_STAKING, Chain, ERC20_META, ERC721_META, N_ERC20, N_ERC721, N_POOLS } from './chain.js';
 import { isVerifiedAtGenesis } from './examples.js';
 import { keccak256Hex } from './keccak.js';
 import { hash2, hash3 } from './rng.js';
 import { word8 } from './hex.js';
 import { A_MULTI, A_SHOWCASE, multiAbi, showcaseAbi } from './token-events.js';
 
-interface AbiParam { name: string; type: string; internalType: string; indexed?: boolean }
+interface AbiParam {
+  name: string;
+  type: string;
+  internalType: string;
+  indexed?: boolean;
+}
 type AbiItem = Record<string, unknown>;
 
 const p = (name: string, type: string, indexed?: boolean): AbiParam =>
   indexed === undefined ? { name, type, internalType: type } : { name, type, internalType: type, indexed };
-const fn = (name: string, inputs: AbiParam[], outputs: AbiParam[], stateMutability: string): AbiItem =>
-  ({ type: 'function', name, inputs, outputs, stateMutability });
+const fn = (name: string, inputs: AbiParam[], outputs: AbiParam[], stateMutability: string): AbiItem => ({
+  type: 'function',
+  name,
+  inputs,
+  outputs,
+  stateMutability,
+});
 const ev = (name: string, inputs: AbiParam[]): AbiItem => ({ type: 'event', name, inputs, anonymous: false });
 const ctor = (inputs: AbiParam[]): AbiItem => ({ type: 'constructor', inputs, stateMutability: 'nonpayable' });
 
@@ -65,9 +73,21 @@ const ERC721_ABI: AbiItem[] = [
 ];
 const POOL_ABI: AbiItem[] = [
   ctor([p('token0_', 'address'), p('token1_', 'address')]),
-  ev('Swap', [p('sender', 'address', true), p('amount0In', 'uint256', false), p('amount1In', 'uint256', false), p('amount0Out', 'uint256', false), p('amount1Out', 'uint256', false), p('to', 'address', true)]),
+  ev('Swap', [
+    p('sender', 'address', true),
+    p('amount0In', 'uint256', false),
+    p('amount1In', 'uint256', false),
+    p('amount0Out', 'uint256', false),
+    p('amount1Out', 'uint256', false),
+    p('to', 'address', true),
+  ]),
   fn('getReserves', [], [p('reserve0', 'uint112'), p('reserve1', 'uint112'), p('blockTimestampLast', 'uint32')], 'view'),
-  fn('swapExactTokensForTokens', [p('amountIn', 'uint256'), p('amountOutMin', 'uint256'), p('path', 'address[]'), p('to', 'address'), p('deadline', 'uint256')], [p('amounts', 'uint256[]')], 'payable'),
+  fn(
+    'swapExactTokensForTokens',
+    [p('amountIn', 'uint256'), p('amountOutMin', 'uint256'), p('path', 'address[]'), p('to', 'address'), p('deadline', 'uint256')],
+    [p('amounts', 'uint256[]')],
+    'payable',
+  ),
 ];
 const STAKING_ABI: AbiItem[] = [
   ctor([p('rewardToken_', 'address')]),
@@ -93,21 +113,31 @@ export function contractKind(i: number): 'erc20' | 'erc721' | 'pool' | 'staking'
 
 export function abiOf(i: number): AbiItem[] {
   switch (contractKind(i)) {
-    case 'erc20': return ERC20_ABI;
-    case 'erc721': return ERC721_ABI;
-    case 'pool': return POOL_ABI;
-    case 'staking': return STAKING_ABI;
-    default: return i === A_MULTI ? multiAbi() : i === A_SHOWCASE ? showcaseAbi() : VAULT_ABI;
+    case 'erc20':
+      return ERC20_ABI;
+    case 'erc721':
+      return ERC721_ABI;
+    case 'pool':
+      return POOL_ABI;
+    case 'staking':
+      return STAKING_ABI;
+    default:
+      return i === A_MULTI ? multiAbi() : i === A_SHOWCASE ? showcaseAbi() : VAULT_ABI;
   }
 }
 
 export function contractName(i: number): string {
   switch (contractKind(i)) {
-    case 'erc20': return (ERC20_META[i - A_ERC20_0]!.symbol ?? 'Token') + 'Token';
-    case 'erc721': return (ERC721_META[i - A_ERC721_0]!.symbol ?? 'Collectible') + 'NFT';
-    case 'pool': return 'SwapPair';
-    case 'staking': return 'StakingPool';
-    default: return i === A_MULTI ? 'MultiToken' : i === A_SHOWCASE ? 'Showcase' : 'Vault';
+    case 'erc20':
+      return (ERC20_META[i - A_ERC20_0]!.symbol ?? 'Token') + 'Token';
+    case 'erc721':
+      return (ERC721_META[i - A_ERC721_0]!.symbol ?? 'Collectible') + 'NFT';
+    case 'pool':
+      return 'SwapPair';
+    case 'staking':
+      return 'StakingPool';
+    default:
+      return i === A_MULTI ? 'MultiToken' : i === A_SHOWCASE ? 'Showcase' : 'Vault';
   }
 }
 
@@ -124,8 +154,14 @@ export function contractCode(c: Chain, i: number): string {
 }
 
 export interface VerifiedRecord {
-  contract_name: string; compiler: string; runs_optimizer: string; optimization_enabled: string;
-  contract_source: string; constructor_arguments: string; libraries: string; verify_date: string;
+  contract_name: string;
+  compiler: string;
+  runs_optimizer: string;
+  optimization_enabled: string;
+  contract_source: string;
+  constructor_arguments: string;
+  libraries: string;
+  verify_date: string;
 }
 
 /** The verified record of contract i, or null when unverified. */
@@ -146,4 +182,3 @@ export function verifiedRecord(c: Chain, i: number, runtime: Map<string, Verifie
     verify_date: new Date((c.blockSeconds(b) + 3600) * 1000).toISOString().slice(0, 19) + 'Z',
   };
 }
-

@@ -2,17 +2,27 @@
 // mined blocks, transaction status, contracts, event logs, tokens and the ERC-721 group.
 
 import {
-  A_ERC20_0, A_ERC721_0, A_ZERO, BYZANTIUM_BLOCK, Chain, Csr, ERC20_META, F_FAILED, L_DEPOSIT, L_ERC20, L_ERC721,
-  L_SWAP, L_UNNAMED, N_ERC20, N_ERC721,
+  A_ERC20_0,
+  A_ERC721_0,
+  A_ZERO,
+  BYZANTIUM_BLOCK,
+  Chain,
+  Csr,
+  ERC20_META,
+  F_FAILED,
+  L_DEPOSIT,
+  L_ERC20,
+  L_ERC721,
+  L_SWAP,
+  L_UNNAMED,
+  N_ERC20,
+  N_ERC721,
 } from './chain.js';
 import { VerifiedRecord, abiOf, contractCode, contractKind, verifiedRecord } from './contracts.js';
 import type { ExplorerCtx, Results } from './explorer.js';
 import { gweiToWei, isHash, isoSeconds, pad64, word8 } from './hex.js';
 import { closePage, nextRow, openPage } from './page.js';
-import {
-  ApiError, blockRange, checkWindow, parseBlockParam, parseBool, parseEnum, parseLimit, parseOffset, requireAddress,
-  requireHash,
-} from './params.js';
+import { ApiError, blockRange, checkWindow, parseBlockParam, parseBool, parseEnum, parseLimit, parseOffset, requireAddress, requireHash } from './params.js';
 import { MINING_REWARD_GWEI, caseStyle, tokenAmount, tokenIdString, tokenUri, txMessage } from './render.js';
 import { writeInternal } from './render-internal.js';
 import { logShapes, tokenMeta, topic0Of, writeLog, writeNftTransfer, writeTransfer } from './render-logs.js';
@@ -20,9 +30,7 @@ import { hash2, hash3 } from './rng.js';
 import { extraLog, extraLogs } from './token-events.js';
 import { writeIso } from './render.js';
 import type { ByteOut } from './bytes.js';
-import {
-  erc20Holdings, isErc20, isErc721, nativeBalance, nftHoldings, nftOwners, totalSupplyUnits,
-} from './state.js';
+import { erc20Holdings, isErc20, isErc721, nativeBalance, nftHoldings, nftOwners, totalSupplyUnits } from './state.js';
 
 type Json = Record<string, unknown>;
 
@@ -41,13 +49,23 @@ function addr(c: Chain, raw: string | undefined, name: string): number {
 
 /** limit/offset with the result-window check. */
 function paging(ctx: ExplorerCtx): { limit: number; offset: number } {
-  const limit = parseLimit(ctx.query), offset = parseOffset(ctx.query);
+  const limit = parseLimit(ctx.query),
+    offset = parseOffset(ctx.query);
   checkWindow(offset, limit, ctx.resultWindow);
   return { limit, offset };
 }
 
 /** Newest-first page of a CSR list within a block range; returns the rows and the total. */
-function csrPage(c: Chain, csr: Csr, a: number, blockOf: (r: number) => number, from: number, to: number, offset: number, limit: number): { rows: number[]; count: number } {
+function csrPage(
+  c: Chain,
+  csr: Csr,
+  a: number,
+  blockOf: (r: number) => number,
+  from: number,
+  to: number,
+  offset: number,
+  limit: number,
+): { rows: number[]; count: number } {
   if (a < 0) return { rows: [], count: 0 };
   const [lo, hi] = c.range(csr, a, blockOf, from, to);
   const [p0, p1] = pageDesc(lo, hi, offset, limit);
@@ -56,7 +74,9 @@ function csrPage(c: Chain, csr: Csr, a: number, blockOf: (r: number) => number, 
   return { rows, count: hi - lo };
 }
 
-function slicePage<T>(items: T[], offset: number, limit: number): T[] { return items.slice(offset, offset + limit); }
+function slicePage<T>(items: T[], offset: number, limit: number): T[] {
+  return items.slice(offset, offset + limit);
+}
 
 const ts = (c: Chain, b: number): string => isoSeconds(c.blockSeconds(b));
 
@@ -87,7 +107,10 @@ function accountInternal(ctx: ExplorerCtx): Results {
   const { from, to } = blockRange(parseBlockParam(q, 'startBlock', head), parseBlockParam(q, 'endBlock', head, { allowLatest: true }), head);
   const { rows, count } = csrPage(c, c.idxItx, a, (r) => c.txBlk[c.itxParent[r]!]!, from, to, offset, limit);
   const out = openPage(count);
-  for (let i = 0; i < rows.length; i++) { nextRow(out, i); writeInternal(out, c, rows[i]!, withInput); }
+  for (let i = 0; i < rows.length; i++) {
+    nextRow(out, i);
+    writeInternal(out, c, rows[i]!, withInput);
+  }
   return closePage(rows.length);
 }
 
@@ -107,7 +130,10 @@ function txInternal(ctx: ExplorerCtx): Results {
   const [r0, r1] = c.itxOfTx(t);
   const n = Math.min(limit, r1 - r0);
   const out = openPage(r1 - r0);
-  for (let i = 0; i < n; i++) { nextRow(out, i); writeInternal(out, c, r0 + i, withInput); }
+  for (let i = 0; i < n; i++) {
+    nextRow(out, i);
+    writeInternal(out, c, r0 + i, withInput);
+  }
   return closePage(n);
 }
 
@@ -122,7 +148,10 @@ function transfers(kind: 'erc20' | 'erc721') {
     const csr = kind === 'erc20' ? c.idxErc20 : c.idxErc721;
     const { rows, count } = csrPage(c, csr, a, (r) => c.txBlk[c.logTx[r]!]!, from, to, offset, limit);
     const out = openPage(count);
-    for (let i = 0; i < rows.length; i++) { nextRow(out, i); writeTransfer(out, c, rows[i]!, head, kind === 'erc20'); }
+    for (let i = 0; i < rows.length; i++) {
+      nextRow(out, i);
+      writeTransfer(out, c, rows[i]!, head, kind === 'erc20');
+    }
     return closePage(rows.length);
   };
 }
@@ -135,7 +164,10 @@ function erc721GroupTransfers(ctx: ExplorerCtx): Results {
   const { from, to } = blockRange(start, parseBlockParam(q, 'endBlock', head, { allowLatest: true }), head);
   const { rows, count } = csrPage(c, c.idxErc721, a, (r) => c.txBlk[c.logTx[r]!]!, from, to, offset, limit);
   const out = openPage(count);
-  for (let i = 0; i < rows.length; i++) { nextRow(out, i); writeNftTransfer(out, c, rows[i]!, head); }
+  for (let i = 0; i < rows.length; i++) {
+    nextRow(out, i);
+    writeNftTransfer(out, c, rows[i]!, head);
+  }
   return closePage(rows.length);
 }
 
@@ -158,13 +190,19 @@ function accountTokens(ctx: ExplorerCtx): Results {
   const { limit, offset } = paging(ctx);
   const st = caseStyle(c.kAddr ^ 0x06, a < 0 ? 0 : a);
   const holder = c.isContract(a) ? 'contract' : 'eoa';
-  const e20 = erc20List(c, a, head), e721 = nftCounts(c, a, head);
+  const e20 = erc20List(c, a, head),
+    e721 = nftCounts(c, a, head);
   const r20 = slicePage(e20, offset, limit).map(([tk, units]) => ({
-    balance: tokenAmount(tk, units), token_address: c.addrCase(A_ERC20_0 + tk, st), holder_address: c.addrCase(a, st),
-    holder_type: holder, token_decimals: tokenMeta(A_ERC20_0 + tk).decimals,
+    balance: tokenAmount(tk, units),
+    token_address: c.addrCase(A_ERC20_0 + tk, st),
+    holder_address: c.addrCase(a, st),
+    holder_type: holder,
+    token_decimals: tokenMeta(A_ERC20_0 + tk).decimals,
   }));
   const r721 = slicePage(e721, offset, limit).map(([nft, n]) => ({
-    balance: String(n), token_address: c.addrCase(A_ERC721_0 + nft, st), holder_address: c.addrCase(a, st),
+    balance: String(n),
+    token_address: c.addrCase(A_ERC721_0 + nft, st),
+    holder_address: c.addrCase(a, st),
   }));
   return {
     results: JSON.stringify({ erc_20: { count: String(e20.length), results: r20 }, erc_721: { count: String(e721.length), results: r721 } }),
@@ -184,7 +222,10 @@ function accountTokenList(kind: 'erc20' | 'erc721') {
     const { limit, offset } = paging(ctx);
     const st = caseStyle(c.kAddr ^ 0x07, a < 0 ? 0 : a);
     const items = kind === 'erc20' ? erc20List(c, a, head).map(([tk]) => A_ERC20_0 + tk) : nftCounts(c, a, head).map(([n]) => A_ERC721_0 + n);
-    return list(items.length, slicePage(items, offset, limit).map((ct) => tokenRef(c, ct, st)));
+    return list(
+      items.length,
+      slicePage(items, offset, limit).map((ct) => tokenRef(c, ct, st)),
+    );
   };
 }
 
@@ -200,8 +241,11 @@ function accountInventory(ctx: ExplorerCtx): Results {
   const data = slicePage(items, offset, limit).map((n) => {
     const m = tokenMeta(A_ERC721_0 + n.contract);
     return {
-      contract_address: c.addrCase(A_ERC721_0 + n.contract, st), token_id: tokenIdString(c, n.contract, n.idx),
-      token_uri: tokenUri(c, n.contract, n.idx), token_name: m.name, token_symbol: m.symbol,
+      contract_address: c.addrCase(A_ERC721_0 + n.contract, st),
+      token_id: tokenIdString(c, n.contract, n.idx),
+      token_uri: tokenUri(c, n.contract, n.idx),
+      token_name: m.name,
+      token_symbol: m.symbol,
     };
   });
   return list(items.length, data);
@@ -216,9 +260,13 @@ function erc721Tokens(ctx: ExplorerCtx): Results {
   const data = slicePage(items, offset, limit).map((n) => {
     const m = tokenMeta(A_ERC721_0 + n.contract);
     return {
-      owner: c.addrCase(a, st), contract_address: c.addrCase(A_ERC721_0 + n.contract, st),
-      token_id: tokenIdString(c, n.contract, n.idx), token_uri: tokenUri(c, n.contract, n.idx),
-      token_name: m.name, token_symbol: m.symbol, token_decimals: m.decimals,
+      owner: c.addrCase(a, st),
+      contract_address: c.addrCase(A_ERC721_0 + n.contract, st),
+      token_id: tokenIdString(c, n.contract, n.idx),
+      token_uri: tokenUri(c, n.contract, n.idx),
+      token_name: m.name,
+      token_symbol: m.symbol,
+      token_decimals: m.decimals,
     };
   });
   return list(items.length, data);
@@ -255,8 +303,12 @@ function contractInventory(holderParam: boolean) {
 export function blockRecord(c: Chain, b: number, style: number): Json {
   const fees = c.blockFeeGwei[b]!;
   return {
-    timestamp: ts(c, b), miner: c.addrCase(2 + c.minerOf[b]!, style), reward: gweiToWei(MINING_REWARD_GWEI + fees),
-    fees: gweiToWei(fees), block_number: String(b), mining_reward: gweiToWei(MINING_REWARD_GWEI),
+    timestamp: ts(c, b),
+    miner: c.addrCase(2 + c.minerOf[b]!, style),
+    reward: gweiToWei(MINING_REWARD_GWEI + fees),
+    fees: gweiToWei(fees),
+    block_number: String(b),
+    mining_reward: gweiToWei(MINING_REWARD_GWEI),
   };
 }
 
@@ -266,14 +318,18 @@ function minedBlocks(ctx: ExplorerCtx): Results {
   const { limit, offset } = paging(ctx);
   const { from, to } = blockRange(parseBlockParam(q, 'startBlock', head), parseBlockParam(q, 'endBlock', head, { allowLatest: true }), head);
   const { rows, count } = csrPage(c, c.idxMined, a, (b) => b, from, to, offset, limit);
-  return list(count, rows.map((b) => blockRecord(c, b, caseStyle(c.kBlock, b))));
+  return list(
+    count,
+    rows.map((b) => blockRecord(c, b, caseStyle(c.kBlock, b))),
+  );
 }
 
 // ---- #11, #12 transaction status ----------------------------------------------------------------------
 
 function txStatus(ctx: ExplorerCtx): Results {
   const t = visibleTx(ctx, ctx.params[0]);
-  const c = ctx.chain, kb = c.txKind[t]!;
+  const c = ctx.chain,
+    kb = c.txKind[t]!;
   c.gasOf(t, kb, c.txBlk[t]!);
   const failed = (kb & F_FAILED) !== 0;
   return { results: JSON.stringify({ data: { status: failed ? '0' : '1', description: failed ? txMessage(c, t, kb) : null } }), rows: 1 };
@@ -290,7 +346,13 @@ function verifiedContract(ctx: ExplorerCtx): { i: number; rec: VerifiedRecord } 
   const c = ctx.chain;
   const raw = requireAddress(ctx.params[0], 'contract_address');
   const i = c.findAddress(raw);
-  const deployed = i >= 0 && c.isContract(i) && (() => { const t = c.creationTx(i); return t !== 0xffffffff && c.txBlk[t]! <= ctx.head; })();
+  const deployed =
+    i >= 0 &&
+    c.isContract(i) &&
+    (() => {
+      const t = c.creationTx(i);
+      return t !== 0xffffffff && c.txBlk[t]! <= ctx.head;
+    })();
   if (!deployed) throw new ApiError(404, `Contract source code not verified: ${raw} is not a contract`);
   const rec = verifiedRecord(c, i, ctx.state.verified);
   if (!rec) throw new ApiError(404, `Contract source code not verified: ${raw}`);
@@ -308,7 +370,10 @@ function contractCodeRecord(ctx: ExplorerCtx): Results {
   const c = ctx.chain;
   const data = {
     address: c.addrCase(i, 1),
-    logo: contractKind(i) === 'erc20' && ERC20_META[i - A_ERC20_0]!.symbol ? `https://assets.example.org/logos/${ERC20_META[i - A_ERC20_0]!.symbol!.toLowerCase()}.png` : null,
+    logo:
+      contractKind(i) === 'erc20' && ERC20_META[i - A_ERC20_0]!.symbol
+        ? `https://assets.example.org/logos/${ERC20_META[i - A_ERC20_0]!.symbol!.toLowerCase()}.png`
+        : null,
     compiler: rec.compiler,
     libraries: rec.libraries,
     verify_date: rec.verify_date,
@@ -333,7 +398,10 @@ function verify(ctx: ExplorerCtx): Results {
   if (b === null || typeof b !== 'object' || Array.isArray(b)) throw new ApiError(400, 'Request body must be a JSON object');
   const str = (k: string, required: boolean): string | undefined => {
     const v = b[k];
-    if (v === undefined || v === null) { if (required) throw new ApiError(400, `Missing required field '${k}'`); return undefined; }
+    if (v === undefined || v === null) {
+      if (required) throw new ApiError(400, `Missing required field '${k}'`);
+      return undefined;
+    }
     if (typeof v !== 'string') throw new ApiError(400, `Field '${k}' must be a string`);
     return v;
   };
@@ -343,8 +411,11 @@ function verify(ctx: ExplorerCtx): Results {
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw new ApiError(400, `Field '${k}' must be a non-negative integer`);
     return v;
   };
-  const name = str('contract_name', true)!, compiler = str('compiler', true)!, source = str('contract_source', true)!;
-  const runs = int('runs_optimizer'), opt = int('optimization_enabled');
+  const name = str('contract_name', true)!,
+    compiler = str('compiler', true)!,
+    source = str('contract_source', true)!;
+  const runs = int('runs_optimizer'),
+    opt = int('optimization_enabled');
   const ctorArgs = str('constructor_arguments', false) ?? '';
   const libs = b['libraries'];
   if (libs !== undefined && libs !== null && !Array.isArray(libs)) throw new ApiError(400, "Field 'libraries' must be an array");
@@ -354,8 +425,13 @@ function verify(ctx: ExplorerCtx): Results {
   const ok = i >= 0 && c.isContract(i) && source.length > 0 && decoded.includes('contract ' + name);
   if (ok && !verifiedRecord(c, i, ctx.state.verified)) {
     ctx.state.verified.set(c.addrLower(i), {
-      contract_name: name, compiler, runs_optimizer: String(runs ?? 200), optimization_enabled: String(opt ?? 1),
-      contract_source: source, constructor_arguments: ctorArgs, libraries: JSON.stringify(libs ?? []),
+      contract_name: name,
+      compiler,
+      runs_optimizer: String(runs ?? 200),
+      optimization_enabled: String(opt ?? 1),
+      contract_source: source,
+      constructor_arguments: ctorArgs,
+      libraries: JSON.stringify(libs ?? []),
       verify_date: isoSeconds(c.blockSeconds(ctx.head)),
     });
   }
@@ -369,11 +445,19 @@ function topicOf(c: Chain, r: number, n: number): string | null {
   const k = c.logKind[r]!;
   if (n === 0) return topic0Of(c, k, c.logContract[r]!);
   switch (k) {
-    case L_ERC20: case L_SWAP: return n === 1 ? addrTopic(c, c.logFrom[r]!) : n === 2 ? addrTopic(c, c.logTo[r]!) : null;
-    case L_ERC721: return n === 1 ? addrTopic(c, c.logFrom[r]!) : n === 2 ? addrTopic(c, c.logTo[r]!)
-      : '0x' + pad64(BigInt(tokenIdString(c, c.logContract[r]! - A_ERC721_0, c.logAmt[r]!)).toString(16));
-    case L_DEPOSIT: return n === 1 ? addrTopic(c, c.logFrom[r]!) : n === 2 ? '0x' + pad64(String(c.logAmt[r]!)) : null;
-    default: return null;
+    case L_ERC20:
+    case L_SWAP:
+      return n === 1 ? addrTopic(c, c.logFrom[r]!) : n === 2 ? addrTopic(c, c.logTo[r]!) : null;
+    case L_ERC721:
+      return n === 1
+        ? addrTopic(c, c.logFrom[r]!)
+        : n === 2
+          ? addrTopic(c, c.logTo[r]!)
+          : '0x' + pad64(BigInt(tokenIdString(c, c.logContract[r]! - A_ERC721_0, c.logAmt[r]!)).toString(16));
+    case L_DEPOSIT:
+      return n === 1 ? addrTopic(c, c.logFrom[r]!) : n === 2 ? '0x' + pad64(String(c.logAmt[r]!)) : null;
+    default:
+      return null;
   }
 }
 const addrTopic = (c: Chain, i: number): string => '0x' + pad64(c.addrLower(i).slice(2));
@@ -395,7 +479,8 @@ function eventLogs(ctx: ExplorerCtx): Results {
   const real = ctx.dialect === 'real';
   if (topics[0] === null && !real) throw new ApiError(400, "Missing required parameter 'topic_0'");
   const { limit, offset } = paging(ctx);
-  const start = parseBlockParam(q, 'start_block', head), end = parseBlockParam(q, 'end_block', head, { allowLatest: true });
+  const start = parseBlockParam(q, 'start_block', head),
+    end = parseBlockParam(q, 'end_block', head, { allowLatest: true });
   const { from, to } = blockRange(start, end, head);
   const hasMore = topics.slice(1).some((t) => t !== null);
   const type = parseEnum(q, 'type', ['single', 'combine'] as const, hasMore ? 'combine' : 'single');
@@ -419,8 +504,14 @@ function eventLogs(ctx: ExplorerCtx): Results {
         let match = others.length === 0 || operand === 'and';
         for (const n of others) {
           const m = topicOf(c, r, n) === topics[n];
-          if (operand === 'and' && !m) { match = false; break; }
-          if (operand === 'or' && m) { match = true; break; }
+          if (operand === 'and' && !m) {
+            match = false;
+            break;
+          }
+          if (operand === 'or' && m) {
+            match = true;
+            break;
+          }
         }
         if (match) out.push(r);
       }
@@ -430,7 +521,8 @@ function eventLogs(ctx: ExplorerCtx): Results {
     }
   }
   const [p0, p1] = pageDesc(0, ids.length, offset, limit);
-  const out = openPage(ids.length), shapes = logShapes(c);
+  const out = openPage(ids.length),
+    shapes = logShapes(c);
   for (let i = p1 - 1; i >= p0; i--) {
     nextRow(out, p1 - 1 - i);
     const id = ids[i]!;
@@ -445,7 +537,14 @@ const EXTRA = 0x80000000;
 
 /** The chain's matching logs of contract ct merged, in block order, with its matching extra logs. */
 function withExtraLogs(
-  c: Chain, ct: number, chainIds: number[], from: number, to: number, topics: (string | null)[], others: number[], operand: 'and' | 'or',
+  c: Chain,
+  ct: number,
+  chainIds: number[],
+  from: number,
+  to: number,
+  topics: (string | null)[],
+  others: number[],
+  operand: 'and' | 'or',
 ): number[] {
   const x = extraLogs(c);
   const mine = x.byContract.get(ct);
@@ -458,8 +557,14 @@ function withExtraLogs(
     let match = others.length === 0 || operand === 'and';
     for (const n of others) {
       const m = (t[n] ?? null) === topics[n];
-      if (operand === 'and' && !m) { match = false; break; }
-      if (operand === 'or' && m) { match = true; break; }
+      if (operand === 'and' && !m) {
+        match = false;
+        break;
+      }
+      if (operand === 'or' && m) {
+        match = true;
+        break;
+      }
     }
     if (match) extra.push(k);
   }
@@ -485,10 +590,21 @@ function writeExtraLog(out: ByteOut, c: Chain, k: number, withId = false): void 
   writeIso(out, c.blockSeconds(b));
   out.str(
     JSON.stringify({
-      address: c.addrLower(l.contract), data: l.data, method: '0x' + word8(hash2(c.kVal ^ 0x3e7, l.contract)), transaction_hash: c.txHash(l.tx),
-      log_name: l.name, log_abi: l.abi, address_type: 'contract', address_extra: null, transaction_index: String(l.tx - c.blockFirstTx[b]!),
-      log_index: String(l.logIndex), topics_count: String(l.topics.length), topic_0: l.topics[0] ?? null, topic_1: l.topics[1] ?? null,
-      topic_2: l.topics[2] ?? null, topic_3: l.topics[3] ?? null,
+      address: c.addrLower(l.contract),
+      data: l.data,
+      method: '0x' + word8(hash2(c.kVal ^ 0x3e7, l.contract)),
+      transaction_hash: c.txHash(l.tx),
+      log_name: l.name,
+      log_abi: l.abi,
+      address_type: 'contract',
+      address_extra: null,
+      transaction_index: String(l.tx - c.blockFirstTx[b]!),
+      log_index: String(l.logIndex),
+      topics_count: String(l.topics.length),
+      topic_0: l.topics[0] ?? null,
+      topic_1: l.topics[1] ?? null,
+      topic_2: l.topics[2] ?? null,
+      topic_3: l.topics[3] ?? null,
     }).replace(/^\{/, ','),
   );
 }
@@ -498,7 +614,13 @@ function writeExtraLog(out: ByteOut, c: Chain, k: number, withId = false): void 
 function tokenContract(ctx: ExplorerCtx): number {
   const raw = requireAddress(ctx.params[0], 'contract_address');
   const i = ctx.chain.findAddress(raw);
-  const deployed = i >= 0 && (isErc20(i) || isErc721(i)) && (() => { const t = ctx.chain.creationTx(i); return t !== 0xffffffff && ctx.chain.txBlk[t]! <= ctx.head; })();
+  const deployed =
+    i >= 0 &&
+    (isErc20(i) || isErc721(i)) &&
+    (() => {
+      const t = ctx.chain.creationTx(i);
+      return t !== 0xffffffff && ctx.chain.txBlk[t]! <= ctx.head;
+    })();
   if (!deployed) throw new ApiError(404, `Token ${raw} not found: not an ERC-20 or ERC-721 contract`);
   return i;
 }
@@ -522,11 +644,29 @@ function tokenBalance(ctx: ExplorerCtx): Results {
 }
 
 export const HANDLERS = {
-  balances, accountInternal, txInternal, erc20Transfers: transfers('erc20'), erc721Transfers: transfers('erc721'),
-  erc721GroupTransfers, accountTokens, accountErc20: accountTokenList('erc20'), accountErc721: accountTokenList('erc721'),
-  accountInventory, erc721Tokens, erc721Contracts, contractInventory: contractInventory(false),
-  contractInventoryHolder: contractInventory(true), minedBlocks, txStatus, receiptStatus, contractAbi, contractCodeRecord,
-  verify, eventLogs, totalSupply, tokenBalance,
+  balances,
+  accountInternal,
+  txInternal,
+  erc20Transfers: transfers('erc20'),
+  erc721Transfers: transfers('erc721'),
+  erc721GroupTransfers,
+  accountTokens,
+  accountErc20: accountTokenList('erc20'),
+  accountErc721: accountTokenList('erc721'),
+  accountInventory,
+  erc721Tokens,
+  erc721Contracts,
+  contractInventory: contractInventory(false),
+  contractInventoryHolder: contractInventory(true),
+  minedBlocks,
+  txStatus,
+  receiptStatus,
+  contractAbi,
+  contractCodeRecord,
+  verify,
+  eventLogs,
+  totalSupply,
+  tokenBalance,
 };
 
 export { N_ERC20, N_ERC721, L_UNNAMED };

@@ -1,18 +1,50 @@
 // Well-known addresses and hashes of a chain, each with data behind it at the initial head.
 
 import {
-  A_BUSY0, A_CREATED0, A_CROWDED, A_ERC20_0, A_ERC721_0, A_MINER0, A_NFT_HOLDER, A_POOL0, A_STAKING, A_WHALE, Chain,
-  ERC721_META, F_FAILED, K_CALL, K_TRANSFER, N_BUSY, N_ERC20, N_ERC721, N_POOLS, TRACE_TEMPLATES, WEIRD_TOKEN,
+  A_BUSY0,
+  A_CREATED0,
+  A_CROWDED,
+  A_ERC20_0,
+  A_ERC721_0,
+  A_MINER0,
+  A_NFT_HOLDER,
+  A_POOL0,
+  A_STAKING,
+  A_WHALE,
+  Chain,
+  ERC721_META,
+  F_FAILED,
+  K_CALL,
+  K_TRANSFER,
+  N_BUSY,
+  N_ERC20,
+  N_ERC721,
+  N_POOLS,
+  TRACE_TEMPLATES,
+  WEIRD_TOKEN,
 } from './chain.js';
 import { hash2 } from './rng.js';
 
 export const TRANSFER_TOPIC = '0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef';
 
 export interface SimulatorExamples {
-  addresses: string[]; whale: string; miner: string; erc20Token: string; erc721Token: string; nftHolder: string;
-  verifiedContract: string; unverifiedContract: string; transactionHash: string; failedTransactionHash: string;
-  internalTransactionHash: string; transferTopic: string; block: number; pools: string[]; pids: number[];
-  crowdedBlockAddress: string; crowdedBlock: number;
+  addresses: string[];
+  whale: string;
+  miner: string;
+  erc20Token: string;
+  erc721Token: string;
+  nftHolder: string;
+  verifiedContract: string;
+  unverifiedContract: string;
+  transactionHash: string;
+  failedTransactionHash: string;
+  internalTransactionHash: string;
+  transferTopic: string;
+  block: number;
+  pools: string[];
+  pids: number[];
+  crowdedBlockAddress: string;
+  crowdedBlock: number;
 }
 
 /** Contracts verified from the start (others can be verified at run time through POST verify). */
@@ -32,7 +64,9 @@ export function computeExamples(c: Chain): SimulatorExamples {
   const a = (i: number): string => c.addrLower(i);
   const whaleIds = c.idxFrom.ids.subarray(c.idxFrom.off[A_WHALE]!, c.idxFrom.off[A_WHALE + 1]!);
   const mid = Math.floor(whaleIds.length / 2);
-  let tx = -1, failed = -1, internal = -1;
+  let tx = -1,
+    failed = -1,
+    internal = -1;
   for (let i = mid; i < whaleIds.length && (tx < 0 || failed < 0 || internal < 0); i++) {
     const t = whaleIds[i]!;
     if (c.txBlk[t]! > c.head) break;
@@ -44,7 +78,10 @@ export function computeExamples(c: Chain): SimulatorExamples {
   let unverified = A_CREATED0 + 1;
   for (let i = A_CREATED0; i < c.createdEnd; i++) {
     const ct = c.creationTx(i);
-    if (!isVerifiedAtGenesis(i) && ct !== 0xffffffff && c.txBlk[ct]! <= c.head) { unverified = i; break; }
+    if (!isVerifiedAtGenesis(i) && ct !== 0xffffffff && c.txBlk[ct]! <= c.head) {
+      unverified = i;
+      break;
+    }
   }
   const busy: string[] = [];
   for (let i = 0; i < N_BUSY; i++) busy.push(a(A_BUSY0 + i));

@@ -4,9 +4,7 @@
 import { Chain, Csr } from './chain.js';
 import type { VerifiedRecord } from './contracts.js';
 import { HANDLERS } from './endpoints.js';
-import {
-  ApiError, blockRange, checkWindow, parseBlockParam, parseBool, parseEnum, parseLimit, parseOffset, requireAddress,
-} from './params.js';
+import { ApiError, blockRange, checkWindow, parseBlockParam, parseBool, parseEnum, parseLimit, parseOffset, requireAddress } from './params.js';
 import { renderBlock, writeTx, writeTxSimple } from './render.js';
 import { closePage, nextRow, openPage } from './page.js';
 import type { Dialect } from './dialect.js';
@@ -22,10 +20,13 @@ export interface ExplorerCtx {
   /** `real`: event logs by address alone, carrying an `id` (src/simulator/dialect.ts). */
   dialect?: Dialect;
 }
-export interface ExplorerState { verified: Map<string, VerifiedRecord> }
+export interface ExplorerState {
+  verified: Map<string, VerifiedRecord>;
+}
 
 export interface Results {
-  results: string | Buffer; rows: number;
+  results: string | Buffer;
+  rows: number;
   /** The results bytes already hold the whole success envelope (saves a copy on the hot path). */
   enveloped?: boolean;
   /** Called once the results bytes are no longer needed, so their buffer can be reused. */
@@ -33,7 +34,12 @@ export interface Results {
 }
 export type Handler = (ctx: ExplorerCtx) => Results;
 
-export interface Route { method: 'GET' | 'POST'; pattern: string[]; name: string; handler: Handler }
+export interface Route {
+  method: 'GET' | 'POST';
+  pattern: string[];
+  name: string;
+  handler: Handler;
+}
 
 /** Positions of a newest-first page within [lo, hi) of a CSR list. */
 export function pageDesc(lo: number, hi: number, offset: number, limit: number): [number, number] {
@@ -55,9 +61,12 @@ const EMPTY_CSR_RANGE: [number, number] = [0, 0];
 function txTransactions(ctx: ExplorerCtx): Results {
   const { chain: c, query: q, head } = ctx;
   const a = addressIndex(c, ctx.params[0], 'address_hash');
-  const limit = parseLimit(q), offset = parseOffset(q);
-  const start = parseBlockParam(q, 'startBlock', head), end = parseBlockParam(q, 'endBlock', head, { allowLatest: true });
-  const withInput = parseBool(q, 'input'), simple = parseBool(q, 'simple');
+  const limit = parseLimit(q),
+    offset = parseOffset(q);
+  const start = parseBlockParam(q, 'startBlock', head),
+    end = parseBlockParam(q, 'endBlock', head, { allowLatest: true });
+  const withInput = parseBool(q, 'input'),
+    simple = parseBool(q, 'simple');
   const cond = parseEnum(q, 'condition', ['all', 'to', 'from', 'contract'] as const, 'all');
   checkWindow(offset, limit, ctx.resultWindow);
   const { from, to, toBlock } = blockRange(start, end, head);
@@ -68,7 +77,8 @@ function txTransactions(ctx: ExplorerCtx): Results {
   const out = openPage(hi - lo, simple ? ',"from_block":"' + from + '","to_block":"' + toBlock + '"' : '');
   for (let i = p1 - 1; i >= p0; i--) {
     nextRow(out, p1 - 1 - i);
-    if (simple) writeTxSimple(out, c, csr.ids[i]!, withInput); else writeTx(out, c, csr.ids[i]!, head, withInput);
+    if (simple) writeTxSimple(out, c, csr.ids[i]!, withInput);
+    else writeTx(out, c, csr.ids[i]!, head, withInput);
   }
   return closePage(p1 - p0);
 }
@@ -124,7 +134,10 @@ export function matchRoute(routes: Route[], segs: string[]): { route: Route; par
     for (let i = 0; i < segs.length; i++) {
       const p = r.pattern[i]!;
       if (p === ':') params.push(segs[i]!);
-      else if (p !== segs[i]) { ok = false; break; }
+      else if (p !== segs[i]) {
+        ok = false;
+        break;
+      }
     }
     if (ok) out.push({ route: r, params });
   }

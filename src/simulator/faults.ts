@@ -7,7 +7,13 @@ export const ALL_FAULT_KINDS: FaultKind[] = ['429', 'throttle', '500', '502', '5
 /** Kinds used when `kinds` is omitted: everything but `stall`, which holds a connection until the client gives up. */
 export const DEFAULT_FAULT_KINDS: FaultKind[] = ['429', 'throttle', '500', '502', '503', 'reset', 'truncated', 'non-json'];
 
-export interface FaultOptions { rate: number; kinds?: FaultKind[]; seed?: number; retryAfterSeconds?: number; stallMs?: number }
+export interface FaultOptions {
+  rate: number;
+  kinds?: FaultKind[];
+  seed?: number;
+  retryAfterSeconds?: number;
+  stallMs?: number;
+}
 
 export class FaultPlan {
   private n = 0;
@@ -26,11 +32,18 @@ export class FaultPlan {
     if (this.opts.rate < 1 && unit(hash2(this.seed, i)) >= this.opts.rate) return null;
     return this.kinds[hash2(this.seed ^ 0x0fa17, i) % this.kinds.length]!;
   }
-  get retryAfterSeconds(): number { return this.opts.retryAfterSeconds ?? 1; }
-  get stallMs(): number { return this.opts.stallMs ?? 60_000; }
+  get retryAfterSeconds(): number {
+    return this.opts.retryAfterSeconds ?? 1;
+  }
+  get stallMs(): number {
+    return this.opts.stallMs ?? 60_000;
+  }
 }
 
-export interface RateLimitOptions { rps: number; burst?: number }
+export interface RateLimitOptions {
+  rps: number;
+  burst?: number;
+}
 
 export class TokenBuckets {
   private buckets = new Map<string, { tokens: number; at: number }>();
@@ -41,10 +54,16 @@ export class TokenBuckets {
   take(key: string, nowMs: number): number {
     const burst = Math.max(1, this.opts.burst ?? Math.ceil(this.opts.rps));
     let b = this.buckets.get(key);
-    if (!b) { b = { tokens: burst, at: nowMs }; this.buckets.set(key, b); }
+    if (!b) {
+      b = { tokens: burst, at: nowMs };
+      this.buckets.set(key, b);
+    }
     b.tokens = Math.min(burst, b.tokens + ((nowMs - b.at) / 1000) * this.opts.rps);
     b.at = nowMs;
-    if (b.tokens >= 1) { b.tokens -= 1; return 0; }
+    if (b.tokens >= 1) {
+      b.tokens -= 1;
+      return 0;
+    }
     return Math.max(1, Math.ceil((1 - b.tokens) / this.opts.rps));
   }
 }

@@ -8,7 +8,12 @@ import { isAddress } from './hex.js';
 import { ApiError } from './params.js';
 import { hash2 } from './rng.js';
 
-export interface FinanceResponse { status: number; body: string; rows: number; route: string }
+export interface FinanceResponse {
+  status: number;
+  body: string;
+  rows: number;
+  route: string;
+}
 
 export function financeFailure(status: number, message: string, route = 'unknown'): FinanceResponse {
   return { status, body: JSON.stringify({ type: 'failure', message, data: null }), rows: 0, route };
@@ -34,11 +39,15 @@ function minuteCents(seed: number, m: number): number {
   const trend = 1 + 0.3 * Math.sin(m / 43_200); // slow monthly swings
   return Math.floor(((h % 100_000) * daily * trend) / 100) + 5_000;
 }
-function minuteSwaps(seed: number, m: number): number { return 1 + (hash2(seed ^ 0x5aa9, m >>> 0) % 20); }
+function minuteSwaps(seed: number, m: number): number {
+  return 1 + (hash2(seed ^ 0x5aa9, m >>> 0) % 20);
+}
 function priceAt(seed: number, m: number): string {
   return (0.999 + (hash2(seed ^ 0x9e1ce, m >>> 0) % 21) / 10_000).toFixed(4);
 }
-function supplyAt(m: number): number { return 48_000_000 + 37 * (m - PLATFORM_START_MIN) + (m % 997); }
+function supplyAt(m: number): number {
+  return 48_000_000 + 37 * (m - PLATFORM_START_MIN) + (m % 997);
+}
 
 class Series {
   private hourCache = new Map<number, number>();
@@ -57,9 +66,13 @@ class Series {
   }
   /** Cents over [fromMin, toMin), using whole hours where possible. */
   rangeCents(fromMin: number, toMin: number): number {
-    let s = 0, m = fromMin;
+    let s = 0,
+      m = fromMin;
     while (m < toMin && m % 60 !== 0) s += minuteCents(this.seed, m++);
-    while (m + 60 <= toMin) { s += this.hourCents(m / 60); m += 60; }
+    while (m + 60 <= toMin) {
+      s += this.hourCents(m / 60);
+      m += 60;
+    }
     while (m < toMin) s += minuteCents(this.seed, m++);
     return s;
   }
@@ -80,7 +93,10 @@ class Series {
 const seriesBySeed = new Map<number, Series>();
 function series(c: Chain): Series {
   let s = seriesBySeed.get(c.seed);
-  if (!s) { s = new Series(c.seed); seriesBySeed.set(c.seed, s); }
+  if (!s) {
+    s = new Series(c.seed);
+    seriesBySeed.set(c.seed, s);
+  }
   return s;
 }
 
@@ -127,8 +143,11 @@ function stakingEntry(c: Chain, head: number, pid: number): Record<string, unkno
   }
   const reward = micro(rewardMicro(pid, head));
   Object.assign(e, {
-    pid: String(pid), liquidity: micro(stakedMicro(c.seed, pid, head)), reward_amount: reward,
-    reward_liquidityWD: round6(reward * GRND_PRICE), updated_at: isoMs(c, head),
+    pid: String(pid),
+    liquidity: micro(stakedMicro(c.seed, pid, head)),
+    reward_amount: reward,
+    reward_liquidityWD: round6(reward * GRND_PRICE),
+    updated_at: isoMs(c, head),
   });
   return e;
 }
@@ -141,7 +160,8 @@ function intParam(q: URLSearchParams, name: string, required: boolean, min: numb
     if (required) throw new ApiError(400, `Missing required parameter '${name}'`);
     return null;
   }
-  if (!/^[0-9]+$/.test(v) || Number(v) < min || Number(v) > max) throw new ApiError(400, `Invalid ${name} '${v.slice(0, 40)}': must be an integer from ${min} to ${max}`);
+  if (!/^[0-9]+$/.test(v) || Number(v) < min || Number(v) > max)
+    throw new ApiError(400, `Invalid ${name} '${v.slice(0, 40)}': must be an integer from ${min} to ${max}`);
   return Number(v);
 }
 
@@ -153,7 +173,8 @@ function totalChart(c: Chain, q: URLSearchParams): FinanceResponse {
   const count = intParam(q, 'unit_count', true, 1, 1000)!;
   const mult = intParam(q, 'unit_multiplier', true, 1, 1000)!;
   const bucket = unitMin * mult;
-  if (bucket * count > MAX_SPAN_MINUTES) throw new ApiError(400, `Requested span of ${bucket * count} minutes exceeds the maximum of ${MAX_SPAN_MINUTES} (unit_count x unit_multiplier x unit)`);
+  if (bucket * count > MAX_SPAN_MINUTES)
+    throw new ApiError(400, `Requested span of ${bucket * count} minutes exceeds the maximum of ${MAX_SPAN_MINUTES} (unit_count x unit_multiplier x unit)`);
   const s = series(c);
   const end = Math.floor(nowMinute(c, c.head) / bucket) * bucket;
   const history = [];
@@ -180,14 +201,26 @@ function stakingInfo(c: Chain, q: URLSearchParams): FinanceResponse {
 function rewardInfo(c: Chain, q: URLSearchParams): FinanceResponse {
   const b = intParam(q, 'block_number', false, 0, 1e15) ?? c.head;
   if (b > c.head) throw new ApiError(404, `Block ${b} not found: the latest block is ${c.head}`);
-  const sg = stakedMicro(c.seed, 0, b), rg = rewardMicro(0, b), sl = stakedMicro(c.seed, 1, b), rl = rewardMicro(1, b);
-  return ok('staking/getRewardInfo', {
-    _staking_reward: { totalStakedGrand: weiOf(sg), totalRewardGrand: weiOf(rg), totalStakedLiquid: weiOf(sl), totalRewardLiquid: weiOf(rl) },
-    staking_reward: { totalStakedGrand: micro(sg), totalRewardGrand: micro(rg), totalStakedLiquid: micro(sl), totalRewardLiquid: micro(rl) },
-  }, 1);
+  const sg = stakedMicro(c.seed, 0, b),
+    rg = rewardMicro(0, b),
+    sl = stakedMicro(c.seed, 1, b),
+    rl = rewardMicro(1, b);
+  return ok(
+    'staking/getRewardInfo',
+    {
+      _staking_reward: { totalStakedGrand: weiOf(sg), totalRewardGrand: weiOf(rg), totalStakedLiquid: weiOf(sl), totalRewardLiquid: weiOf(rl) },
+      staking_reward: { totalStakedGrand: micro(sg), totalRewardGrand: micro(rg), totalStakedLiquid: micro(sl), totalRewardLiquid: micro(rl) },
+    },
+    1,
+  );
 }
 
-interface Window { now: number; prev: number; liqNow: number; liqBefore: number }
+interface Window {
+  now: number;
+  prev: number;
+  liqNow: number;
+  liqBefore: number;
+}
 function windows(c: Chain, pool: number | null): Record<string, Window> {
   const s = series(c);
   const endH = Math.floor(nowMinute(c, c.head) / 60);
@@ -197,8 +230,10 @@ function windows(c: Chain, pool: number | null): Record<string, Window> {
     const nowC = s.rangeCents((endH - hours) * 60, endH * 60);
     const prevC = s.rangeCents((endH - 2 * hours) * 60, (endH - hours) * 60);
     out[k] = {
-      now: pool === null ? nowC : poolShare(nowC, pool), prev: pool === null ? prevC : poolShare(prevC, pool),
-      liqNow: liq(endH), liqBefore: liq(endH - hours),
+      now: pool === null ? nowC : poolShare(nowC, pool),
+      prev: pool === null ? prevC : poolShare(prevC, pool),
+      liqNow: liq(endH),
+      liqBefore: liq(endH - hours),
     };
   }
   return out;
@@ -212,16 +247,34 @@ function dashboard(c: Chain): FinanceResponse {
   let poolsLiq = 0;
   for (let p = 0; p < N_POOLS; p++) poolsLiq += poolLiquidityCents(c.seed, endH, p);
   const fee = (x: number): number => Math.floor(x * 0.003);
-  const w7 = w['7d']!, w24 = w['24h']!;
-  const poolApr = round2((fee(w7.now) * 52) / w7.liqNow * 100);
-  const stakingApr = round2(((rewardMicro(0, c.head) - rewardMicro(0, Math.max(0, c.head - 50_400))) * 52 * GRND_PRICE) / (stakedMicro(c.seed, 0, c.head) * GRND_PRICE) * 100);
-  const period = (k: string): { volume: number; volume_change: number; liquidity_change: number } =>
-    ({ volume: cents(w[k]!.now), volume_change: pct(w[k]!.now, w[k]!.prev), liquidity_change: pct(w[k]!.liqNow, w[k]!.liqBefore) });
+  const w7 = w['7d']!,
+    w24 = w['24h']!;
+  const poolApr = round2(((fee(w7.now) * 52) / w7.liqNow) * 100);
+  const stakingApr = round2(
+    (((rewardMicro(0, c.head) - rewardMicro(0, Math.max(0, c.head - 50_400))) * 52 * GRND_PRICE) / (stakedMicro(c.seed, 0, c.head) * GRND_PRICE)) * 100,
+  );
+  const period = (k: string): { volume: number; volume_change: number; liquidity_change: number } => ({
+    volume: cents(w[k]!.now),
+    volume_change: pct(w[k]!.now, w[k]!.prev),
+    liquidity_change: pct(w[k]!.liqNow, w[k]!.liqBefore),
+  });
   const data = {
     '1m': period('1m'),
     '1y': period('1y'),
-    '7d': { volume: cents(w7.now), pool_apr: poolApr, staking_apr: stakingApr, volume_change: pct(w7.now, w7.prev), liquidity_change: pct(w7.liqNow, w7.liqBefore) },
-    '24h': { fee: cents(fee(w24.now)), volume: cents(w24.now), fee_change: pct(fee(w24.now), fee(w24.prev)), volume_change: pct(w24.now, w24.prev), liquidity_change: pct(w24.liqNow, w24.liqBefore) },
+    '7d': {
+      volume: cents(w7.now),
+      pool_apr: poolApr,
+      staking_apr: stakingApr,
+      volume_change: pct(w7.now, w7.prev),
+      liquidity_change: pct(w7.liqNow, w7.liqBefore),
+    },
+    '24h': {
+      fee: cents(fee(w24.now)),
+      volume: cents(w24.now),
+      fee_change: pct(fee(w24.now), fee(w24.prev)),
+      volume_change: pct(w24.now, w24.prev),
+      liquidity_change: pct(w24.liqNow, w24.liqBefore),
+    },
     tvl: cents(poolsLiq + stakingCents),
     acc_user: String(118_000 + Math.floor((endH - PLATFORM_START_MIN / 60) * 3.7)),
     total_volume: cents(totals.cents),
@@ -242,21 +295,39 @@ function poolInfo(c: Chain, q: URLSearchParams): FinanceResponse {
   const w = windows(c, p);
   const str = (x: number): string => cents(x).toFixed(2);
   const swapShare = (x: number): number => Math.floor(x * 0.92);
-  const apr = (k: string): number => round2((Math.floor(w[k]!.now * 0.003) * (8760 / PERIOD_HOURS[k as '7d'])) / w[k]!.liqNow * 100);
-  const aprPrev = (k: string): number => round2((Math.floor(w[k]!.prev * 0.003) * (8760 / PERIOD_HOURS[k as '7d'])) / w[k]!.liqBefore * 100);
-  const period = (k: string): { volume: string; volume_change: number; liquidity_change: number } =>
-    ({ volume: str(w[k]!.now), volume_change: pct(w[k]!.now, w[k]!.prev), liquidity_change: pct(w[k]!.liqNow, w[k]!.liqBefore) });
-  const w24 = w['24h']!, w7 = w['7d']!;
+  const apr = (k: string): number => round2(((Math.floor(w[k]!.now * 0.003) * (8760 / PERIOD_HOURS[k as '7d'])) / w[k]!.liqNow) * 100);
+  const aprPrev = (k: string): number => round2(((Math.floor(w[k]!.prev * 0.003) * (8760 / PERIOD_HOURS[k as '7d'])) / w[k]!.liqBefore) * 100);
+  const period = (k: string): { volume: string; volume_change: number; liquidity_change: number } => ({
+    volume: str(w[k]!.now),
+    volume_change: pct(w[k]!.now, w[k]!.prev),
+    liquidity_change: pct(w[k]!.liqNow, w[k]!.liqBefore),
+  });
+  const w24 = w['24h']!,
+    w7 = w['7d']!;
   const endH = Math.floor(nowMinute(c, c.head) / 60);
-  const data = [{
-    '1m': period('1m'),
-    '1y': period('1y'),
-    '7d': { apr: apr('7d'), volume: str(w7.now), apr_change: round2(apr('7d') - aprPrev('7d')), volume_change: pct(w7.now, w7.prev), liquidity_change: pct(w7.liqNow, w7.liqBefore) },
-    '24h': { volume: str(w24.now), swap_volume: str(swapShare(w24.now)), volume_change: pct(w24.now, w24.prev), liquidity_change: pct(w24.liqNow, w24.liqBefore), swap_volume_change: pct(swapShare(w24.now), swapShare(w24.prev)) },
-    liquidity: cents(poolLiquidityCents(c.seed, endH, p)),
-    pool_address: c.addrCase(i, 1),
-    updated_at: isoMs(c, c.head),
-  }];
+  const data = [
+    {
+      '1m': period('1m'),
+      '1y': period('1y'),
+      '7d': {
+        apr: apr('7d'),
+        volume: str(w7.now),
+        apr_change: round2(apr('7d') - aprPrev('7d')),
+        volume_change: pct(w7.now, w7.prev),
+        liquidity_change: pct(w7.liqNow, w7.liqBefore),
+      },
+      '24h': {
+        volume: str(w24.now),
+        swap_volume: str(swapShare(w24.now)),
+        volume_change: pct(w24.now, w24.prev),
+        liquidity_change: pct(w24.liqNow, w24.liqBefore),
+        swap_volume_change: pct(swapShare(w24.now), swapShare(w24.prev)),
+      },
+      liquidity: cents(poolLiquidityCents(c.seed, endH, p)),
+      pool_address: c.addrCase(i, 1),
+      updated_at: isoMs(c, c.head),
+    },
+  ];
   return ok('pool/info_list', data, 1);
 }
 

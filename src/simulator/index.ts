@@ -108,7 +108,17 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
   const kind = opts.chain ?? 'demo';
   if (!CHAIN_KINDS.includes(kind)) throw new RangeError(`chain must be one of ${CHAIN_KINDS.join(', ')}, got '${String(kind)}'`);
   const sparse = kind === 'sparse' ? { mainnet: sparseChainFor(seed, 'mainnet'), testnet: sparseChainFor(seed, 'testnet') } : undefined;
-  const server = new SimServer(chains, { apiKey, host, port: opts.port ?? 0, resultWindow, latencyMs: opts.latencyMs, faults: opts.faults, rateLimit: opts.rateLimit, dialect, sparse });
+  const server = new SimServer(chains, {
+    apiKey,
+    host,
+    port: opts.port ?? 0,
+    resultWindow,
+    latencyMs: opts.latencyMs,
+    faults: opts.faults,
+    rateLimit: opts.rateLimit,
+    dialect,
+    sparse,
+  });
   const port = await server.listen();
   const hostPart = host.includes(':') ? `[${host}]` : host;
   const root = `http://${hostPart}:${port}`;
@@ -116,7 +126,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
   const testnetExamples = computeExamples(chains.testnet);
   let timer: NodeJS.Timeout | undefined;
   if (opts.blockTimeMs !== undefined && opts.blockTimeMs > 0) {
-    timer = setInterval(() => { chains.mainnet.setHead(chains.mainnet.head + 1); chains.testnet.setHead(chains.testnet.head + 1); }, opts.blockTimeMs);
+    timer = setInterval(() => {
+      chains.mainnet.setHead(chains.mainnet.head + 1);
+      chains.testnet.setHead(chains.testnet.head + 1);
+    }, opts.blockTimeMs);
     timer.unref();
   }
   return {
@@ -135,6 +148,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
       chains[network].setHead(chains[network].head + blocks);
     },
     head: (network = 'mainnet') => sparse?.[network].head ?? chains[network].head,
-    close: async () => { if (timer) clearInterval(timer); await server.close(); },
+    close: async () => {
+      if (timer) clearInterval(timer);
+      await server.close();
+    },
   };
 }

@@ -19,7 +19,9 @@ const COMMA = 44;
 export function openPage(count: number, extra = ''): ByteOut {
   out.reset();
   out.ensure(256);
-  out.raw(OPEN); out.uint(count); out.byte(34);
+  out.raw(OPEN);
+  out.uint(count);
+  out.byte(34);
   if (extra !== '') out.str(extra);
   out.ensure(16);
   out.raw(DATA_OPEN);

@@ -4,7 +4,11 @@
 import { isAddress, isHash } from './hex.js';
 
 export class ApiError extends Error {
-  constructor(readonly status: number, message: string, readonly headers: Record<string, string> = {}) {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
     super(message);
   }
 }

@@ -11,11 +11,18 @@ import { hash2, hash3 } from './rng.js';
 import { itxValueGwei, traceTemplate, traceType } from './state.js';
 
 const I = {
-  ts: lit('{"timestamp":'), sender: lit(',"sender":"'), receiver: lit('","receiver":"'), value: lit('","value":"'),
+  ts: lit('{"timestamp":'),
+  sender: lit(',"sender":"'),
+  receiver: lit('","receiver":"'),
+  value: lit('","value":"'),
   ok: lit('","status":"1","message":null,"transaction_hash":"'),
   failed: lit('","status":"0","message":"execution reverted","transaction_hash":"'),
-  bn: lit('","block_number":"'), gasUsed: lit('","gas_used":"'), gasLimit: lit('","gas_limit":"'),
-  external: lit('","external_receiver":true'), internal: lit('","external_receiver":false'), input: lit(',"input":"'),
+  bn: lit('","block_number":"'),
+  gasUsed: lit('","gas_used":"'),
+  gasLimit: lit('","gas_limit":"'),
+  external: lit('","external_receiver":true'),
+  internal: lit('","external_receiver":false'),
+  input: lit(',"input":"'),
 };
 
 const TYPES = ['call', 'delegatecall', 'staticcall', 'codecall', 'selfdestruct'];
@@ -28,7 +35,9 @@ function traceLit(tpl: number, pos: number, type: string): Lit {
   let l = traceLits[key];
   if (l === undefined) {
     const subs = type === 'selfdestruct' ? null : String(TRACE_SUBS[tpl]![pos]!);
-    l = lit(`","contract_address":null,"trace_address":${JSON.stringify(TRACE_TEMPLATES[tpl]![pos]!.map(String))},"trace_type":${JSON.stringify(type)},"sub_traces":${JSON.stringify(subs)},"transaction_index":"`);
+    l = lit(
+      `","contract_address":null,"trace_address":${JSON.stringify(TRACE_TEMPLATES[tpl]![pos]!.map(String))},"trace_type":${JSON.stringify(type)},"sub_traces":${JSON.stringify(subs)},"transaction_index":"`,
+    );
     traceLits[key] = l;
   }
   return l;
@@ -43,23 +52,40 @@ function internalInput(c: Chain, r: number, type: string): string {
 
 /** The entry of internal transaction r. */
 export function writeInternal(out: ByteOut, c: Chain, r: number, withInput: boolean): void {
-  const t = c.itxParent[r]!, b = c.txBlk[t]!, pos = c.itxPos[r]!, to = c.itxTo[r]!;
-  const tpl = traceTemplate(c, t), type = traceType(c, t, tpl, pos);
+  const t = c.itxParent[r]!,
+    b = c.txBlk[t]!,
+    pos = c.itxPos[r]!,
+    to = c.itxTo[r]!;
+  const tpl = traceTemplate(c, t),
+    type = traceType(c, t, tpl, pos);
   const st = caseStyle(c.kTx ^ 0x17, r);
   c.gasOf(t, c.txKind[t]!, b);
   const gasLimit = Math.max(2300, Math.floor(G.limit / (2 + TRACE_TEMPLATES[tpl]![pos]!.length)) - pos * 100);
   const gasUsed = type === 'selfdestruct' ? 5000 : Math.floor(gasLimit * (0.2 + (hash2(r, 3) % 60) / 100));
-  out.lit(I.ts); writeIso(out, c.blockSeconds(b));
-  out.lit(I.sender); c.writeAddr(out, c.itxFrom[r]!, st);
-  out.lit(I.receiver); c.writeAddr(out, to, st);
-  out.lit(I.value); writeGwei(out, itxValueGwei(c, r));
-  out.lit((c.txKind[t]! & F_FAILED) !== 0 ? I.failed : I.ok); c.writeTxHash(out, t, st === 2);
-  out.lit(I.bn); out.uint(b);
-  out.lit(traceLit(tpl, pos, type)); out.uint(t - c.blockFirstTx[b]!);
-  out.lit(I.gasUsed); out.uint(gasUsed);
-  out.lit(I.gasLimit); out.uint(gasLimit);
+  out.lit(I.ts);
+  writeIso(out, c.blockSeconds(b));
+  out.lit(I.sender);
+  c.writeAddr(out, c.itxFrom[r]!, st);
+  out.lit(I.receiver);
+  c.writeAddr(out, to, st);
+  out.lit(I.value);
+  writeGwei(out, itxValueGwei(c, r));
+  out.lit((c.txKind[t]! & F_FAILED) !== 0 ? I.failed : I.ok);
+  c.writeTxHash(out, t, st === 2);
+  out.lit(I.bn);
+  out.uint(b);
+  out.lit(traceLit(tpl, pos, type));
+  out.uint(t - c.blockFirstTx[b]!);
+  out.lit(I.gasUsed);
+  out.uint(gasUsed);
+  out.lit(I.gasLimit);
+  out.uint(gasLimit);
   // An address with no transaction of its own is an external receiver.
   out.lit(c.idxAll.off[to + 1]! - c.idxAll.off[to]! === 0 ? I.external : I.internal);
-  if (withInput) { out.lit(I.input); out.str(internalInput(c, r, type)); out.byte(34); }
+  if (withInput) {
+    out.lit(I.input);
+    out.str(internalInput(c, r, type));
+    out.byte(34);
+  }
   out.byte(125);
 }

@@ -28,19 +28,28 @@ export interface ServerConfig {
 }
 
 export interface Stats {
-  requests: number; rowsServed: number; faults: Record<string, number>; rateLimited: number;
-  byRoute: Record<string, number>; head: Record<'mainnet' | 'testnet', number>;
+  requests: number;
+  rowsServed: number;
+  faults: Record<string, number>;
+  rateLimited: number;
+  byRoute: Record<string, number>;
+  head: Record<'mainnet' | 'testnet', number>;
 }
 
 interface Reply {
-  status: number; body: string | Buffer; rows: number; headers?: Record<string, string>; contentType?: string;
+  status: number;
+  body: string | Buffer;
+  rows: number;
+  headers?: Record<string, string>;
+  contentType?: string;
   /** Gives the body's buffer back to its writer once the socket has taken the bytes (see ByteOut.takeOwned). */
   release?: () => void;
 }
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 const MAX_BODY = 1 << 20;
-const HTML_ERROR = '<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>\n';
+const HTML_ERROR =
+  '<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title></head><body><center><h1>502 Bad Gateway</h1></center><hr><center>nginx</center></body></html>\n';
 
 const OK_PREFIX = '{"status":"200","message":"OK","results":';
 const OK_PREFIX_BYTES = Buffer.from(OK_PREFIX, 'latin1');
@@ -60,7 +69,10 @@ export class SimServer {
   private stats!: Stats;
   readonly state: Record<Network, ExplorerState> = { mainnet: { verified: new Map() }, testnet: { verified: new Map() } };
 
-  constructor(readonly chains: Record<Network, Chain>, readonly cfg: ServerConfig) {
+  constructor(
+    readonly chains: Record<Network, Chain>,
+    readonly cfg: ServerConfig,
+  ) {
     this.setFaults(cfg.faults);
     this.setRateLimit(cfg.rateLimit);
     this.setLatency(cfg.latencyMs);
@@ -75,7 +87,10 @@ export class SimServer {
   async listen(): Promise<number> {
     await new Promise<void>((resolve, reject) => {
       this.server.once('error', reject);
-      this.server.listen(this.cfg.port, this.cfg.host, () => { this.server.off('error', reject); resolve(); });
+      this.server.listen(this.cfg.port, this.cfg.host, () => {
+        this.server.off('error', reject);
+        resolve();
+      });
     });
     return (this.server.address() as AddressInfo).port;
   }
@@ -89,8 +104,12 @@ export class SimServer {
     });
   }
 
-  setFaults(f: FaultOptions | undefined): void { this.faultPlan = f && f.rate > 0 ? new FaultPlan(f) : undefined; }
-  setRateLimit(r: RateLimitOptions | undefined): void { this.buckets = r ? new TokenBuckets(r) : undefined; }
+  setFaults(f: FaultOptions | undefined): void {
+    this.faultPlan = f && f.rate > 0 ? new FaultPlan(f) : undefined;
+  }
+  setRateLimit(r: RateLimitOptions | undefined): void {
+    this.buckets = r ? new TokenBuckets(r) : undefined;
+  }
   setLatency(l: ServerConfig['latencyMs']): void {
     if (typeof l === 'number' && !(l >= 0)) throw new RangeError(`latencyMs must be >= 0, got ${l}`);
     if (typeof l === 'object' && !(l.min >= 0 && l.max >= l.min)) throw new RangeError(`latencyMs needs 0 <= min <= max`);
@@ -99,7 +118,9 @@ export class SimServer {
 
   getStats(): Stats {
     return {
-      ...this.stats, faults: { ...this.stats.faults }, byRoute: { ...this.stats.byRoute },
+      ...this.stats,
+      faults: { ...this.stats.faults },
+      byRoute: { ...this.stats.byRoute },
       head: { mainnet: this.chains.mainnet.head, testnet: this.chains.testnet.head },
     };
   }
@@ -109,7 +130,10 @@ export class SimServer {
 
   private delay(ms: number): Promise<void> {
     return new Promise((resolve) => {
-      const t = setTimeout(() => { this.timers.delete(t); resolve(); }, ms);
+      const t = setTimeout(() => {
+        this.timers.delete(t);
+        resolve();
+      }, ms);
       this.timers.add(t);
     });
   }
@@ -130,7 +154,8 @@ export class SimServer {
     res.writeHead(r.status, { 'content-type': r.contentType ?? JSON_TYPE, 'content-length': buf.length, ...(r.headers ?? {}) });
     // 'finish' (end's callback) comes after the last write was handed to the kernel, so the buffer can be
     // reused; a connection that fails first never calls it and the buffer is left to the GC.
-    if (r.release) res.end(buf, r.release); else res.end(buf);
+    if (r.release) res.end(buf, r.release);
+    else res.end(buf);
   }
 
   private async readBody(req: http.IncomingMessage): Promise<string> {
@@ -153,7 +178,10 @@ export class SimServer {
     }
     let segs: string[];
     try {
-      segs = url.pathname.split('/').filter((s) => s.length > 0).map((s) => decodeURIComponent(s));
+      segs = url.pathname
+        .split('/')
+        .filter((s) => s.length > 0)
+        .map((s) => decodeURIComponent(s));
     } catch {
       this.send(res, { status: 400, body: explorerError(400, `Malformed percent-encoding in path ${url.pathname.slice(0, 120)}`), rows: 0 });
       return;
@@ -162,7 +190,9 @@ export class SimServer {
     this.stats.requests++;
     let rawBody = '';
     if (method === 'POST' || method === 'PUT') {
-      try { rawBody = await this.readBody(req); } catch (e) {
+      try {
+        rawBody = await this.readBody(req);
+      } catch (e) {
         const status = e instanceof ApiError ? e.status : 400;
         this.send(res, { status, body: explorerError(status, e instanceof Error ? e.message : String(e)), rows: 0 });
         return;
@@ -179,8 +209,14 @@ export class SimServer {
     }
     let reply: Reply;
     if (base === 'finance') reply = this.finance(method, segs.slice(1), url.searchParams, req);
-    else if (base === 'mainnet' || base === 'testnet' || base === 'testnet-alt') reply = this.explorer(base, method, segs.slice(1), url.searchParams, req, rawBody);
-    else reply = { status: 404, body: explorerError(404, `Unknown path ${method} ${url.pathname}: base paths are /mainnet, /testnet, /testnet-alt and /finance`), rows: 0 };
+    else if (base === 'mainnet' || base === 'testnet' || base === 'testnet-alt')
+      reply = this.explorer(base, method, segs.slice(1), url.searchParams, req, rawBody);
+    else
+      reply = {
+        status: 404,
+        body: explorerError(404, `Unknown path ${method} ${url.pathname}: base paths are /mainnet, /testnet, /testnet-alt and /finance`),
+        rows: 0,
+      };
 
     if (fault === 'truncated') {
       const buf = typeof reply.body === 'string' ? Buffer.from(reply.body, 'utf8') : reply.body;
@@ -197,9 +233,8 @@ export class SimServer {
   /** Returns true when the fault fully handled the request. `truncated` is applied after the handler runs. */
   private applyFault(kind: FaultKind, req: http.IncomingMessage, res: http.ServerResponse, finance: boolean): boolean {
     const plan = this.faultPlan!;
-    const env = (status: number, message: string): string => finance
-      ? JSON.stringify({ type: 'failure', message, data: null })
-      : explorerError(status, message);
+    const env = (status: number, message: string): string =>
+      finance ? JSON.stringify({ type: 'failure', message, data: null }) : explorerError(status, message);
     switch (kind) {
       case '429':
         this.send(res, { status: 429, body: env(429, 'Too many requests'), rows: 0, headers: { 'retry-after': String(plan.retryAfterSeconds) } });
@@ -220,9 +255,15 @@ export class SimServer {
         req.socket.destroy();
         return true;
       case 'stall': {
-        const t = setTimeout(() => { this.timers.delete(t); req.socket.destroy(); }, plan.stallMs);
+        const t = setTimeout(() => {
+          this.timers.delete(t);
+          req.socket.destroy();
+        }, plan.stallMs);
         this.timers.add(t);
-        req.socket.once('close', () => { clearTimeout(t); this.timers.delete(t); });
+        req.socket.once('close', () => {
+          clearTimeout(t);
+          this.timers.delete(t);
+        });
         return true;
       }
       case 'non-json':
@@ -241,9 +282,18 @@ export class SimServer {
     return { status: 429, body: '', rows: 0, headers: { 'retry-after': String(wait) } };
   }
 
-  private countRoute(name: string): void { this.stats.byRoute[name] = (this.stats.byRoute[name] ?? 0) + 1; }
+  private countRoute(name: string): void {
+    this.stats.byRoute[name] = (this.stats.byRoute[name] ?? 0) + 1;
+  }
 
-  private explorer(base: 'mainnet' | 'testnet' | 'testnet-alt', method: string, segs: string[], query: URLSearchParams, req: http.IncomingMessage, rawBody: string): Reply {
+  private explorer(
+    base: 'mainnet' | 'testnet' | 'testnet-alt',
+    method: string,
+    segs: string[],
+    query: URLSearchParams,
+    req: http.IncomingMessage,
+    rawBody: string,
+  ): Reply {
     const key = req.headers['api-key'];
     if (key === undefined || key === '') return { status: 401, body: explorerError(401, 'Missing api-key header'), rows: 0 };
     if (key !== this.cfg.apiKey) return { status: 403, body: explorerError(403, 'Invalid api-key'), rows: 0 };
@@ -256,18 +306,39 @@ export class SimServer {
     const onAlt = base === 'testnet-alt';
     const hit = matches.find((m) => m.route.method === method);
     if (!hit) {
-      if (matches.length > 0) return { status: 405, body: explorerError(405, `Method ${method} not allowed on ${path}; use ${matches[0]!.route.method}`), rows: 0, headers: { allow: matches.map((m) => m.route.method).join(', ') } };
+      if (matches.length > 0)
+        return {
+          status: 405,
+          body: explorerError(405, `Method ${method} not allowed on ${path}; use ${matches[0]!.route.method}`),
+          rows: 0,
+          headers: { allow: matches.map((m) => m.route.method).join(', ') },
+        };
       return { status: 404, body: explorerError(404, `Unknown path ${method} ${path}`), rows: 0 };
     }
     const isTxInternal = hit.route.name === 'transactions/internal-transactions';
-    if (onAlt && !isTxInternal) return { status: 404, body: explorerError(404, `Unknown path ${method} ${path}: the testnet-alt host serves only /v1/transactions/{transaction_hash}/internal-transactions`), rows: 0 };
-    if (base === 'testnet' && isTxInternal) return { status: 404, body: explorerError(404, `Unknown path ${method} ${path}: on testnet, internal transactions by transaction hash are served by the testnet-alt host`), rows: 0 };
+    if (onAlt && !isTxInternal)
+      return {
+        status: 404,
+        body: explorerError(404, `Unknown path ${method} ${path}: the testnet-alt host serves only /v1/transactions/{transaction_hash}/internal-transactions`),
+        rows: 0,
+      };
+    if (base === 'testnet' && isTxInternal)
+      return {
+        status: 404,
+        body: explorerError(404, `Unknown path ${method} ${path}: on testnet, internal transactions by transaction hash are served by the testnet-alt host`),
+        rows: 0,
+      };
     this.countRoute(base + '/' + hit.route.name);
     let body: unknown = undefined;
     if (method === 'POST') {
       const ct = String(req.headers['content-type'] ?? '');
-      if (!ct.toLowerCase().startsWith('application/json')) return { status: 415, body: explorerError(415, `Content-Type must be application/json, got '${ct.slice(0, 60)}'`), rows: 0 };
-      try { body = JSON.parse(rawBody); } catch { return { status: 400, body: explorerError(400, 'Request body is not valid JSON'), rows: 0 }; }
+      if (!ct.toLowerCase().startsWith('application/json'))
+        return { status: 415, body: explorerError(415, `Content-Type must be application/json, got '${ct.slice(0, 60)}'`), rows: 0 };
+      try {
+        body = JSON.parse(rawBody);
+      } catch {
+        return { status: 400, body: explorerError(400, 'Request body is not valid JSON'), rows: 0 };
+      }
     }
     const chain = this.chains[network];
     const real = this.cfg.dialect === 'real';
@@ -285,9 +356,21 @@ export class SimServer {
       }
     }
     try {
-      const r = hit.route.handler({ chain, head: chain.head, query, params: hit.params, body, resultWindow: this.cfg.resultWindow, state: this.state[network], dialect: this.cfg.dialect ?? 'spec' });
-      const okBody = r.enveloped ? r.results
-        : typeof r.results === 'string' ? OK_PREFIX + r.results + '}' : Buffer.concat([OK_PREFIX_BYTES, r.results, CLOSE_BYTES]);
+      const r = hit.route.handler({
+        chain,
+        head: chain.head,
+        query,
+        params: hit.params,
+        body,
+        resultWindow: this.cfg.resultWindow,
+        state: this.state[network],
+        dialect: this.cfg.dialect ?? 'spec',
+      });
+      const okBody = r.enveloped
+        ? r.results
+        : typeof r.results === 'string'
+          ? OK_PREFIX + r.results + '}'
+          : Buffer.concat([OK_PREFIX_BYTES, r.results, CLOSE_BYTES]);
       return { status: 200, body: okBody, rows: r.rows, release: r.enveloped ? r.release : undefined };
     } catch (e) {
       if (e instanceof ApiError) {
@@ -322,10 +405,22 @@ export class SimServer {
   private finance(method: string, segs: string[], query: URLSearchParams, req: http.IncomingMessage): Reply {
     const accept = String(req.headers['accept'] ?? '*/*').toLowerCase();
     if (!/(application\/json|application\/\*|\*\/\*)/.test(accept)) {
-      return { status: 406, body: JSON.stringify({ type: 'failure', message: `Not acceptable: this API only produces application/json (accept was '${accept.slice(0, 60)}')`, data: null }), rows: 0 };
+      return {
+        status: 406,
+        body: JSON.stringify({
+          type: 'failure',
+          message: `Not acceptable: this API only produces application/json (accept was '${accept.slice(0, 60)}')`,
+          data: null,
+        }),
+        rows: 0,
+      };
     }
     const limited = this.rateLimited('finance:' + (req.socket.remoteAddress ?? ''));
-    if (limited) return { ...limited, body: JSON.stringify({ type: 'failure', message: `Rate limit exceeded: retry after ${limited.headers!['retry-after']} s`, data: null }) };
+    if (limited)
+      return {
+        ...limited,
+        body: JSON.stringify({ type: 'failure', message: `Rate limit exceeded: retry after ${limited.headers!['retry-after']} s`, data: null }),
+      };
     let r;
     const route = this.cfg.dialect === 'real' ? realFinanceSegments(segs) : segs;
     try {

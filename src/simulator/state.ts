@@ -2,8 +2,21 @@
 // Computed from the per-address and per-contract indexes (never from a chain scan) and cached per head.
 
 import {
-  A_ERC20_0, A_ERC721_0, A_ZERO, Chain, F_FAILED, G, F_MAXVALUE, K_CALL, K_CREATE, L_ERC20, L_ERC721, N_ERC20,
-  N_ERC721, TRACE_TEMPLATES, WEIRD_TOKEN,
+  A_ERC20_0,
+  A_ERC721_0,
+  A_ZERO,
+  Chain,
+  F_FAILED,
+  G,
+  F_MAXVALUE,
+  K_CALL,
+  K_CREATE,
+  L_ERC20,
+  L_ERC721,
+  N_ERC20,
+  N_ERC721,
+  TRACE_TEMPLATES,
+  WEIRD_TOKEN,
 } from './chain.js';
 import { hash2 } from './rng.js';
 import { MINING_REWARD_GWEI } from './render.js';
@@ -13,7 +26,10 @@ class Lru<V> {
   constructor(private cap: number) {}
   get(k: string): V | undefined {
     const v = this.m.get(k);
-    if (v !== undefined) { this.m.delete(k); this.m.set(k, v); }
+    if (v !== undefined) {
+      this.m.delete(k);
+      this.m.set(k, v);
+    }
     return v;
   }
   set(k: string, v: V): void {
@@ -27,14 +43,24 @@ function cached<V>(c: Chain, key: string, make: () => V): V {
   // Views of one shared chain (per-simulator heads) share the cache: keys always include the head.
   const root = Object.getPrototypeOf(c) instanceof Chain ? (Object.getPrototypeOf(c) as Chain) : c;
   let lru = caches.get(root);
-  if (!lru) { lru = new Lru<unknown>(512); caches.set(root, lru); }
+  if (!lru) {
+    lru = new Lru<unknown>(512);
+    caches.set(root, lru);
+  }
   let v = lru.get(key) as V | undefined;
-  if (v === undefined) { v = make(); lru.set(key, v); }
+  if (v === undefined) {
+    v = make();
+    lru.set(key, v);
+  }
   return v;
 }
 
-export function isErc20(i: number): boolean { return i >= A_ERC20_0 && i < A_ERC20_0 + N_ERC20; }
-export function isErc721(i: number): boolean { return i >= A_ERC721_0 && i < A_ERC721_0 + N_ERC721; }
+export function isErc20(i: number): boolean {
+  return i >= A_ERC20_0 && i < A_ERC20_0 + N_ERC20;
+}
+export function isErc721(i: number): boolean {
+  return i >= A_ERC721_0 && i < A_ERC721_0 + N_ERC721;
+}
 
 /** Trace type of an internal transaction at template position pos. */
 export function traceType(c: Chain, parent: number, tpl: number, pos: number): string {
@@ -43,7 +69,9 @@ export function traceType(c: Chain, parent: number, tpl: number, pos: number): s
   const r = hash2(c.kVal ^ 0x7ace, parent * 8 + pos) % 10;
   return r < 5 ? 'call' : r < 7 ? 'delegatecall' : r < 9 ? 'staticcall' : 'codecall';
 }
-export function traceTemplate(c: Chain, t: number): number { return hash2(c.kVal ^ 0x77, t) % TRACE_TEMPLATES.length; }
+export function traceTemplate(c: Chain, t: number): number {
+  return hash2(c.kVal ^ 0x77, t) % TRACE_TEMPLATES.length;
+}
 
 /** Value (gwei) moved by an internal transaction: the first call forwards the parent's value. */
 export function itxValueGwei(c: Chain, r: number): number {
@@ -93,8 +121,10 @@ export function nativeBalance(c: Chain, a: number, head: number): bigint {
   });
 }
 
-
-export interface NftToken { contract: number; idx: number }
+export interface NftToken {
+  contract: number;
+  idx: number;
+}
 
 /** ERC-20 units held by address a at head, per token (only non-zero). */
 export function erc20Holdings(c: Chain, a: number, head: number): Map<number, number> {

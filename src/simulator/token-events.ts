@@ -45,7 +45,9 @@ let showcase_: readonly AbiEvent[] | undefined;
 /** The Showcase events, parsed on first use (viem loads then). Human-readable ABIs have no word for anonymous events: the trailing `anonymous` is read here. */
 export function showcaseEvents(): readonly AbiEvent[] {
   showcase_ ??= SHOWCASE_SIGNATURES.map((s) =>
-    s.endsWith(' anonymous') ? { ...(viem().parseAbiItem(s.slice(0, -' anonymous'.length)) as AbiEvent), anonymous: true } : (viem().parseAbiItem(s) as AbiEvent),
+    s.endsWith(' anonymous')
+      ? { ...(viem().parseAbiItem(s.slice(0, -' anonymous'.length)) as AbiEvent), anonymous: true }
+      : (viem().parseAbiItem(s) as AbiEvent),
   );
   return showcase_;
 }
@@ -105,7 +107,14 @@ interface Extra {
   byContract: Map<number, number[]>;
 }
 
-const X_APPROVAL20 = 0, X_APPROVAL721 = 1, X_APPROVAL_ALL = 2, X_SINGLE = 3, X_BATCH = 4, X_ODD_721 = 5, X_ODD_SHORT = 6, X_SHOWCASE = 7;
+const X_APPROVAL20 = 0,
+  X_APPROVAL721 = 1,
+  X_APPROVAL_ALL = 2,
+  X_SINGLE = 3,
+  X_BATCH = 4,
+  X_ODD_721 = 5,
+  X_ODD_SHORT = 6,
+  X_SHOWCASE = 7;
 
 const extraByChain = new Map<number, Extra>();
 
@@ -118,40 +127,73 @@ function deployedAt(c: Chain, i: number): number {
 export function extraLogs(c: Chain): Extra {
   let x = extraByChain.get(c.uid);
   if (x) return x;
-  const block: number[] = [], tx: number[] = [], logIndex: number[] = [], contract: number[] = [], kind: number[] = [];
+  const block: number[] = [],
+    tx: number[] = [],
+    logIndex: number[] = [],
+    contract: number[] = [],
+    kind: number[] = [];
   const deployed = new Map<number, number>();
   const dep = (i: number): number => {
     let b = deployed.get(i);
-    if (b === undefined) { b = deployedAt(c, i); deployed.set(i, b); }
+    if (b === undefined) {
+      b = deployedAt(c, i);
+      deployed.set(i, b);
+    }
     return b;
   };
   for (let b = 1; b <= c.maxHeight; b++) {
     const h = hash2(c.kVal ^ 0xe7e7, b);
     if ((h & 7) !== 0) continue;
-    const t0 = c.blockFirstTx[b]!, t1 = c.blockFirstTx[b + 1]!;
+    const t0 = c.blockFirstTx[b]!,
+      t1 = c.blockFirstTx[b + 1]!;
     if (t1 <= t0) continue;
     const sel = (h >>> 3) % 16;
     let k: number, ct: number;
-    if (sel < 4) { k = X_APPROVAL20; ct = A_ERC20_0 + ((h >>> 8) % N_ERC20); }
-    else if (sel === 4) { k = X_APPROVAL721; ct = A_ERC721_0 + ((h >>> 8) % N_ERC721); }
-    else if (sel === 5) { k = X_APPROVAL_ALL; ct = A_ERC721_0 + ((h >>> 8) % N_ERC721); }
-    else if (sel < 9) { k = X_SINGLE; ct = A_MULTI; }
-    else if (sel === 9) { k = X_BATCH; ct = A_MULTI; }
-    else if (sel === 10) { k = (h >>> 8) & 1 ? X_ODD_721 : X_ODD_SHORT; ct = A_ODD_ERC20; }
-    else if (sel < 14) { k = X_SHOWCASE; ct = A_SHOWCASE; }
-    else continue;
+    if (sel < 4) {
+      k = X_APPROVAL20;
+      ct = A_ERC20_0 + ((h >>> 8) % N_ERC20);
+    } else if (sel === 4) {
+      k = X_APPROVAL721;
+      ct = A_ERC721_0 + ((h >>> 8) % N_ERC721);
+    } else if (sel === 5) {
+      k = X_APPROVAL_ALL;
+      ct = A_ERC721_0 + ((h >>> 8) % N_ERC721);
+    } else if (sel < 9) {
+      k = X_SINGLE;
+      ct = A_MULTI;
+    } else if (sel === 9) {
+      k = X_BATCH;
+      ct = A_MULTI;
+    } else if (sel === 10) {
+      k = (h >>> 8) & 1 ? X_ODD_721 : X_ODD_SHORT;
+      ct = A_ODD_ERC20;
+    } else if (sel < 14) {
+      k = X_SHOWCASE;
+      ct = A_SHOWCASE;
+    } else continue;
     if (dep(ct) === NONE || dep(ct) >= b) continue;
-    block.push(b); tx.push(t1 - 1); logIndex.push(c.blockFirstLog[b + 1]! - c.blockFirstLog[b]!); contract.push(ct); kind.push(k);
+    block.push(b);
+    tx.push(t1 - 1);
+    logIndex.push(c.blockFirstLog[b + 1]! - c.blockFirstLog[b]!);
+    contract.push(ct);
+    kind.push(k);
   }
   const byContract = new Map<number, number[]>();
   for (let i = 0; i < contract.length; i++) {
     let l = byContract.get(contract[i]!);
-    if (!l) { l = []; byContract.set(contract[i]!, l); }
+    if (!l) {
+      l = [];
+      byContract.set(contract[i]!, l);
+    }
     l.push(i);
   }
   x = {
-    block: Uint32Array.from(block), tx: Uint32Array.from(tx), logIndex: Uint32Array.from(logIndex),
-    contract: Uint32Array.from(contract), kind: Uint8Array.from(kind), byContract,
+    block: Uint32Array.from(block),
+    tx: Uint32Array.from(tx),
+    logIndex: Uint32Array.from(logIndex),
+    contract: Uint32Array.from(contract),
+    kind: Uint8Array.from(kind),
+    byContract,
   };
   extraByChain.set(c.uid, x);
   return x;
@@ -162,16 +204,24 @@ const MAX = (1n << 256n) - 1n;
 function amount(c: Chain, k: number, salt: number): bigint {
   const h = hash3(c.kVal ^ 0x1155, k, salt);
   switch (h % 23) {
-    case 0: return 0n;
-    case 1: return MAX;
-    case 2: return 10n ** 38n + BigInt(h >>> 5);
-    case 3: return (1n << 128n) + BigInt(h);
-    default: return BigInt(h >>> 4) * 10n ** BigInt(h % 19);
+    case 0:
+      return 0n;
+    case 1:
+      return MAX;
+    case 2:
+      return 10n ** 38n + BigInt(h >>> 5);
+    case 3:
+      return (1n << 128n) + BigInt(h);
+    default:
+      return BigInt(h >>> 4) * 10n ** BigInt(h % 19);
   }
 }
 const word = (c: Chain, k: number, j: number): string => {
   let s = '0x';
-  for (let i = 0; i < 8; i++) s += hash3(c.kVal ^ 0xb0b0, k * 16 + j, i).toString(16).padStart(8, '0');
+  for (let i = 0; i < 8; i++)
+    s += hash3(c.kVal ^ 0xb0b0, k * 16 + j, i)
+      .toString(16)
+      .padStart(8, '0');
   return s;
 };
 const addr = (c: Chain, i: number): `0x${string}` => c.addrLower(i) as `0x${string}`;
@@ -190,7 +240,14 @@ function encode(event: AbiEvent, args: Record<string, unknown>): { topics: strin
     else if (p.type === 'bytes') topics.push(keccak256(v as `0x${string}`));
     else if (p.type.endsWith(']')) {
       const el = p.type.slice(0, p.type.lastIndexOf('['));
-      topics.push(keccak256(encodeAbiParameters((v as unknown[]).map(() => ({ type: el })), v as never)));
+      topics.push(
+        keccak256(
+          encodeAbiParameters(
+            (v as unknown[]).map(() => ({ type: el })),
+            v as never,
+          ),
+        ),
+      );
     } else topics.push(encodeAbiParameters([p], [v] as never));
   }
   const plain = event.inputs.filter((p) => !p.indexed);
@@ -213,13 +270,24 @@ function showcase(c: Chain, k: number, from: number, to: number): { event: AbiEv
   switch (event.name) {
     case 'Configured':
       args = {
-        level: h & 255, delta: Number(signed(16, 1)), count: hash3(h, k, 2) >>> 0, offset: signed(64, 3),
-        total: amount(c, k, 4), balance: h % 7 === 0 ? -MAX / 2n : signed(256, 5) , admin: addr(c, from),
-        enabled: (h & 1) === 1, selector: word(c, k, 6).slice(0, 10), digest: word(c, k, 7),
+        level: h & 255,
+        delta: Number(signed(16, 1)),
+        count: hash3(h, k, 2) >>> 0,
+        offset: signed(64, 3),
+        total: amount(c, k, 4),
+        balance: h % 7 === 0 ? -MAX / 2n : signed(256, 5),
+        admin: addr(c, from),
+        enabled: (h & 1) === 1,
+        selector: word(c, k, 6).slice(0, 10),
+        digest: word(c, k, 7),
       };
       break;
     case 'Noted':
-      args = { author: addr(c, from), payload: (h & 3) === 0 ? '0x' : word(c, k, 1) + word(c, k, 2).slice(2, 2 + 2 * (h % 31)), note: texts[h % texts.length]! };
+      args = {
+        author: addr(c, from),
+        payload: (h & 3) === 0 ? '0x' : word(c, k, 1) + word(c, k, 2).slice(2, 2 + 2 * (h % 31)),
+        note: texts[h % texts.length]!,
+      };
       break;
     case 'Listed': {
       const n = h % 4;
@@ -252,34 +320,58 @@ const sigText = (e: AbiEvent): string => signatureText(e);
 /** Extra log k, rendered (topics, data, name and ABI text as the API gives them). */
 export function extraLog(c: Chain, k: number): ExtraLog {
   const x = extraLogs(c);
-  const b = x.block[k]!, t = x.tx[k]!, ct = x.contract[k]!, kind = x.kind[k]!;
+  const b = x.block[k]!,
+    t = x.tx[k]!,
+    ct = x.contract[k]!,
+    kind = x.kind[k]!;
   const EV = EVS();
-  const from = c.txFrom[t]!, to = c.txTo[t] === NONE ? A_WHALE : c.txTo[t]!;
+  const from = c.txFrom[t]!,
+    to = c.txTo[t] === NONE ? A_WHALE : c.txTo[t]!;
   const h = hash3(c.kVal ^ 0x7070, k, b);
   const base = { block: b, tx: t, logIndex: x.logIndex[k]!, contract: ct };
   const nftId = (): bigint => BigInt(1 + (h % 500));
-  const out = (event: AbiEvent, args: Record<string, unknown>, name: string | null = event.name): ExtraLog => ({ ...base, ...encode(event, args), name, abi: name === null ? null : sigText(event) });
+  const out = (event: AbiEvent, args: Record<string, unknown>, name: string | null = event.name): ExtraLog => ({
+    ...base,
+    ...encode(event, args),
+    name,
+    abi: name === null ? null : sigText(event),
+  });
   switch (kind) {
     case X_APPROVAL20:
-      return out(EV.erc20Approval, { owner: addr(c, from), spender: addr(c, A_POOL0 + (h % 4)), value: ct - A_ERC20_0 === WEIRD_TOKEN || h % 9 === 0 ? MAX : amount(c, k, 1) });
+      return out(EV.erc20Approval, {
+        owner: addr(c, from),
+        spender: addr(c, A_POOL0 + (h % 4)),
+        value: ct - A_ERC20_0 === WEIRD_TOKEN || h % 9 === 0 ? MAX : amount(c, k, 1),
+      });
     case X_APPROVAL721:
       return out(EV.erc721Approval, { owner: addr(c, from), approved: h % 5 === 0 ? addr(c, A_ZERO) : addr(c, to), tokenId: nftId() });
     case X_APPROVAL_ALL:
       return out(EV.approvalForAll, { owner: addr(c, from), operator: addr(c, A_POOL0 + (h % 4)), approved: (h & 1) === 1 });
     case X_SINGLE:
-      return out(EV.transferSingle, { operator: addr(c, from), from: h % 4 === 0 ? addr(c, A_ZERO) : addr(c, from), to: addr(c, to), id: BigInt(h % 40), value: amount(c, k, 1) });
+      return out(EV.transferSingle, {
+        operator: addr(c, from),
+        from: h % 4 === 0 ? addr(c, A_ZERO) : addr(c, from),
+        to: addr(c, to),
+        id: BigInt(h % 40),
+        value: amount(c, k, 1),
+      });
     case X_BATCH: {
       const n = 1 + (h % 4);
       return out(EV.transferBatch, {
-        operator: addr(c, from), from: addr(c, from), to: addr(c, to),
-        ids: Array.from({ length: n }, (_, j) => BigInt((h + j * 7) % 40)), values: Array.from({ length: n }, (_, j) => amount(c, k, 1 + j)),
+        operator: addr(c, from),
+        from: addr(c, from),
+        to: addr(c, to),
+        ids: Array.from({ length: n }, (_, j) => BigInt((h + j * 7) % 40)),
+        values: Array.from({ length: n }, (_, j) => amount(c, k, 1 + j)),
       });
     }
-    case X_ODD_721: { // an ERC-721-shaped Transfer (the id as a third topic, no data) from an ERC-20 contract
+    case X_ODD_721: {
+      // an ERC-721-shaped Transfer (the id as a third topic, no data) from an ERC-20 contract
       const { topics } = encode(EV.erc20Transfer, { from: addr(c, from), to: addr(c, to), value: 0n });
       return { ...base, topics: [...topics, '0x' + nftId().toString(16).padStart(64, '0')], data: '0x', name: 'Transfer', abi: sigText(EV.erc20Transfer) };
     }
-    case X_ODD_SHORT: { // an ERC-20 Transfer whose data is 16 bytes instead of 32
+    case X_ODD_SHORT: {
+      // an ERC-20 Transfer whose data is 16 bytes instead of 32
       const { topics } = encode(EV.erc20Transfer, { from: addr(c, from), to: addr(c, to), value: 0n });
       return { ...base, topics, data: '0x' + (h >>> 0).toString(16).padStart(32, '0'), name: 'Transfer', abi: sigText(EV.erc20Transfer) };
     }

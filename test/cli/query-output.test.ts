@@ -59,9 +59,19 @@ describe('chainlake query --output / --format', () => {
     const json = path.join(dir, 'r.json');
     const j = await runCli(['query', '--lake', lake, '--format', 'json', '-o', json, 'SELECT transaction_hash, block_number FROM transactions']);
     expect(j.code, j.stderr).toBe(0);
-    const objects = (await readFile(json, 'utf8')).trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const objects = (await readFile(json, 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     expect(objects).toHaveLength(rows);
     expect(Object.keys(objects[0]!)).toEqual(['transaction_hash', 'block_number']);
+  });
+
+  it('writes BIGINTs as JSON numbers where exact, as exact text beyond 2^53', async () => {
+    const sql = "SELECT 42::BIGINT AS a, 9007199254740993::BIGINT AS b, (-7)::HUGEINT AS c, 5::UBIGINT AS d, 'x' AS e, NULL::BIGINT AS f";
+    const r = await runCli(['query', '--lake', lake, '--format', 'json', sql]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe('{"a":42,"b":"9007199254740993","c":-7,"d":5,"e":"x","f":null}\n');
   });
 
   it('writes an Arrow IPC stream with the lake types, to a file or stdout', async () => {
@@ -119,10 +129,14 @@ describe('chainlake query --output / --format', () => {
   });
 
   it('stops quietly when the reader of a pipe goes away', () => {
-    const r = spawnSync('bash', ['-c', `node ${CLI} query --lake ${lake} --format csv 'SELECT * FROM range(3000000)' | head -2; echo "status=\${PIPESTATUS[0]}"`], {
-      encoding: 'utf8',
-      timeout: 60_000,
-    });
+    const r = spawnSync(
+      'bash',
+      ['-c', `node ${CLI} query --lake ${lake} --format csv 'SELECT * FROM range(3000000)' | head -2; echo "status=\${PIPESTATUS[0]}"`],
+      {
+        encoding: 'utf8',
+        timeout: 60_000,
+      },
+    );
     expect(r.stdout).toBe('range\n0\nstatus=0\n');
     expect(r.stderr).toBe('');
   });

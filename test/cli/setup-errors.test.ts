@@ -28,12 +28,16 @@ const env = (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv => ({ CHAINLAKE_M
 // Hang guard, not a speed expectation: each step runs the CLI in child processes on a shared machine.
 describe('setup errors exit 2 and name the fix', { timeout: 300_000 }, () => {
   it('a refused or missing API key names CHAINLAKE_API_KEY and never prints the key', async () => {
-    const wrong = await runCli(['export', 'transactions', '--address', address, '--lake', path.join(dir, 'k1'), '-q'], { env: env({ CHAINLAKE_API_KEY: 'wrong-key-xyz' }) });
+    const wrong = await runCli(['export', 'transactions', '--address', address, '--lake', path.join(dir, 'k1'), '-q'], {
+      env: env({ CHAINLAKE_API_KEY: 'wrong-key-xyz' }),
+    });
     expect(wrong.code).toBe(2);
     expect(wrong.stderr).toMatch(/HTTP 403/);
     expect(wrong.stderr).toMatch(/hint: .*CHAINLAKE_API_KEY/);
     expect(wrong.stderr + wrong.stdout).not.toContain('wrong-key-xyz');
-    const missing = await runCli(['export', 'transactions', '--address', address, '--lake', path.join(dir, 'k2'), '-q'], { env: env({ CHAINLAKE_API_KEY: '' }) });
+    const missing = await runCli(['export', 'transactions', '--address', address, '--lake', path.join(dir, 'k2'), '-q'], {
+      env: env({ CHAINLAKE_API_KEY: '' }),
+    });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/HTTP 401[\s\S]*CHAINLAKE_API_KEY/);
   });
@@ -52,11 +56,7 @@ describe('setup errors exit 2 and name the fix', { timeout: 300_000 }, () => {
     expect(lake.code).toBe(2);
     expect(lake.stderr).toMatch(/not a directory.*--lake/);
 
-    for (const cmd of [
-      ['export', 'transactions', '--address', address],
-      ['query', 'SELECT 1'],
-      ['status'],
-    ]) {
+    for (const cmd of [['export', 'transactions', '--address', address], ['query', 'SELECT 1'], ['status']]) {
       const empty = await runCli([...cmd, '--lake', ''], { env: env(), cwd: dir });
       expect(empty.code, cmd[0]).toBe(2);
       expect(empty.stderr, cmd[0]).toMatch(/--lake is empty \(is \$LAKE unset\?\)/);
@@ -89,7 +89,16 @@ describe('setup errors exit 2 and name the fix', { timeout: 300_000 }, () => {
     const h = await runCli(['--help']);
     expect(h.code).toBe(0);
     const text = h.stdout.replace(/\s+/g, ' ');
-    for (const code of ['0 complete', '1 some windows failed', '2 something to fix', '3 rejects under --strict', '4 daily request quota', '75 lake locked', '130 interrupted', '143 terminated'])
+    for (const code of [
+      '0 complete',
+      '1 some windows failed',
+      '2 something to fix',
+      '3 rejects under --strict',
+      '4 daily request quota',
+      '75 lake locked',
+      '130 interrupted',
+      '143 terminated',
+    ])
       expect(text).toContain(code);
   });
 });

@@ -63,7 +63,10 @@ describe('on a terminal', { timeout: 300_000 }, () => {
     const t = await onTerminal(['run', file], 20, 80);
     expect(t.code).toBe(1);
     const lines = visibleLines(t.screen);
-    expect(lines.some((l) => /^retrying explorer #17 \(latest\): .*, attempt 2 of 3, next in \d+\.\d s$/.test(l)), t.screen).toBe(true);
+    expect(
+      lines.some((l) => /^retrying explorer #17 \(latest\): .*, attempt 2 of 3, next in \d+\.\d s$/.test(l)),
+      t.screen,
+    ).toBe(true);
     for (const l of lines.filter((x) => x.startsWith('retrying'))) expect(l.length).toBeLessThan(80);
 
     const j = await runCli(['run', file, '--log-format', 'json']);
@@ -106,7 +109,10 @@ describe('on a terminal', { timeout: 300_000 }, () => {
     for (const l of lines.filter((x) => /windows +\d+\/\d+/.test(x))) expect(l.length, l).toBeLessThan(72);
     expect(lines.some((l) => /^… and \d+ more datasets$/.test(l))).toBe(true);
     // The report table folds to the terminal's width.
-    const table = lines.slice(lines.findIndex((l) => l.startsWith('run ') && / complete in /.test(l)) + 1, lines.findIndex((l) => l.startsWith('lake: ')));
+    const table = lines.slice(
+      lines.findIndex((l) => l.startsWith('run ') && / complete in /.test(l)) + 1,
+      lines.findIndex((l) => l.startsWith('lake: ')),
+    );
     expect(table.length).toBeGreaterThan(8);
     for (const l of table) expect(l.length, l).toBeLessThanOrEqual(72);
 

@@ -141,7 +141,7 @@ describe('chain datasets round trip (simulator -> lake -> DuckDB)', () => {
       ['erc721_token_transfers', 'erc-721/{a}/token-transfer'],
     ] as const) {
       const api = new Set<string>();
-      for (const a of [ex.addresses[1], ex.addresses[2]]) {
+      for (const a of [ex.addresses[1]!, ex.addresses[2]!]) {
         const seen = new Map<string, number>();
         for (const e of await apiAll(sim.urls.mainnet, sim.apiKey, `/v1/${path.replace('{a}', a)}`, range())) {
           const id = [lower(e.transaction_hash), lower(e.token_address), lower(e.sender), lower(e.receiver), e.token_id ?? ''].join('/');

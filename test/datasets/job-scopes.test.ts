@@ -49,11 +49,9 @@ describe('job scopes of every kind', () => {
       { contract: A(2), topic0: H(1), topic2: H(3), operand: 'or' },
     ]);
     // Topics are optional (the real service lists a contract's logs by address alone); given ones still filter.
-    expect(job({ event_logs: { contracts: [A(1), { address: A(2), topics: [null, H(2)] }, { address: A(3), topics: [] }] } }).datasets[0]!.scopes.contract_topics).toEqual([
-      { contract: A(1) },
-      { contract: A(2), topic1: H(2) },
-      { contract: A(3) },
-    ]);
+    expect(
+      job({ event_logs: { contracts: [A(1), { address: A(2), topics: [null, H(2)] }, { address: A(3), topics: [] }] } }).datasets[0]!.scopes.contract_topics,
+    ).toEqual([{ contract: A(1) }, { contract: A(2), topic1: H(2) }, { contract: A(3) }]);
     fails({ event_logs: { contracts: [A(1)], topics: [H(1), H(2), H(3), H(4), H(5)] } }, /topics: must list up to 4 topics/);
     fails({ event_logs: { contracts: [{ address: A(1), topics: ['0x12'] }] } }, /datasets\.event_logs\.contracts\[0\]\.topics\[0\]: not a topic/);
   });

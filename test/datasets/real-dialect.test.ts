@@ -35,7 +35,7 @@ describe('recorded absences', () => {
   it('an unverified contract answered with HTTP 200 and an empty results is a verified = false row with the message, on both endpoints', async () => {
     const lake = await lakeDir();
     const unknownTx = `0x${'ab'.repeat(32)}`;
-    const notAToken = ex.addresses[0];
+    const notAToken = ex.addresses[0]!;
     const job = parseJob(
       {
         name: 'absences',
@@ -143,9 +143,9 @@ describe('the head without blocks/latest', () => {
     expect(report.head).toBeNull();
     expect(report.totals.rows).toBeGreaterThan(0);
     // An explorer dataset without an explorer URL is still a clear job error.
-    expect(() =>
-      parseJob({ target: 'api', endpoints: { finance: sim.urls.finance }, datasets: { blocks: { blocks: [1] } } }, 'needs-explorer', {}),
-    ).toThrow(/endpoints\.mainnet: no mainnet base URL/);
+    expect(() => parseJob({ target: 'api', endpoints: { finance: sim.urls.finance }, datasets: { blocks: { blocks: [1] } } }, 'needs-explorer', {})).toThrow(
+      /endpoints\.mainnet: no mainnet base URL/,
+    );
   });
 });
 
@@ -254,7 +254,10 @@ describe('path overrides', () => {
     expect(bad({ total_chart: '/usdx/total_chart?x=1' })).toThrow(/paths\.total_chart: must be a path/);
     expect(bad({ contract_abi: '/v2/contract/{address}/abi' })).toThrow(/paths\.contract_abi: uses \{address\}.*it may use \{contract\}/);
     expect(bad([])).toThrow(/paths: must be an object/);
-    const ok = parseJob({ target: 'simulator', paths: { contract_abi: '/v2/contracts/{contract}/abi', block: '/v1/block/{block}' }, datasets: { dashboard: {} } }, 'ok');
+    const ok = parseJob(
+      { target: 'simulator', paths: { contract_abi: '/v2/contracts/{contract}/abi', block: '/v1/block/{block}' }, datasets: { dashboard: {} } },
+      'ok',
+    );
     expect(ok.paths).toEqual({ contract_abi: '/v2/contracts/{contract}/abi', block: '/v1/block/{block}' });
   });
 });

@@ -37,7 +37,14 @@ describe('decoding in a job and afterwards', () => {
         simulator: { seed: 2 },
         lake,
         range: { fromBlock: 0, toBlock: 6000 },
-        datasets: { event_logs: { contracts: [{ address: TOKEN, topics: [TRANSFER] }, { address: SHOW, topics: [toEventSelector(NOTED)] }] } },
+        datasets: {
+          event_logs: {
+            contracts: [
+              { address: TOKEN, topics: [TRANSFER] },
+              { address: SHOW, topics: [toEventSelector(NOTED)] },
+            ],
+          },
+        },
         decode: { standard: ['erc20'], tokens: [TOKEN] },
       }),
     );

@@ -25,8 +25,11 @@ let report: DecodeReport;
 const chain = chainFor(SEED, 'small', 'mainnet');
 const A = (i: number): string => chain.addrLower(i);
 const T = (sig: string): string => toEventSelector(parseAbiItem(sig) as AbiEvent);
-const TRANSFER = T(STANDARD_SIGNATURES.erc20Transfer), APPROVAL = T(STANDARD_SIGNATURES.erc20Approval), ALL = T(STANDARD_SIGNATURES.approvalForAll);
-const SINGLE = T(STANDARD_SIGNATURES.transferSingle), BATCH = T(STANDARD_SIGNATURES.transferBatch);
+const TRANSFER = T(STANDARD_SIGNATURES.erc20Transfer),
+  APPROVAL = T(STANDARD_SIGNATURES.erc20Approval),
+  ALL = T(STANDARD_SIGNATURES.approvalForAll);
+const SINGLE = T(STANDARD_SIGNATURES.transferSingle),
+  BATCH = T(STANDARD_SIGNATURES.transferBatch);
 
 async function decodeNow(spec: Parameters<typeof resolveDatasets>[0], runId: string): Promise<DecodeReport> {
   const paths = new LakePaths(lake);
@@ -53,9 +56,15 @@ beforeAll(async () => {
       datasets: {
         event_logs: {
           contracts: [
-            ...c(A_ERC20_0, [TRANSFER, APPROVAL]), ...c(A_ERC20_0 + 5, [TRANSFER, APPROVAL]), ...c(A_ODD_ERC20, [TRANSFER]),
-            ...c(A_ERC721_0, [TRANSFER, APPROVAL, ALL]), ...c(A_MULTI, [SINGLE, BATCH, ALL]),
-            ...c(A_SHOWCASE, SHOWCASE_EVENTS.map((e) => (e.anonymous ? PING_CHANNEL : toEventSelector(e)))),
+            ...c(A_ERC20_0, [TRANSFER, APPROVAL]),
+            ...c(A_ERC20_0 + 5, [TRANSFER, APPROVAL]),
+            ...c(A_ODD_ERC20, [TRANSFER]),
+            ...c(A_ERC721_0, [TRANSFER, APPROVAL, ALL]),
+            ...c(A_MULTI, [SINGLE, BATCH, ALL]),
+            ...c(
+              A_SHOWCASE,
+              SHOWCASE_EVENTS.map((e) => (e.anonymous ? PING_CHANNEL : toEventSelector(e))),
+            ),
           ],
         },
         contracts: { contracts: [A(A_SHOWCASE)] },
@@ -82,7 +91,8 @@ const fits = (v: bigint): boolean => v < 10n ** 38n && v > -(10n ** 38n);
 /** A value as the test expects it in JSON after casting wide and 64-bit ints to text (independent of src/decode). */
 function expected(type: string, v: unknown, components?: readonly any[]): unknown {
   if (type.endsWith(']')) return (v as unknown[]).map((x) => expected(type.slice(0, type.lastIndexOf('[')), x, components));
-  if (type === 'tuple') return Object.fromEntries(components!.map((c, i) => [c.name, expected(c.type, Array.isArray(v) ? v[i] : (v as any)[c.name], c.components)]));
+  if (type === 'tuple')
+    return Object.fromEntries(components!.map((c, i) => [c.name, expected(c.type, Array.isArray(v) ? v[i] : (v as any)[c.name], c.components)]));
   const m = /^(u?)int(\d+)$/.exec(type);
   if (m) {
     const bits = Number(m[2]);
@@ -124,7 +134,8 @@ describe('standard token events', () => {
         lake,
         `SELECT transaction_hash || '/' || log_index || '/' || ${a} || '/' || ${b} || '/' || coalesce(value::VARCHAR, 'NULL') || '/' || coalesce(value_raw, 'NULL') AS k FROM ${ds} WHERE token_address = '${A(tok)}'`,
       );
-      const g = got.map((r) => r.k).sort(), w = want.sort();
+      const g = got.map((r) => r.k).sort(),
+        w = want.sort();
       const firstDiff = g.findIndex((x, i) => x !== w[i]);
       expect(firstDiff === -1 ? null : [g[firstDiff], w[firstDiff]], ds).toBe(null);
       expect(g.length).toBe(w.length);
@@ -132,18 +143,39 @@ describe('standard token events', () => {
     const unlimited = await queryCatalog(lake, `SELECT count(*)::INTEGER AS n FROM erc20_approval_events WHERE value IS NULL AND value_raw = '${MAX}'`);
     expect(unlimited[0]!.n).toBeGreaterThan(0);
     const types = Object.fromEntries((await queryCatalog(lake, 'DESCRIBE erc20_transfer_events')).map((r) => [r.column_name, r.column_type]));
-    expect(types).toMatchObject({ token_address: 'VARCHAR', sender: 'VARCHAR', value: 'DECIMAL(38,0)', value_raw: 'VARCHAR', log_index: 'BIGINT', timestamp: 'TIMESTAMP WITH TIME ZONE', block_date: 'DATE', network: 'VARCHAR' });
+    expect(types).toMatchObject({
+      token_address: 'VARCHAR',
+      sender: 'VARCHAR',
+      value: 'DECIMAL(38,0)',
+      value_raw: 'VARCHAR',
+      log_index: 'BIGINT',
+      timestamp: 'TIMESTAMP WITH TIME ZONE',
+      block_date: 'DATE',
+      network: 'VARCHAR',
+    });
   });
 
   it('ERC-721 and ERC-1155: token ids as exact text, one row per id and value of a batch', async () => {
     const nft = await logsOf(A_ERC721_0, TRANSFER);
-    const got721 = await queryCatalog(lake, `SELECT transaction_hash || '/' || log_index || '/' || token_id AS k FROM erc721_transfer_events WHERE token_address = '${A(A_ERC721_0)}'`);
+    const got721 = await queryCatalog(
+      lake,
+      `SELECT transaction_hash || '/' || log_index || '/' || token_id AS k FROM erc721_transfer_events WHERE token_address = '${A(A_ERC721_0)}'`,
+    );
     expect(got721.map((r) => r.k).sort()).toEqual(nft.map((l) => `${l.transaction_hash.toLowerCase()}/${l.log_index}/${BigInt(l.topic_3)}`).sort());
     const want: string[] = [];
     for (const l of [...(await logsOf(A_MULTI, SINGLE)), ...(await logsOf(A_MULTI, BATCH))]) {
-      const d = decodeEventLog({ abi: [parseAbiItem(STANDARD_SIGNATURES.transferSingle), parseAbiItem(STANDARD_SIGNATURES.transferBatch)], topics: topicsOf(l) as never, data: l.data }) as any;
-      const pairs: [bigint, bigint][] = d.eventName === 'TransferSingle' ? [[d.args.id, d.args.value]] : d.args.ids.map((id: bigint, i: number) => [id, d.args.values[i]]);
-      pairs.forEach(([id, v], i) => want.push(`${l.transaction_hash.toLowerCase()}/${l.log_index}/${i}/${d.eventName}/${d.args.from.toLowerCase()}/${id}/${fits(v) ? v : 'NULL'}/${fits(v) ? 'NULL' : v}`));
+      const d = decodeEventLog({
+        abi: [parseAbiItem(STANDARD_SIGNATURES.transferSingle), parseAbiItem(STANDARD_SIGNATURES.transferBatch)],
+        topics: topicsOf(l) as never,
+        data: l.data,
+      }) as any;
+      const pairs: [bigint, bigint][] =
+        d.eventName === 'TransferSingle' ? [[d.args.id, d.args.value]] : d.args.ids.map((id: bigint, i: number) => [id, d.args.values[i]]);
+      pairs.forEach(([id, v], i) =>
+        want.push(
+          `${l.transaction_hash.toLowerCase()}/${l.log_index}/${i}/${d.eventName}/${d.args.from.toLowerCase()}/${id}/${fits(v) ? v : 'NULL'}/${fits(v) ? 'NULL' : v}`,
+        ),
+      );
     }
     const got = await queryCatalog(
       lake,
@@ -161,7 +193,10 @@ describe('standard token events', () => {
     const short = odd.filter((l) => l.topics_count === '3' && l.data.length !== 66);
     const rej = await queryCatalog(lake, `SELECT reason, entry->>'transaction_hash' AS tx FROM _rejects WHERE dataset = 'erc20_transfer_events'`);
     expect(rej.map((r) => r.tx).sort()).toEqual(short.map((l) => l.transaction_hash.toLowerCase()).sort());
-    for (const r of rej) expect(r.reason).toMatch(/Transfer\(address indexed from, address indexed to, uint256 value\): 16 bytes of data, 32 expected; Transfer\(.*tokenId\): 3 topics, 4 expected/);
+    for (const r of rej)
+      expect(r.reason).toMatch(
+        /Transfer\(address indexed from, address indexed to, uint256 value\): 16 bytes of data, 32 expected; Transfer\(.*tokenId\): 3 topics, 4 expected/,
+      );
   });
 });
 
@@ -187,7 +222,19 @@ describe('a verified contract’s events, from the ABI in the contracts dataset'
     expect(tagged.length).toBeGreaterThan(0);
     for (const r of tagged) expect(String(r.label_hash)).toMatch(/^0x[0-9a-f]{64}$/);
     const types = Object.fromEntries((await queryCatalog(lake, 'DESCRIBE showcase_configured')).map((r) => [r.column_name, r.column_type]));
-    expect(types).toMatchObject({ level: 'INTEGER', delta: 'INTEGER', count: 'BIGINT', offset: 'BIGINT', total: 'DECIMAL(38,0)', total_raw: 'VARCHAR', balance: 'DECIMAL(38,0)', admin: 'VARCHAR', enabled: 'BOOLEAN', selector: 'VARCHAR', digest: 'VARCHAR' });
+    expect(types).toMatchObject({
+      level: 'INTEGER',
+      delta: 'INTEGER',
+      count: 'BIGINT',
+      offset: 'BIGINT',
+      total: 'DECIMAL(38,0)',
+      total_raw: 'VARCHAR',
+      balance: 'DECIMAL(38,0)',
+      admin: 'VARCHAR',
+      enabled: 'BOOLEAN',
+      selector: 'VARCHAR',
+      digest: 'VARCHAR',
+    });
     const ordered = Object.fromEntries((await queryCatalog(lake, 'DESCRIBE showcase_ordered')).map((r) => [r.column_name, r.column_type]));
     expect(ordered.order).toBe('STRUCT(maker VARCHAR, amount DECIMAL(38,0), filled BOOLEAN)');
     expect(ordered.legs).toBe('STRUCT(leg INTEGER, venue VARCHAR, size DECIMAL(38,0))[]');
@@ -203,14 +250,26 @@ describe('a verified contract’s events, from the ABI in the contracts dataset'
 
 describe('re-decoding', () => {
   it('is idempotent by natural key; with only ERC-20 asked, the ERC-721-shaped Transfer is a reject', async () => {
-    const before = await queryCatalog(lake, `SELECT (SELECT count(*) FROM erc20_transfer_events)::INTEGER AS a, (SELECT count(*) FROM erc1155_transfer_events)::INTEGER AS b, (SELECT count(*) FROM showcase_listed)::INTEGER AS c`);
+    const before = await queryCatalog(
+      lake,
+      `SELECT (SELECT count(*) FROM erc20_transfer_events)::INTEGER AS a, (SELECT count(*) FROM erc1155_transfer_events)::INTEGER AS b, (SELECT count(*) FROM showcase_listed)::INTEGER AS c`,
+    );
     await decodeNow({ standard: ['erc20'], contracts: [{ address: A(A_SHOWCASE), name: 'showcase' }] }, 'decode-test-2');
-    const after = await queryCatalog(lake, `SELECT (SELECT count(*) FROM erc20_transfer_events)::INTEGER AS a, (SELECT count(*) FROM erc1155_transfer_events)::INTEGER AS b, (SELECT count(*) FROM showcase_listed)::INTEGER AS c`);
+    const after = await queryCatalog(
+      lake,
+      `SELECT (SELECT count(*) FROM erc20_transfer_events)::INTEGER AS a, (SELECT count(*) FROM erc1155_transfer_events)::INTEGER AS b, (SELECT count(*) FROM showcase_listed)::INTEGER AS c`,
+    );
     expect(after).toEqual(before);
-    const dup = await queryCatalog(lake, `SELECT count(*)::INTEGER AS n FROM (SELECT transaction_hash, log_index FROM erc20_transfer_events GROUP BY ALL HAVING count(*) > 1)`);
+    const dup = await queryCatalog(
+      lake,
+      `SELECT count(*)::INTEGER AS n FROM (SELECT transaction_hash, log_index FROM erc20_transfer_events GROUP BY ALL HAVING count(*) > 1)`,
+    );
     expect(dup[0]!.n).toBe(0);
     const odd = (await logsOf(A_ODD_ERC20, TRANSFER)).filter((l) => l.topics_count === '4');
-    const rej = await queryCatalog(lake, `SELECT reason, entry->>'transaction_hash' AS tx FROM _rejects WHERE dataset = 'erc20_transfer_events' AND reason LIKE '%4 topics, 3 expected' AND (entry->>'address') = '${A(A_ODD_ERC20)}'`);
+    const rej = await queryCatalog(
+      lake,
+      `SELECT reason, entry->>'transaction_hash' AS tx FROM _rejects WHERE dataset = 'erc20_transfer_events' AND reason LIKE '%4 topics, 3 expected' AND (entry->>'address') = '${A(A_ODD_ERC20)}'`,
+    );
     expect(rej.map((r) => r.tx).sort()).toEqual(odd.map((l) => l.transaction_hash.toLowerCase()).sort());
   });
 });

@@ -23,12 +23,16 @@ afterAll(async () => {
 });
 
 const CONTRACT = '0x' + 'ab'.repeat(20);
-const hex = (n: number): fc.Arbitrary<`0x${string}`> => fc.uint8Array({ minLength: n, maxLength: n }).map((b) => `0x${Buffer.from(b).toString('hex')}` as `0x${string}`);
+const hex = (n: number): fc.Arbitrary<`0x${string}`> =>
+  fc.uint8Array({ minLength: n, maxLength: n }).map((b) => `0x${Buffer.from(b).toString('hex')}` as `0x${string}`);
 const address = hex(20);
 const int = (signed: boolean, bits: number): fc.Arbitrary<bigint> => {
   const min = signed ? -(1n << BigInt(bits - 1)) : 0n;
   const max = signed ? (1n << BigInt(bits - 1)) - 1n : (1n << BigInt(bits)) - 1n;
-  return fc.oneof(fc.bigInt({ min, max }), fc.constantFrom(min, max, 0n, ...(bits > 128 ? [10n ** 38n - 1n, 10n ** 38n, -(10n ** 38n)].filter((v) => v >= min && v <= max) : [])));
+  return fc.oneof(
+    fc.bigInt({ min, max }),
+    fc.constantFrom(min, max, 0n, ...(bits > 128 ? [10n ** 38n - 1n, 10n ** 38n, -(10n ** 38n)].filter((v) => v >= min && v <= max) : [])),
+  );
 };
 const small = (a: fc.Arbitrary<bigint>): fc.Arbitrary<number> => a.map(Number);
 
@@ -62,12 +66,21 @@ const CASES: Case[] = [
   { type: 'string[]', arb: fc.array(fc.string({ maxLength: 12 }), { maxLength: 4 }) },
   {
     type: 'tuple',
-    components: [{ name: 'maker', type: 'address' }, { name: 'amount', type: 'uint128' }, { name: 'big', type: 'int256' }, { name: 'filled', type: 'bool' }],
+    components: [
+      { name: 'maker', type: 'address' },
+      { name: 'amount', type: 'uint128' },
+      { name: 'big', type: 'int256' },
+      { name: 'filled', type: 'bool' },
+    ],
     arb: fc.record({ maker: address, amount: int(false, 128), big: int(true, 256), filled: fc.boolean() }),
   },
   {
     type: 'tuple[]',
-    components: [{ name: 'leg', type: 'uint16' }, { name: 'venue', type: 'string' }, { name: 'size', type: 'uint256' }],
+    components: [
+      { name: 'leg', type: 'uint16' },
+      { name: 'venue', type: 'string' },
+      { name: 'size', type: 'uint256' },
+    ],
     arb: fc.array(fc.record({ leg: small(int(false, 16)), venue: fc.string({ maxLength: 10 }), size: int(false, 256) }), { maxLength: 3 }),
   },
 ];
@@ -77,7 +90,10 @@ const isSmall = (t: string): boolean => /^int([89]|[12]\d|3[0-2])$/.test(t) || /
 /** The value as expected in JSON once wide and 64-bit ints are read as text (written without src/decode). */
 function expected(type: string, v: unknown, comps?: readonly AbiParameter[], exact = false): unknown {
   if (type.endsWith(']')) return (v as unknown[]).map((x) => expected(type.slice(0, type.lastIndexOf('[')), x, comps, exact));
-  if (type === 'tuple') return Object.fromEntries(comps!.map((c) => [c.name, expected(c.type, (v as Record<string, unknown>)[c.name!], (c as { components?: AbiParameter[] }).components, exact)]));
+  if (type === 'tuple')
+    return Object.fromEntries(
+      comps!.map((c) => [c.name, expected(c.type, (v as Record<string, unknown>)[c.name!], (c as { components?: AbiParameter[] }).components, exact)]),
+    );
   if (/^u?int/.test(type)) {
     const n = BigInt(v as bigint);
     if (isSmall(type)) return Number(n);
@@ -89,12 +105,14 @@ function expected(type: string, v: unknown, comps?: readonly AbiParameter[], exa
 }
 const anyWideOverflow = (type: string, v: unknown, comps?: readonly AbiParameter[]): boolean => {
   if (type.endsWith(']')) return (v as unknown[]).some((x) => anyWideOverflow(type.slice(0, type.lastIndexOf('[')), x, comps));
-  if (type === 'tuple') return comps!.some((c) => anyWideOverflow(c.type, (v as Record<string, unknown>)[c.name!], (c as { components?: AbiParameter[] }).components));
+  if (type === 'tuple')
+    return comps!.some((c) => anyWideOverflow(c.type, (v as Record<string, unknown>)[c.name!], (c as { components?: AbiParameter[] }).components));
   return /^u?int/.test(type) && Number(/\d+/.exec(type)?.[0] ?? 256) > 64 && !fits(BigInt(v as bigint));
 };
 const stagedType = (type: string, comps?: readonly AbiParameter[]): string => {
   if (type.endsWith(']')) return `${stagedType(type.slice(0, type.lastIndexOf('[')), comps)}[]`;
-  if (type === 'tuple') return `STRUCT(${comps!.map((c) => `"${c.name}" ${stagedType(c.type, (c as { components?: AbiParameter[] }).components)}`).join(', ')})`;
+  if (type === 'tuple')
+    return `STRUCT(${comps!.map((c) => `"${c.name}" ${stagedType(c.type, (c as { components?: AbiParameter[] }).components)}`).join(', ')})`;
   if (/^u?int/.test(type)) return isSmall(type) ? 'INTEGER' : 'VARCHAR';
   return type === 'bool' ? 'BOOLEAN' : 'VARCHAR';
 };
@@ -106,7 +124,11 @@ async function roundTrip(c: Case, indexed: boolean, values: unknown[]): Promise<
   const event = { type: 'event', name: 'E', anonymous: false, inputs: [param, { name: 'tag', type: 'uint16', indexed: false }] } as AbiEvent;
   const dynamic = c.type === 'string' || c.type === 'bytes';
   const logs = values.map((v, i) => {
-    const topic1 = indexed ? (dynamic ? keccak256(c.type === 'string' ? (`0x${Buffer.from(v as string, 'utf8').toString('hex')}` as `0x${string}`) : (v as `0x${string}`)) : encodeAbiParameters([param], [v] as never)) : null;
+    const topic1 = indexed
+      ? dynamic
+        ? keccak256(c.type === 'string' ? (`0x${Buffer.from(v as string, 'utf8').toString('hex')}` as `0x${string}`) : (v as `0x${string}`))
+        : encodeAbiParameters([param], [v] as never)
+      : null;
     const data = indexed ? encodeAbiParameters([{ type: 'uint16' }], [i]) : encodeAbiParameters([param, { type: 'uint16' }], [v, i] as never);
     return `(${lit(CONTRACT)}, TIMESTAMPTZ '2024-03-01 00:00:00+00', ${lit('0x' + i.toString(16).padStart(64, '0'))}, 0, ${i}, ${lit(toEventSelector(event))}, ${lit(topic1)}, NULL, NULL, ${lit(data)})`;
   });
@@ -115,7 +137,14 @@ async function roundTrip(c: Case, indexed: boolean, values: unknown[]): Promise<
     `CREATE TEMP TABLE ${table} (address VARCHAR, "timestamp" TIMESTAMPTZ, transaction_hash VARCHAR, transaction_index BIGINT, log_index BIGINT, topic_0 VARCHAR, topic_1 VARCHAR, topic_2 VARCHAR, topic_3 VARCHAR, data VARCHAR); INSERT INTO ${table} VALUES ${logs.join(', ')}`,
   );
   const d = eventDataset('prop', [CONTRACT], event, 'property test');
-  const out = await decodeLogs({ conn: engine.conn, logs: `SELECT * FROM ${table}`, datasets: [d], runId: 'prop', ingestedAt: '2024-03-01T00:00:00Z', workDir: path.join(tmp, table) });
+  const out = await decodeLogs({
+    conn: engine.conn,
+    logs: `SELECT * FROM ${table}`,
+    datasets: [d],
+    runId: 'prop',
+    ingestedAt: '2024-03-01T00:00:00Z',
+    workDir: path.join(tmp, table),
+  });
   expect(out.rejectCount).toBe(0);
   const t = out.tables.get(d.name)!;
   const col = indexed && dynamic ? 'x_hash' : 'x';
@@ -132,7 +161,9 @@ async function roundTrip(c: Case, indexed: boolean, values: unknown[]): Promise<
       expect(JSON.parse(json)).toBe(logs[tag]!.split(', ')[6]!.slice(1, -1));
       return;
     }
-    expect(JSON.parse(json), `${c.type} ${JSON.stringify(v, (_, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))}`).toEqual(expected(c.type, v, c.components));
+    expect(JSON.parse(json), `${c.type} ${JSON.stringify(v, (_, x: unknown) => (typeof x === 'bigint' ? x.toString() : x))}`).toEqual(
+      expected(c.type, v, c.components),
+    );
     if (hasRaw) {
       const over = anyWideOverflow(c.type, v, c.components);
       if (!over) expect(raw).toBeNull();
@@ -146,8 +177,15 @@ async function roundTrip(c: Case, indexed: boolean, values: unknown[]): Promise<
 describe('any value viem encodes, chainlake decodes to the same value', () => {
   for (const c of CASES) {
     it(`${c.type === 'tuple' || c.type === 'tuple[]' ? `${c.type} (${c.components!.map((x) => x.type).join(', ')})` : c.type}${c.indexable ? ', as data and as an indexed topic' : ''}`, async () => {
-      await fc.assert(fc.asyncProperty(fc.array(c.arb, { minLength: 1, maxLength: 30 }), (values) => roundTrip(c, false, values)), { numRuns: 4 });
-      if (c.indexable) await fc.assert(fc.asyncProperty(fc.array(c.arb, { minLength: 1, maxLength: 30 }), (values) => roundTrip(c, true, values)), { numRuns: 3 });
+      await fc.assert(
+        fc.asyncProperty(fc.array(c.arb, { minLength: 1, maxLength: 30 }), (values) => roundTrip(c, false, values)),
+        { numRuns: 4 },
+      );
+      if (c.indexable)
+        await fc.assert(
+          fc.asyncProperty(fc.array(c.arb, { minLength: 1, maxLength: 30 }), (values) => roundTrip(c, true, values)),
+          { numRuns: 3 },
+        );
     });
   }
 });

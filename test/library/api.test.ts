@@ -126,4 +126,3 @@ describe('the library API', () => {
     await lockDown(moved, 0o755);
   });
 });
-

@@ -125,8 +125,15 @@ describe('catalog.duckdb', () => {
     expect(files.length).toBeGreaterThan(1);
     for (const f of files) {
       const file = path.join(lake, String(f.path));
-      const [inFile] = await queryCatalog(lake, `SELECT count(*) AS rows, min(block_number) AS min_block, max(block_number) AS max_block FROM read_parquet('${file}')`);
-      expect({ rows: Number(f.rows), min_block: f.min_block, max_block: f.max_block }).toEqual({ rows: Number(inFile!.rows), min_block: inFile!.min_block, max_block: inFile!.max_block });
+      const [inFile] = await queryCatalog(
+        lake,
+        `SELECT count(*) AS rows, min(block_number) AS min_block, max(block_number) AS max_block FROM read_parquet('${file}')`,
+      );
+      expect({ rows: Number(f.rows), min_block: f.min_block, max_block: f.max_block }).toEqual({
+        rows: Number(inFile!.rows),
+        min_block: inFile!.min_block,
+        max_block: inFile!.max_block,
+      });
       expect(Number(f.bytes)).toBe((await stat(file)).size);
     }
   });

@@ -63,7 +63,9 @@ describe('PageFiles', () => {
         [],
         files.files.map((f) => ({ file: f.file, entriesAt: ['results', 'data'], maxLineBytes: f.maxLineBytes })),
       );
-      const [row] = (await conn.runAndReadAll(`SELECT count(*)::BIGINT, count(DISTINCT log_index)::BIGINT, min(log_index), max(log_index) FROM (${select})`)).getRowsJS();
+      const [row] = (
+        await conn.runAndReadAll(`SELECT count(*)::BIGINT, count(DISTINCT log_index)::BIGINT, min(log_index), max(log_index) FROM (${select})`)
+      ).getRowsJS();
       expect(row).toEqual([1750n, 1750n, 0n, 1749n]);
     } finally {
       conn.closeSync();

@@ -73,43 +73,59 @@ describe('resume after a kill', () => {
   let committedBefore: number;
   let resumed: Awaited<ReturnType<typeof runJob>>;
 
-  it('a run SIGKILLed after its third commit keeps those commits', async () => {
-    job = await writeJob('killed', lake());
-    killed = await runAndKill(job, 3);
-    expect(killed).not.toBe('');
-    const [row] = await queryCatalog(lake(), `SELECT count(*)::INT AS n FROM windows WHERE run_id = '${killed}' AND status = 'committed'`);
-    committedBefore = row!.n as number;
-    expect(committedBefore).toBeGreaterThanOrEqual(3);
-  }, HANG_GUARD_MS);
+  it(
+    'a run SIGKILLed after its third commit keeps those commits',
+    async () => {
+      job = await writeJob('killed', lake());
+      killed = await runAndKill(job, 3);
+      expect(killed).not.toBe('');
+      const [row] = await queryCatalog(lake(), `SELECT count(*)::INT AS n FROM windows WHERE run_id = '${killed}' AND status = 'committed'`);
+      committedBefore = row!.n as number;
+      expect(committedBefore).toBeGreaterThanOrEqual(3);
+    },
+    HANG_GUARD_MS,
+  );
 
-  it('a re-run fetches only the windows not yet committed', async () => {
-    expect(killed, 'the step before failed').toBeTruthy();
-    resumed = await runJob(await loadJobFile(job));
-    expect(resumed.status).toBe('complete');
-    expect(resumed.resumeOf).toBe(killed);
-    expect(resumed.windowsSkipped).toBe(committedBefore);
-    expect(resumed.totals.windows).toBe(ADDRESSES.length * 2 - committedBefore);
-    expect(await readdir(path.join(lake(), '_staging')).catch(() => [])).toEqual([]);
-  }, HANG_GUARD_MS);
+  it(
+    'a re-run fetches only the windows not yet committed',
+    async () => {
+      expect(killed, 'the step before failed').toBeTruthy();
+      resumed = await runJob(await loadJobFile(job));
+      expect(resumed.status).toBe('complete');
+      expect(resumed.resumeOf).toBe(killed);
+      expect(resumed.windowsSkipped).toBe(committedBefore);
+      expect(resumed.totals.windows).toBe(ADDRESSES.length * 2 - committedBefore);
+      expect(await readdir(path.join(lake(), '_staging')).catch(() => [])).toEqual([]);
+    },
+    HANG_GUARD_MS,
+  );
 
-  it('the resumed lake equals a clean run', async () => {
-    expect(resumed, 'the step before failed').toBeDefined();
-    const clean = path.join(dir, 'clean');
-    const cleanReport = await runJob(await loadJobFile(await writeJob('clean', clean)));
-    expect(cleanReport.head).toBe(resumed.head);
-    for (const [ds, key] of [
-      ['transactions', 'transaction_hash'],
-      ['erc20_transfers', 'transaction_hash'],
-    ] as const) {
-      expect(await datasetDigest(lake(), ds, key), ds).toEqual(await datasetDigest(clean, ds, key));
-    }
-  }, HANG_GUARD_MS);
+  it(
+    'the resumed lake equals a clean run',
+    async () => {
+      expect(resumed, 'the step before failed').toBeDefined();
+      const clean = path.join(dir, 'clean');
+      const cleanReport = await runJob(await loadJobFile(await writeJob('clean', clean)));
+      expect(cleanReport.head).toBe(resumed.head);
+      for (const [ds, key] of [
+        ['transactions', 'transaction_hash'],
+        ['erc20_transfers', 'transaction_hash'],
+      ] as const) {
+        expect(await datasetDigest(lake(), ds, key), ds).toEqual(await datasetDigest(clean, ds, key));
+      }
+    },
+    HANG_GUARD_MS,
+  );
 
-  it('the run after that is a fresh one: nothing left to resume', async () => {
-    expect(resumed, 'the step before failed').toBeDefined();
-    const again = await runJob(await loadJobFile(job));
-    expect(again.resumeOf).toBeNull();
-  }, HANG_GUARD_MS);
+  it(
+    'the run after that is a fresh one: nothing left to resume',
+    async () => {
+      expect(resumed, 'the step before failed').toBeDefined();
+      const again = await runJob(await loadJobFile(job));
+      expect(again.resumeOf).toBeNull();
+    },
+    HANG_GUARD_MS,
+  );
 });
 
 describe('the lake lock', () => {
@@ -121,7 +137,9 @@ describe('the lake lock', () => {
       path.join(lake, '.chainlake.lock'),
       JSON.stringify({ pid: 2 ** 22 + 1, host: os.hostname(), runId: 'dead', startedAt: '2026-01-01T00:00:00Z' }),
     );
-    const r = await runCli(['export', 'transactions', '--simulator', '--address', ADDRESSES[0]!, '--to-block', '5000', '--lake', lake], { timeoutMs: HANG_GUARD_MS });
+    const r = await runCli(['export', 'transactions', '--simulator', '--address', ADDRESSES[0]!, '--to-block', '5000', '--lake', lake], {
+      timeoutMs: HANG_GUARD_MS,
+    });
     expect(r.code, r.stderr).toBe(0);
     expect(await readdir(lake)).not.toContain('.chainlake.lock');
   });

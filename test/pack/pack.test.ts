@@ -19,7 +19,8 @@ let cleanup: () => Promise<void>;
 let files: string[];
 let how: 'npm install --offline' | 'unpacked, dependencies linked';
 
-const run = (cmd: string, args: string[], cwd: string) => spawnSync(cmd, args, { cwd, encoding: 'utf8', timeout: 120_000, env: { ...process.env, npm_config_update_notifier: 'false' } });
+const run = (cmd: string, args: string[], cwd: string) =>
+  spawnSync(cmd, args, { cwd, encoding: 'utf8', timeout: 120_000, env: { ...process.env, npm_config_update_notifier: 'false' } });
 
 beforeAll(async () => {
   ({ dir, cleanup } = await tempDir('chainlake-pack-'));
@@ -53,9 +54,21 @@ afterAll(async () => {
 
 describe(`the packed package`, () => {
   it('ships the build, the job files and the docs, and nothing else', () => {
-    const unwanted = files.filter((f) => /^(src|test|bench|data|node_modules|coverage)\//.test(f) || f.startsWith('dist/bench-build/') || /\.map$/.test(f) || /(?<!\.d)\.ts$/.test(f));
+    const unwanted = files.filter(
+      (f) => /^(src|test|bench|data|node_modules|coverage)\//.test(f) || f.startsWith('dist/bench-build/') || /\.map$/.test(f) || /(?<!\.d)\.ts$/.test(f),
+    );
     expect(unwanted).toEqual([]);
-    for (const needed of ['package.json', 'README.md', 'dist/index.js', 'dist/index.d.ts', 'dist/cli/main.js', 'dist/load/arrow.js', 'jobs/demo.json', 'jobs/job.schema.json', 'docs/lake.md']) {
+    for (const needed of [
+      'package.json',
+      'README.md',
+      'dist/index.js',
+      'dist/index.d.ts',
+      'dist/cli/main.js',
+      'dist/load/arrow.js',
+      'jobs/demo.json',
+      'jobs/job.schema.json',
+      'docs/lake.md',
+    ]) {
       expect(files, needed).toContain(needed);
     }
     // Every module the API and the CLI import is shipped: a relative import of a shipped file names a shipped file.
@@ -105,7 +118,10 @@ describe(`the packed package`, () => {
     );
     await writeFile(
       path.join(app, 'tsconfig.json'),
-      JSON.stringify({ compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: true, types: [] }, files: ['consumer.ts'] }),
+      JSON.stringify({
+        compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: true, types: [] },
+        files: ['consumer.ts'],
+      }),
     );
     const tsc = run(process.execPath, [path.resolve('node_modules/typescript/bin/tsc'), '-p', app], app);
     expect(tsc.status, tsc.stdout + tsc.stderr).toBe(0);

@@ -3,8 +3,12 @@ import { startSimulator, type RunningSimulator } from '../../src/simulator/index
 import { ADDRESS, UINT, api, checkInternal, post } from './helpers.js';
 
 let sim: RunningSimulator;
-beforeAll(async () => { sim = await startSimulator(); });
-afterAll(async () => { await sim.close(); });
+beforeAll(async () => {
+  sim = await startSimulator();
+});
+afterAll(async () => {
+  await sim.close();
+});
 
 const MAX = '115792089237316195423570985008687907853269984665640564039457584007913129639935';
 const balancePost = (body: unknown, headers: Record<string, string> = {}) =>
@@ -39,7 +43,10 @@ describe('POST /v1/accounts/balance (#1)', () => {
     expect(r.json.status).toBe('200');
     const data = r.json.results.data;
     expect(data.map((d: any) => d.address)).toEqual(addrs);
-    for (const d of data) { expectStrings(d, ['address', 'balance']); expect(d.balance).toMatch(UINT); }
+    for (const d of data) {
+      expectStrings(d, ['address', 'balance']);
+      expect(d.balance).toMatch(UINT);
+    }
     expect(data[data.length - 1].balance).toBe('0');
     expect(BigInt(data[6].balance)).toBeGreaterThan(10n ** 24n);
   });
@@ -47,8 +54,12 @@ describe('POST /v1/accounts/balance (#1)', () => {
   it('validates the body', async () => {
     const twentyOne = Array.from({ length: 21 }, () => sim.examples.whale);
     for (const [body, msg] of [
-      [{ addresses: twentyOne }, /1 to 20/], [{ addresses: [] }, /1 to 20/], [{}, /addresses/],
-      [{ addresses: ['0x12'] }, /addresses\[0\]/], [{ addresses: [5] }, /addresses\[0\]/], ['not json', /not valid JSON/],
+      [{ addresses: twentyOne }, /1 to 20/],
+      [{ addresses: [] }, /1 to 20/],
+      [{}, /addresses/],
+      [{ addresses: ['0x12'] }, /addresses\[0\]/],
+      [{ addresses: [5] }, /addresses\[0\]/],
+      ['not json', /not valid JSON/],
       [[1, 2], /JSON object/],
     ] as [unknown, RegExp][]) {
       const r = await balancePost(body);
@@ -59,7 +70,10 @@ describe('POST /v1/accounts/balance (#1)', () => {
     }
     const ok20 = await balancePost({ addresses: twentyOne.slice(1) });
     expect(ok20.status).toBe(200);
-    const wrongType = await post(sim.urls.mainnet + '/v1/accounts/balance', JSON.stringify({ addresses: [sim.examples.whale] }), { 'api-key': sim.apiKey, 'content-type': 'text/plain' });
+    const wrongType = await post(sim.urls.mainnet + '/v1/accounts/balance', JSON.stringify({ addresses: [sim.examples.whale] }), {
+      'api-key': sim.apiKey,
+      'content-type': 'text/plain',
+    });
     expect(wrongType.status).toBe(415);
     const get = await api(sim, '/v1/accounts/balance');
     expect(get.status).toBe(405);
@@ -88,8 +102,21 @@ describe('GET /v1/accounts/{a}/internal-transactions (#3)', () => {
   });
 });
 
-const ERC20_FIELDS = ['timestamp', 'sender', 'receiver', 'value', 'confirmations', 'block_number', 'transaction_hash', 'block_hash',
-  'token_address', 'token_name', 'token_symbol', 'token_decimals', 'transaction_index'];
+const ERC20_FIELDS = [
+  'timestamp',
+  'sender',
+  'receiver',
+  'value',
+  'confirmations',
+  'block_number',
+  'transaction_hash',
+  'block_hash',
+  'token_address',
+  'token_name',
+  'token_symbol',
+  'token_decimals',
+  'transaction_index',
+];
 
 describe('token transfers (#4, #5)', () => {
   it('ERC-20 transfers carry every field, null metadata and 2^256-1 amounts', async () => {
@@ -112,7 +139,12 @@ describe('token transfers (#4, #5)', () => {
   it('ERC-721 transfers have the ERC-20 fields without value', async () => {
     const r = await api(sim, `/v1/accounts/${sim.examples.nftHolder}/token-transfer/erc721?limit=100`);
     expect(Number(r.json.results.count)).toBeGreaterThan(500);
-    for (const e of r.json.results.data) expectStrings(e, ERC20_FIELDS.filter((f) => f !== 'value'), ['token_name', 'token_symbol', 'token_decimals']);
+    for (const e of r.json.results.data)
+      expectStrings(
+        e,
+        ERC20_FIELDS.filter((f) => f !== 'value'),
+        ['token_name', 'token_symbol', 'token_decimals'],
+      );
   });
 });
 
@@ -152,11 +184,17 @@ describe('holdings (#6-#9)', () => {
     const l = await api(sim, `/v1/accounts/${h}/tokens/erc721`);
     expect(Number(l.json.results.count)).toBeGreaterThanOrEqual(3);
     const inv = await all(`/v1/accounts/${h}/tokens/inventory`);
-    for (const e of inv) expectStrings(e, ['contract_address', 'token_id', 'token_uri', 'token_name', 'token_symbol'], ['token_uri', 'token_name', 'token_symbol']);
+    for (const e of inv)
+      expectStrings(e, ['contract_address', 'token_id', 'token_uri', 'token_name', 'token_symbol'], ['token_uri', 'token_name', 'token_symbol']);
     expect(inv.some((e) => e.token_uri === null)).toBe(true);
     const g = await all(`/v1/erc-721/${h}/tokens`);
     expect(g.map((e) => [e.contract_address.toLowerCase(), e.token_id])).toEqual(inv.map((e) => [e.contract_address.toLowerCase(), e.token_id]));
-    for (const e of g) expectStrings(e, ['owner', 'contract_address', 'token_id', 'token_uri', 'token_name', 'token_symbol', 'token_decimals'], ['token_uri', 'token_name', 'token_symbol', 'token_decimals']);
+    for (const e of g)
+      expectStrings(
+        e,
+        ['owner', 'contract_address', 'token_id', 'token_uri', 'token_name', 'token_symbol', 'token_decimals'],
+        ['token_uri', 'token_name', 'token_symbol', 'token_decimals'],
+      );
     const one = await all(`/v1/accounts/${h}/tokens/inventory/${sim.examples.erc721Token}`);
     expect(one.length).toBe(inv.filter((e) => e.contract_address.toLowerCase() === sim.examples.erc721Token).length);
     const bal = await api(sim, `/v1/tokens/${sim.examples.erc721Token}/balance/${h}`);
@@ -187,7 +225,8 @@ describe('native balances follow the chain', () => {
     try {
       const w = s2.examples.whale;
       const h0 = s2.head();
-      const bal = async (): Promise<bigint> => BigInt((await post(s2.urls.mainnet + '/v1/accounts/balance', { addresses: [w] }, { 'api-key': s2.apiKey })).json.results.data[0].balance);
+      const bal = async (): Promise<bigint> =>
+        BigInt((await post(s2.urls.mainnet + '/v1/accounts/balance', { addresses: [w] }, { 'api-key': s2.apiKey })).json.results.data[0].balance);
       const b0 = await bal();
       s2.advanceHead(40);
       const b1 = await bal();
@@ -200,7 +239,10 @@ describe('native balances follow the chain', () => {
       let d = 0n;
       for (const t of txs) {
         const ok = t.tx_status === '1';
-        if (t.sender.toLowerCase() === w) { d -= BigInt(t.tx_fee); if (ok) d -= BigInt(t.value); }
+        if (t.sender.toLowerCase() === w) {
+          d -= BigInt(t.tx_fee);
+          if (ok) d -= BigInt(t.value);
+        }
         if (t.receiver && t.receiver.toLowerCase() === w && ok) d += BigInt(t.value);
       }
       for (const t of its) {
@@ -209,7 +251,9 @@ describe('native balances follow the chain', () => {
         if (t.receiver.toLowerCase() === w) d += BigInt(t.value);
       }
       expect(b1 - b0).toBe(d);
-    } finally { await s2.close(); }
+    } finally {
+      await s2.close();
+    }
   });
 });
 

@@ -12,7 +12,9 @@ describe('benchSimulator', () => {
       expect(r.rowsPerSecond).toBeGreaterThan(0);
       expect(r.cpuSeconds).toBeGreaterThan(0);
       expect(sim.stats().rowsServed).toBe(r.rows + 1); // + the blocks/latest lookup
-    } finally { await sim.close(); }
+    } finally {
+      await sim.close();
+    }
   });
 
   it('without parsing, counts the rows of every page and checks them against the envelope', async () => {
@@ -22,6 +24,8 @@ describe('benchSimulator', () => {
       expect(r.requests).toBeGreaterThan(0);
       expect(r.rows).toBe(r.requests * 1000);
       expect(sim.stats().rowsServed).toBe(r.rows + 1);
-    } finally { await sim.close(); }
+    } finally {
+      await sim.close();
+    }
   });
 });

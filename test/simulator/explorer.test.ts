@@ -6,8 +6,12 @@ import { unnamedTopic } from '../../src/simulator/contracts.js';
 import { A_POOL0 } from '../../src/simulator/chain.js';
 
 let sim: RunningSimulator;
-beforeAll(async () => { sim = await startSimulator(); });
-afterAll(async () => { await sim.close(); });
+beforeAll(async () => {
+  sim = await startSimulator();
+});
+afterAll(async () => {
+  await sim.close();
+});
 
 const MAX = '115792089237316195423570985008687907853269984665640564039457584007913129639935';
 const ZERO_TOPIC = '0x' + '0'.repeat(64);
@@ -48,7 +52,9 @@ describe('internal transactions by hash (#13)', () => {
       checkInternal(e, true);
       expect(e.transaction_hash.toLowerCase()).toBe(sim.examples.internalTransactionHash);
       if (e.trace_address.length > 1) expect(paths.has(e.trace_address.slice(0, -1).join(','))).toBe(true);
-      const kids = data.filter((k: any) => k.trace_address.length === e.trace_address.length + 1 && k.trace_address.slice(0, -1).join(',') === e.trace_address.join(',')).length;
+      const kids = data.filter(
+        (k: any) => k.trace_address.length === e.trace_address.length + 1 && k.trace_address.slice(0, -1).join(',') === e.trace_address.join(','),
+      ).length;
       if (e.sub_traces !== null) expect(Number(e.sub_traces)).toBe(kids);
     }
     const lim = await api(sim, `/v1/transactions/${sim.examples.internalTransactionHash}/internal-transactions?limit=2`);
@@ -82,15 +88,35 @@ describe('contracts (#14-#16)', () => {
     expect(Array.isArray(items)).toBe(true);
     for (const it of items) {
       expect(['constructor', 'event', 'function']).toContain(it.type);
-      if (it.type === 'constructor') expect(it.name).toBeUndefined(); else expect(typeof it.name).toBe('string');
-      for (const p of it.inputs) { expect(typeof p.type).toBe('string'); expect(typeof p.internalType).toBe('string'); if (it.type === 'event') expect(typeof p.indexed).toBe('boolean'); }
+      if (it.type === 'constructor') expect(it.name).toBeUndefined();
+      else expect(typeof it.name).toBe('string');
+      for (const p of it.inputs) {
+        expect(typeof p.type).toBe('string');
+        expect(typeof p.internalType).toBe('string');
+        if (it.type === 'event') expect(typeof p.indexed).toBe('boolean');
+      }
       if (it.type === 'event') expect(it.anonymous).toBe(false);
       if (it.type === 'function') expect(Array.isArray(it.outputs)).toBe(true);
     }
     const code = await api(sim, `/v1/contracts/${sim.examples.erc20Token}/code`);
     const d = code.json.results.data;
-    expect(Object.keys(d)).toEqual(['address', 'logo', 'compiler', 'libraries', 'verify_date', 'contract_name', 'runs_optimizer',
-      'optimization_enabled', 'contract_code', 'contract_abi', 'contract_source', 'constructor_arguments', 'swarm source', 'verify_status', 'verify_message']);
+    expect(Object.keys(d)).toEqual([
+      'address',
+      'logo',
+      'compiler',
+      'libraries',
+      'verify_date',
+      'contract_name',
+      'runs_optimizer',
+      'optimization_enabled',
+      'contract_code',
+      'contract_abi',
+      'contract_source',
+      'constructor_arguments',
+      'swarm source',
+      'verify_status',
+      'verify_message',
+    ]);
     expect(Array.isArray(d.contract_abi)).toBe(true);
     expect(Buffer.from(d.contract_source, 'base64').toString('utf8')).toContain('contract ' + d.contract_name);
     expect(d.contract_code).toMatch(/^0x[0-9a-f]+$/);
@@ -115,7 +141,15 @@ describe('contracts (#14-#16)', () => {
       const url = `${s2.urls.mainnet}/v1/contracts/${c}/verify`;
       const h = { 'api-key': s2.apiKey };
       const src = Buffer.from('pragma solidity ^0.8.19;\ncontract Vault {}\n').toString('base64');
-      const body = { contract_name: 'Vault', compiler: 'v0.8.19+commit.7dd6d404', runs_optimizer: 200, optimization_enabled: 1, contract_source: src, constructor_arguments: '', libraries: [] };
+      const body = {
+        contract_name: 'Vault',
+        compiler: 'v0.8.19+commit.7dd6d404',
+        runs_optimizer: 200,
+        optimization_enabled: 1,
+        contract_source: src,
+        constructor_arguments: '',
+        libraries: [],
+      };
       const wrong = await post(url, { ...body, contract_name: 'Other' }, h);
       expect(wrong.json).toEqual({ status: '200', message: 'OK', results: '0' });
       expect((await post(url, { compiler: 'x' }, h)).status).toBe(400);
@@ -129,12 +163,30 @@ describe('contracts (#14-#16)', () => {
       expect(code.json.results.data.contract_name).toBe('Vault');
       const eoa = await post(`${s2.urls.mainnet}/v1/contracts/${s2.examples.whale}/verify`, body, h);
       expect(eoa.json.results).toBe('0');
-    } finally { await s2.close(); }
+    } finally {
+      await s2.close();
+    }
   });
 });
 
-const LOG_FIELDS = ['timestamp', 'address', 'data', 'method', 'transaction_hash', 'log_name', 'log_abi', 'address_type', 'address_extra',
-  'transaction_index', 'log_index', 'topics_count', 'topic_0', 'topic_1', 'topic_2', 'topic_3'];
+const LOG_FIELDS = [
+  'timestamp',
+  'address',
+  'data',
+  'method',
+  'transaction_hash',
+  'log_name',
+  'log_abi',
+  'address_type',
+  'address_extra',
+  'transaction_index',
+  'log_index',
+  'topics_count',
+  'topic_0',
+  'topic_1',
+  'topic_2',
+  'topic_3',
+];
 
 describe('GET /v1/event-logs (#18)', () => {
   it('returns typed Transfer logs of a token matching the ERC-20 transfers', async () => {
@@ -153,12 +205,16 @@ describe('GET /v1/event-logs (#18)', () => {
       expect(e.topic_3).toBeNull();
       expect(e.log_name).toBe('Transfer');
     }
-    const transfers = (await api(sim, `/v1/accounts/${a}/token-transfer/erc20?limit=1000`)).json.results.data
-      .filter((t: any) => t.token_address.toLowerCase() === token);
+    const transfers = (await api(sim, `/v1/accounts/${a}/token-transfer/erc20?limit=1000`)).json.results.data.filter(
+      (t: any) => t.token_address.toLowerCase() === token,
+    );
     expect(logs.length).toBe(transfers.length);
     expect(logs.map((l: any) => l.transaction_hash.toLowerCase())).toEqual(transfers.map((t: any) => t.transaction_hash.toLowerCase()));
     expect(logs.map((l: any) => BigInt(l.data).toString())).toEqual(transfers.map((t: any) => t.value));
-    const and = await api(sim, `/v1/event-logs?address=${token}&topic_0=${sim.examples.transferTopic}&topic_1=${padTopic(a)}&topic_2=${padTopic(a)}&type=combine&operand=and`);
+    const and = await api(
+      sim,
+      `/v1/event-logs?address=${token}&topic_0=${sim.examples.transferTopic}&topic_1=${padTopic(a)}&topic_2=${padTopic(a)}&type=combine&operand=and`,
+    );
     expect(and.json.results.count).toBe('0');
     const single = await api(sim, `/v1/event-logs?address=${token}&topic_0=${sim.examples.transferTopic}&topic_1=${padTopic(a)}&type=single&limit=1`);
     const allLogs = await api(sim, `/v1/event-logs?address=${token}&topic_0=${sim.examples.transferTopic}&limit=1`);
@@ -177,7 +233,10 @@ describe('GET /v1/event-logs (#18)', () => {
     const topicSwap = '0x' + (await import('../../src/simulator/keccak.js')).keccak256Hex('Swap(address,uint256,uint256,uint256,uint256,address)').slice(2);
     const sw = await api(sim, `/v1/event-logs?address=${pool}&topic_0=${topicSwap}&start_block=1000&end_block=3000&limit=1000`);
     expect(Number(sw.json.results.count)).toBeGreaterThan(10);
-    for (const e of sw.json.results.data) { expect(Number(e.transaction_index)).toBeGreaterThanOrEqual(0); expect(e.log_name).toBe('Swap'); }
+    for (const e of sw.json.results.data) {
+      expect(Number(e.transaction_index)).toBeGreaterThanOrEqual(0);
+      expect(e.log_name).toBe('Swap');
+    }
     const topic = unnamedTopic(chainFor(1, 'small', 'mainnet'), A_POOL0);
     const un = await api(sim, `/v1/event-logs?address=${pool}&topic_0=${topic}&limit=50`);
     expect(Number(un.json.results.count)).toBeGreaterThan(50);
@@ -189,11 +248,16 @@ describe('GET /v1/event-logs (#18)', () => {
   });
 
   it('validates parameters', async () => {
-    const t = sim.examples.transferTopic, tok = sim.examples.erc20Token;
+    const t = sim.examples.transferTopic,
+      tok = sim.examples.erc20Token;
     for (const [qs, msg] of [
-      [`topic_0=${t}`, /address/], [`address=${tok}`, /topic_0/], [`address=${tok}&topic_0=0x12`, /topic_0/],
-      [`address=${tok}&topic_0=${t}&type=both`, /type/], [`address=${tok}&topic_0=${t}&operand=xor`, /operand/],
-      [`address=${tok}&topic_0=${t}&limit=1001`, /limit/], [`address=${tok}&topic_0=${t}&start_block=-1`, /start_block/],
+      [`topic_0=${t}`, /address/],
+      [`address=${tok}`, /topic_0/],
+      [`address=${tok}&topic_0=0x12`, /topic_0/],
+      [`address=${tok}&topic_0=${t}&type=both`, /type/],
+      [`address=${tok}&topic_0=${t}&operand=xor`, /operand/],
+      [`address=${tok}&topic_0=${t}&limit=1001`, /limit/],
+      [`address=${tok}&topic_0=${t}&start_block=-1`, /start_block/],
     ] as [string, RegExp][]) {
       const r = await api(sim, `/v1/event-logs?${qs}`);
       expect(r.status, qs).toBe(400);
@@ -251,8 +315,28 @@ describe('ERC-721 group (#22-#25)', () => {
     expect((await api(sim, `/v1/erc-721/${h}/token-transfer`)).status).toBe(400);
     const r = await api(sim, `/v1/erc-721/${h}/token-transfer?startBlock=0&limit=50`);
     expect(r.status).toBe(200);
-    const fields = ['nonce', 'timestamp', 'sender', 'receiver', 'confirmations', 'standard', 'block_number', 'transaction_hash', 'block_hash',
-      'token_address', 'token_id', 'token_uri', 'token_name', 'token_symbol', 'token_decimals', 'transaction_index', 'gas_limit', 'gas_price', 'gas_used', 'cumulative_gas_used'];
+    const fields = [
+      'nonce',
+      'timestamp',
+      'sender',
+      'receiver',
+      'confirmations',
+      'standard',
+      'block_number',
+      'transaction_hash',
+      'block_hash',
+      'token_address',
+      'token_id',
+      'token_uri',
+      'token_name',
+      'token_symbol',
+      'token_decimals',
+      'transaction_index',
+      'gas_limit',
+      'gas_price',
+      'gas_used',
+      'cumulative_gas_used',
+    ];
     for (const e of r.json.results.data) {
       expect(Object.keys(e)).toEqual(fields);
       for (const f of fields) expect(e[f] === null || typeof e[f] === 'string').toBe(true);
@@ -282,12 +366,25 @@ describe('blocks, validation and routing', () => {
   });
 
   it('every listing rejects limit above 1000 and offsets past the result window', async () => {
-    const a = sim.examples.whale, n = sim.examples.erc721Token;
-    const listings = [`/v1/accounts/${a}/transactions`, `/v1/accounts/${a}/internal-transactions`, `/v1/accounts/${a}/token-transfer/erc20`,
-      `/v1/accounts/${a}/token-transfer/erc721`, `/v1/accounts/${a}/tokens`, `/v1/accounts/${a}/tokens/erc20`, `/v1/accounts/${a}/tokens/erc721`,
-      `/v1/accounts/${a}/tokens/inventory`, `/v1/accounts/${a}/mined-blocks`, `/v1/tokens/${n}/inventory`, `/v1/erc-721/${a}/tokens`,
-      `/v1/erc-721/${n}/inventory`, `/v1/erc-721/${a}/contracts`, `/v1/erc-721/${a}/token-transfer?startBlock=0`,
-      `/v1/event-logs?address=${n}&topic_0=${sim.examples.transferTopic}`];
+    const a = sim.examples.whale,
+      n = sim.examples.erc721Token;
+    const listings = [
+      `/v1/accounts/${a}/transactions`,
+      `/v1/accounts/${a}/internal-transactions`,
+      `/v1/accounts/${a}/token-transfer/erc20`,
+      `/v1/accounts/${a}/token-transfer/erc721`,
+      `/v1/accounts/${a}/tokens`,
+      `/v1/accounts/${a}/tokens/erc20`,
+      `/v1/accounts/${a}/tokens/erc721`,
+      `/v1/accounts/${a}/tokens/inventory`,
+      `/v1/accounts/${a}/mined-blocks`,
+      `/v1/tokens/${n}/inventory`,
+      `/v1/erc-721/${a}/tokens`,
+      `/v1/erc-721/${n}/inventory`,
+      `/v1/erc-721/${a}/contracts`,
+      `/v1/erc-721/${a}/token-transfer?startBlock=0`,
+      `/v1/event-logs?address=${n}&topic_0=${sim.examples.transferTopic}`,
+    ];
     for (const l of listings) {
       const sep = l.includes('?') ? '&' : '?';
       const big = await api(sim, `${l}${sep}limit=1001`);

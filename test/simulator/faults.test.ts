@@ -4,12 +4,19 @@ import { startSimulator, type RunningSimulator } from '../../src/simulator/index
 import { api, get } from './helpers.js';
 
 let sim: RunningSimulator;
-beforeAll(async () => { sim = await startSimulator(); });
-afterAll(async () => { await sim.close(); });
+beforeAll(async () => {
+  sim = await startSimulator();
+});
+afterAll(async () => {
+  await sim.close();
+});
 
 const path = (): string => `/v1/accounts/${sim.examples.addresses[0]}/transactions?limit=20`;
 
-async function raw(url: string, opts: { headersTimeout?: number } = {}): Promise<{ status: number; headers: Record<string, unknown>; text: string } | { error: string }> {
+async function raw(
+  url: string,
+  opts: { headersTimeout?: number } = {},
+): Promise<{ status: number; headers: Record<string, unknown>; text: string } | { error: string }> {
   try {
     const r = await request(url, { headers: { 'api-key': sim.apiKey }, headersTimeout: opts.headersTimeout ?? 10_000, bodyTimeout: 10_000 });
     return { status: r.statusCode, headers: r.headers, text: await r.body.text() };
@@ -88,9 +95,12 @@ describe('fault injection', () => {
         const st = s.stats();
         expect(Object.values(st.faults).reduce((a, b) => a + b, 0)).toBe(out.filter((x) => x !== 0).length);
         return out;
-      } finally { await s.close(); }
+      } finally {
+        await s.close();
+      }
     };
-    const a = await run(), b = await run();
+    const a = await run(),
+      b = await run();
     expect(a).toEqual(b);
     const faulted = a.filter((x) => x !== 0).length;
     expect(faulted).toBeGreaterThan(6);
@@ -118,7 +128,10 @@ describe('server-side rate limit', () => {
       for (let i = 0; i < 5; i++) {
         const r = await get(s.urls.mainnet + '/v1/blocks/latest', { 'api-key': s.apiKey });
         statuses.push(r.status);
-        if (r.status === 429) { retryAfter = r.headers['retry-after']; expect(r.json.status).toBe('429'); }
+        if (r.status === 429) {
+          retryAfter = r.headers['retry-after'];
+          expect(r.json.status).toBe('429');
+        }
       }
       expect(statuses.slice(0, 2)).toEqual([200, 200]);
       expect(statuses.filter((x) => x === 429).length).toBeGreaterThanOrEqual(2);
@@ -126,7 +139,9 @@ describe('server-side rate limit', () => {
       expect(s.stats().rateLimited).toBe(statuses.filter((x) => x === 429).length);
       s.setRateLimit(undefined);
       expect((await get(s.urls.mainnet + '/v1/blocks/latest', { 'api-key': s.apiKey })).status).toBe(200);
-    } finally { await s.close(); }
+    } finally {
+      await s.close();
+    }
   });
 });
 
@@ -157,7 +172,9 @@ describe('moving head', () => {
       expect(s.stats().head.testnet).toBe(t0 + 3);
       expect(() => s.advanceHead(-1)).toThrow();
       expect(sim.head()).toBe(h0); // heads are per simulator
-    } finally { await s.close(); }
+    } finally {
+      await s.close();
+    }
   });
 
   it('blockTimeMs moves the head while serving', async () => {
@@ -168,7 +185,9 @@ describe('moving head', () => {
       expect(s.head()).toBeGreaterThanOrEqual(h0 + 3);
       const latest = await get(`${s.urls.mainnet}/v1/blocks/latest`, { 'api-key': s.apiKey });
       expect(Number(latest.json.results.data.block_number)).toBeGreaterThan(h0);
-    } finally { await s.close(); }
+    } finally {
+      await s.close();
+    }
   });
 });
 
@@ -192,12 +211,17 @@ describe('stats', () => {
       expect(http.text).not.toContain(s.apiKey);
       s.resetStats();
       expect(s.stats().requests).toBe(0);
-    } finally { await s.close(); }
+    } finally {
+      await s.close();
+    }
   });
 
   it('close() ends open and stalled connections', async () => {
     const s = await startSimulator({ faults: { rate: 1, kinds: ['stall'], stallMs: 60_000 } });
-    const pending = request(`${s.urls.mainnet}/v1/blocks/1`, { headers: { 'api-key': s.apiKey } }).then(() => 'ok', () => 'error');
+    const pending = request(`${s.urls.mainnet}/v1/blocks/1`, { headers: { 'api-key': s.apiKey } }).then(
+      () => 'ok',
+      () => 'error',
+    );
     for (let i = 0; i < 100 && s.stats().requests === 0; i++) await new Promise((r) => setTimeout(r, 5));
     const t0 = performance.now();
     await s.close();

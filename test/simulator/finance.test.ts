@@ -3,8 +3,12 @@ import { startSimulator, type RunningSimulator } from '../../src/simulator/index
 import { get } from './helpers.js';
 
 let sim: RunningSimulator;
-beforeAll(async () => { sim = await startSimulator(); });
-afterAll(async () => { await sim.close(); });
+beforeAll(async () => {
+  sim = await startSimulator();
+});
+afterAll(async () => {
+  await sim.close();
+});
 
 const fin = (p: string, accept = 'application/json') => get(sim.urls.finance + p, { accept });
 const isNum = (v: unknown): boolean => typeof v === 'number' && Number.isFinite(v);
@@ -19,7 +23,11 @@ function expectSuccess(r: { status: number; json: any }): any {
 
 describe('GET /stablecoin/total_chart', () => {
   it('returns unit_count typed points spaced unit x multiplier apart', async () => {
-    for (const [unit, ms] of [['minute', 60_000], ['hour', 3_600_000], ['day', 86_400_000]] as const) {
+    for (const [unit, ms] of [
+      ['minute', 60_000],
+      ['hour', 3_600_000],
+      ['day', 86_400_000],
+    ] as const) {
       const d = expectSuccess(await fin(`/stablecoin/total_chart?unit=${unit}&unit_count=12&unit_multiplier=2`));
       const h = d.history;
       expect(h).toHaveLength(12);
@@ -46,9 +54,12 @@ describe('GET /stablecoin/total_chart', () => {
 
   it('validates its required parameters', async () => {
     for (const [qs, msg] of [
-      ['unit_count=2&unit_multiplier=1', /unit/], ['unit=week&unit_count=2&unit_multiplier=1', /unit/],
-      ['unit=day&unit_multiplier=1', /unit_count/], ['unit=day&unit_count=2', /unit_multiplier/],
-      ['unit=day&unit_count=0&unit_multiplier=1', /unit_count/], ['unit=day&unit_count=x&unit_multiplier=1', /unit_count/],
+      ['unit_count=2&unit_multiplier=1', /unit/],
+      ['unit=week&unit_count=2&unit_multiplier=1', /unit/],
+      ['unit=day&unit_multiplier=1', /unit_count/],
+      ['unit=day&unit_count=2', /unit_multiplier/],
+      ['unit=day&unit_count=0&unit_multiplier=1', /unit_count/],
+      ['unit=day&unit_count=x&unit_multiplier=1', /unit_count/],
       ['unit=day&unit_count=1000&unit_multiplier=1000', /span/],
     ] as [string, RegExp][]) {
       const r = await fin(`/stablecoin/total_chart?${qs}`);
@@ -106,7 +117,8 @@ describe('dashboard and pools', () => {
     const hours = expectSuccess(await fin('/stablecoin/total_chart?unit=hour&unit_count=24&unit_multiplier=1')).history;
     const chart24 = hours.reduce((s: number, p: any) => s + Math.round(p.volume * 100), 0);
     expect(Math.round(d['24h'].volume * 100)).toBe(chart24);
-    let pools24 = 0, pools7 = 0;
+    let pools24 = 0,
+      pools7 = 0;
     for (const pool of sim.examples.pools) {
       const e = expectSuccess(await fin(`/pool/info_list?pool=${pool}`))[0];
       expect(Object.keys(e)).toEqual(['1m', '1y', '7d', '24h', 'liquidity', 'pool_address', 'updated_at']);
@@ -145,7 +157,13 @@ describe('dashboard and pools', () => {
       const b = await get(other.urls.finance + '/dashboard/overview');
       expect(b.text).toBe(a.text);
       const seeded = await startSimulator({ seed: 2 });
-      try { expect((await get(seeded.urls.finance + '/dashboard/overview')).text).not.toBe(a.text); } finally { await seeded.close(); }
-    } finally { await other.close(); }
+      try {
+        expect((await get(seeded.urls.finance + '/dashboard/overview')).text).not.toBe(a.text);
+      } finally {
+        await seeded.close();
+      }
+    } finally {
+      await other.close();
+    }
   });
 });

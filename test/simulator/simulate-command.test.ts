@@ -10,10 +10,24 @@ async function runSimulate(args: string[], onLine: (line: any) => Promise<void>)
   const write = process.stdout.write.bind(process.stdout);
   let out = '';
   let resolveLine!: (s: string) => void;
-  const lineSeen = new Promise<string>((r) => { resolveLine = r; });
-  process.stdout.write = ((chunk: string | Uint8Array) => { out += String(chunk); if (out.includes('\n')) resolveLine(out); return true; }) as typeof process.stdout.write;
+  const lineSeen = new Promise<string>((r) => {
+    resolveLine = r;
+  });
+  process.stdout.write = ((chunk: string | Uint8Array) => {
+    out += String(chunk);
+    if (out.includes('\n')) resolveLine(out);
+    return true;
+  }) as typeof process.stdout.write;
   try {
-    const run = yargs(args).scriptName('chainlake').command(simulateCommand).strict().exitProcess(false).fail((msg, err) => { throw err ?? new Error(msg); }).parseAsync();
+    const run = yargs(args)
+      .scriptName('chainlake')
+      .command(simulateCommand)
+      .strict()
+      .exitProcess(false)
+      .fail((msg, err) => {
+        throw err ?? new Error(msg);
+      })
+      .parseAsync();
     const line = await Promise.race([lineSeen, run.then(() => out)]);
     await onLine(JSON.parse(line.split('\n')[0]!));
     process.emit('SIGTERM');
@@ -58,8 +72,23 @@ describe('chainlake simulate', () => {
   });
 
   it('rejects invalid flags before starting', async () => {
-    for (const args of [['simulate', '--fault-rate', '2'], ['simulate', '--scale', 'huge'], ['simulate', '--port', '-1'], ['simulate', '--faults', 'nope']]) {
-      await expect((async () => yargs(args).command(simulateCommand).strict().exitProcess(false).fail((msg, err) => { throw err ?? new Error(msg); }).parseAsync())()).rejects.toThrow();
+    for (const args of [
+      ['simulate', '--fault-rate', '2'],
+      ['simulate', '--scale', 'huge'],
+      ['simulate', '--port', '-1'],
+      ['simulate', '--faults', 'nope'],
+    ]) {
+      await expect(
+        (async () =>
+          yargs(args)
+            .command(simulateCommand)
+            .strict()
+            .exitProcess(false)
+            .fail((msg, err) => {
+              throw err ?? new Error(msg);
+            })
+            .parseAsync())(),
+      ).rejects.toThrow();
     }
   });
 });

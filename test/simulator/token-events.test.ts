@@ -10,8 +10,12 @@ import { api } from './helpers.js';
 
 const SHOWCASE_EVENTS = showcaseEvents();
 let sim: RunningSimulator;
-beforeAll(async () => { sim = await startSimulator({ seed: 1, scale: 'small' }); });
-afterAll(async () => { await sim.close(); });
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 1, scale: 'small' });
+});
+afterAll(async () => {
+  await sim.close();
+});
 
 const chain = chainFor(1, 'small', 'mainnet');
 const addr = (i: number): string => chain.addrLower(i);
@@ -30,7 +34,11 @@ describe('standard token events', () => {
     expect(single.length).toBeGreaterThan(100);
     expect(batch.length).toBeGreaterThan(20);
     for (const l of [...single, ...batch]) {
-      const d = decodeEventLog({ abi: [parseAbiItem(STANDARD_SIGNATURES.transferSingle), parseAbiItem(STANDARD_SIGNATURES.transferBatch)], topics: topicsOf(l) as never, data: l.data });
+      const d = decodeEventLog({
+        abi: [parseAbiItem(STANDARD_SIGNATURES.transferSingle), parseAbiItem(STANDARD_SIGNATURES.transferBatch)],
+        topics: topicsOf(l) as never,
+        data: l.data,
+      });
       expect(['TransferSingle', 'TransferBatch']).toContain(d.eventName);
       if (d.eventName === 'TransferBatch') expect(d.args.ids.length).toBe(d.args.values.length);
       expect(l.topics_count).toBe(String(topicsOf(l).length));
@@ -42,11 +50,16 @@ describe('standard token events', () => {
   it('ERC-20 Approval (with unlimited allowances) and ERC-721 Approval share a topic_0; ApprovalForAll carries a bool', async () => {
     const a20 = await logs(A_ERC20_0, topic(STANDARD_SIGNATURES.erc20Approval));
     expect(a20.length).toBeGreaterThan(10);
-    const values = a20.map((l) => decodeEventLog({ abi: [parseAbiItem(STANDARD_SIGNATURES.erc20Approval)], topics: topicsOf(l) as never, data: l.data }).args.value);
+    const values = a20.map(
+      (l) => decodeEventLog({ abi: [parseAbiItem(STANDARD_SIGNATURES.erc20Approval)], topics: topicsOf(l) as never, data: l.data }).args.value,
+    );
     expect(values).toContain((1n << 256n) - 1n);
     const a721 = await logs(A_ERC721_0, topic(STANDARD_SIGNATURES.erc20Approval));
     expect(a721.length).toBeGreaterThan(0);
-    for (const l of a721) { expect(l.topics_count).toBe('4'); expect(l.data).toBe('0x'); }
+    for (const l of a721) {
+      expect(l.topics_count).toBe('4');
+      expect(l.data).toBe('0x');
+    }
     const all = await logs(A_ERC721_0 + 1, topic(STANDARD_SIGNATURES.approvalForAll));
     expect(all.length).toBeGreaterThan(0);
     for (const l of all) expect(['0x' + '0'.repeat(63) + '0', '0x' + '0'.repeat(63) + '1']).toContain(l.data);
@@ -72,7 +85,10 @@ describe('the Showcase contract', () => {
       const got = await logs(A_SHOWCASE, e.anonymous ? PING_CHANNEL : toEventSelector(e));
       expect(got.length, e.name).toBeGreaterThan(5);
       for (const l of got) {
-        if (e.name === 'Tagged') { expect(l.topics_count).toBe('4'); continue; } // hashed indexed values: only the data decodes
+        if (e.name === 'Tagged') {
+          expect(l.topics_count).toBe('4');
+          continue;
+        } // hashed indexed values: only the data decodes
         const d = decodeEventLog({ abi: [e], topics: topicsOf(l) as never, data: l.data, strict: true } as never) as { eventName?: string };
         if (!e.anonymous) expect(d.eventName).toBe(e.name);
         seen.add(e.name);

@@ -2,15 +2,40 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { ADDRESS, HASH, ISO_SECONDS, UINT, api, get } from './helpers.js';
 
-const TX_FIELDS = ['timestamp', 'nonce', 'sender', 'receiver', 'value', 'confirmations', 'transaction_hash', 'block_hash',
-  'transaction_index', 'tx_status', 'tx_message', 'in_tx_status', 'in_tx_message', 'tx_fee', 'block_number',
-  'contract_address', 'gas_limit', 'gas_price', 'cumulative_gas_used', 'gas_used', 'max_fee_per_gas', 'max_priority_fee_per_gas'];
+const TX_FIELDS = [
+  'timestamp',
+  'nonce',
+  'sender',
+  'receiver',
+  'value',
+  'confirmations',
+  'transaction_hash',
+  'block_hash',
+  'transaction_index',
+  'tx_status',
+  'tx_message',
+  'in_tx_status',
+  'in_tx_message',
+  'tx_fee',
+  'block_number',
+  'contract_address',
+  'gas_limit',
+  'gas_price',
+  'cumulative_gas_used',
+  'gas_used',
+  'max_fee_per_gas',
+  'max_priority_fee_per_gas',
+];
 const SIMPLE_FIELDS = ['sender', 'receiver', 'transaction_hash', 'tx_status', 'tx_fee', 'block_number', 'gas_price', 'cumulative_gas_used', 'gas_used'];
 const MAX = '115792089237316195423570985008687907853269984665640564039457584007913129639935';
 
 let sim: RunningSimulator;
-beforeAll(async () => { sim = await startSimulator(); });
-afterAll(async () => { await sim.close(); });
+beforeAll(async () => {
+  sim = await startSimulator();
+});
+afterAll(async () => {
+  await sim.close();
+});
 
 const txPath = (a: string, qs = ''): string => `/v1/accounts/${a}/transactions${qs ? '?' + qs : ''}`;
 
@@ -31,15 +56,29 @@ describe('GET /v1/accounts/{address_hash}/transactions', () => {
       expect(e.sender).toMatch(ADDRESS);
       expect(e.transaction_hash).toMatch(HASH);
       expect(e.block_hash).toMatch(HASH);
-      for (const f of ['nonce', 'value', 'confirmations', 'transaction_index', 'tx_fee', 'block_number', 'gas_limit', 'gas_price', 'cumulative_gas_used', 'gas_used']) expect(e[f]).toMatch(UINT);
+      for (const f of [
+        'nonce',
+        'value',
+        'confirmations',
+        'transaction_index',
+        'tx_fee',
+        'block_number',
+        'gas_limit',
+        'gas_price',
+        'cumulative_gas_used',
+        'gas_used',
+      ])
+        expect(e[f]).toMatch(UINT);
       expect(['0', '1']).toContain(e.tx_status);
-      if (e.tx_status === '1') expect(e.tx_message).toBeNull(); else expect(typeof e.tx_message).toBe('string');
+      if (e.tx_status === '1') expect(e.tx_message).toBeNull();
+      else expect(typeof e.tx_message).toBe('string');
       expect(Number(e.confirmations)).toBe(sim.head() - Number(e.block_number) + 1);
       const whale = sim.examples.whale;
       expect([String(e.sender).toLowerCase(), String(e.receiver).toLowerCase()]).toContain(whale);
     }
     for (let i = 1; i < data.length; i++) {
-      const a = data[i - 1]!, b = data[i]!;
+      const a = data[i - 1]!,
+        b = data[i]!;
       const ka = Number(a.block_number) * 1e6 + Number(a.transaction_index);
       const kb = Number(b.block_number) * 1e6 + Number(b.transaction_index);
       expect(ka).toBeGreaterThan(kb);
@@ -67,7 +106,9 @@ describe('GET /v1/accounts/{address_hash}/transactions', () => {
     try {
       const r = await get(other.urls.mainnet + txPath(a, 'limit=1000'), { 'api-key': other.apiKey });
       expect(r.text).toBe(first.text);
-    } finally { await other.close(); }
+    } finally {
+      await other.close();
+    }
   });
 
   it('filters by startBlock/endBlock inclusively and by condition', async () => {
@@ -99,11 +140,15 @@ describe('GET /v1/accounts/{address_hash}/transactions', () => {
 
   it('has contract creations, failed transactions and 2^256-1 values', async () => {
     const w = sim.examples.whale;
-    let sawMax = false, sawFail = false;
+    let sawMax = false,
+      sawFail = false;
     for (let off = 0; off < 10_000 && !(sawMax && sawFail); off += 1000) {
       const r = await api(sim, txPath(w, `limit=1000&offset=${off}&startBlock=0&endBlock=30000`));
       for (const e of r.json.results.data) {
-        if (e.value === MAX) { sawMax = true; expect(e.tx_status).toBe('0'); }
+        if (e.value === MAX) {
+          sawMax = true;
+          expect(e.tx_status).toBe('0');
+        }
         if (e.tx_status === '0') sawFail = true;
       }
     }

@@ -11,7 +11,11 @@ const log = (i: number, more: string) =>
 function page(texts: string[]): { entries: unknown[]; ctx: PageContext; bytes: Buffer } {
   const bytes = Buffer.from(`{"status":"200","message":"OK","results":{"count":"${texts.length}","data":[${texts.join(',')}]}}`);
   const entries = (JSON.parse(bytes.toString()) as { results: { data: unknown[] } }).results.data;
-  return { entries, bytes, ctx: { scope: {}, results: {}, meta: { endpoint: 'event_logs' }, offset: 0, raw: { bytes, entriesAt: ['results', 'data'], entries } } };
+  return {
+    entries,
+    bytes,
+    ctx: { scope: {}, results: {}, meta: { endpoint: 'event_logs' }, offset: 0, raw: { bytes, entriesAt: ['results', 'data'], entries } },
+  };
 }
 
 describe('extra', () => {

@@ -21,7 +21,10 @@ export const catalogCommand: CommandModule<object, Args> = {
           "rebuild: recreate every view (with column comments) at the lake's current absolute path and re-read the files table from the files; keeps runs, windows and watermarks",
       })
       .option('lake', { type: 'string', default: 'data/lake', describe: 'Lake directory' })
-      .example('$0 catalog rebuild --lake /srv/lake', 'After a damaged or deleted catalog.duckdb: rebuild it from the files, keeping what reads of the run history')
+      .example(
+        '$0 catalog rebuild --lake /srv/lake',
+        'After a damaged or deleted catalog.duckdb: rebuild it from the files, keeping what reads of the run history',
+      )
       .example('$0 catalog rebuild --lake /mnt/new-place/lake', 'After moving or copying a lake (any chainlake command also does it by itself)'),
   handler: async (args) => {
     const paths = new LakePaths(args.lake);

@@ -66,9 +66,18 @@ export const decodeCommand: CommandModule<object, Args> = {
       .option('lake', { type: 'string', describe: 'Lake directory (default: the job’s, else data/lake)' })
       .option('network', { choices: ['mainnet', 'testnet'] as const, describe: 'Network whose logs to decode (default: the job’s, else mainnet)' })
       .option('job', { type: 'string', describe: 'Decode what this job file’s "decode" key names' })
-      .option('standard', { type: 'string', array: true, choices: STANDARD_CHOICES, describe: 'Standard token events: erc20, erc721, erc1155 (or one decoded dataset)' })
+      .option('standard', {
+        type: 'string',
+        array: true,
+        choices: STANDARD_CHOICES,
+        describe: 'Standard token events: erc20, erc721, erc1155 (or one decoded dataset)',
+      })
       .option('tokens', { type: 'string', array: true, describe: 'Standard events only of these token contracts' })
-      .option('contract', { type: 'string', array: true, describe: 'Decode this contract’s events (ABI from the lake’s contracts dataset unless --abi-file or --signature)' })
+      .option('contract', {
+        type: 'string',
+        array: true,
+        describe: 'Decode this contract’s events (ABI from the lake’s contracts dataset unless --abi-file or --signature)',
+      })
       .option('name', { type: 'string', describe: 'Names the contract’s datasets <name>_<event> (default: its verified name)' })
       .option('abi-file', { type: 'string', describe: 'The contract’s ABI as a JSON file' })
       .option('signature', { type: 'string', array: true, describe: 'An event signature, e.g. "Swap(address indexed sender, uint256 amount0In)"' })
@@ -76,8 +85,11 @@ export const decodeCommand: CommandModule<object, Args> = {
       .option('describe', { type: 'boolean', default: false, describe: 'Only show the datasets (columns, types, docs); write nothing' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
       .example('$0 decode --standard erc20 erc721', 'Decode every Transfer/Approval log of data/lake')
-      .example('$0 decode --contract 0x… --name pair --signature "Swap(address indexed sender, uint256 amount0In, uint256 amount1In, uint256 amount0Out, uint256 amount1Out, address indexed to)"', 'One event from its signature')
-      .example('$0 decode --job jobs/demo.json', 'What a job’s "decode" key names, over everything its lake holds') as never,
+      .example(
+        '$0 decode --contract 0x… --name pair --signature "Swap(address indexed sender, uint256 amount0In, uint256 amount1In, uint256 amount0Out, uint256 amount1Out, address indexed to)"',
+        'One event from its signature',
+      )
+      .example('$0 decode --job jobs/demo.json', 'What a job’s "decode" key names, over everything its lake holds'),
   handler: async (args) => {
     const { spec, lake, network } = await specOf(args);
     const paths = new LakePaths(lake);

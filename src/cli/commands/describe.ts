@@ -55,9 +55,13 @@ export const describeCommand: CommandModule<object, Args> = {
   describe: 'Show datasets: columns, types, docs, key, partition and endpoints',
   builder: (y) =>
     y
-      .positional('dataset', { type: 'string', choices: [...datasetNames(), ...Object.keys(STANDARD)], describe: 'One dataset (default: list them all); events of other contracts: chainlake decode --describe' })
+      .positional('dataset', {
+        type: 'string',
+        choices: [...datasetNames(), ...Object.keys(STANDARD)],
+        describe: 'One dataset (default: list them all); events of other contracts: chainlake decode --describe',
+      })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
-      .option('endpoints', { type: 'boolean', describe: "List every endpoint's id (for a job's \"paths\" and \"endpoints\"), dataset and default path" })
+      .option('endpoints', { type: 'boolean', describe: 'List every endpoint\'s id (for a job\'s "paths" and "endpoints"), dataset and default path' })
       .example('$0 describe', 'List every dataset')
       .example('$0 describe transactions', 'Columns of transactions')
       .example('$0 describe --endpoints', 'Every endpoint id and its default path (for a job\'s "paths")'),
@@ -73,8 +77,9 @@ export const describeCommand: CommandModule<object, Args> = {
       return;
     }
     // Decoded standard token events (src/decode): written by a job's "decode" key or `chainlake decode`.
-    if (args.dataset && STANDARD[args.dataset]) {
-      process.stdout.write(args.format === 'json' ? JSON.stringify(STANDARD[args.dataset], null, 2) + '\n' : describeDecoded(STANDARD[args.dataset]) + '\n');
+    const decoded = args.dataset ? STANDARD[args.dataset] : undefined;
+    if (decoded) {
+      process.stdout.write(args.format === 'json' ? JSON.stringify(decoded, null, 2) + '\n' : describeDecoded(decoded) + '\n');
       return;
     }
     if (args.format === 'json') {

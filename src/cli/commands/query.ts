@@ -3,7 +3,7 @@ import { rename, rm, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import type { DuckDBResult, DuckDBValue } from '@duckdb/node-api';
+import { DuckDBTypeId, type DuckDBResult, type DuckDBValue } from '@duckdb/node-api';
 import type { CommandModule } from 'yargs';
 import { LakePaths } from '../../load/paths.js';
 import { lastQueryStatement, QueryRefusedError, streamQuery } from '../../load/query.js';
@@ -86,11 +86,24 @@ async function writeCsv(result: DuckDBResult, out: Out): Promise<void> {
   }
 }
 
+/** Integer types DuckDB's JSON conversion gives as text, since they may exceed what a JSON reader keeps exact. */
+const WIDE_INTEGERS: ReadonlySet<DuckDBTypeId> = new Set([DuckDBTypeId.BIGINT, DuckDBTypeId.UBIGINT, DuckDBTypeId.HUGEINT, DuckDBTypeId.UHUGEINT]);
+
 async function writeJson(result: DuckDBResult, out: Out): Promise<void> {
+  // BIGINTs as JSON numbers where exact (|v| <= 2^53 - 1, what JavaScript and most readers keep); beyond, the
+  // exact text stays a string rather than a number a reader would silently round.
+  const types = result.columnTypes();
+  const wide = result.columnNames().filter((_, i) => WIDE_INTEGERS.has(types[i]!.typeId));
   for await (const rows of result.yieldRowObjectJson()) {
     if (out.closed) return;
     let text = '';
-    for (const r of rows) text += JSON.stringify(r) + '\n';
+    for (const r of rows) {
+      for (const name of wide) {
+        const v = r[name];
+        if (typeof v === 'string' && Number.isSafeInteger(Number(v))) r[name] = Number(v);
+      }
+      text += JSON.stringify(r) + '\n';
+    }
     await out.write(text);
   }
 }
@@ -99,7 +112,11 @@ async function writeJson(result: DuckDBResult, out: Out): Promise<void> {
 async function writeArrow(result: DuckDBResult, out: Out): Promise<void> {
   // Loaded for this format only: apache-arrow costs the other formats' start-up a third of a second of CPU.
   const { writeArrowStream } = await import('../../load/arrow-ipc.js');
-  await writeArrowStream(result, (bytes) => out.write(bytes), () => out.closed);
+  await writeArrowStream(
+    result,
+    (bytes) => out.write(bytes),
+    () => out.closed,
+  );
 }
 
 async function writeTable(result: DuckDBResult, out: Out): Promise<void> {
@@ -111,7 +128,10 @@ async function writeTable(result: DuckDBResult, out: Out): Promise<void> {
   }
   let text = renderRows(result.columnNames(), kept, 'table');
   if (total > kept.length) {
-    text = text.replace(/\(\d+ rows?\)$/, `(${total} rows; the first ${kept.length} shown: use --format csv, json, arrow or parquet, with --output FILE, for all)`);
+    text = text.replace(
+      /\(\d+ rows?\)$/,
+      `(${total} rows; the first ${kept.length} shown: use --format csv, json, arrow or parquet, with --output FILE, for all)`,
+    );
   }
   await out.write(text + '\n');
 }
@@ -129,7 +149,12 @@ async function writeParquet(reader: LakeReader, sql: string, file: string): Prom
  * writes the last statement's result to `out` as it is read: memory stays the same whatever the result's size.
  * The reader waits out a commit in progress and always sees a committed state (see openLakeReader).
  */
-export async function queryLakeTo(lake: string, sql: string, format: QueryFormat, target: { stream: Writable } | { file: string }): Promise<{ movedFrom?: string }> {
+export async function queryLakeTo(
+  lake: string,
+  sql: string,
+  format: QueryFormat,
+  target: { stream: Writable } | { file: string },
+): Promise<{ movedFrom?: string }> {
   const reader = await openLakeReader(new LakePaths(lake));
   try {
     if (format === 'parquet') {
@@ -195,7 +220,7 @@ export const queryCommand: CommandModule<object, Args> = {
       .example('$0 query --format parquet -o tx.parquet "SELECT * FROM transactions"', 'A whole dataset into one Parquet file')
       .example('$0 query --format arrow -o tx.arrows "SELECT * FROM transactions"', 'An Arrow stream: pyarrow.ipc.open_stream("tx.arrows").read_pandas()')
       .example('$0 query "SELECT column_name, comment FROM duckdb_columns() WHERE table_name = \'transactions\'"', 'What each column means')
-      .example('$0 query --format json "SELECT * FROM _rejects LIMIT 5"', 'Rows that did not convert, as JSON lines') as never,
+      .example('$0 query --format json "SELECT * FROM _rejects LIMIT 5"', 'Rows that did not convert, as JSON lines'),
   handler: async (args) => {
     // A file is written beside its final name and renamed once complete: a failed query leaves no half file.
     const partial = args.output ? path.join(path.dirname(args.output), `.${path.basename(args.output)}.partial`) : undefined;

@@ -62,7 +62,8 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
         type: 'string',
         choices: ['demo', 'sparse'],
         default: 'demo',
-        describe: 'demo: the small generated chain; sparse: also a chain of realistic height (head 53,450,000, activity from genesis) for the ERC-20 transfers of its own addresses (printed as sparseAddresses)',
+        describe:
+          'demo: the small generated chain; sparse: also a chain of realistic height (head 53,450,000, activity from genesis) for the ERC-20 transfers of its own addresses (printed as sparseAddresses)',
       })
       .option('api-key', { type: 'string', describe: `Required api-key header value (default: the built-in simulator key, or CHAINLAKE_API_KEY)` })
       .option('latency-ms', { type: 'string', describe: 'Added latency per request: N, or MIN-MAX for a skewed random spread' })
@@ -80,7 +81,7 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
       .example('$0 simulate', 'Serve on a free port; prints one JSON line with the base URLs and example addresses')
       .example('$0 simulate --port 8545 --scale medium --block-time-ms 12000', 'A bigger chain with a moving head')
       .example('$0 simulate --dialect real', 'Behave as the real services do: unverified contracts as empty successes, no blocks/latest...')
-      .example('$0 simulate --chain sparse', 'A chain at the real testnet\'s height, sparse early and dense late (quota and paging tests)')
+      .example('$0 simulate --chain sparse', "A chain at the real testnet's height, sparse early and dense late (quota and paging tests)")
       .example('$0 simulate --fault-rate 0.1 --faults 429,503,reset --latency-ms 5-80', 'Flaky, slow service for resilience tests')
       .check((a) => {
         if (!Number.isInteger(a.port) || a.port < 0 || a.port > 65535) throw new CliError(`--port must be an integer 0..65535, got ${a.port}`);
