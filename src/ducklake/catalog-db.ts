@@ -50,15 +50,16 @@ function fromDuckDb(value: unknown, column: string): CatalogValue {
 }
 
 /**
- * A catalog in DuckDB (a `catalog.duckdb` file, or any attached DuckDB database that is the default catalog of
- * `connection`). One connection runs one transaction at a time: calls are queued, so a transaction is never
- * interleaved with another statement on the same connection. Concurrent work needs separate connections.
+ * A catalog on one connection, whatever the database: one connection runs one transaction at a time, so calls
+ * are queued and a transaction is never interleaved with another statement on the same connection (concurrent
+ * work needs separate connections). A subclass says how a statement runs and how its rows read.
  */
-export class DuckDbCatalog implements CatalogDb {
-  readonly dialect: Dialect = 'duckdb';
+export abstract class SerialCatalog implements CatalogDb {
+  abstract readonly dialect: Dialect;
   private queue: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly connection: DuckDBConnection) {}
+  /** Runs one statement on the connection, now (the queue is the caller's business). */
+  protected abstract exec(sql: string, params: readonly CatalogValue[]): Promise<CatalogRow[]>;
 
   query(sql: string, params: readonly CatalogValue[] = []): Promise<CatalogRow[]> {
     return this.serial(() => this.exec(sql, params));
@@ -89,8 +90,17 @@ export class DuckDbCatalog implements CatalogDb {
     this.queue = next.catch(() => undefined);
     return next;
   }
+}
 
-  private async exec(sql: string, params: readonly CatalogValue[]): Promise<CatalogRow[]> {
+/** A catalog in DuckDB (a `catalog.duckdb` file, or any attached DuckDB database that is the default catalog of `connection`). */
+export class DuckDbCatalog extends SerialCatalog {
+  readonly dialect: Dialect = 'duckdb';
+
+  constructor(private readonly connection: DuckDBConnection) {
+    super();
+  }
+
+  protected async exec(sql: string, params: readonly CatalogValue[]): Promise<CatalogRow[]> {
     const reader = await this.connection.runAndReadAll(sql, params.length ? params.map(toDuckDbParam) : undefined);
     const names = reader.columnNames();
     const rows: CatalogRow[] = [];

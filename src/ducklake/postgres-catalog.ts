@@ -3,8 +3,8 @@
  * the module does not import `pg` itself, the caller brings the connection (and sets its `search_path` when the
  * catalog lives in a schema of its own). The statements are the same as on DuckDB (see catalog-db.ts).
  */
-import type { CatalogDb, CatalogRow, CatalogValue, Dialect } from './catalog-db.js';
-import { DuckLakeError } from './catalog-db.js';
+import type { CatalogRow, CatalogValue, Dialect } from './catalog-db.js';
+import { DuckLakeError, SerialCatalog } from './catalog-db.js';
 
 /** The part of `pg.Client` this module uses. */
 export interface PgClientLike {
@@ -27,38 +27,15 @@ function fromPg(value: unknown, typeId: number, column: string): CatalogValue {
   return String(value);
 }
 
-export class PostgresCatalog implements CatalogDb {
+/** A DuckLake catalog in PostgreSQL (BEGIN TRANSACTION is PostgreSQL's BEGIN too). */
+export class PostgresCatalog extends SerialCatalog {
   readonly dialect: Dialect = 'postgres';
-  private queue: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly client: PgClientLike) {}
-
-  query(sql: string, params: readonly CatalogValue[] = []): Promise<CatalogRow[]> {
-    return this.serial(() => this.exec(sql, params));
+  constructor(private readonly client: PgClientLike) {
+    super();
   }
 
-  transaction<T>(fn: (tx: CatalogDb) => Promise<T>): Promise<T> {
-    return this.serial(async () => {
-      await this.exec('BEGIN', []);
-      const tx: CatalogDb = { dialect: this.dialect, query: (sql, params = []) => this.exec(sql, params), transaction: (inner) => inner(tx) };
-      try {
-        const result = await fn(tx);
-        await this.exec('COMMIT', []);
-        return result;
-      } catch (error) {
-        await this.exec('ROLLBACK', []).catch(() => undefined);
-        throw error;
-      }
-    });
-  }
-
-  private serial<T>(work: () => Promise<T>): Promise<T> {
-    const next = this.queue.then(work, work);
-    this.queue = next.catch(() => undefined);
-    return next;
-  }
-
-  private async exec(sql: string, params: readonly CatalogValue[]): Promise<CatalogRow[]> {
+  protected async exec(sql: string, params: readonly CatalogValue[]): Promise<CatalogRow[]> {
     const result = await this.client.query(sql, params.length ? [...params] : undefined);
     return (result.rows ?? []).map((raw) => {
       const row: CatalogRow = {};

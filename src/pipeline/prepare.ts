@@ -1,5 +1,6 @@
 import type { Accounting } from '../extract/accounting.js';
-import type { BlockRange } from '../extract/pager.js';
+import { PageBudget } from '../extract/budget.js';
+import { LearnedCap, type BlockRange, type PagerOptions } from '../extract/pager.js';
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
 import { readLakeState, watermarkKey, windowKey, type LakeState, type ResumePoint } from '../load/state.js';
@@ -205,5 +206,22 @@ export async function prepareRun(
     windows: job.range.fixedChunks ? todo : joinWindows(todo, done),
     skipped,
     committedRanges: done,
+  };
+}
+
+/**
+ * How a run (or a stream) pages the job's windows. `cutAtRows`: windows of at most that many rows, each
+ * continued by the next (see joinWindows); undefined keeps each window whole.
+ */
+export function pagerOptionsOf(job: Job, cutAtRows?: number): PagerOptions {
+  return {
+    pageSize: job.pageSize,
+    resultWindow: job.resultWindow,
+    prefetch: job.concurrency,
+    maxDriftRetries: 3,
+    budget: new PageBudget(job.concurrency * 2),
+    // A cap the server states once holds for every window of the run.
+    learnedCap: new LearnedCap(),
+    ...(cutAtRows === undefined ? {} : { cutAtRows }),
   };
 }

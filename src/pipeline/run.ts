@@ -4,10 +4,9 @@ import path from 'node:path';
 import pLimit from 'p-limit';
 import type { DatasetDef } from '../datasets/dataset.js';
 import { Accounting } from '../extract/accounting.js';
-import { PageBudget } from '../extract/budget.js';
 import { ExplorerClient } from '../extract/explorer.js';
 import { FinanceClient } from '../extract/finance.js';
-import { LearnedCap, WindowProgress, type PagerOptions } from '../extract/pager.js';
+import { WindowProgress } from '../extract/pager.js';
 import { HttpTransport, type RetryEvent, type TransportOptions } from '../extract/transport.js';
 import { Catalog, type RequestUsage, type WindowRecord } from '../load/catalog.js';
 import { QuotaReachedError, quotaAccount, RequestQuota } from '../extract/quota.js';
@@ -27,7 +26,7 @@ import { executeWindow, type Clients, type WindowOutcome } from './execute.js';
 import type { Job } from './job.js';
 import { LiveRun } from './live.js';
 import { silentLogger, type Logger } from './log.js';
-import { effectiveJob, prepareRun } from './prepare.js';
+import { effectiveJob, pagerOptionsOf, prepareRun } from './prepare.js';
 import type { FoundHead } from '../extract/head.js';
 import { WINDOW_ROWS, windowIdOf, type Window } from './plan.js';
 import { emptyDatasetReport, sumReports, type DatasetReport, type RunReport } from './report.js';
@@ -282,17 +281,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       () => ({ job: job.name, startedAt: ingestedAt, finishedAt: null, status: 'running', report: { ...startRecord, requestUsage: usage() } }),
     );
 
-    const pager: PagerOptions = {
-      pageSize: job.pageSize,
-      resultWindow: job.resultWindow,
-      prefetch: job.concurrency,
-      maxDriftRetries: 3,
-      budget: new PageBudget(job.concurrency * 2),
-      // A cap the server states once holds for every window of the run.
-      learnedCap: new LearnedCap(),
-      // Windows of at most a result window's worth of rows, each continued by the next (see joinWindows).
-      cutAtRows: job.range.fixedChunks ? undefined : (opts.windowRows ?? WINDOW_ROWS),
-    };
+    const pager = pagerOptionsOf(job, job.range.fixedChunks ? undefined : (opts.windowRows ?? WINDOW_ROWS));
     const limitWindows = pLimit(job.concurrency);
     opts.signal?.addEventListener('abort', () => committer.dropQueued(), { once: true });
     let nextIndex = 0;

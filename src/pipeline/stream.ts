@@ -3,8 +3,6 @@ import os from 'node:os';
 import path from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { Accounting } from '../extract/accounting.js';
-import { PageBudget } from '../extract/budget.js';
-import { LearnedCap, type PagerOptions } from '../extract/pager.js';
 import { HttpTransport } from '../extract/transport.js';
 import { arrowBatches, DEFAULT_BATCH_ROWS } from '../load/arrow.js';
 import { stagedSelect } from '../load/commit.js';
@@ -16,7 +14,7 @@ import { executeWindow, StrictRejectsError, type WindowOutcome } from './execute
 import type { Job } from './job.js';
 import { silentLogger, type Logger } from './log.js';
 import { planWindows } from './plan.js';
-import { needsHead } from './prepare.js';
+import { needsHead, pagerOptionsOf } from './prepare.js';
 import { findHead } from '../extract/head.js';
 import { buildClients, newRunId, resolveTargets, transportOptionsOf, type RunOptions } from './run.js';
 
@@ -64,14 +62,7 @@ export async function* streamJobBatches(job: Job, opts: StreamJobOptions = {}): 
       if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
       head = (await findHead(clients.explorer, new Accounting(), { given: job.range.head, near: job.range.headHint, blockPath: clients.paths?.block })).head;
     }
-    const pager: PagerOptions = {
-      pageSize: job.pageSize,
-      resultWindow: job.resultWindow,
-      prefetch: job.concurrency,
-      maxDriftRetries: 3,
-      budget: new PageBudget(job.concurrency * 2),
-      learnedCap: new LearnedCap(),
-    };
+    const pager = pagerOptionsOf(job);
     const transformers = new Map<string, RowTransformer>();
     let index = 0;
     for (const w of planWindows(job, head)) {
