@@ -28,8 +28,9 @@ export function tuningEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
  * - `narenas:1`: one arena, so memory freed on one thread serves the next allocation on any other (the Node
  *   binding runs queries on libuv's threads, DuckDB on its own);
  * - `tcache:false`: no per-thread caches of freed blocks beside it;
- * - `oversize_threshold`: allocations of 8 MiB and more (JSON read buffers, a row group's Parquet pages) come
- *   from jemalloc's dedicated arena, which returns them to the system as they are freed;
+ * - `oversize_threshold`: large allocations (JSON read buffers, a row group's Parquet pages) come from
+ *   jemalloc's dedicated arena, which returns them to the system as they are freed (the threshold and what it
+ *   measured: docs/performance.md, Runtime tuning);
  * - `muzzy_decay_ms:0`: pages past their decay go back to the system (MADV_DONTNEED) instead of being marked
  *   lazily free first, which leaves them counted in the process's resident memory until the kernel wants them.
  * Returning every page at once (`dirty_decay_ms:0`) cut the peak further but cost much of the run's speed in
@@ -49,7 +50,7 @@ export function configureDuckDBAllocator(env: NodeJS.ProcessEnv): void {
 const USER_SIZING = /--(?:max|min)[-_]semi[-_]space[-_]size|--semi[-_]space[-_]growth[-_]factor/;
 
 /**
- * Keeps V8's young generation at its initial size (1 MB semi-spaces on 64-bit), by setting the factor it grows
+ * Keeps V8's young generation at its initial size, by setting the factor it grows
  * by to 1. V8 grows it while many objects survive a scavenge, as a page's parsed rows do while they are typed,
  * and gives it back only when its memory reducer finds the program idle, which a run never is until it ends:
  * the grown semi-spaces stayed resident through the last commits, where a run peaks. A process's semi-space

@@ -13,7 +13,7 @@ export interface Engine {
 /**
  * DuckDB's buffer pool; beyond it DuckDB spills to `tempDir`. Its real footprint runs well above this (reader
  * and writer buffers outside the pool, freed pages its allocator keeps), and the pool fills up to it (merged
- * tables, sorts), so it decides most of a run's peak RSS. 160 MB holds what is pinned at once now that a
+ * tables, sorts), so it decides most of a run's peak RSS. The limit holds what is pinned at once now that a
  * commit merges slices of MERGE_SLICE_ROWS and typed files have small row groups (TYPED_ROW_GROUP_ROWS); less
  * ran out of memory now and then (docs/performance.md, "DuckDB's memory").
  */

@@ -119,7 +119,7 @@ const PAGE_END = Buffer.from('}\n');
 
 /**
  * A new page file is started once the current one holds this many bytes. DuckDB's JSON reader takes a file in
- * one buffer of up to 32 MiB and parses every line in it before the next: small files cost less memory and
+ * one large buffer and parses every line in it before the next: small files cost less memory and
  * time (docs/performance.md, "Page files").
  */
 export const PAGE_FILE_BYTES = 2 * 1024 * 1024;

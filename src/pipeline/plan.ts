@@ -6,9 +6,9 @@ import type { Job } from './job.js';
 
 /**
  * Rows after which a run cuts a joined block range into the next window (see joinWindows in prepare.ts):
- * large enough that a window's closing count (one request per window paged past the result window) stays
- * under 0.5 % of its pages and that the demo chain's busiest scope is one window; small enough that a kill
- * loses at most a few hundred requests per window in flight.
+ * large enough that a window's closing count (one request per window paged past the result window) is a
+ * negligible share of its pages and that the demo chain's busiest scope is one window; small enough that a
+ * kill loses at most one window's pages per window in flight.
  */
 export const WINDOW_ROWS = 200_000;
 

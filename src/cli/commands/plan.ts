@@ -133,8 +133,8 @@ export async function estimatePlan(
     const inFlight = job.concurrency;
     const fromLatency = (estimatedRequests * meanLatencyMs) / 1000 / inFlight;
     const paced = last ? estimatedRequests * (last.seconds / last.requests) : fromLatency;
-    // The rps limit is a floor under any of these, never the estimate by itself (at 20 req/s against a 300 ms
-    // API with 4 in flight, the API is the limit).
+    // The rps limit is a floor under any of these, never the estimate by itself: when the API's latency over
+    // the requests in flight is slower than the limit, the API is the bound.
     const estimatedSeconds = Math.max(paced, job.rps ? estimatedRequests / job.rps : 0);
     return {
       job: job.name,
