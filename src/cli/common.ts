@@ -1,4 +1,5 @@
 import { access, constants, stat, writeFile } from 'node:fs/promises';
+import { UNREACHABLE_HINT } from '../extract/errors.js';
 import path from 'node:path';
 import type { Argv } from 'yargs';
 import type { Job } from '../pipeline/job.js';
@@ -165,6 +166,7 @@ export async function executeJob(job: Job, args: RunArgs, extra: Pick<RunOptions
   if (args.report) await writeFile(args.report, JSON.stringify(report, null, 2) + '\n');
   if (json) logger.log('info', 'run.report', `run ${report.runId} ${report.status}`, { report });
   if (!args.quiet || report.status !== 'complete') process.stdout.write(formatReport(report, (process.stdout.isTTY && process.stdout.columns) || 80) + '\n');
+  if (report.unreachable) process.stderr.write(`chainlake: nothing answers at ${report.unreachable.join(', ')}\nhint: ${UNREACHABLE_HINT}\n`);
   process.exitCode = signal ? (signal === 'SIGINT' ? EXIT.interrupted : EXIT.terminated) : exitCodeOf(report, job.strict);
   return report;
 }
@@ -172,6 +174,7 @@ export async function executeJob(job: Job, args: RunArgs, extra: Pick<RunOptions
 export function exitCodeOf(report: RunReport, strict: boolean): number {
   if (report.status === 'complete') return EXIT.ok;
   if (report.status === 'quota_reached') return EXIT.quotaReached;
+  if (report.unreachable) return EXIT.usage;
   return strict && report.errors.every((e) => /strict mode/.test(e.error)) ? EXIT.strictRejects : EXIT.windowsFailed;
 }
 

@@ -2,13 +2,25 @@
 export interface Clock {
   /** Milliseconds since the epoch (a virtual clock may start anywhere). */
   now(): number;
-  sleep(ms: number): Promise<void>;
+  /** Resolves after `ms`, or as soon as `signal` aborts (never rejects). */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 /** Wall-clock milliseconds that never step backwards (pacing must not break when NTP adjusts the clock). */
 export const systemClock: Clock = {
   now: () => performance.timeOrigin + performance.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))),
+  sleep: (ms, signal) =>
+    new Promise((resolve) => {
+      if (signal?.aborted) return resolve();
+      // The timer is cleared on abort, so an interrupted wait keeps no timer alive (the process can exit).
+      const done = (): void => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, Math.max(0, ms));
+      signal?.addEventListener('abort', done, { once: true });
+    }),
 };
 
 interface Sleeper {

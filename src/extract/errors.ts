@@ -92,3 +92,39 @@ export class WindowError extends ChainlakeError {
     super(message);
   }
 }
+
+/** Connection-level failures that say nothing answers at the address (as opposed to a reset or a timeout). */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/** The origin (scheme, host, port) `e` could not connect to, when `e` is a request that never reached a server. */
+export function unreachableOrigin(e: unknown): string | undefined {
+  if (!(e instanceof ApiError) || e.details.reason !== 'network') return undefined;
+  for (let c: unknown = e.details.cause, depth = 0; c && depth < 5; c = (c as { cause?: unknown }).cause, depth++) {
+    const code = (c as { code?: unknown }).code;
+    if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) {
+      try {
+        return new URL(e.details.url).origin;
+      } catch {
+        return e.details.url;
+      }
+    }
+  }
+  return undefined;
+}
+
+/** The hint for an API nothing answers at: the settings that name its address. */
+export const UNREACHABLE_HINT =
+  'check the API address: CHAINLAKE_MAINNET_URL, CHAINLAKE_TESTNET_URL or CHAINLAKE_FINANCE_URL (or the job\'s "endpoints"), and that this machine can reach it; the lake was not changed';
+
+/**
+ * Not one request of the command reached the API: no server at the address. A person must fix the address
+ * or the network (exit 2); a re-run alone would fail the same way every night.
+ */
+export class ApiUnreachableError extends ChainlakeError {
+  constructor(
+    readonly origin: string,
+    cause: unknown,
+  ) {
+    super(`nothing answers at ${origin}: ${(cause as Error).message}`, { cause, exitCode: EXIT.usage, hint: UNREACHABLE_HINT });
+  }
+}

@@ -31,6 +31,11 @@ export interface CommittedFile {
   /** Path relative to the lake root. */
   path: string;
   rows: number;
+  /**
+   * Rows of the committing run in the file (the rest were there before): what the run landed, after rows of
+   * one key were reduced to one. Absent for files not written by a run's merge.
+   */
+  runRows?: number;
   bytes: number;
   /** Lowest and highest block number in the file, as exact integer text (BIGINT does not fit a JS number). */
   minBlock: string | null;
@@ -120,6 +125,8 @@ interface PartitionRun {
   lo: bigint;
   hi: bigint;
   rows: number;
+  /** Rows of the committing run (its `_run_id`) in the partition. */
+  runRows: number;
   /** Exact integer text (BIGINT does not fit a JS number); null without a block column. */
   minBlock: string | null;
   maxBlock: string | null;
@@ -260,10 +267,10 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
       const block = shape.blockColumn ? ident(shape.blockColumn) : 'NULL';
       const rows = (
         await conn.runAndReadAll(
-          `SELECT ${part}, min(rowid), max(rowid), count(*)::BIGINT, min(${block})::VARCHAR, max(${block})::VARCHAR FROM ${table} GROUP BY ${part}`,
+          `SELECT ${part}, min(rowid), max(rowid), count(*)::BIGINT, min(${block})::VARCHAR, max(${block})::VARCHAR, count(*) FILTER (WHERE _run_id = ${literal(runId)})::BIGINT FROM ${table} GROUP BY ${part}`,
         )
-      ).getRowsJS() as [string, bigint, bigint, bigint, string | null, string | null][];
-      const runs = new Map(rows.map(([p, lo, hi, n, minBlock, maxBlock]) => [p, { lo, hi, rows: Number(n), minBlock, maxBlock }]));
+      ).getRowsJS() as [string, bigint, bigint, bigint, string | null, string | null, bigint][];
+      const runs = new Map(rows.map(([p, lo, hi, n, minBlock, maxBlock, mine]) => [p, { lo, hi, rows: Number(n), runRows: Number(mine), minBlock, maxBlock }]));
       return { slice, table, runs };
     };
     const writePartition = async (c: DuckDBConnection, table: string, run: PartitionRun, partition: string): Promise<PreparedFile> => {
@@ -281,6 +288,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
           partition,
           path: paths.relative(to),
           rows: run.rows,
+          runRows: run.runRows,
           bytes: (await stat(from)).size,
           minBlock: run.minBlock,
           maxBlock: run.maxBlock,

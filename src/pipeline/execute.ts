@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { Accounting } from '../extract/accounting.js';
+import { unreachableOrigin } from '../extract/errors.js';
 import { endpointPageFetcher, type MetaPage } from '../extract/endpoint.js';
 import type { ExplorerClient } from '../extract/explorer.js';
 import type { FinanceClient } from '../extract/finance.js';
@@ -38,6 +39,8 @@ export interface WindowOutcome {
   scannedRows: number;
   rejects: number;
   error?: string;
+  /** With `error`: the origin no request of the window could connect to (see unreachableOrigin). */
+  unreachable?: string;
   /**
    * A window stopped at the result-window cap (PagerOptions.cutAtCap): the block range left, the next window
    * of the same scope. `window.range` is then narrowed to what this window holds.
@@ -191,6 +194,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
     });
   } catch (e) {
     outcome.error = (e as Error).message;
+    outcome.unreachable = unreachableOrigin(e);
     await outcome.stage?.discard();
     await outcome.rejectStage?.discard();
     await outcome.pageStage?.discard();

@@ -6,6 +6,7 @@ import type { LakePaths } from '../load/paths.js';
 import { readLakeState, watermarkKey, windowKey, type LakeState, type ResumePoint } from '../load/state.js';
 import { getDataset } from '../datasets/registry.js';
 import { findHead, type FoundHead } from '../extract/head.js';
+import { ApiUnreachableError, unreachableOrigin } from '../extract/errors.js';
 import type { Clients } from './execute.js';
 import type { Job } from './job.js';
 import { jobRange, windowIdOf, windowsOf, type Window } from './plan.js';
@@ -190,7 +191,11 @@ export async function prepareRun(
   if (resume && resume.head !== null) head = resume.head;
   else if (needsHead(job)) {
     if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
-    found = await findHead(clients.explorer, acct, { given: job.range.head, near: state.lastHead ?? job.range.headHint, blockPath: clients.paths?.block });
+    found = await findHead(clients.explorer, acct, {
+      given: job.range.head,
+      near: state.lastHead ?? job.range.headHint,
+      blockPath: clients.paths?.block,
+    }).catch(rethrowUnreachable);
     head = found.head;
   }
   // Without a head no window is block-ranged, so the windows do not depend on it.
@@ -224,4 +229,10 @@ export function pagerOptionsOf(job: Job, cutAtRows?: number): PagerOptions {
     learnedCap: new LearnedCap(),
     ...(cutAtRows === undefined ? {} : { cutAtRows }),
   };
+}
+
+/** A head lookup is a command's first request: when nothing answers, it is the address that is wrong (exit 2). */
+export function rethrowUnreachable(e: unknown): never {
+  const origin = unreachableOrigin(e);
+  throw origin === undefined ? e : new ApiUnreachableError(origin, e);
 }

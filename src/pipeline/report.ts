@@ -6,7 +6,13 @@ export interface DatasetReport {
   dataset: string;
   windows: number;
   windowsFailed: number;
+  /** Rows fetched and typed (each row as often as the API listed it, e.g. once per scoped address). */
   rows: number;
+  /**
+   * Rows of this run in the lake after its commits: `rows` less the rows of one natural key reduced to one
+   * (a transaction listed for two scoped addresses lands once).
+   */
+  landed: number;
   rejects: number;
   requests: number;
   retries: number;
@@ -45,6 +51,11 @@ export interface RunReport {
   failures: Partial<Record<FailureReason, number>>;
   /** Failed windows with their error messages. */
   errors: { window: string; error: string }[];
+  /**
+   * Set when not one request of the run reached the API: the addresses nothing answered at. A setup error a
+   * person must fix (exit 2), not an outage the next run catches up on.
+   */
+  unreachable?: string[];
   unknownFields: Record<string, string[]>;
   lake: string;
   /** Under a dailyRequestQuota: the account it is kept for (never a key), the quota, today's use, whether it stopped the run. */
@@ -63,7 +74,7 @@ export interface RequestTally {
 }
 
 export function emptyDatasetReport(dataset: string): DatasetReport {
-  return { dataset, windows: 0, windowsFailed: 0, rows: 0, rejects: 0, requests: 0, retries: 0, throttles: 0, files: 0, bytes: 0 };
+  return { dataset, windows: 0, windowsFailed: 0, rows: 0, landed: 0, rejects: 0, requests: 0, retries: 0, throttles: 0, files: 0, bytes: 0 };
 }
 
 /** The datasets' figures summed; `outside` (requests sent outside any window) adds to the request counts. */
@@ -78,6 +89,7 @@ export function sumReports(reports: readonly DatasetReport[], outside?: RequestT
     t.windows += r.windows;
     t.windowsFailed += r.windowsFailed;
     t.rows += r.rows;
+    t.landed += r.landed;
     t.rejects += r.rejects;
     t.requests += r.requests;
     t.retries += r.retries;
@@ -121,12 +133,13 @@ export function foldTable(rows: string[][], width: number): string[] {
 
 /** The end-of-run table for people; folded to fit `width` columns. */
 export function formatReport(r: RunReport, width = Infinity): string {
-  const header = ['dataset', 'windows', 'failed', 'rows', 'rejects', 'requests', 'retries', 'throttles', 'files', 'size'];
+  const header = ['dataset', 'windows', 'failed', 'fetched', 'landed', 'rejects', 'requests', 'retries', 'throttles', 'files', 'size'];
   const line = (d: Omit<DatasetReport, 'dataset'> & { dataset: string }): string[] => [
     d.dataset,
     String(d.windows),
     String(d.windowsFailed),
     String(d.rows),
+    String(d.landed),
     String(d.rejects),
     String(d.requests),
     String(d.retries),

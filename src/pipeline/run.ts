@@ -194,7 +194,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
         delayMs: Math.round(e.delayMs),
       },
     );
-  const transport = opts.transportInstance ?? new HttpTransport({ ...transportOptionsOf(job), onRetry, ...opts.transport });
+  const transport = opts.transportInstance ?? new HttpTransport({ ...transportOptionsOf(job), onRetry, signal: opts.signal, ...opts.transport });
   const clients = buildClients(transport, targets, job);
   const runAcct = new Accounting();
   const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
@@ -341,6 +341,8 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
         if (quota.reached) report.status = 'quota_reached';
       }
       if (opts.signal?.aborted) report.status = 'interrupted';
+      const unreachable = unreachableOrigins(counted, runAcct);
+      if (report.status === 'failed' && unreachable) report.unreachable = unreachable;
       return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
     });
     if (job.decode)
@@ -456,6 +458,7 @@ function buildReport(
     if (!r) continue;
     r.files++;
     r.bytes += f.bytes;
+    r.landed += f.runRows ?? 0;
   }
   const datasets = [...per.values()];
   // Every request of the run: the windows' (each window's requests, abandoned pages and refetches included)
@@ -487,4 +490,11 @@ function buildReport(
     unknownFields,
     lake: paths.root,
   };
+}
+
+/** The origins nothing answered at, when every window failed that way and not one response came back. */
+function unreachableOrigins(outcomes: readonly WindowOutcome[], runAcct: Accounting): string[] | undefined {
+  if (outcomes.length === 0 || runAcct.responses > 0) return undefined;
+  if (!outcomes.every((o) => o.unreachable !== undefined && o.acct.responses === 0)) return undefined;
+  return [...new Set(outcomes.map((o) => o.unreachable!))];
 }

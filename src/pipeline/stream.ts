@@ -14,7 +14,7 @@ import { executeWindow, StrictRejectsError, type WindowOutcome } from './execute
 import type { Job } from './job.js';
 import { silentLogger, type Logger } from './log.js';
 import { planWindows } from './plan.js';
-import { needsHead, pagerOptionsOf } from './prepare.js';
+import { needsHead, pagerOptionsOf, rethrowUnreachable } from './prepare.js';
 import { findHead } from '../extract/head.js';
 import { buildClients, newRunId, resolveTargets, transportOptionsOf, type RunOptions } from './run.js';
 
@@ -60,7 +60,11 @@ export async function* streamJobBatches(job: Job, opts: StreamJobOptions = {}): 
     let head = job.range.fromBlock;
     if (needsHead(job)) {
       if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
-      head = (await findHead(clients.explorer, new Accounting(), { given: job.range.head, near: job.range.headHint, blockPath: clients.paths?.block })).head;
+      head = (
+        await findHead(clients.explorer, new Accounting(), { given: job.range.head, near: job.range.headHint, blockPath: clients.paths?.block }).catch(
+          rethrowUnreachable,
+        )
+      ).head;
     }
     const pager = pagerOptionsOf(job);
     const transformers = new Map<string, RowTransformer>();

@@ -61,7 +61,9 @@ describe('on a terminal', { timeout: 300_000 }, () => {
       datasets: { transactions: { addresses: [sim.examples.addresses[0]] } },
     });
     const t = await onTerminal(['run', file], 20, 80);
-    expect(t.code).toBe(1);
+    // Nothing answers at the address: a setup error (exit 2), with the address and the settings to check.
+    expect(t.code).toBe(2);
+    expect(t.screen).toContain('nothing answers at http://127.0.0.1:9');
     const lines = visibleLines(t.screen);
     expect(
       lines.some((l) => /^retrying explorer #17 \(latest\): .*, attempt 2 of 3, next in \d+\.\d s$/.test(l)),

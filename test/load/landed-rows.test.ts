@@ -1,0 +1,51 @@
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunReport } from '../../src/pipeline/report.js';
+import { runCli } from '../helpers/cli.js';
+import { queryCatalog, tempDir } from '../helpers/lake.js';
+
+// Issue 23.11: the report's `rows` counts what was fetched; `landed` counts the run's rows in the lake after
+// its commits. The demo job lists some transactions for two of its addresses and some NFTs twice, so the two
+// differ, and `landed` must equal what the lake holds of the run, dataset by dataset.
+let dir: string;
+let cleanup: () => Promise<void>;
+let report: RunReport;
+let lake: string;
+
+beforeAll(async () => {
+  ({ dir, cleanup } = await tempDir());
+  lake = path.join(dir, 'lake');
+  const reportFile = path.join(dir, 'report.json');
+  const r = await runCli(['run', 'jobs/demo.json', '--lake', lake, '-q', '--report', reportFile], { timeoutMs: 120_000 });
+  expect(r.code, r.stderr).toBe(0);
+  report = JSON.parse(await readFile(reportFile, 'utf8')) as RunReport;
+}, 180_000);
+afterAll(async () => {
+  await cleanup?.();
+});
+
+describe('the report counts fetched and landed rows', () => {
+  it('landed equals the rows of the run in the lake, for every dataset', async () => {
+    for (const d of report.datasets) {
+      const [row] = await queryCatalog(lake, `SELECT count(*)::INTEGER AS n FROM ${d.dataset} WHERE _run_id = '${report.runId}'`);
+      expect({ dataset: d.dataset, landed: d.landed }).toEqual({ dataset: d.dataset, landed: row!.n });
+      expect(d.rows).toBeGreaterThanOrEqual(d.landed);
+    }
+    expect(report.totals.landed).toBe(report.datasets.reduce((s, d) => s + d.landed, 0));
+  });
+
+  it('a row listed for two scoped addresses is fetched twice and lands once', async () => {
+    const tx = report.datasets.find((d) => d.dataset === 'transactions')!;
+    expect(tx.rows).toBeGreaterThan(tx.landed);
+    const [row] = await queryCatalog(lake, `SELECT count(*)::INTEGER AS n, count(DISTINCT transaction_hash)::INTEGER AS distinct_hashes FROM transactions`);
+    expect(row!.n).toBe(tx.landed);
+    expect(row!.distinct_hashes).toBe(tx.landed);
+  });
+
+  it('the printed table names both columns', async () => {
+    const { formatReport } = await import('../../src/pipeline/report.js');
+    const header = formatReport(report).split('\n')[1]!;
+    expect(header).toMatch(/fetched\s+landed/);
+  });
+});
