@@ -219,7 +219,8 @@ export function logShapes(c: Chain): LogShapes {
 const L = {
   ts: lit('{"timestamp":'),
   id: lit('{"id":"'),
-  tsAfterId: lit('","timestamp":'),
+  sequenceAfterId: lit('","sequence":1'),
+  tsAfterSequence: lit(',"timestamp":'),
   address: lit(',"address":"'),
   data: lit('","data":"0x'),
   logIndex: lit('","log_index":"'),
@@ -237,11 +238,14 @@ export function writeLog(out: ByteOut, c: Chain, r: number, shapes: LogShapes, w
     contract = c.logContract[r]!;
   const st = caseStyle(c.kTx ^ 0x18, r);
   const shape = (shapes[contract * N_KINDS + kind] ??= logShape(c, contract, kind));
-  // The real dialect's entries carry the service's own id of the log, a field the spec does not list.
+  // The real dialect's entries carry the service's own id of the log and a sequence number, fields the spec
+  // does not list; the sequence is a JSON number beyond 2^53 (1 followed by 17 digits), which a double rounds.
   if (withId) {
     out.lit(L.id);
     out.uint(r + 1);
-    out.lit(L.tsAfterId);
+    out.lit(L.sequenceAfterId);
+    out.str(String(r + 1).padStart(17, '0'));
+    out.lit(L.tsAfterSequence);
   } else out.lit(L.ts);
   writeIso(out, c.blockSeconds(b));
   out.lit(L.address);

@@ -13,6 +13,7 @@ import {
   type Converter,
 } from './convert.js';
 import type { RawPage } from '../extract/pager.js';
+import { extraText } from './exact-extra.js';
 import { ABSENT, ESCAPED, NULL, STRING, scanList } from '../extract/scan.js';
 import { ChainlakeError } from '../errors.js';
 
@@ -314,7 +315,10 @@ export class RowTransformer {
     if (ordinals && (page.offset ?? 0) === 0) ordinals.restart();
     const meta = page.meta ?? {};
     const mapFields = page.fields && (page.fields.rename || page.fields.fill) ? page.fields : undefined;
-    for (const apiEntry of entries) {
+    // The body as received, where these entries are its list (see extraText).
+    const body = page.raw?.entries === entries ? page.raw : undefined;
+    for (let index = 0; index < entries.length; index++) {
+      const apiEntry = entries[index];
       if (apiEntry === null || typeof apiEntry !== 'object' || Array.isArray(apiEntry)) {
         rejects.push(this.reject(window, '(entry)', apiEntry, 'entry is not a JSON object'));
         continue;
@@ -323,7 +327,7 @@ export class RowTransformer {
       const extra = this.noteUnknown(entry, this.fields, '');
       const values: Record<string, Canonical> = {};
       // Only set when there are fields to keep: a staged row without the key reads as NULL, at no cost per row.
-      if (this.extraColumn && extra !== undefined) values[this.extraColumn] = JSON.stringify(extra);
+      if (this.extraColumn && extra !== undefined) values[this.extraColumn] = extraText(extra, body, index);
       let rejected: RejectRecord | undefined;
       for (const c of this.columns) {
         if (c.from === 'ordinal' || c.from === 'extra') continue;
@@ -387,7 +391,7 @@ export class RowTransformer {
           const extra = this.noteUnknown(e as Record<string, unknown>, this.fields, '');
           if (extra === undefined) return;
           extras ??= new Array<string | null>(entries.length).fill(null);
-          extras[i] = JSON.stringify(extra);
+          extras[i] = extraText(extra, page.raw?.entries === entries ? page.raw : undefined, i);
         });
         return this.extraColumn ? extras : undefined;
       },
