@@ -12,7 +12,7 @@ import { ident, literal, literalList } from '../load/sql.js';
 import { signatureText } from './abi.js';
 import { allColumns, type DecodedDataset, type EventSource } from './datasets.js';
 import { decodeLog, finalTypes, stagedSpec } from './js.js';
-import { BIG_MARK, decodeItems, reasonSql, sqlDecodable } from './sql.js';
+import { BIG_MARK, decodeItems, decodePrelude, reasonSql, sqlDecodable } from './sql.js';
 
 const isWideUint = (t: string): boolean => t === 'uint' || Number(t.slice(4)) > 64;
 
@@ -74,13 +74,17 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
     anonContracts.length ? `address IN (${anonContracts.map(literal).join(', ')})` : 'false',
   ];
   await conn.run(
-    `CREATE OR REPLACE TEMP TABLE ${LOGS} AS SELECT address, "timestamp", transaction_hash, transaction_index, log_index, topic_0, topic_1, topic_2, topic_3, data,
+    // A view, not a table: each topic_0 group reads only its own logs (and columns) from the files, which cost
+    // less than copying every log into memory first.
+    `CREATE OR REPLACE TEMP VIEW ${LOGS} AS SELECT address, "timestamp", transaction_hash, transaction_index, log_index, topic_0, topic_1, topic_2, topic_3, data,
        (topic_0 IS NOT NULL)::INTEGER + (topic_1 IS NOT NULL)::INTEGER + (topic_2 IS NOT NULL)::INTEGER + (topic_3 IS NOT NULL)::INTEGER AS __topics
      FROM (${input.logs}) WHERE ${where.join(' OR ')}`,
   );
   for (const d of named) {
     const cols = allColumns(d).map((c) => `${ident(c.name)} ${c.type}`);
-    await conn.run(`CREATE OR REPLACE TEMP TABLE ${tables.get(d.name)!} (${cols.join(', ')}, __partition VARCHAR)`);
+    // Plain tables of the engine's in-memory database, not TEMP ones: the lake writer's other connections
+    // read them to write partitions side by side (decode/lake.ts).
+    await conn.run(`CREATE OR REPLACE TABLE ${tables.get(d.name)!} (${cols.join(', ')}, __partition VARCHAR)`);
   }
   await conn.run(`CREATE OR REPLACE TEMP TABLE ${REJ} (dataset VARCHAR, "window" VARCHAR, field VARCHAR, raw_value VARCHAR, reason VARCHAR, entry JSON)`);
 
@@ -102,17 +106,14 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
 
   for (const [topic0, members] of groups) {
     const filters = members.map((m) => filterSql(m.d));
-    await conn.run(
-      `CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT * FROM ${LOGS} WHERE topic_0 = ${literal(topic0)} AND (${filters.map((f) => `(${f})`).join(' OR ')})`,
-    );
+    const candidates = `SELECT * FROM ${LOGS} WHERE topic_0 = ${literal(topic0)} AND (${filters.map((f) => `(${f})`).join(' OR ')})`;
     if (members.every((m) => sqlDecodable(m.s))) {
-      // Each member's reason once (NULL: the log fits); `__ok` from it (a log outside a member's contracts is not its).
-      const why = members.map((m, i) => `CASE WHEN ${filters[i]} THEN ${reasonSql(m.s, signatureText(m.s.event))} ELSE 'not its contract' END`);
-      await conn.run(`CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT *, ${why.map((w, i) => `${w} AS __why${i}`).join(', ')} FROM ${CAND}`);
+      // Each member's reason once (NULL: the log fits); `__ok` from it (a log outside a member's contracts is
+      // not its). One statement: the candidates are materialised once, with their verdicts.
+      const why = members.map((m, i) => `CASE WHEN ${filters[i]} THEN ${reasonSql(m.s, signatureText(m.s.event))} ELSE 'not its contract' END AS __w${i}`);
+      const verdicts = members.map((_, i) => `__w${i} IS NULL AS __ok${i}, CASE WHEN __w${i} <> 'not its contract' THEN __w${i} END AS __why${i}`);
       await conn.run(
-        `CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT * EXCLUDE (${members.map((_, i) => `__why${i}`).join(', ')}), ${members
-          .map((_, i) => `__why${i} IS NULL AS __ok${i}, CASE WHEN __why${i} <> 'not its contract' THEN __why${i} END AS __why${i}`)
-          .join(', ')} FROM ${CAND}`,
+        `CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT * EXCLUDE (${members.map((_, i) => `__w${i}`).join(', ')}), ${verdicts.join(', ')} FROM (SELECT *, ${why.join(', ')} FROM (${candidates}))`,
       );
       for (let i = 0; i < members.length; i++) {
         const m = members[i]!;
@@ -121,11 +122,14 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
           .map((_, j) => ` AND NOT __ok${j}`)
           .join('');
         const items = [...commonItems(m), ...decodeItems(m.s), ...(m.d.exploded ? ['0 AS batch_position'] : [])];
-        await conn.run(`INSERT INTO ${m.table} BY NAME SELECT ${items.join(', ')} FROM ${CAND} WHERE __ok${i}${earlier}`);
+        const prelude = decodePrelude(m.s);
+        const from = `(SELECT *${prelude.map((x) => `, ${x}`).join('')} FROM ${CAND} WHERE __ok${i}${earlier})`;
+        await conn.run(`INSERT INTO ${m.table} BY NAME SELECT ${items.join(', ')} FROM ${from}`);
       }
       const none = members.map((_, i) => `NOT __ok${i}`).join(' AND ');
       await conn.run(rejectInsert(members[0]!, `concat_ws('; ', ${members.map((_, i) => `__why${i}`).join(', ')})`, `${CAND} WHERE ${none}`));
     } else {
+      await conn.run(`CREATE OR REPLACE TEMP TABLE ${CAND} AS ${candidates}`);
       await decodeInJs(input, members, filters, commonItems, rejectInsert);
     }
   }
@@ -158,7 +162,7 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
     rejectCount: await count(`SELECT count(*)::BIGINT FROM ${REJ}`),
     logs: await count(`SELECT count(*)::BIGINT FROM ${LOGS}`),
   };
-  await conn.run(`DROP TABLE IF EXISTS ${CAND}; DROP TABLE IF EXISTS ${LOGS}`);
+  await conn.run(`DROP TABLE IF EXISTS ${CAND}; DROP VIEW IF EXISTS ${LOGS}`);
   return out;
 }
 

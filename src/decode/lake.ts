@@ -8,6 +8,7 @@ import type { Network } from '../datasets/dataset.js';
 import { Catalog, hasFiles, type RunRow } from '../load/catalog.js';
 import { partitionParquetFiles, preparePartition, type PreparedFile } from '../load/commit.js';
 import { fsyncFile } from '../load/durable.js';
+import { eachBounded } from '../load/bounded.js';
 import { PARTITION_FILE } from '../load/paths.js';
 import { stat } from 'node:fs/promises';
 import { journalFor } from '../load/commit-run.js';
@@ -57,42 +58,60 @@ export function decodedShape(d: DecodedDataset): TableShape {
 
 const viewDoc = (d: DecodedDataset): string => `${d.doc} ${d.notes.join(' ')} Natural key: (${naturalKey(d).join(', ')}). Partitioned by network, block_date.`;
 
+/** Connections writing new partitions side by side: each day's COPY is small, and its fixed cost dominates. */
+const WRITERS = 2;
+
 /**
- * A partition the dataset does not have yet: its rows written sorted, without the merge's ranking. Its rows
- * are one per key already: event_logs holds one row per (transaction_hash, log_index), and a log's rows
- * differ in batch_position. Undefined when the partition has files (then it is merged).
+ * The partitions the dataset does not have yet, written sorted without the merge's ranking: their rows are
+ * one per key already (event_logs holds one row per (transaction_hash, log_index), and a log's rows differ
+ * in batch_position). `rows` gives each partition's row count, counted once for all of them.
  */
-async function newPartition(
+async function newPartitions(
   engine: Engine,
   paths: LakePaths,
   shape: TableShape,
   network: Network,
-  partition: string,
-  fresh: string,
+  table: string,
+  rows: ReadonlyMap<string, number>,
   workDir: string,
-): Promise<PreparedFile | undefined> {
-  const dir = paths.partitionDir(shape.name, shape.partition, network, partition);
-  if ((await partitionParquetFiles(dir)).length > 0) return undefined;
-  const from = path.join(workDir, `${shape.name}.${network}.${partition}.parquet`);
+): Promise<PreparedFile[]> {
+  const parts = [...rows.keys()];
   const columns = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
-  await engine.conn.run(`COPY (SELECT ${columns} FROM (${fresh}) ORDER BY ${[...shape.order].map(ident).join(', ')}) TO ${literal(from)} (${LAKE_PARQUET})`);
-  await fsyncFile(from);
-  const rows = Number((await engine.conn.runAndReadAll(`SELECT count(*)::BIGINT FROM read_parquet(${literal(from)})`)).getRowsJS()[0]![0]);
-  return {
-    from,
-    to: path.join(dir, PARTITION_FILE),
-    strays: [],
-    file: {
-      dataset: shape.name,
-      network,
-      partition,
-      path: paths.relative(path.join(dir, PARTITION_FILE)),
-      rows,
-      bytes: (await stat(from)).size,
-      minBlock: null,
-      maxBlock: null,
-    },
-  };
+  const order = [...shape.order].map(ident).join(', ');
+  const writers = await Promise.all(Array.from({ length: Math.min(WRITERS, parts.length) }, () => engine.connect()));
+  const out = new Array<PreparedFile>(parts.length);
+  try {
+    await eachBounded(
+      parts.map((p, i) => [p, i] as const),
+      writers.length,
+      async ([partition, i], w) => {
+        const dir = paths.partitionDir(shape.name, shape.partition, network, partition);
+        const from = path.join(workDir, `${shape.name}.${network}.${partition}.parquet`);
+        await writers[w]!.run(
+          `COPY (SELECT ${columns} FROM ${table} WHERE __partition = ${literal(partition)} ORDER BY ${order}) TO ${literal(from)} (${LAKE_PARQUET})`,
+        );
+        await fsyncFile(from);
+        out[i] = {
+          from,
+          to: path.join(dir, PARTITION_FILE),
+          strays: [],
+          file: {
+            dataset: shape.name,
+            network,
+            partition,
+            path: paths.relative(path.join(dir, PARTITION_FILE)),
+            rows: rows.get(partition)!,
+            bytes: (await stat(from)).size,
+            minBlock: null,
+            maxBlock: null,
+          },
+        };
+      },
+    );
+  } finally {
+    for (const c of writers) c.closeSync();
+  }
+  return out;
 }
 
 export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> {
@@ -113,15 +132,24 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
       const r = report.datasets.find((x) => x.name === d.name)!;
       r.rows = out.rows.get(d.name) ?? 0;
       if (r.rows === 0) continue;
-      const parts = ((await conn.runAndReadAll(`SELECT DISTINCT __partition FROM ${table} ORDER BY 1`)).getRowsJS() as [string][]).map(([p]) => p);
-      r.partitions = parts.length;
+      const counts = new Map(
+        ((await conn.runAndReadAll(`SELECT __partition, count(*)::BIGINT FROM ${table} GROUP BY 1 ORDER BY 1`)).getRowsJS() as [string, bigint][]).map(
+          ([p, n]) => [p, Number(n)] as const,
+        ),
+      );
+      r.partitions = counts.size;
       const shape = decodedShape(d);
-      for (const p of parts) {
-        const fresh = `SELECT * EXCLUDE (__partition) FROM ${table} WHERE __partition = ${literal(p)}`;
-        prepared.push(
-          (await newPartition(engine, paths, shape, network, p, fresh, workDir)) ?? (await preparePartition(engine, paths, shape, network, p, fresh, workDir)),
-        );
+      // Days the dataset already holds are merged with their files (one row per key); new days are written.
+      const fresh = new Map<string, number>();
+      for (const [p, n] of counts) {
+        if ((await partitionParquetFiles(paths.partitionDir(shape.name, shape.partition, network, p))).length === 0) {
+          fresh.set(p, n);
+          continue;
+        }
+        const rows = `SELECT * EXCLUDE (__partition) FROM ${table} WHERE __partition = ${literal(p)}`;
+        prepared.push(await preparePartition(engine, paths, shape, network, p, rows, workDir));
       }
+      prepared.push(...(await newPartitions(engine, paths, shape, network, table, fresh, workDir)));
     }
     if (out.rejectCount > 0) {
       const fresh = `SELECT *, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at FROM ${out.rejects}`;

@@ -54,11 +54,27 @@ function valueItems(p: AbiParameter, w: string, column: string, text: boolean): 
   if (b <= 56) return [`('0x' || substr(${w}, 49, 16))::UBIGINT::BIGINT AS ${c}`];
   if (b === 64) return [`('0x' || substr(${w}, 49, 16))::UBIGINT AS ${c}`];
   const big = `${literal(BIG_MARK)} || ${w}`;
-  if (text) return [`CASE WHEN ${fits128(w)} THEN ${u128(w)}::VARCHAR ELSE ${big} END AS ${c}`];
+  // The word's value where it fits 128 bits (NULL where not), computed once per row by decodePrelude.
+  const u = u128Alias(column);
+  if (text) return [`CASE WHEN ${u} IS NOT NULL THEN ${u}::VARCHAR ELSE ${big} END AS ${c}`];
   return [
-    `CASE WHEN ${fits128(w)} AND ${u128(w)} < ${LIMIT38} THEN CAST(${u128(w)} AS DECIMAL(38,0)) END AS ${c}`,
-    `CASE WHEN NOT ${fits128(w)} THEN ${big} WHEN ${u128(w)} >= ${LIMIT38} THEN ${u128(w)}::VARCHAR END AS ${ident(`${column}_raw`)}`,
+    `CASE WHEN ${u} < ${LIMIT38} THEN CAST(${u} AS DECIMAL(38,0)) END AS ${c}`,
+    `CASE WHEN ${u} IS NULL THEN ${big} WHEN ${u} >= ${LIMIT38} THEN ${u}::VARCHAR END AS ${ident(`${column}_raw`)}`,
   ];
+}
+
+const u128Alias = (column: string): string => ident(`__u128_${column}`);
+
+/**
+ * SELECT items computing, once per row, the 128-bit value of each wide uint parameter (NULL where the word
+ * does not fit 128 bits), which decodeItems reads several times: parsing the hex twice per use cost the
+ * decode a third of its time.
+ */
+export function decodePrelude(s: EventSource): string[] {
+  const ws = words(s);
+  return s.event.inputs.flatMap((p, i) =>
+    p.type.startsWith('uint') && bits(p.type) > 64 ? [`CASE WHEN ${fits128(ws[i]!)} THEN ${u128(ws[i]!)} END AS ${u128Alias(s.targets[i]!.column)}`] : [],
+  );
 }
 
 /** Number of topics a log of the event has. */
