@@ -1,4 +1,10 @@
 import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { RunMetrics } from '../../observe/metrics.js';
+import { serveMetrics, type MetricsServer } from '../../observe/server.js';
+import type { RunReport } from '../../pipeline/report.js';
 import { fileURLToPath } from 'node:url';
 import type { CommandModule } from 'yargs';
 import { loadJobFile } from '../../pipeline/job.js';
@@ -12,17 +18,34 @@ interface Args {
   cron?: string;
   'log-format'?: 'text' | 'json';
   quiet?: boolean;
+  'metrics-port'?: number;
+  'metrics-host': string;
 }
 
 const MAIN = fileURLToPath(new URL('../main.js', import.meta.url));
 
-/** Each run is its own process: a crash or leak in one run cannot take the scheduler down. */
-function runInChild(file: string, logFormat: string): Promise<number> {
+/**
+ * Each run is its own process: a crash or leak in one run cannot take the scheduler down. With `reportFile`,
+ * the run writes its report there (the metrics read it: the run's own figures, exactly).
+ */
+function runInChild(file: string, logFormat: string, reportFile?: string): Promise<number> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [MAIN, 'run', file, '--log-format', logFormat], { stdio: ['ignore', 'inherit', 'inherit'] });
+    const args = [MAIN, 'run', file, '--log-format', logFormat, ...(reportFile ? ['--report', reportFile] : [])];
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
     child.on('error', () => resolve(1));
     child.on('close', (code) => resolve(code ?? 1));
   });
+}
+
+/** The report a run wrote, or undefined when it wrote none (it failed before, or was killed). */
+async function takeReport(file: string): Promise<RunReport | undefined> {
+  try {
+    return JSON.parse(await readFile(file, 'utf8')) as RunReport;
+  } catch {
+    return undefined;
+  } finally {
+    await rm(file, { force: true });
+  }
 }
 
 export const scheduleCommand: CommandModule<object, Args> = {
@@ -32,16 +55,24 @@ export const scheduleCommand: CommandModule<object, Args> = {
     y
       .positional('jobs', { type: 'string', array: true, demandOption: true, describe: 'Job files' })
       .option('cron', { type: 'string', describe: 'Cron expression for every job given (overrides their "schedule")' })
+      .option('metrics-port', { type: 'number', describe: 'Serve /metrics (Prometheus) and /healthz on this port (0 picks a free one; off when not given)' })
+      .option('metrics-host', { type: 'string', default: '127.0.0.1', describe: 'Interface for --metrics-port (0.0.0.0 to let a scraper on another host in)' })
       .example('$0 schedule jobs/nightly.json', 'Run the nightly job on its own schedule until stopped')
-      .example('$0 schedule --cron "*/30 * * * *" jobs/a.json jobs/b.json', 'Run two jobs every 30 minutes'),
+      .example('$0 schedule --cron "*/30 * * * *" jobs/a.json jobs/b.json', 'Run two jobs every 30 minutes')
+      .example('$0 schedule jobs/nightly.json --metrics-port 9464', 'Also serve /metrics and /healthz on 127.0.0.1:9464'),
   handler: async (args) => {
     if (args.cron !== undefined) {
       const problem = cronProblem(args.cron);
       if (problem) throw new CliError(`--cron: not a valid cron expression (${problem})`);
     }
+    const port = args['metrics-port'];
+    if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535))
+      throw new CliError(`--metrics-port: expected a port number from 0 to 65535, got ${String(port)}`);
     const jobs: ScheduledJob[] = [];
+    const names = new Map<string, string>();
     for (const file of args.jobs) {
       const job = await loadJobFile(file);
+      names.set(file, job.name);
       const expr = args.cron ?? job.schedule;
       if (!expr) throw new CliError(`${file}: the job has no "schedule" and no --cron was given`);
       jobs.push({ file, schedule: new CronSchedule(expr) });
@@ -55,13 +86,36 @@ export const scheduleCommand: CommandModule<object, Args> = {
         stop.abort();
       });
     }
+    const metrics = port === undefined ? undefined : new RunMetrics();
+    const reports = metrics ? await mkdtemp(path.join(os.tmpdir(), 'chainlake-schedule-')) : undefined;
+    let server: MetricsServer | undefined;
+    if (metrics) {
+      try {
+        server = await serveMetrics(metrics, { host: args['metrics-host'], port: port! });
+      } catch (e) {
+        await rm(reports!, { recursive: true, force: true });
+        throw new CliError(`--metrics-port ${port!} on ${args['metrics-host']}: ${(e as Error).message}`);
+      }
+      logger.log('info', 'schedule.metrics', `serving ${server.url}/metrics and ${server.url}/healthz`, { url: server.url });
+    }
+    let fired = 0;
+    const run = async (file: string): Promise<number> => {
+      const job = names.get(file) ?? file;
+      if (!metrics) return runInChild(file, json ? 'json' : 'text');
+      const reportFile = path.join(reports!, `run-${++fired}.json`);
+      metrics.started(job);
+      const code = await runInChild(file, json ? 'json' : 'text', reportFile);
+      metrics.finished(job, code, new Date(), await takeReport(reportFile));
+      return code;
+    };
     const scheduler = new Scheduler(jobs, {
       clock: realSchedulerClock,
-      run: (file) => runInChild(file, json ? 'json' : 'text'),
+      run,
       onEvent: (e) => {
         const at = e.at.toISOString();
         switch (e.kind) {
           case 'scheduled':
+            metrics?.scheduled(names.get(e.file) ?? e.file, e.at);
             return logger.log('info', 'schedule.next', `${e.file}: next run at ${at}`, { file: e.file, at });
           case 'started':
             return logger.log('info', 'schedule.start', `${e.file}: run started at ${at}`, { file: e.file, at });
@@ -82,6 +136,11 @@ export const scheduleCommand: CommandModule<object, Args> = {
         }
       },
     });
-    await scheduler.start(stop.signal);
+    try {
+      await scheduler.start(stop.signal);
+    } finally {
+      await server?.close();
+      if (reports) await rm(reports, { recursive: true, force: true });
+    }
   },
 };

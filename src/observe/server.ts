@@ -1,0 +1,54 @@
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Registry } from 'prom-client';
+
+export interface ObservedProcess {
+  registry: Registry;
+  health(): { ok: boolean; problems: string[] };
+}
+
+export interface MetricsServer {
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `GET /metrics` (Prometheus text format) and `GET /healthz` (200 "ok", or 503 with one problem per
+ * line) for a long-running process. Nothing else: any other path is 404, any other method 405.
+ */
+export async function serveMetrics(observed: ObservedProcess, opts: { host: string; port: number }): Promise<MetricsServer> {
+  const server: Server = createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      return;
+    }
+    if (path === '/metrics') {
+      observed.registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': observed.registry.contentType }).end(text),
+        (e: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${(e as Error).message}\n`),
+      );
+      return;
+    }
+    if (path === '/healthz') {
+      const h = observed.health();
+      res.writeHead(h.ok ? 200 : 503, { 'content-type': 'text/plain; charset=utf-8' }).end(h.ok ? 'ok\n' : `${h.problems.join('\n')}\n`);
+      return;
+    }
+    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics or /healthz\n');
+  });
+  server.listen(opts.port, opts.host);
+  await Promise.race([
+    once(server, 'listening'),
+    once(server, 'error').then(([e]) => {
+      throw e;
+    }),
+  ]);
+  const a = server.address() as AddressInfo;
+  const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+  return {
+    url: `http://${host}:${a.port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
