@@ -4,10 +4,18 @@ import { ChainlakeError } from '../errors.js';
  * the service counts it) takes one unit of the current UTC day first, and request N+1 beyond the quota is
  * never sent. What earlier runs spent the same day comes from the catalog (`request_usage`); what this run
  * spends is recorded there with each commit.
+ *
+ * Between commits the process may be killed (kill -9, a lost machine) with its spending unrecorded: the next
+ * run would then spend the same requests again and exceed the quota. So requests are reserved ahead in blocks,
+ * and each reservation is written down (`reserve`) before the first request it covers is sent; recovery of a
+ * dead run counts its reservation as spent. The quota can then only be under-used (by at most a block per dead
+ * run), never exceeded.
  */
 export class RequestQuota {
   /** This run's requests per UTC day (YYYY-MM-DD). */
   readonly sent = new Map<string, number>();
+  /** Per UTC day: requests reserved (and written down) so far; `sent` never passes it. */
+  private readonly reserved = new Map<string, number>();
   private reachedOn: string | undefined;
 
   constructor(
@@ -16,6 +24,13 @@ export class RequestQuota {
     /** What the catalog says earlier runs spent per UTC day, for this account. */
     private readonly before: ReadonlyMap<string, number>,
     private readonly now: () => Date = () => new Date(),
+    /**
+     * Writes the reservations down, synchronously, before a request they cover is sent (see the class doc);
+     * without it nothing is reserved (a caller that records usage some other way, tests).
+     */
+    private readonly reserve?: (days: Readonly<Record<string, number>>) => void,
+    /** Requests reserved at once: one write per block. */
+    private readonly block = RESERVATION_BLOCK,
   ) {
     if (!(Number.isSafeInteger(limit) && limit >= 1)) throw new RangeError(`dailyRequestQuota must be a positive integer, got ${limit}`);
   }
@@ -41,7 +56,13 @@ export class RequestQuota {
       this.reachedOn = day;
       return false;
     }
-    this.sent.set(day, (this.sent.get(day) ?? 0) + 1);
+    const sent = (this.sent.get(day) ?? 0) + 1;
+    if (this.reserve && sent > (this.reserved.get(day) ?? 0)) {
+      // Never reserve beyond what the day has left: a dead run's reservation counts as spent.
+      this.reserved.set(day, Math.min(sent - 1 + this.block, this.limit - (this.before.get(day) ?? 0)));
+      this.reserve(Object.fromEntries(this.reserved));
+    }
+    this.sent.set(day, sent);
     return true;
   }
 
@@ -50,6 +71,9 @@ export class RequestQuota {
     return this.reachedOn !== undefined;
   }
 }
+
+/** Requests reserved per write (see RequestQuota): small against any real plan's quota, few writes per run. */
+export const RESERVATION_BLOCK = 50;
 
 /** A request the daily quota refused: it was not sent. */
 export class QuotaReachedError extends ChainlakeError {

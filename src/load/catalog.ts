@@ -230,6 +230,22 @@ export class Catalog {
     }
   }
 
+  /**
+   * A dead run's request reservations (load/quota-ledger.ts) recorded as spent: each day's usage becomes the
+   * larger of what its commits recorded and what it had reserved.
+   */
+  async recordReservedUsage(runId: string, usage: RequestUsage): Promise<void> {
+    for (const [day, n] of Object.entries(usage.days)) {
+      if (!/^\d{4}-\d{2}-\d{2}$/.test(day) || !Number.isSafeInteger(n)) continue;
+      const [row] = await this.rows(
+        `SELECT requests FROM request_usage WHERE day = ${literal(day)}::DATE AND account = ${literal(usage.account)} AND run_id = ${literal(runId)}`,
+      );
+      const recorded = row ? Number(row[0]) : 0;
+      if (n > recorded)
+        await this.run(`INSERT OR REPLACE INTO request_usage VALUES (${literal(day)}::DATE, ${literal(usage.account)}, ${literal(runId)}, ${n})`);
+    }
+  }
+
   /** A run found dead by a later command: its row (if it wrote one) keeps its report, so a resume still knows its head. */
   async markAbandoned(runId: string, job: string, startedAt: string): Promise<void> {
     const existing = await this.rows(`SELECT status FROM runs WHERE run_id = ${literal(runId)}`);

@@ -1,4 +1,5 @@
 import { readdir, readFile, rm } from 'node:fs/promises';
+import { readLedger } from './quota-ledger.js';
 import path from 'node:path';
 import { Catalog } from './catalog.js';
 import { exists } from './durable.js';
@@ -51,6 +52,9 @@ export async function recoverLake(paths: LakePaths, opts: { currentRunId?: strin
         await Catalog.write(await engineFor(), paths, (c) => c.markAbandoned(info.runId, info.job, info.startedAt));
         report.abandoned.push(info.runId);
       }
+      // Its quota reservations count as spent: what it sent after its last commit was never recorded.
+      const reserved = info ? await readLedger(dir) : undefined;
+      if (info && reserved) await Catalog.write(await engineFor(), paths, (c) => c.recordReservedUsage(info.runId, reserved));
       await rm(dir, { recursive: true, force: true });
     }
     if (catalogExists || report.finished.length || report.abandoned.length) {

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { ledgerWriter } from '../load/quota-ledger.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import pLimit from 'p-limit';
@@ -206,7 +207,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   const usage = (): RequestUsage | undefined => (quota ? { account, days: Object.fromEntries(quota.sent) } : undefined);
   try {
     if (job.dailyRequestQuota !== undefined) {
-      quota = new RequestQuota(job.dailyRequestQuota, await readRequestUsage(engine, paths, account), now);
+      quota = new RequestQuota(job.dailyRequestQuota, await readRequestUsage(engine, paths, account), now, ledgerWriter(staging, account));
       transport.quota = quota;
       if (quota.remainingToday() === 0) throw new QuotaReachedError(quota.limit);
     }

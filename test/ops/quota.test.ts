@@ -1,6 +1,7 @@
 // The daily request quota (issue 20): a run never sends more than the quota, usage is kept per UTC day in the
 // catalog across runs, at the limit the run commits what it has and stops (quota_reached, exit 4), and the
 // next run resumes where it stopped.
+import { spawn } from 'node:child_process';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -9,7 +10,7 @@ import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { SparseChain } from '../../src/simulator/sparse.js';
-import { runCli } from '../helpers/cli.js';
+import { CLI, runCli } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 
 let sim: RunningSimulator;
@@ -98,4 +99,42 @@ describe('the daily request quota', () => {
     expect(again.code).toBe(4);
     expect(again.stderr).toMatch(/daily request quota of 12 requests is spent/);
   });
+
+  it('a run killed with SIGKILL between commits: its reserved requests count as spent, and the day never exceeds the quota', async () => {
+    const lake = path.join(dir, 'killed');
+    const file = path.join(dir, 'killed.json');
+    const QUOTA = 60;
+    // The dense scope from genesis needs more requests than the quota; no commit before the kill.
+    const job = {
+      name: 'killed',
+      target: 'api',
+      endpoints: { mainnet: sim.urls.mainnet },
+      apiKey: sim.apiKey,
+      lake,
+      concurrency: 2,
+      dailyRequestQuota: QUOTA,
+      commit: { everyRows: 10_000_000, everySeconds: 3600 },
+      range: { fromBlock: 0 },
+      datasets: { erc20_transfers: { addresses: [sim.sparseAddresses!.dense] } },
+    };
+    expect(tall.count(sim.sparseAddresses!.dense, 0, tall.head)).toBeGreaterThan(QUOTA * 1000);
+    await writeFile(file, JSON.stringify(job));
+    sim.resetStats();
+    const child = spawn(process.execPath, [CLI, 'run', file, '-q'], { stdio: 'ignore' });
+    const exited = new Promise((r) => child.once('exit', r));
+    // Kill it once it has spent some requests (bounded: 60 s), before it could commit anything.
+    for (let i = 0; i < 6000 && sim.stats().requests < 10; i++) await new Promise((r) => setTimeout(r, 10));
+    child.kill('SIGKILL');
+    await exited;
+    const first = sim.stats().requests;
+    expect(first).toBeGreaterThanOrEqual(10);
+
+    // The next run, the same day: recovery records the dead run's reservation, and the quota holds.
+    const today = new Date();
+    const second = await runJob(parseJob(job, 'killed'), { simulator: sim, now: () => today });
+    expect(second.status).toBe('quota_reached');
+    expect(sim.stats().requests).toBeLessThanOrEqual(QUOTA);
+    const dead = await queryCatalog(lake, `SELECT sum(requests)::INT AS n FROM request_usage WHERE run_id <> '${second.runId}'`);
+    expect(dead[0]!.n).toBeGreaterThanOrEqual(first);
+  }, 120_000);
 });
