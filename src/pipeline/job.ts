@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { jobSchema } from './job-schema.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { datasetNames, DATASETS } from '../datasets/registry.js';
@@ -172,6 +173,10 @@ export class Reader {
   }
   str(v: unknown, where: string): string {
     if (typeof v !== 'string' || v === '') this.fail(where, `must be a non-empty string, got ${JSON.stringify(v)}`);
+    return v;
+  }
+  bool(v: unknown, where: string): boolean {
+    if (v !== true && v !== false) this.fail(where, 'must be true or false');
     return v;
   }
   keys(o: Obj, where: string, allowed: readonly string[]): void {
@@ -491,47 +496,63 @@ export function jsonErrorPlace(text: string, message: string): string {
 }
 
 /** Validates a parsed job document. Environment supplies the API key and any base URL the job leaves out. */
+/** What a job file may leave out, in one place (the job schema and README describe the same values). */
+export const JOB_DEFAULTS = Object.freeze({
+  name: 'job',
+  network: 'mainnet' as Network,
+  target: 'api',
+  lake: 'data/lake',
+  fromBlock: 0,
+  safetyMarginBlocks: 12,
+  windowBlocks: DEFAULT_WINDOW_BLOCKS,
+  commit: Object.freeze({ everyRows: 500_000, everySeconds: 60 }),
+  concurrency: 8,
+  strict: false,
+  pageSize: 1000,
+  resultWindow: 10_000,
+});
+
+/**
+ * The keys a job file may hold at `at` (`[]`: the top level; `['range']`: inside "range"), read from the
+ * published JSON Schema (job-schema.ts), so the schema editors check against and the parser never disagree.
+ */
+let schemaProperties: Record<string, unknown> | undefined;
+function schemaKeys(at: readonly string[]): string[] {
+  schemaProperties ??= (jobSchema() as { properties: Record<string, unknown> }).properties;
+  let props = schemaProperties;
+  for (const k of at) props = (props[k] as { properties: Record<string, unknown> }).properties;
+  return Object.keys(props);
+}
+
+/** The parsed job is read-only all the way down: a run derives changed copies (effectiveJob), never edits it. */
+function deepFreeze<T>(v: T): T {
+  if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}
+
 export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = process.env): Job {
+  return deepFreeze(readJob(doc, file, env));
+}
+
+function readJob(doc: unknown, file: string, env: NodeJS.ProcessEnv): Job {
   const r: Reader = new Reader(file);
   if (!isObj(doc)) r.fail('', 'a job file must hold a JSON object');
-  r.keys(doc, '', [
-    '$schema',
-    'name',
-    'description',
-    'network',
-    'target',
-    'simulator',
-    'endpoints',
-    'apiKey',
-    'lake',
-    'range',
-    'concurrency',
-    'rps',
-    'strict',
-    'pageSize',
-    'resultWindow',
-    'schedule',
-    'commit',
-    'dailyRequestQuota',
-    'burst',
-    'retry',
-    'timeouts',
-    'datasets',
-    'paths',
-    'decode',
-  ]);
+  r.keys(doc, '', schemaKeys([]));
 
-  const name = doc.name === undefined ? 'job' : r.str(doc.name, 'name');
+  const name = doc.name === undefined ? JOB_DEFAULTS.name : r.str(doc.name, 'name');
   if (!NAME.test(name)) r.fail('name', `may hold letters, digits, '_', '-' and '.', got ${JSON.stringify(name)}`);
-  const network = (doc.network ?? 'mainnet') as Network;
+  const network = (doc.network ?? JOB_DEFAULTS.network) as Network;
   if (!NETWORKS.includes(network)) r.fail('network', `must be one of ${NETWORKS.join(', ')}, got ${JSON.stringify(doc.network)}`);
 
   let target: Job['target'];
-  const targetKind = doc.target ?? 'api';
+  const targetKind = doc.target ?? JOB_DEFAULTS.target;
   if (targetKind === 'simulator') {
     const sim = doc.simulator === undefined ? {} : doc.simulator;
     if (!isObj(sim)) r.fail('simulator', 'must be an object');
-    r.keys(sim, 'simulator', ['seed', 'scale', 'dialect', 'chain']);
+    r.keys(sim, 'simulator', schemaKeys(['simulator']));
     if (sim.dialect !== undefined && sim.dialect !== 'spec' && sim.dialect !== 'real')
       r.fail('simulator.dialect', `must be spec or real, got ${JSON.stringify(sim.dialect)}`);
     if (sim.chain !== undefined && sim.chain !== 'demo' && sim.chain !== 'sparse')
@@ -549,7 +570,7 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   } else if (targetKind === 'api') {
     const ep = doc.endpoints === undefined ? {} : doc.endpoints;
     if (!isObj(ep)) r.fail('endpoints', 'must be an object');
-    r.keys(ep, 'endpoints', ['mainnet', 'testnet', 'testnetAlt', 'finance']);
+    r.keys(ep, 'endpoints', schemaKeys(['endpoints']));
     const url = (key: keyof typeof ENDPOINT_ENV): string | undefined => {
       const v = ep[key] ?? env[ENDPOINT_ENV[key]];
       if (v === undefined || v === '') return undefined;
@@ -563,34 +584,28 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
     r.fail('target', `must be "api" or "simulator", got ${JSON.stringify(targetKind)}`);
   }
 
-  const lake = doc.lake === undefined ? 'data/lake' : r.str(doc.lake, 'lake');
+  const lake = doc.lake === undefined ? JOB_DEFAULTS.lake : r.str(doc.lake, 'lake');
   if (lake.trim() === '') r.fail('lake', 'is empty: name the lake folder (an empty path would write the lake into the working directory)');
 
   const rangeDoc = doc.range ?? {};
   if (!isObj(rangeDoc)) r.fail('range', 'must be an object like {"fromBlock": 0, "toBlock": "head"} or {"incremental": true, "fromBlock": 0}');
-  r.keys(rangeDoc, 'range', ['fromBlock', 'toBlock', 'incremental', 'safetyMarginBlocks', 'windowBlocks', 'head', 'headHint']);
-  const fromBlock = rangeDoc.fromBlock === undefined ? 0 : r.int(rangeDoc.fromBlock, 'range.fromBlock', 0);
+  r.keys(rangeDoc, 'range', schemaKeys(['range']));
+  const fromBlock = rangeDoc.fromBlock === undefined ? JOB_DEFAULTS.fromBlock : r.int(rangeDoc.fromBlock, 'range.fromBlock', 0);
   const toBlock = rangeDoc.toBlock === undefined || rangeDoc.toBlock === 'head' ? 'head' : r.int(rangeDoc.toBlock, 'range.toBlock', 0);
   if (toBlock !== 'head' && toBlock < fromBlock) r.fail('range', `toBlock ${toBlock} is below fromBlock ${fromBlock}`);
-  const incremental =
-    rangeDoc.incremental === undefined
-      ? false
-      : rangeDoc.incremental === true
-        ? true
-        : rangeDoc.incremental === false
-          ? false
-          : r.fail('range.incremental', 'must be true or false');
+  const incremental = rangeDoc.incremental === undefined ? false : r.bool(rangeDoc.incremental, 'range.incremental');
   if (incremental && toBlock !== 'head') r.fail('range', 'an incremental range runs up to the head: leave toBlock out (or "head")');
-  const safetyMarginBlocks = rangeDoc.safetyMarginBlocks === undefined ? 12 : r.int(rangeDoc.safetyMarginBlocks, 'range.safetyMarginBlocks', 0, 1_000_000);
-  const windowBlocks = rangeDoc.windowBlocks === undefined ? DEFAULT_WINDOW_BLOCKS : r.int(rangeDoc.windowBlocks, 'range.windowBlocks', 1);
+  const safetyMarginBlocks =
+    rangeDoc.safetyMarginBlocks === undefined ? JOB_DEFAULTS.safetyMarginBlocks : r.int(rangeDoc.safetyMarginBlocks, 'range.safetyMarginBlocks', 0, 1_000_000);
+  const windowBlocks = rangeDoc.windowBlocks === undefined ? JOB_DEFAULTS.windowBlocks : r.int(rangeDoc.windowBlocks, 'range.windowBlocks', 1);
   const head = rangeDoc.head === undefined ? undefined : r.int(rangeDoc.head, 'range.head', 0);
   const headHint = rangeDoc.headHint === undefined ? undefined : r.int(rangeDoc.headHint, 'range.headHint', 0);
   const commitDoc = doc.commit ?? {};
   if (!isObj(commitDoc)) r.fail('commit', 'must be an object like {"everyRows": 500000, "everySeconds": 60}');
-  r.keys(commitDoc, 'commit', ['everyRows', 'everySeconds']);
+  r.keys(commitDoc, 'commit', schemaKeys(['commit']));
   const commit = {
-    everyRows: commitDoc.everyRows === undefined ? 500_000 : r.int(commitDoc.everyRows, 'commit.everyRows', 1),
-    everySeconds: commitDoc.everySeconds === undefined ? 60 : r.int(commitDoc.everySeconds, 'commit.everySeconds', 1),
+    everyRows: commitDoc.everyRows === undefined ? JOB_DEFAULTS.commit.everyRows : r.int(commitDoc.everyRows, 'commit.everyRows', 1),
+    everySeconds: commitDoc.everySeconds === undefined ? JOB_DEFAULTS.commit.everySeconds : r.int(commitDoc.everySeconds, 'commit.everySeconds', 1),
   };
 
   const datasetsDoc = doc.datasets;
@@ -637,11 +652,11 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
       ...(rangeDoc.windowBlocks !== undefined ? { fixedChunks: true } : {}),
     },
     commit,
-    concurrency: doc.concurrency === undefined ? 8 : r.int(doc.concurrency, 'concurrency', 1, 256),
+    concurrency: doc.concurrency === undefined ? JOB_DEFAULTS.concurrency : r.int(doc.concurrency, 'concurrency', 1, 256),
     rps: doc.rps === undefined ? undefined : r.int(doc.rps, 'rps', 1, 100_000),
-    strict: doc.strict === undefined ? false : doc.strict === true ? true : doc.strict === false ? false : r.fail('strict', 'must be true or false'),
-    pageSize: doc.pageSize === undefined ? 1000 : r.int(doc.pageSize, 'pageSize', 1, 1000),
-    resultWindow: doc.resultWindow === undefined ? 10_000 : r.int(doc.resultWindow, 'resultWindow', 1),
+    strict: doc.strict === undefined ? JOB_DEFAULTS.strict : r.bool(doc.strict, 'strict'),
+    pageSize: doc.pageSize === undefined ? JOB_DEFAULTS.pageSize : r.int(doc.pageSize, 'pageSize', 1, 1000),
+    resultWindow: doc.resultWindow === undefined ? JOB_DEFAULTS.resultWindow : r.int(doc.resultWindow, 'resultWindow', 1),
     schedule: doc.schedule === undefined ? undefined : cronOf(r, doc.schedule),
     dailyRequestQuota: doc.dailyRequestQuota === undefined ? undefined : r.int(doc.dailyRequestQuota, 'dailyRequestQuota', 1),
     burst: doc.burst === undefined ? undefined : r.int(doc.burst, 'burst', 1, 10_000),

@@ -132,3 +132,41 @@ describe('describe', () => {
     expect(describeDataset('event_logs')).toMatch(/no block number/);
   });
 });
+
+describe('the parsed job', () => {
+  const doc = { name: 'frozen', target: 'simulator', datasets: { transactions: { addresses: ['0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c'] } } };
+
+  it('is read-only all the way down', () => {
+    const job = parseJob(doc, 'frozen.json');
+    expect(Object.isFrozen(job)).toBe(true);
+    expect(Object.isFrozen(job.range)).toBe(true);
+    expect(Object.isFrozen(job.datasets[0]!.scopes)).toBe(true);
+    expect(() => {
+      (job.range as { fromBlock: number }).fromBlock = 5;
+    }).toThrow(TypeError);
+  });
+
+  it('fills what the file leaves out from JOB_DEFAULTS', async () => {
+    const { JOB_DEFAULTS } = await import('../../src/pipeline/job.js');
+    const job = parseJob(doc, 'frozen.json');
+    expect(job.concurrency).toBe(JOB_DEFAULTS.concurrency);
+    expect(job.commit).toEqual(JOB_DEFAULTS.commit);
+    expect(job.range.windowBlocks).toBe(JOB_DEFAULTS.windowBlocks);
+    expect(job.pageSize).toBe(JOB_DEFAULTS.pageSize);
+    expect(job.strict).toBe(false);
+  });
+
+  it('accepts exactly the keys the published schema lists, at every level it checks', async () => {
+    const { jobSchema } = await import('../../src/pipeline/job-schema.js');
+    const props = (jobSchema() as { properties: Record<string, { properties?: Record<string, unknown> }> }).properties;
+    for (const level of [[], ['range'], ['commit'], ['simulator']] as string[][]) {
+      const keys = Object.keys(level.length ? props[level[0]!]!.properties! : props);
+      expect(keys.length).toBeGreaterThan(1);
+      const bad = level.length ? { ...doc, [level[0]!]: { nope: 1 } } : { ...doc, nope: 1 };
+      expect(() => parseJob(bad, 'bad.json')).toThrow(
+        new RegExp(`${level.length ? `${level[0]}\\.` : ''}nope: unknown key; expected one of: ${keys.join(', ').replace(/\$/g, '\\$')}`),
+      );
+    }
+    expect(() => parseJob({ ...doc, strict: 'yes' }, 'bad.json')).toThrow(/strict: must be true or false/);
+  });
+});
