@@ -152,9 +152,11 @@ export function stagedSelect(def: DatasetDef, runId: string, ingestedAt: string,
  * Rows merged at once: partitions are merged in slices of about this many rows, fresh and existing, so that
  * the sort and the merged table of a commit stay small whatever the batch's size and the lake's. Two datasets
  * each sort one slice while writing the previous one, so up to four slices are in DuckDB's memory at once:
- * larger slices ran DuckDB out of memory, and these merge as fast (docs/performance.md, "Merge slices").
+ * larger slices ran DuckDB out of memory. Since a run's windows span a scope's whole block range (joined
+ * windows), a commit merges nearly every day partition, and slices of twice this size put the memory bench's
+ * peak over its target (docs/performance.md, "Merge slices" and "Memory").
  */
-export const MERGE_SLICE_ROWS = 50_000;
+export const MERGE_SLICE_ROWS = 25_000;
 
 /**
  * Each partition's fresh rows plus the rows its existing files hold (from their footers). Counting fresh rows
