@@ -5,7 +5,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { DatasetDef } from '../../src/datasets/dataset.js';
-import { DUCKDB_TYPE } from '../../src/datasets/column.js';
+import { KINDS } from '../../src/transform/kinds.js';
 
 const q = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 const id = (s: string): string => `"${s.replace(/"/g, '""')}"`;
@@ -46,7 +46,7 @@ export function nativeSelect(def: DatasetDef): { columns: string; select: string
         e = `CAST(${x} AS DOUBLE)`;
         break;
       default:
-        e = `CAST(${x} AS ${DUCKDB_TYPE[c.kind]})`;
+        e = `CAST(${x} AS ${KINDS[c.kind].lakeType})`;
     }
     items.push(`${e} AS ${id(c.name)}`);
   }

@@ -1,7 +1,8 @@
 /**
  * The logical column kinds of design §3. A dataset declares each column with one of these; every stage
- * derives its own behaviour from the kind (transform: conversion and validation; load: staging type and
- * SQL cast; describe: the DuckDB type), so a kind means the same thing everywhere.
+ * derives its own behaviour from the kind's one entry in transform/kinds.ts (conversion, validation, what may
+ * be staged as received, staging type, SQL cast, the lake's DuckDB type), so a kind means the same thing
+ * everywhere.
  */
 export type ColumnKind =
   | 'address' // 0x + 40 hex, lower-cased
@@ -15,20 +16,6 @@ export type ColumnKind =
   | 'int_array' // list of small integers given as strings or numbers (trace_address)
   | 'json' // any JSON value (ABI), stored as DuckDB JSON
   | 'double'; // finance figures given as JSON numbers (or numeric strings)
-
-export const DUCKDB_TYPE: Record<ColumnKind, string> = {
-  address: 'VARCHAR',
-  hash: 'VARCHAR',
-  hex: 'VARCHAR',
-  bigint: 'BIGINT',
-  amount: 'DECIMAL(38,0)',
-  timestamp: 'TIMESTAMP WITH TIME ZONE',
-  bool: 'BOOLEAN',
-  text: 'VARCHAR',
-  int_array: 'INTEGER[]',
-  json: 'JSON',
-  double: 'DOUBLE',
-};
 
 export interface ColumnDef {
   /** Column name in the lake (snake_case). */

@@ -1,44 +1,10 @@
-import { columnSource, DUCKDB_TYPE, rawCompanion, type ColumnKind } from '../datasets/column.js';
+import { columnSource, rawCompanion } from '../datasets/column.js';
+import { castSql, KINDS } from '../transform/kinds.js';
 import type { DatasetDef } from '../datasets/dataset.js';
 import { ident, literal, literalList } from './sql.js';
 
 /** The partition value rides along in each staged row under this name. */
 export const STAGED_PARTITION = '__partition';
-
-/** How each kind is staged in NDJSON (the type read_json reads it as). */
-const STAGED_TYPE: Record<ColumnKind, string> = {
-  address: 'VARCHAR',
-  hash: 'VARCHAR',
-  hex: 'VARCHAR',
-  bigint: 'VARCHAR',
-  amount: 'VARCHAR',
-  timestamp: 'VARCHAR',
-  bool: 'BOOLEAN',
-  text: 'VARCHAR',
-  int_array: 'INTEGER[]',
-  json: 'VARCHAR',
-  double: 'DOUBLE',
-};
-
-/**
- * The cast from the staged value to the lake type. Amounts go through HUGEINT: DuckDB's direct
- * VARCHAR -> DECIMAL cast is ~500x slower (design §3), and the transform has already sent anything over
- * 38 digits to the `_raw` companion, so the HUGEINT cast cannot overflow.
- */
-function castExpr(kind: ColumnKind, c: string): string {
-  switch (kind) {
-    case 'bigint':
-      return `CAST(${c} AS BIGINT)`;
-    case 'amount':
-      return `CAST(CAST(${c} AS HUGEINT) AS DECIMAL(38,0))`;
-    case 'timestamp':
-      return `CAST(${c} AS TIMESTAMPTZ)`;
-    case 'json':
-      return `CAST(${c} AS JSON)`;
-    default:
-      return c;
-  }
-}
 
 export interface LakeColumn {
   name: string;
@@ -50,7 +16,7 @@ export interface LakeColumn {
 export function lakeColumns(def: DatasetDef): LakeColumn[] {
   const out: LakeColumn[] = [];
   for (const c of def.columns) {
-    out.push({ name: c.name, type: DUCKDB_TYPE[c.kind], doc: c.doc });
+    out.push({ name: c.name, type: KINDS[c.kind].lakeType, doc: c.doc });
     if (c.kind === 'amount') {
       out.push({
         name: rawCompanion(c.name),
@@ -68,7 +34,7 @@ export function lakeColumns(def: DatasetDef): LakeColumn[] {
 export function stagedColumnsSpec(def: DatasetDef): string {
   const parts: string[] = [];
   for (const c of def.columns) {
-    parts.push(`${literal(c.name)}: ${literal(STAGED_TYPE[c.kind])}`);
+    parts.push(`${literal(c.name)}: ${literal(KINDS[c.kind].stagedType)}`);
     if (c.kind === 'amount') parts.push(`${literal(rawCompanion(c.name))}: 'VARCHAR'`);
   }
   parts.push(`${literal(STAGED_PARTITION)}: 'VARCHAR'`);
@@ -79,7 +45,7 @@ export function stagedColumnsSpec(def: DatasetDef): string {
 export function typedSelectList(def: DatasetDef, runId: string, ingestedAt: string): string {
   const items: string[] = [];
   for (const c of def.columns) {
-    items.push(`${castExpr(c.kind, ident(c.name))} AS ${ident(c.name)}`);
+    items.push(`${castSql(c.kind, ident(c.name))} AS ${ident(c.name)}`);
     if (c.kind === 'amount') items.push(ident(rawCompanion(c.name)));
   }
   items.push(`${literal(runId)} AS _run_id`);
@@ -151,27 +117,6 @@ export interface StagedPages {
   extras?: boolean;
 }
 
-/**
- * The staged value `transform` computes from a value the transform accepted as received (see
- * transform/convert.ts ACCEPTORS, which must agree): hex lower-cased, flags as booleans, the rest as is.
- */
-function receivedCanonical(kind: ColumnKind, x: string): string {
-  switch (kind) {
-    case 'address':
-    case 'hash':
-    case 'hex':
-      return `lower(${x})`;
-    case 'bool':
-      // A JSON boolean is read as the text 'true' or 'false'.
-      return `(${x} IN ('1', 'true'))`;
-    case 'int_array':
-      // A list is read as its JSON text, which DuckDB's list cast reads (`["0","1"]` -> [0, 1]).
-      return `CAST(${x} AS INTEGER[])`;
-    default:
-      return x;
-  }
-}
-
 type FieldTypeTree = Map<string, FieldTypeTree | null>;
 
 function structType(tree: FieldTypeTree): string {
@@ -207,21 +152,21 @@ export function stagedPagesSelect(def: DatasetDef, runId: string, ingestedAt: st
         }
       });
       const value = path.reduce((acc, part) => `struct_extract(${acc}, ${literal(part)})`, '__e');
-      expr = receivedCanonical(c.kind, value);
+      expr = KINDS[c.kind].received?.sql(value) ?? value;
       canonicalText.set(c.name, value);
-      items.push(`${castExpr(c.kind, expr)} AS ${ident(c.name)}`);
+      items.push(`${castSql(c.kind, expr)} AS ${ident(c.name)}`);
       if (c.kind === 'amount') items.push(`NULL::VARCHAR AS ${ident(rawCompanion(c.name))}`);
     } else if (from === 'ordinal') {
-      items.push(`${castExpr(c.kind, '__o')} AS ${ident(c.name)}`);
+      items.push(`${castSql(c.kind, '__o')} AS ${ident(c.name)}`);
     } else if (from === 'extra') {
       // Each entry's unread fields as JSON text, beside the entries like the ordinals (NULL for a page without).
       extra = c.name;
       items.push(EXTRA_ITEM);
     } else {
-      constants.push(`${ident(c.name)} ${STAGED_TYPE[c.kind]}`);
+      constants.push(`${ident(c.name)} ${KINDS[c.kind].stagedType}`);
       expr = `struct_extract(__k, ${literal(c.name)})`;
       canonicalText.set(c.name, expr);
-      items.push(`${castExpr(c.kind, expr)} AS ${ident(c.name)}`);
+      items.push(`${castSql(c.kind, expr)} AS ${ident(c.name)}`);
       if (c.kind === 'amount') {
         constants.push(`${ident(rawCompanion(c.name))} VARCHAR`);
         items.push(`struct_extract(__k, ${literal(rawCompanion(c.name))}) AS ${ident(rawCompanion(c.name))}`);

@@ -1,5 +1,3 @@
-import type { ColumnKind } from '../datasets/column.js';
-
 /**
  * Converters from API values to the canonical values staged for DuckDB. They never throw on bad input: a
  * value that does not convert comes back as a `Rejected` carrying the reason, and the caller routes the row
@@ -172,23 +170,13 @@ export const convertDouble: Converter = (raw) => {
   return new Rejected(`not a number: ${describe(raw)}`);
 };
 
-export const CONVERTERS: Record<ColumnKind, Converter> = {
-  address: hexOf(ADDRESS, 'an address (0x + 40 hex digits)'),
-  hash: hexOf(HASH, 'a hash (0x + 64 hex digits)'),
-  hex: hexOf(HEX, 'hex data (0x + hex digits)'),
-  bigint: convertBigint,
-  amount: convertAmount,
-  timestamp: convertTimestamp,
-  bool: convertBool,
-  text: convertText,
-  int_array: convertIntArray,
-  json: convertJson,
-  double: convertDouble,
-};
+export const convertAddress: Converter = hexOf(ADDRESS, 'an address (0x + 40 hex digits)');
+export const convertHash: Converter = hexOf(HASH, 'a hash (0x + 64 hex digits)');
+export const convertHex: Converter = hexOf(HEX, 'hex data (0x + hex digits)');
 
 /**
- * Which API values may be staged exactly as received, leaving their canonical form to DuckDB (see
- * load/schema.ts `receivedCanonical`, which must agree): a value is accepted only when its canonical form is
+ * Which API values may be staged exactly as received, leaving their canonical form to DuckDB (each kind's
+ * SQL twin sits beside its acceptor in transform/kinds.ts): a value is accepted only when its canonical form is
  * a plain function of its text that SQL reproduces exactly (lower-casing hex, or nothing at all). Anything
  * else (numbers where text is documented, offsets, leading zeros, over 38 digits...) is not rejected here:
  * its page goes the converters' way. Kinds without an acceptor always go that way.
@@ -235,35 +223,32 @@ function isHexOf(raw: unknown, digits: number): boolean {
 
 /**
  * The canonical value of a value its kind's acceptor passed: what the converter gives, computed the way the
- * SQL side does (load/schema.ts receivedCanonical): hex lower-cased, flags as booleans, the rest as is.
+ * SQL side does (transform/kinds.ts keeps each kind's pair together): hex lower-cased, flags as booleans,
+ * lists as numbers, the rest as is.
  */
-export function receivedCanonical(kind: ColumnKind, raw: unknown): Canonical {
-  if (kind === 'address' || kind === 'hash' || kind === 'hex') return (raw as string).toLowerCase();
-  if (kind === 'bool') return raw === '1' || raw === true;
-  if (kind === 'int_array') return (raw as string[]).map(Number);
-  return raw as string;
-}
+export const canonicalHex = (raw: unknown): Canonical => (raw as string).toLowerCase();
+export const canonicalBool = (raw: unknown): Canonical => raw === '1' || raw === true;
+export const canonicalIntArray = (raw: unknown): Canonical => (raw as string[]).map(Number);
+export const canonicalAsIs = (raw: unknown): Canonical => raw as string;
 
-export const ACCEPTORS: Partial<Record<ColumnKind, Acceptor>> = {
-  address: (raw) => isHexOf(raw, 40),
-  hash: (raw) => isHexOf(raw, 64),
-  hex: (raw) => typeof raw === 'string' && HEX.test(raw),
-  bigint: (raw) => typeof raw === 'string' && BIGINT_TEXT.test(raw),
-  amount: (raw) => typeof raw === 'string' && AMOUNT_TEXT.test(raw),
-  timestamp: (raw) => {
-    if (typeof raw !== 'string') return false;
-    const m = UTC_TEXT.exec(raw);
-    return m !== null && validDay(m[1]!);
-  },
-  // JSON booleans too: DuckDB reads them as the text 'true' / 'false' (load/schema.ts receivedCanonical).
-  bool: (raw) => raw === '0' || raw === '1' || raw === true || raw === false,
-  text: (raw) => typeof raw === 'string',
-  // A list of digit strings: DuckDB reads it as its JSON text and casts that to INTEGER[].
-  int_array: (raw) => Array.isArray(raw) && raw.every(isInt32Text),
+export const acceptAddress: Acceptor = (raw) => isHexOf(raw, 40);
+export const acceptHash: Acceptor = (raw) => isHexOf(raw, 64);
+export const acceptHex: Acceptor = (raw) => typeof raw === 'string' && HEX.test(raw);
+export const acceptBigint: Acceptor = (raw) => typeof raw === 'string' && BIGINT_TEXT.test(raw);
+export const acceptAmount: Acceptor = (raw) => typeof raw === 'string' && AMOUNT_TEXT.test(raw);
+export const acceptTimestamp: Acceptor = (raw) => {
+  if (typeof raw !== 'string') return false;
+  const m = UTC_TEXT.exec(raw);
+  return m !== null && validDay(m[1]!);
 };
+// JSON booleans too: DuckDB reads them as the text 'true' / 'false' (the SQL side in transform/kinds.ts).
+export const acceptBool: Acceptor = (raw) => raw === '0' || raw === '1' || raw === true || raw === false;
+export const acceptText: Acceptor = (raw) => typeof raw === 'string';
+// A list of digit strings: DuckDB reads it as its JSON text and casts that to INTEGER[].
+export const acceptIntArray: Acceptor = (raw) => Array.isArray(raw) && raw.every(isInt32Text);
 
 /**
- * The acceptors on bytes: `BYTE_ACCEPTORS[kind](b, s, e)` says what `ACCEPTORS[kind]` says of the string whose
+ * The acceptors on bytes: a kind's byte acceptor says what its string acceptor says of the string whose
  * UTF-8 bytes are `b[s..e)` — the content of a JSON string without escapes, as the list scanner (extract/
  * scan.ts) locates it. The string acceptors stay the reference; a property test ties each to its twin.
  * (Every acceptor passes strings only: a value that is not a string is never accepted, on either side.)
@@ -302,16 +287,14 @@ function isUtcBytes(b: Uint8Array, s: number, e: number): boolean {
 /** Offsets of the digits of `YYYY-MM-DDTHH:MM:SS`. */
 const DATE_DIGITS = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18];
 
-export const BYTE_ACCEPTORS: Partial<Record<ColumnKind, ByteAcceptor>> = {
-  address: (b, s, e) => isHexBytes(b, s, e, 40),
-  hash: (b, s, e) => isHexBytes(b, s, e, 64),
-  hex: (b, s, e) => isHexBytes(b, s, e, -1),
-  bigint: (b, s, e) => {
-    const from = b[s] === 45 && e > s ? s + 1 : s;
-    return e - from >= 1 && e - from <= 18 && allDigits(b, from, e);
-  },
-  amount: (b, s, e) => e - s >= 1 && e - s <= 38 && (b[s] === 48 ? e - s === 1 : allDigits(b, s, e)),
-  timestamp: isUtcBytes,
-  bool: (b, s, e) => e - s === 1 && (b[s] === 48 || b[s] === 49),
-  text: () => true,
+export const acceptAddressBytes: ByteAcceptor = (b, s, e) => isHexBytes(b, s, e, 40);
+export const acceptHashBytes: ByteAcceptor = (b, s, e) => isHexBytes(b, s, e, 64);
+export const acceptHexBytes: ByteAcceptor = (b, s, e) => isHexBytes(b, s, e, -1);
+export const acceptBigintBytes: ByteAcceptor = (b, s, e) => {
+  const from = b[s] === 45 && e > s ? s + 1 : s;
+  return e - from >= 1 && e - from <= 18 && allDigits(b, from, e);
 };
+export const acceptAmountBytes: ByteAcceptor = (b, s, e) => e - s >= 1 && e - s <= 38 && (b[s] === 48 ? e - s === 1 : allDigits(b, s, e));
+export const acceptTimestampBytes: ByteAcceptor = isUtcBytes;
+export const acceptBoolBytes: ByteAcceptor = (b, s, e) => e - s === 1 && (b[s] === 48 || b[s] === 49);
+export const acceptTextBytes: ByteAcceptor = () => true;

@@ -1,17 +1,7 @@
 import { columnSource, rawCompanion, type ColumnDef, type SourceKind } from '../datasets/column.js';
 import type { DatasetDef, EndpointDef, EntryFields, Network } from '../datasets/dataset.js';
-import {
-  ACCEPTORS,
-  BYTE_ACCEPTORS,
-  CONVERTERS,
-  Rejected,
-  fitsDecimal38,
-  receivedCanonical,
-  type Acceptor,
-  type ByteAcceptor,
-  type Canonical,
-  type Converter,
-} from './convert.js';
+import { Rejected, fitsDecimal38, type Acceptor, type ByteAcceptor, type Canonical, type Converter } from './convert.js';
+import { KINDS } from './kinds.js';
 import type { RawPage } from '../extract/pager.js';
 import { extraText } from './exact-extra.js';
 import { ABSENT, ESCAPED, NULL, STRING, scanList } from '../extract/scan.js';
@@ -183,6 +173,8 @@ interface CompiledColumn {
   accept: Acceptor | undefined;
   /** `accept` on the bytes of a string without escapes. */
   acceptBytes: ByteAcceptor | undefined;
+  /** The canonical value of a value `accept` passed (what `convert` would give). */
+  canonical: ((raw: unknown) => Canonical) | undefined;
   isAmount: boolean;
   raw: string;
 }
@@ -262,13 +254,15 @@ export class RowTransformer {
     this.columns = dataset.columns.map((def) => {
       const { from, path } = columnSource(def);
       if (def.pattern && def.kind !== 'text') throw new Error(`dataset ${dataset.name}: column ${def.name}: a pattern applies to text columns only`);
+      const kind = KINDS[def.kind];
       return {
         def,
         from,
         path,
-        convert: CONVERTERS[def.kind],
-        accept: ACCEPTORS[def.kind],
-        acceptBytes: BYTE_ACCEPTORS[def.kind],
+        convert: kind.convert,
+        accept: kind.received?.accept,
+        acceptBytes: kind.received?.acceptBytes,
+        canonical: kind.received?.canonical,
         isAmount: def.kind === 'amount',
         raw: rawCompanion(def.name),
       } satisfies CompiledColumn;
@@ -383,7 +377,7 @@ export class RowTransformer {
       page,
       (i, c) => {
         const v = valueAt(entries[i], c.path);
-        return v === undefined || v === null ? null : receivedCanonical(c.def.kind, v);
+        return v === undefined || v === null ? null : c.canonical!(v);
       },
       () => {
         let extras: (string | null)[] | undefined;
@@ -463,7 +457,7 @@ export class RowTransformer {
       page,
       (i, c) => {
         const f = atField.get(c)!;
-        return list.tag(i, f) === ABSENT || list.tag(i, f) === NULL ? null : receivedCanonical(c.def.kind, list.value(i, f) as string);
+        return list.tag(i, f) === ABSENT || list.tag(i, f) === NULL ? null : c.canonical!(list.value(i, f) as string);
       },
       () => {
         for (const u of list.unknown) this.unknownFields.set(u.name, (this.unknownFields.get(u.name) ?? 0) + u.entries);

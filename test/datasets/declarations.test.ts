@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DUCKDB_TYPE } from '../../src/datasets/column.js';
+import { KINDS } from '../../src/transform/kinds.js';
 import { DATASETS } from '../../src/datasets/registry.js';
 import { Accounting } from '../../src/extract/accounting.js';
 import { ExplorerClient } from '../../src/extract/explorer.js';
@@ -40,7 +40,7 @@ describe('dataset declarations', () => {
       for (const c of def.columns) {
         expect(c.name, def.name).toMatch(/^[a-z][a-z0-9_]*$/);
         expect(c.doc.length, `${def.name}.${c.name}`).toBeGreaterThan(5);
-        expect(DUCKDB_TYPE[c.kind]).toBeDefined();
+        expect(KINDS[c.kind].lakeType).toBeDefined();
       }
       expect(new Set(def.endpoints.map((e) => e.id)).size, def.name).toBe(def.endpoints.length);
       // Constructing the transformer validates ordinals, patterns and partition sources.

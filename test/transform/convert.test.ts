@@ -1,6 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { CONVERTERS, Rejected, fitsDecimal38 } from '../../src/transform/convert.js';
+import type { ColumnKind } from '../../src/datasets/column.js';
+import { Rejected, fitsDecimal38, type Converter } from '../../src/transform/convert.js';
+import { KINDS } from '../../src/transform/kinds.js';
+
+const CONVERTERS = Object.fromEntries(Object.entries(KINDS).map(([k, spec]) => [k, spec.convert])) as Record<ColumnKind, Converter>;
 
 const UINT256_MAX = 2n ** 256n - 1n;
 

@@ -6,7 +6,7 @@ import { erc20_transfers } from '../../src/datasets/erc20_transfers.js';
 import { event_logs } from '../../src/datasets/event_logs.js';
 import { transactions } from '../../src/datasets/transactions.js';
 import { scanList } from '../../src/extract/scan.js';
-import { ACCEPTORS, BYTE_ACCEPTORS } from '../../src/transform/convert.js';
+import { KINDS } from '../../src/transform/kinds.js';
 import { OrdinalState, RowTransformer, type PageContext } from '../../src/transform/rows.js';
 
 /**
@@ -73,9 +73,13 @@ const unescapable = (s: string): boolean => !/["\\\u0000-\u001f]|[\ud800-\udbff]
 
 describe('byte acceptors', () => {
   // int_array accepts lists only, never a string: a dataset with such a column is never accepted from a scan.
-  for (const [kind, accept] of (Object.entries(ACCEPTORS) as [ColumnKind, (v: unknown) => boolean][]).filter(([k]) => k !== 'int_array')) {
+  const forms = (Object.keys(KINDS) as ColumnKind[]).flatMap((k) => {
+    const r = KINDS[k].received;
+    return r ? [[k, r.accept] as const] : [];
+  });
+  for (const [kind, accept] of forms.filter(([k]) => k !== 'int_array')) {
     it(`${kind}: says of a string's UTF-8 bytes what the string acceptor says of the string`, () => {
-      const acceptBytes = BYTE_ACCEPTORS[kind]!;
+      const acceptBytes = KINDS[kind].received!.acceptBytes!;
       expect(acceptBytes).toBeDefined();
       let yes = 0;
       let no = 0;
