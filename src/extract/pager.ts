@@ -1,5 +1,7 @@
 import type { Accounting } from './accounting.js';
 import type { PageBudget } from './budget.js';
+import { BlockSeek } from './block-seek.js';
+import { PageHold } from './page-hold.js';
 import { ApiError, WindowError } from './errors.js';
 import type { ScannedList } from './scan.js';
 
@@ -250,26 +252,22 @@ async function* pageRange(
 class RangePaging {
   private readonly cap: number;
   private readonly limit: number;
-  private readonly blockField: string;
   private slots: Slot[] = [];
   /** Budget units held: one per launched page not yet handed out. */
-  private held = 0;
+  private readonly hold: PageHold;
+  /** Seek mode (paging past the cap by block number): the listing's order and its edge block. */
+  private readonly seek: BlockSeek;
+  private seeking = false;
   private seg: Segment | undefined;
   private nextOffset = 0;
   private finished = false;
   private total = 0;
-  /** Seek mode: direction of the listing, last block seen and how many of its rows we have. */
-  private order: 'desc' | 'asc' = 'desc';
-  private seeking = false;
-  private lastBlock = NaN;
-  private run_ = 0;
   private validatedRows = 0;
   private segments = 0;
   /** A block whose rows fill the cap: its own count decides whether we can move past it. */
   private probeBlock: number | undefined;
-  /** With cutAtCap: the window stops at the cap, without the rows of `block` (the last `drop` rows). */
-  private cut: { block: number; drop: number } | undefined;
-  private cutSeg: Segment | undefined;
+  /** With cutAtRows: the window stops at the end of segment `seg`, without the rows of `block` (its last `drop` rows). */
+  private cut: { block: number; drop: number; seg: Segment } | undefined;
   private wake: (() => void) | undefined;
   private abandoned = false;
 
@@ -288,7 +286,8 @@ class RangePaging {
   ) {
     this.cap = effectiveCap(opts);
     this.limit = Math.min(opts.pageSize, this.cap);
-    this.blockField = opts.blockField ?? 'block_number';
+    this.hold = new PageHold(opts.budget);
+    this.seek = new BlockSeek(opts.blockField ?? 'block_number');
   }
 
   async *run(): AsyncGenerator<FetchedPage> {
@@ -311,14 +310,14 @@ class RangePaging {
         throw new WindowError(`${first.count} rows exceed the API's result window of ${this.cap} and this endpoint has no block filter to narrow by`);
       }
       if (this.range.from === this.range.to) throw this.blockTooLarge(this.range.from, first.count);
-      const order = this.orderOf(first);
+      const order = this.seek.orderOf(first);
       if (order === undefined) {
         // No block numbers to continue by: bisect, and let each part page itself.
-        this.releaseOne();
+        this.hold.releaseOne();
         yield* this.bisect(first);
         return;
       }
-      this.order = order;
+      this.seek.order = order;
       this.seeking = true;
       this.startSegment({ range: this.range, offset0: 0, expected: first.count, end: this.cap });
     }
@@ -342,7 +341,7 @@ class RangePaging {
       next.last = this.isLast(next.req, next.seg);
       this.nextOffset += this.limit;
       this.slots.push(next);
-    } else if (second) this.releaseOne();
+    } else if (second) this.hold.releaseOne();
     this.validateReady();
 
     for (;;) {
@@ -360,7 +359,7 @@ class RangePaging {
       if (head.error !== undefined) throw this.failure(head.error);
       this.slots.shift();
       let page = head.page!;
-      if (head.last && this.cut && head.seg === this.cutSeg) {
+      if (head.last && this.cut && head.seg === this.cut.seg) {
         // The edge block's rows are the page's last ones: the next window has them all.
         const entries = page.entries.slice(0, entryCount(page) - this.cut.drop);
         page = { ...page, entries, size: entries.length, raw: undefined };
@@ -370,7 +369,7 @@ class RangePaging {
       try {
         yield page;
       } finally {
-        this.releaseOne();
+        this.hold.releaseOne();
       }
     }
     if (this.validatedRows !== this.total) throw new CountDrift(`got ${this.validatedRows} rows of ${this.total}`);
@@ -383,13 +382,13 @@ class RangePaging {
   }
 
   private async fetchFirst(): Promise<FetchedPage> {
-    await this.takeBudget();
+    await this.hold.take();
     try {
       const page = await this.fetch({ offset: 0, limit: this.limit, range: this.range }, this.acct);
       this.progress.pages++;
       return page;
     } catch (e) {
-      this.releaseOne();
+      this.hold.releaseOne();
       throw this.failure(e);
     }
   }
@@ -399,15 +398,15 @@ class RangePaging {
    * tells its count; its first `min(count, limit)` rows are the parent's first rows. Holds budget for both.
    */
   private async fromHint(hint: FetchedPage): Promise<{ first: FetchedPage; second?: FetchedPage }> {
-    await this.takeBudget();
-    await this.takeBudget();
+    await this.hold.take();
+    await this.hold.take();
     let second: FetchedPage;
     try {
       second = await this.fetch({ offset: this.limit, limit: this.limit, range: this.range }, this.acct);
       this.progress.pages++;
     } catch (e) {
-      this.releaseOne();
-      this.releaseOne();
+      this.hold.releaseOne();
+      this.hold.releaseOne();
       throw this.failure(e);
     }
     const count = second.count;
@@ -416,29 +415,8 @@ class RangePaging {
     const first: FetchedPage = { ...hint, entries, size: entries.length, raw: undefined, count, offset: 0, range: this.range };
     if (count > this.limit && count <= this.cap) return { first, second };
     // Nothing past the first page, or more than the cap (this range is split in turn): the probe is spent.
-    this.releaseOne();
+    this.hold.releaseOne();
     return { first };
-  }
-
-  /** Spare page budget, if any (always, without a budget). */
-  private tryTake(): boolean {
-    if (this.opts.budget && !this.opts.budget.tryAcquire()) return false;
-    this.held++;
-    return true;
-  }
-
-  /** Page budget, waiting for it: only for a window holding none, so every window can always progress. */
-  private async takeBudget(): Promise<void> {
-    if (this.tryTake()) return;
-    await this.opts.budget!.acquire();
-    this.held++;
-  }
-
-  private releaseOne(): void {
-    if (this.held > 0) {
-      this.held--;
-      this.opts.budget?.release();
-    }
   }
 
   /** Cap errors become a refetch under the learned cap; other errors pass. */
@@ -474,7 +452,7 @@ class RangePaging {
   private launchReady(): void {
     for (;;) {
       const req = this.nextRequest();
-      if (!req || this.slots.length >= this.opts.prefetch || !this.tryTake()) return;
+      if (!req || this.slots.length >= this.opts.prefetch || !this.hold.tryTake()) return;
       this.launch(req);
     }
   }
@@ -483,7 +461,7 @@ class RangePaging {
   private async topUp(): Promise<void> {
     this.launchReady();
     if (this.slots.length > 0 || !this.nextRequest()) return;
-    await this.takeBudget();
+    await this.hold.take();
     // Nothing was in flight, so nothing changed the plan while we waited.
     this.launch(this.nextRequest()!);
     this.launchReady();
@@ -543,23 +521,7 @@ class RangePaging {
     if (rows !== expectedRows) {
       throw new CountDrift(`the page at offset ${req.offset} of ${describe(seg.range)} holds ${rows} rows, expected ${expectedRows} of ${seg.expected}`);
     }
-    if (this.seeking) {
-      for (const b of this.blocksOf(page)) {
-        const r = seg.range!;
-        if (b === undefined) throw new Error(`an entry at offset ${req.offset} of ${describe(r)} has no readable '${this.blockField}'`);
-        const inOrder = Number.isNaN(this.lastBlock) || (this.order === 'desc' ? b <= this.lastBlock : b >= this.lastBlock);
-        if (!inOrder || b < r.from || b > r.to) {
-          throw new WindowError(
-            `the listing of ${describe(r)} is not ordered by block as assumed (block ${b} after block ${this.lastBlock}, offset ${req.offset}); cannot page past the result window`,
-          );
-        }
-        if (b === this.lastBlock) this.run_++;
-        else {
-          this.lastBlock = b;
-          this.run_ = 1;
-        }
-      }
-    }
+    if (this.seeking) this.seek.follow(page, seg.range!, req.offset, describe(seg.range));
     this.validatedRows += rows;
   }
 
@@ -572,22 +534,21 @@ class RangePaging {
     }
     // More rows beyond the cap: continue from the edge block, skipping the rows of it we already have.
     this.progress.capHits++;
-    const b = this.lastBlock;
-    const k = this.run_;
+    const b = this.seek.lastBlock;
+    const k = this.seek.edgeRows;
     const r = seg.range!;
     const cutAt = this.opts.cutAtRows;
     if (cutAt !== undefined && this.validatedRows >= cutAt && k < this.validatedRows && k <= entryCount(last.page!) && b >= r.from && b <= r.to) {
       // Stop here: this window keeps the rows of the blocks it holds whole; the rest is the next window's.
       const kept = this.validatedRows - k;
-      this.cut = { block: b, drop: k };
-      this.cutSeg = seg;
+      this.cut = { block: b, drop: k, seg };
       this.tally.expected -= this.total - kept;
       this.progress.rowsExpected -= this.total - kept;
       this.total = kept;
       this.validatedRows = kept;
       const w = this.range!;
-      this.progress.covered = this.order === 'desc' ? { from: b + 1, to: w.to } : { from: w.from, to: b - 1 };
-      this.progress.rest = this.order === 'desc' ? { from: w.from, to: b } : { from: b, to: w.to };
+      this.progress.rest = this.seek.after(w, b, true);
+      this.progress.covered = this.seek.order === 'desc' ? { from: b + 1, to: w.to } : { from: w.from, to: b - 1 };
       this.seg = undefined;
       this.finished = true;
       return;
@@ -603,7 +564,7 @@ class RangePaging {
   private continueAt(block: number, skip: number): void {
     const r = this.range!;
     const left = this.total - this.validatedRows + skip;
-    const range = this.order === 'desc' ? { from: r.from, to: block } : { from: block, to: r.to };
+    const range = this.seek.after(r, block, true);
     this.progress.splits++;
     this.startSegment({ range, offset0: skip, expected: left, end: Math.min(left, this.cap) });
   }
@@ -612,11 +573,11 @@ class RangePaging {
   private async probe(block: number): Promise<void> {
     this.probeBlock = undefined;
     const n = await this.count({ from: block, to: block });
-    if (n > this.run_) throw this.blockTooLarge(block, n);
-    if (n < this.run_) throw new CountDrift(`block ${block} counts ${n} rows, ${this.run_} were paged`);
+    if (n > this.seek.edgeRows) throw this.blockTooLarge(block, n);
+    if (n < this.seek.edgeRows) throw new CountDrift(`block ${block} counts ${n} rows, ${this.seek.edgeRows} were paged`);
     const r = this.range!;
     const left = this.total - this.validatedRows;
-    const range = this.order === 'desc' ? { from: r.from, to: block - 1 } : { from: block + 1, to: r.to };
+    const range = this.seek.after(r, block, false);
     if (left === 0 || range.from > range.to) {
       if (left !== 0) throw new CountDrift(`${left} rows missing after block ${block}`);
       this.finished = true;
@@ -640,30 +601,6 @@ class RangePaging {
       `block ${block} alone holds ${count} rows, more than the API's result window of ${this.cap} (offset + limit): it cannot be paged completely`,
       block,
     );
-  }
-
-  /**
-   * The block number of each entry of a page (undefined where unreadable). Read from the scanned list when the
-   * block field is one it located, so that paging past the cap does not parse the entries.
-   */
-  private blocksOf(page: FetchedPage): (number | undefined)[] {
-    const list = scannedList(page);
-    const f = list ? list.fields.indexOf(this.blockField) : -1;
-    if (f < 0) return page.entries.map((e) => (e !== null && typeof e === 'object' ? blockNumber((e as Record<string, unknown>)[this.blockField]) : undefined));
-    const blocks = new Array<number | undefined>(list!.count);
-    for (let i = 0; i < blocks.length; i++) blocks[i] = blockNumber(list!.value(i, f));
-    return blocks;
-  }
-
-  /** The listing's block order on a page, if its entries carry block numbers. */
-  private orderOf(page: FetchedPage): 'desc' | 'asc' | undefined {
-    if (entryCount(page) === 0) return undefined;
-    const blocks = this.blocksOf(page);
-    if (blocks.some((b) => b === undefined)) return undefined;
-    const bs = blocks as number[];
-    if (bs.every((b, i) => i === 0 || b <= bs[i - 1]!)) return 'desc';
-    if (bs.every((b, i) => i === 0 || b >= bs[i - 1]!)) return 'asc';
-    return undefined;
   }
 
   /**
@@ -694,14 +631,8 @@ class RangePaging {
     this.slots = [];
     this.seg = undefined;
     await Promise.all(pending);
-    while (this.held > 0) this.releaseOne();
+    this.hold.releaseAll();
   }
-}
-
-/** An entry's block number field as a block number, if it reads as one. */
-function blockNumber(v: unknown): number | undefined {
-  const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : typeof v === 'number' ? v : NaN;
-  return Number.isSafeInteger(n) ? n : undefined;
 }
 
 /**
