@@ -38,6 +38,12 @@ export interface FetchedPage {
    * of them) has none: it must not keep its source's.
    */
   raw?: RawPage;
+  /**
+   * A page cut short (its entries the first ones of another page's): the body those came from, whose list
+   * starts with this page's entries. Only for reading values' digits as received (transform/exact-extra.ts);
+   * the body is not this page's.
+   */
+  cutFrom?: RawPage;
   /** The envelope's results object, for fields that sit beside `data` (token_name, to_block...). */
   results: Record<string, unknown>;
   count: number;
@@ -362,7 +368,7 @@ class RangePaging {
       if (head.last && this.cut && head.seg === this.cut.seg) {
         // The edge block's rows are the page's last ones: the next window has them all.
         const entries = page.entries.slice(0, entryCount(page) - this.cut.drop);
-        page = { ...page, entries, size: entries.length, raw: undefined };
+        page = { ...page, entries, size: entries.length, raw: undefined, cutFrom: page.raw ?? page.cutFrom };
       }
       this.tally.got += entryCount(page);
       this.progress.rowsGot += entryCount(page);
@@ -412,7 +418,16 @@ class RangePaging {
     const count = second.count;
     // The entries are cut from the hint's: the page no longer is its body as received.
     const entries = hint.entries.slice(0, Math.min(count, this.limit));
-    const first: FetchedPage = { ...hint, entries, size: entries.length, raw: undefined, count, offset: 0, range: this.range };
+    const first: FetchedPage = {
+      ...hint,
+      entries,
+      size: entries.length,
+      raw: undefined,
+      cutFrom: hint.raw ?? hint.cutFrom,
+      count,
+      offset: 0,
+      range: this.range,
+    };
     if (count > this.limit && count <= this.cap) return { first, second };
     // Nothing past the first page, or more than the cap (this range is split in turn): the probe is spent.
     this.hold.releaseOne();

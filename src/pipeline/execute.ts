@@ -149,6 +149,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
         fields: w.endpoint.entryFields,
         ordinals,
         raw: page.raw,
+        cutFrom: page.cutFrom,
       };
       // A scanned page is accepted on its bytes; one that is not (or was not scanned) is asked of its entries
       // as objects, parsed here if still bytes: exactly what happens without a scan.

@@ -48,6 +48,8 @@ export interface PageContext {
   ordinals?: OrdinalState;
   /** The page's body as received, when its entries are that body's list. */
   raw?: RawPage;
+  /** A page cut short: the body its entries are the first ones of (see FetchedPage.cutFrom). */
+  cutFrom?: RawPage;
 }
 
 /** Pages up to this size may be staged as received: within DuckDB's default JSON object size (16 MB). */
@@ -309,8 +311,6 @@ export class RowTransformer {
     if (ordinals && (page.offset ?? 0) === 0) ordinals.restart();
     const meta = page.meta ?? {};
     const mapFields = page.fields && (page.fields.rename || page.fields.fill) ? page.fields : undefined;
-    // The body as received, where these entries are its list (see extraText).
-    const body = page.raw?.entries === entries ? page.raw : undefined;
     for (let index = 0; index < entries.length; index++) {
       const apiEntry = entries[index];
       if (apiEntry === null || typeof apiEntry !== 'object' || Array.isArray(apiEntry)) {
@@ -321,7 +321,7 @@ export class RowTransformer {
       const extra = this.noteUnknown(entry, this.fields, '');
       const values: Record<string, Canonical> = {};
       // Only set when there are fields to keep: a staged row without the key reads as NULL, at no cost per row.
-      if (this.extraColumn && extra !== undefined) values[this.extraColumn] = extraText(extra, body, index);
+      if (this.extraColumn && extra !== undefined) values[this.extraColumn] = extraText(extra, bodyOf(page, entries), index);
       let rejected: RejectRecord | undefined;
       for (const c of this.columns) {
         if (c.from === 'ordinal' || c.from === 'extra') continue;
@@ -385,7 +385,7 @@ export class RowTransformer {
           const extra = this.noteUnknown(e as Record<string, unknown>, this.fields, '');
           if (extra === undefined) return;
           extras ??= new Array<string | null>(entries.length).fill(null);
-          extras[i] = extraText(extra, page.raw?.entries === entries ? page.raw : undefined, i);
+          extras[i] = extraText(extra, bodyOf(page, entries), i);
         });
         return this.extraColumn ? extras : undefined;
       },
@@ -573,4 +573,14 @@ function valueAt(root: unknown, path: readonly string[]): unknown {
   let v = root;
   for (const part of path) v = v === null || typeof v !== 'object' ? undefined : (v as Record<string, unknown>)[part];
   return v;
+}
+
+/**
+ * The body as received whose list starts with `entries` (the page's own, or the one a cut page came from), for
+ * reading their values' digits as sent (see extraText); undefined when there is none.
+ */
+function bodyOf(page: PageContext, entries: readonly unknown[]): RawPage | undefined {
+  if (page.raw?.entries === entries) return page.raw;
+  const from = page.cutFrom;
+  return from && entries.length <= from.entries.length && (entries.length === 0 || from.entries[0] === entries[0]) ? from : undefined;
 }

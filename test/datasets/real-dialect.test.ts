@@ -189,6 +189,35 @@ describe('nothing dropped', () => {
   });
 });
 
+describe('nothing dropped, in pages made from other pages', () => {
+  it('every log of a contract keeps its sequence digit for digit, also where bisection reuses a parent page', async () => {
+    const lake = await lakeDir();
+    // Small pages and a small result window: event logs carry no block number, so a contract over the cap is
+    // bisected, and each part's first page is cut from its parent's first page (no body of its own).
+    const report = await runJob(
+      parseJob(
+        {
+          name: 'cut-extra',
+          target: 'simulator',
+          lake,
+          pageSize: 10,
+          resultWindow: 40,
+          datasets: { event_logs: { contracts: [ex.erc20Token] } },
+        },
+        'cut-extra',
+      ),
+      { simulator: sim, now: NOW },
+    );
+    expect(report.status).toBe('complete');
+    const [w] = await queryCatalog(lake, `SELECT sum(splits)::INT AS splits FROM windows`);
+    expect(w!.splits, 'the window was bisected').toBeGreaterThan(0);
+    const rows = await queryCatalog(lake, `SELECT extra->>'id' AS id, extra::VARCHAR AS x FROM event_logs`);
+    expect(rows.length).toBeGreaterThan(40);
+    const exact = (id: string): string => `{"id":"${id}","sequence":1${id.padStart(17, '0')}}`;
+    expect(rows.filter((r) => r.x !== exact(String(r.id)))).toEqual([]);
+  });
+});
+
 describe('address-only event logs', () => {
   it('a contract without topics exports all its logs; given topics still filter; one row per log across both scopes', async () => {
     const head = sim.head();
