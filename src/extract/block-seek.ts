@@ -57,6 +57,11 @@ export class BlockSeek {
     }
   }
 
+  /** The part of `range` paged before `block` in the listing's order (without `block`). */
+  before(range: BlockRange, block: number): BlockRange {
+    return this.order === 'desc' ? { from: block + 1, to: range.to } : { from: range.from, to: block - 1 };
+  }
+
   /** The part of `range` that continues past `block`, or from it (`inclusive`), in the listing's order. */
   after(range: BlockRange, block: number, inclusive: boolean): BlockRange {
     const step = inclusive ? 0 : 1;

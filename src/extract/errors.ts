@@ -128,3 +128,9 @@ export class ApiUnreachableError extends ChainlakeError {
     super(`nothing answers at ${origin}: ${(cause as Error).message}`, { cause, exitCode: EXIT.usage, hint: UNREACHABLE_HINT });
   }
 }
+
+/** For a command's first request (a head lookup): nothing answering there is a wrong address (exit 2). */
+export function rethrowUnreachable(e: unknown): never {
+  const origin = unreachableOrigin(e);
+  throw origin === undefined ? e : new ApiUnreachableError(origin, e);
+}

@@ -562,8 +562,8 @@ class RangePaging {
       this.total = kept;
       this.validatedRows = kept;
       const w = this.range!;
+      this.progress.covered = this.seek.before(w, b);
       this.progress.rest = this.seek.after(w, b, true);
-      this.progress.covered = this.seek.order === 'desc' ? { from: b + 1, to: w.to } : { from: w.from, to: b - 1 };
       this.seg = undefined;
       this.finished = true;
       return;

@@ -1,6 +1,15 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { RunReport } from '../pipeline/report.js';
 
+/** A counter of `registry` with these labels (the gauge below likewise): one line per metric, not five. */
+function counter<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[]): Counter<L> {
+  return new Counter({ name, help, labelNames, registers: [registry] });
+}
+
+function gauge<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[]): Gauge<L> {
+  return new Gauge({ name, help, labelNames, registers: [registry] });
+}
+
 /**
  * What a long-running chainlake process (`chainlake schedule`; the distributed worker later) tells Prometheus.
  * Every count comes from a run's own report (the figures it stores in the catalog), added once per run, so the
@@ -8,96 +17,42 @@ import type { RunReport } from '../pipeline/report.js';
  */
 export class RunMetrics {
   readonly registry = new Registry();
-  private readonly runs = new Counter({
-    name: 'chainlake_runs_total',
-    help: 'Runs finished, by job and final status (or exit code when no report was written).',
-    labelNames: ['job', 'status'] as const,
-    registers: [this.registry],
-  });
-  private readonly requests = new Counter({
-    name: 'chainlake_requests_total',
-    help: 'HTTP requests sent by runs (every attempt).',
-    labelNames: ['job'] as const,
-    registers: [this.registry],
-  });
-  private readonly retries = new Counter({
-    name: 'chainlake_retries_total',
-    help: 'Requests retried by runs.',
-    labelNames: ['job'] as const,
-    registers: [this.registry],
-  });
-  private readonly throttles = new Counter({
-    name: 'chainlake_throttles_total',
-    help: 'Responses that throttled a run (HTTP 429 or a throttle envelope).',
-    labelNames: ['job'] as const,
-    registers: [this.registry],
-  });
-  private readonly rowsFetched = new Counter({
-    name: 'chainlake_rows_fetched_total',
-    help: 'Rows fetched and typed, by job and dataset.',
-    labelNames: ['job', 'dataset'] as const,
-    registers: [this.registry],
-  });
-  private readonly rowsLanded = new Counter({
-    name: 'chainlake_rows_landed_total',
-    help: 'Rows of runs in the lake after their commits, by job and dataset.',
-    labelNames: ['job', 'dataset'] as const,
-    registers: [this.registry],
-  });
-  private readonly rejects = new Counter({
-    name: 'chainlake_rejects_total',
-    help: 'Rows that did not convert (kept in _rejects), by job and dataset.',
-    labelNames: ['job', 'dataset'] as const,
-    registers: [this.registry],
-  });
-  private readonly windows = new Counter({
-    name: 'chainlake_windows_total',
-    help: 'Windows fetched by runs, by job and outcome (done, failed).',
-    labelNames: ['job', 'state'] as const,
-    registers: [this.registry],
-  });
-  private readonly quotaUsed = new Gauge({
-    name: 'chainlake_quota_used_requests',
-    help: "Requests spent today (UTC) on the job's account, as of its last run (jobs with a dailyRequestQuota).",
-    labelNames: ['job'] as const,
-    registers: [this.registry],
-  });
-  private readonly quotaLimit = new Gauge({
-    name: 'chainlake_quota_limit_requests',
-    help: "The job's dailyRequestQuota.",
-    labelNames: ['job'] as const,
-    registers: [this.registry],
-  });
-  private readonly lastExit = new Gauge({
-    name: 'chainlake_last_run_exit_code',
-    help: "Exit code of the job's last run.",
-    labelNames: ['job'] as const,
-    registers: [this.registry],
-  });
-  private readonly lastFinish = new Gauge({
-    name: 'chainlake_last_run_finished_timestamp_seconds',
-    help: "When the job's last run finished (Unix time).",
-    labelNames: ['job'] as const,
-    registers: [this.registry],
-  });
-  private readonly lastSuccess = new Gauge({
-    name: 'chainlake_last_success_timestamp_seconds',
-    help: "When a run of the job last completed (Unix time): now minus this is the lake's lag behind the schedule.",
-    labelNames: ['job'] as const,
-    registers: [this.registry],
-  });
-  private readonly running = new Gauge({
-    name: 'chainlake_runs_in_progress',
-    help: 'Runs in progress, by job.',
-    labelNames: ['job'] as const,
-    registers: [this.registry],
-  });
-  private readonly nextRun = new Gauge({
-    name: 'chainlake_next_run_timestamp_seconds',
-    help: "When the job's next run is due (Unix time).",
-    labelNames: ['job'] as const,
-    registers: [this.registry],
-  });
+  private readonly runs = counter(this.registry, 'chainlake_runs_total', 'Runs finished, by job and final status (or exit code when no report was written).', [
+    'job',
+    'status',
+  ]);
+  private readonly requests = counter(this.registry, 'chainlake_requests_total', 'HTTP requests sent by runs (every attempt).', ['job']);
+  private readonly retries = counter(this.registry, 'chainlake_retries_total', 'Requests retried by runs.', ['job']);
+  private readonly throttles = counter(this.registry, 'chainlake_throttles_total', 'Responses that throttled a run (HTTP 429 or a throttle envelope).', [
+    'job',
+  ]);
+  private readonly rowsFetched = counter(this.registry, 'chainlake_rows_fetched_total', 'Rows fetched and typed, by job and dataset.', ['job', 'dataset']);
+  private readonly rowsLanded = counter(this.registry, 'chainlake_rows_landed_total', 'Rows of runs in the lake after their commits, by job and dataset.', [
+    'job',
+    'dataset',
+  ]);
+  private readonly rejects = counter(this.registry, 'chainlake_rejects_total', 'Rows that did not convert (kept in _rejects), by job and dataset.', [
+    'job',
+    'dataset',
+  ]);
+  private readonly windows = counter(this.registry, 'chainlake_windows_total', 'Windows fetched by runs, by job and outcome (done, failed).', ['job', 'state']);
+  private readonly quotaUsed = gauge(
+    this.registry,
+    'chainlake_quota_used_requests',
+    "Requests spent today (UTC) on the job's account, as of its last run (jobs with a dailyRequestQuota).",
+    ['job'],
+  );
+  private readonly quotaLimit = gauge(this.registry, 'chainlake_quota_limit_requests', "The job's dailyRequestQuota.", ['job']);
+  private readonly lastExit = gauge(this.registry, 'chainlake_last_run_exit_code', "Exit code of the job's last run.", ['job']);
+  private readonly lastFinish = gauge(this.registry, 'chainlake_last_run_finished_timestamp_seconds', "When the job's last run finished (Unix time).", ['job']);
+  private readonly lastSuccess = gauge(
+    this.registry,
+    'chainlake_last_success_timestamp_seconds',
+    "When a run of the job last completed (Unix time): now minus this is the lake's lag behind the schedule.",
+    ['job'],
+  );
+  private readonly running = gauge(this.registry, 'chainlake_runs_in_progress', 'Runs in progress, by job.', ['job']);
+  private readonly nextRun = gauge(this.registry, 'chainlake_next_run_timestamp_seconds', "When the job's next run is due (Unix time).", ['job']);
   /** Per job: the last run's exit code and when, for /healthz. */
   private readonly last = new Map<string, { exitCode: number; at: Date; status: string }>();
 

@@ -6,7 +6,7 @@ import type { LakePaths } from '../load/paths.js';
 import { readLakeState, watermarkKey, windowKey, type LakeState, type ResumePoint } from '../load/state.js';
 import { getDataset } from '../datasets/registry.js';
 import { findHead, type FoundHead } from '../extract/head.js';
-import { ApiUnreachableError, unreachableOrigin } from '../extract/errors.js';
+import { rethrowUnreachable } from '../extract/errors.js';
 import type { Clients } from './execute.js';
 import type { Job } from './job.js';
 import { jobRange, windowIdOf, windowsOf, type Window } from './plan.js';
@@ -229,10 +229,4 @@ export function pagerOptionsOf(job: Job, cutAtRows?: number): PagerOptions {
     learnedCap: new LearnedCap(),
     ...(cutAtRows === undefined ? {} : { cutAtRows }),
   };
-}
-
-/** A head lookup is a command's first request: when nothing answers, it is the address that is wrong (exit 2). */
-export function rethrowUnreachable(e: unknown): never {
-  const origin = unreachableOrigin(e);
-  throw origin === undefined ? e : new ApiUnreachableError(origin, e);
 }

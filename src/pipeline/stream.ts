@@ -14,7 +14,8 @@ import { executeWindow, StrictRejectsError, type WindowOutcome } from './execute
 import type { Job } from './job.js';
 import { silentLogger, type Logger } from './log.js';
 import { planWindows } from './plan.js';
-import { needsHead, pagerOptionsOf, rethrowUnreachable } from './prepare.js';
+import { needsHead, pagerOptionsOf } from './prepare.js';
+import { rethrowUnreachable } from '../extract/errors.js';
 import { findHead } from '../extract/head.js';
 import { buildClients, newRunId, resolveTargets, transportOptionsOf, type RunOptions } from './run.js';
 
