@@ -341,15 +341,20 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
   }
 }
 
+/** The typed rows of staged reject files of one network, with the REJECTS_SHAPE columns. */
+export function rejectsSelect(stagedFiles: readonly string[], network: Network, runId: string, ingestedAt: string): string {
+  return `SELECT dataset, "window", field, raw_value, reason, CAST(entry AS JSON) AS entry, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at
+    FROM read_json(${literalList(stagedFiles)}, format='newline_delimited',
+         columns={'dataset': 'VARCHAR', 'network': 'VARCHAR', 'window': 'VARCHAR', 'field': 'VARCHAR', 'raw_value': 'VARCHAR', 'reason': 'VARCHAR', 'entry': 'VARCHAR'})
+    WHERE network = ${literal(network)}`;
+}
+
 /** Rejects join the day's log partition of `_rejects` (one file per network and run date, merged). */
 export async function prepareRejects(input: Omit<PrepareInput, 'def'> & { date: string }): Promise<PreparedFile | undefined> {
   const { engine, paths, network, runId, ingestedAt, stagedFiles, workDir, date } = input;
   if (stagedFiles.length === 0) return undefined;
   await mkdirDurable(workDir);
-  const fresh = `SELECT dataset, "window", field, raw_value, reason, CAST(entry AS JSON) AS entry, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at
-    FROM read_json(${literalList(stagedFiles)}, format='newline_delimited',
-         columns={'dataset': 'VARCHAR', 'network': 'VARCHAR', 'window': 'VARCHAR', 'field': 'VARCHAR', 'raw_value': 'VARCHAR', 'reason': 'VARCHAR', 'entry': 'VARCHAR'})
-    WHERE network = ${literal(network)}`;
+  const fresh = rejectsSelect(stagedFiles, network, runId, ingestedAt);
   const n = Number((await engine.conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (${fresh})`)).getRowsJS()[0]![0]);
   if (n === 0) return undefined;
   return preparePartition(engine, paths, REJECTS_SHAPE, network, date, fresh, workDir);

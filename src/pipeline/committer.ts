@@ -4,13 +4,12 @@ import type { WatermarkRecord, WindowRecord } from '../load/catalog.js';
 import type { CommittedFile } from '../load/commit.js';
 import { BatchRows, Loaders } from '../load/batch-rows.js';
 import { commitRun, type RunRecord } from '../load/commit-run.js';
-import type { StagedPages } from '../load/schema.js';
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
 import { watermarkKey } from '../load/state.js';
 import { collectGarbage } from './garbage.js';
 import type { BlockRange } from '../extract/pager.js';
-import type { WindowOutcome } from './execute.js';
+import { stagedOf, type WindowOutcome } from './execute.js';
 import type { Logger } from './log.js';
 
 export interface CommitPolicy {
@@ -303,14 +302,4 @@ export function advanceWatermark(old: number | undefined, rangeStart: number, ra
     mark = mark === undefined ? r.to : Math.max(mark, r.to);
   }
   return { mark, rest: mark === undefined ? sorted : sorted.filter((r) => r.to > mark) };
-}
-
-/** A completed window's non-empty staged files. */
-function stagedOf(o: WindowOutcome): { stagedFiles: string[]; pageFiles: StagedPages[] } {
-  return {
-    stagedFiles: o.stage && o.stage.rows > 0 ? [o.stage.file] : [],
-    pageFiles: (o.pageStage?.files ?? [])
-      .filter((f) => f.rows > 0)
-      .map((f) => ({ file: f.file, entriesAt: o.pagesEntriesAt!, maxLineBytes: f.maxLineBytes, extras: f.extras })),
-  };
 }

@@ -6,6 +6,7 @@ import type { ExplorerClient } from '../extract/explorer.js';
 import type { FinanceClient } from '../extract/finance.js';
 import { entryCount, pageWindow, scannedList, WindowProgress, type FetchedPage, type PageFetcher, type PagerOptions } from '../extract/pager.js';
 import { PageFiles, StageFile } from '../load/staging.js';
+import type { StagedPages } from '../load/schema.js';
 import { MAX_RECEIVED_PAGE_BYTES, OrdinalState, type RowTransformer } from '../transform/rows.js';
 import type { Logger } from './log.js';
 import { windowIdOf, type Window } from './plan.js';
@@ -209,4 +210,14 @@ export class StrictRejectsError extends ChainlakeError {
   constructor(readonly rejects: number) {
     super(`${rejects} rows did not convert (strict mode)`, { exitCode: EXIT.strictRejects });
   }
+}
+
+/** A completed window's non-empty staged files: what a commit (or a stream, or a fragment) types. */
+export function stagedOf(o: WindowOutcome): { stagedFiles: string[]; pageFiles: StagedPages[] } {
+  return {
+    stagedFiles: o.stage && o.stage.rows > 0 ? [o.stage.file] : [],
+    pageFiles: (o.pageStage?.files ?? [])
+      .filter((f) => f.rows > 0)
+      .map((f) => ({ file: f.file, entriesAt: o.pagesEntriesAt!, maxLineBytes: f.maxLineBytes, extras: f.extras })),
+  };
 }

@@ -703,6 +703,11 @@ function pathOverrides(r: Reader, v: unknown): Record<string, string> {
 }
 
 export async function loadJobFile(file: string, env: NodeJS.ProcessEnv = process.env): Promise<Job> {
+  return (await loadJobDocument(file, env)).job;
+}
+
+/** The job and the document it was parsed from (the distributed mode stores the document for its workers). */
+export async function loadJobDocument(file: string, env: NodeJS.ProcessEnv = process.env): Promise<{ job: Job; doc: unknown }> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -715,5 +720,5 @@ export async function loadJobFile(file: string, env: NodeJS.ProcessEnv = process
   } catch (e) {
     throw new JobError(file, '', `not valid JSON ${jsonErrorPlace(text, (e as Error).message)}`);
   }
-  return parseJob(doc, file, env);
+  return { job: parseJob(doc, file, env), doc };
 }

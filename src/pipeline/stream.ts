@@ -7,10 +7,10 @@ import { HttpTransport } from '../extract/transport.js';
 import { arrowBatches, DEFAULT_BATCH_ROWS } from '../load/arrow.js';
 import { stagedSelect } from '../load/commit.js';
 import { openEngine } from '../load/engine.js';
-import { datasetShape, STAGED_PARTITION, type StagedPages } from '../load/schema.js';
+import { datasetShape, STAGED_PARTITION } from '../load/schema.js';
 import { ident, literal } from '../load/sql.js';
 import { RowTransformer } from '../transform/rows.js';
-import { executeWindow, StrictRejectsError, type WindowOutcome } from './execute.js';
+import { executeWindow, stagedOf, StrictRejectsError } from './execute.js';
 import type { Job } from './job.js';
 import { silentLogger, type Logger } from './log.js';
 import { planWindows } from './plan.js';
@@ -107,11 +107,4 @@ export async function* streamJobBatches(job: Job, opts: StreamJobOptions = {}): 
     await targets.close();
     await rm(dir, { recursive: true, force: true });
   }
-}
-
-function stagedOf(o: WindowOutcome): { stagedFiles: string[]; pageFiles: StagedPages[] } {
-  return {
-    stagedFiles: o.stage && o.stage.rows > 0 ? [o.stage.file] : [],
-    pageFiles: (o.pageStage?.files ?? []).filter((f) => f.rows > 0).map((f) => ({ file: f.file, entriesAt: o.pagesEntriesAt!, maxLineBytes: f.maxLineBytes })),
-  };
 }

@@ -19,7 +19,9 @@ async function freePort(): Promise<number> {
 
 export interface TestPostgres {
   /** A new, empty database and a client connected to it (closed by stop()). */
-  database(): Promise<{ name: string; connect(): Promise<pg.Client> }>;
+  database(): Promise<{ name: string; connect(): Promise<pg.Client>; url: string }>;
+  /** The superuser's password, for PGPASSWORD (URLs carry none). */
+  password: string;
   stop(): Promise<void>;
 }
 
@@ -48,11 +50,13 @@ export async function startPostgres(): Promise<TestPostgres> {
   const clients: pg.Client[] = [];
   let n = 0;
   return {
+    password,
     async database() {
       const name = `lake_${++n}`;
       await server.createDatabase(name);
       return {
         name,
+        url: `postgres://postgres@127.0.0.1:${port}/${name}`,
         async connect() {
           const client = new pg.Client({ host: '127.0.0.1', port, user: 'postgres', password, database: name });
           await client.connect();

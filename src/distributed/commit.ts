@@ -1,0 +1,309 @@
+/**
+ * The committer: exactly one at a time (a lease row in the control plane, taken by whichever worker finds it
+ * free or expired). It folds fetched fragments into the DuckLake: for each dataset, the partitions the
+ * fragments touch are merged with the rows those partitions hold (one row per natural key, the rule of a
+ * single-machine commit), written as new immutable files, and committed as ONE snapshot that ends the
+ * partitions' old files, in ONE PostgreSQL transaction that also marks the windows committed, advances the
+ * watermarks and closes finished runs — and first checks that this committer still holds the lease, so a
+ * committer that stalled past its lease cannot commit behind its successor's back.
+ */
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type pg from 'pg';
+import type { CatalogDb } from '../ducklake/catalog-db.js';
+import { currentSnapshot, findTable, listColumns, listDataFiles, scanSql } from '../ducklake/reader.js';
+import { commitFiles, writeDataFile, type StagedFile } from '../ducklake/writer.js';
+import { getDataset } from '../datasets/registry.js';
+import type { Engine } from '../load/engine.js';
+import { keyRank, onePerKey } from '../load/merge.js';
+import { datasetShape, emptyTypedSelect, REJECTS_DATASET, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
+import { ident, literal, literalList } from '../load/sql.js';
+import { MERGE_SLICE_ROWS, slicePartitions } from '../load/commit.js';
+import { advanceWatermark } from '../pipeline/committer.js';
+import type { Logger } from '../pipeline/log.js';
+import { ChainlakeError } from '../errors.js';
+import { CONTROL_SCHEMA } from './control-plane.js';
+import { ensureTable } from './lake-tables.js';
+import type { Store } from './store.js';
+
+export const COMMITTER_LEASE = 'committer';
+
+export class LeaseLostError extends ChainlakeError {
+  constructor(holder: string) {
+    super(`the committer lease is no longer held by ${holder}: another worker commits now`);
+  }
+}
+
+/** Takes or renews the lease when it is free, expired or ours; true when this holder has it afterwards. */
+export async function takeLease(client: Pick<pg.Client, 'query'>, holder: string, seconds: number, name = COMMITTER_LEASE): Promise<boolean> {
+  const r = await client.query(
+    `INSERT INTO ${CONTROL_SCHEMA}.leases (name, holder, expires_at) VALUES ($1, $2, NOW() + make_interval(secs => $3))
+     ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+       WHERE ${CONTROL_SCHEMA}.leases.holder = EXCLUDED.holder OR ${CONTROL_SCHEMA}.leases.expires_at < NOW()
+     RETURNING holder`,
+    [name, holder, seconds],
+  );
+  return r.rowCount === 1;
+}
+
+export async function releaseLease(client: Pick<pg.Client, 'query'>, holder: string, name = COMMITTER_LEASE): Promise<void> {
+  await client.query(`DELETE FROM ${CONTROL_SCHEMA}.leases WHERE name = $1 AND holder = $2`, [name, holder]);
+}
+
+interface FetchedWindow {
+  runId: string;
+  windowId: string;
+  dataset: string;
+  network: string;
+  scopeKey: string;
+  fragment: string | null;
+  rejectFragment: string | null;
+  rows: number;
+}
+
+export interface CommitDeps {
+  /** The DuckLake catalog's connection (search_path ducklake); chainlake's tables are named with their schema. */
+  catalog: CatalogDb;
+  engine: Engine;
+  store: Store;
+  holder: string;
+  leaseSeconds: number;
+  log: Logger;
+  /** Fresh rows merged at once (default MERGE_SLICE_ROWS). */
+  sliceRows?: number;
+  /** Test seam: runs inside the commit transaction just before COMMIT. */
+  beforeCommit?: () => Promise<void>;
+}
+
+/** Windows fetched and waiting for the committer, oldest first, up to about `maxRows` rows. */
+export async function fetchedWindows(catalog: CatalogDb, maxRows: number): Promise<FetchedWindow[]> {
+  const rows = await catalog.query(
+    `SELECT run_id, window_id, dataset, network, scope_key, fragment_path, reject_path, rows FROM ${CONTROL_SCHEMA}.windows
+     WHERE state = 'fetched' ORDER BY updated_at, run_id, window_id LIMIT 2000`,
+  );
+  const out: FetchedWindow[] = [];
+  let total = 0;
+  for (const r of rows) {
+    const n = Number(r.rows ?? 0);
+    if (out.length > 0 && total + n > maxRows) break;
+    total += n;
+    out.push({
+      runId: String(r.run_id),
+      windowId: String(r.window_id),
+      dataset: String(r.dataset),
+      network: String(r.network),
+      scopeKey: String(r.scope_key),
+      fragment: r.fragment_path === null ? null : String(r.fragment_path),
+      rejectFragment: r.reject_path === null ? null : String(r.reject_path),
+      rows: n,
+    });
+  }
+  return out;
+}
+
+/**
+ * Commits what is fetched, a batch of about `batchRows` rows at a time, until nothing is left; returns the
+ * windows committed. Throws LeaseLostError when the lease went to another worker meanwhile.
+ */
+export async function commitFetched(deps: CommitDeps, batchRows: number): Promise<number> {
+  let committed = 0;
+  for (;;) {
+    const batch = await fetchedWindows(deps.catalog, batchRows);
+    if (batch.length === 0) return committed;
+    const groups = new Map<string, FetchedWindow[]>();
+    for (const w of batch) {
+      const key = `${w.dataset}\u0000${w.network}`;
+      groups.set(key, [...(groups.get(key) ?? []), w]);
+    }
+    for (const windows of groups.values()) {
+      await commitGroup(deps, windows);
+      committed += windows.length;
+    }
+  }
+}
+
+/** One dataset of one network: its rejects first (idempotent: their key is the whole record), then its rows. */
+async function commitGroup(deps: CommitDeps, windows: FetchedWindow[]): Promise<void> {
+  const { dataset, network } = windows[0]!;
+  const started = Date.now();
+  const rejects = windows.flatMap((w) => (w.rejectFragment ? [w.rejectFragment] : []));
+  if (rejects.length) await mergeAndCommit(deps, REJECTS_SHAPE, network, rejects, async () => undefined);
+  const fragments = windows.flatMap((w) => (w.fragment ? [w.fragment] : []));
+  const snapshot = await mergeAndCommit(deps, datasetShape(getDataset(dataset)), network, fragments, (tx, snapshotId) =>
+    markCommitted(tx, deps, windows, snapshotId),
+  );
+  await Promise.all([...fragments, ...rejects].map((f) => deps.store.remove(f)));
+  const rows = windows.reduce((n, w) => n + w.rows, 0);
+  deps.log.log('info', 'commit', `committed ${windows.length} windows of ${dataset} (${rows} rows) as snapshot ${snapshot} in ${Date.now() - started} ms`, {
+    dataset,
+    network,
+    windows: windows.length,
+    rows,
+    snapshot,
+    ms: Date.now() - started,
+  });
+}
+
+/** Inside the commit's transaction: the lease still ours, the windows committed, watermarks, finished runs. */
+async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly FetchedWindow[], snapshotId: number): Promise<void> {
+  const lease = await tx.query(
+    `UPDATE ${CONTROL_SCHEMA}.leases SET expires_at = NOW() + make_interval(secs => $3) WHERE name = $1 AND holder = $2 AND expires_at > NOW() RETURNING holder`,
+    [COMMITTER_LEASE, deps.holder, deps.leaseSeconds],
+  );
+  if (lease.length === 0) throw new LeaseLostError(deps.holder);
+  for (const w of windows) {
+    const r = await tx.query(
+      `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'committed', snapshot_id = $3, updated_at = NOW() WHERE run_id = $1 AND window_id = $2 AND state = 'fetched' RETURNING window_id`,
+      [w.runId, w.windowId, snapshotId],
+    );
+    if (r.length !== 1) throw new ChainlakeError(`window ${w.windowId} of run ${w.runId} is no longer waiting for a commit (committed twice?)`);
+  }
+  const keys = new Map<string, FetchedWindow>();
+  for (const w of windows) keys.set(`${w.runId}\u0000${w.dataset}\u0000${w.network}\u0000${w.scopeKey}`, w);
+  for (const w of keys.values()) {
+    const run = (await tx.query(`SELECT range_from FROM ${CONTROL_SCHEMA}.runs WHERE run_id = $1`, [w.runId]))[0];
+    const ranges = (
+      await tx.query(
+        `SELECT covered_from, covered_to FROM ${CONTROL_SCHEMA}.windows
+         WHERE run_id = $1 AND dataset = $2 AND network = $3 AND scope_key = $4 AND state = 'committed' AND covered_from IS NOT NULL`,
+        [w.runId, w.dataset, w.network, w.scopeKey],
+      )
+    ).map((r) => ({ from: Number(r.covered_from), to: Number(r.covered_to) }));
+    if (ranges.length === 0 || !run) continue;
+    const old = (
+      await tx.query(`SELECT block FROM ${CONTROL_SCHEMA}.watermarks WHERE dataset = $1 AND network = $2 AND scope = $3 FOR UPDATE`, [
+        w.dataset,
+        w.network,
+        w.scopeKey,
+      ])
+    )[0];
+    const before = old ? Number(old.block) : undefined;
+    const { mark } = advanceWatermark(before, Number(run.range_from), ranges);
+    if (mark === undefined || (before !== undefined && mark <= before)) continue;
+    await tx.query(
+      `INSERT INTO ${CONTROL_SCHEMA}.watermarks (dataset, network, scope, block) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (dataset, network, scope) DO UPDATE SET block = EXCLUDED.block, updated_at = NOW()`,
+      [w.dataset, w.network, w.scopeKey, mark],
+    );
+  }
+  const runs = [...new Set(windows.map((w) => w.runId))];
+  for (const runId of runs) {
+    await tx.query(
+      `UPDATE ${CONTROL_SCHEMA}.runs r SET finished_at = NOW(),
+         status = CASE WHEN EXISTS (SELECT 1 FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = r.run_id AND w.state = 'failed') THEN 'failed' ELSE 'completed' END
+       WHERE r.run_id = $1 AND r.finished_at IS NULL
+         AND NOT EXISTS (SELECT 1 FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = r.run_id AND w.state IN ('queued', 'fetched'))`,
+      [runId],
+    );
+  }
+  await deps.beforeCommit?.();
+}
+
+/**
+ * Merges `fragments` (typed rows of one network, with the staged partition column) with the current rows of
+ * the partitions they touch, writes each partition as a new file, and commits them replacing those partitions
+ * (one snapshot); `inTransaction` rides in the same catalog transaction. Returns the snapshot id.
+ */
+async function mergeAndCommit(
+  deps: CommitDeps,
+  shape: TableShape,
+  network: string,
+  fragments: readonly string[],
+  inTransaction: (tx: CatalogDb, snapshotId: number) => Promise<void>,
+): Promise<number> {
+  const { catalog, engine, store } = deps;
+  await ensureTable(catalog, shape);
+  const snapshot = await currentSnapshot(catalog);
+  const table = await findTable(catalog, snapshot.snapshotId, shape.name);
+  const columns = await listColumns(catalog, table.tableId, snapshot.snapshotId);
+  const part = ident(STAGED_PARTITION);
+  const files: StagedFile[] = [];
+  const replaced: string[][] = [];
+  if (fragments.length > 0) {
+    const conn = await engine.connect();
+    const temp = { repeated: ident('__chainlake_repeated_keys'), winners: ident('__chainlake_winners') };
+    const merged = ident('__chainlake_merged');
+    try {
+      const fresh = `SELECT * FROM read_parquet(${literalList(fragments)}, union_by_name = true)`;
+      const counts = (
+        (await conn.runAndReadAll(`SELECT ${part}, count(*)::BIGINT FROM (${fresh}) GROUP BY 1 ORDER BY 1`)).getRowsJS() as [string, bigint][]
+      ).map(([p, n]) => [p, Number(n)] as const);
+      const current = await partitionFiles(catalog, table.tableId, snapshot.snapshotId, network);
+      const all = await listDataFiles(catalog, table, snapshot.snapshotId, store.dataPath);
+      const withExisting = counts.map(
+        ([p, n]) => [p, n + (current.get(p) ?? []).reduce((s, id) => s + (all.find((f) => f.dataFileId === id)?.recordCount ?? 0), 0)] as const,
+      );
+      const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
+      const order = [part, ...[...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident)].join(', ');
+      for (const slice of slicePartitions(withExisting, deps.sliceRows ?? MERGE_SLICE_ROWS)) {
+        const sources = [
+          `SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(shape)})`,
+          `SELECT * FROM (${fresh}) WHERE ${part} IN (${slice.map(literal).join(', ')})`,
+        ];
+        const old = all.filter((f) => slice.some((p) => current.get(p)?.includes(f.dataFileId)));
+        if (old.length) {
+          sources.push(
+            `SELECT * EXCLUDE (network, ${ident(shape.partition)}), CAST(${ident(shape.partition)} AS VARCHAR) AS ${part} FROM (${scanSql(table, columns, old, snapshot.snapshotId)})`,
+          );
+        }
+        const union = `SELECT ${projection}, ${part} FROM (${sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ')})`;
+        const reduced = await onePerKey(conn, union, [part, ...shape.key.map(ident)], keyRank(shape), temp);
+        await conn.run(`CREATE OR REPLACE TEMP TABLE ${merged} AS SELECT * FROM (${reduced}) ORDER BY ${order}`);
+        await conn.run(`DROP TABLE IF EXISTS ${temp.winners}`);
+        for (const p of slice) {
+          const file = await writePartition(conn, store, table, columns, shape, merged, network, p);
+          if (file) files.push(file);
+          replaced.push([network, p]);
+        }
+      }
+    } finally {
+      await conn.run(`DROP TABLE IF EXISTS ${merged}; DROP TABLE IF EXISTS ${temp.repeated}; DROP TABLE IF EXISTS ${temp.winners}`).catch(() => undefined);
+      conn.closeSync();
+    }
+  }
+  try {
+    const result = await commitFiles(catalog, {
+      tableName: shape.name,
+      files,
+      replacePartitions: replaced,
+      author: deps.holder,
+      message: `chainlake commit of ${fragments.length} fragments`,
+      inTransaction,
+    });
+    return result.snapshotId;
+  } catch (error) {
+    // The files of a commit that did not happen are nobody's.
+    await Promise.all(files.map((f) => store.remove(f.fullPath).catch(() => undefined)));
+    throw error;
+  }
+}
+
+async function writePartition(
+  conn: DuckDBConnection,
+  store: Store,
+  table: Awaited<ReturnType<typeof findTable>>,
+  columns: Awaited<ReturnType<typeof listColumns>>,
+  shape: TableShape,
+  merged: string,
+  network: string,
+  partition: string,
+): Promise<StagedFile | null> {
+  const part = ident(STAGED_PARTITION);
+  const select = `SELECT * EXCLUDE (${part}), ${literal(network)} AS network, CAST(${part} AS DATE) AS ${ident(shape.partition)} FROM ${merged} WHERE ${part} = ${literal(partition)}`;
+  return writeDataFile(conn, { dataPath: store.dataPath, table, columns }, select, { network, [shape.partition]: partition });
+}
+
+/** The current data files of each partition (by the partition column's value) of one network. */
+async function partitionFiles(catalog: CatalogDb, tableId: number, snapshot: number, network: string): Promise<Map<string, number[]>> {
+  const rows = await catalog.query(
+    `SELECT d.data_file_id, p.partition_value AS value FROM ducklake_data_file d
+     JOIN ducklake_file_partition_value n ON n.data_file_id = d.data_file_id AND n.partition_key_index = 0 AND n.partition_value = $3
+     JOIN ducklake_file_partition_value p ON p.data_file_id = d.data_file_id AND p.partition_key_index = 1
+     WHERE d.table_id = $1 AND d.begin_snapshot <= $2 AND (d.end_snapshot IS NULL OR $2 < d.end_snapshot)`,
+    [tableId, snapshot, network],
+  );
+  const out = new Map<string, number[]>();
+  for (const r of rows) out.set(String(r.value), [...(out.get(String(r.value)) ?? []), Number(r.data_file_id)]);
+  return out;
+}
+
+export { REJECTS_DATASET };

@@ -1,0 +1,161 @@
+/**
+ * The distributed mode's one control plane, PostgreSQL: the DuckLake catalog (schema `ducklake`), chainlake's own
+ * tables (schema `chainlake`: runs, windows, watermarks, the committer lease) and the work queue (pg-boss, schema
+ * `chainlake_queue`). Every decision that must hold across machines is taken here, never on the object store.
+ */
+import pg from 'pg';
+import { PostgresCatalog } from '../ducklake/postgres-catalog.js';
+import { initialiseCatalog } from '../ducklake/ddl.js';
+import { ChainlakeError } from '../errors.js';
+
+export const CATALOG_SCHEMA = 'ducklake';
+export const CONTROL_SCHEMA = 'chainlake';
+export const QUEUE_SCHEMA = 'chainlake_queue';
+/** The pg-boss queue of windows to fetch. */
+export const WINDOW_QUEUE = 'chainlake-windows';
+
+/** Raised for a control plane that cannot be reached or read: a setup problem a person fixes (exit 2). */
+export class ControlPlaneError extends ChainlakeError {
+  constructor(message: string, hint?: string, cause?: unknown) {
+    super(message, { exitCode: 2, hint, cause });
+  }
+}
+
+/** The catalog URL with any password replaced: the form every message and log line uses. */
+export function redactUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return url.replace(/:\/\/([^:@/]+):[^@/]*@/, '://$1:***@');
+  }
+}
+
+/** Checks `--catalog`: a postgres:// or postgresql:// URL (the password may come from PGPASSWORD instead). */
+export function checkCatalogUrl(url: string | undefined, flag = '--catalog'): string {
+  if (!url) throw new ControlPlaneError(`${flag} is required`, `give ${flag} postgres://user@host:5432/database (the password from PGPASSWORD or ~/.pgpass)`);
+  if (!/^postgres(ql)?:\/\//i.test(url)) {
+    throw new ControlPlaneError(
+      `${flag} ${redactUrl(url)} is not a PostgreSQL URL`,
+      `the distributed mode's catalog is PostgreSQL: ${flag} postgres://user@host:5432/database`,
+    );
+  }
+  return url;
+}
+
+const CONTROL_DDL = [
+  `CREATE SCHEMA IF NOT EXISTS ${CONTROL_SCHEMA}`,
+  `CREATE SCHEMA IF NOT EXISTS ${CATALOG_SCHEMA}`,
+  `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.runs (
+     run_id TEXT PRIMARY KEY,
+     job_name TEXT NOT NULL,
+     network TEXT NOT NULL,
+     job_doc JSONB NOT NULL,
+     job_file TEXT NOT NULL,
+     head BIGINT,
+     range_from BIGINT NOT NULL,
+     range_to BIGINT,
+     ingested_at TEXT NOT NULL,
+     created_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
+     finished_at TIMESTAMPTZ,
+     status TEXT NOT NULL DEFAULT 'running'
+   )`,
+  `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.windows (
+     run_id TEXT NOT NULL REFERENCES ${CONTROL_SCHEMA}.runs (run_id),
+     window_id TEXT NOT NULL,
+     dataset TEXT NOT NULL,
+     network TEXT NOT NULL,
+     scope_key TEXT NOT NULL,
+     spec JSONB NOT NULL,
+     job_id UUID NOT NULL,
+     state TEXT NOT NULL DEFAULT 'queued',
+     covered_from BIGINT,
+     covered_to BIGINT,
+     fragment_path TEXT,
+     reject_path TEXT,
+     rows BIGINT,
+     rejects BIGINT,
+     requests BIGINT,
+     attempts INTEGER NOT NULL DEFAULT 0,
+     error TEXT,
+     worker TEXT,
+     snapshot_id BIGINT,
+     updated_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
+     PRIMARY KEY (run_id, window_id)
+   )`,
+  `CREATE INDEX IF NOT EXISTS windows_state ON ${CONTROL_SCHEMA}.windows (state)`,
+  `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.watermarks (
+     dataset TEXT NOT NULL,
+     network TEXT NOT NULL,
+     scope TEXT NOT NULL,
+     block BIGINT NOT NULL,
+     updated_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
+     PRIMARY KEY (dataset, network, scope)
+   )`,
+  `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.leases (
+     name TEXT PRIMARY KEY,
+     holder TEXT NOT NULL,
+     expires_at TIMESTAMPTZ NOT NULL
+   )`,
+];
+
+/** Any key for the advisory lock that serialises setting up the control plane (several workers start at once). */
+const SETUP_LOCK = 7_214_002_201;
+
+/** A client from the pool, or a connection problem named with the (redacted) URL and what to check. */
+export async function connect(url: string): Promise<pg.Client> {
+  const client = new pg.Client({ connectionString: url, application_name: 'chainlake' });
+  // A server that goes away mid-run emits 'error' on the client: reported through the next query instead of
+  // ending the process.
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+  } catch (error) {
+    await client.end().catch(() => undefined);
+    throw new ControlPlaneError(
+      `cannot connect to the catalog ${redactUrl(url)}: ${(error as Error).message}`,
+      'check --catalog (host, port, database, user) and the password in PGPASSWORD or ~/.pgpass',
+      error,
+    );
+  }
+  return client;
+}
+
+/**
+ * Creates what is missing: chainlake's tables and an empty DuckLake catalog whose data path is `dataPath`.
+ * Idempotent, and safe when several machines start at once (one advisory lock).
+ */
+export async function setupControlPlane(client: pg.Client, dataPath: string): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock($1)', [SETUP_LOCK]);
+    for (const statement of CONTROL_DDL) await client.query(statement);
+    const exists = await client.query(`SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'ducklake_metadata'`, [CATALOG_SCHEMA]);
+    if (exists.rowCount === 0) {
+      await client.query(`SET LOCAL search_path TO ${CATALOG_SCHEMA}`);
+      // initialiseCatalog runs its own BEGIN/COMMIT; inside ours PostgreSQL only warns and carries on in this one.
+      await initialiseCatalog(nestedCatalog(client), { dataPath });
+    }
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+}
+
+/** A catalog on a client that is already in a transaction: BEGIN/COMMIT/ROLLBACK of the catalog are left out. */
+function nestedCatalog(client: pg.Client): PostgresCatalog {
+  const inner = new PostgresCatalog({
+    query: (text: string, values?: unknown[]) =>
+      /^(BEGIN|COMMIT|ROLLBACK)/i.test(text) ? Promise.resolve({ rows: [], fields: [] }) : client.query(text, values),
+  });
+  return inner;
+}
+
+/** The DuckLake catalog on its own connection, its statements resolved in the `ducklake` schema. */
+export async function openCatalog(url: string): Promise<{ client: pg.Client; catalog: PostgresCatalog }> {
+  const client = await connect(url);
+  await client.query(`SET search_path TO ${CATALOG_SCHEMA}`);
+  return { client, catalog: new PostgresCatalog(client) };
+}

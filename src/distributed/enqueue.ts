@@ -1,0 +1,136 @@
+/**
+ * `chainlake enqueue`: plans a job against the control plane and queues its windows for the workers. The plan is
+ * the single-machine run's (windowsOf, narrowed by the watermarks, joined), pinned to one head; the run and its
+ * windows are recorded and queued in one transaction, with deterministic ids, so enqueueing again while the run
+ * is unfinished adds no work, and a run's windows are the same whoever fetches them.
+ */
+import { Accounting } from '../extract/accounting.js';
+import { rethrowUnreachable } from '../extract/errors.js';
+import { findHead } from '../extract/head.js';
+import { HttpTransport } from '../extract/transport.js';
+import type { Job } from '../pipeline/job.js';
+import { jobRange, type Window } from '../pipeline/plan.js';
+import { joinWindows, narrowWindows, needsHead } from '../pipeline/prepare.js';
+import { buildClients, newRunId, resolveTargets, transportOptionsOf, type RunOptions } from '../pipeline/run.js';
+import { watermarkKey } from '../load/state.js';
+import { CONTROL_SCHEMA, connect, setupControlPlane } from './control-plane.js';
+import { DEFAULT_QUEUE_SETTINGS, openQueue, sendWindow, windowJobId, type QueueSettings } from './queue.js';
+import { Store } from './store.js';
+import { windowSpecOf, type WindowSpec } from './windows.js';
+
+export interface DistributedOptions extends Pick<RunOptions, 'simulator'> {
+  /** postgres://… of the control plane. */
+  catalog: string;
+  /** The store's location on this machine (see Store). */
+  store: string;
+  queue?: Partial<QueueSettings>;
+}
+
+export interface EnqueueResult {
+  runId: string;
+  /** True when an unfinished run of the job was found: nothing new was planned, its windows were re-offered. */
+  resumed: boolean;
+  head: number | null;
+  /** Windows recorded and queued by this call. */
+  queued: number;
+  /** Windows the watermarks say are in the lake already. */
+  skipped: number;
+  /** Windows of the run not yet committed. */
+  pending: number;
+}
+
+export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOptions): Promise<EnqueueResult> {
+  const settings = { ...DEFAULT_QUEUE_SETTINGS, ...opts.queue };
+  const store = new Store(opts.store);
+  const client = await connect(opts.catalog);
+  try {
+    await setupControlPlane(client, store.dataPath);
+    const boss = await openQueue(opts.catalog, settings, false);
+    try {
+      const open = await client.query(`SELECT run_id, head FROM ${CONTROL_SCHEMA}.runs WHERE job_name = $1 AND network = $2 AND finished_at IS NULL`, [
+        job.name,
+        job.network,
+      ]);
+      if (open.rowCount) {
+        const runId = String(open.rows[0].run_id);
+        return { runId, resumed: true, head: toNum(open.rows[0].head), ...(await requeue(client, boss, runId, settings)) };
+      }
+      return await planAndQueue(job, doc, opts, client, boss, settings);
+    } finally {
+      await boss.stop({ graceful: false, close: true, wait: true });
+    }
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+const toNum = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
+
+/** Offers again every window of an unfinished run not yet fetched (ids are deterministic: a queued one stays one). */
+async function requeue(client: import('pg').Client, boss: import('pg-boss'), runId: string, settings: QueueSettings) {
+  const rows = (await client.query(`SELECT window_id, state FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND state <> 'committed'`, [runId])).rows;
+  let queued = 0;
+  for (const r of rows) {
+    if (r.state === 'queued' && (await sendWindow(boss, client, { runId, windowId: String(r.window_id) }, settings))) queued++;
+  }
+  return { queued, skipped: 0, pending: rows.length };
+}
+
+async function planAndQueue(
+  job: Job,
+  doc: unknown,
+  opts: DistributedOptions,
+  client: import('pg').Client,
+  boss: import('pg-boss'),
+  settings: QueueSettings,
+): Promise<EnqueueResult> {
+  const marks = await client.query(`SELECT dataset, scope, block FROM ${CONTROL_SCHEMA}.watermarks WHERE network = $1`, [job.network]);
+  const watermarks = new Map<string, number>(marks.rows.map((r) => [watermarkKey(String(r.dataset), job.network, String(r.scope)), Number(r.block)]));
+  let head: number | null = null;
+  if (needsHead(job)) {
+    const targets = await resolveTargets(job, opts);
+    const transport = new HttpTransport(transportOptionsOf(job));
+    try {
+      const clients = buildClients(transport, targets, job);
+      if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
+      head = (
+        await findHead(clients.explorer, new Accounting(), { given: job.range.head, near: job.range.headHint, blockPath: clients.paths?.block }).catch(
+          rethrowUnreachable,
+        )
+      ).head;
+    } finally {
+      await transport.close();
+      await targets.close();
+    }
+  }
+  const at = head ?? job.range.fromBlock;
+  const { todo, skipped } = narrowWindows(job, at, { watermarks }, false, false);
+  const windows: Window[] = job.range.fixedChunks ? todo : joinWindows(todo, new Map());
+  const range = jobRange(job, at);
+  const started = new Date();
+  const runId = newRunId(started);
+  await client.query('BEGIN');
+  try {
+    await client.query(
+      `INSERT INTO ${CONTROL_SCHEMA}.runs (run_id, job_name, network, job_doc, job_file, head, range_from, range_to, ingested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [runId, job.name, job.network, JSON.stringify(doc), job.file, head, range.from, head === null ? null : range.to, started.toISOString()],
+    );
+    for (const w of windows) await insertWindow(client, runId, w.id, windowSpecOf(w));
+    for (const w of windows) await sendWindow(boss, client, { runId, windowId: w.id }, settings);
+    if (windows.length === 0) await client.query(`UPDATE ${CONTROL_SCHEMA}.runs SET finished_at = NOW(), status = 'completed' WHERE run_id = $1`, [runId]);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+  return { runId, resumed: false, head, queued: windows.length, skipped, pending: windows.length };
+}
+
+/** Records a window of a run (nothing when it is recorded already). */
+export async function insertWindow(client: { query: import('pg').Client['query'] }, runId: string, windowId: string, spec: WindowSpec): Promise<boolean> {
+  const r = await client.query(
+    `INSERT INTO ${CONTROL_SCHEMA}.windows (run_id, window_id, dataset, network, scope_key, spec, job_id) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
+    [runId, windowId, spec.dataset, spec.network, spec.scopeKey, JSON.stringify(spec), windowJobId(runId, windowId)],
+  );
+  return (r.rowCount ?? 0) > 0;
+}

@@ -1,0 +1,158 @@
+/**
+ * A worker's share of the work: one queued window fetched through the same extract and transform as a
+ * single-machine run, typed by DuckDB with the lake's casts, and written to the store as an immutable Parquet
+ * fragment (and a fragment of its rejects), then recorded as `fetched` in the control plane. Nothing in the
+ * lake changes here: the committer folds fragments in.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdir, rm } from 'node:fs/promises';
+import path from 'node:path';
+import type pg from 'pg';
+import type PgBoss from 'pg-boss';
+import { executeWindow, stagedOf, type Clients } from '../pipeline/execute.js';
+import type { Job } from '../pipeline/job.js';
+import type { Logger } from '../pipeline/log.js';
+import type { PagerOptions } from '../extract/pager.js';
+import type { Engine } from '../load/engine.js';
+import { rejectsSelect, stagedSelect } from '../load/commit.js';
+import { ident, literal } from '../load/sql.js';
+import { STAGED_PARTITION } from '../load/schema.js';
+import type { RowTransformer } from '../transform/rows.js';
+import { CONTROL_SCHEMA } from './control-plane.js';
+import { insertWindow } from './enqueue.js';
+import { sendWindow, type QueueSettings, type WindowJob } from './queue.js';
+import type { Store } from './store.js';
+import { windowOfSpec, windowSpecOf, type WindowSpec } from './windows.js';
+
+/** What a worker holds for one run: the job as its enqueuer stored it, parsed with this machine's environment. */
+export interface RunContext {
+  runId: string;
+  job: Job;
+  ingestedAt: string;
+  clients: Clients;
+  pager: PagerOptions;
+  transformers: Map<string, RowTransformer>;
+  transformerFor(dataset: string): RowTransformer;
+}
+
+export interface FetchDeps {
+  client: pg.Client;
+  boss: PgBoss;
+  engine: Engine;
+  store: Store;
+  settings: QueueSettings;
+  workerId: string;
+  /** This worker's own scratch folder (pages and rows before they are typed). */
+  scratch: string;
+  log: Logger;
+}
+
+export type FetchResult = { state: 'fetched'; rows: number; requests: number } | { state: 'skipped' } | { state: 'failed'; error: string };
+
+let nextIndex = 0;
+
+/** Fetches one queued window into a fragment and records it; an error is recorded and rethrown for the queue. */
+export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, deps: FetchDeps): Promise<FetchResult> {
+  const { client, store, engine, log } = deps;
+  const { runId, windowId } = job.data;
+  const row = (await client.query(`SELECT spec, state FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND window_id = $2`, [runId, windowId])).rows[0];
+  // Fetched by a worker whose turn expired, or committed already: the queue offered it again, nothing is left to do.
+  if (!row || row.state !== 'queued') return { state: 'skipped' };
+  const w = windowOfSpec(row.spec as WindowSpec);
+  const index = nextIndex++;
+  const stagingDir = path.join(deps.scratch, String(index));
+  await mkdir(stagingDir, { recursive: true });
+  const outcome = await executeWindow(w, {
+    clients: run.clients,
+    transformer: run.transformerFor(w.def.name),
+    pager: run.pager,
+    stagingDir,
+    index,
+    strict: run.job.strict,
+    log,
+  });
+  const written: string[] = [];
+  try {
+    if (outcome.error) {
+      await client.query(
+        `UPDATE ${CONTROL_SCHEMA}.windows SET attempts = attempts + 1, error = $3, worker = $4, updated_at = NOW() WHERE run_id = $1 AND window_id = $2`,
+        [runId, windowId, outcome.error, deps.workerId],
+      );
+      return { state: 'failed', error: outcome.error };
+    }
+    const dir = await store.prepareFragments(runId);
+    const staged = stagedOf(outcome);
+    let fragment: string | null = null;
+    if (staged.stagedFiles.length + staged.pageFiles.length > 0) {
+      fragment = path.join(dir, `${w.def.name}-${randomUUID()}.parquet`);
+      written.push(fragment);
+      await engine.conn.run(
+        `COPY (${stagedSelect(w.def, runId, run.ingestedAt, staged.stagedFiles, staged.pageFiles)}) TO ${literal(fragment)} (FORMAT parquet, COMPRESSION zstd)`,
+      );
+    }
+    let rejectFragment: string | null = null;
+    if (outcome.rejectStage && outcome.rejects > 0) {
+      rejectFragment = path.join(dir, `_rejects-${randomUUID()}.parquet`);
+      written.push(rejectFragment);
+      await engine.conn.run(
+        // Rejects are a log partitioned by the date of the run that saw them (as on a single machine).
+        `COPY (SELECT *, ${literal(run.ingestedAt.slice(0, 10))} AS ${ident(STAGED_PARTITION)} FROM (${rejectsSelect([outcome.rejectStage.file], w.network, runId, run.ingestedAt)}))
+         TO ${literal(rejectFragment)} (FORMAT parquet, COMPRESSION zstd)`,
+      );
+    }
+    const covered = outcome.window.range;
+    await client.query('BEGIN');
+    try {
+      if (outcome.rest) {
+        // The window stopped at its row target: the rest of its range is a window of its own, queued now.
+        const rest = windowSpecOf({ ...w, range: outcome.rest });
+        const restId = windowOfSpec(rest).id;
+        await insertWindow(client, runId, restId, rest);
+        await sendWindow(deps.boss, client, { runId, windowId: restId }, deps.settings);
+      }
+      const updated = await client.query(
+        `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'fetched', fragment_path = $3, reject_path = $4, rows = $5, rejects = $6, requests = $7,
+           covered_from = $8, covered_to = $9, worker = $10, attempts = attempts + 1, error = NULL, updated_at = NOW()
+         WHERE run_id = $1 AND window_id = $2 AND state = 'queued'`,
+        [
+          runId,
+          windowId,
+          fragment,
+          rejectFragment,
+          outcome.rows,
+          outcome.rejects,
+          outcome.acct.requests,
+          covered?.from ?? null,
+          covered?.to ?? null,
+          deps.workerId,
+        ],
+      );
+      if (updated.rowCount === 0) {
+        // Another worker recorded the window first (this one's turn had expired): its fragment stands, ours goes.
+        await client.query('ROLLBACK');
+        await Promise.all(written.map((f) => store.remove(f)));
+        written.length = 0;
+        return { state: 'skipped' };
+      }
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    }
+    written.length = 0;
+    log.log('info', 'window.fetched', `${windowId}: ${outcome.rows} rows, ${outcome.acct.requests} requests`, {
+      run: runId,
+      window: windowId,
+      rows: outcome.rows,
+      requests: outcome.acct.requests,
+    });
+    return { state: 'fetched', rows: outcome.rows, requests: outcome.acct.requests };
+  } finally {
+    // A fragment written but never recorded (a failure between the two) is nobody's: remove it now.
+    await Promise.all(written.map((f) => store.remove(f).catch(() => undefined)));
+    await outcome.stage?.discard().catch(() => undefined);
+    await outcome.rejectStage?.discard().catch(() => undefined);
+    await outcome.pageStage?.discard().catch(() => undefined);
+    await rm(stagingDir, { recursive: true, force: true });
+  }
+}

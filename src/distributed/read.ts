@@ -1,0 +1,66 @@
+/**
+ * Reading a distributed lake: one DuckDB view per table of a snapshot (the newest, or `--as-of` a snapshot id or
+ * a time), each over exactly the files that snapshot lists. A snapshot's file list never changes once committed,
+ * so a query sees one whole snapshot even while the committer goes on.
+ */
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { listTables, planScan, resolveSnapshot, type AsOf } from '../ducklake/reader.js';
+import { ident } from '../load/sql.js';
+import { openCatalog } from './control-plane.js';
+import { ChainlakeError } from '../errors.js';
+import { Store } from './store.js';
+
+export interface DistributedLake {
+  conn: DuckDBConnection;
+  snapshot: number;
+  tables: string[];
+  close(): void;
+}
+
+/** `--as-of`: a snapshot id (digits) or a time (ISO 8601). */
+export function parseAsOf(text: string | undefined): AsOf {
+  if (text === undefined) return undefined;
+  if (/^\d+$/.test(text)) return { snapshot: Number(text) };
+  const time = new Date(text);
+  if (Number.isNaN(time.getTime())) {
+    throw new ChainlakeError(`--as-of ${text} is neither a snapshot id nor a time`, {
+      exitCode: 2,
+      hint: 'give a snapshot id (--as-of 12) or an ISO time (--as-of 2026-11-24T06:00:00Z)',
+    });
+  }
+  return { time };
+}
+
+export async function openDistributedLake(opts: { catalog: string; store?: string; asOf?: AsOf }): Promise<DistributedLake> {
+  const { client, catalog } = await openCatalog(opts.catalog);
+  try {
+    const dataPath = opts.store === undefined ? undefined : new Store(opts.store).dataPath;
+    const snapshot = await resolveSnapshot(catalog, opts.asOf).catch((e: Error) => {
+      throw new ChainlakeError(`cannot read the lake at ${describeAsOf(opts.asOf)}: ${e.message}`, { exitCode: 2 });
+    });
+    const tables = await listTables(catalog, snapshot.snapshotId);
+    const instance = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });
+    const conn = await instance.connect();
+    await conn.run("SET TimeZone = 'UTC'");
+    for (const t of tables) {
+      const scan = await planScan(catalog, t.name, { asOf: { snapshot: snapshot.snapshotId }, schema: t.schema.name, dataPath });
+      await conn.run(`CREATE VIEW ${ident(t.name)} AS ${scan.sql}`);
+    }
+    return {
+      conn,
+      snapshot: snapshot.snapshotId,
+      tables: tables.map((t) => t.name),
+      close() {
+        conn.closeSync();
+        instance.closeSync();
+      },
+    };
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+function describeAsOf(asOf: AsOf): string {
+  if (!asOf) return 'its newest snapshot';
+  return 'snapshot' in asOf ? `snapshot ${asOf.snapshot}` : `time ${asOf.time.toISOString()}`;
+}

@@ -1,0 +1,229 @@
+/**
+ * `chainlake worker`: takes queued windows one at a time, fetches each into a fragment on the store, and
+ * between windows (or when the queue is empty) commits what is fetched if it can take the committer lease.
+ * Any number run side by side on any machines; a worker killed at any point loses at most the window it held
+ * (the queue offers it again once its timeout passes) and never leaves the lake half-committed.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type PgBoss from 'pg-boss';
+import { HttpTransport } from '../extract/transport.js';
+import { openEngine, type Engine } from '../load/engine.js';
+import { parseJob } from '../pipeline/job.js';
+import { silentLogger, type Logger } from '../pipeline/log.js';
+import { WINDOW_ROWS } from '../pipeline/plan.js';
+import { pagerOptionsOf } from '../pipeline/prepare.js';
+import { buildClients, resolveTargets, transportOptionsOf } from '../pipeline/run.js';
+import { RowTransformer } from '../transform/rows.js';
+import { getDataset } from '../datasets/registry.js';
+import { commitFetched, LeaseLostError, releaseLease, takeLease } from './commit.js';
+import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, openCatalog, setupControlPlane } from './control-plane.js';
+import type { DistributedOptions } from './enqueue.js';
+import { fetchWindow, type RunContext } from './fragment.js';
+import { DEFAULT_QUEUE_SETTINGS, openQueue, type WindowJob } from './queue.js';
+import { Store } from './store.js';
+
+export interface WorkerOptions extends DistributedOptions {
+  /** Names this worker in the control plane (windows it fetched, the lease); default host-pid-random. */
+  id?: string;
+  /** Exit once nothing is queued, being fetched or waiting for a commit (for batch use and tests). */
+  untilIdle?: boolean;
+  /** How long an idle worker waits before asking the queue again. */
+  pollMs?: number;
+  /** Seconds the committer lease lasts without renewal: how long a dead committer holds up commits. */
+  leaseSeconds?: number;
+  /** Rows fetched (by all workers) that make this worker commit before taking its next window. */
+  commitRows?: number;
+  signal?: AbortSignal;
+  log?: Logger;
+  /** Test seam: runs inside each commit transaction just before COMMIT. */
+  beforeCommit?: () => Promise<void>;
+}
+
+export interface WorkerReport {
+  worker: string;
+  windowsFetched: number;
+  windowsFailed: number;
+  windowsSkipped: number;
+  windowsCommitted: number;
+  rows: number;
+  requests: number;
+}
+
+export const DEFAULT_LEASE_SECONDS = 60;
+export const DEFAULT_COMMIT_ROWS = 200_000;
+
+export function defaultWorkerId(): string {
+  return `${os.hostname()}-${process.pid}-${randomBytes(2).toString('hex')}`;
+}
+
+export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
+  const log = opts.log ?? silentLogger;
+  const settings = { ...DEFAULT_QUEUE_SETTINGS, ...opts.queue };
+  const id = opts.id ?? defaultWorkerId();
+  const leaseSeconds = opts.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
+  const store = new Store(opts.store);
+  const report: WorkerReport = { worker: id, windowsFetched: 0, windowsFailed: 0, windowsSkipped: 0, windowsCommitted: 0, rows: 0, requests: 0 };
+  const client = await connect(opts.catalog);
+  const closers: (() => Promise<void> | void)[] = [() => client.end()];
+  try {
+    await setupControlPlane(client, store.dataPath);
+    const cat = await openCatalog(opts.catalog);
+    closers.push(() => cat.client.end());
+    const boss = await openQueue(opts.catalog, settings, true);
+    closers.push(() => boss.stop({ graceful: false, close: true, wait: true }));
+    const scratch = await mkdtemp(path.join(os.tmpdir(), 'chainlake-worker-'));
+    closers.push(() => rm(scratch, { recursive: true, force: true }));
+    const engine: Engine = await openEngine({ tempDir: path.join(scratch, 'duckdb-tmp'), threads: 2 });
+    closers.push(() => engine.close());
+    closers.push(() => releaseLease(client, id).catch(() => undefined));
+    const runs = new Map<string, Promise<OpenRun>>();
+    closers.push(async () => {
+      for (const r of runs.values()) await (await r.catch(() => undefined))?.close();
+    });
+    const runContext = (runId: string) => {
+      let ctx = runs.get(runId);
+      if (!ctx) runs.set(runId, (ctx = openRun(client, runId, opts)));
+      return ctx;
+    };
+    log.log('info', 'worker.start', `worker ${id}: store ${store.root}`, { worker: id });
+
+    const tryCommit = async (): Promise<void> => {
+      if (!(await takeLease(client, id, leaseSeconds))) return;
+      // Renewed while a long commit runs, so that it is not taken away from a committer that is alive.
+      const renew = setInterval(() => void takeLease(client, id, leaseSeconds).catch(() => undefined), (leaseSeconds * 1000) / 3);
+      try {
+        report.windowsCommitted += await commitFetched(
+          { catalog: cat.catalog, engine, store, holder: id, leaseSeconds, log, beforeCommit: opts.beforeCommit },
+          opts.commitRows ?? DEFAULT_COMMIT_ROWS,
+        );
+        await closeAbandoned(client);
+      } catch (error) {
+        if (!(error instanceof LeaseLostError)) throw error;
+        log.log('warn', 'commit.lease_lost', error.message);
+      } finally {
+        clearInterval(renew);
+      }
+    };
+
+    for (;;) {
+      if (opts.signal?.aborted) break;
+      const [job] = (await boss.fetch<WindowJob>(WINDOW_QUEUE, { batchSize: 1, includeMetadata: true })) as PgBoss.JobWithMetadata<WindowJob>[];
+      if (job) {
+        const ctx = await runContext(job.data.runId);
+        const result = await fetchWindow(job, ctx, { client, boss, engine, store, settings, workerId: id, scratch, log }).catch((e: Error) => ({
+          state: 'failed' as const,
+          error: e.message,
+        }));
+        if (result.state === 'failed') {
+          report.windowsFailed++;
+          log.log('warn', 'window.failed', `${job.data.windowId}: ${result.error} (attempt ${job.retryCount + 1} of ${job.retryLimit + 1})`, {
+            window: job.data.windowId,
+            error: result.error,
+          });
+          if (job.retryCount >= job.retryLimit) {
+            await client.query(
+              `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'failed', updated_at = NOW() WHERE run_id = $1 AND window_id = $2 AND state = 'queued'`,
+              [job.data.runId, job.data.windowId],
+            );
+          }
+          await boss.fail(WINDOW_QUEUE, job.id, { error: result.error });
+        } else {
+          if (result.state === 'fetched') {
+            report.windowsFetched++;
+            report.rows += result.rows;
+            report.requests += result.requests;
+          } else report.windowsSkipped++;
+          await boss.complete(WINDOW_QUEUE, job.id);
+        }
+        if ((await fetchedRows(client)) >= (opts.commitRows ?? DEFAULT_COMMIT_ROWS)) await tryCommit();
+        continue;
+      }
+      if ((await fetchedRows(client)) > 0 || (await abandonedWindows(client)) > 0) await tryCommit();
+      if (opts.untilIdle && (await idle(client, boss))) break;
+      await sleep(opts.pollMs ?? 1000, opts.signal);
+    }
+    log.log('info', 'worker.stop', `worker ${id}: ${report.windowsFetched} windows fetched, ${report.windowsCommitted} committed`, { ...report });
+    return report;
+  } finally {
+    for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => undefined);
+  }
+}
+
+/** Rows fetched by every worker and not yet committed. */
+async function fetchedRows(client: import('pg').Client): Promise<number> {
+  const r = await client.query(`SELECT COALESCE(sum(rows), 0)::BIGINT AS n, count(*)::BIGINT AS w FROM ${CONTROL_SCHEMA}.windows WHERE state = 'fetched'`);
+  // A fetched window with no row still waits for its commit (its watermark and its run's end).
+  return Number(r.rows[0].n) + Number(r.rows[0].w);
+}
+
+/** Windows still `queued` whose queue job is over (failed for good): nobody will fetch them. */
+const ABANDONED = `FROM ${CONTROL_SCHEMA}.windows w WHERE w.state = 'queued'
+  AND NOT EXISTS (SELECT 1 FROM ${QUEUE_SCHEMA}.job j WHERE j.name = '${WINDOW_QUEUE}' AND j.id = w.job_id AND j.state IN ('created', 'retry', 'active'))`;
+
+async function abandonedWindows(client: import('pg').Client): Promise<number> {
+  return Number((await client.query(`SELECT count(*)::BIGINT AS n ${ABANDONED}`)).rows[0].n);
+}
+
+/** Marks abandoned windows failed and ends the runs left with nothing to do (run by the lease holder). */
+async function closeAbandoned(client: import('pg').Client): Promise<void> {
+  await client.query(
+    `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'failed', updated_at = NOW() WHERE (run_id, window_id) IN (SELECT w.run_id, w.window_id ${ABANDONED})`,
+  );
+  await client.query(
+    `UPDATE ${CONTROL_SCHEMA}.runs r SET finished_at = NOW(),
+       status = CASE WHEN EXISTS (SELECT 1 FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = r.run_id AND w.state = 'failed') THEN 'failed' ELSE 'completed' END
+     WHERE r.finished_at IS NULL AND NOT EXISTS (SELECT 1 FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = r.run_id AND w.state IN ('queued', 'fetched'))`,
+  );
+}
+
+/** Nothing queued or taken in the queue, nothing waiting for a commit, no run left open. */
+async function idle(client: import('pg').Client, boss: PgBoss): Promise<boolean> {
+  if ((await boss.getQueueSize(WINDOW_QUEUE, { before: 'completed' })) > 0) return false;
+  const open = await client.query(`SELECT count(*)::BIGINT AS n FROM ${CONTROL_SCHEMA}.runs WHERE finished_at IS NULL`);
+  return Number(open.rows[0].n) === 0;
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** A run's job as its enqueuer stored it, parsed here: this machine's environment gives URLs and the API key. */
+type OpenRun = RunContext & { close(): Promise<void> };
+
+async function openRun(client: import('pg').Client, runId: string, opts: WorkerOptions): Promise<OpenRun> {
+  const row = (await client.query(`SELECT job_doc, job_file, ingested_at FROM ${CONTROL_SCHEMA}.runs WHERE run_id = $1`, [runId])).rows[0];
+  if (!row) throw new Error(`run ${runId} is not in the control plane`);
+  const job = parseJob(row.job_doc, String(row.job_file), process.env);
+  const targets = await resolveTargets(job, opts);
+  const transport = new HttpTransport(transportOptionsOf(job));
+  const ingestedAt = String(row.ingested_at);
+  const transformers = new Map<string, RowTransformer>();
+  return {
+    runId,
+    job,
+    ingestedAt,
+    clients: buildClients(transport, targets, job),
+    pager: pagerOptionsOf(job, job.range.fixedChunks ? undefined : WINDOW_ROWS),
+    transformers,
+    transformerFor(name: string) {
+      let t = transformers.get(name);
+      if (!t) transformers.set(name, (t = new RowTransformer(getDataset(name), { network: job.network, snapshotDate: ingestedAt.slice(0, 10) })));
+      return t;
+    },
+    async close() {
+      await transport.close();
+      await targets.close();
+    },
+  };
+}

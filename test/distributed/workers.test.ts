@@ -1,0 +1,65 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enqueueJob } from '../../src/distributed/enqueue.js';
+import { openDistributedLake } from '../../src/distributed/read.js';
+import { runWorker } from '../../src/distributed/worker.js';
+import { loadJobDocument } from '../../src/pipeline/job.js';
+import { runJob } from '../../src/pipeline/run.js';
+import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
+import { tempDir } from '../helpers/lake.js';
+import { distributedRows, singleMachineRows } from './helpers.js';
+
+let pg: TestPostgres;
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+
+beforeAll(async () => {
+  pg = await startPostgres();
+  process.env.PGPASSWORD = pg.password;
+  tmp = await tempDir('chainlake-distributed-');
+}, 120_000);
+
+afterAll(async () => {
+  await pg?.stop();
+  await tmp?.cleanup();
+});
+
+describe('distributed mode: enqueue, workers, one committer', () => {
+  it('two workers fill a DuckLake equal, row for row, to a single-machine run of the same job', async () => {
+    const { job, doc } = await loadJobDocument(path.resolve('jobs/demo.json'));
+    const db = await pg.database();
+    const store = path.join(tmp.dir, 'store');
+    const queued = await enqueueJob(job, doc, { catalog: db.url, store });
+    expect(queued.resumed).toBe(false);
+    expect(queued.queued).toBeGreaterThan(10);
+    // Enqueueing again while the run is open adds nothing.
+    const again = await enqueueJob(job, doc, { catalog: db.url, store });
+    expect(again).toMatchObject({ runId: queued.runId, resumed: true, queued: 0 });
+
+    const reports = await Promise.all(
+      ['w1', 'w2'].map((id) => runWorker({ catalog: db.url, store, id, untilIdle: true, pollMs: 100, leaseSeconds: 30, commitRows: 20_000 })),
+    );
+    expect(reports.reduce((n, r) => n + r.windowsFetched, 0)).toBeGreaterThanOrEqual(queued.queued);
+    expect(reports.reduce((n, r) => n + r.windowsFailed, 0)).toBe(0);
+
+    const lake = path.join(tmp.dir, 'single');
+    await runJob({ ...job, lake });
+    const expected = await singleMachineRows(lake);
+    // Every dataset of the demo job, thousands of rows: the comparison below covers the whole lake.
+    expect(expected.size).toBeGreaterThanOrEqual(18);
+    expect([...expected.values()].reduce((n, t) => n + t.rows, 0)).toBeGreaterThan(5_000);
+    const dist = await openDistributedLake({ catalog: db.url });
+    try {
+      for (const [name, want] of expected) {
+        // A table the run never wrote a row to (no rejects) does not exist in the DuckLake.
+        if (!dist.tables.includes(name)) {
+          expect({ name, rows: want.rows }).toEqual({ name, rows: 0 });
+          continue;
+        }
+        const got = await distributedRows(dist.conn, name, want.columns);
+        expect({ name, ...got }).toEqual({ name, rows: want.rows, digest: want.digest });
+      }
+    } finally {
+      dist.close();
+    }
+  }, 300_000);
+});
