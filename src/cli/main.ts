@@ -20,6 +20,9 @@ import { statusCommand } from './commands/status.js';
 import { compactCommand } from './commands/compact.js';
 import { catalogCommand } from './commands/catalog.js';
 import { decodeCommand } from './commands/decode.js';
+import { enqueueCommand } from './commands/enqueue.js';
+import { workerCommand } from './commands/worker.js';
+import { maintainCommand } from './commands/maintain.js';
 import { CliError, EXIT } from './exit-codes.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -53,6 +56,9 @@ export async function main(argv: string[]): Promise<void> {
     .command(catalogCommand)
     .command(decodeCommand)
     .command(scheduleCommand)
+    .command(enqueueCommand)
+    .command(workerCommand)
+    .command(maintainCommand)
     .command(verifyContractCommand)
     .command(schemaCommand)
     .middleware((a) => {

@@ -20,6 +20,7 @@ import { ident, literal, literalList } from '../load/sql.js';
 import { MERGE_SLICE_ROWS, slicePartitions } from '../load/commit.js';
 import { advanceWatermark } from '../pipeline/committer.js';
 import type { Logger } from '../pipeline/log.js';
+import { testHook } from '../load/test-hooks.js';
 import { ChainlakeError } from '../errors.js';
 import { CONTROL_SCHEMA } from './control-plane.js';
 import { ensureTable } from './lake-tables.js';
@@ -131,6 +132,7 @@ async function commitGroup(deps: CommitDeps, windows: FetchedWindow[]): Promise<
   const snapshot = await mergeAndCommit(deps, datasetShape(getDataset(dataset)), network, fragments, (tx, snapshotId) =>
     markCommitted(tx, deps, windows, snapshotId),
   );
+  await testHook('lake-committed');
   await Promise.all([...fragments, ...rejects].map((f) => deps.store.remove(f)));
   const rows = windows.reduce((n, w) => n + w.rows, 0);
   deps.log.log('info', 'commit', `committed ${windows.length} windows of ${dataset} (${rows} rows) as snapshot ${snapshot} in ${Date.now() - started} ms`, {
@@ -196,6 +198,7 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
     );
   }
   await deps.beforeCommit?.();
+  await testHook('lake-commit');
 }
 
 /**
@@ -260,6 +263,7 @@ async function mergeAndCommit(
       conn.closeSync();
     }
   }
+  await testHook('lake-files');
   try {
     const result = await commitFiles(catalog, {
       tableName: shape.name,

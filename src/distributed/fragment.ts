@@ -16,6 +16,7 @@ import type { PagerOptions } from '../extract/pager.js';
 import type { Engine } from '../load/engine.js';
 import { rejectsSelect, stagedSelect } from '../load/commit.js';
 import { ident, literal } from '../load/sql.js';
+import { testHook } from '../load/test-hooks.js';
 import { STAGED_PARTITION } from '../load/schema.js';
 import type { RowTransformer } from '../transform/rows.js';
 import { CONTROL_SCHEMA } from './control-plane.js';
@@ -47,7 +48,10 @@ export interface FetchDeps {
   log: Logger;
 }
 
-export type FetchResult = { state: 'fetched'; rows: number; requests: number } | { state: 'skipped' } | { state: 'failed'; error: string };
+export type FetchResult =
+  | { state: 'fetched'; dataset: string; rows: number; requests: number; throttles: number }
+  | { state: 'skipped' }
+  | { state: 'failed'; error: string; dataset?: string; requests?: number; throttles?: number };
 
 let nextIndex = 0;
 
@@ -78,7 +82,7 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
         `UPDATE ${CONTROL_SCHEMA}.windows SET attempts = attempts + 1, error = $3, worker = $4, updated_at = NOW() WHERE run_id = $1 AND window_id = $2`,
         [runId, windowId, outcome.error, deps.workerId],
       );
-      return { state: 'failed', error: outcome.error };
+      return { state: 'failed', error: outcome.error, dataset: w.def.name, requests: outcome.acct.requests, throttles: outcome.acct.throttles };
     }
     const dir = await store.prepareFragments(runId);
     const staged = stagedOf(outcome);
@@ -101,6 +105,7 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
       );
     }
     const covered = outcome.window.range;
+    await testHook('fragment');
     await client.query('BEGIN');
     try {
       if (outcome.rest) {
@@ -108,7 +113,13 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
         const rest = windowSpecOf({ ...w, range: outcome.rest });
         const restId = windowOfSpec(rest).id;
         await insertWindow(client, runId, restId, rest);
-        await sendWindow(deps.boss, client, { runId, windowId: restId }, deps.settings);
+        // With its parent's timeout: the enqueuer chose it for this run's windows.
+        await sendWindow(
+          deps.boss,
+          client,
+          { runId, windowId: restId },
+          { ...deps.settings, windowTimeoutSeconds: Math.max(1, Math.round(Number(job.expireInSeconds)) || deps.settings.windowTimeoutSeconds) },
+        );
       }
       const updated = await client.query(
         `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'fetched', fragment_path = $3, reject_path = $4, rows = $5, rejects = $6, requests = $7,
@@ -146,7 +157,7 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
       rows: outcome.rows,
       requests: outcome.acct.requests,
     });
-    return { state: 'fetched', rows: outcome.rows, requests: outcome.acct.requests };
+    return { state: 'fetched', dataset: w.def.name, rows: outcome.rows, requests: outcome.acct.requests, throttles: outcome.acct.throttles };
   } finally {
     // A fragment written but never recorded (a failure between the two) is nobody's: remove it now.
     await Promise.all(written.map((f) => store.remove(f).catch(() => undefined)));

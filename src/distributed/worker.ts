@@ -21,9 +21,10 @@ import { getDataset } from '../datasets/registry.js';
 import { commitFetched, LeaseLostError, releaseLease, takeLease } from './commit.js';
 import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, openCatalog, setupControlPlane } from './control-plane.js';
 import type { DistributedOptions } from './enqueue.js';
-import { fetchWindow, type RunContext } from './fragment.js';
+import { fetchWindow, type FetchResult, type RunContext } from './fragment.js';
 import { DEFAULT_QUEUE_SETTINGS, openQueue, type WindowJob } from './queue.js';
 import { Store } from './store.js';
+import type { QueueState, WorkerMetrics } from '../observe/worker-metrics.js';
 
 export interface WorkerOptions extends DistributedOptions {
   /** Names this worker in the control plane (windows it fetched, the lease); default host-pid-random. */
@@ -38,6 +39,8 @@ export interface WorkerOptions extends DistributedOptions {
   commitRows?: number;
   signal?: AbortSignal;
   log?: Logger;
+  /** Counted as the worker goes (see WorkerMetrics); its queue gauges read the control plane. */
+  metrics?: WorkerMetrics;
   /** Test seam: runs inside each commit transaction just before COMMIT. */
   beforeCommit?: () => Promise<void>;
 }
@@ -91,14 +94,18 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
     log.log('info', 'worker.start', `worker ${id}: store ${store.root}`, { worker: id });
 
     const tryCommit = async (): Promise<void> => {
-      if (!(await takeLease(client, id, leaseSeconds))) return;
+      const held = await takeLease(client, id, leaseSeconds);
+      opts.metrics?.leaseHeld(held);
+      if (!held) return;
       // Renewed while a long commit runs, so that it is not taken away from a committer that is alive.
       const renew = setInterval(() => void takeLease(client, id, leaseSeconds).catch(() => undefined), (leaseSeconds * 1000) / 3);
       try {
-        report.windowsCommitted += await commitFetched(
+        const n = await commitFetched(
           { catalog: cat.catalog, engine, store, holder: id, leaseSeconds, log, beforeCommit: opts.beforeCommit },
           opts.commitRows ?? DEFAULT_COMMIT_ROWS,
         );
+        report.windowsCommitted += n;
+        opts.metrics?.commits(n);
         await closeAbandoned(client);
       } catch (error) {
         if (!(error instanceof LeaseLostError)) throw error;
@@ -113,12 +120,13 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
       const [job] = (await boss.fetch<WindowJob>(WINDOW_QUEUE, { batchSize: 1, includeMetadata: true })) as PgBoss.JobWithMetadata<WindowJob>[];
       if (job) {
         const ctx = await runContext(job.data.runId);
-        const result = await fetchWindow(job, ctx, { client, boss, engine, store, settings, workerId: id, scratch, log }).catch((e: Error) => ({
+        const result: FetchResult = await fetchWindow(job, ctx, { client, boss, engine, store, settings, workerId: id, scratch, log }).catch((e: Error) => ({
           state: 'failed' as const,
           error: e.message,
         }));
         if (result.state === 'failed') {
           report.windowsFailed++;
+          opts.metrics?.window('failed', result.dataset, 0, result.requests, result.throttles);
           log.log('warn', 'window.failed', `${job.data.windowId}: ${result.error} (attempt ${job.retryCount + 1} of ${job.retryLimit + 1})`, {
             window: job.data.windowId,
             error: result.error,
@@ -135,7 +143,11 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
             report.windowsFetched++;
             report.rows += result.rows;
             report.requests += result.requests;
-          } else report.windowsSkipped++;
+            opts.metrics?.window('fetched', result.dataset, result.rows, result.requests, result.throttles);
+          } else {
+            report.windowsSkipped++;
+            opts.metrics?.window('skipped');
+          }
           await boss.complete(WINDOW_QUEUE, job.id);
         }
         if ((await fetchedRows(client)) >= (opts.commitRows ?? DEFAULT_COMMIT_ROWS)) await tryCommit();
@@ -150,6 +162,26 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
   } finally {
     for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => undefined);
   }
+}
+
+/** The queue as the control plane has it, for the metrics' gauges. */
+export async function queueState(client: Pick<import('pg').Client, 'query'>): Promise<QueueState> {
+  const r = (
+    await client.query(
+      `SELECT count(*) FILTER (WHERE w.state = 'queued')::BIGINT AS queued, count(*) FILTER (WHERE w.state = 'fetched')::BIGINT AS fetched,
+              count(*) FILTER (WHERE w.state = 'failed')::BIGINT AS failed,
+              COALESCE(EXTRACT(EPOCH FROM NOW() - min(w.updated_at) FILTER (WHERE w.state = 'fetched')), 0)::FLOAT8 AS lag
+       FROM ${CONTROL_SCHEMA}.windows w JOIN ${CONTROL_SCHEMA}.runs r ON r.run_id = w.run_id WHERE r.finished_at IS NULL`,
+    )
+  ).rows[0];
+  const active = (await client.query(`SELECT count(*)::BIGINT AS n FROM ${QUEUE_SCHEMA}.job WHERE name = $1 AND state = 'active'`, [WINDOW_QUEUE])).rows[0];
+  return {
+    queued: Number(r.queued) - Number(active.n),
+    active: Number(active.n),
+    fetched: Number(r.fetched),
+    failed: Number(r.failed),
+    commitLagSeconds: Number(r.lag),
+  };
 }
 
 /** Rows fetched by every worker and not yet committed. */

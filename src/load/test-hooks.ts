@@ -12,9 +12,14 @@ import { createInterface } from 'node:readline';
  * staged rows typed to Parquet), `final` (a merged partition file written), `journal` (commit decided,
  * nothing renamed), `rename` (after the first rename into the lake), `catalog` (every file in place, catalog
  * not yet updated), `committed` (catalog committed, journal not yet removed).
+ *
+ * Distributed mode (src/distributed): `fragment` (a window's fragment written to the store, not yet recorded),
+ * `lake-files` (a commit's new partition files written, catalog untouched), `lake-commit` (inside the commit's
+ * PostgreSQL transaction, just before COMMIT), `lake-committed` (committed, fragments not yet removed).
  */
 export const COMMIT_STEPS = ['stage-write', 'typed', 'final', 'journal', 'rename', 'catalog', 'committed'] as const;
-export type CommitStep = (typeof COMMIT_STEPS)[number];
+export const DISTRIBUTED_STEPS = ['fragment', 'lake-files', 'lake-commit', 'lake-committed'] as const;
+export type CommitStep = (typeof COMMIT_STEPS)[number] | (typeof DISTRIBUTED_STEPS)[number];
 
 const crashAt = new Set((process.env.CHAINLAKE_TEST_CRASH_AT ?? '').split(',').filter(Boolean));
 const holdAt = process.env.CHAINLAKE_TEST_HOLD_AT ?? '';

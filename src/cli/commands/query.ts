@@ -10,7 +10,10 @@ import { lastQueryStatement, QueryRefusedError, streamQuery } from '../../load/q
 import { NoLakeError, openLakeReader, type LakeReader } from '../../load/reader.js';
 import { literal } from '../../load/sql.js';
 import { GarbagePacer } from '../../pipeline/garbage.js';
-import { CliError } from '../exit-codes.js';
+import { CliError, EXIT } from '../exit-codes.js';
+import { ChainlakeError } from '../../errors.js';
+import { checkCatalogUrl } from '../../distributed/control-plane.js';
+import { openDistributedLake, parseAsOf } from '../../distributed/read.js';
 import { renderRows } from '../output.js';
 
 export type QueryFormat = 'table' | 'csv' | 'json' | 'parquet' | 'arrow';
@@ -18,6 +21,9 @@ export type QueryFormat = 'table' | 'csv' | 'json' | 'parquet' | 'arrow';
 interface Args {
   sql: string;
   lake: string;
+  catalog?: string;
+  store?: string;
+  'as-of'?: string;
   format: QueryFormat;
   output?: string;
 }
@@ -150,12 +156,12 @@ async function writeParquet(reader: LakeReader, sql: string, file: string): Prom
  * The reader waits out a commit in progress and always sees a committed state (see openLakeReader).
  */
 export async function queryLakeTo(
-  lake: string,
+  lake: string | (() => Promise<LakeReader>),
   sql: string,
   format: QueryFormat,
   target: { stream: Writable } | { file: string },
 ): Promise<{ movedFrom?: string }> {
-  const reader = await openLakeReader(new LakePaths(lake));
+  const reader = typeof lake === 'string' ? await openLakeReader(new LakePaths(lake)) : await lake();
   try {
     if (format === 'parquet') {
       if (!('file' in target)) throw new CliError('--format parquet needs --output FILE (Parquet is a file format, not a stream)');
@@ -198,6 +204,13 @@ export async function queryLake(lake: string, sql: string, format: Exclude<Query
   return text.replace(/\n$/, '');
 }
 
+/** A distributed lake as a reader: views over one snapshot's files. */
+function distributedSource(catalog: string, store: string | undefined, asOf: string | undefined): () => Promise<LakeReader> {
+  checkCatalogUrl(catalog);
+  const at = parseAsOf(asOf);
+  return () => openDistributedLake({ catalog, store, asOf: at });
+}
+
 export const queryCommand: CommandModule<object, Args> = {
   command: 'query <sql>',
   describe: "Run SQL against the lake's catalog (read-only) and print or write the result",
@@ -215,6 +228,12 @@ export const queryCommand: CommandModule<object, Args> = {
         describe: `table: aligned, for a terminal (the first ${TABLE_MAX_ROWS} rows); csv: RFC 4180 with a header; json: one object per line; arrow: an Arrow IPC stream (pandas, Polars, pyarrow); parquet: a Parquet file (needs --output)`,
       })
       .option('output', { type: 'string', alias: 'o', describe: 'Write the result to this file instead of stdout (streamed: any size)' })
+      .option('catalog', {
+        type: 'string',
+        describe: 'Read a distributed lake: the PostgreSQL URL of its control plane (then --lake is not used)',
+      })
+      .option('store', { type: 'string', describe: "With --catalog: where the lake's files are mounted on this machine (default: the catalog's data path)" })
+      .option('as-of', { type: 'string', describe: 'With --catalog: read an earlier snapshot, by id (12) or time (2026-11-24T06:00:00Z)' })
       .example('$0 query "DESCRIBE transactions"', 'Columns and types of a dataset')
       .example('$0 query --format csv "SELECT block_date, count(*) FROM transactions GROUP BY ALL"', 'Rows per day as CSV')
       .example('$0 query --format parquet -o tx.parquet "SELECT * FROM transactions"', 'A whole dataset into one Parquet file')
@@ -225,7 +244,11 @@ export const queryCommand: CommandModule<object, Args> = {
     // A file is written beside its final name and renamed once complete: a failed query leaves no half file.
     const partial = args.output ? path.join(path.dirname(args.output), `.${path.basename(args.output)}.partial`) : undefined;
     try {
-      const { movedFrom } = await queryLakeTo(args.lake, args.sql, args.format, partial ? { file: partial } : { stream: process.stdout });
+      if (args['as-of'] !== undefined && args.catalog === undefined) {
+        throw new CliError('--as-of reads a snapshot of a distributed lake: give --catalog too', EXIT.usage, 'a single-machine lake keeps no snapshots yet');
+      }
+      const source = args.catalog === undefined ? args.lake : distributedSource(args.catalog, args.store, args['as-of']);
+      const { movedFrom } = await queryLakeTo(source, args.sql, args.format, partial ? { file: partial } : { stream: process.stdout });
       if (partial) await rename(partial, args.output!);
       if (movedFrom) {
         process.stderr.write(
@@ -234,7 +257,7 @@ export const queryCommand: CommandModule<object, Args> = {
       }
     } catch (e) {
       if (partial) await rm(partial, { force: true });
-      if (e instanceof CliError || e instanceof NoLakeError) throw e;
+      if (e instanceof ChainlakeError) throw e;
       if (e instanceof QueryRefusedError) throw new CliError(`query failed: ${e.message}`);
       const code = (e as NodeJS.ErrnoException).code;
       if (args.output && (code === 'ENOENT' || code === 'EACCES' || code === 'EROFS' || code === 'EISDIR')) {

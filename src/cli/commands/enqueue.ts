@@ -1,0 +1,58 @@
+import type { CommandModule } from 'yargs';
+import { checkCatalogUrl } from '../../distributed/control-plane.js';
+import { enqueueJob } from '../../distributed/enqueue.js';
+import { loadJobDocument } from '../../pipeline/job.js';
+import { DEFAULT_QUEUE_SETTINGS } from '../../distributed/queue.js';
+import { outputFor } from '../common.js';
+import { CliError } from '../exit-codes.js';
+
+interface Args {
+  job: string;
+  catalog?: string;
+  store?: string;
+  'window-timeout': number;
+  'log-format'?: 'text' | 'json';
+  quiet?: boolean;
+  verbose?: boolean;
+}
+
+export const enqueueCommand: CommandModule<object, Args> = {
+  command: 'enqueue <job>',
+  describe: 'Distributed mode: plan a job and queue its windows for `chainlake worker` processes (PostgreSQL control plane)',
+  builder: (y) =>
+    y
+      .positional('job', { type: 'string', demandOption: true, describe: 'Path to the job file (JSON)' })
+      .option('catalog', {
+        type: 'string',
+        default: process.env.CHAINLAKE_CATALOG,
+        defaultDescription: '$CHAINLAKE_CATALOG',
+        describe: 'PostgreSQL URL of the control plane (postgres://user@host/db; the password from PGPASSWORD or ~/.pgpass)',
+      })
+      .option('store', {
+        type: 'string',
+        default: process.env.CHAINLAKE_STORE,
+        defaultDescription: '$CHAINLAKE_STORE',
+        describe: "Where the lake's files live, as this machine mounts it (a shared directory)",
+      })
+      .option('window-timeout', {
+        type: 'number',
+        default: DEFAULT_QUEUE_SETTINGS.windowTimeoutSeconds,
+        describe: 'Seconds a worker may hold a window before the queue presumes it dead and offers the window to another worker',
+      })
+      .example('$0 enqueue jobs/nightly.json --catalog postgres://chainlake@db/lake --store /mnt/lake', 'Queue the nightly job; workers fetch it'),
+  handler: async (args) => {
+    const catalog = checkCatalogUrl(args.catalog);
+    const { logger } = outputFor(args);
+    const { job, doc } = await loadJobDocument(args.job);
+    const timeout = args['window-timeout'];
+    if (!Number.isInteger(timeout) || timeout < 5) throw new CliError(`--window-timeout: expected whole seconds, at least 5, got ${String(timeout)}`);
+    const r = await enqueueJob(job, doc, { catalog, store: args.store ?? '', queue: { windowTimeoutSeconds: timeout } });
+    const text = r.resumed
+      ? `run ${r.runId} of ${job.name} is still open (${r.pending} windows to do): nothing new queued${r.queued ? `, ${r.queued} windows offered again` : ''}`
+      : `run ${r.runId}: ${job.name} on ${job.network}${r.head === null ? '' : `, head ${r.head}`}: ${r.queued} windows queued${r.skipped ? `, ${r.skipped} already in the lake` : ''}`;
+    logger.log('info', 'enqueue', text, { run: r.runId, job: job.name, ...r });
+    process.stdout.write(
+      `${JSON.stringify({ run: r.runId, job: job.name, resumed: r.resumed, head: r.head, queued: r.queued, skipped: r.skipped, pending: r.pending })}\n`,
+    );
+  },
+};

@@ -1,0 +1,66 @@
+import type { CommandModule } from 'yargs';
+import { checkCatalogUrl } from '../../distributed/control-plane.js';
+import { maintainLake, parseDuration } from '../../distributed/maintain.js';
+import { CliError } from '../exit-codes.js';
+
+interface Args {
+  catalog?: string;
+  store?: string;
+  'expire-older-than'?: string;
+  'keep-snapshots'?: number;
+  'orphans-older-than': string;
+}
+
+const duration = (text: string, flag: string): number => {
+  try {
+    return parseDuration(text, flag);
+  } catch (e) {
+    throw new CliError((e as Error).message);
+  }
+};
+
+export const maintainCommand: CommandModule<object, Args> = {
+  command: 'maintain',
+  describe: 'Distributed lake: expire old snapshots, delete the files no snapshot needs, and sweep files nothing refers to',
+  builder: (y) =>
+    y
+      .option('catalog', {
+        type: 'string',
+        default: process.env.CHAINLAKE_CATALOG,
+        defaultDescription: '$CHAINLAKE_CATALOG',
+        describe: 'PostgreSQL URL of the control plane',
+      })
+      .option('store', {
+        type: 'string',
+        default: process.env.CHAINLAKE_STORE,
+        defaultDescription: '$CHAINLAKE_STORE',
+        describe: "Where the lake's files are mounted on this machine",
+      })
+      .option('expire-older-than', { type: 'string', describe: 'Expire snapshots older than this (7d, 12h, 30m); the newest is always kept' })
+      .option('keep-snapshots', { type: 'number', describe: 'Expire all but the newest N snapshots' })
+      .option('orphans-older-than', {
+        type: 'string',
+        default: '1h',
+        describe: 'Remove files nothing refers to once older than this (files a live worker is writing are younger)',
+      })
+      .example('$0 maintain --expire-older-than 7d', 'Keep a week of time travel; free the rest'),
+  handler: async (args) => {
+    const catalog = checkCatalogUrl(args.catalog);
+    if (!args.store) throw new CliError('--store is required', 2, 'give --store /shared/lake (or set CHAINLAKE_STORE)');
+    const keep = args['keep-snapshots'];
+    if (keep !== undefined && (!Number.isInteger(keep) || keep < 1))
+      throw new CliError(`--keep-snapshots: expected a whole number of at least 1, got ${String(keep)}`);
+    const older = args['expire-older-than'];
+    const r = await maintainLake({
+      catalog,
+      store: args.store,
+      expireOlderThan: older === undefined ? undefined : new Date(Date.now() - duration(older, '--expire-older-than') * 1000),
+      keepSnapshots: keep,
+      orphanGraceSeconds: duration(args['orphans-older-than'], '--orphans-older-than'),
+    });
+    process.stdout.write(
+      `expired ${r.expiredSnapshots} snapshots, deleted ${r.deletedFiles} files no snapshot needs, removed ${r.orphansRemoved} orphaned files` +
+        `${r.orphansKept ? ` (kept ${r.orphansKept} younger than --orphans-older-than)` : ''}\n`,
+    );
+  },
+};

@@ -1,0 +1,118 @@
+import type { CommandModule } from 'yargs';
+import { checkCatalogUrl, connect } from '../../distributed/control-plane.js';
+import { DEFAULT_QUEUE_SETTINGS } from '../../distributed/queue.js';
+import { DEFAULT_COMMIT_ROWS, DEFAULT_LEASE_SECONDS, queueState, runWorker } from '../../distributed/worker.js';
+import { serveMetrics, type MetricsServer } from '../../observe/server.js';
+import { WorkerMetrics } from '../../observe/worker-metrics.js';
+import { outputFor } from '../common.js';
+import { CliError } from '../exit-codes.js';
+
+interface Args {
+  catalog?: string;
+  store?: string;
+  id?: string;
+  'until-idle'?: boolean;
+  'poll-ms': number;
+  'lease-seconds': number;
+  'supervise-seconds': number;
+  'commit-rows': number;
+  'metrics-port'?: number;
+  'metrics-host': string;
+  'log-format'?: 'text' | 'json';
+  quiet?: boolean;
+  verbose?: boolean;
+}
+
+const positiveInteger = (flag: string, value: number, min = 1): number => {
+  if (!Number.isInteger(value) || value < min) throw new CliError(`${flag}: expected a whole number of at least ${min}, got ${String(value)}`);
+  return value;
+};
+
+export const workerCommand: CommandModule<object, Args> = {
+  command: 'worker',
+  describe: 'Distributed mode: fetch queued windows into the shared lake, and commit them while holding the committer lease',
+  builder: (y) =>
+    y
+      .option('catalog', {
+        type: 'string',
+        default: process.env.CHAINLAKE_CATALOG,
+        defaultDescription: '$CHAINLAKE_CATALOG',
+        describe: 'PostgreSQL URL of the control plane (postgres://user@host/db; the password from PGPASSWORD or ~/.pgpass)',
+      })
+      .option('store', {
+        type: 'string',
+        default: process.env.CHAINLAKE_STORE,
+        defaultDescription: '$CHAINLAKE_STORE',
+        describe: "Where the lake's files live, as this machine mounts it (a shared directory)",
+      })
+      .option('id', { type: 'string', describe: 'Name of this worker in the control plane (default: host-pid-random)' })
+      .option('until-idle', { type: 'boolean', describe: 'Exit once no run has anything left to fetch or commit (batch use); default: run until stopped' })
+      .option('poll-ms', { type: 'number', default: 1000, describe: 'How long an idle worker waits before asking the queue again' })
+      .option('lease-seconds', {
+        type: 'number',
+        default: DEFAULT_LEASE_SECONDS,
+        describe: 'How long the committer lease lasts without renewal: how long a dead committer holds up commits',
+      })
+      .option('supervise-seconds', {
+        type: 'number',
+        default: DEFAULT_QUEUE_SETTINGS.superviseSeconds,
+        describe: "How often this worker looks for windows whose worker died (past their enqueue's --window-timeout) to offer them again",
+      })
+      .option('commit-rows', { type: 'number', default: DEFAULT_COMMIT_ROWS, describe: 'Fetched rows (all workers) after which the lease holder commits' })
+      .option('metrics-port', { type: 'number', describe: 'Serve /metrics (Prometheus) and /healthz on this port (0 picks a free one)' })
+      .option('metrics-host', { type: 'string', default: '127.0.0.1', describe: 'Interface for --metrics-port' })
+      .example('$0 worker --catalog postgres://chainlake@db/lake --store /mnt/lake', 'Work until stopped (SIGTERM finishes the window in hand)')
+      .example('$0 worker --until-idle --metrics-port 9464', 'Drain the queue, serving metrics meanwhile; catalog and store from the environment'),
+  handler: async (args) => {
+    const catalog = checkCatalogUrl(args.catalog);
+    if (!args.store) throw new CliError('--store is required', 2, 'give --store /shared/lake (or set CHAINLAKE_STORE): the directory every worker mounts');
+    positiveInteger('--poll-ms', args['poll-ms']);
+    positiveInteger('--lease-seconds', args['lease-seconds'], 5);
+    positiveInteger('--supervise-seconds', args['supervise-seconds']);
+    positiveInteger('--commit-rows', args['commit-rows']);
+    const port = args['metrics-port'];
+    if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535))
+      throw new CliError(`--metrics-port: expected a port number from 0 to 65535, got ${String(port)}`);
+    const { logger } = outputFor(args);
+    const stop = new AbortController();
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(sig, () => {
+        logger.log('info', 'worker.stopping', `${sig}: finishing the window in hand, then stopping`);
+        stop.abort();
+      });
+    }
+    let server: MetricsServer | undefined;
+    let metrics: WorkerMetrics | undefined;
+    let metricsClient: Awaited<ReturnType<typeof connect>> | undefined;
+    if (port !== undefined) {
+      metricsClient = await connect(catalog);
+      const c = metricsClient;
+      metrics = new WorkerMetrics(() => queueState(c));
+      try {
+        server = await serveMetrics(metrics, { host: args['metrics-host'], port });
+      } catch (e) {
+        await c.end();
+        throw new CliError(`--metrics-port ${port} on ${args['metrics-host']}: ${(e as Error).message}`);
+      }
+      logger.log('info', 'worker.metrics', `serving ${server.url}/metrics and ${server.url}/healthz`, { url: server.url });
+    }
+    try {
+      await runWorker({
+        catalog,
+        store: args.store,
+        id: args.id,
+        untilIdle: args['until-idle'],
+        pollMs: args['poll-ms'],
+        leaseSeconds: args['lease-seconds'],
+        commitRows: args['commit-rows'],
+        queue: { superviseSeconds: args['supervise-seconds'] },
+        signal: stop.signal,
+        log: logger,
+        metrics,
+      });
+    } finally {
+      await server?.close();
+      await metricsClient?.end().catch(() => undefined);
+    }
+  },
+};
