@@ -115,10 +115,12 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
       }
     };
 
+    let wasIdle = false;
     for (;;) {
       if (opts.signal?.aborted) break;
       const [job] = (await boss.fetch<WindowJob>(WINDOW_QUEUE, { batchSize: 1, includeMetadata: true })) as PgBoss.JobWithMetadata<WindowJob>[];
       if (job) {
+        wasIdle = false;
         const ctx = await runContext(job.data.runId);
         const result: FetchResult = await fetchWindow(job, ctx, { client, boss, engine, store, settings, workerId: id, scratch, log }).catch((e: Error) => ({
           state: 'failed' as const,
@@ -154,7 +156,10 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
         continue;
       }
       if ((await fetchedRows(client)) > 0 || (await abandonedWindows(client)) > 0) await tryCommit();
-      if (opts.untilIdle && (await idle(client, boss))) break;
+      const nothingLeft = await idle(client, boss);
+      if (nothingLeft && !wasIdle) log.log('info', 'worker.idle', `worker ${id}: every run is done; waiting for work`, { ...report });
+      wasIdle = nothingLeft;
+      if (opts.untilIdle && nothingLeft) break;
       await sleep(opts.pollMs ?? 1000, opts.signal);
     }
     log.log('info', 'worker.stop', `worker ${id}: ${report.windowsFetched} windows fetched, ${report.windowsCommitted} committed`, { ...report });

@@ -1,0 +1,140 @@
+import { spawn } from 'node:child_process';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
+import { CLI, onJsonLines, runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/lake.js';
+
+let pg: TestPostgres;
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+let jobFile: string;
+
+const SMALL_JOB = {
+  name: 'distributed-small',
+  network: 'mainnet',
+  target: 'simulator',
+  simulator: { seed: 1, scale: 'small' },
+  range: { fromBlock: 0, toBlock: 'head' },
+  concurrency: 4,
+  datasets: {
+    transactions: { addresses: ['0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c', '0x235cc9e6a7b9bac03056f3eb7034c30bd80a5157'] },
+    balances: { addresses: ['0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c'] },
+  },
+};
+
+beforeAll(async () => {
+  pg = await startPostgres();
+  tmp = await tempDir('chainlake-distributed-cli-');
+  jobFile = path.join(tmp.dir, 'small.json');
+  await writeFile(jobFile, JSON.stringify(SMALL_JOB));
+}, 120_000);
+
+afterAll(async () => {
+  await pg?.stop();
+  await tmp?.cleanup();
+});
+
+describe('distributed mode through the CLI', () => {
+  it('names what to fix when the catalog or store is wrong (exit 2), never printing a password', async () => {
+    const store = path.join(tmp.dir, 'store-bad');
+    const missing = await runCli(['worker', '--store', store], { env: { CHAINLAKE_CATALOG: '' } });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/--catalog is required/);
+
+    const notPg = await runCli(['enqueue', jobFile, '--catalog', 'mysql://db/lake', '--store', store]);
+    expect(notPg.code).toBe(2);
+    expect(notPg.stderr).toMatch(/not a PostgreSQL URL/);
+
+    const db = await pg.database();
+    const wrong = db.url.replace('postgres@', 'postgres:hunter2-secret@');
+    const refused = await runCli(['worker', '--catalog', wrong, '--store', store, '--until-idle'], { env: { PGPASSWORD: '' } });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/cannot connect to the catalog postgres:\/\/postgres:\*\*\*@127\.0\.0\.1/);
+    expect(refused.stderr + refused.stdout).not.toMatch(/hunter2/);
+
+    const s3 = await runCli(['worker', '--catalog', db.url, '--store', 's3://bucket/lake'], { env: { PGPASSWORD: pg.password } });
+    expect(s3.code).toBe(2);
+    expect(s3.stderr).toMatch(/--store s3:\/\/bucket\/lake/);
+
+    const asOf = await runCli(['query', '--as-of', '3', 'SELECT 1']);
+    expect(asOf.code).toBe(2);
+    expect(asOf.stderr).toMatch(/--as-of .* give --catalog/);
+  }, 120_000);
+
+  it('enqueue, a worker serving metrics, query --catalog and --as-of an earlier snapshot, maintain', async () => {
+    const db = await pg.database();
+    const store = path.join(tmp.dir, 'store');
+    const env = { PGPASSWORD: pg.password };
+    const enq = await runCli(['enqueue', jobFile, '--catalog', db.url, '--store', store], { env });
+    expect(enq.code, enq.stderr).toBe(0);
+    const queued = JSON.parse(enq.stdout) as { run: string; queued: number };
+    expect(queued.queued).toBeGreaterThan(1);
+
+    // A worker that stays up (no --until-idle): metrics are read once it says every run is done.
+    const child = spawn(
+      process.execPath,
+      [CLI, 'worker', '--catalog', db.url, '--store', store, '--poll-ms', '100', '--metrics-port', '0', '--log-format', 'json', '--commit-rows', '1'],
+      { env: { ...process.env, ...env, CHAINLAKE_API_KEY: '' }, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    const killer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    let url = '';
+    let idleReport: Record<string, unknown> | undefined;
+    const idle = new Promise<void>((resolve) =>
+      onJsonLines(child.stderr!, (ev) => {
+        if (ev.event === 'worker.metrics') url = String(ev.url);
+        if (ev.event === 'worker.idle') {
+          idleReport = ev;
+          resolve();
+        }
+      }),
+    );
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    await Promise.race([idle, exited]);
+    expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    const value = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1]);
+    expect(value('chainlake_worker_windows_total')).toBe(idleReport!.windowsFetched);
+    expect(value('chainlake_worker_windows_committed_total')).toBe(idleReport!.windowsCommitted);
+    expect(value('chainlake_worker_requests_total')).toBe(idleReport!.requests);
+    expect(value('chainlake_windows_queued')).toBe(0);
+    expect(value('chainlake_windows_fetched')).toBe(0);
+    expect(value('chainlake_commit_lag_seconds')).toBe(0);
+    expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    clearTimeout(killer);
+
+    const count = async (...extra: string[]) => {
+      const r = await runCli(['query', '--catalog', db.url, ...extra, '--format', 'csv', 'SELECT count(*) AS n FROM transactions'], { env });
+      expect(r.code, r.stderr).toBe(0);
+      return Number(r.stdout.trim().split('\n')[1]);
+    };
+    const now = await count();
+    expect(now).toBeGreaterThan(0);
+    // With --commit-rows 1 every window is a commit of its own: the first snapshot with transactions holds fewer.
+    const pgClient = await db.connect();
+    const snaps = (
+      await pgClient.query(
+        `SELECT snapshot_id FROM ducklake.ducklake_snapshot_changes WHERE changes_made LIKE 'inserted_into_table:%' AND snapshot_id IN (
+           SELECT begin_snapshot FROM ducklake.ducklake_data_file WHERE table_id = (SELECT table_id FROM ducklake.ducklake_table WHERE table_name = 'transactions'))
+         ORDER BY snapshot_id`,
+      )
+    ).rows.map((r) => Number(r.snapshot_id));
+    expect(snaps.length).toBeGreaterThan(1);
+    const first = await count('--as-of', String(snaps[0]));
+    expect(first).toBeGreaterThan(0);
+    expect(first).toBeLessThan(now);
+    const bad = await runCli(['query', '--catalog', db.url, '--as-of', 'yesterday', 'SELECT 1'], { env });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--as-of yesterday is neither a snapshot id nor a time/);
+
+    // Expiring every snapshot but the newest frees the files only older snapshots read; the newest reads the same.
+    const m = await runCli(['maintain', '--catalog', db.url, '--store', store, '--keep-snapshots', '1'], { env });
+    expect(m.code, m.stderr).toBe(0);
+    expect(m.stdout).toMatch(/expired \d+ snapshots, deleted [1-9]\d* files/);
+    expect(await count()).toBe(now);
+    const gone = await runCli(['query', '--catalog', db.url, '--as-of', String(snaps[0]), 'SELECT 1'], { env });
+    expect(gone.code).toBe(2);
+  }, 240_000);
+});
