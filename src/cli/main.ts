@@ -38,6 +38,10 @@ process.stderr.on('error', (e) => {
   if (!closedPipe(e)) throw e;
 });
 
+// The AWS SDK warns on every process under Node 20 that it will need Node 22 from 2027 (the README says so
+// once): a worker's log is not the place. A library user keeps the SDK's own behaviour.
+process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
 export async function main(argv: string[]): Promise<void> {
   const cli = yargs(argv)
     .scriptName('chainlake')

@@ -226,12 +226,14 @@ async function mergeAndCommit(
     const temp = { repeated: ident('__chainlake_repeated_keys'), winners: ident('__chainlake_winners') };
     const merged = ident('__chainlake_merged');
     try {
-      const fresh = `SELECT * FROM read_parquet(${literalList(fragments)}, union_by_name = true)`;
+      const local = await Promise.all(fragments.map((f) => store.localCopy(f)));
+      const fresh = `SELECT * FROM read_parquet(${literalList(local)}, union_by_name = true)`;
       const counts = (
         (await conn.runAndReadAll(`SELECT ${part}, count(*)::BIGINT FROM (${fresh}) GROUP BY 1 ORDER BY 1`)).getRowsJS() as [string, bigint][]
       ).map(([p, n]) => [p, Number(n)] as const);
       const current = await partitionFiles(catalog, table.tableId, snapshot.snapshotId, network);
-      const all = await listDataFiles(catalog, table, snapshot.snapshotId, store.dataPath);
+      // Paths resolved against this machine's copy of the lake (the store itself where it is a directory).
+      const all = await listDataFiles(catalog, table, snapshot.snapshotId, store.localDataPath);
       const withExisting = counts.map(
         ([p, n]) => [p, n + (current.get(p) ?? []).reduce((s, id) => s + (all.find((f) => f.dataFileId === id)?.recordCount ?? 0), 0)] as const,
       );
@@ -243,6 +245,10 @@ async function mergeAndCommit(
           `SELECT * FROM (${fresh}) WHERE ${part} IN (${slice.map(literal).join(', ')})`,
         ];
         const old = all.filter((f) => slice.some((p) => current.get(p)?.includes(f.dataFileId)));
+        for (const f of old) {
+          await store.localCopy(store.lakeLocation(f.path));
+          if (f.deleteFile) await store.localCopy(store.lakeLocation(f.deleteFile.path));
+        }
         if (old.length) {
           sources.push(
             `SELECT * EXCLUDE (network, ${ident(shape.partition)}), CAST(${ident(shape.partition)} AS VARCHAR) AS ${part} FROM (${scanSql(table, columns, old, snapshot.snapshotId)})`,
@@ -254,7 +260,10 @@ async function mergeAndCommit(
         await conn.run(`DROP TABLE IF EXISTS ${temp.winners}`);
         for (const p of slice) {
           const file = await writePartition(conn, store, table, columns, shape, merged, network, p);
-          if (file) files.push(file);
+          if (file) {
+            files.push(file);
+            await store.putLakeFile(file.fullPath);
+          }
           replaced.push([network, p]);
         }
       }
@@ -276,7 +285,7 @@ async function mergeAndCommit(
     return result.snapshotId;
   } catch (error) {
     // The files of a commit that did not happen are nobody's.
-    await Promise.all(files.map((f) => store.remove(f.fullPath).catch(() => undefined)));
+    await Promise.all(files.map((f) => store.remove(store.lakeLocation(f.fullPath)).catch(() => undefined)));
     throw error;
   }
 }
@@ -293,7 +302,7 @@ async function writePartition(
 ): Promise<StagedFile | null> {
   const part = ident(STAGED_PARTITION);
   const select = `SELECT * EXCLUDE (${part}), ${literal(network)} AS network, CAST(${part} AS DATE) AS ${ident(shape.partition)} FROM ${merged} WHERE ${part} = ${literal(partition)}`;
-  return writeDataFile(conn, { dataPath: store.dataPath, table, columns }, select, { network, [shape.partition]: partition });
+  return writeDataFile(conn, { dataPath: store.localDataPath, table, columns }, select, { network, [shape.partition]: partition });
 }
 
 /** The current data files of each partition (by the partition column's value) of one network. */

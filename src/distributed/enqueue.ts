@@ -15,7 +15,7 @@ import { buildClients, newRunId, resolveTargets, transportOptionsOf, type RunOpt
 import { watermarkKey } from '../load/state.js';
 import { CONTROL_SCHEMA, connect, setupControlPlane } from './control-plane.js';
 import { DEFAULT_QUEUE_SETTINGS, openQueue, sendWindow, windowJobId, type QueueSettings } from './queue.js';
-import { Store } from './store.js';
+import { openStore } from './store.js';
 import { windowSpecOf, type WindowSpec } from './windows.js';
 
 export interface DistributedOptions extends Pick<RunOptions, 'simulator'> {
@@ -41,7 +41,8 @@ export interface EnqueueResult {
 
 export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOptions): Promise<EnqueueResult> {
   const settings = { ...DEFAULT_QUEUE_SETTINGS, ...opts.queue };
-  const store = new Store(opts.store);
+  const store = await openStore(opts.store);
+  await store.close();
   const client = await connect(opts.catalog);
   try {
     await setupControlPlane(client, store.dataPath);

@@ -84,25 +84,28 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
       );
       return { state: 'failed', error: outcome.error, dataset: w.def.name, requests: outcome.acct.requests, throttles: outcome.acct.throttles };
     }
-    const dir = await store.prepareFragments(runId);
     const staged = stagedOf(outcome);
     let fragment: string | null = null;
     if (staged.stagedFiles.length + staged.pageFiles.length > 0) {
-      fragment = path.join(dir, `${w.def.name}-${randomUUID()}.parquet`);
+      const target = await store.fragmentTarget(runId, `${w.def.name}-${randomUUID()}.parquet`);
+      fragment = target.location;
       written.push(fragment);
       await engine.conn.run(
-        `COPY (${stagedSelect(w.def, runId, run.ingestedAt, staged.stagedFiles, staged.pageFiles)}) TO ${literal(fragment)} (FORMAT parquet, COMPRESSION zstd)`,
+        `COPY (${stagedSelect(w.def, runId, run.ingestedAt, staged.stagedFiles, staged.pageFiles)}) TO ${literal(target.writePath)} (FORMAT parquet, COMPRESSION zstd)`,
       );
+      await store.putFragment(target);
     }
     let rejectFragment: string | null = null;
     if (outcome.rejectStage && outcome.rejects > 0) {
-      rejectFragment = path.join(dir, `_rejects-${randomUUID()}.parquet`);
+      const target = await store.fragmentTarget(runId, `_rejects-${randomUUID()}.parquet`);
+      rejectFragment = target.location;
       written.push(rejectFragment);
       await engine.conn.run(
         // Rejects are a log partitioned by the date of the run that saw them (as on a single machine).
         `COPY (SELECT *, ${literal(run.ingestedAt.slice(0, 10))} AS ${ident(STAGED_PARTITION)} FROM (${rejectsSelect([outcome.rejectStage.file], w.network, runId, run.ingestedAt)}))
-         TO ${literal(rejectFragment)} (FORMAT parquet, COMPRESSION zstd)`,
+         TO ${literal(target.writePath)} (FORMAT parquet, COMPRESSION zstd)`,
       );
+      await store.putFragment(target);
     }
     const covered = outcome.window.range;
     await testHook('fragment');

@@ -4,11 +4,10 @@
  * partition files of a commit that never happened, fragments a committer died before removing). Orphans are
  * removed only once older than a grace period, so files a live worker or committer is writing right now stay.
  */
-import { readdir, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { expireSnapshots, filesToDelete, forgetDeletedFiles } from '../ducklake/writer.js';
 import { CONTROL_SCHEMA, openCatalog } from './control-plane.js';
-import { Store } from './store.js';
+import { openStore } from './store.js';
 
 export interface MaintainOptions {
   catalog: string;
@@ -29,8 +28,11 @@ export interface MaintainReport {
 }
 
 export async function maintainLake(opts: MaintainOptions): Promise<MaintainReport> {
-  const store = new Store(opts.store);
-  const { client, catalog } = await openCatalog(opts.catalog);
+  const store = await openStore(opts.store);
+  const { client, catalog } = await openCatalog(opts.catalog).catch(async (e: unknown) => {
+    await store.close();
+    throw e;
+  });
   try {
     let expiredSnapshots = 0;
     if (opts.expireOlderThan || opts.keepSnapshots !== undefined) {
@@ -40,68 +42,54 @@ export async function maintainLake(opts: MaintainOptions): Promise<MaintainRepor
     for (const f of scheduled) await store.remove(f.path);
     await forgetDeletedFiles(catalog, scheduled);
 
-    // What the control plane and the catalog refer to, read after listing the store: a file written after the
-    // listing is not looked at, and one referred to by then is kept.
-    const candidates = [...(await listFiles(path.join(store.root, 'lake'))), ...(await listFiles(path.join(store.root, 'fragments')))];
+    // What the control plane and the catalog refer to is read after listing the store: a file written after
+    // the listing is not looked at, and one referred to by then is kept.
+    const candidates = [...(await store.list('lake')), ...(await store.list('fragments'))];
     const referenced = new Set<string>();
     const fragments = await client.query(
       `SELECT fragment_path AS p FROM ${CONTROL_SCHEMA}.windows WHERE state = 'fetched' AND fragment_path IS NOT NULL
        UNION ALL SELECT reject_path FROM ${CONTROL_SCHEMA}.windows WHERE state = 'fetched' AND reject_path IS NOT NULL`,
     );
-    for (const r of fragments.rows) referenced.add(path.resolve(String(r.p)));
+    for (const r of fragments.rows) referenced.add(norm(String(r.p)));
     const tables = await catalog.query(
       `SELECT t.table_id, s.path AS schema_path, t.path AS table_path FROM ducklake_table t JOIN ducklake_schema s ON s.schema_id = t.schema_id`,
     );
-    const tablePaths = new Map(tables.map((t) => [Number(t.table_id), path.join(store.dataPath, String(t.schema_path), String(t.table_path))]));
+    const tablePaths = new Map(tables.map((t) => [Number(t.table_id), join(join(store.dataPath, String(t.schema_path)), String(t.table_path))]));
     for (const sql of [
       `SELECT table_id, path, path_is_relative FROM ducklake_data_file`,
       `SELECT table_id, path, path_is_relative FROM ducklake_delete_file`,
     ]) {
       for (const r of await catalog.query(sql)) {
         const base = tablePaths.get(Number(r.table_id)) ?? store.dataPath;
-        referenced.add(r.path_is_relative === false ? path.resolve(String(r.path)) : path.resolve(base, String(r.path)));
+        referenced.add(norm(r.path_is_relative === false ? String(r.path) : join(base, String(r.path))));
       }
     }
     for (const r of await catalog.query(`SELECT path, path_is_relative FROM ducklake_files_scheduled_for_deletion`)) {
-      referenced.add(r.path_is_relative === false ? path.resolve(String(r.path)) : path.resolve(store.dataPath, String(r.path)));
+      referenced.add(norm(r.path_is_relative === false ? String(r.path) : join(store.dataPath, String(r.path))));
     }
     const cutoff = Date.now() - opts.orphanGraceSeconds * 1000;
     let orphansRemoved = 0;
     let orphansKept = 0;
     for (const file of candidates) {
-      if (referenced.has(file)) continue;
-      const mtime = (await stat(file).catch(() => undefined))?.mtimeMs;
-      if (mtime === undefined) continue;
-      if (mtime > cutoff) {
+      if (referenced.has(norm(file.location))) continue;
+      if (file.modifiedMs > cutoff) {
         orphansKept++;
         continue;
       }
-      await store.remove(file);
+      await store.remove(file.location);
       orphansRemoved++;
     }
-    await removeEmptyDirs(path.join(store.root, 'fragments'));
+    await store.tidy();
     return { expiredSnapshots, deletedFiles: scheduled.length, orphansRemoved, orphansKept };
   } finally {
     await client.end().catch(() => undefined);
+    await store.close();
   }
 }
 
-async function listFiles(dir: string): Promise<string[]> {
-  const names = await readdir(dir, { recursive: true }).catch(() => [] as string[]);
-  const out: string[] = [];
-  for (const n of names) {
-    const full = path.resolve(dir, String(n));
-    if (full.endsWith('.parquet')) out.push(full);
-  }
-  return out;
-}
-
-/** Run folders of fragments left empty once their fragments are gone. */
-async function removeEmptyDirs(dir: string): Promise<void> {
-  for (const name of await readdir(dir).catch(() => [] as string[])) {
-    await rmdir(path.join(dir, name)).catch(() => undefined);
-  }
-}
+const join = (base: string, rel: string): string => (base.endsWith('/') ? base + rel : `${base}/${rel}`);
+/** One spelling per file: object locations as they are, local paths resolved. */
+const norm = (location: string): string => (/^s3:\/\//i.test(location) ? location : path.resolve(location));
 
 /** `7d`, `12h`, `30m`, `45s` or plain seconds: a duration in seconds. */
 export function parseDuration(text: string, flag: string): number {

@@ -4,11 +4,11 @@
  * so a query sees one whole snapshot even while the committer goes on.
  */
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { listTables, planScan, resolveSnapshot, type AsOf } from '../ducklake/reader.js';
+import { dataPathOf, listTables, planScan, resolveSnapshot, type AsOf } from '../ducklake/reader.js';
 import { ident } from '../load/sql.js';
 import { openCatalog } from './control-plane.js';
 import { ChainlakeError } from '../errors.js';
-import { Store } from './store.js';
+import { openStore, storeLocationOf } from './store.js';
 
 export interface DistributedLake {
   conn: DuckDBConnection;
@@ -33,8 +33,11 @@ export function parseAsOf(text: string | undefined): AsOf {
 
 export async function openDistributedLake(opts: { catalog: string; store?: string; asOf?: AsOf }): Promise<DistributedLake> {
   const { client, catalog } = await openCatalog(opts.catalog);
+  let store: Awaited<ReturnType<typeof openStore>> | undefined;
   try {
-    const dataPath = opts.store === undefined ? undefined : new Store(opts.store).dataPath;
+    // The files as this machine reaches them: the store it names, else the one the catalog records.
+    store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)));
+    const dataPath = store.localDataPath;
     const snapshot = await resolveSnapshot(catalog, opts.asOf).catch((e: Error) => {
       throw new ChainlakeError(`cannot read the lake at ${describeAsOf(opts.asOf)}: ${e.message}`, { exitCode: 2 });
     });
@@ -44,8 +47,14 @@ export async function openDistributedLake(opts: { catalog: string; store?: strin
     await conn.run("SET TimeZone = 'UTC'");
     for (const t of tables) {
       const scan = await planScan(catalog, t.name, { asOf: { snapshot: snapshot.snapshotId }, schema: t.schema.name, dataPath });
+      for (const f of scan.files) {
+        await store.localCopy(store.lakeLocation(f.path));
+        if (f.deleteFile) await store.localCopy(store.lakeLocation(f.deleteFile.path));
+      }
       await conn.run(`CREATE VIEW ${ident(t.name)} AS ${scan.sql}`);
     }
+    const held = store;
+    store = undefined;
     return {
       conn,
       snapshot: snapshot.snapshotId,
@@ -53,9 +62,11 @@ export async function openDistributedLake(opts: { catalog: string; store?: strin
       close() {
         conn.closeSync();
         instance.closeSync();
+        void held.close();
       },
     };
   } finally {
+    await store?.close();
     await client.end().catch(() => undefined);
   }
 }

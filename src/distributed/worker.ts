@@ -23,7 +23,7 @@ import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, openCatalog, setup
 import type { DistributedOptions } from './enqueue.js';
 import { fetchWindow, type FetchResult, type RunContext } from './fragment.js';
 import { DEFAULT_QUEUE_SETTINGS, openQueue, type WindowJob } from './queue.js';
-import { Store } from './store.js';
+import { openStore } from './store.js';
 import type { QueueState, WorkerMetrics } from '../observe/worker-metrics.js';
 
 export interface WorkerOptions extends DistributedOptions {
@@ -67,10 +67,14 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
   const settings = { ...DEFAULT_QUEUE_SETTINGS, ...opts.queue };
   const id = opts.id ?? defaultWorkerId();
   const leaseSeconds = opts.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
-  const store = new Store(opts.store);
+  const store = await openStore(opts.store);
   const report: WorkerReport = { worker: id, windowsFetched: 0, windowsFailed: 0, windowsSkipped: 0, windowsCommitted: 0, rows: 0, requests: 0 };
-  const client = await connect(opts.catalog);
-  const closers: (() => Promise<void> | void)[] = [() => client.end()];
+  const closers: (() => Promise<void> | void)[] = [() => store.close()];
+  const client = await connect(opts.catalog).catch(async (e: unknown) => {
+    await store.close();
+    throw e;
+  });
+  closers.push(() => client.end());
   try {
     await setupControlPlane(client, store.dataPath);
     const cat = await openCatalog(opts.catalog);
@@ -91,7 +95,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
       if (!ctx) runs.set(runId, (ctx = openRun(client, runId, opts)));
       return ctx;
     };
-    log.log('info', 'worker.start', `worker ${id}: store ${store.root}`, { worker: id });
+    log.log('info', 'worker.start', `worker ${id}: store ${store.location}`, { worker: id });
 
     const tryCommit = async (): Promise<void> => {
       const held = await takeLease(client, id, leaseSeconds);

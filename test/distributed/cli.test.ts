@@ -53,9 +53,16 @@ describe('distributed mode through the CLI', () => {
     expect(refused.stderr).toMatch(/cannot connect to the catalog postgres:\/\/postgres:\*\*\*@127\.0\.0\.1/);
     expect(refused.stderr + refused.stdout).not.toMatch(/hunter2/);
 
-    const s3 = await runCli(['worker', '--catalog', db.url, '--store', 's3://bucket/lake'], { env: { PGPASSWORD: pg.password } });
+    // An object store that cannot be reached (nothing listens on the discard port) is named with what to check.
+    const s3 = await runCli(['worker', '--catalog', db.url, '--store', 's3://bucket/lake'], {
+      env: { PGPASSWORD: pg.password, AWS_ENDPOINT_URL: 'http://127.0.0.1:9', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'y', AWS_MAX_ATTEMPTS: '1' },
+    });
     expect(s3.code).toBe(2);
-    expect(s3.stderr).toMatch(/--store s3:\/\/bucket\/lake/);
+    expect(s3.stderr).toMatch(/--store s3:\/\/bucket\/lake: cannot reach bucket bucket/);
+    expect(s3.stderr).toMatch(/AWS_ENDPOINT_URL/);
+    const ftp = await runCli(['worker', '--catalog', db.url, '--store', 'ftp://host/lake'], { env: { PGPASSWORD: pg.password } });
+    expect(ftp.code).toBe(2);
+    expect(ftp.stderr).toMatch(/not a directory path or s3:\/\/ location/);
 
     const asOf = await runCli(['query', '--as-of', '3', 'SELECT 1']);
     expect(asOf.code).toBe(2);

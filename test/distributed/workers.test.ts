@@ -8,9 +8,44 @@ import { runJob } from '../../src/pipeline/run.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { tempDir } from '../helpers/lake.js';
 import { distributedRows, singleMachineRows } from './helpers.js';
+import { startS3, type TestS3 } from './s3.js';
 
 let pg: TestPostgres;
 let tmp: Awaited<ReturnType<typeof tempDir>>;
+let s3: TestS3 | undefined;
+let single: Promise<Awaited<ReturnType<typeof singleMachineRows>>> | undefined;
+
+/** The demo job run on one machine, once for the file: what every distributed lake here must equal. */
+function singleMachine(): Promise<Awaited<ReturnType<typeof singleMachineRows>>> {
+  single ??= (async () => {
+    const { job } = await loadJobDocument(path.resolve('jobs/demo.json'));
+    const lake = path.join(tmp.dir, 'single');
+    await runJob({ ...job, lake });
+    return singleMachineRows(lake);
+  })();
+  return single;
+}
+
+async function expectEqualsSingleMachine(catalog: string): Promise<void> {
+  const expected = await singleMachine();
+  // Every dataset of the demo job, thousands of rows: the comparison below covers the whole lake.
+  expect(expected.size).toBeGreaterThanOrEqual(18);
+  expect([...expected.values()].reduce((n, t) => n + t.rows, 0)).toBeGreaterThan(5_000);
+  const dist = await openDistributedLake({ catalog });
+  try {
+    for (const [name, want] of expected) {
+      // A table the run never wrote a row to (no rejects) does not exist in the DuckLake.
+      if (!dist.tables.includes(name)) {
+        expect({ name, rows: want.rows }).toEqual({ name, rows: 0 });
+        continue;
+      }
+      const got = await distributedRows(dist.conn, name, want.columns);
+      expect({ name, ...got }).toEqual({ name, rows: want.rows, digest: want.digest });
+    }
+  } finally {
+    dist.close();
+  }
+}
 
 beforeAll(async () => {
   pg = await startPostgres();
@@ -19,6 +54,7 @@ beforeAll(async () => {
 }, 120_000);
 
 afterAll(async () => {
+  await s3?.stop();
   await pg?.stop();
   await tmp?.cleanup();
 });
@@ -41,25 +77,23 @@ describe('distributed mode: enqueue, workers, one committer', () => {
     expect(reports.reduce((n, r) => n + r.windowsFetched, 0)).toBeGreaterThanOrEqual(queued.queued);
     expect(reports.reduce((n, r) => n + r.windowsFailed, 0)).toBe(0);
 
-    const lake = path.join(tmp.dir, 'single');
-    await runJob({ ...job, lake });
-    const expected = await singleMachineRows(lake);
-    // Every dataset of the demo job, thousands of rows: the comparison below covers the whole lake.
-    expect(expected.size).toBeGreaterThanOrEqual(18);
-    expect([...expected.values()].reduce((n, t) => n + t.rows, 0)).toBeGreaterThan(5_000);
-    const dist = await openDistributedLake({ catalog: db.url });
-    try {
-      for (const [name, want] of expected) {
-        // A table the run never wrote a row to (no rejects) does not exist in the DuckLake.
-        if (!dist.tables.includes(name)) {
-          expect({ name, rows: want.rows }).toEqual({ name, rows: 0 });
-          continue;
-        }
-        const got = await distributedRows(dist.conn, name, want.columns);
-        expect({ name, ...got }).toEqual({ name, rows: want.rows, digest: want.digest });
-      }
-    } finally {
-      dist.close();
-    }
+    await expectEqualsSingleMachine(db.url);
+  }, 300_000);
+
+  it('the same on S3-compatible object storage (s3rver): fragments and lake files go through the bucket, readers download them', async () => {
+    s3 = await startS3(['lake']);
+    Object.assign(process.env, s3.env);
+    const { job, doc } = await loadJobDocument(path.resolve('jobs/demo.json'));
+    const db = await pg.database();
+    const store = 's3://lake/team/chain';
+    const queued = await enqueueJob(job, doc, { catalog: db.url, store });
+    const reports = await Promise.all(
+      ['s1', 's2'].map((id) => runWorker({ catalog: db.url, store, id, untilIdle: true, pollMs: 100, leaseSeconds: 30, commitRows: 20_000 })),
+    );
+    expect(reports.reduce((n, r) => n + r.windowsFetched, 0)).toBeGreaterThanOrEqual(queued.queued);
+    const pgClient = await db.connect();
+    const dataPath = (await pgClient.query(`SELECT value FROM ducklake.ducklake_metadata WHERE key = 'data_path'`)).rows[0].value;
+    expect(dataPath).toBe('s3://lake/team/chain/lake/');
+    await expectEqualsSingleMachine(db.url);
   }, 300_000);
 });
