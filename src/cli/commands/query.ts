@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import { DuckDBTypeId, type DuckDBResult, type DuckDBValue } from '@duckdb/node-api';
 import type { CommandModule } from 'yargs';
+import { ByteRing } from '../../load/byte-ring.js';
 import { LakePaths } from '../../load/paths.js';
 import { lastQueryStatement, QueryRefusedError, streamQuery } from '../../load/query.js';
 import { NoLakeError, openLakeReader, type LakeReader } from '../../load/reader.js';
@@ -12,6 +13,7 @@ import { literal } from '../../load/sql.js';
 import { GarbagePacer } from '../../pipeline/garbage.js';
 import { CliError } from '../exit-codes.js';
 import { renderRows } from '../output.js';
+import { writeCsvRows } from './query-csv.js';
 
 export type QueryFormat = 'table' | 'csv' | 'json' | 'parquet' | 'arrow';
 
@@ -58,6 +60,15 @@ class Out {
     this.garbage.add(s.length);
     if (!this.stream.write(s)) await this.drained();
   }
+  /**
+   * Writes bytes whose buffer the caller will use again (a ByteRing's): resolves once the stream is done with
+   * them, written or failed (the failure is then thrown by the next check or write).
+   */
+  consume(bytes: Uint8Array): Promise<void> {
+    if (this.failure || this.closed) return Promise.resolve();
+    this.garbage.add(bytes.length);
+    return new Promise((resolve) => this.stream.write(bytes, () => resolve()));
+  }
   private drained(): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
@@ -69,21 +80,9 @@ class Out {
   }
 }
 
-const csvCell = (v: DuckDBValue): string => {
-  if (v === null || v === undefined) return '';
-  const s = typeof v === 'string' ? v : String(v);
-  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-};
-
-/** Text of a DuckDB chunk's worth of rows, appended and written in one piece. */
+/** CSV, written through a ByteRing (query-csv.ts). */
 async function writeCsv(result: DuckDBResult, out: Out): Promise<void> {
-  await out.write(result.columnNames().map(csvCell).join(',') + '\n');
-  for await (const rows of result.yieldRows()) {
-    if (out.closed) return;
-    let text = '';
-    for (const r of rows) text += r.map(csvCell).join(',') + '\n';
-    await out.write(text);
-  }
+  await writeCsvRows(result, new ByteRing((bytes) => out.consume(bytes)), () => out.closed);
 }
 
 /** Integer types DuckDB's JSON conversion gives as text, since they may exceed what a JSON reader keeps exact. */
@@ -114,8 +113,11 @@ async function writeArrow(result: DuckDBResult, out: Out): Promise<void> {
   const { writeArrowStream } = await import('../../load/arrow-ipc.js');
   await writeArrowStream(
     result,
-    (bytes) => out.write(bytes),
-    () => out.closed,
+    (bytes) => out.consume(bytes),
+    () => {
+      out.check();
+      return out.closed;
+    },
   );
 }
 
