@@ -2,12 +2,13 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { AsyncByteQueue, RecordBatchStreamWriter, tableFromIPC, type RecordBatch } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csvCell, writeCsvRows } from '../../src/cli/commands/query-csv.js';
+import { writeJsonRows } from '../../src/cli/commands/query-json.js';
 import { DEFAULT_BATCH_ROWS, recordBatches } from '../../src/load/arrow.js';
 import { writeArrowStream } from '../../src/load/arrow-ipc.js';
 import { ByteRing } from '../../src/load/byte-ring.js';
 
 /**
- * Query results read from DuckDB's buffers (chunk-columns.ts) for CSV and Arrow: the same bytes as reading them
+ * Query results read from DuckDB's buffers (chunk-columns.ts) for CSV, JSON and Arrow: the same bytes as reading them
  * value by value through the node-api, for every column type, with NULLs, in chunks of uneven sizes.
  */
 let instance: DuckDBInstance;
@@ -122,6 +123,26 @@ describe('query results read from DuckDB buffers', () => {
     const csv = Buffer.concat(written).toString();
     expect(csv.length).toBeGreaterThan(1_000_000);
     expect(csv).toBe(expected);
+  });
+
+  it('give the same JSON lines as the node-api row objects, every type and NULL, wide integers as numbers where exact', async () => {
+    const sql = `SELECT *, 9007199254740993::BIGINT AS beyond, 1 AS "2", 3 AS "1" FROM (${ALL_TYPES})`;
+    let expected = '';
+    for await (const rows of (await conn.stream(sql)).yieldRowObjectJson()) {
+      for (const r of rows) {
+        for (const name of ['bi', 'ubi', 'h', 'all_null', 'beyond']) {
+          const v = r[name];
+          if (typeof v === 'string' && Number.isSafeInteger(Number(v))) r[name] = Number(v);
+        }
+        expected += JSON.stringify(r) + '\n';
+      }
+    }
+    const written: Buffer[] = [];
+    await writeJsonRows(await conn.stream(sql), new ByteRing(async (b) => void written.push(Buffer.from(b)), 4096, 2), () => false);
+    const json = Buffer.concat(written).toString();
+    expect(json.length).toBeGreaterThan(1_000_000);
+    expect(json).toBe(expected);
+    expect(json).toMatch(/"beyond":"9007199254740993"/);
   });
 
   it('writes an empty result as its header (CSV) or schema (Arrow)', async () => {

@@ -3,7 +3,7 @@ import { rename, rm, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { DuckDBTypeId, type DuckDBResult, type DuckDBValue } from '@duckdb/node-api';
+import type { DuckDBResult, DuckDBValue } from '@duckdb/node-api';
 import type { CommandModule } from 'yargs';
 import { ByteRing } from '../../load/byte-ring.js';
 import { LakePaths } from '../../load/paths.js';
@@ -14,6 +14,7 @@ import { GarbagePacer } from '../../pipeline/garbage.js';
 import { CliError } from '../exit-codes.js';
 import { renderRows } from '../output.js';
 import { writeCsvRows } from './query-csv.js';
+import { writeJsonRows } from './query-json.js';
 
 export type QueryFormat = 'table' | 'csv' | 'json' | 'parquet' | 'arrow';
 
@@ -85,26 +86,12 @@ async function writeCsv(result: DuckDBResult, out: Out): Promise<void> {
   await writeCsvRows(result, new ByteRing((bytes) => out.consume(bytes)), () => out.closed);
 }
 
-/** Integer types DuckDB's JSON conversion gives as text, since they may exceed what a JSON reader keeps exact. */
-const WIDE_INTEGERS: ReadonlySet<DuckDBTypeId> = new Set([DuckDBTypeId.BIGINT, DuckDBTypeId.UBIGINT, DuckDBTypeId.HUGEINT, DuckDBTypeId.UHUGEINT]);
-
+/** JSON lines, written through a ByteRing (query-json.ts). */
 async function writeJson(result: DuckDBResult, out: Out): Promise<void> {
-  // BIGINTs as JSON numbers where exact (|v| <= 2^53 - 1, what JavaScript and most readers keep); beyond, the
-  // exact text stays a string rather than a number a reader would silently round.
-  const types = result.columnTypes();
-  const wide = result.columnNames().filter((_, i) => WIDE_INTEGERS.has(types[i]!.typeId));
-  for await (const rows of result.yieldRowObjectJson()) {
-    if (out.closed) return;
-    let text = '';
-    for (const r of rows) {
-      for (const name of wide) {
-        const v = r[name];
-        if (typeof v === 'string' && Number.isSafeInteger(Number(v))) r[name] = Number(v);
-      }
-      text += JSON.stringify(r) + '\n';
-    }
-    await out.write(text);
-  }
+  await writeJsonRows(result, new ByteRing((bytes) => out.consume(bytes)), () => {
+    out.check();
+    return out.closed;
+  });
 }
 
 /** An Arrow IPC stream (what pyarrow.ipc.open_stream, pandas and Polars read), batch by batch. */
