@@ -1,8 +1,9 @@
 import { AsyncByteQueue, RecordBatchStreamWriter } from 'apache-arrow';
 import type { DuckDBResult } from '@duckdb/node-api';
-import { arrowBatches } from './arrow.js';
+import { DEFAULT_BATCH_ROWS, recordBatches } from './arrow.js';
+import { ByteRing, type ByteWriter } from './byte-ring.js';
 
-/** The writer's byte sink, emptied after each batch (the writer's own queue would grow while the output is slow). */
+/** The writer's byte sink: the pieces of one batch's message (views of the batch's buffers), taken after each batch. */
 class Collected extends AsyncByteQueue {
   chunks: Uint8Array[] = [];
   override write(value: ArrayBufferView | ArrayBuffer | string): void {
@@ -16,27 +17,36 @@ class Collected extends AsyncByteQueue {
             : new Uint8Array(value),
       );
   }
-  take(): Uint8Array {
-    const out = Buffer.concat(this.chunks);
+  take(): Uint8Array[] {
+    const out = this.chunks;
     this.chunks = [];
     return out;
   }
 }
 
 /**
- * A DuckDB result as an Arrow IPC stream (schema, record batches, end marker), handed to `write` batch by batch:
- * each batch's bytes are written before the next batch is built, so at most one batch is in JavaScript at a time.
- * Stops early when `closed()` says the reader went away.
+ * A DuckDB result as an Arrow IPC stream (schema, record batches, end marker), handed to `write` through a
+ * ByteRing: each batch is built in the same buffers as the one before (recordBatches without copies) and copied
+ * into the ring before the next is built, so memory stays the same whatever the result's size. `write` must
+ * resolve once it is done with the bytes it was given. Stops early when `closed()` says the reader went away.
  */
-export async function writeArrowStream(result: DuckDBResult, write: (bytes: Uint8Array) => Promise<void>, closed: () => boolean): Promise<void> {
+export async function writeArrowStream(result: DuckDBResult, write: ByteWriter, closed: () => boolean): Promise<void> {
   const sink = new Collected();
+  const out = new ByteRing(write);
   const writer = new RecordBatchStreamWriter();
   writer.reset(sink);
-  for await (const batch of arrowBatches(result)) {
+  const put = async (): Promise<void> => {
+    for (const piece of sink.take()) {
+      out.bytes(piece);
+      await out.flush();
+    }
+  };
+  for await (const batch of recordBatches(result, DEFAULT_BATCH_ROWS, false)) {
     if (closed()) return;
     writer.write(batch);
-    await write(sink.take());
+    await put();
   }
   writer.finish();
-  await write(sink.take());
+  await put();
+  await out.end();
 }

@@ -25,6 +25,7 @@ import {
   Uint8,
   Utf8,
 } from 'apache-arrow';
+import duckdb from '@duckdb/node-bindings';
 import {
   DuckDBBlobValue,
   DuckDBDateValue,
@@ -38,6 +39,7 @@ import {
   type DuckDBType,
   type DuckDBValue,
 } from '@duckdb/node-api';
+import { decimalStorageBytes, RawColumn, rawWidth } from './chunk-columns.js';
 
 /**
  * DuckDB results as Apache Arrow record batches. DuckDB has typed the values (the lake's casts, or the query's);
@@ -63,8 +65,12 @@ class Validity {
   get length(): number {
     return this.bits.length;
   }
+  /** The bits as a validity bitmap: undefined when every value is valid. */
   bitmap(): Uint8Array | undefined {
-    if (this.nulls === 0) return undefined;
+    return this.nulls === 0 ? undefined : this.bytes();
+  }
+  /** The bits, always. */
+  bytes(): Uint8Array {
     const out = new Uint8Array(Math.ceil(this.bits.length / 8));
     this.bits.forEach((b, i) => {
       if (b) out[i >> 3]! |= 1 << (i & 7);
@@ -115,7 +121,8 @@ class BoolSink implements Sink {
       length,
       nullCount: this.valid.nulls,
       nullBitmap: this.valid.bitmap(),
-      data: this.values.bitmap() ?? new Uint8Array(Math.ceil(length / 8)),
+      // Every bit, also where all are true (a bitmap of no nulls would be none, and read as all false).
+      data: this.values.bytes(),
     });
   }
 }
@@ -258,23 +265,287 @@ export function arrowSchemaOf(names: readonly string[], types: readonly DuckDBTy
   return new Schema(names.map((n, i) => new Field(n, sinkFor(types[i]!).type, true)));
 }
 
+// --- Columns read from DuckDB's buffers -----------------------------------------------------------------------
+
+/**
+ * One column of the batch being built, filled a whole chunk at a time from DuckDB's buffers (chunk-columns.ts)
+ * into buffers of the batch's capacity that are kept from batch to batch: building a batch makes no object per
+ * value, and a long result no garbage per batch. `finish` gives the rows so far as Arrow data: views of those
+ * buffers (valid until the next `append` after `reset`) or, with `copy`, buffers of its own.
+ */
+interface ColumnBuilder {
+  readonly type: DataType;
+  append(chunk: DuckDBDataChunk, column: number, at: number, rows: number): void;
+  finish(length: number, copy: boolean): Data;
+  reset(): void;
+}
+
+const part = (a: Uint8Array, bytes: number, copy: boolean): Uint8Array => (copy ? a.slice(0, bytes) : a.subarray(0, bytes));
+
+/** A validity bitmap of a batch's capacity. */
+class Bits {
+  readonly bytes: Uint8Array;
+  nulls = 0;
+  constructor(capacity: number) {
+    this.bytes = new Uint8Array(Math.ceil(capacity / 8));
+  }
+  /** Sets the bits of a chunk's valid rows at `at`; returns how many rows are null. */
+  copy(col: RawColumn, at: number): number {
+    const v = col.validity;
+    const bits = this.bytes;
+    let nulls = 0;
+    for (let i = 0; i < col.rows; i++) {
+      if (v === null || (v[i >>> 3]! & (1 << (i & 7))) !== 0) bits[(at + i) >>> 3]! |= 1 << ((at + i) & 7);
+      else nulls++;
+    }
+    this.nulls += nulls;
+    return nulls;
+  }
+  bitmap(length: number, copy: boolean): Uint8Array | undefined {
+    return this.nulls === 0 ? undefined : part(this.bytes, Math.ceil(length / 8), copy);
+  }
+  reset(): void {
+    this.bytes.fill(0);
+    this.nulls = 0;
+  }
+}
+
+type FixedArray = Int8Array | Int16Array | Int32Array | BigInt64Array | Uint8Array | Uint16Array | Uint32Array | BigUint64Array | Float32Array | Float64Array;
+type FixedArrayCtor = new (buffer: ArrayBuffer, byteOffset: number, length: number) => FixedArray;
+
+/** Integers, floats, days, microseconds: DuckDB's values are Arrow's, byte for byte. */
+class RawFixedBuilder implements ColumnBuilder {
+  private readonly bytes: Uint8Array;
+  private readonly valid: Bits;
+  constructor(
+    readonly type: DataType,
+    private readonly width: number,
+    private readonly Array: FixedArrayCtor,
+    capacity: number,
+  ) {
+    this.bytes = new Uint8Array(capacity * width);
+    this.valid = new Bits(capacity);
+  }
+  append(chunk: DuckDBDataChunk, column: number, at: number, rows: number): void {
+    const w = this.width;
+    const col = new RawColumn(chunk, column, rows, w);
+    this.bytes.set(col.data.subarray(0, rows * w), at * w);
+    // What DuckDB leaves under a null is undefined; zero, as a value-by-value build wrote it.
+    if (this.valid.copy(col, at) > 0) for (let i = 0; i < rows; i++) if (!col.valid(i)) this.bytes.fill(0, (at + i) * w, (at + i + 1) * w);
+  }
+  finish(length: number, copy: boolean): Data {
+    const b = part(this.bytes, length * this.width, copy);
+    return makeData({
+      type: this.type as Int32,
+      length,
+      nullCount: this.valid.nulls,
+      nullBitmap: this.valid.bitmap(length, copy),
+      data: new this.Array(b.buffer as ArrayBuffer, b.byteOffset, length) as Int32Array,
+    });
+  }
+  reset(): void {
+    this.valid.reset();
+  }
+}
+
+/** Booleans: DuckDB's bytes to Arrow's bits. */
+class RawBoolBuilder implements ColumnBuilder {
+  readonly type = new Bool();
+  private readonly values: Bits;
+  private readonly valid: Bits;
+  constructor(capacity: number) {
+    this.values = new Bits(capacity);
+    this.valid = new Bits(capacity);
+  }
+  append(chunk: DuckDBDataChunk, column: number, at: number, rows: number): void {
+    const w = duckdb.sizeof_bool;
+    const col = new RawColumn(chunk, column, rows, w);
+    this.valid.copy(col, at);
+    const bits = this.values.bytes;
+    // Little-endian (RAW_READABLE): a bool's first byte holds its value.
+    for (let i = 0; i < rows; i++) if (col.data[i * w] !== 0 && col.valid(i)) bits[(at + i) >>> 3]! |= 1 << ((at + i) & 7);
+  }
+  finish(length: number, copy: boolean): Data {
+    return makeData({
+      type: this.type,
+      length,
+      nullCount: this.valid.nulls,
+      nullBitmap: this.valid.bitmap(length, copy),
+      data: part(this.values.bytes, Math.ceil(length / 8), copy),
+    });
+  }
+  reset(): void {
+    this.values.reset();
+    this.valid.reset();
+  }
+}
+
+/** DECIMAL to Decimal128: DuckDB's 128-bit values as they are, narrower ones sign-extended to four 32-bit words. */
+class RawDecimalBuilder implements ColumnBuilder {
+  private readonly words: Uint32Array;
+  private readonly valid: Bits;
+  private readonly storage: 2 | 4 | 8 | 16;
+  constructor(
+    readonly type: Decimal,
+    capacity: number,
+  ) {
+    this.words = new Uint32Array(capacity * 4);
+    this.valid = new Bits(capacity);
+    this.storage = decimalStorageBytes(type.precision);
+  }
+  append(chunk: DuckDBDataChunk, column: number, at: number, rows: number): void {
+    const col = new RawColumn(chunk, column, rows, this.storage);
+    const out = this.words;
+    if (this.storage === 16) out.set(col.view(Uint32Array).subarray(0, rows * 4), at * 4);
+    else if (this.storage === 8) {
+      const v = col.view(Int32Array);
+      for (let i = 0; i < rows; i++) {
+        const o = (at + i) * 4;
+        const hi = v[2 * i + 1]!;
+        out[o] = v[2 * i]!;
+        out[o + 1] = hi;
+        out[o + 2] = out[o + 3] = hi >> 31;
+      }
+    } else {
+      const v = this.storage === 4 ? col.view(Int32Array) : col.view(Int16Array);
+      for (let i = 0; i < rows; i++) {
+        const o = (at + i) * 4;
+        const x = v[i]!;
+        out[o] = x;
+        out[o + 1] = out[o + 2] = out[o + 3] = x >> 31;
+      }
+    }
+    if (this.valid.copy(col, at) > 0) for (let i = 0; i < rows; i++) if (!col.valid(i)) out.fill(0, (at + i) * 4, (at + i + 1) * 4);
+  }
+  finish(length: number, copy: boolean): Data {
+    return makeData({
+      type: this.type,
+      length,
+      nullCount: this.valid.nulls,
+      nullBitmap: this.valid.bitmap(length, copy),
+      data: copy ? this.words.slice(0, length * 4) : this.words.subarray(0, length * 4),
+    });
+  }
+  reset(): void {
+    this.valid.reset();
+  }
+}
+
+/** VARCHAR to Utf8, BLOB to Binary: the bytes as DuckDB holds them (DuckDB keeps VARCHAR valid UTF-8). */
+class RawVarBuilder implements ColumnBuilder {
+  private readonly offsets: Int32Array;
+  private data = new Uint8Array(64 * 1024);
+  private bytes = 0;
+  private readonly valid: Bits;
+  constructor(
+    readonly type: Utf8 | Binary,
+    capacity: number,
+  ) {
+    this.offsets = new Int32Array(capacity + 1);
+    this.valid = new Bits(capacity);
+  }
+  append(chunk: DuckDBDataChunk, column: number, at: number, rows: number): void {
+    const col = new RawColumn(chunk, column, rows, 16);
+    this.valid.copy(col, at);
+    for (let i = 0; i < rows; i++) {
+      if (col.valid(i)) {
+        const b = col.bytes(i);
+        if (this.bytes + b.length > this.data.length) {
+          const grown = new Uint8Array(Math.max(this.data.length * 2, this.bytes + b.length));
+          grown.set(this.data.subarray(0, this.bytes));
+          this.data = grown;
+        }
+        this.data.set(b, this.bytes);
+        this.bytes += b.length;
+      }
+      this.offsets[at + i + 1] = this.bytes;
+    }
+  }
+  finish(length: number, copy: boolean): Data {
+    return makeData({
+      type: this.type as Utf8,
+      length,
+      nullCount: this.valid.nulls,
+      nullBitmap: this.valid.bitmap(length, copy),
+      valueOffsets: copy ? this.offsets.slice(0, length + 1) : this.offsets.subarray(0, length + 1),
+      data: part(this.data, this.bytes, copy),
+    });
+  }
+  reset(): void {
+    this.valid.reset();
+    this.bytes = 0;
+  }
+}
+
+/** Any other type (lists, and what travels as text): the node-api's values, one by one, into a fresh sink per batch. */
+class ValueBuilder implements ColumnBuilder {
+  private sink: Sink;
+  constructor(private readonly duckType: DuckDBType) {
+    this.sink = sinkFor(duckType);
+  }
+  get type(): DataType {
+    return this.sink.type;
+  }
+  append(chunk: DuckDBDataChunk, column: number, _at: number, rows: number): void {
+    const vector = chunk.getColumnVector(column);
+    for (let r = 0; r < rows; r++) this.sink.push(vector.getItem(r));
+  }
+  finish(): Data {
+    return this.sink.finish();
+  }
+  reset(): void {
+    this.sink = sinkFor(this.duckType);
+  }
+}
+
+const RAW_FIXED: Partial<Record<DuckDBTypeId, FixedArrayCtor>> = {
+  [DuckDBTypeId.TINYINT]: Int8Array,
+  [DuckDBTypeId.SMALLINT]: Int16Array,
+  [DuckDBTypeId.INTEGER]: Int32Array,
+  [DuckDBTypeId.BIGINT]: BigInt64Array,
+  [DuckDBTypeId.UTINYINT]: Uint8Array,
+  [DuckDBTypeId.USMALLINT]: Uint16Array,
+  [DuckDBTypeId.UINTEGER]: Uint32Array,
+  [DuckDBTypeId.UBIGINT]: BigUint64Array,
+  [DuckDBTypeId.FLOAT]: Float32Array,
+  [DuckDBTypeId.DOUBLE]: Float64Array,
+  [DuckDBTypeId.DATE]: Int32Array,
+  [DuckDBTypeId.TIMESTAMP]: BigInt64Array,
+  [DuckDBTypeId.TIMESTAMP_TZ]: BigInt64Array,
+};
+
+/** The builder of a column: read from DuckDB's buffers where its type allows, else value by value. The Arrow type is sinkFor's either way. */
+function builderFor(t: DuckDBType, capacity: number, raw: boolean): ColumnBuilder {
+  const width = raw ? rawWidth(t) : undefined;
+  if (width === undefined) return new ValueBuilder(t);
+  if (t.typeId === DuckDBTypeId.BOOLEAN) return new RawBoolBuilder(capacity);
+  if (t.typeId === DuckDBTypeId.DECIMAL) return new RawDecimalBuilder(sinkFor(t).type as Decimal, capacity);
+  if (t.typeId === DuckDBTypeId.VARCHAR) return new RawVarBuilder(new Utf8(), capacity);
+  if (t.typeId === DuckDBTypeId.BLOB) return new RawVarBuilder(new Binary(), capacity);
+  const Array = RAW_FIXED[t.typeId];
+  return Array ? new RawFixedBuilder(sinkFor(t).type, width, Array, capacity) : new ValueBuilder(t);
+}
+
 /** Rows per record batch unless asked otherwise: a few DuckDB chunks (2,048 rows each). */
 export const DEFAULT_BATCH_ROWS = 16_384;
 
 /**
- * The result as Arrow record batches of about `batchRows` rows (whole DuckDB chunks), read chunk by chunk: a
- * streaming result holds at most one batch in JavaScript.
+ * Record batches of about `batchRows` rows (whole DuckDB chunks), read chunk by chunk: a streaming result holds
+ * at most one batch in JavaScript. With `copy` false a batch's buffers are the builders' own, overwritten by the
+ * next batch: for a consumer that is done with a batch (has written it out) before it asks for the next.
+ * `raw` false reads every column value by value (the tests' reference for the raw reading).
  */
-export async function* arrowBatches(result: DuckDBResult, batchRows: number = DEFAULT_BATCH_ROWS): AsyncGenerator<RecordBatch> {
+export async function* recordBatches(result: DuckDBResult, batchRows: number, copy: boolean, raw = true): AsyncGenerator<RecordBatch> {
   const names = result.columnNames();
   const types = result.columnTypes();
   const schema = arrowSchemaOf(names, types);
-  let sinks = types.map(sinkFor);
+  // A batch is flushed once it reaches batchRows, so it holds at most one chunk more.
+  const capacity = Math.max(1, batchRows) + duckdb.vector_size();
+  const builders = types.map((t) => builderFor(t, capacity, raw));
   let rows = 0;
   const flush = (): RecordBatch => {
-    const children = sinks.map((s) => s.finish());
+    const children = builders.map((b) => b.finish(rows, copy));
     const batch = new RecordBatch(schema, makeData({ type: new Struct(schema.fields), length: rows, nullCount: 0, children }));
-    sinks = types.map(sinkFor);
     rows = 0;
     return batch;
   };
@@ -282,11 +553,8 @@ export async function* arrowBatches(result: DuckDBResult, batchRows: number = DE
   for (;;) {
     const chunk: DuckDBDataChunk | null = await result.fetchChunk();
     if (!chunk || chunk.rowCount === 0) break;
-    for (let c = 0; c < chunk.columnCount; c++) {
-      const vector = chunk.getColumnVector(c);
-      const sink = sinks[c]!;
-      for (let r = 0; r < chunk.rowCount; r++) sink.push(vector.getItem(r));
-    }
+    if (rows === 0) for (const b of builders) b.reset();
+    for (let c = 0; c < chunk.columnCount; c++) builders[c]!.append(chunk, c, rows, chunk.rowCount);
     rows += chunk.rowCount;
     if (rows >= batchRows) {
       emitted = true;
@@ -294,5 +562,13 @@ export async function* arrowBatches(result: DuckDBResult, batchRows: number = DE
     }
   }
   // An empty result is still one (empty) batch, so a reader learns the schema.
-  if (rows > 0 || !emitted) yield flush();
+  if (rows > 0 || !emitted) {
+    if (rows === 0) for (const b of builders) b.reset();
+    yield flush();
+  }
+}
+
+/** The result as Arrow record batches of about `batchRows` rows, each with buffers of its own. */
+export function arrowBatches(result: DuckDBResult, batchRows: number = DEFAULT_BATCH_ROWS): AsyncGenerator<RecordBatch> {
+  return recordBatches(result, batchRows, true);
 }

@@ -3,8 +3,9 @@ import { rename, rm, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { DuckDBTypeId, type DuckDBResult, type DuckDBValue } from '@duckdb/node-api';
+import type { DuckDBResult, DuckDBValue } from '@duckdb/node-api';
 import type { CommandModule } from 'yargs';
+import { ByteRing } from '../../load/byte-ring.js';
 import { LakePaths } from '../../load/paths.js';
 import { lastQueryStatement, QueryRefusedError, streamQuery } from '../../load/query.js';
 import { NoLakeError, openLakeReader, type LakeReader } from '../../load/reader.js';
@@ -15,6 +16,8 @@ import { ChainlakeError } from '../../errors.js';
 import { checkCatalogUrl } from '../../distributed/control-plane.js';
 import { openDistributedLake, parseAsOf } from '../../distributed/read.js';
 import { renderRows } from '../output.js';
+import { writeCsvRows } from './query-csv.js';
+import { writeJsonRows } from './query-json.js';
 
 export type QueryFormat = 'table' | 'csv' | 'json' | 'parquet' | 'arrow';
 
@@ -64,6 +67,15 @@ class Out {
     this.garbage.add(s.length);
     if (!this.stream.write(s)) await this.drained();
   }
+  /**
+   * Writes bytes whose buffer the caller will use again (a ByteRing's): resolves once the stream is done with
+   * them, written or failed (the failure is then thrown by the next check or write).
+   */
+  consume(bytes: Uint8Array): Promise<void> {
+    if (this.failure || this.closed) return Promise.resolve();
+    this.garbage.add(bytes.length);
+    return new Promise((resolve) => this.stream.write(bytes, () => resolve()));
+  }
   private drained(): Promise<void> {
     return new Promise((resolve) => {
       const done = (): void => {
@@ -75,43 +87,17 @@ class Out {
   }
 }
 
-const csvCell = (v: DuckDBValue): string => {
-  if (v === null || v === undefined) return '';
-  const s = typeof v === 'string' ? v : String(v);
-  return /[",\n\r]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
-};
-
-/** Text of a DuckDB chunk's worth of rows, appended and written in one piece. */
+/** CSV, written through a ByteRing (query-csv.ts). */
 async function writeCsv(result: DuckDBResult, out: Out): Promise<void> {
-  await out.write(result.columnNames().map(csvCell).join(',') + '\n');
-  for await (const rows of result.yieldRows()) {
-    if (out.closed) return;
-    let text = '';
-    for (const r of rows) text += r.map(csvCell).join(',') + '\n';
-    await out.write(text);
-  }
+  await writeCsvRows(result, new ByteRing((bytes) => out.consume(bytes)), () => out.closed);
 }
 
-/** Integer types DuckDB's JSON conversion gives as text, since they may exceed what a JSON reader keeps exact. */
-const WIDE_INTEGERS: ReadonlySet<DuckDBTypeId> = new Set([DuckDBTypeId.BIGINT, DuckDBTypeId.UBIGINT, DuckDBTypeId.HUGEINT, DuckDBTypeId.UHUGEINT]);
-
+/** JSON lines, written through a ByteRing (query-json.ts). */
 async function writeJson(result: DuckDBResult, out: Out): Promise<void> {
-  // BIGINTs as JSON numbers where exact (|v| <= 2^53 - 1, what JavaScript and most readers keep); beyond, the
-  // exact text stays a string rather than a number a reader would silently round.
-  const types = result.columnTypes();
-  const wide = result.columnNames().filter((_, i) => WIDE_INTEGERS.has(types[i]!.typeId));
-  for await (const rows of result.yieldRowObjectJson()) {
-    if (out.closed) return;
-    let text = '';
-    for (const r of rows) {
-      for (const name of wide) {
-        const v = r[name];
-        if (typeof v === 'string' && Number.isSafeInteger(Number(v))) r[name] = Number(v);
-      }
-      text += JSON.stringify(r) + '\n';
-    }
-    await out.write(text);
-  }
+  await writeJsonRows(result, new ByteRing((bytes) => out.consume(bytes)), () => {
+    out.check();
+    return out.closed;
+  });
 }
 
 /** An Arrow IPC stream (what pyarrow.ipc.open_stream, pandas and Polars read), batch by batch. */
@@ -120,8 +106,11 @@ async function writeArrow(result: DuckDBResult, out: Out): Promise<void> {
   const { writeArrowStream } = await import('../../load/arrow-ipc.js');
   await writeArrowStream(
     result,
-    (bytes) => out.write(bytes),
-    () => out.closed,
+    (bytes) => out.consume(bytes),
+    () => {
+      out.check();
+      return out.closed;
+    },
   );
 }
 

@@ -1,0 +1,101 @@
+import os from 'node:os';
+import duckdb from '@duckdb/node-bindings';
+import { DuckDBTypeId, type DuckDBDataChunk, type DuckDBType } from '@duckdb/node-api';
+
+/**
+ * The columns of a fetched DuckDB chunk read where DuckDB put them (its vectors' data and validity buffers), for
+ * the writers of large results (`chainlake query` as CSV or Arrow). The node-api's own reading (`getItem`,
+ * `getRows`) makes one JavaScript object per cell and keeps them for the whole chunk; a chunk's objects then
+ * outlive a young-generation collection, are promoted and pile up in V8's old generation until its next full
+ * collection, so a process's memory grew with the size of the result. Reading the buffers makes next to
+ * nothing per cell.
+ *
+ * DuckDB's buffers are in the machine's byte order and Arrow's are little-endian: on a big-endian machine
+ * nothing is read raw (RAW_READABLE) and the writers fall back to the node-api's values.
+ */
+export const RAW_READABLE = os.endianness() === 'LE';
+
+/** Bytes of a DECIMAL's stored value, by its width (DuckDB stores it in the smallest integer that holds it). */
+export function decimalStorageBytes(width: number): 2 | 4 | 8 | 16 {
+  return width <= 4 ? 2 : width <= 9 ? 4 : width <= 18 ? 8 : 16;
+}
+
+/** Bytes per value of a type DuckDB stores flat and that is read raw here; undefined for the others. */
+export function rawWidth(t: DuckDBType): number | undefined {
+  if (!RAW_READABLE) return undefined;
+  switch (t.typeId) {
+    case DuckDBTypeId.BOOLEAN:
+      return duckdb.sizeof_bool;
+    case DuckDBTypeId.TINYINT:
+    case DuckDBTypeId.UTINYINT:
+      return 1;
+    case DuckDBTypeId.SMALLINT:
+    case DuckDBTypeId.USMALLINT:
+      return 2;
+    case DuckDBTypeId.INTEGER:
+    case DuckDBTypeId.UINTEGER:
+    case DuckDBTypeId.FLOAT:
+    case DuckDBTypeId.DATE:
+      return 4;
+    case DuckDBTypeId.BIGINT:
+    case DuckDBTypeId.UBIGINT:
+    case DuckDBTypeId.DOUBLE:
+    case DuckDBTypeId.TIMESTAMP:
+    case DuckDBTypeId.TIMESTAMP_TZ:
+      return 8;
+    case DuckDBTypeId.DECIMAL:
+      return decimalStorageBytes(t.width);
+    case DuckDBTypeId.VARCHAR:
+    case DuckDBTypeId.BLOB:
+      return STRING_T_BYTES;
+    default:
+      return undefined;
+  }
+}
+
+/** DuckDB's string_t: a 4-byte length, then the bytes inlined up to 12, or a 4-byte prefix and a pointer. */
+const STRING_T_BYTES = 16;
+const INLINED_MAX = 12;
+
+type TypedArrayCtor<T> = { new (buffer: ArrayBuffer, byteOffset: number, length: number): T; BYTES_PER_ELEMENT: number };
+
+/** One column of a chunk: its data (rows × width bytes) and validity (a bit per row, set when valid; null: all valid). */
+export class RawColumn {
+  readonly data: Uint8Array;
+  readonly validity: Uint8Array | null;
+  constructor(
+    chunk: DuckDBDataChunk,
+    column: number,
+    readonly rows: number,
+    readonly width: number,
+  ) {
+    // The buffers are views of the chunk's native memory: valid while the chunk is, which its holder keeps.
+    const vector = duckdb.data_chunk_get_vector(chunk.chunk, column);
+    this.data = duckdb.vector_get_data(vector, rows * width);
+    // The mask is 64-bit words of bits, least significant first: on a little-endian machine, byte i >> 3 holds row
+    // i at bit i & 7, as in Arrow's bitmaps.
+    this.validity = (duckdb.vector_get_validity(vector, Math.ceil(rows / 64) * 8) as Uint8Array | null) ?? null;
+  }
+
+  valid(i: number): boolean {
+    const v = this.validity;
+    return v === null || (v[i >>> 3]! & (1 << (i & 7))) !== 0;
+  }
+
+  /** The data as a typed array (a view where DuckDB's buffer is aligned for it, else a copy). */
+  view<T>(Ctor: TypedArrayCtor<T>): T {
+    const d = this.data;
+    const n = d.byteLength / Ctor.BYTES_PER_ELEMENT;
+    if (d.byteOffset % Ctor.BYTES_PER_ELEMENT === 0) return new Ctor(d.buffer as ArrayBuffer, d.byteOffset, n);
+    return new Ctor(d.slice().buffer, 0, n);
+  }
+
+  /** The bytes of string i (VARCHAR, BLOB). */
+  bytes(i: number): Uint8Array {
+    const d = this.data;
+    const at = i * STRING_T_BYTES;
+    const length = d[at]! | (d[at + 1]! << 8) | (d[at + 2]! << 16) | (d[at + 3]! << 24);
+    if (length <= INLINED_MAX) return d.subarray(at + 4, at + 4 + length);
+    return duckdb.get_data_from_pointer(d.buffer as ArrayBuffer, d.byteOffset + at + 8, length);
+  }
+}
