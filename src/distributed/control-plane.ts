@@ -93,6 +93,12 @@ const CONTROL_DDL = [
      updated_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
      PRIMARY KEY (dataset, network, scope)
    )`,
+  `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.request_usage (
+     account TEXT NOT NULL,
+     day TEXT NOT NULL,
+     requests BIGINT NOT NULL,
+     PRIMARY KEY (account, day)
+   )`,
   `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.leases (
      name TEXT PRIMARY KEY,
      holder TEXT NOT NULL,

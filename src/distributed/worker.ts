@@ -11,7 +11,7 @@ import path from 'node:path';
 import type PgBoss from 'pg-boss';
 import { HttpTransport } from '../extract/transport.js';
 import { openEngine, type Engine } from '../load/engine.js';
-import { parseJob } from '../pipeline/job.js';
+import { parseJob, type Job } from '../pipeline/job.js';
 import { silentLogger, type Logger } from '../pipeline/log.js';
 import { WINDOW_ROWS } from '../pipeline/plan.js';
 import { pagerOptionsOf } from '../pipeline/prepare.js';
@@ -22,7 +22,8 @@ import { commitFetched, LeaseLostError, releaseLease, takeLease } from './commit
 import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, openCatalog, setupControlPlane } from './control-plane.js';
 import type { DistributedOptions } from './enqueue.js';
 import { fetchWindow, type FetchResult, type RunContext } from './fragment.js';
-import { DEFAULT_QUEUE_SETTINGS, openQueue, type WindowJob } from './queue.js';
+import { DEFAULT_QUEUE_SETTINGS, openQueue, windowJobId, type WindowJob } from './queue.js';
+import { accountLease, SharedQuota } from './account.js';
 import { openStore } from './store.js';
 import type { QueueState, WorkerMetrics } from '../observe/worker-metrics.js';
 
@@ -39,6 +40,13 @@ export interface WorkerOptions extends DistributedOptions {
   commitRows?: number;
   signal?: AbortSignal;
   log?: Logger;
+  /**
+   * The API account this worker's key belongs to (see account.ts): workers of one account take turns, workers
+   * of different accounts fetch side by side. Default `default`: every worker shares one account.
+   */
+  account?: string;
+  /** The clock of the daily quota (tests). */
+  now?: () => Date;
   /** Counted as the worker goes (see WorkerMetrics); its queue gauges read the control plane. */
   metrics?: WorkerMetrics;
   /** Test seam: runs inside each commit transaction just before COMMIT. */
@@ -67,6 +75,8 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
   const settings = { ...DEFAULT_QUEUE_SETTINGS, ...opts.queue };
   const id = opts.id ?? defaultWorkerId();
   const leaseSeconds = opts.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
+  const account = opts.account ?? 'default';
+  const now = opts.now ?? (() => new Date());
   const store = await openStore(opts.store);
   const report: WorkerReport = { worker: id, windowsFetched: 0, windowsFailed: 0, windowsSkipped: 0, windowsCommitted: 0, rows: 0, requests: 0 };
   const closers: (() => Promise<void> | void)[] = [() => store.close()];
@@ -85,24 +95,38 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
     closers.push(() => rm(scratch, { recursive: true, force: true }));
     const engine: Engine = await openEngine({ tempDir: path.join(scratch, 'duckdb-tmp'), threads: 2 });
     closers.push(() => engine.close());
-    closers.push(() => releaseLease(client, id).catch(() => undefined));
+    // Leases (committer, account) on a connection of their own: renewals run beside the worker's transactions.
+    const leases = await connect(opts.catalog);
+    closers.push(() => leases.end());
+    closers.push(() => releaseLease(leases, id).catch(() => undefined));
+    closers.push(() => releaseLease(leases, id, accountLease(account)).catch(() => undefined));
+    const quotaClient = await connect(opts.catalog);
+    closers.push(() => quotaClient.end());
     const runs = new Map<string, Promise<OpenRun>>();
+    const opened: OpenRun[] = [];
     closers.push(async () => {
       for (const r of runs.values()) await (await r.catch(() => undefined))?.close();
     });
     const runContext = (runId: string) => {
       let ctx = runs.get(runId);
-      if (!ctx) runs.set(runId, (ctx = openRun(client, runId, opts)));
+      if (!ctx) {
+        ctx = openRun(client, runId, opts, (job) =>
+          job.dailyRequestQuota === undefined ? undefined : new SharedQuota(quotaClient, account, job.dailyRequestQuota, now),
+        );
+        ctx.then((c) => opened.push(c)).catch(() => undefined);
+        runs.set(runId, ctx);
+      }
       return ctx;
     };
+    const quotaReachedToday = async () => opened.some((c) => c.quota?.reachedToday());
     log.log('info', 'worker.start', `worker ${id}: store ${store.location}`, { worker: id });
 
     const tryCommit = async (): Promise<void> => {
-      const held = await takeLease(client, id, leaseSeconds);
+      const held = await takeLease(leases, id, leaseSeconds);
       opts.metrics?.leaseHeld(held);
       if (!held) return;
       // Renewed while a long commit runs, so that it is not taken away from a committer that is alive.
-      const renew = setInterval(() => void takeLease(client, id, leaseSeconds).catch(() => undefined), (leaseSeconds * 1000) / 3);
+      const renew = setInterval(() => void takeLease(leases, id, leaseSeconds).catch(() => undefined), (leaseSeconds * 1000) / 3);
       try {
         const n = await commitFetched(
           { catalog: cat.catalog, engine, store, holder: id, leaseSeconds, log, beforeCommit: opts.beforeCommit },
@@ -119,17 +143,47 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
       }
     };
 
+    /** The account this worker fetches with, held while it fetches (see account.ts); false: another worker has it. */
+    let holdsAccount = false;
+    const takeAccount = async (): Promise<boolean> => {
+      const held = await takeLease(leases, id, leaseSeconds, accountLease(account));
+      if (held !== holdsAccount)
+        log.log('info', held ? 'account.taken' : 'account.busy', `worker ${id}: account ${account} ${held ? 'taken' : 'held by another worker'}`);
+      holdsAccount = held;
+      return held;
+    };
+
     let wasIdle = false;
     for (;;) {
       if (opts.signal?.aborted) break;
-      const [job] = (await boss.fetch<WindowJob>(WINDOW_QUEUE, { batchSize: 1, includeMetadata: true })) as PgBoss.JobWithMetadata<WindowJob>[];
+      const quotaDone = await quotaReachedToday();
+      let job: PgBoss.JobWithMetadata<WindowJob> | undefined;
+      if (!quotaDone && (await takeAccount())) {
+        [job] = (await boss.fetch<WindowJob>(WINDOW_QUEUE, { batchSize: 1, includeMetadata: true })) as PgBoss.JobWithMetadata<WindowJob>[];
+      }
       if (job) {
         wasIdle = false;
         const ctx = await runContext(job.data.runId);
-        const result: FetchResult = await fetchWindow(job, ctx, { client, boss, engine, store, settings, workerId: id, scratch, log }).catch((e: Error) => ({
-          state: 'failed' as const,
-          error: e.message,
-        }));
+        // The account stays this worker's while the window is fetched, however long that takes.
+        const renew = setInterval(() => void takeLease(leases, id, leaseSeconds, accountLease(account)).catch(() => undefined), (leaseSeconds * 1000) / 3);
+        const result: FetchResult = await fetchWindow(job, ctx, { client, boss, engine, store, settings, workerId: id, scratch, log })
+          .catch((e: Error) => ({ state: 'failed' as const, error: e.message }))
+          .finally(() => clearInterval(renew));
+        if (result.state === 'failed' && ctx.quota?.reachedToday()) {
+          // Not the window's fault: it waits for tomorrow's quota (UTC), without using up a retry.
+          const tomorrow = nextUtcDay(now());
+          await requeueAt(client, boss, job, tomorrow);
+          log.log(
+            'info',
+            'window.quota',
+            `${job.data.windowId}: the daily request quota of account ${account} is spent; queued again for ${tomorrow.toISOString()}`,
+            {
+              window: job.data.windowId,
+              account,
+            },
+          );
+          continue;
+        }
         if (result.state === 'failed') {
           report.windowsFailed++;
           opts.metrics?.window('failed', result.dataset, 0, result.requests, result.throttles);
@@ -160,8 +214,10 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
         continue;
       }
       if ((await fetchedRows(client)) > 0 || (await abandonedWindows(client)) > 0) await tryCommit();
-      const nothingLeft = await idle(client, boss);
-      if (nothingLeft && !wasIdle) log.log('info', 'worker.idle', `worker ${id}: every run is done; waiting for work`, { ...report });
+      // Nothing this worker can do now: no window it may fetch (none due, or its account's quota is spent for
+      // today) and nothing waiting for a commit. A window another worker holds keeps everyone waiting for it.
+      const nothingLeft = (quotaDone || (await nothingDue(client))) && (await fetchedRows(client)) === 0;
+      if (nothingLeft && !wasIdle) log.log('info', 'worker.idle', `worker ${id}: nothing to do now; waiting for work`, { ...report });
       wasIdle = nothingLeft;
       if (opts.untilIdle && nothingLeft) break;
       await sleep(opts.pollMs ?? 1000, opts.signal);
@@ -220,11 +276,47 @@ async function closeAbandoned(client: import('pg').Client): Promise<void> {
   );
 }
 
-/** Nothing queued or taken in the queue, nothing waiting for a commit, no run left open. */
-async function idle(client: import('pg').Client, boss: PgBoss): Promise<boolean> {
-  if ((await boss.getQueueSize(WINDOW_QUEUE, { before: 'completed' })) > 0) return false;
-  const open = await client.query(`SELECT count(*)::BIGINT AS n FROM ${CONTROL_SCHEMA}.runs WHERE finished_at IS NULL`);
-  return Number(open.rows[0].n) === 0;
+/**
+ * No window is due now or soon (queued, taken by a worker, or waiting to be retried), and no run is open but
+ * for windows queued for a later day (a spent quota).
+ */
+async function nothingDue(client: import('pg').Client): Promise<boolean> {
+  const due = await client.query(
+    `SELECT count(*)::BIGINT AS n FROM ${QUEUE_SCHEMA}.job WHERE name = $1 AND state IN ('created', 'retry', 'active') AND start_after < NOW() + interval '5 minutes'`,
+    [WINDOW_QUEUE],
+  );
+  return Number(due.rows[0].n) === 0;
+}
+
+/** The next 00:00 UTC after `now`. */
+function nextUtcDay(now: Date): Date {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() + 1));
+}
+
+/** Ends a window's queue job and queues it again to start at `at` (a new job id: the old one stays completed). */
+async function requeueAt(client: import('pg').Client, boss: PgBoss, job: PgBoss.JobWithMetadata<WindowJob>, at: Date): Promise<void> {
+  const next = windowJobId(job.data.runId, `${job.data.windowId}#${at.toISOString()}`);
+  await client.query('BEGIN');
+  try {
+    await boss.complete(WINDOW_QUEUE, job.id, {}, { db: { executeSql: (text: string, values: unknown[]) => client.query(text, values) } });
+    await boss.send(WINDOW_QUEUE, job.data, {
+      id: next,
+      startAfter: at,
+      retryLimit: job.retryLimit,
+      retryDelay: 1,
+      expireInSeconds: Math.max(1, Math.round(Number(job.expireInSeconds)) || DEFAULT_QUEUE_SETTINGS.windowTimeoutSeconds),
+      db: { executeSql: (text: string, values: unknown[]) => client.query(text, values) },
+    });
+    await client.query(`UPDATE ${CONTROL_SCHEMA}.windows SET job_id = $3, error = NULL, updated_at = NOW() WHERE run_id = $1 AND window_id = $2`, [
+      job.data.runId,
+      job.data.windowId,
+      next,
+    ]);
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
 }
 
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -240,14 +332,16 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 }
 
 /** A run's job as its enqueuer stored it, parsed here: this machine's environment gives URLs and the API key. */
-type OpenRun = RunContext & { close(): Promise<void> };
+type OpenRun = RunContext & { quota?: SharedQuota; close(): Promise<void> };
 
-async function openRun(client: import('pg').Client, runId: string, opts: WorkerOptions): Promise<OpenRun> {
+async function openRun(client: import('pg').Client, runId: string, opts: WorkerOptions, quotaOf: (job: Job) => SharedQuota | undefined): Promise<OpenRun> {
   const row = (await client.query(`SELECT job_doc, job_file, ingested_at FROM ${CONTROL_SCHEMA}.runs WHERE run_id = $1`, [runId])).rows[0];
   if (!row) throw new Error(`run ${runId} is not in the control plane`);
   const job = parseJob(row.job_doc, String(row.job_file), process.env);
   const targets = await resolveTargets(job, opts);
   const transport = new HttpTransport(transportOptionsOf(job));
+  const quota = quotaOf(job);
+  transport.quota = quota;
   const ingestedAt = String(row.ingested_at);
   const transformers = new Map<string, RowTransformer>();
   return {
@@ -262,7 +356,9 @@ async function openRun(client: import('pg').Client, runId: string, opts: WorkerO
       if (!t) transformers.set(name, (t = new RowTransformer(getDataset(name), { network: job.network, snapshotDate: ingestedAt.slice(0, 10) })));
       return t;
     },
+    quota,
     async close() {
+      await quota?.release().catch(() => undefined);
       await transport.close();
       await targets.close();
     },

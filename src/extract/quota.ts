@@ -72,6 +72,17 @@ export class RequestQuota {
   }
 }
 
+/**
+ * What the transport asks before each request: `take` one unit of today's quota (false: refused, nothing sent).
+ * `ready`, when there is one, runs first and may wait (a quota shared through a database tops up its allowance
+ * there); RequestQuota needs none.
+ */
+export interface QuotaGate {
+  readonly limit: number;
+  ready?(): Promise<void>;
+  take(): boolean;
+}
+
 /** Requests reserved per write (see RequestQuota): small against any real plan's quota, few writes per run. */
 export const RESERVATION_BLOCK = 50;
 

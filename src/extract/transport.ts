@@ -3,7 +3,7 @@ import { Pool } from 'undici';
 import type { Accounting } from './accounting.js';
 import { systemClock, type Clock } from './clock.js';
 import { ApiError, redactUrl, type ApiErrorDetails, type FailureKind, type FailureReason } from './errors.js';
-import { QuotaReachedError, type RequestQuota } from './quota.js';
+import { QuotaReachedError, type QuotaGate } from './quota.js';
 import { RateLimiter } from './rate-limiter.js';
 import { scanList, type ListScan, type ScannedList } from './scan.js';
 
@@ -200,7 +200,7 @@ export class HttpTransport {
   private readonly clock: Clock;
   private readonly random: () => number;
   /** The job's daily request quota, when it has one (set by the run before its first request). */
-  quota: RequestQuota | undefined;
+  quota: QuotaGate | undefined;
 
   constructor(private readonly opts: TransportOptions) {
     if (!Number.isInteger(opts.concurrency) || opts.concurrency < 1) throw new RangeError(`concurrency must be a positive integer, got ${opts.concurrency}`);
@@ -287,7 +287,10 @@ export class HttpTransport {
     const grantedAt = await this.limiter.acquire();
     acct.rateWaitMs += Math.max(0, grantedAt - asked);
     // The daily quota: request N+1 beyond it is never sent (and not retried: QuotaReachedError is no ApiError).
-    if (this.quota && !this.quota.take()) throw new QuotaReachedError(this.quota.limit);
+    if (this.quota) {
+      await this.quota.ready?.();
+      if (!this.quota.take()) throw new QuotaReachedError(this.quota.limit);
+    }
     const url = redactUrl(req.url);
     acct.recordRequest();
     this.opts.onAttempt?.({ endpoint: req.endpoint, url, attempt, at: grantedAt });

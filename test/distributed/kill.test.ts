@@ -35,7 +35,7 @@ function seeded(seed: number): () => number {
 }
 
 describe('distributed mode under kill -9', () => {
-  it('four worker processes killed 10+ times (fetching, committing, in the commit transaction): the lake equals a single-machine run; readers see whole snapshots', async () => {
+  it('four worker processes of two accounts killed 10+ times (fetching, committing, in the commit transaction): the lake equals a single-machine run; readers see whole snapshots', async () => {
     const db = await pg.database();
     const store = path.join(tmp.dir, 'store');
     const env = { PGPASSWORD: pg.password };
@@ -59,7 +59,8 @@ describe('distributed mode under kill -9', () => {
       // reaches the commit steps; a worker that never reaches its step is killed from outside below).
       const crashAt = kills + live.size < KILLS ? DISTRIBUTED_STEPS[Math.floor(random() * DISTRIBUTED_STEPS.length)] : undefined;
       const args = [CLI, 'worker', '--catalog', db.url, '--store', store, '--until-idle', '--poll-ms', '100', '--lease-seconds', '5'];
-      args.push('--supervise-seconds', '1', '--commit-rows', '3000', '--log-format', 'json', '--id', `w${++spawned}`);
+      // Two accounts: two workers fetch side by side, the others stand by (and commit).
+      args.push('--supervise-seconds', '1', '--commit-rows', '3000', '--log-format', 'json', '--id', `w${++spawned}`, '--account', `acct-${spawned % 2}`);
       const child = spawn(process.execPath, args, {
         env: { ...process.env, ...env, CHAINLAKE_API_KEY: '', ...(crashAt ? { CHAINLAKE_TEST_CRASH_AT: crashAt } : {}) },
         stdio: ['ignore', 'ignore', 'pipe'],

@@ -11,6 +11,7 @@ interface Args {
   catalog?: string;
   store?: string;
   id?: string;
+  account: string;
   'until-idle'?: boolean;
   'poll-ms': number;
   'lease-seconds': number;
@@ -46,6 +47,13 @@ export const workerCommand: CommandModule<object, Args> = {
         describe: "Where the lake's files live, as this machine mounts it (a shared directory)",
       })
       .option('id', { type: 'string', describe: 'Name of this worker in the control plane (default: host-pid-random)' })
+      .option('account', {
+        type: 'string',
+        default: process.env.CHAINLAKE_ACCOUNT || 'default',
+        defaultDescription: '$CHAINLAKE_ACCOUNT or default',
+        describe:
+          "The API account this worker's key (CHAINLAKE_API_KEY) belongs to: workers of one account take turns, so its rate limit and daily quota hold; workers of different accounts fetch side by side",
+      })
       .option('until-idle', { type: 'boolean', describe: 'Exit once no run has anything left to fetch or commit (batch use); default: run until stopped' })
       .option('poll-ms', { type: 'number', default: 1000, describe: 'How long an idle worker waits before asking the queue again' })
       .option('lease-seconds', {
@@ -101,6 +109,7 @@ export const workerCommand: CommandModule<object, Args> = {
         catalog,
         store: args.store,
         id: args.id,
+        account: args.account,
         untilIdle: args['until-idle'],
         pollMs: args['poll-ms'],
         leaseSeconds: args['lease-seconds'],
