@@ -114,7 +114,7 @@ async function planAndQueue(
   try {
     await client.query(
       `INSERT INTO ${CONTROL_SCHEMA}.runs (run_id, job_name, network, job_doc, job_file, head, range_from, range_to, ingested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      [runId, job.name, job.network, JSON.stringify(doc), job.file, head, range.from, head === null ? null : range.to, started.toISOString()],
+      [runId, job.name, job.network, JSON.stringify(storableDoc(doc)), job.file, head, range.from, head === null ? null : range.to, started.toISOString()],
     );
     for (const w of windows) await insertWindow(client, runId, w.id, windowSpecOf(w));
     for (const w of windows) await sendWindow(boss, client, { runId, windowId: w.id }, settings);
@@ -125,6 +125,16 @@ async function planAndQueue(
     throw error;
   }
   return { runId, resumed: false, head, queued: windows.length, skipped, pending: windows.length };
+}
+
+/**
+ * The job document as the control plane keeps it: without an `apiKey` (never stored: each worker's key comes
+ * from its own CHAINLAKE_API_KEY, which also says whose account it spends).
+ */
+export function storableDoc(doc: unknown): unknown {
+  if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return doc;
+  const { apiKey: _key, ...rest } = doc as Record<string, unknown>;
+  return rest;
 }
 
 /** Records a window of a run (nothing when it is recorded already). */

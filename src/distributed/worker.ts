@@ -240,12 +240,14 @@ export async function queueState(client: Pick<import('pg').Client, 'query'>): Pr
     )
   ).rows[0];
   const active = (await client.query(`SELECT count(*)::BIGINT AS n FROM ${QUEUE_SCHEMA}.job WHERE name = $1 AND state = 'active'`, [WINDOW_QUEUE])).rows[0];
+  const usage = await client.query(`SELECT account, requests FROM ${CONTROL_SCHEMA}.request_usage WHERE day = $1`, [new Date().toISOString().slice(0, 10)]);
   return {
     queued: Number(r.queued) - Number(active.n),
     active: Number(active.n),
     fetched: Number(r.fetched),
     failed: Number(r.failed),
     commitLagSeconds: Number(r.lag),
+    quotaUsedToday: usage.rows.map((u) => ({ account: String(u.account), requests: Number(u.requests) })),
   };
 }
 

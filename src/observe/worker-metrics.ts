@@ -8,6 +8,8 @@ export interface QueueState {
   failed: number;
   /** Seconds the oldest fetched window has waited for its commit (0 when none waits). */
   commitLagSeconds: number;
+  /** Requests spent (reserved) today, UTC, per account. */
+  quotaUsedToday: { account: string; requests: number }[];
 }
 
 /**
@@ -66,6 +68,16 @@ export class WorkerMetrics {
     queueGauge('chainlake_windows_fetched', 'Windows fetched and waiting for the committer (all workers).', (s) => s.fetched);
     queueGauge('chainlake_windows_failed', 'Windows that failed for good in open runs (all workers).', (s) => s.failed);
     queueGauge('chainlake_commit_lag_seconds', 'How long the oldest fetched window has waited for its commit.', (s) => s.commitLagSeconds);
+    new Gauge({
+      name: 'chainlake_quota_used_requests',
+      help: 'Requests spent today (UTC) per account, as the control plane counts them (jobs with a dailyRequestQuota).',
+      labelNames: ['account'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const u of (await read()).quotaUsedToday) this.set({ account: u.account }, u.requests);
+      },
+    });
   }
 
   window(state: 'fetched' | 'failed' | 'skipped', dataset?: string, rows = 0, requests = 0, throttles = 0): void {

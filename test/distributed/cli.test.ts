@@ -17,6 +17,9 @@ const SMALL_JOB = {
   simulator: { seed: 1, scale: 'small' },
   range: { fromBlock: 0, toBlock: 'head' },
   concurrency: 4,
+  dailyRequestQuota: 100_000,
+  // Never stored by enqueue (each worker's key comes from its own environment).
+  apiKey: 'job-file-secret-key',
   datasets: {
     transactions: { addresses: ['0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c', '0x235cc9e6a7b9bac03056f3eb7034c30bd80a5157'] },
     balances: { addresses: ['0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c'] },
@@ -77,6 +80,10 @@ describe('distributed mode through the CLI', () => {
     expect(enq.code, enq.stderr).toBe(0);
     const queued = JSON.parse(enq.stdout) as { run: string; queued: number };
     expect(queued.queued).toBeGreaterThan(1);
+    const control = await db.connect();
+    const stored = (await control.query(`SELECT job_doc::text AS doc FROM chainlake.runs`)).rows[0].doc as string;
+    expect(stored).toContain('distributed-small');
+    expect(stored).not.toContain('job-file-secret-key');
 
     // A worker that stays up (no --until-idle): metrics are read once it says every run is done.
     const child = spawn(
@@ -107,6 +114,10 @@ describe('distributed mode through the CLI', () => {
     expect(value('chainlake_windows_queued')).toBe(0);
     expect(value('chainlake_windows_fetched')).toBe(0);
     expect(value('chainlake_commit_lag_seconds')).toBe(0);
+    // The quota as PostgreSQL counts it: what was sent, plus what is reserved and not yet given back (< a block).
+    const used = value('chainlake_quota_used_requests');
+    expect(used).toBeGreaterThanOrEqual(Number(idleReport!.requests));
+    expect(used).toBeLessThan(Number(idleReport!.requests) + 50);
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
