@@ -9,6 +9,7 @@ import { withDuckDB } from './lib/native.js';
 import { RESULTS_DIR } from './lib/paths.js';
 import { formatDetails, formatTable, type Context, type ScenarioResult } from './lib/result.js';
 import { decode } from './scenarios/decode.js';
+import { distributed } from './scenarios/distributed.js';
 import { e2e } from './scenarios/e2e.js';
 import { latency } from './scenarios/latency.js';
 import { memory } from './scenarios/memory.js';
@@ -30,6 +31,7 @@ const SCENARIOS: Record<string, (ctx: Context) => Promise<Omit<ScenarioResult, '
   query,
   quota,
   decode,
+  distributed,
 };
 
 function usage(): never {

@@ -81,6 +81,7 @@ const CONTROL_DDL = [
      error TEXT,
      worker TEXT,
      snapshot_id BIGINT,
+     fetched_at TIMESTAMPTZ,
      updated_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
      PRIMARY KEY (run_id, window_id)
    )`,

@@ -13,7 +13,7 @@ import { executeWindow, stagedOf, type Clients } from '../pipeline/execute.js';
 import type { Job } from '../pipeline/job.js';
 import type { Logger } from '../pipeline/log.js';
 import type { PagerOptions } from '../extract/pager.js';
-import type { Engine } from '../load/engine.js';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { rejectsSelect, stagedSelect } from '../load/commit.js';
 import { ident, literal } from '../load/sql.js';
 import { testHook } from '../load/test-hooks.js';
@@ -39,7 +39,8 @@ export interface RunContext {
 export interface FetchDeps {
   client: pg.Client;
   boss: PgBoss;
-  engine: Engine;
+  /** A DuckDB connection of this slot's own (fragments are typed on it). */
+  duck: DuckDBConnection;
   store: Store;
   settings: QueueSettings;
   workerId: string;
@@ -57,7 +58,7 @@ let nextIndex = 0;
 
 /** Fetches one queued window into a fragment and records it; an error is recorded and rethrown for the queue. */
 export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, deps: FetchDeps): Promise<FetchResult> {
-  const { client, store, engine, log } = deps;
+  const { client, store, duck, log } = deps;
   const { runId, windowId } = job.data;
   const row = (await client.query(`SELECT spec, state FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND window_id = $2`, [runId, windowId])).rows[0];
   // Fetched by a worker whose turn expired, or committed already: the queue offered it again, nothing is left to do.
@@ -90,7 +91,7 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
       const target = await store.fragmentTarget(runId, `${w.def.name}-${randomUUID()}.parquet`);
       fragment = target.location;
       written.push(fragment);
-      await engine.conn.run(
+      await duck.run(
         `COPY (${stagedSelect(w.def, runId, run.ingestedAt, staged.stagedFiles, staged.pageFiles)}) TO ${literal(target.writePath)} (FORMAT parquet, COMPRESSION zstd)`,
       );
       await store.putFragment(target);
@@ -100,7 +101,7 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
       const target = await store.fragmentTarget(runId, `_rejects-${randomUUID()}.parquet`);
       rejectFragment = target.location;
       written.push(rejectFragment);
-      await engine.conn.run(
+      await duck.run(
         // Rejects are a log partitioned by the date of the run that saw them (as on a single machine).
         `COPY (SELECT *, ${literal(run.ingestedAt.slice(0, 10))} AS ${ident(STAGED_PARTITION)} FROM (${rejectsSelect([outcome.rejectStage.file], w.network, runId, run.ingestedAt)}))
          TO ${literal(target.writePath)} (FORMAT parquet, COMPRESSION zstd)`,
@@ -126,7 +127,7 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
       }
       const updated = await client.query(
         `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'fetched', fragment_path = $3, reject_path = $4, rows = $5, rejects = $6, requests = $7,
-           covered_from = $8, covered_to = $9, worker = $10, attempts = attempts + 1, error = NULL, updated_at = NOW()
+           covered_from = $8, covered_to = $9, worker = $10, attempts = attempts + 1, error = NULL, fetched_at = NOW(), updated_at = NOW()
          WHERE run_id = $1 AND window_id = $2 AND state = 'queued'`,
         [
           runId,

@@ -36,8 +36,12 @@ export interface WorkerOptions extends DistributedOptions {
   pollMs?: number;
   /** Seconds the committer lease lasts without renewal: how long a dead committer holds up commits. */
   leaseSeconds?: number;
-  /** Rows fetched (by all workers) that make this worker commit before taking its next window. */
+  /** Windows fetched at once (each on its own connections); the run's transport bounds requests in flight. */
+  windowsAtOnce?: number;
+  /** Rows fetched (by all workers) that make the lease holder commit while windows are still being fetched. */
   commitRows?: number;
+  /** Seconds after which a fetched window is committed while windows are still being fetched. */
+  commitSeconds?: number;
   signal?: AbortSignal;
   log?: Logger;
   /**
@@ -65,6 +69,10 @@ export interface WorkerReport {
 
 export const DEFAULT_LEASE_SECONDS = 60;
 export const DEFAULT_COMMIT_ROWS = 200_000;
+/** The longest a fetched window waits for its commit while workers keep fetching (the lake's freshness). */
+export const DEFAULT_COMMIT_SECONDS = 60;
+/** Windows a worker fetches at once: a window of one or two pages leaves its account idle between requests otherwise. */
+export const DEFAULT_WINDOWS_AT_ONCE = 4;
 
 export function defaultWorkerId(): string {
   return `${os.hostname()}-${process.pid}-${randomBytes(2).toString('hex')}`;
@@ -143,7 +151,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
       }
     };
 
-    /** The account this worker fetches with, held while it fetches (see account.ts); false: another worker has it. */
+    /** The account this worker fetches with (see account.ts); false: another worker has it. */
     let holdsAccount = false;
     const takeAccount = async (): Promise<boolean> => {
       const held = await takeLease(leases, id, leaseSeconds, accountLease(account));
@@ -152,76 +160,137 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
       holdsAccount = held;
       return held;
     };
+    // Held for as long as this worker lives, however long its windows take: renewed in the background.
+    const renewAccount = setInterval(
+      () => {
+        if (holdsAccount) void takeAccount().catch(() => undefined);
+      },
+      (leaseSeconds * 1000) / 3,
+    );
+    closers.push(() => clearInterval(renewAccount));
 
-    let wasIdle = false;
-    for (;;) {
-      if (opts.signal?.aborted) break;
-      const quotaDone = await quotaReachedToday();
-      let job: PgBoss.JobWithMetadata<WindowJob> | undefined;
-      if (!quotaDone && (await takeAccount())) {
-        [job] = (await boss.fetch<WindowJob>(WINDOW_QUEUE, { batchSize: 1, includeMetadata: true })) as PgBoss.JobWithMetadata<WindowJob>[];
-      }
-      if (job) {
-        wasIdle = false;
-        const ctx = await runContext(job.data.runId);
-        // The account stays this worker's while the window is fetched, however long that takes.
-        const renew = setInterval(() => void takeLease(leases, id, leaseSeconds, accountLease(account)).catch(() => undefined), (leaseSeconds * 1000) / 3);
-        const result: FetchResult = await fetchWindow(job, ctx, { client, boss, engine, store, settings, workerId: id, scratch, log })
-          .catch((e: Error) => ({ state: 'failed' as const, error: e.message }))
-          .finally(() => clearInterval(renew));
-        if (result.state === 'failed' && ctx.quota?.reachedToday()) {
-          // Not the window's fault: it waits for tomorrow's quota (UTC), without using up a retry.
-          const tomorrow = nextUtcDay(now());
-          await requeueAt(client, boss, job, tomorrow);
-          log.log(
-            'info',
-            'window.quota',
-            `${job.data.windowId}: the daily request quota of account ${account} is spent; queued again for ${tomorrow.toISOString()}`,
-            {
-              window: job.data.windowId,
-              account,
-            },
-          );
-          continue;
+    let stopping = false;
+    /** Slots between asking the queue and finishing a window (a slot waiting for work is not busy). */
+    let busy = 0;
+    let failure: Error | undefined;
+
+    /** One window at a time, on a control-plane connection and a DuckDB connection of its own. */
+    const slot = async (n: number): Promise<void> => {
+      const own = await connect(opts.catalog);
+      const duck = await engine.connect();
+      try {
+        while (!stopping) {
+          if ((await quotaReachedToday()) || !(await takeAccount())) {
+            await sleep(opts.pollMs ?? 1000, opts.signal);
+            continue;
+          }
+          busy++;
+          let job: PgBoss.JobWithMetadata<WindowJob> | undefined;
+          try {
+            [job] = (await boss.fetch<WindowJob>(WINDOW_QUEUE, { batchSize: 1, includeMetadata: true })) as PgBoss.JobWithMetadata<WindowJob>[];
+            if (job) await handle(job, own, duck, n);
+          } finally {
+            busy--;
+          }
+          if (!job) await sleep(opts.pollMs ?? 1000, opts.signal);
         }
-        if (result.state === 'failed') {
-          report.windowsFailed++;
-          opts.metrics?.window('failed', result.dataset, 0, result.requests, result.throttles);
-          log.log('warn', 'window.failed', `${job.data.windowId}: ${result.error} (attempt ${job.retryCount + 1} of ${job.retryLimit + 1})`, {
+      } finally {
+        duck.closeSync();
+        await own.end().catch(() => undefined);
+      }
+    };
+
+    const handle = async (job: PgBoss.JobWithMetadata<WindowJob>, own: import('pg').Client, duck: import('@duckdb/node-api').DuckDBConnection, n: number) => {
+      const ctx = await runContext(job.data.runId);
+      const result: FetchResult = await fetchWindow(job, ctx, {
+        client: own,
+        boss,
+        duck,
+        store,
+        settings,
+        workerId: id,
+        scratch: path.join(scratch, `slot-${n}`),
+        log,
+      }).catch((e: Error) => ({ state: 'failed' as const, error: e.message }));
+      if (result.state === 'failed' && ctx.quota?.reachedToday()) {
+        // Not the window's fault: it waits for tomorrow's quota (UTC), without using up a retry.
+        const tomorrow = nextUtcDay(now());
+        await requeueAt(own, boss, job, tomorrow);
+        log.log(
+          'info',
+          'window.quota',
+          `${job.data.windowId}: the daily request quota of account ${account} is spent; queued again for ${tomorrow.toISOString()}`,
+          {
             window: job.data.windowId,
-            error: result.error,
-          });
-          if (job.retryCount >= job.retryLimit) {
-            await client.query(
-              `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'failed', updated_at = NOW() WHERE run_id = $1 AND window_id = $2 AND state = 'queued'`,
-              [job.data.runId, job.data.windowId],
-            );
-          }
-          await boss.fail(WINDOW_QUEUE, job.id, { error: result.error });
-        } else {
-          if (result.state === 'fetched') {
-            report.windowsFetched++;
-            report.rows += result.rows;
-            report.requests += result.requests;
-            opts.metrics?.window('fetched', result.dataset, result.rows, result.requests, result.throttles);
-          } else {
-            report.windowsSkipped++;
-            opts.metrics?.window('skipped');
-          }
-          await boss.complete(WINDOW_QUEUE, job.id);
-        }
-        if ((await fetchedRows(client)) >= (opts.commitRows ?? DEFAULT_COMMIT_ROWS)) await tryCommit();
-        continue;
+            account,
+          },
+        );
+        return;
       }
-      if ((await fetchedRows(client)) > 0 || (await abandonedWindows(client)) > 0) await tryCommit();
-      // Nothing this worker can do now: no window it may fetch (none due, or its account's quota is spent for
-      // today) and nothing waiting for a commit. A window another worker holds keeps everyone waiting for it.
-      const nothingLeft = (quotaDone || (await nothingDue(client))) && (await fetchedRows(client)) === 0;
-      if (nothingLeft && !wasIdle) log.log('info', 'worker.idle', `worker ${id}: nothing to do now; waiting for work`, { ...report });
-      wasIdle = nothingLeft;
-      if (opts.untilIdle && nothingLeft) break;
-      await sleep(opts.pollMs ?? 1000, opts.signal);
+      if (result.state === 'failed') {
+        report.windowsFailed++;
+        opts.metrics?.window('failed', result.dataset, 0, result.requests, result.throttles);
+        log.log('warn', 'window.failed', `${job.data.windowId}: ${result.error} (attempt ${job.retryCount + 1} of ${job.retryLimit + 1})`, {
+          window: job.data.windowId,
+          error: result.error,
+        });
+        if (job.retryCount >= job.retryLimit) {
+          await own.query(
+            `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'failed', updated_at = NOW() WHERE run_id = $1 AND window_id = $2 AND state = 'queued'`,
+            [job.data.runId, job.data.windowId],
+          );
+        }
+        await boss.fail(WINDOW_QUEUE, job.id, { error: result.error });
+        return;
+      }
+      if (result.state === 'fetched') {
+        report.windowsFetched++;
+        report.rows += result.rows;
+        report.requests += result.requests;
+        opts.metrics?.window('fetched', result.dataset, result.rows, result.requests, result.throttles);
+      } else {
+        report.windowsSkipped++;
+        opts.metrics?.window('skipped');
+      }
+      await boss.complete(WINDOW_QUEUE, job.id);
+    };
+
+    const slots = Array.from({ length: opts.windowsAtOnce ?? DEFAULT_WINDOWS_AT_ONCE }, (_, n) =>
+      slot(n).catch((e: Error) => {
+        // A slot that lost the control plane ends the worker (its supervisor restarts it); the queue re-offers.
+        failure ??= e;
+        stopping = true;
+      }),
+    );
+
+    // The worker's own loop: commits (when enough is fetched, or when this worker has nothing in hand) and the
+    // decision to stop.
+    let wasIdle = false;
+    try {
+      while (!stopping) {
+        if (opts.signal?.aborted) break;
+        const { rows: fetched, waitedSeconds } = await fetchedState(client);
+        const due =
+          fetched >= (opts.commitRows ?? DEFAULT_COMMIT_ROWS) ||
+          (fetched > 0 && waitedSeconds >= (opts.commitSeconds ?? DEFAULT_COMMIT_SECONDS)) ||
+          (busy === 0 && fetched > 0) ||
+          (busy === 0 && (await abandonedWindows(client)) > 0);
+        if (due) {
+          await tryCommit();
+        }
+        // Nothing this worker can do now: no window it may fetch (none due, or its account's quota is spent for
+        // today), none in hand, and nothing waiting for a commit. A window another worker holds keeps it waiting.
+        const nothingLeft = busy === 0 && ((await quotaReachedToday()) || (await nothingDue(client))) && (await fetchedRows(client)) === 0;
+        if (nothingLeft && !wasIdle) log.log('info', 'worker.idle', `worker ${id}: nothing to do now; waiting for work`, { ...report });
+        wasIdle = nothingLeft;
+        if (opts.untilIdle && nothingLeft && busy === 0) break;
+        await sleep(opts.pollMs ?? 1000, opts.signal);
+      }
+    } finally {
+      stopping = true;
+      await Promise.all(slots);
     }
+    if (failure) throw failure;
     log.log('info', 'worker.stop', `worker ${id}: ${report.windowsFetched} windows fetched, ${report.windowsCommitted} committed`, { ...report });
     return report;
   } finally {
@@ -251,11 +320,18 @@ export async function queueState(client: Pick<import('pg').Client, 'query'>): Pr
   };
 }
 
-/** Rows fetched by every worker and not yet committed. */
-async function fetchedRows(client: import('pg').Client): Promise<number> {
-  const r = await client.query(`SELECT COALESCE(sum(rows), 0)::BIGINT AS n, count(*)::BIGINT AS w FROM ${CONTROL_SCHEMA}.windows WHERE state = 'fetched'`);
+/** Rows fetched by every worker and not yet committed, and how long the oldest of them has waited. */
+async function fetchedState(client: import('pg').Client): Promise<{ rows: number; waitedSeconds: number }> {
+  const r = await client.query(
+    `SELECT COALESCE(sum(rows), 0)::BIGINT AS n, count(*)::BIGINT AS w, COALESCE(EXTRACT(EPOCH FROM NOW() - min(updated_at)), 0)::FLOAT8 AS age
+     FROM ${CONTROL_SCHEMA}.windows WHERE state = 'fetched'`,
+  );
   // A fetched window with no row still waits for its commit (its watermark and its run's end).
-  return Number(r.rows[0].n) + Number(r.rows[0].w);
+  return { rows: Number(r.rows[0].n) + Number(r.rows[0].w), waitedSeconds: Number(r.rows[0].age) };
+}
+
+async function fetchedRows(client: import('pg').Client): Promise<number> {
+  return (await fetchedState(client)).rows;
 }
 
 /** Windows still `queued` whose queue job is over (failed for good): nobody will fetch them. */

@@ -1,7 +1,7 @@
 import type { CommandModule } from 'yargs';
 import { checkCatalogUrl, connect } from '../../distributed/control-plane.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../../distributed/queue.js';
-import { DEFAULT_COMMIT_ROWS, DEFAULT_LEASE_SECONDS, queueState, runWorker } from '../../distributed/worker.js';
+import { DEFAULT_COMMIT_ROWS, DEFAULT_COMMIT_SECONDS, DEFAULT_LEASE_SECONDS, queueState, runWorker } from '../../distributed/worker.js';
 import { serveMetrics, type MetricsServer } from '../../observe/server.js';
 import { WorkerMetrics } from '../../observe/worker-metrics.js';
 import { outputFor } from '../common.js';
@@ -17,6 +17,7 @@ interface Args {
   'lease-seconds': number;
   'supervise-seconds': number;
   'commit-rows': number;
+  'commit-seconds': number;
   'metrics-port'?: number;
   'metrics-host': string;
   'log-format'?: 'text' | 'json';
@@ -67,6 +68,11 @@ export const workerCommand: CommandModule<object, Args> = {
         describe: "How often this worker looks for windows whose worker died (past their enqueue's --window-timeout) to offer them again",
       })
       .option('commit-rows', { type: 'number', default: DEFAULT_COMMIT_ROWS, describe: 'Fetched rows (all workers) after which the lease holder commits' })
+      .option('commit-seconds', {
+        type: 'number',
+        default: DEFAULT_COMMIT_SECONDS,
+        describe: 'The longest a fetched window waits for its commit while workers keep fetching',
+      })
       .option('metrics-port', { type: 'number', describe: 'Serve /metrics (Prometheus) and /healthz on this port (0 picks a free one)' })
       .option('metrics-host', { type: 'string', default: '127.0.0.1', describe: 'Interface for --metrics-port' })
       .example('$0 worker --catalog postgres://chainlake@db/lake --store /mnt/lake', 'Work until stopped (SIGTERM finishes the window in hand)')
@@ -78,6 +84,7 @@ export const workerCommand: CommandModule<object, Args> = {
     positiveInteger('--lease-seconds', args['lease-seconds'], 5);
     positiveInteger('--supervise-seconds', args['supervise-seconds']);
     positiveInteger('--commit-rows', args['commit-rows']);
+    positiveInteger('--commit-seconds', args['commit-seconds']);
     const port = args['metrics-port'];
     if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535))
       throw new CliError(`--metrics-port: expected a port number from 0 to 65535, got ${String(port)}`);
@@ -114,6 +121,7 @@ export const workerCommand: CommandModule<object, Args> = {
         pollMs: args['poll-ms'],
         leaseSeconds: args['lease-seconds'],
         commitRows: args['commit-rows'],
+        commitSeconds: args['commit-seconds'],
         queue: { superviseSeconds: args['supervise-seconds'] },
         signal: stop.signal,
         log: logger,

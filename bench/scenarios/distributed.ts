@@ -1,0 +1,149 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import { startPostgres } from '../../test/ducklake/postgres.js';
+import { runExport } from '../lib/export.js';
+import { CLI } from '../lib/paths.js';
+import { target, type Context, type ScenarioResult } from '../lib/result.js';
+import { startSimProcess, type SimProcess } from '../lib/simproc.js';
+import { buildWorkload, describeWorkload, jobDoc, writeJob } from '../lib/workload.js';
+
+const RATE = 20;
+const PAGE = 100;
+const ACCOUNTS = [1, 2, 4] as const;
+
+/** Resolves at the first JSON log line of `child` with this event (its stderr). */
+function waitForEvent(child: ChildProcess, event: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    const onData = (d: Buffer) => {
+      buf += d.toString();
+      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        if (line.includes(`"event":"${event}"`)) {
+          child.stderr!.off('data', onData);
+          // Keep draining: a full pipe would stall the worker.
+          child.stderr!.resume();
+          resolve();
+          return;
+        }
+      }
+    };
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`bench: worker exited with ${code} before ${event}`)));
+  });
+}
+
+/**
+ * Distributed: 1, 2 and 4 worker processes, one account each, each account's key limited by its own simulator
+ * process (RATE req/s, 50 ms latency, pages of PAGE rows: the API, not this machine's two cores, is the bound).
+ * Workers are started first, as a deployment keeps them, and the job is enqueued once they wait for work.
+ * Throughput is the workload's rows over the time from the first request any simulator saw to the commit that
+ * finished the run; compared with N × the one-worker throughput. Requests are all simulators'
+ * together, compared with a single-machine `chainlake run` of the same job against one of them.
+ */
+export async function distributed(ctx: Context): Promise<Omit<ScenarioResult, 'seconds'>> {
+  const sims: SimProcess[] = [];
+  const postgres = await startPostgres();
+  try {
+    for (let i = 0; i < Math.max(...ACCOUNTS); i++) sims.push(await startSimProcess({ scale: 'large', rateLimit: RATE, latencyMs: '50' }));
+    const w = await buildWorkload(sims[0]!.info, ctx.quick ? 3_000 : 24_000, ['transactions', 'erc20_transfers', 'event_logs'], ctx.quick ? 3_000 : 20_000);
+    ctx.log(`workload: ${w.rows} rows: ${describeWorkload(w)}`);
+    // Fixed chunks: enough windows for four workers to share (the joined default gives one per scope).
+    const windowBlocks = Math.max(1, Math.ceil((Number(w.range.toBlock) - Number(w.range.fromBlock) + 1) / 12));
+    const base = jobDoc(sims[0]!.info, w, { lake: path.join(ctx.tmp, 'single'), rps: RATE, pageSize: PAGE, concurrency: 4 });
+    base.range = { ...(base.range as object), windowBlocks };
+
+    await mkdir(path.join(ctx.tmp, 'single-run'), { recursive: true });
+    const single = await runExport(sims[0]!, w, path.join(ctx.tmp, 'single-run'), { rps: RATE, pageSize: PAGE, concurrency: 4, extra: { range: base.range } });
+    const singleRequests = single.server.requests;
+    ctx.log(`single machine: ${single.report.totals.rows} rows, ${singleRequests} requests`);
+
+    // Workers take URLs and keys from their environment: the stored job names neither.
+    const { endpoints: _e, apiKey: _k, lake: _l, ...doc } = base;
+    const jobFile = path.join(ctx.tmp, 'distributed-job.json');
+    await writeJob(jobFile, { ...doc, name: 'bench-distributed' });
+
+    const results: { accounts: number; seconds: number; rowsPerSecond: number; requests: number; rows: number }[] = [];
+    for (const n of ACCOUNTS) {
+      const db = await postgres.database();
+      const store = path.join(ctx.tmp, `store-${n}`);
+      const env = (i: number) => ({
+        ...process.env,
+        PGPASSWORD: postgres.password,
+        CHAINLAKE_CATALOG: db.url,
+        CHAINLAKE_STORE: store,
+        CHAINLAKE_MAINNET_URL: sims[i]!.info.mainnet,
+        CHAINLAKE_API_KEY: sims[i]!.info.apiKey,
+        CHAINLAKE_ACCOUNT: `account-${i}`,
+      });
+      // Workers are long-lived in a deployment: they are started first and measured once they wait for work.
+      const workers = Array.from({ length: n }, (_, i) =>
+        spawn(process.execPath, [CLI, 'worker', '--poll-ms', '100', '--log-format', 'json'], { env: env(i), stdio: ['ignore', 'ignore', 'pipe'] }),
+      );
+      await Promise.all(workers.map((c) => waitForEvent(c, 'worker.idle')));
+      const client = await db.connect();
+      const before = await Promise.all(sims.map((s) => s.stats()));
+      let firstAt = 0;
+      const poller = (async () => {
+        while (firstAt === 0) {
+          const now = await Promise.all(sims.map((s) => s.stats()));
+          if (now.some((s, i) => s.requests > before[i]!.requests)) firstAt = Date.now();
+          else await new Promise((r) => setTimeout(r, 10));
+        }
+      })();
+      const enq = spawn(process.execPath, [CLI, 'enqueue', jobFile, '--quiet'], { env: env(0), stdio: ['ignore', 'ignore', 'inherit'] });
+      const [code] = (await once(enq, 'exit')) as [number | null];
+      if (code !== 0) throw new Error(`bench: enqueue exited with ${code}`);
+      await poller;
+      // The run ends with the commit of its last windows (the committer closes it in that transaction).
+      let endAt = 0;
+      for (let polls = 0; endAt === 0; polls++) {
+        if (polls > 60_000) throw new Error('bench: the distributed run did not finish within 10 minutes');
+        const r = (await client.query(`SELECT (EXTRACT(EPOCH FROM finished_at) * 1000)::FLOAT8 AS t FROM chainlake.runs WHERE finished_at IS NOT NULL`))
+          .rows[0];
+        if (r) endAt = Number(r.t);
+        else await new Promise((r) => setTimeout(r, 10));
+      }
+      for (const w of workers) w.kill('SIGTERM');
+      const codes = await Promise.all(workers.map((c) => (c.exitCode !== null ? c.exitCode : once(c, 'exit').then(([c]) => c as number | null))));
+      if (codes.some((c) => c !== 0)) throw new Error(`bench: worker exit codes ${codes.join(', ')}`);
+      const after = await Promise.all(sims.map((s) => s.stats()));
+      const requests = after.reduce((a, s, i) => a + s.requests - before[i]!.requests, 0);
+      const limited = after.reduce((a, s, i) => a + s.rateLimited - before[i]!.rateLimited, 0);
+      const state = (await client.query(`SELECT status FROM chainlake.runs`)).rows.map((r) => String(r.status));
+      const rows = Number((await client.query(`SELECT COALESCE(sum(rows), 0)::BIGINT AS n FROM chainlake.windows WHERE state = 'committed'`)).rows[0].n);
+      if (state.join() !== 'completed') throw new Error(`bench: run ended ${state.join()}`);
+      const seconds = (endAt - firstAt) / 1000;
+      const lastFetch = Number((await client.query(`SELECT (EXTRACT(EPOCH FROM max(fetched_at)) * 1000)::FLOAT8 AS t FROM chainlake.windows`)).rows[0].t);
+      const commits = Number((await client.query(`SELECT count(DISTINCT snapshot_id)::INT AS n FROM chainlake.windows`)).rows[0].n);
+      ctx.log(`${n} worker(s): last window fetched ${((lastFetch - firstAt) / 1000).toFixed(1)} s after the first request; ${commits} snapshots`);
+      results.push({ accounts: n, seconds, rowsPerSecond: w.rows / seconds, requests, rows });
+      ctx.log(
+        `${n} worker(s): ${rows} rows fetched in ${seconds.toFixed(1)} s (${(w.rows / seconds).toFixed(0)} rows/s), ${requests} requests, ${limited} 429s`,
+      );
+    }
+    const one = results[0]!.rowsPerSecond;
+    const measured: Record<string, number> = { rows: w.rows, 'single-machine requests': singleRequests };
+    const targets = [];
+    for (const r of results) {
+      measured[`${r.accounts} worker(s): rows/s`] = r.rowsPerSecond;
+      measured[`${r.accounts} worker(s): requests`] = r.requests;
+      if (r.accounts > 1) targets.push(target(`${r.accounts} accounts: throughput / linear`, r.rowsPerSecond / (r.accounts * one), '>=', 0.8, '×', ctx.quick));
+      targets.push(target(`${r.accounts} worker(s): requests / single machine`, r.requests / singleRequests, '<=', 1.02, '×', ctx.quick));
+    }
+    return {
+      scenario: 'distributed',
+      title: `distributed: 1, 2, 4 workers, one account each (${RATE} req/s, 50 ms, pages of ${PAGE})`,
+      measured,
+      references: { 'rate per account (req/s)': RATE, 'page size': PAGE, windowBlocks },
+      targets,
+      notes: [describeWorkload(w)],
+    };
+  } finally {
+    await Promise.all(sims.map((s) => s.stop()));
+    await postgres.stop();
+  }
+}
