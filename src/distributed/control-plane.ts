@@ -160,6 +160,20 @@ function nestedCatalog(client: pg.Client): PostgresCatalog {
   return inner;
 }
 
+/**
+ * A connection whose single statements are sent one after another: several tasks of a worker (its window slots,
+ * a renewal timer) share it, and `pg` wants one query at a time per connection. Not for transactions.
+ */
+export function oneAtATime(client: pg.Client): Pick<pg.Client, 'query'> & { end(): Promise<void> } {
+  let queue: Promise<unknown> = Promise.resolve();
+  const query = (text: string, values?: unknown[]) => {
+    const next = queue.then(() => client.query(text, values));
+    queue = next.catch(() => undefined);
+    return next;
+  };
+  return { query: query as unknown as pg.Client['query'], end: () => client.end() };
+}
+
 /** The DuckLake catalog on its own connection, its statements resolved in the `ducklake` schema. */
 export async function openCatalog(url: string): Promise<{ client: pg.Client; catalog: PostgresCatalog }> {
   const client = await connect(url);

@@ -19,7 +19,7 @@ import { buildClients, resolveTargets, transportOptionsOf } from '../pipeline/ru
 import { RowTransformer } from '../transform/rows.js';
 import { getDataset } from '../datasets/registry.js';
 import { commitFetched, LeaseLostError, releaseLease, takeLease } from './commit.js';
-import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, openCatalog, setupControlPlane } from './control-plane.js';
+import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, oneAtATime, openCatalog, setupControlPlane } from './control-plane.js';
 import type { DistributedOptions } from './enqueue.js';
 import { fetchWindow, type FetchResult, type RunContext } from './fragment.js';
 import { DEFAULT_QUEUE_SETTINGS, openQueue, windowJobId, type WindowJob } from './queue.js';
@@ -104,7 +104,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
     const engine: Engine = await openEngine({ tempDir: path.join(scratch, 'duckdb-tmp'), threads: 2 });
     closers.push(() => engine.close());
     // Leases (committer, account) on a connection of their own: renewals run beside the worker's transactions.
-    const leases = await connect(opts.catalog);
+    const leases = oneAtATime(await connect(opts.catalog));
     closers.push(() => leases.end());
     closers.push(() => releaseLease(leases, id).catch(() => undefined));
     closers.push(() => releaseLease(leases, id, accountLease(account)).catch(() => undefined));
@@ -118,7 +118,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
     const runContext = (runId: string) => {
       let ctx = runs.get(runId);
       if (!ctx) {
-        ctx = openRun(client, runId, opts, (job) =>
+        ctx = openRun(leases, runId, opts, (job) =>
           job.dailyRequestQuota === undefined ? undefined : new SharedQuota(quotaClient, account, job.dailyRequestQuota, now),
         );
         ctx.then((c) => opened.push(c)).catch(() => undefined);
@@ -373,7 +373,8 @@ function nextUtcDay(now: Date): Date {
 
 /** Ends a window's queue job and queues it again to start at `at` (a new job id: the old one stays completed). */
 async function requeueAt(client: import('pg').Client, boss: PgBoss, job: PgBoss.JobWithMetadata<WindowJob>, at: Date): Promise<void> {
-  const next = windowJobId(job.data.runId, `${job.data.windowId}#${at.toISOString()}`);
+  // Derived from the job it replaces: unique however often a window is put off, the same on every retry of this.
+  const next = windowJobId(job.data.runId, `${job.data.windowId}#after:${job.id}`);
   await client.query('BEGIN');
   try {
     await boss.complete(WINDOW_QUEUE, job.id, {}, { db: { executeSql: (text: string, values: unknown[]) => client.query(text, values) } });
@@ -412,7 +413,12 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
 /** A run's job as its enqueuer stored it, parsed here: this machine's environment gives URLs and the API key. */
 type OpenRun = RunContext & { quota?: SharedQuota; close(): Promise<void> };
 
-async function openRun(client: import('pg').Client, runId: string, opts: WorkerOptions, quotaOf: (job: Job) => SharedQuota | undefined): Promise<OpenRun> {
+async function openRun(
+  client: Pick<import('pg').Client, 'query'>,
+  runId: string,
+  opts: WorkerOptions,
+  quotaOf: (job: Job) => SharedQuota | undefined,
+): Promise<OpenRun> {
   const row = (await client.query(`SELECT job_doc, job_file, ingested_at FROM ${CONTROL_SCHEMA}.runs WHERE run_id = $1`, [runId])).rows[0];
   if (!row) throw new Error(`run ${runId} is not in the control plane`);
   const job = parseJob(row.job_doc, String(row.job_file), process.env);

@@ -97,7 +97,8 @@ describe('accounts', () => {
     // The job needed more than one day's quota, and finished.
     expect(perDay.length).toBeGreaterThan(1);
     const status = (await client.query(`SELECT status FROM chainlake.runs`)).rows.map((r) => r.status);
-    expect(status).toEqual(['completed']);
+    const failed = (await client.query(`SELECT window_id, error, attempts FROM chainlake.windows WHERE state <> 'committed'`)).rows;
+    expect({ status, failed }).toEqual({ status: ['completed'], failed: [] });
     const usage = (await client.query(`SELECT day, requests::INT AS n FROM chainlake.request_usage WHERE account = 'acct' ORDER BY day`)).rows;
     expect(usage.length).toBe(perDay.length);
     for (const u of usage) expect(u.n).toBeLessThanOrEqual(QUOTA);

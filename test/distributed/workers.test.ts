@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
@@ -59,6 +60,53 @@ afterAll(async () => {
   await tmp?.cleanup();
 });
 
+/**
+ * The catalog the workers wrote, against the spec: its 28 tables column for column (name, position, type,
+ * nullability) and primary keys as the spec's creation script makes them in the same PostgreSQL, and its table
+ * statistics equal to the rows a reader reads.
+ */
+async function expectConformingCatalog(client: import('pg').Client, catalog: string): Promise<void> {
+  await client.query('CREATE SCHEMA spec');
+  await client.query('SET search_path TO spec');
+  await client.query(await readFile(path.resolve('test/ducklake/fixtures/spec-ddl.sql'), 'utf8'));
+  await client.query('SET search_path TO public');
+  const layout = async (schema: string) =>
+    (
+      await client.query(
+        `SELECT table_name, ordinal_position, column_name, data_type, is_nullable FROM information_schema.columns
+         WHERE table_schema = $1 AND table_name LIKE 'ducklake%' ORDER BY table_name, ordinal_position`,
+        [schema],
+      )
+    ).rows;
+  const keys = async (schema: string) =>
+    (
+      await client.query(
+        `SELECT tc.table_name || '(' || string_agg(k.column_name, ',' ORDER BY k.ordinal_position) || ')' AS pk
+         FROM information_schema.table_constraints tc
+         JOIN information_schema.key_column_usage k ON k.constraint_name = tc.constraint_name AND k.table_schema = tc.table_schema
+         WHERE tc.table_schema = $1 AND tc.constraint_type = 'PRIMARY KEY' GROUP BY tc.table_name ORDER BY 1`,
+        [schema],
+      )
+    ).rows;
+  const mine = await layout('ducklake');
+  expect(new Set(mine.map((r) => r.table_name)).size).toBe(28);
+  expect(mine).toEqual(await layout('spec'));
+  expect(await keys('ducklake')).toEqual(await keys('spec'));
+  const stats = (
+    await client.query(`SELECT t.table_name, s.record_count::INT AS n FROM ducklake.ducklake_table t JOIN ducklake.ducklake_table_stats s USING (table_id)`)
+  ).rows;
+  expect(stats.length).toBeGreaterThan(10);
+  const dist = await openDistributedLake({ catalog });
+  try {
+    for (const { table_name, n } of stats) {
+      const [[rows]] = (await dist.conn.runAndReadAll(`SELECT count(*)::INT FROM "${table_name}"`)).getRowsJS() as [[number]];
+      expect({ table_name, n }).toEqual({ table_name, n: rows });
+    }
+  } finally {
+    dist.close();
+  }
+}
+
 describe('distributed mode: enqueue, workers, one committer', () => {
   it('two workers fill a DuckLake equal, row for row, to a single-machine run of the same job', async () => {
     const { job, doc } = await loadJobDocument(path.resolve('jobs/demo.json'));
@@ -78,6 +126,7 @@ describe('distributed mode: enqueue, workers, one committer', () => {
     expect(reports.reduce((n, r) => n + r.windowsFailed, 0)).toBe(0);
 
     await expectEqualsSingleMachine(db.url);
+    await expectConformingCatalog(await db.connect(), db.url);
   }, 300_000);
 
   it('the same on S3-compatible object storage (s3rver): fragments and lake files go through the bucket, readers download them', async () => {
