@@ -280,7 +280,8 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
         }
         // Nothing this worker can do now: no window it may fetch (none due, or its account's quota is spent for
         // today), none in hand, and nothing waiting for a commit. A window another worker holds keeps it waiting.
-        const nothingLeft = busy === 0 && ((await quotaReachedToday()) || (await nothingDue(client))) && (await fetchedRows(client)) === 0;
+        // (A window in hand is `active` in the queue: not due-free. A slot merely asking the queue is not work.)
+        const nothingLeft = ((await quotaReachedToday()) || (await nothingDue(client))) && (await fetchedRows(client)) === 0;
         if (nothingLeft && !wasIdle) log.log('info', 'worker.idle', `worker ${id}: nothing to do now; waiting for work`, { ...report });
         wasIdle = nothingLeft;
         if (opts.untilIdle && nothingLeft && busy === 0) break;

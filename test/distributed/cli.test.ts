@@ -10,6 +10,8 @@ let pg: TestPostgres;
 let tmp: Awaited<ReturnType<typeof tempDir>>;
 let jobFile: string;
 
+const SECOND_ADDRESS = '0x86024fd52bd9a84f6ba8cb499555b9ce10959591';
+
 const SMALL_JOB = {
   name: 'distributed-small',
   network: 'mainnet',
@@ -88,61 +90,64 @@ describe('distributed mode through the CLI', () => {
     // A worker that stays up (no --until-idle): metrics are read once it says every run is done.
     const child = spawn(
       process.execPath,
-      [CLI, 'worker', '--catalog', db.url, '--store', store, '--poll-ms', '100', '--metrics-port', '0', '--log-format', 'json', '--commit-rows', '1'],
+      [CLI, 'worker', '--catalog', db.url, '--store', store, '--poll-ms', '100', '--metrics-port', '0', '--log-format', 'json'],
       { env: { ...process.env, ...env, CHAINLAKE_API_KEY: '' }, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     const killer = setTimeout(() => child.kill('SIGKILL'), 120_000);
     let url = '';
-    let idleReport: Record<string, unknown> | undefined;
-    const idle = new Promise<void>((resolve) =>
-      onJsonLines(child.stderr!, (ev) => {
-        if (ev.event === 'worker.metrics') url = String(ev.url);
-        if (ev.event === 'worker.idle') {
-          idleReport = ev;
-          resolve();
-        }
-      }),
-    );
+    const idles: Record<string, unknown>[] = [];
+    let wake: (() => void) | undefined;
+    onJsonLines(child.stderr!, (ev) => {
+      if (ev.event === 'worker.metrics') url = String(ev.url);
+      if (ev.event === 'worker.idle') {
+        idles.push(ev);
+        wake?.();
+      }
+    });
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    await Promise.race([idle, exited]);
+    /** The worker's n-th `worker.idle` event (it logs one each time it runs out of work). */
+    const idle = async (n: number) => {
+      while (idles.length < n)
+        await Promise.race([new Promise<void>((resolve) => (wake = resolve)), exited.then(() => Promise.reject(new Error('worker exited')))]);
+      return idles[n - 1]!;
+    };
+    const idleReport = await idle(1);
     expect(url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     const metrics = await (await fetch(`${url}/metrics`)).text();
     const value = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1]);
-    expect(value('chainlake_worker_windows_total')).toBe(idleReport!.windowsFetched);
-    expect(value('chainlake_worker_windows_committed_total')).toBe(idleReport!.windowsCommitted);
-    expect(value('chainlake_worker_requests_total')).toBe(idleReport!.requests);
+    expect(value('chainlake_worker_windows_total')).toBe(idleReport.windowsFetched);
+    expect(value('chainlake_worker_windows_committed_total')).toBe(idleReport.windowsCommitted);
+    expect(value('chainlake_worker_requests_total')).toBe(idleReport.requests);
     expect(value('chainlake_windows_queued')).toBe(0);
     expect(value('chainlake_windows_fetched')).toBe(0);
     expect(value('chainlake_commit_lag_seconds')).toBe(0);
     // The quota as PostgreSQL counts it: what was sent, plus what is reserved and not yet given back (< a block).
     const used = value('chainlake_quota_used_requests');
-    expect(used).toBeGreaterThanOrEqual(Number(idleReport!.requests));
-    expect(used).toBeLessThan(Number(idleReport!.requests) + 50);
+    expect(used).toBeGreaterThanOrEqual(Number(idleReport.requests));
+    expect(used).toBeLessThan(Number(idleReport.requests) + 50);
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
-    child.kill('SIGTERM');
-    expect(await exited).toBe(0);
-    clearTimeout(killer);
 
     const count = async (...extra: string[]) => {
       const r = await runCli(['query', '--catalog', db.url, ...extra, '--format', 'csv', 'SELECT count(*) AS n FROM transactions'], { env });
       expect(r.code, r.stderr).toBe(0);
       return Number(r.stdout.trim().split('\n')[1]);
     };
+    const before = await count();
+    expect(before).toBeGreaterThan(0);
+    const snapshot = Number((await control.query(`SELECT max(snapshot_id) AS s FROM ducklake.ducklake_snapshot`)).rows[0].s);
+
+    // A second job (another address) through the same worker: the lake grows; the first snapshot still reads as it was.
+    const second = path.join(tmp.dir, 'second.json');
+    await writeFile(second, JSON.stringify({ ...SMALL_JOB, name: 'distributed-second', datasets: { transactions: { addresses: [SECOND_ADDRESS] } } }));
+    const enq2 = await runCli(['enqueue', second, '--catalog', db.url, '--store', store], { env });
+    expect(enq2.code, enq2.stderr).toBe(0);
+    await idle(2);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    clearTimeout(killer);
     const now = await count();
-    expect(now).toBeGreaterThan(0);
-    // With --commit-rows 1 every window is a commit of its own: the first snapshot with transactions holds fewer.
-    const pgClient = await db.connect();
-    const snaps = (
-      await pgClient.query(
-        `SELECT snapshot_id FROM ducklake.ducklake_snapshot_changes WHERE changes_made LIKE 'inserted_into_table:%' AND snapshot_id IN (
-           SELECT begin_snapshot FROM ducklake.ducklake_data_file WHERE table_id = (SELECT table_id FROM ducklake.ducklake_table WHERE table_name = 'transactions'))
-         ORDER BY snapshot_id`,
-      )
-    ).rows.map((r) => Number(r.snapshot_id));
-    expect(snaps.length).toBeGreaterThan(1);
-    const first = await count('--as-of', String(snaps[0]));
-    expect(first).toBeGreaterThan(0);
-    expect(first).toBeLessThan(now);
+    expect(now).toBeGreaterThan(before);
+    expect(await count('--as-of', String(snapshot))).toBe(before);
     const bad = await runCli(['query', '--catalog', db.url, '--as-of', 'yesterday', 'SELECT 1'], { env });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--as-of yesterday is neither a snapshot id nor a time/);
@@ -152,7 +157,7 @@ describe('distributed mode through the CLI', () => {
     expect(m.code, m.stderr).toBe(0);
     expect(m.stdout).toMatch(/expired \d+ snapshots, deleted [1-9]\d* files/);
     expect(await count()).toBe(now);
-    const gone = await runCli(['query', '--catalog', db.url, '--as-of', String(snaps[0]), 'SELECT 1'], { env });
+    const gone = await runCli(['query', '--catalog', db.url, '--as-of', String(snapshot), 'SELECT 1'], { env });
     expect(gone.code).toBe(2);
   }, 240_000);
 });
