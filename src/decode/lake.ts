@@ -22,7 +22,7 @@ import type { LakePaths } from '../load/paths.js';
 import { REJECTS_SHAPE, type TableShape } from '../load/schema.js';
 import { ident, LAKE_PARQUET, literal } from '../load/sql.js';
 import { allColumns, naturalKey, type DecodedDataset } from './datasets.js';
-import { decodeLogs } from './decode.js';
+import { decodeLogs, loadDecoded, type DecodedFiles } from './decode.js';
 
 export interface DecodeLakeInput {
   engine: Engine;
@@ -35,6 +35,8 @@ export interface DecodeLakeInput {
   stagingDir: string;
   /** Only the event_logs rows this run wrote (decoding inside an export run); all of them otherwise. */
   onlyRunId?: string;
+  /** The logs decoded already (beside an export run's fetch): their rows are merged, no log is read. */
+  decoded?: DecodedFiles;
   /** The run's record, for a run of its own (`chainlake decode`); an export run records itself. */
   run?: (report: DecodeReport) => RunRow;
 }
@@ -61,10 +63,18 @@ const viewDoc = (d: DecodedDataset): string => `${d.doc} ${d.notes.join(' ')} Na
 /** Connections writing new partitions side by side: each day's COPY is small, and its fixed cost dominates. */
 const WRITERS = 2;
 
+/** A partition's rows in the sorted table of a decoded dataset: a row-id range. */
+interface PartitionRows {
+  lo: bigint;
+  hi: bigint;
+  rows: number;
+}
+
 /**
- * The partitions the dataset does not have yet, written sorted without the merge's ranking: their rows are
- * one per key already (event_logs holds one row per (transaction_hash, log_index), and a log's rows differ
- * in batch_position). `rows` gives each partition's row count, counted once for all of them.
+ * The partitions the dataset does not have yet, written without the merge's ranking: their rows are one per
+ * key already (event_logs holds one row per (transaction_hash, log_index), and a log's rows differ in
+ * batch_position). The table is sorted by partition, so each file is a row-id range scan, which keeps the
+ * table's order (a filter on the partition column had scanned the whole table for every day).
  */
 async function newPartitions(
   engine: Engine,
@@ -72,12 +82,11 @@ async function newPartitions(
   shape: TableShape,
   network: Network,
   table: string,
-  rows: ReadonlyMap<string, number>,
+  runs: ReadonlyMap<string, PartitionRows>,
   workDir: string,
 ): Promise<PreparedFile[]> {
-  const parts = [...rows.keys()];
+  const parts = [...runs.keys()];
   const columns = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
-  const order = [...shape.order].map(ident).join(', ');
   const writers = await Promise.all(Array.from({ length: Math.min(WRITERS, parts.length) }, () => engine.connect()));
   const out = new Array<PreparedFile>(parts.length);
   try {
@@ -87,9 +96,8 @@ async function newPartitions(
       async ([partition, i], w) => {
         const dir = paths.partitionDir(shape.name, shape.partition, network, partition);
         const from = path.join(workDir, `${shape.name}.${network}.${partition}.parquet`);
-        await writers[w]!.run(
-          `COPY (SELECT ${columns} FROM ${table} WHERE __partition = ${literal(partition)} ORDER BY ${order}) TO ${literal(from)} (${LAKE_PARQUET})`,
-        );
+        const run = runs.get(partition)!;
+        await writers[w]!.run(`COPY (SELECT ${columns} FROM ${table} WHERE rowid BETWEEN ${run.lo} AND ${run.hi}) TO ${literal(from)} (${LAKE_PARQUET})`);
         await fsyncFile(from);
         out[i] = {
           from,
@@ -100,7 +108,7 @@ async function newPartitions(
             network,
             partition,
             path: paths.relative(path.join(dir, PARTITION_FILE)),
-            rows: rows.get(partition)!,
+            rows: run.rows,
             bytes: (await stat(from)).size,
             minBlock: null,
             maxBlock: null,
@@ -122,9 +130,9 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
   const report: DecodeReport = { logs: 0, datasets: datasets.map((d) => ({ name: d.name, rows: 0, partitions: 0 })), rejects: 0, files: 0 };
   const glob = path.join(paths.datasetDir('event_logs'), `network=${network}`, '*', '*.parquet');
   const prepared: PreparedFile[] = [];
-  if (datasets.length > 0 && (await hasFiles(paths, 'event_logs'))) {
+  if (datasets.length > 0 && (input.decoded || (await hasFiles(paths, 'event_logs')))) {
     const logs = `SELECT * FROM read_parquet(${literal(glob)}, hive_partitioning = false, union_by_name = true)${input.onlyRunId ? ` WHERE _run_id = ${literal(input.onlyRunId)}` : ''}`;
-    const out = await decodeLogs({ conn, logs, datasets, runId, ingestedAt, workDir });
+    const out = input.decoded ? await loadDecoded(conn, datasets, input.decoded) : await decodeLogs({ conn, logs, datasets, runId, ingestedAt, workDir });
     report.logs = out.logs;
     report.rejects = out.rejectCount;
     for (const d of datasets) {
@@ -132,30 +140,41 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
       const r = report.datasets.find((x) => x.name === d.name)!;
       r.rows = out.rows.get(d.name) ?? 0;
       if (r.rows === 0) continue;
-      const counts = new Map(
-        ((await conn.runAndReadAll(`SELECT __partition, count(*)::BIGINT FROM ${table} GROUP BY 1 ORDER BY 1`)).getRowsJS() as [string, bigint][]).map(
-          ([p, n]) => [p, Number(n)] as const,
-        ),
-      );
-      r.partitions = counts.size;
       const shape = decodedShape(d);
+      // Sorted once by partition and the files' order: each partition is then one run of row ids.
+      const sorted = `${table}_sorted`;
+      const order = ['__partition', ...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident).join(', ');
+      await conn.run(`CREATE OR REPLACE TABLE ${sorted} AS SELECT * FROM ${table} ORDER BY ${order}`);
+      await conn.run(`DROP TABLE ${table}`);
+      const runs = new Map(
+        (
+          (await conn.runAndReadAll(`SELECT __partition, min(rowid), max(rowid), count(*)::BIGINT FROM ${sorted} GROUP BY 1 ORDER BY 1`)).getRowsJS() as [
+            string,
+            bigint,
+            bigint,
+            bigint,
+          ][]
+        ).map(([p, lo, hi, n]) => [p, { lo, hi, rows: Number(n) }] as const),
+      );
+      r.partitions = runs.size;
       // Days the dataset already holds are merged with their files (one row per key); new days are written.
-      const fresh = new Map<string, number>();
-      for (const [p, n] of counts) {
+      const fresh = new Map<string, PartitionRows>();
+      for (const [p, run] of runs) {
         if ((await partitionParquetFiles(paths.partitionDir(shape.name, shape.partition, network, p))).length === 0) {
-          fresh.set(p, n);
+          fresh.set(p, run);
           continue;
         }
-        const rows = `SELECT * EXCLUDE (__partition) FROM ${table} WHERE __partition = ${literal(p)}`;
+        const rows = `SELECT * EXCLUDE (__partition) FROM ${sorted} WHERE rowid BETWEEN ${run.lo} AND ${run.hi}`;
         prepared.push(await preparePartition(engine, paths, shape, network, p, rows, workDir));
       }
-      prepared.push(...(await newPartitions(engine, paths, shape, network, table, fresh, workDir)));
+      prepared.push(...(await newPartitions(engine, paths, shape, network, sorted, fresh, workDir)));
+      await conn.run(`DROP TABLE ${sorted}`);
     }
     if (out.rejectCount > 0) {
       const fresh = `SELECT *, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at FROM ${out.rejects}`;
       prepared.push(await preparePartition(engine, paths, REJECTS_SHAPE, network, ingestedAt.slice(0, 10), fresh, workDir));
     }
-    for (const t of out.tables.values()) await conn.run(`DROP TABLE IF EXISTS ${t}`);
+    for (const t of out.tables.values()) await conn.run(`DROP TABLE IF EXISTS ${t}; DROP TABLE IF EXISTS ${t}_sorted`);
     await conn.run(`DROP TABLE IF EXISTS ${out.rejects}`);
   }
   report.files = prepared.length;
