@@ -63,18 +63,10 @@ const viewDoc = (d: DecodedDataset): string => `${d.doc} ${d.notes.join(' ')} Na
 /** Connections writing new partitions side by side: each day's COPY is small, and its fixed cost dominates. */
 const WRITERS = 2;
 
-/** A partition's rows in the sorted table of a decoded dataset: a row-id range. */
-interface PartitionRows {
-  lo: bigint;
-  hi: bigint;
-  rows: number;
-}
-
 /**
- * The partitions the dataset does not have yet, written without the merge's ranking: their rows are one per
- * key already (event_logs holds one row per (transaction_hash, log_index), and a log's rows differ in
- * batch_position). The table is sorted by partition, so each file is a row-id range scan, which keeps the
- * table's order (a filter on the partition column had scanned the whole table for every day).
+ * The partitions the dataset does not have yet, written sorted without the merge's ranking: their rows are
+ * one per key already (event_logs holds one row per (transaction_hash, log_index), and a log's rows differ
+ * in batch_position). `rows` gives each partition's row count, counted once for all of them.
  */
 async function newPartitions(
   engine: Engine,
@@ -82,11 +74,12 @@ async function newPartitions(
   shape: TableShape,
   network: Network,
   table: string,
-  runs: ReadonlyMap<string, PartitionRows>,
+  rows: ReadonlyMap<string, number>,
   workDir: string,
 ): Promise<PreparedFile[]> {
-  const parts = [...runs.keys()];
+  const parts = [...rows.keys()];
   const columns = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
+  const order = [...shape.order].map(ident).join(', ');
   const writers = await Promise.all(Array.from({ length: Math.min(WRITERS, parts.length) }, () => engine.connect()));
   const out = new Array<PreparedFile>(parts.length);
   try {
@@ -96,9 +89,9 @@ async function newPartitions(
       async ([partition, i], w) => {
         const dir = paths.partitionDir(shape.name, shape.partition, network, partition);
         const from = path.join(workDir, `${shape.name}.${network}.${partition}.parquet`);
-        const run = runs.get(partition)!;
-        await writers[w]!.run(`COPY (SELECT ${columns} FROM ${table} WHERE rowid BETWEEN ${run.lo} AND ${run.hi}) TO ${literal(from)} (${LAKE_PARQUET})`);
-        await fsyncFile(from);
+        await writers[w]!.run(
+          `COPY (SELECT ${columns} FROM ${table} WHERE __partition = ${literal(partition)} ORDER BY ${order}) TO ${literal(from)} (${LAKE_PARQUET})`,
+        );
         out[i] = {
           from,
           to: path.join(dir, PARTITION_FILE),
@@ -108,7 +101,7 @@ async function newPartitions(
             network,
             partition,
             path: paths.relative(path.join(dir, PARTITION_FILE)),
-            rows: run.rows,
+            rows: rows.get(partition)!,
             bytes: (await stat(from)).size,
             minBlock: null,
             maxBlock: null,
@@ -119,6 +112,8 @@ async function newPartitions(
   } finally {
     for (const c of writers) c.closeSync();
   }
+  // Side by side once all are written: a writer waiting on each file's fsync had left its core idle.
+  await Promise.all(out.map((f) => fsyncFile(f.from)));
   return out;
 }
 
@@ -140,41 +135,30 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
       const r = report.datasets.find((x) => x.name === d.name)!;
       r.rows = out.rows.get(d.name) ?? 0;
       if (r.rows === 0) continue;
-      const shape = decodedShape(d);
-      // Sorted once by partition and the files' order: each partition is then one run of row ids.
-      const sorted = `${table}_sorted`;
-      const order = ['__partition', ...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident).join(', ');
-      await conn.run(`CREATE OR REPLACE TABLE ${sorted} AS SELECT * FROM ${table} ORDER BY ${order}`);
-      await conn.run(`DROP TABLE ${table}`);
-      const runs = new Map(
-        (
-          (await conn.runAndReadAll(`SELECT __partition, min(rowid), max(rowid), count(*)::BIGINT FROM ${sorted} GROUP BY 1 ORDER BY 1`)).getRowsJS() as [
-            string,
-            bigint,
-            bigint,
-            bigint,
-          ][]
-        ).map(([p, lo, hi, n]) => [p, { lo, hi, rows: Number(n) }] as const),
+      const counts = new Map(
+        ((await conn.runAndReadAll(`SELECT __partition, count(*)::BIGINT FROM ${table} GROUP BY 1 ORDER BY 1`)).getRowsJS() as [string, bigint][]).map(
+          ([p, n]) => [p, Number(n)] as const,
+        ),
       );
-      r.partitions = runs.size;
+      r.partitions = counts.size;
+      const shape = decodedShape(d);
       // Days the dataset already holds are merged with their files (one row per key); new days are written.
-      const fresh = new Map<string, PartitionRows>();
-      for (const [p, run] of runs) {
+      const fresh = new Map<string, number>();
+      for (const [p, n] of counts) {
         if ((await partitionParquetFiles(paths.partitionDir(shape.name, shape.partition, network, p))).length === 0) {
-          fresh.set(p, run);
+          fresh.set(p, n);
           continue;
         }
-        const rows = `SELECT * EXCLUDE (__partition) FROM ${sorted} WHERE rowid BETWEEN ${run.lo} AND ${run.hi}`;
+        const rows = `SELECT * EXCLUDE (__partition) FROM ${table} WHERE __partition = ${literal(p)}`;
         prepared.push(await preparePartition(engine, paths, shape, network, p, rows, workDir));
       }
-      prepared.push(...(await newPartitions(engine, paths, shape, network, sorted, fresh, workDir)));
-      await conn.run(`DROP TABLE ${sorted}`);
+      prepared.push(...(await newPartitions(engine, paths, shape, network, table, fresh, workDir)));
     }
     if (out.rejectCount > 0) {
       const fresh = `SELECT *, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at FROM ${out.rejects}`;
       prepared.push(await preparePartition(engine, paths, REJECTS_SHAPE, network, ingestedAt.slice(0, 10), fresh, workDir));
     }
-    for (const t of out.tables.values()) await conn.run(`DROP TABLE IF EXISTS ${t}; DROP TABLE IF EXISTS ${t}_sorted`);
+    for (const t of out.tables.values()) await conn.run(`DROP TABLE IF EXISTS ${t}`);
     await conn.run(`DROP TABLE IF EXISTS ${out.rejects}`);
   }
   report.files = prepared.length;
