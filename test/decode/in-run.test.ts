@@ -79,7 +79,7 @@ async function exportLake(decode: boolean): Promise<{ lake: string; events: { ev
 }
 
 /** `chainlake decode` over the whole lake, as a run of its own. */
-async function decodeAll(lake: string, runId: string): Promise<void> {
+async function decodeAll(lake: string, runId: string, asked: DecodeSpec = spec(A(A_SHOWCASE))): Promise<void> {
   const paths = new LakePaths(lake);
   const staging = paths.staging(runId);
   const engine = await openEngine({ tempDir: path.join(staging, 'tmp') });
@@ -88,7 +88,7 @@ async function decodeAll(lake: string, runId: string): Promise<void> {
       const res = await fetch(`${sim.urls.mainnet}/v1/contracts/${address}/abi`, { headers: { 'api-key': sim.apiKey } });
       return ((await res.json()) as { results: { data: unknown } }).results.data;
     };
-    const datasets = await resolveDatasets(spec(A(A_SHOWCASE)), { conn: engine.conn, paths, network: 'mainnet', fetchAbi });
+    const datasets = await resolveDatasets(asked, { conn: engine.conn, paths, network: 'mainnet', fetchAbi });
     await decodeLake({ engine, paths, network: 'mainnet', datasets, runId, ingestedAt: new Date().toISOString(), stagingDir: staging });
   } finally {
     engine.close();
@@ -110,6 +110,41 @@ async function decodedRows(lake: string): Promise<Record<string, string>> {
 }
 
 describe('decoding in the export run', () => {
+  it('a log fetched twice in the run (the lake keeps one): the run decodes its rows read back from the lake', async () => {
+    const { dir, cleanup } = await tempDir();
+    cleanups.push(cleanup);
+    const job = parseJob(
+      {
+        name: 'decode-twice',
+        target: 'simulator',
+        lake: dir,
+        range: { fromBlock: 0, toBlock: TO },
+        // Two scopes listing the same Transfer logs: all of the token's, and its mints (from the zero address).
+        datasets: {
+          event_logs: {
+            contracts: [
+              { address: A(A_ODD_ERC20), topics: [TRANSFER] },
+              { address: A(A_ODD_ERC20), topics: [TRANSFER, `0x${'0'.repeat(64)}`] },
+            ],
+          },
+        },
+        decode: { standard: ['erc20'] },
+      },
+      'decode-twice',
+    );
+    const events: { event: string; fields?: Record<string, unknown> }[] = [];
+    const r = await runJob(job, { simulator: sim, logger: { log: (_l, event, _m, fields) => events.push({ event, fields }) } });
+    expect(r.errors).toEqual([]);
+    expect(r.totals.rows).toBeGreaterThan(r.totals.landed);
+    expect(events.find((e) => e.event === 'decode.done')?.fields?.beside).toBe(false);
+    const n = await queryCatalog(dir, `SELECT count(*)::INTEGER AS n, count(DISTINCT (transaction_hash, log_index))::INTEGER AS k FROM erc20_transfer_events`);
+    expect(n[0]!.n).toBeGreaterThan(0);
+    expect(n[0]!.n).toBe(n[0]!.k);
+    const before = await decodedRows(dir);
+    await decodeAll(dir, 'decode-twice-again', { standard: ['erc20'], contracts: [] });
+    expect(await decodedRows(dir)).toEqual(before);
+  }, 180_000);
+
   it('gives the rows chainlake decode gives over the same export, and decoding again changes none', async () => {
     const inRun = await exportLake(true);
     expect(inRun.events.filter((e) => e.event === 'commit').length).toBeGreaterThan(2);
