@@ -27,7 +27,7 @@ export interface DecodeInput {
   workDir: string;
   /**
    * Names of the output tables: `<prefix><i>` (default `__decode_out_`). Plain tables of the shared in-memory
-   * database, so decodings on several connections at once need prefixes of their own.
+   * database, so a decoding whose tables must outlive another's (decode/in-run.ts) needs a prefix of its own.
    */
   prefix?: string;
 }
@@ -291,7 +291,7 @@ async function finishBig(conn: DuckDBConnection, table: string, columns: string[
   }
 }
 
-/** Decoded rows and rejects already written to files (decoding beside the fetch: decode/in-run.ts). */
+/** Decoded rows and rejects already written to files (an export run's commits: decode/in-run.ts). */
 export interface DecodedFiles {
   /** Each dataset's files of rows (its columns and `__partition`), by dataset name. */
   files: ReadonlyMap<string, readonly string[]>;

@@ -36,7 +36,7 @@ export interface InRunContext {
   explorer?: ExplorerClient;
 }
 
-/** Decodes an export run's event logs as the run types them (see the top of this file). */
+/** Decodes an export run's event logs as its commits land them (see the top of this file). */
 export class RunDecoder {
   private datasets: DecodedDataset[] | undefined;
   private failure: Error | undefined;

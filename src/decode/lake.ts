@@ -35,7 +35,7 @@ export interface DecodeLakeInput {
   stagingDir: string;
   /** Only the event_logs rows this run wrote (decoding inside an export run); all of them otherwise. */
   onlyRunId?: string;
-  /** The logs decoded already (beside an export run's fetch): their rows are merged, no log is read. */
+  /** The logs decoded already (an export run's, from its commits' typed rows): their rows are merged, no log is read. */
   decoded?: DecodedFiles;
   /** The run's record, for a run of its own (`chainlake decode`); an export run records itself. */
   run?: (report: DecodeReport) => RunRow;
@@ -112,7 +112,7 @@ async function newPartitions(
   } finally {
     for (const c of writers) c.closeSync();
   }
-  // Side by side once all are written: a writer waiting on each file's fsync had left its core idle.
+  // Side by side once all are written, so that no writer waits on a file's fsync before its next COPY.
   await Promise.all(out.map((f) => fsyncFile(f.from)));
   return out;
 }
