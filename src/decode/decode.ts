@@ -25,6 +25,11 @@ export interface DecodeInput {
   ingestedAt: string;
   /** A folder for staged JSON (created). */
   workDir: string;
+  /**
+   * Names of the output tables: `<prefix><i>` (default `__decode_out_`). Plain tables of the shared in-memory
+   * database, so a decoding whose tables must outlive another's (decode/in-run.ts) needs a prefix of its own.
+   */
+  prefix?: string;
 }
 
 export interface DecodeOutput {
@@ -55,18 +60,17 @@ const filterSql = (d: DecodedDataset): string => (d.contracts?.length ? `address
 export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
   const { conn, datasets, runId, ingestedAt } = input;
   await mkdir(input.workDir, { recursive: true });
-  const named = datasets.filter((d, i) => datasets.findIndex((x) => x.name === d.name) === i);
+  const named = distinctDatasets(datasets);
   const groups = new Map<string, Member[]>();
   const anonymous: Member[] = [];
-  const tables = new Map<string, string>();
-  named.forEach((d, i) => {
-    const table = `__decode_out_${i}`;
-    tables.set(d.name, table);
+  const tables = await createOutputTables(conn, named, input.prefix);
+  for (const d of named) {
+    const table = tables.get(d.name)!;
     for (const s of d.sources) {
       if (s.topic0 === null) anonymous.push({ d, s, table });
       else groups.set(s.topic0, [...(groups.get(s.topic0) ?? []), { d, s, table }]);
     }
-  });
+  }
   const topic0s = [...groups.keys()];
   const anonContracts = [...new Set(anonymous.flatMap((m) => m.d.contracts ?? []))];
   const where = [
@@ -80,13 +84,6 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
        (topic_0 IS NOT NULL)::INTEGER + (topic_1 IS NOT NULL)::INTEGER + (topic_2 IS NOT NULL)::INTEGER + (topic_3 IS NOT NULL)::INTEGER AS __topics
      FROM (${input.logs}) WHERE ${where.join(' OR ')}`,
   );
-  for (const d of named) {
-    const cols = allColumns(d).map((c) => `${ident(c.name)} ${c.type}`);
-    // Plain tables of the engine's in-memory database, not TEMP ones: the lake writer's other connections
-    // read them to write partitions side by side (decode/lake.ts).
-    await conn.run(`CREATE OR REPLACE TABLE ${tables.get(d.name)!} (${cols.join(', ')}, __partition VARCHAR)`);
-  }
-  await conn.run(`CREATE OR REPLACE TEMP TABLE ${REJ} (dataset VARCHAR, "window" VARCHAR, field VARCHAR, raw_value VARCHAR, reason VARCHAR, entry JSON)`);
 
   const commonItems = (m: Member, p = ''): string[] => [
     `${p}address AS ${ident(m.d.contractColumn)}`,
@@ -107,7 +104,21 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
   for (const [topic0, members] of groups) {
     const filters = members.map((m) => filterSql(m.d));
     const candidates = `SELECT * FROM ${LOGS} WHERE topic_0 = ${literal(topic0)} AND (${filters.map((f) => `(${f})`).join(' OR ')})`;
-    if (members.every((m) => sqlDecodable(m.s))) {
+    if (members.length === 1 && sqlDecodable(members[0]!.s)) {
+      // One source: its reason alone decides, so the logs are read twice (the fitting ones decoded, the others
+      // rejected) rather than copied once with their verdicts, which cost more than a second read.
+      const m = members[0]!;
+      const why = `SELECT *, ${reasonSql(m.s, signatureText(m.s.event))} AS __why0 FROM (${candidates})`;
+      const items = [...commonItems(m), ...decodeItems(m.s), ...(m.d.exploded ? ['0 AS batch_position'] : [])];
+      const prelude = decodePrelude(m.s);
+      const inserted = await conn.runAndReadAll(
+        `INSERT INTO ${m.table} BY NAME SELECT ${items.join(', ')} FROM (SELECT *${prelude.map((x) => `, ${x}`).join('')} FROM (${why}) WHERE __why0 IS NULL)`,
+      );
+      // Counting the candidates reads two narrow columns; the rejects' query reads every column of the logs.
+      const all = await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (${candidates})`);
+      if (Number(inserted.getRowsJS()[0]![0]) !== Number(all.getRowsJS()[0]![0]))
+        await conn.run(rejectInsert(m, '__why0', `(${why}) WHERE __why0 IS NOT NULL`));
+    } else if (members.every((m) => sqlDecodable(m.s))) {
       // Each member's reason once (NULL: the log fits); `__ok` from it (a log outside a member's contracts is
       // not its). One statement: the candidates are materialised once, with their verdicts.
       const why = members.map((m, i) => `CASE WHEN ${filters[i]} THEN ${reasonSql(m.s, signatureText(m.s.event))} ELSE 'not its contract' END AS __w${i}`);
@@ -164,6 +175,28 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
   };
   await conn.run(`DROP TABLE IF EXISTS ${CAND}; DROP VIEW IF EXISTS ${LOGS}`);
   return out;
+}
+
+/** Distinct datasets by name (a spec may name one twice). */
+export const distinctDatasets = (datasets: readonly DecodedDataset[]): DecodedDataset[] =>
+  datasets.filter((d, i) => datasets.findIndex((x) => x.name === d.name) === i);
+
+/**
+ * The empty output tables of `datasets` (distinct by name), by dataset name, and the temp rejects table
+ * (DecodeOutput.rejects) on `conn`.
+ */
+export async function createOutputTables(conn: DuckDBConnection, datasets: readonly DecodedDataset[], prefix = '__decode_out_'): Promise<Map<string, string>> {
+  const tables = new Map<string, string>();
+  for (const [i, d] of distinctDatasets(datasets).entries()) {
+    const table = `${prefix}${i}`;
+    tables.set(d.name, table);
+    const cols = allColumns(d).map((c) => `${ident(c.name)} ${c.type}`);
+    // Plain tables of the engine's in-memory database, not TEMP ones: the lake writer's other connections
+    // read them to write partitions side by side (decode/lake.ts).
+    await conn.run(`CREATE OR REPLACE TABLE ${table} (${cols.join(', ')}, __partition VARCHAR)`);
+  }
+  await conn.run(`CREATE OR REPLACE TEMP TABLE ${REJ} (dataset VARCHAR, "window" VARCHAR, field VARCHAR, raw_value VARCHAR, reason VARCHAR, entry JSON)`);
+  return tables;
 }
 
 /** Decodes the candidate table's logs in JavaScript, in chunks, through staged JSON files. */
@@ -256,4 +289,30 @@ async function finishBig(conn: DuckDBConnection, table: string, columns: string[
     await conn.run(`UPDATE ${table} SET ${col} = b.v FROM __decode_big b WHERE ${table}.${col} = b.k`);
     await conn.run('DROP TABLE __decode_big');
   }
+}
+
+/** Decoded rows and rejects already written to files (an export run's commits: decode/in-run.ts). */
+export interface DecodedFiles {
+  /** Each dataset's files of rows (its columns and `__partition`), by dataset name. */
+  files: ReadonlyMap<string, readonly string[]>;
+  /** Files of rejects in the shape of the rejects table. */
+  rejects: readonly string[];
+  /** Logs the decodings read (candidates of some dataset). */
+  logs: number;
+  /** The last decoding's output, still in the engine's tables (default names, on the same connection): the files are added to it. */
+  tables?: DecodeOutput;
+}
+
+/** The output of decoding, loaded from files written by earlier decodings (see DecodedFiles). */
+export async function loadDecoded(conn: DuckDBConnection, datasets: readonly DecodedDataset[], decoded: DecodedFiles): Promise<DecodeOutput> {
+  const tables = decoded.tables?.tables ?? (await createOutputTables(conn, datasets));
+  const count = async (sql: string): Promise<number> => Number((await conn.runAndReadAll(sql)).getRowsJS()[0]![0]);
+  const rows = new Map<string, number>();
+  for (const [name, table] of tables) {
+    const files = decoded.files.get(name) ?? [];
+    if (files.length) await conn.run(`INSERT INTO ${table} BY NAME SELECT * FROM read_parquet(${literalList([...files])})`);
+    rows.set(name, await count(`SELECT count(*)::BIGINT FROM ${table}`));
+  }
+  if (decoded.rejects.length) await conn.run(`INSERT INTO ${REJ} BY NAME SELECT * FROM read_parquet(${literalList([...decoded.rejects])})`);
+  return { tables, rows, rejects: REJ, rejectCount: await count(`SELECT count(*)::BIGINT FROM ${REJ}`), logs: decoded.logs };
 }

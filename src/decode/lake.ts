@@ -22,7 +22,7 @@ import type { LakePaths } from '../load/paths.js';
 import { REJECTS_SHAPE, type TableShape } from '../load/schema.js';
 import { ident, LAKE_PARQUET, literal } from '../load/sql.js';
 import { allColumns, naturalKey, type DecodedDataset } from './datasets.js';
-import { decodeLogs } from './decode.js';
+import { decodeLogs, loadDecoded, type DecodedFiles } from './decode.js';
 
 export interface DecodeLakeInput {
   engine: Engine;
@@ -35,6 +35,8 @@ export interface DecodeLakeInput {
   stagingDir: string;
   /** Only the event_logs rows this run wrote (decoding inside an export run); all of them otherwise. */
   onlyRunId?: string;
+  /** The logs decoded already (an export run's, from its commits' typed rows): their rows are merged, no log is read. */
+  decoded?: DecodedFiles;
   /** The run's record, for a run of its own (`chainlake decode`); an export run records itself. */
   run?: (report: DecodeReport) => RunRow;
 }
@@ -90,7 +92,6 @@ async function newPartitions(
         await writers[w]!.run(
           `COPY (SELECT ${columns} FROM ${table} WHERE __partition = ${literal(partition)} ORDER BY ${order}) TO ${literal(from)} (${LAKE_PARQUET})`,
         );
-        await fsyncFile(from);
         out[i] = {
           from,
           to: path.join(dir, PARTITION_FILE),
@@ -111,6 +112,8 @@ async function newPartitions(
   } finally {
     for (const c of writers) c.closeSync();
   }
+  // Side by side once all are written, so that no writer waits on a file's fsync before its next COPY.
+  await Promise.all(out.map((f) => fsyncFile(f.from)));
   return out;
 }
 
@@ -122,9 +125,9 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
   const report: DecodeReport = { logs: 0, datasets: datasets.map((d) => ({ name: d.name, rows: 0, partitions: 0 })), rejects: 0, files: 0 };
   const glob = path.join(paths.datasetDir('event_logs'), `network=${network}`, '*', '*.parquet');
   const prepared: PreparedFile[] = [];
-  if (datasets.length > 0 && (await hasFiles(paths, 'event_logs'))) {
+  if (datasets.length > 0 && (input.decoded || (await hasFiles(paths, 'event_logs')))) {
     const logs = `SELECT * FROM read_parquet(${literal(glob)}, hive_partitioning = false, union_by_name = true)${input.onlyRunId ? ` WHERE _run_id = ${literal(input.onlyRunId)}` : ''}`;
-    const out = await decodeLogs({ conn, logs, datasets, runId, ingestedAt, workDir });
+    const out = input.decoded ? await loadDecoded(conn, datasets, input.decoded) : await decodeLogs({ conn, logs, datasets, runId, ingestedAt, workDir });
     report.logs = out.logs;
     report.rejects = out.rejectCount;
     for (const d of datasets) {

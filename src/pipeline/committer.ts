@@ -37,6 +37,8 @@ export interface CommitterContext {
   now: () => number;
   /** See RunOptions.mergeSliceRows. */
   mergeSliceRows?: number;
+  /** Decodes each committed batch's event logs from its typed files, before they go (decode/in-run.ts). */
+  decoder?: { committed(logs: readonly string[], final: boolean): Promise<void> };
 }
 
 /**
@@ -254,6 +256,8 @@ export class BatchCommitter {
       },
     });
     this.committed.push(...done);
+    const logs = defs.find((d) => d.name === 'event_logs');
+    if (this.ctx.decoder) await this.ctx.decoder.committed(logs ? (await Promise.all(preloaded.map((b) => b.typedFiles(logs)))).flat() : [], !!finalRecord);
     for (const i of ns) {
       await this.preloads.get(i)?.drop();
       this.preloads.delete(i);

@@ -20,7 +20,7 @@ import { LakePaths } from '../load/paths.js';
 import { READER_HOLDER_PREFIX } from '../load/reader.js';
 import { recoverLake } from '../load/recovery.js';
 import { closeRunStaging, openRunStaging } from '../load/staging.js';
-import { decodeAfterExport } from '../decode/in-run.js';
+import { RunDecoder } from '../decode/in-run.js';
 import { RowTransformer } from '../transform/rows.js';
 import { BatchCommitter } from './committer.js';
 import { executeWindow, type Clients, type WindowOutcome } from './execute.js';
@@ -262,6 +262,8 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       return t;
     };
     const outcomes: WindowOutcome[] = [];
+    const decoder = job.decode ? new RunDecoder(job, { engine, paths, runId, ingestedAt, stagingDir: staging, log, explorer: clients.explorer }) : undefined;
+    await decoder?.start();
     const committer = new BatchCommitter(
       {
         engine,
@@ -276,6 +278,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
         log,
         now: () => now().getTime(),
         mergeSliceRows: opts.mergeSliceRows,
+        decoder,
       },
       job.commit,
       (o) => windowRecord(runId, o),
@@ -346,8 +349,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       if (report.status === 'failed' && unreachable) report.unreachable = unreachable;
       return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
     });
-    if (job.decode)
-      report.decoded = await decodeAfterExport(job, { engine, paths, runId, ingestedAt, stagingDir: staging, log, explorer: clients.explorer }, report);
+    if (decoder) report.decoded = await decoder.finish(report);
     return report;
   } catch (e) {
     failure = e;

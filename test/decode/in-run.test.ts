@@ -1,0 +1,166 @@
+// Decoding in the export run (from each commit's typed rows) gives the lake that `chainlake decode` gives
+// over the same export, and decoding it again changes nothing.
+import path from 'node:path';
+import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeLake } from '../../src/decode/lake.js';
+import { resolveDatasets, type DecodeSpec } from '../../src/decode/spec.js';
+import { openEngine } from '../../src/load/engine.js';
+import { LakePaths } from '../../src/load/paths.js';
+import { parseJob } from '../../src/pipeline/job.js';
+import type { Logger } from '../../src/pipeline/log.js';
+import { runJob } from '../../src/pipeline/run.js';
+import { A_ERC20_0, A_ERC721_0 } from '../../src/simulator/chain.js';
+import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { A_MULTI, A_ODD_ERC20, A_SHOWCASE, PING_CHANNEL, showcaseEvents, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
+import { queryCatalog, tempDir } from '../helpers/lake.js';
+
+const SEED = 3;
+const TO = 14_000;
+const chain = chainFor(SEED, 'small', 'mainnet');
+const A = (i: number): string => chain.addrLower(i);
+const T = (sig: string): string => toEventSelector(parseAbiItem(sig) as AbiEvent);
+const TRANSFER = T(STANDARD_SIGNATURES.erc20Transfer),
+  APPROVAL = T(STANDARD_SIGNATURES.erc20Approval),
+  ALL = T(STANDARD_SIGNATURES.approvalForAll),
+  SINGLE = T(STANDARD_SIGNATURES.transferSingle),
+  BATCH = T(STANDARD_SIGNATURES.transferBatch);
+const SHOWCASE = showcaseEvents();
+
+let sim: RunningSimulator;
+const cleanups: (() => Promise<void>)[] = [];
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: SEED });
+});
+afterAll(async () => {
+  await sim?.close();
+  for (const c of cleanups) await c();
+});
+
+const spec = (address: string): DecodeSpec => ({ standard: ['erc20', 'erc721', 'erc1155'], contracts: [{ address, name: 'showcase' }] });
+
+/** A lake exported from the simulator, with `decode` in the job or not; the run's log events. */
+async function exportLake(decode: boolean): Promise<{ lake: string; events: { event: string; fields?: Record<string, unknown> }[] }> {
+  const { dir, cleanup } = await tempDir();
+  cleanups.push(cleanup);
+  const c = (i: number, topics: string[]): { address: string; topics: string[] }[] => topics.map((t) => ({ address: A(i), topics: [t] }));
+  const job = parseJob(
+    {
+      name: 'decode-in-run',
+      target: 'simulator',
+      lake: dir,
+      range: { fromBlock: 0, toBlock: TO },
+      // Small commits: most batches are decoded while the run still fetches, the last one after.
+      commit: { everyRows: 150 },
+      datasets: {
+        event_logs: {
+          contracts: [
+            ...c(A_ERC20_0, [TRANSFER, APPROVAL]),
+            ...c(A_ODD_ERC20, [TRANSFER]),
+            ...c(A_ERC721_0, [TRANSFER, APPROVAL, ALL]),
+            ...c(A_MULTI, [SINGLE, BATCH, ALL]),
+            ...c(
+              A_SHOWCASE,
+              SHOWCASE.map((e) => (e.anonymous ? PING_CHANNEL : toEventSelector(e))),
+            ),
+          ],
+        },
+      },
+      ...(decode ? { decode: spec(A(A_SHOWCASE)) } : {}),
+    },
+    'decode-in-run',
+  );
+  const events: { event: string; fields?: Record<string, unknown> }[] = [];
+  const logger: Logger = { log: (_level, event, _message, fields) => events.push({ event, fields }) };
+  const r = await runJob(job, { simulator: sim, logger });
+  expect(r.errors).toEqual([]);
+  return { lake: dir, events };
+}
+
+/** `chainlake decode` over the whole lake, as a run of its own. */
+async function decodeAll(lake: string, runId: string, asked: DecodeSpec = spec(A(A_SHOWCASE))): Promise<void> {
+  const paths = new LakePaths(lake);
+  const staging = paths.staging(runId);
+  const engine = await openEngine({ tempDir: path.join(staging, 'tmp') });
+  try {
+    const fetchAbi = async (address: string): Promise<unknown> => {
+      const res = await fetch(`${sim.urls.mainnet}/v1/contracts/${address}/abi`, { headers: { 'api-key': sim.apiKey } });
+      return ((await res.json()) as { results: { data: unknown } }).results.data;
+    };
+    const datasets = await resolveDatasets(asked, { conn: engine.conn, paths, network: 'mainnet', fetchAbi });
+    await decodeLake({ engine, paths, network: 'mainnet', datasets, runId, ingestedAt: new Date().toISOString(), stagingDir: staging });
+  } finally {
+    engine.close();
+  }
+}
+
+/** Every decoded dataset's rows without the run columns, and the decoding's rejects, as JSON text. */
+async function decodedRows(lake: string): Promise<Record<string, string>> {
+  const names = (await queryCatalog(lake, `SELECT table_name FROM information_schema.tables ORDER BY 1`))
+    .map((r) => String(r.table_name))
+    .filter((n) => /_events$|^showcase_/.test(n));
+  const out: Record<string, string> = {};
+  const json = (rows: unknown): string => JSON.stringify(rows, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+  for (const n of names) out[n] = json(await queryCatalog(lake, `SELECT * EXCLUDE (_run_id, _ingested_at) FROM ${n} ORDER BY ALL`));
+  out._rejects = json(
+    await queryCatalog(lake, `SELECT DISTINCT dataset, reason, entry::VARCHAR AS entry FROM _rejects WHERE "window" LIKE 'decode/%' ORDER BY ALL`),
+  );
+  return out;
+}
+
+describe('decoding in the export run', () => {
+  it('a log fetched twice in the run (the lake keeps one): the run decodes its rows read back from the lake', async () => {
+    const { dir, cleanup } = await tempDir();
+    cleanups.push(cleanup);
+    const job = parseJob(
+      {
+        name: 'decode-twice',
+        target: 'simulator',
+        lake: dir,
+        range: { fromBlock: 0, toBlock: TO },
+        // Two scopes listing the same Transfer logs: all of the token's, and its mints (from the zero address).
+        datasets: {
+          event_logs: {
+            contracts: [
+              { address: A(A_ODD_ERC20), topics: [TRANSFER] },
+              { address: A(A_ODD_ERC20), topics: [TRANSFER, `0x${'0'.repeat(64)}`] },
+            ],
+          },
+        },
+        decode: { standard: ['erc20'] },
+      },
+      'decode-twice',
+    );
+    const events: { event: string; fields?: Record<string, unknown> }[] = [];
+    const r = await runJob(job, { simulator: sim, logger: { log: (_l, event, _m, fields) => events.push({ event, fields }) } });
+    expect(r.errors).toEqual([]);
+    expect(r.totals.rows).toBeGreaterThan(r.totals.landed);
+    expect(events.find((e) => e.event === 'decode.done')?.fields?.beside).toBe(false);
+    const n = await queryCatalog(dir, `SELECT count(*)::INTEGER AS n, count(DISTINCT (transaction_hash, log_index))::INTEGER AS k FROM erc20_transfer_events`);
+    expect(n[0]!.n).toBeGreaterThan(0);
+    expect(n[0]!.n).toBe(n[0]!.k);
+    const before = await decodedRows(dir);
+    await decodeAll(dir, 'decode-twice-again', { standard: ['erc20'], contracts: [] });
+    expect(await decodedRows(dir)).toEqual(before);
+  }, 180_000);
+
+  it('gives the rows chainlake decode gives over the same export, and decoding again changes none', async () => {
+    const inRun = await exportLake(true);
+    expect(inRun.events.filter((e) => e.event === 'commit').length).toBeGreaterThan(2);
+    // Decoded from the commits' typed rows, not read back from the lake.
+    expect(inRun.events.find((e) => e.event === 'decode.done')?.fields?.beside).toBe(true);
+    const afterwards = await exportLake(false);
+    await decodeAll(afterwards.lake, 'decode-afterwards');
+    const a = await decodedRows(inRun.lake);
+    const b = await decodedRows(afterwards.lake);
+    expect(Object.keys(a).length).toBeGreaterThan(8);
+    for (const k of Object.keys(a)) expect(a[k], k).not.toBe('[]');
+    expect(a).toEqual(b);
+    // Re-decoding the in-run lake: the same rows (one per key), now the re-decoding's.
+    await decodeAll(inRun.lake, 'decode-again');
+    expect(await decodedRows(inRun.lake)).toEqual(a);
+    const runs = await queryCatalog(inRun.lake, `SELECT DISTINCT _run_id FROM erc20_transfer_events`);
+    expect(runs).toEqual([{ _run_id: 'decode-again' }]);
+  }, 180_000);
+});
