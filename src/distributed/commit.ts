@@ -301,7 +301,18 @@ async function writePartition(
   partition: string,
 ): Promise<StagedFile | null> {
   const part = ident(STAGED_PARTITION);
-  const select = `SELECT * EXCLUDE (${part}), ${literal(network)} AS network, CAST(${part} AS DATE) AS ${ident(shape.partition)} FROM ${merged} WHERE ${part} = ${literal(partition)}`;
+  const declared = new Set(shape.columns.map((c) => c.name));
+  // Every column of the table: a column an older declaration had and this one dropped stays, as NULL.
+  const values = columns.map((c) =>
+    c.name === 'network'
+      ? `${literal(network)} AS network`
+      : c.name === shape.partition
+        ? `CAST(${part} AS DATE) AS ${ident(shape.partition)}`
+        : declared.has(c.name)
+          ? ident(c.name)
+          : `NULL AS ${ident(c.name)}`,
+  );
+  const select = `SELECT ${values.join(', ')} FROM ${merged} WHERE ${part} = ${literal(partition)}`;
   return writeDataFile(conn, { dataPath: store.localDataPath, table, columns }, select, { network, [shape.partition]: partition });
 }
 

@@ -5,8 +5,10 @@
  */
 import type { CatalogDb } from '../ducklake/catalog-db.js';
 import { DuckLakeError } from '../ducklake/catalog-db.js';
-import { currentSnapshot, listTables } from '../ducklake/reader.js';
-import { createTable, type ColumnSpec } from '../ducklake/writer.js';
+import { currentSnapshot, listColumns, listTables } from '../ducklake/reader.js';
+import { ducklakeTypeOf } from '../ducklake/types.js';
+import { ChainlakeError } from '../errors.js';
+import { addColumns, createTable, type ColumnSpec } from '../ducklake/writer.js';
 import type { TableShape } from '../load/schema.js';
 
 /** The table's columns: the shape's, then `network` and the partition column. */
@@ -14,10 +16,30 @@ export function tableColumns(shape: TableShape): ColumnSpec[] {
   return [...shape.columns.map((c) => ({ name: c.name, type: c.type })), { name: 'network', type: 'VARCHAR' }, { name: shape.partition, type: 'DATE' }];
 }
 
-/** Creates the dataset's table unless the catalog has it. One committer at a time creates tables (the lease). */
+/**
+ * Creates the dataset's table unless the catalog has it, and adds the columns a newer declaration has and the
+ * table lacks (an upgrade of chainlake), so that no fetched value is left out of the files. A column whose type
+ * changed is refused: its old files cannot be read as the new type. One committer at a time (the lease).
+ */
 export async function ensureTable(catalog: CatalogDb, shape: TableShape): Promise<void> {
   const snapshot = await currentSnapshot(catalog);
-  if ((await listTables(catalog, snapshot.snapshotId)).some((t) => t.name === shape.name && t.schema.name === 'main')) return;
+  const table = (await listTables(catalog, snapshot.snapshotId)).find((t) => t.name === shape.name && t.schema.name === 'main');
+  if (table) {
+    const have = await listColumns(catalog, table.tableId, snapshot.snapshotId);
+    const missing: ColumnSpec[] = [];
+    for (const c of tableColumns(shape)) {
+      const old = have.find((h) => h.name === c.name);
+      if (!old) missing.push(c);
+      else if (old.type !== ducklakeTypeOf(c.type, `table ${shape.name}, column ${c.name}`)) {
+        throw new ChainlakeError(`the lake's table ${shape.name} has column ${c.name} as ${old.type}; this chainlake declares it ${c.type}`, {
+          hint: 'run the chainlake version that wrote the lake, or export into a new catalog',
+        });
+      }
+    }
+    if (missing.length)
+      await addColumns(catalog, { tableName: shape.name, columns: missing, author: 'chainlake', message: `add ${missing.map((c) => c.name).join(', ')}` });
+    return;
+  }
   try {
     await createTable(catalog, {
       name: shape.name,

@@ -206,6 +206,56 @@ export async function createTable(db: CatalogDb, spec: CreateTableSpec): Promise
   return { ...value, attempts };
 }
 
+/**
+ * Adds top-level columns to a table in one new snapshot (`altered_table`), as an ALTER TABLE ADD COLUMN does:
+ * new ducklake_column rows valid from it, ids after every id the table ever used, no initial default (files
+ * written before read the column as NULL), a new schema version. Returns the snapshot.
+ */
+export async function addColumns(
+  db: CatalogDb,
+  spec: { tableName: string; schema?: string; columns: readonly ColumnSpec[] } & CommitInfo,
+): Promise<CommitResult> {
+  if (spec.columns.length === 0) throw new DuckLakeError(`add columns to ${spec.tableName}: no column given`);
+  const trees = spec.columns.map((c) => {
+    const tree = ducklakeTypeTree(c.type, `table ${spec.tableName}, column ${c.name}`);
+    if (tree.children.length) throw new DuckLakeError(`table ${spec.tableName}: adding the nested column ${c.name} is not supported`);
+    return { ...c, ducklakeType: tree.type };
+  });
+  await checkVersion(db);
+  const { value, attempts } = await withRetry(db, async (tx) => {
+    const current = await currentSnapshot(tx);
+    const table = await findTable(tx, current.snapshotId, spec.tableName, spec.schema);
+    const existing = await listColumns(tx, table.tableId, current.snapshotId);
+    for (const c of trees) {
+      if (existing.some((e) => e.name.toLowerCase() === c.name.toLowerCase()))
+        throw new DuckLakeError(`table ${spec.tableName} already has a column ${c.name}`);
+    }
+    const maxId = num((await tx.query(`SELECT COALESCE(MAX(column_id), 0) AS m FROM ducklake_column WHERE table_id = $1`, [table.tableId]))[0]!.m);
+    const next = {
+      snapshotId: current.snapshotId + 1,
+      schemaVersion: current.schemaVersion + 1,
+      nextCatalogId: current.nextCatalogId,
+      nextFileId: current.nextFileId,
+    };
+    await insertSnapshot(tx, next, `altered_table:${table.tableId}`, spec);
+    for (const [i, c] of trees.entries()) {
+      const id = maxId + 1 + i;
+      await tx.query(`INSERT INTO ducklake_column VALUES ($1, $2, NULL, $3, $4, $5, $6, NULL, 'NULL', $7, NULL, 'literal', 'duckdb')`, [
+        id,
+        next.snapshotId,
+        table.tableId,
+        id,
+        c.name,
+        c.ducklakeType,
+        c.nullable ?? true,
+      ]);
+    }
+    await tx.query(`INSERT INTO ducklake_schema_versions VALUES ($1, $2, $3)`, [next.snapshotId, next.schemaVersion, table.tableId]);
+    return next.snapshotId;
+  });
+  return { snapshotId: value, attempts };
+}
+
 /** The identity partition columns of a table at a snapshot (empty when unpartitioned). */
 export async function partitionColumns(db: CatalogDb, tableId: number, snapshot: number): Promise<{ partitionId: number | null; columnIds: number[] }> {
   const rows = await db.query(
