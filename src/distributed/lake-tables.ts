@@ -6,10 +6,16 @@
 import type { CatalogDb } from '../ducklake/catalog-db.js';
 import { DuckLakeError } from '../ducklake/catalog-db.js';
 import { currentSnapshot, listColumns, listTables } from '../ducklake/reader.js';
-import { ducklakeTypeOf } from '../ducklake/types.js';
+import { ducklakeTypeTree, type TypeTree } from '../ducklake/types.js';
+import type { LakeColumn } from '../ducklake/reader.js';
 import { ChainlakeError } from '../errors.js';
 import { addColumns, createTable, type ColumnSpec } from '../ducklake/writer.js';
 import type { TableShape } from '../load/schema.js';
+
+/** A column as the catalog has it and as a declaration types it: the same type, nested types included. */
+function sameType(have: LakeColumn, want: TypeTree): boolean {
+  return have.type === want.type && have.children.length === want.children.length && have.children.every((h, i) => sameType(h, want.children[i]!));
+}
 
 /** The table's columns: the shape's, then `network` and the partition column. */
 export function tableColumns(shape: TableShape): ColumnSpec[] {
@@ -30,7 +36,7 @@ export async function ensureTable(catalog: CatalogDb, shape: TableShape): Promis
     for (const c of tableColumns(shape)) {
       const old = have.find((h) => h.name === c.name);
       if (!old) missing.push(c);
-      else if (old.type !== ducklakeTypeOf(c.type, `table ${shape.name}, column ${c.name}`)) {
+      else if (!sameType(old, ducklakeTypeTree(c.type, `table ${shape.name}, column ${c.name}`))) {
         throw new ChainlakeError(`the lake's table ${shape.name} has column ${c.name} as ${old.type}; this chainlake declares it ${c.type}`, {
           hint: 'run the chainlake version that wrote the lake, or export into a new catalog',
         });
