@@ -110,6 +110,20 @@ const CONTROL_DDL = [
 /** Any key for the advisory lock that serialises setting up the control plane (several workers start at once). */
 const SETUP_LOCK = 7_214_002_201;
 
+/**
+ * Runs `work` while `client`'s session holds the setup lock: what several machines starting at once must not
+ * do side by side (pg-boss creating its schema on a new database: two workers doing so at once were seen to
+ * leave one of them waiting forever).
+ */
+export async function underSetupLock<T>(client: pg.Client, work: () => Promise<T>): Promise<T> {
+  await client.query('SELECT pg_advisory_lock($1)', [SETUP_LOCK]);
+  try {
+    return await work();
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [SETUP_LOCK]).catch(() => undefined);
+  }
+}
+
 /** A client from the pool, or a connection problem named with the (redacted) URL and what to check. */
 export async function connect(url: string): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: url, application_name: 'chainlake' });

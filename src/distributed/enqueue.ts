@@ -13,7 +13,7 @@ import { jobRange, type Window } from '../pipeline/plan.js';
 import { joinWindows, narrowWindows, needsHead } from '../pipeline/prepare.js';
 import { buildClients, newRunId, resolveTargets, transportOptionsOf, type RunOptions } from '../pipeline/run.js';
 import { watermarkKey } from '../load/state.js';
-import { CONTROL_SCHEMA, connect, setupControlPlane } from './control-plane.js';
+import { CONTROL_SCHEMA, connect, setupControlPlane, underSetupLock } from './control-plane.js';
 import { DEFAULT_QUEUE_SETTINGS, openQueue, sendWindow, windowJobId, type QueueSettings } from './queue.js';
 import { openStore } from './store.js';
 import { windowSpecOf, type WindowSpec } from './windows.js';
@@ -46,7 +46,7 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
   const client = await connect(opts.catalog);
   try {
     await setupControlPlane(client, store.dataPath);
-    const boss = await openQueue(opts.catalog, settings, false);
+    const boss = await underSetupLock(client, () => openQueue(opts.catalog, settings, false));
     try {
       const open = await client.query(`SELECT run_id, head FROM ${CONTROL_SCHEMA}.runs WHERE job_name = $1 AND network = $2 AND finished_at IS NULL`, [
         job.name,

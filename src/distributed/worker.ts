@@ -19,7 +19,7 @@ import { buildClients, resolveTargets, transportOptionsOf } from '../pipeline/ru
 import { RowTransformer } from '../transform/rows.js';
 import { getDataset } from '../datasets/registry.js';
 import { commitFetched, LeaseLostError, releaseLease, takeLease } from './commit.js';
-import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, oneAtATime, openCatalog, setupControlPlane } from './control-plane.js';
+import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, oneAtATime, openCatalog, setupControlPlane, underSetupLock } from './control-plane.js';
 import type { DistributedOptions } from './enqueue.js';
 import { fetchWindow, type FetchResult, type RunContext } from './fragment.js';
 import { DEFAULT_QUEUE_SETTINGS, openQueue, windowJobId, type WindowJob } from './queue.js';
@@ -97,7 +97,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
     await setupControlPlane(client, store.dataPath);
     const cat = await openCatalog(opts.catalog);
     closers.push(() => cat.client.end());
-    const boss = await openQueue(opts.catalog, settings, true);
+    const boss = await underSetupLock(client, () => openQueue(opts.catalog, settings, true));
     closers.push(() => boss.stop({ graceful: false, close: true, wait: true }));
     const scratch = await mkdtemp(path.join(os.tmpdir(), 'chainlake-worker-'));
     closers.push(() => rm(scratch, { recursive: true, force: true }));

@@ -74,6 +74,20 @@ describe('distributed mode through the CLI', () => {
     expect(asOf.stderr).toMatch(/--as-of .* give --catalog/);
   }, 120_000);
 
+  it('workers started at once on a new database all come up (one sets the control plane and queue up, the others wait)', async () => {
+    const db = await pg.database();
+    const store = path.join(tmp.dir, 'store-fresh');
+    const started = await Promise.all(
+      [1, 2, 3, 4].map((i) =>
+        runCli(['worker', '--catalog', db.url, '--store', store, '--until-idle', '--poll-ms', '50', '--id', `fresh-${i}`], {
+          env: { PGPASSWORD: pg.password },
+          timeoutMs: 60_000,
+        }),
+      ),
+    );
+    expect(started.map((r) => ({ code: r.code, signal: r.signal }))).toEqual(Array(4).fill({ code: 0, signal: null }));
+  }, 120_000);
+
   it('enqueue, a worker serving metrics, query --catalog and --as-of an earlier snapshot, maintain', async () => {
     const db = await pg.database();
     const store = path.join(tmp.dir, 'store');
