@@ -102,24 +102,19 @@ export async function fetchedWindows(catalog: CatalogDb, maxRows: number): Promi
 }
 
 /**
- * Commits what is fetched, a batch of about `batchRows` rows at a time, until nothing is left; returns the
- * windows committed. Throws LeaseLostError when the lease went to another worker meanwhile.
+ * Commits one batch of what is fetched (about `batchRows` rows, oldest first) and returns the windows committed;
+ * the worker's loop calls again while more is due, so a stop or a lost lease is noticed between batches even when
+ * other workers keep fetching. Throws LeaseLostError when the lease went to another worker meanwhile.
  */
 export async function commitFetched(deps: CommitDeps, batchRows: number): Promise<number> {
-  let committed = 0;
-  for (;;) {
-    const batch = await fetchedWindows(deps.catalog, batchRows);
-    if (batch.length === 0) return committed;
-    const groups = new Map<string, FetchedWindow[]>();
-    for (const w of batch) {
-      const key = `${w.dataset}\u0000${w.network}`;
-      groups.set(key, [...(groups.get(key) ?? []), w]);
-    }
-    for (const windows of groups.values()) {
-      await commitGroup(deps, windows);
-      committed += windows.length;
-    }
+  const batch = await fetchedWindows(deps.catalog, batchRows);
+  const groups = new Map<string, FetchedWindow[]>();
+  for (const w of batch) {
+    const key = `${w.dataset}\u0000${w.network}`;
+    groups.set(key, [...(groups.get(key) ?? []), w]);
   }
+  for (const windows of groups.values()) await commitGroup(deps, windows);
+  return batch.length;
 }
 
 /** One dataset of one network: its rejects first (idempotent: their key is the whole record), then its rows. */

@@ -129,10 +129,11 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
     const quotaReachedToday = async () => opened.some((c) => c.quota?.reachedToday());
     log.log('info', 'worker.start', `worker ${id}: store ${store.location}`, { worker: id });
 
-    const tryCommit = async (): Promise<void> => {
+    /** Commits one batch if this worker holds (or takes) the committer lease; returns the windows committed. */
+    const tryCommit = async (): Promise<number> => {
       const held = await takeLease(leases, id, leaseSeconds);
       opts.metrics?.leaseHeld(held);
-      if (!held) return;
+      if (!held) return 0;
       // Renewed while a long commit runs, so that it is not taken away from a committer that is alive.
       const renew = setInterval(() => void takeLease(leases, id, leaseSeconds).catch(() => undefined), (leaseSeconds * 1000) / 3);
       try {
@@ -143,9 +144,11 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
         report.windowsCommitted += n;
         opts.metrics?.commits(n);
         await closeAbandoned(client);
+        return n;
       } catch (error) {
         if (!(error instanceof LeaseLostError)) throw error;
         log.log('warn', 'commit.lease_lost', error.message);
+        return 0;
       } finally {
         clearInterval(renew);
       }
@@ -275,9 +278,8 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
           (fetched > 0 && waitedSeconds >= (opts.commitSeconds ?? DEFAULT_COMMIT_SECONDS)) ||
           (busy === 0 && fetched > 0) ||
           (busy === 0 && (await abandonedWindows(client)) > 0);
-        if (due) {
-          await tryCommit();
-        }
+        // A batch committed: look again at once (more may be due) rather than after a poll.
+        if (due && (await tryCommit()) > 0) continue;
         // Nothing this worker can do now: no window it may fetch (none due, or its account's quota is spent for
         // today), none in hand, and nothing waiting for a commit. A window another worker holds keeps it waiting.
         // (A window in hand is `active` in the queue: not due-free. A slot merely asking the queue is not work.)
