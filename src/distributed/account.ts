@@ -18,8 +18,12 @@ export const accountLease = (account: string): string => `account:${account}`;
 export class SharedQuota implements QuotaGate {
   /** Reserved in PostgreSQL and not yet spent, for `day`. */
   private allowance = 0;
+  /** Units of the allowance set aside by `ready` for the request that calls `take` next. */
+  private held = 0;
   private day: string | undefined;
   private reachedOn: string | undefined;
+  /** The day PostgreSQL granted nothing more: the account's quota is spent. */
+  private exhaustedOn: string | undefined;
   private topping: Promise<void> | undefined;
   /** Requests this worker sent per UTC day. */
   readonly sent = new Map<string, number>();
@@ -35,12 +39,29 @@ export class SharedQuota implements QuotaGate {
     if (!(Number.isSafeInteger(limit) && limit >= 1)) throw new RangeError(`dailyRequestQuota must be a positive integer, got ${limit}`);
   }
 
-  /** Tops up the allowance from today's quota in PostgreSQL when it is spent (one caller at a time). */
-  ready(): Promise<void> {
-    const today = RequestQuota.dayOf(this.now());
-    if (this.day === today && this.allowance > 0) return Promise.resolve();
-    this.topping ??= this.topUp(today).finally(() => (this.topping = undefined));
-    return this.topping;
+  /**
+   * Sets one unit aside for the caller's next `take`, topping the allowance up from today's quota in PostgreSQL
+   * when it is spent (one top-up at a time). Each request's unit is its own: requests in flight at once never
+   * see the last unit taken between their `ready` and their `take` (which had refused requests while the
+   * quota still had room).
+   */
+  async ready(): Promise<void> {
+    for (;;) {
+      const today = RequestQuota.dayOf(this.now());
+      if (this.day !== today) {
+        this.day = today;
+        this.allowance = 0;
+        this.held = 0;
+      }
+      if (this.allowance > 0) {
+        this.allowance--;
+        this.held++;
+        return;
+      }
+      if (this.exhaustedOn === today) return;
+      this.topping ??= this.topUp(today).finally(() => (this.topping = undefined));
+      await this.topping;
+    }
   }
 
   private async topUp(today: string): Promise<void> {
@@ -48,7 +69,7 @@ export class SharedQuota implements QuotaGate {
       this.day = today;
       this.allowance = 0;
     }
-    if (this.allowance > 0 || this.reachedOn === today) return;
+    if (this.allowance > 0 || this.exhaustedOn === today) return;
     // One transaction with the day's row locked: what is granted is exactly what the row gains.
     await this.client.query('BEGIN');
     try {
@@ -70,6 +91,7 @@ export class SharedQuota implements QuotaGate {
       }
       await this.client.query('COMMIT');
       this.allowance += grant;
+      if (grant === 0) this.exhaustedOn = today;
     } catch (error) {
       await this.client.query('ROLLBACK').catch(() => undefined);
       throw error;
@@ -78,11 +100,11 @@ export class SharedQuota implements QuotaGate {
 
   take(): boolean {
     const today = RequestQuota.dayOf(this.now());
-    if (this.day !== today || this.allowance <= 0) {
+    if (this.day !== today || this.held <= 0) {
       this.reachedOn = today;
       return false;
     }
-    this.allowance--;
+    this.held--;
     this.sent.set(today, (this.sent.get(today) ?? 0) + 1);
     return true;
   }
@@ -94,9 +116,10 @@ export class SharedQuota implements QuotaGate {
 
   /** Gives back what was reserved and not spent (a clean stop). */
   async release(): Promise<void> {
-    if (!this.day || this.allowance <= 0) return;
-    const back = this.allowance;
+    if (!this.day || this.allowance + this.held <= 0) return;
+    const back = this.allowance + this.held;
     this.allowance = 0;
+    this.held = 0;
     await this.client.query(`UPDATE ${CONTROL_SCHEMA}.request_usage SET requests = GREATEST(requests - $3, 0) WHERE account = $1 AND day = $2`, [
       this.account,
       this.day,

@@ -3,6 +3,8 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
+import { SharedQuota } from '../../src/distributed/account.js';
+import { setupControlPlane } from '../../src/distributed/control-plane.js';
 import { openDistributedLake } from '../../src/distributed/read.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { parseJob } from '../../src/pipeline/job.js';
@@ -42,6 +44,25 @@ const quotaJob = (quota: number) => ({
 });
 
 describe('accounts', () => {
+  it('a shared quota never refuses a request while the day has room, and grants exactly the quota to requests in flight at once', async () => {
+    const db = await pg.database();
+    const setup = await db.connect();
+    await setupControlPlane(setup, '/nowhere/lake/');
+    const ask = (quota: SharedQuota, n: number) => Promise.all(Array.from({ length: n }, () => quota.ready().then(() => quota.take())));
+    const day = () => new Date(Date.UTC(2026, 10, 1, 12));
+    const roomy = new SharedQuota(await db.connect(), 'roomy', 1_000, day);
+    expect((await ask(roomy, 300)).filter((ok) => !ok)).toEqual([]);
+    expect(roomy.reachedToday()).toBe(false);
+    const tight = new SharedQuota(await db.connect(), 'tight', 70, day);
+    expect((await ask(tight, 200)).filter((ok) => ok).length).toBe(70);
+    expect(tight.reachedToday()).toBe(true);
+    const used = (await setup.query(`SELECT account, requests::INT AS n FROM chainlake.request_usage ORDER BY account`)).rows;
+    expect(used).toEqual([
+      { account: 'roomy', n: 300 },
+      { account: 'tight', n: 70 },
+    ]);
+  }, 60_000);
+
   it('workers of one account take turns; workers of two accounts fetch side by side', async () => {
     const doc = { ...quotaJob(1_000_000), name: 'accounts-turns' };
     for (const [accounts, fetchers] of [
