@@ -47,6 +47,23 @@ export function withBlockRangeOptions<T>(y: Argv<T>) {
     .option('head', { type: 'number', describe: 'The chain head, as you know it: nothing is asked to find it (for services without blocks/latest)' });
 }
 
+/** Where a distributed lake is: its control plane and its store (enqueue, worker, maintain), from the environment by default. */
+export function withDistributedOptions<T>(y: Argv<T>) {
+  return y
+    .option('catalog', {
+      type: 'string',
+      default: process.env.CHAINLAKE_CATALOG,
+      defaultDescription: '$CHAINLAKE_CATALOG',
+      describe: 'PostgreSQL URL of the control plane (postgres://user@host/db; the password from PGPASSWORD or ~/.pgpass)',
+    })
+    .option('store', {
+      type: 'string',
+      default: process.env.CHAINLAKE_STORE,
+      defaultDescription: '$CHAINLAKE_STORE',
+      describe: "Where the lake's files live, as this machine reaches them: a shared directory or s3://bucket/prefix",
+    });
+}
+
 /** Flags shared by every command that runs a job (run, export). */
 export function withRunOptions<T>(y: Argv<T>) {
   return withTargetOptions(y)

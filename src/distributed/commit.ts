@@ -15,7 +15,7 @@ import { commitFiles, writeDataFile, type StagedFile } from '../ducklake/writer.
 import { getDataset } from '../datasets/registry.js';
 import type { Engine } from '../load/engine.js';
 import { keyRank, onePerKey } from '../load/merge.js';
-import { datasetShape, emptyTypedSelect, REJECTS_DATASET, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
+import { datasetShape, emptyTypedSelect, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
 import { ident, literal, literalList } from '../load/sql.js';
 import { MERGE_SLICE_ROWS, slicePartitions } from '../load/commit.js';
 import { advanceWatermark } from '../pipeline/committer.js';
@@ -229,9 +229,8 @@ async function mergeAndCommit(
       const current = await partitionFiles(catalog, table.tableId, snapshot.snapshotId, network);
       // Paths resolved against this machine's copy of the lake (the store itself where it is a directory).
       const all = await listDataFiles(catalog, table, snapshot.snapshotId, store.localDataPath);
-      const withExisting = counts.map(
-        ([p, n]) => [p, n + (current.get(p) ?? []).reduce((s, id) => s + (all.find((f) => f.dataFileId === id)?.recordCount ?? 0), 0)] as const,
-      );
+      const rowsOf = new Map(all.map((f) => [f.dataFileId, f.recordCount]));
+      const withExisting = counts.map(([p, n]) => [p, n + (current.get(p) ?? []).reduce((s, id) => s + (rowsOf.get(id) ?? 0), 0)] as const);
       const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
       const order = [part, ...[...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident)].join(', ');
       for (const slice of slicePartitions(withExisting, deps.sliceRows ?? MERGE_SLICE_ROWS)) {
@@ -324,5 +323,3 @@ async function partitionFiles(catalog: CatalogDb, tableId: number, snapshot: num
   for (const r of rows) out.set(String(r.value), [...(out.get(String(r.value)) ?? []), Number(r.data_file_id)]);
   return out;
 }
-
-export { REJECTS_DATASET };

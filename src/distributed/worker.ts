@@ -283,7 +283,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
         // Nothing this worker can do now: no window it may fetch (none due, or its account's quota is spent for
         // today), none in hand, and nothing waiting for a commit. A window another worker holds keeps it waiting.
         // (A window in hand is `active` in the queue: not due-free. A slot merely asking the queue is not work.)
-        const nothingLeft = ((await quotaReachedToday()) || (await nothingDue(client))) && (await fetchedRows(client)) === 0;
+        const nothingLeft = fetched === 0 && ((await quotaReachedToday()) || (await nothingDue(client)));
         if (nothingLeft && !wasIdle) log.log('info', 'worker.idle', `worker ${id}: nothing to do now; waiting for work`, { ...report });
         wasIdle = nothingLeft;
         if (opts.untilIdle && nothingLeft && busy === 0) break;
@@ -331,10 +331,6 @@ async function fetchedState(client: import('pg').Client): Promise<{ rows: number
   );
   // A fetched window with no row still waits for its commit (its watermark and its run's end).
   return { rows: Number(r.rows[0].n) + Number(r.rows[0].w), waitedSeconds: Number(r.rows[0].age) };
-}
-
-async function fetchedRows(client: import('pg').Client): Promise<number> {
-  return (await fetchedState(client)).rows;
 }
 
 /** Windows still `queued` whose queue job is over (failed for good): nobody will fetch them. */

@@ -2,11 +2,11 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import type { RunReport } from '../pipeline/report.js';
 
 /** A counter of `registry` with these labels (the gauge below likewise): one line per metric, not five. */
-function counter<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[]): Counter<L> {
+export function counter<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Counter<L> {
   return new Counter({ name, help, labelNames, registers: [registry] });
 }
 
-function gauge<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[]): Gauge<L> {
+export function gauge<L extends string>(registry: Registry, name: string, help: string, labelNames: readonly L[] = []): Gauge<L> {
   return new Gauge({ name, help, labelNames, registers: [registry] });
 }
 

@@ -3,7 +3,7 @@ import { checkCatalogUrl } from '../../distributed/control-plane.js';
 import { enqueueJob } from '../../distributed/enqueue.js';
 import { loadJobDocument } from '../../pipeline/job.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../../distributed/queue.js';
-import { outputFor } from '../common.js';
+import { outputFor, withDistributedOptions } from '../common.js';
 import { CliError } from '../exit-codes.js';
 
 interface Args {
@@ -20,20 +20,8 @@ export const enqueueCommand: CommandModule<object, Args> = {
   command: 'enqueue <job>',
   describe: 'Distributed mode: plan a job and queue its windows for `chainlake worker` processes (PostgreSQL control plane)',
   builder: (y) =>
-    y
+    withDistributedOptions(y)
       .positional('job', { type: 'string', demandOption: true, describe: 'Path to the job file (JSON)' })
-      .option('catalog', {
-        type: 'string',
-        default: process.env.CHAINLAKE_CATALOG,
-        defaultDescription: '$CHAINLAKE_CATALOG',
-        describe: 'PostgreSQL URL of the control plane (postgres://user@host/db; the password from PGPASSWORD or ~/.pgpass)',
-      })
-      .option('store', {
-        type: 'string',
-        default: process.env.CHAINLAKE_STORE,
-        defaultDescription: '$CHAINLAKE_STORE',
-        describe: "Where the lake's files live, as this machine mounts it (a shared directory)",
-      })
       .option('window-timeout', {
         type: 'number',
         default: DEFAULT_QUEUE_SETTINGS.windowTimeoutSeconds,

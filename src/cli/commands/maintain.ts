@@ -2,6 +2,7 @@ import type { CommandModule } from 'yargs';
 import { checkCatalogUrl } from '../../distributed/control-plane.js';
 import { maintainLake, parseDuration } from '../../distributed/maintain.js';
 import { CliError } from '../exit-codes.js';
+import { withDistributedOptions } from '../common.js';
 
 interface Args {
   catalog?: string;
@@ -23,19 +24,7 @@ export const maintainCommand: CommandModule<object, Args> = {
   command: 'maintain',
   describe: 'Distributed lake: expire old snapshots, delete the files no snapshot needs, and sweep files nothing refers to',
   builder: (y) =>
-    y
-      .option('catalog', {
-        type: 'string',
-        default: process.env.CHAINLAKE_CATALOG,
-        defaultDescription: '$CHAINLAKE_CATALOG',
-        describe: 'PostgreSQL URL of the control plane',
-      })
-      .option('store', {
-        type: 'string',
-        default: process.env.CHAINLAKE_STORE,
-        defaultDescription: '$CHAINLAKE_STORE',
-        describe: "Where the lake's files are mounted on this machine",
-      })
+    withDistributedOptions(y)
       .option('expire-older-than', { type: 'string', describe: 'Expire snapshots older than this (7d, 12h, 30m); the newest is always kept' })
       .option('keep-snapshots', { type: 'number', describe: 'Expire all but the newest N snapshots' })
       .option('orphans-older-than', {

@@ -4,7 +4,7 @@ import { DEFAULT_QUEUE_SETTINGS } from '../../distributed/queue.js';
 import { DEFAULT_COMMIT_ROWS, DEFAULT_COMMIT_SECONDS, DEFAULT_LEASE_SECONDS, queueState, runWorker } from '../../distributed/worker.js';
 import { serveMetrics, type MetricsServer } from '../../observe/server.js';
 import { WorkerMetrics } from '../../observe/worker-metrics.js';
-import { outputFor } from '../common.js';
+import { outputFor, withDistributedOptions } from '../common.js';
 import { CliError } from '../exit-codes.js';
 
 interface Args {
@@ -34,19 +34,7 @@ export const workerCommand: CommandModule<object, Args> = {
   command: 'worker',
   describe: 'Distributed mode: fetch queued windows into the shared lake, and commit them while holding the committer lease',
   builder: (y) =>
-    y
-      .option('catalog', {
-        type: 'string',
-        default: process.env.CHAINLAKE_CATALOG,
-        defaultDescription: '$CHAINLAKE_CATALOG',
-        describe: 'PostgreSQL URL of the control plane (postgres://user@host/db; the password from PGPASSWORD or ~/.pgpass)',
-      })
-      .option('store', {
-        type: 'string',
-        default: process.env.CHAINLAKE_STORE,
-        defaultDescription: '$CHAINLAKE_STORE',
-        describe: "Where the lake's files live, as this machine mounts it (a shared directory)",
-      })
+    withDistributedOptions(y)
       .option('id', { type: 'string', describe: 'Name of this worker in the control plane (default: host-pid-random)' })
       .option('account', {
         type: 'string',
