@@ -268,7 +268,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
 
     // The worker's own loop: commits (when enough is fetched, or when this worker has nothing in hand) and the
     // decision to stop.
-    let wasIdle = false;
+    const idleLine = new IdleLine();
     try {
       while (!stopping) {
         if (opts.signal?.aborted) break;
@@ -284,8 +284,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
         // today), none in hand, and nothing waiting for a commit. A window another worker holds keeps it waiting.
         // (A window in hand is `active` in the queue: not due-free. A slot merely asking the queue is not work.)
         const nothingLeft = fetched === 0 && ((await quotaReachedToday()) || (await nothingDue(client)));
-        if (nothingLeft && !wasIdle) log.log('info', 'worker.idle', `worker ${id}: nothing to do now; waiting for work`, { ...report });
-        wasIdle = nothingLeft;
+        if (idleLine.due(nothingLeft, workDone(report))) log.log('info', 'worker.idle', `worker ${id}: nothing to do now; waiting for work`, { ...report });
         if (opts.untilIdle && nothingLeft && busy === 0) break;
         await sleep(opts.pollMs ?? 1000, opts.signal);
       }
@@ -298,6 +297,26 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
     return report;
   } finally {
     for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => undefined);
+  }
+}
+
+/** Windows this worker has dealt with in any way: what makes it idle anew once it runs out of work again. */
+const workDone = (r: WorkerReport): number => r.windowsFetched + r.windowsFailed + r.windowsSkipped + r.windowsCommitted;
+
+/**
+ * When a worker says it is idle: each time it runs out of work, once. Work done since the last idle line counts
+ * as much as a look that saw work going on: a small window can be fetched and committed between two looks of the
+ * worker's loop, and a worker that only compared looks stayed silent after it (the CLI test waited for ever).
+ */
+export class IdleLine {
+  private wasIdle = false;
+  private doneAtLast = -1;
+
+  due(nothingLeft: boolean, done: number): boolean {
+    const due = nothingLeft && (!this.wasIdle || done !== this.doneAtLast);
+    if (due) this.doneAtLast = done;
+    this.wasIdle = nothingLeft;
+    return due;
   }
 }
 

@@ -104,14 +104,17 @@ describe('distributed mode through the CLI', () => {
     // A worker that stays up (no --until-idle): metrics are read once it says every run is done.
     const child = spawn(
       process.execPath,
-      [CLI, 'worker', '--catalog', db.url, '--store', store, '--poll-ms', '100', '--metrics-port', '0', '--log-format', 'json'],
+      [CLI, 'worker', '--catalog', db.url, '--store', store, '--poll-ms', '100', '--metrics-port', '0', '--log-format', 'json', '--verbose'],
       { env: { ...process.env, ...env, CHAINLAKE_API_KEY: '' }, stdio: ['ignore', 'ignore', 'pipe'] },
     );
     const killer = setTimeout(() => child.kill('SIGKILL'), 120_000);
     let url = '';
     const idles: Record<string, unknown>[] = [];
+    // The worker's log, shown when it never goes idle (what it was doing when it was stopped).
+    const lines: string[] = [];
     let wake: (() => void) | undefined;
     onJsonLines(child.stderr!, (ev) => {
+      lines.push(JSON.stringify(ev));
       if (ev.event === 'worker.metrics') url = String(ev.url);
       if (ev.event === 'worker.idle') {
         idles.push(ev);
@@ -122,7 +125,10 @@ describe('distributed mode through the CLI', () => {
     /** The worker's n-th `worker.idle` event (it logs one each time it runs out of work). */
     const idle = async (n: number) => {
       while (idles.length < n)
-        await Promise.race([new Promise<void>((resolve) => (wake = resolve)), exited.then(() => Promise.reject(new Error('worker exited')))]);
+        await Promise.race([
+          new Promise<void>((resolve) => (wake = resolve)),
+          exited.then(() => Promise.reject(new Error(`worker exited; its log:\n${lines.slice(-60).join('\n')}`))),
+        ]);
       return idles[n - 1]!;
     };
     const idleReport = await idle(1);
