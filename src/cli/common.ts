@@ -5,7 +5,7 @@ import type { Argv } from 'yargs';
 import type { Job } from '../pipeline/job.js';
 import { createLogger, type Level, type Logger } from '../pipeline/log.js';
 import { formatReport, type RunReport } from '../pipeline/report.js';
-import { runJob, type RunOptions } from '../pipeline/run.js';
+import type { RunOptions } from '../pipeline/run.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { TerminalProgress } from './progress.js';
 
@@ -167,6 +167,8 @@ export async function executeJob(job: Job, args: RunArgs, extra: Pick<RunOptions
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
+    // Loaded here: a job refused before it runs (a bad file, a bad flag) need not load the engines.
+    const { runJob } = await import('../pipeline/run.js');
     report = await runJob(job, {
       ...extra,
       logger,

@@ -6,23 +6,8 @@ import { readFileSync } from 'node:fs';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ChainlakeError } from '../errors.js';
-import { CatalogDamagedError, isCatalogDamage } from '../load/salvage.js';
-import { describeCommand } from './commands/describe.js';
-import { exportCommand } from './commands/export.js';
-import { planCommand } from './commands/plan.js';
-import { queryCommand } from './commands/query.js';
-import { runCommand } from './commands/run.js';
-import { scheduleCommand } from './commands/schedule.js';
-import { schemaCommand } from './commands/schema.js';
-import { verifyContractCommand } from './commands/verify-contract.js';
-import { simulateCommand } from './commands/simulate.js';
-import { statusCommand } from './commands/status.js';
-import { compactCommand } from './commands/compact.js';
-import { catalogCommand } from './commands/catalog.js';
-import { decodeCommand } from './commands/decode.js';
-import { enqueueCommand } from './commands/enqueue.js';
-import { workerCommand } from './commands/worker.js';
-import { maintainCommand } from './commands/maintain.js';
+import { COMMANDS, commandOf } from './command-registry.js';
+import { CatalogDamagedError, isCatalogDamage } from '../load/catalog-damage.js';
 import { CliError, EXIT } from './exit-codes.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -43,28 +28,19 @@ process.stderr.on('error', (e) => {
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 export async function main(argv: string[]): Promise<void> {
-  const cli = yargs(argv)
+  // One command when the line names one; all of them for the help, a mistyped command (yargs suggests the
+  // nearest) or none; none for --version.
+  const named = commandOf(argv);
+  const loaders = named ? [COMMANDS[named]!] : argv.includes('--version') ? [] : Object.values(COMMANDS);
+  const commands = await Promise.all(loaders.map((load) => load()));
+  let cli = yargs(argv)
     .scriptName('chainlake')
     .usage('$0 <command> [options]\n\nExport a blockchain explorer API and a finance API into a typed Parquet lake that DuckDB queries.')
     .option('log-format', { choices: ['text', 'json'] as const, describe: 'Log lines as text or one JSON object per line' })
     .option('quiet', { type: 'boolean', alias: 'q', describe: 'Only warnings, errors and failures' })
-    .option('verbose', { type: 'boolean', alias: 'v', describe: 'Per-window detail' })
-    .command(runCommand)
-    .command(planCommand)
-    .command(exportCommand)
-    .command(queryCommand)
-    .command(describeCommand)
-    .command(simulateCommand)
-    .command(statusCommand)
-    .command(compactCommand)
-    .command(catalogCommand)
-    .command(decodeCommand)
-    .command(scheduleCommand)
-    .command(enqueueCommand)
-    .command(workerCommand)
-    .command(maintainCommand)
-    .command(verifyContractCommand)
-    .command(schemaCommand)
+    .option('verbose', { type: 'boolean', alias: 'v', describe: 'Per-window detail' });
+  for (const command of commands) cli = cli.command(command);
+  cli = cli
     .middleware((a) => {
       // What an unset variable gives (`--lake "$LAKE"`): an empty path would put the lake in the working directory.
       if (typeof a.lake === 'string' && a.lake.trim() === '')

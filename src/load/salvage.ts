@@ -1,29 +1,9 @@
 import { existsSync } from 'node:fs';
 import { rename } from 'node:fs/promises';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { EXIT } from '../cli/exit-codes.js';
-import { ChainlakeError } from '../errors.js';
+import { isCatalogDamage } from './catalog-damage.js';
 import type { LakePaths } from './paths.js';
 import { literal } from './sql.js';
-
-/** DuckDB's words for a catalog file it cannot read: a bad checksum, a bad header, a truncated file. */
-const DAMAGE = /Corrupt database file|not a valid DuckDB database file|Could not read enough bytes from file|checksum \d* ?does not match/i;
-
-/** True when an error is DuckDB refusing a damaged database file. */
-export function isCatalogDamage(e: unknown): boolean {
-  return e instanceof Error && DAMAGE.test(e.message);
-}
-
-/** What every command says when it meets a damaged catalog: the fix is `catalog rebuild`. */
-export class CatalogDamagedError extends ChainlakeError {
-  constructor(cause: unknown, lake?: string) {
-    super(`the lake's catalog.duckdb is damaged: ${(cause as Error).message}`, {
-      cause,
-      exitCode: EXIT.usage,
-      hint: `run \`chainlake catalog rebuild${lake ? ` --lake ${lake}` : ' --lake <this lake>'}\`: it rebuilds the catalog from the lake's files and keeps what it can read of the run history`,
-    });
-  }
-}
 
 /** The catalog's tables a rebuild carries over, in order; `files` is always re-read from the lake's files. */
 const KEPT_TABLES = ['lake_meta', 'runs', 'windows', 'watermarks', 'commits'] as const;

@@ -13,8 +13,6 @@ import { literal } from '../../load/sql.js';
 import { GarbagePacer } from '../../pipeline/garbage.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { ChainlakeError } from '../../errors.js';
-import { checkCatalogUrl } from '../../distributed/control-plane.js';
-import { openDistributedLake, parseAsOf } from '../../distributed/read.js';
 import { renderRows } from '../output.js';
 import { writeCsvRows } from './query-csv.js';
 import { writeJsonRows } from './query-json.js';
@@ -193,8 +191,12 @@ export async function queryLake(lake: string, sql: string, format: Exclude<Query
   return text.replace(/\n$/, '');
 }
 
-/** A distributed lake as a reader: views over one snapshot's files. */
-function distributedSource(catalog: string, store: string | undefined, asOf: string | undefined): () => Promise<LakeReader> {
+/** A distributed lake as a reader: views over one snapshot's files (PostgreSQL's client loaded only for it). */
+async function distributedSource(catalog: string, store: string | undefined, asOf: string | undefined): Promise<() => Promise<LakeReader>> {
+  const [{ checkCatalogUrl }, { openDistributedLake, parseAsOf }] = await Promise.all([
+    import('../../distributed/control-plane.js'),
+    import('../../distributed/read.js'),
+  ]);
   checkCatalogUrl(catalog);
   const at = parseAsOf(asOf);
   return () => openDistributedLake({ catalog, store, asOf: at });
@@ -236,7 +238,7 @@ export const queryCommand: CommandModule<object, Args> = {
       if (args['as-of'] !== undefined && args.catalog === undefined) {
         throw new CliError('--as-of reads a snapshot of a distributed lake: give --catalog too', EXIT.usage, 'a single-machine lake keeps no snapshots yet');
       }
-      const source = args.catalog === undefined ? args.lake : distributedSource(args.catalog, args.store, args['as-of']);
+      const source = args.catalog === undefined ? args.lake : await distributedSource(args.catalog, args.store, args['as-of']);
       const { movedFrom } = await queryLakeTo(source, args.sql, args.format, partial ? { file: partial } : { stream: process.stdout });
       if (partial) await rename(partial, args.output!);
       if (movedFrom) {

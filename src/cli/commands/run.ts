@@ -1,7 +1,6 @@
 import type { CommandModule } from 'yargs';
 import { loadJobFile } from '../../pipeline/job.js';
 import { applyRunOverrides, blockRangeArgs, executeJob, withBlockRangeOptions, withRunOptions, type RunArgs } from '../common.js';
-import { printPlan } from './plan.js';
 
 interface Args extends RunArgs {
   job: string;
@@ -25,6 +24,7 @@ export const runCommand: CommandModule<object, Args> = {
     const job = applyRunOverrides(await loadJobFile(args.job), args);
     const rangeOverride = blockRangeArgs(args);
     if (args['dry-run']) {
+      const { printPlan } = await import('./plan.js');
       await printPlan(job, args, rangeOverride);
       return;
     }
