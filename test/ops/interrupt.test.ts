@@ -28,7 +28,7 @@ async function writeJob(name: string): Promise<{ file: string; lake: string }> {
       lake,
       concurrency: 2,
       // Small windows, a commit after each: the run is still busy when its first commit is logged.
-      range: { fromBlock: 0, toBlock: 'head', windowBlocks: 3000 },
+      range: { fromBlock: 0, toBlock: 'head', windowBlocks: 9000 },
       commit: { everyRows: 1 },
       datasets: { transactions: { addresses: ADDRESSES } },
     }),

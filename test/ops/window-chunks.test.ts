@@ -384,7 +384,7 @@ describe('runs in chunks (simulator, DuckDB)', () => {
       lake: l,
       concurrency: 2,
       commit: { everyRows: 1 },
-      range: { fromBlock: 0, windowBlocks: 4000 },
+      range: { fromBlock: 0, windowBlocks: 6000 },
       datasets: { transactions: { addresses: sim.examples.addresses.slice(0, 3) } },
     });
     await writeFile(file, JSON.stringify(doc(lake)));
@@ -410,7 +410,7 @@ describe('runs in chunks (simulator, DuckDB)', () => {
     const done = await queryCatalog(lake, `SELECT count(*)::INT AS n FROM windows WHERE run_id = '${killed}' AND status = 'committed'`);
     const n = done[0]!.n as number;
     expect(n).toBeGreaterThanOrEqual(4);
-    const chunks = Math.floor(sim.head() / 4000) + 1;
+    const chunks = Math.floor(sim.head() / 6000) + 1;
     expect(n).toBeLessThan(3 * chunks);
 
     const resumed = await runJob(await loadJobFile(file));

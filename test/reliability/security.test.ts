@@ -8,6 +8,7 @@ import { runCli, type CliResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 import { listLake, runWriter } from '../load/helpers.js';
 import { fingerprint } from './fingerprint.js';
+import { queryLake } from '../../src/cli/commands/query.js';
 import { demoDoc, writeJobFile } from './helpers.js';
 import { startProxy, type Proxy } from './proxy.js';
 
@@ -271,10 +272,17 @@ describe('chainlake query cannot change the lake', () => {
       'SELECT 1; DROP VIEW transactions',
       'CHECKPOINT; DELETE FROM runs',
     ];
+    // Through the CLI for a few (any refusal is the same exit 2 there), the rest through the library's reader,
+    // which is what refuses them (a process each would only add DuckDB's start-up).
+    const throughCli = new Set([statements[0], statements[5], statements[11]]);
     for (const sql of statements) {
-      const r = await cli('ro query', ['query', '--lake', lake, sql]);
-      expect(r.code, `${sql}: ${r.stdout}`).toBe(2);
-      expect(r.stderr, sql).toMatch(/query failed: .*read-only|query is read-only/);
+      if (throughCli.has(sql)) {
+        const r = await cli('ro query', ['query', '--lake', lake, sql]);
+        expect(r.code, `${sql}: ${r.stdout}`).toBe(2);
+        expect(r.stderr, sql).toMatch(/query failed: .*read-only|query is read-only/);
+      } else {
+        await expect(queryLake(lake, sql, 'csv'), sql).rejects.toThrow(/read-only/);
+      }
     }
     expect(await digest()).toBe(before);
     expect(await readdir(dir)).not.toContain('exported.csv');
