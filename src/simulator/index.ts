@@ -1,7 +1,7 @@
 // The embedded simulator of the explorer and finance APIs: a deterministic synthetic chain behind one
 // node:http server. See docs/simulator.md and docs/api-assumptions.md.
 
-import { Chain } from './chain.js';
+import { Chain, PRESETS } from './chain.js';
 import { SimulatorExamples, computeExamples } from './examples.js';
 import type { FaultKind, FaultOptions } from './faults.js';
 import { SimServer, Stats } from './server.js';
@@ -104,7 +104,20 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
   const apiKey = opts.apiKey ?? DEFAULT_API_KEY;
   if (apiKey.length === 0) throw new RangeError('apiKey must not be empty');
   const host = opts.host ?? '127.0.0.1';
-  const chains = { mainnet: withOwnHead(getChain('mainnet', seed, scale)), testnet: withOwnHead(getChain('testnet', seed, scale)) };
+  // The testnet chain is made on first use: most runs never ask for it, and making it costs about a third of a
+  // simulator's start (a test suite and a demo run start many).
+  const made: Partial<Record<'mainnet' | 'testnet', Chain>> = {};
+  const chainOf = (network: 'mainnet' | 'testnet'): Chain => (made[network] ??= withOwnHead(getChain(network, seed, scale)));
+  const chains: Record<'mainnet' | 'testnet', Chain> = {
+    get mainnet() {
+      return chainOf('mainnet');
+    },
+    get testnet() {
+      return chainOf('testnet');
+    },
+  };
+  const headOf = (network: 'mainnet' | 'testnet'): number =>
+    made[network]?.head ?? (network === 'mainnet' ? chains.mainnet.head : PRESETS.testnet.visibleBlocks);
   const kind = opts.chain ?? 'demo';
   if (!CHAIN_KINDS.includes(kind)) throw new RangeError(`chain must be one of ${CHAIN_KINDS.join(', ')}, got '${String(kind)}'`);
   const sparse = kind === 'sparse' ? { mainnet: sparseChainFor(seed, 'mainnet'), testnet: sparseChainFor(seed, 'testnet') } : undefined;
@@ -118,12 +131,13 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     rateLimit: opts.rateLimit,
     dialect,
     sparse,
+    headOf,
   });
   const port = await server.listen();
   const hostPart = host.includes(':') ? `[${host}]` : host;
   const root = `http://${hostPart}:${port}`;
   const examples = computeExamples(chains.mainnet);
-  const testnetExamples = computeExamples(chains.testnet);
+  let testnetExamples: SimulatorExamples | undefined;
   let timer: NodeJS.Timeout | undefined;
   if (opts.blockTimeMs !== undefined && opts.blockTimeMs > 0) {
     timer = setInterval(() => {
@@ -136,7 +150,9 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     urls: { mainnet: `${root}/mainnet`, testnet: `${root}/testnet`, testnetAlt: `${root}/testnet-alt`, finance: `${root}/finance` },
     apiKey,
     examples,
-    testnetExamples,
+    get testnetExamples() {
+      return (testnetExamples ??= computeExamples(chains.testnet));
+    },
     sparseAddresses: sparse?.mainnet.addresses,
     stats: () => server.getStats(),
     resetStats: () => server.resetStats(),
@@ -147,7 +163,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
       if (!Number.isInteger(blocks) || blocks < 0) throw new RangeError(`advanceHead needs a non-negative integer, got ${blocks}`);
       chains[network].setHead(chains[network].head + blocks);
     },
-    head: (network = 'mainnet') => sparse?.[network].head ?? chains[network].head,
+    head: (network = 'mainnet') => sparse?.[network].head ?? headOf(network),
     close: async () => {
       if (timer) clearInterval(timer);
       await server.close();
