@@ -93,8 +93,22 @@ describe('distributed mode under kill -9', () => {
     const reads: { snapshot: number; rows: number }[] = [];
     let done = false;
     void allDone.then(() => (done = true));
+    const watcher = await db.connect();
     const reader = (async () => {
-      for (let i = 0; i < 2_000 && !done; i++) {
+      // Each new snapshot is read as soon as the catalog shows it (while the next commits go on); a snapshot
+      // already read is not read again, which kept a core busy for nothing.
+      let seen = 0;
+      for (let i = 0; i < 20_000 && !done; i++) {
+        // (No catalog yet before the first worker has set the control plane up: nothing to read.)
+        const newest = await watcher
+          .query('SELECT COALESCE(max(snapshot_id), 0) AS s FROM ducklake.ducklake_snapshot')
+          .then((r) => Number(r.rows[0].s))
+          .catch(() => 0);
+        if (newest <= seen) {
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          continue;
+        }
+        seen = newest;
         const lake = await openDistributedLake({ catalog: db.url });
         try {
           if (!lake.tables.includes('transactions')) continue;
@@ -114,6 +128,7 @@ describe('distributed mode under kill -9', () => {
     await allDone;
     clearTimeout(timeout);
     await reader;
+    await watcher.end();
 
     expect(kills).toBeGreaterThanOrEqual(KILLS);
     // Some kills landed inside a commit (the lease holder died mid-commit and another took over).
