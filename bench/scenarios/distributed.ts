@@ -14,10 +14,18 @@ const PAGE = 100;
 const ACCOUNTS = [1, 2, 4] as const;
 
 /** Resolves at the first JSON log line of `child` with this event (its stderr). */
-function waitForEvent(child: ChildProcess, event: string): Promise<void> {
+function waitForEvent(child: ChildProcess, event: string, timeoutMs = 180_000): Promise<void> {
   return new Promise((resolve, reject) => {
     let buf = '';
+    // What the worker said last, for the error of a worker that never gets there (a hang must fail, not wait).
+    let said = '';
+    const timer = setTimeout(() => {
+      child.stderr!.off('data', onData);
+      child.kill('SIGKILL');
+      reject(new Error(`bench: worker never logged ${event} within ${timeoutMs / 1000} s; its last lines:\n${said.slice(-3000)}`));
+    }, timeoutMs);
     const onData = (d: Buffer) => {
+      said = (said + d.toString()).slice(-6000);
       buf += d.toString();
       for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
         const line = buf.slice(0, nl);
@@ -26,13 +34,17 @@ function waitForEvent(child: ChildProcess, event: string): Promise<void> {
           child.stderr!.off('data', onData);
           // Keep draining: a full pipe would stall the worker.
           child.stderr!.resume();
+          clearTimeout(timer);
           resolve();
           return;
         }
       }
     };
     child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`bench: worker exited with ${code} before ${event}`)));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`bench: worker exited with ${code} before ${event}`));
+    });
   });
 }
 
@@ -81,7 +93,7 @@ export async function distributed(ctx: Context): Promise<Omit<ScenarioResult, 's
       });
       // Workers are long-lived in a deployment: they are started first and measured once they wait for work.
       const workers = Array.from({ length: n }, (_, i) =>
-        spawn(process.execPath, [CLI, 'worker', '--poll-ms', '100', '--log-format', 'json'], { env: env(i), stdio: ['ignore', 'ignore', 'pipe'] }),
+        spawn(process.execPath, [CLI, 'worker', '--poll-ms', '100', '--log-format', 'json', '--verbose'], { env: env(i), stdio: ['ignore', 'ignore', 'pipe'] }),
       );
       await Promise.all(workers.map((c) => waitForEvent(c, 'worker.idle')));
       const client = await db.connect();

@@ -94,11 +94,15 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
   });
   closers.push(() => client.end());
   try {
+    // Each step of the start named at debug level: a worker that never says it started shows where it waits.
+    log.log('debug', 'worker.setup', `worker ${id}: setting up the control plane`, { worker: id });
     await setupControlPlane(client, store.dataPath);
     const cat = await openCatalog(opts.catalog);
     closers.push(() => cat.client.end());
+    log.log('debug', 'worker.setup', `worker ${id}: starting the queue`, { worker: id });
     const boss = await underSetupLock(client, () => openQueue(opts.catalog, settings, true));
     closers.push(() => boss.stop({ graceful: false, close: true, wait: true }));
+    log.log('debug', 'worker.setup', `worker ${id}: queue started`, { worker: id });
     const scratch = await mkdtemp(path.join(os.tmpdir(), 'chainlake-worker-'));
     closers.push(() => rm(scratch, { recursive: true, force: true }));
     const engine: Engine = await openEngine({ tempDir: path.join(scratch, 'duckdb-tmp'), threads: 2 });
