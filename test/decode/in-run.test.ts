@@ -1,5 +1,5 @@
-// Decoding in the export run (from each commit's typed rows) gives the lake that `chainlake decode` gives
-// over the same export, and decoding it again changes nothing.
+// Decoding in the export run (each commit decodes its own event logs from its merge) gives the lake that
+// `chainlake decode` gives over the same export, and decoding it again changes nothing.
 import path from 'node:path';
 import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -110,7 +110,7 @@ async function decodedRows(lake: string): Promise<Record<string, string>> {
 }
 
 describe('decoding in the export run', () => {
-  it('a log fetched twice in the run (the lake keeps one): the run decodes its rows read back from the lake', async () => {
+  it('a log fetched twice in the run (the lake keeps one): decoded once, in the commit, from the merged rows', async () => {
     const { dir, cleanup } = await tempDir();
     cleanups.push(cleanup);
     const job = parseJob(
@@ -136,7 +136,7 @@ describe('decoding in the export run', () => {
     const r = await runJob(job, { simulator: sim, logger: { log: (_l, event, _m, fields) => events.push({ event, fields }) } });
     expect(r.errors).toEqual([]);
     expect(r.totals.rows).toBeGreaterThan(r.totals.landed);
-    expect(events.find((e) => e.event === 'decode.done')?.fields?.beside).toBe(false);
+    expect(events.find((e) => e.event === 'decode.done')?.fields?.beside).toBe(true);
     const n = await queryCatalog(dir, `SELECT count(*)::INTEGER AS n, count(DISTINCT (transaction_hash, log_index))::INTEGER AS k FROM erc20_transfer_events`);
     expect(n[0]!.n).toBeGreaterThan(0);
     expect(n[0]!.n).toBe(n[0]!.k);
@@ -145,10 +145,42 @@ describe('decoding in the export run', () => {
     expect(await decodedRows(dir)).toEqual(before);
   }, 180_000);
 
+  it('ABIs from the run’s own contracts dataset: decoded after the last commit, as chainlake decode decodes them', async () => {
+    const { dir, cleanup } = await tempDir();
+    cleanups.push(cleanup);
+    const job = (lake: string, decode: boolean) =>
+      parseJob(
+        {
+          name: 'decode-abi-from-run',
+          target: 'simulator',
+          lake,
+          range: { fromBlock: 0, toBlock: TO },
+          commit: { everyRows: 150 },
+          datasets: {
+            event_logs: { contracts: SHOWCASE.map((e) => ({ address: A(A_SHOWCASE), topics: [e.anonymous ? PING_CHANNEL : toEventSelector(e)] })) },
+            contracts: { contracts: [A(A_SHOWCASE)] },
+          },
+          ...(decode ? { decode: { contracts: [{ address: A(A_SHOWCASE), name: 'showcase' }] } } : {}),
+        },
+        'decode-abi-from-run',
+      );
+    const events: { event: string; fields?: Record<string, unknown> }[] = [];
+    const inRun = path.join(dir, 'in-run');
+    const r = await runJob(job(inRun, true), { simulator: sim, logger: { log: (_l, event, _m, fields) => events.push({ event, fields }) } });
+    expect(r.errors).toEqual([]);
+    expect(events.find((e) => e.event === 'decode.done')?.fields?.beside).toBe(false);
+    const afterwards = path.join(dir, 'afterwards');
+    expect((await runJob(job(afterwards, false), { simulator: sim })).errors).toEqual([]);
+    await decodeAll(afterwards, 'decode-abi-afterwards', { standard: [], contracts: [{ address: A(A_SHOWCASE), name: 'showcase' }] });
+    const a = await decodedRows(inRun);
+    expect(Object.keys(a).length).toBeGreaterThan(3);
+    expect(a).toEqual(await decodedRows(afterwards));
+  }, 180_000);
+
   it('gives the rows chainlake decode gives over the same export, and decoding again changes none', async () => {
     const inRun = await exportLake(true);
     expect(inRun.events.filter((e) => e.event === 'commit').length).toBeGreaterThan(2);
-    // Decoded from the commits' typed rows, not read back from the lake.
+    // Decoded in the commits, not read back from the lake after them.
     expect(inRun.events.find((e) => e.event === 'decode.done')?.fields?.beside).toBe(true);
     const afterwards = await exportLake(false);
     await decodeAll(afterwards.lake, 'decode-afterwards');
