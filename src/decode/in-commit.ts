@@ -10,7 +10,7 @@ import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Network } from '../datasets/dataset.js';
 import type { CommitDerivation } from '../load/commit-run.js';
-import { FRESH_COLUMN, partitionParquetFiles, type PreparedFile } from '../load/commit.js';
+import { FRESH_COLUMN, partitionParquetFiles, type PreparedFile, type WriterTask } from '../load/commit.js';
 import { fsyncFile, mkdirDurable } from '../load/durable.js';
 import type { Engine } from '../load/engine.js';
 import { writeMergedPartition } from '../load/merge.js';
@@ -40,8 +40,6 @@ export interface CommitDecodingStats {
   partitions: Map<string, Set<string>>;
 }
 
-type Write = (writer: DuckDBConnection) => Promise<void>;
-
 /** One commit's decoding of its event logs (see the top of this file). */
 export class CommitDecoding implements CommitDerivation {
   readonly dataset = 'event_logs';
@@ -55,23 +53,45 @@ export class CommitDecoding implements CommitDerivation {
   private rejectsKept = false;
   /** `dataset/partition` of every day written: a day must come from one slice only. */
   private readonly days = new Set<string>();
+  private workDirMade = false;
 
   constructor(private readonly input: CommitDecodingInput) {}
 
-  async slice(conn: DuckDBConnection, table: string, partitions: readonly string[], index: number): Promise<Write[]> {
-    if (this.failure) return [];
-    try {
-      return await this.decodeSlice(conn, table, partitions, index);
-    } catch (e) {
-      this.failure ??= e as Error;
-      return [];
-    }
+  slice(table: string, partitions: readonly string[], index: number): { first: WriterTask[]; then: WriterTask[] } {
+    if (this.failure) return { first: [], then: [] };
+    // One task decodes the slice; one per dataset and day of the slice writes that day once it is decoded (a
+    // day of a log's timestamp is its event_logs day), so other writers write the days side by side.
+    let decoded!: (days: Map<string, DayRange> | undefined) => void;
+    const days = new Promise<Map<string, DayRange> | undefined>((resolve) => (decoded = resolve));
+    const decode: WriterTask = async (writer) => {
+      try {
+        decoded(await this.decodeSlice(writer, table, partitions, index));
+      } catch (e) {
+        this.failure ??= e as Error;
+        decoded(undefined);
+      }
+    };
+    const writes = distinctDatasets(this.input.datasets).flatMap((d) =>
+      partitions.map((p): WriterTask => async (writer) => {
+        const day = (await days)?.get(`${d.name}/${p}`);
+        if (!day || this.failure) return;
+        try {
+          this.files.push(await this.writeDay(writer, d, day));
+        } catch (e) {
+          this.failure ??= e as Error;
+        }
+      }),
+    );
+    return { first: [decode], then: writes };
   }
 
-  private async decodeSlice(conn: DuckDBConnection, table: string, partitions: readonly string[], index: number): Promise<Write[]> {
+  /** Decodes the slice's own rows; each decoded dataset's days by `dataset/day`, with the table holding them. */
+  private async decodeSlice(conn: DuckDBConnection, table: string, partitions: readonly string[], index: number): Promise<Map<string, DayRange>> {
     const { datasets, runId, ingestedAt } = this.input;
-    if (index === 0) await mkdirDurable(this.input.workDir);
-    // Two slices are alive at once (one merged while the other is written), as the merge's own tables.
+    if (!this.workDirMade) await mkdirDurable(this.input.workDir);
+    this.workDirMade = true;
+    // Slices are decoded one after the other (each before the next slice's tasks start), but a slice's days are
+    // written after it is decoded: its tables live until the next slice's decoding replaces them.
     const prefix = `__decoded_${index % 2}_`;
     const out = await decodeLogs({
       conn,
@@ -93,7 +113,7 @@ export class CommitDecoding implements CommitDerivation {
       await conn.run(`INSERT INTO ${this.rejectsTable} SELECT * FROM ${out.rejects}`);
     }
     const inSlice = new Set(partitions);
-    const writes: Write[] = [];
+    const byDay = new Map<string, DayRange>();
     for (const d of distinctDatasets(datasets)) {
       if (!out.rows.get(d.name)) continue;
       const shape = decodedShape(d);
@@ -112,33 +132,25 @@ export class CommitDecoding implements CommitDerivation {
       this.stats.partitions.set(d.name, seen);
       for (const day of days) {
         const key = `${d.name}/${day.partition}`;
-        // The day of a log's timestamp is its event_logs day; anything else would write a day twice.
+        // Written by this slice's tasks only: a day outside the slice, or met twice, would go unwritten or be written twice.
         if (!inSlice.has(day.partition) || this.days.has(key)) throw new Error(`decoded day ${key} outside the slice of its logs`);
         this.days.add(key);
         seen.add(day.partition);
-        const from = rows;
-        writes.push(async (writer) => {
-          if (this.failure) return;
-          try {
-            this.files.push(await this.writeDay(writer, d, from, day));
-          } catch (e) {
-            this.failure ??= e as Error;
-          }
-        });
+        byDay.set(key, { ...day, table: rows });
       }
     }
-    return writes;
+    return byDay;
   }
 
   /** One decoded day: written from its row range, or merged with the day's files when the dataset has the day already. */
-  private async writeDay(writer: DuckDBConnection, d: DecodedDataset, table: string, day: DayRange): Promise<PreparedFile> {
+  private async writeDay(writer: DuckDBConnection, d: DecodedDataset, day: DayRange): Promise<PreparedFile> {
     const { paths, network } = this.input;
     const shape = decodedShape(d);
     const dir = paths.partitionDir(shape.name, shape.partition, network, day.partition);
     const to = path.join(dir, PARTITION_FILE);
     const existing = await partitionParquetFiles(dir);
     const from = path.join(this.input.workDir, `${shape.name}.${network}.${day.partition}.parquet`);
-    const range = `FROM ${table} WHERE rowid BETWEEN ${day.lo} AND ${day.hi}`;
+    const range = `FROM ${day.table} WHERE rowid BETWEEN ${day.lo} AND ${day.hi}`;
     let rows = day.rows;
     if (existing.length === 0) {
       // A row-range scan of a table in order keeps that order: the file comes out sorted.
@@ -187,6 +199,8 @@ export class CommitDecoding implements CommitDerivation {
 }
 
 interface DayRange {
+  /** The decoded table holding the day's rows. */
+  table: string;
   partition: string;
   lo: bigint;
   hi: bigint;
@@ -201,5 +215,5 @@ async function dayRanges(conn: DuckDBConnection, table: string): Promise<DayRang
     bigint,
     bigint,
   ][];
-  return rows.map(([partition, lo, hi, n]) => ({ partition, lo, hi, rows: Number(n) }));
+  return rows.map(([partition, lo, hi, n]) => ({ table, partition, lo, hi, rows: Number(n) }));
 }

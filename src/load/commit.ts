@@ -82,13 +82,17 @@ export const FRESH_COLUMN = '__fresh';
 /**
  * Rows derived from a dataset's commit (decoded events from event_logs: decode/in-commit.ts), prepared from
  * the merge's sorted slices instead of from rows read again: each slice table is sorted by partition then the
- * dataset's order, and says which rows are the commit's own (FRESH_COLUMN). `slice` runs on the connection
- * that built the slice, before its files are written; the writes it returns run on the partition writers,
- * beside the slice's own files. Whatever it prepares is its own to report (the caller puts it in the journal).
+ * dataset's order, and says which rows are the commit's own (FRESH_COLUMN). The tasks `slice` gives for a
+ * slice run on the partition writers while the next slice is merged (so that deriving does not hold up the
+ * merge), `first` before the slice's own files and `then` after them, and end before that table is reused.
+ * Whatever they prepare is the derivation's to report (the caller puts it in the journal).
  */
 export interface SliceDerivation {
-  slice(conn: DuckDBConnection, table: string, partitions: readonly string[], index: number): Promise<((writer: DuckDBConnection) => Promise<void>)[]>;
+  slice(table: string, partitions: readonly string[], index: number): { first: WriterTask[]; then: WriterTask[] };
 }
+
+/** Work for one of the partition writers' connections. */
+export type WriterTask = (writer: DuckDBConnection) => Promise<void>;
 
 /** The Parquet files of a partition folder as they are now (absolute paths, sorted). */
 export async function partitionParquetFiles(dir: string): Promise<string[]> {
@@ -268,7 +272,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
       slice: string[],
       table: string,
       index: number,
-    ): Promise<{ slice: string[]; table: string; runs: Map<string, PartitionRun>; derived: ((writer: DuckDBConnection) => Promise<void>)[] }> => {
+    ): Promise<{ slice: string[]; table: string; runs: Map<string, PartitionRun>; index: number }> => {
       const inSlice = slice.length === partitions.length ? '' : ` WHERE ${part} BETWEEN ${literal(slice[0]!)} AND ${literal(slice[slice.length - 1]!)}`;
       const mark = (own: boolean): string => (input.derive ? `, ${own} AS ${freshColumn}` : '');
       const sources = [`SELECT *, NULL::VARCHAR AS ${part}${mark(false)} FROM (${emptyTypedSelect(shape)})`, `SELECT *${mark(true)} FROM ${fresh}${inSlice}`];
@@ -295,8 +299,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
         )
       ).getRowsJS() as [string, bigint, bigint, bigint, string | null, string | null, bigint][];
       const runs = new Map(rows.map(([p, lo, hi, n, minBlock, maxBlock, mine]) => [p, { lo, hi, rows: Number(n), runRows: Number(mine), minBlock, maxBlock }]));
-      const derived = input.derive ? await input.derive.slice(conn, table, slice, index) : [];
-      return { slice, table, runs, derived };
+      return { slice, table, runs, index };
     };
     const writePartition = async (c: DuckDBConnection, table: string, run: PartitionRun, partition: string): Promise<PreparedFile> => {
       const from = path.join(finalDir, `${shape.name}.${network}.${partition}.parquet`);
@@ -336,11 +339,13 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
         const current = await next!;
         next = i + 1 < slices.length ? startSlice(i + 1) : undefined;
         const written = new Array<PreparedFile>(current.slice.length);
-        const tasks: ((writer: DuckDBConnection) => Promise<void>)[] = [
+        const derived = input.derive?.slice(current.table, current.slice, current.index);
+        const tasks: WriterTask[] = [
+          ...(derived?.first ?? []),
           ...current.slice.map((p, j) => async (c: DuckDBConnection) => {
             written[j] = await writePartition(c, current.table, current.runs.get(p)!, p);
           }),
-          ...current.derived,
+          ...(derived?.then ?? []),
         ];
         await eachBounded(tasks, writers.length, (task, w) => task(writers[w]!));
         out.push(...written);
