@@ -13,7 +13,9 @@ import { runJob } from '../../src/pipeline/run.js';
 import { A_ERC20_0, A_ERC721_0 } from '../../src/simulator/chain.js';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { A_MULTI, A_ODD_ERC20, A_SHOWCASE, PING_CHANNEL, showcaseEvents, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
+import { readdir } from 'node:fs/promises';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
+import { withDuck } from '../load/helpers.js';
 
 const SEED = 3;
 const TO = 14_000;
@@ -109,6 +111,23 @@ async function decodedRows(lake: string): Promise<Record<string, string>> {
   return out;
 }
 
+/** Rows of the decoded datasets' files that come before the row above them in (timestamp, transaction_index, log_index) order. */
+async function unsortedRows(lake: string): Promise<number> {
+  const files = (await readdir(lake, { recursive: true }))
+    .filter((f) => /^(\w+_events|showcase_\w+)\/.*\.parquet$/.test(f))
+    .map((f) => `'${path.join(lake, f)}'`);
+  expect(files.length).toBeGreaterThan(8);
+  return withDuck(async (q) => {
+    const [r] = await q(
+      `SELECT count(*)::INTEGER AS n FROM (
+         SELECT "timestamp" AS t, transaction_index AS x, log_index AS l, lag("timestamp") OVER w AS pt, lag(transaction_index) OVER w AS px, lag(log_index) OVER w AS pl
+         FROM read_parquet([${files.join(', ')}], filename = true, file_row_number = true, union_by_name = true) WINDOW w AS (PARTITION BY filename ORDER BY file_row_number))
+       WHERE pt IS NOT NULL AND (t, x, l) < (pt, px, pl)`,
+    );
+    return Number(r!.n);
+  });
+}
+
 describe('decoding in the export run', () => {
   it('a log fetched twice in the run (the lake keeps one): decoded once, in the commit, from the merged rows', async () => {
     const { dir, cleanup } = await tempDir();
@@ -189,6 +208,8 @@ describe('decoding in the export run', () => {
     expect(Object.keys(a).length).toBeGreaterThan(8);
     for (const k of Object.keys(a)) expect(a[k], k).not.toBe('[]');
     expect(a).toEqual(b);
+    // Each day written from the merge's order (or sorted when decoded in several statements) is in order.
+    expect(await unsortedRows(inRun.lake)).toBe(0);
     // Re-decoding the in-run lake: the same rows (one per key), now the re-decoding's.
     await decodeAll(inRun.lake, 'decode-again');
     expect(await decodedRows(inRun.lake)).toEqual(a);
