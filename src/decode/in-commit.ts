@@ -1,9 +1,9 @@
 // Decoding an export's event logs inside the commit that lands them: each merged slice of event_logs (sorted
 // by day, then by timestamp, transaction_index and log_index, which is the decoded datasets' order too) has
-// its rows of this commit decoded on the connection that merged it, and the decoded days are written by the
-// same partition writers, beside the slice's own files, into the commit's journal. Decoding therefore reads
-// no row again, sorts nothing when one SQL statement decoded a dataset, writes each day by a row-id range
-// instead of a filtered scan of every decoded row, and needs no commit of its own.
+// its rows of this commit decoded by one of the commit's partition writers while the next slice is merged,
+// and the decoded days are written by the writers beside the slice's own files, into the commit's journal.
+// Decoding therefore reads no row again, sorts nothing when one SQL statement decoded a dataset, writes each
+// day by a row-id range instead of a filtered scan of every decoded row, and needs no commit of its own.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { stat } from 'node:fs/promises';
@@ -47,8 +47,6 @@ export class CommitDecoding implements CommitDerivation {
   failure: Error | undefined;
   readonly stats: CommitDecodingStats = { logs: 0, rejects: 0, files: 0, rows: new Map(), partitions: new Map() };
   private readonly files: PreparedFile[] = [];
-  /** Tables this decoding created in the engine's database (dropped by close). */
-  private readonly tables = new Set<string>();
   private readonly rejectsTable = ident('__decoded_rejects');
   private rejectsKept = false;
   /** `dataset/partition` of every day written: a day must come from one slice only. */
@@ -92,7 +90,7 @@ export class CommitDecoding implements CommitDerivation {
     this.workDirMade = true;
     // Slices are decoded one after the other (each before the next slice's tasks start), but a slice's days are
     // written after it is decoded: its tables live until the next slice's decoding replaces them.
-    const prefix = `__decoded_${index % 2}_`;
+    const prefix = tablePrefix(index);
     const out = await decodeLogs({
       conn,
       // Only the commit's own rows: the rest of the days were decoded when they were committed.
@@ -103,7 +101,6 @@ export class CommitDecoding implements CommitDerivation {
       workDir: path.join(this.input.workDir, `slice-${index}`),
       prefix,
     });
-    for (const t of out.tables.values()) this.tables.add(t);
     this.stats.logs += out.logs;
     this.stats.rejects += out.rejectCount;
     if (out.rejectCount > 0) {
@@ -123,7 +120,6 @@ export class CommitDecoding implements CommitDerivation {
         // Decoded by several statements (or in JavaScript): sorted here, a slice at a time.
         const sorted = `${rows}_sorted`;
         await conn.run(`CREATE OR REPLACE TABLE ${sorted} AS SELECT * FROM ${rows} ORDER BY __partition, ${shape.order.map(ident).join(', ')}`);
-        this.tables.add(sorted);
         rows = sorted;
         days = await dayRanges(conn, rows);
       }
@@ -193,10 +189,15 @@ export class CommitDecoding implements CommitDerivation {
 
   /** Drops the tables it created (after the commit, whatever its outcome). */
   async close(): Promise<void> {
-    const drops = [...this.tables, ...(this.rejectsKept ? [this.rejectsTable] : [])].map((t) => `DROP TABLE IF EXISTS ${t}`);
-    if (drops.length) await this.input.engine.conn.run(drops.join('; '));
+    // By name, so that the tables of a decoding that failed half-way go too (decodeLogs names them `<prefix><i>`).
+    const n = distinctDatasets(this.input.datasets).length;
+    const tables = [0, 1].flatMap((k) => Array.from({ length: n }, (_, i) => `${tablePrefix(k)}${i}`)).flatMap((t) => [t, `${t}_sorted`]);
+    await this.input.engine.conn.run([...tables, this.rejectsTable].map((t) => `DROP TABLE IF EXISTS ${t}`).join('; '));
   }
 }
+
+/** Names of the decoded tables of slice `index` (see decodeSlice). */
+const tablePrefix = (index: number): string => `__decoded_${index % 2}_`;
 
 interface DayRange {
   /** The decoded table holding the day's rows. */
