@@ -41,6 +41,8 @@ export interface DecodeOutput {
   rejectCount: number;
   /** Logs read. */
   logs: number;
+  /** Datasets whose rows are in the order of the logs read: one SQL statement filled each (see decodeInJs for the others). */
+  ordered: Set<string>;
 }
 
 interface Member {
@@ -71,6 +73,9 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
       else groups.set(s.topic0, [...(groups.get(s.topic0) ?? []), { d, s, table }]);
     }
   }
+  // Statements that filled each table: rows of one SQL statement over the logs keep the logs' order.
+  const fills = new Map<string, number>();
+  const filled = (table: string, n = 1): void => void fills.set(table, (fills.get(table) ?? 0) + n);
   const topic0s = [...groups.keys()];
   const anonContracts = [...new Set(anonymous.flatMap((m) => m.d.contracts ?? []))];
   const where = [
@@ -114,6 +119,7 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
       const inserted = await conn.runAndReadAll(
         `INSERT INTO ${m.table} BY NAME SELECT ${items.join(', ')} FROM (SELECT *${prelude.map((x) => `, ${x}`).join('')} FROM (${why}) WHERE __why0 IS NULL)`,
       );
+      filled(m.table);
       // Counting the candidates reads two narrow columns; the rejects' query reads every column of the logs.
       const all = await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (${candidates})`);
       if (Number(inserted.getRowsJS()[0]![0]) !== Number(all.getRowsJS()[0]![0]))
@@ -136,12 +142,15 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
         const prelude = decodePrelude(m.s);
         const from = `(SELECT *${prelude.map((x) => `, ${x}`).join('')} FROM ${CAND} WHERE __ok${i}${earlier})`;
         await conn.run(`INSERT INTO ${m.table} BY NAME SELECT ${items.join(', ')} FROM ${from}`);
+        filled(m.table);
       }
       const none = members.map((_, i) => `NOT __ok${i}`).join(' AND ');
       await conn.run(rejectInsert(members[0]!, `concat_ws('; ', ${members.map((_, i) => `__why${i}`).join(', ')})`, `${CAND} WHERE ${none}`));
     } else {
       await conn.run(`CREATE OR REPLACE TEMP TABLE ${CAND} AS ${candidates}`);
       await decodeInJs(input, members, filters, commonItems, rejectInsert);
+      // Joined back by row number: in no particular order.
+      for (const m of members) filled(m.table, 2);
     }
   }
   if (anonymous.length) {
@@ -152,6 +161,7 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
       `CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT * FROM ${LOGS} WHERE (${filters.map((f) => `(${f})`).join(' OR ')})${known.replace(/topic_0 NOT IN/, '(topic_0 IS NULL OR topic_0 NOT IN') + (known ? ')' : '')}`,
     );
     await decodeInJs(input, anonymous, filters, commonItems, rejectInsert);
+    for (const m of anonymous) filled(m.table, 2);
   }
   // Only SQL-decoded wide integers are marked: their _raw companions and exact-text ids.
   const marked = (d: DecodedDataset): string[] =>
@@ -172,6 +182,7 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
     rejects: REJ,
     rejectCount: await count(`SELECT count(*)::BIGINT FROM ${REJ}`),
     logs: await count(`SELECT count(*)::BIGINT FROM ${LOGS}`),
+    ordered: new Set(named.filter((d) => (fills.get(tables.get(d.name)!) ?? 0) <= 1).map((d) => d.name)),
   };
   await conn.run(`DROP TABLE IF EXISTS ${CAND}; DROP VIEW IF EXISTS ${LOGS}`);
   return out;
@@ -289,30 +300,4 @@ async function finishBig(conn: DuckDBConnection, table: string, columns: string[
     await conn.run(`UPDATE ${table} SET ${col} = b.v FROM __decode_big b WHERE ${table}.${col} = b.k`);
     await conn.run('DROP TABLE __decode_big');
   }
-}
-
-/** Decoded rows and rejects already written to files (an export run's commits: decode/in-run.ts). */
-export interface DecodedFiles {
-  /** Each dataset's files of rows (its columns and `__partition`), by dataset name. */
-  files: ReadonlyMap<string, readonly string[]>;
-  /** Files of rejects in the shape of the rejects table. */
-  rejects: readonly string[];
-  /** Logs the decodings read (candidates of some dataset). */
-  logs: number;
-  /** The last decoding's output, still in the engine's tables (default names, on the same connection): the files are added to it. */
-  tables?: DecodeOutput;
-}
-
-/** The output of decoding, loaded from files written by earlier decodings (see DecodedFiles). */
-export async function loadDecoded(conn: DuckDBConnection, datasets: readonly DecodedDataset[], decoded: DecodedFiles): Promise<DecodeOutput> {
-  const tables = decoded.tables?.tables ?? (await createOutputTables(conn, datasets));
-  const count = async (sql: string): Promise<number> => Number((await conn.runAndReadAll(sql)).getRowsJS()[0]![0]);
-  const rows = new Map<string, number>();
-  for (const [name, table] of tables) {
-    const files = decoded.files.get(name) ?? [];
-    if (files.length) await conn.run(`INSERT INTO ${table} BY NAME SELECT * FROM read_parquet(${literalList([...files])})`);
-    rows.set(name, await count(`SELECT count(*)::BIGINT FROM ${table}`));
-  }
-  if (decoded.rejects.length) await conn.run(`INSERT INTO ${REJ} BY NAME SELECT * FROM read_parquet(${literalList([...decoded.rejects])})`);
-  return { tables, rows, rejects: REJ, rejectCount: await count(`SELECT count(*)::BIGINT FROM ${REJ}`), logs: decoded.logs };
 }

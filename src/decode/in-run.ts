@@ -1,28 +1,22 @@
 // Decoding inside an export run: the event logs the run writes are decoded into the datasets its job's
-// `decode` key names, in a commit of their own after the run's last commit. A contract whose ABI the lake
-// does not hold gets it from the API (#14).
+// `decode` key names. A contract whose ABI the lake does not hold gets it from the API (#14).
 //
-// Each commit's event logs are decoded from the batch's typed files, which the commit has just read (reading
-// the rows back from the lake's compressed day files cost about as much as decoding them): a batch committed
-// while the run still fetches is decoded then, into files under the run's staging, and the final commit's
-// decoding stays in the engine's tables for the decoded datasets' own commit. That is the same as decoding
-// the lake's rows of the run only when every typed log landed: when a log came twice in the run (the lake
-// keeps one of the two), or a decoding failed, the run decodes its rows read back from the lake instead, as
-// `chainlake decode` does.
+// Each commit decodes its own event logs from its merge and writes the decoded days in the same journal
+// (decode/in-commit.ts): the decoded datasets land with the logs they come from, and reading the rows back
+// from the lake's compressed day files, which cost about as much as decoding them, is not needed. When that
+// cannot be done (the ABIs come from the run's own contracts dataset) or a commit's decoding failed, the run
+// decodes its rows read back from the lake after its last commit instead, as `chainlake decode` does.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { rm } from 'node:fs/promises';
-import path from 'node:path';
 import { Accounting } from '../extract/accounting.js';
 import type { ExplorerClient } from '../extract/explorer.js';
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
-import { ident, literal, literalList } from '../load/sql.js';
 import type { Job } from '../pipeline/job.js';
 import type { Logger } from '../pipeline/log.js';
 import type { RunReport } from '../pipeline/report.js';
 import type { DecodedDataset } from './datasets.js';
-import { decodeLogs, type DecodedFiles } from './decode.js';
+import { CommitDecoding } from './in-commit.js';
 import { decodeLake, type DecodeReport } from './lake.js';
 import { resolveDatasets } from './spec.js';
 
@@ -40,14 +34,8 @@ export interface InRunContext {
 export class RunDecoder {
   private datasets: DecodedDataset[] | undefined;
   private failure: Error | undefined;
-  /** What the committed batches' decodings gave; `typed` counts every event_logs row they read. */
-  private readonly decoded: DecodedFiles & { files: Map<string, string[]>; rejects: string[]; typed: number } = {
-    files: new Map(),
-    rejects: [],
-    logs: 0,
-    typed: 0,
-  };
-  private decodings = 0;
+  /** What the commits' decodings gave (see committed). */
+  private readonly totals: DecodeReport & { partitions: Map<string, Set<string>> } = { logs: 0, datasets: [], rejects: 0, files: 0, partitions: new Map() };
 
   constructor(
     private readonly job: Job,
@@ -85,62 +73,53 @@ export class RunDecoder {
   }
 
   /**
-   * Decodes the event logs of a commit's batches from their typed files (`logs`), once they are in the lake.
-   * The final commit's decoding stays in the engine's tables, which the decoding after it merges; earlier
-   * batches' (decoded while the run still fetches) go to files under the run's staging.
+   * The decoding of one commit's event logs, in the commit itself; none once the datasets are unknown or a
+   * decoding failed (the run then decodes after its last commit).
    */
-  async committed(logs: readonly string[], final: boolean): Promise<void> {
-    if (this.failure || !this.datasets || logs.length === 0) return;
-    const conn = this.ctx.engine.conn;
-    const k = this.decodings++;
-    const dir = path.join(this.ctx.stagingDir, 'decoded', `${k}`);
-    const prefix = final ? undefined : `__decode_b${k}_`;
-    const from = `read_parquet(${literalList([...logs])})`;
+  forCommit(workDir: string): CommitDecoding | undefined {
+    if (this.failure || !this.datasets) return undefined;
+    const { engine, paths, runId, ingestedAt } = this.ctx;
+    return new CommitDecoding({ engine, paths, network: this.job.network, datasets: this.datasets, runId, ingestedAt, workDir });
+  }
+
+  /** After a commit that carried `decoding`: what it landed counts, and a failure sends the run to decoding after its last commit. */
+  async committed(decoding: CommitDecoding, applied: boolean): Promise<void> {
     try {
-      const typed = Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM ${from}`)).getRowsJS()[0]![0]);
-      this.decoded.typed += typed;
-      const { runId, ingestedAt } = this.ctx;
-      const out = await decodeLogs({
-        conn,
-        logs: `SELECT * FROM ${from}`,
-        datasets: this.datasets,
-        runId,
-        ingestedAt,
-        workDir: path.join(dir, 'work'),
-        prefix,
-      });
-      this.decoded.logs += out.logs;
-      if (final) {
-        this.decoded.tables = out;
-        return;
-      }
-      try {
-        // Uncompressed, like the typed files: read back once, after the last commit.
-        const copy = async (table: string, to: string): Promise<string> => {
-          await conn.run(`COPY ${table} TO ${literal(to)} (FORMAT parquet, COMPRESSION uncompressed)`);
-          return to;
-        };
-        for (const [name, table] of out.tables) {
-          if (!out.rows.get(name)) continue;
-          const f = await copy(table, path.join(dir, `${name}.parquet`));
-          this.decoded.files.set(name, [...(this.decoded.files.get(name) ?? []), f]);
+      if (decoding.failure) {
+        this.failure ??= decoding.failure;
+        const error = decoding.failure.message;
+        this.ctx.log.log('warn', 'decode.deferred', `decoding in the commit failed (${error}): the run decodes its logs after its last commit`, { error });
+      } else if (applied) {
+        const t = this.totals;
+        t.logs += decoding.stats.logs;
+        t.rejects += decoding.stats.rejects;
+        t.files += decoding.stats.files;
+        for (const [name, rows] of decoding.stats.rows) {
+          const r = t.datasets.find((x) => x.name === name);
+          if (r) r.rows += rows;
+          else t.datasets.push({ name, rows, partitions: 0 });
         }
-        if (out.rejectCount > 0) this.decoded.rejects.push(await copy(out.rejects, path.join(dir, '_rejects.parquet')));
-      } finally {
-        await conn.run([...out.tables.values(), out.rejects].map((t) => `DROP TABLE IF EXISTS ${ident(t)}`).join('; '));
+        for (const [name, days] of decoding.stats.partitions) {
+          const all = t.partitions.get(name) ?? new Set<string>();
+          for (const p of days) all.add(p);
+          t.partitions.set(name, all);
+        }
       }
-    } catch (e) {
-      this.failure ??= e as Error;
+    } finally {
+      await decoding.close();
     }
   }
 
-  /** The committed batches' decodings, when they are what decoding the lake's rows of the run would give. */
-  private decodedOfRun(report: RunReport): DecodedFiles | undefined {
-    if (this.failure || !this.datasets) return undefined;
-    // Every commit decodes its batches, so the typed rows decoded are those of the committed batches.
-    const landed = report.datasets.find((d) => d.dataset === 'event_logs')?.landed ?? 0;
-    if (this.decoded.typed !== landed) return undefined;
-    return this.decoded;
+  /** The report of the commits' decodings: every dataset asked for, in the order asked. */
+  private inCommits(): DecodeReport {
+    const t = this.totals;
+    const names = [...new Set(this.datasets!.map((d) => d.name))];
+    return {
+      logs: t.logs,
+      datasets: names.map((name) => ({ name, rows: t.datasets.find((x) => x.name === name)?.rows ?? 0, partitions: t.partitions.get(name)?.size ?? 0 })),
+      rejects: t.rejects,
+      files: t.files,
+    };
   }
 
   /** Decodes the run's event logs into the decoded datasets; a failure is the report's error (the export stays committed). */
@@ -148,14 +127,15 @@ export class RunDecoder {
     const ctx = this.ctx;
     const started = Date.now();
     try {
-      const decoded = this.decodedOfRun(report);
-      const datasets = decoded ? this.datasets! : await this.resolve(ctx.engine.conn);
-      const r = await decodeLake({ ...ctx, network: this.job.network, datasets, onlyRunId: ctx.runId, decoded });
+      const beside = !this.failure && this.datasets !== undefined;
+      const r = beside
+        ? this.inCommits()
+        : await decodeLake({ ...ctx, network: this.job.network, datasets: this.datasets ?? (await this.resolve(ctx.engine.conn)), onlyRunId: ctx.runId });
       ctx.log.log(
         'info',
         'decode.done',
-        `decoded ${r.logs} logs in ${Date.now() - started} ms: ${r.datasets.map((d) => `${d.name} ${d.rows}`).join(', ')}${r.rejects ? `; ${r.rejects} rejects` : ''}`,
-        { ...r, beside: decoded !== undefined },
+        `decoded ${r.logs} logs${beside ? ' in the commits' : ` in ${Date.now() - started} ms`}: ${r.datasets.map((d) => `${d.name} ${d.rows}`).join(', ')}${r.rejects ? `; ${r.rejects} rejects` : ''}`,
+        { ...r, beside },
       );
       return r;
     } catch (e) {
@@ -164,8 +144,6 @@ export class RunDecoder {
       report.errors.push({ window: 'decode', error });
       if (report.status === 'complete') report.status = 'partial';
       return undefined;
-    } finally {
-      await rm(path.join(ctx.stagingDir, 'decoded'), { recursive: true, force: true });
     }
   }
 }

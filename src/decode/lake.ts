@@ -5,7 +5,7 @@
 import path from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import type { Network } from '../datasets/dataset.js';
-import { Catalog, hasFiles, type RunRow } from '../load/catalog.js';
+import { Catalog, hasFiles, type DeclaredTable, type RunRow } from '../load/catalog.js';
 import { partitionParquetFiles, preparePartition, type PreparedFile } from '../load/commit.js';
 import { fsyncFile } from '../load/durable.js';
 import { eachBounded } from '../load/bounded.js';
@@ -22,7 +22,7 @@ import type { LakePaths } from '../load/paths.js';
 import { REJECTS_SHAPE, type TableShape } from '../load/schema.js';
 import { ident, LAKE_PARQUET, literal } from '../load/sql.js';
 import { allColumns, naturalKey, type DecodedDataset } from './datasets.js';
-import { decodeLogs, loadDecoded, type DecodedFiles } from './decode.js';
+import { decodeLogs } from './decode.js';
 
 export interface DecodeLakeInput {
   engine: Engine;
@@ -35,8 +35,6 @@ export interface DecodeLakeInput {
   stagingDir: string;
   /** Only the event_logs rows this run wrote (decoding inside an export run); all of them otherwise. */
   onlyRunId?: string;
-  /** The logs decoded already (an export run's, from its commits' typed rows): their rows are merged, no log is read. */
-  decoded?: DecodedFiles;
   /** The run's record, for a run of its own (`chainlake decode`); an export run records itself. */
   run?: (report: DecodeReport) => RunRow;
 }
@@ -59,6 +57,10 @@ export function decodedShape(d: DecodedDataset): TableShape {
 }
 
 const viewDoc = (d: DecodedDataset): string => `${d.doc} ${d.notes.join(' ')} Natural key: (${naturalKey(d).join(', ')}). Partitioned by network, block_date.`;
+
+/** The catalog's declarations of the decoded datasets (views for every one asked for, empty ones too). */
+export const declaredTables = (datasets: readonly DecodedDataset[]): DeclaredTable[] =>
+  datasets.map((d) => ({ shape: decodedShape(d), doc: viewDoc(d), partitionDoc: 'UTC date of the block (Hive partition).' }));
 
 /** Connections writing new partitions side by side: each day's COPY is small, and its fixed cost dominates. */
 const WRITERS = 2;
@@ -125,9 +127,9 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
   const report: DecodeReport = { logs: 0, datasets: datasets.map((d) => ({ name: d.name, rows: 0, partitions: 0 })), rejects: 0, files: 0 };
   const glob = path.join(paths.datasetDir('event_logs'), `network=${network}`, '*', '*.parquet');
   const prepared: PreparedFile[] = [];
-  if (datasets.length > 0 && (input.decoded || (await hasFiles(paths, 'event_logs')))) {
+  if (datasets.length > 0 && (await hasFiles(paths, 'event_logs'))) {
     const logs = `SELECT * FROM read_parquet(${literal(glob)}, hive_partitioning = false, union_by_name = true)${input.onlyRunId ? ` WHERE _run_id = ${literal(input.onlyRunId)}` : ''}`;
-    const out = input.decoded ? await loadDecoded(conn, datasets, input.decoded) : await decodeLogs({ conn, logs, datasets, runId, ingestedAt, workDir });
+    const out = await decodeLogs({ conn, logs, datasets, runId, ingestedAt, workDir });
     report.logs = out.logs;
     report.rejects = out.rejectCount;
     for (const d of datasets) {
@@ -163,9 +165,7 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
   }
   report.files = prepared.length;
   // Views for every decoded dataset asked for (empty ones too), declared before the commit refreshes views.
-  await Catalog.write(engine, paths, (c) =>
-    c.registerTables(datasets.map((d) => ({ shape: decodedShape(d), doc: viewDoc(d), partitionDoc: 'UTC date of the block (Hive partition).' }))),
-  );
+  await Catalog.write(engine, paths, (c) => c.registerTables(declaredTables(datasets)));
   const journal = journalFor(paths, `${runId}/${path.basename(workDir)}`, runId, prepared, { run: input.run?.(report), windows: [], watermarks: [] });
   await publishJournal(paths, journal);
   await applyJournal(engine, paths, journal);

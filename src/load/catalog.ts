@@ -11,6 +11,13 @@ import { ident, literal } from './sql.js';
 
 const ALIAS = 'chainlake_catalog';
 
+/** A table beyond the registry (a decoded-event dataset) that the catalog gives a view, with its documentation. */
+export interface DeclaredTable {
+  shape: TableShape;
+  doc: string;
+  partitionDoc: string;
+}
+
 /** What a run sent per UTC day for one account (see RequestQuota), as its run record carries it. */
 export interface RequestUsage {
   account: string;
@@ -275,7 +282,7 @@ export class Catalog {
   }
 
   /** Declares tables beyond the registry (decoded events): refreshViews then gives each a view. */
-  async registerTables(tables: readonly { shape: TableShape; doc: string; partitionDoc: string }[]): Promise<void> {
+  async registerTables(tables: readonly DeclaredTable[]): Promise<void> {
     for (const t of tables) await this.run(`INSERT OR REPLACE INTO lake_meta VALUES (${literal(`table:${t.shape.name}`)}, ${literal(JSON.stringify(t))})`);
   }
 
@@ -319,10 +326,10 @@ export class Catalog {
       statements.push(...comments);
       setMeta('comments', commentsSignature);
     }
-    const shapes: { shape: TableShape; doc: string; partitionDoc: string }[] = [
+    const shapes: DeclaredTable[] = [
       ...Object.values(DATASETS).map((def) => ({ shape: datasetShape(def), doc: viewDoc(def), partitionDoc: partitionDoc(def) })),
       // Tables other modules declare at run time (decoded events, src/decode): their shapes kept in lake_meta.
-      ...[...meta].filter(([k]) => k.startsWith('table:')).map(([, v]) => JSON.parse(v) as { shape: TableShape; doc: string; partitionDoc: string }),
+      ...[...meta].filter(([k]) => k.startsWith('table:')).map(([, v]) => JSON.parse(v) as DeclaredTable),
       {
         shape: REJECTS_SHAPE,
         doc: 'Rows that did not convert: dataset, window, field, raw value, reason and the whole API entry. Partitioned by network and the date of the run.',

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import type { DatasetDef, Network } from '../datasets/dataset.js';
-import type { RunRow, WatermarkRecord, WindowRecord } from './catalog.js';
-import { prepareDataset, prepareRejects, type CommittedFile, type PreparedFile } from './commit.js';
+import type { DeclaredTable, RunRow, WatermarkRecord, WindowRecord } from './catalog.js';
+import { prepareDataset, prepareRejects, type CommittedFile, type PreparedFile, type SliceDerivation } from './commit.js';
 import type { Engine } from './engine.js';
 import { applyJournal, publishJournal, type CommitJournal } from './journal.js';
 import type { BatchRows } from './batch-rows.js';
@@ -44,6 +44,20 @@ export interface RunCommitInput {
   watermarks: WatermarkRecord[];
   /** Builds the run's record once the files are known (the report counts them). */
   run: (files: readonly CommittedFile[]) => RunRecord;
+  /** Rows derived from one dataset's merge (decoded events), committed in the same journal. */
+  derivation?: CommitDerivation;
+}
+
+/** Rows a commit derives from one of its datasets' merged slices (see SliceDerivation), committed with it. */
+export interface CommitDerivation extends SliceDerivation {
+  /** The dataset whose slices it reads. */
+  dataset: string;
+  /**
+   * What it prepared, once every slice is written: its files (fsynced), its rejects (a relation with the
+   * `_rejects` columns) and the tables the catalog declares with the commit. Nothing when it failed: the
+   * commit then goes on without it.
+   */
+  prepared(): Promise<{ files: PreparedFile[]; rejects?: string; tables: DeclaredTable[] } | undefined>;
 }
 
 /** The journal of a set of prepared files: what moves where, what strays go, and what the catalog records. */
@@ -94,10 +108,12 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
         writers: input.writers,
         sliceRows: input.sliceRows,
         workDir: path.join(stagingDir, `commit-${i}`),
+        derive: input.derivation?.dataset === def.name ? input.derivation : undefined,
       });
     },
   );
   const prepared: PreparedFile[] = perDataset.flat();
+  const derived = await input.derivation?.prepared();
   const rejects = await prepareRejects({
     engine,
     paths,
@@ -107,15 +123,23 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
     stagedFiles: input.rejectFiles,
     workDir: path.join(stagingDir, 'commit-rejects'),
     date: ingestedAt.slice(0, 10),
+    more: derived?.rejects,
   });
   if (rejects) prepared.push(rejects);
 
+  // The run's record counts the datasets' files; derived ones are recorded in the catalog with them.
   const files = prepared.map((p) => p.file);
+  if (derived) prepared.push(...derived.files);
   const r = input.run(files);
   const run: RunRow = { runId, job: r.job, startedAt: r.startedAt, finishedAt: r.finishedAt, status: r.status, report: r.report };
   // A run commits in batches, each with its own work folder under the run's staging: that names the commit.
   const commitId = `${runId}/${path.basename(stagingDir)}`;
-  const journal = journalFor(paths, commitId, runId, prepared, { run, windows: input.windows, watermarks: input.watermarks });
+  const journal = journalFor(paths, commitId, runId, prepared, {
+    run,
+    windows: input.windows,
+    watermarks: input.watermarks,
+    ...(derived ? { tables: derived.tables } : {}),
+  });
   await publishJournal(paths, journal);
   await applyJournal(engine, paths, journal);
   return files;

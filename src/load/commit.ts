@@ -72,7 +72,27 @@ export interface PrepareInput {
   sliceRows?: number;
   /** A fresh folder under the run's staging folder for this commit's intermediate files. */
   workDir: string;
+  /** Rows derived from each merged slice, written beside the dataset's files (see SliceDerivation). */
+  derive?: SliceDerivation;
 }
+
+/** Name of the merged slice's column saying a row is the commit's own (typed from its staged files), not a row the partition held. */
+export const FRESH_COLUMN = '__fresh';
+
+/**
+ * Rows derived from a dataset's commit (decoded events from event_logs: decode/in-commit.ts), prepared from
+ * the merge's sorted slices instead of from rows read again: each slice table is sorted by partition then the
+ * dataset's order, and says which rows are the commit's own (FRESH_COLUMN). The tasks `slice` gives for a
+ * slice run on the partition writers while the next slice is merged (so that deriving does not hold up the
+ * merge), `first` before the slice's own files and `then` after them, and end before that table is reused.
+ * Whatever they prepare is the derivation's to report (the caller puts it in the journal).
+ */
+export interface SliceDerivation {
+  slice(table: string, partitions: readonly string[], index: number): { first: WriterTask[]; then: WriterTask[] };
+}
+
+/** Work for one of the partition writers' connections. */
+export type WriterTask = (writer: DuckDBConnection) => Promise<void>;
 
 /** The Parquet files of a partition folder as they are now (absolute paths, sorted). */
 export async function partitionParquetFiles(dir: string): Promise<string[]> {
@@ -218,6 +238,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
   const shape = datasetShape(def);
   const part = ident(STAGED_PARTITION);
   const freshTable = ident('__chainlake_fresh');
+  const freshColumn = ident(FRESH_COLUMN);
   const fresh = preloaded ?? freshTable;
   const temp = { repeated: ident('__chainlake_repeated_keys'), winners: ident('__chainlake_winners') };
   const merged = [ident(`__chainlake_merged_${def.name}_0`), ident(`__chainlake_merged_${def.name}_1`)];
@@ -247,17 +268,22 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
     writers = await Promise.all(Array.from({ length: Math.min(input.writers ?? COPY_CONNECTIONS, partitions.length) }, () => engine.connect()));
     const out: PreparedFile[] = [];
     /** Merges one slice into the table `table`: its partitions' row-id runs once it is sorted. */
-    const buildSlice = async (slice: string[], table: string): Promise<{ slice: string[]; table: string; runs: Map<string, PartitionRun> }> => {
+    const buildSlice = async (
+      slice: string[],
+      table: string,
+      index: number,
+    ): Promise<{ slice: string[]; table: string; runs: Map<string, PartitionRun>; index: number }> => {
       const inSlice = slice.length === partitions.length ? '' : ` WHERE ${part} BETWEEN ${literal(slice[0]!)} AND ${literal(slice[slice.length - 1]!)}`;
-      const sources = [`SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(shape)})`, `SELECT * FROM ${fresh}${inSlice}`];
+      const mark = (own: boolean): string => (input.derive ? `, ${own} AS ${freshColumn}` : '');
+      const sources = [`SELECT *, NULL::VARCHAR AS ${part}${mark(false)} FROM (${emptyTypedSelect(shape)})`, `SELECT *${mark(true)} FROM ${fresh}${inSlice}`];
       const old = slice.flatMap((p) => existing.get(p)!);
       if (old.length > 0) {
         sources.push(
-          `SELECT * EXCLUDE (filename), regexp_extract(filename, ${folder}, 1) AS ${part} FROM read_parquet(${literalList(old)}, hive_partitioning = false, union_by_name = true, filename = true)`,
+          `SELECT * EXCLUDE (filename), regexp_extract(filename, ${folder}, 1) AS ${part}${mark(false)} FROM read_parquet(${literalList(old)}, hive_partitioning = false, union_by_name = true, filename = true)`,
         );
       }
       const union = sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
-      const projected = `SELECT ${projection}, ${part} FROM (${union})`;
+      const projected = `SELECT ${projection}, ${part}${input.derive ? `, ${freshColumn}` : ''} FROM (${union})`;
       const reduced = await onePerKey(conn, projected, keyColumns, rank, temp);
       // A plain table (the engine's database is in memory and the run's own): the writers' connections read it.
       await conn.run(`CREATE OR REPLACE TABLE ${table} AS SELECT * FROM (${reduced}) ORDER BY ${order}`);
@@ -273,7 +299,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
         )
       ).getRowsJS() as [string, bigint, bigint, bigint, string | null, string | null, bigint][];
       const runs = new Map(rows.map(([p, lo, hi, n, minBlock, maxBlock, mine]) => [p, { lo, hi, rows: Number(n), runRows: Number(mine), minBlock, maxBlock }]));
-      return { slice, table, runs };
+      return { slice, table, runs, index };
     };
     const writePartition = async (c: DuckDBConnection, table: string, run: PartitionRun, partition: string): Promise<PreparedFile> => {
       const from = path.join(finalDir, `${shape.name}.${network}.${partition}.parquet`);
@@ -301,7 +327,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
     // behind the COPYs instead of leaving the writers idle (docs/performance.md, "Merge slices").
     const slices = slicePartitions(merging, input.sliceRows ?? MERGE_SLICE_ROWS);
     const startSlice = (i: number): ReturnType<typeof buildSlice> => {
-      const building = buildSlice(slices[i]!, merged[i % 2]!);
+      const building = buildSlice(slices[i]!, merged[i % 2]!, i);
       // It may fail while the previous slice's files are still being written, before anything awaits it:
       // an unhandled rejection would end the process instead of failing this commit (the await below throws).
       building.catch(() => undefined);
@@ -313,13 +339,15 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
         const current = await next!;
         next = i + 1 < slices.length ? startSlice(i + 1) : undefined;
         const written = new Array<PreparedFile>(current.slice.length);
-        await eachBounded(
-          current.slice.map((p, j) => [p, j] as const),
-          writers.length,
-          async ([p, j], w) => {
-            written[j] = await writePartition(writers[w]!, current.table, current.runs.get(p)!, p);
-          },
-        );
+        const derived = input.derive?.slice(current.table, current.slice, current.index);
+        const tasks: WriterTask[] = [
+          ...(derived?.first ?? []),
+          ...current.slice.map((p, j) => async (c: DuckDBConnection) => {
+            written[j] = await writePartition(c, current.table, current.runs.get(p)!, p);
+          }),
+          ...(derived?.then ?? []),
+        ];
+        await eachBounded(tasks, writers.length, (task, w) => task(writers[w]!));
         out.push(...written);
       }
     } finally {
@@ -349,12 +377,16 @@ export function rejectsSelect(stagedFiles: readonly string[], network: Network, 
     WHERE network = ${literal(network)}`;
 }
 
-/** Rejects join the day's log partition of `_rejects` (one file per network and run date, merged). */
-export async function prepareRejects(input: Omit<PrepareInput, 'def'> & { date: string }): Promise<PreparedFile | undefined> {
+/**
+ * Rejects join the day's log partition of `_rejects` (one file per network and run date, merged): the staged
+ * ones, and `more` (a relation with the REJECTS_SHAPE columns: rejects derived in the same commit).
+ */
+export async function prepareRejects(input: Omit<PrepareInput, 'def'> & { date: string; more?: string }): Promise<PreparedFile | undefined> {
   const { engine, paths, network, runId, ingestedAt, stagedFiles, workDir, date } = input;
-  if (stagedFiles.length === 0) return undefined;
+  const sources = [...(stagedFiles.length ? [rejectsSelect(stagedFiles, network, runId, ingestedAt)] : []), ...(input.more ? [input.more] : [])];
+  if (sources.length === 0) return undefined;
   await mkdirDurable(workDir);
-  const fresh = rejectsSelect(stagedFiles, network, runId, ingestedAt);
+  const fresh = sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
   const n = Number((await engine.conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (${fresh})`)).getRowsJS()[0]![0]);
   if (n === 0) return undefined;
   return preparePartition(engine, paths, REJECTS_SHAPE, network, date, fresh, workDir);

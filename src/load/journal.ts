@@ -1,6 +1,6 @@
 import { readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
-import { Catalog, type RunRow, type WatermarkRecord, type WindowRecord } from './catalog.js';
+import { Catalog, type DeclaredTable, type RunRow, type WatermarkRecord, type WindowRecord } from './catalog.js';
 import type { CommittedFile } from './commit.js';
 import { exists, fsyncDir, mkdirDurable, removeDurable, writeFileDurable } from './durable.js';
 import type { Engine } from './engine.js';
@@ -36,6 +36,8 @@ export interface CommitJournal {
     windows: WindowRecord[];
     files: CommittedFile[];
     watermarks: WatermarkRecord[];
+    /** Tables beyond the registry declared with the commit (decoded datasets written in it). */
+    tables?: DeclaredTable[];
   };
 }
 
@@ -100,6 +102,8 @@ export async function applyJournal(
           if (c.run) await catalog.recordRun(c.run.runId, c.run.job, c.run.startedAt, c.run.finishedAt, c.run.status, c.run.report);
           await catalog.recordCommit(journal.commitId, journal.runId, c.files, opts.recoveredBy);
         }
+        // Idempotent, and before the views are refreshed: a journal finished by recovery declares them too.
+        if (journal.catalog.tables) await catalog.registerTables(journal.catalog.tables);
         await catalog.refreshViews();
       });
     },

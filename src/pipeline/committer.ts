@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { WatermarkRecord, WindowRecord } from '../load/catalog.js';
 import type { CommittedFile } from '../load/commit.js';
 import { BatchRows, Loaders } from '../load/batch-rows.js';
-import { commitRun, type RunRecord } from '../load/commit-run.js';
+import { commitRun, type CommitDerivation, type RunRecord } from '../load/commit-run.js';
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
 import { watermarkKey } from '../load/state.js';
@@ -37,8 +37,14 @@ export interface CommitterContext {
   now: () => number;
   /** See RunOptions.mergeSliceRows. */
   mergeSliceRows?: number;
-  /** Decodes each committed batch's event logs from its typed files, before they go (decode/in-run.ts). */
-  decoder?: { committed(logs: readonly string[], final: boolean): Promise<void> };
+  /** Decodes each commit's event logs in the commit itself (decode/in-run.ts). */
+  decoder?: CommitDecoder;
+}
+
+/** Gives each commit the decoding of its event logs, and hears how the commit went. */
+export interface CommitDecoder<D extends CommitDerivation = CommitDerivation> {
+  forCommit(workDir: string): D | undefined;
+  committed(decoding: D, applied: boolean): Promise<void>;
 }
 
 /**
@@ -231,12 +237,15 @@ export class BatchCommitter {
     // where nothing else was left to run.
     const background = finalRecord === undefined && this.fetching;
     await engine.conn.run(`SET threads = ${background ? 1 : engine.threads}`);
+    const workDir = path.join(stagingDir, `batch-${n}`);
+    const decoding = this.ctx.decoder?.forCommit(path.join(workDir, 'decoded'));
+    let applied = false;
     const files = await commitRun({
       engine,
       paths,
       runId,
       ingestedAt,
-      stagingDir: path.join(stagingDir, `batch-${n}`),
+      stagingDir: workDir,
       network,
       datasets: defs.map((def) => {
         const mine = done.filter((o) => o.window.def === def).map(stagedOf);
@@ -254,10 +263,14 @@ export class BatchCommitter {
         this.files.push(...newFiles);
         return finalRecord ? finalRecord(this.files) : this.interimRecord();
       },
-    });
+      derivation: decoding,
+    })
+      .then((f) => {
+        applied = true;
+        return f;
+      })
+      .finally(() => (decoding ? this.ctx.decoder!.committed(decoding, applied) : undefined));
     this.committed.push(...done);
-    const logs = defs.find((d) => d.name === 'event_logs');
-    if (this.ctx.decoder) await this.ctx.decoder.committed(logs ? (await Promise.all(preloaded.map((b) => b.typedFiles(logs)))).flat() : [], !!finalRecord);
     for (const i of ns) {
       await this.preloads.get(i)?.drop();
       this.preloads.delete(i);

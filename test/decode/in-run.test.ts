@@ -1,5 +1,5 @@
-// Decoding in the export run (from each commit's typed rows) gives the lake that `chainlake decode` gives
-// over the same export, and decoding it again changes nothing.
+// Decoding in the export run (each commit decodes its own event logs from its merge) gives the lake that
+// `chainlake decode` gives over the same export, and decoding it again changes nothing.
 import path from 'node:path';
 import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +13,9 @@ import { runJob } from '../../src/pipeline/run.js';
 import { A_ERC20_0, A_ERC721_0 } from '../../src/simulator/chain.js';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { A_MULTI, A_ODD_ERC20, A_SHOWCASE, PING_CHANNEL, showcaseEvents, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
+import { readdir } from 'node:fs/promises';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
+import { withDuck } from '../load/helpers.js';
 
 const SEED = 3;
 const TO = 14_000;
@@ -109,8 +111,25 @@ async function decodedRows(lake: string): Promise<Record<string, string>> {
   return out;
 }
 
+/** Rows of the decoded datasets' files that come before the row above them in (timestamp, transaction_index, log_index) order. */
+async function unsortedRows(lake: string): Promise<number> {
+  const files = (await readdir(lake, { recursive: true }))
+    .filter((f) => /^(\w+_events|showcase_\w+)\/.*\.parquet$/.test(f))
+    .map((f) => `'${path.join(lake, f)}'`);
+  expect(files.length).toBeGreaterThan(8);
+  return withDuck(async (q) => {
+    const [r] = await q(
+      `SELECT count(*)::INTEGER AS n FROM (
+         SELECT "timestamp" AS t, transaction_index AS x, log_index AS l, lag("timestamp") OVER w AS pt, lag(transaction_index) OVER w AS px, lag(log_index) OVER w AS pl
+         FROM read_parquet([${files.join(', ')}], filename = true, file_row_number = true, union_by_name = true) WINDOW w AS (PARTITION BY filename ORDER BY file_row_number))
+       WHERE pt IS NOT NULL AND (t, x, l) < (pt, px, pl)`,
+    );
+    return Number(r!.n);
+  });
+}
+
 describe('decoding in the export run', () => {
-  it('a log fetched twice in the run (the lake keeps one): the run decodes its rows read back from the lake', async () => {
+  it('a log fetched twice in the run (the lake keeps one): decoded once, in the commit, from the merged rows', async () => {
     const { dir, cleanup } = await tempDir();
     cleanups.push(cleanup);
     const job = parseJob(
@@ -136,7 +155,7 @@ describe('decoding in the export run', () => {
     const r = await runJob(job, { simulator: sim, logger: { log: (_l, event, _m, fields) => events.push({ event, fields }) } });
     expect(r.errors).toEqual([]);
     expect(r.totals.rows).toBeGreaterThan(r.totals.landed);
-    expect(events.find((e) => e.event === 'decode.done')?.fields?.beside).toBe(false);
+    expect(events.find((e) => e.event === 'decode.done')?.fields?.beside).toBe(true);
     const n = await queryCatalog(dir, `SELECT count(*)::INTEGER AS n, count(DISTINCT (transaction_hash, log_index))::INTEGER AS k FROM erc20_transfer_events`);
     expect(n[0]!.n).toBeGreaterThan(0);
     expect(n[0]!.n).toBe(n[0]!.k);
@@ -145,10 +164,42 @@ describe('decoding in the export run', () => {
     expect(await decodedRows(dir)).toEqual(before);
   }, 180_000);
 
+  it('ABIs from the run’s own contracts dataset: decoded after the last commit, as chainlake decode decodes them', async () => {
+    const { dir, cleanup } = await tempDir();
+    cleanups.push(cleanup);
+    const job = (lake: string, decode: boolean) =>
+      parseJob(
+        {
+          name: 'decode-abi-from-run',
+          target: 'simulator',
+          lake,
+          range: { fromBlock: 0, toBlock: TO },
+          commit: { everyRows: 150 },
+          datasets: {
+            event_logs: { contracts: SHOWCASE.map((e) => ({ address: A(A_SHOWCASE), topics: [e.anonymous ? PING_CHANNEL : toEventSelector(e)] })) },
+            contracts: { contracts: [A(A_SHOWCASE)] },
+          },
+          ...(decode ? { decode: { contracts: [{ address: A(A_SHOWCASE), name: 'showcase' }] } } : {}),
+        },
+        'decode-abi-from-run',
+      );
+    const events: { event: string; fields?: Record<string, unknown> }[] = [];
+    const inRun = path.join(dir, 'in-run');
+    const r = await runJob(job(inRun, true), { simulator: sim, logger: { log: (_l, event, _m, fields) => events.push({ event, fields }) } });
+    expect(r.errors).toEqual([]);
+    expect(events.find((e) => e.event === 'decode.done')?.fields?.beside).toBe(false);
+    const afterwards = path.join(dir, 'afterwards');
+    expect((await runJob(job(afterwards, false), { simulator: sim })).errors).toEqual([]);
+    await decodeAll(afterwards, 'decode-abi-afterwards', { standard: [], contracts: [{ address: A(A_SHOWCASE), name: 'showcase' }] });
+    const a = await decodedRows(inRun);
+    expect(Object.keys(a).length).toBeGreaterThan(3);
+    expect(a).toEqual(await decodedRows(afterwards));
+  }, 180_000);
+
   it('gives the rows chainlake decode gives over the same export, and decoding again changes none', async () => {
     const inRun = await exportLake(true);
     expect(inRun.events.filter((e) => e.event === 'commit').length).toBeGreaterThan(2);
-    // Decoded from the commits' typed rows, not read back from the lake.
+    // Decoded in the commits, not read back from the lake after them.
     expect(inRun.events.find((e) => e.event === 'decode.done')?.fields?.beside).toBe(true);
     const afterwards = await exportLake(false);
     await decodeAll(afterwards.lake, 'decode-afterwards');
@@ -157,6 +208,8 @@ describe('decoding in the export run', () => {
     expect(Object.keys(a).length).toBeGreaterThan(8);
     for (const k of Object.keys(a)) expect(a[k], k).not.toBe('[]');
     expect(a).toEqual(b);
+    // Each day written from the merge's order (or sorted when decoded in several statements) is in order.
+    expect(await unsortedRows(inRun.lake)).toBe(0);
     // Re-decoding the in-run lake: the same rows (one per key), now the re-decoding's.
     await decodeAll(inRun.lake, 'decode-again');
     expect(await decodedRows(inRun.lake)).toEqual(a);

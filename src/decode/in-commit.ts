@@ -1,0 +1,220 @@
+// Decoding an export's event logs inside the commit that lands them: each merged slice of event_logs (sorted
+// by day, then by timestamp, transaction_index and log_index, which is the decoded datasets' order too) has
+// its rows of this commit decoded by one of the commit's partition writers while the next slice is merged,
+// and the decoded days are written by the writers beside the slice's own files, into the commit's journal.
+// Decoding therefore reads no row again, sorts nothing when one SQL statement decoded a dataset, writes each
+// day by a row-id range instead of a filtered scan of every decoded row, and needs no commit of its own.
+
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { Network } from '../datasets/dataset.js';
+import type { CommitDerivation } from '../load/commit-run.js';
+import { FRESH_COLUMN, partitionParquetFiles, type PreparedFile, type WriterTask } from '../load/commit.js';
+import { fsyncFile, mkdirDurable } from '../load/durable.js';
+import type { Engine } from '../load/engine.js';
+import { writeMergedPartition } from '../load/merge.js';
+import { PARTITION_FILE, type LakePaths } from '../load/paths.js';
+import { ident, LAKE_PARQUET, literal } from '../load/sql.js';
+import type { DecodedDataset } from './datasets.js';
+import { decodeLogs, distinctDatasets } from './decode.js';
+import { declaredTables, decodedShape } from './lake.js';
+
+export interface CommitDecodingInput {
+  engine: Engine;
+  paths: LakePaths;
+  network: Network;
+  datasets: readonly DecodedDataset[];
+  runId: string;
+  ingestedAt: string;
+  /** A fresh folder under the commit's work folder. */
+  workDir: string;
+}
+
+/** What a commit's decoding gave, for the run's report. */
+export interface CommitDecodingStats {
+  logs: number;
+  rejects: number;
+  files: number;
+  rows: Map<string, number>;
+  partitions: Map<string, Set<string>>;
+}
+
+/** One commit's decoding of its event logs (see the top of this file). */
+export class CommitDecoding implements CommitDerivation {
+  readonly dataset = 'event_logs';
+  /** The first error: the commit then goes on without decoded rows, and the run decodes them after its last commit. */
+  failure: Error | undefined;
+  readonly stats: CommitDecodingStats = { logs: 0, rejects: 0, files: 0, rows: new Map(), partitions: new Map() };
+  private readonly files: PreparedFile[] = [];
+  private readonly rejectsTable = ident('__decoded_rejects');
+  private rejectsKept = false;
+  /** `dataset/partition` of every day written: a day must come from one slice only. */
+  private readonly days = new Set<string>();
+  private workDirMade = false;
+
+  constructor(private readonly input: CommitDecodingInput) {}
+
+  slice(table: string, partitions: readonly string[], index: number): { first: WriterTask[]; then: WriterTask[] } {
+    if (this.failure) return { first: [], then: [] };
+    // One task decodes the slice; one per dataset and day of the slice writes that day once it is decoded (a
+    // day of a log's timestamp is its event_logs day), so other writers write the days side by side.
+    let decoded!: (days: Map<string, DayRange> | undefined) => void;
+    const days = new Promise<Map<string, DayRange> | undefined>((resolve) => (decoded = resolve));
+    const decode: WriterTask = async (writer) => {
+      try {
+        decoded(await this.decodeSlice(writer, table, partitions, index));
+      } catch (e) {
+        this.failure ??= e as Error;
+        decoded(undefined);
+      }
+    };
+    const writes = distinctDatasets(this.input.datasets).flatMap((d) =>
+      partitions.map((p): WriterTask => async (writer) => {
+        const day = (await days)?.get(`${d.name}/${p}`);
+        if (!day || this.failure) return;
+        try {
+          this.files.push(await this.writeDay(writer, d, day));
+        } catch (e) {
+          this.failure ??= e as Error;
+        }
+      }),
+    );
+    return { first: [decode], then: writes };
+  }
+
+  /** Decodes the slice's own rows; each decoded dataset's days by `dataset/day`, with the table holding them. */
+  private async decodeSlice(conn: DuckDBConnection, table: string, partitions: readonly string[], index: number): Promise<Map<string, DayRange>> {
+    const { datasets, runId, ingestedAt } = this.input;
+    if (!this.workDirMade) await mkdirDurable(this.input.workDir);
+    this.workDirMade = true;
+    // Slices are decoded one after the other (each before the next slice's tasks start), but a slice's days are
+    // written after it is decoded: its tables live until the next slice's decoding replaces them.
+    const prefix = tablePrefix(index);
+    const out = await decodeLogs({
+      conn,
+      // Only the commit's own rows: the rest of the days were decoded when they were committed.
+      logs: `SELECT * FROM ${table} WHERE ${ident(FRESH_COLUMN)}`,
+      datasets,
+      runId,
+      ingestedAt,
+      workDir: path.join(this.input.workDir, `slice-${index}`),
+      prefix,
+    });
+    this.stats.logs += out.logs;
+    this.stats.rejects += out.rejectCount;
+    if (out.rejectCount > 0) {
+      // Plain, not temporary: the commit's rejects partition is prepared on another connection.
+      if (!this.rejectsKept) await conn.run(`CREATE OR REPLACE TABLE ${this.rejectsTable} AS SELECT * FROM ${out.rejects} LIMIT 0`);
+      this.rejectsKept = true;
+      await conn.run(`INSERT INTO ${this.rejectsTable} SELECT * FROM ${out.rejects}`);
+    }
+    const inSlice = new Set(partitions);
+    const byDay = new Map<string, DayRange>();
+    for (const d of distinctDatasets(datasets)) {
+      if (!out.rows.get(d.name)) continue;
+      const shape = decodedShape(d);
+      let rows = out.tables.get(d.name)!;
+      let days = await dayRanges(conn, rows);
+      if (!out.ordered.has(d.name) || days.some((r) => r.hi - r.lo + 1n !== BigInt(r.rows))) {
+        // Decoded by several statements (or in JavaScript): sorted here, a slice at a time.
+        const sorted = `${rows}_sorted`;
+        await conn.run(`CREATE OR REPLACE TABLE ${sorted} AS SELECT * FROM ${rows} ORDER BY __partition, ${shape.order.map(ident).join(', ')}`);
+        rows = sorted;
+        days = await dayRanges(conn, rows);
+      }
+      this.stats.rows.set(d.name, (this.stats.rows.get(d.name) ?? 0) + out.rows.get(d.name)!);
+      const seen = this.stats.partitions.get(d.name) ?? new Set<string>();
+      this.stats.partitions.set(d.name, seen);
+      for (const day of days) {
+        const key = `${d.name}/${day.partition}`;
+        // Written by this slice's tasks only: a day outside the slice, or met twice, would go unwritten or be written twice.
+        if (!inSlice.has(day.partition) || this.days.has(key)) throw new Error(`decoded day ${key} outside the slice of its logs`);
+        this.days.add(key);
+        seen.add(day.partition);
+        byDay.set(key, { ...day, table: rows });
+      }
+    }
+    return byDay;
+  }
+
+  /** One decoded day: written from its row range, or merged with the day's files when the dataset has the day already. */
+  private async writeDay(writer: DuckDBConnection, d: DecodedDataset, day: DayRange): Promise<PreparedFile> {
+    const { paths, network } = this.input;
+    const shape = decodedShape(d);
+    const dir = paths.partitionDir(shape.name, shape.partition, network, day.partition);
+    const to = path.join(dir, PARTITION_FILE);
+    const existing = await partitionParquetFiles(dir);
+    const from = path.join(this.input.workDir, `${shape.name}.${network}.${day.partition}.parquet`);
+    const range = `FROM ${day.table} WHERE rowid BETWEEN ${day.lo} AND ${day.hi}`;
+    let rows = day.rows;
+    if (existing.length === 0) {
+      // A row-range scan of a table in order keeps that order: the file comes out sorted.
+      const columns = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
+      await writer.run(`COPY (SELECT ${columns} ${range}) TO ${literal(from)} (${LAKE_PARQUET})`);
+    } else {
+      rows = (await writeMergedPartition(writer, shape, { existing, fresh: `SELECT * EXCLUDE (__partition) ${range}`, target: from })).rows;
+    }
+    return {
+      from,
+      to,
+      strays: existing.filter((f) => f !== to),
+      file: {
+        dataset: shape.name,
+        network,
+        partition: day.partition,
+        path: paths.relative(to),
+        rows,
+        bytes: (await stat(from)).size,
+        minBlock: null,
+        maxBlock: null,
+      },
+    };
+  }
+
+  async prepared(): Promise<{ files: PreparedFile[]; rejects?: string; tables: ReturnType<typeof declaredTables> } | undefined> {
+    if (this.failure) return undefined;
+    // Side by side once all are written, as the commit's own files.
+    await Promise.all(this.files.map((f) => fsyncFile(f.from)));
+    this.stats.files = this.files.length;
+    const { runId, ingestedAt } = this.input;
+    return {
+      files: this.files,
+      rejects: this.rejectsKept
+        ? `SELECT *, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at FROM ${this.rejectsTable}`
+        : undefined,
+      tables: declaredTables(this.input.datasets),
+    };
+  }
+
+  /** Drops the tables it created (after the commit, whatever its outcome). */
+  async close(): Promise<void> {
+    // By name, so that the tables of a decoding that failed half-way go too (decodeLogs names them `<prefix><i>`).
+    const n = distinctDatasets(this.input.datasets).length;
+    const tables = [0, 1].flatMap((k) => Array.from({ length: n }, (_, i) => `${tablePrefix(k)}${i}`)).flatMap((t) => [t, `${t}_sorted`]);
+    await this.input.engine.conn.run([...tables, this.rejectsTable].map((t) => `DROP TABLE IF EXISTS ${t}`).join('; '));
+  }
+}
+
+/** Names of the decoded tables of slice `index` (see decodeSlice). */
+const tablePrefix = (index: number): string => `__decoded_${index % 2}_`;
+
+interface DayRange {
+  /** The decoded table holding the day's rows. */
+  table: string;
+  partition: string;
+  lo: bigint;
+  hi: bigint;
+  rows: number;
+}
+
+/** Each day's row-id range in a decoded table, and its rows (a day in order is one range of as many rows). */
+async function dayRanges(conn: DuckDBConnection, table: string): Promise<DayRange[]> {
+  const rows = (await conn.runAndReadAll(`SELECT __partition, min(rowid), max(rowid), count(*)::BIGINT FROM ${table} GROUP BY 1`)).getRowsJS() as [
+    string,
+    bigint,
+    bigint,
+    bigint,
+  ][];
+  return rows.map(([partition, lo, hi, n]) => ({ table, partition, lo, hi, rows: Number(n) }));
+}

@@ -1,0 +1,89 @@
+// An export that decodes in the run, killed at each step of the commit protocol: the decoded rows commit in
+// the journal of the logs they come from, so the next run leaves the lake of an uninterrupted run, decoded
+// datasets and their rejects included (never logs without their decoded rows).
+import { readdir } from 'node:fs/promises';
+import path from 'node:path';
+import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { STANDARD } from '../../src/decode/datasets.js';
+import { decodedShape } from '../../src/decode/lake.js';
+import { COMMIT_STEPS } from '../../src/load/test-hooks.js';
+import { A_ERC20_0 } from '../../src/simulator/chain.js';
+import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { A_ODD_ERC20, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
+import { queryCatalog, tempDir } from '../helpers/lake.js';
+import { assertClean, lakeContent, runWriter, withDuck, writeJob } from '../load/helpers.js';
+
+const SEED = 3;
+const chain = chainFor(SEED, 'small', 'mainnet');
+const TRANSFER = toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent);
+
+let sim: RunningSimulator;
+let dir: string;
+let cleanup: () => Promise<void>;
+let reference: Record<string, string>;
+
+/** Transfer logs of two tokens (one with malformed logs: decoding rejects), committed in several batches, decoded in the run. */
+const job = (lake: string): Promise<string> =>
+  writeJob(path.join(dir, `${path.basename(lake)}.json`), sim, lake, [], {
+    range: { fromBlock: 0, toBlock: 9000 },
+    commit: { everyRows: 400 },
+    datasets: { event_logs: { contracts: [A_ERC20_0, A_ODD_ERC20].map((i) => ({ address: chain.addrLower(i), topics: [TRANSFER] })) } },
+    decode: { standard: ['erc20'] },
+  });
+
+/** The decoded Transfer rows (straight from the files, without the run columns) and the decoding's rejects. */
+async function decodedContent(lake: string): Promise<Record<string, string>> {
+  const shape = decodedShape(STANDARD.erc20_transfer_events!);
+  const root = path.join(lake, shape.name);
+  const files = (await readdir(root, { recursive: true }).catch(() => [] as string[])).filter((f) => f.endsWith('.parquet')).map((f) => path.join(root, f));
+  const json = (rows: unknown): string => JSON.stringify(rows, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+  return withDuck(async (q) => ({
+    [shape.name]: files.length
+      ? json(await q(`SELECT * EXCLUDE (_run_id, _ingested_at) FROM read_parquet(${json(files).replace(/"/g, "'")}) ORDER BY transaction_hash, log_index`))
+      : '[]',
+    rejects: json(
+      await q(
+        `SELECT DISTINCT reason, entry::VARCHAR AS entry FROM read_parquet('${path.join(lake, '_rejects')}/*/*/*.parquet') WHERE "window" LIKE 'decode/%' ORDER BY ALL`,
+      ).catch(() => []),
+    ),
+  }));
+}
+
+const catalogFiles = (lake: string) =>
+  queryCatalog(lake, 'SELECT path, rows::BIGINT AS rows, bytes::BIGINT AS bytes FROM files ORDER BY path').then((r) =>
+    r.map((f) => ({ path: String(f.path), rows: Number(f.rows), bytes: Number(f.bytes) })),
+  );
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: SEED });
+  ({ dir, cleanup } = await tempDir('chainlake-decode-crash-'));
+  const ref = path.join(dir, 'reference');
+  expect((await runWriter(['run', await job(ref), '-q'], { apiKey: sim.apiKey })).code).toBe(0);
+  reference = { ...(await decodedContent(ref)), logs: JSON.stringify(await lakeContent(ref)) };
+  expect(reference.erc20_transfer_events!.length).toBeGreaterThan(1000);
+  expect(reference.rejects).not.toBe('[]');
+  expect(await assertClean(ref, await catalogFiles(ref))).toEqual([]);
+}, 120_000);
+
+afterAll(async () => {
+  await sim?.close();
+  await cleanup?.();
+});
+
+describe('an export decoding in the run, killed at each step of the commit protocol', () => {
+  for (const step of COMMIT_STEPS) {
+    it(`killed at '${step}': the next run yields the uninterrupted lake, decoded rows included`, async () => {
+      const lake = path.join(dir, `crash-${step}`);
+      const file = await job(lake);
+      const killed = await runWriter(['run', file, '-q'], { apiKey: sim.apiKey, crash: step });
+      expect(killed.signal).toBe('SIGKILL');
+      const next = await runWriter(['run', file, '-q'], { apiKey: sim.apiKey });
+      expect(next.code, next.stderr).toBe(0);
+      expect({ ...(await decodedContent(lake)), logs: JSON.stringify(await lakeContent(lake)) }).toEqual(reference);
+      expect(await assertClean(lake, await catalogFiles(lake))).toEqual([]);
+      const [n] = await queryCatalog(lake, 'SELECT count(*)::BIGINT AS n FROM erc20_transfer_events');
+      expect(Number(n!.n)).toBe(JSON.parse(reference.erc20_transfer_events!).length);
+    }, 60_000);
+  }
+});
