@@ -86,6 +86,14 @@ export class VirtualClock implements Clock {
     await settle();
   }
 
+  /**
+   * Moves time forward by `ms` without waking anyone, as a process busy elsewhere does: sleepers due meanwhile
+   * wake late, at the next step or advance.
+   */
+  stall(ms: number): void {
+    this.t += ms;
+  }
+
   /** Wakes the earliest sleeper (moving time to it); false when nobody sleeps. */
   async step(): Promise<boolean> {
     await settle();

@@ -74,6 +74,12 @@ export class RateLimiter {
   private readonly minRate: number;
   private rate: number;
   private tat = 0;
+  /**
+   * The same pace over the grants as they were really made. A caller sleeping on its reservation can wake late
+   * (the process was busy): every late sleeper would then go at once, and the requests really sent in one
+   * second could exceed rps + burst. Each grant must also keep this pace, measured at the time it is made.
+   */
+  private grantedTat = 0;
   /** Bumped whenever the pace changes, so that callers sleeping on an old reservation re-reserve. */
   private epoch = 0;
   private pausedUntil = -Infinity;
@@ -122,12 +128,21 @@ export class RateLimiter {
       const tat = Math.max(this.tat, now) + interval;
       const allowedAt = tat - this.burst * interval;
       this.tat = tat;
-      if (allowedAt <= now) return this.grant(now);
       const epoch = this.epoch;
       // Timers may fire a hair early against the clock: never grant before the slot.
       for (let t = now; t < allowedAt && epoch === this.epoch; t = this.clock.now()) await this.clock.sleep(allowedAt - t);
-      if (epoch === this.epoch && this.clock.now() >= this.pausedUntil) return this.grant(this.clock.now());
-      // The pace changed while we slept: our reservation is void, take a new one.
+      if (epoch !== this.epoch || this.clock.now() < this.pausedUntil) continue; // the pace changed: a new reservation
+      // On the slot, or late: then only at the pace of the grants really made (see grantedTat).
+      for (;;) {
+        const at = this.clock.now();
+        const due = this.grantedTat - (this.burst - 1) * interval;
+        if (due <= at) {
+          this.grantedTat = Math.max(this.grantedTat, at) + interval;
+          return this.grant(at);
+        }
+        await this.clock.sleep(due - at);
+        if (epoch !== this.epoch) break;
+      }
     }
   }
 
@@ -187,5 +202,6 @@ export class RateLimiter {
     if (this.rate === Infinity) return;
     const interval = 1000 / this.rate;
     this.tat = Math.max(now, this.pausedUntil) + (this.burst - 1) * interval;
+    this.grantedTat = this.tat;
   }
 }

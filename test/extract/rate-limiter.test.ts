@@ -54,6 +54,24 @@ describe('rate limiter (virtual time)', () => {
     expect(Math.max(...grants)).toBeCloseTo((195 * 1000) / 20, 5);
   });
 
+  it('keeps rps + burst - 1 in any second of the grants really made when its callers wake late (a busy process)', async () => {
+    const clock = new VirtualClock(0);
+    const limiter = new RateLimiter({ rps: 20, burst: 5, clock });
+    let stalled = false;
+    const grants = await drive(limiter, clock, 8, 25, (t) => {
+      // Two seconds in, the process is busy for one second: every caller's slot passes meanwhile.
+      if (!stalled && t >= 2000) {
+        stalled = true;
+        clock.stall(1000);
+      }
+    });
+    expect(stalled).toBe(true);
+    expect(maxInWindow(grants)).toBeLessThanOrEqual(20 + 5 - 1);
+    // The pace resumes at once, with the burst the idle second earned, and nothing is lost.
+    expect(grants).toHaveLength(200);
+    expect(Math.max(...grants)).toBeLessThan(1000 + 1000 + (195 * 1000) / 20);
+  });
+
   it('is unbounded without an rps until throttled', async () => {
     const clock = new VirtualClock(0);
     const limiter = new RateLimiter({ clock });
