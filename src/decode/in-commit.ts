@@ -6,27 +6,17 @@
 // day by a row-id range instead of a filtered scan of every decoded row, and needs no commit of its own.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { Network } from '../datasets/dataset.js';
 import type { CommitDerivation } from '../load/commit-run.js';
-import { FRESH_COLUMN, partitionParquetFiles, type PreparedFile, type WriterTask } from '../load/commit.js';
+import { FRESH_COLUMN, partitionParquetFiles, preparedFile, type PreparedFile, type WriterTask } from '../load/commit.js';
 import { fsyncFile, mkdirDurable } from '../load/durable.js';
-import type { Engine } from '../load/engine.js';
 import { writeMergedPartition } from '../load/merge.js';
-import { PARTITION_FILE, type LakePaths } from '../load/paths.js';
 import { ident, LAKE_PARQUET, literal } from '../load/sql.js';
 import type { DecodedDataset } from './datasets.js';
 import { decodeLogs, distinctDatasets } from './decode.js';
-import { declaredTables, decodedShape } from './lake.js';
+import { declaredTables, decodedShape, type DecodeLakeInput } from './lake.js';
 
-export interface CommitDecodingInput {
-  engine: Engine;
-  paths: LakePaths;
-  network: Network;
-  datasets: readonly DecodedDataset[];
-  runId: string;
-  ingestedAt: string;
+export interface CommitDecodingInput extends Pick<DecodeLakeInput, 'engine' | 'paths' | 'network' | 'datasets' | 'runId' | 'ingestedAt'> {
   /** A fresh folder under the commit's work folder. */
   workDir: string;
 }
@@ -143,7 +133,6 @@ export class CommitDecoding implements CommitDerivation {
     const { paths, network } = this.input;
     const shape = decodedShape(d);
     const dir = paths.partitionDir(shape.name, shape.partition, network, day.partition);
-    const to = path.join(dir, PARTITION_FILE);
     const existing = await partitionParquetFiles(dir);
     const from = path.join(this.input.workDir, `${shape.name}.${network}.${day.partition}.parquet`);
     const range = `FROM ${day.table} WHERE rowid BETWEEN ${day.lo} AND ${day.hi}`;
@@ -155,21 +144,7 @@ export class CommitDecoding implements CommitDerivation {
     } else {
       rows = (await writeMergedPartition(writer, shape, { existing, fresh: `SELECT * EXCLUDE (__partition) ${range}`, target: from })).rows;
     }
-    return {
-      from,
-      to,
-      strays: existing.filter((f) => f !== to),
-      file: {
-        dataset: shape.name,
-        network,
-        partition: day.partition,
-        path: paths.relative(to),
-        rows,
-        bytes: (await stat(from)).size,
-        minBlock: null,
-        maxBlock: null,
-      },
-    };
+    return preparedFile(paths, { shape, network, partition: day.partition, dir }, from, existing, { rows, minBlock: null, maxBlock: null });
   }
 
   async prepared(): Promise<{ files: PreparedFile[]; rejects?: string; tables: ReturnType<typeof declaredTables> } | undefined> {

@@ -53,6 +53,33 @@ export interface PreparedFile {
   file: CommittedFile;
 }
 
+/**
+ * `from`, a file written under the commit's work folder, prepared to replace the partition's file in `dir`:
+ * the partition's other files (`existing`) become strays, and the catalog records what `stats` says of it.
+ */
+export async function preparedFile(
+  paths: LakePaths,
+  target: { shape: TableShape; network: Network; partition: string; dir: string },
+  from: string,
+  existing: readonly string[],
+  stats: Pick<CommittedFile, 'rows' | 'runRows' | 'minBlock' | 'maxBlock'>,
+): Promise<PreparedFile> {
+  const to = path.join(target.dir, PARTITION_FILE);
+  return {
+    from,
+    to,
+    strays: existing.filter((f) => f !== to),
+    file: {
+      dataset: target.shape.name,
+      network: target.network,
+      partition: target.partition,
+      path: paths.relative(to),
+      ...stats,
+      bytes: (await stat(from)).size,
+    },
+  };
+}
+
 export interface PrepareInput {
   engine: Engine;
   paths: LakePaths;
@@ -117,27 +144,12 @@ export async function preparePartition(
   workDir: string,
 ): Promise<PreparedFile> {
   const dir = paths.partitionDir(shape.name, shape.partition, network, partition);
-  const to = path.join(dir, PARTITION_FILE);
   const existing = await partitionParquetFiles(dir);
   const from = path.join(workDir, `${shape.name}.${network}.${partition}.parquet`);
-  const stats = await writeMergedPartition(engine.conn, shape, { existing, fresh, target: from });
+  const { rows, minBlock, maxBlock } = await writeMergedPartition(engine.conn, shape, { existing, fresh, target: from });
   await fsyncFile(from);
   await testHook('final');
-  return {
-    from,
-    to,
-    strays: existing.filter((f) => f !== to),
-    file: {
-      dataset: shape.name,
-      network,
-      partition,
-      path: paths.relative(to),
-      rows: stats.rows,
-      bytes: (await stat(from)).size,
-      minBlock: stats.minBlock,
-      maxBlock: stats.maxBlock,
-    },
-  };
+  return preparedFile(paths, { shape, network, partition, dir }, from, existing, { rows, minBlock, maxBlock });
 }
 
 /** A partition's rows in a sorted merge table: its row-id range, and what the catalog records of its file. */
@@ -305,23 +317,13 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
       const from = path.join(finalDir, `${shape.name}.${network}.${partition}.parquet`);
       // A scan of the sorted table keeps its order, so the file comes out sorted.
       await c.run(`COPY (SELECT ${columns} FROM ${table} WHERE rowid BETWEEN ${run.lo} AND ${run.hi}) TO ${literal(from)} (${LAKE_PARQUET})`);
-      const to = path.join(dirs.get(partition)!, PARTITION_FILE);
-      return {
-        from,
-        to,
-        strays: existing.get(partition)!.filter((f) => f !== to),
-        file: {
-          dataset: shape.name,
-          network,
-          partition,
-          path: paths.relative(to),
-          rows: run.rows,
-          runRows: run.runRows,
-          bytes: (await stat(from)).size,
-          minBlock: run.minBlock,
-          maxBlock: run.maxBlock,
-        },
-      };
+      const { rows, runRows, minBlock, maxBlock } = run;
+      return preparedFile(paths, { shape, network, partition, dir: dirs.get(partition)! }, from, existing.get(partition)!, {
+        rows,
+        runRows,
+        minBlock,
+        maxBlock,
+      });
     };
     // The next slice is merged while the writers write this one (two tables in turn): the sort then hides
     // behind the COPYs instead of leaving the writers idle (docs/performance.md, "Merge slices").
