@@ -15,6 +15,21 @@ import { CONTROL_SCHEMA } from './control-plane.js';
 /** The lease that makes a worker the one user of an account. */
 export const accountLease = (account: string): string => `account:${account}`;
 
+/**
+ * What each connection is doing for the quotas that share it, chained: a worker's runs of one account share one
+ * quota connection, and a top-up is a transaction that must not interleave with another's (both were granted
+ * from the same count, beyond the quota).
+ */
+const onConnection = new WeakMap<object, Promise<unknown>>();
+function inTurn<T>(client: object, work: () => Promise<T>): Promise<T> {
+  const next = (onConnection.get(client) ?? Promise.resolve()).then(work, work);
+  onConnection.set(
+    client,
+    next.catch(() => undefined),
+  );
+  return next;
+}
+
 export class SharedQuota implements QuotaGate {
   /** Reserved in PostgreSQL and not yet spent, for `day`. */
   private allowance = 0;
@@ -59,7 +74,7 @@ export class SharedQuota implements QuotaGate {
         return;
       }
       if (this.exhaustedOn === today) return;
-      this.topping ??= this.topUp(today).finally(() => (this.topping = undefined));
+      this.topping ??= inTurn(this.client, () => this.topUp(today)).finally(() => (this.topping = undefined));
       await this.topping;
     }
   }
@@ -120,11 +135,14 @@ export class SharedQuota implements QuotaGate {
     const back = this.allowance + this.held;
     this.allowance = 0;
     this.held = 0;
-    await this.client.query(`UPDATE ${CONTROL_SCHEMA}.request_usage SET requests = GREATEST(requests - $3, 0) WHERE account = $1 AND day = $2`, [
-      this.account,
-      this.day,
-      back,
-    ]);
+    const day = this.day;
+    await inTurn(this.client, () =>
+      this.client.query(`UPDATE ${CONTROL_SCHEMA}.request_usage SET requests = GREATEST(requests - $3, 0) WHERE account = $1 AND day = $2`, [
+        this.account,
+        day,
+        back,
+      ]),
+    );
   }
 }
 

@@ -61,6 +61,14 @@ describe('accounts', () => {
       { account: 'roomy', n: 300 },
       { account: 'tight', n: 70 },
     ]);
+
+    // Two runs of one account in one worker share its quota connection: their top-ups must not interleave
+    // (each is a transaction of its own), or both would be granted from the same count.
+    const shared = await db.connect();
+    const [a, b] = [new SharedQuota(shared, 'two-runs', 70, day), new SharedQuota(shared, 'two-runs', 70, day)];
+    const sent = (await Promise.all([ask(a, 100), ask(b, 100)])).flat().filter((ok) => ok).length;
+    expect(sent).toBe(70);
+    expect((await setup.query(`SELECT requests::INT AS n FROM chainlake.request_usage WHERE account = 'two-runs'`)).rows).toEqual([{ n: 70 }]);
   }, 60_000);
 
   it('workers of one account take turns; workers of two accounts fetch side by side', async () => {
