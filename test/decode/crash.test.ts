@@ -12,7 +12,7 @@ import { A_ERC20_0 } from '../../src/simulator/chain.js';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { A_ODD_ERC20, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
-import { assertClean, lakeContent, runWriter, withDuck, writeJob } from '../load/helpers.js';
+import { assertClean, catalogFiles, lakeContent, runWriter, withDuck, writeJob } from '../load/helpers.js';
 
 const SEED = 3;
 const chain = chainFor(SEED, 'small', 'mainnet');
@@ -49,11 +49,6 @@ async function decodedContent(lake: string): Promise<Record<string, string>> {
     ),
   }));
 }
-
-const catalogFiles = (lake: string) =>
-  queryCatalog(lake, 'SELECT path, rows::BIGINT AS rows, bytes::BIGINT AS bytes FROM files ORDER BY path').then((r) =>
-    r.map((f) => ({ path: String(f.path), rows: Number(f.rows), bytes: Number(f.bytes) })),
-  );
 
 beforeAll(async () => {
   sim = await startSimulator({ seed: SEED });

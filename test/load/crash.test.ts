@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COMMIT_STEPS } from '../../src/load/test-hooks.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
-import { assertClean, lakeContent, runWriter, writeJob } from './helpers.js';
+import { assertClean, catalogFiles, lakeContent, runWriter, writeJob } from './helpers.js';
 
 /**
  * Crash safety (design §4): a writer SIGKILLed at any step of the commit protocol leaves a lake that the
@@ -21,11 +21,6 @@ let reference: Awaited<ReturnType<typeof lakeContent>>;
 // Job A then job B, overlapping on one address: B's commit rewrites partitions that already hold A's rows.
 const jobA = (lake: string) => writeJob(path.join(dir, `a-${path.basename(lake)}.json`), sim, lake, sim.examples.addresses.slice(0, 2));
 const jobB = (lake: string) => writeJob(path.join(dir, `b-${path.basename(lake)}.json`), sim, lake, sim.examples.addresses.slice(1, 4));
-const files = (lake: string) =>
-  queryCatalog(lake, 'SELECT path, rows::BIGINT AS rows, bytes::BIGINT AS bytes FROM files ORDER BY path').then((r) =>
-    r.map((f) => ({ path: String(f.path), rows: Number(f.rows), bytes: Number(f.bytes) })),
-  );
-
 beforeAll(async () => {
   sim = await startSimulator({ seed: 11 });
   apiKey = sim.apiKey;
@@ -35,7 +30,7 @@ beforeAll(async () => {
   reference = await lakeContent(ref);
   expect(reference.transactions!.rows).toBeGreaterThan(100);
   expect(reference.transactions!.duplicates).toBe(0);
-  expect(await assertClean(ref, await files(ref))).toEqual([]);
+  expect(await assertClean(ref, await catalogFiles(ref))).toEqual([]);
   base = path.join(dir, 'base');
   expect((await runWriter(['run', await jobA(base), '-q'], { apiKey })).code).toBe(0);
 }, 120_000);
@@ -62,7 +57,7 @@ describe('a writer killed at each step of the commit protocol', () => {
       const next = await runWriter(['run', job, '-q'], { apiKey });
       expect(next.code, next.stderr).toBe(0);
       expect(await lakeContent(lake)).toEqual(reference);
-      expect(await assertClean(lake, await files(lake))).toEqual([]);
+      expect(await assertClean(lake, await catalogFiles(lake))).toEqual([]);
 
       const [view] = await queryCatalog(lake, 'SELECT count(*)::BIGINT AS n, count(DISTINCT transaction_hash)::BIGINT AS k FROM transactions');
       expect(Number(view!.n)).toBe(reference.transactions!.rows);
@@ -97,7 +92,7 @@ describe('a writer killed at each step of the commit protocol', () => {
     expect((await runWriter(['run', job, '-q'], { apiKey, crash: 'rename' })).signal).toBe('SIGKILL');
     expect((await runWriter(['run', job, '-q'], { apiKey })).code).toBe(0);
     expect(await lakeContent(lake)).toEqual(reference);
-    expect(await assertClean(lake, await files(lake))).toEqual([]);
+    expect(await assertClean(lake, await catalogFiles(lake))).toEqual([]);
   });
 
   it("a lake's very first run killed mid-commit (no catalog yet) is finished by `chainlake status`", async () => {
@@ -111,7 +106,7 @@ describe('a writer killed at each step of the commit protocol', () => {
     const next = await runWriter(['run', await jobB(lake), '-q'], { apiKey });
     expect(next.code, next.stderr).toBe(0);
     expect(await lakeContent(lake)).toEqual(await lakeContent(ref));
-    expect(await assertClean(lake, await files(lake))).toEqual([]);
+    expect(await assertClean(lake, await catalogFiles(lake))).toEqual([]);
   });
 
   it('a reader finishes a dead commit on its own: query after a kill between renames sees the whole commit', async () => {
@@ -123,6 +118,6 @@ describe('a writer killed at each step of the commit protocol', () => {
     expect(Number((JSON.parse(q.stdout) as { n: number }).n)).toBe(reference.transactions!.rows);
     // No refetch was needed: the decided commit was B's, applied whole.
     expect(await lakeContent(lake)).toEqual(reference);
-    expect(await assertClean(lake, await files(lake))).toEqual([]);
+    expect(await assertClean(lake, await catalogFiles(lake))).toEqual([]);
   });
 });

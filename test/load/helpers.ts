@@ -7,6 +7,7 @@ import { DATASETS } from '../../src/datasets/registry.js';
 import { REJECTS_SHAPE, datasetShape, type TableShape } from '../../src/load/schema.js';
 import type { RunningSimulator } from '../../src/simulator/index.js';
 import { CLI, type CliResult } from '../helpers/cli.js';
+import { queryCatalog } from '../helpers/lake.js';
 
 /** Every table a lake can hold (registry datasets and the rejects log). */
 export const shapes = (): TableShape[] => [...Object.values(DATASETS).map(datasetShape), REJECTS_SHAPE];
@@ -133,6 +134,12 @@ export async function lakeContent(lake: string): Promise<Record<string, { rows: 
     }
   });
   return out;
+}
+
+/** The catalog's `files` table, by path: what assertClean compares with the disk. */
+export async function catalogFiles(lake: string): Promise<{ path: string; rows: number; bytes: number }[]> {
+  const rows = await queryCatalog(lake, 'SELECT path, rows::BIGINT AS rows, bytes::BIGINT AS bytes FROM files ORDER BY path');
+  return rows.map((f) => ({ path: String(f.path), rows: Number(f.rows), bytes: Number(f.bytes) }));
 }
 
 /**
