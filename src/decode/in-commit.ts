@@ -8,10 +8,13 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import path from 'node:path';
 import type { CommitDerivation } from '../load/commit-run.js';
-import { FRESH_COLUMN, partitionParquetFiles, preparedFile, type PreparedFile, type WriterTask } from '../load/commit.js';
+import { FRESH_COLUMN, preparedFile, type PreparedFile, type WriterTask } from '../load/commit.js';
+import { writeLakeFile } from '../load/lake-file.js';
+import type { LakeState } from '../load/lake-state.js';
+import type { TableShape } from '../load/schema.js';
 import { fsyncFile, mkdirDurable } from '../load/durable.js';
 import { writeMergedPartition } from '../load/merge.js';
-import { ident, LAKE_PARQUET, literal } from '../load/sql.js';
+import { ident, literal } from '../load/sql.js';
 import type { DecodedDataset } from './datasets.js';
 import { decodeLogs, distinctDatasets } from './decode.js';
 import { declaredTables, decodedShape, type DecodeLakeInput } from './lake.js';
@@ -45,7 +48,12 @@ export class CommitDecoding implements CommitDerivation {
 
   constructor(private readonly input: CommitDecodingInput) {}
 
-  slice(table: string, partitions: readonly string[], index: number): { first: WriterTask[]; then: WriterTask[] } {
+  /** The decoded datasets' tables: the commit creates those the lake lacks before anything is written. */
+  get shapes(): TableShape[] {
+    return distinctDatasets(this.input.datasets).map(decodedShape);
+  }
+
+  slice(table: string, partitions: readonly string[], index: number, lake: LakeState): { first: WriterTask[]; then: WriterTask[] } {
     if (this.failure) return { first: [], then: [] };
     // One task decodes the slice; one per dataset and day of the slice writes that day once it is decoded (a
     // day of a log's timestamp is its event_logs day), so other writers write the days side by side.
@@ -64,7 +72,7 @@ export class CommitDecoding implements CommitDerivation {
         const day = (await days)?.get(`${d.name}/${p}`);
         if (!day || this.failure) return;
         try {
-          this.files.push(await this.writeDay(writer, d, day));
+          this.files.push(await this.writeDay(writer, lake, d, day));
         } catch (e) {
           this.failure ??= e as Error;
         }
@@ -129,22 +137,30 @@ export class CommitDecoding implements CommitDerivation {
   }
 
   /** One decoded day: written from its row range, or merged with the day's files when the dataset has the day already. */
-  private async writeDay(writer: DuckDBConnection, d: DecodedDataset, day: DayRange): Promise<PreparedFile> {
+  private async writeDay(writer: DuckDBConnection, lake: LakeState, d: DecodedDataset, day: DayRange): Promise<PreparedFile> {
     const { paths, network } = this.input;
     const shape = decodedShape(d);
-    const dir = paths.partitionDir(shape.name, shape.partition, network, day.partition);
-    const existing = await partitionParquetFiles(dir);
+    const existing = lake.files(shape.name, network, day.partition).map((f) => f.path);
     const from = path.join(this.input.workDir, `${shape.name}.${network}.${day.partition}.parquet`);
     const range = `FROM ${day.table} WHERE rowid BETWEEN ${day.lo} AND ${day.hi}`;
-    let rows = day.rows;
-    if (existing.length === 0) {
-      // A row-range scan of a table in order keeps that order: the file comes out sorted.
-      const columns = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
-      await writer.run(`COPY (SELECT ${columns} ${range}) TO ${literal(from)} (${LAKE_PARQUET})`);
-    } else {
-      rows = (await writeMergedPartition(writer, shape, { existing, fresh: `SELECT * EXCLUDE (__partition) ${range}`, target: from })).rows;
-    }
-    return preparedFile(paths, { shape, network, partition: day.partition, dir }, from, existing, { rows, minBlock: null, maxBlock: null });
+    const partition = { network, value: day.partition };
+    // A row-range scan of a table in order keeps that order: the file comes out sorted.
+    const written =
+      existing.length === 0
+        ? await writeLakeFile(
+            writer,
+            lake.table(shape.name),
+            shape,
+            partition,
+            `SELECT ${shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ')} ${range}`,
+            from,
+          )
+        : await writeMergedPartition(writer, lake.table(shape.name), shape, partition, {
+            existing,
+            fresh: `SELECT * EXCLUDE (__partition) ${range}`,
+            target: from,
+          });
+    return preparedFile(paths, { shape, network, partition: day.partition }, from, written);
   }
 
   async prepared(): Promise<{ files: PreparedFile[]; rejects?: string; tables: ReturnType<typeof declaredTables> } | undefined> {

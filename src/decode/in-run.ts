@@ -7,7 +7,6 @@
 // cannot be done (the ABIs come from the run's own contracts dataset) or a commit's decoding failed, the run
 // decodes its rows read back from the lake after its last commit instead, as `chainlake decode` does.
 
-import type { DuckDBConnection } from '@duckdb/node-api';
 import { Accounting } from '../extract/accounting.js';
 import type { ExplorerClient } from '../extract/explorer.js';
 import type { Engine } from '../load/engine.js';
@@ -49,8 +48,8 @@ export class RunDecoder {
       : undefined;
   }
 
-  private resolve(conn: DuckDBConnection): Promise<DecodedDataset[]> {
-    return resolveDatasets(this.job.decode!, { conn, paths: this.ctx.paths, network: this.job.network, fetchAbi: this.fetchAbi() });
+  private resolve(): Promise<DecodedDataset[]> {
+    return resolveDatasets(this.job.decode!, { engine: this.ctx.engine, paths: this.ctx.paths, network: this.job.network, fetchAbi: this.fetchAbi() });
   }
 
   /**
@@ -65,7 +64,7 @@ export class RunDecoder {
       return;
     }
     try {
-      this.datasets = await this.resolve(this.ctx.engine.conn);
+      this.datasets = await this.resolve();
     } catch (e) {
       // Reported once the export is done, by the decoding after it (which meets the same error).
       this.failure = e as Error;
@@ -130,7 +129,7 @@ export class RunDecoder {
       const beside = !this.failure && this.datasets !== undefined;
       const r = beside
         ? this.inCommits()
-        : await decodeLake({ ...ctx, network: this.job.network, datasets: this.datasets ?? (await this.resolve(ctx.engine.conn)), onlyRunId: ctx.runId });
+        : await decodeLake({ ...ctx, network: this.job.network, datasets: this.datasets ?? (await this.resolve()), onlyRunId: ctx.runId });
       ctx.log.log(
         'info',
         'decode.done',

@@ -5,13 +5,13 @@
 import path from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import type { Network } from '../datasets/dataset.js';
-import { Catalog, hasFiles, type DeclaredTable, type RunRow } from '../load/catalog.js';
-import { partitionParquetFiles, preparePartition, type PreparedFile } from '../load/commit.js';
+import { Catalog, type DeclaredTable, type RunRow } from '../load/catalog.js';
+import { preparedFile, preparePartition, type PreparedFile } from '../load/commit.js';
+import { writeLakeFile } from '../load/lake-file.js';
+import type { LakeState } from '../load/lake-state.js';
 import { fsyncFile } from '../load/durable.js';
 import { eachBounded } from '../load/bounded.js';
-import { PARTITION_FILE } from '../load/paths.js';
-import { stat } from 'node:fs/promises';
-import { journalFor } from '../load/commit-run.js';
+import { journalFor, lakeStateFor } from '../load/commit-run.js';
 import { openEngine, type Engine } from '../load/engine.js';
 import { newMaintenanceId } from '../load/ids.js';
 import { LakeLock } from '../load/lock.js';
@@ -20,7 +20,7 @@ import { closeRunStaging, openRunStaging } from '../load/staging.js';
 import { applyJournal, publishJournal } from '../load/journal.js';
 import type { LakePaths } from '../load/paths.js';
 import { REJECTS_SHAPE, type TableShape } from '../load/schema.js';
-import { ident, LAKE_PARQUET, literal } from '../load/sql.js';
+import { ident, literal, literalList } from '../load/sql.js';
 import { allColumns, naturalKey, type DecodedDataset } from './datasets.js';
 import { decodeLogs } from './decode.js';
 
@@ -60,7 +60,7 @@ const viewDoc = (d: DecodedDataset): string => `${d.doc} ${d.notes.join(' ')} Na
 
 /** The catalog's declarations of the decoded datasets (views for every one asked for, empty ones too). */
 export const declaredTables = (datasets: readonly DecodedDataset[]): DeclaredTable[] =>
-  datasets.map((d) => ({ shape: decodedShape(d), doc: viewDoc(d), partitionDoc: 'UTC date of the block (Hive partition).' }));
+  datasets.map((d) => ({ shape: decodedShape(d), doc: viewDoc(d), partitionDoc: 'UTC date of the block (partition).' }));
 
 /** Connections writing new partitions side by side: each day's COPY is small, and its fixed cost dominates. */
 const WRITERS = 2;
@@ -73,42 +73,33 @@ const WRITERS = 2;
 async function newPartitions(
   engine: Engine,
   paths: LakePaths,
+  lake: LakeState,
   shape: TableShape,
   network: Network,
   table: string,
-  rows: ReadonlyMap<string, number>,
+  partitions: readonly string[],
   workDir: string,
 ): Promise<PreparedFile[]> {
-  const parts = [...rows.keys()];
   const columns = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
   const order = [...shape.order].map(ident).join(', ');
-  const writers = await Promise.all(Array.from({ length: Math.min(WRITERS, parts.length) }, () => engine.connect()));
-  const out = new Array<PreparedFile>(parts.length);
+  const writers = await Promise.all(Array.from({ length: Math.min(WRITERS, partitions.length) }, () => engine.connect()));
+  const out = new Array<PreparedFile>(partitions.length);
   try {
     await eachBounded(
-      parts.map((p, i) => [p, i] as const),
+      partitions.map((p, i) => [p, i] as const),
       writers.length,
       async ([partition, i], w) => {
-        const dir = paths.partitionDir(shape.name, shape.partition, network, partition);
         const from = path.join(workDir, `${shape.name}.${network}.${partition}.parquet`);
-        await writers[w]!.run(
-          `COPY (SELECT ${columns} FROM ${table} WHERE __partition = ${literal(partition)} ORDER BY ${order}) TO ${literal(from)} (${LAKE_PARQUET})`,
-        );
-        out[i] = {
+        const written = await writeLakeFile(
+          writers[w]!,
+          lake.table(shape.name),
+          shape,
+          { network, value: partition },
+          `SELECT ${columns} FROM ${table} WHERE __partition = ${literal(partition)}`,
           from,
-          to: path.join(dir, PARTITION_FILE),
-          strays: [],
-          file: {
-            dataset: shape.name,
-            network,
-            partition,
-            path: paths.relative(path.join(dir, PARTITION_FILE)),
-            rows: rows.get(partition)!,
-            bytes: (await stat(from)).size,
-            minBlock: null,
-            maxBlock: null,
-          },
-        };
+          order,
+        );
+        out[i] = preparedFile(paths, { shape, network, partition }, from, written);
       },
     );
   } finally {
@@ -125,10 +116,11 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
   const workDir = path.join(input.stagingDir, `decode-${Date.now().toString(36)}`);
   await mkdir(workDir, { recursive: true });
   const report: DecodeReport = { logs: 0, datasets: datasets.map((d) => ({ name: d.name, rows: 0, partitions: 0 })), rejects: 0, files: 0 };
-  const glob = path.join(paths.datasetDir('event_logs'), `network=${network}`, '*', '*.parquet');
   const prepared: PreparedFile[] = [];
-  if (datasets.length > 0 && (await hasFiles(paths, 'event_logs'))) {
-    const logs = `SELECT * FROM read_parquet(${literal(glob)}, hive_partitioning = false, union_by_name = true)${input.onlyRunId ? ` WHERE _run_id = ${literal(input.onlyRunId)}` : ''}`;
+  const lake = await lakeStateFor(engine, paths, [...datasets.map(decodedShape), REJECTS_SHAPE]);
+  const logFiles = lake.tableFiles('event_logs', network);
+  if (datasets.length > 0 && logFiles.length > 0) {
+    const logs = `SELECT * FROM read_parquet(${literalList(logFiles)}, hive_partitioning = false, union_by_name = true)${input.onlyRunId ? ` WHERE _run_id = ${literal(input.onlyRunId)}` : ''}`;
     const out = await decodeLogs({ conn, logs, datasets, runId, ingestedAt, workDir });
     report.logs = out.logs;
     report.rejects = out.rejectCount;
@@ -145,20 +137,20 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
       r.partitions = counts.size;
       const shape = decodedShape(d);
       // Days the dataset already holds are merged with their files (one row per key); new days are written.
-      const fresh = new Map<string, number>();
-      for (const [p, n] of counts) {
-        if ((await partitionParquetFiles(paths.partitionDir(shape.name, shape.partition, network, p))).length === 0) {
-          fresh.set(p, n);
+      const fresh: string[] = [];
+      for (const p of counts.keys()) {
+        if (lake.files(shape.name, network, p).length === 0) {
+          fresh.push(p);
           continue;
         }
         const rows = `SELECT * EXCLUDE (__partition) FROM ${table} WHERE __partition = ${literal(p)}`;
-        prepared.push(await preparePartition(engine, paths, shape, network, p, rows, workDir));
+        prepared.push(await preparePartition(engine, paths, lake, shape, network, p, rows, workDir));
       }
-      prepared.push(...(await newPartitions(engine, paths, shape, network, table, fresh, workDir)));
+      prepared.push(...(await newPartitions(engine, paths, lake, shape, network, table, fresh, workDir)));
     }
     if (out.rejectCount > 0) {
       const fresh = `SELECT *, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at FROM ${out.rejects}`;
-      prepared.push(await preparePartition(engine, paths, REJECTS_SHAPE, network, ingestedAt.slice(0, 10), fresh, workDir));
+      prepared.push(await preparePartition(engine, paths, lake, REJECTS_SHAPE, network, ingestedAt.slice(0, 10), fresh, workDir));
     }
     for (const t of out.tables.values()) await conn.run(`DROP TABLE IF EXISTS ${t}`);
     await conn.run(`DROP TABLE IF EXISTS ${out.rejects}`);

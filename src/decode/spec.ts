@@ -2,14 +2,14 @@
 // standard token events, and any contract's events from the lake's `contracts` dataset (its ABI from #14),
 // an ABI file or event signatures.
 
-import type { DuckDBConnection } from '@duckdb/node-api';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { AbiEvent } from 'viem';
 import type { Network } from '../datasets/dataset.js';
-import { hasFiles } from '../load/catalog.js';
+import { currentTableFiles } from '../load/catalog.js';
+import type { Engine } from '../load/engine.js';
+import { literal, literalList } from '../load/sql.js';
 import type { LakePaths } from '../load/paths.js';
-import { literal } from '../load/sql.js';
 import { AbiError, eventOfSignature, eventsOfAbi } from './abi.js';
 import { eventDataset, snake, STANDARD, STANDARD_GROUPS, type DecodedDataset } from './datasets.js';
 
@@ -98,17 +98,13 @@ export function parseDecodeSpec(doc: unknown, where: string, fail: Fail, baseDir
 }
 
 /** The latest verified ABI and name of a contract in the lake's `contracts` dataset. */
-async function abiFromLake(
-  conn: DuckDBConnection,
-  paths: LakePaths,
-  network: Network,
-  address: string,
-): Promise<{ abi: string; name: string | null } | undefined> {
-  if (!(await hasFiles(paths, 'contracts'))) return undefined;
-  const glob = path.join(paths.datasetDir('contracts'), `network=${network}`, '*', '*.parquet');
+async function abiFromLake(engine: Engine, paths: LakePaths, network: Network, address: string): Promise<{ abi: string; name: string | null } | undefined> {
+  const files = await currentTableFiles(engine, paths, 'contracts', network);
+  if (files.length === 0) return undefined;
+  const conn = engine.conn;
   const rows = (
     await conn.runAndReadAll(
-      `SELECT abi::VARCHAR, contract_name FROM read_parquet(${literal(glob)}, hive_partitioning = false, union_by_name = true)
+      `SELECT abi::VARCHAR, contract_name FROM read_parquet(${literalList(files)}, hive_partitioning = false, union_by_name = true)
        WHERE contract_address = ${literal(address)} AND verified AND abi IS NOT NULL ORDER BY _ingested_at DESC, contract_name NULLS LAST LIMIT 1`,
     )
   ).getRowsJS() as [string, string | null][];
@@ -116,7 +112,7 @@ async function abiFromLake(
   // Both endpoints give a row; the code record (#15) has the name: take it from any row of the contract.
   const named = (
     await conn.runAndReadAll(
-      `SELECT contract_name FROM read_parquet(${literal(glob)}, hive_partitioning = false, union_by_name = true) WHERE contract_address = ${literal(address)} AND contract_name IS NOT NULL ORDER BY _ingested_at DESC LIMIT 1`,
+      `SELECT contract_name FROM read_parquet(${literalList(files)}, hive_partitioning = false, union_by_name = true) WHERE contract_address = ${literal(address)} AND contract_name IS NOT NULL ORDER BY _ingested_at DESC LIMIT 1`,
     )
   ).getRowsJS() as [string][];
   return { abi: rows[0]![0], name: named[0]?.[0] ?? rows[0]![1] };
@@ -128,7 +124,7 @@ async function abiFromLake(
  */
 export async function resolveDatasets(
   spec: DecodeSpec,
-  opts: { conn?: DuckDBConnection; paths?: LakePaths; network: Network; fetchAbi?: (address: string) => Promise<unknown> },
+  opts: { engine?: Engine; paths?: LakePaths; network: Network; fetchAbi?: (address: string) => Promise<unknown> },
 ): Promise<DecodedDataset[]> {
   const out: DecodedDataset[] = [];
   const names = new Set<string>();
@@ -155,7 +151,7 @@ export async function resolveDatasets(
       events = eventsOfAbi(text, c.abiFile);
       origin = `ABI file ${path.basename(c.abiFile)}`;
     } else {
-      let found = opts.conn && opts.paths ? await abiFromLake(opts.conn, opts.paths, opts.network, c.address) : undefined;
+      let found = opts.engine && opts.paths ? await abiFromLake(opts.engine, opts.paths, opts.network, c.address) : undefined;
       // Not in the lake: the API's ABI (explorer #14), where the caller can ask it (a job run).
       if (!found && opts.fetchAbi) {
         const abi = await opts.fetchAbi(c.address).catch((e: Error) => {

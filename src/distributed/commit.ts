@@ -23,7 +23,7 @@ import type { Logger } from '../pipeline/log.js';
 import { testHook } from '../load/test-hooks.js';
 import { ChainlakeError } from '../errors.js';
 import { CONTROL_SCHEMA } from './control-plane.js';
-import { ensureTable } from './lake-tables.js';
+import { ensureTable } from '../load/lake-tables.js';
 import type { Store } from './store.js';
 
 export const COMMITTER_LEASE = 'committer';

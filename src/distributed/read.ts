@@ -17,19 +17,7 @@ export interface DistributedLake {
   close(): void;
 }
 
-/** `--as-of`: a snapshot id (digits) or a time (ISO 8601). */
-export function parseAsOf(text: string | undefined): AsOf {
-  if (text === undefined) return undefined;
-  if (/^\d+$/.test(text)) return { snapshot: Number(text) };
-  const time = new Date(text);
-  if (Number.isNaN(time.getTime())) {
-    throw new ChainlakeError(`--as-of ${text} is neither a snapshot id nor a time`, {
-      exitCode: 2,
-      hint: 'give a snapshot id (--as-of 12) or an ISO time (--as-of 2026-11-24T06:00:00Z)',
-    });
-  }
-  return { time };
-}
+export { parseAsOf } from '../load/reader.js';
 
 export async function openDistributedLake(opts: { catalog: string; store?: string; asOf?: AsOf }): Promise<DistributedLake> {
   const { client, catalog } = await openCatalog(opts.catalog);

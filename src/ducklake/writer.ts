@@ -109,6 +109,26 @@ async function withRetry<T>(db: CatalogDb, work: (tx: CatalogDb, attempt: number
   }
 }
 
+/** Rows of one statement at most: a commit's file statistics are thousands of rows, each statement costs a round trip. */
+const ROWS_PER_INSERT = 500;
+
+/**
+ * Inserts `rows` into `table` with multi-row INSERTs; `tuple` is one row's VALUES tuple written with `$1`..`$n`
+ * (constants allowed), renumbered for each row of a statement.
+ */
+async function insertRows(tx: CatalogDb, table: string, tuple: string, rows: readonly (readonly CatalogValue[])[]): Promise<void> {
+  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
+    const chunk = rows.slice(start, start + ROWS_PER_INSERT);
+    const params: CatalogValue[] = [];
+    const tuples = chunk.map((row) => {
+      const base = params.length;
+      params.push(...row);
+      return tuple.replace(/\$(\d+)/g, (_, n: string) => `$${base + Number(n)}`);
+    });
+    await tx.query(`INSERT INTO ${table} VALUES ${tuples.join(', ')}`, params);
+  }
+}
+
 /** Inserts the new snapshot first (its primary key is what serialises committers) and its change record. */
 async function insertSnapshot(tx: CatalogDb, next: Omit<Snapshot, 'snapshotTime'>, changes: string, info: CommitInfo): Promise<void> {
   await tx.query(`INSERT INTO ducklake_snapshot VALUES ($1, NOW(), $2, $3, $4)`, [next.snapshotId, next.schemaVersion, next.nextCatalogId, next.nextFileId]);
@@ -311,10 +331,7 @@ export async function writeDataFile(
   const fullPath = tablePath(target.dataPath, table) + relative;
   await mkdir(path.dirname(fullPath), { recursive: true });
   const select = columns.map((c) => `CAST(${ident(c.name)} AS ${duckdbTypeOfTree(c, `${where}, column ${c.name}`)}) AS ${ident(c.name)}`).join(', ');
-  // Nested columns carry their own id in __duckdb_field_id and their children's ids by name (list: element).
-  const fieldId = (c: LakeColumn): string =>
-    c.children.length ? `{__duckdb_field_id: ${c.columnId}, ${c.children.map((k) => `${ident(k.name)}: ${fieldId(k)}`).join(', ')}}` : String(c.columnId);
-  const fieldIds = `{${columns.map((c) => `${ident(c.name)}: ${fieldId(c)}`).join(', ')}}`;
+  const fieldIds = fieldIdsOf(columns);
   const reader = await duck.runAndReadAll(
     `COPY (SELECT ${select} FROM (${sourceSql})) TO ${sqlString(fullPath)}
      (FORMAT parquet, COMPRESSION zstd, FIELD_IDS ${fieldIds}, RETURN_STATS)`,
@@ -353,11 +370,18 @@ export async function writeDataFile(
   };
 }
 
+/** COPY's FIELD_IDS option value: each column's id; nested columns carry theirs in __duckdb_field_id and their children's by name (list: element). */
+export function fieldIdsOf(columns: readonly LakeColumn[]): string {
+  const fieldId = (c: LakeColumn): string =>
+    c.children.length ? `{__duckdb_field_id: ${c.columnId}, ${c.children.map((k) => `${ident(k.name)}: ${fieldId(k)}`).join(', ')}}` : String(c.columnId);
+  return `{${columns.map((c) => `${ident(c.name)}: ${fieldId(c)}`).join(', ')}}`;
+}
+
 /**
  * COPY ... RETURN_STATS column_statistics: MAP(quoted column path -> MAP(stat name -> text)), one entry per leaf
  * column (`"id"`, `"l"."element"`). Nested columns get no statistics of their own, their leaves do (spec).
  */
-function parseColumnStats(raw: unknown, columns: readonly LakeColumn[], where: string): ColumnStats[] {
+export function parseColumnStats(raw: unknown, columns: readonly LakeColumn[], where: string): ColumnStats[] {
   const entries = Array.isArray(raw) ? raw : (raw as { entries?: unknown[] } | null)?.entries;
   if (!Array.isArray(entries)) throw new DuckLakeError(`${where}: COPY's column statistics have an unexpected shape`);
   const byName = new Map<string, Map<string, string>>();
@@ -469,22 +493,25 @@ export async function commitFiles(db: CatalogDb, spec: CommitSpec): Promise<Comm
       if (again.length) throw new DuckLakeError(`staged file ${String(again[0]!.path)} of ${table.name} is already committed`);
     }
 
-    // The files the replaced partitions hold now.
+    // The files the replaced partitions hold now: the table's current files with their partition values, read
+    // once and matched here (a statement per partition cost a commit of many day partitions dearly).
     const ended: CatalogRow[] = [];
-    for (const values of spec.replacePartitions ?? []) {
-      const params: CatalogValue[] = [table.tableId];
-      const keyFilters = values.map((v, i) => {
-        params.push(i, v);
-        return `AND EXISTS (SELECT 1 FROM ducklake_file_partition_value v WHERE v.data_file_id = d.data_file_id
-                  AND v.partition_key_index = $${params.length - 1} AND v.partition_value = $${params.length})`;
-      });
-      ended.push(
-        ...(await tx.query(
-          `SELECT data_file_id, record_count, file_size_bytes FROM ducklake_data_file d
-           WHERE d.table_id = $1 AND d.end_snapshot IS NULL ${keyFilters.join(' ')}`,
-          params,
-        )),
+    if (spec.replacePartitions?.length) {
+      const wanted = new Set(spec.replacePartitions.map((p) => JSON.stringify(p)));
+      const currentFiles = await tx.query(
+        `SELECT d.data_file_id, d.record_count, d.file_size_bytes, v.partition_key_index, v.partition_value FROM ducklake_data_file d
+         LEFT JOIN ducklake_file_partition_value v ON v.data_file_id = d.data_file_id
+         WHERE d.table_id = $1 AND d.end_snapshot IS NULL ORDER BY d.data_file_id, v.partition_key_index`,
+        [table.tableId],
       );
+      const values = new Map<number, { row: CatalogRow; values: string[] }>();
+      for (const r of currentFiles) {
+        const id = num(r.data_file_id);
+        const entry = values.get(id) ?? { row: r, values: [] };
+        if (r.partition_key_index !== null) entry.values[num(r.partition_key_index)] = String(r.partition_value);
+        values.set(id, entry);
+      }
+      for (const { row, values: v } of values.values()) if (wanted.has(JSON.stringify(v))) ended.push(row);
     }
 
     const next = {
@@ -511,37 +538,21 @@ export async function commitFiles(db: CatalogDb, spec: CommitSpec): Promise<Comm
 
     const statsRow = (await tx.query(`SELECT record_count, next_row_id, file_size_bytes FROM ducklake_table_stats WHERE table_id = $1`, [table.tableId]))[0];
     let nextRowId = statsRow ? num(statsRow.next_row_id) : 0;
+    const fileRows: CatalogValue[][] = [];
+    const statRows: CatalogValue[][] = [];
+    const partitionRows: CatalogValue[][] = [];
     for (const [i, f] of spec.files.entries()) {
       const fileId = current.nextFileId + i;
-      await tx.query(`INSERT INTO ducklake_data_file VALUES ($1, $2, $3, NULL, NULL, $4, true, 'parquet', $5, $6, $7, $8, $9, NULL, NULL, NULL)`, [
-        fileId,
-        table.tableId,
-        next.snapshotId,
-        f.path,
-        f.recordCount,
-        f.fileSizeBytes,
-        f.footerSize,
-        nextRowId,
-        partitionId,
-      ]);
+      fileRows.push([fileId, table.tableId, next.snapshotId, f.path, f.recordCount, f.fileSizeBytes, f.footerSize, nextRowId, partitionId]);
       nextRowId += f.recordCount;
       for (const s of f.columnStats) {
-        await tx.query(`INSERT INTO ducklake_file_column_stats VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL)`, [
-          fileId,
-          table.tableId,
-          s.columnId,
-          s.columnSizeBytes,
-          s.valueCount,
-          s.nullCount,
-          s.min,
-          s.max,
-          s.containsNan,
-        ]);
+        statRows.push([fileId, table.tableId, s.columnId, s.columnSizeBytes, s.valueCount, s.nullCount, s.min, s.max, s.containsNan]);
       }
-      for (const [index, value] of (f.partitionValues ?? []).entries()) {
-        await tx.query(`INSERT INTO ducklake_file_partition_value VALUES ($1, $2, $3, $4)`, [fileId, table.tableId, index, value]);
-      }
+      for (const [index, value] of (f.partitionValues ?? []).entries()) partitionRows.push([fileId, table.tableId, index, value]);
     }
+    await insertRows(tx, 'ducklake_data_file', `($1, $2, $3, NULL, NULL, $4, true, 'parquet', $5, $6, $7, $8, $9, NULL, NULL, NULL)`, fileRows);
+    await insertRows(tx, 'ducklake_file_column_stats', `($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL)`, statRows);
+    await insertRows(tx, 'ducklake_file_partition_value', `($1, $2, $3, $4)`, partitionRows);
 
     // Table statistics: exact counts and sizes of the current files; column min/max stay bounds (the spec allows it).
     const added = spec.files.reduce((n, f) => n + f.recordCount, 0);
@@ -572,6 +583,7 @@ async function mergeTableColumnStats(tx: CatalogDb, tableId: number, columns: re
       (r) => [num(r.column_id), r],
     ),
   );
+  const rows: CatalogValue[][] = [];
   for (const { column } of leafColumns(columns)) {
     const old = existing.get(column.columnId);
     let min = old ? (old.min_value as string | null) : null;
@@ -596,22 +608,11 @@ async function mergeTableColumnStats(tx: CatalogDb, tableId: number, columns: re
       min = null;
       max = null;
     }
-    if (old) {
-      await tx.query(
-        `UPDATE ducklake_table_column_stats SET contains_null = $1, contains_nan = $2, min_value = $3, max_value = $4 WHERE table_id = $5 AND column_id = $6`,
-        [containsNull, containsNan, min, max, tableId, column.columnId],
-      );
-    } else {
-      await tx.query(`INSERT INTO ducklake_table_column_stats VALUES ($1, $2, $3, $4, $5, $6, NULL)`, [
-        tableId,
-        column.columnId,
-        containsNull,
-        containsNan,
-        min,
-        max,
-      ]);
-    }
+    rows.push([tableId, column.columnId, containsNull, containsNan, min, max]);
   }
+  // Replaced whole: one statement each instead of one per column.
+  await tx.query(`DELETE FROM ducklake_table_column_stats WHERE table_id = $1`, [tableId]);
+  await insertRows(tx, 'ducklake_table_column_stats', `($1, $2, $3, $4, $5, $6, NULL)`, rows);
 }
 
 export interface ScheduledFile {

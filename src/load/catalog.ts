@@ -1,9 +1,14 @@
 import { createHash } from 'node:crypto';
-import { readdir } from 'node:fs/promises';
-import path from 'node:path';
+import { existsSync } from 'node:fs';
 import type { DatasetDef } from '../datasets/dataset.js';
 import { DATASETS } from '../datasets/registry.js';
 import type { CommittedFile } from './commit.js';
+import type { CatalogDb } from '../ducklake/catalog-db.js';
+import { initialiseCatalog } from '../ducklake/ddl.js';
+import { currentSnapshot, listColumns, listDataFiles, listTables, scanSql } from '../ducklake/reader.js';
+import { commitFiles, type StagedFile } from '../ducklake/writer.js';
+import { ChainlakeError } from '../errors.js';
+import { JoinedDuckDbCatalog, readLakeState, type LakeState } from './lake-state.js';
 import type { Engine } from './engine.js';
 import type { LakePaths } from './paths.js';
 import { REJECTS_SHAPE, datasetShape, emptyTypedSelect, type LakeColumn, type TableShape } from './schema.js';
@@ -24,8 +29,11 @@ export interface RequestUsage {
   days: Record<string, number>;
 }
 
-/** Bumped when the catalog's tables change shape; older catalogs are migrated in place. */
-export const CATALOG_FORMAT = 2;
+/**
+ * Bumped when the catalog's tables change shape; older catalogs are migrated in place. Format 3: the lake is a
+ * DuckLake (the `files` table became a view of the DuckLake's current files).
+ */
+export const CATALOG_FORMAT = 3;
 
 /** The catalog's tables (a damaged catalog's salvage creates them too: load/salvage.ts). */
 export const TABLES = [
@@ -34,8 +42,6 @@ export const TABLES = [
   `CREATE TABLE IF NOT EXISTS windows (run_id VARCHAR, dataset VARCHAR, network VARCHAR, scope VARCHAR, from_block BIGINT, to_block BIGINT,
      rows_expected BIGINT, rows_got BIGINT, rejects BIGINT, requests BIGINT, retries BIGINT, throttles BIGINT, cap_hits BIGINT, splits BIGINT,
      status VARCHAR, error VARCHAR, committed_at TIMESTAMPTZ)`,
-  `CREATE TABLE IF NOT EXISTS files (path VARCHAR PRIMARY KEY, dataset VARCHAR, network VARCHAR, "partition" VARCHAR, rows BIGINT, bytes BIGINT,
-     min_block BIGINT, max_block BIGINT, run_id VARCHAR, written_at TIMESTAMPTZ)`,
   `CREATE TABLE IF NOT EXISTS watermarks (network VARCHAR, dataset VARCHAR, scope VARCHAR, block BIGINT, run_id VARCHAR, updated_at TIMESTAMPTZ,
      PRIMARY KEY (network, dataset, scope))`,
   // Format 2: one row per applied commit (a run commits in batches), the marker that makes a replayed journal a no-op.
@@ -77,10 +83,6 @@ const TABLE_DOCS: Record<string, [string, Record<string, string>]> = {
       cap_hits: "Times the explorer's result-window cap forced a split of the block range.",
       status: 'committed (its rows are in the lake) or failed (nothing of it was written; a re-run fetches it again).',
     },
-  ],
-  files: [
-    'One row per Parquet file of the lake (path relative to the lake root): rows, bytes and block range.',
-    { path: 'Relative to the lake root.', min_block: 'Lowest block number in the file (NULL for datasets without blocks).' },
   ],
   watermarks: ['Per network, dataset and scope: the highest block whose windows are committed. Incremental runs start below it.', {}],
 };
@@ -181,7 +183,9 @@ export class Catalog {
     try {
       await conn.run(`USE ${ALIAS}`);
       for (const t of TABLES) await conn.run(t);
-      return await fn(new Catalog(engine, paths));
+      const catalog = new Catalog(engine, paths);
+      await catalog.ensureDuckLake();
+      return await fn(catalog);
     } finally {
       await conn.run('USE memory');
       await conn.run(`DETACH ${ALIAS}`);
@@ -198,6 +202,55 @@ export class Catalog {
     } catch (e) {
       await this.run('ROLLBACK');
       throw e;
+    }
+  }
+
+  /** The DuckLake's tables in this catalog, joining the transaction open on it (see JoinedDuckDbCatalog). */
+  get lake(): CatalogDb {
+    return new JoinedDuckDbCatalog(this.engine.conn);
+  }
+
+  /** The lake's directory as this process sees it, as a DuckLake data path. */
+  get dataPath(): string {
+    return `${this.paths.root}/`;
+  }
+
+  /**
+   * A new catalog becomes a DuckLake (its metadata tables and first snapshot) in one transaction. A catalog of
+   * the layout before (one data.parquet per partition, a `files` table) is refused with the way to convert it.
+   */
+  async ensureDuckLake(): Promise<void> {
+    const tables = new Set((await this.rows(`SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()`)).map((r) => String(r[0])));
+    if (tables.has('files')) {
+      throw new ChainlakeError(`the lake at ${this.paths.root} was written by an earlier chainlake (one data.parquet per partition, not a DuckLake)`, {
+        hint: '`chainlake catalog rebuild` converts it: every partition is rewritten once as a DuckLake data file, runs, windows and watermarks are kept',
+      });
+    }
+    if (tables.has('ducklake_metadata')) return;
+    await this.transaction(() => initialiseCatalog(this.lake, { dataPath: this.dataPath }));
+  }
+
+  /** The lake's tables for `shapes` (created when missing) and the files of each partition now. Inside a transaction. */
+  lakeState(shapes: readonly TableShape[] = []): Promise<LakeState> {
+    return readLakeState(this.lake, this.dataPath, shapes);
+  }
+
+  /**
+   * The commit's data files as DuckLake snapshots, one per table, each file replacing its partition's current
+   * files: inside the catalog transaction that records the commit, so they land with it or not at all.
+   */
+  async commitLake(commitId: string, files: readonly { table: string; file: StagedFile }[]): Promise<void> {
+    const byTable = new Map<string, StagedFile[]>();
+    for (const f of files) byTable.set(f.table, [...(byTable.get(f.table) ?? []), f.file]);
+    for (const [tableName, staged] of byTable) {
+      const partitions = new Map(staged.map((f) => [JSON.stringify(f.partitionValues), f.partitionValues!] as const));
+      await commitFiles(this.lake, {
+        tableName,
+        files: staged,
+        replacePartitions: [...partitions.values()],
+        author: 'chainlake',
+        message: commitId,
+      });
     }
   }
 
@@ -272,26 +325,14 @@ export class Catalog {
     await this.run(`INSERT INTO windows VALUES ${rows.join(', ')}`);
   }
 
-  async recordFiles(runId: string, files: readonly CommittedFile[]): Promise<void> {
-    if (files.length === 0) return;
-    const rows = files.map(
-      (f) =>
-        `(${literal(f.path)}, ${literal(f.dataset)}, ${literal(f.network)}, ${literal(f.partition)}, ${f.rows}, ${f.bytes}, ${int(f.minBlock)}, ${int(f.maxBlock)}, ${literal(runId)}, now())`,
-    );
-    await this.run(`INSERT OR REPLACE INTO files VALUES ${rows.join(', ')}`);
+  /** The tables beyond the registry that commits declared (decoded events). */
+  async declaredTables(): Promise<DeclaredTable[]> {
+    return (await this.rows(`SELECT value FROM lake_meta WHERE key LIKE 'table:%' ORDER BY key`)).map((r) => JSON.parse(String(r[0])) as DeclaredTable);
   }
 
   /** Declares tables beyond the registry (decoded events): refreshViews then gives each a view. */
   async registerTables(tables: readonly DeclaredTable[]): Promise<void> {
     for (const t of tables) await this.run(`INSERT OR REPLACE INTO lake_meta VALUES (${literal(`table:${t.shape.name}`)}, ${literal(JSON.stringify(t))})`);
-  }
-
-  async filePaths(): Promise<string[]> {
-    return (await this.rows(`SELECT path FROM files ORDER BY path`)).map((r) => String(r[0]));
-  }
-
-  async forgetFiles(relativePaths: readonly string[]): Promise<void> {
-    for (const p of relativePaths) await this.run(`DELETE FROM files WHERE path = ${literal(p)}`);
   }
 
   async advanceWatermarks(runId: string, marks: readonly WatermarkRecord[]): Promise<void> {
@@ -304,11 +345,12 @@ export class Catalog {
   }
 
   /**
-   * (Re)creates a view per known dataset and `_rejects`: over the dataset's files when it has some, else an
-   * empty view of the right columns and types (so `SELECT … FROM <dataset>` works on any lake). Views name
-   * the lake's absolute path — plain DuckDB resolves relative paths against its working directory, not the
-   * catalog's folder — so the lake's root is recorded and a moved lake gets its views rebuilt. A view is only
-   * rewritten when its definition changed.
+   * (Re)creates a view per known dataset and `_rejects` over the files of the DuckLake's newest snapshot (an
+   * empty view of the right columns and types for a table without files, so `SELECT … FROM <dataset>` works on
+   * any lake), and the `files` view. Plain DuckDB reads them without the ducklake extension. Views name the
+   * lake's absolute path (plain DuckDB resolves relative paths against its working directory, not the
+   * catalog's folder), so the lake's root is recorded and a moved lake gets its views rebuilt. A view is only
+   * rewritten when its definition changed: in a commit, the views of the tables it wrote.
    */
   async refreshViews(opts: { force?: boolean } = {}): Promise<void> {
     const paths = this.paths;
@@ -333,21 +375,36 @@ export class Catalog {
       {
         shape: REJECTS_SHAPE,
         doc: 'Rows that did not convert: dataset, window, field, raw value, reason and the whole API entry. Partitioned by network and the date of the run.',
-        partitionDoc: 'UTC date of the run that saw the reject (Hive partition).',
+        partitionDoc: 'UTC date of the run that saw the reject.',
       },
     ];
+    const bodies = await lakeViewBodies(
+      this.lake,
+      this.dataPath,
+      shapes.map((s) => s.shape),
+    );
     for (const { shape, doc, partitionDoc: pdoc } of shapes) {
-      const withFiles = await hasFiles(paths, shape.name);
-      const hiveColumns = hiveColumnsOf(shape, pdoc);
-      const body = viewBody(paths, shape, withFiles);
+      const partitionColumns = partitionColumnsOf(shape, pdoc);
+      const body = bodies.get(shape.name)!;
       const signature = createHash('sha256')
-        .update(JSON.stringify({ body, doc, columns: [...shape.columns, ...hiveColumns] }))
+        .update(JSON.stringify({ body, doc, columns: [...shape.columns, ...partitionColumns] }))
         .digest('hex');
       const key = `view:${shape.name}`;
       if (!opts.force && meta.get(key) === signature) continue;
       statements.push(`CREATE OR REPLACE VIEW ${ident(shape.name)} AS ${body}`, `COMMENT ON VIEW ${ident(shape.name)} IS ${literal(doc)}`);
-      for (const c of [...shape.columns, ...hiveColumns]) statements.push(`COMMENT ON COLUMN ${ident(shape.name)}.${ident(c.name)} IS ${literal(c.doc)}`);
+      for (const c of [...shape.columns, ...partitionColumns]) statements.push(`COMMENT ON COLUMN ${ident(shape.name)}.${ident(c.name)} IS ${literal(c.doc)}`);
       setMeta(key, signature);
+    }
+    const files = filesView(shapes.map((s) => s.shape));
+    const filesSignature = createHash('sha256').update(files).digest('hex');
+    if (opts.force || meta.get('view:files') !== filesSignature) {
+      statements.push(files, `COMMENT ON VIEW files IS ${literal(FILES_DOC)}`);
+      for (const [c, d] of Object.entries(FILES_COLUMN_DOCS)) statements.push(`COMMENT ON COLUMN files.${ident(c)} IS ${literal(d)}`);
+      setMeta('view:files', filesSignature);
+    }
+    if (meta.get('root') !== paths.root) {
+      // The DuckLake's own record of where its files are, for readers with the ducklake extension.
+      statements.push(`UPDATE ducklake_metadata SET value = ${literal(this.dataPath)} WHERE key = 'data_path' AND scope IS NULL`);
     }
     setMeta('root', paths.root);
     setMeta('format', String(CATALOG_FORMAT));
@@ -355,18 +412,62 @@ export class Catalog {
   }
 }
 
-function hiveColumnsOf(shape: TableShape, partitionDoc: string): LakeColumn[] {
-  return [
-    { name: 'network', type: 'VARCHAR', doc: 'Network: mainnet or testnet (Hive partition).' },
-    { name: shape.partition, type: 'DATE', doc: partitionDoc },
-  ];
+const FILES_DOC =
+  "One row per Parquet file of the lake's newest snapshot (a view of the DuckLake's tables): rows, bytes and block range. Files of earlier snapshots stay on disk until `chainlake maintain` expires those snapshots.";
+const FILES_COLUMN_DOCS: Record<string, string> = {
+  path: 'Relative to the lake root.',
+  min_block: 'Lowest block number in the file (NULL for datasets without blocks).',
+  run_id: 'The chainlake run whose commit wrote the file (NULL once that snapshot is expired).',
+  snapshot_id: 'The DuckLake snapshot that added the file.',
+};
+
+/** The `files` view: the DuckLake's current data files, with the block range from their column statistics. */
+function filesView(shapes: readonly TableShape[]): string {
+  const blocks = shapes.filter((s) => s.blockColumn).map((s) => `(${literal(s.name)}, ${literal(s.blockColumn!)})`);
+  return `CREATE OR REPLACE VIEW files AS
+    SELECT CASE WHEN d.path_is_relative THEN sc.path || t.path || d.path ELSE d.path END AS path,
+           t.table_name AS dataset, n.partition_value AS network, p.partition_value AS "partition",
+           d.record_count AS rows, d.file_size_bytes AS bytes,
+           TRY_CAST(st.min_value AS BIGINT) AS min_block, TRY_CAST(st.max_value AS BIGINT) AS max_block,
+           split_part(c.commit_message, '/', 1) AS run_id, s.snapshot_time AS written_at, d.begin_snapshot AS snapshot_id
+    FROM ducklake_data_file d
+    JOIN ducklake_table t ON t.table_id = d.table_id AND t.end_snapshot IS NULL
+    JOIN ducklake_schema sc ON sc.schema_id = t.schema_id AND sc.end_snapshot IS NULL
+    LEFT JOIN ducklake_file_partition_value n ON n.data_file_id = d.data_file_id AND n.partition_key_index = 0
+    LEFT JOIN ducklake_file_partition_value p ON p.data_file_id = d.data_file_id AND p.partition_key_index = 1
+    LEFT JOIN (VALUES ${blocks.length ? blocks.join(', ') : "('', '')"}) AS b(dataset, column_name) ON b.dataset = t.table_name
+    LEFT JOIN ducklake_column bc ON bc.table_id = d.table_id AND bc.column_name = b.column_name AND bc.end_snapshot IS NULL
+    LEFT JOIN ducklake_file_column_stats st ON st.data_file_id = d.data_file_id AND st.column_id = bc.column_id
+    LEFT JOIN ducklake_snapshot_changes c ON c.snapshot_id = d.begin_snapshot
+    LEFT JOIN ducklake_snapshot s ON s.snapshot_id = d.begin_snapshot
+    WHERE d.end_snapshot IS NULL`;
 }
 
-/** The SELECT of a dataset's view: its files under the lake at `paths`, or no rows of the right types. */
-export function viewBody(paths: LakePaths, shape: TableShape, withFiles: boolean): string {
-  return withFiles
-    ? `SELECT * FROM read_parquet(${literal(paths.datasetGlob(shape.name))}, hive_partitioning = true, union_by_name = true, hive_types = {'network': 'VARCHAR', ${literal(shape.partition)}: 'DATE'})`
-    : emptyTypedSelect(shape, hiveColumnsOf(shape, ''));
+/**
+ * The SELECT of each table's view at a snapshot (the newest by default): its files' rows through the DuckLake
+ * reader (field ids to column names), or no rows of the shape's types when the table has no file.
+ */
+export async function lakeViewBodies(db: CatalogDb, dataPath: string, shapes: readonly TableShape[], snapshot?: number): Promise<Map<string, string>> {
+  const at = snapshot ?? (await currentSnapshot(db)).snapshotId;
+  const tables = new Map((await listTables(db, at)).filter((t) => t.schema.name === 'main').map((t) => [t.name, t]));
+  const out = new Map<string, string>();
+  for (const shape of shapes) {
+    const table = tables.get(shape.name);
+    const files = table ? await listDataFiles(db, table, at, dataPath) : [];
+    out.set(
+      shape.name,
+      table && files.length ? scanSql(table, await listColumns(db, table.tableId, at), files, at) : emptyTypedSelect(shape, partitionColumnsOf(shape, '')),
+    );
+  }
+  return out;
+}
+
+/** The columns every table has after its shape's: the partition columns. */
+function partitionColumnsOf(shape: TableShape, partitionDoc: string): LakeColumn[] {
+  return [
+    { name: 'network', type: 'VARCHAR', doc: 'Network: mainnet or testnet (partition).' },
+    { name: shape.partition, type: 'DATE', doc: partitionDoc },
+  ];
 }
 
 function tableComments(): string[] {
@@ -389,17 +490,12 @@ function partitionDoc(def: DatasetDef): string {
       : def.partition === 'snapshot_date'
         ? 'UTC date of the run that took the snapshot'
         : 'UTC date of the data point';
-  return `${what} (Hive partition).`;
+  return `${what} (partition).`;
 }
 
-/** Whether a dataset folder holds at least one Parquet file at partition depth. */
-export async function hasFiles(paths: LakePaths, dataset: string): Promise<boolean> {
-  const root = paths.datasetDir(dataset);
-  for (const net of await readdir(root).catch(() => [] as string[])) {
-    for (const part of await readdir(path.join(root, net)).catch(() => [] as string[])) {
-      const files = await readdir(path.join(root, net, part)).catch(() => [] as string[]);
-      if (files.some((f) => f.endsWith('.parquet'))) return true;
-    }
-  }
-  return false;
+/** The files of a table at the lake's newest snapshot (of one network, when given): absolute paths; none without a catalog. */
+export async function currentTableFiles(engine: Engine, paths: LakePaths, table: string, network?: string): Promise<string[]> {
+  if (!existsSync(paths.catalog)) return [];
+  const lake = await Catalog.hold(engine, paths, (c) => c.lakeState());
+  return lake.tableFiles(table, network);
 }

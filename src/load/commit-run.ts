@@ -1,6 +1,8 @@
 import path from 'node:path';
 import type { DatasetDef, Network } from '../datasets/dataset.js';
-import type { DeclaredTable, RunRow, WatermarkRecord, WindowRecord } from './catalog.js';
+import { Catalog, type DeclaredTable, type RunRow, type WatermarkRecord, type WindowRecord } from './catalog.js';
+import type { LakeState } from './lake-state.js';
+import { datasetShape, REJECTS_SHAPE, type TableShape } from './schema.js';
 import { prepareDataset, prepareRejects, type CommittedFile, type PreparedFile, type SliceDerivation } from './commit.js';
 import type { Engine } from './engine.js';
 import { applyJournal, publishJournal, type CommitJournal } from './journal.js';
@@ -60,23 +62,31 @@ export interface CommitDerivation extends SliceDerivation {
   prepared(): Promise<{ files: PreparedFile[]; rejects?: string; tables: DeclaredTable[] } | undefined>;
 }
 
-/** The journal of a set of prepared files: what moves where, what strays go, and what the catalog records. */
+/** The journal of a set of prepared files: what moves where, and what the catalog records. */
 export function journalFor(
   paths: LakePaths,
   commitId: string,
   runId: string,
   prepared: readonly PreparedFile[],
-  catalog: Omit<CommitJournal['catalog'], 'files'>,
+  catalog: Omit<CommitJournal['catalog'], 'files' | 'lake'>,
 ): CommitJournal {
   return {
-    format: 1,
+    format: 2,
     commitId,
     runId,
     createdAt: new Date().toISOString(),
     moves: prepared.map((p) => ({ from: paths.relative(p.from), to: paths.relative(p.to) })),
-    deletes: prepared.flatMap((p) => p.strays.map((s) => paths.relative(s))),
-    catalog: { ...catalog, files: prepared.map((p) => p.file) },
+    catalog: {
+      ...catalog,
+      files: prepared.map((p) => p.file),
+      lake: prepared.map((p) => ({ table: p.file.dataset, file: { ...p.staged, fullPath: paths.relative(p.to) } })),
+    },
   };
+}
+
+/** The lake's tables for `shapes` (created when missing, in their own snapshots) and their current files. */
+export function lakeStateFor(engine: Engine, paths: LakePaths, shapes: readonly TableShape[]): Promise<LakeState> {
+  return Catalog.write(engine, paths, (c) => c.lakeState(shapes));
 }
 
 /**
@@ -88,6 +98,9 @@ export function journalFor(
  */
 export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]> {
   const { engine, paths, runId, ingestedAt, stagingDir, network } = input;
+  // The tables this commit writes, and what their partitions hold now: one writer holds the lake, so nothing
+  // changes them until this commit is applied.
+  const lake = await lakeStateFor(engine, paths, [...input.datasets.map((d) => datasetShape(d.def)), REJECTS_SHAPE, ...(input.derivation?.shapes ?? [])]);
   // Two datasets at a time: one's sort overlaps the other's file writes (a dataset's first slice otherwise
   // sorted with every writer idle).
   const perDataset = new Array<PreparedFile[]>(input.datasets.length);
@@ -98,6 +111,7 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
       perDataset[i] = await prepareDataset({
         engine,
         paths,
+        lake,
         def,
         network,
         runId,
@@ -117,6 +131,7 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
   const rejects = await prepareRejects({
     engine,
     paths,
+    lake,
     network,
     runId,
     ingestedAt,

@@ -1,12 +1,14 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { DatasetDef, Network } from '../datasets/dataset.js';
 import type { BatchRows } from './batch-rows.js';
 import { fsyncFile, mkdirDurable } from './durable.js';
 import type { Engine } from './engine.js';
 import { keyRank, onePerKey, writeMergedPartition } from './merge.js';
-import { PARTITION_FILE, type LakePaths } from './paths.js';
+import type { LakePaths } from './paths.js';
+import type { StagedFile } from '../ducklake/writer.js';
+import { writeLakeFile, type LakeFile } from './lake-file.js';
+import type { LakeState } from './lake-state.js';
 import {
   REJECTS_SHAPE,
   STAGED_PARTITION,
@@ -18,7 +20,7 @@ import {
   type StagedPages,
   type TableShape,
 } from './schema.js';
-import { ident, LAKE_PARQUET, literal, literalList } from './sql.js';
+import { ident, literal, literalList } from './sql.js';
 import { testHook } from './test-hooks.js';
 import { eachBounded } from './bounded.js';
 
@@ -42,40 +44,39 @@ export interface CommittedFile {
   maxBlock: string | null;
 }
 
-/** A partition file ready in staging: what to rename where, and which stray files of the partition it replaces. */
+/** A partition file ready in staging: what to rename where, and what the catalog records of it. */
 export interface PreparedFile {
-  /** Absolute path of the merged file under `_staging`. */
+  /** Absolute path of the file under `_staging`. */
   from: string;
-  /** Absolute path of the partition's `data.parquet`. */
+  /** Absolute path it takes in the lake: a new, immutable name in the partition's folder. */
   to: string;
-  /** Other Parquet files of the partition, folded into `from` and removed once it is in place. */
-  strays: string[];
   file: CommittedFile;
+  /** The DuckLake data file the commit adds; it replaces what the partition held (those files end at the commit's snapshot). */
+  staged: StagedFile;
 }
 
-/**
- * `from`, a file written under the commit's work folder, prepared to replace the partition's file in `dir`:
- * the partition's other files (`existing`) become strays, and the catalog records what `stats` says of it.
- */
-export async function preparedFile(
+/** `from`, written under the commit's work folder as `written`, prepared to become its partition's one current file. */
+export function preparedFile(
   paths: LakePaths,
-  target: { shape: TableShape; network: Network; partition: string; dir: string },
+  target: { shape: TableShape; network: Network; partition: string },
   from: string,
-  existing: readonly string[],
-  stats: Pick<CommittedFile, 'rows' | 'runRows' | 'minBlock' | 'maxBlock'>,
-): Promise<PreparedFile> {
-  const to = path.join(target.dir, PARTITION_FILE);
+  written: LakeFile,
+  runRows?: number,
+): PreparedFile {
   return {
     from,
-    to,
-    strays: existing.filter((f) => f !== to),
+    to: written.to,
+    staged: written.staged,
     file: {
       dataset: target.shape.name,
       network: target.network,
       partition: target.partition,
-      path: paths.relative(to),
-      ...stats,
-      bytes: (await stat(from)).size,
+      path: paths.relative(written.to),
+      rows: written.rows,
+      ...(runRows === undefined ? {} : { runRows }),
+      bytes: written.staged.fileSizeBytes,
+      minBlock: written.minBlock,
+      maxBlock: written.maxBlock,
     },
   };
 }
@@ -83,6 +84,8 @@ export async function preparedFile(
 export interface PrepareInput {
   engine: Engine;
   paths: LakePaths;
+  /** The lake's tables and current files (the dataset's table included). */
+  lake: LakeState;
   def: DatasetDef;
   network: Network;
   runId: string;
@@ -115,53 +118,42 @@ export const FRESH_COLUMN = '__fresh';
  * Whatever they prepare is the derivation's to report (the caller puts it in the journal).
  */
 export interface SliceDerivation {
-  slice(table: string, partitions: readonly string[], index: number): { first: WriterTask[]; then: WriterTask[] };
+  /** The tables it writes: created before the commit writes anything, when the lake lacks them. */
+  readonly shapes: readonly TableShape[];
+  slice(table: string, partitions: readonly string[], index: number, lake: LakeState): { first: WriterTask[]; then: WriterTask[] };
 }
 
 /** Work for one of the partition writers' connections. */
 export type WriterTask = (writer: DuckDBConnection) => Promise<void>;
 
-/** The Parquet files of a partition folder as they are now (absolute paths, sorted). */
-export async function partitionParquetFiles(dir: string): Promise<string[]> {
-  const names = await readdir(dir).catch(() => [] as string[]);
-  return names
-    .filter((n) => n.endsWith('.parquet'))
-    .sort()
-    .map((n) => path.join(dir, n));
-}
-
 /**
- * Merges one partition into a file under `workDir` and fsyncs it, so that once the commit is decided the
- * file is on disk whatever happens next.
+ * Merges one partition (its current files and `fresh`, a relation of the shape's columns) into a file under
+ * `workDir` and fsyncs it, so that once the commit is decided the file is on disk whatever happens next.
  */
 export async function preparePartition(
   engine: Engine,
   paths: LakePaths,
+  lake: LakeState,
   shape: TableShape,
   network: Network,
   partition: string,
   fresh: string | undefined,
   workDir: string,
 ): Promise<PreparedFile> {
-  const dir = paths.partitionDir(shape.name, shape.partition, network, partition);
-  const existing = await partitionParquetFiles(dir);
+  const existing = lake.files(shape.name, network, partition).map((f) => f.path);
   const from = path.join(workDir, `${shape.name}.${network}.${partition}.parquet`);
-  const { rows, minBlock, maxBlock } = await writeMergedPartition(engine.conn, shape, { existing, fresh, target: from });
+  const written = await writeMergedPartition(engine.conn, lake.table(shape.name), shape, { network, value: partition }, { existing, fresh, target: from });
   await fsyncFile(from);
   await testHook('final');
-  return preparedFile(paths, { shape, network, partition, dir }, from, existing, { rows, minBlock, maxBlock });
+  return preparedFile(paths, { shape, network, partition }, from, written);
 }
 
-/** A partition's rows in a sorted merge table: its row-id range, and what the catalog records of its file. */
+/** A partition's rows in a sorted merge table: its row-id range, and the rows of the committing run in it. */
 interface PartitionRun {
   lo: bigint;
   hi: bigint;
-  rows: number;
   /** Rows of the committing run (its `_run_id`) in the partition. */
   runRows: number;
-  /** Exact integer text (BIGINT does not fit a JS number); null without a block column. */
-  minBlock: string | null;
-  maxBlock: string | null;
 }
 
 /** Connections writing a batch's partition files at once. */
@@ -189,26 +181,6 @@ export function stagedSelect(def: DatasetDef, runId: string, ingestedAt: string,
  * peak over its target (docs/performance.md, "Merge slices" and "Memory").
  */
 export const MERGE_SLICE_ROWS = 25_000;
-
-/**
- * Each partition's fresh rows plus the rows its existing files hold (from their footers). Counting fresh rows
- * alone let a late commit of a large export merge slices of several times MERGE_SLICE_ROWS: every commit
- * rewrites the day partitions the earlier ones wrote.
- */
-async function withExistingRows(
-  conn: DuckDBConnection,
-  counts: readonly (readonly [string, number])[],
-  existing: ReadonlyMap<string, readonly string[]>,
-): Promise<(readonly [string, number])[]> {
-  const files = [...existing.values()].flat();
-  if (files.length === 0) return [...counts];
-  const rowsOf = new Map(
-    ((await conn.runAndReadAll(`SELECT file_name, num_rows::BIGINT FROM parquet_file_metadata(${literalList(files)})`)).getRowsJS() as [string, bigint][]).map(
-      ([f, n]) => [f, Number(n)] as const,
-    ),
-  );
-  return counts.map(([p, n]) => [p, n + (existing.get(p) ?? []).reduce((sum, f) => sum + (rowsOf.get(f) ?? 0), 0)] as const);
-}
 
 /** Consecutive partitions (sorted) grouped so that each group's rows stay within `limit` (at least one each). */
 export function slicePartitions(counts: readonly (readonly [string, number])[], limit: number): string[][] {
@@ -262,9 +234,13 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
       (await conn.runAndReadAll(`SELECT ${part}, count(*)::BIGINT FROM ${fresh} GROUP BY ${part} ORDER BY 1`)).getRowsJS() as [string, bigint][]
     ).map(([p, n]) => [p, Number(n)] as const);
     const partitions = counts.map(([p]) => p);
-    const dirs = new Map(partitions.map((p) => [p, paths.partitionDir(shape.name, shape.partition, network, p)]));
-    const existing = new Map(await Promise.all(partitions.map(async (p) => [p, await partitionParquetFiles(dirs.get(p)!)] as const)));
-    const merging = await withExistingRows(conn, counts, existing);
+    const lakeTable = input.lake.table(shape.name);
+    const current = new Map(partitions.map((p) => [p, input.lake.files(shape.name, network, p)] as const));
+    const existing = new Map([...current].map(([p, files]) => [p, files.map((f) => f.path)] as const));
+    // Each partition's fresh rows plus the rows its current files hold: counting fresh rows alone let a late
+    // commit of a large export merge slices of several times MERGE_SLICE_ROWS (every commit rewrites the day
+    // partitions the earlier ones wrote).
+    const merging = counts.map(([p, n]) => [p, n + current.get(p)!.reduce((sum, f) => sum + f.rows, 0)] as const);
 
     const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
     const keyColumns = [part, ...shape.key.map(ident)];
@@ -302,28 +278,27 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
       await conn.run(`DROP TABLE IF EXISTS ${temp.winners}`);
       // The table is sorted by partition, so each partition is one run of row ids: a row-id range scan reads
       // just that run (a filter on the partition column would scan whole row groups for every partition).
-      // The same pass counts each file's rows and block range for the catalog, so the COPYs return nothing
-      // (reading back their RETURN_STATS rows cost the event loop more than this query).
-      const block = shape.blockColumn ? ident(shape.blockColumn) : 'NULL';
+      // The file's statistics come from its COPY; this pass only finds the ranges and the run's own rows.
       const rows = (
         await conn.runAndReadAll(
-          `SELECT ${part}, min(rowid), max(rowid), count(*)::BIGINT, min(${block})::VARCHAR, max(${block})::VARCHAR, count(*) FILTER (WHERE _run_id = ${literal(runId)})::BIGINT FROM ${table} GROUP BY ${part}`,
+          `SELECT ${part}, min(rowid), max(rowid), count(*) FILTER (WHERE _run_id = ${literal(runId)})::BIGINT FROM ${table} GROUP BY ${part}`,
         )
-      ).getRowsJS() as [string, bigint, bigint, bigint, string | null, string | null, bigint][];
-      const runs = new Map(rows.map(([p, lo, hi, n, minBlock, maxBlock, mine]) => [p, { lo, hi, rows: Number(n), runRows: Number(mine), minBlock, maxBlock }]));
+      ).getRowsJS() as [string, bigint, bigint, bigint][];
+      const runs = new Map(rows.map(([p, lo, hi, mine]) => [p, { lo, hi, runRows: Number(mine) }]));
       return { slice, table, runs, index };
     };
     const writePartition = async (c: DuckDBConnection, table: string, run: PartitionRun, partition: string): Promise<PreparedFile> => {
       const from = path.join(finalDir, `${shape.name}.${network}.${partition}.parquet`);
       // A scan of the sorted table keeps its order, so the file comes out sorted.
-      await c.run(`COPY (SELECT ${columns} FROM ${table} WHERE rowid BETWEEN ${run.lo} AND ${run.hi}) TO ${literal(from)} (${LAKE_PARQUET})`);
-      const { rows, runRows, minBlock, maxBlock } = run;
-      return preparedFile(paths, { shape, network, partition, dir: dirs.get(partition)! }, from, existing.get(partition)!, {
-        rows,
-        runRows,
-        minBlock,
-        maxBlock,
-      });
+      const written = await writeLakeFile(
+        c,
+        lakeTable,
+        shape,
+        { network, value: partition },
+        `SELECT ${columns} FROM ${table} WHERE rowid BETWEEN ${run.lo} AND ${run.hi}`,
+        from,
+      );
+      return preparedFile(paths, { shape, network, partition }, from, written, run.runRows);
     };
     // The next slice is merged while the writers write this one (two tables in turn): the sort then hides
     // behind the COPYs instead of leaving the writers idle (docs/performance.md, "Merge slices").
@@ -341,7 +316,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
         const current = await next!;
         next = i + 1 < slices.length ? startSlice(i + 1) : undefined;
         const written = new Array<PreparedFile>(current.slice.length);
-        const derived = input.derive?.slice(current.table, current.slice, current.index);
+        const derived = input.derive?.slice(current.table, current.slice, current.index, input.lake);
         const tasks: WriterTask[] = [
           ...(derived?.first ?? []),
           ...current.slice.map((p, j) => async (c: DuckDBConnection) => {
@@ -384,12 +359,12 @@ export function rejectsSelect(stagedFiles: readonly string[], network: Network, 
  * ones, and `more` (a relation with the REJECTS_SHAPE columns: rejects derived in the same commit).
  */
 export async function prepareRejects(input: Omit<PrepareInput, 'def'> & { date: string; more?: string }): Promise<PreparedFile | undefined> {
-  const { engine, paths, network, runId, ingestedAt, stagedFiles, workDir, date } = input;
+  const { engine, paths, lake, network, runId, ingestedAt, stagedFiles, workDir, date } = input;
   const sources = [...(stagedFiles.length ? [rejectsSelect(stagedFiles, network, runId, ingestedAt)] : []), ...(input.more ? [input.more] : [])];
   if (sources.length === 0) return undefined;
   await mkdirDurable(workDir);
   const fresh = sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
   const n = Number((await engine.conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (${fresh})`)).getRowsJS()[0]![0]);
   if (n === 0) return undefined;
-  return preparePartition(engine, paths, REJECTS_SHAPE, network, date, fresh, workDir);
+  return preparePartition(engine, paths, lake, REJECTS_SHAPE, network, date, fresh, workDir);
 }

@@ -2,6 +2,8 @@ import { readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { Catalog, type DeclaredTable, type RunRow, type WatermarkRecord, type WindowRecord } from './catalog.js';
 import type { CommittedFile } from './commit.js';
+import type { StagedFile } from '../ducklake/writer.js';
+import { ChainlakeError } from '../errors.js';
 import { exists, fsyncDir, mkdirDurable, removeDurable, writeFileDurable } from './durable.js';
 import type { Engine } from './engine.js';
 import type { LakePaths } from './paths.js';
@@ -16,25 +18,27 @@ export const JOURNAL_FILE = 'commit.json';
 /**
  * Everything a commit changes, written down (and fsynced) before the lake is touched. Paths are relative to
  * the lake root, so a moved lake still recovers. Applying a journal is idempotent: a move whose source is
- * gone was done, a delete of a missing file is done, and the catalog records are skipped once the run is
- * recorded as committed — so a writer killed at any point after the journal is published has its commit
- * finished by the next command that takes the lake's lock ("roll forward").
+ * gone was done, and the catalog records (the DuckLake snapshot with them) are skipped once the commit is
+ * recorded — so a writer killed at any point after the journal is published has its commit finished by the
+ * next command that takes the lake's lock ("roll forward"). Nothing is deleted: the files a commit replaces
+ * end at its snapshot and stay for time travel until `chainlake maintain` expires it.
  */
 export interface CommitJournal {
-  format: 1;
+  format: 2;
   /** `<runId>/<batch>`: unique per commit (a run commits in batches). */
   commitId: string;
   runId: string;
   createdAt: string;
-  /** Merged files in staging -> their partition's data.parquet. */
+  /** Files in staging -> their new, immutable names in their partitions' folders. */
   moves: { from: string; to: string }[];
-  /** Stray files of touched partitions, folded into the moved files. */
-  deletes: string[];
   catalog: {
     /** The run's record as of this commit (interim while batches go on; final with the last one). */
     run?: RunRow;
     windows: WindowRecord[];
+    /** What the run's report and the commits table count. */
     files: CommittedFile[];
+    /** The DuckLake data files the snapshot adds, each replacing its partition's current files (fullPath relative to the lake root). */
+    lake: { table: string; file: StagedFile }[];
     watermarks: WatermarkRecord[];
     /** Tables beyond the registry declared with the commit (decoded datasets written in it). */
     tables?: DeclaredTable[];
@@ -58,15 +62,21 @@ export async function readJournal(file: string): Promise<CommitJournal | undefin
   } catch {
     return undefined;
   }
-  const j = JSON.parse(text) as CommitJournal;
-  if (j.format !== 1) throw new Error(`${file}: unknown commit journal format ${String(j.format)}`);
-  return j;
+  const j = JSON.parse(text) as { format?: unknown };
+  if (j.format === 1) {
+    throw new ChainlakeError(`${file}: a commit left by a chainlake before the lake became a DuckLake`, {
+      hint: 'finish it with the chainlake version that wrote it (any command of it), then run `chainlake catalog rebuild` with this one',
+    });
+  }
+  if (j.format !== 2) throw new Error(`${file}: unknown commit journal format ${String(j.format)}`);
+  return j as CommitJournal;
 }
 
 /**
- * Applies a decided commit: holding the catalog exclusively, renames every merged file over its partition's
- * data.parquet (fsyncing each folder), removes folded strays, then records windows, files, watermarks, views
- * and the run in one catalog transaction. Removes the journal last.
+ * Applies a decided commit: holding the catalog exclusively, renames every file to its new name in its
+ * partition's folder (fsyncing each folder), then records windows, watermarks, the run and the DuckLake snapshot
+ * (new files in, the replaced partitions' files ended) in one catalog transaction, with the views of the new
+ * snapshot. Removes the journal last.
  */
 export async function applyJournal(
   engine: Engine,
@@ -90,14 +100,12 @@ export async function applyJournal(
         await fsyncDir(path.dirname(to));
         if (renamed++ === 0) await testHook('rename');
       });
-      for (const d of journal.deletes) await removeDurable(paths.absolute(d));
       await testHook('catalog');
       await catalog.transaction(async () => {
         if (!(await catalog.commitApplied(journal.commitId))) {
           const c = journal.catalog;
           await catalog.recordWindows(c.windows);
-          await catalog.forgetFiles(journal.deletes);
-          await catalog.recordFiles(journal.runId, c.files);
+          await catalog.commitLake(journal.commitId, c.lake);
           await catalog.advanceWatermarks(journal.runId, c.watermarks);
           if (c.run) await catalog.recordRun(c.run.runId, c.run.job, c.run.startedAt, c.run.finishedAt, c.run.status, c.run.report);
           await catalog.recordCommit(journal.commitId, journal.runId, c.files, opts.recoveredBy);

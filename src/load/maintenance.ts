@@ -1,18 +1,22 @@
-import { readdir, rm, stat } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import type { Network } from '../datasets/dataset.js';
 import { DATASETS } from '../datasets/registry.js';
 import { Catalog, TABLES } from './catalog.js';
-import { journalFor } from './commit-run.js';
-import { partitionParquetFiles, preparePartition, type CommittedFile, type PreparedFile } from './commit.js';
-import { mkdirDurable } from './durable.js';
+import { journalFor, lakeStateFor } from './commit-run.js';
+import { preparedFile, preparePartition, type PreparedFile } from './commit.js';
+import type { LakeState } from './lake-state.js';
+import { writeMergedPartition } from './merge.js';
+import { fsyncFile, mkdirDurable } from './durable.js';
 import { openEngine, type Engine } from './engine.js';
 import { applyJournal, publishJournal } from './journal.js';
 import { LakeLock } from './lock.js';
-import { PARTITION_FILE, type LakePaths } from './paths.js';
+import type { LakePaths } from './paths.js';
 import { recoverLake, type RecoveryReport } from './recovery.js';
 import { REJECTS_SHAPE, datasetShape, type TableShape } from './schema.js';
-import { literal, literalList } from './sql.js';
+import { literal } from './sql.js';
 import { openRunStaging, closeRunStaging } from './staging.js';
 import { newMaintenanceId } from './ids.js';
 import { catalogProblem, salvageCatalog, type SalvageReport } from './salvage.js';
@@ -26,22 +30,38 @@ export interface PartitionRef {
   shape: TableShape;
   network: Network;
   value: string;
-  dir: string;
+  /** Absolute paths. */
   files: string[];
 }
 
-/** The partitions of a table as they sit on disk (folders that hold at least one Parquet file). */
-export async function listPartitions(paths: LakePaths, shape: TableShape): Promise<PartitionRef[]> {
+/** The partitions of a table at the lake's newest snapshot. */
+export function lakePartitions(lake: LakeState, shape: TableShape): PartitionRef[] {
+  if (!lake.has(shape.name)) return [];
+  return [...lake.table(shape.name).partitions]
+    .map(([key, files]) => {
+      const [network, value] = key.split('\u0000') as [Network, string];
+      return { shape, network, value, files: files.map((f) => f.path) };
+    })
+    .sort((a, b) => a.network.localeCompare(b.network) || a.value.localeCompare(b.value));
+}
+
+/**
+ * The partitions of a table as folders on disk, whatever wrote them: the DuckLake layout
+ * (`main/<table>/network=…/<column>=…/`, files of every snapshot kept) and the layout of chainlake before the
+ * lake was a DuckLake (`<table>/network=…/<column>=…/data.parquet`).
+ */
+export async function diskPartitions(paths: LakePaths, shape: TableShape): Promise<PartitionRef[]> {
   const out: PartitionRef[] = [];
-  const root = paths.datasetDir(shape.name);
-  for (const net of (await readdir(root).catch(() => [] as string[])).sort()) {
-    if (!net.startsWith('network=')) continue;
-    const prefix = `${shape.partition}=`;
-    for (const part of (await readdir(path.join(root, net)).catch(() => [] as string[])).sort()) {
-      if (!part.startsWith(prefix)) continue;
-      const dir = path.join(root, net, part);
-      const files = await partitionParquetFiles(dir);
-      if (files.length) out.push({ shape, network: net.slice('network='.length) as Network, value: part.slice(prefix.length), dir, files });
+  for (const root of [paths.datasetDir(shape.name), paths.legacyDatasetDir(shape.name)]) {
+    for (const net of (await readdir(root).catch(() => [] as string[])).sort()) {
+      if (!net.startsWith('network=')) continue;
+      const prefix = `${shape.partition}=`;
+      for (const part of (await readdir(path.join(root, net)).catch(() => [] as string[])).sort()) {
+        if (!part.startsWith(prefix)) continue;
+        const dir = path.join(root, net, part);
+        const files = (await readdir(dir).catch(() => [] as string[])).filter((n) => n.endsWith('.parquet')).map((n) => path.join(dir, n));
+        if (files.length) out.push({ shape, network: net.slice('network='.length) as Network, value: decodeURIComponent(part.slice(prefix.length)), files });
+      }
     }
   }
   return out;
@@ -91,14 +111,13 @@ export interface CompactReport {
 const COMPACT_BATCH = 64;
 
 /**
- * Rewrites partitions into their canonical form: one `data.parquet` per partition, every stray file folded
- * in, one row per natural key, the declared columns and types, sorted, ZSTD. Commits in batches through the
- * same journaled protocol as a run, so it is atomic for catalog readers and crash-safe; the rows a reader
- * sees do not change, except duplicates that disappear.
+ * Rewrites partitions into their canonical form: one file per partition, one row per natural key, the table's
+ * columns and types, sorted, ZSTD. Commits in batches through the same journaled protocol as a run, so it is
+ * atomic for catalog readers and crash-safe; the rows a reader sees do not change, except duplicates that
+ * disappear. The files replaced stay for the snapshots before until `chainlake maintain` expires them.
  */
 export async function compactLake(paths: LakePaths, opts: { datasets?: string[] } = {}): Promise<CompactReport> {
   return maintain(paths, 'compact', async (engine, id, staging) => {
-    const shapes = lakeShapes().filter((s) => !opts.datasets || opts.datasets.includes(s.name));
     const report: CompactReport = {
       runId: id,
       partitions: 0,
@@ -111,7 +130,10 @@ export async function compactLake(paths: LakePaths, opts: { datasets?: string[] 
       prunedDirs: 0,
     };
     const startedAt = new Date().toISOString();
-    const parts = (await Promise.all(shapes.map((s) => listPartitions(paths, s)))).flat();
+    const declared = await Catalog.hold(engine, paths, (c) => c.declaredTables());
+    const shapes = [...lakeShapes(), ...declared.map((d) => d.shape)].filter((s) => !opts.datasets || opts.datasets.includes(s.name));
+    const lake = await lakeStateFor(engine, paths, []);
+    const parts = shapes.flatMap((s) => lakePartitions(lake, s));
     let batch = 0;
     for (let i = 0; i < parts.length; i += COMPACT_BATCH) {
       const chunk = parts.slice(i, i + COMPACT_BATCH);
@@ -119,12 +141,11 @@ export async function compactLake(paths: LakePaths, opts: { datasets?: string[] 
       await mkdirDurable(workDir);
       const prepared: PreparedFile[] = [];
       for (const p of chunk) {
-        report.filesBefore += p.files.length;
-        report.rowsBefore += Number(
-          (await engine.conn.runAndReadAll(`SELECT count(*)::BIGINT FROM read_parquet(${literalList(p.files)}, union_by_name = true)`)).getRowsJS()[0]![0],
-        );
-        for (const f of p.files) report.bytesBefore += (await stat(f)).size;
-        const prep = await preparePartition(engine, paths, p.shape, p.network, p.value, undefined, workDir);
+        const current = lake.files(p.shape.name, p.network, p.value);
+        report.filesBefore += current.length;
+        report.rowsBefore += current.reduce((n, f) => n + f.rows, 0);
+        report.bytesBefore += current.reduce((n, f) => n + f.bytes, 0);
+        const prep = await preparePartition(engine, paths, lake, p.shape, p.network, p.value, undefined, workDir);
         prepared.push(prep);
         report.partitions++;
         report.filesAfter++;
@@ -165,72 +186,125 @@ async function pruneEmptyPartitionDirs(paths: LakePaths, shapes: TableShape[]): 
 export interface RebuildReport {
   runId: string;
   recovery: RecoveryReport;
+  /** Files of the lake's newest snapshot after the rebuild. */
   files: number;
-  filesAdded: number;
-  filesForgotten: number;
+  /** Partitions rebuilt from the files on disk (a lost or damaged catalog, or a lake of the layout before DuckLake). */
+  partitionsFromDisk: number;
+  /** Files read from disk and replaced by the rebuilt partitions' files (deleted). */
+  filesReplaced: number;
+  /** Folders on disk of tables the catalog does not declare (decoded datasets whose declaration was lost): left as they are. */
+  unknownTables: string[];
   /** Set when the catalog was missing or damaged: what was carried over and what was lost. */
   salvage?: SalvageReport;
 }
 
+/** A catalog of the layout before the lake was a DuckLake: it has a `files` table. */
+async function legacyCatalog(paths: LakePaths): Promise<boolean> {
+  if (!existsSync(paths.catalog)) return false;
+  const instance = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });
+  const conn = await instance.connect();
+  try {
+    await conn.run(`ATTACH ${literal(paths.catalog)} AS c (READ_ONLY)`);
+    const r = await conn.runAndReadAll(`SELECT 1 FROM duckdb_tables() WHERE database_name = 'c' AND table_name = 'files'`);
+    return r.getRowsJS().length > 0;
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+}
+
 /**
- * Rebuilds what the catalog derives from the files: every view (with comments, at the lake's current
- * absolute path) and the `files` table (rows, bytes and block range read back from each file). Runs,
- * windows and watermarks are history and are kept. This is what makes a moved or copied lake, or one whose
- * catalog was lost, queryable again; every chainlake command does the view part by itself when needed.
+ * Makes a lake queryable again. A sound catalog only gets its views rebuilt (at the lake's current absolute
+ * path). When the catalog is missing or damaged, or the lake was written before it became a DuckLake, the
+ * DuckLake is rebuilt from the files on disk: each partition folder's files (of every snapshot the lost catalog
+ * had, or the old layout's data.parquet) are merged into one new file (one row per natural key, the newest
+ * `_ingested_at` winning: what the lost catalog's newest snapshot held), committed through the journaled
+ * protocol, and the files read are deleted. Runs, windows and watermarks are history and are kept.
  */
 export async function rebuildCatalog(paths: LakePaths): Promise<RebuildReport> {
   let salvage: SalvageReport | undefined;
+  let fromDisk = false;
   const first = async (): Promise<void> => {
     const problem = await catalogProblem(paths);
-    if (problem) salvage = await salvageCatalog(paths, problem, TABLES);
+    if (problem) {
+      salvage = await salvageCatalog(paths, problem, TABLES);
+      fromDisk = true;
+    } else if (await legacyCatalog(paths)) {
+      // Its `files` table is derived from the files, which are read again below.
+      const instance = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });
+      const conn = await instance.connect();
+      try {
+        await conn.run(`ATTACH ${literal(paths.catalog)} AS c`);
+        await conn.run('DROP TABLE c.main.files');
+        await conn.run(`DELETE FROM c.main.lake_meta WHERE key LIKE 'view:%'`);
+      } finally {
+        conn.closeSync();
+        instance.closeSync();
+      }
+    }
+    // A conversion killed half-way left folders of the old layout: they are read again.
+    for (const shape of lakeShapes()) if (existsSync(paths.legacyDatasetDir(shape.name))) fromDisk = true;
   };
   const report = await maintain(
     paths,
     'catalog-rebuild',
-    async (engine, id, _staging, recovery) => {
-      const onDisk: CommittedFile[] = [];
-      for (const shape of lakeShapes()) {
-        for (const p of await listPartitions(paths, shape)) {
-          for (const f of p.files) {
-            const block = shape.blockColumn;
-            const hasBlock =
-              block &&
-              (
-                await engine.conn.runAndReadAll(
-                  `SELECT count(*) FROM (DESCRIBE SELECT * FROM read_parquet(${literal(f)})) WHERE column_name = ${literal(block)}`,
-                )
-              ).getRowsJS()[0]![0];
-            const [n, lo, hi] = (
-              await engine.conn.runAndReadAll(
-                `SELECT count(*)::BIGINT${hasBlock ? `, min("${block}")::BIGINT, max("${block}")::BIGINT` : ''} FROM read_parquet(${literal(f)})`,
-              )
-            ).getRowsJS()[0] as [bigint, bigint | null | undefined, bigint | null | undefined];
-            onDisk.push({
-              dataset: shape.name,
-              network: p.network,
-              partition: p.value,
-              path: paths.relative(f),
-              rows: Number(n),
-              bytes: (await stat(f)).size,
-              minBlock: lo == null ? null : lo.toString(),
-              maxBlock: hi == null ? null : hi.toString(),
-            });
+    async (engine, id, staging, recovery): Promise<Omit<RebuildReport, 'salvage'>> => {
+      const declared = await Catalog.hold(engine, paths, (c) => c.declaredTables());
+      const shapes = [...lakeShapes(), ...declared.map((d) => d.shape)];
+      const out = { runId: id, recovery, files: 0, partitionsFromDisk: 0, filesReplaced: 0, unknownTables: [] as string[] };
+      if (fromDisk) {
+        const lake = await lakeStateFor(engine, paths, shapes);
+        const known = new Set(shapes.map((s) => s.name));
+        for (const dir of [paths.tablesRoot, paths.root]) {
+          for (const name of await readdir(dir).catch(() => [] as string[])) {
+            if (known.has(name) || name.startsWith('_staging') || name.startsWith('.') || name === 'main' || name.startsWith('catalog.duckdb')) continue;
+            if ((await readdir(path.join(dir, name)).catch(() => [] as string[])).some((n) => n.startsWith('network='))) out.unknownTables.push(name);
           }
         }
+        const parts = (await Promise.all(shapes.map((s) => diskPartitions(paths, s)))).flat();
+        // One folder of each layout may hold the same partition: merged together.
+        const merged = new Map<string, PartitionRef>();
+        for (const p of parts) {
+          const key = `${p.shape.name}\u0000${p.network}\u0000${p.value}`;
+          const had = merged.get(key);
+          merged.set(key, had ? { ...had, files: [...had.files, ...p.files] } : p);
+        }
+        const todo = [...merged.values()];
+        let batch = 0;
+        for (let i = 0; i < todo.length; i += COMPACT_BATCH) {
+          const chunk = todo.slice(i, i + COMPACT_BATCH);
+          const workDir = path.join(staging, `batch-${batch++}`);
+          await mkdirDurable(workDir);
+          const prepared: PreparedFile[] = [];
+          for (const p of chunk) {
+            const from = path.join(workDir, `${p.shape.name}.${p.network}.${p.value}.parquet`);
+            const written = await writeMergedPartition(
+              engine.conn,
+              lake.table(p.shape.name),
+              p.shape,
+              { network: p.network, value: p.value },
+              { existing: p.files, target: from },
+            );
+            await fsyncFile(from);
+            prepared.push(preparedFile(paths, { shape: p.shape, network: p.network, partition: p.value }, from, written));
+          }
+          const journal = journalFor(paths, `${id}/${path.basename(workDir)}`, id, prepared, { windows: [], watermarks: [] });
+          await publishJournal(paths, journal);
+          await applyJournal(engine, paths, journal);
+          // Committed: the files read are no snapshot's now.
+          for (const p of chunk) for (const f of p.files) await rm(f, { force: true });
+          out.partitionsFromDisk += chunk.length;
+          out.filesReplaced += chunk.reduce((n, p) => n + p.files.length, 0);
+        }
+        for (const shape of shapes) await rm(paths.legacyDatasetDir(shape.name), { recursive: true, force: true });
       }
       return Catalog.write(engine, paths, async (c) => {
-        const known = await c.filePaths();
-        const present = new Set(onDisk.map((f) => f.path));
-        const gone = known.filter((p) => !present.has(p));
-        await c.forgetFiles(gone);
-        await c.recordFiles(id, onDisk);
         await c.refreshViews({ force: true });
-        return { runId: id, recovery, files: onDisk.length, filesAdded: onDisk.filter((f) => !known.includes(f.path)).length, filesForgotten: gone.length };
+        const lake = await c.lakeState();
+        return { ...out, files: lake.all().reduce((n, t) => n + [...t.partitions.values()].reduce((m, f) => m + f.length, 0), 0) };
       });
     },
     first,
   );
   return { ...report, salvage };
 }
-
-export { PARTITION_FILE };

@@ -1,9 +1,6 @@
 import path from 'node:path';
 import type { Network } from '../datasets/dataset.js';
 
-/** The one name of a partition's file: a merge replaces it whole, by rename, so a folder reader sees one file. */
-export const PARTITION_FILE = 'data.parquet';
-
 /** Where things live in a lake (design §4). The one place that knows the layout. */
 export class LakePaths {
   readonly root: string;
@@ -19,20 +16,21 @@ export class LakePaths {
   staging(runId: string): string {
     return path.join(this.stagingRoot, runId);
   }
+  /** Where the DuckLake's tables keep their files: data path + the schema `main`'s path (as the reference extension lays it out). */
+  get tablesRoot(): string {
+    return path.join(this.root, 'main');
+  }
+  /** A table's folder: `main/<table>/`, holding `network=<n>/<partition column>=<value>/ducklake-<uuid>.parquet`. */
   datasetDir(dataset: string): string {
+    return path.join(this.tablesRoot, dataset);
+  }
+  /** A table's folder in the layout before the lake was a DuckLake (`<table>/network=…/…/data.parquet`): `catalog rebuild` converts it. */
+  legacyDatasetDir(dataset: string): string {
     return path.join(this.root, dataset);
   }
-  /** `<dataset>/network=<n>/<partition>=<value>/`. */
+  /** `main/<dataset>/network=<n>/<partition>=<value>/`. */
   partitionDir(dataset: string, partitionColumn: string, network: Network | string, value: string): string {
-    return path.join(this.root, dataset, `network=${network}`, `${partitionColumn}=${value}`);
-  }
-  /** The Parquet file of a partition; replaced whole, by rename, on every merge. */
-  partitionFile(dataset: string, partitionColumn: string, network: Network | string, value: string): string {
-    return path.join(this.partitionDir(dataset, partitionColumn, network, value), PARTITION_FILE);
-  }
-  /** Glob of every file of a dataset, for views (absolute: a view must work from any working directory). */
-  datasetGlob(dataset: string): string {
-    return path.join(this.root, dataset, '*', '*', '*.parquet');
+    return path.join(this.datasetDir(dataset), `network=${network}`, `${partitionColumn}=${value}`);
   }
   relative(file: string): string {
     return path.relative(this.root, file);

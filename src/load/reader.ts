@@ -1,7 +1,9 @@
 import { existsSync } from 'node:fs';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { DATASETS } from '../datasets/registry.js';
-import { hasFiles, retryOnLock, viewBody } from './catalog.js';
+import { lakeViewBodies, retryOnLock, type DeclaredTable } from './catalog.js';
+import { DuckDbCatalog, DuckLakeError } from '../ducklake/catalog-db.js';
+import { resolveSnapshot, type AsOf } from '../ducklake/reader.js';
 import type { LakePaths } from './paths.js';
 import { hasPendingCommit, repairIfFree } from './recovery.js';
 import { EXIT } from '../cli/exit-codes.js';
@@ -67,8 +69,9 @@ async function recordedRoot(conn: DuckDBConnection): Promise<string | undefined>
  * writer needs the catalog exclusively), and a commit in progress makes it wait instead of failing. Before
  * reading, it finishes a killed writer's pending commit and rebuilds the views of a moved lake, when no
  * live run holds the lake — so what it reads is always a committed state at the lake's current place.
+ * With `asOf`, its tables are those of an earlier DuckLake snapshot (by id, or the newest at a time).
  */
-export async function openLakeReader(paths: LakePaths, opts: { waitMs?: number; by?: string } = {}): Promise<LakeReader> {
+export async function openLakeReader(paths: LakePaths, opts: { waitMs?: number; by?: string; asOf?: AsOf } = {}): Promise<LakeReader> {
   const waitMs = opts.waitMs ?? READER_WAIT_MS;
   const by = opts.by ?? `${READER_HOLDER_PREFIX}${process.pid}`;
   // First: a lake's first run killed after deciding its commit has files to land but no catalog yet.
@@ -93,6 +96,18 @@ export async function openLakeReader(paths: LakePaths, opts: { waitMs?: number; 
       }
     }
   }
+  if (opts.asOf !== undefined) {
+    try {
+      const snapshot = await resolveSnapshot(new DuckDbCatalog(conn), opts.asOf);
+      await shadowViews(conn, paths, snapshot.snapshotId);
+    } catch (e) {
+      conn.closeSync();
+      instance.closeSync();
+      throw e instanceof DuckLakeError
+        ? new ChainlakeError(e.message, { exitCode: EXIT.usage, hint: 'list the snapshots: SELECT * FROM ducklake_snapshot' })
+        : e;
+    }
+  }
   return {
     conn,
     movedFrom,
@@ -103,13 +118,17 @@ export async function openLakeReader(paths: LakePaths, opts: { waitMs?: number; 
   };
 }
 
-/** Temporary views (they shadow the catalog's, for this connection only) of every dataset at the lake's current place. */
-async function shadowViews(conn: DuckDBConnection, paths: LakePaths): Promise<void> {
-  const statements: string[] = [];
-  for (const shape of [...Object.values(DATASETS).map(datasetShape), REJECTS_SHAPE]) {
-    statements.push(`CREATE OR REPLACE TEMP VIEW ${ident(shape.name)} AS ${viewBody(paths, shape, await hasFiles(paths, shape.name))}`);
-  }
-  await conn.run(statements.join(';\n'));
+/**
+ * Temporary views (they shadow the catalog's, for this connection only) of every table at the lake's current
+ * place, at the DuckLake snapshot `snapshot` (the newest when not given).
+ */
+async function shadowViews(conn: DuckDBConnection, paths: LakePaths, snapshot?: number): Promise<void> {
+  const declared = ((await conn.runAndReadAll(`SELECT value FROM lake_meta WHERE key LIKE 'table:%'`)).getRowsJS() as [string][]).map(
+    ([v]) => (JSON.parse(v) as DeclaredTable).shape,
+  );
+  const shapes = [...Object.values(DATASETS).map(datasetShape), ...declared, REJECTS_SHAPE];
+  const bodies = await lakeViewBodies(new DuckDbCatalog(conn), `${paths.root}/`, shapes, snapshot);
+  await conn.run(shapes.map((shape) => `CREATE OR REPLACE TEMP VIEW ${ident(shape.name)} AS ${bodies.get(shape.name)!}`).join(';\n'));
 }
 
 /** A reader may not be allowed to write the lake (a shared, read-only mount): then it reads it as it is. */
@@ -120,4 +139,18 @@ async function tryRepair(paths: LakePaths, by: string): Promise<void> {
     const code = (e as NodeJS.ErrnoException).code;
     if (code !== 'EACCES' && code !== 'EROFS' && code !== 'EPERM') throw e;
   }
+}
+
+/** `--as-of`: a snapshot id (digits) or a time (ISO 8601). */
+export function parseAsOf(text: string | undefined): AsOf {
+  if (text === undefined) return undefined;
+  if (/^\d+$/.test(text)) return { snapshot: Number(text) };
+  const time = new Date(text);
+  if (Number.isNaN(time.getTime())) {
+    throw new ChainlakeError(`--as-of ${text} is neither a snapshot id nor a time`, {
+      exitCode: 2,
+      hint: 'give a snapshot id (--as-of 12) or an ISO time (--as-of 2026-11-24T06:00:00Z)',
+    });
+  }
+  return { time };
 }

@@ -1,7 +1,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import path from 'node:path';
-import { lakeShapes, listPartitions } from './maintenance.js';
-import { PARTITION_FILE, type LakePaths } from './paths.js';
+import { diskPartitions, lakeShapes } from './maintenance.js';
+import type { LakePaths } from './paths.js';
 import { hasPendingCommit } from './recovery.js';
 
 export interface LakeStatus {
@@ -18,7 +18,7 @@ export interface LakeStatus {
     min_block: number | null;
     max_block: number | null;
   }[];
-  /** Partitions holding another file than their data.parquet (something else wrote there): `compact` folds them. */
+  /** Partitions holding files on disk that no snapshot of the catalog lists (something else wrote them). */
   strayPartitions: { dataset: string; network: string; partition: string; files: number }[];
   runs: {
     run_id: string;
@@ -43,6 +43,11 @@ export interface LakeStatus {
     to_block: number | null;
     error: string | null;
   }[];
+}
+
+async function viewExists(conn: DuckDBConnection, name: string): Promise<boolean> {
+  const r = await conn.runAndReadAll(`SELECT 1 FROM duckdb_views() WHERE database_name = current_database() AND view_name = '${name}'`);
+  return r.getRowsJS().length > 0;
 }
 
 async function tableExists(conn: DuckDBConnection, name: string): Promise<boolean> {
@@ -70,7 +75,7 @@ export async function lakeStatus(conn: DuckDBConnection, paths: LakePaths, opts:
     gaps: [],
     uncoveredFailures: [],
   };
-  if (await tableExists(conn, 'files')) {
+  if (await viewExists(conn, 'files')) {
     status.datasets = await objects(
       conn,
       `SELECT dataset, network, count(DISTINCT "partition")::BIGINT AS partitions, count(*)::BIGINT AS files, sum(rows)::BIGINT AS rows, sum(bytes)::BIGINT AS bytes,
@@ -78,11 +83,24 @@ export async function lakeStatus(conn: DuckDBConnection, paths: LakePaths, opts:
        FROM files GROUP BY ALL ORDER BY dataset, network`,
     );
   }
-  // From the disk, not the files table: a stray file is one the catalog does not know about.
-  for (const shape of lakeShapes()) {
-    for (const p of await listPartitions(paths, shape)) {
-      if (p.files.length > 1 || path.basename(p.files[0]!) !== PARTITION_FILE)
-        status.strayPartitions.push({ dataset: shape.name, network: p.network, partition: p.value, files: p.files.length });
+  // From the disk: a stray file is one no snapshot of the catalog lists (something else wrote it, or a killed
+  // conversion left it).
+  if (await tableExists(conn, 'ducklake_data_file')) {
+    const known = new Set(
+      (
+        (
+          await conn.runAndReadAll(
+            `SELECT sc.path || t.path || d.path FROM ducklake_data_file d JOIN ducklake_table t USING (table_id) JOIN ducklake_schema sc ON sc.schema_id = t.schema_id
+             UNION ALL SELECT path FROM ducklake_files_scheduled_for_deletion`,
+          )
+        ).getRowsJS() as [string][]
+      ).map(([p]) => path.join(paths.root, p)),
+    );
+    for (const shape of lakeShapes()) {
+      for (const p of await diskPartitions(paths, shape)) {
+        const strays = p.files.filter((f) => !known.has(f));
+        if (strays.length) status.strayPartitions.push({ dataset: shape.name, network: p.network, partition: p.value, files: strays.length });
+      }
     }
   }
   if (await tableExists(conn, 'runs')) {

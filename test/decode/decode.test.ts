@@ -36,7 +36,7 @@ async function decodeNow(spec: Parameters<typeof resolveDatasets>[0], runId: str
   const staging = paths.staging(runId);
   const engine = await openEngine({ tempDir: path.join(staging, 'tmp') });
   try {
-    const datasets = await resolveDatasets(spec, { conn: engine.conn, paths, network: 'mainnet' });
+    const datasets = await resolveDatasets(spec, { engine: engine, paths, network: 'mainnet' });
     return await decodeLake({ engine, paths, network: 'mainnet', datasets, runId, ingestedAt: new Date().toISOString(), stagingDir: staging });
   } finally {
     engine.close();

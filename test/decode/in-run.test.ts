@@ -90,7 +90,7 @@ async function decodeAll(lake: string, runId: string, asked: DecodeSpec = spec(A
       const res = await fetch(`${sim.urls.mainnet}/v1/contracts/${address}/abi`, { headers: { 'api-key': sim.apiKey } });
       return ((await res.json()) as { results: { data: unknown } }).results.data;
     };
-    const datasets = await resolveDatasets(asked, { conn: engine.conn, paths, network: 'mainnet', fetchAbi });
+    const datasets = await resolveDatasets(asked, { engine: engine, paths, network: 'mainnet', fetchAbi });
     await decodeLake({ engine, paths, network: 'mainnet', datasets, runId, ingestedAt: new Date().toISOString(), stagingDir: staging });
   } finally {
     engine.close();

@@ -42,7 +42,9 @@ export const catalogCommand: CommandModule<object, Args> = {
       );
     }
     process.stdout.write(
-      `catalog rebuilt at ${paths.root}: ${r.files} files (${r.filesAdded} added, ${r.filesForgotten} forgotten)` +
+      `catalog rebuilt at ${paths.root}: ${r.files} files` +
+        (r.partitionsFromDisk ? ` (${r.partitionsFromDisk} partitions rebuilt from ${r.filesReplaced} files on disk)` : '') +
+        (r.unknownTables.length ? `; left alone, tables the catalog does not declare: ${r.unknownTables.join(', ')}` : '') +
         (rec.finished.length ? `; finished the pending commit of ${rec.finished.join(', ')}` : '') +
         (rec.abandoned.length ? `; recorded ${rec.abandoned.length} abandoned run(s)` : '') +
         '\n',

@@ -100,7 +100,7 @@ export const decodeCommand: CommandModule<object, Args> = {
       const tmp = await mkdtemp(path.join(os.tmpdir(), 'chainlake-describe-'));
       const engine = await openEngine({ tempDir: tmp });
       try {
-        const datasets = await resolveDatasets(spec, { conn: engine.conn, paths, network }).catch((e: Error) => {
+        const datasets = await resolveDatasets(spec, { engine, paths, network }).catch((e: Error) => {
           throw new CliError(e.message);
         });
         process.stdout.write(args.format === 'json' ? JSON.stringify(datasets, null, 2) + '\n' : datasets.map(describeDecoded).join('\n\n') + '\n');
@@ -114,7 +114,7 @@ export const decodeCommand: CommandModule<object, Args> = {
     let datasets;
     const engine = await openEngine({ tempDir: tmp });
     try {
-      datasets = await resolveDatasets(spec, { conn: engine.conn, paths, network }).catch((e: Error) => {
+      datasets = await resolveDatasets(spec, { engine, paths, network }).catch((e: Error) => {
         throw new CliError(e.message);
       });
     } finally {

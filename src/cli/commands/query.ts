@@ -8,7 +8,7 @@ import type { CommandModule } from 'yargs';
 import { ByteRing } from '../../load/byte-ring.js';
 import { LakePaths } from '../../load/paths.js';
 import { lastQueryStatement, QueryRefusedError, streamQuery } from '../../load/query.js';
-import { NoLakeError, openLakeReader, type LakeReader } from '../../load/reader.js';
+import { NoLakeError, openLakeReader, parseAsOf, type LakeReader } from '../../load/reader.js';
 import { literal } from '../../load/sql.js';
 import { GarbagePacer } from '../../pipeline/garbage.js';
 import { CliError, EXIT } from '../exit-codes.js';
@@ -224,7 +224,10 @@ export const queryCommand: CommandModule<object, Args> = {
         describe: 'Read a distributed lake: the PostgreSQL URL of its control plane (then --lake is not used)',
       })
       .option('store', { type: 'string', describe: "With --catalog: where the lake's files are mounted on this machine (default: the catalog's data path)" })
-      .option('as-of', { type: 'string', describe: 'With --catalog: read an earlier snapshot, by id (12) or time (2026-11-24T06:00:00Z)' })
+      .option('as-of', {
+        type: 'string',
+        describe: 'Read an earlier snapshot of the lake, by id (12) or time (2026-11-24T06:00:00Z); `SELECT * FROM ducklake_snapshot` lists them',
+      })
       .example('$0 query "DESCRIBE transactions"', 'Columns and types of a dataset')
       .example('$0 query --format csv "SELECT block_date, count(*) FROM transactions GROUP BY ALL"', 'Rows per day as CSV')
       .example('$0 query --format parquet -o tx.parquet "SELECT * FROM transactions"', 'A whole dataset into one Parquet file')
@@ -235,10 +238,13 @@ export const queryCommand: CommandModule<object, Args> = {
     // A file is written beside its final name and renamed once complete: a failed query leaves no half file.
     const partial = args.output ? path.join(path.dirname(args.output), `.${path.basename(args.output)}.partial`) : undefined;
     try {
-      if (args['as-of'] !== undefined && args.catalog === undefined) {
-        throw new CliError('--as-of reads a snapshot of a distributed lake: give --catalog too', EXIT.usage, 'a single-machine lake keeps no snapshots yet');
-      }
-      const source = args.catalog === undefined ? args.lake : await distributedSource(args.catalog, args.store, args['as-of']);
+      const asOf = parseAsOf(args['as-of']);
+      const source =
+        args.catalog === undefined
+          ? asOf === undefined
+            ? args.lake
+            : () => openLakeReader(new LakePaths(args.lake), { asOf })
+          : await distributedSource(args.catalog, args.store, args['as-of']);
       const { movedFrom } = await queryLakeTo(source, args.sql, args.format, partial ? { file: partial } : { stream: process.stdout });
       if (partial) await rename(partial, args.output!);
       if (movedFrom) {

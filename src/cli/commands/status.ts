@@ -43,7 +43,8 @@ export function formatStatus(s: LakeStatus): string {
       'none yet (run a job)',
     ),
   );
-  if (s.strayPartitions.length) parts.push(section('partitions with several files (run chainlake compact)', s.strayPartitions, ''));
+  if (s.strayPartitions.length)
+    parts.push(section('files no snapshot lists (not part of the lake; chainlake catalog rebuild reads them in)', s.strayPartitions, ''));
   parts.push(section(`last ${s.runs.length} runs`, s.runs, 'none'));
   parts.push(section('watermarks', s.watermarks, 'none'));
   parts.push(section('gaps between committed windows', s.gaps, 'none'));

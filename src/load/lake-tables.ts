@@ -10,7 +10,7 @@ import { ducklakeTypeTree, type TypeTree } from '../ducklake/types.js';
 import type { LakeColumn } from '../ducklake/reader.js';
 import { ChainlakeError } from '../errors.js';
 import { addColumns, createTable, type ColumnSpec } from '../ducklake/writer.js';
-import type { TableShape } from '../load/schema.js';
+import type { TableShape } from './schema.js';
 
 /** A column as the catalog has it and as a declaration types it: the same type, nested types included. */
 function sameType(have: LakeColumn, want: TypeTree): boolean {
