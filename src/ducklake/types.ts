@@ -86,7 +86,38 @@ export interface TypeTree {
 export function ducklakeTypeTree(duckdbType: string, where: string): TypeTree {
   const type = duckdbType.trim();
   if (type.endsWith('[]')) return { type: 'list', children: [{ name: 'element', ...ducklakeTypeTree(type.slice(0, -2), where) }] };
+  const struct = /^STRUCT\s*\((.*)\)$/is.exec(type);
+  if (struct) {
+    const fields = splitTopLevel(struct[1]!).map((field) => {
+      const m = /^\s*(?:"((?:[^"]|"")*)"|([A-Za-z_][A-Za-z0-9_]*))\s+(.+)$/s.exec(field);
+      if (!m) throw new DuckLakeError(`${where}: cannot read the struct field '${field.trim()}'`);
+      const name = m[1] !== undefined ? m[1].replace(/""/g, '"') : m[2]!;
+      return { name, ...ducklakeTypeTree(m[3]!, `${where}.${name}`) };
+    });
+    if (fields.length === 0) throw new DuckLakeError(`${where}: a struct without fields`);
+    return { type: 'struct', children: fields };
+  }
   return { type: ducklakeTypeOf(type, where), children: [] };
+}
+
+/** `a INT, b DECIMAL(38, 0), c STRUCT(x INT, y INT)` split at the commas outside parentheses and quotes. */
+function splitTopLevel(text: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let quoted = false;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === '"') quoted = !quoted;
+    else if (!quoted && ch === '(') depth++;
+    else if (!quoted && ch === ')') depth--;
+    else if (!quoted && depth === 0 && ch === ',') {
+      parts.push(text.slice(start, i));
+      start = i + 1;
+    }
+  }
+  if (text.slice(start).trim()) parts.push(text.slice(start));
+  return parts;
 }
 
 const sqlIdent = (name: string): string => `"${name.replace(/"/g, '""')}"`;

@@ -26,17 +26,18 @@ afterAll(async () => {
 const job = () => parseJob({ name: 'e2e', target: 'simulator', lake, concurrency: 4, datasets: { transactions: { addresses } } }, 'e2e-test');
 
 describe('transactions end to end (simulator -> lake -> DuckDB)', () => {
-  it('writes typed, Hive-partitioned Parquet that matches the API exactly', async () => {
+  it('writes typed, partitioned DuckLake Parquet files that match the API exactly', async () => {
     const report = await runJob(job(), { simulator: sim });
     expect(report.status).toBe('complete');
     expect(report.totals.rows).toBeGreaterThan(0);
     expect(report.totals.rejects).toBe(0);
 
-    const partitions = await readdir(path.join(lake, 'transactions', 'network=mainnet'));
+    const partitions = await readdir(path.join(lake, 'main', 'transactions', 'network=mainnet'));
     expect(partitions.length).toBeGreaterThan(1);
     for (const p of partitions) {
       expect(p).toMatch(/^block_date=\d{4}-\d{2}-\d{2}$/);
-      expect(await readdir(path.join(lake, 'transactions', 'network=mainnet', p))).toEqual(['data.parquet']);
+      // One file per partition, under an immutable DuckLake name.
+      expect(await readdir(path.join(lake, 'main', 'transactions', 'network=mainnet', p))).toEqual([expect.stringMatching(/^ducklake-[0-9a-f-]+\.parquet$/)]);
     }
 
     const types = Object.fromEntries((await queryCatalog(lake, 'DESCRIBE transactions')).map((r) => [r.column_name as string, r.column_type as string]));

@@ -120,9 +120,10 @@ export async function lakeContent(lake: string): Promise<Record<string, { rows: 
   const out: Record<string, { rows: number; duplicates: number; data: string }> = {};
   await withDuck(async (q) => {
     for (const s of shapes()) {
-      const files = (await listLake(lake)).filter((f) => f.startsWith(`${s.name}/`) && f.endsWith('.parquet'));
+      // The files of the newest snapshot: older snapshots' files stay on disk until `maintain` expires them.
+      const files = (await catalogFiles(lake)).map((f) => f.path).filter((f) => f.startsWith(`main/${s.name}/`));
       if (files.length === 0) continue;
-      const src = `read_parquet([${files.map((f) => sqlStr(path.join(lake, f))).join(', ')}], hive_partitioning = true, union_by_name = true)`;
+      const src = `read_parquet([${files.map((f) => sqlStr(path.join(lake, f))).join(', ')}], union_by_name = true)`;
       const key = s.key.map((k) => `"${k}"`).join(', ');
       const [c] = await q(`SELECT count(*)::BIGINT AS n, (count(*) - count(DISTINCT (${key})))::BIGINT AS d FROM ${src}`);
       const rows = await q(`SELECT * EXCLUDE (_run_id, _ingested_at) FROM ${src} ORDER BY ${key}`);
@@ -143,8 +144,9 @@ export async function catalogFiles(lake: string): Promise<{ path: string; rows: 
 }
 
 /**
- * The lake holds nothing but committed state: no staging left, no lock, no temp file, exactly one
- * `data.parquet` per partition folder, and the catalog's `files` table describes exactly those files.
+ * The lake holds nothing but committed state: no staging left, no lock, no temp file, every Parquet file a
+ * DuckLake data file some snapshot lists, and the catalog's `files` view (the newest snapshot) describes files
+ * that are on disk.
  */
 export async function assertClean(lake: string, catalogFiles: { path: string; rows: number; bytes: number }[]): Promise<string[]> {
   const problems: string[] = [];
@@ -153,11 +155,19 @@ export async function assertClean(lake: string, catalogFiles: { path: string; ro
     if (f === 'catalog.duckdb') continue;
     if (f.startsWith('_staging/')) problems.push(`staging left: ${f}`);
     else if (f === '.chainlake.lock') problems.push('lock left');
-    else if (!/^[^/]+\/network=[^/]+\/[a-z_]+=\d{4}-\d{2}-\d{2}\/data\.parquet$/.test(f)) problems.push(`unexpected file: ${f}`);
+    else if (!/^main\/[^/]+\/network=[^/]+\/[a-z_]+=\d{4}-\d{2}-\d{2}\/ducklake-[0-9a-f-]+\.parquet$/.test(f)) problems.push(`unexpected file: ${f}`);
   }
-  const data = all.filter((f) => f.endsWith('.parquet')).sort();
-  const known = catalogFiles.map((f) => f.path).sort();
-  if (JSON.stringify(data) !== JSON.stringify(known)) problems.push(`files table ${JSON.stringify(known)} != disk ${JSON.stringify(data)}`);
+  const data = new Set(all.filter((f) => f.endsWith('.parquet')));
+  const listed = new Set(
+    (
+      await queryCatalog(
+        lake,
+        'SELECT sc.path || t.path || d.path AS path FROM ducklake_data_file d JOIN ducklake_table t USING (table_id) JOIN ducklake_schema sc ON sc.schema_id = t.schema_id',
+      )
+    ).map((r) => String(r.path)),
+  );
+  for (const f of data) if (!listed.has(f)) problems.push(`a file no snapshot lists: ${f}`);
+  for (const f of catalogFiles) if (!data.has(f.path)) problems.push(`a current file missing on disk: ${f.path}`);
   await withDuck(async (q) => {
     for (const f of catalogFiles) {
       const size = await stat(path.join(lake, f.path)).then(

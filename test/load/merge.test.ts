@@ -1,11 +1,11 @@
-import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { transactions } from '../../src/datasets/transactions.js';
 import { commitRun } from '../../src/load/commit-run.js';
 import { slicePartitions } from '../../src/load/commit.js';
 import { openEngine } from '../../src/load/engine.js';
-import { compactLake } from '../../src/load/maintenance.js';
+import { rebuildCatalog } from '../../src/load/maintenance.js';
 import { LakePaths } from '../../src/load/paths.js';
 import { openLakeReader } from '../../src/load/reader.js';
 import { lakeStatus } from '../../src/load/status.js';
@@ -90,7 +90,10 @@ describe('merge by natural key', () => {
     const lake = path.join(dir, 'unreadable');
     await run(lake);
     const before = await lakeContent(lake);
-    const files = (await listLake(lake)).filter((f) => f.endsWith('data.parquet')).sort();
+    const files = (await catalogFiles(lake))
+      .map((f) => f.path)
+      .filter((f) => f.startsWith('main/transactions/'))
+      .sort();
     expect(files.length).toBeGreaterThan(2);
     // The last day: slice 0 is being written when the merge of the slice holding it is started, and fails.
     const broken = path.join(lake, files[files.length - 1]!);
@@ -122,10 +125,12 @@ describe('merge by natural key', () => {
   it('many nightly runs over the same partitions keep one sorted ZSTD file per partition', async () => {
     const lake = path.join(dir, 'nightly');
     for (let i = 0; i < 4; i++) await run(lake);
-    const files = (await listLake(lake)).filter((f) => f.endsWith('.parquet'));
+    const files = (await catalogFiles(lake)).map((f) => f.path);
     const partitions = new Set(files.map((f) => path.dirname(f)));
     expect(files.length).toBe(partitions.size);
-    expect(files.every((f) => path.basename(f) === 'data.parquet')).toBe(true);
+    expect(files.every((f) => /^ducklake-[0-9a-f-]+\.parquet$/.test(path.basename(f)))).toBe(true);
+    // The files of the earlier snapshots stay for time travel: four versions of each partition.
+    expect((await listLake(lake)).filter((f) => f.endsWith('.parquet'))).toHaveLength(4 * files.length);
     expect(await lakeContent(lake)).toEqual(full);
     await withDuck(async (q) => {
       for (const f of files) {
@@ -147,30 +152,31 @@ describe('merge by natural key', () => {
     expect(Number(latest!.n)).toBe(1);
   });
 
-  it('stray files in a partition are folded in by compact: one file, one row per key, same rows', async () => {
+  it('files no snapshot lists are not the lake; a lost catalog is rebuilt from every file on disk: one file, one row per key', async () => {
     const lake = path.join(dir, 'stray');
     await run(lake);
-    const [first] = (await listLake(lake)).filter((f) => f.endsWith('data.parquet'));
+    const [first] = (await catalogFiles(lake)).map((f) => f.path).filter((f) => f.startsWith('main/transactions/'));
     const partition = path.join(lake, path.dirname(first!));
     // A duplicate copy, and a file from an older schema (no `input` column) with one changed, newer row.
-    await copyFile(path.join(partition, 'data.parquet'), path.join(partition, 'copy.parquet'));
+    await copyFile(path.join(lake, first!), path.join(partition, 'copy.parquet'));
     await withDuck((q) =>
       q(
         `COPY (SELECT * EXCLUDE (input, tx_message) REPLACE ('patched' AS _run_id, _ingested_at + INTERVAL 1 DAY AS _ingested_at), 'patched message' AS tx_message
-               FROM read_parquet('${path.join(partition, 'data.parquet')}') ORDER BY block_number LIMIT 1)
+               FROM read_parquet('${path.join(lake, first!)}') ORDER BY block_number LIMIT 1)
          TO '${path.join(partition, 'old-schema.parquet')}' (FORMAT parquet)`,
       ),
     );
+    // Readers see the newest snapshot's files only; status names the others.
     const [dup] = await queryCatalog(lake, 'SELECT (count(*) - count(DISTINCT transaction_hash))::BIGINT AS d FROM transactions');
-    expect(Number(dup!.d)).toBeGreaterThan(0);
+    expect(Number(dup!.d)).toBe(0);
     const paths = new LakePaths(lake);
     const reader = await openLakeReader(paths);
     const before = await lakeStatus(reader.conn, paths).finally(() => reader.close());
-    expect(before.strayPartitions).toEqual([expect.objectContaining({ dataset: 'transactions', files: 3 })]);
+    expect(before.strayPartitions).toEqual([expect.objectContaining({ dataset: 'transactions', files: 2 })]);
 
-    const report = await compactLake(paths, { datasets: ['transactions'] });
-    expect(report.filesAfter).toBe(report.partitions);
-    expect(report.rowsBefore - report.rowsAfter).toBe(Number(dup!.d));
+    await rm(paths.catalog);
+    const report = await rebuildCatalog(paths);
+    expect(report.partitionsFromDisk).toBeGreaterThan(0);
     const content = await lakeContent(lake);
     expect(content.transactions!.rows).toBe(full.transactions!.rows);
     expect(content.transactions!.duplicates).toBe(0);
@@ -228,7 +234,7 @@ describe('merge by natural key', () => {
     } finally {
       engine.close();
     }
-    expect((await listLake(lake)).filter((f) => f.endsWith('.parquet'))).toEqual(['_rejects/network=mainnet/run_date=2024-05-01/data.parquet']);
+    expect((await catalogFiles(lake)).map((f) => path.dirname(f.path))).toEqual(['main/_rejects/network=mainnet/run_date=2024-05-01']);
     const rows = await queryCatalog(lake, `SELECT _run_id, field, reason, entry->>'value' AS v, run_date::VARCHAR AS d FROM _rejects ORDER BY _run_id, entry`);
     expect(rows).toHaveLength(4);
     expect(rows[0]).toEqual({ _run_id: 'run-1', field: 'value', reason: 'not an integer', v: 'not-a-number', d: '2024-05-01' });
