@@ -81,15 +81,10 @@ export async function* streamJobBatches(job: Job, opts: StreamJobOptions = {}): 
           const shape = datasetShape(w.def);
           const columns = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
           const order = [...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident).join(', ');
-          // The Hive columns in the order the lake's view has them (DuckDB lists them by name).
-          const hive = [
-            [`${literal(job.network)} AS network`, 'network'],
-            [`CAST(${ident(STAGED_PARTITION)} AS DATE) AS ${ident(shape.partition)}`, shape.partition],
-          ]
-            .sort((a, b) => a[1]!.localeCompare(b[1]!))
-            .map(([sql]) => sql);
+          // The partition columns after the dataset's, as the lake's table has them (load/lake-tables.ts).
+          const partition = [`${literal(job.network)} AS network`, `CAST(${ident(STAGED_PARTITION)} AS DATE) AS ${ident(shape.partition)}`];
           const sql =
-            `SELECT ${columns}, ${hive.join(', ')} ` +
+            `SELECT ${columns}, ${partition.join(', ')} ` +
             `FROM (${stagedSelect(w.def, runId, ingestedAt, staged.stagedFiles, staged.pageFiles)}) ORDER BY ${order}`;
           const result = await engine.conn.stream(sql);
           yield* arrowBatches(result, opts.batchRows ?? DEFAULT_BATCH_ROWS);

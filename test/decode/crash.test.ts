@@ -1,7 +1,6 @@
 // An export that decodes in the run, killed at each step of the commit protocol: the decoded rows commit in
 // the journal of the logs they come from, so the next run leaves the lake of an uninterrupted run, decoded
 // datasets and their rejects included (never logs without their decoded rows).
-import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -35,8 +34,9 @@ const job = (lake: string): Promise<string> =>
 /** The decoded Transfer rows (straight from the files, without the run columns) and the decoding's rejects. */
 async function decodedContent(lake: string): Promise<Record<string, string>> {
   const shape = decodedShape(STANDARD.erc20_transfer_events!);
-  const root = path.join(lake, shape.name);
-  const files = (await readdir(root, { recursive: true }).catch(() => [] as string[])).filter((f) => f.endsWith('.parquet')).map((f) => path.join(root, f));
+  const current = await catalogFiles(lake);
+  const files = current.filter((f) => f.path.startsWith(`main/${shape.name}/`)).map((f) => path.join(lake, f.path));
+  const rejectFiles = current.filter((f) => f.path.startsWith('main/_rejects/')).map((f) => path.join(lake, f.path));
   const json = (rows: unknown): string => JSON.stringify(rows, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
   return withDuck(async (q) => ({
     [shape.name]: files.length
@@ -44,7 +44,7 @@ async function decodedContent(lake: string): Promise<Record<string, string>> {
       : '[]',
     rejects: json(
       await q(
-        `SELECT DISTINCT reason, entry::VARCHAR AS entry FROM read_parquet('${path.join(lake, '_rejects')}/*/*/*.parquet') WHERE "window" LIKE 'decode/%' ORDER BY ALL`,
+        `SELECT DISTINCT reason, entry::VARCHAR AS entry FROM read_parquet(${json(rejectFiles).replace(/"/g, "'")}) WHERE "window" LIKE 'decode/%' ORDER BY ALL`,
       ).catch(() => []),
     ),
   }));

@@ -114,7 +114,7 @@ async function decodedRows(lake: string): Promise<Record<string, string>> {
 /** Rows of the decoded datasets' files that come before the row above them in (timestamp, transaction_index, log_index) order. */
 async function unsortedRows(lake: string): Promise<number> {
   const files = (await readdir(lake, { recursive: true }))
-    .filter((f) => /^(\w+_events|showcase_\w+)\/.*\.parquet$/.test(f))
+    .filter((f) => /^main\/(\w+_events|showcase_\w+)\/.*\.parquet$/.test(f))
     .map((f) => `'${path.join(lake, f)}'`);
   expect(files.length).toBeGreaterThan(8);
   return withDuck(async (q) => {

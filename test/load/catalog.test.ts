@@ -85,7 +85,7 @@ describe('catalog.duckdb', () => {
         expect(byName.get(c.name)?.comment, `${def.name}.${c.name}`).toBe(c.doc);
         expect(byName.get(c.name)?.data_type, `${def.name}.${c.name}`).toBe(c.type);
       }
-      expect(byName.get('network')?.comment).toMatch(/Hive partition/);
+      expect(byName.get('network')?.comment).toMatch(/partition/);
       expect(byName.get(def.partition)?.data_type).toBe('DATE');
       // Every view answers, with files or without (then empty, with the right columns).
       const [n] = await queryCatalog(lake, `SELECT count(*)::BIGINT AS n FROM "${def.name}"`);
@@ -164,7 +164,7 @@ describe('catalog.duckdb', () => {
     await rm(path.join(lake, 'catalog.duckdb'));
     const r = await runWriter(['catalog', 'rebuild', '--lake', lake], { apiKey: '' });
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/catalog rebuilt at .*: \d+ files \(\d+ added, 0 forgotten\)/);
+    expect(r.stdout).toMatch(/catalog rebuilt at .*: \d+ files \(\d+ partitions rebuilt from \d+ files on disk\)/);
     const [n] = await queryCatalog(lake, 'SELECT count(*)::BIGINT AS n FROM transactions');
     expect(Number(n!.n)).toBe(content.transactions!.rows);
     const files = await queryCatalog(lake, 'SELECT path, rows::BIGINT AS rows, bytes::BIGINT AS bytes FROM files');

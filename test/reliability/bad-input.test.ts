@@ -217,8 +217,9 @@ describe('a lake that cannot be written', () => {
     }
     const root = path.join(dir, 'small-disk');
     await mkdir(root, { recursive: true });
-    // Room for a small lake (the catalog alone takes ~4 MB) but not for the demo job's staging and commits.
-    mountTmpfs(root, 'size=6m');
+    // Room for a small lake (its catalog, a DuckLake's 28 tables beside chainlake's, takes ~8 MB) but not for the
+    // demo job's staging and commits.
+    mountTmpfs(root, 'size=12m');
     const target = path.join(root, 'lake');
     const small = await writeJobFile(path.join(dir, 'disk-small.json'), doc({ range: { fromBlock: 0, toBlock: 5_000 } }, target));
     expect((await cli(['run', small, '-q'])).code).toBe(0);

@@ -1,4 +1,4 @@
-import { readdir } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { DATASETS } from '../../src/datasets/registry.js';
@@ -20,9 +20,9 @@ import { REJECTS_SHAPE, datasetShape, type TableShape } from '../../src/load/sch
  * - `origin_endpoint` where it is not part of the key — which of two endpoints listing the same key was
  *   fetched last (see PROVENANCE_COLUMNS).
  *
- * Rows are read straight from the Parquet files (every `*.parquet` under `<lake>/<table>/`, so a stray file
- * a broken commit left counts too), not through the catalog: the fingerprint must not trust the code under
- * test. `_staging` is not read: it is never part of the lake.
+ * Rows are read straight from the Parquet files the DuckLake's newest snapshot lists (read with plain SQL
+ * from catalog.duckdb's `ducklake_data_file`, not through chainlake's reader or views: the fingerprint must not
+ * trust the code under test), and the partition columns inside them. `_staging` is never part of the lake.
  */
 export interface TablePrint {
   rows: number;
@@ -43,18 +43,26 @@ const tables = (): TableShape[] => [...Object.values(DATASETS).map(datasetShape)
 const str = (s: string): string => `'${s.replace(/'/g, "''")}'`;
 const ident = (s: string): string => `"${s.replace(/"/g, '""')}"`;
 
-async function parquetFiles(dir: string): Promise<string[]> {
-  const out: string[] = [];
-  const walk = async (d: string, depth: number): Promise<void> => {
-    if (depth > 8) return; // a lake is three levels deep; anything deeper is not ours to read
-    for (const e of await readdir(d, { withFileTypes: true }).catch(() => [])) {
-      const p = path.join(d, e.name);
-      if (e.isDirectory()) await walk(p, depth + 1);
-      else if (e.name.endsWith('.parquet')) out.push(p);
-    }
-  };
-  await walk(dir, 0);
-  return out.sort();
+/** The files of each table at the newest snapshot, by table name (absolute paths). */
+async function currentFiles(lake: string): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  if (!existsSync(path.join(lake, 'catalog.duckdb'))) return out;
+  const instance = await DuckDBInstance.create(':memory:');
+  const conn = await instance.connect();
+  try {
+    await conn.run(`ATTACH ${str(path.join(lake, 'catalog.duckdb'))} AS c (READ_ONLY)`);
+    const rows = (
+      await conn.runAndReadAll(
+        `SELECT t.table_name, sc.path || t.path || d.path FROM c.ducklake_data_file d JOIN c.ducklake_table t USING (table_id)
+         JOIN c.ducklake_schema sc ON sc.schema_id = t.schema_id WHERE d.end_snapshot IS NULL AND t.end_snapshot IS NULL ORDER BY 2`,
+      )
+    ).getRowsJS() as [string, string][];
+    for (const [table, file] of rows) out.set(table, [...(out.get(table) ?? []), path.join(lake, file)]);
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+  return out;
 }
 
 /** The fingerprint of the lake at `lake` (tables without files are absent). */
@@ -65,11 +73,12 @@ export async function fingerprint(lake: string, opts: { only?: readonly string[]
   const out: LakePrint = {};
   try {
     await conn.run("SET TimeZone = 'UTC'");
+    const current = await currentFiles(lake);
     for (const t of tables()) {
       if (opts.only && !opts.only.includes(t.name)) continue;
-      const files = await parquetFiles(path.join(lake, t.name));
+      const files = current.get(t.name) ?? [];
       if (files.length === 0) continue;
-      const src = `read_parquet([${files.map(str).join(', ')}], hive_partitioning = true, union_by_name = true)`;
+      const src = `read_parquet([${files.map(str).join(', ')}], union_by_name = true)`;
       const cols = (await q(`DESCRIBE SELECT * FROM ${src}`)).map((r) => String(r.column_name));
       const drop = [...VOLATILE_COLUMNS, ...PROVENANCE_COLUMNS.filter((c) => !t.key.includes(c))].filter((c) => cols.includes(c));
       const rows = `SELECT * ${drop.length ? `EXCLUDE (${drop.map(ident).join(', ')})` : ''} FROM ${src}`;

@@ -262,7 +262,7 @@ describe('chainlake query cannot change the lake', () => {
       'CREATE VIEW evil AS SELECT 1',
       "INSERT INTO runs (run_id, job, status) VALUES ('x', 'y', 'complete')",
       'UPDATE watermarks SET block = 0',
-      'DELETE FROM files',
+      'DELETE FROM runs',
       'DROP VIEW transactions',
       'DROP TABLE runs',
       'ALTER TABLE runs ADD COLUMN evil INT',

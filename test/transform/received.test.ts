@@ -13,6 +13,7 @@ import { Rejected } from '../../src/transform/convert.js';
 import { KINDS, type ReceivedForm } from '../../src/transform/kinds.js';
 import { MAX_RECEIVED_PAGE_BYTES, RowTransformer } from '../../src/transform/rows.js';
 import { tempDir } from '../helpers/lake.js';
+import { catalogFiles } from '../load/helpers.js';
 import { demoDoc } from '../reliability/helpers.js';
 import { startProxy, type Proxy } from '../reliability/proxy.js';
 
@@ -154,9 +155,11 @@ async function contents(lake: string): Promise<Record<string, { types: string; r
   const out: Record<string, { types: string; rows: string[] }> = {};
   try {
     await conn.run("SET TimeZone = 'UTC'");
+    const current = await catalogFiles(lake);
     for (const t of [...Object.values(DATASETS).map(datasetShape), REJECTS_SHAPE]) {
-      const glob = path.join(lake, t.name, '**', '*.parquet');
-      const src = `read_parquet('${glob}', hive_partitioning = true)`;
+      const files = current.filter((f) => f.path.startsWith(`main/${t.name}/`)).map((f) => `'${path.join(lake, f.path)}'`);
+      if (files.length === 0) continue;
+      const src = `read_parquet([${files.join(', ')}])`;
       let types: string;
       try {
         types = (await conn.runAndReadAll(`DESCRIBE SELECT * FROM ${src}`))
