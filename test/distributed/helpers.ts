@@ -18,7 +18,8 @@ export async function singleMachineRows(lake: string): Promise<Map<string, { col
   const out = new Map<string, { columns: string[]; rows: number; digest: string }>();
   const views = (await queryCatalog(lake, `SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'`)).map((r) => String(r.view_name));
   for (const v of views) {
-    if (v.startsWith('_') && v !== '_rejects') continue;
+    // `files` is the catalog's view of the DuckLake's files, not a table of the lake.
+    if ((v.startsWith('_') && v !== '_rejects') || v === 'files') continue;
     const columns = (await queryCatalog(lake, `DESCRIBE "${v}"`)).map((r) => String(r.column_name)).filter((c) => !VOLATILE.has(c));
     if (columns.length === 0) continue;
     columns.sort();
