@@ -438,7 +438,8 @@ export function compareStat(type: string, a: string, b: string): number {
   return sign * (xs < ys ? -1 : xs > ys ? 1 : 0);
 }
 
-export interface CommitSpec extends CommitInfo, CommitHooks {
+/** One table's part of a commit: its new files, and the partitions whose current rows they replace. */
+export interface TableChange {
   readonly tableName: string;
   readonly schema?: string;
   readonly files: readonly StagedFile[];
@@ -447,6 +448,9 @@ export interface CommitSpec extends CommitInfo, CommitHooks {
    * (and delete files) end at the new snapshot. Empty: an append.
    */
   readonly replacePartitions?: readonly (readonly string[])[];
+}
+
+export interface CommitSpec extends CommitInfo, CommitHooks, TableChange {
   /**
    * The caller's own writes that must commit or fail with the snapshot (chainlake's windows and watermarks, the
    * views of a single-machine lake): run in the same catalog transaction after the snapshot's rows, with its id.
@@ -455,126 +459,175 @@ export interface CommitSpec extends CommitInfo, CommitHooks {
   readonly inTransaction?: (tx: CatalogDb, snapshotId: number) => Promise<void>;
 }
 
+export interface MultiCommitSpec extends CommitInfo, CommitHooks {
+  readonly tables: readonly TableChange[];
+  readonly inTransaction?: CommitSpec['inTransaction'];
+}
+
 /**
  * Commits staged files as one new snapshot: appends them, and ends the current files of `replacePartitions`, with
  * data file rows, file statistics, partition values, table statistics and the snapshot's changes, all in one
  * catalog transaction. Retried whole when another committer took the snapshot id first.
  */
 export async function commitFiles(db: CatalogDb, spec: CommitSpec): Promise<CommitResult & { endedFiles: number }> {
+  const { tableName, schema, files, replacePartitions, ...rest } = spec;
+  return commitTables(db, { ...rest, tables: [{ tableName, schema, files, replacePartitions }] });
+}
+
+/** What one table's change reads and decides inside the commit's transaction. */
+interface PlannedChange {
+  change: TableChange;
+  table: LakeTable;
+  columns: LakeColumn[];
+  partitionId: number | null;
+  ended: CatalogRow[];
+}
+
+/**
+ * Commits the changes of several tables as ONE snapshot (a reader at any snapshot sees all of them or none, also
+ * by snapshot id), in one catalog transaction; see commitFiles for what each table's change writes.
+ */
+export async function commitTables(db: CatalogDb, spec: MultiCommitSpec): Promise<CommitResult & { endedFiles: number }> {
   await checkVersion(db);
   const { value, attempts } = await withRetry(db, async (tx) => {
     const current = await currentSnapshot(tx);
     await spec.afterSnapshotRead?.();
-    const table = await findTable(tx, current.snapshotId, spec.tableName, spec.schema);
-    const columns = await listColumns(tx, table.tableId, current.snapshotId);
-    const { partitionId, columnIds: partitionKeys } = await partitionColumns(tx, table.tableId, current.snapshotId);
-    for (const f of spec.files) {
-      if (f.tableId !== table.tableId) throw new DuckLakeError(`staged file ${f.path} was written for table ${f.tableId}, not ${table.name}`);
-      if ((f.partitionValues?.length ?? 0) !== partitionKeys.length) {
-        throw new DuckLakeError(
-          `staged file ${f.path}: ${f.partitionValues?.length ?? 0} partition values for ${partitionKeys.length} partition keys of ${table.name}`,
-        );
-      }
-      const known = new Set(allColumnIds(columns));
-      if (f.columnStats.some((s) => !known.has(s.columnId))) throw new DuckLakeError(`staged file ${f.path} has columns ${table.name} no longer has`);
+    const tables = await listTables(tx, current.snapshotId);
+    const planned: PlannedChange[] = [];
+    for (const change of spec.tables) {
+      const schemaName = change.schema ?? 'main';
+      const table = tables.find((t) => t.name === change.tableName && t.schema.name === schemaName);
+      if (!table) throw new DuckLakeError(`table ${schemaName}.${change.tableName} does not exist at snapshot ${current.snapshotId} of this DuckLake`);
+      if (planned.some((p) => p.table.tableId === table.tableId)) throw new DuckLakeError(`table ${table.name} appears twice in one commit`);
+      planned.push({ change, table, ...(await planChange(tx, change, table, current.snapshotId)) });
     }
-    for (const p of spec.replacePartitions ?? []) {
-      if (p.length !== partitionKeys.length) throw new DuckLakeError(`replace of ${table.name}: ${p.length} partition values for ${partitionKeys.length} keys`);
-    }
-
-    // A staged file is committed once: a committer that lost the answer to its COMMIT and tries again must not add
-    // the same rows twice. Its name is unique, so the catalog tells whether it is already in.
-    if (spec.files.length) {
-      const paths = spec.files.map((f) => f.path);
-      const again = await tx.query(`SELECT path FROM ducklake_data_file WHERE table_id = $1 AND path IN (${paths.map((_, i) => `$${i + 2}`).join(', ')})`, [
-        table.tableId,
-        ...paths,
-      ]);
-      if (again.length) throw new DuckLakeError(`staged file ${String(again[0]!.path)} of ${table.name} is already committed`);
-    }
-
-    // The files the replaced partitions hold now: the table's current files with their partition values, read
-    // once and matched here (a statement per partition cost a commit of many day partitions dearly).
-    const ended: CatalogRow[] = [];
-    if (spec.replacePartitions?.length) {
-      const wanted = new Set(spec.replacePartitions.map((p) => JSON.stringify(p)));
-      const currentFiles = await tx.query(
-        `SELECT d.data_file_id, d.record_count, d.file_size_bytes, v.partition_key_index, v.partition_value FROM ducklake_data_file d
-         LEFT JOIN ducklake_file_partition_value v ON v.data_file_id = d.data_file_id
-         WHERE d.table_id = $1 AND d.end_snapshot IS NULL ORDER BY d.data_file_id, v.partition_key_index`,
-        [table.tableId],
-      );
-      const values = new Map<number, { row: CatalogRow; values: string[] }>();
-      for (const r of currentFiles) {
-        const id = num(r.data_file_id);
-        const entry = values.get(id) ?? { row: r, values: [] };
-        if (r.partition_key_index !== null) entry.values[num(r.partition_key_index)] = String(r.partition_value);
-        values.set(id, entry);
-      }
-      for (const { row, values: v } of values.values()) if (wanted.has(JSON.stringify(v))) ended.push(row);
-    }
-
+    const fileCount = spec.tables.reduce((n, t) => n + t.files.length, 0);
     const next = {
       snapshotId: current.snapshotId + 1,
       schemaVersion: current.schemaVersion,
       nextCatalogId: current.nextCatalogId,
-      nextFileId: current.nextFileId + spec.files.length,
+      nextFileId: current.nextFileId + fileCount,
     };
-    const changes = [...(spec.files.length ? [`inserted_into_table:${table.tableId}`] : []), ...(ended.length ? [`deleted_from_table:${table.tableId}`] : [])];
+    const changes = planned.flatMap((p) => [
+      ...(p.change.files.length ? [`inserted_into_table:${p.table.tableId}`] : []),
+      ...(p.ended.length ? [`deleted_from_table:${p.table.tableId}`] : []),
+    ]);
     if (changes.length === 0) {
       // Nothing for the lake (no file, no row to end): no snapshot; the caller's writes still commit, against the
       // newest snapshot (e.g. a watermark that moves over an empty block range).
       await spec.inTransaction?.(tx, current.snapshotId);
-      return { snapshotId: current.snapshotId, endedFiles: 0, unchanged: true };
+      return { snapshotId: current.snapshotId, endedFiles: 0 };
     }
     await insertSnapshot(tx, next, changes.join(','), spec);
-
-    if (ended.length) {
-      const ids = ended.map((r) => num(r.data_file_id));
-      const list = ids.map((_, i) => `$${i + 2}`).join(', ');
-      await tx.query(`UPDATE ducklake_data_file SET end_snapshot = $1 WHERE end_snapshot IS NULL AND data_file_id IN (${list})`, [next.snapshotId, ...ids]);
-      await tx.query(`UPDATE ducklake_delete_file SET end_snapshot = $1 WHERE end_snapshot IS NULL AND data_file_id IN (${list})`, [next.snapshotId, ...ids]);
+    let fileId = current.nextFileId;
+    for (const p of planned) {
+      await writeChange(tx, p, next.snapshotId, fileId);
+      fileId += p.change.files.length;
     }
-
-    const statsRow = (await tx.query(`SELECT record_count, next_row_id, file_size_bytes FROM ducklake_table_stats WHERE table_id = $1`, [table.tableId]))[0];
-    let nextRowId = statsRow ? num(statsRow.next_row_id) : 0;
-    const fileRows: CatalogValue[][] = [];
-    const statRows: CatalogValue[][] = [];
-    const partitionRows: CatalogValue[][] = [];
-    for (const [i, f] of spec.files.entries()) {
-      const fileId = current.nextFileId + i;
-      fileRows.push([fileId, table.tableId, next.snapshotId, f.path, f.recordCount, f.fileSizeBytes, f.footerSize, nextRowId, partitionId]);
-      nextRowId += f.recordCount;
-      for (const s of f.columnStats) {
-        statRows.push([fileId, table.tableId, s.columnId, s.columnSizeBytes, s.valueCount, s.nullCount, s.min, s.max, s.containsNan]);
-      }
-      for (const [index, value] of (f.partitionValues ?? []).entries()) partitionRows.push([fileId, table.tableId, index, value]);
-    }
-    await insertRows(tx, 'ducklake_data_file', `($1, $2, $3, NULL, NULL, $4, true, 'parquet', $5, $6, $7, $8, $9, NULL, NULL, NULL)`, fileRows);
-    await insertRows(tx, 'ducklake_file_column_stats', `($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL)`, statRows);
-    await insertRows(tx, 'ducklake_file_partition_value', `($1, $2, $3, $4)`, partitionRows);
-
-    // Table statistics: exact counts and sizes of the current files; column min/max stay bounds (the spec allows it).
-    const added = spec.files.reduce((n, f) => n + f.recordCount, 0);
-    const addedBytes = spec.files.reduce((n, f) => n + f.fileSizeBytes, 0);
-    const removed = ended.reduce((n, r) => n + num(r.record_count), 0);
-    const removedBytes = ended.reduce((n, r) => n + num(r.file_size_bytes), 0);
-    if (statsRow) {
-      await tx.query(`UPDATE ducklake_table_stats SET record_count = $1, next_row_id = $2, file_size_bytes = $3 WHERE table_id = $4`, [
-        num(statsRow.record_count) + added - removed,
-        nextRowId,
-        num(statsRow.file_size_bytes) + addedBytes - removedBytes,
-        table.tableId,
-      ]);
-    } else {
-      await tx.query(`INSERT INTO ducklake_table_stats VALUES ($1, $2, $3, $4)`, [table.tableId, added - removed, nextRowId, addedBytes - removedBytes]);
-    }
-    if (spec.files.length) await mergeTableColumnStats(tx, table.tableId, columns, spec.files);
     await spec.inTransaction?.(tx, next.snapshotId);
     await spec.beforeCommit?.();
-    return { snapshotId: next.snapshotId, endedFiles: ended.length, unchanged: false };
+    return { snapshotId: next.snapshotId, endedFiles: planned.reduce((n, p) => n + p.ended.length, 0) };
   });
   return { snapshotId: value.snapshotId, endedFiles: value.endedFiles, attempts };
+}
+
+/** Checks a table's change against the catalog and finds the files it ends. */
+async function planChange(tx: CatalogDb, change: TableChange, table: LakeTable, snapshotId: number): Promise<Omit<PlannedChange, 'change' | 'table'>> {
+  const columns = await listColumns(tx, table.tableId, snapshotId);
+  const { partitionId, columnIds: partitionKeys } = await partitionColumns(tx, table.tableId, snapshotId);
+  const known = new Set(allColumnIds(columns));
+  for (const f of change.files) {
+    if (f.tableId !== table.tableId) throw new DuckLakeError(`staged file ${f.path} was written for table ${f.tableId}, not ${table.name}`);
+    if ((f.partitionValues?.length ?? 0) !== partitionKeys.length) {
+      throw new DuckLakeError(
+        `staged file ${f.path}: ${f.partitionValues?.length ?? 0} partition values for ${partitionKeys.length} partition keys of ${table.name}`,
+      );
+    }
+    if (f.columnStats.some((s) => !known.has(s.columnId))) throw new DuckLakeError(`staged file ${f.path} has columns ${table.name} no longer has`);
+  }
+  for (const p of change.replacePartitions ?? []) {
+    if (p.length !== partitionKeys.length) throw new DuckLakeError(`replace of ${table.name}: ${p.length} partition values for ${partitionKeys.length} keys`);
+  }
+
+  // A staged file is committed once: a committer that lost the answer to its COMMIT and tries again must not add
+  // the same rows twice. Its name is unique, so the catalog tells whether it is already in.
+  if (change.files.length) {
+    const paths = change.files.map((f) => f.path);
+    const again = await tx.query(`SELECT path FROM ducklake_data_file WHERE table_id = $1 AND path IN (${paths.map((_, i) => `$${i + 2}`).join(', ')})`, [
+      table.tableId,
+      ...paths,
+    ]);
+    if (again.length) throw new DuckLakeError(`staged file ${String(again[0]!.path)} of ${table.name} is already committed`);
+  }
+
+  // The files the replaced partitions hold now: the table's current files with their partition values, read
+  // once and matched here (a statement per partition cost a commit of many day partitions dearly).
+  const ended: CatalogRow[] = [];
+  if (change.replacePartitions?.length) {
+    const wanted = new Set(change.replacePartitions.map((p) => JSON.stringify(p)));
+    const currentFiles = await tx.query(
+      `SELECT d.data_file_id, d.record_count, d.file_size_bytes, v.partition_key_index, v.partition_value FROM ducklake_data_file d
+       LEFT JOIN ducklake_file_partition_value v ON v.data_file_id = d.data_file_id
+       WHERE d.table_id = $1 AND d.end_snapshot IS NULL ORDER BY d.data_file_id, v.partition_key_index`,
+      [table.tableId],
+    );
+    const values = new Map<number, { row: CatalogRow; values: string[] }>();
+    for (const r of currentFiles) {
+      const id = num(r.data_file_id);
+      const entry = values.get(id) ?? { row: r, values: [] };
+      if (r.partition_key_index !== null) entry.values[num(r.partition_key_index)] = String(r.partition_value);
+      values.set(id, entry);
+    }
+    for (const { row, values: v } of values.values()) if (wanted.has(JSON.stringify(v))) ended.push(row);
+  }
+  return { columns, partitionId, ended };
+}
+
+/** Writes one table's change at snapshot `snapshotId`, its files numbered from `firstFileId`. */
+async function writeChange(tx: CatalogDb, p: PlannedChange, snapshotId: number, firstFileId: number): Promise<void> {
+  const { table, columns, partitionId, ended } = p;
+  const files = p.change.files;
+  if (ended.length) {
+    const ids = ended.map((r) => num(r.data_file_id));
+    const list = ids.map((_, i) => `$${i + 2}`).join(', ');
+    await tx.query(`UPDATE ducklake_data_file SET end_snapshot = $1 WHERE end_snapshot IS NULL AND data_file_id IN (${list})`, [snapshotId, ...ids]);
+    await tx.query(`UPDATE ducklake_delete_file SET end_snapshot = $1 WHERE end_snapshot IS NULL AND data_file_id IN (${list})`, [snapshotId, ...ids]);
+  }
+
+  const statsRow = (await tx.query(`SELECT record_count, next_row_id, file_size_bytes FROM ducklake_table_stats WHERE table_id = $1`, [table.tableId]))[0];
+  let nextRowId = statsRow ? num(statsRow.next_row_id) : 0;
+  const fileRows: CatalogValue[][] = [];
+  const statRows: CatalogValue[][] = [];
+  const partitionRows: CatalogValue[][] = [];
+  for (const [i, f] of files.entries()) {
+    const fileId = firstFileId + i;
+    fileRows.push([fileId, table.tableId, snapshotId, f.path, f.recordCount, f.fileSizeBytes, f.footerSize, nextRowId, partitionId]);
+    nextRowId += f.recordCount;
+    for (const s of f.columnStats) {
+      statRows.push([fileId, table.tableId, s.columnId, s.columnSizeBytes, s.valueCount, s.nullCount, s.min, s.max, s.containsNan]);
+    }
+    for (const [index, value] of (f.partitionValues ?? []).entries()) partitionRows.push([fileId, table.tableId, index, value]);
+  }
+  await insertRows(tx, 'ducklake_data_file', `($1, $2, $3, NULL, NULL, $4, true, 'parquet', $5, $6, $7, $8, $9, NULL, NULL, NULL)`, fileRows);
+  await insertRows(tx, 'ducklake_file_column_stats', `($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL)`, statRows);
+  await insertRows(tx, 'ducklake_file_partition_value', `($1, $2, $3, $4)`, partitionRows);
+
+  // Table statistics: exact counts and sizes of the current files; column min/max stay bounds (the spec allows it).
+  const added = files.reduce((n, f) => n + f.recordCount, 0);
+  const addedBytes = files.reduce((n, f) => n + f.fileSizeBytes, 0);
+  const removed = ended.reduce((n, r) => n + num(r.record_count), 0);
+  const removedBytes = ended.reduce((n, r) => n + num(r.file_size_bytes), 0);
+  if (statsRow) {
+    await tx.query(`UPDATE ducklake_table_stats SET record_count = $1, next_row_id = $2, file_size_bytes = $3 WHERE table_id = $4`, [
+      num(statsRow.record_count) + added - removed,
+      nextRowId,
+      num(statsRow.file_size_bytes) + addedBytes - removedBytes,
+      table.tableId,
+    ]);
+  } else {
+    await tx.query(`INSERT INTO ducklake_table_stats VALUES ($1, $2, $3, $4)`, [table.tableId, added - removed, nextRowId, addedBytes - removedBytes]);
+  }
+  if (files.length) await mergeTableColumnStats(tx, table.tableId, columns, files);
 }
 
 async function mergeTableColumnStats(tx: CatalogDb, tableId: number, columns: readonly LakeColumn[], files: readonly StagedFile[]): Promise<void> {

@@ -6,7 +6,7 @@ import type { CommittedFile } from './commit.js';
 import type { CatalogDb } from '../ducklake/catalog-db.js';
 import { initialiseCatalog } from '../ducklake/ddl.js';
 import { currentSnapshot, listColumns, listDataFiles, listTables, scanSql } from '../ducklake/reader.js';
-import { commitFiles, type StagedFile } from '../ducklake/writer.js';
+import { commitTables, type StagedFile } from '../ducklake/writer.js';
 import { ChainlakeError } from '../errors.js';
 import { JoinedDuckDbCatalog, readLakeState, type LakeState } from './lake-state.js';
 import type { Engine } from './engine.js';
@@ -236,22 +236,18 @@ export class Catalog {
   }
 
   /**
-   * The commit's data files as DuckLake snapshots, one per table, each file replacing its partition's current
-   * files: inside the catalog transaction that records the commit, so they land with it or not at all.
+   * The commit's data files as ONE DuckLake snapshot, each file replacing its partition's current files: inside the
+   * catalog transaction that records the commit, so they land with it or not at all.
    */
   async commitLake(commitId: string, files: readonly { table: string; file: StagedFile }[]): Promise<void> {
     const byTable = new Map<string, StagedFile[]>();
     for (const f of files) byTable.set(f.table, [...(byTable.get(f.table) ?? []), f.file]);
-    for (const [tableName, staged] of byTable) {
-      const partitions = new Map(staged.map((f) => [JSON.stringify(f.partitionValues), f.partitionValues!] as const));
-      await commitFiles(this.lake, {
-        tableName,
-        files: staged,
-        replacePartitions: [...partitions.values()],
-        author: 'chainlake',
-        message: commitId,
-      });
-    }
+    const tables = [...byTable].map(([tableName, staged]) => ({
+      tableName,
+      files: staged,
+      replacePartitions: [...new Map(staged.map((f) => [JSON.stringify(f.partitionValues), f.partitionValues!] as const)).values()],
+    }));
+    if (tables.length) await commitTables(this.lake, { tables, author: 'chainlake', message: commitId });
   }
 
   private run(sql: string): Promise<unknown> {
