@@ -197,11 +197,29 @@ export async function findTable(db: CatalogDb, snapshot: number, name: string, s
  */
 export async function listColumns(db: CatalogDb, tableId: number, snapshot: number): Promise<LakeColumn[]> {
   const rows = await db.query(
-    `SELECT column_id, column_name, column_type, column_order, nulls_allowed, initial_default, parent_column
+    `SELECT table_id, column_id, column_name, column_type, column_order, nulls_allowed, initial_default, parent_column
      FROM ducklake_column WHERE table_id = $1 AND ${VALID_AT('', '$2')}
      ORDER BY column_order`,
     [tableId, snapshot],
   );
+  return columnTree(rows, tableId, snapshot);
+}
+
+/** The columns of every table at a snapshot (see listColumns), by table id: one query for a whole catalog. */
+export async function listAllColumns(db: CatalogDb, snapshot: number): Promise<Map<number, LakeColumn[]>> {
+  const rows = await db.query(
+    `SELECT table_id, column_id, column_name, column_type, column_order, nulls_allowed, initial_default, parent_column
+     FROM ducklake_column WHERE ${VALID_AT('', '$1')}
+     ORDER BY table_id, column_order`,
+    [snapshot],
+  );
+  const byTable = new Map<number, CatalogRow[]>();
+  for (const r of rows) byTable.set(num(r.table_id), [...(byTable.get(num(r.table_id)) ?? []), r]);
+  return new Map([...byTable].map(([id, list]) => [id, columnTree(list, id, snapshot)]));
+}
+
+/** One table's column rows (in column_order) as top-level columns with their nested children. */
+function columnTree(rows: readonly CatalogRow[], tableId: number, snapshot: number): LakeColumn[] {
   const all = rows.map((r): LakeColumn => ({
     columnId: num(r.column_id),
     name: str(r.column_name),

@@ -22,6 +22,7 @@ import {
   currentSnapshot,
   findTable,
   leafColumns,
+  listAllColumns,
   listColumns,
   listTables,
   tablePath,
@@ -493,13 +494,14 @@ export async function commitTables(db: CatalogDb, spec: MultiCommitSpec): Promis
     const current = await currentSnapshot(tx);
     await spec.afterSnapshotRead?.();
     const tables = await listTables(tx, current.snapshotId);
+    const columnsOf = await listAllColumns(tx, current.snapshotId);
     const planned: PlannedChange[] = [];
     for (const change of spec.tables) {
       const schemaName = change.schema ?? 'main';
       const table = tables.find((t) => t.name === change.tableName && t.schema.name === schemaName);
       if (!table) throw new DuckLakeError(`table ${schemaName}.${change.tableName} does not exist at snapshot ${current.snapshotId} of this DuckLake`);
       if (planned.some((p) => p.table.tableId === table.tableId)) throw new DuckLakeError(`table ${table.name} appears twice in one commit`);
-      planned.push({ change, table, ...(await planChange(tx, change, table, current.snapshotId)) });
+      planned.push({ change, table, ...(await planChange(tx, change, table, columnsOf.get(table.tableId) ?? [], current.snapshotId)) });
     }
     const fileCount = spec.tables.reduce((n, t) => n + t.files.length, 0);
     const next = {
@@ -532,8 +534,13 @@ export async function commitTables(db: CatalogDb, spec: MultiCommitSpec): Promis
 }
 
 /** Checks a table's change against the catalog and finds the files it ends. */
-async function planChange(tx: CatalogDb, change: TableChange, table: LakeTable, snapshotId: number): Promise<Omit<PlannedChange, 'change' | 'table'>> {
-  const columns = await listColumns(tx, table.tableId, snapshotId);
+async function planChange(
+  tx: CatalogDb,
+  change: TableChange,
+  table: LakeTable,
+  columns: LakeColumn[],
+  snapshotId: number,
+): Promise<Omit<PlannedChange, 'change' | 'table'>> {
   const { partitionId, columnIds: partitionKeys } = await partitionColumns(tx, table.tableId, snapshotId);
   const known = new Set(allColumnIds(columns));
   for (const f of change.files) {

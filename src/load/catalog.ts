@@ -5,7 +5,7 @@ import { DATASETS } from '../datasets/registry.js';
 import type { CommittedFile } from './commit.js';
 import type { CatalogDb } from '../ducklake/catalog-db.js';
 import { initialiseCatalog } from '../ducklake/ddl.js';
-import { currentSnapshot, listColumns, listDataFiles, listTables, scanSql } from '../ducklake/reader.js';
+import { currentSnapshot, listAllColumns, listDataFiles, listTables, scanSql } from '../ducklake/reader.js';
 import { commitTables, type StagedFile } from '../ducklake/writer.js';
 import { ChainlakeError } from '../errors.js';
 import { JoinedDuckDbCatalog, readLakeState, type LakeState } from './lake-state.js';
@@ -348,7 +348,7 @@ export class Catalog {
    * catalog's folder), so the lake's root is recorded and a moved lake gets its views rebuilt. A view is only
    * rewritten when its definition changed: in a commit, the views of the tables it wrote.
    */
-  async refreshViews(opts: { force?: boolean } = {}): Promise<void> {
+  async refreshViews(opts: { force?: boolean; tables?: ReadonlySet<string> } = {}): Promise<void> {
     const paths = this.paths;
     // Every commit comes here: what is already in place is skipped (one read of lake_meta instead of a
     // statement per comment, view and key; 180 ms of each commit on the replay bench before).
@@ -374,12 +374,14 @@ export class Catalog {
         partitionDoc: 'UTC date of the run that saw the reject.',
       },
     ];
+    // A commit names the tables it wrote (`tables`): the others' views are as the last refresh left them.
+    const stale = shapes.filter(({ shape }) => opts.force || !opts.tables || opts.tables.has(shape.name) || !meta.has(`view:${shape.name}`));
     const bodies = await lakeViewBodies(
       this.lake,
       this.dataPath,
-      shapes.map((s) => s.shape),
+      stale.map((s) => s.shape),
     );
-    for (const { shape, doc, partitionDoc: pdoc } of shapes) {
+    for (const { shape, doc, partitionDoc: pdoc } of stale) {
       const partitionColumns = partitionColumnsOf(shape, pdoc);
       const body = bodies.get(shape.name)!;
       const signature = createHash('sha256')
@@ -444,15 +446,17 @@ function filesView(shapes: readonly TableShape[]): string {
  * reader (field ids to column names), or no rows of the shape's types when the table has no file.
  */
 export async function lakeViewBodies(db: CatalogDb, dataPath: string, shapes: readonly TableShape[], snapshot?: number): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  if (shapes.length === 0) return out;
   const at = snapshot ?? (await currentSnapshot(db)).snapshotId;
   const tables = new Map((await listTables(db, at)).filter((t) => t.schema.name === 'main').map((t) => [t.name, t]));
-  const out = new Map<string, string>();
+  const columns = await listAllColumns(db, at);
   for (const shape of shapes) {
     const table = tables.get(shape.name);
     const files = table ? await listDataFiles(db, table, at, dataPath) : [];
     out.set(
       shape.name,
-      table && files.length ? scanSql(table, await listColumns(db, table.tableId, at), files, at) : emptyTypedSelect(shape, partitionColumnsOf(shape, '')),
+      table && files.length ? scanSql(table, columns.get(table.tableId) ?? [], files, at) : emptyTypedSelect(shape, partitionColumnsOf(shape, '')),
     );
   }
   return out;

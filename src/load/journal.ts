@@ -112,7 +112,7 @@ export async function applyJournal(
         }
         // Idempotent, and before the views are refreshed: a journal finished by recovery declares them too.
         if (journal.catalog.tables) await catalog.registerTables(journal.catalog.tables);
-        await catalog.refreshViews();
+        await catalog.refreshViews({ tables: new Set(journal.catalog.lake.map((l) => l.table)) });
       });
     },
     { waitMs: opts.waitMs },

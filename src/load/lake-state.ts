@@ -8,8 +8,8 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { CatalogDb, CatalogRow, CatalogValue } from '../ducklake/catalog-db.js';
 import { DuckLakeError } from '../ducklake/catalog-db.js';
-import { currentSnapshot, listColumns, listTables, tablePath, type LakeColumn, type LakeTable } from '../ducklake/reader.js';
-import { ensureTable } from './lake-tables.js';
+import { currentSnapshot, listAllColumns, listTables, tablePath, type LakeColumn, type LakeTable } from '../ducklake/reader.js';
+import { ensureTable, tableMatches } from './lake-tables.js';
 import type { TableShape } from './schema.js';
 
 /** A Parquet file of a partition at the newest snapshot. */
@@ -111,15 +111,27 @@ export class LakeState {
  * `dataPath` is the lake's directory as this process sees it (a moved lake still reads its files).
  */
 export async function readLakeState(db: CatalogDb, dataPath: string, ensure: readonly TableShape[] = []): Promise<LakeState> {
-  for (const shape of ensure) await ensureTable(db, shape);
-  const snapshot = (await currentSnapshot(db)).snapshotId;
+  let snapshot = (await currentSnapshot(db)).snapshotId;
+  let listed = await listTables(db, snapshot);
+  let columns = await listAllColumns(db, snapshot);
+  // Only a table that is missing, or lacks a column of this declaration, costs statements of its own.
+  const missing = ensure.filter((shape) => {
+    const table = listed.find((t) => t.name === shape.name && t.schema.name === 'main');
+    return !table || !tableMatches(columns.get(table.tableId) ?? [], shape);
+  });
+  if (missing.length) {
+    for (const shape of missing) await ensureTable(db, shape);
+    snapshot = (await currentSnapshot(db)).snapshotId;
+    listed = await listTables(db, snapshot);
+    columns = await listAllColumns(db, snapshot);
+  }
   const tables = new Map<string, LakeTableState>();
   const byId = new Map<number, LakeTableState>();
-  for (const table of await listTables(db, snapshot)) {
+  for (const table of listed) {
     if (table.schema.name !== 'main') continue;
     const state: LakeTableState = {
       table,
-      columns: await listColumns(db, table.tableId, snapshot),
+      columns: columns.get(table.tableId) ?? [],
       dir: tablePath(dataPath, table),
       partitions: new Map(),
     };

@@ -17,6 +17,14 @@ function sameType(have: LakeColumn, want: TypeTree): boolean {
   return have.type === want.type && have.children.length === want.children.length && have.children.every((h, i) => sameType(h, want.children[i]!));
 }
 
+/** Whether a table's columns are already those of `shape` (names and types): then there is nothing to ensure. */
+export function tableMatches(have: readonly LakeColumn[], shape: TableShape): boolean {
+  return tableColumns(shape).every((c) => {
+    const old = have.find((h) => h.name === c.name);
+    return old !== undefined && sameType(old, ducklakeTypeTree(c.type, `table ${shape.name}, column ${c.name}`));
+  });
+}
+
 /** The table's columns: the shape's, then `network` and the partition column. */
 export function tableColumns(shape: TableShape): ColumnSpec[] {
   return [...shape.columns.map((c) => ({ name: c.name, type: c.type })), { name: 'network', type: 'VARCHAR' }, { name: shape.partition, type: 'DATE' }];
