@@ -6,18 +6,20 @@
  * between engines (UUIDs, timestamps of `as-of`) are made in TypeScript and passed as parameters. `dialect` exists for
  * the few places that still need a switch (none in the statements of this module today; see docs/distributed.md).
  */
-import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+import { BIGINT, BOOLEAN, DOUBLE, LIST, listValue, VARCHAR, type DuckDBConnection, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 
 export type Dialect = 'duckdb' | 'postgres';
 
 /** A catalog value as this module sees it: ids as numbers, text, booleans, timestamps as Date, NULL as null. */
 export type CatalogValue = number | string | boolean | Date | null;
+/** A statement's parameter: a value, or a list of values (bound as an array: `unnest(CAST($1 AS BIGINT[]))`). */
+export type CatalogParam = CatalogValue | readonly CatalogValue[];
 export type CatalogRow = Record<string, CatalogValue>;
 
 export interface CatalogDb {
   readonly dialect: Dialect;
   /** Runs one statement and returns its rows. */
-  query(sql: string, params?: readonly CatalogValue[]): Promise<CatalogRow[]>;
+  query(sql: string, params?: readonly CatalogParam[]): Promise<CatalogRow[]>;
   /**
    * Runs `fn` in one catalog transaction: committed when it resolves, rolled back when it throws. Nested calls
    * join the outer transaction.
@@ -30,10 +32,36 @@ export class DuckLakeError extends Error {
   override readonly name = 'DuckLakeError';
 }
 
-function toDuckDbParam(value: CatalogValue): DuckDBValue {
+function toDuckDbParam(value: CatalogParam): DuckDBValue {
+  if (Array.isArray(value)) return listValue((value as readonly CatalogValue[]).map(toDuckDbParam));
   if (typeof value === 'number' && Number.isInteger(value)) return BigInt(value);
   if (value instanceof Date) return value.toISOString();
-  return value;
+  return value as DuckDBValue;
+}
+
+function elementType(values: readonly CatalogValue[]): DuckDBType {
+  const first = values.find((v) => v !== null);
+  if (typeof first === 'number') return values.every((v) => v === null || Number.isInteger(v)) ? BIGINT : DOUBLE;
+  if (typeof first === 'boolean') return BOOLEAN;
+  return VARCHAR;
+}
+
+/** Runs one statement on a DuckDB connection with catalog parameters, and reads its rows as catalog values. */
+export async function duckDbQuery(connection: DuckDBConnection, sql: string, params: readonly CatalogParam[]): Promise<CatalogRow[]> {
+  // A list's element type is inferred from its first element by the driver: a list starting with NULL would bind
+  // as a list of NULLs, so lists get their type from their first non-NULL value.
+  const types = params.some(Array.isArray)
+    ? params.map((p) => (Array.isArray(p) ? LIST(elementType(p as readonly CatalogValue[])) : elementType([p as CatalogValue])))
+    : undefined;
+  const reader = await connection.runAndReadAll(sql, params.length ? params.map(toDuckDbParam) : undefined, types);
+  const names = reader.columnNames();
+  const rows: CatalogRow[] = [];
+  for (const raw of reader.getRowObjectsJS()) {
+    const row: CatalogRow = {};
+    for (const name of names) row[name] = fromDuckDb(raw[name], name);
+    rows.push(row);
+  }
+  return rows;
 }
 
 function fromDuckDb(value: unknown, column: string): CatalogValue {
@@ -59,9 +87,9 @@ export abstract class SerialCatalog implements CatalogDb {
   private queue: Promise<unknown> = Promise.resolve();
 
   /** Runs one statement on the connection, now (the queue is the caller's business). */
-  protected abstract exec(sql: string, params: readonly CatalogValue[]): Promise<CatalogRow[]>;
+  protected abstract exec(sql: string, params: readonly CatalogParam[]): Promise<CatalogRow[]>;
 
-  query(sql: string, params: readonly CatalogValue[] = []): Promise<CatalogRow[]> {
+  query(sql: string, params: readonly CatalogParam[] = []): Promise<CatalogRow[]> {
     return this.serial(() => this.exec(sql, params));
   }
 
@@ -100,16 +128,8 @@ export class DuckDbCatalog extends SerialCatalog {
     super();
   }
 
-  protected async exec(sql: string, params: readonly CatalogValue[]): Promise<CatalogRow[]> {
-    const reader = await this.connection.runAndReadAll(sql, params.length ? params.map(toDuckDbParam) : undefined);
-    const names = reader.columnNames();
-    const rows: CatalogRow[] = [];
-    for (const raw of reader.getRowObjectsJS()) {
-      const row: CatalogRow = {};
-      for (const name of names) row[name] = fromDuckDb(raw[name], name);
-      rows.push(row);
-    }
-    return rows;
+  protected exec(sql: string, params: readonly CatalogParam[]): Promise<CatalogRow[]> {
+    return duckDbQuery(this.connection, sql, params);
   }
 }
 

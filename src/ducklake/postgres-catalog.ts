@@ -3,7 +3,7 @@
  * the module does not import `pg` itself, the caller brings the connection (and sets its `search_path` when the
  * catalog lives in a schema of its own). The statements are the same as on DuckDB (see catalog-db.ts).
  */
-import type { CatalogRow, CatalogValue, Dialect } from './catalog-db.js';
+import type { CatalogParam, CatalogRow, CatalogValue, Dialect } from './catalog-db.js';
 import { DuckLakeError, SerialCatalog } from './catalog-db.js';
 
 /** The part of `pg.Client` this module uses. */
@@ -35,7 +35,7 @@ export class PostgresCatalog extends SerialCatalog {
     super();
   }
 
-  protected async exec(sql: string, params: readonly CatalogValue[]): Promise<CatalogRow[]> {
+  protected async exec(sql: string, params: readonly CatalogParam[]): Promise<CatalogRow[]> {
     const result = await this.client.query(sql, params.length ? [...params] : undefined);
     return (result.rows ?? []).map((raw) => {
       const row: CatalogRow = {};

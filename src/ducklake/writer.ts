@@ -110,24 +110,17 @@ async function withRetry<T>(db: CatalogDb, work: (tx: CatalogDb, attempt: number
   }
 }
 
-/** Rows of one statement at most: a commit's file statistics are thousands of rows, each statement costs a round trip. */
-const ROWS_PER_INSERT = 500;
-
 /**
- * Inserts `rows` into `table` with multi-row INSERTs; `tuple` is one row's VALUES tuple written with `$1`..`$n`
- * (constants allowed), renumbered for each row of a statement.
+ * Inserts `rows` into `table` in one statement: each column of values is bound as one array parameter and
+ * unnested (both DuckDB and PostgreSQL zip several unnests of equal length). `types` are the arrays' element
+ * types; `select` is the inserted row with `$n` standing for the n-th column of values (constants allowed). A
+ * commit's file statistics are thousands of rows: a VALUES tuple per row cost DuckDB five times as long to bind.
  */
-async function insertRows(tx: CatalogDb, table: string, tuple: string, rows: readonly (readonly CatalogValue[])[]): Promise<void> {
-  for (let start = 0; start < rows.length; start += ROWS_PER_INSERT) {
-    const chunk = rows.slice(start, start + ROWS_PER_INSERT);
-    const params: CatalogValue[] = [];
-    const tuples = chunk.map((row) => {
-      const base = params.length;
-      params.push(...row);
-      return tuple.replace(/\$(\d+)/g, (_, n: string) => `$${base + Number(n)}`);
-    });
-    await tx.query(`INSERT INTO ${table} VALUES ${tuples.join(', ')}`, params);
-  }
+async function insertRows(tx: CatalogDb, table: string, types: readonly string[], select: string, rows: readonly (readonly CatalogValue[])[]): Promise<void> {
+  if (rows.length === 0) return;
+  const columns = types.map((_, i) => rows.map((r) => r[i] ?? null));
+  const unnested = types.map((t, i) => `unnest(CAST($${i + 1} AS ${t}[])) AS c${i + 1}`).join(', ');
+  await tx.query(`INSERT INTO ${table} SELECT ${select.replace(/\$(\d+)/g, 'c$1')} FROM (SELECT ${unnested}) AS u`, columns);
 }
 
 /** Inserts the new snapshot first (its primary key is what serialises committers) and its change record. */
@@ -615,9 +608,16 @@ async function writeChange(tx: CatalogDb, p: PlannedChange, snapshotId: number, 
     }
     for (const [index, value] of (f.partitionValues ?? []).entries()) partitionRows.push([fileId, table.tableId, index, value]);
   }
-  await insertRows(tx, 'ducklake_data_file', `($1, $2, $3, NULL, NULL, $4, true, 'parquet', $5, $6, $7, $8, $9, NULL, NULL, NULL)`, fileRows);
-  await insertRows(tx, 'ducklake_file_column_stats', `($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL)`, statRows);
-  await insertRows(tx, 'ducklake_file_partition_value', `($1, $2, $3, $4)`, partitionRows);
+  const B = 'BIGINT';
+  await insertRows(
+    tx,
+    'ducklake_data_file',
+    [B, B, B, 'VARCHAR', B, B, B, B, B],
+    `$1, $2, $3, NULL, NULL, $4, true, 'parquet', $5, $6, $7, $8, $9, NULL, NULL, NULL`,
+    fileRows,
+  );
+  await insertRows(tx, 'ducklake_file_column_stats', [B, B, B, B, B, B, 'VARCHAR', 'VARCHAR', 'BOOLEAN'], `$1, $2, $3, $4, $5, $6, $7, $8, $9, NULL`, statRows);
+  await insertRows(tx, 'ducklake_file_partition_value', [B, B, B, 'VARCHAR'], `$1, $2, $3, $4`, partitionRows);
 
   // Table statistics: exact counts and sizes of the current files; column min/max stay bounds (the spec allows it).
   const added = files.reduce((n, f) => n + f.recordCount, 0);
@@ -672,7 +672,7 @@ async function mergeTableColumnStats(tx: CatalogDb, tableId: number, columns: re
   }
   // Replaced whole: one statement each instead of one per column.
   await tx.query(`DELETE FROM ducklake_table_column_stats WHERE table_id = $1`, [tableId]);
-  await insertRows(tx, 'ducklake_table_column_stats', `($1, $2, $3, $4, $5, $6, NULL)`, rows);
+  await insertRows(tx, 'ducklake_table_column_stats', ['BIGINT', 'BIGINT', 'BOOLEAN', 'BOOLEAN', 'VARCHAR', 'VARCHAR'], `$1, $2, $3, $4, $5, $6, NULL`, rows);
 }
 
 export interface ScheduledFile {

@@ -6,8 +6,8 @@
  * newer declaration adds) and the files each partition holds at the newest snapshot.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { CatalogDb, CatalogRow, CatalogValue } from '../ducklake/catalog-db.js';
-import { DuckLakeError } from '../ducklake/catalog-db.js';
+import type { CatalogDb, CatalogParam, CatalogRow } from '../ducklake/catalog-db.js';
+import { DuckLakeError, duckDbQuery } from '../ducklake/catalog-db.js';
 import { currentSnapshot, listAllColumns, listTables, tablePath, type LakeColumn, type LakeTable } from '../ducklake/reader.js';
 import { ensureTable, tableMatches } from './lake-tables.js';
 import type { TableShape } from './schema.js';
@@ -43,27 +43,8 @@ export class JoinedDuckDbCatalog implements CatalogDb {
   readonly dialect = 'duckdb' as const;
   constructor(private readonly conn: DuckDBConnection) {}
 
-  async query(sql: string, params: readonly CatalogValue[] = []): Promise<CatalogRow[]> {
-    const reader = await this.conn.runAndReadAll(
-      sql,
-      params.length ? params.map((v) => (typeof v === 'number' && Number.isInteger(v) ? BigInt(v) : v instanceof Date ? v.toISOString() : v)) : undefined,
-    );
-    const names = reader.columnNames();
-    return reader.getRowObjectsJS().map((raw) => {
-      const row: CatalogRow = {};
-      for (const name of names) {
-        const v = raw[name];
-        row[name] =
-          v === null || v === undefined
-            ? null
-            : typeof v === 'bigint'
-              ? Number(v)
-              : typeof v === 'number' || typeof v === 'string' || typeof v === 'boolean' || v instanceof Date
-                ? v
-                : String(v);
-      }
-      return row;
-    });
+  query(sql: string, params: readonly CatalogParam[] = []): Promise<CatalogRow[]> {
+    return duckDbQuery(this.conn, sql, params);
   }
 
   transaction<T>(fn: (tx: CatalogDb) => Promise<T>): Promise<T> {
