@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import path from 'node:path';
 import type { DatasetDef } from '../datasets/dataset.js';
 import { DATASETS } from '../datasets/registry.js';
 import type { CommittedFile } from './commit.js';
@@ -319,6 +320,16 @@ export class Catalog {
         `(${literal(w.runId)}, ${literal(w.dataset)}, ${literal(w.network)}, ${literal(w.scope)}, ${num(w.fromBlock)}, ${num(w.toBlock)}, ${w.rowsExpected}, ${w.rowsGot}, ${w.rejects}, ${w.requests}, ${w.retries}, ${w.throttles}, ${w.capHits}, ${w.splits}, ${literal(w.status)}, ${str(w.error)}, ${w.status === 'committed' ? 'now()' : 'NULL'})`,
     );
     await this.run(`INSERT INTO windows VALUES ${rows.join(', ')}`);
+  }
+
+  /** Every file some snapshot lists or that waits for deletion: absolute paths (what is not here is not the lake's). */
+  async listedFiles(): Promise<Set<string>> {
+    const rows = await this.rows(
+      `SELECT CASE WHEN d.path_is_relative THEN sc.path || t.path || d.path ELSE d.path END FROM ducklake_data_file d
+         JOIN ducklake_table t USING (table_id) JOIN ducklake_schema sc ON sc.schema_id = t.schema_id
+       UNION ALL SELECT path FROM ducklake_files_scheduled_for_deletion`,
+    );
+    return new Set(rows.map((r) => path.resolve(this.paths.root, String(r[0]))));
   }
 
   /** The tables beyond the registry that commits declared (decoded events). */

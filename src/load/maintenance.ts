@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
-import { readdir, rm } from 'node:fs/promises';
+import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { expireSnapshots, filesToDelete, forgetDeletedFiles } from '../ducklake/writer.js';
 import type { Network } from '../datasets/dataset.js';
 import { DATASETS } from '../datasets/registry.js';
 import { Catalog, TABLES } from './catalog.js';
@@ -307,4 +308,60 @@ export async function rebuildCatalog(paths: LakePaths): Promise<RebuildReport> {
     first,
   );
   return { ...report, salvage };
+}
+
+export interface LocalMaintainReport {
+  runId: string;
+  expiredSnapshots: number;
+  /** Files no remaining snapshot needs, deleted. */
+  deletedFiles: number;
+  /** Parquet files under the tables' folders that no snapshot lists, removed (older than the grace period). */
+  orphansRemoved: number;
+  /** The same, younger than the grace period: kept. */
+  orphansKept: number;
+}
+
+/**
+ * `chainlake maintain` on a single-machine lake, under the lake's lock: expires snapshots (older than
+ * `expireOlderThan`, or all but the newest `keepSnapshots`; never the newest), deletes the files no remaining
+ * snapshot needs, and removes Parquet files in the tables' folders that no snapshot lists once older than
+ * `orphanGraceSeconds` (files copied in, or left by a conversion killed half-way; chainlake's commits leave none).
+ */
+export async function maintainLocalLake(
+  paths: LakePaths,
+  opts: { expireOlderThan?: Date; keepSnapshots?: number; orphanGraceSeconds: number },
+): Promise<LocalMaintainReport> {
+  return maintain(paths, 'maintain', async (engine, id) => {
+    const { expired, scheduled } = await Catalog.write(engine, paths, async (c) => {
+      const e =
+        opts.expireOlderThan || opts.keepSnapshots !== undefined
+          ? await expireSnapshots(c.lake, { olderThan: opts.expireOlderThan, keepLast: opts.keepSnapshots })
+          : { expired: [] };
+      return { expired: e.expired.length, scheduled: await filesToDelete(c.lake, { dataPath: c.dataPath }) };
+    });
+    // Deleted, then forgotten: a kill in between leaves them scheduled, and deleting a missing file is done.
+    for (const f of scheduled) await rm(f.path, { force: true });
+    const known = await Catalog.write(engine, paths, async (c) => {
+      await forgetDeletedFiles(c.lake, scheduled);
+      return c.listedFiles();
+    });
+    let orphansRemoved = 0;
+    let orphansKept = 0;
+    const cutoff = Date.now() - opts.orphanGraceSeconds * 1000;
+    const declared = await Catalog.hold(engine, paths, (c) => c.declaredTables());
+    for (const shape of [...lakeShapes(), ...declared.map((d) => d.shape)]) {
+      for (const p of await diskPartitions(paths, shape)) {
+        for (const f of p.files) {
+          if (known.has(f)) continue;
+          if ((await stat(f)).mtimeMs > cutoff) orphansKept++;
+          else {
+            await rm(f, { force: true });
+            orphansRemoved++;
+          }
+        }
+      }
+    }
+    await pruneEmptyPartitionDirs(paths, lakeShapes());
+    return { runId: id, expiredSnapshots: expired, deletedFiles: scheduled.length, orphansRemoved, orphansKept };
+  });
 }

@@ -3,8 +3,12 @@ import { checkCatalogUrl } from '../../distributed/control-plane.js';
 import { maintainLake, parseDuration } from '../../distributed/maintain.js';
 import { CliError } from '../exit-codes.js';
 import { withDistributedOptions } from '../common.js';
+import { existsSync } from 'node:fs';
+import { LakePaths } from '../../load/paths.js';
+import { maintainLocalLake } from '../../load/maintenance.js';
 
 interface Args {
+  lake: string;
   catalog?: string;
   store?: string;
   'expire-older-than'?: string;
@@ -22,9 +26,11 @@ const duration = (text: string, flag: string): number => {
 
 export const maintainCommand: CommandModule<object, Args> = {
   command: 'maintain',
-  describe: 'Distributed lake: expire old snapshots, delete the files no snapshot needs, and sweep files nothing refers to',
+  describe:
+    'Expire old snapshots, delete the files no snapshot needs, and sweep files nothing refers to (a single-machine lake, or with --catalog a distributed one)',
   builder: (y) =>
     withDistributedOptions(y)
+      .option('lake', { type: 'string', default: 'data/lake', describe: 'Lake directory (without --catalog)' })
       .option('expire-older-than', { type: 'string', describe: 'Expire snapshots older than this (7d, 12h, 30m); the newest is always kept' })
       .option('keep-snapshots', { type: 'number', describe: 'Expire all but the newest N snapshots' })
       .option('orphans-older-than', {
@@ -32,14 +38,30 @@ export const maintainCommand: CommandModule<object, Args> = {
         default: '1h',
         describe: 'Remove files nothing refers to once older than this (files a live worker is writing are younger)',
       })
-      .example('$0 maintain --expire-older-than 7d', 'Keep a week of time travel; free the rest'),
+      .example('$0 maintain --expire-older-than 7d', 'Keep a week of time travel; free the rest')
+      .example('$0 maintain --lake data/lake --keep-snapshots 1', 'A single-machine lake: keep only its newest snapshot'),
   handler: async (args) => {
-    const catalog = checkCatalogUrl(args.catalog);
-    if (!args.store) throw new CliError('--store is required', 2, 'give --store /shared/lake (or set CHAINLAKE_STORE)');
     const keep = args['keep-snapshots'];
     if (keep !== undefined && (!Number.isInteger(keep) || keep < 1))
       throw new CliError(`--keep-snapshots: expected a whole number of at least 1, got ${String(keep)}`);
     const older = args['expire-older-than'];
+    if (args.catalog === undefined) {
+      const paths = new LakePaths(args.lake);
+      if (!existsSync(paths.catalog))
+        throw new CliError(`no lake at ${paths.root} (no catalog.duckdb)`, 2, 'check --lake, or give --catalog for a distributed lake');
+      const r = await maintainLocalLake(paths, {
+        expireOlderThan: older === undefined ? undefined : new Date(Date.now() - duration(older, '--expire-older-than') * 1000),
+        keepSnapshots: keep,
+        orphanGraceSeconds: duration(args['orphans-older-than'], '--orphans-older-than'),
+      });
+      process.stdout.write(
+        `expired ${r.expiredSnapshots} snapshots, deleted ${r.deletedFiles} files no snapshot needs, removed ${r.orphansRemoved} files no snapshot lists` +
+          `${r.orphansKept ? ` (kept ${r.orphansKept} younger than --orphans-older-than)` : ''}\n`,
+      );
+      return;
+    }
+    const catalog = checkCatalogUrl(args.catalog);
+    if (!args.store) throw new CliError('--store is required', 2, 'give --store /shared/lake (or set CHAINLAKE_STORE)');
     const r = await maintainLake({
       catalog,
       store: args.store,
