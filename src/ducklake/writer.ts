@@ -488,14 +488,15 @@ export async function commitTables(db: CatalogDb, spec: MultiCommitSpec): Promis
     await spec.afterSnapshotRead?.();
     const tables = await listTables(tx, current.snapshotId);
     const columnsOf = await listAllColumns(tx, current.snapshotId);
-    const planned: PlannedChange[] = [];
+    const chosen: { change: TableChange; table: LakeTable }[] = [];
     for (const change of spec.tables) {
       const schemaName = change.schema ?? 'main';
       const table = tables.find((t) => t.name === change.tableName && t.schema.name === schemaName);
       if (!table) throw new DuckLakeError(`table ${schemaName}.${change.tableName} does not exist at snapshot ${current.snapshotId} of this DuckLake`);
-      if (planned.some((p) => p.table.tableId === table.tableId)) throw new DuckLakeError(`table ${table.name} appears twice in one commit`);
-      planned.push({ change, table, ...(await planChange(tx, change, table, columnsOf.get(table.tableId) ?? [], current.snapshotId)) });
+      if (chosen.some((p) => p.table.tableId === table.tableId)) throw new DuckLakeError(`table ${table.name} appears twice in one commit`);
+      chosen.push({ change, table });
     }
+    const planned = await planChanges(tx, chosen, columnsOf, current.snapshotId);
     const fileCount = spec.tables.reduce((n, t) => n + t.files.length, 0);
     const next = {
       snapshotId: current.snapshotId + 1,
@@ -514,11 +515,7 @@ export async function commitTables(db: CatalogDb, spec: MultiCommitSpec): Promis
       return { snapshotId: current.snapshotId, endedFiles: 0 };
     }
     await insertSnapshot(tx, next, changes.join(','), spec);
-    let fileId = current.nextFileId;
-    for (const p of planned) {
-      await writeChange(tx, p, next.snapshotId, fileId);
-      fileId += p.change.files.length;
-    }
+    await writeChanges(tx, planned, next.snapshotId, current.nextFileId);
     await spec.inTransaction?.(tx, next.snapshotId);
     await spec.beforeCommit?.();
     return { snapshotId: next.snapshotId, endedFiles: planned.reduce((n, p) => n + p.ended.length, 0) };
@@ -526,87 +523,143 @@ export async function commitTables(db: CatalogDb, spec: MultiCommitSpec): Promis
   return { snapshotId: value.snapshotId, endedFiles: value.endedFiles, attempts };
 }
 
-/** Checks a table's change against the catalog and finds the files it ends. */
-async function planChange(
+/**
+ * Checks each table's change against the catalog and finds the files it ends. A constant number of statements
+ * whatever the number of tables: a commit writes every dataset of a job, and each statement costs a round trip.
+ */
+async function planChanges(
   tx: CatalogDb,
-  change: TableChange,
-  table: LakeTable,
-  columns: LakeColumn[],
+  chosen: readonly { change: TableChange; table: LakeTable }[],
+  columnsOf: ReadonlyMap<number, LakeColumn[]>,
   snapshotId: number,
-): Promise<Omit<PlannedChange, 'change' | 'table'>> {
-  const { partitionId, columnIds: partitionKeys } = await partitionColumns(tx, table.tableId, snapshotId);
-  const known = new Set(allColumnIds(columns));
-  for (const f of change.files) {
-    if (f.tableId !== table.tableId) throw new DuckLakeError(`staged file ${f.path} was written for table ${f.tableId}, not ${table.name}`);
-    if ((f.partitionValues?.length ?? 0) !== partitionKeys.length) {
-      throw new DuckLakeError(
-        `staged file ${f.path}: ${f.partitionValues?.length ?? 0} partition values for ${partitionKeys.length} partition keys of ${table.name}`,
-      );
-    }
-    if (f.columnStats.some((s) => !known.has(s.columnId))) throw new DuckLakeError(`staged file ${f.path} has columns ${table.name} no longer has`);
-  }
-  for (const p of change.replacePartitions ?? []) {
-    if (p.length !== partitionKeys.length) throw new DuckLakeError(`replace of ${table.name}: ${p.length} partition values for ${partitionKeys.length} keys`);
-  }
-
+): Promise<PlannedChange[]> {
+  const ids = chosen.map((c) => c.table.tableId);
+  if (ids.length === 0) return [];
+  const partitions = await allPartitionColumns(tx, ids, snapshotId);
   // A staged file is committed once: a committer that lost the answer to its COMMIT and tries again must not add
   // the same rows twice. Its name is unique, so the catalog tells whether it is already in.
-  if (change.files.length) {
-    const paths = change.files.map((f) => f.path);
-    const again = await tx.query(`SELECT path FROM ducklake_data_file WHERE table_id = $1 AND path IN (${paths.map((_, i) => `$${i + 2}`).join(', ')})`, [
-      table.tableId,
-      ...paths,
-    ]);
-    if (again.length) throw new DuckLakeError(`staged file ${String(again[0]!.path)} of ${table.name} is already committed`);
-  }
-
-  // The files the replaced partitions hold now: the table's current files with their partition values, read
-  // once and matched here (a statement per partition cost a commit of many day partitions dearly).
-  const ended: CatalogRow[] = [];
-  if (change.replacePartitions?.length) {
-    const wanted = new Set(change.replacePartitions.map((p) => JSON.stringify(p)));
-    const currentFiles = await tx.query(
-      `SELECT d.data_file_id, d.record_count, d.file_size_bytes, v.partition_key_index, v.partition_value FROM ducklake_data_file d
-       LEFT JOIN ducklake_file_partition_value v ON v.data_file_id = d.data_file_id
-       WHERE d.table_id = $1 AND d.end_snapshot IS NULL ORDER BY d.data_file_id, v.partition_key_index`,
-      [table.tableId],
+  const paths = chosen.flatMap((c) => c.change.files.map((f) => f.path));
+  if (paths.length) {
+    const again = await tx.query(
+      `SELECT table_id, path FROM ducklake_data_file WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[]))) AND path IN (SELECT unnest(CAST($2 AS VARCHAR[])))`,
+      [ids, paths],
     );
-    const values = new Map<number, { row: CatalogRow; values: string[] }>();
-    for (const r of currentFiles) {
-      const id = num(r.data_file_id);
-      const entry = values.get(id) ?? { row: r, values: [] };
-      if (r.partition_key_index !== null) entry.values[num(r.partition_key_index)] = String(r.partition_value);
-      values.set(id, entry);
+    if (again.length) {
+      const table = chosen.find((c) => c.table.tableId === num(again[0]!.table_id))?.table.name ?? String(again[0]!.table_id);
+      throw new DuckLakeError(`staged file ${String(again[0]!.path)} of ${table} is already committed`);
     }
-    for (const { row, values: v } of values.values()) if (wanted.has(JSON.stringify(v))) ended.push(row);
   }
-  return { columns, partitionId, ended };
+  // The files the replaced partitions hold now: the tables' current files with their partition values, read
+  // once and matched here.
+  const replacing = chosen.filter((c) => c.change.replacePartitions?.length).map((c) => c.table.tableId);
+  const current = replacing.length
+    ? await tx.query(
+        `SELECT d.table_id, d.data_file_id, d.record_count, d.file_size_bytes, v.partition_key_index, v.partition_value FROM ducklake_data_file d
+         LEFT JOIN ducklake_file_partition_value v ON v.data_file_id = d.data_file_id
+         WHERE d.table_id IN (SELECT unnest(CAST($1 AS BIGINT[]))) AND d.end_snapshot IS NULL ORDER BY d.data_file_id, v.partition_key_index`,
+        [replacing],
+      )
+    : [];
+  const valuesOf = new Map<number, { row: CatalogRow; values: string[] }>();
+  for (const r of current) {
+    const id = num(r.data_file_id);
+    const entry = valuesOf.get(id) ?? { row: r, values: [] };
+    if (r.partition_key_index !== null) entry.values[num(r.partition_key_index)] = String(r.partition_value);
+    valuesOf.set(id, entry);
+  }
+  return chosen.map(({ change, table }) => {
+    const columns = columnsOf.get(table.tableId) ?? [];
+    const { partitionId, columnIds: partitionKeys } = partitions.get(table.tableId) ?? { partitionId: null, columnIds: [] };
+    const known = new Set(allColumnIds(columns));
+    for (const f of change.files) {
+      if (f.tableId !== table.tableId) throw new DuckLakeError(`staged file ${f.path} was written for table ${f.tableId}, not ${table.name}`);
+      if ((f.partitionValues?.length ?? 0) !== partitionKeys.length) {
+        throw new DuckLakeError(
+          `staged file ${f.path}: ${f.partitionValues?.length ?? 0} partition values for ${partitionKeys.length} partition keys of ${table.name}`,
+        );
+      }
+      if (f.columnStats.some((st) => !known.has(st.columnId))) throw new DuckLakeError(`staged file ${f.path} has columns ${table.name} no longer has`);
+    }
+    for (const p of change.replacePartitions ?? []) {
+      if (p.length !== partitionKeys.length) throw new DuckLakeError(`replace of ${table.name}: ${p.length} partition values for ${partitionKeys.length} keys`);
+    }
+    const wanted = new Set((change.replacePartitions ?? []).map((p) => JSON.stringify(p)));
+    const ended = [...valuesOf.values()].filter((e) => num(e.row.table_id) === table.tableId && wanted.has(JSON.stringify(e.values))).map((e) => e.row);
+    return { change, table, columns, partitionId, ended };
+  });
 }
 
-/** Writes one table's change at snapshot `snapshotId`, its files numbered from `firstFileId`. */
-async function writeChange(tx: CatalogDb, p: PlannedChange, snapshotId: number, firstFileId: number): Promise<void> {
-  const { table, columns, partitionId, ended } = p;
-  const files = p.change.files;
-  if (ended.length) {
-    const ids = ended.map((r) => num(r.data_file_id));
-    const list = ids.map((_, i) => `$${i + 2}`).join(', ');
-    await tx.query(`UPDATE ducklake_data_file SET end_snapshot = $1 WHERE end_snapshot IS NULL AND data_file_id IN (${list})`, [snapshotId, ...ids]);
-    await tx.query(`UPDATE ducklake_delete_file SET end_snapshot = $1 WHERE end_snapshot IS NULL AND data_file_id IN (${list})`, [snapshotId, ...ids]);
+/** The identity partitioning of several tables at a snapshot (see partitionColumns), by table id. */
+async function allPartitionColumns(
+  tx: CatalogDb,
+  tableIds: readonly number[],
+  snapshot: number,
+): Promise<Map<number, { partitionId: number | null; columnIds: number[] }>> {
+  const rows = await tx.query(
+    `SELECT p.table_id, p.partition_id, c.partition_key_index, c.column_id, c.${ident('transform')} AS transform
+     FROM ducklake_partition_info p JOIN ducklake_partition_column c ON c.partition_id = p.partition_id AND c.table_id = p.table_id
+     WHERE p.table_id IN (SELECT unnest(CAST($1 AS BIGINT[]))) AND p.begin_snapshot <= $2 AND (p.end_snapshot IS NULL OR $2 < p.end_snapshot)
+     ORDER BY p.table_id, c.partition_key_index`,
+    [tableIds, snapshot],
+  );
+  const out = new Map<number, { partitionId: number | null; columnIds: number[] }>();
+  for (const r of rows) {
+    if (r.transform !== 'identity')
+      throw new DuckLakeError(`table ${num(r.table_id)}: partition transform '${String(r.transform)}' is not supported (identity only)`);
+    const entry = out.get(num(r.table_id)) ?? { partitionId: num(r.partition_id), columnIds: [] };
+    entry.columnIds.push(num(r.column_id));
+    out.set(num(r.table_id), entry);
   }
+  return out;
+}
 
-  const statsRow = (await tx.query(`SELECT record_count, next_row_id, file_size_bytes FROM ducklake_table_stats WHERE table_id = $1`, [table.tableId]))[0];
-  let nextRowId = statsRow ? num(statsRow.next_row_id) : 0;
+/** Writes every table's change at snapshot `snapshotId`, files numbered from `firstFileId` in order, with a statement per catalog table. */
+async function writeChanges(tx: CatalogDb, planned: readonly PlannedChange[], snapshotId: number, firstFileId: number): Promise<void> {
+  const endedIds = planned.flatMap((p) => p.ended.map((r) => num(r.data_file_id)));
+  if (endedIds.length) {
+    const list = `(SELECT unnest(CAST($2 AS BIGINT[])))`;
+    await tx.query(`UPDATE ducklake_data_file SET end_snapshot = $1 WHERE end_snapshot IS NULL AND data_file_id IN ${list}`, [snapshotId, endedIds]);
+    await tx.query(`UPDATE ducklake_delete_file SET end_snapshot = $1 WHERE end_snapshot IS NULL AND data_file_id IN ${list}`, [snapshotId, endedIds]);
+  }
+  const ids = planned.map((p) => p.table.tableId);
+  const statsRows = new Map(
+    (
+      await tx.query(
+        `SELECT table_id, record_count, next_row_id, file_size_bytes FROM ducklake_table_stats WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[])))`,
+        [ids],
+      )
+    ).map((r) => [num(r.table_id), r]),
+  );
   const fileRows: CatalogValue[][] = [];
   const statRows: CatalogValue[][] = [];
   const partitionRows: CatalogValue[][] = [];
-  for (const [i, f] of files.entries()) {
-    const fileId = firstFileId + i;
-    fileRows.push([fileId, table.tableId, snapshotId, f.path, f.recordCount, f.fileSizeBytes, f.footerSize, nextRowId, partitionId]);
-    nextRowId += f.recordCount;
-    for (const s of f.columnStats) {
-      statRows.push([fileId, table.tableId, s.columnId, s.columnSizeBytes, s.valueCount, s.nullCount, s.min, s.max, s.containsNan]);
+  const tableStats: CatalogValue[][] = [];
+  let fileId = firstFileId;
+  for (const p of planned) {
+    const { table, partitionId, ended } = p;
+    const files = p.change.files;
+    const old = statsRows.get(table.tableId);
+    let nextRowId = old ? num(old.next_row_id) : 0;
+    for (const f of files) {
+      fileRows.push([fileId, table.tableId, snapshotId, f.path, f.recordCount, f.fileSizeBytes, f.footerSize, nextRowId, partitionId]);
+      nextRowId += f.recordCount;
+      for (const st of f.columnStats) {
+        statRows.push([fileId, table.tableId, st.columnId, st.columnSizeBytes, st.valueCount, st.nullCount, st.min, st.max, st.containsNan]);
+      }
+      for (const [index, value] of (f.partitionValues ?? []).entries()) partitionRows.push([fileId, table.tableId, index, value]);
+      fileId++;
     }
-    for (const [index, value] of (f.partitionValues ?? []).entries()) partitionRows.push([fileId, table.tableId, index, value]);
+    // Table statistics: exact counts and sizes of the current files; column min/max stay bounds (the spec allows it).
+    const added = files.reduce((n, f) => n + f.recordCount, 0);
+    const addedBytes = files.reduce((n, f) => n + f.fileSizeBytes, 0);
+    const removed = ended.reduce((n, r) => n + num(r.record_count), 0);
+    const removedBytes = ended.reduce((n, r) => n + num(r.file_size_bytes), 0);
+    tableStats.push([
+      table.tableId,
+      (old ? num(old.record_count) : 0) + added - removed,
+      nextRowId,
+      (old ? num(old.file_size_bytes) : 0) + addedBytes - removedBytes,
+    ]);
   }
   const B = 'BIGINT';
   await insertRows(
@@ -618,60 +671,57 @@ async function writeChange(tx: CatalogDb, p: PlannedChange, snapshotId: number, 
   );
   await insertRows(tx, 'ducklake_file_column_stats', [B, B, B, B, B, B, 'VARCHAR', 'VARCHAR', 'BOOLEAN'], `$1, $2, $3, $4, $5, $6, $7, $8, $9, NULL`, statRows);
   await insertRows(tx, 'ducklake_file_partition_value', [B, B, B, 'VARCHAR'], `$1, $2, $3, $4`, partitionRows);
-
-  // Table statistics: exact counts and sizes of the current files; column min/max stay bounds (the spec allows it).
-  const added = files.reduce((n, f) => n + f.recordCount, 0);
-  const addedBytes = files.reduce((n, f) => n + f.fileSizeBytes, 0);
-  const removed = ended.reduce((n, r) => n + num(r.record_count), 0);
-  const removedBytes = ended.reduce((n, r) => n + num(r.file_size_bytes), 0);
-  if (statsRow) {
-    await tx.query(`UPDATE ducklake_table_stats SET record_count = $1, next_row_id = $2, file_size_bytes = $3 WHERE table_id = $4`, [
-      num(statsRow.record_count) + added - removed,
-      nextRowId,
-      num(statsRow.file_size_bytes) + addedBytes - removedBytes,
-      table.tableId,
-    ]);
-  } else {
-    await tx.query(`INSERT INTO ducklake_table_stats VALUES ($1, $2, $3, $4)`, [table.tableId, added - removed, nextRowId, addedBytes - removedBytes]);
-  }
-  if (files.length) await mergeTableColumnStats(tx, table.tableId, columns, files);
+  // Replaced whole, for every table of the commit at once.
+  await tx.query(`DELETE FROM ducklake_table_stats WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[])))`, [ids]);
+  await insertRows(tx, 'ducklake_table_stats', [B, B, B, B], `$1, $2, $3, $4`, tableStats);
+  await mergeTableColumnStats(
+    tx,
+    planned.filter((p) => p.change.files.length),
+  );
 }
 
-async function mergeTableColumnStats(tx: CatalogDb, tableId: number, columns: readonly LakeColumn[], files: readonly StagedFile[]): Promise<void> {
+/** Each table's column statistics merged with its new files' (one read, one delete, one insert for all tables). */
+async function mergeTableColumnStats(tx: CatalogDb, planned: readonly PlannedChange[]): Promise<void> {
+  if (planned.length === 0) return;
+  const ids = planned.map((p) => p.table.tableId);
   const existing = new Map(
-    (await tx.query(`SELECT column_id, contains_null, contains_nan, min_value, max_value FROM ducklake_table_column_stats WHERE table_id = $1`, [tableId])).map(
-      (r) => [num(r.column_id), r],
-    ),
+    (
+      await tx.query(
+        `SELECT table_id, column_id, contains_null, contains_nan, min_value, max_value FROM ducklake_table_column_stats WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[])))`,
+        [ids],
+      )
+    ).map((r) => [`${num(r.table_id)}/${num(r.column_id)}`, r]),
   );
   const rows: CatalogValue[][] = [];
-  for (const { column } of leafColumns(columns)) {
-    const old = existing.get(column.columnId);
-    let min = old ? (old.min_value as string | null) : null;
-    let max = old ? (old.max_value as string | null) : null;
-    let containsNull = old ? old.contains_null === true : false;
-    let containsNan: boolean | null = old ? (old.contains_nan as boolean | null) : null;
-    // A table-wide bound exists only while every file has one; a file without min/max leaves the table without.
-    let bounded = old ? min !== null && max !== null : true;
-    for (const f of files) {
-      const s = f.columnStats.find((x) => x.columnId === column.columnId);
-      if (!s) continue;
-      containsNull ||= s.nullCount > 0;
-      if (s.containsNan !== null) containsNan = (containsNan ?? false) || s.containsNan;
-      if (s.min === null || s.max === null) {
-        if (s.nullCount < s.valueCount) bounded = false;
-        continue;
+  for (const { table, columns, change } of planned) {
+    for (const { column } of leafColumns(columns)) {
+      const old = existing.get(`${table.tableId}/${column.columnId}`);
+      let min = old ? (old.min_value as string | null) : null;
+      let max = old ? (old.max_value as string | null) : null;
+      let containsNull = old ? old.contains_null === true : false;
+      let containsNan: boolean | null = old ? (old.contains_nan as boolean | null) : null;
+      // A table-wide bound exists only while every file has one; a file without min/max leaves the table without.
+      let bounded = old ? min !== null && max !== null : true;
+      for (const f of change.files) {
+        const st = f.columnStats.find((x) => x.columnId === column.columnId);
+        if (!st) continue;
+        containsNull ||= st.nullCount > 0;
+        if (st.containsNan !== null) containsNan = (containsNan ?? false) || st.containsNan;
+        if (st.min === null || st.max === null) {
+          if (st.nullCount < st.valueCount) bounded = false;
+          continue;
+        }
+        if (min === null || compareStat(column.type, st.min, min) < 0) min = st.min;
+        if (max === null || compareStat(column.type, st.max, max) > 0) max = st.max;
       }
-      if (min === null || compareStat(column.type, s.min, min) < 0) min = s.min;
-      if (max === null || compareStat(column.type, s.max, max) > 0) max = s.max;
+      if (!bounded) {
+        min = null;
+        max = null;
+      }
+      rows.push([table.tableId, column.columnId, containsNull, containsNan, min, max]);
     }
-    if (!bounded) {
-      min = null;
-      max = null;
-    }
-    rows.push([tableId, column.columnId, containsNull, containsNan, min, max]);
   }
-  // Replaced whole: one statement each instead of one per column.
-  await tx.query(`DELETE FROM ducklake_table_column_stats WHERE table_id = $1`, [tableId]);
+  await tx.query(`DELETE FROM ducklake_table_column_stats WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[])))`, [ids]);
   await insertRows(tx, 'ducklake_table_column_stats', ['BIGINT', 'BIGINT', 'BOOLEAN', 'BOOLEAN', 'VARCHAR', 'VARCHAR'], `$1, $2, $3, $4, $5, $6, NULL`, rows);
 }
 
