@@ -45,17 +45,20 @@ export async function size(ctx: Context): Promise<Omit<ScenarioResult, 'seconds'
     nativeRows = 0,
     rewrite = 0;
   await withDuckDB(async (run) => {
+    // The files of the lake's newest snapshot (a DuckLake keeps earlier snapshots' files until `maintain`).
+    await run(`ATTACH '${path.join(lake, 'catalog.duckdb')}' AS lake_catalog (READ_ONLY)`);
     for (const d of datasets) {
-      const src = path.join(lake, d);
-      const n = Number((await run(`SELECT count(*) FROM read_parquet('${src}/**/*.parquet')`))[0]![0]);
-      const a = await bytesUnder(src);
+      const files = (await run(`SELECT path, bytes FROM lake_catalog.files WHERE dataset = '${d}'`)) as unknown as [string, bigint][];
+      const src = `[${files.map(([f]) => `'${path.join(lake, f)}'`).join(', ')}]`;
+      const n = Number((await run(`SELECT count(*) FROM read_parquet(${src})`))[0]![0]);
+      const a = files.reduce((sum, [, b]) => sum + Number(b), 0);
       const nativeOut = path.join(ctx.tmp, 'native', d);
       const m = await nativeCopy(run, getDataset(d), ndjson(d), nativeOut);
       const b = await bytesUnder(nativeOut);
       const rewriteOut = path.join(ctx.tmp, 'rewrite', d);
       await mkdir(path.dirname(rewriteOut), { recursive: true });
       await run(
-        `COPY (SELECT * FROM read_parquet('${src}/**/*.parquet', hive_partitioning = true)) TO '${rewriteOut}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (network, block_date))`,
+        `COPY (SELECT * FROM read_parquet(${src})) TO '${rewriteOut}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (network, block_date))`,
       );
       const c = await bytesUnder(rewriteOut);
       measured[`${d} bytes/row`] = a / n;

@@ -14,7 +14,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { CatalogDb, CatalogRow, CatalogValue } from './catalog-db.js';
+import type { CatalogDb, CatalogParam, CatalogRow, CatalogValue } from './catalog-db.js';
 import { DuckLakeError, isCommitConflict } from './catalog-db.js';
 import { checkVersion, ident, uuidv7 } from './ddl.js';
 import {
@@ -735,21 +735,31 @@ export interface ScheduledFile {
 }
 
 /**
- * Expires snapshots (never the newest): those older than `olderThan`, or all but the newest `keepLast`. Data and
+ * Expires snapshots (never the newest): those older than `olderThan`, all but the newest `keepLast`, or those
+ * listed in `ids` (the conditions given must all hold). Data and
  * delete files that no remaining snapshot needs leave the catalog and are scheduled for deletion
  * (ducklake_files_scheduled_for_deletion, paths relative to data_path), in one catalog transaction, as the
  * reference extension's ducklake_expire_snapshots does. Files are not touched here: see filesToDelete.
  */
-export async function expireSnapshots(db: CatalogDb, opts: { olderThan?: Date; keepLast?: number }): Promise<{ expired: number[]; scheduledFiles: number }> {
-  if (opts.olderThan === undefined && opts.keepLast === undefined) throw new DuckLakeError('expireSnapshots: give olderThan or keepLast');
+export async function expireSnapshots(
+  db: CatalogDb,
+  opts: { olderThan?: Date; keepLast?: number; ids?: readonly number[] },
+): Promise<{ expired: number[]; scheduledFiles: number }> {
+  if (opts.olderThan === undefined && opts.keepLast === undefined && opts.ids === undefined)
+    throw new DuckLakeError('expireSnapshots: give olderThan, keepLast or ids');
+  if (opts.ids?.length === 0) return { expired: [], scheduledFiles: 0 };
   await checkVersion(db);
   const { value } = await withRetry(db, async (tx) => {
     const newest = await currentSnapshot(tx);
-    const params: CatalogValue[] = [newest.snapshotId];
+    const params: CatalogParam[] = [newest.snapshotId];
     let filter = 'snapshot_id < $1';
     if (opts.olderThan) {
       params.push(opts.olderThan.toISOString());
       filter += ` AND snapshot_time < CAST($${params.length} AS TIMESTAMPTZ)`;
+    }
+    if (opts.ids !== undefined) {
+      params.push([...opts.ids]);
+      filter += ` AND snapshot_id IN (SELECT unnest(CAST($${params.length} AS BIGINT[])))`;
     }
     if (opts.keepLast !== undefined) {
       params.push(newest.snapshotId - Math.max(1, opts.keepLast) + 1);

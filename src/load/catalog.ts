@@ -7,7 +7,8 @@ import type { CommittedFile } from './commit.js';
 import type { CatalogDb } from '../ducklake/catalog-db.js';
 import { initialiseCatalog } from '../ducklake/ddl.js';
 import { currentSnapshot, listAllColumns, listDataFiles, listTables, scanSql } from '../ducklake/reader.js';
-import { commitTables, type StagedFile } from '../ducklake/writer.js';
+import { commitTables, expireSnapshots, filesToDelete, forgetDeletedFiles, type StagedFile } from '../ducklake/writer.js';
+import { rm } from 'node:fs/promises';
 import { ChainlakeError } from '../errors.js';
 import { JoinedDuckDbCatalog, readLakeState, type LakeState } from './lake-state.js';
 import type { Engine } from './engine.js';
@@ -240,7 +241,7 @@ export class Catalog {
    * The commit's data files as ONE DuckLake snapshot, each file replacing its partition's current files: inside the
    * catalog transaction that records the commit, so they land with it or not at all.
    */
-  async commitLake(commitId: string, files: readonly { table: string; file: StagedFile }[]): Promise<void> {
+  async commitLake(commitId: string, files: readonly { table: string; file: StagedFile }[]): Promise<number | undefined> {
     const byTable = new Map<string, StagedFile[]>();
     for (const f of files) byTable.set(f.table, [...(byTable.get(f.table) ?? []), f.file]);
     const tables = [...byTable].map(([tableName, staged]) => ({
@@ -248,7 +249,32 @@ export class Catalog {
       files: staged,
       replacePartitions: [...new Map(staged.map((f) => [JSON.stringify(f.partitionValues), f.partitionValues!] as const)).values()],
     }));
-    if (tables.length) await commitTables(this.lake, { tables, author: 'chainlake', message: commitId });
+    if (tables.length === 0) return undefined;
+    return (await commitTables(this.lake, { tables, author: 'chainlake', message: commitId })).snapshotId;
+  }
+
+  /**
+   * Expires the snapshots of a run's earlier commits (its batches before `snapshot`, which its commit just made):
+   * time travel keeps one snapshot per run, and the partitions a long run rewrote at every batch leave one
+   * version each, not one per batch. The files only they needed are scheduled for deletion (deleteScheduled).
+   */
+  async expireInterim(runId: string, snapshot: number): Promise<void> {
+    const ids = (
+      await this.lake.query(`SELECT snapshot_id FROM ducklake_snapshot_changes WHERE starts_with(commit_message, $1) AND snapshot_id < $2`, [
+        `${runId}/`,
+        snapshot,
+      ])
+    ).map((r) => Number(r.snapshot_id));
+    if (ids.length) await expireSnapshots(this.lake, { ids });
+  }
+
+  /** Deletes the files scheduled for deletion, then forgets them (a kill in between leaves them scheduled: deleting a missing file is done). */
+  async deleteScheduled(): Promise<number> {
+    const scheduled = await filesToDelete(this.lake, { dataPath: this.dataPath });
+    if (scheduled.length === 0) return 0;
+    for (const f of scheduled) await rm(f.path, { force: true });
+    await this.transaction(() => forgetDeletedFiles(this.lake, scheduled));
+    return scheduled.length;
   }
 
   private run(sql: string): Promise<unknown> {

@@ -105,7 +105,8 @@ export async function applyJournal(
         if (!(await catalog.commitApplied(journal.commitId))) {
           const c = journal.catalog;
           await catalog.recordWindows(c.windows);
-          await catalog.commitLake(journal.commitId, c.lake);
+          const snapshot = await catalog.commitLake(journal.commitId, c.lake);
+          if (snapshot !== undefined) await catalog.expireInterim(journal.runId, snapshot);
           await catalog.advanceWatermarks(journal.runId, c.watermarks);
           if (c.run) await catalog.recordRun(c.run.runId, c.run.job, c.run.startedAt, c.run.finishedAt, c.run.status, c.run.report);
           await catalog.recordCommit(journal.commitId, journal.runId, c.files, opts.recoveredBy);
@@ -114,6 +115,8 @@ export async function applyJournal(
         if (journal.catalog.tables) await catalog.registerTables(journal.catalog.tables);
         await catalog.refreshViews({ tables: new Set(journal.catalog.lake.map((l) => l.table)) });
       });
+      // Still holding the catalog: no reader is mid-query on a file it deletes.
+      await catalog.deleteScheduled();
     },
     { waitMs: opts.waitMs },
   );

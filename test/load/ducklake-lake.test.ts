@@ -92,6 +92,21 @@ describe('the single-machine lake as a DuckLake', () => {
     expect(gone.stderr).toMatch(/snapshot 999999 does not exist/);
   });
 
+  it("a run's batch commits leave one snapshot of that run: the files only its earlier batches needed are deleted", async () => {
+    const batched = path.join(dir, 'batched');
+    const job = await writeJob(path.join(dir, 'batched.json'), sim, batched, sim.examples.addresses.slice(0, 4), { commit: { everyRows: 300 } });
+    const r = await cli(['run', job, '--log-format', 'json']);
+    expect(r.code, r.stderr).toBe(0);
+    // Several commits, each a snapshot when it was made.
+    expect((r.stderr.match(/"event":"commit"/g) ?? []).length).toBeGreaterThan(2);
+    const mine = await queryCatalog(batched, `SELECT commit_message FROM ducklake_snapshot_changes WHERE commit_message LIKE '%/batch-%'`);
+    expect(mine).toHaveLength(1);
+    const current = await catalogFiles(batched);
+    expect((await listLake(batched)).filter((f) => f.endsWith('.parquet'))).toHaveLength(current.length);
+    expect(await assertClean(batched, current)).toEqual([]);
+    expect(await lakeContent(batched)).toEqual(await lakeContent(lake));
+  });
+
   it('`maintain --keep-snapshots 1` deletes the files only earlier snapshots needed; the newest reads the same', async () => {
     const copy = path.join(dir, 'maintained');
     await rm(copy, { recursive: true, force: true });
