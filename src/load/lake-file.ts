@@ -6,7 +6,9 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { uuidv7 } from '../ducklake/ddl.js';
-import { fieldIdsOf, parseColumnStats, type StagedFile } from '../ducklake/writer.js';
+import { open } from 'node:fs/promises';
+import { leafColumns, type LakeColumn } from '../ducklake/reader.js';
+import { compareStat, fieldIdsOf, type ColumnStats, type StagedFile } from '../ducklake/writer.js';
 import type { LakeTableState } from './lake-state.js';
 import type { TableShape } from './schema.js';
 import { ident, LAKE_PARQUET, literal } from './sql.js';
@@ -49,25 +51,22 @@ export async function writeLakeFile(
           ? ident(c.name)
           : `NULL AS ${ident(c.name)}`,
   );
-  const reader = await conn.runAndReadAll(
-    `COPY (SELECT ${values.join(', ')} FROM (${select})${order ? ` ORDER BY ${order}` : ''}) TO ${literal(target)} (${LAKE_PARQUET}, FIELD_IDS ${fieldIdsOf(t.columns)}, RETURN_STATS)`,
+  await conn.run(
+    `COPY (SELECT ${values.join(', ')} FROM (${select})${order ? ` ORDER BY ${order}` : ''}) TO ${literal(target)} (${LAKE_PARQUET}, FIELD_IDS ${fieldIdsOf(t.columns)})`,
   );
-  const row = reader.getRowObjectsJS()[0] as Record<string, unknown> | undefined;
   const where = `table ${t.table.name}, partition network=${partition.network}/${shape.partition}=${partition.value}`;
-  if (!row) throw new Error(`${where}: COPY returned no statistics for ${target}`);
-  const stats = parseColumnStats(row.column_statistics, t.columns, where);
+  const { rows, stats, footerSize, bytes } = await footerStats(conn, target, t.columns, where);
   const relative = `network=${folderValue(partition.network)}/${shape.partition}=${folderValue(partition.value)}/ducklake-${uuidv7()}.parquet`;
   const block = shape.blockColumn ? t.columns.find((c) => c.name === shape.blockColumn) : undefined;
-  const blockStats = block ? stats.find((s) => s.columnId === block.columnId) : undefined;
-  const rows = Number(row.count);
+  const blockStats = block ? stats.find((st) => st.columnId === block.columnId) : undefined;
   return {
     staged: {
       tableId: t.table.tableId,
       path: relative,
       fullPath: t.dir + relative,
       recordCount: rows,
-      fileSizeBytes: Number(row.file_size_bytes),
-      footerSize: Number(row.footer_size_bytes),
+      fileSizeBytes: bytes,
+      footerSize,
       columnStats: stats,
       partitionValues: [partition.network, partition.value],
     },
@@ -76,4 +75,82 @@ export async function writeLakeFile(
     minBlock: blockStats?.min ?? null,
     maxBlock: blockStats?.max ?? null,
   };
+}
+
+/**
+ * A written file's row count, size, footer size and per-leaf-column statistics, read from its Parquet footer:
+ * the values DuckDB's `COPY ... RETURN_STATS` reports (booleans as 0 and 1, as it does), without its cost —
+ * RETURN_STATS put ~70 MB on the 5M-row memory bench's peak (docs/performance.md, "The lake as a DuckLake").
+ * Row groups are folded: min and max by the column's type, counts and sizes summed. Parquet keeps no NaN flag:
+ * contains_nan stays unknown (NULL) for floating-point columns.
+ */
+async function footerStats(
+  conn: DuckDBConnection,
+  file: string,
+  columns: readonly LakeColumn[],
+  where: string,
+): Promise<{ rows: number; stats: ColumnStats[]; footerSize: number; bytes: number }> {
+  const [meta] = (await conn.runAndReadAll(`SELECT num_rows::BIGINT FROM parquet_file_metadata(${literal(file)})`)).getRowsJS() as [bigint][];
+  if (!meta) throw new Error(`${where}: ${file} has no Parquet footer`);
+  const chunks = (
+    await conn.runAndReadAll(
+      `SELECT path_in_schema, stats_min_value, stats_max_value, stats_null_count::BIGINT, num_values::BIGINT, total_compressed_size::BIGINT FROM parquet_metadata(${literal(file)})`,
+    )
+  ).getRowsJS() as [string, string | null, string | null, bigint | null, bigint, bigint][];
+  // A list's Parquet path has a `list` level between the column and its `element`.
+  const key = (names: readonly string[]): string => names.join('\u0000');
+  const byPath = new Map<string, (typeof chunks)[number][]>();
+  for (const c of chunks) {
+    const names = c[0].split(', ').filter((n) => n !== 'list');
+    byPath.set(key(names), [...(byPath.get(key(names)) ?? []), c]);
+  }
+  const stats = leafColumns(columns).flatMap(({ column, path: names }): ColumnStats[] => {
+    const parts = byPath.get(key(names));
+    if (!parts) {
+      if (names.length > 1) return []; // a nested leaf without values in this file: no statistics row
+      throw new Error(`${where}: ${file} has no column ${column.name}`);
+    }
+    const text = (v: string | null): string | null => (v === null ? null : column.type === 'boolean' ? (v === 'true' ? '1' : v === 'false' ? '0' : v) : v);
+    let min: string | null = null;
+    let max: string | null = null;
+    let bounded = true;
+    let nullCount = 0;
+    let valueCount = 0;
+    let size = 0;
+    for (const [, lo, hi, nulls, values, compressed] of parts) {
+      nullCount += Number(nulls ?? 0);
+      valueCount += Number(values);
+      size += Number(compressed);
+      const a = text(lo);
+      const b = text(hi);
+      if (a === null || b === null) {
+        if (Number(nulls ?? 0) < Number(values)) bounded = false;
+        continue;
+      }
+      if (min === null || compareStat(column.type, a, min) < 0) min = a;
+      if (max === null || compareStat(column.type, b, max) > 0) max = b;
+    }
+    return [
+      {
+        columnId: column.columnId,
+        min: bounded ? min : null,
+        max: bounded ? max : null,
+        nullCount,
+        valueCount,
+        columnSizeBytes: size,
+        containsNan: null,
+      },
+    ];
+  });
+  // The footer's length is the 4 bytes before the closing magic number.
+  const handle = await open(file, 'r');
+  try {
+    const { size } = await handle.stat();
+    const tail = Buffer.alloc(8);
+    await handle.read(tail, 0, 8, size - 8);
+    if (tail.toString('latin1', 4) !== 'PAR1') throw new Error(`${where}: ${file} does not end like a Parquet file`);
+    return { rows: Number(meta[0]), stats, footerSize: tail.readUInt32LE(0), bytes: size };
+  } finally {
+    await handle.close();
+  }
 }

@@ -90,6 +90,43 @@ describe('files read by an independent Parquet reader', () => {
       for (const f of written) expect(await compareFile(synthetic, f, q)).toBe(2);
     });
   });
+
+  it("the catalog's statistics of every file (read from its footer) are what DuckDB's COPY ... RETURN_STATS reports", async () => {
+    const synthetic = path.join(dir, 'synthetic');
+    const stats = await queryCatalog(
+      synthetic,
+      `SELECT sc.path || t.path || d.path AS file, c.column_name AS name, s.min_value, s.max_value, s.null_count::BIGINT AS nulls, s.value_count::BIGINT AS n
+       FROM ducklake_file_column_stats s JOIN ducklake_data_file d USING (data_file_id) JOIN ducklake_table t ON t.table_id = d.table_id
+       JOIN ducklake_schema sc ON sc.schema_id = t.schema_id JOIN ducklake_column c ON c.table_id = s.table_id AND c.column_id = s.column_id AND c.parent_column IS NULL`,
+    );
+    const files = [...new Set(stats.map((r) => String(r.file)))];
+    expect(files.length).toBeGreaterThanOrEqual(Object.keys(DATASETS).length);
+    let compared = 0;
+    await withDuck(async (q) => {
+      for (const f of files) {
+        const [r] = await q(
+          `COPY (SELECT * FROM read_parquet('${path.join(synthetic, f)}')) TO '${path.join(dir, 'restat.parquet')}' (FORMAT parquet, COMPRESSION zstd, RETURN_STATS)`,
+        );
+        const returned = r!.column_statistics as { entries?: unknown[] } | unknown[];
+        const list = (v: unknown) => (Array.isArray(v) ? v : ((v as { entries: unknown[] }).entries ?? [])) as { key: string; value: unknown }[];
+        const byName = new Map(
+          list(returned).map((e) => [e.key.replace(/^"|"$/g, ''), Object.fromEntries(list(e.value).map((x) => [x.key, String(x.value)]))]),
+        );
+        for (const s of stats.filter((x) => x.file === f)) {
+          const want = byName.get(String(s.name));
+          expect(want, `${f} ${String(s.name)}`).toBeDefined();
+          expect({ min: s.min_value ?? null, max: s.max_value ?? null, nulls: String(s.nulls), n: String(s.n) }, `${f} ${String(s.name)}`).toEqual({
+            min: want!.min ?? null,
+            max: want!.max ?? null,
+            nulls: want!.null_count,
+            n: want!.num_values,
+          });
+          compared++;
+        }
+      }
+    });
+    expect(compared).toBeGreaterThan(100);
+  });
 });
 
 /** Reads one file with hyparquet and with DuckDB and compares schema types, codecs and every cell. */
