@@ -117,7 +117,7 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
   await mkdir(workDir, { recursive: true });
   const report: DecodeReport = { logs: 0, datasets: datasets.map((d) => ({ name: d.name, rows: 0, partitions: 0 })), rejects: 0, files: 0 };
   const prepared: PreparedFile[] = [];
-  const lake = await lakeStateFor(engine, paths, [...datasets.map(decodedShape), REJECTS_SHAPE]);
+  const lake = await lakeStateFor(paths, [...datasets.map(decodedShape), REJECTS_SHAPE]);
   const logFiles = lake.tableFiles('event_logs', network);
   if (datasets.length > 0 && logFiles.length > 0) {
     const logs = `SELECT * FROM read_parquet(${literalList(logFiles)}, hive_partitioning = false, union_by_name = true)${input.onlyRunId ? ` WHERE _run_id = ${literal(input.onlyRunId)}` : ''}`;
@@ -157,10 +157,10 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
   }
   report.files = prepared.length;
   // Views for every decoded dataset asked for (empty ones too), declared before the commit refreshes views.
-  await Catalog.write(engine, paths, (c) => c.registerTables(declaredTables(datasets)));
+  await Catalog.write(paths, (c) => c.registerTables(declaredTables(datasets)));
   const journal = journalFor(paths, `${runId}/${path.basename(workDir)}`, runId, prepared, { run: input.run?.(report), windows: [], watermarks: [] });
   await publishJournal(paths, journal);
-  await applyJournal(engine, paths, journal);
+  await applyJournal(paths, journal);
   return report;
 }
 

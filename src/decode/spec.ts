@@ -99,7 +99,7 @@ export function parseDecodeSpec(doc: unknown, where: string, fail: Fail, baseDir
 
 /** The latest verified ABI and name of a contract in the lake's `contracts` dataset. */
 async function abiFromLake(engine: Engine, paths: LakePaths, network: Network, address: string): Promise<{ abi: string; name: string | null } | undefined> {
-  const files = await currentTableFiles(engine, paths, 'contracts', network);
+  const files = await currentTableFiles(paths, 'contracts', network);
   if (files.length === 0) return undefined;
   const conn = engine.conn;
   const rows = (

@@ -11,7 +11,6 @@ import { commitTables, expireSnapshots, filesToDelete, forgetDeletedFiles, type 
 import { rm } from 'node:fs/promises';
 import { ChainlakeError } from '../errors.js';
 import { JoinedDuckDbCatalog, readLakeState, type LakeState } from './lake-state.js';
-import type { Engine } from './engine.js';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import type { LakePaths } from './paths.js';
 import { REJECTS_SHAPE, datasetShape, emptyTypedSelect, type LakeColumn, type TableShape } from './schema.js';
@@ -176,17 +175,17 @@ export class Catalog {
   ) {}
 
   /** Attaches the catalog, runs `fn` inside one transaction, detaches. */
-  static write<T>(engine: Engine, paths: LakePaths, fn: (c: Catalog) => Promise<T>): Promise<T> {
-    return Catalog.hold(engine, paths, (c) => c.transaction(() => fn(c)));
+  static write<T>(paths: LakePaths, fn: (c: Catalog) => Promise<T>): Promise<T> {
+    return Catalog.hold(paths, (c) => c.transaction(() => fn(c)));
   }
 
   /**
    * Opens the catalog exclusively (waiting for readers) in a DuckDB of its own, runs `fn`, closes it. Not on the
    * run's engine: the DuckLake's tables and statistics a commit reads and writes would stay in the engine's pool
    * and allocator beside the merges (~50 MB more at the 5M-row memory bench's peak when they did); closed after
-   * each use, the catalog's DuckDB gives its memory back. `engine` is the caller's, for the record of who holds it.
+   * each use, the catalog's DuckDB gives its memory back.
    */
-  static async hold<T>(_engine: Engine, paths: LakePaths, fn: (c: Catalog) => Promise<T>, opts: { waitMs?: number } = {}): Promise<T> {
+  static async hold<T>(paths: LakePaths, fn: (c: Catalog) => Promise<T>, opts: { waitMs?: number } = {}): Promise<T> {
     const instance = await retryOnLock(
       () =>
         DuckDBInstance.create(paths.catalog, {
@@ -551,8 +550,8 @@ function partitionDoc(def: DatasetDef): string {
 }
 
 /** The files of a table at the lake's newest snapshot (of one network, when given): absolute paths; none without a catalog. */
-export async function currentTableFiles(engine: Engine, paths: LakePaths, table: string, network?: string): Promise<string[]> {
+export async function currentTableFiles(paths: LakePaths, table: string, network?: string): Promise<string[]> {
   if (!existsSync(paths.catalog)) return [];
-  const lake = await Catalog.hold(engine, paths, (c) => c.lakeState());
+  const lake = await Catalog.hold(paths, (c) => c.lakeState());
   return lake.tableFiles(table, network);
 }

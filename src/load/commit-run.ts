@@ -85,8 +85,8 @@ export function journalFor(
 }
 
 /** The lake's tables for `shapes` (created when missing, in their own snapshots) and their current files. */
-export function lakeStateFor(engine: Engine, paths: LakePaths, shapes: readonly TableShape[]): Promise<LakeState> {
-  return Catalog.write(engine, paths, (c) => c.lakeState(shapes));
+export function lakeStateFor(paths: LakePaths, shapes: readonly TableShape[]): Promise<LakeState> {
+  return Catalog.write(paths, (c) => c.lakeState(shapes));
 }
 
 /**
@@ -100,7 +100,7 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
   const { engine, paths, runId, ingestedAt, stagingDir, network } = input;
   // The tables this commit writes, and what their partitions hold now: one writer holds the lake, so nothing
   // changes them until this commit is applied.
-  const lake = await lakeStateFor(engine, paths, [...input.datasets.map((d) => datasetShape(d.def)), REJECTS_SHAPE, ...(input.derivation?.shapes ?? [])]);
+  const lake = await lakeStateFor(paths, [...input.datasets.map((d) => datasetShape(d.def)), REJECTS_SHAPE, ...(input.derivation?.shapes ?? [])]);
   // Two datasets at a time: one's sort overlaps the other's file writes (a dataset's first slice otherwise
   // sorted with every writer idle).
   const perDataset = new Array<PreparedFile[]>(input.datasets.length);
@@ -156,6 +156,6 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
     ...(derived ? { tables: derived.tables } : {}),
   });
   await publishJournal(paths, journal);
-  await applyJournal(engine, paths, journal);
+  await applyJournal(paths, journal);
   return files;
 }

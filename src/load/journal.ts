@@ -5,7 +5,6 @@ import type { CommittedFile } from './commit.js';
 import type { StagedFile } from '../ducklake/writer.js';
 import { ChainlakeError } from '../errors.js';
 import { exists, fsyncDir, mkdirDurable, removeDurable, writeFileDurable } from './durable.js';
-import type { Engine } from './engine.js';
 import type { LakePaths } from './paths.js';
 import { testHook } from './test-hooks.js';
 import { eachBounded } from './bounded.js';
@@ -78,14 +77,8 @@ export async function readJournal(file: string): Promise<CommitJournal | undefin
  * (new files in, the replaced partitions' files ended) in one catalog transaction, with the views of the new
  * snapshot. Removes the journal last.
  */
-export async function applyJournal(
-  engine: Engine,
-  paths: LakePaths,
-  journal: CommitJournal,
-  opts: { recoveredBy?: string; waitMs?: number } = {},
-): Promise<void> {
+export async function applyJournal(paths: LakePaths, journal: CommitJournal, opts: { recoveredBy?: string; waitMs?: number } = {}): Promise<void> {
   await Catalog.hold(
-    engine,
     paths,
     async (catalog) => {
       let renamed = 0;

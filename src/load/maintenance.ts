@@ -131,9 +131,9 @@ export async function compactLake(paths: LakePaths, opts: { datasets?: string[] 
       prunedDirs: 0,
     };
     const startedAt = new Date().toISOString();
-    const declared = await Catalog.hold(engine, paths, (c) => c.declaredTables());
+    const declared = await Catalog.hold(paths, (c) => c.declaredTables());
     const shapes = [...lakeShapes(), ...declared.map((d) => d.shape)].filter((s) => !opts.datasets || opts.datasets.includes(s.name));
-    const lake = await lakeStateFor(engine, paths, []);
+    const lake = await lakeStateFor(paths, []);
     const parts = shapes.flatMap((s) => lakePartitions(lake, s));
     let batch = 0;
     for (let i = 0; i < parts.length; i += COMPACT_BATCH) {
@@ -157,10 +157,10 @@ export async function compactLake(paths: LakePaths, opts: { datasets?: string[] 
       const run = last ? { runId: id, job: '(compact)', startedAt, finishedAt: new Date().toISOString(), status: 'compact', report } : undefined;
       const journal = journalFor(paths, `${id}/${path.basename(workDir)}`, id, prepared, { run, windows: [], watermarks: [] });
       await publishJournal(paths, journal);
-      await applyJournal(engine, paths, journal);
+      await applyJournal(paths, journal);
       batch++;
     }
-    if (parts.length === 0) await Catalog.write(engine, paths, (c) => c.refreshViews());
+    if (parts.length === 0) await Catalog.write(paths, (c) => c.refreshViews());
     report.prunedDirs = await pruneEmptyPartitionDirs(paths, shapes);
     return report;
   });
@@ -250,11 +250,11 @@ export async function rebuildCatalog(paths: LakePaths): Promise<RebuildReport> {
     paths,
     'catalog-rebuild',
     async (engine, id, staging, recovery): Promise<Omit<RebuildReport, 'salvage'>> => {
-      const declared = await Catalog.hold(engine, paths, (c) => c.declaredTables());
+      const declared = await Catalog.hold(paths, (c) => c.declaredTables());
       const shapes = [...lakeShapes(), ...declared.map((d) => d.shape)];
       const out = { runId: id, recovery, files: 0, partitionsFromDisk: 0, filesReplaced: 0, unknownTables: [] as string[] };
       if (fromDisk) {
-        const lake = await lakeStateFor(engine, paths, shapes);
+        const lake = await lakeStateFor(paths, shapes);
         const known = new Set(shapes.map((s) => s.name));
         for (const dir of [paths.tablesRoot, paths.root]) {
           for (const name of await readdir(dir).catch(() => [] as string[])) {
@@ -291,7 +291,7 @@ export async function rebuildCatalog(paths: LakePaths): Promise<RebuildReport> {
           }
           const journal = journalFor(paths, `${id}/${path.basename(workDir)}`, id, prepared, { windows: [], watermarks: [] });
           await publishJournal(paths, journal);
-          await applyJournal(engine, paths, journal);
+          await applyJournal(paths, journal);
           // Committed: the files read are no snapshot's now.
           for (const p of chunk) for (const f of p.files) await rm(f, { force: true });
           out.partitionsFromDisk += chunk.length;
@@ -299,7 +299,7 @@ export async function rebuildCatalog(paths: LakePaths): Promise<RebuildReport> {
         }
         for (const shape of shapes) await rm(paths.legacyDatasetDir(shape.name), { recursive: true, force: true });
       }
-      return Catalog.write(engine, paths, async (c) => {
+      return Catalog.write(paths, async (c) => {
         await c.refreshViews({ force: true });
         const lake = await c.lakeState();
         return { ...out, files: lake.all().reduce((n, t) => n + [...t.partitions.values()].reduce((m, f) => m + f.length, 0), 0) };
@@ -332,7 +332,7 @@ export async function maintainLocalLake(
   opts: { expireOlderThan?: Date; keepSnapshots?: number; orphanGraceSeconds: number },
 ): Promise<LocalMaintainReport> {
   return maintain(paths, 'maintain', async (engine, id) => {
-    const { expired, scheduled } = await Catalog.write(engine, paths, async (c) => {
+    const { expired, scheduled } = await Catalog.write(paths, async (c) => {
       const e =
         opts.expireOlderThan || opts.keepSnapshots !== undefined
           ? await expireSnapshots(c.lake, { olderThan: opts.expireOlderThan, keepLast: opts.keepSnapshots })
@@ -341,14 +341,14 @@ export async function maintainLocalLake(
     });
     // Deleted, then forgotten: a kill in between leaves them scheduled, and deleting a missing file is done.
     for (const f of scheduled) await rm(f.path, { force: true });
-    const known = await Catalog.write(engine, paths, async (c) => {
+    const known = await Catalog.write(paths, async (c) => {
       await forgetDeletedFiles(c.lake, scheduled);
       return c.listedFiles();
     });
     let orphansRemoved = 0;
     let orphansKept = 0;
     const cutoff = Date.now() - opts.orphanGraceSeconds * 1000;
-    const declared = await Catalog.hold(engine, paths, (c) => c.declaredTables());
+    const declared = await Catalog.hold(paths, (c) => c.declaredTables());
     for (const shape of [...lakeShapes(), ...declared.map((d) => d.shape)]) {
       for (const p of await diskPartitions(paths, shape)) {
         for (const f of p.files) {

@@ -3,7 +3,7 @@ import { readLedger } from './quota-ledger.js';
 import path from 'node:path';
 import { Catalog } from './catalog.js';
 import { exists } from './durable.js';
-import { openEngine, type Engine } from './engine.js';
+
 import { JOURNAL_FILE, applyJournal, readJournal } from './journal.js';
 import { LakeLock, LakeLockedError } from './lock.js';
 import type { LakePaths } from './paths.js';
@@ -18,8 +18,6 @@ export interface RecoveryReport {
   relocated: boolean;
 }
 
-const RECOVERY_TMP = '.recovery-tmp';
-
 /**
  * Brings a lake back to a committed state. Must run under the lake lock, before anything else writes:
  * finishes every decided commit left by a killed writer (journal present), records runs killed before that
@@ -28,46 +26,39 @@ const RECOVERY_TMP = '.recovery-tmp';
  */
 export async function recoverLake(paths: LakePaths, opts: { currentRunId?: string; by: string }): Promise<RecoveryReport> {
   const report: RecoveryReport = { finished: [], abandoned: [], relocated: false };
-  const dirs = (await readdir(paths.stagingRoot).catch(() => [] as string[])).filter((d) => d !== opts.currentRunId && d !== RECOVERY_TMP).sort();
+  const dirs = (await readdir(paths.stagingRoot).catch(() => [] as string[])).filter((d) => d !== opts.currentRunId).sort();
   const catalogExists = await exists(paths.catalog);
   if (dirs.length === 0 && !catalogExists) return report;
 
-  let engine: Engine | undefined;
-  const engineFor = async (): Promise<Engine> => (engine ??= await openEngine({ tempDir: path.join(paths.stagingRoot, RECOVERY_TMP) }));
-  try {
-    for (const d of dirs) {
-      const dir = path.join(paths.stagingRoot, d);
-      const journal = await readJournal(path.join(dir, JOURNAL_FILE));
-      const info = await readFile(path.join(dir, STAGING_INFO_FILE), 'utf8')
-        .then((t) => JSON.parse(t) as StagingInfo)
-        .catch(() => undefined);
-      if (journal) {
-        await applyJournal(await engineFor(), paths, journal, { recoveredBy: opts.by });
-        report.finished.push(journal.runId);
-        // A batch commit records its run as still `running`; the process that would have finished the run
-        // is dead, so the run is over: without this it would say `running` forever. (A final commit records
-        // the run's real status, which markAbandoned leaves alone.)
-        if (info) await Catalog.write(await engineFor(), paths, (c) => c.markAbandoned(info.runId, info.job, info.startedAt));
-      } else if (info) {
-        await Catalog.write(await engineFor(), paths, (c) => c.markAbandoned(info.runId, info.job, info.startedAt));
-        report.abandoned.push(info.runId);
-      }
-      // Its quota reservations count as spent: what it sent after its last commit was never recorded.
-      const reserved = info ? await readLedger(dir) : undefined;
-      if (info && reserved) await Catalog.write(await engineFor(), paths, (c) => c.recordReservedUsage(info.runId, reserved));
-      await rm(dir, { recursive: true, force: true });
+  for (const d of dirs) {
+    const dir = path.join(paths.stagingRoot, d);
+    const journal = await readJournal(path.join(dir, JOURNAL_FILE));
+    const info = await readFile(path.join(dir, STAGING_INFO_FILE), 'utf8')
+      .then((t) => JSON.parse(t) as StagingInfo)
+      .catch(() => undefined);
+    if (journal) {
+      await applyJournal(paths, journal, { recoveredBy: opts.by });
+      report.finished.push(journal.runId);
+      // A batch commit records its run as still `running`; the process that would have finished the run
+      // is dead, so the run is over: without this it would say `running` forever. (A final commit records
+      // the run's real status, which markAbandoned leaves alone.)
+      if (info) await Catalog.write(paths, (c) => c.markAbandoned(info.runId, info.job, info.startedAt));
+    } else if (info) {
+      await Catalog.write(paths, (c) => c.markAbandoned(info.runId, info.job, info.startedAt));
+      report.abandoned.push(info.runId);
     }
-    if (catalogExists || report.finished.length || report.abandoned.length) {
-      report.relocated = await Catalog.hold(await engineFor(), paths, async (c) => {
-        const root = await c.meta('root');
-        if (root === paths.root) return false;
-        await c.transaction(() => c.refreshViews({ force: true }));
-        return root !== undefined;
-      });
-    }
-  } finally {
-    engine?.close();
-    await rm(path.join(paths.stagingRoot, RECOVERY_TMP), { recursive: true, force: true });
+    // Its quota reservations count as spent: what it sent after its last commit was never recorded.
+    const reserved = info ? await readLedger(dir) : undefined;
+    if (info && reserved) await Catalog.write(paths, (c) => c.recordReservedUsage(info.runId, reserved));
+    await rm(dir, { recursive: true, force: true });
+  }
+  if (catalogExists || report.finished.length || report.abandoned.length) {
+    report.relocated = await Catalog.hold(paths, async (c) => {
+      const root = await c.meta('root');
+      if (root === paths.root) return false;
+      await c.transaction(() => c.refreshViews({ force: true }));
+      return root !== undefined;
+    });
   }
   return report;
 }

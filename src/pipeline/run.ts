@@ -233,7 +233,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
 
     const startRecord = { runId, job: job.name, network: job.network, head, range, incremental: job.range.incremental, resumeOf: resume?.runId ?? null };
     // Recorded before any fetch, so a killed run is known (and resumed) by the next run of the job.
-    await Catalog.hold(engine, paths, (c) => c.transaction(() => c.recordRun(runId, job.name, ingestedAt, null, 'running', startRecord)));
+    await Catalog.hold(paths, (c) => c.transaction(() => c.recordRun(runId, job.name, ingestedAt, null, 'running', startRecord)));
     recorded = startRecord;
     log.log(
       'info',
@@ -384,19 +384,12 @@ async function recordFailure(
   log: Logger,
 ): Promise<void> {
   const message = error instanceof Error ? error.message : String(error);
-  const tempDir = path.join(paths.staging(runId), 'duckdb-tmp');
   try {
-    const engine = await openEngine({ tempDir, memoryLimit: '64MB' });
-    try {
-      await Catalog.hold(
-        engine,
-        paths,
-        (c) => c.transaction(() => c.recordRun(runId, job, startedAt, finished.toISOString(), 'failed', { ...startRecord, error: message })),
-        { waitMs: 5_000 },
-      );
-    } finally {
-      engine.close();
-    }
+    await Catalog.hold(
+      paths,
+      (c) => c.transaction(() => c.recordRun(runId, job, startedAt, finished.toISOString(), 'failed', { ...startRecord, error: message })),
+      { waitMs: 5_000 },
+    );
   } catch (e) {
     log.log('warn', 'run.record-failed', `could not record run ${runId} as failed: ${(e as Error).message}`, { runId });
   } finally {
