@@ -7,7 +7,7 @@ import type { Engine } from './engine.js';
 import { keyRank, onePerKey, writeMergedPartition } from './merge.js';
 import type { LakePaths } from './paths.js';
 import type { StagedFile } from '../ducklake/writer.js';
-import { writeLakeFile, type LakeFile } from './lake-file.js';
+import { copyLakeFile, measureLakeFiles, type CopiedFile, type LakeFile } from './lake-file.js';
 import type { LakeState } from './lake-state.js';
 import {
   REJECTS_SHAPE,
@@ -254,7 +254,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
     // and footer, a compressor per column) dominates: several connections write partitions side by side
     // (twice the files per second with 2 connections on the 2-core bench machine).
     writers = await Promise.all(Array.from({ length: Math.min(input.writers ?? COPY_CONNECTIONS, partitions.length) }, () => engine.connect()));
-    const out: PreparedFile[] = [];
+    const copied: { file: CopiedFile; runRows: number }[] = [];
     /** Merges one slice into the table `table`: its partitions' row-id runs once it is sorted. */
     const buildSlice = async (
       slice: string[],
@@ -287,19 +287,16 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
       const runs = new Map(rows.map(([p, lo, hi, mine]) => [p, { lo, hi, runRows: Number(mine) }]));
       return { slice, table, runs, index };
     };
-    const writePartition = async (c: DuckDBConnection, table: string, run: PartitionRun, partition: string): Promise<PreparedFile> => {
-      const from = path.join(finalDir, `${shape.name}.${network}.${partition}.parquet`);
+    const writePartition = async (c: DuckDBConnection, table: string, run: PartitionRun, partition: string): Promise<CopiedFile> =>
       // A scan of the sorted table keeps its order, so the file comes out sorted.
-      const written = await writeLakeFile(
+      copyLakeFile(
         c,
         lakeTable,
         shape,
         { network, value: partition },
         `SELECT ${columns} FROM ${table} WHERE rowid BETWEEN ${run.lo} AND ${run.hi}`,
-        from,
+        path.join(finalDir, `${shape.name}.${network}.${partition}.parquet`),
       );
-      return preparedFile(paths, { shape, network, partition }, from, written, run.runRows);
-    };
     // The next slice is merged while the writers write this one (two tables in turn): the sort then hides
     // behind the COPYs instead of leaving the writers idle (docs/performance.md, "Merge slices").
     const slices = slicePartitions(merging, input.sliceRows ?? MERGE_SLICE_ROWS);
@@ -315,22 +312,30 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
       for (let i = 0; i < slices.length; i++) {
         const current = await next!;
         next = i + 1 < slices.length ? startSlice(i + 1) : undefined;
-        const written = new Array<PreparedFile>(current.slice.length);
+        const written = new Array<{ file: CopiedFile; runRows: number }>(current.slice.length);
         const derived = input.derive?.slice(current.table, current.slice, current.index, input.lake);
         const tasks: WriterTask[] = [
           ...(derived?.first ?? []),
           ...current.slice.map((p, j) => async (c: DuckDBConnection) => {
-            written[j] = await writePartition(c, current.table, current.runs.get(p)!, p);
+            const run = current.runs.get(p)!;
+            written[j] = { file: await writePartition(c, current.table, run, p), runRows: run.runRows };
           }),
           ...(derived?.then ?? []),
         ];
         await eachBounded(tasks, writers.length, (task, w) => task(writers[w]!));
-        out.push(...written);
+        copied.push(...written);
       }
     } finally {
       // Whatever failed, the main connection's statements must have ended before the tables are dropped.
       await next?.catch(() => undefined);
     }
+    const measured = await measureLakeFiles(
+      writers[0]!,
+      copied.map((c) => c.file),
+    );
+    const out = measured.map((m, i) =>
+      preparedFile(paths, { shape, network, partition: copied[i]!.file.partition.value }, copied[i]!.file.target, m, copied[i]!.runRows),
+    );
     await Promise.all(out.map((f) => fsyncFile(f.from)));
     await testHook('final');
     return out;
