@@ -195,19 +195,14 @@ export async function createTable(db: CatalogDb, spec: CreateTableSpec): Promise
       spec.name,
       `${spec.name}/`,
     ]);
-    for (const c of columns) {
-      // As the reference extension writes them: no initial default, default_value 'NULL' (a literal, DuckDB dialect).
-      await tx.query(`INSERT INTO ducklake_column VALUES ($1, $2, NULL, $3, $4, $5, $6, NULL, 'NULL', $7, $8, 'literal', 'duckdb')`, [
-        c.id,
-        next.snapshotId,
-        tableId,
-        c.id,
-        c.name,
-        c.type,
-        c.nullable,
-        c.parent,
-      ]);
-    }
+    // As the reference extension writes them: no initial default, default_value 'NULL' (a literal, DuckDB dialect).
+    await insertRows(
+      tx,
+      'ducklake_column',
+      ['BIGINT', 'BIGINT', 'BIGINT', 'BIGINT', 'VARCHAR', 'VARCHAR', 'BOOLEAN', 'BIGINT'],
+      `$1, $2, NULL, $3, $4, $5, $6, NULL, 'NULL', $7, $8, 'literal', 'duckdb'`,
+      columns.map((c) => [c.id, next.snapshotId, tableId, c.id, c.name, c.type, c.nullable, c.parent]),
+    );
     await tx.query(`INSERT INTO ducklake_schema_versions VALUES ($1, $2, $3)`, [next.snapshotId, next.schemaVersion, tableId]);
     if (partitionId !== null) {
       await tx.query(`INSERT INTO ducklake_partition_info VALUES ($1, $2, $3, NULL)`, [partitionId, tableId, next.snapshotId]);
