@@ -57,9 +57,7 @@ export async function size(ctx: Context): Promise<Omit<ScenarioResult, 'seconds'
       const b = await bytesUnder(nativeOut);
       const rewriteOut = path.join(ctx.tmp, 'rewrite', d);
       await mkdir(path.dirname(rewriteOut), { recursive: true });
-      await run(
-        `COPY (SELECT * FROM read_parquet(${src})) TO '${rewriteOut}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (network, block_date))`,
-      );
+      await run(`COPY (SELECT * FROM read_parquet(${src})) TO '${rewriteOut}' (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (network, block_date))`);
       const c = await bytesUnder(rewriteOut);
       measured[`${d} bytes/row`] = a / n;
       references[`${d} DuckDB native bytes/row`] = b / m;
