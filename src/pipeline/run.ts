@@ -447,8 +447,9 @@ function buildReport(
     r.retries += o.acct.retries;
     r.throttles += o.acct.throttles;
   }
-  // A partition rewritten by several batch commits is one file: count its last version.
-  const current = new Map(files.map((f) => [f.path, f]));
+  // A partition rewritten by several batch commits is one file: count its last version (each version has a
+  // name of its own, so the partition, not the path, says which versions are one file).
+  const current = new Map(files.map((f) => [`${f.dataset}\0${f.network}\0${f.partition}`, f]));
   for (const f of current.values()) {
     const r = per.get(f.dataset);
     if (!r) continue;

@@ -1,4 +1,4 @@
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunReport } from '../../src/pipeline/report.js';
@@ -7,7 +7,9 @@ import { queryCatalog, tempDir } from '../helpers/lake.js';
 
 // Issue 23.11: the report's `rows` counts what was fetched; `landed` counts the run's rows in the lake after
 // its commits. The demo job lists some transactions for two of its addresses and some NFTs twice, so the two
-// differ, and `landed` must equal what the lake holds of the run, dataset by dataset.
+// differ, and `landed` must equal what the lake holds of the run, dataset by dataset. The run commits in
+// batches of 3,000 rows, so some partitions are written by several of its commits (each version a file of its
+// own name): the report counts each partition's last version once.
 let dir: string;
 let cleanup: () => Promise<void>;
 let report: RunReport;
@@ -17,7 +19,10 @@ beforeAll(async () => {
   ({ dir, cleanup } = await tempDir());
   lake = path.join(dir, 'lake');
   const reportFile = path.join(dir, 'report.json');
-  const r = await runCli(['run', 'jobs/demo.json', '--lake', lake, '-q', '--report', reportFile], { timeoutMs: 120_000 });
+  const job = JSON.parse(await readFile('jobs/demo.json', 'utf8')) as Record<string, unknown>;
+  const jobFile = path.join(dir, 'demo-batches.json');
+  await writeFile(jobFile, JSON.stringify({ ...job, $schema: undefined, commit: { everyRows: 3000 } }));
+  const r = await runCli(['run', jobFile, '--lake', lake, '-q', '--report', reportFile], { timeoutMs: 120_000 });
   expect(r.code, r.stderr).toBe(0);
   report = JSON.parse(await readFile(reportFile, 'utf8')) as RunReport;
 }, 180_000);
@@ -33,6 +38,16 @@ describe('the report counts fetched and landed rows', () => {
       expect(d.rows).toBeGreaterThanOrEqual(d.landed);
     }
     expect(report.totals.landed).toBe(report.datasets.reduce((s, d) => s + d.landed, 0));
+  });
+
+  it('files and bytes are the current files of each dataset, though batch commits rewrote partitions', async () => {
+    const [commits] = await queryCatalog(lake, `SELECT count(*)::INTEGER AS n FROM commits WHERE run_id = '${report.runId}'`);
+    expect(commits!.n).toBeGreaterThan(2);
+    const rows = await queryCatalog(lake, `SELECT dataset, count(*)::INTEGER AS files, sum(bytes)::BIGINT AS bytes FROM files GROUP BY dataset`);
+    const inLake = new Map(rows.map((r) => [r.dataset as string, { files: r.files as number, bytes: Number(r.bytes) }]));
+    for (const d of report.datasets) {
+      expect({ dataset: d.dataset, files: d.files, bytes: d.bytes }).toEqual({ dataset: d.dataset, ...(inLake.get(d.dataset) ?? { files: 0, bytes: 0 }) });
+    }
   });
 
   it('a row listed for two scoped addresses is fetched twice and lands once', async () => {
