@@ -15,6 +15,16 @@ import { DuckDBTypeId, type DuckDBDataChunk, type DuckDBType } from '@duckdb/nod
  */
 export const RAW_READABLE = os.endianness() === 'LE';
 
+/**
+ * Frees what a chunk holds beyond its vectors' fixed buffers (its strings' heap) once its rows are written. The
+ * chunk's JavaScript object frees the rest when V8 collects it, and a chunk that outlived a young-generation
+ * collection (a busy writer's chunks often do) waits for the next full one, holding its strings all the while
+ * (docs/performance.md, "Query results"). Nothing may read the chunk, or a view of it (RawColumn), afterwards.
+ */
+export function releaseChunk(chunk: DuckDBDataChunk): void {
+  duckdb.data_chunk_reset(chunk.chunk);
+}
+
 /** Bytes of a DECIMAL's stored value, by its width (DuckDB stores it in the smallest integer that holds it). */
 export function decimalStorageBytes(width: number): 2 | 4 | 8 | 16 {
   return width <= 4 ? 2 : width <= 9 ? 4 : width <= 18 ? 8 : 16;
@@ -96,6 +106,75 @@ export class RawColumn {
     const at = i * STRING_T_BYTES;
     const length = d[at]! | (d[at + 1]! << 8) | (d[at + 2]! << 16) | (d[at + 3]! << 24);
     if (length <= INLINED_MAX) return d.subarray(at + 4, at + 4 + length);
+    if (this.heap === undefined) this.heap = this.stringHeap();
+    const heap = this.heap;
+    if (heap !== null) {
+      const k = heap.cluster[i]!;
+      const from = Number(heap.pointers[2 * i + 1]! - heap.bases[k]!);
+      return heap.views[k]!.subarray(from, from + length);
+    }
     return duckdb.get_data_from_pointer(d.buffer as ArrayBuffer, d.byteOffset + at + 8, length);
   }
+
+  /** How many views serve the column's long strings (stringHeap): 0 where they are read one by one. */
+  get stringViews(): number {
+    if (this.heap === undefined) this.heap = this.stringHeap();
+    return this.heap?.views.length ?? 0;
+  }
+
+  /** The chunk's long strings as a few views (see stringHeap); null where they are read one by one. */
+  private heap: StringHeap | null | undefined;
+
+  /**
+   * Views over the memory that holds the column's strings longer than 12 bytes, one per run of strings that lie
+   * close together (DuckDB keeps a vector's strings in its string heap, a few large blocks, mostly in row order):
+   * each string is then a slice of its run's view. The binding's view of one string is a Buffer of its own per
+   * cell, a call and an object per cell (what it saves: docs/performance.md, "Query results").
+   * Within a run no two strings are a page apart, so every page a view covers holds string bytes; only the
+   * strings' own bytes are ever read through it. Strings scattered more widely are read one by one.
+   */
+  private stringHeap(): StringHeap | null {
+    const d = this.data;
+    if (d.byteOffset % 8 !== 0) return null;
+    const pointers = new BigUint64Array(d.buffer as ArrayBuffer, d.byteOffset, this.rows * 2);
+    const lengths = new Uint32Array(d.buffer as ArrayBuffer, d.byteOffset, this.rows * 4);
+    const cluster = new Int32Array(this.rows);
+    const bases: bigint[] = [];
+    const ends: bigint[] = [];
+    for (let r = 0; r < this.rows; r++) {
+      const length = lengths[4 * r]!;
+      if (length <= INLINED_MAX || !this.valid(r)) continue;
+      const p = pointers[2 * r + 1]!;
+      const end = p + BigInt(length);
+      const k = bases.length - 1;
+      if (k >= 0 && p >= bases[k]! && p < ends[k]! + PAGE_BYTES && end - bases[k]! <= VIEW_MAX_BYTES) {
+        if (end > ends[k]!) ends[k] = end;
+        cluster[r] = k;
+      } else {
+        if (bases.length >= this.rows / MIN_STRINGS_PER_VIEW) return null;
+        bases.push(p);
+        ends.push(end);
+        cluster[r] = k + 1;
+      }
+    }
+    if (bases.length === 0) return null;
+    const views = bases.map((base, k) => duckdb.get_data_from_pointer(new BigUint64Array([base]).buffer, 0, Number(ends[k]! - base)));
+    return { pointers, cluster, bases, views };
+  }
 }
+
+interface StringHeap {
+  /** The column's string_t values as 64-bit words: word 2i + 1 is string i's pointer. */
+  pointers: BigUint64Array;
+  /** The view of each row's string. */
+  cluster: Int32Array;
+  bases: bigint[];
+  views: Uint8Array[];
+}
+
+/** Strings further apart than a page start a new view. */
+const PAGE_BYTES = 4096n;
+/** A view's most bytes (the binding takes a 32-bit length). */
+const VIEW_MAX_BYTES = 1n << 30n;
+/** Fewer strings per view than this on average: read them one by one. */
+const MIN_STRINGS_PER_VIEW = 8;

@@ -6,6 +6,9 @@ import { writeJsonRows } from '../../src/cli/commands/query-json.js';
 import { DEFAULT_BATCH_ROWS, recordBatches } from '../../src/load/arrow.js';
 import { writeArrowStream } from '../../src/load/arrow-ipc.js';
 import { ByteRing } from '../../src/load/byte-ring.js';
+import { RawColumn } from '../../src/load/chunk-columns.js';
+
+const decoder = new TextDecoder();
 
 /**
  * Query results read from DuckDB's buffers (chunk-columns.ts) for CSV, JSON and Arrow: the same bytes as reading them
@@ -123,6 +126,41 @@ describe('query results read from DuckDB buffers', () => {
     const csv = Buffer.concat(written).toString();
     expect(csv.length).toBeGreaterThan(1_000_000);
     expect(csv).toBe(expected);
+  });
+
+  it('read every string where DuckDB put it, however its strings lie: sorted, filtered, stored, long, constant, NULL', async () => {
+    await conn.run(
+      `CREATE OR REPLACE TABLE stored_strings AS SELECT i, 'stored string number ' || i AS s, repeat('wide', 1500) || i AS w FROM range(12000) t(i)`,
+    );
+    const sql = `SELECT
+        ${nullable("'generated, longer than twelve: ' || md5(i::VARCHAR)", 9, 'generated')},
+        CASE WHEN i % 3 = 0 THEN s WHEN i % 3 = 1 THEN 'short' || (i % 10) ELSE 'a constant string longer than twelve bytes' END AS mixed,
+        ${nullable('w', 4, 'wide')}, ${nullable("s || '/' || w", 5, 'joined')}
+      FROM stored_strings WHERE i % 7 <> 2 ORDER BY hash(i)`;
+    const expected = (await conn.runAndReadAll(sql)).getRows();
+    const result = await conn.stream(sql);
+    let row = 0;
+    let views = 0;
+    let longStrings = 0;
+    for (;;) {
+      const chunk = await result.fetchChunk();
+      if (!chunk || chunk.rowCount === 0) break;
+      for (let c = 0; c < chunk.columnCount; c++) {
+        const col = new RawColumn(chunk, c, chunk.rowCount, 16);
+        for (let r = 0; r < chunk.rowCount; r++) {
+          const want = expected[row + r]![c] as string | null;
+          expect(col.valid(r) ? decoder.decode(col.bytes(r)) : null).toBe(want);
+          if (want !== null && Buffer.byteLength(want) > 12) longStrings++;
+        }
+        views += col.stringViews;
+      }
+      row += chunk.rowCount;
+    }
+    expect(row).toBe(expected.length);
+    expect(longStrings).toBeGreaterThan(20_000);
+    // Read through a few views each (one string per cell would be thousands per chunk).
+    expect(views).toBeGreaterThan(0);
+    expect(views).toBeLessThan(longStrings / 100);
   });
 
   it('give the same JSON lines as the node-api row objects, every type and NULL, wide integers as numbers where exact', async () => {

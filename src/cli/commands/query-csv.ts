@@ -10,7 +10,7 @@ import {
   type DuckDBValue,
 } from '@duckdb/node-api';
 import type { ByteRing } from '../../load/byte-ring.js';
-import { RawColumn, rawWidth } from '../../load/chunk-columns.js';
+import { RawColumn, rawWidth, releaseChunk } from '../../load/chunk-columns.js';
 
 const NEEDS_QUOTES = /[",\n\r]/;
 
@@ -157,6 +157,7 @@ export async function writeCsvRows(result: DuckDBResult, out: ByteRing, closed: 
       out.byte(LF);
       if (out.full) await out.flush();
     }
+    releaseChunk(chunk);
   }
   await out.end();
 }

@@ -1,6 +1,6 @@
 import { DuckDBTypeId, JsonDuckDBValueConverter, type DuckDBResult, type Json } from '@duckdb/node-api';
 import type { ByteRing } from '../../load/byte-ring.js';
-import { RawColumn, rawWidth } from '../../load/chunk-columns.js';
+import { RawColumn, rawWidth, releaseChunk } from '../../load/chunk-columns.js';
 
 /** Integer types DuckDB's JSON conversion gives as text, since they may exceed what a JSON reader keeps exact. */
 const WIDE_INTEGERS: ReadonlySet<DuckDBTypeId> = new Set([DuckDBTypeId.BIGINT, DuckDBTypeId.UBIGINT, DuckDBTypeId.HUGEINT, DuckDBTypeId.UHUGEINT]);
@@ -44,6 +44,7 @@ export async function writeJsonRows(result: DuckDBResult, out: ByteRing, closed:
       out.byte(LF);
       if (out.full) await out.flush();
     }
+    releaseChunk(chunk);
   }
   await out.end();
 }

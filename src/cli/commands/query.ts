@@ -35,8 +35,12 @@ interface Args {
  */
 export const TABLE_MAX_ROWS = 1_000;
 
-/** Bytes of output between two collections (see Out). */
-export const QUERY_GARBAGE_EVERY_BYTES = 64 * 1024 * 1024;
+/**
+ * Bytes of output between two collections (see Out): a chunk that outlives a young-generation collection holds
+ * its fixed buffers until then: the longer the interval, the more a long result grows the process
+ * (docs/performance.md, "Query results").
+ */
+export const QUERY_GARBAGE_EVERY_BYTES = 16 * 1024 * 1024;
 
 /** A sink that respects backpressure: a slow reader of stdout (or disk) slows the query instead of filling memory. */
 class Out {
