@@ -41,6 +41,12 @@ export interface FetchDeps {
   boss: PgBoss;
   /** A DuckDB connection of this slot's own (fragments are typed on it). */
   duck: DuckDBConnection;
+  /**
+   * Runs a fragment's typing (read_json into Parquet) when no other slot of the worker is typing one: each
+   * reader of staged JSON takes buffers of twice its largest object, and the worker's slots typing at once ran
+   * its engine out of memory (a window failed and was retried). Fetching stays concurrent.
+   */
+  typing: <T>(fn: () => Promise<T>) => Promise<T>;
   store: Store;
   settings: QueueSettings;
   workerId: string;
@@ -91,20 +97,25 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
       const target = await store.fragmentTarget(runId, `${w.def.name}-${randomUUID()}.parquet`);
       fragment = target.location;
       written.push(fragment);
-      await duck.run(
-        `COPY (${stagedSelect(w.def, runId, run.ingestedAt, staged.stagedFiles, staged.pageFiles)}) TO ${literal(target.writePath)} (FORMAT parquet, COMPRESSION zstd)`,
+      await deps.typing(() =>
+        duck.run(
+          `COPY (${stagedSelect(w.def, runId, run.ingestedAt, staged.stagedFiles, staged.pageFiles)}) TO ${literal(target.writePath)} (FORMAT parquet, COMPRESSION zstd)`,
+        ),
       );
       await store.putFragment(target);
     }
     let rejectFragment: string | null = null;
-    if (outcome.rejectStage && outcome.rejects > 0) {
+    const rejectStage = outcome.rejectStage;
+    if (rejectStage && outcome.rejects > 0) {
       const target = await store.fragmentTarget(runId, `_rejects-${randomUUID()}.parquet`);
       rejectFragment = target.location;
       written.push(rejectFragment);
-      await duck.run(
-        // Rejects are a log partitioned by the date of the run that saw them (as on a single machine).
-        `COPY (SELECT *, ${literal(run.ingestedAt.slice(0, 10))} AS ${ident(STAGED_PARTITION)} FROM (${rejectsSelect([outcome.rejectStage.file], w.network, runId, run.ingestedAt)}))
+      await deps.typing(() =>
+        duck.run(
+          // Rejects are a log partitioned by the date of the run that saw them (as on a single machine).
+          `COPY (SELECT *, ${literal(run.ingestedAt.slice(0, 10))} AS ${ident(STAGED_PARTITION)} FROM (${rejectsSelect([rejectStage.file], w.network, runId, run.ingestedAt)}))
          TO ${literal(target.writePath)} (FORMAT parquet, COMPRESSION zstd)`,
+        ),
       );
       await store.putFragment(target);
     }

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import pLimit from 'p-limit';
 import type PgBoss from 'pg-boss';
 import { HttpTransport } from '../extract/transport.js';
 import { openEngine, type Engine } from '../load/engine.js';
@@ -107,6 +108,8 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
     closers.push(() => rm(scratch, { recursive: true, force: true }));
     const engine: Engine = await openEngine({ tempDir: path.join(scratch, 'duckdb-tmp'), threads: 2 });
     closers.push(() => engine.close());
+    // One fragment typed at a time on the engine (FetchDeps.typing); its two threads are all the speed there is.
+    const typing = pLimit(1);
     // Leases (committer, account) on a connection of their own: renewals run beside the worker's transactions.
     const leases = oneAtATime(await connect(opts.catalog));
     closers.push(() => leases.end());
@@ -218,6 +221,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
         workerId: id,
         scratch: path.join(scratch, `slot-${n}`),
         log,
+        typing: (fn) => typing(fn),
       }).catch((e: Error) => ({ state: 'failed' as const, error: e.message }));
       if (result.state === 'failed' && ctx.quota?.reachedToday()) {
         // Not the window's fault: it waits for tomorrow's quota (UTC), without using up a retry.
