@@ -221,7 +221,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
         workerId: id,
         scratch: path.join(scratch, `slot-${n}`),
         log,
-        typing: (fn) => typing(fn),
+        typing,
       }).catch((e: Error) => ({ state: 'failed' as const, error: e.message }));
       if (result.state === 'failed' && ctx.quota?.reachedToday()) {
         // Not the window's fault: it waits for tomorrow's quota (UTC), without using up a retry.

@@ -106,8 +106,7 @@ export class RawColumn {
     const at = i * STRING_T_BYTES;
     const length = d[at]! | (d[at + 1]! << 8) | (d[at + 2]! << 16) | (d[at + 3]! << 24);
     if (length <= INLINED_MAX) return d.subarray(at + 4, at + 4 + length);
-    if (this.heap === undefined) this.heap = this.stringHeap();
-    const heap = this.heap;
+    const heap = this.longStrings();
     if (heap !== null) {
       const k = heap.cluster[i]!;
       const from = Number(heap.pointers[2 * i + 1]! - heap.bases[k]!);
@@ -118,12 +117,16 @@ export class RawColumn {
 
   /** How many views serve the column's long strings (stringHeap): 0 where they are read one by one. */
   get stringViews(): number {
-    if (this.heap === undefined) this.heap = this.stringHeap();
-    return this.heap?.views.length ?? 0;
+    return this.longStrings()?.views.length ?? 0;
   }
 
   /** The chunk's long strings as a few views (see stringHeap); null where they are read one by one. */
   private heap: StringHeap | null | undefined;
+
+  private longStrings(): StringHeap | null {
+    if (this.heap === undefined) this.heap = this.stringHeap();
+    return this.heap;
+  }
 
   /**
    * Views over the memory that holds the column's strings longer than 12 bytes, one per run of strings that lie
