@@ -5,7 +5,7 @@
  * (the queue offers it again once its timeout passes) and never leaves the lake half-committed.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import pLimit from 'p-limit';
@@ -27,6 +27,7 @@ import { DEFAULT_QUEUE_SETTINGS, openQueue, windowJobId, type WindowJob } from '
 import { accountLease, SharedQuota } from './account.js';
 import { openStore } from './store.js';
 import type { QueueState, WorkerMetrics } from '../observe/worker-metrics.js';
+import { makeScratch } from '../pipeline/scratch.js';
 
 export interface WorkerOptions extends DistributedOptions {
   /** Names this worker in the control plane (windows it fetched, the lease); default host-pid-random. */
@@ -104,7 +105,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
     const boss = await underSetupLock(client, () => openQueue(opts.catalog, settings, true));
     closers.push(() => boss.stop({ graceful: false, close: true, wait: true }));
     log.log('debug', 'worker.setup', `worker ${id}: queue started`, { worker: id });
-    const scratch = await mkdtemp(path.join(os.tmpdir(), 'chainlake-worker-'));
+    const scratch = await makeScratch('worker');
     closers.push(() => rm(scratch, { recursive: true, force: true }));
     const engine: Engine = await openEngine({ tempDir: path.join(scratch, 'duckdb-tmp'), threads: 2 });
     closers.push(() => engine.close());

@@ -1,5 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { Accounting } from '../extract/accounting.js';
@@ -18,6 +17,7 @@ import { needsHead, pagerOptionsOf } from './prepare.js';
 import { rethrowUnreachable } from '../extract/errors.js';
 import { findHead } from '../extract/head.js';
 import { buildClients, newRunId, resolveTargets, transportOptionsOf, type RunOptions } from './run.js';
+import { makeScratch } from './scratch.js';
 
 /** What a stream reports of each window once its rows have been handed over. */
 export interface StreamedWindow {
@@ -51,7 +51,7 @@ export async function* streamJobBatches(job: Job, opts: StreamJobOptions = {}): 
   const started = new Date();
   const runId = newRunId(started);
   const ingestedAt = started.toISOString();
-  const dir = await mkdtemp(path.join(os.tmpdir(), 'chainlake-stream-'));
+  const dir = await makeScratch('stream');
   const targets = await resolveTargets(job, opts);
   const transport = new HttpTransport({ ...transportOptionsOf(job), ...opts.transport });
   const engine = await openEngine({ tempDir: path.join(dir, 'duckdb-tmp'), threads: 1 });

@@ -1,7 +1,5 @@
 import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { rm } from 'node:fs/promises';
 import type { CommandModule } from 'yargs';
 import type { Network } from '../../datasets/dataset.js';
 import { describeDecoded } from '../../decode/datasets.js';
@@ -11,6 +9,7 @@ import { openEngine } from '../../load/engine.js';
 import { LakePaths } from '../../load/paths.js';
 import { loadJobFile } from '../../pipeline/job.js';
 import { CliError } from '../exit-codes.js';
+import { makeScratch } from '../../pipeline/scratch.js';
 
 interface Args {
   lake?: string;
@@ -97,7 +96,7 @@ export const decodeCommand: CommandModule<object, Args> = {
     if (needsLake && !existsSync(paths.catalog)) throw new CliError(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`);
     if (args.describe) {
       // Reading the contracts dataset's files needs no lock: an engine of its own, in a temp folder.
-      const tmp = await mkdtemp(path.join(os.tmpdir(), 'chainlake-describe-'));
+      const tmp = await makeScratch('describe');
       const engine = await openEngine({ tempDir: tmp });
       try {
         const datasets = await resolveDatasets(spec, { engine, paths, network }).catch((e: Error) => {
@@ -110,7 +109,7 @@ export const decodeCommand: CommandModule<object, Args> = {
       }
       return;
     }
-    const tmp = await mkdtemp(path.join(os.tmpdir(), 'chainlake-decode-'));
+    const tmp = await makeScratch('decode');
     let datasets;
     const engine = await openEngine({ tempDir: tmp });
     try {

@@ -1,6 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
+import { rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { DuckDBInstance } from '@duckdb/node-api';
 import pLimit from 'p-limit';
@@ -17,6 +15,7 @@ import { requestsForRows, type Window } from '../../pipeline/plan.js';
 import { quotaAccount } from '../../extract/quota.js';
 import { readRequestUsage } from '../../load/state.js';
 import { applyRunOverrides, blockRangeArgs, withBlockRangeOptions, withTargetOptions, type RunArgs } from '../common.js';
+import { makeScratch } from '../../pipeline/scratch.js';
 
 interface Args extends RunArgs {
   job: string;
@@ -104,7 +103,7 @@ export async function estimatePlan(
   opts: { rangeOverride?: { fromBlock?: number; toBlock?: number; head?: number }; probe: boolean; fullRefresh?: boolean },
 ): Promise<PlanEstimate> {
   const job = effectiveJob(baseJob, opts.rangeOverride);
-  const work = await mkdtemp(path.join(os.tmpdir(), 'chainlake-plan-'));
+  const work = await makeScratch('plan');
   const targets = await resolveTargets(job, {});
   const transport = new HttpTransport(transportOptionsOf(job));
   const clients = buildClients(transport, targets, job);

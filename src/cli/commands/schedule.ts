@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import os from 'node:os';
+import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { RunMetrics } from '../../observe/metrics.js';
 import { serveMetrics, type MetricsServer } from '../../observe/server.js';
@@ -12,6 +11,7 @@ import { createLogger } from '../../pipeline/log.js';
 import { CronSchedule, cronProblem } from '../../schedule/cron.js';
 import { realSchedulerClock, Scheduler, type ScheduledJob } from '../../schedule/scheduler.js';
 import { CliError } from '../exit-codes.js';
+import { makeScratch } from '../../pipeline/scratch.js';
 
 interface Args {
   jobs: string[];
@@ -87,7 +87,7 @@ export const scheduleCommand: CommandModule<object, Args> = {
       });
     }
     const metrics = port === undefined ? undefined : new RunMetrics();
-    const reports = metrics ? await mkdtemp(path.join(os.tmpdir(), 'chainlake-schedule-')) : undefined;
+    const reports = metrics ? await makeScratch('schedule') : undefined;
     let server: MetricsServer | undefined;
     if (metrics) {
       try {
