@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { watchForks } from './helpers/fork-watch.js';
 
 const STAMP = 'dist/.source-hash';
 
@@ -19,7 +20,13 @@ function sourceHash(): string {
  * Type errors do not stop the emit (CI checks types separately with `npm run typecheck`), so one module's
  * unfinished types never hide every other test's result.
  */
-export default function setup(): void {
+export default function setup(): () => void {
+  build();
+  // A fork that ends unasked is reported by vitest without its file, code or signal: see fork-watch.ts.
+  return watchForks();
+}
+
+function build(): void {
   // With the time of the build it describes: a build by other means since (npm run build from other sources)
   // changes that time, and the suite builds again.
   const stamp = () => `${sourceHash()} ${statSync('dist/cli/main.js').mtimeMs}`;

@@ -58,7 +58,8 @@ function accessError(root: string, e: unknown): never {
   throw e;
 }
 
-function alive(pid: number): boolean {
+/** Whether a process of this host exists (EPERM: it does, as another user). */
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -106,7 +107,7 @@ export class LakeLock {
                 () => 0,
               )) >
             5000
-          : holder.host === info.host && !alive(holder.pid);
+          : holder.host === info.host && !processAlive(holder.pid);
       if (stale) {
         await rm(file, { force: true });
         continue;

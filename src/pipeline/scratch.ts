@@ -8,6 +8,7 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { processAlive } from '../load/lock.js';
 
 const PREFIX = 'chainlake-';
 /** mkdtemp's suffix: six characters. */
@@ -16,16 +17,6 @@ const NAME = /^chainlake-([a-z]+)-(.+)-(\d+)-[A-Za-z0-9]{6}$/;
 /** The host as it appears in a folder's name (a hostname is letters, digits, dots and dashes). */
 function hostPart(): string {
   return os.hostname().replace(/[^A-Za-z0-9.-]/g, '_') || 'host';
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    // EPERM: the process exists but belongs to another user.
-    return (e as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
 }
 
 /**
@@ -43,7 +34,7 @@ export async function sweepDeadScratch(dir: string = os.tmpdir()): Promise<strin
     const m = NAME.exec(name);
     if (!m || m[2] !== host) continue;
     const pid = Number(m[3]);
-    if (pid === process.pid || alive(pid)) continue;
+    if (pid === process.pid || processAlive(pid)) continue;
     const p = path.join(dir, name);
     await rm(p, { recursive: true, force: true }).then(
       () => removed.push(p),
