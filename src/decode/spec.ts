@@ -6,7 +6,6 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { AbiEvent } from 'viem';
 import type { Network } from '../datasets/dataset.js';
-import { currentTableFiles } from '../load/catalog.js';
 import type { Engine } from '../load/engine.js';
 import { literal, literalList } from '../load/sql.js';
 import type { LakePaths } from '../load/paths.js';
@@ -99,6 +98,8 @@ export function parseDecodeSpec(doc: unknown, where: string, fail: Fail, baseDir
 
 /** The latest verified ABI and name of a contract in the lake's `contracts` dataset. */
 async function abiFromLake(engine: Engine, paths: LakePaths, network: Network, address: string): Promise<{ abi: string; name: string | null } | undefined> {
+  // Loaded here: parsing a job's decode section (every command that reads a job) must not load DuckDB.
+  const { currentTableFiles } = await import('../load/catalog.js');
   const files = await currentTableFiles(paths, 'contracts', network);
   if (files.length === 0) return undefined;
   const conn = engine.conn;
