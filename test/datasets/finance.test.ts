@@ -41,7 +41,7 @@ beforeAll(async () => {
     'finance-test',
   );
   report = await runJob(job, { simulator: sim });
-}, 60_000);
+});
 
 afterAll(async () => {
   await sim?.close();

@@ -79,6 +79,6 @@ describe('an export decoding in the run, killed at each step of the commit proto
       expect(await assertClean(lake, await catalogFiles(lake))).toEqual([]);
       const [n] = await queryCatalog(lake, 'SELECT count(*)::BIGINT AS n FROM erc20_transfer_events');
       expect(Number(n!.n)).toBe(JSON.parse(reference.erc20_transfer_events!).length);
-    }, 60_000);
+    });
   }
 });

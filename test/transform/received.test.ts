@@ -140,7 +140,7 @@ beforeAll(async () => {
   sim = await startSimulator({ seed: 1, scale: 'small' });
   ({ dir, cleanup } = await tempDir('chainlake-received-'));
   proxy = await startProxy(sim, (url, status, body) => (status === 200 ? { body: alter(url, body) } : undefined));
-}, 60_000);
+});
 
 afterAll(async () => {
   await proxy?.close();
