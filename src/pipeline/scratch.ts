@@ -20,28 +20,20 @@ function hostPart(): string {
 }
 
 /**
- * Removes the scratch folders left by this host's dead processes and returns their paths. Only folders named by
+ * Removes the scratch folders left by this host's dead processes. Only folders named by
  * makeScratch on this host are considered: another host (a container sharing the directory) has processes this
  * one cannot see, and folders of other tools are never touched. Best effort: what cannot be read or removed is
  * left for the next time.
  */
-export async function sweepDeadScratch(dir: string = os.tmpdir()): Promise<string[]> {
+async function sweepDeadScratch(dir: string): Promise<void> {
   const host = hostPart();
-  const removed: string[] = [];
   const names = await readdir(dir).catch(() => [] as string[]);
   for (const name of names) {
-    if (!name.startsWith(PREFIX)) continue;
     const m = NAME.exec(name);
     if (!m || m[2] !== host) continue;
-    const pid = Number(m[3]);
-    if (pid === process.pid || processAlive(pid)) continue;
-    const p = path.join(dir, name);
-    await rm(p, { recursive: true, force: true }).then(
-      () => removed.push(p),
-      () => undefined,
-    );
+    if (processAlive(Number(m[3]))) continue;
+    await rm(path.join(dir, name), { recursive: true, force: true }).catch(() => undefined);
   }
-  return removed;
 }
 
 /** A new scratch folder for `kind` (letters: worker, stream, plan…), after sweeping dead processes' folders. */
