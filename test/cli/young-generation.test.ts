@@ -14,7 +14,7 @@ function newSpaceMb(opts: { importModule: boolean; entry?: string; execArgv?: st
     import v8 from 'node:v8';
     ${opts.importModule ? `await import(${JSON.stringify(entry)});` : ''}
     let keep = [];
-    for (let round = 0; round < 30; round++) {
+    for (let round = 0; round < 6; round++) {
       for (let i = 0; i < 200000; i++) keep.push({ i, s: 'x' + i });
       if (keep.length > 400000) keep = keep.slice(200000);
     }

@@ -118,10 +118,11 @@ const sqlStr = (s: string): string => `'${s.replace(/'/g, "''")}'`;
  */
 export async function lakeContent(lake: string): Promise<Record<string, { rows: number; duplicates: number; data: string }>> {
   const out: Record<string, { rows: number; duplicates: number; data: string }> = {};
+  // The files of the newest snapshot: older snapshots' files stay on disk until `maintain` expires them.
+  const current = (await catalogFiles(lake)).map((f) => f.path);
   await withDuck(async (q) => {
     for (const s of shapes()) {
-      // The files of the newest snapshot: older snapshots' files stay on disk until `maintain` expires them.
-      const files = (await catalogFiles(lake)).map((f) => f.path).filter((f) => f.startsWith(`main/${s.name}/`));
+      const files = current.filter((f) => f.startsWith(`main/${s.name}/`));
       if (files.length === 0) continue;
       const src = `read_parquet([${files.map((f) => sqlStr(path.join(lake, f))).join(', ')}], union_by_name = true)`;
       const key = s.key.map((k) => `"${k}"`).join(', ');
