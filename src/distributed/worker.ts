@@ -164,12 +164,25 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
 
     /** The account this worker fetches with (see account.ts); false: another worker has it. */
     let holdsAccount = false;
+    /** When the lease was last asked for (before the ask: the lease runs from a moment after it). */
+    let accountAskedAt = -Infinity;
     const takeAccount = async (): Promise<boolean> => {
+      const asked = Date.now();
       const held = await takeLease(leases, id, leaseSeconds, accountLease(account));
       if (held !== holdsAccount)
         log.log('info', held ? 'account.taken' : 'account.busy', `worker ${id}: account ${account} ${held ? 'taken' : 'held by another worker'}`);
       holdsAccount = held;
+      accountAskedAt = asked;
       return held;
+    };
+    /**
+     * Whether a slot may start a window: the lease is asked for again only when its last grant is a third of a lease
+     * old (it stands for the other two thirds, and the renewal below keeps it younger than that). Asking before every
+     * window cost a control-plane round trip per window and per idle poll of each slot.
+     */
+    const mayFetch = async (): Promise<boolean> => {
+      if (holdsAccount && Date.now() - accountAskedAt < (leaseSeconds * 1000) / 3) return true;
+      return takeAccount();
     };
     // Held for as long as this worker lives, however long its windows take: renewed in the background.
     const renewAccount = setInterval(
@@ -184,6 +197,13 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
     /** Slots between asking the queue and finishing a window (a slot waiting for work is not busy). */
     let busy = 0;
     let failure: Error | undefined;
+    const pollMs = opts.pollMs ?? 1000;
+    /**
+     * When the queue last had nothing for this worker. Until a poll has passed, the other slots sleep instead of
+     * asking too: an idle worker asks about once a poll, not once a poll per slot. A slot that gets a window clears
+     * it, so the others ask at their next wake.
+     */
+    let queueEmptyAt = -Infinity;
 
     /** One window at a time, on a control-plane connection and a DuckDB connection of its own. */
     const slot = async (n: number): Promise<void> => {
@@ -191,19 +211,20 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
       const duck = await engine.connect();
       try {
         while (!stopping) {
-          if ((await quotaReachedToday()) || !(await takeAccount())) {
-            await sleep(opts.pollMs ?? 1000, opts.signal);
+          if (Date.now() - queueEmptyAt < pollMs || (await quotaReachedToday()) || !(await mayFetch())) {
+            await sleep(pollMs, opts.signal);
             continue;
           }
           busy++;
           let job: PgBoss.JobWithMetadata<WindowJob> | undefined;
           try {
             [job] = (await boss.fetch<WindowJob>(WINDOW_QUEUE, { batchSize: 1, includeMetadata: true })) as PgBoss.JobWithMetadata<WindowJob>[];
+            queueEmptyAt = job ? -Infinity : Date.now();
             if (job) await handle(job, own, duck, n);
           } finally {
             busy--;
           }
-          if (!job) await sleep(opts.pollMs ?? 1000, opts.signal);
+          if (!job) await sleep(pollMs, opts.signal);
         }
       } finally {
         duck.closeSync();
@@ -295,7 +316,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
         const nothingLeft = fetched === 0 && ((await quotaReachedToday()) || (await nothingDue(client)));
         if (idleLine.due(nothingLeft, workDone(report))) log.log('info', 'worker.idle', `worker ${id}: nothing to do now; waiting for work`, { ...report });
         if (opts.untilIdle && nothingLeft && busy === 0) break;
-        await sleep(opts.pollMs ?? 1000, opts.signal);
+        await sleep(pollMs, opts.signal);
       }
     } finally {
       stopping = true;
