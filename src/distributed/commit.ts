@@ -147,12 +147,17 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
     [COMMITTER_LEASE, deps.holder, deps.leaseSeconds],
   );
   if (lease.length === 0) throw new LeaseLostError(deps.holder);
-  for (const w of windows) {
-    const r = await tx.query(
-      `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'committed', snapshot_id = $3, updated_at = NOW() WHERE run_id = $1 AND window_id = $2 AND state = 'fetched' RETURNING window_id`,
-      [w.runId, w.windowId, snapshotId],
-    );
-    if (r.length !== 1) throw new ChainlakeError(`window ${w.windowId} of run ${w.runId} is no longer waiting for a commit (committed twice?)`);
+  // Every window of the batch in one statement (a round trip per window made a large commit's transaction long).
+  const marked = await tx.query(
+    `UPDATE ${CONTROL_SCHEMA}.windows w SET state = 'committed', snapshot_id = $3, updated_at = NOW()
+     FROM unnest($1::text[], $2::text[]) AS k(run_id, window_id)
+     WHERE w.run_id = k.run_id AND w.window_id = k.window_id AND w.state = 'fetched' RETURNING w.run_id, w.window_id`,
+    [windows.map((w) => w.runId), windows.map((w) => w.windowId), snapshotId],
+  );
+  if (marked.length !== windows.length) {
+    const done = new Set(marked.map((r) => `${String(r.run_id)}\u0000${String(r.window_id)}`));
+    const w = windows.find((x) => !done.has(`${x.runId}\u0000${x.windowId}`)) ?? windows[0]!;
+    throw new ChainlakeError(`window ${w.windowId} of run ${w.runId} is no longer waiting for a commit (committed twice?)`);
   }
   const keys = new Map<string, FetchedWindow>();
   for (const w of windows) keys.set(`${w.runId}\u0000${w.dataset}\u0000${w.network}\u0000${w.scopeKey}`, w);

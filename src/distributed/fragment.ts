@@ -121,7 +121,8 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
     }
     const covered = outcome.window.range;
     await testHook('fragment');
-    await client.query('BEGIN');
+    // A transaction only when the window leaves a rest to queue with it: the update alone is one statement.
+    if (outcome.rest) await client.query('BEGIN');
     try {
       if (outcome.rest) {
         // The window stopped at its row target: the rest of its range is a window of its own, queued now.
@@ -155,14 +156,14 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
       );
       if (updated.rowCount === 0) {
         // Another worker recorded the window first (this one's turn had expired): its fragment stands, ours goes.
-        await client.query('ROLLBACK');
+        if (outcome.rest) await client.query('ROLLBACK');
         await Promise.all(written.map((f) => store.remove(f)));
         written.length = 0;
         return { state: 'skipped' };
       }
-      await client.query('COMMIT');
+      if (outcome.rest) await client.query('COMMIT');
     } catch (error) {
-      await client.query('ROLLBACK').catch(() => undefined);
+      if (outcome.rest) await client.query('ROLLBACK').catch(() => undefined);
       throw error;
     }
     written.length = 0;
