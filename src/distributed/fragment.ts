@@ -121,11 +121,33 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
     }
     const covered = outcome.window.range;
     await testHook('fragment');
-    // A transaction only when the window leaves a rest to queue with it: the update alone is one statement.
-    if (outcome.rest) await client.query('BEGIN');
-    try {
-      if (outcome.rest) {
-        // The window stopped at its row target: the rest of its range is a window of its own, queued now.
+    /** Records the window as fetched; false when another worker recorded it first (this one's turn had expired). */
+    const record = async (): Promise<boolean> =>
+      (
+        await client.query(
+          `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'fetched', fragment_path = $3, reject_path = $4, rows = $5, rejects = $6, requests = $7,
+             covered_from = $8, covered_to = $9, worker = $10, attempts = attempts + 1, error = NULL, fetched_at = NOW(), updated_at = NOW()
+           WHERE run_id = $1 AND window_id = $2 AND state = 'queued'`,
+          [
+            runId,
+            windowId,
+            fragment,
+            rejectFragment,
+            outcome.rows,
+            outcome.rejects,
+            outcome.acct.requests,
+            covered?.from ?? null,
+            covered?.to ?? null,
+            deps.workerId,
+          ],
+        )
+      ).rowCount === 1;
+    let recorded: boolean;
+    if (outcome.rest) {
+      // The window stopped at its row target: the rest of its range is a window of its own, queued in the same
+      // transaction as the record. (Without a rest, the record alone is one statement.)
+      await client.query('BEGIN');
+      try {
         const rest = windowSpecOf({ ...w, range: outcome.rest });
         const restId = windowOfSpec(rest).id;
         await insertWindow(client, runId, restId, rest);
@@ -136,35 +158,20 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
           { runId, windowId: restId },
           { ...deps.settings, windowTimeoutSeconds: Math.max(1, Math.round(Number(job.expireInSeconds)) || deps.settings.windowTimeoutSeconds) },
         );
+        recorded = await record();
+        await client.query(recorded ? 'COMMIT' : 'ROLLBACK');
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
       }
-      const updated = await client.query(
-        `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'fetched', fragment_path = $3, reject_path = $4, rows = $5, rejects = $6, requests = $7,
-           covered_from = $8, covered_to = $9, worker = $10, attempts = attempts + 1, error = NULL, fetched_at = NOW(), updated_at = NOW()
-         WHERE run_id = $1 AND window_id = $2 AND state = 'queued'`,
-        [
-          runId,
-          windowId,
-          fragment,
-          rejectFragment,
-          outcome.rows,
-          outcome.rejects,
-          outcome.acct.requests,
-          covered?.from ?? null,
-          covered?.to ?? null,
-          deps.workerId,
-        ],
-      );
-      if (updated.rowCount === 0) {
-        // Another worker recorded the window first (this one's turn had expired): its fragment stands, ours goes.
-        if (outcome.rest) await client.query('ROLLBACK');
-        await Promise.all(written.map((f) => store.remove(f)));
-        written.length = 0;
-        return { state: 'skipped' };
-      }
-      if (outcome.rest) await client.query('COMMIT');
-    } catch (error) {
-      if (outcome.rest) await client.query('ROLLBACK').catch(() => undefined);
-      throw error;
+    } else {
+      recorded = await record();
+    }
+    if (!recorded) {
+      // Another worker recorded the window first: its fragment stands, ours goes.
+      await Promise.all(written.map((f) => store.remove(f)));
+      written.length = 0;
+      return { state: 'skipped' };
     }
     written.length = 0;
     log.log('info', 'window.fetched', `${windowId}: ${outcome.rows} rows, ${outcome.acct.requests} requests`, {
