@@ -225,11 +225,16 @@ async function mergeAndCommit(
     const conn = await engine.connect();
     const temp = { repeated: ident('__chainlake_repeated_keys'), winners: ident('__chainlake_winners') };
     const merged = ident('__chainlake_merged');
+    const freshTable = ident('__chainlake_fresh');
     try {
       const local = await Promise.all(fragments.map((f) => store.localCopy(f)));
-      const fresh = `SELECT * FROM read_parquet(${literalList(local)}, union_by_name = true)`;
+      // The batch's fragments are read once: each slice filtered them again, and the key checks of a slice twice
+      // more, and a fragment is a small file whose opening costs more than its rows. A batch is bounded by the
+      // commit's row target (commitFetched), so it is held in the engine (which spills to its temp folder).
+      await conn.run(`CREATE OR REPLACE TEMP TABLE ${freshTable} AS SELECT * FROM read_parquet(${literalList(local)}, union_by_name = true)`);
+      const fresh = `SELECT * FROM ${freshTable}`;
       const counts = (
-        (await conn.runAndReadAll(`SELECT ${part}, count(*)::BIGINT FROM (${fresh}) GROUP BY 1 ORDER BY 1`)).getRowsJS() as [string, bigint][]
+        (await conn.runAndReadAll(`SELECT ${part}, count(*)::BIGINT FROM ${freshTable} GROUP BY 1 ORDER BY 1`)).getRowsJS() as [string, bigint][]
       ).map(([p, n]) => [p, Number(n)] as const);
       const current = await partitionFiles(catalog, table.tableId, snapshot.snapshotId, network);
       // Paths resolved against this machine's copy of the lake (the store itself where it is a directory).
@@ -267,7 +272,9 @@ async function mergeAndCommit(
         }
       }
     } finally {
-      await conn.run(`DROP TABLE IF EXISTS ${merged}; DROP TABLE IF EXISTS ${temp.repeated}; DROP TABLE IF EXISTS ${temp.winners}`).catch(() => undefined);
+      await conn
+        .run(`DROP TABLE IF EXISTS ${merged}; DROP TABLE IF EXISTS ${freshTable}; DROP TABLE IF EXISTS ${temp.repeated}; DROP TABLE IF EXISTS ${temp.winners}`)
+        .catch(() => undefined);
       conn.closeSync();
     }
   }
