@@ -57,6 +57,8 @@ export interface WorkerOptions extends DistributedOptions {
   metrics?: WorkerMetrics;
   /** Test seam: runs inside each commit transaction just before COMMIT. */
   beforeCommit?: () => Promise<void>;
+  /** Rows after which a joined window stops and the rest is queued as a window of its own (default WINDOW_ROWS); tests make it small. */
+  windowRows?: number;
 }
 
 export interface WorkerReport {
@@ -481,7 +483,7 @@ async function openRun(
     job,
     ingestedAt,
     clients: buildClients(transport, targets, job),
-    pager: pagerOptionsOf(job, job.range.fixedChunks ? undefined : WINDOW_ROWS),
+    pager: pagerOptionsOf(job, job.range.fixedChunks ? undefined : (opts.windowRows ?? WINDOW_ROWS)),
     transformers,
     transformerFor(name: string) {
       let t = transformers.get(name);
