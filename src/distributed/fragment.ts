@@ -5,8 +5,6 @@
  * lake changes here: the committer folds fragments in.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdir, rm } from 'node:fs/promises';
-import path from 'node:path';
 import type pg from 'pg';
 import type PgBoss from 'pg-boss';
 import { executeWindow, stagedOf, type Clients } from '../pipeline/execute.js';
@@ -50,7 +48,7 @@ export interface FetchDeps {
   store: Store;
   settings: QueueSettings;
   workerId: string;
-  /** This worker's own scratch folder (pages and rows before they are typed). */
+  /** This slot's own scratch folder (its windows' pages and rows before they are typed, in files named by window). */
   scratch: string;
   log: Logger;
 }
@@ -70,14 +68,14 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
   // Fetched by a worker whose turn expired, or committed already: the queue offered it again, nothing is left to do.
   if (!row || row.state !== 'queued') return { state: 'skipped' };
   const w = windowOfSpec(row.spec as WindowSpec);
+  // The slot's folder holds the window's staged files, named by this index; each is removed when the window
+  // ends. (A folder per window cost its creation and a recursive removal: a dozen file-system calls per window.)
   const index = nextIndex++;
-  const stagingDir = path.join(deps.scratch, String(index));
-  await mkdir(stagingDir, { recursive: true });
   const outcome = await executeWindow(w, {
     clients: run.clients,
     transformer: run.transformerFor(w.def.name),
     pager: run.pager,
-    stagingDir,
+    stagingDir: deps.scratch,
     index,
     strict: run.job.strict,
     log,
@@ -187,6 +185,5 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
     await outcome.stage?.discard().catch(() => undefined);
     await outcome.rejectStage?.discard().catch(() => undefined);
     await outcome.pageStage?.discard().catch(() => undefined);
-    await rm(stagingDir, { recursive: true, force: true });
   }
 }

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
-import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { RawPage } from '../extract/pager.js';
 import type { AcceptedPage, RejectRecord, StagedRow } from '../transform/rows.js';
@@ -111,7 +111,10 @@ export class StageFile {
       stream.destroy();
       await closed;
     }
-    await rm(this.file, { force: true });
+    // One call (rm checks what the path is first); a file already gone is no error.
+    await unlink(this.file).catch((e: NodeJS.ErrnoException) => {
+      if (e.code !== 'ENOENT') throw e;
+    });
   }
 }
 

@@ -124,7 +124,6 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
     const rowsFile = path.join(deps.stagingDir, 'rows', w.def.name, `${deps.index}.ndjson`);
     const pagesStem = path.join(deps.stagingDir, 'pages', w.def.name, String(deps.index));
     const rejectsFile = path.join(deps.stagingDir, 'rejects', `${deps.index}.ndjson`);
-    outcome.stage = await StageFile.open(rowsFile);
     const fetcher = fetcherFor(w, deps.clients, deps.transformer.scanFields(w.endpoint));
     const ordinals = w.def.ordinal ? new OrdinalState() : undefined;
     let generation = 0;
@@ -133,8 +132,8 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
         // The pager fetches the window again (its rows moved under us): what came before is dropped, so the
         // staged rows are exactly one consistent listing and ordinals are numbered once.
         generation = page.generation!;
-        await outcome.stage.discard();
-        outcome.stage = await StageFile.open(rowsFile);
+        await outcome.stage?.discard();
+        outcome.stage = undefined;
         await outcome.rejectStage?.discard();
         outcome.rejectStage = undefined;
         await outcome.pageStage?.discard();
@@ -169,7 +168,8 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
         continue;
       }
       const { rows, rejects } = deps.transformer.transform(page.entries, w.id, context);
-      await outcome.stage.writeRows(rows);
+      // Opened at its first rows: most windows stage every page as received and never write one.
+      if (rows.length) await (outcome.stage ??= await StageFile.open(rowsFile)).writeRows(rows);
       outcome.rows += rows.length;
       if (rejects.length) {
         outcome.rejectStage ??= await StageFile.open(rejectsFile);
@@ -183,7 +183,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
       outcome.window = { ...w, range: covered, id: windowIdOf(w.def.name, w.network, w.scopeKey, covered) };
       outcome.rest = rest;
     }
-    await outcome.stage.close();
+    await outcome.stage?.close();
     await outcome.rejectStage?.close();
     await outcome.pageStage?.close();
     if (deps.strict && outcome.rejects > 0) throw new StrictRejectsError(outcome.rejects);
