@@ -14,7 +14,7 @@ import { joinWindows, narrowWindows, needsHead } from '../pipeline/prepare.js';
 import { buildClients, newRunId, resolveTargets, transportOptionsOf, type RunOptions } from '../pipeline/run.js';
 import { watermarkKey } from '../load/state.js';
 import { CONTROL_SCHEMA, connect, setupControlPlane, underSetupLock } from './control-plane.js';
-import { DEFAULT_QUEUE_SETTINGS, openQueue, sendWindow, windowJobId, type QueueSettings } from './queue.js';
+import { DEFAULT_QUEUE_SETTINGS, openQueue, sendWindow, sendWindows, windowJobId, type QueueSettings } from './queue.js';
 import { openStore } from './store.js';
 import { windowSpecOf, type WindowSpec } from './windows.js';
 
@@ -116,8 +116,18 @@ async function planAndQueue(
       `INSERT INTO ${CONTROL_SCHEMA}.runs (run_id, job_name, network, job_doc, job_file, head, range_from, range_to, ingested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
       [runId, job.name, job.network, JSON.stringify(storableDoc(doc)), job.file, head, range.from, head === null ? null : range.to, started.toISOString()],
     );
-    for (const w of windows) await insertWindow(client, runId, w.id, windowSpecOf(w));
-    for (const w of windows) await sendWindow(boss, client, { runId, windowId: w.id }, settings);
+    // Two statements whatever the plan's size (a round trip per window made a large job's enqueue take minutes).
+    await insertWindows(
+      client,
+      runId,
+      windows.map((w) => ({ windowId: w.id, spec: windowSpecOf(w) })),
+    );
+    await sendWindows(
+      boss,
+      client,
+      windows.map((w) => ({ runId, windowId: w.id })),
+      settings,
+    );
     if (windows.length === 0) await client.query(`UPDATE ${CONTROL_SCHEMA}.runs SET finished_at = NOW(), status = 'completed' WHERE run_id = $1`, [runId]);
     await client.query('COMMIT');
   } catch (error) {
@@ -135,6 +145,25 @@ export function storableDoc(doc: unknown): unknown {
   if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) return doc;
   const { apiKey: _key, ...rest } = doc as Record<string, unknown>;
   return rest;
+}
+
+/** Records windows of a new run in one statement. */
+async function insertWindows(client: { query: import('pg').Client['query'] }, runId: string, windows: readonly { windowId: string; spec: WindowSpec }[]) {
+  await client.query(
+    `INSERT INTO ${CONTROL_SCHEMA}.windows (run_id, window_id, dataset, network, scope_key, spec, job_id)
+     SELECT $1, k.window_id, k.dataset, k.network, k.scope_key, k.spec::jsonb, k.job_id
+     FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::uuid[]) AS k(window_id, dataset, network, scope_key, spec, job_id)
+     ON CONFLICT DO NOTHING`,
+    [
+      runId,
+      windows.map((w) => w.windowId),
+      windows.map((w) => w.spec.dataset),
+      windows.map((w) => w.spec.network),
+      windows.map((w) => w.spec.scopeKey),
+      windows.map((w) => JSON.stringify(w.spec)),
+      windows.map((w) => windowJobId(runId, w.windowId)),
+    ],
+  );
 }
 
 /** Records a window of a run (nothing when it is recorded already). */

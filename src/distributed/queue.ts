@@ -57,14 +57,28 @@ export async function openQueue(url: string, settings: QueueSettings, supervise:
   return boss;
 }
 
+/** How a window's job is queued: its deterministic id, its retries and its timeout. */
+const jobOptions = (job: WindowJob, settings: QueueSettings) => ({
+  id: windowJobId(job.runId, job.windowId),
+  retryLimit: settings.retryLimit,
+  retryDelay: 1,
+  expireInSeconds: settings.windowTimeoutSeconds,
+});
+
+/** pg-boss statements on `client`, inside the caller's transaction. */
+const on = (client: pg.Client) => ({ executeSql: (text: string, values: unknown[]) => client.query(text, values) });
+
 /** Enqueues a window on `client` (inside the caller's transaction); a window already enqueued is left as it is. */
 export async function sendWindow(boss: PgBoss, client: pg.Client, job: WindowJob, settings: QueueSettings): Promise<boolean> {
-  const id = await boss.send(WINDOW_QUEUE, job, {
-    id: windowJobId(job.runId, job.windowId),
-    retryLimit: settings.retryLimit,
-    retryDelay: 1,
-    expireInSeconds: settings.windowTimeoutSeconds,
-    db: { executeSql: (text: string, values: unknown[]) => client.query(text, values) },
-  });
+  const id = await boss.send(WINDOW_QUEUE, job, { ...jobOptions(job, settings), db: on(client) });
   return id !== null;
+}
+
+/** Enqueues windows in one statement on `client` (inside the caller's transaction); one already enqueued is left as it is. */
+export async function sendWindows(boss: PgBoss, client: pg.Client, jobs: readonly WindowJob[], settings: QueueSettings): Promise<void> {
+  if (jobs.length === 0) return;
+  await boss.insert(
+    jobs.map((job) => ({ name: WINDOW_QUEUE, data: job, ...jobOptions(job, settings) })),
+    { db: on(client) },
+  );
 }
