@@ -116,7 +116,7 @@ async function planAndQueue(
       `INSERT INTO ${CONTROL_SCHEMA}.runs (run_id, job_name, network, job_doc, job_file, head, range_from, range_to, ingested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
       [runId, job.name, job.network, JSON.stringify(storableDoc(doc)), job.file, head, range.from, head === null ? null : range.to, started.toISOString()],
     );
-    // Two statements whatever the plan's size (a round trip per window made a large job's enqueue take minutes).
+    // Two statements whatever the plan's size: two round trips per window made a large job's enqueue slow.
     await insertWindows(
       client,
       runId,
