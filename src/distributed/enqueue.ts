@@ -147,9 +147,13 @@ export function storableDoc(doc: unknown): unknown {
   return rest;
 }
 
-/** Records windows of a new run in one statement. */
-async function insertWindows(client: { query: import('pg').Client['query'] }, runId: string, windows: readonly { windowId: string; spec: WindowSpec }[]) {
-  await client.query(
+/** Records windows of a run in one statement (those recorded already are left as they are); returns how many were new. */
+async function insertWindows(
+  client: { query: import('pg').Client['query'] },
+  runId: string,
+  windows: readonly { windowId: string; spec: WindowSpec }[],
+): Promise<number> {
+  const r = await client.query(
     `INSERT INTO ${CONTROL_SCHEMA}.windows (run_id, window_id, dataset, network, scope_key, spec, job_id)
      SELECT $1, k.window_id, k.dataset, k.network, k.scope_key, k.spec::jsonb, k.job_id
      FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::uuid[]) AS k(window_id, dataset, network, scope_key, spec, job_id)
@@ -164,13 +168,10 @@ async function insertWindows(client: { query: import('pg').Client['query'] }, ru
       windows.map((w) => windowJobId(runId, w.windowId)),
     ],
   );
+  return r.rowCount ?? 0;
 }
 
 /** Records a window of a run (nothing when it is recorded already). */
 export async function insertWindow(client: { query: import('pg').Client['query'] }, runId: string, windowId: string, spec: WindowSpec): Promise<boolean> {
-  const r = await client.query(
-    `INSERT INTO ${CONTROL_SCHEMA}.windows (run_id, window_id, dataset, network, scope_key, spec, job_id) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`,
-    [runId, windowId, spec.dataset, spec.network, spec.scopeKey, JSON.stringify(spec), windowJobId(runId, windowId)],
-  );
-  return (r.rowCount ?? 0) > 0;
+  return (await insertWindows(client, runId, [{ windowId, spec }])) > 0;
 }
