@@ -231,7 +231,12 @@ async function mergeAndCommit(
       // The batch's fragments are read once: each slice filtered them again, and the key checks of a slice twice
       // more, and a fragment is a small file whose opening costs more than its rows. A batch is bounded by the
       // commit's row target (commitFetched), so it is held in the engine (which spills to its temp folder).
+      // Without the files' order: kept, DuckDB buffers each file's rows in memory until the files before it are in
+      // (hundreds of small fragments ran a worker's engine out of memory); unordered, it spills what does not fit.
+      // Nothing here depends on it: the rows are reduced by key and sorted below. The setting is this connection's.
+      await conn.run(`SET preserve_insertion_order = false`);
       await conn.run(`CREATE OR REPLACE TEMP TABLE ${freshTable} AS SELECT * FROM read_parquet(${literalList(local)}, union_by_name = true)`);
+      await conn.run(`RESET preserve_insertion_order`);
       const fresh = `SELECT * FROM ${freshTable}`;
       const counts = (
         (await conn.runAndReadAll(`SELECT ${part}, count(*)::BIGINT FROM ${freshTable} GROUP BY 1 ORDER BY 1`)).getRowsJS() as [string, bigint][]

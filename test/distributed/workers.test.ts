@@ -4,6 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
 import { openDistributedLake } from '../../src/distributed/read.js';
 import { runWorker } from '../../src/distributed/worker.js';
+import { commitFetched, takeLease } from '../../src/distributed/commit.js';
+import { openCatalog } from '../../src/distributed/control-plane.js';
+import { openStore } from '../../src/distributed/store.js';
+import { openEngine } from '../../src/load/engine.js';
+import { silentLogger } from '../../src/pipeline/log.js';
 import { loadJobDocument, parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import type { Logger } from '../../src/pipeline/log.js';
@@ -177,6 +182,61 @@ describe('distributed mode: enqueue, workers, one committer', () => {
         await client.end();
       }
       expect([...expected.values()].reduce((n, t) => n + t.rows, 0)).toBeGreaterThan(30_000);
+      await expectEqualsSingleMachine(db.url, expected);
+    } finally {
+      await sim.close();
+    }
+  }, 300_000);
+
+  it("one commit of many fragments larger than the engine's memory spills instead of failing, and the lake equals a single-machine run", async () => {
+    // Transactions (the widest rows) of the demo's addresses in windows of 1,000 blocks: about 13,500 rows in
+    // about 220 fragments, committed at once by an engine with a quarter of a worker's memory.
+    const sim = await startSimulator({ seed: 1, scale: 'small' });
+    try {
+      const demo = JSON.parse(await readFile(path.resolve('jobs/demo.json'), 'utf8')) as { datasets: { transactions: unknown } };
+      const doc = {
+        name: 'many-fragments',
+        target: 'simulator',
+        lake: path.join(tmp.dir, 'many-single'),
+        range: { fromBlock: 0, toBlock: 'head', windowBlocks: 1_000 },
+        datasets: { transactions: demo.datasets.transactions },
+      };
+      const job = parseJob(doc, 'workers-test');
+      await runJob(job, { simulator: sim });
+      const expected = await singleMachineRows(job.lake);
+      expect(expected.get('transactions')?.rows).toBeGreaterThan(10_000);
+      const db = await pg.database();
+      const store = path.join(tmp.dir, 'store-many');
+      const queued = await enqueueJob(job, doc, { catalog: db.url, store, simulator: sim });
+      expect(queued.queued).toBeGreaterThan(150);
+      // Another holder has the committer lease: the worker fetches every window and commits none.
+      const client = await db.connect();
+      expect(await takeLease(client, 'test-committer', 600)).toBe(true);
+      const stop = new AbortController();
+      const worker = runWorker({ catalog: db.url, store, simulator: sim, id: 'fetcher', pollMs: 50, signal: stop.signal });
+      const left = async () =>
+        Number((await client.query(`SELECT count(*)::INT AS n FROM chainlake.windows WHERE state NOT IN ('fetched', 'failed')`)).rows[0].n);
+      for (let polls = 0; (await left()) > 0; polls++) {
+        if (polls > 6_000) throw new Error('the worker did not fetch every window within 2 minutes');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      stop.abort();
+      expect((await worker).windowsFailed).toBe(0);
+      const cat = await openCatalog(db.url);
+      const engine = await openEngine({ tempDir: path.join(tmp.dir, 'many-engine'), memoryLimit: '40MB' });
+      const lakeStore = await openStore(store);
+      try {
+        const committed = await commitFetched(
+          { catalog: cat.catalog, engine, store: lakeStore, holder: 'test-committer', leaseSeconds: 600, log: silentLogger },
+          1_000_000,
+        );
+        expect(committed).toBe(queued.queued);
+      } finally {
+        engine.close();
+        await cat.client.end();
+        await lakeStore.close();
+        await client.end();
+      }
       await expectEqualsSingleMachine(db.url, expected);
     } finally {
       await sim.close();
