@@ -11,7 +11,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type pg from 'pg';
 import type { CatalogDb } from '../ducklake/catalog-db.js';
 import { currentSnapshot, findTable, listColumns, listDataFiles, scanSql } from '../ducklake/reader.js';
-import { commitFiles, writeDataFile, type StagedFile } from '../ducklake/writer.js';
+import { commitTables, writeDataFile, type StagedFile } from '../ducklake/writer.js';
 import { getDataset } from '../datasets/registry.js';
 import type { Engine } from '../load/engine.js';
 import { keyRank, onePerKey } from '../load/merge.js';
@@ -108,35 +108,67 @@ export async function fetchedWindows(catalog: CatalogDb, maxRows: number): Promi
  */
 export async function commitFetched(deps: CommitDeps, batchRows: number): Promise<number> {
   const batch = await fetchedWindows(deps.catalog, batchRows);
-  const groups = new Map<string, FetchedWindow[]>();
-  for (const w of batch) {
-    const key = `${w.dataset}\u0000${w.network}`;
-    groups.set(key, [...(groups.get(key) ?? []), w]);
-  }
-  for (const windows of groups.values()) await commitGroup(deps, windows);
+  if (batch.length > 0) await commitBatch(deps, batch);
   return batch.length;
 }
 
-/** One dataset of one network: its rejects first (idempotent: their key is the whole record), then its rows. */
-async function commitGroup(deps: CommitDeps, windows: FetchedWindow[]): Promise<void> {
-  const { dataset, network } = windows[0]!;
+/**
+ * One batch as ONE snapshot: each dataset's partitions the batch touches and the rejects it brings, with the
+ * windows, watermarks and runs in the same catalog transaction — a reader sees the whole batch or none of it, as
+ * it sees a single machine's commit. The rejects' key is the whole record, so merging them again is harmless.
+ */
+async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[]): Promise<void> {
   const started = Date.now();
-  const rejects = windows.flatMap((w) => (w.rejectFragment ? [w.rejectFragment] : []));
-  if (rejects.length) await mergeAndCommit(deps, REJECTS_SHAPE, network, rejects, async () => undefined);
+  const groups = new Map<string, FetchedWindow[]>();
+  for (const w of windows) {
+    const key = `${w.dataset}\u0000${w.network}`;
+    groups.set(key, [...(groups.get(key) ?? []), w]);
+  }
+  const changes = new Map<string, { tableName: string; files: StagedFile[]; replacePartitions: string[][] }>();
+  const add = (table: string, merged: Merged) => {
+    const change = changes.get(table) ?? { tableName: table, files: [], replacePartitions: [] };
+    change.files.push(...merged.files);
+    change.replacePartitions.push(...merged.replaced);
+    changes.set(table, change);
+  };
   const fragments = windows.flatMap((w) => (w.fragment ? [w.fragment] : []));
-  const snapshot = await mergeAndCommit(deps, datasetShape(getDataset(dataset)), network, fragments, (tx, snapshotId) =>
-    markCommitted(tx, deps, windows, snapshotId),
-  );
+  const rejects = windows.flatMap((w) => (w.rejectFragment ? [w.rejectFragment] : []));
+  let snapshot: number;
+  try {
+    for (const network of new Set(windows.map((w) => w.network))) {
+      const mine = windows.filter((w) => w.network === network).flatMap((w) => (w.rejectFragment ? [w.rejectFragment] : []));
+      if (mine.length) add(REJECTS_SHAPE.name, await mergeFragments(deps, REJECTS_SHAPE, network, mine));
+    }
+    for (const group of groups.values()) {
+      const shape = datasetShape(getDataset(group[0]!.dataset));
+      const mine = group.flatMap((w) => (w.fragment ? [w.fragment] : []));
+      add(shape.name, await mergeFragments(deps, shape, group[0]!.network, mine));
+    }
+    await testHook('lake-files');
+    const result = await commitTables(deps.catalog, {
+      tables: [...changes.values()].filter((c) => c.files.length > 0 || c.replacePartitions.length > 0),
+      author: deps.holder,
+      message: `chainlake commit of ${fragments.length} fragments`,
+      inTransaction: (tx, snapshotId) => markCommitted(tx, deps, windows, snapshotId),
+    });
+    snapshot = result.snapshotId;
+  } catch (error) {
+    // The files of a commit that did not happen are nobody's.
+    const written = [...changes.values()].flatMap((c) => c.files);
+    await Promise.all(written.map((f) => deps.store.remove(deps.store.lakeLocation(f.fullPath)).catch(() => undefined)));
+    throw error;
+  }
   await testHook('lake-committed');
   await Promise.all([...fragments, ...rejects].map((f) => deps.store.remove(f)));
+  const ms = Date.now() - started;
   const rows = windows.reduce((n, w) => n + w.rows, 0);
-  deps.log.log('info', 'commit', `committed ${windows.length} windows of ${dataset} (${rows} rows) as snapshot ${snapshot} in ${Date.now() - started} ms`, {
-    dataset,
-    network,
+  const datasets = [...new Set(windows.map((w) => w.dataset))];
+  deps.log.log('info', 'commit', `committed ${windows.length} windows of ${datasets.join(', ')} (${rows} rows) as snapshot ${snapshot} in ${ms} ms`, {
+    datasets,
     windows: windows.length,
     rows,
     snapshot,
-    ms: Date.now() - started,
+    ms,
   });
 }
 
@@ -201,18 +233,17 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
   await testHook('lake-commit');
 }
 
+/** What a merge wrote for one table: new partition files, and the partitions ([network, value]) they replace. */
+interface Merged {
+  files: StagedFile[];
+  replaced: string[][];
+}
+
 /**
  * Merges `fragments` (typed rows of one network, with the staged partition column) with the current rows of
- * the partitions they touch, writes each partition as a new file, and commits them replacing those partitions
- * (one snapshot); `inTransaction` rides in the same catalog transaction. Returns the snapshot id.
+ * the partitions they touch and writes each partition as a new file (stored, not yet committed).
  */
-async function mergeAndCommit(
-  deps: CommitDeps,
-  shape: TableShape,
-  network: string,
-  fragments: readonly string[],
-  inTransaction: (tx: CatalogDb, snapshotId: number) => Promise<void>,
-): Promise<number> {
+async function mergeFragments(deps: CommitDeps, shape: TableShape, network: string, fragments: readonly string[]): Promise<Merged> {
   const { catalog, engine, store } = deps;
   await ensureTable(catalog, shape);
   const snapshot = await currentSnapshot(catalog);
@@ -283,22 +314,7 @@ async function mergeAndCommit(
       conn.closeSync();
     }
   }
-  await testHook('lake-files');
-  try {
-    const result = await commitFiles(catalog, {
-      tableName: shape.name,
-      files,
-      replacePartitions: replaced,
-      author: deps.holder,
-      message: `chainlake commit of ${fragments.length} fragments`,
-      inTransaction,
-    });
-    return result.snapshotId;
-  } catch (error) {
-    // The files of a commit that did not happen are nobody's.
-    await Promise.all(files.map((f) => store.remove(store.lakeLocation(f.fullPath)).catch(() => undefined)));
-    throw error;
-  }
+  return { files, replaced };
 }
 
 async function writePartition(
