@@ -8,6 +8,7 @@
  * committer that stalled past its lease cannot commit behind its successor's back.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
+import pLimit from 'p-limit';
 import type pg from 'pg';
 import type { CatalogDb } from '../ducklake/catalog-db.js';
 import { currentSnapshot, findTable, listColumns, listDataFiles, scanSql } from '../ducklake/reader.js';
@@ -27,6 +28,8 @@ import { ensureTable } from '../load/lake-tables.js';
 import type { Store } from './store.js';
 
 export const COMMITTER_LEASE = 'committer';
+/** Datasets of a batch merged side by side (the single machine's commit prepares two at once too). */
+const MERGES_AT_ONCE = 2;
 
 export class LeaseLostError extends ChainlakeError {
   constructor(holder: string) {
@@ -133,17 +136,28 @@ async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[]):
   };
   const fragments = windows.flatMap((w) => (w.fragment ? [w.fragment] : []));
   const rejects = windows.flatMap((w) => (w.rejectFragment ? [w.rejectFragment] : []));
+  const merges: { shape: TableShape; network: string; fragments: string[] }[] = [];
+  for (const network of new Set(windows.map((w) => w.network))) {
+    const mine = windows.filter((w) => w.network === network).flatMap((w) => (w.rejectFragment ? [w.rejectFragment] : []));
+    if (mine.length) merges.push({ shape: REJECTS_SHAPE, network, fragments: mine });
+  }
+  for (const group of groups.values()) {
+    const mine = group.flatMap((w) => (w.fragment ? [w.fragment] : []));
+    if (mine.length) merges.push({ shape: datasetShape(getDataset(group[0]!.dataset)), network: group[0]!.network, fragments: mine });
+  }
   let snapshot: number;
   try {
-    for (const network of new Set(windows.map((w) => w.network))) {
-      const mine = windows.filter((w) => w.network === network).flatMap((w) => (w.rejectFragment ? [w.rejectFragment] : []));
-      if (mine.length) add(REJECTS_SHAPE.name, await mergeFragments(deps, REJECTS_SHAPE, network, mine));
-    }
-    for (const group of groups.values()) {
-      const shape = datasetShape(getDataset(group[0]!.dataset));
-      const mine = group.flatMap((w) => (w.fragment ? [w.fragment] : []));
-      add(shape.name, await mergeFragments(deps, shape, group[0]!.network, mine));
-    }
+    // Tables are created or widened first, one at a time: that is a catalog transaction, and the merges share
+    // the catalog's connection. A dataset's table exists once a window of it is committed, rows or none.
+    const shapes = [...merges.map((m) => m.shape), ...[...groups.values()].map((g) => datasetShape(getDataset(g[0]!.dataset)))];
+    for (const shape of new Map(shapes.map((t) => [t.name, t])).values()) await ensureTable(deps.catalog, shape);
+    // Datasets merged side by side, as a single machine's commit does: each is a few statements over small
+    // files, which leave the engine's second thread idle. Every merge ends before anything is decided.
+    const limit = pLimit(MERGES_AT_ONCE);
+    const merged = await Promise.allSettled(merges.map((m) => limit(() => mergeFragments(deps, m.shape, m.network, m.fragments))));
+    merged.forEach((r, i) => r.status === 'fulfilled' && add(merges[i]!.shape.name, r.value));
+    const failed = merged.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
     await testHook('lake-files');
     const result = await commitTables(deps.catalog, {
       tables: [...changes.values()].filter((c) => c.files.length > 0 || c.replacePartitions.length > 0),
@@ -245,7 +259,6 @@ interface Merged {
  */
 async function mergeFragments(deps: CommitDeps, shape: TableShape, network: string, fragments: readonly string[]): Promise<Merged> {
   const { catalog, engine, store } = deps;
-  await ensureTable(catalog, shape);
   const snapshot = await currentSnapshot(catalog);
   const table = await findTable(catalog, snapshot.snapshotId, shape.name);
   const columns = await listColumns(catalog, table.tableId, snapshot.snapshotId);
