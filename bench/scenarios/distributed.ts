@@ -135,7 +135,7 @@ export async function distributed(ctx: Context): Promise<Omit<ScenarioResult, 's
       await Promise.all(workers.map((c) => waitForEvent(c, 'worker.idle')));
       const client = await db.connect();
       // A deployment's workers have run earlier jobs: a process's first windows pay its JIT on the machine's two
-      // cores (four cold workers lost about 1.5 s of a 7.7 s round to it), a cost of starting, not of scaling.
+      // cores, a cost of starting, not of scaling (docs/performance.md, "Distributed").
       await enqueueJob(warmFile, env(0));
       await runFinished(client, WARM_UP_JOB);
       const before = await Promise.all(sims.map((s) => s.stats()));

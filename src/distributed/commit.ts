@@ -14,7 +14,7 @@ import type { CatalogDb } from '../ducklake/catalog-db.js';
 import { currentSnapshot, findTable, listColumns, listDataFiles, scanSql } from '../ducklake/reader.js';
 import { commitTables, writeDataFile, type StagedFile } from '../ducklake/writer.js';
 import { getDataset } from '../datasets/registry.js';
-import type { Engine } from '../load/engine.js';
+import { createUnorderedTempTable, type Engine } from '../load/engine.js';
 import { keyRank, onePerKey } from '../load/merge.js';
 import { datasetShape, emptyTypedSelect, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
 import { ident, literal, literalList } from '../load/sql.js';
@@ -122,40 +122,41 @@ export async function commitFetched(deps: CommitDeps, batchRows: number): Promis
  */
 async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[]): Promise<void> {
   const started = Date.now();
-  const groups = new Map<string, FetchedWindow[]>();
+  const groups = new Map<string, { shape: TableShape; network: string; windows: FetchedWindow[] }>();
   for (const w of windows) {
     const key = `${w.dataset}\u0000${w.network}`;
-    groups.set(key, [...(groups.get(key) ?? []), w]);
+    const group = groups.get(key) ?? { shape: datasetShape(getDataset(w.dataset)), network: w.network, windows: [] };
+    group.windows.push(w);
+    groups.set(key, group);
   }
-  const changes = new Map<string, { tableName: string; files: StagedFile[]; replacePartitions: string[][] }>();
-  const add = (table: string, merged: Merged) => {
-    const change = changes.get(table) ?? { tableName: table, files: [], replacePartitions: [] };
-    change.files.push(...merged.files);
-    change.replacePartitions.push(...merged.replaced);
-    changes.set(table, change);
-  };
   const fragments = windows.flatMap((w) => (w.fragment ? [w.fragment] : []));
   const rejects = windows.flatMap((w) => (w.rejectFragment ? [w.rejectFragment] : []));
-  const merges: { shape: TableShape; network: string; fragments: string[] }[] = [];
-  for (const network of new Set(windows.map((w) => w.network))) {
-    const mine = windows.filter((w) => w.network === network).flatMap((w) => (w.rejectFragment ? [w.rejectFragment] : []));
-    if (mine.length) merges.push({ shape: REJECTS_SHAPE, network, fragments: mine });
-  }
-  for (const group of groups.values()) {
-    const mine = group.flatMap((w) => (w.fragment ? [w.fragment] : []));
-    if (mine.length) merges.push({ shape: datasetShape(getDataset(group[0]!.dataset)), network: group[0]!.network, fragments: mine });
-  }
+  const merges = [
+    ...[...new Set(windows.map((w) => w.network))].map((network) => ({
+      shape: REJECTS_SHAPE,
+      network,
+      fragments: windows.filter((w) => w.network === network).flatMap((w) => (w.rejectFragment ? [w.rejectFragment] : [])),
+    })),
+    ...[...groups.values()].map((g) => ({ shape: g.shape, network: g.network, fragments: g.windows.flatMap((w) => (w.fragment ? [w.fragment] : [])) })),
+  ].filter((m) => m.fragments.length > 0);
+  const changes = new Map<string, { tableName: string; files: StagedFile[]; replacePartitions: string[][] }>();
   let snapshot: number;
   try {
     // Tables are created or widened first, one at a time: that is a catalog transaction, and the merges share
     // the catalog's connection. A dataset's table exists once a window of it is committed, rows or none.
-    const shapes = [...merges.map((m) => m.shape), ...[...groups.values()].map((g) => datasetShape(getDataset(g[0]!.dataset)))];
-    for (const shape of new Map(shapes.map((t) => [t.name, t])).values()) await ensureTable(deps.catalog, shape);
+    const shapes = new Map([...merges, ...groups.values()].map((m) => [m.shape.name, m.shape]));
+    for (const shape of shapes.values()) await ensureTable(deps.catalog, shape);
     // Datasets merged side by side, as a single machine's commit does: each is a few statements over small
     // files, which leave the engine's second thread idle. Every merge ends before anything is decided.
     const limit = pLimit(MERGES_AT_ONCE);
     const merged = await Promise.allSettled(merges.map((m) => limit(() => mergeFragments(deps, m.shape, m.network, m.fragments))));
-    merged.forEach((r, i) => r.status === 'fulfilled' && add(merges[i]!.shape.name, r.value));
+    merged.forEach((r, i) => {
+      if (r.status !== 'fulfilled') return;
+      const change = changes.get(merges[i]!.shape.name) ?? { tableName: merges[i]!.shape.name, files: [], replacePartitions: [] };
+      change.files.push(...r.value.files);
+      change.replacePartitions.push(...r.value.replaced);
+      changes.set(change.tableName, change);
+    });
     const failed = merged.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
     await testHook('lake-files');
@@ -275,12 +276,8 @@ async function mergeFragments(deps: CommitDeps, shape: TableShape, network: stri
       // The batch's fragments are read once: each slice filtered them again, and the key checks of a slice twice
       // more, and a fragment is a small file whose opening costs more than its rows. A batch is bounded by the
       // commit's row target (commitFetched), so it is held in the engine (which spills to its temp folder).
-      // Without the files' order: kept, DuckDB buffers each file's rows in memory until the files before it are in
-      // (hundreds of small fragments ran a worker's engine out of memory); unordered, it spills what does not fit.
-      // Nothing here depends on it: the rows are reduced by key and sorted below. The setting is this connection's.
-      await conn.run(`SET preserve_insertion_order = false`);
-      await conn.run(`CREATE OR REPLACE TEMP TABLE ${freshTable} AS SELECT * FROM read_parquet(${literalList(local)}, union_by_name = true)`);
-      await conn.run(`RESET preserve_insertion_order`);
+      // Unordered: the rows are reduced by key and sorted below.
+      await createUnorderedTempTable(conn, freshTable, `SELECT * FROM read_parquet(${literalList(local)}, union_by_name = true)`);
       const fresh = `SELECT * FROM ${freshTable}`;
       const counts = (
         (await conn.runAndReadAll(`SELECT ${part}, count(*)::BIGINT FROM ${freshTable} GROUP BY 1 ORDER BY 1`)).getRowsJS() as [string, bigint][]

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { DatasetDef, Network } from '../datasets/dataset.js';
 import type { BatchRows } from './batch-rows.js';
 import { fsyncFile, mkdirDurable } from './durable.js';
-import type { Engine } from './engine.js';
+import { createUnorderedTempTable, type Engine } from './engine.js';
 import { keyRank, onePerKey, writeMergedPartition } from './merge.js';
 import type { LakePaths } from './paths.js';
 import type { StagedFile } from '../ducklake/writer.js';
@@ -228,16 +228,8 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
   const merged = [ident(`__chainlake_merged_${def.name}_0`), ident(`__chainlake_merged_${def.name}_1`)];
   let writers: DuckDBConnection[] = [];
   try {
-    if (!preloaded) {
-      // Without the files' order (this connection's setting, restored at once: the merged slices below are read by
-      // row-id ranges of a sorted table). Kept, DuckDB holds each staged file's rows in memory until the files
-      // before it are in, which a batch of a few hundred windows of wide rows does not fit in the engine's memory
-      // (docs/performance.md, "The committer's memory"); unordered, it spills. The rows' order matters nowhere:
-      // they are reduced by key (by content, never by read order) and sorted.
-      await conn.run(`SET preserve_insertion_order = false`);
-      await conn.run(`CREATE OR REPLACE TEMP TABLE ${freshTable} AS ${stagedSelect(def, runId, ingestedAt, stagedFiles, pageFiles)}`);
-      await conn.run(`RESET preserve_insertion_order`);
-    }
+    // The rows' order matters nowhere here: they are reduced by key (by content, never by read order) and sorted.
+    if (!preloaded) await createUnorderedTempTable(conn, freshTable, stagedSelect(def, runId, ingestedAt, stagedFiles, pageFiles));
     await testHook('typed');
     const counts = (
       (await conn.runAndReadAll(`SELECT ${part}, count(*)::BIGINT FROM ${fresh} GROUP BY ${part} ORDER BY 1`)).getRowsJS() as [string, bigint][]

@@ -53,3 +53,19 @@ export async function openEngine(opts: { tempDir: string; memoryLimit?: string; 
     },
   };
 }
+
+/**
+ * Creates the temporary table `table` from `select` without keeping the rows in read order. Kept, DuckDB holds
+ * each file's rows in memory until the files before it are in, and a read of a few hundred files of wide rows
+ * outgrows the engine's memory; unordered, what does not fit spills (docs/performance.md, "Distributed", "The
+ * committer's memory"). For tables whose rows' order matters nowhere; the setting is the connection's own and is
+ * restored at once (a sorted table read by row-id ranges relies on it).
+ */
+export async function createUnorderedTempTable(conn: DuckDBConnection, table: string, select: string): Promise<void> {
+  await conn.run(`SET preserve_insertion_order = false`);
+  try {
+    await conn.run(`CREATE OR REPLACE TEMP TABLE ${table} AS ${select}`);
+  } finally {
+    await conn.run(`RESET preserve_insertion_order`);
+  }
+}
