@@ -283,6 +283,11 @@ export class BatchCommitter {
       files: files.length,
       ms: Date.now() - started,
     });
+    // A commit runs hundreds of statements, and each result's DuckDB memory (outside DuckDB's pool, so no
+    // memory limit counts it) is freed only when V8 collects the result's small object. Once fetching is over
+    // JavaScript allocates too little for V8 to collect, so the results of one commit after another stayed
+    // resident (docs/performance.md, "Commits' results").
+    collectGarbage();
     // Staged rows are in the lake now; free the disk they took.
     await Promise.all(
       batch

@@ -1,8 +1,12 @@
 import { spawnSync } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { forceCollection as collectGarbage } from '../../src/cli/runtime-tuning.js';
-import { GarbagePacer } from '../../src/pipeline/garbage.js';
+import { runJob } from '../../src/index.js';
+import { GarbagePacer, setGarbageCollector } from '../../src/pipeline/garbage.js';
+import type { Logger } from '../../src/pipeline/log.js';
+import { tempDir } from '../helpers/lake.js';
 
 /** A fresh object reachable only through the returned WeakRef (made in its own frame, so no local keeps it). */
 function unreachable(): WeakRef<object> {
@@ -87,4 +91,27 @@ describe('GarbagePacer', () => {
       expect(collections, `after adding ${bytes}`).toBe(expected);
     }
   });
+});
+
+describe("a run's commits", () => {
+  it('each commit is followed by a collection: the DuckDB memory of its statements is freed only when V8 collects their results', async () => {
+    const { dir, cleanup } = await tempDir();
+    const calls: ({ release?: boolean } | undefined)[] = [];
+    setGarbageCollector((opts) => void calls.push(opts));
+    try {
+      const commits: number[] = [];
+      const job = JSON.parse(await readFile('jobs/demo.json', 'utf8')) as Record<string, unknown>;
+      const logger: Logger = { log: (_level, event) => void (event === 'commit' && commits.push(calls.length)) };
+      // Batches of 3,000 rows: the demo job commits several times.
+      const report = await runJob({ ...job, $schema: undefined, commit: { everyRows: 3000 } }, { lake: path.join(dir, 'lake'), logger });
+      expect(report.status).toBe('complete');
+      expect(commits.length).toBeGreaterThan(2);
+      // Between one commit's line and the next, a plain collection; the run's end asks for one that releases pages.
+      const plain = (from: number, to: number): number => calls.slice(from, to).filter((o) => !o?.release).length;
+      commits.forEach((at, i) => expect(plain(at, commits[i + 1] ?? calls.length), `after commit ${i}`).toBeGreaterThan(0));
+    } finally {
+      setGarbageCollector(undefined);
+      await cleanup();
+    }
+  }, 120_000);
 });
