@@ -75,6 +75,12 @@ export const DEFAULT_LEASE_SECONDS = 60;
 export const DEFAULT_COMMIT_ROWS = 200_000;
 /** The longest a fetched window waits for its commit while workers keep fetching (the lake's freshness). */
 export const DEFAULT_COMMIT_SECONDS = 60;
+/**
+ * How long a worker with nothing in hand lets fetched windows wait for the last windows of the queue, in flight on
+ * other workers, before it commits without them: their own commit would follow at once, a second snapshot and a
+ * second commit's fixed cost at the end of every run.
+ */
+export const LAST_WINDOWS_WAIT_SECONDS = 5;
 /** Windows a worker fetches at once: a window of one or two pages leaves its account idle between requests otherwise. */
 export const DEFAULT_WINDOWS_AT_ONCE = 4;
 
@@ -308,7 +314,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
         const due =
           fetched >= (opts.commitRows ?? DEFAULT_COMMIT_ROWS) ||
           (fetched > 0 && waitedSeconds >= (opts.commitSeconds ?? DEFAULT_COMMIT_SECONDS)) ||
-          (busy === 0 && fetched > 0) ||
+          (busy === 0 && fetched > 0 && !(waitedSeconds < LAST_WINDOWS_WAIT_SECONDS && (await lastWindowsInFlight(client)))) ||
           (busy === 0 && (await abandonedWindows(client)) > 0);
         // A batch committed: look again at once (more may be due) rather than after a poll.
         if (due && (await tryCommit()) > 0) continue;
@@ -382,6 +388,21 @@ async function fetchedState(client: import('pg').Client): Promise<{ rows: number
   );
   // A fetched window with no row still waits for its commit (its watermark and its run's end).
   return { rows: Number(r.rows[0].n) + Number(r.rows[0].w), waitedSeconds: Number(r.rows[0].age) };
+}
+
+/**
+ * The queue's last windows are being fetched: some in flight, none waiting to be taken (or to be retried soon). While
+ * windows wait in the queue the worker commits what is fetched: workers sharing an account take turns, and a worker
+ * whose account is busy would otherwise hold every commit until the queue runs dry.
+ */
+async function lastWindowsInFlight(client: import('pg').Client): Promise<boolean> {
+  const r = await client.query(
+    `SELECT count(*) FILTER (WHERE state = 'active')::BIGINT AS active,
+            count(*) FILTER (WHERE state IN ('created', 'retry') AND start_after < NOW() + interval '5 seconds')::BIGINT AS waiting
+     FROM ${QUEUE_SCHEMA}.job WHERE name = $1`,
+    [WINDOW_QUEUE],
+  );
+  return Number(r.rows[0].active) > 0 && Number(r.rows[0].waiting) === 0;
 }
 
 /** Windows still `queued` whose queue job is over (failed for good): nobody will fetch them. */
