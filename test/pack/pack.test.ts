@@ -76,6 +76,34 @@ describe(`the packed package`, () => {
     for (const f of files.filter((x) => x.endsWith('.js'))) expect(shipped.has(f.replace(/\.js$/, '.d.ts')), `${f} has its types`).toBe(true);
   });
 
+  it('imports at run time only packages it declares as dependencies (an install without dev dependencies runs it)', async () => {
+    // The container image installs with --omit=dev (deploy/docker/Dockerfile), and so does any user's production
+    // install: a shipped module importing a dev dependency would fail there and nowhere in this suite.
+    const pkg = JSON.parse(await readFile('package.json', 'utf8')) as { dependencies: Record<string, string> };
+    const declared = new Set(Object.keys(pkg.dependencies));
+    const patterns = [
+      /(?:^|\n)(?:import|export)\s[^;]*?\sfrom\s'([^']+)'/g,
+      /(?:^|\n)import\s'([^']+)'/g,
+      /\bimport\('([^']+)'\)/g,
+      /\bcreateRequire\(import\.meta\.url\)\('([^']+)'\)/g,
+    ];
+    const used = new Map<string, string>();
+    for (const f of files.filter((x) => x.endsWith('.js'))) {
+      const text = await readFile(f, 'utf8');
+      for (const re of patterns) {
+        for (const [, spec] of text.matchAll(re)) {
+          if (spec!.startsWith('.') || spec!.startsWith('node:')) continue;
+          const name = spec!.startsWith('@') ? spec!.split('/').slice(0, 2).join('/') : spec!.split('/')[0]!;
+          used.set(name, f);
+        }
+      }
+    }
+    // What the CLI and the library load: without them the scan would be looking at nothing.
+    for (const name of ['@duckdb/node-api', 'pg-boss', 'yargs', 'viem']) expect([...used.keys()], name).toContain(name);
+    const undeclared = [...used].filter(([name]) => !declared.has(name)).map(([name, f]) => `${name} (${f})`);
+    expect(undeclared).toEqual([]);
+  });
+
   it(`imports as ESM, with types that resolve, from an empty project`, async () => {
     const app = path.join(dir, 'app');
     const r = run(
