@@ -20,6 +20,7 @@ import { buildClients, resolveTargets, transportOptionsOf } from '../pipeline/ru
 import { RowTransformer } from '../transform/rows.js';
 import { getDataset } from '../datasets/registry.js';
 import { commitFetched, LeaseLostError, releaseLease, takeLease } from './commit.js';
+import { collectGarbage } from '../pipeline/garbage.js';
 import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, oneAtATime, openCatalog, setupControlPlane, underSetupLock } from './control-plane.js';
 import type { DistributedOptions } from './enqueue.js';
 import { fetchWindow, type FetchResult, type RunContext } from './fragment.js';
@@ -159,6 +160,10 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
         );
         report.windowsCommitted += n;
         opts.metrics?.commits(n);
+        // As after a single machine's commit: its statements' results hold DuckDB memory until V8 collects them, and
+        // a worker that only commits (the fetching is over) allocates too little for V8 to (docs/performance.md,
+        // "Commits' results").
+        if (n > 0) collectGarbage();
         await closeAbandoned(client);
         return n;
       } catch (error) {

@@ -9,6 +9,7 @@ import { openCatalog } from '../../src/distributed/control-plane.js';
 import { openStore } from '../../src/distributed/store.js';
 import { openEngine } from '../../src/load/engine.js';
 import { silentLogger } from '../../src/pipeline/log.js';
+import { setGarbageCollector } from '../../src/pipeline/garbage.js';
 import { loadJobDocument, parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import type { Logger } from '../../src/pipeline/log.js';
@@ -131,10 +132,21 @@ describe('distributed mode: enqueue, workers, one committer', () => {
 
     // What went wrong, if anything did, is shown with the count it explains.
     const warnings: string[] = [];
-    const log: Logger = { log: (level, event, message) => void (level !== 'debug' && level !== 'info' && warnings.push(`${event}: ${message}`)) };
+    // Each commit is followed by a collection (a committing worker's results hold DuckDB memory until V8 collects them).
+    let collections = 0;
+    const commitsAt: number[] = [];
+    setGarbageCollector(() => void collections++);
+    const log: Logger = {
+      log: (level, event, message) => {
+        if (event === 'commit') commitsAt.push(collections);
+        if (level !== 'debug' && level !== 'info') warnings.push(`${event}: ${message}`);
+      },
+    };
     const reports = await Promise.all(
       ['w1', 'w2'].map((id) => runWorker({ catalog: db.url, store, id, untilIdle: true, pollMs: 100, leaseSeconds: 30, commitRows: 20_000, log })),
-    );
+    ).finally(() => setGarbageCollector(undefined));
+    expect(commitsAt.length).toBeGreaterThan(0);
+    commitsAt.forEach((at, i) => expect((commitsAt[i + 1] ?? collections) - at, `collections after commit ${i}`).toBeGreaterThan(0));
     expect(reports.reduce((n, r) => n + r.windowsFetched, 0)).toBeGreaterThanOrEqual(queued.queued);
     expect(
       reports.reduce((n, r) => n + r.windowsFailed, 0),
