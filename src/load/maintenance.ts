@@ -106,6 +106,8 @@ export interface CompactReport {
   bytesAfter: number;
   /** Empty partition folders removed. */
   prunedDirs: number;
+  /** Partitions left as they were: already compact (one data file, which every commit writes merged and sorted). */
+  alreadyCompact: number;
 }
 
 /** Partitions rewritten per commit: bounds the staging disk a compaction needs at once. */
@@ -113,7 +115,8 @@ const COMPACT_BATCH = 64;
 
 /**
  * Rewrites partitions into their canonical form: one file per partition, one row per natural key, the table's
- * columns and types, sorted, ZSTD. Commits in batches through the same journaled protocol as a run, so it is
+ * columns and types, sorted, ZSTD. A partition that already is one file is left alone: a commit writes each
+ * partition it touches as one merged, sorted file, so rewriting it would only add a copy for old snapshots to hold. Commits in batches through the same journaled protocol as a run, so it is
  * atomic for catalog readers and crash-safe; the rows a reader sees do not change, except duplicates that
  * disappear. The files replaced stay for the snapshots before until `chainlake maintain` expires them.
  */
@@ -129,12 +132,19 @@ export async function compactLake(paths: LakePaths, opts: { datasets?: string[] 
       bytesBefore: 0,
       bytesAfter: 0,
       prunedDirs: 0,
+      alreadyCompact: 0,
     };
     const startedAt = new Date().toISOString();
     const declared = await Catalog.hold(paths, (c) => c.declaredTables());
     const shapes = [...lakeShapes(), ...declared.map((d) => d.shape)].filter((s) => !opts.datasets || opts.datasets.includes(s.name));
     const lake = await lakeStateFor(paths, []);
-    const parts = shapes.flatMap((s) => lakePartitions(lake, s));
+    const parts = shapes
+      .flatMap((s) => lakePartitions(lake, s))
+      .filter((p) => {
+        const compact = lake.files(p.shape.name, p.network, p.value).length === 1;
+        if (compact) report.alreadyCompact++;
+        return !compact;
+      });
     let batch = 0;
     for (let i = 0; i < parts.length; i += COMPACT_BATCH) {
       const chunk = parts.slice(i, i + COMPACT_BATCH);

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
-import { lakeContent, runWriter, writeJob } from './helpers.js';
+import { lakeContent, listLake, runWriter, writeJob } from './helpers.js';
 
 /** chainlake query, status, compact and catalog as a user runs them (the built CLI, child processes). */
 let sim: RunningSimulator;
@@ -113,6 +113,26 @@ describe('chainlake compact and catalog', () => {
     expect(await lakeContent(lake)).toEqual(before);
     const bad = await runCli(['compact', '--lake', lake, '--dataset', 'nope']);
     expect(bad.code).toBe(2);
+  });
+
+  it('compact of compact partitions writes nothing: no file, no snapshot, the same bytes', async () => {
+    const snapshots = async (): Promise<number> => {
+      const r = await runCli(['query', '--lake', lake, '--format', 'csv', 'SELECT count(*) AS n FROM ducklake_snapshot']);
+      expect(r.code, r.stderr).toBe(0);
+      return Number(r.stdout.trim().split('\n')[1]);
+    };
+    await runCli(['compact', '--lake', lake]);
+    const files = await listLake(lake);
+    const before = await snapshots();
+    for (let i = 0; i < 2; i++) {
+      const r = await runCli(['compact', '--lake', lake, '--format', 'json']);
+      expect(r.code, r.stderr).toBe(0);
+      const report = JSON.parse(r.stdout) as { partitions: number; alreadyCompact: number };
+      expect(report.partitions).toBe(0);
+      expect(report.alreadyCompact).toBeGreaterThan(0);
+    }
+    expect(await listLake(lake)).toEqual(files);
+    expect(await snapshots()).toBe(before);
   });
 
   it('every new command has help with examples', async () => {

@@ -16,7 +16,8 @@ const mib = (b: number): string => `${(b / 1024 / 1024).toFixed(1)} MiB`;
 
 export const compactCommand: CommandModule<object, Args> = {
   command: 'compact',
-  describe: 'Rewrite partitions into one sorted, ZSTD, one-row-per-key data.parquet each (atomic, crash-safe)',
+  describe:
+    'Rewrite each partition that holds several data files into one sorted, ZSTD, one-row-per-key ducklake-<uuid>.parquet (one snapshot per batch, crash-safe); a partition of one file is left as it is',
   builder: (y) =>
     y
       .option('lake', { type: 'string', default: 'data/lake', describe: 'Lake directory' })
@@ -34,6 +35,7 @@ export const compactCommand: CommandModule<object, Args> = {
     }
     process.stdout.write(
       `compacted ${r.partitions} partitions: ${r.filesBefore} -> ${r.filesAfter} files, ${r.rowsBefore} -> ${r.rowsAfter} rows (${r.rowsBefore - r.rowsAfter} duplicates removed), ${mib(r.bytesBefore)} -> ${mib(r.bytesAfter)}` +
+        (r.alreadyCompact ? `; ${r.alreadyCompact} partitions already compact (one file each), left as they are` : '') +
         (r.prunedDirs ? `; ${r.prunedDirs} empty partition folders removed` : '') +
         '\n',
     );
