@@ -67,11 +67,20 @@ describe('chainlake query --output / --format', () => {
     expect(Object.keys(objects[0]!)).toEqual(['transaction_hash', 'block_number']);
   });
 
-  it('writes BIGINTs as JSON numbers where exact, as exact text beyond 2^53', async () => {
-    const sql = "SELECT 42::BIGINT AS a, 9007199254740993::BIGINT AS b, (-7)::HUGEINT AS c, 5::UBIGINT AS d, 'x' AS e, NULL::BIGINT AS f";
+  it('writes each column as one JSON type: integers as numbers with every digit, JSON columns nested', async () => {
+    const sql =
+      "SELECT 42::BIGINT AS a, 9007199254740993::BIGINT AS b, (-7)::HUGEINT AS c, 5::UBIGINT AS d, 'x' AS e, NULL::BIGINT AS f, '{\"k\":[1,2]}'::JSON AS g, NULL::JSON AS h";
     const r = await runCli(['query', '--lake', lake, '--format', 'json', sql]);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toBe('{"a":42,"b":"9007199254740993","c":-7,"d":5,"e":"x","f":null}\n');
+    expect(r.stdout).toBe('{"a":42,"b":9007199254740993,"c":-7,"d":5,"e":"x","f":null,"g":{"k":[1,2]},"h":null}\n');
+    // A column whose values straddle 2^53 keeps one type from row to row.
+    const mixed = await runCli(['query', '--lake', lake, '--format', 'json', 'SELECT v FROM (VALUES (1::BIGINT), (9223372036854775807::BIGINT)) t(v)']);
+    expect(mixed.stdout).toBe('{"v":1}\n{"v":9223372036854775807}\n');
+    const types = mixed.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => typeof (JSON.parse(l) as { v: unknown }).v);
+    expect(types).toEqual(['number', 'number']);
   });
 
   it('writes an Arrow IPC stream with the lake types, to a file or stdout', async () => {
