@@ -69,7 +69,16 @@ export function withRunOptions<T>(y: Argv<T>) {
   return withTargetOptions(y)
     .option('strict', { type: 'boolean', describe: 'Fail the run (exit 3) if any row does not convert' })
     .option('wait', { type: 'boolean', describe: 'If another run holds the lake, wait for it instead of exiting 75' })
-    .option('report', { type: 'string', describe: 'Also write the run report as JSON to this file' });
+    .option('report', { type: 'string', describe: 'Also write the run report as JSON to this file (- for stdout: the text report then goes to stderr)' })
+    .middleware((a) => {
+      // yargs leaves a lone `-` (the usual name of stdout) out of the option it follows: `--report -` arrives as
+      // an empty --report and a stray positional.
+      const dash = a._.indexOf('-');
+      if (a.report === '' && dash >= 0) {
+        (a as { report?: string }).report = '-';
+        a._.splice(dash, 1);
+      }
+    }, true);
 }
 
 /**
@@ -144,7 +153,9 @@ export function outputFor(args: OutputArgs): { json: boolean; logger: Logger; pr
 
 /** Runs a job, prints its report, and sets the process exit code from the outcome. */
 export async function executeJob(job: Job, args: RunArgs, extra: Pick<RunOptions, 'rangeOverride'> = {}): Promise<RunReport> {
-  if (args.report) await checkReportPath(args.report);
+  // `--report -`: the JSON report is the command's output (for a pipe into jq); the text report moves to stderr.
+  const reportToStdout = args.report === '-';
+  if (args.report && !reportToStdout) await checkReportPath(args.report);
   const { json, logger, progress } = outputFor(args);
   let report: RunReport;
   const stop = new AbortController();
@@ -182,9 +193,11 @@ export async function executeJob(job: Job, args: RunArgs, extra: Pick<RunOptions
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
-  if (args.report) await writeFile(args.report, JSON.stringify(report, null, 2) + '\n');
+  if (reportToStdout) process.stdout.write(JSON.stringify(report, null, 2) + '\n');
+  else if (args.report) await writeFile(args.report, JSON.stringify(report, null, 2) + '\n');
   if (json) logger.log('info', 'run.report', `run ${report.runId} ${report.status}`, { report });
-  if (!args.quiet || report.status !== 'complete') process.stdout.write(formatReport(report, (process.stdout.isTTY && process.stdout.columns) || 80) + '\n');
+  const textOut = reportToStdout ? process.stderr : process.stdout;
+  if (!args.quiet || report.status !== 'complete') textOut.write(formatReport(report, (textOut.isTTY && textOut.columns) || 80) + '\n');
   if (report.unreachable) process.stderr.write(`chainlake: nothing answers at ${report.unreachable.join(', ')}\nhint: ${UNREACHABLE_HINT}\n`);
   process.exitCode = signal ? (signal === 'SIGINT' ? EXIT.interrupted : EXIT.terminated) : exitCodeOf(report, job.strict);
   return report;

@@ -18,13 +18,13 @@ let lake: string;
 beforeAll(async () => {
   ({ dir, cleanup } = await tempDir());
   lake = path.join(dir, 'lake');
-  const reportFile = path.join(dir, 'report.json');
   const job = JSON.parse(await readFile('jobs/demo.json', 'utf8')) as Record<string, unknown>;
   const jobFile = path.join(dir, 'demo-batches.json');
   await writeFile(jobFile, JSON.stringify({ ...job, $schema: undefined, commit: { everyRows: 3000 } }));
-  const r = await runCli(['run', jobFile, '--lake', lake, '-q', '--report', reportFile], { timeoutMs: 120_000 });
+  // `--report -`: the JSON report is all that stdout carries.
+  const r = await runCli(['run', jobFile, '--lake', lake, '-q', '--report', '-'], { timeoutMs: 120_000 });
   expect(r.code, r.stderr).toBe(0);
-  report = JSON.parse(await readFile(reportFile, 'utf8')) as RunReport;
+  report = JSON.parse(r.stdout) as RunReport;
 }, 180_000);
 afterAll(async () => {
   await cleanup?.();
