@@ -94,7 +94,11 @@ export function jobSchema(): Schema {
     additionalProperties: false,
     properties: {
       $schema: { type: 'string' },
-      name: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$' },
+      name: {
+        type: 'string',
+        pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$',
+        description: "The job's name: a run resumes the unfinished run of the same job. Default: the file's name without .json",
+      },
       description: { type: 'string' },
       network: { enum: ['mainnet', 'testnet'] },
       target: { enum: ['api', 'simulator'], description: 'The real APIs (endpoints or CHAINLAKE_*_URL) or the embedded simulator' },

@@ -533,6 +533,21 @@ function deepFreeze<T>(v: T): T {
   return v;
 }
 
+/**
+ * A job without a `name` is named after its file (`jobs/nightly.json` → `nightly`): two such jobs of one lake are
+ * two jobs, each resuming its own runs. Characters a name may not hold become `-`; a job from the command line
+ * (`export`) is `job`.
+ */
+export function nameOfFile(file: string): string {
+  if (file === 'command line') return JOB_DEFAULTS.name;
+  const base = path
+    .basename(file)
+    .replace(/\.json$/i, '')
+    .replace(/[^A-Za-z0-9_.-]+/g, '-')
+    .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
+  return base === '' ? JOB_DEFAULTS.name : base;
+}
+
 export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = process.env): Job {
   return deepFreeze(readJob(doc, file, env));
 }
@@ -542,7 +557,7 @@ function readJob(doc: unknown, file: string, env: NodeJS.ProcessEnv): Job {
   if (!isObj(doc)) r.fail('', 'a job file must hold a JSON object');
   r.keys(doc, '', schemaKeys([]));
 
-  const name = doc.name === undefined ? JOB_DEFAULTS.name : r.str(doc.name, 'name');
+  const name = doc.name === undefined ? nameOfFile(file) : r.str(doc.name, 'name');
   if (!NAME.test(name)) r.fail('name', `may hold letters, digits, '_', '-' and '.', got ${JSON.stringify(name)}`);
   const network = (doc.network ?? JOB_DEFAULTS.network) as Network;
   if (!NETWORKS.includes(network)) r.fail('network', `must be one of ${NETWORKS.join(', ')}, got ${JSON.stringify(doc.network)}`);

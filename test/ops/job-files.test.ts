@@ -168,4 +168,12 @@ describe('job files', () => {
     expect(tuned).toMatchObject({ burst: 3, retry: { maxAttempts: 4 }, timeouts: { headersMs: 2000, totalMs: 9000 } });
     expect(parseJob({ ...ok, datasets: { transaction_status: { transactions: [H] } } }, 'inline', {}).datasets[0]!.name).toBe('transaction_status');
   });
+
+  it('a job without a name is named after its file', () => {
+    expect(parseJob(ok, '/srv/jobs/nightly.json', {}).name).toBe('nightly');
+    expect(parseJob(ok, 'jobs/token holders (v2).JSON', {}).name).toBe('token-holders-v2');
+    expect(parseJob(ok, '/srv/jobs/.json', {}).name).toBe('job');
+    expect(parseJob(ok, 'command line', {}).name).toBe('job');
+    expect(parseJob({ ...ok, name: 'given' }, '/srv/jobs/nightly.json', {}).name).toBe('given');
+  });
 });
