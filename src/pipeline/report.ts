@@ -154,6 +154,10 @@ export function formatReport(r: RunReport, width = Infinity): string {
     ...foldTable(rows, width),
     `lake: ${r.lake}`,
   ];
+  if (r.totals.landed < r.totals.rows)
+    out.push(
+      `note: landed counts rows after de-duplication by natural key: ${r.totals.rows - r.totals.landed} fetched rows were already in the lake or fetched twice (an entry listed for two scopes lands once)`,
+    );
   for (const [ds, fields] of Object.entries(r.unknownFields))
     out.push(`note: ${ds} entries carry fields the schema does not know: ${fields.join(', ')} (kept in its extra column)`);
   for (const e of r.errors.slice(0, 10)) out.push(`failed: ${e.window}: ${e.error}`);
