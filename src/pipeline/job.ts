@@ -153,6 +153,31 @@ const NETWORKS: readonly Network[] = ['mainnet', 'testnet'];
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
+/** Edits (insert, delete, replace, swap of neighbours) that turn `a` into `b`. */
+function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, d[i - 2]![j - 2]! + 1);
+      d[i]![j] = v;
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/** ` (did you mean "x"?)` for the nearest of `known` when it is near enough to be a typo, else nothing. */
+export function didYouMean(given: string, known: readonly string[]): string {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const k of known) {
+    const dist = editDistance(given.toLowerCase(), k.toLowerCase());
+    if (dist < bestDistance) [best, bestDistance] = [k, dist];
+  }
+  return best !== undefined && bestDistance <= Math.max(1, Math.floor(best.length / 3)) ? ` (did you mean "${best}"?)` : '';
+}
+
 /** The environment variables that name each network's base URL (used when the job does not). */
 export const ENDPOINT_ENV = {
   mainnet: 'CHAINLAKE_MAINNET_URL',
@@ -181,7 +206,7 @@ export class Reader {
   }
   keys(o: Obj, where: string, allowed: readonly string[]): void {
     for (const k of Object.keys(o)) {
-      if (!allowed.includes(k)) this.fail(where ? `${where}.${k}` : k, `unknown key; expected one of: ${allowed.join(', ')}`);
+      if (!allowed.includes(k)) this.fail(where ? `${where}.${k}` : k, `unknown key${didYouMean(k, allowed)}; expected one of: ${allowed.join(', ')}`);
     }
   }
 }
@@ -629,7 +654,7 @@ function readJob(doc: unknown, file: string, env: NodeJS.ProcessEnv): Job {
   const datasets: DatasetJob[] = Object.entries(datasetsDoc).map(([dsName, spec]) => {
     const where = `datasets.${dsName}`;
     const def = DATASETS[dsName];
-    if (!def) r.fail(where, `unknown dataset; known datasets: ${datasetNames().join(', ')}`);
+    if (!def) r.fail(where, `unknown dataset${didYouMean(dsName, datasetNames())}; known datasets: ${datasetNames().join(', ')}`);
     return parseDatasetSpec(r, def, spec, where);
   });
 

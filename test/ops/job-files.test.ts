@@ -169,6 +169,22 @@ describe('job files', () => {
     expect(parseJob({ ...ok, datasets: { transaction_status: { transactions: [H] } } }, 'inline', {}).datasets[0]!.name).toBe('transaction_status');
   });
 
+  it('a mistyped dataset or key gets a "did you mean"', () => {
+    const problem = (doc: unknown): string => {
+      try {
+        parseJob(doc, 'inline', {});
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return 'parsed';
+    };
+    expect(problem({ target: 'simulator', datasets: { transaction: { addresses: [A] } } })).toMatch(/unknown dataset \(did you mean "transactions"\?\)/);
+    expect(problem({ target: 'simulator', datasets: { erc20_tranfsers: { addresses: [A] } } })).toMatch(/did you mean "erc20_transfers"/);
+    expect(problem({ ...ok, concurency: 4 })).toMatch(/unknown key \(did you mean "concurrency"\?\)/);
+    // Nothing near: no guess.
+    expect(problem({ target: 'simulator', datasets: { trades: {} } })).not.toMatch(/did you mean/);
+  });
+
   it('a job without a name is named after its file', () => {
     expect(parseJob(ok, '/srv/jobs/nightly.json', {}).name).toBe('nightly');
     expect(parseJob(ok, 'jobs/token holders (v2).JSON', {}).name).toBe('token-holders-v2');
