@@ -16,6 +16,7 @@ import { watermarkKey } from '../load/state.js';
 import { ChainlakeError } from '../errors.js';
 import { CONTROL_SCHEMA, connect, setupControlPlane, underSetupLock } from './control-plane.js';
 import { DEFAULT_QUEUE_SETTINGS, openQueue, sendWindow, sendWindows, windowJobId, type QueueSettings } from './queue.js';
+import { closeEndedRuns } from './runs.js';
 import { openStore } from './store.js';
 import { windowSpecOf, type WindowSpec } from './windows.js';
 
@@ -146,7 +147,7 @@ async function planAndQueue(
       windows.map((w) => ({ runId, windowId: w.id })),
       settings,
     );
-    if (windows.length === 0) await client.query(`UPDATE ${CONTROL_SCHEMA}.runs SET finished_at = NOW(), status = 'completed' WHERE run_id = $1`, [runId]);
+    if (windows.length === 0) await closeEndedRuns((text, values) => client.query(text, values), [runId]);
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
