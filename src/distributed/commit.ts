@@ -24,6 +24,7 @@ import type { Logger } from '../pipeline/log.js';
 import { testHook } from '../load/test-hooks.js';
 import { ChainlakeError } from '../errors.js';
 import { CONTROL_SCHEMA } from './control-plane.js';
+import { closeEndedRuns } from './runs.js';
 import { ensureTable } from '../load/lake-tables.js';
 import type { Store } from './store.js';
 
@@ -234,16 +235,10 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
       [w.dataset, w.network, w.scopeKey, mark],
     );
   }
-  const runs = [...new Set(windows.map((w) => w.runId))];
-  for (const runId of runs) {
-    await tx.query(
-      `UPDATE ${CONTROL_SCHEMA}.runs r SET finished_at = NOW(),
-         status = CASE WHEN EXISTS (SELECT 1 FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = r.run_id AND w.state = 'failed') THEN 'failed' ELSE 'completed' END
-       WHERE r.run_id = $1 AND r.finished_at IS NULL
-         AND NOT EXISTS (SELECT 1 FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = r.run_id AND w.state IN ('queued', 'fetched'))`,
-      [runId],
-    );
-  }
+  await closeEndedRuns(
+    (text, values) => tx.query(text, values),
+    windows.map((w) => w.runId),
+  );
   await deps.beforeCommit?.();
   await testHook('lake-commit');
 }

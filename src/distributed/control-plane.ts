@@ -105,6 +105,8 @@ const CONTROL_DDL = [
      holder TEXT NOT NULL,
      expires_at TIMESTAMPTZ NOT NULL
    )`,
+  // Control planes written before runs took the single machine's status words (src/distributed/runs.ts).
+  `UPDATE ${CONTROL_SCHEMA}.runs SET status = 'complete' WHERE status = 'completed'`,
 ];
 
 /** Any key for the advisory lock that serialises setting up the control plane (several workers start at once). */

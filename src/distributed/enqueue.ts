@@ -13,8 +13,10 @@ import { jobRange, type Window } from '../pipeline/plan.js';
 import { joinWindows, narrowWindows, needsHead } from '../pipeline/prepare.js';
 import { buildClients, newRunId, resolveTargets, transportOptionsOf, type RunOptions } from '../pipeline/run.js';
 import { watermarkKey } from '../load/state.js';
+import { ChainlakeError } from '../errors.js';
 import { CONTROL_SCHEMA, connect, setupControlPlane, underSetupLock } from './control-plane.js';
 import { DEFAULT_QUEUE_SETTINGS, openQueue, sendWindow, sendWindows, windowJobId, type QueueSettings } from './queue.js';
+import { closeEndedRuns } from './runs.js';
 import { openStore } from './store.js';
 import { windowSpecOf, type WindowSpec } from './windows.js';
 
@@ -40,6 +42,7 @@ export interface EnqueueResult {
 }
 
 export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOptions): Promise<EnqueueResult> {
+  refuseUnsupported(job);
   const settings = { ...DEFAULT_QUEUE_SETTINGS, ...opts.queue };
   const store = await openStore(opts.store);
   await store.close();
@@ -62,6 +65,22 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
     }
   } finally {
     await client.end().catch(() => undefined);
+  }
+}
+
+/**
+ * A job key the distributed mode does not carry out is refused before anything is planned: the workers would
+ * fetch the rest of the job and the run would end `complete` without it.
+ */
+function refuseUnsupported(job: Job): void {
+  if (job.decode) {
+    throw new ChainlakeError(
+      `${job.file}: the job has a "decode" key, which the distributed mode does not run (its workers would fetch the logs and write no decoded dataset)`,
+      {
+        exitCode: 2,
+        hint: 'run this job on one machine (chainlake run, which decodes in the same run), or remove "decode" from the job to enqueue the export alone; chainlake decode reads a single-machine lake (--lake), not a distributed one',
+      },
+    );
   }
 }
 
@@ -128,7 +147,7 @@ async function planAndQueue(
       windows.map((w) => ({ runId, windowId: w.id })),
       settings,
     );
-    if (windows.length === 0) await client.query(`UPDATE ${CONTROL_SCHEMA}.runs SET finished_at = NOW(), status = 'completed' WHERE run_id = $1`, [runId]);
+    if (windows.length === 0) await closeEndedRuns((text, values) => client.query(text, values), [runId]);
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);

@@ -26,6 +26,7 @@ import type { DistributedOptions } from './enqueue.js';
 import { fetchWindow, type FetchResult, type RunContext } from './fragment.js';
 import { DEFAULT_QUEUE_SETTINGS, openQueue, windowJobId, type WindowJob } from './queue.js';
 import { accountLease, SharedQuota } from './account.js';
+import { closeEndedRuns } from './runs.js';
 import { openStore } from './store.js';
 import type { QueueState, WorkerMetrics } from '../observe/worker-metrics.js';
 import { makeScratch } from '../pipeline/scratch.js';
@@ -423,11 +424,21 @@ async function closeAbandoned(client: import('pg').Client): Promise<void> {
   await client.query(
     `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'failed', updated_at = NOW() WHERE (run_id, window_id) IN (SELECT w.run_id, w.window_id ${ABANDONED})`,
   );
-  await client.query(
-    `UPDATE ${CONTROL_SCHEMA}.runs r SET finished_at = NOW(),
-       status = CASE WHEN EXISTS (SELECT 1 FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = r.run_id AND w.state = 'failed') THEN 'failed' ELSE 'completed' END
-     WHERE r.finished_at IS NULL AND NOT EXISTS (SELECT 1 FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = r.run_id AND w.state IN ('queued', 'fetched'))`,
-  );
+  const open = (await client.query(`SELECT run_id FROM ${CONTROL_SCHEMA}.runs WHERE finished_at IS NULL`)).rows.map((r) => String(r.run_id));
+  if (open.length > 0) await inTransaction(client, () => closeEndedRuns((text, values) => client.query(text, values), open));
+}
+
+/** Runs `work` in a transaction on `client`: committed when it resolves, rolled back when it throws. */
+async function inTransaction<T>(client: import('pg').Client, work: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  try {
+    const result = await work();
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
 }
 
 /**

@@ -127,7 +127,7 @@ describe('accounts', () => {
     expect(perDay.length).toBeGreaterThan(1);
     const status = (await client.query(`SELECT status FROM chainlake.runs`)).rows.map((r) => r.status);
     const failed = (await client.query(`SELECT window_id, error, attempts FROM chainlake.windows WHERE state <> 'committed'`)).rows;
-    expect({ status, failed }).toEqual({ status: ['completed'], failed: [] });
+    expect({ status, failed }).toEqual({ status: ['complete'], failed: [] });
     const usage = (await client.query(`SELECT day, requests::INT AS n FROM chainlake.request_usage WHERE account = 'acct' ORDER BY day`)).rows;
     expect(usage.length).toBe(perDay.length);
     for (const u of usage) expect(u.n).toBeLessThanOrEqual(QUOTA);
