@@ -141,7 +141,7 @@ const amount = (name: string, doc: string): DecodedColumn[] => [
 const tokenId: DecodedColumn = { name: 'token_id', type: 'VARCHAR', doc: 'Token id as exact decimal text (up to 2^256-1; ids are never summed).' };
 
 const standardNote = (sig: string): string =>
-  `Decoded from the event_logs rows whose topic_0 is the keccak256 of ${sig}, of any contract (or of the contracts the job names). A log whose topics or data do not fit the event (an ERC-721 Transfer under the ERC-20 signature, short data, an address word with high bytes set) goes to _rejects with the reason, never into wrong columns.`;
+  `Decoded from the event_logs rows whose topic_0 is the keccak256 of ${sig}, of any contract (or of the contracts the job names). A log of another standard's event of the same signature (an ERC-721 Transfer, 4 topics, when only ERC-20 is decoded, or the other way round) is skipped and counted in the decoding's report (it is that standard's dataset's, when decoded too). A log whose topics or data fit neither (short data, an address word with high bytes set) goes to _rejects with the reason, never into wrong columns.`;
 const NO_BLOCK =
   'The explorer’s event logs (#18) carry no block number: rows have the block’s timestamp (and block_date partition); join transactions on transaction_hash for the block number.';
 
@@ -258,6 +258,31 @@ export const STANDARD_GROUPS: Record<string, string[]> = {
   erc721: ['erc721_transfer_events', 'erc721_approval_events', 'approval_for_all_events'],
   erc1155: ['erc1155_transfer_events', 'approval_for_all_events'],
 };
+
+/** A standard event that shares its topic_0 with another standard's event of another shape. */
+export interface StandardShape {
+  /** The dataset that decodes it. */
+  dataset: string;
+  /** Its name in reports: the standard and the event, e.g. `erc721 Transfer`. */
+  label: string;
+  source: EventSource;
+}
+
+/**
+ * ERC-20 and ERC-721 Transfer and Approval: one signature text each, so one topic_0, but the token id of ERC-721
+ * is indexed (4 topics, no data) where the ERC-20 amount is data (3 topics, one word). The standard datasets read
+ * every contract's logs of their topic_0, so a log of the other shape is the other standard's event, not a bad
+ * log (decode.ts skips and counts it when its dataset is not decoded).
+ */
+export const STANDARD_SHAPES: StandardShape[] = Object.values(STANDARD).flatMap((d) =>
+  d.sources
+    .filter((s) => Object.values(STANDARD).some((o) => o.name !== d.name && o.sources.some((x) => x.topic0 === s.topic0)))
+    .map((s) => ({
+      dataset: d.name,
+      label: `${Object.keys(STANDARD_GROUPS).find((g) => STANDARD_GROUPS[g]!.includes(d.name))!} ${s.event.name}`,
+      source: s,
+    })),
+);
 
 // ---- any event, from an ABI ------------------------------------------------------------------------------
 

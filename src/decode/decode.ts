@@ -2,6 +2,8 @@
 // engine. Logs are grouped by topic_0: every dataset source with that topic_0 (whose contract filter the log
 // passes) is tried in order and the first that fits takes the log; a log no source fits is one reject naming
 // every source's reason. A group whose sources DuckDB can decode is decoded in SQL; others in JavaScript.
+// A log of a standard dataset's topic_0 that fits none because it has another standard's shape (an ERC-721
+// Transfer when only ERC-20 is decoded) is no reject: it is skipped and counted (STANDARD_SHAPES).
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { createWriteStream } from 'node:fs';
@@ -10,9 +12,9 @@ import path from 'node:path';
 import { once } from 'node:events';
 import { ident, literal, literalList } from '../load/sql.js';
 import { signatureText } from './abi.js';
-import { allColumns, type DecodedDataset, type EventSource } from './datasets.js';
+import { allColumns, STANDARD, STANDARD_SHAPES, type DecodedDataset, type EventSource } from './datasets.js';
 import { decodeLog, finalTypes, stagedSpec } from './js.js';
-import { BIG_MARK, decodeItems, decodePrelude, reasonSql, sqlDecodable } from './sql.js';
+import { BIG_MARK, decodeItems, decodePrelude, reasonSql, sqlDecodable, topicCount } from './sql.js';
 
 const isWideUint = (t: string): boolean => t === 'uint' || Number(t.slice(4)) > 64;
 
@@ -41,6 +43,8 @@ export interface DecodeOutput {
   rejectCount: number;
   /** Logs read. */
   logs: number;
+  /** Logs of another standard's shape, skipped, by that shape's label (`erc721 Transfer`). */
+  skipped: Map<string, number>;
   /** Datasets whose rows are in the order of the logs read: one SQL statement filled each (see decodeInJs for the others). */
   ordered: Set<string>;
 }
@@ -57,6 +61,41 @@ const REJ = '__decode_rejects';
 const JS_CHUNK = 20_000;
 
 const filterSql = (d: DecodedDataset): string => (d.contracts?.length ? `address IN (${d.contracts.map(literal).join(', ')})` : 'true');
+
+/** A shape of log (topics, data words) that is another standard's event: skipped, not rejected. */
+interface OtherShape {
+  label: string;
+  topics: number;
+  dataWords: number;
+}
+
+const shapeOf = (s: EventSource): { topics: number; dataWords: number } => ({
+  topics: topicCount(s),
+  dataWords: s.event.inputs.filter((p) => !(p as { indexed?: boolean }).indexed).length,
+});
+
+/**
+ * The shapes of the standard events of `topic0` that no member decodes, when a member is a standard dataset
+ * (those read every contract's logs of their topic_0; a contract's own ABI dataset reads only its logs, so one
+ * that does not fit it stays a reject).
+ */
+function otherShapes(topic0: string, members: readonly Member[]): OtherShape[] {
+  if (!members.some((m) => STANDARD[m.d.name])) return [];
+  const own = members.map((m) => shapeOf(m.s));
+  return STANDARD_SHAPES.filter((x) => x.source.topic0 === topic0 && !members.some((m) => m.d.name === x.dataset))
+    .map((x) => ({ label: x.label, ...shapeOf(x.source) }))
+    .filter((x) => !own.some((o) => o.topics === x.topics && o.dataWords === x.dataWords));
+}
+
+/**
+ * SQL giving the label of the other standard's shape a candidate log has (NULL: none), over columns `__topics`,
+ * `data` and `address`; a log a non-standard member may take (its contract filter) is that member's to reject.
+ */
+function otherShapeSql(shapes: readonly OtherShape[], members: readonly Member[], filters: readonly string[]): string {
+  const mine = members.flatMap((m, i) => (STANDARD[m.d.name] ? [] : [`(${filters[i]})`]));
+  const whens = shapes.map((x) => `WHEN __topics = ${x.topics} AND length(coalesce(data, '0x')) = ${2 + 64 * x.dataWords} THEN ${literal(x.label)}`);
+  return `CASE ${mine.length ? `WHEN ${mine.join(' OR ')} THEN NULL ` : ''}${whens.join(' ')} END`;
+}
 
 /** Decodes `logs` into one temp table per dataset and a rejects table. */
 export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
@@ -106,8 +145,11 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
        to_json({address: address, "timestamp": "timestamp", transaction_hash: transaction_hash, transaction_index: transaction_index, log_index: log_index,
                 topic_0: topic_0, topic_1: topic_1, topic_2: topic_2, topic_3: topic_3, data: data}) FROM ${from}`;
 
+  const skipped = new Map<string, number>();
+  const skip = (label: string, n: number): void => void skipped.set(label, (skipped.get(label) ?? 0) + n);
   for (const [topic0, members] of groups) {
     const filters = members.map((m) => filterSql(m.d));
+    const shapes = otherShapes(topic0, members);
     const candidates = `SELECT * FROM ${LOGS} WHERE topic_0 = ${literal(topic0)} AND (${filters.map((f) => `(${f})`).join(' OR ')})`;
     if (members.length === 1 && sqlDecodable(members[0]!.s)) {
       // One source: its reason alone decides, so the logs are read twice (the fitting ones decoded, the others
@@ -122,8 +164,20 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
       filled(m.table);
       // Counting the candidates reads two narrow columns; the rejects' query reads every column of the logs.
       const all = await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (${candidates})`);
-      if (Number(inserted.getRowsJS()[0]![0]) !== Number(all.getRowsJS()[0]![0]))
-        await conn.run(rejectInsert(m, '__why0', `(${why}) WHERE __why0 IS NOT NULL`));
+      if (Number(inserted.getRowsJS()[0]![0]) !== Number(all.getRowsJS()[0]![0])) {
+        if (shapes.length === 0) await conn.run(rejectInsert(m, '__why0', `(${why}) WHERE __why0 IS NOT NULL`));
+        else {
+          const other = otherShapeSql(shapes, members, filters);
+          let rejects = 0;
+          for (const [label, n] of (
+            await conn.runAndReadAll(`SELECT ${other}, count(*)::BIGINT FROM (${why}) WHERE __why0 IS NOT NULL GROUP BY 1`)
+          ).getRowsJS() as [string | null, bigint][]) {
+            if (label === null) rejects = Number(n);
+            else skip(label, Number(n));
+          }
+          if (rejects > 0) await conn.run(rejectInsert(m, '__why0', `(${why}) WHERE __why0 IS NOT NULL AND (${other}) IS NULL`));
+        }
+      }
     } else if (members.every((m) => sqlDecodable(m.s))) {
       // Each member's reason once (NULL: the log fits); `__ok` from it (a log outside a member's contracts is
       // not its). One statement: the candidates are materialised once, with their verdicts.
@@ -144,11 +198,19 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
         await conn.run(`INSERT INTO ${m.table} BY NAME SELECT ${items.join(', ')} FROM ${from}`);
         filled(m.table);
       }
-      const none = members.map((_, i) => `NOT __ok${i}`).join(' AND ');
+      let none = members.map((_, i) => `NOT __ok${i}`).join(' AND ');
+      if (shapes.length) {
+        const other = otherShapeSql(shapes, members, filters);
+        const counted = (
+          await conn.runAndReadAll(`SELECT ${other} AS s, count(*)::BIGINT FROM ${CAND} WHERE ${none} GROUP BY 1 HAVING s IS NOT NULL`)
+        ).getRowsJS();
+        for (const [label, n] of counted as [string, bigint][]) skip(label, Number(n));
+        none += ` AND (${other}) IS NULL`;
+      }
       await conn.run(rejectInsert(members[0]!, `concat_ws('; ', ${members.map((_, i) => `__why${i}`).join(', ')})`, `${CAND} WHERE ${none}`));
     } else {
       await conn.run(`CREATE OR REPLACE TEMP TABLE ${CAND} AS ${candidates}`);
-      await decodeInJs(input, members, filters, commonItems, rejectInsert);
+      await decodeInJs(input, members, filters, commonItems, rejectInsert, shapes, skip);
       // Joined back by row number: in no particular order.
       for (const m of members) filled(m.table, 2);
     }
@@ -160,7 +222,7 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
     await conn.run(
       `CREATE OR REPLACE TEMP TABLE ${CAND} AS SELECT * FROM ${LOGS} WHERE (${filters.map((f) => `(${f})`).join(' OR ')})${known.replace(/topic_0 NOT IN/, '(topic_0 IS NULL OR topic_0 NOT IN') + (known ? ')' : '')}`,
     );
-    await decodeInJs(input, anonymous, filters, commonItems, rejectInsert);
+    await decodeInJs(input, anonymous, filters, commonItems, rejectInsert, [], skip);
     for (const m of anonymous) filled(m.table, 2);
   }
   // Only SQL-decoded wide integers are marked: their _raw companions and exact-text ids.
@@ -182,6 +244,7 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
     rejects: REJ,
     rejectCount: await count(`SELECT count(*)::BIGINT FROM ${REJ}`),
     logs: await count(`SELECT count(*)::BIGINT FROM ${LOGS}`),
+    skipped,
     ordered: new Set(named.filter((d) => (fills.get(tables.get(d.name)!) ?? 0) <= 1).map((d) => d.name)),
   };
   await conn.run(`DROP TABLE IF EXISTS ${CAND}; DROP VIEW IF EXISTS ${LOGS}`);
@@ -217,6 +280,8 @@ async function decodeInJs(
   filters: string[],
   commonItems: (m: Member, prefix?: string) => string[],
   rejectInsert: (first: Member, reason: string, from: string) => string,
+  shapes: readonly OtherShape[],
+  skip: (label: string, n: number) => void,
 ): Promise<void> {
   const { conn, workDir } = input;
   const tag = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
@@ -254,6 +319,16 @@ async function decodeInJs(
         for (const r of got.rows) await write(streams[i]!, JSON.stringify({ ...r, __row: Number(row) }) + '\n');
       }
       if (!taken) {
+        // As otherShapeSql: another standard's shape, unless a non-standard member may take the log.
+        const topics = [t0, t1, t2, t3].filter((t) => t !== null).length;
+        const other =
+          shapes.length && !members.some((m, i) => may[i] && !STANDARD[m.d.name])
+            ? shapes.find((x) => x.topics === topics && (data ?? '0x').length === 2 + 64 * x.dataWords)
+            : undefined;
+        if (other) {
+          skip(other.label, 1);
+          continue;
+        }
         rejects++;
         await write(rejStream, JSON.stringify({ __row: Number(row), reason: reasons.join('; ') }) + '\n');
       }

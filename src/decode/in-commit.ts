@@ -28,6 +28,8 @@ export interface CommitDecodingInput extends Pick<DecodeLakeInput, 'engine' | 'p
 export interface CommitDecodingStats {
   logs: number;
   rejects: number;
+  /** Logs of another standard's shape skipped, by shape. */
+  skipped: Map<string, number>;
   files: number;
   rows: Map<string, number>;
   partitions: Map<string, Set<string>>;
@@ -38,7 +40,7 @@ export class CommitDecoding implements CommitDerivation {
   readonly dataset = 'event_logs';
   /** The first error: the commit then goes on without decoded rows, and the run decodes them after its last commit. */
   failure: Error | undefined;
-  readonly stats: CommitDecodingStats = { logs: 0, rejects: 0, files: 0, rows: new Map(), partitions: new Map() };
+  readonly stats: CommitDecodingStats = { logs: 0, rejects: 0, skipped: new Map(), files: 0, rows: new Map(), partitions: new Map() };
   private readonly files: PreparedFile[] = [];
   private readonly rejectsTable = ident('__decoded_rejects');
   private rejectsKept = false;
@@ -101,6 +103,7 @@ export class CommitDecoding implements CommitDerivation {
     });
     this.stats.logs += out.logs;
     this.stats.rejects += out.rejectCount;
+    for (const [shape, n] of out.skipped) this.stats.skipped.set(shape, (this.stats.skipped.get(shape) ?? 0) + n);
     if (out.rejectCount > 0) {
       // Plain, not temporary: the commit's rejects partition is prepared on another connection.
       if (!this.rejectsKept) await conn.run(`CREATE OR REPLACE TABLE ${this.rejectsTable} AS SELECT * FROM ${out.rejects} LIMIT 0`);

@@ -16,7 +16,7 @@ import type { Logger } from '../pipeline/log.js';
 import type { RunReport } from '../pipeline/report.js';
 import type { DecodedDataset } from './datasets.js';
 import { CommitDecoding } from './in-commit.js';
-import { decodeLake, type DecodeReport } from './lake.js';
+import { decodeLake, skippedList, skippedText, type DecodeReport } from './lake.js';
 import { resolveDatasets } from './spec.js';
 
 export interface InRunContext {
@@ -34,7 +34,15 @@ export class RunDecoder {
   private datasets: DecodedDataset[] | undefined;
   private failure: Error | undefined;
   /** What the commits' decodings gave (see committed). */
-  private readonly totals: DecodeReport & { partitions: Map<string, Set<string>> } = { logs: 0, datasets: [], rejects: 0, files: 0, partitions: new Map() };
+  private readonly totals: DecodeReport & { partitions: Map<string, Set<string>>; skippedBy: Map<string, number> } = {
+    logs: 0,
+    datasets: [],
+    rejects: 0,
+    skipped: [],
+    files: 0,
+    partitions: new Map(),
+    skippedBy: new Map(),
+  };
 
   constructor(
     private readonly job: Job,
@@ -92,6 +100,7 @@ export class RunDecoder {
         const t = this.totals;
         t.logs += decoding.stats.logs;
         t.rejects += decoding.stats.rejects;
+        for (const [shape, n] of decoding.stats.skipped) t.skippedBy.set(shape, (t.skippedBy.get(shape) ?? 0) + n);
         t.files += decoding.stats.files;
         for (const [name, rows] of decoding.stats.rows) {
           const r = t.datasets.find((x) => x.name === name);
@@ -117,6 +126,7 @@ export class RunDecoder {
       logs: t.logs,
       datasets: names.map((name) => ({ name, rows: t.datasets.find((x) => x.name === name)?.rows ?? 0, partitions: t.partitions.get(name)?.size ?? 0 })),
       rejects: t.rejects,
+      skipped: skippedList(t.skippedBy),
       files: t.files,
     };
   }
@@ -133,7 +143,7 @@ export class RunDecoder {
       ctx.log.log(
         'info',
         'decode.done',
-        `decoded ${r.logs} logs${beside ? ' in the commits' : ` in ${Date.now() - started} ms`}: ${r.datasets.map((d) => `${d.name} ${d.rows}`).join(', ')}${r.rejects ? `; ${r.rejects} rejects` : ''}`,
+        `decoded ${r.logs} logs${beside ? ' in the commits' : ` in ${Date.now() - started} ms`}: ${r.datasets.map((d) => `${d.name} ${d.rows}`).join(', ')}${r.rejects ? `; ${r.rejects} rejects` : ''}${r.skipped.length ? `; ${skippedText(r.skipped)}` : ''}`,
         { ...r, beside },
       );
       return r;

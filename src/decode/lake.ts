@@ -43,7 +43,21 @@ export interface DecodeReport {
   logs: number;
   datasets: { name: string; rows: number; partitions: number }[];
   rejects: number;
+  /** Logs of another standard's shape (an ERC-721 Transfer when only ERC-20 is decoded): skipped, not rejected. */
+  skipped: { shape: string; logs: number }[];
   files: number;
+}
+
+/** DecodeReport.skipped from the counts by shape. */
+export const skippedList = (counts: ReadonlyMap<string, number>): DecodeReport['skipped'] =>
+  [...counts].sort(([a], [b]) => a.localeCompare(b)).map(([shape, logs]) => ({ shape, logs }));
+
+/** The report's line on skipped logs: `12 logs of another standard's shape skipped (erc721 Transfer)`; '' when none. */
+export function skippedText(skipped: DecodeReport['skipped']): string {
+  const n = skipped.reduce((a, s) => a + s.logs, 0);
+  if (n === 0) return '';
+  const what = skipped.length === 1 ? skipped[0]!.shape : skipped.map((s) => `${s.shape} ${s.logs}`).join(', ');
+  return `${n} log${n === 1 ? '' : 's'} of another standard's shape skipped (${what})`;
 }
 
 export function decodedShape(d: DecodedDataset): TableShape {
@@ -115,7 +129,7 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
   const conn = engine.conn;
   const workDir = path.join(input.stagingDir, `decode-${Date.now().toString(36)}`);
   await mkdir(workDir, { recursive: true });
-  const report: DecodeReport = { logs: 0, datasets: datasets.map((d) => ({ name: d.name, rows: 0, partitions: 0 })), rejects: 0, files: 0 };
+  const report: DecodeReport = { logs: 0, datasets: datasets.map((d) => ({ name: d.name, rows: 0, partitions: 0 })), rejects: 0, skipped: [], files: 0 };
   const prepared: PreparedFile[] = [];
   const lake = await lakeStateFor(paths, [...datasets.map(decodedShape), REJECTS_SHAPE]);
   const logFiles = lake.tableFiles('event_logs', network);
@@ -124,6 +138,7 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
     const out = await decodeLogs({ conn, logs, datasets, runId, ingestedAt, workDir });
     report.logs = out.logs;
     report.rejects = out.rejectCount;
+    report.skipped = skippedList(out.skipped);
     for (const d of datasets) {
       const table = out.tables.get(d.name)!;
       const r = report.datasets.find((x) => x.name === d.name)!;

@@ -249,12 +249,24 @@ describe('a verified contract’s events, from the ABI in the contracts dataset'
 });
 
 describe('re-decoding', () => {
-  it('is idempotent by natural key; with only ERC-20 asked, the ERC-721-shaped Transfer is a reject', async () => {
+  /** Logs of the ERC-20 Transfer/Approval signatures by shape, counted from event_logs (4 topics and no data: ERC-721). */
+  const shapes = async (): Promise<Record<string, number>> => {
+    const rows = await queryCatalog(
+      lake,
+      `SELECT CASE WHEN topic_0 = '${TRANSFER}' THEN 'Transfer' ELSE 'Approval' END || CASE
+                WHEN topic_3 IS NOT NULL AND coalesce(data, '0x') = '0x' THEN ' erc721'
+                WHEN topic_2 IS NOT NULL AND topic_3 IS NULL AND length(data) = 66 THEN ' erc20' ELSE ' neither' END AS k, count(*)::INTEGER AS n
+       FROM event_logs WHERE topic_0 IN ('${TRANSFER}', '${APPROVAL}') GROUP BY 1`,
+    );
+    return Object.fromEntries(rows.map((r) => [r.k, r.n]));
+  };
+
+  it('is idempotent by natural key; with only ERC-20 asked, ERC-721-shaped Transfer and Approval logs are skipped and counted, not rejected', async () => {
     const before = await queryCatalog(
       lake,
       `SELECT (SELECT count(*) FROM erc20_transfer_events)::INTEGER AS a, (SELECT count(*) FROM erc1155_transfer_events)::INTEGER AS b, (SELECT count(*) FROM showcase_listed)::INTEGER AS c`,
     );
-    await decodeNow({ standard: ['erc20'], contracts: [{ address: A(A_SHOWCASE), name: 'showcase' }] }, 'decode-test-2');
+    const r = await decodeNow({ standard: ['erc20'], contracts: [{ address: A(A_SHOWCASE), name: 'showcase' }] }, 'decode-test-2');
     const after = await queryCatalog(
       lake,
       `SELECT (SELECT count(*) FROM erc20_transfer_events)::INTEGER AS a, (SELECT count(*) FROM erc1155_transfer_events)::INTEGER AS b, (SELECT count(*) FROM showcase_listed)::INTEGER AS c`,
@@ -265,12 +277,35 @@ describe('re-decoding', () => {
       `SELECT count(*)::INTEGER AS n FROM (SELECT transaction_hash, log_index FROM erc20_transfer_events GROUP BY ALL HAVING count(*) > 1)`,
     );
     expect(dup[0]!.n).toBe(0);
+    const n = await shapes();
     const odd = (await logsOf(A_ODD_ERC20, TRANSFER)).filter((l) => l.topics_count === '4');
+    expect(odd.length).toBeGreaterThan(0);
+    expect(n['Transfer erc721']).toBeGreaterThan(odd.length); // the ERC-721 collection's and the odd ERC-20's
+    expect(r.skipped).toEqual([
+      { shape: 'erc721 Approval', logs: n['Approval erc721'] },
+      { shape: 'erc721 Transfer', logs: n['Transfer erc721'] },
+    ]);
     const rej = await queryCatalog(
       lake,
-      `SELECT reason, entry->>'transaction_hash' AS tx FROM _rejects WHERE dataset = 'erc20_transfer_events' AND reason LIKE '%4 topics, 3 expected' AND (entry->>'address') = '${A(A_ODD_ERC20)}'`,
+      `SELECT reason FROM _rejects WHERE "window" LIKE 'decode/%' AND (reason LIKE '%4 topics, 3 expected%' OR (entry->>'address') = '${A(A_ERC721_0)}')`,
     );
-    expect(rej.map((r) => r.tx).sort()).toEqual(odd.map((l) => l.transaction_hash.toLowerCase()).sort());
+    expect(rej).toEqual([]);
+  });
+
+  it('with only ERC-721 asked, ERC-20-shaped logs are skipped and counted; a log of neither shape stays a reject', async () => {
+    const r = await decodeNow({ standard: ['erc721'], contracts: [] }, 'decode-test-3');
+    const n = await shapes();
+    expect(n['Transfer erc20']).toBeGreaterThan(0);
+    expect(r.skipped).toEqual([
+      { shape: 'erc20 Approval', logs: n['Approval erc20'] },
+      { shape: 'erc20 Transfer', logs: n['Transfer erc20'] },
+    ]);
+    const short = (await logsOf(A_ODD_ERC20, TRANSFER)).filter((l) => l.topics_count === '3' && l.data.length !== 66);
+    expect(short.length).toBe(n['Transfer neither']);
+    const rej = await queryCatalog(lake, `SELECT reason, entry->>'transaction_hash' AS tx FROM _rejects WHERE dataset = 'erc721_transfer_events'`);
+    expect(rej.map((x) => x.tx).sort()).toEqual(short.map((l) => l.transaction_hash.toLowerCase()).sort());
+    for (const x of rej) expect(x.reason).toMatch(/^Transfer\(.*tokenId\): 3 topics, 4 expected$/);
+    expect(r.rejects).toBe(short.length);
   });
 });
 

@@ -3,7 +3,7 @@ import { rm } from 'node:fs/promises';
 import type { CommandModule } from 'yargs';
 import type { Network } from '../../datasets/dataset.js';
 import { describeDecoded } from '../../decode/datasets.js';
-import { decodeExistingLake } from '../../decode/lake.js';
+import { decodeExistingLake, skippedText } from '../../decode/lake.js';
 import { parseDecodeSpec, resolveDatasets, STANDARD_CHOICES, type DecodeSpec } from '../../decode/spec.js';
 import { openEngine } from '../../load/engine.js';
 import { LakePaths } from '../../load/paths.js';
@@ -128,7 +128,8 @@ export const decodeCommand: CommandModule<object, Args> = {
     process.stdout.write(
       `decoded ${r.logs} event logs of ${network} into ${r.files} partition files (run ${r.runId}):\n` +
         r.datasets.map((d) => `  ${d.name.padEnd(32)} ${String(d.rows).padStart(9)} rows in ${d.partitions} partitions`).join('\n') +
-        `\n  ${'_rejects'.padEnd(32)} ${String(r.rejects).padStart(9)} logs that fit no asked event (see SELECT * FROM _rejects)\n`,
+        `\n  ${'_rejects'.padEnd(32)} ${String(r.rejects).padStart(9)} logs that fit no asked event (see SELECT * FROM _rejects)\n` +
+        (r.skipped.length ? `  ${skippedText(r.skipped)}\n` : ''),
     );
   },
 };
