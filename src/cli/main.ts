@@ -9,6 +9,8 @@ import { ChainlakeError } from '../errors.js';
 import { COMMANDS, commandOf } from './command-registry.js';
 import { CatalogDamagedError, isCatalogDamage } from '../load/catalog-damage.js';
 import { CliError, EXIT } from './exit-codes.js';
+import { onCatalogWait } from '../load/catalog-wait.js';
+import { catalogWaitNotice } from './catalog-wait-notice.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -26,6 +28,9 @@ process.stderr.on('error', (e) => {
 // The AWS SDK warns on every process under Node 20 that it will need Node 22 from 2027 (the README says so
 // once): a worker's log is not the place. A library user keeps the SDK's own behaviour.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+// A command that waits for catalog.duckdb (another process's session holds it) says so, once the wait lasts.
+onCatalogWait((w) => process.stderr.write(catalogWaitNotice(w)));
 
 export async function main(argv: string[]): Promise<void> {
   // One command when the line names one; all of them for the help, a mistyped command (yargs suggests the

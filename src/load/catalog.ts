@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { CATALOG_WAIT_NOTICE_MS, catalogWaitListener } from './catalog-wait.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { DatasetDef } from '../datasets/dataset.js';
@@ -145,15 +146,27 @@ export function catalogWaitMs(fallback: number): number {
   return Number.isFinite(v) && v >= 0 ? v : fallback;
 }
 
+/** The catalog file and its holder, as DuckDB's lock error names them. */
+function lockHolder(e: unknown): { file: string | undefined; holder: string | undefined } {
+  const m = (e as Error)?.message ?? '';
+  return { file: /lock on file "([^"]+)"/.exec(m)?.[1], holder: /held in (.+? \(PID \d+\))/.exec(m)?.[1] };
+}
+
 /** Retries `fn` while the catalog file is locked by another process, with capped, jittered backoff. */
 export async function retryOnLock<T>(fn: () => Promise<T>, waitMs: number, what: string): Promise<T> {
-  const deadline = Date.now() + waitMs;
+  const started = Date.now();
+  const deadline = started + waitMs;
   let delay = 5;
+  let told = false;
   for (;;) {
     try {
       return await fn();
     } catch (e) {
       if (!isLockConflict(e)) throw e;
+      if (!told && Date.now() - started >= Math.min(CATALOG_WAIT_NOTICE_MS, waitMs / 2)) {
+        told = true;
+        catalogWaitListener()?.({ what, ...lockHolder(e), waitMs: Math.max(0, deadline - Date.now()) });
+      }
       if (Date.now() >= deadline)
         throw new Error(`${what}: the catalog stayed locked by another process for ${waitMs} ms (${(e as Error).message.split('\n')[0]})`);
       await new Promise((r) => setTimeout(r, delay * (0.5 + Math.random())));
