@@ -170,7 +170,7 @@ export async function executeJob(job: Job, args: RunArgs, extra: Pick<RunOptions
     logger.log(
       'warn',
       'run.interrupted',
-      `${sig === 'SIGINT' ? 'interrupted (Ctrl-C)' : 'terminated (SIGTERM)'}: no new requests; committing what was fetched, then releasing the lake (${sig === 'SIGINT' ? 'Ctrl-C' : 'SIGTERM'} again stops at once)`,
+      `${sig === 'SIGINT' ? 'interrupted (Ctrl-C)' : 'terminated (SIGTERM)'}: no new requests; committing every window already fetched (a window in mid-fetch is left to the next run), then releasing the lake (${sig === 'SIGINT' ? 'Ctrl-C' : 'SIGTERM'} again stops at once)`,
       { signal: sig },
     );
     stop.abort();

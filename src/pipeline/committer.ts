@@ -61,8 +61,6 @@ export class BatchCommitter {
   private failure: Error | undefined;
   /** The commit queued last, until the chain reaches it (see enqueue). */
   private waiting: QueuedCommit | undefined;
-  /** Every commit queued and not yet started (an interruption skips them). */
-  private queued: QueuedCommit[] = [];
   /** False once every window is in: a batch committed after that has the machine to itself. */
   private fetching = true;
   private loaders: Loaders | undefined;
@@ -70,7 +68,6 @@ export class BatchCommitter {
   /** Per watermark key: committed ranges not yet joined to the watermark (a gap lies below them). */
   private readonly ahead = new Map<string, BlockRange[]>();
   readonly files: CommittedFile[] = [];
-  readonly committed: WindowOutcome[] = [];
 
   constructor(
     private readonly ctx: CommitterContext,
@@ -94,23 +91,9 @@ export class BatchCommitter {
   }
 
   /**
-   * An interrupted run: the commit under way finishes, the batches still queued and the windows not yet
-   * queued are dropped (their staging goes with the run's; the next run fetches them again), so the run ends
-   * within one commit of the signal.
+   * Commits what is left and records the run's final state. An interrupted run ends here too: every window
+   * it fetched is committed (the batches queued, then the pending windows), each commit crash-safe as any.
    */
-  dropQueued(): void {
-    for (const slot of this.queued) {
-      if (slot.started) continue;
-      // The final commit still runs, with no windows: it records how the run ended.
-      if (slot.final) slot.batch = [];
-      else slot.skipped = true;
-    }
-    this.waiting = undefined;
-    this.pending = [];
-    this.pendingRows = 0;
-  }
-
-  /** Commits what is left and records the run's final state. */
   async finish(finalRecord: (files: readonly CommittedFile[]) => RunRecord): Promise<void> {
     this.fetching = false;
     // What the fetching left behind is garbage now, and nothing in JavaScript would collect it before the run
@@ -164,10 +147,8 @@ export class BatchCommitter {
       batch = [...waiting.batch, ...batch];
       ns.unshift(...waiting.ns);
     }
-    const slot: QueuedCommit = { batch, ns, started: false, skipped: false, final: finalRecord !== undefined };
+    const slot: QueuedCommit = { batch, ns, started: false, skipped: false };
     this.waiting = slot;
-    this.queued = this.queued.filter((s) => !s.started);
-    this.queued.push(slot);
     this.chain = this.chain.then(async () => {
       slot.started = true;
       if (slot.skipped) return;
@@ -270,7 +251,6 @@ export class BatchCommitter {
         return f;
       })
       .finally(() => (decoding ? this.ctx.decoder!.committed(decoding, applied) : undefined));
-    this.committed.push(...done);
     for (const i of ns) {
       await this.preloads.get(i)?.drop();
       this.preloads.delete(i);
@@ -307,7 +287,6 @@ interface QueuedCommit {
   started: boolean;
   /** Taken over by the final commit before its turn came. */
   skipped: boolean;
-  final: boolean;
 }
 
 /**

@@ -25,7 +25,7 @@ export interface RunReport {
   runId: string;
   job: string;
   network: string;
-  /** `interrupted`: stopped by a signal; what was fetched is committed and the next run resumes the rest.
+  /** `interrupted`: stopped by a signal; every window fetched is committed and the next run fetches the rest (`windowsLeft`).
    * `quota_reached`: the job's dailyRequestQuota stopped the run; what it committed stays, the next run resumes. */
   status: 'complete' | 'partial' | 'failed' | 'interrupted' | 'quota_reached';
   startedAt: string;
@@ -34,6 +34,11 @@ export interface RunReport {
   head: number | null;
   /** Windows not fetched because the lake already had them (incremental watermarks, resume). */
   windowsSkipped: number;
+  /**
+   * An interrupted run: the windows it did not commit as fetched (cut short in mid-fetch, never started,
+   * failed), which the next run fetches.
+   */
+  windowsLeft?: number;
   /** The unfinished run this one resumed, if any. */
   resumeOf: string | null;
   datasets: DatasetReport[];
@@ -101,6 +106,16 @@ export function sumReports(reports: readonly DatasetReport[], outside?: RequestT
   return totals;
 }
 
+const fmtInt = (n: number): string => n.toLocaleString('en-US');
+
+/** What an interrupted run kept and what it left, in one sentence; undefined for a run that was not interrupted. */
+export function interruptedSummary(r: RunReport): string | undefined {
+  if (r.status !== 'interrupted' || r.windowsLeft === undefined) return undefined;
+  const kept = r.totals.windows - r.totals.windowsFailed;
+  const left = r.windowsLeft === 0 ? 'nothing was left to fetch' : `the next run fetches the ${fmtInt(r.windowsLeft)} left`;
+  return `interrupted: committed ${fmtInt(kept)} fetched window${kept === 1 ? '' : 's'} (${fmtInt(r.totals.rows)} row${r.totals.rows === 1 ? '' : 's'}); ${left}`;
+}
+
 const fmtBytes = (n: number): string => (n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`);
 
 /**
@@ -154,6 +169,8 @@ export function formatReport(r: RunReport, width = Infinity): string {
     ...foldTable(rows, width),
     `lake: ${r.lake}`,
   ];
+  const kept = interruptedSummary(r);
+  if (kept) out.push(kept);
   if (r.totals.landed < r.totals.rows)
     out.push(
       `note: landed counts rows after de-duplication by natural key: ${r.totals.rows - r.totals.landed} fetched rows were already in the lake or fetched twice (an entry listed for two scopes lands once)`,

@@ -30,7 +30,7 @@ import { silentLogger, type Logger } from './log.js';
 import { effectiveJob, pagerOptionsOf, prepareRun } from './prepare.js';
 import type { FoundHead } from '../extract/head.js';
 import { WINDOW_ROWS, windowIdOf, type Window } from './plan.js';
-import { emptyDatasetReport, sumReports, type DatasetReport, type RunReport } from './report.js';
+import { emptyDatasetReport, interruptedSummary, sumReports, type DatasetReport, type RunReport } from './report.js';
 import { GarbagePacer } from './garbage.js';
 import { EXIT } from '../cli/exit-codes.js';
 import { ChainlakeError } from '../errors.js';
@@ -56,8 +56,9 @@ export interface RunOptions {
    */
   transportInstance?: HttpTransport;
   /**
-   * Aborted (Ctrl-C, SIGTERM): no window starts, each window in flight stops after its current page, the
-   * windows already fetched are committed, and the run ends `interrupted` (the next run resumes it).
+   * Aborted (Ctrl-C, SIGTERM): no request starts, a window in mid-fetch stops and is left to do (none of its
+   * pages is committed), every window already fetched is committed, and the run ends `interrupted` (the next
+   * run resumes it, fetching only what this one did not commit).
    */
   signal?: AbortSignal;
   /** false: stage no page as received; every entry goes through the converters (tests compare both ways). */
@@ -287,7 +288,10 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
 
     const pager = pagerOptionsOf(job, job.range.fixedChunks ? undefined : (opts.windowRows ?? WINDOW_ROWS));
     const limitWindows = pLimit(job.concurrency);
-    opts.signal?.addEventListener('abort', () => committer.dropQueued(), { once: true });
+    // Interrupted: the windows the signal cut short (their requests were sent and count; their pages are not
+    // committed) and those it left unstarted. The next run fetches both.
+    const cutShort: WindowOutcome[] = [];
+    let notStarted = 0;
     let nextIndex = 0;
     const garbage = new GarbagePacer();
     await Promise.all(
@@ -296,7 +300,11 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
           // A window stopped at the result window is continued by the next one, in the same slot.
           for (let w: Window | undefined = first; w;) {
             // At the quota (or on a signal) the run stops fetching: what is in flight ends, what committed stays, the next run resumes.
-            if (quota?.reached || opts.signal?.aborted) break;
+            if (quota?.reached) break;
+            if (opts.signal?.aborted) {
+              notStarted++;
+              break;
+            }
             const index = nextIndex++;
             const liveDs = live.dataset(w.def.name);
             const acct = new Accounting();
@@ -320,7 +328,12 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
               },
             });
             // A window the interruption cut short is not a failure: it was not done, and the next run fetches it.
-            if (opts.signal?.aborted) return;
+            // One that failed for another reason while the signal came is left to do the same way. A window
+            // that completed, even as the signal came, is fetched: it is committed with the others.
+            if (outcome.error && opts.signal?.aborted) {
+              cutShort.push(outcome);
+              return;
+            }
             if (outcome.error) liveDs.windowsFailed++;
             else liveDs.windowsDone++;
             outcomes.push(outcome);
@@ -335,21 +348,30 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
 
     let report!: RunReport;
     await committer.finish((files) => {
-      // Interrupted: the report counts what landed (the windows of batches the signal dropped did not).
-      const counted = opts.signal?.aborted ? committer.committed : outcomes;
-      report = buildReport(job, runId, started, now(), head, counted, files, transformers, paths, skipped, resume?.runId, runAcct);
+      // Every window fetched is committed, an interrupted run's too; the requests of the windows it cut short were sent and count.
+      report = buildReport(job, runId, started, now(), head, outcomes, cutShort, files, transformers, paths, skipped, resume?.runId, runAcct);
       if (quota) {
         report.requestUsage = usage();
         report.quota = { account, limit: quota.limit, usedToday: quota.usedToday(), reached: quota.reached };
         // Stopped by the quota: not a failure of the service, and the next run resumes where this one stopped.
         if (quota.reached) report.status = 'quota_reached';
       }
-      if (opts.signal?.aborted) report.status = 'interrupted';
-      const unreachable = unreachableOrigins(counted, runAcct);
+      if (opts.signal?.aborted) {
+        report.status = 'interrupted';
+        report.windowsLeft = cutShort.length + notStarted + report.totals.windowsFailed;
+      }
+      const unreachable = unreachableOrigins(outcomes, runAcct);
       if (report.status === 'failed' && unreachable) report.unreachable = unreachable;
       return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
     });
     if (decoder) report.decoded = await decoder.finish(report);
+    const kept = interruptedSummary(report);
+    if (kept)
+      log.log('warn', 'run.kept', kept, {
+        windows: report.totals.windows - report.totals.windowsFailed,
+        rows: report.totals.rows,
+        windowsLeft: report.windowsLeft,
+      });
     return report;
   } catch (e) {
     failure = e;
@@ -425,6 +447,8 @@ function buildReport(
   finished: Date,
   head: number | null,
   outcomes: readonly WindowOutcome[],
+  /** Windows an interruption cut short: not committed, but their requests were sent. */
+  cutShort: readonly WindowOutcome[],
   files: readonly CommittedFile[],
   transformers: Map<string, RowTransformer>,
   paths: LakePaths,
@@ -447,6 +471,12 @@ function buildReport(
     r.retries += o.acct.retries;
     r.throttles += o.acct.throttles;
   }
+  for (const o of cutShort) {
+    const r = per.get(o.window.def.name)!;
+    r.requests += o.acct.requests;
+    r.retries += o.acct.retries;
+    r.throttles += o.acct.throttles;
+  }
   // A partition rewritten by several batch commits is one file: count its last version (each version has a
   // name of its own, so the partition, not the path, says which versions are one file).
   const current = new Map(files.map((f) => [`${f.dataset}\0${f.network}\0${f.partition}`, f]));
@@ -458,12 +488,12 @@ function buildReport(
     r.landed += f.runRows ?? 0;
   }
   const datasets = [...per.values()];
-  // Every request of the run: the windows' (each window's requests, abandoned pages and refetches included)
-  // and the head pin's.
+  // Every request of the run: the windows' (each window's requests, abandoned pages and refetches included,
+  // and those of windows an interruption cut short) and the head pin's.
   const outsideWindows = { requests: runAcct.requests, retries: runAcct.retries, throttles: runAcct.throttles };
   const totals = sumReports(datasets, outsideWindows);
   const all = new Accounting();
-  for (const o of outcomes) all.add(o.acct);
+  for (const o of [...outcomes, ...cutShort]) all.add(o.acct);
   all.add(runAcct);
   const unknownFields: Record<string, string[]> = {};
   for (const [name, t] of transformers) if (t.unknownFields.size) unknownFields[name] = [...t.unknownFields.keys()].sort();
