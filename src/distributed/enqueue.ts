@@ -14,9 +14,9 @@ import { joinWindows, narrowWindows, needsHead } from '../pipeline/prepare.js';
 import { buildClients, newRunId, resolveTargets, transportOptionsOf, type RunOptions } from '../pipeline/run.js';
 import { watermarkKey } from '../load/state.js';
 import { ChainlakeError } from '../errors.js';
-import { CONTROL_SCHEMA, connect, setupControlPlane, underSetupLock } from './control-plane.js';
-import { DEFAULT_QUEUE_SETTINGS, openQueue, sendWindow, sendWindows, windowJobId, type QueueSettings } from './queue.js';
-import { closeEndedRuns } from './runs.js';
+import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, setupControlPlane, underSetupLock } from './control-plane.js';
+import { againJobId, DEFAULT_QUEUE_SETTINGS, openQueue, sendWindows, windowJobId, type QueueSettings } from './queue.js';
+import { closeEndedRuns, lockRuns, RUN_RUNNING } from './runs.js';
 import { openStore } from './store.js';
 import { windowSpecOf, type WindowSpec } from './windows.js';
 
@@ -30,18 +30,28 @@ export interface DistributedOptions extends Pick<RunOptions, 'simulator'> {
 
 export interface EnqueueResult {
   runId: string;
-  /** True when an unfinished run of the job was found: nothing new was planned, its windows were re-offered. */
+  /** True when a run of the job was taken up again (an unfinished one, or with `retryFailed` the last one): nothing new was planned. */
   resumed: boolean;
   head: number | null;
-  /** Windows recorded and queued by this call. */
+  /** Windows recorded and queued by this call (planned, or of a run taken up again whose queue job was gone). */
   queued: number;
+  /** Windows that had failed, offered again by this call (each back to `queued`, with a fresh queue job). */
+  retried: number;
   /** Windows the watermarks say are in the lake already. */
   skipped: number;
   /** Windows of the run not yet committed. */
   pending: number;
 }
 
-export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOptions): Promise<EnqueueResult> {
+export interface EnqueueHow {
+  /**
+   * Take up the job's last run again even if it has ended, offering its failed windows again (with its pinned head),
+   * instead of planning a new run from the watermarks.
+   */
+  retryFailed?: boolean;
+}
+
+export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOptions, how: EnqueueHow = {}): Promise<EnqueueResult> {
   refuseUnsupported(job);
   const settings = { ...DEFAULT_QUEUE_SETTINGS, ...opts.queue };
   const store = await openStore(opts.store);
@@ -51,13 +61,23 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
     await setupControlPlane(client, store.dataPath);
     const boss = await underSetupLock(client, () => openQueue(opts.catalog, settings, false));
     try {
-      const open = await client.query(`SELECT run_id, head FROM ${CONTROL_SCHEMA}.runs WHERE job_name = $1 AND network = $2 AND finished_at IS NULL`, [
-        job.name,
-        job.network,
-      ]);
-      if (open.rowCount) {
-        const runId = String(open.rows[0].run_id);
-        return { runId, resumed: true, head: toNum(open.rows[0].head), ...(await requeue(client, boss, runId, settings)) };
+      // The unfinished run of the job, else (retryFailed) its last run.
+      const run = (
+        await client.query(
+          `SELECT run_id, head, finished_at IS NULL AS open FROM ${CONTROL_SCHEMA}.runs WHERE job_name = $1 AND network = $2
+           ${how.retryFailed ? '' : 'AND finished_at IS NULL'} ORDER BY finished_at IS NULL DESC, created_at DESC, run_id DESC LIMIT 1`,
+          [job.name, job.network],
+        )
+      ).rows[0];
+      if (run) {
+        const runId = String(run.run_id);
+        return { runId, resumed: true, head: toNum(run.head), ...(await offerAgain(client, boss, runId, settings)) };
+      }
+      if (how.retryFailed) {
+        throw new ChainlakeError(`--retry-failed: job ${job.name} on ${job.network} has no run in this control plane: nothing failed to offer again`, {
+          exitCode: 2,
+          hint: 'enqueue the job without --retry-failed to plan its first run',
+        });
       }
       return await planAndQueue(job, doc, opts, client, boss, settings);
     } finally {
@@ -86,14 +106,49 @@ function refuseUnsupported(job: Job): void {
 
 const toNum = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
-/** Offers again every window of an unfinished run not yet fetched (ids are deterministic: a queued one stays one). */
-async function requeue(client: import('pg').Client, boss: import('pg-boss'), runId: string, settings: QueueSettings) {
-  const rows = (await client.query(`SELECT window_id, state FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND state <> 'committed'`, [runId])).rows;
-  let queued = 0;
-  for (const r of rows) {
-    if (r.state === 'queued' && (await sendWindow(boss, client, { runId, windowId: String(r.window_id) }, settings))) queued++;
+/**
+ * Takes a run up again: every window of it that failed for good, or that is queued while its queue job is over
+ * (gone, or failed after its worker died past its retries), goes back to `queued` with a fresh queue job; an ended
+ * run is opened again. One transaction under the run's lock (see closeEndedRuns): a worker closing the run at the
+ * same moment either sees the windows queued again or closes it before them, and then this opens it again.
+ */
+async function offerAgain(client: import('pg').Client, boss: import('pg-boss'), runId: string, settings: QueueSettings) {
+  await client.query('BEGIN');
+  try {
+    await lockRuns((text, values) => client.query(text, values), [runId]);
+    const over = (
+      await client.query(
+        `SELECT w.window_id, w.job_id, w.state FROM ${CONTROL_SCHEMA}.windows w
+         WHERE w.run_id = $1 AND (w.state = 'failed' OR (w.state = 'queued' AND NOT EXISTS (
+           SELECT 1 FROM ${QUEUE_SCHEMA}.job j WHERE j.name = $2 AND j.id = w.job_id AND j.state IN ('created', 'retry', 'active'))))
+         ORDER BY w.window_id`,
+        [runId, WINDOW_QUEUE],
+      )
+    ).rows.map((r) => ({ windowId: String(r.window_id), previous: String(r.job_id), failed: r.state === 'failed' }));
+    const again = over.map((w) => ({ ...w, runId, jobId: againJobId(runId, w.windowId, w.previous) }));
+    if (again.length > 0) {
+      await client.query(
+        `UPDATE ${CONTROL_SCHEMA}.windows w SET state = 'queued', job_id = k.job_id, error = NULL, updated_at = NOW()
+         FROM unnest($2::text[], $3::uuid[]) AS k(window_id, job_id) WHERE w.run_id = $1 AND w.window_id = k.window_id`,
+        [runId, again.map((w) => w.windowId), again.map((w) => w.jobId)],
+      );
+      await sendWindows(boss, client, again, settings);
+      await client.query(`UPDATE ${CONTROL_SCHEMA}.runs SET finished_at = NULL, status = '${RUN_RUNNING}' WHERE run_id = $1 AND finished_at IS NOT NULL`, [
+        runId,
+      ]);
+    }
+    // An open run whose windows have all ended with none to offer again (a close that did not happen) ends here.
+    await closeEndedRuns((text, values) => client.query(text, values), [runId]);
+    const pending = Number(
+      (await client.query(`SELECT count(*)::BIGINT AS n FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND state <> 'committed'`, [runId])).rows[0].n,
+    );
+    await client.query('COMMIT');
+    const retried = again.filter((w) => w.failed).length;
+    return { queued: again.length - retried, retried, skipped: 0, pending };
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
   }
-  return { queued, skipped: 0, pending: rows.length };
 }
 
 async function planAndQueue(
@@ -153,7 +208,7 @@ async function planAndQueue(
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   }
-  return { runId, resumed: false, head, queued: windows.length, skipped, pending: windows.length };
+  return { runId, resumed: false, head, queued: windows.length, retried: 0, skipped, pending: windows.length };
 }
 
 /**

@@ -33,6 +33,14 @@ export function windowJobId(runId: string, windowId: string): string {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-${((parseInt(hex[16]!, 16) & 3) | 8).toString(16)}${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
 }
 
+/**
+ * The id of a window's queue job when the window is offered again after its job ended (failed for good, or gone):
+ * derived from the job it replaces, so two enqueues offering the same window at once make the same job once.
+ */
+export function againJobId(runId: string, windowId: string, previousJobId: string): string {
+  return windowJobId(runId, `${windowId}#again:${previousJobId}`);
+}
+
 /** Starts pg-boss on the control plane (creating its schema the first time) and the window queue. */
 export async function openQueue(url: string, settings: QueueSettings, supervise: boolean): Promise<PgBoss> {
   const boss = new PgBoss({
@@ -57,9 +65,14 @@ export async function openQueue(url: string, settings: QueueSettings, supervise:
   return boss;
 }
 
+/** A window to queue, with the id of its queue job when it is not the window's first (see againJobId). */
+export interface QueuedWindow extends WindowJob {
+  jobId?: string;
+}
+
 /** How a window's job is queued: its deterministic id, its retries and its timeout. */
-const jobOptions = (job: WindowJob, settings: QueueSettings) => ({
-  id: windowJobId(job.runId, job.windowId),
+const jobOptions = (job: QueuedWindow, settings: QueueSettings) => ({
+  id: job.jobId ?? windowJobId(job.runId, job.windowId),
   retryLimit: settings.retryLimit,
   retryDelay: 1,
   expireInSeconds: settings.windowTimeoutSeconds,
@@ -75,10 +88,10 @@ export async function sendWindow(boss: PgBoss, client: pg.Client, job: WindowJob
 }
 
 /** Enqueues windows in one statement on `client` (inside the caller's transaction); one already enqueued is left as it is. */
-export async function sendWindows(boss: PgBoss, client: pg.Client, jobs: readonly WindowJob[], settings: QueueSettings): Promise<void> {
+export async function sendWindows(boss: PgBoss, client: pg.Client, jobs: readonly QueuedWindow[], settings: QueueSettings): Promise<void> {
   if (jobs.length === 0) return;
   await boss.insert(
-    jobs.map((job) => ({ name: WINDOW_QUEUE, data: job, ...jobOptions(job, settings) })),
+    jobs.map((job) => ({ name: WINDOW_QUEUE, data: { runId: job.runId, windowId: job.windowId } satisfies WindowJob, ...jobOptions(job, settings) })),
     { db: on(client) },
   );
 }

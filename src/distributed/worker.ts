@@ -26,7 +26,7 @@ import type { DistributedOptions } from './enqueue.js';
 import { fetchWindow, type FetchResult, type RunContext } from './fragment.js';
 import { DEFAULT_QUEUE_SETTINGS, openQueue, windowJobId, type WindowJob } from './queue.js';
 import { accountLease, SharedQuota } from './account.js';
-import { closeEndedRuns } from './runs.js';
+import { closeEndedRuns, lockRuns } from './runs.js';
 import { openStore } from './store.js';
 import type { QueueState, WorkerMetrics } from '../observe/worker-metrics.js';
 import { makeScratch } from '../pipeline/scratch.js';
@@ -281,13 +281,22 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
           window: job.data.windowId,
           error: result.error,
         });
-        if (job.retryCount >= job.retryLimit) {
+        if (job.retryCount < job.retryLimit) {
+          await boss.fail(WINDOW_QUEUE, job.id, { error: result.error });
+          return;
+        }
+        // Its last attempt: the window fails for good, and its run ends if this was its last window (else nothing
+        // would close it: the run stayed open, and the next enqueue found nothing to do).
+        await inTransaction(own, async () => {
+          const execute = (text: string, values: string[][]) => own.query(text, values);
+          await lockRuns(execute, [job.data.runId]);
           await own.query(
             `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'failed', updated_at = NOW() WHERE run_id = $1 AND window_id = $2 AND state = 'queued'`,
             [job.data.runId, job.data.windowId],
           );
-        }
-        await boss.fail(WINDOW_QUEUE, job.id, { error: result.error });
+          await boss.fail(WINDOW_QUEUE, job.id, { error: result.error }, { db: { executeSql: (text: string, values: unknown[]) => own.query(text, values) } });
+          await closeEndedRuns(execute, [job.data.runId]);
+        });
         return;
       }
       if (result.state === 'fetched') {

@@ -15,6 +15,9 @@ import { tempDir } from '../helpers/lake.js';
 let pg: TestPostgres;
 let tmp: Awaited<ReturnType<typeof tempDir>>;
 let sim: RunningSimulator;
+/** A simulator that demands a key: a worker with another key has every request refused (HTTP 403). */
+let keyed: RunningSimulator;
+const KEY = 'failures-test-key';
 
 const ADDRESSES = ['0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c', '0x235cc9e6a7b9bac03056f3eb7034c30bd80a5157'];
 /** A small job: one window per address (no block windows of its own: the whole range at once). */
@@ -26,15 +29,35 @@ const smallJob = (name: string) => ({
   datasets: { transactions: { addresses: ADDRESSES } },
 });
 
+/** A job of the real API's kind (its URL and key from the environment), pointed at the keyed simulator. */
+const apiJob = (name: string) => ({ ...smallJob(name), target: 'api' });
+const apiEnv = (key: string): NodeJS.ProcessEnv => ({ CHAINLAKE_MAINNET_URL: keyed.urls.mainnet, CHAINLAKE_API_KEY: key });
+
+/** Runs `work` with these variables set (a worker reads its URL and key from its environment), then restores them. */
+async function withEnv<T>(vars: NodeJS.ProcessEnv, work: () => Promise<T>): Promise<T> {
+  const before = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  try {
+    return await work();
+  } finally {
+    for (const [k, v] of Object.entries(before)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
 beforeAll(async () => {
   pg = await startPostgres();
   process.env.PGPASSWORD = pg.password;
   tmp = await tempDir('chainlake-failures-');
   sim = await startSimulator({ seed: 1, scale: 'small' });
+  keyed = await startSimulator({ seed: 1, scale: 'small', apiKey: KEY });
 }, 120_000);
 
 afterAll(async () => {
   await sim?.close();
+  await keyed?.close();
   await pg?.stop();
   await tmp?.cleanup();
 });
@@ -87,4 +110,59 @@ describe("runs' status words", () => {
       ].sort((a, b) => a.run_id.localeCompare(b.run_id)),
     );
   }, 120_000);
+});
+
+describe('a failed window does not wedge a job', () => {
+  it('a run whose windows all ended is closed; the next enqueue plans anew, --retry-failed offers the failed windows again, and an open run gets them back', async () => {
+    const db = await pg.database();
+    const store = path.join(tmp.dir, 'store-wedge');
+    const client = await db.connect();
+    const doc = apiJob('wedge');
+    const job = parseJob(doc, 'wedge.json', apiEnv(KEY));
+    // One attempt per window: the first failure is the window's last.
+    const opts = { catalog: db.url, store, queue: { retryLimit: 0 } };
+    const work = (key: string, id: string) => withEnv(apiEnv(key), () => runWorker({ catalog: db.url, store, id, untilIdle: true, pollMs: 50 }));
+    const runOf = async (runId: string) =>
+      (
+        await client.query(
+          `SELECT r.status, r.finished_at IS NOT NULL AS closed, array_agg(DISTINCT w.state ORDER BY w.state) AS states
+           FROM chainlake.runs r JOIN chainlake.windows w USING (run_id) WHERE r.run_id = $1 GROUP BY 1, 2`,
+          [runId],
+        )
+      ).rows[0];
+
+    const first = await enqueueJob(job, doc, opts);
+    expect(first.queued).toBe(2);
+    // A worker whose key the API refuses: every window fails for good, and the run ends with them.
+    const refused = await work('not-the-key', 'refused-1');
+    expect(refused.windowsFailed).toBe(2);
+    expect(await runOf(first.runId)).toEqual({ status: 'failed', closed: true, states: ['failed'] });
+
+    // The next enqueue does not find an open run with nothing to do: it plans anew from the watermarks.
+    const second = await enqueueJob(job, doc, opts);
+    expect(second).toMatchObject({ resumed: false, queued: 2, retried: 0 });
+    expect(second.runId).not.toBe(first.runId);
+    await work('not-the-key', 'refused-2');
+    expect(await runOf(second.runId)).toEqual({ status: 'failed', closed: true, states: ['failed'] });
+
+    // --retry-failed takes the last run up again: its failed windows are queued again, each with a fresh queue job.
+    const retry = await enqueueJob(job, doc, opts, { retryFailed: true });
+    expect(retry).toMatchObject({ runId: second.runId, resumed: true, queued: 0, retried: 2, pending: 2 });
+    expect(await runOf(second.runId)).toEqual({ status: 'running', closed: false, states: ['queued'] });
+    const fixed = await work(KEY, 'fixed');
+    expect(fixed).toMatchObject({ windowsFetched: 2, windowsFailed: 0 });
+    expect(await runOf(second.runId)).toEqual({ status: 'complete', closed: true, states: ['committed'] });
+    expect(Number((await client.query(`SELECT count(*) AS n FROM ducklake.ducklake_data_file`)).rows[0].n)).toBeGreaterThan(0);
+
+    // A run an earlier chainlake left open with failed windows (the wedge): the next enqueue offers them again.
+    await client.query(`UPDATE chainlake.runs SET finished_at = NULL, status = 'running' WHERE run_id = $1`, [first.runId]);
+    const unwedged = await enqueueJob(job, doc, opts);
+    expect(unwedged).toMatchObject({ runId: first.runId, resumed: true, queued: 0, retried: 2 });
+    await work(KEY, 'fixed-2');
+    expect(await runOf(first.runId)).toEqual({ status: 'complete', closed: true, states: ['committed'] });
+    // Nothing failed is left: --retry-failed offers nothing, and the run stays as it ended.
+    const nothing = await enqueueJob(job, doc, opts, { retryFailed: true });
+    expect(nothing).toMatchObject({ resumed: true, queued: 0, retried: 0 });
+    expect(await runOf(nothing.runId)).toMatchObject({ status: 'complete', closed: true });
+  }, 180_000);
 });

@@ -11,6 +11,7 @@ interface Args {
   catalog?: string;
   store?: string;
   'window-timeout': number;
+  'retry-failed'?: boolean;
   'log-format'?: 'text' | 'json';
   quiet?: boolean;
   verbose?: boolean;
@@ -27,20 +28,29 @@ export const enqueueCommand: CommandModule<object, Args> = {
         default: DEFAULT_QUEUE_SETTINGS.windowTimeoutSeconds,
         describe: 'Seconds a worker may hold a window before the queue presumes it dead and offers the window to another worker',
       })
-      .example('$0 enqueue jobs/nightly.json --catalog postgres://chainlake@db/lake --store /mnt/lake', 'Queue the nightly job; workers fetch it'),
+      .option('retry-failed', {
+        type: 'boolean',
+        describe:
+          "Offer the failed windows of the job's last run again, with that run's head, even if the run has ended (without it, an ended run's failed blocks are planned anew from the watermarks)",
+      })
+      .example('$0 enqueue jobs/nightly.json --catalog postgres://chainlake@db/lake --store /mnt/lake', 'Queue the nightly job; workers fetch it')
+      .example('$0 enqueue jobs/nightly.json --retry-failed', "Offer the windows of the job's last run that failed (a refused key, a long outage) again"),
   handler: async (args) => {
     const catalog = checkCatalogUrl(args.catalog);
     const { logger } = outputFor(args);
     const { job, doc } = await loadJobDocument(args.job);
     const timeout = args['window-timeout'];
     if (!Number.isInteger(timeout) || timeout < 5) throw new CliError(`--window-timeout: expected whole seconds, at least 5, got ${String(timeout)}`);
-    const r = await enqueueJob(job, doc, { catalog, store: args.store ?? '', queue: { windowTimeoutSeconds: timeout } });
+    const r = await enqueueJob(job, doc, { catalog, store: args.store ?? '', queue: { windowTimeoutSeconds: timeout } }, { retryFailed: args['retry-failed'] });
+    const again = [r.retried ? `${r.retried} failed windows offered again` : '', r.queued ? `${r.queued} windows whose queue job was over queued again` : '']
+      .filter(Boolean)
+      .join(', ');
     const text = r.resumed
-      ? `run ${r.runId} of ${job.name} is still open (${r.pending} windows to do): nothing new queued${r.queued ? `, ${r.queued} windows offered again` : ''}`
+      ? `run ${r.runId} of ${job.name}: ${r.pending} windows to do; ${again || (args['retry-failed'] ? 'no failed window to offer again' : 'nothing new queued')}`
       : `run ${r.runId}: ${job.name} on ${job.network}${r.head === null ? '' : `, head ${r.head}`}: ${r.queued} windows queued${r.skipped ? `, ${r.skipped} already in the lake` : ''}`;
     logger.log('info', 'enqueue', text, { run: r.runId, job: job.name, ...r });
     process.stdout.write(
-      `${JSON.stringify({ run: r.runId, job: job.name, resumed: r.resumed, head: r.head, queued: r.queued, skipped: r.skipped, pending: r.pending })}\n`,
+      `${JSON.stringify({ run: r.runId, job: job.name, resumed: r.resumed, head: r.head, queued: r.queued, retried: r.retried, skipped: r.skipped, pending: r.pending })}\n`,
     );
   },
 };
