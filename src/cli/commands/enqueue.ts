@@ -5,6 +5,7 @@ import { loadJobDocument } from '../../pipeline/job.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../../distributed/queue.js';
 import { outputFor, withDistributedOptions } from '../common.js';
 import { CliError } from '../exit-codes.js';
+import { distributedFlags } from '../lake-target.js';
 
 interface Args {
   job: string;
@@ -29,12 +30,13 @@ export const enqueueCommand: CommandModule<object, Args> = {
       })
       .example('$0 enqueue jobs/nightly.json --catalog postgres://chainlake@db/lake --store /mnt/lake', 'Queue the nightly job; workers fetch it'),
   handler: async (args) => {
-    const catalog = checkCatalogUrl(args.catalog);
+    const flags = distributedFlags(args);
+    const catalog = checkCatalogUrl(flags.catalog);
     const { logger } = outputFor(args);
     const { job, doc } = await loadJobDocument(args.job);
     const timeout = args['window-timeout'];
     if (!Number.isInteger(timeout) || timeout < 5) throw new CliError(`--window-timeout: expected whole seconds, at least 5, got ${String(timeout)}`);
-    const r = await enqueueJob(job, doc, { catalog, store: args.store ?? '', queue: { windowTimeoutSeconds: timeout } });
+    const r = await enqueueJob(job, doc, { catalog, store: flags.store ?? '', queue: { windowTimeoutSeconds: timeout } });
     const text = r.resumed
       ? `run ${r.runId} of ${job.name} is still open (${r.pending} windows to do): nothing new queued${r.queued ? `, ${r.queued} windows offered again` : ''}`
       : `run ${r.runId}: ${job.name} on ${job.network}${r.head === null ? '' : `, head ${r.head}`}: ${r.queued} windows queued${r.skipped ? `, ${r.skipped} already in the lake` : ''}`;
