@@ -8,6 +8,16 @@ import { formatReport, type RunReport } from '../pipeline/report.js';
 import type { RunOptions } from '../pipeline/run.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { TerminalProgress } from './progress.js';
+import { DEFAULT_LAKE, LAKE_ENV, resolveLakeTarget } from './lake-target.js';
+
+/**
+ * The local lake of a command that only writes a local lake (run, export, plan): the lake-choice rule
+ * (lake-target.ts) without the distributed settings, which these commands never read.
+ */
+export function localLakeOf(flagLake: string | undefined, jobLake: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
+  const t = resolveLakeTarget({ lake: flagLake }, { jobLake, env: { [LAKE_ENV]: env[LAKE_ENV] } });
+  return t.kind === 'local' ? t.lake : DEFAULT_LAKE;
+}
 
 export interface OutputArgs {
   'log-format'?: 'text' | 'json';
@@ -29,7 +39,7 @@ export interface RunArgs extends OutputArgs {
 /** Flags that say where and how politely a job runs: `plan` estimates with them, `run`/`export` use them. */
 export function withTargetOptions<T>(y: Argv<T>) {
   return y
-    .option('lake', { type: 'string', describe: 'Lake directory (overrides the job)' })
+    .option('lake', { type: 'string', describe: `Lake directory (overrides the job; default: the job's lake, else $${LAKE_ENV}, else ${DEFAULT_LAKE})` })
     .option('concurrency', { type: 'number', describe: 'Requests in flight at once (overrides the job)' })
     .option('rps', { type: 'number', describe: 'Requests per second across the run (overrides the job)' })
     .option('full-refresh', { type: 'boolean', describe: 'Ignore watermarks and unfinished runs: fetch the whole range again' })
@@ -47,18 +57,19 @@ export function withBlockRangeOptions<T>(y: Argv<T>) {
     .option('head', { type: 'number', describe: 'The chain head, as you know it: nothing is asked to find it (for services without blocks/latest)' });
 }
 
-/** Where a distributed lake is: its control plane and its store (enqueue, worker, maintain), from the environment by default. */
+/**
+ * Where a distributed lake is (enqueue, worker): its control plane and its store. No yargs defaults: the
+ * environment fills what no flag says (lake-target.ts), so that a flag can be told from an exported variable.
+ */
 export function withDistributedOptions<T>(y: Argv<T>) {
   return y
     .option('catalog', {
       type: 'string',
-      default: process.env.CHAINLAKE_CATALOG,
       defaultDescription: '$CHAINLAKE_CATALOG',
       describe: 'PostgreSQL URL of the control plane (postgres://user@host/db; the password from PGPASSWORD or ~/.pgpass)',
     })
     .option('store', {
       type: 'string',
-      default: process.env.CHAINLAKE_STORE,
       defaultDescription: '$CHAINLAKE_STORE',
       describe: "Where the lake's files live, as this machine reaches them: a shared directory or s3://bucket/prefix",
     });
@@ -111,7 +122,16 @@ async function checkReportPath(file: string): Promise<void> {
   if (problem) throw new CliError(`--report ${file}: the folder ${dir} ${problem}; create it or give --report another path`);
 }
 
-export function applyRunOverrides(job: Job, args: RunArgs): Job {
+/** True when a job document names its lake (`"lake": …`): the file's choice then comes before $CHAINLAKE_LAKE. */
+export function jobNamesLake(doc: unknown): boolean {
+  return typeof doc === 'object' && doc !== null && 'lake' in doc && (doc as { lake?: unknown }).lake !== undefined;
+}
+
+/**
+ * The job with the flags' overrides. `jobNamesLake`: the job file says `lake` (else `--lake`, then
+ * $CHAINLAKE_LAKE, then data/lake choose it: lake-target.ts).
+ */
+export function applyRunOverrides(job: Job, args: RunArgs, jobNamesLake = true): Job {
   // A bad flag is a usage error (exit 2), with the bounds a job file has for the same setting.
   const positive = (name: string, v: number | undefined, max: number): number | undefined => {
     if (v === undefined) return undefined;
@@ -120,7 +140,7 @@ export function applyRunOverrides(job: Job, args: RunArgs): Job {
   };
   return {
     ...job,
-    lake: args.lake ?? job.lake,
+    lake: localLakeOf(args.lake, jobNamesLake ? job.lake : undefined),
     concurrency: positive('concurrency', args.concurrency, 256) ?? job.concurrency,
     rps: positive('rps', args.rps, 100_000) ?? job.rps,
     strict: args.strict ?? job.strict,

@@ -489,7 +489,7 @@ const FILES_COLUMN_DOCS: Record<string, string> = {
 };
 
 /** The `files` view: the DuckLake's current data files, with the block range from their column statistics. */
-function filesView(shapes: readonly TableShape[]): string {
+export function filesView(shapes: readonly TableShape[]): string {
   const blocks = shapes.filter((s) => s.blockColumn).map((s) => `(${literal(s.name)}, ${literal(s.blockColumn!)})`);
   return `CREATE OR REPLACE VIEW files AS
     SELECT CASE WHEN d.path_is_relative THEN sc.path || t.path || d.path ELSE d.path END AS path,

@@ -30,7 +30,8 @@ export interface LakeStatus {
     rejects: number | null;
     windows_failed: number | null;
   }[];
-  watermarks: { network: string; dataset: string; scope: string; block: number; run_id: string; updated_at: string }[];
+  /** `run_id`: the run that last moved it (NULL on a distributed lake, whose control plane does not keep it). */
+  watermarks: { network: string; dataset: string; scope: string; block: number; run_id: string | null; updated_at: string }[];
   /** Block ranges between committed windows of one scope that no committed window covers. */
   gaps: { network: string; dataset: string; scope: string; from_block: number; to_block: number }[];
   /** Failed windows whose range no committed window of the same scope covers (yet). */
@@ -45,13 +46,12 @@ export interface LakeStatus {
   }[];
 }
 
-async function viewExists(conn: DuckDBConnection, name: string): Promise<boolean> {
-  const r = await conn.runAndReadAll(`SELECT 1 FROM duckdb_views() WHERE database_name = current_database() AND view_name = '${name}'`);
-  return r.getRowsJS().length > 0;
-}
-
-async function tableExists(conn: DuckDBConnection, name: string): Promise<boolean> {
-  const r = await conn.runAndReadAll(`SELECT 1 FROM duckdb_tables() WHERE database_name = current_database() AND table_name = '${name}'`);
+/** A table or view of the connection's database: a local catalog has `runs` as a table, a distributed reader as a view. */
+async function relationExists(conn: DuckDBConnection, name: string): Promise<boolean> {
+  const r = await conn.runAndReadAll(
+    `SELECT 1 FROM duckdb_tables() WHERE database_name = current_database() AND schema_name = 'main' AND table_name = '${name}'
+     UNION ALL SELECT 1 FROM duckdb_views() WHERE database_name = current_database() AND schema_name = 'main' AND view_name = '${name}'`,
+  );
   return r.getRowsJS().length > 0;
 }
 
@@ -63,11 +63,17 @@ async function objects<T>(conn: DuckDBConnection, sql: string): Promise<T[]> {
   );
 }
 
-/** What a user asks before trusting a lake: what is in it, what ran, how far each scope got, and what is missing. */
-export async function lakeStatus(conn: DuckDBConnection, paths: LakePaths, opts: { runs?: number } = {}): Promise<LakeStatus> {
+/**
+ * What a user asks before trusting a lake: what is in it, what ran, how far each scope got, and what is missing.
+ * `conn` has the tables of a local lake's catalog (`files`, `runs`, `windows`, `watermarks`, `ducklake_*`): a
+ * local lake's catalog itself (`lake` its paths: then also what is on its disk), or a distributed lake's reader,
+ * whose views give the control plane's ledger the same columns (distributed/read.ts; `lake` then names it).
+ */
+export async function lakeStatus(conn: DuckDBConnection, lake: LakePaths | { name: string }, opts: { runs?: number } = {}): Promise<LakeStatus> {
+  const paths = 'root' in lake ? lake : undefined;
   const status: LakeStatus = {
-    lake: paths.root,
-    pendingCommit: await hasPendingCommit(paths),
+    lake: paths ? paths.root : (lake as { name: string }).name,
+    pendingCommit: paths ? await hasPendingCommit(paths) : false,
     datasets: [],
     strayPartitions: [],
     runs: [],
@@ -75,7 +81,7 @@ export async function lakeStatus(conn: DuckDBConnection, paths: LakePaths, opts:
     gaps: [],
     uncoveredFailures: [],
   };
-  if (await viewExists(conn, 'files')) {
+  if (await relationExists(conn, 'files')) {
     status.datasets = await objects(
       conn,
       `SELECT dataset, network, count(DISTINCT "partition")::BIGINT AS partitions, count(*)::BIGINT AS files, sum(rows)::BIGINT AS rows, sum(bytes)::BIGINT AS bytes,
@@ -85,7 +91,7 @@ export async function lakeStatus(conn: DuckDBConnection, paths: LakePaths, opts:
   }
   // From the disk: a stray file is one no snapshot of the catalog lists (something else wrote it, or a killed
   // conversion left it).
-  if (await tableExists(conn, 'ducklake_data_file')) {
+  if (paths && (await relationExists(conn, 'ducklake_data_file'))) {
     const known = new Set(
       (
         (
@@ -103,7 +109,7 @@ export async function lakeStatus(conn: DuckDBConnection, paths: LakePaths, opts:
       }
     }
   }
-  if (await tableExists(conn, 'runs')) {
+  if (await relationExists(conn, 'runs')) {
     status.runs = await objects(
       conn,
       `SELECT run_id, job, status, started_at::VARCHAR AS started_at, finished_at::VARCHAR AS finished_at,
@@ -112,13 +118,13 @@ export async function lakeStatus(conn: DuckDBConnection, paths: LakePaths, opts:
        FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ${opts.runs ?? 10}`,
     );
   }
-  if (await tableExists(conn, 'watermarks')) {
+  if (await relationExists(conn, 'watermarks')) {
     status.watermarks = await objects(
       conn,
       `SELECT network, dataset, scope, block::BIGINT AS block, run_id, updated_at::VARCHAR AS updated_at FROM watermarks ORDER BY network, dataset, scope`,
     );
   }
-  if (await tableExists(conn, 'windows')) {
+  if (await relationExists(conn, 'windows')) {
     // Gaps and islands: a committed window that starts after everything before it (same scope) ended leaves a gap.
     status.gaps = await objects(
       conn,

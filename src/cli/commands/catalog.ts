@@ -3,31 +3,39 @@ import type { CommandModule } from 'yargs';
 import { rebuildCatalog } from '../../load/maintenance.js';
 import { LakePaths } from '../../load/paths.js';
 import { CliError } from '../exit-codes.js';
+import { localOnly, resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 
 interface Args {
   action: 'rebuild';
-  lake: string;
+  lake?: string;
+  catalog?: string;
+  store?: string;
 }
 
 export const catalogCommand: CommandModule<object, Args> = {
   command: 'catalog <action>',
   describe: "Maintain the lake's catalog.duckdb (rebuild: views at the lake's current path, files table from disk; recovers a damaged or missing catalog)",
   builder: (y) =>
-    y
+    withLakeOptions(y, { distributed: false })
       .positional('action', {
         choices: ['rebuild'] as const,
         demandOption: true,
         describe:
           "rebuild: recreate every view (with column comments) at the lake's current absolute path and re-read the files table from the files; keeps runs, windows and watermarks",
       })
-      .option('lake', { type: 'string', default: 'data/lake', describe: 'Lake directory' })
       .example(
         '$0 catalog rebuild --lake /srv/lake',
         'After a damaged or deleted catalog.duckdb: rebuild it from the files, keeping what reads of the run history',
       )
       .example('$0 catalog rebuild --lake /mnt/new-place/lake', 'After moving or copying a lake (any chainlake command also does it by itself)'),
   handler: async (args) => {
-    const paths = new LakePaths(args.lake);
+    const paths = new LakePaths(
+      localOnly(
+        'catalog rebuild',
+        resolveLakeTarget(args),
+        "a distributed lake's catalog is its PostgreSQL database, which no file can rebuild: restore the database from its backup; chainlake maintain --catalog then sweeps the files it does not list",
+      ),
+    );
     if (!existsSync(paths.root)) throw new CliError(`no lake at ${paths.root}`);
     const r = await rebuildCatalog(paths);
     const rec = r.recovery;

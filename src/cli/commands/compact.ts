@@ -5,9 +5,12 @@ import { compactLake } from '../../load/maintenance.js';
 import { LakePaths } from '../../load/paths.js';
 import { REJECTS_DATASET } from '../../load/schema.js';
 import { CliError } from '../exit-codes.js';
+import { localOnly, resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 
 interface Args {
-  lake: string;
+  lake?: string;
+  catalog?: string;
+  store?: string;
   dataset?: string[];
   format: 'text' | 'json';
 }
@@ -19,14 +22,19 @@ export const compactCommand: CommandModule<object, Args> = {
   describe:
     'Rewrite each partition that holds several data files into one sorted, ZSTD, one-row-per-key ducklake-<uuid>.parquet (one snapshot per batch, crash-safe); a partition of one file is left as it is',
   builder: (y) =>
-    y
-      .option('lake', { type: 'string', default: 'data/lake', describe: 'Lake directory' })
+    withLakeOptions(y, { distributed: false })
       .option('dataset', { type: 'string', array: true, choices: [...datasetNames(), REJECTS_DATASET], describe: 'Only these datasets (default: all)' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
       .example('$0 compact', 'Compact every dataset of data/lake')
       .example('$0 compact --lake /srv/lake --dataset transactions', 'Only transactions'),
   handler: async (args) => {
-    const paths = new LakePaths(args.lake);
+    const paths = new LakePaths(
+      localOnly(
+        'compact',
+        resolveLakeTarget(args),
+        "a distributed lake's committer already writes each partition it touches as one merged file per commit, and chainlake maintain --catalog deletes the files older snapshots needed",
+      ),
+    );
     if (!existsSync(paths.catalog)) throw new CliError(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`);
     const r = await compactLake(paths, { datasets: args.dataset });
     if (args.format === 'json') {

@@ -7,12 +7,16 @@ import { decodeExistingLake, skippedText } from '../../decode/lake.js';
 import { parseDecodeSpec, resolveDatasets, STANDARD_CHOICES, type DecodeSpec } from '../../decode/spec.js';
 import { openEngine } from '../../load/engine.js';
 import { LakePaths } from '../../load/paths.js';
-import { loadJobFile } from '../../pipeline/job.js';
+import { loadJobDocument } from '../../pipeline/job.js';
 import { CliError } from '../exit-codes.js';
+import { jobNamesLake } from '../common.js';
+import { DEFAULT_LAKE, localOnly, resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 import { makeScratch } from '../../pipeline/scratch.js';
 
 interface Args {
   lake?: string;
+  catalog?: string;
+  store?: string;
   network?: Network;
   job?: string;
   standard?: string[];
@@ -27,15 +31,15 @@ interface Args {
 }
 
 /** The spec the options (or the job's `decode` key) give. */
-async function specOf(args: Args): Promise<{ spec: DecodeSpec; lake: string; network: Network }> {
+async function specOf(args: Args): Promise<{ spec: DecodeSpec; jobLake?: string; network: Network }> {
   const fail = (where: string, problem: string): never => {
     throw new CliError(`${where}: ${problem}`);
   };
   if (args.job) {
-    const job = await loadJobFile(args.job);
+    const { job, doc } = await loadJobDocument(args.job);
     if (!job.decode && !args.standard && !args.contract) throw new CliError(`${args.job}: the job has no "decode" key; give --standard or --contract`);
     const own = args.standard || args.contract ? await specOf({ ...args, job: undefined }) : undefined;
-    return { spec: own?.spec ?? job.decode!, lake: args.lake ?? job.lake, network: args.network ?? job.network };
+    return { spec: own?.spec ?? job.decode!, jobLake: jobNamesLake(doc) ? job.lake : undefined, network: args.network ?? job.network };
   }
   if ((args.name || args.abiFile || args.signature || args.event) && (args.contract?.length ?? 0) !== 1)
     throw new CliError('--name, --abi-file, --signature and --event apply to one --contract (name several contracts in a job file\'s "decode" key)');
@@ -54,15 +58,14 @@ async function specOf(args: Args): Promise<{ spec: DecodeSpec; lake: string; net
         }
       : {}),
   };
-  return { spec: parseDecodeSpec(doc, 'decode options', fail, process.cwd()), lake: args.lake ?? 'data/lake', network: args.network ?? 'mainnet' };
+  return { spec: parseDecodeSpec(doc, 'decode options', fail, process.cwd()), network: args.network ?? 'mainnet' };
 }
 
 export const decodeCommand: CommandModule<object, Args> = {
   command: 'decode',
   describe: 'Decode the event logs of a lake already written into typed datasets (standard token events, any ABI event)',
   builder: (y) =>
-    y
-      .option('lake', { type: 'string', describe: 'Lake directory (default: the job’s, else data/lake)' })
+    withLakeOptions(y, { distributed: false, lakeDescribe: 'Lake directory (default: the job’s, else $CHAINLAKE_LAKE, else data/lake)' })
       .option('network', { choices: ['mainnet', 'testnet'] as const, describe: 'Network whose logs to decode (default: the job’s, else mainnet)' })
       .option('job', { type: 'string', describe: 'Decode what this job file’s "decode" key names' })
       .option('standard', {
@@ -90,9 +93,19 @@ export const decodeCommand: CommandModule<object, Args> = {
       )
       .example('$0 decode --job jobs/demo.json', 'What a job’s "decode" key names, over everything its lake holds'),
   handler: async (args) => {
-    const { spec, lake, network } = await specOf(args);
-    const paths = new LakePaths(lake);
+    const { spec, jobLake, network } = await specOf(args);
     const needsLake = !args.describe || spec.contracts.some((c) => !c.abiFile && !c.signatures);
+    const target = resolveLakeTarget(args, { jobLake });
+    const lake = needsLake
+      ? localOnly(
+          'decode',
+          target,
+          'a distributed lake has no decoding yet: read its event_logs with chainlake query --catalog, or decode in a local lake (chainlake run with the job\'s "decode" key)',
+        )
+      : target.kind === 'local'
+        ? target.lake
+        : DEFAULT_LAKE;
+    const paths = new LakePaths(lake);
     if (needsLake && !existsSync(paths.catalog)) throw new CliError(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`);
     if (args.describe) {
       // Reading the contracts dataset's files needs no lock: an engine of its own, in a temp folder.

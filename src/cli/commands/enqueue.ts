@@ -5,6 +5,7 @@ import { loadJobDocument } from '../../pipeline/job.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../../distributed/queue.js';
 import { outputFor, withDistributedOptions } from '../common.js';
 import { CliError } from '../exit-codes.js';
+import { distributedFlags } from '../lake-target.js';
 
 interface Args {
   job: string;
@@ -36,12 +37,13 @@ export const enqueueCommand: CommandModule<object, Args> = {
       .example('$0 enqueue jobs/nightly.json --catalog postgres://chainlake@db/lake --store /mnt/lake', 'Queue the nightly job; workers fetch it')
       .example('$0 enqueue jobs/nightly.json --retry-failed', "Offer the windows of the job's last run that failed (a refused key, a long outage) again"),
   handler: async (args) => {
-    const catalog = checkCatalogUrl(args.catalog);
+    const flags = distributedFlags(args);
+    const catalog = checkCatalogUrl(flags.catalog);
     const { logger } = outputFor(args);
     const { job, doc } = await loadJobDocument(args.job);
     const timeout = args['window-timeout'];
     if (!Number.isInteger(timeout) || timeout < 5) throw new CliError(`--window-timeout: expected whole seconds, at least 5, got ${String(timeout)}`);
-    const r = await enqueueJob(job, doc, { catalog, store: args.store ?? '', queue: { windowTimeoutSeconds: timeout } }, { retryFailed: args['retry-failed'] });
+    const r = await enqueueJob(job, doc, { catalog, store: flags.store ?? '', queue: { windowTimeoutSeconds: timeout } }, { retryFailed: args['retry-failed'] });
     const again = [r.retried ? `${r.retried} failed windows offered again` : '', r.queued ? `${r.queued} windows whose queue job was over queued again` : '']
       .filter(Boolean)
       .join(', ');

@@ -171,7 +171,7 @@ export const exportCommand: CommandModule<object, Args> = {
         .option('input', { type: 'boolean', describe: 'Ask for input data (transactions, internal_transactions)' }),
     )
       // No job file here: say where the rows go unless told.
-      .describe('lake', 'Lake directory [default: data/lake]')
+      .describe('lake', 'Lake directory [default: $CHAINLAKE_LAKE, else data/lake]')
       .example(
         '$0 export transactions --address 0xabc… --from-block 1000 --to-block 2000',
         'Transactions of one address in a block range, from CHAINLAKE_MAINNET_URL',
@@ -194,7 +194,7 @@ export const exportCommand: CommandModule<object, Args> = {
       },
       datasets: { [args.dataset]: datasetSpecFromFlags(def, args) },
     };
-    const job = applyRunOverrides(jobFromFlags(doc), args);
+    const job = applyRunOverrides(jobFromFlags(doc), args, false);
     await executeJob(job, args);
   },
 };

@@ -2,13 +2,13 @@ import type { CommandModule } from 'yargs';
 import { checkCatalogUrl } from '../../distributed/control-plane.js';
 import { maintainLake, parseDuration } from '../../distributed/maintain.js';
 import { CliError } from '../exit-codes.js';
-import { withDistributedOptions } from '../common.js';
+import { describeTarget, resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 import { existsSync } from 'node:fs';
 import { LakePaths } from '../../load/paths.js';
 import { maintainLocalLake } from '../../load/maintenance.js';
 
 interface Args {
-  lake: string;
+  lake?: string;
   catalog?: string;
   store?: string;
   'expire-older-than'?: string;
@@ -29,8 +29,7 @@ export const maintainCommand: CommandModule<object, Args> = {
   describe:
     'Expire old snapshots, delete the files no snapshot needs, and sweep files nothing refers to (a single-machine lake, or with --catalog a distributed one)',
   builder: (y) =>
-    withDistributedOptions(y)
-      .option('lake', { type: 'string', default: 'data/lake', describe: 'Lake directory (without --catalog)' })
+    withLakeOptions(y, { distributed: true })
       .option('expire-older-than', { type: 'string', describe: 'Expire snapshots older than this (7d, 12h, 30m); the newest is always kept' })
       .option('keep-snapshots', { type: 'number', describe: 'Expire all but the newest N snapshots' })
       .option('orphans-older-than', {
@@ -39,38 +38,42 @@ export const maintainCommand: CommandModule<object, Args> = {
         describe: 'Remove files nothing refers to once older than this (files a live worker is writing are younger)',
       })
       .example('$0 maintain --expire-older-than 7d', 'Keep a week of time travel; free the rest')
-      .example('$0 maintain --lake data/lake --keep-snapshots 1', 'A single-machine lake: keep only its newest snapshot'),
+      .example('$0 maintain --lake data/lake --keep-snapshots 1', 'A single-machine lake: keep only its newest snapshot')
+      .example('$0 maintain --catalog postgres://chainlake@db/lake --store /mnt/lake --expire-older-than 7d', 'A distributed lake'),
   handler: async (args) => {
     const keep = args['keep-snapshots'];
     if (keep !== undefined && (!Number.isInteger(keep) || keep < 1))
       throw new CliError(`--keep-snapshots: expected a whole number of at least 1, got ${String(keep)}`);
     const older = args['expire-older-than'];
-    if (args.catalog === undefined) {
-      const paths = new LakePaths(args.lake);
+    const target = resolveLakeTarget(args);
+    // Which lake, and why: this command deletes files, so its output names the lake it tidied.
+    const which = describeTarget(target);
+    if (target.kind === 'local') {
+      const paths = new LakePaths(target.lake);
       if (!existsSync(paths.catalog))
-        throw new CliError(`no lake at ${paths.root} (no catalog.duckdb)`, 2, 'check --lake, or give --catalog for a distributed lake');
+        throw new CliError(`no lake at ${paths.root} (no catalog.duckdb), chosen as ${which}`, 2, 'check --lake, or give --catalog for a distributed lake');
       const r = await maintainLocalLake(paths, {
         expireOlderThan: older === undefined ? undefined : new Date(Date.now() - duration(older, '--expire-older-than') * 1000),
         keepSnapshots: keep,
         orphanGraceSeconds: duration(args['orphans-older-than'], '--orphans-older-than'),
       });
       process.stdout.write(
-        `expired ${r.expiredSnapshots} snapshots, deleted ${r.deletedFiles} files no snapshot needs, removed ${r.orphansRemoved} files no snapshot lists` +
+        `${which}: expired ${r.expiredSnapshots} snapshots, deleted ${r.deletedFiles} files no snapshot needs, removed ${r.orphansRemoved} files no snapshot lists` +
           `${r.orphansKept ? ` (kept ${r.orphansKept} younger than --orphans-older-than)` : ''}\n`,
       );
       return;
     }
-    const catalog = checkCatalogUrl(args.catalog);
-    if (!args.store) throw new CliError('--store is required', 2, 'give --store /shared/lake (or set CHAINLAKE_STORE)');
+    const catalog = checkCatalogUrl(target.catalog);
+    if (!target.store) throw new CliError(`--store is required for ${which}`, 2, 'give --store /shared/lake (or set CHAINLAKE_STORE)');
     const r = await maintainLake({
       catalog,
-      store: args.store,
+      store: target.store,
       expireOlderThan: older === undefined ? undefined : new Date(Date.now() - duration(older, '--expire-older-than') * 1000),
       keepSnapshots: keep,
       orphanGraceSeconds: duration(args['orphans-older-than'], '--orphans-older-than'),
     });
     process.stdout.write(
-      `expired ${r.expiredSnapshots} snapshots, deleted ${r.deletedFiles} files no snapshot needs, removed ${r.orphansRemoved} orphaned files` +
+      `${which}: expired ${r.expiredSnapshots} snapshots, deleted ${r.deletedFiles} files no snapshot needs, removed ${r.orphansRemoved} orphaned files` +
         `${r.orphansKept ? ` (kept ${r.orphansKept} younger than --orphans-older-than)` : ''}\n`,
     );
   },

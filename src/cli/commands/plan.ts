@@ -8,13 +8,13 @@ import { HttpTransport } from '../../extract/transport.js';
 import { openEngine } from '../../load/engine.js';
 import { LakePaths } from '../../load/paths.js';
 import { fetcherFor } from '../../pipeline/execute.js';
-import { loadJobFile, type Job } from '../../pipeline/job.js';
+import { loadJobDocument, type Job } from '../../pipeline/job.js';
 import { effectiveJob, prepareRun } from '../../pipeline/prepare.js';
 import { buildClients, resolveTargets, transportOptionsOf } from '../../pipeline/run.js';
 import { requestsForRows, type Window } from '../../pipeline/plan.js';
 import { quotaAccount } from '../../extract/quota.js';
 import { readRequestUsage } from '../../load/state.js';
-import { applyRunOverrides, blockRangeArgs, withBlockRangeOptions, withTargetOptions, type RunArgs } from '../common.js';
+import { applyRunOverrides, blockRangeArgs, jobNamesLake, withBlockRangeOptions, withTargetOptions, type RunArgs } from '../common.js';
 import { makeScratch } from '../../pipeline/scratch.js';
 
 interface Args extends RunArgs {
@@ -223,7 +223,8 @@ export const planCommand: CommandModule<object, Args> = {
       .example('$0 plan jobs/nightly.json', "What tonight's run would fetch, at the job's rps")
       .example('$0 plan jobs/backfill.json --no-probe --format json', 'Windows only, no count probes, as JSON'),
   handler: async (args) => {
-    const job = applyRunOverrides(await loadJobFile(args.job), args);
+    const { job: parsed, doc } = await loadJobDocument(args.job);
+    const job = applyRunOverrides(parsed, args, jobNamesLake(doc));
     await printPlan(job, args, blockRangeArgs(args));
   },
 };

@@ -14,6 +14,7 @@ import { GarbagePacer } from '../../pipeline/garbage.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { ChainlakeError } from '../../errors.js';
 import { renderRows } from '../output.js';
+import { resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 import { writeCsvRows } from './query-csv.js';
 import { writeJsonRows } from './query-json.js';
 
@@ -21,7 +22,7 @@ export type QueryFormat = 'table' | 'csv' | 'json' | 'parquet' | 'arrow';
 
 interface Args {
   sql: string;
-  lake: string;
+  lake?: string;
   catalog?: string;
   store?: string;
   'as-of'?: string;
@@ -210,24 +211,21 @@ export const queryCommand: CommandModule<object, Args> = {
   command: 'query <sql>',
   describe: "Run SQL against the lake's catalog (read-only) and print or write the result",
   builder: (y) =>
-    y
-      .positional('sql', {
+    withLakeOptions(
+      y.positional('sql', {
         type: 'string',
         demandOption: true,
-        describe: 'SQL; every dataset is a view (e.g. transactions), plus _rejects, runs, windows, files, watermarks',
-      })
-      .option('lake', { type: 'string', default: 'data/lake', describe: 'Lake directory' })
+        describe:
+          'SQL; every dataset is a view (e.g. transactions), plus _rejects, runs, windows, files, watermarks and the ducklake_* tables (ducklake_snapshot…), on either kind of lake',
+      }),
+      { distributed: true },
+    )
       .option('format', {
         choices: ['table', 'csv', 'json', 'parquet', 'arrow'] as const,
         default: 'table' as const,
         describe: `table: aligned, for a terminal (the first ${TABLE_MAX_ROWS} rows); csv: RFC 4180 with a header; json: one object per line; arrow: an Arrow IPC stream (pandas, Polars, pyarrow); parquet: a Parquet file (needs --output)`,
       })
       .option('output', { type: 'string', alias: 'o', describe: 'Write the result to this file instead of stdout (streamed: any size)' })
-      .option('catalog', {
-        type: 'string',
-        describe: 'Read a distributed lake: the PostgreSQL URL of its control plane (then --lake is not used)',
-      })
-      .option('store', { type: 'string', describe: "With --catalog: where the lake's files are mounted on this machine (default: the catalog's data path)" })
       .option('as-of', {
         type: 'string',
         describe: 'Read an earlier snapshot of the lake, by id (12) or time (2026-11-24T06:00:00Z); `SELECT * FROM ducklake_snapshot` lists them',
@@ -243,17 +241,18 @@ export const queryCommand: CommandModule<object, Args> = {
     const partial = args.output ? path.join(path.dirname(args.output), `.${path.basename(args.output)}.partial`) : undefined;
     try {
       const asOf = parseAsOf(args['as-of']);
+      const target = resolveLakeTarget(args);
       const source =
-        args.catalog === undefined
+        target.kind === 'local'
           ? asOf === undefined
-            ? args.lake
-            : () => openLakeReader(new LakePaths(args.lake), { asOf })
-          : await distributedSource(args.catalog, args.store, args['as-of']);
+            ? target.lake
+            : () => openLakeReader(new LakePaths(target.lake), { asOf })
+          : await distributedSource(target.catalog, target.store, args['as-of']);
       const { movedFrom } = await queryLakeTo(source, args.sql, args.format, partial ? { file: partial } : { stream: process.stdout });
       if (partial) await rename(partial, args.output!);
-      if (movedFrom) {
+      if (movedFrom && target.kind === 'local') {
         process.stderr.write(
-          `chainlake: note: this lake was moved from ${movedFrom} and could not be updated here (read-only): it was read through temporary views of ${path.resolve(args.lake)}. Run any chainlake command (e.g. chainlake status) once with write access to update it for good.\n`,
+          `chainlake: note: this lake was moved from ${movedFrom} and could not be updated here (read-only): it was read through temporary views of ${path.resolve(target.lake)}. Run any chainlake command (e.g. chainlake status) once with write access to update it for good.\n`,
         );
       }
     } catch (e) {

@@ -1,6 +1,6 @@
 import type { CommandModule } from 'yargs';
-import { loadJobFile } from '../../pipeline/job.js';
-import { applyRunOverrides, blockRangeArgs, executeJob, withBlockRangeOptions, withRunOptions, type RunArgs } from '../common.js';
+import { loadJobDocument } from '../../pipeline/job.js';
+import { applyRunOverrides, blockRangeArgs, executeJob, jobNamesLake, withBlockRangeOptions, withRunOptions, type RunArgs } from '../common.js';
 
 interface Args extends RunArgs {
   job: string;
@@ -21,7 +21,8 @@ export const runCommand: CommandModule<object, Args> = {
       .example('$0 run jobs/nightly.json --from-block 100000 --to-block 120000', 'Backfill one block range')
       .example('$0 run jobs/nightly.json --wait --report report.json', 'Wait for a running job to finish first; write the report as JSON'),
   handler: async (args) => {
-    const job = applyRunOverrides(await loadJobFile(args.job), args);
+    const { job: parsed, doc } = await loadJobDocument(args.job);
+    const job = applyRunOverrides(parsed, args, jobNamesLake(doc));
     const rangeOverride = blockRangeArgs(args);
     if (args['dry-run']) {
       const { printPlan } = await import('./plan.js');

@@ -1,13 +1,16 @@
 import type { DuckDBValue } from '@duckdb/node-api';
 import type { CommandModule } from 'yargs';
 import { LakePaths } from '../../load/paths.js';
-import { openLakeReader } from '../../load/reader.js';
+import { openLakeReader, type LakeReader } from '../../load/reader.js';
 import { lakeStatus, type LakeStatus } from '../../load/status.js';
 import { CliError } from '../exit-codes.js';
 import { renderRows } from '../output.js';
+import { resolveLakeTarget, shownUrl, withLakeOptions } from '../lake-target.js';
 
 interface Args {
-  lake: string;
+  lake?: string;
+  catalog?: string;
+  store?: string;
   format: 'table' | 'json';
   runs: number;
 }
@@ -54,20 +57,36 @@ export function formatStatus(s: LakeStatus): string {
 
 export const statusCommand: CommandModule<object, Args> = {
   command: 'status',
-  describe: 'Show a lake: datasets, last runs, watermarks, and gaps between committed windows',
+  describe: 'Show a lake (local, or with --catalog distributed): datasets, last runs, watermarks, and gaps between committed windows',
   builder: (y) =>
-    y
-      .option('lake', { type: 'string', default: 'data/lake', describe: 'Lake directory' })
+    withLakeOptions(y, { distributed: true })
       .option('format', { choices: ['table', 'json'] as const, default: 'table' as const, describe: 'table for a terminal, json for a program' })
       .option('runs', { type: 'number', default: 10, describe: 'How many of the last runs to list' })
-      .example('$0 status', 'The state of data/lake')
-      .example('$0 status --lake /srv/lake --format json | jq .gaps', 'Gaps as JSON, for monitoring'),
+      .example('$0 status', 'The state of the lake $CHAINLAKE_LAKE or $CHAINLAKE_CATALOG names, else data/lake')
+      .example('$0 status --lake /srv/lake --format json | jq .gaps', 'Gaps as JSON, for monitoring')
+      .example(
+        '$0 status --catalog postgres://chainlake@db/lake',
+        'A distributed lake: its datasets and the runs, windows and watermarks of its control plane',
+      ),
   handler: async (args) => {
     if (!Number.isInteger(args.runs) || args.runs < 1) throw new CliError(`--runs must be a positive integer, got ${args.runs}`);
-    const paths = new LakePaths(args.lake);
-    const reader = await openLakeReader(paths);
+    const target = resolveLakeTarget(args);
+    let reader: { conn: LakeReader['conn']; close(): void };
+    let lake: LakePaths | { name: string };
+    if (target.kind === 'local') {
+      lake = new LakePaths(target.lake);
+      reader = await openLakeReader(lake);
+    } else {
+      // PostgreSQL's client loaded only for a distributed lake.
+      const [{ checkCatalogUrl }, { openDistributedLake }] = await Promise.all([
+        import('../../distributed/control-plane.js'),
+        import('../../distributed/read.js'),
+      ]);
+      reader = await openDistributedLake({ catalog: checkCatalogUrl(target.catalog), store: target.store, datasets: false });
+      lake = { name: shownUrl(target.catalog) };
+    }
     try {
-      const s = await lakeStatus(reader.conn, paths, { runs: args.runs });
+      const s = await lakeStatus(reader.conn, lake, { runs: args.runs });
       process.stdout.write((args.format === 'json' ? JSON.stringify(s, null, 2) : formatStatus(s)) + '\n');
     } finally {
       reader.close();

@@ -6,6 +6,7 @@ import { serveMetrics, type MetricsServer } from '../../observe/server.js';
 import { WorkerMetrics } from '../../observe/worker-metrics.js';
 import { outputFor, withDistributedOptions } from '../common.js';
 import { CliError } from '../exit-codes.js';
+import { distributedFlags } from '../lake-target.js';
 
 interface Args {
   catalog?: string;
@@ -66,8 +67,9 @@ export const workerCommand: CommandModule<object, Args> = {
       .example('$0 worker --catalog postgres://chainlake@db/lake --store /mnt/lake', 'Work until stopped (SIGTERM finishes the window in hand)')
       .example('$0 worker --until-idle --metrics-port 9464', 'Drain the queue, serving metrics meanwhile; catalog and store from the environment'),
   handler: async (args) => {
-    const catalog = checkCatalogUrl(args.catalog);
-    if (!args.store) throw new CliError('--store is required', 2, 'give --store /shared/lake (or set CHAINLAKE_STORE): the directory every worker mounts');
+    const { catalog: catalogFlag, store } = distributedFlags(args);
+    const catalog = checkCatalogUrl(catalogFlag);
+    if (!store) throw new CliError('--store is required', 2, 'give --store /shared/lake (or set CHAINLAKE_STORE): the directory every worker mounts');
     positiveInteger('--poll-ms', args['poll-ms']);
     positiveInteger('--lease-seconds', args['lease-seconds'], 5);
     positiveInteger('--supervise-seconds', args['supervise-seconds']);
@@ -102,7 +104,7 @@ export const workerCommand: CommandModule<object, Args> = {
     try {
       await runWorker({
         catalog,
-        store: args.store,
+        store,
         id: args.id,
         account: args.account,
         untilIdle: args['until-idle'],

@@ -1,0 +1,230 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { resolveLakeTarget } from '../../src/cli/lake-target.js';
+import { enqueueJob } from '../../src/distributed/enqueue.js';
+import { runWorker } from '../../src/distributed/worker.js';
+import { parseJob } from '../../src/pipeline/job.js';
+import { runJob } from '../../src/pipeline/run.js';
+import { startSimulator } from '../../src/simulator/index.js';
+import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
+import { runCli } from '../helpers/cli.js';
+import { queryCatalog, tempDir } from '../helpers/lake.js';
+
+const A = '0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c';
+const B = '0x235cc9e6a7b9bac03056f3eb7034c30bd80a5157';
+const C = '0x86024fd52bd9a84f6ba8cb499555b9ce10959591';
+
+/** A small simulator job of one address's transactions. */
+const jobDoc = (name: string, address: string, extra: Record<string, unknown> = {}) => ({
+  name,
+  network: 'mainnet',
+  target: 'simulator',
+  simulator: { seed: 1, scale: 'small' },
+  range: { fromBlock: 0, toBlock: 'head' },
+  datasets: { transactions: { addresses: [address] } },
+  ...extra,
+});
+
+describe('the lake-choice rule (resolveLakeTarget)', () => {
+  const URL_ = 'postgres://chainlake@db/lake';
+  it('a flag wins over the environment; the environment fills what no flag says; nothing gives data/lake', () => {
+    const both = { CHAINLAKE_LAKE: '/env/lake', CHAINLAKE_CATALOG: URL_, CHAINLAKE_STORE: '/env/store' };
+    expect(resolveLakeTarget({ lake: 'data/lake' }, { env: { CHAINLAKE_CATALOG: URL_ } })).toEqual({ kind: 'local', lake: 'data/lake', from: 'flag' });
+    expect(resolveLakeTarget({ lake: 'x' }, { env: both })).toEqual({ kind: 'local', lake: 'x', from: 'flag' });
+    expect(resolveLakeTarget({ catalog: 'postgres://h/d' }, { env: both })).toEqual({
+      kind: 'distributed',
+      catalog: 'postgres://h/d',
+      store: '/env/store',
+      from: 'flag',
+    });
+    expect(resolveLakeTarget({ store: '/s' }, { env: both })).toEqual({ kind: 'distributed', catalog: URL_, store: '/s', from: 'env' });
+    expect(resolveLakeTarget({}, { env: { CHAINLAKE_CATALOG: URL_ } })).toEqual({ kind: 'distributed', catalog: URL_, store: undefined, from: 'env' });
+    expect(resolveLakeTarget({}, { env: { CHAINLAKE_LAKE: '/env/lake', CHAINLAKE_STORE: '/s' } })).toEqual({ kind: 'local', lake: '/env/lake', from: 'env' });
+    expect(resolveLakeTarget({}, { env: both, jobLake: 'job/lake' })).toEqual({ kind: 'local', lake: 'job/lake', from: 'job' });
+    // An empty variable (`CHAINLAKE_CATALOG=`) is unset.
+    expect(resolveLakeTarget({}, { env: { CHAINLAKE_CATALOG: '', CHAINLAKE_LAKE: ' ' } })).toEqual({ kind: 'local', lake: 'data/lake', from: 'default' });
+  });
+
+  it('two kinds at the same level is a usage error naming both and where each was found', () => {
+    const fail = (f: () => unknown) => {
+      try {
+        f();
+      } catch (e) {
+        return e as Error & { exitCode: number; hint?: string };
+      }
+      throw new Error('no error');
+    };
+    const flags = fail(() => resolveLakeTarget({ lake: 'data/lake', catalog: 'postgres://u:secret@h/d' }, { env: {} }));
+    expect(flags.exitCode).toBe(2);
+    expect(flags.message).toBe('both --lake data/lake and --catalog postgres://u:***@h/d were given as flags: they name two lakes');
+    const env = fail(() => resolveLakeTarget({}, { env: { CHAINLAKE_LAKE: '/l', CHAINLAKE_CATALOG: URL_ } }));
+    expect(env.exitCode).toBe(2);
+    expect(env.message).toMatch(/the environment names two lakes: CHAINLAKE_LAKE=\/l \(a local lake\) and CHAINLAKE_CATALOG=postgres:\/\/chainlake@db\/lake/);
+    expect(env.hint).toMatch(/--lake DIR or --catalog URL/);
+    expect(fail(() => resolveLakeTarget({ store: '/s' }, { env: {} })).message).toMatch(/--store \/s was given without a catalog/);
+  });
+});
+
+describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)', () => {
+  let pg: TestPostgres;
+  let tmp: Awaited<ReturnType<typeof tempDir>>;
+  let db: Awaited<ReturnType<TestPostgres['database']>>;
+  let store: string;
+  let local: string;
+
+  beforeAll(async () => {
+    pg = await startPostgres();
+    process.env.PGPASSWORD = pg.password;
+    tmp = await tempDir('chainlake-lake-choice-');
+    // A distributed lake of two runs (two snapshots) and a third run whose one window failed.
+    db = await pg.database();
+    store = path.join(tmp.dir, 'store');
+    for (const [name, address] of [
+      ['dist-a', A],
+      ['dist-b', B],
+    ] as const) {
+      const doc = jobDoc(name, address);
+      await enqueueJob(parseJob(doc, name), doc, { catalog: db.url, store });
+      await runWorker({ catalog: db.url, store, id: name, untilIdle: true, pollMs: 50 });
+    }
+    const healthy = await startSimulator({ seed: 1, scale: 'small' });
+    const failing = await startSimulator({ seed: 1, scale: 'small', faults: { rate: 1, kinds: ['500'] } });
+    try {
+      const doc = jobDoc('dist-fails', C, { retry: { maxAttempts: 1 } });
+      await enqueueJob(parseJob(doc, 'dist-fails'), doc, { catalog: db.url, store, simulator: healthy, queue: { retryLimit: 0 } });
+      await runWorker({ catalog: db.url, store, id: 'fails', untilIdle: true, pollMs: 50, simulator: failing });
+    } finally {
+      await failing.close();
+      await healthy.close();
+    }
+    // A local lake of two runs (two snapshots).
+    local = path.join(tmp.dir, 'local');
+    for (const [name, address] of [
+      ['local-a', A],
+      ['local-b', B],
+    ] as const)
+      await runJob({ ...parseJob(jobDoc(name, address), name), lake: local });
+  }, 300_000);
+
+  afterAll(async () => {
+    await pg?.stop();
+    await tmp?.cleanup();
+  });
+
+  const distributedSnapshots = async () => {
+    const c = await db.connect();
+    try {
+      return Number((await c.query(`SELECT count(*) AS n FROM ducklake.ducklake_snapshot`)).rows[0].n);
+    } finally {
+      await c.end();
+    }
+  };
+  const localSnapshots = async () => Number((await queryCatalog(local, `SELECT count(*) AS n FROM ducklake_snapshot`))[0]!.n);
+
+  it('maintain --lake with CHAINLAKE_CATALOG exported tidies the local lake and leaves the distributed one alone', async () => {
+    const distBefore = await distributedSnapshots();
+    expect(distBefore).toBeGreaterThan(2);
+    expect(await localSnapshots()).toBeGreaterThan(1);
+    const r = await runCli(['maintain', '--lake', local, '--keep-snapshots', '1'], {
+      env: { CHAINLAKE_CATALOG: db.url, CHAINLAKE_STORE: store, PGPASSWORD: pg.password },
+    });
+    expect(r.code, r.stderr).toBe(0);
+    expect(await distributedSnapshots()).toBe(distBefore);
+    expect(await localSnapshots()).toBe(1);
+    // The output names the lake it tidied, and why that one.
+    expect(r.stdout).toMatch(new RegExp(`^the local lake ${local} \\(--lake\\): expired [1-9]\\d* snapshots`));
+  });
+
+  it('two lakes named at the same level: exit 2 saying which was found where; a local-only command says so for a distributed lake', async () => {
+    const flags = await runCli(['maintain', '--lake', local, '--catalog', db.url, '--keep-snapshots', '1'], { env: { CHAINLAKE_CATALOG: '' } });
+    expect(flags.code).toBe(2);
+    expect(flags.stderr).toContain(`both --lake ${local} and --catalog ${db.url} were given as flags`);
+    const env = await runCli(['status'], { env: { CHAINLAKE_LAKE: local, CHAINLAKE_CATALOG: db.url } });
+    expect(env.code).toBe(2);
+    expect(env.stderr).toContain(`the environment names two lakes: CHAINLAKE_LAKE=${local} (a local lake) and CHAINLAKE_CATALOG=${db.url}`);
+    for (const [name, command] of [
+      ['compact', ['compact']],
+      ['catalog rebuild', ['catalog', 'rebuild']],
+      ['decode', ['decode', '--standard', 'erc20']],
+    ] as const) {
+      const r = await runCli([...command], { env: { CHAINLAKE_CATALOG: db.url, CHAINLAKE_LAKE: '' } });
+      expect({ name, code: r.code }).toEqual({ name, code: 2 });
+      expect(r.stderr).toContain(
+        `chainlake ${name} works on a local lake only for now, and the lake chosen is the distributed lake ${db.url} ($CHAINLAKE_CATALOG)`,
+      );
+      expect(r.stderr).toContain('($CHAINLAKE_CATALOG)');
+    }
+  });
+
+  it('status --catalog shows the distributed lake like a local one: datasets, runs, watermarks, and the failed window with its error', async () => {
+    // --catalog wins over CHAINLAKE_LAKE.
+    const r = await runCli(['status', '--catalog', db.url, '--format', 'json'], {
+      env: { CHAINLAKE_LAKE: path.join(tmp.dir, 'nowhere'), PGPASSWORD: pg.password },
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const s = JSON.parse(r.stdout) as Record<string, unknown[]> & { lake: string };
+    const l = await runCli(['status', '--lake', local, '--format', 'json']);
+    expect(l.code, l.stderr).toBe(0);
+    const ls = JSON.parse(l.stdout) as Record<string, unknown[]>;
+    expect(Object.keys(s)).toEqual(Object.keys(ls));
+    expect(s.lake).toBe(db.url);
+    expect(s.datasets).toEqual([expect.objectContaining({ dataset: 'transactions', network: 'mainnet' })]);
+    expect(Object.keys(s.runs![0] as object)).toEqual(Object.keys(ls.runs![0] as object));
+    // The failed run is not completed (`running` until a worker closes it, then `failed`).
+    expect(
+      (s.runs as { job: string; status: string; windows_failed: number }[]).map((x) => [x.job, x.status === 'completed', x.windows_failed]).sort(),
+    ).toEqual([
+      ['dist-a', true, 0],
+      ['dist-b', true, 0],
+      ['dist-fails', false, s.uncoveredFailures!.length],
+    ]);
+    expect((s.runs as { job: string; rows: number }[]).find((x) => x.job === 'dist-a')!.rows).toBeGreaterThan(0);
+    expect((s.watermarks as { scope: string }[]).map((w) => w.scope).sort()).toEqual([`address=${A}`, `address=${B}`].sort());
+    expect(s.uncoveredFailures!.length).toBeGreaterThan(0);
+    for (const f of s.uncoveredFailures!)
+      expect(f).toEqual(expect.objectContaining({ dataset: 'transactions', scope: `address=${C}`, error: expect.stringMatching(/500/) }));
+    // The table has the same sections.
+    const t = await runCli(['status'], { env: { CHAINLAKE_CATALOG: db.url, PGPASSWORD: pg.password } });
+    expect(t.code, t.stderr).toBe(0);
+    expect(t.stdout).toMatch(/^lake: postgres:\/\/.*\n\ndatasets:\n[\s\S]*last 3 runs:[\s\S]*watermarks:[\s\S]*failed windows not yet fetched again:/);
+  });
+
+  it('query --catalog has the tables a local lake has, with the same columns', async () => {
+    const tables = ['runs', 'windows', 'watermarks', 'files', '_rejects', 'ducklake_snapshot', 'transactions'];
+    const columns = async (args: string[], env: NodeJS.ProcessEnv) => {
+      const sql = tables.map((t) => `SELECT '${t}' AS t, string_agg(column_name || ' ' || column_type, ', ') AS c FROM (DESCRIBE "${t}")`).join(' UNION ALL ');
+      const r = await runCli(['query', ...args, '--format', 'json', sql], { env });
+      expect(r.code, r.stderr).toBe(0);
+      const rows = r.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { t: string; c: string });
+      expect(rows.map((x) => x.t).sort()).toEqual([...tables].sort());
+      return Object.fromEntries(rows.map((x) => [x.t, x.c]));
+    };
+    const dist = await columns(['--catalog', db.url], { PGPASSWORD: pg.password });
+    expect(dist).toEqual(await columns(['--lake', local], { CHAINLAKE_CATALOG: db.url }));
+    // No flag: CHAINLAKE_CATALOG chooses the distributed lake, as for every command.
+    const counts = await runCli(
+      [
+        'query',
+        '--format',
+        'json',
+        `SELECT (SELECT count(*) FROM runs) AS runs, (SELECT count(*) FROM windows WHERE status = 'failed') AS failed,
+                (SELECT count(*) FROM watermarks) AS watermarks, (SELECT count(*) FROM files) AS files,
+                (SELECT count(*) FROM _rejects) AS rejects, (SELECT count(*) FROM ducklake_snapshot) AS snapshots`,
+      ],
+      { env: { CHAINLAKE_CATALOG: db.url, PGPASSWORD: pg.password } },
+    );
+    expect(counts.code, counts.stderr).toBe(0);
+    expect(JSON.parse(counts.stdout)).toEqual({
+      runs: 3,
+      failed: 1,
+      watermarks: 2,
+      files: expect.any(Number),
+      rejects: 0,
+      snapshots: await distributedSnapshots(),
+    });
+    expect((JSON.parse(counts.stdout) as { files: number }).files).toBeGreaterThan(0);
+  });
+});
