@@ -48,7 +48,7 @@ export const maintainCommand: CommandModule<object, Args> = {
     if (args.catalog === undefined) {
       const paths = new LakePaths(args.lake);
       if (!existsSync(paths.catalog))
-        throw new CliError(`no lake at ${paths.root} (no catalog.duckdb)`, 2, 'check --lake, or give --catalog for a distributed lake');
+        throw new CliError(`no lake at ${paths.root} (no catalog.duckdb)`, 'CHAINLAKE_USAGE', 'check --lake, or give --catalog for a distributed lake');
       const r = await maintainLocalLake(paths, {
         expireOlderThan: older === undefined ? undefined : new Date(Date.now() - duration(older, '--expire-older-than') * 1000),
         keepSnapshots: keep,
@@ -61,7 +61,7 @@ export const maintainCommand: CommandModule<object, Args> = {
       return;
     }
     const catalog = checkCatalogUrl(args.catalog);
-    if (!args.store) throw new CliError('--store is required', 2, 'give --store /shared/lake (or set CHAINLAKE_STORE)');
+    if (!args.store) throw new CliError('--store is required', 'CHAINLAKE_USAGE', 'give --store /shared/lake (or set CHAINLAKE_STORE)');
     const r = await maintainLake({
       catalog,
       store: args.store,

@@ -67,7 +67,8 @@ export const workerCommand: CommandModule<object, Args> = {
       .example('$0 worker --until-idle --metrics-port 9464', 'Drain the queue, serving metrics meanwhile; catalog and store from the environment'),
   handler: async (args) => {
     const catalog = checkCatalogUrl(args.catalog);
-    if (!args.store) throw new CliError('--store is required', 2, 'give --store /shared/lake (or set CHAINLAKE_STORE): the directory every worker mounts');
+    if (!args.store)
+      throw new CliError('--store is required', 'CHAINLAKE_USAGE', 'give --store /shared/lake (or set CHAINLAKE_STORE): the directory every worker mounts');
     positiveInteger('--poll-ms', args['poll-ms']);
     positiveInteger('--lease-seconds', args['lease-seconds'], 5);
     positiveInteger('--supervise-seconds', args['supervise-seconds']);
