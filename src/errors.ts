@@ -1,24 +1,92 @@
+/**
+ * The stable codes of chainlake's errors, as undici's `UND_ERR_*`: a caller matches on `err.code`, which
+ * survives a second copy of the package, a worker boundary or a JSON report, where `instanceof` does not.
+ * The CLI maps each code to its exit number (src/cli/exit-codes.ts); this module is the bottom layer and
+ * imports nothing.
+ */
+export const ERROR_CODES = [
+  /** A failure the next run may well overcome (the default). */
+  'CHAINLAKE_FAILED',
+  /** Some windows of a run failed; what committed stays, and a re-run resumes. */
+  'CHAINLAKE_WINDOWS_FAILED',
+  /** The API answered with an error after the retries (5xx, timeouts, malformed pages). */
+  'CHAINLAKE_API_ERROR',
+  /** A window cannot be fetched as asked (a block over the result-window cap, a count that never settles). */
+  'CHAINLAKE_WINDOW',
+  /** A response does not have the shape the dataset declares. */
+  'CHAINLAKE_SHAPE',
+  /** A worker's lease on a window was taken over by another worker. */
+  'CHAINLAKE_LEASE_LOST',
+  /** A DuckLake catalog holds something chainlake does not read or write. */
+  'CHAINLAKE_DUCKLAKE',
+  /** Something a person must fix: a bad flag, a missing URL, an unwritable path. */
+  'CHAINLAKE_USAGE',
+  /** A job file (or the job built from flags) is invalid. */
+  'CHAINLAKE_JOB_INVALID',
+  /** A dataset name this chainlake does not know. */
+  'CHAINLAKE_UNKNOWN_DATASET',
+  /** The API refused the key (HTTP 401/403). */
+  'CHAINLAKE_API_REFUSED',
+  /** Nothing answers at the API's address. */
+  'CHAINLAKE_API_UNREACHABLE',
+  /** No lake (no catalog) where one was named. */
+  'CHAINLAKE_NO_LAKE',
+  /** The lake's folder cannot be created or written. */
+  'CHAINLAKE_LAKE_ACCESS',
+  /** The lake's catalog.duckdb is damaged: `chainlake catalog rebuild` is the fix. */
+  'CHAINLAKE_CATALOG_DAMAGED',
+  /** A query the lake's reader refuses (one that writes files), or SQL with no statement. */
+  'CHAINLAKE_QUERY_REFUSED',
+  /** A decode specification (the job's `decode` key, an ABI, an event signature) is invalid. */
+  'CHAINLAKE_DECODE_SPEC',
+  /** A value does not decode as its ABI type says. */
+  'CHAINLAKE_DECODE_VALUE',
+  /** The distributed control plane (PostgreSQL) refused or is unreachable. */
+  'CHAINLAKE_CONTROL_PLANE',
+  /** The shared store of a distributed lake cannot be used. */
+  'CHAINLAKE_STORE',
+  /** Rows did not convert and the run was strict. */
+  'CHAINLAKE_STRICT_REJECTS',
+  /** The job's daily request quota is spent for today (UTC). */
+  'CHAINLAKE_QUOTA_REACHED',
+  /** Another run holds the lake's lock. */
+  'CHAINLAKE_LOCKED',
+  /** Stopped by SIGINT: the run is marked interrupted and the next run resumes it. */
+  'CHAINLAKE_INTERRUPTED',
+  /** Stopped by SIGTERM: as CHAINLAKE_INTERRUPTED. */
+  'CHAINLAKE_TERMINATED',
+] as const;
+
+export type ChainlakeErrorCode = (typeof ERROR_CODES)[number];
+
+const KNOWN: ReadonlySet<string> = new Set(ERROR_CODES);
+
+/** The chainlake code `e` carries, or undefined for anything else (a bug, a library's own error). */
+export function chainlakeCodeOf(e: unknown): ChainlakeErrorCode | undefined {
+  const code = (e as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' && KNOWN.has(code) ? (code as ChainlakeErrorCode) : undefined;
+}
+
 export interface ChainlakeErrorOptions extends ErrorOptions {
-  /** The process exit code when this error ends a command (see EXIT). */
-  exitCode?: number;
+  /** What kind of failure this is; the CLI's exit number follows from it. `CHAINLAKE_FAILED` unless told. */
+  code?: ChainlakeErrorCode;
   /** What the user changes to fix it (a flag, a variable, a file, a command to run), printed under the message. */
   hint?: string;
 }
 
 /**
- * The base of every error chainlake raises on purpose: it carries the exit code a command ends with and,
- * where one exists, the hint that names the fix. `main.ts` reads both; nothing else decides an exit code.
+ * The base of every error chainlake raises on purpose: it carries a stable `code` and, where one exists, the
+ * hint that names the fix. The CLI's entry point maps the code to the exit number; nothing else decides one.
  * Errors that are not ChainlakeErrors are bugs or unforeseen failures (exit 1, stack with --verbose).
  */
 export class ChainlakeError extends Error {
-  readonly exitCode: number;
+  readonly code: ChainlakeErrorCode;
   readonly hint: string | undefined;
 
   constructor(message: string, opts: ChainlakeErrorOptions = {}) {
     super(message, opts.cause !== undefined ? { cause: opts.cause } : undefined);
     this.name = new.target.name;
-    // 1 (EXIT.windowsFailed): the next run may well succeed. Literal, so this module imports nothing.
-    this.exitCode = opts.exitCode ?? 1;
+    this.code = opts.code ?? 'CHAINLAKE_FAILED';
     this.hint = opts.hint;
   }
 }

@@ -27,10 +27,23 @@ import type { RunReport } from './pipeline/report.js';
 import { runJob as runPipeline } from './pipeline/run.js';
 import { streamJobBatches, type StreamedWindow } from './pipeline/stream.js';
 
+// The error family: every error chainlake raises on purpose is a ChainlakeError with a stable `code`
+// (ERROR_CODES); match on `err.code` (or chainlakeCodeOf), which also holds across two copies of the package.
+export { ChainlakeError, chainlakeCodeOf, ERROR_CODES, type ChainlakeErrorCode, type ChainlakeErrorOptions } from './errors.js';
 export { JobError } from './pipeline/job.js';
+export { StrictRejectsError } from './pipeline/execute.js';
 export { NoLakeError } from './load/reader.js';
 export { LakeLockedError, LakeAccessError } from './load/lock.js';
+export { CatalogDamagedError } from './load/catalog-damage.js';
 export { QueryRefusedError } from './load/query.js';
+export { UnknownDatasetError } from './datasets/registry.js';
+export { ApiError, ApiUnreachableError, WindowError } from './extract/errors.js';
+export { ShapeError } from './extract/endpoint.js';
+export { QuotaReachedError } from './extract/quota.js';
+export { OrdinalOrderError } from './transform/rows.js';
+export { DuckLakeError } from './ducklake/catalog-db.js';
+export { AbiError, DecodeSpecError } from './decode/spec.js';
+export { DecodeValueError } from './decode/types.js';
 export { datasetNames } from './datasets/registry.js';
 /** Hear when a call waits for a lake's catalog.duckdb held by another process (the CLI prints it): what waits, the holder, for how long at most. */
 export { onCatalogWait, type CatalogWait } from './load/catalog-wait.js';

@@ -227,7 +227,7 @@ export function exitCodeOf(report: RunReport, strict: boolean): number {
   if (report.status === 'complete') return EXIT.ok;
   if (report.status === 'quota_reached') return EXIT.quotaReached;
   if (report.unreachable) return EXIT.usage;
-  return strict && report.errors.every((e) => /strict mode/.test(e.error)) ? EXIT.strictRejects : EXIT.windowsFailed;
+  return strict && report.errors.every((e) => e.code === 'CHAINLAKE_STRICT_REJECTS') ? EXIT.strictRejects : EXIT.windowsFailed;
 }
 
 /** `--from-block/--to-block`, validated: block numbers are non-negative integers, the range not inverted. */

@@ -1,4 +1,4 @@
-import { ChainlakeError } from '../errors.js';
+import { ChainlakeError, chainlakeCodeOf, type ChainlakeErrorCode } from '../errors.js';
 
 /** Exit codes (documented in the README and `chainlake --help`): scripts and schedulers act on them. */
 export const EXIT = {
@@ -19,9 +19,47 @@ export const EXIT = {
   terminated: 143,
 } as const;
 
-/** An error whose message is for the user as is, with the exit code it maps to (a usage error unless told). */
+/**
+ * The one table from an error's code to the number a command exits with. Every code has a row (the type
+ * checks it), so a new code cannot reach a user without its exit number being decided here.
+ */
+export const EXIT_OF_CODE: Readonly<Record<ChainlakeErrorCode, number>> = {
+  CHAINLAKE_FAILED: EXIT.windowsFailed,
+  CHAINLAKE_WINDOWS_FAILED: EXIT.windowsFailed,
+  CHAINLAKE_API_ERROR: EXIT.windowsFailed,
+  CHAINLAKE_WINDOW: EXIT.windowsFailed,
+  CHAINLAKE_SHAPE: EXIT.windowsFailed,
+  CHAINLAKE_LEASE_LOST: EXIT.windowsFailed,
+  CHAINLAKE_DUCKLAKE: EXIT.windowsFailed,
+  CHAINLAKE_DECODE_VALUE: EXIT.windowsFailed,
+  CHAINLAKE_USAGE: EXIT.usage,
+  CHAINLAKE_JOB_INVALID: EXIT.usage,
+  CHAINLAKE_UNKNOWN_DATASET: EXIT.usage,
+  CHAINLAKE_API_REFUSED: EXIT.usage,
+  CHAINLAKE_API_UNREACHABLE: EXIT.usage,
+  CHAINLAKE_NO_LAKE: EXIT.usage,
+  CHAINLAKE_LAKE_ACCESS: EXIT.usage,
+  CHAINLAKE_CATALOG_DAMAGED: EXIT.usage,
+  CHAINLAKE_QUERY_REFUSED: EXIT.usage,
+  CHAINLAKE_DECODE_SPEC: EXIT.usage,
+  CHAINLAKE_CONTROL_PLANE: EXIT.usage,
+  CHAINLAKE_STORE: EXIT.usage,
+  CHAINLAKE_STRICT_REJECTS: EXIT.strictRejects,
+  CHAINLAKE_QUOTA_REACHED: EXIT.quotaReached,
+  CHAINLAKE_LOCKED: EXIT.locked,
+  CHAINLAKE_INTERRUPTED: EXIT.interrupted,
+  CHAINLAKE_TERMINATED: EXIT.terminated,
+};
+
+/** The exit number of an error that ends a command: its code's, or 1 for anything unforeseen. */
+export function exitCodeOfError(e: unknown): number {
+  const code = chainlakeCodeOf(e);
+  return code === undefined ? EXIT.windowsFailed : EXIT_OF_CODE[code];
+}
+
+/** An error whose message is for the user as is, with the code it carries (a usage error unless told). */
 export class CliError extends ChainlakeError {
-  constructor(message: string, exitCode: number = EXIT.usage, hint?: string) {
-    super(message, { exitCode, hint });
+  constructor(message: string, code: ChainlakeErrorCode = 'CHAINLAKE_USAGE', hint?: string) {
+    super(message, { code, hint });
   }
 }

@@ -64,14 +64,14 @@ export function resolveLakeTarget(flags: LakeFlags, opts: { env?: NodeJS.Process
   if (flags.lake !== undefined && flags.catalog !== undefined) {
     throw new CliError(
       `both --lake ${flags.lake} and --catalog ${shownUrl(flags.catalog)} were given as flags: they name two lakes`,
-      EXIT.usage,
+      'CHAINLAKE_USAGE',
       'give --lake DIR for a local lake, or --catalog URL (with --store) for a distributed one, not both',
     );
   }
   if (flags.lake !== undefined && flags.store !== undefined) {
     throw new CliError(
       `--store ${flags.store} goes with a distributed lake (--catalog), but --lake ${flags.lake} names a local one`,
-      EXIT.usage,
+      'CHAINLAKE_USAGE',
       'drop --store for the local lake, or give --catalog URL instead of --lake',
     );
   }
@@ -83,7 +83,7 @@ export function resolveLakeTarget(flags: LakeFlags, opts: { env?: NodeJS.Process
     if (envCatalog === undefined)
       throw new CliError(
         `--store ${flags.store} was given without a catalog: --store goes with a distributed lake`,
-        EXIT.usage,
+        'CHAINLAKE_USAGE',
         `give --catalog postgres://user@host/db (or set ${CATALOG_ENV}), or --lake DIR for a local lake`,
       );
     return { kind: 'distributed', catalog: envCatalog, store: flags.store, from: 'env' };
@@ -93,7 +93,7 @@ export function resolveLakeTarget(flags: LakeFlags, opts: { env?: NodeJS.Process
   if (envLake !== undefined && envCatalog !== undefined) {
     throw new CliError(
       `the environment names two lakes: ${LAKE_ENV}=${envLake} (a local lake) and ${CATALOG_ENV}=${shownUrl(envCatalog)} (a distributed one), and no flag chooses`,
-      EXIT.usage,
+      'CHAINLAKE_USAGE',
       `give --lake DIR or --catalog URL to choose, or unset one of ${LAKE_ENV} and ${CATALOG_ENV}`,
     );
   }
@@ -119,7 +119,7 @@ export function localOnly(command: string, t: LakeTarget, instead: string): stri
   if (t.kind === 'local') return t.lake;
   throw new CliError(
     `chainlake ${command} works on a local lake only for now, and the lake chosen is ${describeTarget(t)}`,
-    EXIT.usage,
+    'CHAINLAKE_USAGE',
     `${instead}; for a local lake, name it: --lake DIR${t.from === 'env' ? ` (a flag wins over $${CATALOG_ENV})` : ''}`,
   );
 }

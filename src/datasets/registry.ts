@@ -19,7 +19,6 @@ import { token_holdings } from './token_holdings.js';
 import { token_supply } from './token_supply.js';
 import { transaction_status } from './transaction_status.js';
 import { transactions } from './transactions.js';
-import { EXIT } from '../cli/exit-codes.js';
 import { ChainlakeError } from '../errors.js';
 
 const ALL: DatasetDef[] = [
@@ -67,6 +66,6 @@ export function getDataset(name: string): DatasetDef {
 
 export class UnknownDatasetError extends ChainlakeError {
   constructor(readonly dataset: string) {
-    super(`unknown dataset '${dataset}'; known datasets: ${datasetNames().join(', ')}`, { exitCode: EXIT.usage });
+    super(`unknown dataset '${dataset}'; known datasets: ${datasetNames().join(', ')}`, { code: 'CHAINLAKE_UNKNOWN_DATASET' });
   }
 }

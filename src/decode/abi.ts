@@ -2,10 +2,16 @@
 // under `abi`, as compilers and explorers write them), or one event signature as text.
 
 import type { AbiEvent, AbiParameter } from 'viem';
+import { ChainlakeError } from '../errors.js';
 import { viem } from './viem.js';
 import { duckType } from './types.js';
 
-export class AbiError extends Error {}
+/** An ABI or event signature that cannot be decoded with. */
+export class AbiError extends ChainlakeError {
+  constructor(message: string) {
+    super(message, { code: 'CHAINLAKE_DECODE_SPEC' });
+  }
+}
 
 /** The events of a JSON ABI (text or parsed), checked enough to decode with. */
 export function eventsOfAbi(abi: unknown, where: string): AbiEvent[] {

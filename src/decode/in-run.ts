@@ -18,6 +18,7 @@ import type { DecodedDataset } from './datasets.js';
 import { CommitDecoding } from './in-commit.js';
 import { decodeLake, skippedList, skippedText, type DecodeReport } from './lake.js';
 import { resolveDatasets } from './spec.js';
+import { chainlakeCodeOf } from '../errors.js';
 
 export interface InRunContext {
   engine: Engine;
@@ -150,7 +151,7 @@ export class RunDecoder {
     } catch (e) {
       const error = `decode: ${(e as Error).message}`;
       ctx.log.log('error', 'decode.failed', error, { error });
-      report.errors.push({ window: 'decode', error });
+      report.errors.push({ window: 'decode', error, code: chainlakeCodeOf(e) });
       if (report.status === 'complete') report.status = 'partial';
       return undefined;
     }

@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { AbiEvent } from 'viem';
+import { ChainlakeError } from '../errors.js';
 import type { Network } from '../datasets/dataset.js';
 import type { Engine } from '../load/engine.js';
 import { literal, literalList } from '../load/sql.js';
@@ -33,7 +34,12 @@ export interface DecodeSpec {
   contracts: ContractDecode[];
 }
 
-export class DecodeSpecError extends Error {}
+/** A decode specification (the job's `decode` key, `chainlake decode`'s flags) that names something wrong. */
+export class DecodeSpecError extends ChainlakeError {
+  constructor(message: string) {
+    super(message, { code: 'CHAINLAKE_DECODE_SPEC' });
+  }
+}
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 type Fail = (where: string, problem: string) => never;

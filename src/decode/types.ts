@@ -18,8 +18,14 @@
 // there and `<name>_raw` holds the whole value as JSON with every wide integer as exact decimal text.
 
 import type { AbiParameter } from 'viem';
+import { ChainlakeError } from '../errors.js';
 
-export class DecodeValueError extends Error {}
+/** A value that does not decode as its ABI type says. */
+export class DecodeValueError extends ChainlakeError {
+  constructor(message: string) {
+    super(message, { code: 'CHAINLAKE_DECODE_VALUE' });
+  }
+}
 
 const intBits = (t: string): { signed: boolean; bits: number } | undefined => {
   const m = /^(u?)int(\d*)$/.exec(t);

@@ -34,7 +34,7 @@ const MERGES_AT_ONCE = 2;
 
 export class LeaseLostError extends ChainlakeError {
   constructor(holder: string) {
-    super(`the committer lease is no longer held by ${holder}: another worker commits now`);
+    super(`the committer lease is no longer held by ${holder}: another worker commits now`, { code: 'CHAINLAKE_LEASE_LOST' });
   }
 }
 

@@ -17,7 +17,7 @@ export const WINDOW_QUEUE = 'chainlake-windows';
 /** Raised for a control plane that cannot be reached or read: a setup problem a person fixes (exit 2). */
 export class ControlPlaneError extends ChainlakeError {
   constructor(message: string, hint?: string, cause?: unknown) {
-    super(message, { exitCode: 2, hint, cause });
+    super(message, { code: 'CHAINLAKE_CONTROL_PLANE', hint, cause });
   }
 }
 

@@ -75,7 +75,7 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
       }
       if (how.retryFailed) {
         throw new ChainlakeError(`--retry-failed: job ${job.name} on ${job.network} has no run in this control plane: nothing failed to offer again`, {
-          exitCode: 2,
+          code: 'CHAINLAKE_USAGE',
           hint: 'enqueue the job without --retry-failed to plan its first run',
         });
       }
@@ -97,7 +97,7 @@ function refuseUnsupported(job: Job): void {
     throw new ChainlakeError(
       `${job.file}: the job has a "decode" key, which the distributed mode does not run (its workers would fetch the logs and write no decoded dataset)`,
       {
-        exitCode: 2,
+        code: 'CHAINLAKE_JOB_INVALID',
         hint: 'run this job on one machine (chainlake run, which decodes in the same run), or remove "decode" from the job to enqueue the export alone; chainlake decode reads a single-machine lake (--lake), not a distributed one',
       },
     );

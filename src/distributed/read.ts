@@ -41,7 +41,7 @@ export async function openDistributedLake(opts: { catalog: string; store?: strin
     store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)));
     const dataPath = store.localDataPath;
     const snapshot = await resolveSnapshot(catalog, opts.asOf).catch((e: Error) => {
-      throw new ChainlakeError(`cannot read the lake at ${describeAsOf(opts.asOf)}: ${e.message}`, { exitCode: 2 });
+      throw new ChainlakeError(`cannot read the lake at ${describeAsOf(opts.asOf)}: ${e.message}`, { code: 'CHAINLAKE_USAGE' });
     });
     const tables = await listTables(catalog, snapshot.snapshotId);
     const instance = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });

@@ -18,7 +18,7 @@ import { ChainlakeError } from '../errors.js';
 
 export class StoreError extends ChainlakeError {
   constructor(message: string, hint?: string, cause?: unknown) {
-    super(message, { exitCode: 2, hint, cause });
+    super(message, { code: 'CHAINLAKE_STORE', hint, cause });
   }
 }
 

@@ -6,6 +6,7 @@
  * between engines (UUIDs, timestamps of `as-of`) are made in TypeScript and passed as parameters. `dialect` exists for
  * the few places that still need a switch (none in the statements of this module today; see docs/distributed.md).
  */
+import { ChainlakeError } from '../errors.js';
 import { BIGINT, BOOLEAN, DOUBLE, LIST, listValue, VARCHAR, type DuckDBConnection, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 
 export type Dialect = 'duckdb' | 'postgres';
@@ -28,8 +29,10 @@ export interface CatalogDb {
 }
 
 /** Thrown when a catalog holds something this module does not read or write (names what and where). */
-export class DuckLakeError extends Error {
-  override readonly name = 'DuckLakeError';
+export class DuckLakeError extends ChainlakeError {
+  constructor(message: string) {
+    super(message, { code: 'CHAINLAKE_DUCKLAKE' });
+  }
 }
 
 function toDuckDbParam(value: CatalogParam): DuckDBValue {

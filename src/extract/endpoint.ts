@@ -53,7 +53,7 @@ export function dig(value: unknown, at: readonly string[]): unknown {
 /** Thrown when a success envelope does not have the shape the endpoint promises; never read as an empty page. */
 export class ShapeError extends ChainlakeError {
   constructor(endpoint: string, url: string, problem: string) {
-    super(`${endpoint}: ${problem} (url=${url})`);
+    super(`${endpoint}: ${problem} (url=${url})`, { code: 'CHAINLAKE_SHAPE' });
   }
 }
 

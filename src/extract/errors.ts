@@ -1,4 +1,3 @@
-import { EXIT } from '../cli/exit-codes.js';
 import { ChainlakeError } from '../errors.js';
 /** Why a call failed, as the retry loop sees it. */
 export type FailureKind = 'transient' | 'terminal';
@@ -69,7 +68,7 @@ export class ApiError extends ChainlakeError {
     const refused = details.httpStatus === 401 || details.httpStatus === 403;
     super(parts.join(' '), {
       cause: details.cause,
-      exitCode: refused ? EXIT.usage : EXIT.windowsFailed,
+      code: refused ? 'CHAINLAKE_API_REFUSED' : 'CHAINLAKE_API_ERROR',
       hint: refused ? 'the API refused the key: set CHAINLAKE_API_KEY (or the job\'s "apiKey") to a valid key for this API' : undefined,
     });
     this.details = details;
@@ -89,7 +88,7 @@ export class WindowError extends ChainlakeError {
     /** The block that alone holds more rows than the cap, when that is the problem. */
     readonly block?: number,
   ) {
-    super(message);
+    super(message, { code: 'CHAINLAKE_WINDOW' });
   }
 }
 
@@ -125,7 +124,7 @@ export class ApiUnreachableError extends ChainlakeError {
     readonly origin: string,
     cause: unknown,
   ) {
-    super(`nothing answers at ${origin}: ${(cause as Error).message}`, { cause, exitCode: EXIT.usage, hint: UNREACHABLE_HINT });
+    super(`nothing answers at ${origin}: ${(cause as Error).message}`, { cause, code: 'CHAINLAKE_API_UNREACHABLE', hint: UNREACHABLE_HINT });
   }
 }
 

@@ -90,7 +90,7 @@ export const RESERVATION_BLOCK = 50;
 export class QuotaReachedError extends ChainlakeError {
   constructor(readonly limit: number) {
     super(`the daily request quota of ${limit} requests is spent for today (UTC); the next run resumes from here`, {
-      exitCode: 4, // EXIT.quotaReached (a literal: extract/ does not import the CLI)
+      code: 'CHAINLAKE_QUOTA_REACHED',
       hint: "run again after 00:00 UTC, or raise the job's dailyRequestQuota if the plan allows more",
     });
   }

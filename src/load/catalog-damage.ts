@@ -2,7 +2,6 @@
  * A damaged catalog.duckdb, recognised and named: kept apart from the salvage itself (load/salvage.ts) so that
  * every command's error path can say it without loading DuckDB.
  */
-import { EXIT } from '../cli/exit-codes.js';
 import { ChainlakeError } from '../errors.js';
 
 /** DuckDB's words for a catalog file it cannot read: a bad checksum, a bad header, a truncated file. */
@@ -18,7 +17,7 @@ export class CatalogDamagedError extends ChainlakeError {
   constructor(cause: unknown, lake?: string) {
     super(`the lake's catalog.duckdb is damaged: ${(cause as Error).message}`, {
       cause,
-      exitCode: EXIT.usage,
+      code: 'CHAINLAKE_CATALOG_DAMAGED',
       hint: `run \`chainlake catalog rebuild${lake ? ` --lake ${lake}` : ' --lake <this lake>'}\`: it rebuilds the catalog from the lake's files and keeps what it can read of the run history`,
     });
   }

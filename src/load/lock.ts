@@ -1,7 +1,6 @@
 import { mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { EXIT } from '../cli/exit-codes.js';
 import { ChainlakeError } from '../errors.js';
 
 export interface LockInfo {
@@ -21,7 +20,7 @@ export class LakeLockedError extends ChainlakeError {
       holder
         ? `the lake is locked by run ${holder.runId} (pid ${holder.pid} on ${holder.host}, since ${holder.startedAt}); lock file ${lockFile}`
         : `the lake is locked (lock file ${lockFile})`,
-      { exitCode: EXIT.locked, hint: 'wait for that run to finish, or pass --wait to queue behind it' },
+      { code: 'CHAINLAKE_LOCKED', hint: 'wait for that run to finish, or pass --wait to queue behind it' },
     );
   }
 }
@@ -34,15 +33,16 @@ export class LakeLockedError extends ChainlakeError {
 export class LakeAccessError extends ChainlakeError {
   constructor(
     readonly root: string,
-    readonly code: string,
+    /** The file system's refusal (EROFS, EACCES, ENOTDIR…); `code` is the chainlake code, as for every ChainlakeError. */
+    readonly errno: string,
     /** True when the path itself is wrong; false when the place is not writable. Both exit 2: a person must act. */
     readonly badPath: boolean,
   ) {
     super(
       badPath
-        ? `the lake path ${root} is not a directory (${code}): give --lake (or the job's "lake") a folder`
-        : `cannot write the lake at ${root} (${code}${code === 'EROFS' ? ': read-only file system' : code === 'ENOSPC' ? ': no space left on the device' : ': permission denied'})`,
-      { exitCode: EXIT.usage, hint: badPath ? undefined : 'give --lake (or the job\'s "lake") a folder this user can write, or fix its permissions' },
+        ? `the lake path ${root} is not a directory (${errno}): give --lake (or the job's "lake") a folder`
+        : `cannot write the lake at ${root} (${errno}${errno === 'EROFS' ? ': read-only file system' : errno === 'ENOSPC' ? ': no space left on the device' : ': permission denied'})`,
+      { code: 'CHAINLAKE_LAKE_ACCESS', hint: badPath ? undefined : 'give --lake (or the job\'s "lake") a folder this user can write, or fix its permissions' },
     );
   }
 }

@@ -1,3 +1,4 @@
+import { ChainlakeError } from '../errors.js';
 import { StatementType, type DuckDBConnection, type DuckDBResult } from '@duckdb/node-api';
 
 /**
@@ -14,10 +15,9 @@ const FILE_WRITING: Partial<Record<number, string>> = {
 };
 
 /** A statement the lake's reader refuses to run, or SQL with no statement. */
-export class QueryRefusedError extends Error {
+export class QueryRefusedError extends ChainlakeError {
   constructor(message: string) {
-    super(message);
-    this.name = 'QueryRefusedError';
+    super(message, { code: 'CHAINLAKE_QUERY_REFUSED' });
   }
 }
 

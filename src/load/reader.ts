@@ -6,8 +6,8 @@ import { DuckDbCatalog, DuckLakeError } from '../ducklake/catalog-db.js';
 import { resolveSnapshot, type AsOf } from '../ducklake/reader.js';
 import type { LakePaths } from './paths.js';
 import { hasPendingCommit, repairIfFree } from './recovery.js';
-import { EXIT } from '../cli/exit-codes.js';
-import { ChainlakeError } from '../errors.js';
+import { ChainlakeError, chainlakeCodeOf } from '../errors.js';
+import type { LakeAccessError } from './lock.js';
 import { datasetShape, REJECTS_SHAPE } from './schema.js';
 import { ident } from './sql.js';
 
@@ -25,7 +25,7 @@ export interface LakeReader {
 export class NoLakeError extends ChainlakeError {
   constructor(readonly paths: LakePaths) {
     super(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`, {
-      exitCode: EXIT.usage,
+      code: 'CHAINLAKE_NO_LAKE',
       hint: existsSync(paths.stagingRoot)
         ? 'the lake folder is there but its catalog is gone: `chainlake catalog rebuild` recreates it from the files'
         : 'check --lake (or $LAKE): it names the folder a run wrote',
@@ -104,7 +104,7 @@ export async function openLakeReader(paths: LakePaths, opts: { waitMs?: number; 
       conn.closeSync();
       instance.closeSync();
       throw e instanceof DuckLakeError
-        ? new ChainlakeError(e.message, { exitCode: EXIT.usage, hint: 'list the snapshots: SELECT * FROM ducklake_snapshot' })
+        ? new ChainlakeError(e.message, { code: 'CHAINLAKE_USAGE', hint: 'list the snapshots: SELECT * FROM ducklake_snapshot' })
         : e;
     }
   }
@@ -136,7 +136,7 @@ async function tryRepair(paths: LakePaths, by: string): Promise<void> {
   try {
     await repairIfFree(paths, by);
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
+    const code = chainlakeCodeOf(e) === 'CHAINLAKE_LAKE_ACCESS' ? (e as LakeAccessError).errno : (e as NodeJS.ErrnoException).code;
     if (code !== 'EACCES' && code !== 'EROFS' && code !== 'EPERM') throw e;
   }
 }
@@ -148,7 +148,7 @@ export function parseAsOf(text: string | undefined): AsOf {
   const time = new Date(text);
   if (Number.isNaN(time.getTime())) {
     throw new ChainlakeError(`--as-of ${text} is neither a snapshot id nor a time`, {
-      exitCode: 2,
+      code: 'CHAINLAKE_USAGE',
       hint: 'give a snapshot id (--as-of 12) or an ISO time (--as-of 2026-11-24T06:00:00Z)',
     });
   }

@@ -11,8 +11,8 @@ import { MAX_RECEIVED_PAGE_BYTES, OrdinalState, type RowTransformer } from '../t
 import type { Logger } from './log.js';
 import { windowIdOf, type Window } from './plan.js';
 import type { BlockRange } from '../extract/pager.js';
-import { EXIT } from '../cli/exit-codes.js';
-import { ChainlakeError } from '../errors.js';
+import { ChainlakeError, chainlakeCodeOf } from '../errors.js';
+import type { RunReport } from './report.js';
 
 /** The API clients of a run, one per API. */
 export interface Clients {
@@ -40,6 +40,8 @@ export interface WindowOutcome {
   scannedRows: number;
   rejects: number;
   error?: string;
+  /** With `error`: what the window threw, kept so that its code (not its text) decides what the failure means. */
+  failure?: unknown;
   /** With `error`: the origin no request of the window could connect to (see unreachableOrigin). */
   unreachable?: string;
   /**
@@ -196,6 +198,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
     });
   } catch (e) {
     outcome.error = (e as Error).message;
+    outcome.failure = e;
     outcome.unreachable = unreachableOrigin(e);
     await outcome.stage?.discard();
     await outcome.rejectStage?.discard();
@@ -208,8 +211,13 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
 
 export class StrictRejectsError extends ChainlakeError {
   constructor(readonly rejects: number) {
-    super(`${rejects} rows did not convert (strict mode)`, { exitCode: EXIT.strictRejects });
+    super(`${rejects} rows did not convert (strict mode)`, { code: 'CHAINLAKE_STRICT_REJECTS' });
   }
+}
+
+/** A failed window as its run's report lists it: the message for a person, the code for a program. */
+export function failureOf(o: WindowOutcome): RunReport['errors'][number] {
+  return { window: o.window.id, error: o.error!, code: chainlakeCodeOf(o.failure) };
 }
 
 /** A completed window's non-empty staged files: what a commit (or a stream, or a fragment) types. */

@@ -8,7 +8,6 @@ import type { Query } from '../extract/explorer.js';
 import type { RetryPolicy, Timeouts } from '../extract/transport.js';
 import { cronProblem } from '../schedule/cron.js';
 import { toChecksumAddress } from '../simulator/keccak.js';
-import { EXIT } from '../cli/exit-codes.js';
 import { ChainlakeError } from '../errors.js';
 import { parseDecodeSpec, type DecodeSpec } from '../decode/spec.js';
 
@@ -23,7 +22,7 @@ export class JobError extends ChainlakeError {
     super(
       file === 'command line' ? `invalid arguments: ${where ? `${where}: ` : ''}${problem}` : `job file error: ${file}: ${where ? `${where}: ` : ''}${problem}`,
       {
-        exitCode: EXIT.usage,
+        code: 'CHAINLAKE_JOB_INVALID',
       },
     );
   }

@@ -1,5 +1,6 @@
 import type { DecodeReport } from '../decode/lake.js';
 import type { FailureReason } from '../extract/errors.js';
+import type { ChainlakeErrorCode } from '../errors.js';
 
 /** What a run did, per dataset and in total: printed, stored in the catalog, written as JSON. */
 export interface DatasetReport {
@@ -54,8 +55,11 @@ export interface RunReport {
   totals: Omit<DatasetReport, 'dataset'>;
   /** Failed attempts of the whole run (windows and head pin) by reason, transient and terminal. */
   failures: Partial<Record<FailureReason, number>>;
-  /** Failed windows with their error messages. */
-  errors: { window: string; error: string }[];
+  /**
+   * Failed windows with their error messages and, for an error chainlake raised on purpose, its stable code
+   * (what a program matches on: `CHAINLAKE_STRICT_REJECTS`, `CHAINLAKE_API_ERROR`…; absent for an unforeseen error).
+   */
+  errors: { window: string; error: string; code?: ChainlakeErrorCode | undefined }[];
   /**
    * Set when not one request of the run reached the API: the addresses nothing answered at. A setup error a
    * person must fix (exit 2), not an outage the next run catches up on.

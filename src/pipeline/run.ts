@@ -23,7 +23,7 @@ import { closeRunStaging, openRunStaging } from '../load/staging.js';
 import { RunDecoder } from '../decode/in-run.js';
 import { RowTransformer } from '../transform/rows.js';
 import { BatchCommitter } from './committer.js';
-import { executeWindow, type Clients, type WindowOutcome } from './execute.js';
+import { executeWindow, failureOf, type Clients, type WindowOutcome } from './execute.js';
 import type { Job } from './job.js';
 import { LiveRun } from './live.js';
 import { silentLogger, type Logger } from './log.js';
@@ -32,7 +32,6 @@ import type { FoundHead } from '../extract/head.js';
 import { WINDOW_ROWS, windowIdOf, type Window } from './plan.js';
 import { emptyDatasetReport, interruptedSummary, sumReports, type DatasetReport, type RunReport } from './report.js';
 import { GarbagePacer } from './garbage.js';
-import { EXIT } from '../cli/exit-codes.js';
 import { ChainlakeError } from '../errors.js';
 
 export interface RunOptions {
@@ -226,7 +225,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       const what = `blocks ${range.from}-${job.range.toBlock === 'head' ? 'head' : job.range.toBlock} start above the chain head (block ${head}, pinned now)`;
       if (windows.length === 0)
         throw new ChainlakeError(`${what}: nothing to fetch`, {
-          exitCode: EXIT.usage,
+          code: 'CHAINLAKE_USAGE',
           hint: "lower --from-block (or the job's range.fromBlock) to the head or below",
         });
       log.log('warn', 'range.above-head', `${what}: only datasets without a block range have anything to fetch`, { from: range.from, head });
@@ -513,7 +512,7 @@ function buildReport(
     outsideWindows,
     totals,
     failures: { ...all.failures },
-    errors: failed.map((o) => ({ window: o.window.id, error: o.error! })),
+    errors: failed.map(failureOf),
     unknownFields,
     lake: paths.root,
   };

@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { CLI, runCli } from '../helpers/cli.js';
+import { CLI, runCli, runCliInProcess } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 
 let sim: RunningSimulator;
@@ -25,18 +25,18 @@ afterAll(async () => {
 describe('chainlake CLI', () => {
   it('prints its version and help with examples for every command', async () => {
     const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
-    const v = await runCli(['--version']);
+    const v = await runCliInProcess(['--version']);
     expect(v.code).toBe(0);
     expect(v.stdout.trim()).toBe(pkg.version);
     for (const cmd of ['run', 'export', 'query', 'describe', 'simulate']) {
-      const h = await runCli([cmd, '--help']);
+      const h = await runCliInProcess([cmd, '--help']);
       expect(h.code, cmd).toBe(0);
       expect(h.stdout, cmd).toMatch(/Examples:/);
     }
   });
 
   it('exits 2 with a clear message on a bad command, flag or job file', async () => {
-    const bad = await runCli(['frobnicate']);
+    const bad = await runCliInProcess(['frobnicate']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/Unknown argument: frobnicate/);
 

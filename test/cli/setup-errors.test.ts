@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, runCliInProcess } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 
 // What a person must fix exits 2 with a message naming the flag, variable or file; 1 stays for "the next run
@@ -80,13 +80,13 @@ describe('setup errors exit 2 and name the fix', { timeout: 300_000 }, () => {
     expect(addr.code).toBe(2);
     expect(addr.stderr).toMatch(/--address \(value 2\): not an address/);
     expect(addr.stderr).not.toMatch(/addresses/);
-    const port = await runCli(['simulate', '--port', '99999']);
+    const port = await runCliInProcess(['simulate', '--port', '99999']);
     expect(port.code).toBe(2);
     expect(port.stderr).toContain('--port must be an integer 0..65535, got 99999');
   });
 
   it('--help lists every exit code', async () => {
-    const h = await runCli(['--help']);
+    const h = await runCliInProcess(['--help']);
     expect(h.code).toBe(0);
     const text = h.stdout.replace(/\s+/g, ' ');
     for (const code of [

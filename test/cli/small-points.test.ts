@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { toChecksumAddress } from '../../src/simulator/keccak.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, runCliInProcess } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 
 let sim: RunningSimulator;
@@ -55,7 +55,7 @@ describe('the smaller points of daily use', { timeout: 300_000 }, () => {
   });
 
   it('export --help shows the default lake', async () => {
-    const h = await runCli(['export', '--help']);
+    const h = await runCliInProcess(['export', '--help']);
     expect(h.code).toBe(0);
     expect(h.stdout).toMatch(/--lake\s+Lake directory \[default: data\/lake\]/);
   });

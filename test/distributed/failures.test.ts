@@ -75,7 +75,7 @@ describe('enqueue refuses what the workers would not do', () => {
     );
     expect(refused).toBeInstanceOf(ChainlakeError);
     const e = refused as ChainlakeError;
-    expect(e.exitCode).toBe(2);
+    expect(e.code).toBe('CHAINLAKE_JOB_INVALID');
     expect(e.message).toContain('"decode"');
     expect(e.message).toContain(path.resolve('jobs/token-holders.json'));
     expect(e.hint).toMatch(/chainlake run/);

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
+import { runCli as runParser } from '../../src/cli/cli.js';
 
 export const CLI = path.resolve('dist/cli/main.js');
 
@@ -29,6 +30,18 @@ export function runCli(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: st
       resolve({ code, signal, stdout, stderr });
     });
   });
+}
+
+/**
+ * Runs the CLI's parser in this process, as the bin does (src/cli/main.ts), capturing what it prints and the
+ * exit code an error decides. For flags, help and usage errors: what a command itself writes to the process's
+ * streams is not captured, and the process-wide settings of the bin (runtime tuning) are not applied.
+ */
+export async function runCliInProcess(args: string[]): Promise<CliResult> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runParser(args, { out: (t) => (stdout += t), err: (t) => (stderr += t) });
+  return { code: code ?? 0, signal: null, stdout, stderr };
 }
 
 /** Calls `onEvent` with each JSON log line a child writes (`--log-format json`); other lines are skipped. */

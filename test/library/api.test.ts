@@ -2,7 +2,17 @@ import { spawnSync } from 'node:child_process';
 import { chmod, cp, rename } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { exportDataset, openLake, QueryRefusedError, streamDataset, type DatasetRequest, type RecordBatch, type Row } from '../../src/index.js';
+import {
+  ChainlakeError,
+  ERROR_CODES,
+  exportDataset,
+  openLake,
+  QueryRefusedError,
+  streamDataset,
+  type DatasetRequest,
+  type RecordBatch,
+  type Row,
+} from '../../src/index.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { tempDir } from '../helpers/lake.js';
 import { lockDown, unprivileged, unprivilegedCanRun } from '../helpers/permissions.js';
@@ -75,7 +85,12 @@ describe('the library API', () => {
       // Exact: an amount is a bigint (DuckDB's own JS conversion would give a lossy double).
       expect(typeof lakeRows[0]!.value).toBe('bigint');
       expect(typeof lakeRows[0]!.block_number).toBe('bigint');
-      await expect(collect(l.query(`COPY transactions TO '${path.join(dir, 'x.csv')}'`))).rejects.toBeInstanceOf(QueryRefusedError);
+      const refused = collect(l.query(`COPY transactions TO '${path.join(dir, 'x.csv')}'`));
+      await expect(refused).rejects.toBeInstanceOf(QueryRefusedError);
+      // One family with stable codes: a caller matches on `code`.
+      await expect(refused).rejects.toBeInstanceOf(ChainlakeError);
+      await expect(refused).rejects.toMatchObject({ code: 'CHAINLAKE_QUERY_REFUSED' });
+      expect(ERROR_CODES).toContain('CHAINLAKE_QUERY_REFUSED');
     } finally {
       await l.close();
     }

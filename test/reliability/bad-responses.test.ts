@@ -137,6 +137,12 @@ describe('bad responses', () => {
     );
     expect(exitCodeOf(report, true)).toBe(3);
     expect(report.errors.map((e) => e.error)).toEqual([expect.stringMatching(/1 rows did not convert \(strict mode\)/)]);
+    // The exit code follows the failure's code, kept from the window's error, not words of its message.
+    expect(report.errors.map((e) => e.code)).toEqual(['CHAINLAKE_STRICT_REJECTS']);
+    const reworded = { ...report, errors: report.errors.map((e) => ({ ...e, error: 'rows did not convert' })) };
+    expect(exitCodeOf(reworded, true)).toBe(3);
+    const notStrict = { ...report, errors: [{ window: 'w', error: 'HTTP 503 (strict mode)', code: 'CHAINLAKE_API_ERROR' as const }] };
+    expect(exitCodeOf(notStrict, true)).toBe(1);
     const print = await fingerprint(lake);
     expect(print.erc20_transfers).toEqual(clean.erc20_transfers);
     expect(print.transactions!.rows).toBeLessThan(clean.transactions!.rows);

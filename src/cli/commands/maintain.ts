@@ -51,7 +51,11 @@ export const maintainCommand: CommandModule<object, Args> = {
     if (target.kind === 'local') {
       const paths = new LakePaths(target.lake);
       if (!existsSync(paths.catalog))
-        throw new CliError(`no lake at ${paths.root} (no catalog.duckdb), chosen as ${which}`, 2, 'check --lake, or give --catalog for a distributed lake');
+        throw new CliError(
+          `no lake at ${paths.root} (no catalog.duckdb), chosen as ${which}`,
+          'CHAINLAKE_USAGE',
+          'check --lake, or give --catalog for a distributed lake',
+        );
       const r = await maintainLocalLake(paths, {
         expireOlderThan: older === undefined ? undefined : new Date(Date.now() - duration(older, '--expire-older-than') * 1000),
         keepSnapshots: keep,
@@ -64,7 +68,7 @@ export const maintainCommand: CommandModule<object, Args> = {
       return;
     }
     const catalog = checkCatalogUrl(target.catalog);
-    if (!target.store) throw new CliError(`--store is required for ${which}`, 2, 'give --store /shared/lake (or set CHAINLAKE_STORE)');
+    if (!target.store) throw new CliError(`--store is required for ${which}`, 'CHAINLAKE_USAGE', 'give --store /shared/lake (or set CHAINLAKE_STORE)');
     const r = await maintainLake({
       catalog,
       store: target.store,

@@ -7,12 +7,12 @@ import type { DuckDBResult, DuckDBValue } from '@duckdb/node-api';
 import type { CommandModule } from 'yargs';
 import { ByteRing } from '../../load/byte-ring.js';
 import { LakePaths } from '../../load/paths.js';
-import { lastQueryStatement, QueryRefusedError, streamQuery } from '../../load/query.js';
+import { lastQueryStatement, streamQuery } from '../../load/query.js';
 import { NoLakeError, openLakeReader, parseAsOf, type LakeReader } from '../../load/reader.js';
 import { literal } from '../../load/sql.js';
 import { GarbagePacer } from '../../pipeline/garbage.js';
 import { CliError, EXIT } from '../exit-codes.js';
-import { ChainlakeError } from '../../errors.js';
+import { chainlakeCodeOf } from '../../errors.js';
 import { renderRows } from '../output.js';
 import { resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 import { writeCsvRows } from './query-csv.js';
@@ -257,8 +257,9 @@ export const queryCommand: CommandModule<object, Args> = {
       }
     } catch (e) {
       if (partial) await rm(partial, { force: true });
-      if (e instanceof ChainlakeError) throw e;
-      if (e instanceof QueryRefusedError) throw new CliError(`query failed: ${e.message}`);
+      const failure = chainlakeCodeOf(e);
+      if (failure === 'CHAINLAKE_QUERY_REFUSED' || failure === 'CHAINLAKE_DUCKLAKE') throw new CliError(`query failed: ${(e as Error).message}`);
+      if (failure !== undefined) throw e;
       const code = (e as NodeJS.ErrnoException).code;
       if (args.output && (code === 'ENOENT' || code === 'EACCES' || code === 'EROFS' || code === 'EISDIR')) {
         throw new CliError(`cannot write --output ${args.output}: ${(e as Error).message}`);

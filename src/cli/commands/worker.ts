@@ -69,7 +69,8 @@ export const workerCommand: CommandModule<object, Args> = {
   handler: async (args) => {
     const { catalog: catalogFlag, store } = distributedFlags(args);
     const catalog = checkCatalogUrl(catalogFlag);
-    if (!store) throw new CliError('--store is required', 2, 'give --store /shared/lake (or set CHAINLAKE_STORE): the directory every worker mounts');
+    if (!store)
+      throw new CliError('--store is required', 'CHAINLAKE_USAGE', 'give --store /shared/lake (or set CHAINLAKE_STORE): the directory every worker mounts');
     positiveInteger('--poll-ms', args['poll-ms']);
     positiveInteger('--lease-seconds', args['lease-seconds'], 5);
     positiveInteger('--supervise-seconds', args['supervise-seconds']);

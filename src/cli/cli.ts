@@ -1,0 +1,106 @@
+// The command-line parser as a function: importing it has no side effects (no handlers on the process's
+// streams, no environment changes, no runtime tuning), so tests run flags, help and usage errors in-process.
+// main.ts is the bin that calls it.
+import { readFileSync } from 'node:fs';
+import yargs from 'yargs';
+import { chainlakeCodeOf } from '../errors.js';
+import { COMMANDS, commandOf } from './command-registry.js';
+import { CatalogDamagedError, isCatalogDamage } from '../load/catalog-damage.js';
+import { CliError, exitCodeOfError } from './exit-codes.js';
+
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+
+/** A write to a pipe whose reader is gone (`chainlake query … | head`): not an error. */
+export const closedPipe = (e: unknown): boolean => (e as NodeJS.ErrnoException | undefined)?.code === 'EPIPE';
+
+/** Where the parser's own output (help, version) and an error's message go. */
+export interface CliOutput {
+  out(text: string): void;
+  err(text: string): void;
+}
+
+/**
+ * Parses `argv` (without node and the script) and runs the command it names. Help and version text go to
+ * `output.out`; an error's message and hint to `output.err`. Returns the exit code the error decides, or
+ * undefined when the command ended without one (a run sets its own, from its report).
+ */
+export async function runCli(argv: string[], output: CliOutput): Promise<number | undefined> {
+  try {
+    const text = await parse(argv);
+    if (text) output.out(`${text}\n`);
+    return undefined;
+  } catch (e) {
+    return reportError(e, argv, output);
+  }
+}
+
+/** The help or version text yargs produced, if the line asked for it. */
+async function parse(argv: string[]): Promise<string> {
+  // One command when the line names one; all of them for the help, a mistyped command (yargs suggests the
+  // nearest) or none; none for --version.
+  const named = commandOf(argv);
+  const loaders = named ? [COMMANDS[named]!] : argv.includes('--version') ? [] : Object.values(COMMANDS);
+  const commands = await Promise.all(loaders.map((load) => load()));
+  let cli = yargs(argv)
+    .scriptName('chainlake')
+    .usage('$0 <command> [options]\n\nExport a blockchain explorer API and a finance API into a typed Parquet lake that DuckDB queries.')
+    .option('log-format', { choices: ['text', 'json'] as const, describe: 'Log lines as text or one JSON object per line' })
+    .option('quiet', { type: 'boolean', alias: 'q', describe: 'Only warnings, errors and failures' })
+    .option('verbose', { type: 'boolean', alias: 'v', describe: 'Per-window detail' });
+  for (const command of commands) cli = cli.command(command);
+  cli = cli
+    .middleware((a) => {
+      // What an unset variable gives (`--lake "$LAKE"`): an empty path would put the lake in the working directory.
+      if (typeof a.lake === 'string' && a.lake.trim() === '')
+        throw new CliError('--lake is empty (is $LAKE unset?): name the lake folder, e.g. --lake data/lake', 'CHAINLAKE_USAGE');
+    }, true)
+    .demandCommand(1, 'Name a command (see --help).')
+    .strict()
+    .recommendCommands()
+    .version(pkg.version)
+    .help()
+    .alias('help', 'h')
+    .wrap(Math.min(110, process.stdout.columns || 100))
+    .epilog(
+      'Exit codes: 0 complete; 1 some windows failed (the next run catches up); 2 something to fix: a flag, the job file, a URL, ' +
+        'CHAINLAKE_API_KEY, the lake or report path (the message names it); 3 rejects under --strict; 4 daily request quota reached; ' +
+        '75 lake locked by another run; 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the run is marked interrupted and the next run resumes it.',
+    )
+    .exitProcess(false)
+    .fail((msg, err) => {
+      if (err) throw err;
+      throw new CliError(`${msg}\nRun 'chainlake --help' for usage.`, 'CHAINLAKE_USAGE');
+    });
+  let text = '';
+  await cli.parseAsync(argv, {}, (_err, _args, out) => {
+    text += out;
+  });
+  return text;
+}
+
+/** The `--lake` this command was given, to name it in a hint. */
+function lakeArg(argv: string[]): string | undefined {
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i]!.startsWith('--lake=')) return argv[i]!.slice(7);
+    if (argv[i] === '--lake' && i + 1 < argv.length) return argv[i + 1];
+  }
+  return undefined;
+}
+
+/** Writes what a person reads of an error (message, hint, the stack with --verbose) and returns its exit code. */
+function reportError(e: unknown, argv: string[], output: CliOutput): number | undefined {
+  // The error's code decides the exit code (the table in exit-codes.ts); anything else is unforeseen: exit 1,
+  // and the message names what and where; the stack only helps us, so it needs --verbose.
+  const verbose = argv.includes('--verbose') || argv.includes('-v');
+  if (closedPipe(e)) return undefined;
+  // Whichever command met it, a damaged catalog has one fix: say it.
+  if (isCatalogDamage(e) || (e instanceof Error && isCatalogDamage(e.cause)))
+    e = new CatalogDamagedError(isCatalogDamage(e) ? e : (e as Error).cause, lakeArg(argv));
+  if (chainlakeCodeOf(e) !== undefined) {
+    const c = e as Error & { hint?: string };
+    output.err(`chainlake: ${c.message}\n${c.hint ? `  hint: ${c.hint}\n` : ''}${verbose && c.stack ? `${c.stack}\n` : ''}`);
+  } else {
+    output.err(`chainlake: ${verbose ? ((e as Error).stack ?? String(e)) : e instanceof Error ? e.message : String(e)}\n`);
+  }
+  return exitCodeOfError(e);
+}
