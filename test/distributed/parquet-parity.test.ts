@@ -10,7 +10,7 @@ import { openDistributedLake } from '../../src/distributed/read.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { loadJobDocument } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
-import { openCatalogFile } from '../ducklake/helpers.js';
+import { openCatalogFile, openReference, referenceMissing } from '../ducklake/helpers.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { tempDir } from '../helpers/lake.js';
 import { distributedRows, singleMachineRows } from './helpers.js';
@@ -115,6 +115,8 @@ async function fileStats(catalog: CatalogDb): Promise<Map<string, string[]>> {
 }
 
 let pg: TestPostgres;
+/** The two lakes of the first test, for the reference extension's reading of them. */
+let lakes: { single: string; catalog: string; expected: Awaited<ReturnType<typeof singleMachineRows>> } | undefined;
 let tmp: Awaited<ReturnType<typeof tempDir>>;
 
 beforeAll(async () => {
@@ -147,6 +149,7 @@ describe('one lake-file writer for both modes', () => {
     );
     expect(reports.filter((r) => r.windowsFetched > 0).length, 'windows fetched by each worker').toBeGreaterThanOrEqual(2);
     expect(reports.reduce((n, r) => n + r.windowsFailed, 0)).toBe(0);
+    lakes = { single: lake, catalog: db.url, expected };
 
     // Row for row.
     const dist = await openDistributedLake({ catalog: db.url });
@@ -187,4 +190,31 @@ describe('one lake-file writer for both modes', () => {
       expect({ key, ...theirs.get(distFiles.get(key)!)! }).toEqual({ key, ...one });
     }
   }, 300_000);
+
+  const missing = referenceMissing();
+  it.skipIf(missing !== null)(
+    `the reference ducklake extension reads both lakes with the same rows as chainlake${missing ? ` (${missing})` : ''}`,
+    async () => {
+      expect(lakes, 'the lakes of the test before').toBeDefined();
+      const { single, catalog, expected } = lakes!;
+      for (const source of [path.join(single, 'catalog.duckdb'), catalog]) {
+        const ref = await openReference(source);
+        try {
+          const tables = ((await ref.conn.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = 'ref'`)).getRowsJS() as [string][]).map(
+            ([t]) => t,
+          );
+          for (const [name, want] of expected) {
+            if (!tables.includes(name)) {
+              expect({ source, name, rows: want.rows }).toEqual({ source, name, rows: 0 });
+              continue;
+            }
+            expect({ source, name, ...(await distributedRows(ref.conn, name, want.columns)) }).toEqual({ source, name, rows: want.rows, digest: want.digest });
+          }
+        } finally {
+          ref.close();
+        }
+      }
+    },
+    120_000,
+  );
 });
