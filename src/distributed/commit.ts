@@ -12,7 +12,8 @@ import pLimit from 'p-limit';
 import type pg from 'pg';
 import type { CatalogDb } from '../ducklake/catalog-db.js';
 import { currentSnapshot, findTable, listColumns, listDataFiles, scanSql } from '../ducklake/reader.js';
-import { commitTables, writeDataFile, type StagedFile } from '../ducklake/writer.js';
+import { writeDataFile } from '../ducklake/data-file.js';
+import { commitTables, type StagedFile } from '../ducklake/writer.js';
 import { getDataset } from '../datasets/registry.js';
 import { createUnorderedTempTable, type Engine } from '../load/engine.js';
 import { keyRank, onePerKey } from '../load/merge.js';
@@ -332,20 +333,14 @@ async function writePartition(
   network: string,
   partition: string,
 ): Promise<StagedFile | null> {
-  const part = ident(STAGED_PARTITION);
-  const declared = new Set(shape.columns.map((c) => c.name));
-  // Every column of the table: a column an older declaration had and this one dropped stays, as NULL.
-  const values = columns.map((c) =>
-    c.name === 'network'
-      ? `${literal(network)} AS network`
-      : c.name === shape.partition
-        ? `CAST(${part} AS DATE) AS ${ident(shape.partition)}`
-        : declared.has(c.name)
-          ? ident(c.name)
-          : `NULL AS ${ident(c.name)}`,
-  );
-  const select = `SELECT ${values.join(', ')} FROM ${merged} WHERE ${part} = ${literal(partition)}`;
-  return writeDataFile(conn, { dataPath: store.localDataPath, table, columns }, select, { network, [shape.partition]: partition });
+  const values = { network, [shape.partition]: partition };
+  // The one data-file writer of both modes: a column an older declaration had and this one dropped stays, as NULL.
+  const rows = {
+    sql: `SELECT * FROM ${merged} WHERE ${ident(STAGED_PARTITION)} = ${literal(partition)}`,
+    present: new Set(shape.columns.map((c) => c.name)),
+    constants: values,
+  };
+  return writeDataFile(conn, { dataPath: store.localDataPath, table, columns }, rows, values);
 }
 
 /** The current data files of each partition (by the partition column's value) of one network. */

@@ -1,7 +1,6 @@
 /**
- * Writing a DuckLake, following the spec's queries.md: create a table (one snapshot), write Parquet data files with
- * immutable names through DuckDB's COPY (field ids = column ids, statistics from COPY's RETURN_STATS), and commit
- * them: appended, or replacing a partition's rows (new files + the partition's current files ended at the new
+ * Writing a DuckLake, following the spec's queries.md: create a table (one snapshot), commit data files written
+ * by data-file.ts (immutable names, field ids = column ids, statistics from their footers): appended, or replacing a partition's rows (new files + the partition's current files ended at the new
  * snapshot), with the statistics and snapshot_changes, in ONE catalog transaction that makes ONE new snapshot.
  * Expiring snapshots and listing the files no snapshot needs any more are here too (for `chainlake maintain`).
  *
@@ -11,9 +10,6 @@
  * on the new state (its staged files stay valid: their names are unique and never reused). Nothing is decided by
  * looking at the object store.
  */
-import { mkdir, rm } from 'node:fs/promises';
-import path from 'node:path';
-import type { DuckDBConnection } from '@duckdb/node-api';
 import type { CatalogDb, CatalogParam, CatalogRow, CatalogValue } from './catalog-db.js';
 import { DuckLakeError, isCommitConflict } from './catalog-db.js';
 import { checkVersion, ident, uuidv7 } from './ddl.js';
@@ -30,7 +26,8 @@ import {
   type LakeTable,
   type Snapshot,
 } from './reader.js';
-import { duckdbTypeOfTree, ducklakeTypeTree, type TypeTree } from './types.js';
+import { compareStat } from './data-file.js';
+import { ducklakeTypeTree, type TypeTree } from './types.js';
 
 export interface ColumnSpec {
   readonly name: string;
@@ -279,152 +276,6 @@ export async function partitionColumns(db: CatalogDb, tableId: number, snapshot:
     if (r.transform !== 'identity') throw new DuckLakeError(`table ${tableId}: partition transform '${String(r.transform)}' is not supported (identity only)`);
   }
   return { partitionId: num(rows[0]!.partition_id), columnIds: rows.map((r) => num(r.column_id)) };
-}
-
-const sqlString = (text: string): string => `'${text.replace(/'/g, "''")}'`;
-
-/** A Hive directory value: kept as is when plain, percent-encoded otherwise (never a path separator). */
-const hiveValue = (value: string): string => (/^[A-Za-z0-9_.:+-]+$/.test(value) ? value : encodeURIComponent(value));
-
-export interface WriteTarget {
-  /** The lake's data path (ducklake_metadata.data_path); a local directory for now. */
-  readonly dataPath: string;
-  readonly table: LakeTable;
-  /** The table's columns at the snapshot written against (reader.listColumns). */
-  readonly columns: readonly LakeColumn[];
-}
-
-/**
- * Writes the rows of `sourceSql` (run on `duck`) as one Parquet file of the table, under an immutable name
- * (`ducklake-<uuidv7>.parquet`, in `col=value/` directories for a partition), with field ids = column ids, and
- * returns it with its statistics; null (and no file) when the query returns no row. With `partition` (values by
- * partition column name), every row must belong to it: checked from the file's statistics, the file removed if not.
- */
-export async function writeDataFile(
-  duck: DuckDBConnection,
-  target: WriteTarget,
-  sourceSql: string,
-  partition?: Readonly<Record<string, string>>,
-): Promise<StagedFile | null> {
-  const { table, columns } = target;
-  const where = `table ${table.schema.name}.${table.name}`;
-  const partitionNames = partition ? Object.keys(partition) : [];
-  const dirs = partitionNames.map((name) => {
-    if (!columns.some((c) => c.name === name)) throw new DuckLakeError(`${where}: partition column ${name} is not a column`);
-    return `${name}=${hiveValue(partition![name]!)}/`;
-  });
-  if (/^[a-z][a-z0-9+.-]*:\/\//i.test(target.dataPath)) {
-    throw new DuckLakeError(`${where}: data path ${target.dataPath} is object storage; this writer writes local paths only so far`);
-  }
-  const relative = `${dirs.join('')}ducklake-${uuidv7()}.parquet`;
-  const fullPath = tablePath(target.dataPath, table) + relative;
-  await mkdir(path.dirname(fullPath), { recursive: true });
-  const select = columns.map((c) => `CAST(${ident(c.name)} AS ${duckdbTypeOfTree(c, `${where}, column ${c.name}`)}) AS ${ident(c.name)}`).join(', ');
-  const fieldIds = fieldIdsOf(columns);
-  const reader = await duck.runAndReadAll(
-    `COPY (SELECT ${select} FROM (${sourceSql})) TO ${sqlString(fullPath)}
-     (FORMAT parquet, COMPRESSION zstd, FIELD_IDS ${fieldIds}, RETURN_STATS)`,
-  );
-  const row = reader.getRowObjectsJS()[0] as Record<string, unknown> | undefined;
-  if (!row) throw new DuckLakeError(`${where}: COPY returned no statistics for ${fullPath}`);
-  const count = Number(row.count);
-  if (count === 0) {
-    await rm(fullPath, { force: true });
-    return null;
-  }
-  const stats = parseColumnStats(row.column_statistics, columns, where);
-  let partitionValues: string[] | null = null;
-  if (partition) {
-    partitionValues = [];
-    for (const name of partitionNames) {
-      const column = columns.find((c) => c.name === name)!;
-      const s = stats.find((x) => x.columnId === column.columnId);
-      const value = partition[name]!;
-      if (!s || s.nullCount > 0 || s.min !== value || s.max !== value) {
-        await rm(fullPath, { force: true });
-        throw new DuckLakeError(`${where}: rows written for partition ${name}=${value} hold ${name} values from ${s?.min} to ${s?.max} (${s?.nullCount} NULL)`);
-      }
-      partitionValues.push(value);
-    }
-  }
-  return {
-    tableId: table.tableId,
-    path: relative,
-    fullPath,
-    recordCount: count,
-    fileSizeBytes: Number(row.file_size_bytes),
-    footerSize: Number(row.footer_size_bytes),
-    columnStats: stats,
-    partitionValues,
-  };
-}
-
-/** COPY's FIELD_IDS option value: each column's id; nested columns carry theirs in __duckdb_field_id and their children's by name (list: element). */
-export function fieldIdsOf(columns: readonly LakeColumn[]): string {
-  const fieldId = (c: LakeColumn): string =>
-    c.children.length ? `{__duckdb_field_id: ${c.columnId}, ${c.children.map((k) => `${ident(k.name)}: ${fieldId(k)}`).join(', ')}}` : String(c.columnId);
-  return `{${columns.map((c) => `${ident(c.name)}: ${fieldId(c)}`).join(', ')}}`;
-}
-
-/**
- * COPY ... RETURN_STATS column_statistics: MAP(quoted column path -> MAP(stat name -> text)), one entry per leaf
- * column (`"id"`, `"l"."element"`). Nested columns get no statistics of their own, their leaves do (spec).
- */
-export function parseColumnStats(raw: unknown, columns: readonly LakeColumn[], where: string): ColumnStats[] {
-  const entries = Array.isArray(raw) ? raw : (raw as { entries?: unknown[] } | null)?.entries;
-  if (!Array.isArray(entries)) throw new DuckLakeError(`${where}: COPY's column statistics have an unexpected shape`);
-  const byName = new Map<string, Map<string, string>>();
-  for (const entry of entries as { key: unknown; value: unknown }[]) {
-    const inner = Array.isArray(entry.value) ? entry.value : ((entry.value as { entries?: unknown[] })?.entries ?? []);
-    const stats = new Map<string, string>();
-    for (const s of inner as { key: unknown; value: unknown }[]) stats.set(String(s.key), String(s.value));
-    byName.set(String(entry.key), stats);
-  }
-  return leafColumns(columns).flatMap(({ column: c, path: names }) => {
-    const key = names.map((n) => `"${n.replace(/"/g, '""')}"`).join('.');
-    const s = byName.get(key);
-    if (!s) {
-      if (names.length > 1) return []; // a nested leaf without values in this file: no statistics row
-      throw new DuckLakeError(`${where}: COPY returned no statistics for column ${c.name}`);
-    }
-    const isFloat = c.type === 'float32' || c.type === 'float64';
-    return [
-      {
-        columnId: c.columnId,
-        min: s.get('min') ?? null,
-        max: s.get('max') ?? null,
-        nullCount: Number(s.get('null_count') ?? 0),
-        valueCount: Number(s.get('num_values') ?? 0),
-        columnSizeBytes: s.has('column_size_bytes') ? Number(s.get('column_size_bytes')) : null,
-        containsNan: isFloat ? s.get('has_nan') === 'true' : null,
-      },
-    ];
-  });
-}
-
-/** Orders two statistics values of a DuckLake type: numerically for numbers, as text otherwise (ISO dates sort). */
-export function compareStat(type: string, a: string, b: string): number {
-  const numeric = /^(u?int\d+|decimal|float\d+)/.test(type);
-  if (!numeric) return a < b ? -1 : a > b ? 1 : 0;
-  const special = (v: string) => (v === 'inf' ? Infinity : v === '-inf' ? -Infinity : null);
-  const sa = special(a);
-  const sb = special(b);
-  if (sa !== null || sb !== null) return (sa ?? Number(a)) - (sb ?? Number(b));
-  // Exact decimal comparison on the text: integers of any size, decimals with a fractional part.
-  const parse = (v: string) => {
-    const neg = v.startsWith('-');
-    const [int = '0', frac = ''] = v.replace(/^[-+]/, '').split('.');
-    return { neg, int: int.replace(/^0+(?=\d)/, ''), frac: frac.replace(/0+$/, '') };
-  };
-  const x = parse(a);
-  const y = parse(b);
-  if (x.neg !== y.neg) return x.neg ? -1 : 1;
-  const sign = x.neg ? -1 : 1;
-  if (x.int.length !== y.int.length) return sign * (x.int.length - y.int.length);
-  const width = Math.max(x.frac.length, y.frac.length);
-  const xs = x.int + x.frac.padEnd(width, '0');
-  const ys = y.int + y.frac.padEnd(width, '0');
-  return sign * (xs < ys ? -1 : xs > ys ? 1 : 0);
 }
 
 /** One table's part of a commit: its new files, and the partitions whose current rows they replace. */

@@ -5,7 +5,10 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { DuckDbCatalog } from '../../src/ducklake/catalog-db.js';
 import { checkVersion, DUCKLAKE_TABLES, DUCKLAKE_VERSION, initialiseCatalog, readMetadata } from '../../src/ducklake/ddl.js';
 import { PostgresCatalog } from '../../src/ducklake/postgres-catalog.js';
-import { FIXTURES, gunzipFixture, openCatalogFile, tempDir, type OpenCatalog } from './helpers.js';
+import { writeDataFile } from '../../src/ducklake/data-file.js';
+import { currentSnapshot, findTable, listColumns, planScan } from '../../src/ducklake/reader.js';
+import { commitFiles, createTable } from '../../src/ducklake/writer.js';
+import { FIXTURES, gunzipFixture, openCatalogFile, openReference, referenceMissing, tempDir, type OpenCatalog } from './helpers.js';
 import { startPostgres, type TestPostgres } from './postgres.js';
 
 interface ColumnRow {
@@ -286,4 +289,111 @@ describe('DuckLake 1.0 catalog conformance on PostgreSQL', () => {
     const metadata = await readMetadata(catalog);
     expect(Object.fromEntries(metadata)).toEqual({ version: '1.0', created_by: 'chainlake', data_path: 's3://bucket/lake/', encrypted: 'false' });
   });
+});
+
+const json = (rows: unknown) => JSON.stringify(rows, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+
+/** Filters the extension answers from the files' statistics first (partition values, min and max). */
+const FILTERS = [
+  'true',
+  `block_date = DATE '2024-01-02'`,
+  `network = 'testnet'`,
+  'id BETWEEN 35 AND 45',
+  `ts >= TIMESTAMPTZ '2024-01-01 00:01:55+00'`,
+  'amount > 100000000000000000000',
+  'ok',
+];
+
+describe('the reference ducklake extension reads what the data-file writer writes', () => {
+  const missing = referenceMissing();
+  it.skipIf(missing !== null)(
+    `every snapshot of a partitioned table (lists, decimals, timestamps, NaN, a column written as NULL, a replaced partition) reads the same through the reference extension as through chainlake's reader${missing ? ` (${missing})` : ''}`,
+    async () => {
+      const { dir, cleanup } = await tempDir();
+      try {
+        const file = path.join(dir, 'catalog.duckdb');
+        const cat = await openCatalogFile(file);
+        // By snapshot and filter: the extension prunes files by the statistics the writer recorded.
+        const ours = new Map<string, string>();
+        let newest = 0;
+        try {
+          await initialiseCatalog(cat.catalog, { dataPath: path.join(dir, 'lake') });
+          await createTable(cat.catalog, {
+            name: 'transfers',
+            columns: [
+              { name: 'id', type: 'BIGINT' },
+              { name: 'amount', type: 'DECIMAL(38,0)' },
+              { name: 'ts', type: 'TIMESTAMP WITH TIME ZONE' },
+              { name: 'ok', type: 'BOOLEAN' },
+              { name: 'score', type: 'DOUBLE' },
+              { name: 'topics', type: 'VARCHAR[]' },
+              { name: 'memo', type: 'VARCHAR' },
+              { name: 'network', type: 'VARCHAR' },
+              { name: 'block_date', type: 'DATE' },
+            ],
+            partitionBy: ['network', 'block_date'],
+          });
+          const duck = await cat.connect();
+          const write = async (network: string, day: string, from: number, to: number) => {
+            const snap = await currentSnapshot(cat.catalog);
+            const table = await findTable(cat.catalog, snap.snapshotId, 'transfers');
+            const columns = await listColumns(cat.catalog, table.tableId, snap.snapshotId);
+            const values = { network, block_date: day };
+            // As both modes write: the partition's values as constants, a column the rows lack (memo) as NULL.
+            const rows = {
+              sql: `SELECT range AS id, CAST(range AS DECIMAL(38,0)) * 1000000000000000000 AS amount, TIMESTAMPTZ '${day} 00:00:00+00' + to_seconds(range) AS ts,
+                           range % 2 = 0 AS ok, CASE WHEN range % 7 = 3 THEN 'nan'::DOUBLE ELSE range / 4 END AS score,
+                           CASE WHEN range % 5 = 0 THEN NULL ELSE ['t' || range, 'u'] END AS topics FROM range(${from}, ${to})`,
+              present: new Set(['id', 'amount', 'ts', 'ok', 'score', 'topics']),
+              constants: values,
+              order: 'id',
+            };
+            const staged = await writeDataFile(duck, { dataPath: path.join(dir, 'lake') + '/', table, columns }, rows, values);
+            return staged!;
+          };
+          await commitFiles(cat.catalog, {
+            tableName: 'transfers',
+            files: [await write('mainnet', '2024-01-01', 0, 40), await write('testnet', '2024-01-01', 40, 60)],
+          });
+          await commitFiles(cat.catalog, {
+            tableName: 'transfers',
+            files: [await write('mainnet', '2024-01-02', 60, 90)],
+          });
+          await commitFiles(cat.catalog, {
+            tableName: 'transfers',
+            files: [await write('mainnet', '2024-01-01', 100, 130)],
+            replacePartitions: [['mainnet', '2024-01-01']],
+          });
+          newest = (await currentSnapshot(cat.catalog)).snapshotId;
+          for (let snapshot = newest - 2; snapshot <= newest; snapshot++) {
+            const scan = await planScan(cat.catalog, 'transfers', { asOf: { snapshot } });
+            for (const where of FILTERS) {
+              ours.set(`${snapshot} ${where}`, json((await duck.runAndReadAll(`SELECT * FROM (${scan.sql}) WHERE ${where} ORDER BY ALL`)).getRowObjectsJS()));
+            }
+          }
+        } finally {
+          cat.close();
+        }
+        const ref = await openReference(file);
+        try {
+          for (const [key, rows] of ours) {
+            const [snapshot, where] = [key.slice(0, key.indexOf(' ')), key.slice(key.indexOf(' ') + 1)];
+            const theirs = json(
+              (await ref.conn.runAndReadAll(`SELECT * FROM transfers AT (VERSION => ${snapshot}) WHERE ${where} ORDER BY ALL`)).getRowObjectsJS(),
+            );
+            // Each filter selects rows at the newest snapshot.
+            if (Number(snapshot) === newest || where === 'true') expect(theirs, `snapshot ${key}`).not.toBe('[]');
+            expect(theirs, `snapshot ${key}`).toBe(rows);
+          }
+          const [[files]] = (await ref.conn.runAndReadAll(`SELECT count(*)::INTEGER FROM ducklake_list_files('ref', 'transfers')`)).getRowsJS() as [[number]];
+          expect(files).toBe(3);
+        } finally {
+          ref.close();
+        }
+      } finally {
+        await cleanup();
+      }
+    },
+    120_000,
+  );
 });

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -98,4 +99,49 @@ export async function migrateToV10(conn: DuckDBConnection): Promise<void> {
     throw new Error(`migrateToV10: catalog version ${version} is not 0.3 or 0.4`);
   }
   await conn.run(`UPDATE ducklake_metadata SET "value" = '1.0' WHERE "key" = 'version'`);
+}
+
+/** The reference DuckLake extension built for this DuckDB (../shared/ducklake-ref/README.md), beside the worktree. */
+export const REFERENCE_DIR = path.resolve(FIXTURES, '../../../../shared/ducklake-ref');
+const REFERENCE_FILES = ['ducklake.duckdb_extension', 'postgres_scanner.duckdb_extension'];
+
+/** Why the reference extension cannot be used here, or null when its files are present (never downloaded). */
+export function referenceMissing(): string | null {
+  const missing = REFERENCE_FILES.filter((f) => !existsSync(path.join(REFERENCE_DIR, f)));
+  return missing.length ? `skipped: the reference extension is missing (${missing.map((f) => path.join(REFERENCE_DIR, f)).join(', ')})` : null;
+}
+
+/**
+ * A DuckDB with the reference `ducklake` extension, the lake attached read-only as `ref` and in use: `catalog`
+ * is a DuckDB file, or a PostgreSQL URL (`postgres://user@host:port/db`, its password from PGPASSWORD) whose
+ * catalog is in the `ducklake` schema, read through the reference `postgres_scanner`.
+ */
+export async function openReference(catalog: string): Promise<{ conn: DuckDBConnection; close(): void }> {
+  const instance = await DuckDBInstance.create(':memory:', { allow_unsigned_extensions: 'true', autoinstall_known_extensions: 'false' });
+  const conn = await instance.connect();
+  const quote = (s: string) => `'${s.replace(/'/g, "''")}'`;
+  try {
+    await conn.run("SET TimeZone = 'UTC'");
+    await conn.run(`LOAD ${quote(path.join(REFERENCE_DIR, 'ducklake.duckdb_extension'))}`);
+    if (/^postgres(ql)?:\/\//.test(catalog)) {
+      await conn.run(`LOAD ${quote(path.join(REFERENCE_DIR, 'postgres_scanner.duckdb_extension'))}`);
+      const url = new URL(catalog);
+      const dsn = `dbname=${url.pathname.slice(1)} host=${url.hostname} port=${url.port} user=${decodeURIComponent(url.username)}`;
+      await conn.run(`ATTACH ${quote(`ducklake:postgres:${dsn}`)} AS ref (METADATA_SCHEMA 'ducklake', READ_ONLY)`);
+    } else {
+      await conn.run(`ATTACH ${quote(`ducklake:${catalog}`)} AS ref (READ_ONLY)`);
+    }
+    await conn.run('USE ref');
+  } catch (error) {
+    conn.closeSync();
+    instance.closeSync();
+    throw error;
+  }
+  return {
+    conn,
+    close() {
+      conn.closeSync();
+      instance.closeSync();
+    },
+  };
 }

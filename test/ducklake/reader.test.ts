@@ -12,7 +12,8 @@ import {
   scanSql,
 } from '../../src/ducklake/reader.js';
 import { initialiseCatalog } from '../../src/ducklake/ddl.js';
-import { commitFiles, createTable, writeDataFile } from '../../src/ducklake/writer.js';
+import { writeDataFile } from '../../src/ducklake/data-file.js';
+import { commitFiles, createTable } from '../../src/ducklake/writer.js';
 import { FIXTURES, gunzipFixture, migrateToV10, openCatalogFile, tempDir, type OpenCatalog } from './helpers.js';
 
 describe('DuckLake reader on the reference extension catalogs', () => {
