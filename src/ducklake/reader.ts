@@ -85,6 +85,23 @@ export interface DataFile {
   readonly mappingId: number | null;
   readonly partialMax: number | null;
   readonly deleteFile: DeleteFile | null;
+  /**
+   * Positions (file row numbers) of rows another writer deleted without a delete file, valid at the snapshot
+   * read: the reference extension's inlined deletes (`ducklake_inlined_delete_<table_id>`), its default for
+   * small deletes.
+   */
+  readonly inlinedDeletes: readonly number[];
+}
+
+/**
+ * A table of rows another writer inlined into the catalog (`ducklake_inlined_data_<table_id>_<schema_version>`,
+ * the reference extension's default for small inserts): its name and its columns as that schema version named
+ * them. Its rows valid at a snapshot belong to the table beside the data files.
+ */
+export interface InlinedData {
+  readonly name: string;
+  readonly schemaVersion: number;
+  readonly columns: readonly string[];
 }
 
 /** A catalog row's column; undefined means the query did not select it (a bug here, never in the catalog). */
@@ -264,6 +281,51 @@ export async function dataPathOf(db: CatalogDb, override?: string): Promise<stri
   return dataPath;
 }
 
+/** The columns of a table of the catalog database itself (not a DuckLake table), in order; empty when there is no such table. */
+async function catalogTableColumns(db: CatalogDb, name: string): Promise<string[]> {
+  const rows = await db.query(
+    `SELECT column_name FROM information_schema.columns
+     WHERE table_name = $1 AND table_schema = current_schema() AND table_catalog = current_database() ORDER BY ordinal_position`,
+    [name],
+  );
+  return rows.map((r) => str(r.column_name));
+}
+
+/** The inlined-data tables of a table (every schema version that has one), oldest first. */
+export async function listInlinedData(db: CatalogDb, table: LakeTable): Promise<InlinedData[]> {
+  const rows = await db.query(`SELECT table_name, schema_version FROM ducklake_inlined_data_tables WHERE table_id = $1 ORDER BY schema_version`, [
+    table.tableId,
+  ]);
+  const out: InlinedData[] = [];
+  for (const r of rows) {
+    const name = str(r.table_name);
+    if (!/^ducklake_inlined_data_\d+_\d+$/.test(name)) throw new DuckLakeError(`table ${table.name}: inlined data table '${name}' has an unexpected name`);
+    const columns = (await catalogTableColumns(db, name)).filter((c) => c !== 'row_id' && c !== 'begin_snapshot' && c !== 'end_snapshot');
+    // Registered but not created (or dropped): nothing to read.
+    if (columns.length) out.push({ name, schemaVersion: num(r.schema_version), columns });
+  }
+  return out;
+}
+
+/** Whether any inlined table of `inlined` has rows valid at `snapshot`. */
+export async function hasInlinedRows(db: CatalogDb, inlined: readonly InlinedData[], snapshot: number): Promise<boolean> {
+  for (const t of inlined) {
+    const rows = await db.query(`SELECT count(*) AS n FROM ${ident(t.name)} WHERE ${VALID_AT('', '$1')}`, [snapshot]);
+    if (num(rows[0]?.n) > 0) return true;
+  }
+  return false;
+}
+
+/** File row numbers deleted through the catalog (inlined deletes) by data file id, valid at `snapshot`. */
+async function inlinedDeletes(db: CatalogDb, table: LakeTable, snapshot: number): Promise<Map<number, number[]>> {
+  const name = `ducklake_inlined_delete_${table.tableId}`;
+  const out = new Map<number, number[]>();
+  if ((await catalogTableColumns(db, name)).length === 0) return out;
+  const rows = await db.query(`SELECT file_id, row_id FROM ${ident(name)} WHERE begin_snapshot <= $1 ORDER BY file_id, row_id`, [snapshot]);
+  for (const r of rows) out.set(num(r.file_id), [...(out.get(num(r.file_id)) ?? []), num(r.row_id)]);
+  return out;
+}
+
 /**
  * The data files of a table at a snapshot, each with its delete file valid at that snapshot (queries.md
  * "SELECT"). Paths are resolved against `dataPath`.
@@ -283,6 +345,7 @@ export async function listDataFiles(db: CatalogDb, table: LakeTable, snapshot: n
   );
   const base = tablePath(dataPath, table);
   const resolve = (p: string, relative: CatalogValue | undefined) => (relative === false ? p : joinPath(base, p));
+  const deleted = rows.length ? await inlinedDeletes(db, table, snapshot) : new Map<number, number[]>();
   return rows.map((r) => {
     const format = str(r.file_format);
     if (format !== 'parquet') throw new DuckLakeError(`data file ${num(r.data_file_id)} of ${table.name}: format '${format}' is not parquet`);
@@ -307,6 +370,7 @@ export async function listDataFiles(db: CatalogDb, table: LakeTable, snapshot: n
               format: str(r.delete_format),
               deleteCount: num(r.delete_count),
             },
+      inlinedDeletes: deleted.get(num(r.data_file_id)) ?? [],
     };
   });
 }
@@ -314,19 +378,39 @@ export async function listDataFiles(db: CatalogDb, table: LakeTable, snapshot: n
 const sqlString = (text: string): string => `'${text.replace(/'/g, "''")}'`;
 
 /**
- * The DuckDB query returning a table's rows from `files`, with `columns` (top-level, at the snapshot read) as the
- * result's columns in order. Columns are matched to Parquet fields by field id (= column_id, as the reference
- * extension writes them), so a renamed column reads under its new name and a column added later reads as its
- * initial default in older files. Rows listed in a file's positional delete file are left out; the delete file's
- * other columns (file_path, extra ones) are ignored, as the reference extension does.
+ * The DuckDB query returning a table's rows from `files` and the rows inlined in the catalog (`inlined`, read in the
+ * catalog's own database: the query must run where the catalog is the current database), with `columns` (top-level,
+ * at the snapshot read) as the result's columns in order. Columns are matched to Parquet fields by field id
+ * (= column_id, as the reference extension writes them), so a renamed column reads under its new name and a column
+ * added later reads as its initial default in older files; an inlined table's columns are matched by name (its
+ * columns are named as at its schema version). Rows listed in a file's positional delete file or in the catalog's
+ * inlined deletes are left out; the delete file's other columns (file_path, extra ones) are ignored, as the
+ * reference extension does.
  */
-export function scanSql(table: LakeTable, columns: readonly LakeColumn[], files: readonly DataFile[], snapshot: number): string {
+export function scanSql(
+  table: LakeTable,
+  columns: readonly LakeColumn[],
+  files: readonly DataFile[],
+  snapshot: number,
+  inlined: readonly InlinedData[] = [],
+): string {
   if (columns.length === 0) throw new DuckLakeError(`table ${table.name} has no columns at snapshot ${snapshot}`);
   const where = `table ${table.schema.name}.${table.name}`;
   const typed = columns.map((c) => ({ ...c, duckdbType: duckdbTypeOfTree(c, `${where}, column ${c.name}`) }));
   const select = typed.map((c) => ident(c.name)).join(', ');
+  const defaultOf = (c: (typeof typed)[number]) => `CAST(${c.initialDefault === null ? 'NULL' : sqlString(c.initialDefault)} AS ${c.duckdbType})`;
+  const parts: string[] = [];
+  for (const t of inlined) {
+    const has = new Set(t.columns);
+    parts.push(
+      `SELECT ${typed.map((c) => `${has.has(c.name) ? `CAST(${ident(c.name)} AS ${c.duckdbType})` : defaultOf(c)} AS ${ident(c.name)}`).join(', ')}
+       FROM ${ident(t.name)} WHERE begin_snapshot <= ${snapshot} AND (end_snapshot IS NULL OR ${snapshot} < end_snapshot)`,
+    );
+  }
   if (files.length === 0) {
-    return `SELECT ${typed.map((c) => `CAST(NULL AS ${c.duckdbType}) AS ${ident(c.name)}`).join(', ')} WHERE false`;
+    return parts.length
+      ? parts.join('\nUNION ALL\n')
+      : `SELECT ${typed.map((c) => `${defaultOf({ ...c, initialDefault: null })} AS ${ident(c.name)}`).join(', ')} WHERE false`;
   }
   const schemaMap = `MAP {${typed
     .map(
@@ -351,13 +435,16 @@ export function scanSql(table: LakeTable, columns: readonly LakeColumn[], files:
       );
     }
   }
-  const parts: string[] = [];
-  const whole = files.filter((f) => !f.deleteFile);
-  if (whole.length) parts.push(`SELECT ${select} FROM read_parquet([${whole.map((f) => sqlString(f.path)).join(', ')}], schema = ${schemaMap})`);
-  for (const f of files.filter((x) => x.deleteFile)) {
+  const whole = files.filter((f) => !f.deleteFile && f.inlinedDeletes.length === 0);
+  if (whole.length) parts.unshift(`SELECT ${select} FROM read_parquet([${whole.map((f) => sqlString(f.path)).join(', ')}], schema = ${schemaMap})`);
+  for (const f of files.filter((x) => x.deleteFile || x.inlinedDeletes.length)) {
+    const deleted = [
+      ...(f.deleteFile ? [`file_row_number NOT IN (SELECT pos FROM read_parquet(${sqlString(f.deleteFile.path)}))`] : []),
+      ...(f.inlinedDeletes.length ? [`file_row_number NOT IN (${f.inlinedDeletes.join(', ')})`] : []),
+    ];
     parts.push(
       `SELECT ${select} FROM read_parquet(${sqlString(f.path)}, schema = ${schemaMap}, file_row_number = true)
-       WHERE file_row_number NOT IN (SELECT pos FROM read_parquet(${sqlString(f.deleteFile!.path)}))`,
+       WHERE ${deleted.join(' AND ')}`,
     );
   }
   return parts.join('\nUNION ALL\n');
@@ -368,6 +455,8 @@ export interface TableScan {
   readonly table: LakeTable;
   readonly columns: LakeColumn[];
   readonly files: DataFile[];
+  /** The table's inlined-data tables (their rows at `snapshot` are part of the scan). */
+  readonly inlined: InlinedData[];
   /** DuckDB SQL returning the table's rows at `snapshot`; run it on any DuckDB connection that can read the files. */
   readonly sql: string;
 }
@@ -380,5 +469,12 @@ export async function planScan(db: CatalogDb, tableName: string, opts: { asOf?: 
   const table = await findTable(db, snapshot.snapshotId, tableName, opts.schema);
   const columns = await listColumns(db, table.tableId, snapshot.snapshotId);
   const files = await listDataFiles(db, table, snapshot.snapshotId, dataPath);
-  return { snapshot, table, columns, files, sql: scanSql(table, columns, files, snapshot.snapshotId) };
+  const inlined = await listInlinedData(db, table);
+  if (db.dialect !== 'duckdb' && (await hasInlinedRows(db, inlined, snapshot.snapshotId))) {
+    // The scan runs in DuckDB, which reaches a PostgreSQL catalog's tables only through the postgres extension.
+    throw new DuckLakeError(
+      `table ${table.schema.name}.${table.name} has rows another writer inlined into the PostgreSQL catalog, which chainlake cannot read there yet: with the ducklake extension, CALL ducklake_flush_inlined_data('<lake>') writes them to Parquet`,
+    );
+  }
+  return { snapshot, table, columns, files, inlined, sql: scanSql(table, columns, files, snapshot.snapshotId, inlined) };
 }

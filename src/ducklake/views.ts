@@ -8,7 +8,7 @@
 import type { CatalogDb } from './catalog-db.js';
 import { DuckLakeError } from './catalog-db.js';
 import { ident } from './ddl.js';
-import { currentSnapshot, listColumns, listDataFiles, listTables, scanSql } from './reader.js';
+import { currentSnapshot, listColumns, listDataFiles, listInlinedData, listTables, scanSql } from './reader.js';
 
 /** Creates or replaces one view per table of the current snapshot (in the schema `main`), named like the table. */
 export async function refreshViews(db: CatalogDb, dataPath: string): Promise<string[]> {
@@ -20,7 +20,7 @@ export async function refreshViews(db: CatalogDb, dataPath: string): Promise<str
     if (table.name.startsWith('ducklake_')) throw new DuckLakeError(`table ${table.name}: a view of that name would shadow the DuckLake catalog`);
     const columns = await listColumns(db, table.tableId, snapshot);
     const files = await listDataFiles(db, table, snapshot, dataPath);
-    await db.query(`CREATE OR REPLACE VIEW ${ident(table.name)} AS ${scanSql(table, columns, files, snapshot)}`);
+    await db.query(`CREATE OR REPLACE VIEW ${ident(table.name)} AS ${scanSql(table, columns, files, snapshot, await listInlinedData(db, table))}`);
     names.push(table.name);
   }
   return names;

@@ -7,7 +7,7 @@ import { DATASETS } from '../datasets/registry.js';
 import type { CommittedFile } from './commit.js';
 import type { CatalogDb } from '../ducklake/catalog-db.js';
 import { initialiseCatalog } from '../ducklake/ddl.js';
-import { currentSnapshot, listAllColumns, listDataFiles, listTables, scanSql } from '../ducklake/reader.js';
+import { currentSnapshot, listAllColumns, listDataFiles, listInlinedData, listTables, scanSql } from '../ducklake/reader.js';
 import { commitTables, expireSnapshots, filesToDelete, forgetDeletedFiles, type StagedFile } from '../ducklake/writer.js';
 import { rm } from 'node:fs/promises';
 import { ChainlakeError } from '../errors.js';
@@ -410,6 +410,19 @@ export class Catalog {
   }
 
   /**
+   * Whether a snapshot after `since` (up to `snapshot`) was made by another DuckLake writer than chainlake, or is
+   * gone (expired by one): then views chainlake did not refresh since may name files that are no longer current.
+   */
+  private async othersSince(since: string | undefined, snapshot: number): Promise<boolean> {
+    if (since === undefined || !/^\d+$/.test(since)) return true;
+    const rows = await this.lake.query(
+      `SELECT count(*) AS n FROM ducklake_snapshot_changes WHERE snapshot_id > $1 AND snapshot_id <= $2 AND author = 'chainlake'`,
+      [Number(since), snapshot],
+    );
+    return Number(rows[0]?.n) !== snapshot - Number(since);
+  }
+
+  /**
    * (Re)creates a view per known dataset and `_rejects` over the files of the DuckLake's newest snapshot (an
    * empty view of the right columns and types for a table without files, so `SELECT … FROM <dataset>` works on
    * any lake), and the `files` view. Plain DuckDB reads them without the ducklake extension. Views name the
@@ -443,8 +456,11 @@ export class Catalog {
         partitionDoc: 'UTC date of the run that saw the reject.',
       },
     ];
-    // A commit names the tables it wrote (`tables`): the others' views are as the last refresh left them.
-    const stale = shapes.filter(({ shape }) => opts.force || !opts.tables || opts.tables.has(shape.name) || !meta.has(`view:${shape.name}`));
+    // A commit names the tables it wrote (`tables`): the others' views are as the last refresh left them, unless
+    // a snapshot since that refresh is not chainlake's (another DuckLake writer's, or gone: expired by one).
+    const snapshot = (await currentSnapshot(this.lake)).snapshotId;
+    const tables = (await this.othersSince(meta.get(VIEWS_SNAPSHOT), snapshot)) ? undefined : opts.tables;
+    const stale = shapes.filter(({ shape }) => opts.force || !tables || tables.has(shape.name) || !meta.has(`view:${shape.name}`));
     const bodies = await lakeViewBodies(
       this.lake,
       this.dataPath,
@@ -475,9 +491,13 @@ export class Catalog {
     }
     setMeta('root', paths.root);
     setMeta('format', String(CATALOG_FORMAT));
+    setMeta(VIEWS_SNAPSHOT, String(snapshot));
     if (statements.length) await this.run(statements.join(';\n'));
   }
 }
+
+/** lake_meta's key for the DuckLake snapshot the views were last refreshed at (readers compare it with the newest). */
+export const VIEWS_SNAPSHOT = 'views_snapshot';
 
 const FILES_DOC =
   "One row per Parquet file of the lake's newest snapshot (a view of the DuckLake's tables): rows, bytes and block range. Files of earlier snapshots stay on disk until `chainlake maintain` expires those snapshots.";
@@ -523,9 +543,13 @@ export async function lakeViewBodies(db: CatalogDb, dataPath: string, shapes: re
   for (const shape of shapes) {
     const table = tables.get(shape.name);
     const files = table ? await listDataFiles(db, table, at, dataPath) : [];
+    // Rows another DuckLake writer inlined into the catalog are read from it (the views live in the same database).
+    const inlined = table ? await listInlinedData(db, table) : [];
     out.set(
       shape.name,
-      table && files.length ? scanSql(table, columns.get(table.tableId) ?? [], files, at) : emptyTypedSelect(shape, partitionColumnsOf(shape, '')),
+      table && (files.length || inlined.length)
+        ? scanSql(table, columns.get(table.tableId) ?? [], files, at, inlined)
+        : emptyTypedSelect(shape, partitionColumnsOf(shape, '')),
     );
   }
   return out;

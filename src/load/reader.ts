@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { DATASETS } from '../datasets/registry.js';
-import { lakeViewBodies, retryOnLock, type DeclaredTable } from './catalog.js';
+import { lakeViewBodies, retryOnLock, VIEWS_SNAPSHOT, type DeclaredTable } from './catalog.js';
 import { DuckDbCatalog, DuckLakeError } from '../ducklake/catalog-db.js';
 import { resolveSnapshot, type AsOf } from '../ducklake/reader.js';
 import type { LakePaths } from './paths.js';
@@ -9,7 +9,7 @@ import { hasPendingCommit, repairIfFree } from './recovery.js';
 import { ChainlakeError, chainlakeCodeOf } from '../errors.js';
 import type { LakeAccessError } from './lock.js';
 import { datasetShape, REJECTS_SHAPE } from './schema.js';
-import { ident } from './sql.js';
+import { ident, literal } from './sql.js';
 
 export interface LakeReader {
   conn: DuckDBConnection;
@@ -96,6 +96,17 @@ export async function openLakeReader(paths: LakePaths, opts: { waitMs?: number; 
       }
     }
   }
+  if (opts.asOf === undefined && movedFrom === undefined) {
+    // Another DuckLake writer (a user's DuckDB with the ducklake extension) commits without refreshing the views:
+    // they would name files its merges and cleanups replaced or deleted. This reader then reads the newest snapshot.
+    try {
+      if (await viewsBehind(conn)) await shadowViews(conn, paths);
+    } catch (e) {
+      conn.closeSync();
+      instance.closeSync();
+      throw e;
+    }
+  }
   if (opts.asOf !== undefined) {
     try {
       const snapshot = await resolveSnapshot(new DuckDbCatalog(conn), opts.asOf);
@@ -116,6 +127,22 @@ export async function openLakeReader(paths: LakePaths, opts: { waitMs?: number; 
       instance.closeSync();
     },
   };
+}
+
+/** Whether the catalog's views were built at an older snapshot than the DuckLake's newest (or at an unknown one). */
+async function viewsBehind(conn: DuckDBConnection): Promise<boolean> {
+  const tables = (
+    await conn.runAndReadAll(
+      `SELECT table_name FROM duckdb_tables() WHERE database_name = current_database() AND table_name IN ('lake_meta', 'ducklake_snapshot')`,
+    )
+  ).getRowsJS();
+  if (tables.length < 2) return false; // no DuckLake yet (or a catalog of the layout before): nothing to compare
+  const rows = (
+    await conn.runAndReadAll(
+      `SELECT (SELECT value FROM lake_meta WHERE key = ${literal(VIEWS_SNAPSHOT)}) AS views, (SELECT CAST(max(snapshot_id) AS VARCHAR) FROM ducklake_snapshot) AS newest`,
+    )
+  ).getRowObjectsJS();
+  return rows[0]?.views !== rows[0]?.newest;
 }
 
 /**

@@ -1,8 +1,10 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { diskPartitions, lakeShapes } from './maintenance.js';
 import type { LakePaths } from './paths.js';
 import { hasPendingCommit } from './recovery.js';
+import { ident } from './sql.js';
 
 export interface LakeStatus {
   lake: string;
@@ -18,6 +20,11 @@ export interface LakeStatus {
     min_block: number | null;
     max_block: number | null;
   }[];
+  /**
+   * Files the newest snapshot lists that are not on disk (relative to the lake): deleted by something else, e.g.
+   * another DuckLake writer's cleanup while chainlake's views still named them. Reading those tables fails.
+   */
+  missingFiles: string[];
   /** Partitions holding files on disk that no snapshot of the catalog lists (something else wrote them). */
   strayPartitions: { dataset: string; network: string; partition: string; files: number }[];
   runs: {
@@ -75,6 +82,7 @@ export async function lakeStatus(conn: DuckDBConnection, lake: LakePaths | { nam
     lake: paths ? paths.root : (lake as { name: string }).name,
     pendingCommit: paths ? await hasPendingCommit(paths) : false,
     datasets: [],
+    missingFiles: [],
     strayPartitions: [],
     runs: [],
     watermarks: [],
@@ -88,6 +96,22 @@ export async function lakeStatus(conn: DuckDBConnection, lake: LakePaths | { nam
               min(min_block)::BIGINT AS min_block, max(max_block)::BIGINT AS max_block
        FROM files GROUP BY ALL ORDER BY dataset, network`,
     );
+  }
+  if (await relationExists(conn, 'ducklake_data_file')) await countOthersRows(conn, status.datasets);
+  // Files the newest snapshot names that are not on the local lake's disk (another writer's cleanup, a lost file).
+  if (paths && (await relationExists(conn, 'ducklake_data_file'))) {
+    const current = (
+      (
+        await conn.runAndReadAll(
+          `SELECT CASE WHEN f.path_is_relative THEN sc.path || t.path || f.path ELSE f.path END FROM (
+             SELECT table_id, path, path_is_relative FROM ducklake_data_file WHERE end_snapshot IS NULL
+             UNION ALL SELECT table_id, path, path_is_relative FROM ducklake_delete_file WHERE end_snapshot IS NULL) f
+           JOIN ducklake_table t ON t.table_id = f.table_id AND t.end_snapshot IS NULL JOIN ducklake_schema sc ON sc.schema_id = t.schema_id
+           ORDER BY 1`,
+        )
+      ).getRowsJS() as [string][]
+    ).map(([p]) => p);
+    for (const p of current) if (!existsSync(path.resolve(paths.root, p))) status.missingFiles.push(p);
   }
   // From the disk: a stray file is one no snapshot of the catalog lists (something else wrote it, or a killed
   // conversion left it).
@@ -146,4 +170,57 @@ export async function lakeStatus(conn: DuckDBConnection, lake: LakePaths | { nam
     );
   }
   return status;
+}
+
+/**
+ * Another DuckLake writer's rows are not all in the files' record counts: rows it deleted (delete files, and
+ * deletes inlined in the catalog) are subtracted, rows it inlined into the catalog are added, per dataset and
+ * network, so that `rows` is what a reader of the newest snapshot reads.
+ */
+async function countOthersRows(conn: DuckDBConnection, datasets: LakeStatus['datasets']): Promise<void> {
+  const adjust = (dataset: string, network: string, n: number) => {
+    if (n === 0) return;
+    let row = datasets.find((d) => d.dataset === dataset && d.network === network);
+    if (!row) {
+      row = { dataset, network, partitions: 0, files: 0, rows: 0, bytes: 0, min_block: null, max_block: null };
+      datasets.push(row);
+    }
+    row.rows += n;
+  };
+  const current = `ducklake_data_file d JOIN ducklake_table t ON t.table_id = d.table_id AND t.end_snapshot IS NULL
+    JOIN ducklake_file_partition_value n ON n.data_file_id = d.data_file_id AND n.partition_key_index = 0`;
+  for (const r of await objects<{ dataset: string; network: string; n: number }>(
+    conn,
+    `SELECT t.table_name AS dataset, n.partition_value AS network, sum(x.delete_count)::BIGINT AS n
+     FROM ducklake_delete_file x JOIN ${current} ON d.data_file_id = x.data_file_id
+     WHERE x.end_snapshot IS NULL AND d.end_snapshot IS NULL GROUP BY ALL`,
+  ))
+    adjust(r.dataset, r.network, -r.n);
+  const inlined = await objects<{ dataset: string; name: string }>(
+    conn,
+    `SELECT t.table_name AS dataset, i.table_name AS name FROM ducklake_inlined_data_tables i
+     JOIN ducklake_table t ON t.table_id = i.table_id AND t.end_snapshot IS NULL`,
+  );
+  for (const i of inlined) {
+    if (!(await relationExists(conn, i.name))) continue;
+    for (const r of await objects<{ network: string; n: number }>(
+      conn,
+      `SELECT network, count(*)::BIGINT AS n FROM ${ident(i.name)} WHERE end_snapshot IS NULL GROUP BY ALL`,
+    ))
+      adjust(i.dataset, r.network, r.n);
+  }
+  const tables = await objects<{ table_id: number; dataset: string }>(
+    conn,
+    `SELECT table_id, table_name AS dataset FROM ducklake_table WHERE end_snapshot IS NULL`,
+  );
+  for (const t of tables) {
+    const name = `ducklake_inlined_delete_${t.table_id}`;
+    if (!(await relationExists(conn, name))) continue;
+    for (const r of await objects<{ network: string; n: number }>(
+      conn,
+      `SELECT n.partition_value AS network, count(*)::BIGINT AS n FROM ${ident(name)} x JOIN ${current} ON d.data_file_id = x.file_id
+       WHERE d.end_snapshot IS NULL GROUP BY ALL`,
+    ))
+      adjust(t.dataset, r.network, -r.n);
+  }
 }

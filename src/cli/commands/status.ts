@@ -46,6 +46,14 @@ export function formatStatus(s: LakeStatus): string {
       'none yet (run a job)',
     ),
   );
+  if (s.missingFiles.length)
+    parts.push(
+      section(
+        'files the newest snapshot lists that are not on disk (reading their tables fails; something else deleted them)',
+        s.missingFiles.map((p) => ({ path: p })),
+        '',
+      ),
+    );
   if (s.strayPartitions.length)
     parts.push(section('files no snapshot lists (not part of the lake; chainlake catalog rebuild reads them in)', s.strayPartitions, ''));
   parts.push(section(`last ${s.runs.length} runs`, s.runs, 'none'));

@@ -1,0 +1,133 @@
+// A lake chainlake writes is shared with other DuckLake writers: a user's DuckDB with the reference `ducklake`
+// extension (built for the project's DuckDB in ../shared/ducklake-ref/) inserts and deletes rows (inlined in the
+// catalog, its default for small writes, and as Parquet data and delete files), merges, expires and cleans up. chainlake
+// then reads exactly what the reference reads, and says so in `status`.
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LakePaths } from '../../src/load/paths.js';
+import { openLakeReader } from '../../src/load/reader.js';
+import { lakeStatus } from '../../src/load/status.js';
+import { parseJob } from '../../src/pipeline/job.js';
+import { runJob } from '../../src/pipeline/run.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { tempDir } from '../helpers/lake.js';
+
+/** The reference extension, beside the repository (never downloaded). */
+const REF = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/ducklake-ref');
+const HAS_REF = existsSync(path.join(REF, 'ducklake.duckdb_extension'));
+if (!HAS_REF) console.warn(`shared-lake tests skipped: the reference ducklake extension is not at ${REF} (see its README)`);
+
+type Rows = Record<string, unknown>[];
+const json = (rows: Rows) => JSON.stringify(rows, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+
+/** Runs statements with the reference extension, the lake attached as `lake` (read-write), and returns the last one's rows. */
+async function withRef(lake: string, statements: string[], opts: { inlining?: number } = {}): Promise<Rows> {
+  const instance = await DuckDBInstance.create(':memory:', { allow_unsigned_extensions: 'true' });
+  const conn = await instance.connect();
+  try {
+    await conn.run("SET TimeZone = 'UTC'");
+    await conn.run(`LOAD '${path.join(REF, 'ducklake.duckdb_extension')}'`);
+    const options = opts.inlining === undefined ? '' : ` (DATA_INLINING_ROW_LIMIT ${opts.inlining})`;
+    await conn.run(`ATTACH 'ducklake:${path.join(lake, 'catalog.duckdb')}' AS lake${options}`);
+    let last: Rows = [];
+    for (const sql of statements) last = (await conn.runAndReadAll(sql)).getRowObjectsJS() as Rows;
+    return last;
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+}
+
+/** Every row of transactions, ordered by key, as the reference reads them. */
+const refRows = (lake: string) => withRef(lake, ['SELECT * FROM lake.transactions ORDER BY transaction_hash']);
+
+/** Every row of transactions, ordered by key, as `chainlake query` reads them. */
+async function chainlakeRows(lake: string): Promise<Rows> {
+  const reader = await openLakeReader(new LakePaths(lake));
+  try {
+    return (await reader.conn.runAndReadAll('SELECT * FROM transactions ORDER BY transaction_hash')).getRowObjectsJS() as Rows;
+  } finally {
+    reader.close();
+  }
+}
+
+let sim: RunningSimulator;
+let dir: string;
+let cleanup: () => Promise<void>;
+let lake: string;
+let addresses: string[];
+
+const job = (target: string, count: number) =>
+  parseJob(
+    { name: 'shared', target: 'simulator', lake: target, concurrency: 4, datasets: { transactions: { addresses: addresses.slice(0, count) } } },
+    'shared-lake-test',
+  );
+const run = async (target: string, count: number) => expect((await runJob(job(target, count), { simulator: sim })).status).toBe('complete');
+
+/** Rows the reference inserts: keys no API returns, so only the reference's writes can explain them. */
+const inserted = (hash: string, day: string, block: number) =>
+  `('${hash}', ${block}, 0, 'mainnet', DATE '${day}', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00')`;
+const INSERT = 'INSERT INTO lake.transactions (transaction_hash, block_number, transaction_index, network, block_date, _run_id, _ingested_at) VALUES ';
+
+beforeAll(async () => {
+  if (!HAS_REF) return;
+  sim = await startSimulator({ seed: 5 });
+  ({ dir, cleanup } = await tempDir('chainlake-shared-lake-'));
+  addresses = sim.examples.addresses.slice(0, 3);
+  lake = path.join(dir, 'lake');
+  await run(lake, 1);
+});
+
+afterAll(async () => {
+  await sim?.close();
+  await cleanup?.();
+});
+
+describe.skipIf(!HAS_REF)('a lake shared with the reference DuckLake extension (single machine)', () => {
+  let days: string[];
+  let before: Rows;
+
+  it("reads the reference's inlined rows and deletes, its data and delete files, after its merge, expiry and cleanup", async () => {
+    days = (await withRef(lake, ['SELECT DISTINCT CAST(block_date AS VARCHAR) AS d FROM lake.transactions ORDER BY 1'])).map((r) => String(r.d));
+    expect(days.length).toBeGreaterThanOrEqual(4);
+    const victim = (day: string) =>
+      `DELETE FROM lake.transactions WHERE transaction_hash = (SELECT min(transaction_hash) FROM lake.transactions WHERE block_date = DATE '${day}')`;
+    // Small writes: inlined into the catalog (the reference's default), an insert into a day chainlake wrote and
+    // into a day it never wrote, and a delete of a row of one of chainlake's files.
+    await withRef(lake, [INSERT + [inserted('0xref-a', days[0]!, 1), inserted('0xref-b', '2030-01-01', 2)].join(', '), victim(days[1]!)]);
+    // The same without inlining: a data file beside chainlake's in a partition, and a delete file.
+    await withRef(lake, [INSERT + inserted('0xref-c', days[2]!, 3), victim(days[3]!)], { inlining: 0 });
+    const changes = (await withRef(lake, ['SELECT changes FROM lake.snapshots() ORDER BY snapshot_id DESC LIMIT 4'])).map((r) =>
+      json([{ changes: r.changes }]),
+    );
+    expect(changes.join(' ')).toMatch(/inlined_insert.*|inlined_delete/);
+    // Its maintenance: the new file merged with chainlake's, every earlier snapshot expired, their files deleted.
+    await withRef(lake, [
+      "CALL ducklake_merge_adjacent_files('lake')",
+      "CALL ducklake_expire_snapshots('lake', older_than => now() + INTERVAL 1 HOUR)",
+      "CALL ducklake_cleanup_old_files('lake', cleanup_all => true)",
+    ]);
+
+    before = await refRows(lake);
+    expect(before.map((r) => r.transaction_hash)).toEqual(expect.arrayContaining(['0xref-a', '0xref-b', '0xref-c']));
+    const mine = await chainlakeRows(lake);
+    expect(mine.length).toBe(before.length);
+    expect(json(mine)).toBe(json(before));
+
+    // status counts what a reader reads, and names no file that is gone.
+    const reader = await openLakeReader(new LakePaths(lake));
+    try {
+      const status = await lakeStatus(reader.conn, new LakePaths(lake));
+      const tx = status.datasets.find((d) => d.dataset === 'transactions' && d.network === 'mainnet');
+      expect(tx?.rows).toBe(before.length);
+      // The partitions of its files (a day only inlined rows hold has none).
+      expect(tx?.partitions).toBe(days.length);
+      expect(status.missingFiles).toEqual([]);
+    } finally {
+      reader.close();
+    }
+  });
+});
