@@ -50,15 +50,15 @@ describe('the lake-choice rule (resolveLakeTarget)', () => {
       try {
         f();
       } catch (e) {
-        return e as Error & { exitCode: number; hint?: string };
+        return e as Error & { code: string; hint?: string };
       }
       throw new Error('no error');
     };
     const flags = fail(() => resolveLakeTarget({ lake: 'data/lake', catalog: 'postgres://u:secret@h/d' }, { env: {} }));
-    expect(flags.exitCode).toBe(2);
+    expect(flags.code).toBe('CHAINLAKE_USAGE');
     expect(flags.message).toBe('both --lake data/lake and --catalog postgres://u:***@h/d were given as flags: they name two lakes');
     const env = fail(() => resolveLakeTarget({}, { env: { CHAINLAKE_LAKE: '/l', CHAINLAKE_CATALOG: URL_ } }));
-    expect(env.exitCode).toBe(2);
+    expect(env.code).toBe('CHAINLAKE_USAGE');
     expect(env.message).toMatch(/the environment names two lakes: CHAINLAKE_LAKE=\/l \(a local lake\) and CHAINLAKE_CATALOG=postgres:\/\/chainlake@db\/lake/);
     expect(env.hint).toMatch(/--lake DIR or --catalog URL/);
     expect(fail(() => resolveLakeTarget({ store: '/s' }, { env: {} })).message).toMatch(/--store \/s was given without a catalog/);
@@ -170,9 +170,9 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
     expect(s.lake).toBe(db.url);
     expect(s.datasets).toEqual([expect.objectContaining({ dataset: 'transactions', network: 'mainnet' })]);
     expect(Object.keys(s.runs![0] as object)).toEqual(Object.keys(ls.runs![0] as object));
-    // The failed run is not completed (`running` until a worker closes it, then `failed`).
+    // The failed run is not complete (`running` until a worker closes it, then `failed`).
     expect(
-      (s.runs as { job: string; status: string; windows_failed: number }[]).map((x) => [x.job, x.status === 'completed', x.windows_failed]).sort(),
+      (s.runs as { job: string; status: string; windows_failed: number }[]).map((x) => [x.job, x.status === 'complete', x.windows_failed]).sort(),
     ).toEqual([
       ['dist-a', true, 0],
       ['dist-b', true, 0],
