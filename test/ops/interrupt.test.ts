@@ -16,8 +16,8 @@ import { fingerprint, type LakePrint } from '../reliability/fingerprint.js';
 // Ctrl-C and SIGTERM on a single-machine run (issue 34): the run stops sending requests, leaves a window in
 // mid-fetch to do, commits every window it had fetched, is marked `interrupted`, counts every request it
 // sent (as the quota ledger does), and the next run fetches only what was not committed, ending with the lake
-// of an uninterrupted run. Every interruption is set off by an event of the run (a window done, a request, a
-// commit logged), never by a timer.
+// of an uninterrupted run. Every interruption is set off by events of the run (windows done, a request
+// starting, a commit held once decided), never by a timer.
 let sim: RunningSimulator;
 let dir: string;
 let cleanup: () => Promise<void>;
