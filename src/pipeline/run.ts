@@ -291,6 +291,14 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     // committed) and those it left unstarted. The next run fetches both.
     const cutShort: WindowOutcome[] = [];
     let notStarted = 0;
+    // A window the signal cuts short did not fail (the next run fetches it): its end is a debug line, not an error.
+    const signal = opts.signal;
+    const windowLog: Logger = signal
+      ? {
+          log: (level, event, message, fields) =>
+            signal.aborted && event === 'window.failed' ? log.log('debug', 'window.interrupted', message, fields) : log.log(level, event, message, fields),
+        }
+      : log;
     let nextIndex = 0;
     const garbage = new GarbagePacer();
     await Promise.all(
@@ -316,7 +324,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
               stagingDir: staging,
               index,
               strict: job.strict,
-              log,
+              log: windowLog,
               acct,
               progress,
               onPage: (rows, rejects, bytes) => {

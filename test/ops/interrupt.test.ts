@@ -16,8 +16,8 @@ import { fingerprint, type LakePrint } from '../reliability/fingerprint.js';
 // Ctrl-C and SIGTERM on a single-machine run (issue 34): the run stops sending requests, leaves a window in
 // mid-fetch to do, commits every window it had fetched, is marked `interrupted`, counts every request it
 // sent (as the quota ledger does), and the next run fetches only what was not committed, ending with the lake
-// of an uninterrupted run. Every interruption is set off by an event of the run (a window done, a request, a
-// commit logged), never by a timer.
+// of an uninterrupted run. Every interruption is set off by events of the run (windows done, a request
+// starting, a commit held once decided), never by a timer.
 let sim: RunningSimulator;
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -113,8 +113,9 @@ afterAll(async () => {
 });
 
 /**
- * Options that interrupt a run in process once `after` windows are done and a window in mid-fetch has staged
- * some of its pages (checked at each window done and each request the run starts), as Ctrl-C would.
+ * Options that interrupt a run in process, as Ctrl-C would, once `after` windows are done and a window in
+ * mid-fetch has staged some of its pages: checked as the run starts a request, so the window sending it is
+ * cut short (its page comes back after the signal).
  */
 function interruptAfter(after: number) {
   const stop = new AbortController();
@@ -129,10 +130,7 @@ function interruptAfter(after: number) {
   const logger: Logger = {
     log(level, event, message, fields) {
       events.push({ level, event, message, fields });
-      if (event === 'window.done') {
-        done.set(String(fields!.window), Number(fields!.rows));
-        check();
-      }
+      if (event === 'window.done') done.set(String(fields!.window), Number(fields!.rows));
     },
   };
   const opts: RunOptions = { simulator: sim, signal: stop.signal, logger, onStart: (l) => (live = l), transport: { onAttempt: check } };
@@ -202,6 +200,10 @@ describe('an interrupted run keeps what it fetched (in process)', () => {
       // Watermarks only as far as each scope's committed windows are contiguous from block 0.
       const marks = await queryCatalog(lake, 'SELECT scope, block::INT AS block FROM watermarks');
       expect(new Map(marks.map((m) => [String(m.scope), Number(m.block)]))).toEqual(expectedWatermarks(windows));
+
+      // A window cut short is no failure: nothing logged as an error.
+      expect(events.filter((e) => e.level === 'error').map((e) => e.message)).toEqual([]);
+      expect(events.some((e) => e.event === 'window.interrupted')).toBe(true);
 
       // It says what it kept.
       const kept = events.find((e) => e.event === 'run.kept');
@@ -276,6 +278,8 @@ describe('an interrupted `chainlake run`', () => {
       expect(ev, r.stderr).toBeDefined();
       expect(ev!.level).toBe('warn');
       expect(String(ev!.message)).toContain(`${words}: no new requests; committing every window already fetched`);
+      // A window cut short is left to the next run, not logged as failed.
+      expect(r.events.filter((e) => e.level === 'error').map((e) => e.message)).toEqual([]);
       const report = r.events.find((e) => e.event === 'run.report')?.report as RunReport;
       expect(report.status).toBe('interrupted');
       const runId = report.runId;
