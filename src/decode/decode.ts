@@ -60,7 +60,7 @@ const CAND = '__decode_candidates';
 const REJ = '__decode_rejects';
 const JS_CHUNK = 20_000;
 
-const filterSql = (d: DecodedDataset): string => (d.contracts?.length ? `address IN (${d.contracts.map(literal).join(', ')})` : 'true');
+export const filterSql = (d: DecodedDataset): string => (d.contracts?.length ? `address IN (${d.contracts.map(literal).join(', ')})` : 'true');
 
 /** A shape of log (topics, data words) that is another standard's event: skipped, not rejected. */
 interface OtherShape {

@@ -1,6 +1,7 @@
 // Decoding a lake's event_logs into its decoded-event datasets, through the lake's commit protocol: each
 // touched day partition is merged with what it holds (one row per natural key: re-decoding the same logs
-// replaces their rows, so decoding is idempotent), the journal is published, then applied under the catalog.
+// replaces their rows, so decoding is idempotent; its rejects replace those of an earlier decoding of the same
+// logs: decode/rejects.ts), the journal is published, then applied under the catalog.
 
 import path from 'node:path';
 import { mkdir } from 'node:fs/promises';
@@ -23,6 +24,7 @@ import { REJECTS_SHAPE, type TableShape } from '../load/schema.js';
 import { ident, literal, literalList } from '../load/sql.js';
 import { allColumns, naturalKey, type DecodedDataset } from './datasets.js';
 import { decodeLogs } from './decode.js';
+import { dropReplacedRejects, findReplacedRejects, rewriteRejects } from './rejects.js';
 
 export interface DecodeLakeInput {
   engine: Engine;
@@ -131,6 +133,7 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
   await mkdir(workDir, { recursive: true });
   const report: DecodeReport = { logs: 0, datasets: datasets.map((d) => ({ name: d.name, rows: 0, partitions: 0 })), rejects: 0, skipped: [], files: 0 };
   const prepared: PreparedFile[] = [];
+  const cleared: { table: string; partitionValues: string[] }[] = [];
   const lake = await lakeStateFor(paths, [...datasets.map(decodedShape), REJECTS_SHAPE]);
   const logFiles = lake.tableFiles('event_logs', network);
   if (datasets.length > 0 && logFiles.length > 0) {
@@ -163,17 +166,28 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
       }
       prepared.push(...(await newPartitions(engine, paths, lake, shape, network, table, fresh, workDir)));
     }
-    if (out.rejectCount > 0) {
-      const fresh = `SELECT *, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at FROM ${out.rejects}`;
-      prepared.push(await preparePartition(engine, paths, lake, REJECTS_SHAPE, network, ingestedAt.slice(0, 10), fresh, workDir));
+    // The rejects join the run's day; the days holding rejects they replace are rewritten without those.
+    const today = ingestedAt.slice(0, 10);
+    const replaced = await findReplacedRejects(conn, lake, network, datasets, logs);
+    const fresh = `SELECT *, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at FROM ${out.rejects}`;
+    for (const day of [...new Set([...(out.rejectCount > 0 ? [today] : []), ...replaced])]) {
+      const file = await rewriteRejects(engine, paths, lake, network, day, day === today && out.rejectCount > 0 ? fresh : undefined, workDir);
+      if (file === 'cleared') cleared.push({ table: REJECTS_SHAPE.name, partitionValues: [network, day] });
+      else prepared.push(file);
     }
+    await dropReplacedRejects(conn);
     for (const t of out.tables.values()) await conn.run(`DROP TABLE IF EXISTS ${t}`);
     await conn.run(`DROP TABLE IF EXISTS ${out.rejects}`);
   }
   report.files = prepared.length;
   // Views for every decoded dataset asked for (empty ones too), declared before the commit refreshes views.
   await Catalog.write(paths, (c) => c.registerTables(declaredTables(datasets)));
-  const journal = journalFor(paths, `${runId}/${path.basename(workDir)}`, runId, prepared, { run: input.run?.(report), windows: [], watermarks: [] });
+  const journal = journalFor(paths, `${runId}/${path.basename(workDir)}`, runId, prepared, {
+    run: input.run?.(report),
+    windows: [],
+    watermarks: [],
+    ...(cleared.length ? { cleared } : {}),
+  });
   await publishJournal(paths, journal);
   await applyJournal(paths, journal);
   return report;

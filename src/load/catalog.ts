@@ -273,14 +273,20 @@ export class Catalog {
    * The commit's data files as ONE DuckLake snapshot, each file replacing its partition's current files: inside the
    * catalog transaction that records the commit, so they land with it or not at all.
    */
-  async commitLake(commitId: string, files: readonly { table: string; file: StagedFile }[]): Promise<number | undefined> {
-    const byTable = new Map<string, StagedFile[]>();
-    for (const f of files) byTable.set(f.table, [...(byTable.get(f.table) ?? []), f.file]);
-    const tables = [...byTable].map(([tableName, staged]) => ({
-      tableName,
-      files: staged,
-      replacePartitions: [...new Map(staged.map((f) => [JSON.stringify(f.partitionValues), f.partitionValues!] as const)).values()],
-    }));
+  async commitLake(
+    commitId: string,
+    files: readonly { table: string; file: StagedFile }[],
+    cleared: readonly { table: string; partitionValues: string[] }[] = [],
+  ): Promise<number | undefined> {
+    const byTable = new Map<string, { files: StagedFile[]; partitions: Map<string, readonly string[]> }>();
+    const of = (table: string) => byTable.get(table) ?? byTable.set(table, { files: [], partitions: new Map() }).get(table)!;
+    for (const f of files) {
+      of(f.table).files.push(f.file);
+      of(f.table).partitions.set(JSON.stringify(f.file.partitionValues), f.file.partitionValues!);
+    }
+    // A partition every row of which went: its files end, and none replaces them.
+    for (const c of cleared) of(c.table).partitions.set(JSON.stringify(c.partitionValues), c.partitionValues);
+    const tables = [...byTable].map(([tableName, t]) => ({ tableName, files: t.files, replacePartitions: [...t.partitions.values()] }));
     if (tables.length === 0) return undefined;
     return (await commitTables(this.lake, { tables, author: 'chainlake', message: commitId })).snapshotId;
   }

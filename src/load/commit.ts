@@ -139,10 +139,17 @@ export async function preparePartition(
   partition: string,
   fresh: string | undefined,
   workDir: string,
+  keep?: string,
 ): Promise<PreparedFile> {
   const existing = lake.files(shape.name, network, partition).map((f) => f.path);
   const from = path.join(workDir, `${shape.name}.${network}.${partition}.parquet`);
-  const written = await writeMergedPartition(engine.conn, lake.table(shape.name), shape, { network, value: partition }, { existing, fresh, target: from });
+  const written = await writeMergedPartition(
+    engine.conn,
+    lake.table(shape.name),
+    shape,
+    { network, value: partition },
+    { existing, fresh, target: from, keep },
+  );
   await fsyncFile(from);
   await testHook('final');
   return preparedFile(paths, { shape, network, partition }, from, written);

@@ -38,6 +38,8 @@ export interface CommitJournal {
     files: CommittedFile[];
     /** The DuckLake data files the snapshot adds, each replacing its partition's current files (fullPath relative to the lake root). */
     lake: { table: string; file: StagedFile }[];
+    /** Partitions (network, value) whose current files end at the snapshot with no file replacing them: every row went (a re-decoding's rejects). */
+    cleared?: { table: string; partitionValues: string[] }[];
     watermarks: WatermarkRecord[];
     /** Tables beyond the registry declared with the commit (decoded datasets written in it). */
     tables?: DeclaredTable[];
@@ -98,7 +100,7 @@ export async function applyJournal(paths: LakePaths, journal: CommitJournal, opt
         if (!(await catalog.commitApplied(journal.commitId))) {
           const c = journal.catalog;
           await catalog.recordWindows(c.windows);
-          const snapshot = await catalog.commitLake(journal.commitId, c.lake);
+          const snapshot = await catalog.commitLake(journal.commitId, c.lake, c.cleared);
           if (snapshot !== undefined) await catalog.expireInterim(journal.runId, snapshot);
           await catalog.advanceWatermarks(journal.runId, c.watermarks);
           if (c.run) await catalog.recordRun(c.run.runId, c.run.job, c.run.startedAt, c.run.finishedAt, c.run.status, c.run.report);
@@ -106,7 +108,7 @@ export async function applyJournal(paths: LakePaths, journal: CommitJournal, opt
         }
         // Idempotent, and before the views are refreshed: a journal finished by recovery declares them too.
         if (journal.catalog.tables) await catalog.registerTables(journal.catalog.tables);
-        await catalog.refreshViews({ tables: new Set(journal.catalog.lake.map((l) => l.table)) });
+        await catalog.refreshViews({ tables: new Set([...journal.catalog.lake, ...(journal.catalog.cleared ?? [])].map((l) => l.table)) });
       });
       // Still holding the catalog: no reader is mid-query on a file it deletes.
       await catalog.deleteScheduled();

@@ -43,17 +43,21 @@ export async function onePerKey(
  * Writes one partition file: (existing files ∪ fresh rows) projected onto the shape's declared columns and
  * types, one row per natural key (the newest `_ingested_at` wins; a content hash breaks ties so the result
  * never depends on read order), sorted, as a data file of the lake's table (lake-file.ts). Existing files may
- * predate a column added to the declaration: they are read by name.
+ * predate a column added to the declaration: they are read by name. `keep`, a condition on the existing rows,
+ * drops those that fail it (rows the fresh ones replace under another key: a re-decoding's rejects).
  */
 export async function writeMergedPartition(
   conn: DuckDBConnection,
   table: LakeTableState,
   shape: TableShape,
   partition: { network: string; value: string },
-  opts: { existing: readonly string[]; fresh?: string; target: string },
+  opts: { existing: readonly string[]; fresh?: string; target: string; keep?: string },
 ): Promise<LakeFile> {
   const sources = [emptyTypedSelect(shape)];
-  if (opts.existing.length > 0) sources.push(`SELECT * FROM read_parquet(${literalList(opts.existing)}, hive_partitioning = false, union_by_name = true)`);
+  if (opts.existing.length > 0)
+    sources.push(
+      `SELECT * FROM read_parquet(${literalList(opts.existing)}, hive_partitioning = false, union_by_name = true)${opts.keep ? ` WHERE ${opts.keep}` : ''}`,
+    );
   if (opts.fresh) sources.push(opts.fresh);
   const union = sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
   const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');

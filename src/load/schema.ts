@@ -83,7 +83,9 @@ export const REJECTS_DATASET = '_rejects';
 
 /**
  * Rejects are a log partitioned by the date of the run that saw them, one file per day. A re-applied commit
- * (crash recovery) must not double them, hence a key made of the whole record.
+ * (crash recovery) must not double them, hence a key made of the whole record. A decoding's rejects (window
+ * `decode/<dataset>`, the log as `entry`) are one per dataset and log instead, whatever the run: a decoding
+ * replaces those of the logs it decodes again, in any day (decode/rejects.ts).
  */
 export const REJECTS_SHAPE: TableShape = {
   name: REJECTS_DATASET,

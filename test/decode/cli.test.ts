@@ -83,11 +83,17 @@ describe('decoding in a job and afterwards', () => {
     const runs = await queryCatalog(lake, `SELECT count(*)::INTEGER AS n FROM runs WHERE job = '(decode)' AND status = 'complete'`);
     expect(runs[0]!.n).toBe(2);
 
+    // Under ERC-721 alone, the token's Transfer logs (ERC-20-shaped) are skipped and counted, not rejected.
+    const other = await runCli(['decode', '--lake', lake, '--standard', 'erc721', '--tokens', TOKEN]);
+    expect(other.code, other.stderr).toBe(0);
+    expect(other.stdout).toContain(`\n  ${logs[0]!.n} logs of another standard's shape skipped (erc20 Transfer)\n`);
+    expect(other.stdout).toMatch(/_rejects\s+0 logs that fit no asked event/);
+
     const d = await runCli(['describe', 'erc20_transfer_events']);
     expect(d.code).toBe(0);
     expect(d.stdout).toMatch(/value_raw\s+VARCHAR/);
     const bad = await runCli(['decode', '--lake', lake, '--contract', SHOW]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/no verified ABI of 0x[0-9a-f]{40} in the lake's contracts dataset/);
-  }, 240_000); // six CLI processes, each starting Node and DuckDB
+  }, 240_000); // seven CLI processes, each starting Node and DuckDB
 });

@@ -1,10 +1,12 @@
 // Decoding a lake's event_logs (exported from the simulator) into the standard token-event datasets and a
 // verified contract's datasets, compared with viem's decoding of the same logs from the API.
+import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { decodeEventLog, parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeLake, type DecodeReport } from '../../src/decode/lake.js';
 import { resolveDatasets } from '../../src/decode/spec.js';
+import { commitRun } from '../../src/load/commit-run.js';
 import { openEngine } from '../../src/load/engine.js';
 import { LakePaths } from '../../src/load/paths.js';
 import { parseJob } from '../../src/pipeline/job.js';
@@ -31,13 +33,13 @@ const TRANSFER = T(STANDARD_SIGNATURES.erc20Transfer),
 const SINGLE = T(STANDARD_SIGNATURES.transferSingle),
   BATCH = T(STANDARD_SIGNATURES.transferBatch);
 
-async function decodeNow(spec: Parameters<typeof resolveDatasets>[0], runId: string): Promise<DecodeReport> {
+async function decodeNow(spec: Parameters<typeof resolveDatasets>[0], runId: string, ingestedAt = new Date().toISOString()): Promise<DecodeReport> {
   const paths = new LakePaths(lake);
   const staging = paths.staging(runId);
   const engine = await openEngine({ tempDir: path.join(staging, 'tmp') });
   try {
     const datasets = await resolveDatasets(spec, { engine: engine, paths, network: 'mainnet' });
-    return await decodeLake({ engine, paths, network: 'mainnet', datasets, runId, ingestedAt: new Date().toISOString(), stagingDir: staging });
+    return await decodeLake({ engine, paths, network: 'mainnet', datasets, runId, ingestedAt, stagingDir: staging });
   } finally {
     engine.close();
   }
@@ -306,6 +308,67 @@ describe('re-decoding', () => {
     expect(rej.map((x) => x.tx).sort()).toEqual(short.map((l) => l.transaction_hash.toLowerCase()).sort());
     for (const x of rej) expect(x.reason).toMatch(/^Transfer\(.*tokenId\): 3 topics, 4 expected$/);
     expect(r.rejects).toBe(short.length);
+  });
+
+  it('replaces its _rejects rows (on another day too) and leaves the rejects of fetching as they are', async () => {
+    const all = { standard: ['erc20', 'erc721', 'erc1155'], contracts: [{ address: A(A_SHOWCASE), name: 'showcase' }] };
+    const decodeRejects = (): Promise<Record<string, unknown>[]> =>
+      queryCatalog(
+        lake,
+        `SELECT dataset, "window", field, raw_value, reason, entry::VARCHAR AS entry FROM _rejects WHERE "window" LIKE 'decode/%' ORDER BY ALL`,
+      );
+    // A decoding on an earlier day: its rejects are that day's, and replace today's of the tests above.
+    const first = await decodeNow(all, 'decode-test-4', '2026-01-02T03:04:05.000Z');
+    const once = await decodeRejects();
+    expect(first.rejects).toBeGreaterThan(0);
+    expect(once.length).toBe(first.rejects);
+    // A fetch reject that day, of the same log as a decode reject: not the decoding's to replace.
+    const log = JSON.parse(String(once[0]!.entry));
+    const paths = new LakePaths(lake);
+    const staging = paths.staging('fetch-rejects');
+    await mkdir(staging, { recursive: true });
+    const file = path.join(staging, 'rejects.ndjson');
+    const fetchReject = {
+      dataset: 'event_logs',
+      network: 'mainnet',
+      window: 'event_logs/mainnet/all/0-14000',
+      field: 'data',
+      raw_value: '"0xzz"',
+      reason: 'not hex',
+    };
+    await writeFile(file, JSON.stringify({ ...fetchReject, entry: JSON.stringify(log) }) + '\n');
+    const engine = await openEngine({ tempDir: path.join(staging, 'tmp') });
+    try {
+      const at = '2026-01-02T05:00:00.000Z';
+      await commitRun({
+        engine,
+        paths,
+        runId: 'fetch-rejects',
+        ingestedAt: at,
+        stagingDir: path.join(staging, 'batch-0'),
+        network: 'mainnet',
+        datasets: [],
+        rejectFiles: [file],
+        windows: [],
+        watermarks: [],
+        run: () => ({ job: 'fetch-rejects', startedAt: at, finishedAt: at, status: 'complete', report: {} }),
+      });
+    } finally {
+      engine.close();
+    }
+    const fetched = `SELECT dataset, "window", _run_id, run_date::VARCHAR AS d, entry->>'transaction_hash' AS tx FROM _rejects WHERE "window" NOT LIKE 'decode/%'`;
+    const kept = [{ dataset: 'event_logs', window: fetchReject.window, _run_id: 'fetch-rejects', d: '2026-01-02', tx: log.transaction_hash }];
+    expect(await queryCatalog(lake, fetched)).toEqual(kept);
+
+    // Today, twice: the same rejects, each time the latest decoding's, in its day only.
+    for (const runId of ['decode-test-5', 'decode-test-6']) {
+      const r = await decodeNow(all, runId);
+      expect(r.rejects).toBe(first.rejects);
+      expect(await decodeRejects()).toEqual(once);
+      const where = await queryCatalog(lake, `SELECT DISTINCT _run_id, run_date::VARCHAR AS d FROM _rejects WHERE "window" LIKE 'decode/%'`);
+      expect(where).toEqual([{ _run_id: runId, d: new Date().toISOString().slice(0, 10) }]);
+      expect(await queryCatalog(lake, fetched)).toEqual(kept);
+    }
   });
 });
 

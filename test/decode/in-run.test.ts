@@ -106,7 +106,8 @@ async function decodedRows(lake: string): Promise<Record<string, string>> {
   const json = (rows: unknown): string => JSON.stringify(rows, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
   for (const n of names) out[n] = json(await queryCatalog(lake, `SELECT * EXCLUDE (_run_id, _ingested_at) FROM ${n} ORDER BY ALL`));
   out._rejects = json(
-    await queryCatalog(lake, `SELECT DISTINCT dataset, reason, entry::VARCHAR AS entry FROM _rejects WHERE "window" LIKE 'decode/%' ORDER BY ALL`),
+    // Every row: a re-decoding replaces the rejects of the logs it decodes again, it does not add to them.
+    await queryCatalog(lake, `SELECT dataset, reason, entry::VARCHAR AS entry FROM _rejects WHERE "window" LIKE 'decode/%' ORDER BY ALL`),
   );
   return out;
 }
