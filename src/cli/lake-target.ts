@@ -18,6 +18,7 @@
  * settings (`run` a local lake, `worker` a distributed one); the others say so when the rule chooses the other
  * kind (see `localOnly`).
  */
+import { redactUrl } from '../distributed/url.js';
 import type { Argv } from 'yargs';
 import { CliError, EXIT } from './exit-codes.js';
 
@@ -44,26 +45,12 @@ function envValue(env: NodeJS.ProcessEnv, name: string): string | undefined {
   return v === undefined || v.trim() === '' ? undefined : v;
 }
 
-/**
- * The catalog URL with any password replaced. (control-plane.ts has the same for the distributed code; it is not
- * imported here because it loads PostgreSQL's client, which a local command never needs.)
- */
-export function shownUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return url.replace(/:\/\/([^:@/]+):[^@/]*@/, '://$1:***@');
-  }
-}
-
 /** The lake the rule (see this module's comment) chooses from the flags, the job file's `lake` and the environment. */
 export function resolveLakeTarget(flags: LakeFlags, opts: { env?: NodeJS.ProcessEnv; jobLake?: string } = {}): LakeTarget {
   const env = opts.env ?? process.env;
   if (flags.lake !== undefined && flags.catalog !== undefined) {
     throw new CliError(
-      `both --lake ${flags.lake} and --catalog ${shownUrl(flags.catalog)} were given as flags: they name two lakes`,
+      `both --lake ${flags.lake} and --catalog ${redactUrl(flags.catalog)} were given as flags: they name two lakes`,
       'CHAINLAKE_USAGE',
       'give --lake DIR for a local lake, or --catalog URL (with --store) for a distributed one, not both',
     );
@@ -92,7 +79,7 @@ export function resolveLakeTarget(flags: LakeFlags, opts: { env?: NodeJS.Process
   const envLake = envValue(env, LAKE_ENV);
   if (envLake !== undefined && envCatalog !== undefined) {
     throw new CliError(
-      `the environment names two lakes: ${LAKE_ENV}=${envLake} (a local lake) and ${CATALOG_ENV}=${shownUrl(envCatalog)} (a distributed one), and no flag chooses`,
+      `the environment names two lakes: ${LAKE_ENV}=${envLake} (a local lake) and ${CATALOG_ENV}=${redactUrl(envCatalog)} (a distributed one), and no flag chooses`,
       'CHAINLAKE_USAGE',
       `give --lake DIR or --catalog URL to choose, or unset one of ${LAKE_ENV} and ${CATALOG_ENV}`,
     );
@@ -108,7 +95,7 @@ export function describeTarget(t: LakeTarget): string {
     const why = t.from === 'flag' ? '--lake' : t.from === 'job' ? "the job file's lake" : t.from === 'env' ? `$${LAKE_ENV}` : 'the default';
     return `the local lake ${t.lake} (${why})`;
   }
-  return `the distributed lake ${shownUrl(t.catalog)} (${t.from === 'flag' ? '--catalog' : `$${CATALOG_ENV}`})`;
+  return `the distributed lake ${redactUrl(t.catalog)} (${t.from === 'flag' ? '--catalog' : `$${CATALOG_ENV}`})`;
 }
 
 /**

@@ -7,6 +7,7 @@ import pg from 'pg';
 import { PostgresCatalog } from '../ducklake/postgres-catalog.js';
 import { initialiseCatalog } from '../ducklake/ddl.js';
 import { ChainlakeError } from '../errors.js';
+import { redactUrl } from './url.js';
 
 export const CATALOG_SCHEMA = 'ducklake';
 export const CONTROL_SCHEMA = 'chainlake';
@@ -21,16 +22,7 @@ export class ControlPlaneError extends ChainlakeError {
   }
 }
 
-/** The catalog URL with any password replaced: the form every message and log line uses. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return url.replace(/:\/\/([^:@/]+):[^@/]*@/, '://$1:***@');
-  }
-}
+export { redactUrl } from './url.js';
 
 /** Checks `--catalog`: a postgres:// or postgresql:// URL (the password may come from PGPASSWORD instead). */
 export function checkCatalogUrl(url: string | undefined, flag = '--catalog'): string {

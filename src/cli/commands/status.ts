@@ -5,7 +5,8 @@ import { openLakeReader, type LakeReader } from '../../load/reader.js';
 import { lakeStatus, type LakeStatus } from '../../load/status.js';
 import { CliError } from '../exit-codes.js';
 import { renderRows } from '../output.js';
-import { resolveLakeTarget, shownUrl, withLakeOptions } from '../lake-target.js';
+import { redactUrl } from '../../distributed/url.js';
+import { resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 
 interface Args {
   lake?: string;
@@ -91,7 +92,7 @@ export const statusCommand: CommandModule<object, Args> = {
         import('../../distributed/read.js'),
       ]);
       reader = await openDistributedLake({ catalog: checkCatalogUrl(target.catalog), store: target.store, datasets: false });
-      lake = { name: shownUrl(target.catalog) };
+      lake = { name: redactUrl(target.catalog) };
     }
     try {
       const s = await lakeStatus(reader.conn, lake, { runs: args.runs });
