@@ -10,8 +10,8 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import pLimit from 'p-limit';
 import type pg from 'pg';
-import type { CatalogDb } from '../ducklake/catalog-db.js';
-import { currentSnapshot, findTable, listColumns, listDataFiles, scanSql } from '../ducklake/reader.js';
+import { DuckLakeError, type CatalogDb } from '../ducklake/catalog-db.js';
+import { currentSnapshot, findTable, hasInlinedRows, listColumns, listDataFiles, listInlinedData, scanSql } from '../ducklake/reader.js';
 import { writeDataFile } from '../ducklake/data-file.js';
 import { commitTables, type StagedFile } from '../ducklake/writer.js';
 import { getDataset } from '../datasets/registry.js';
@@ -281,6 +281,13 @@ async function mergeFragments(deps: CommitDeps, shape: TableShape, network: stri
       const current = await partitionFiles(catalog, table.tableId, snapshot.snapshotId, network);
       // Paths resolved against this machine's copy of the lake (the store itself where it is a directory).
       const all = await listDataFiles(catalog, table, snapshot.snapshotId, store.localDataPath);
+      // The commit ends the replaced partitions' inlined rows (writer.ts), so it must have merged them: it cannot
+      // read them from a PostgreSQL catalog yet, and refuses rather than drop them.
+      if (await hasInlinedRows(catalog, await listInlinedData(catalog, table), snapshot.snapshotId)) {
+        throw new DuckLakeError(
+          `${table.name} holds rows another DuckLake writer inlined into the catalog, which a distributed commit cannot merge yet: with the ducklake extension, CALL ducklake_flush_inlined_data('<lake>') writes them to Parquet`,
+        );
+      }
       const rowsOf = new Map(all.map((f) => [f.dataFileId, f.recordCount]));
       const withExisting = counts.map(([p, n]) => [p, n + (current.get(p) ?? []).reduce((s, id) => s + (rowsOf.get(id) ?? 0), 0)] as const);
       const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');

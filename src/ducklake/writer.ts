@@ -20,6 +20,7 @@ import {
   leafColumns,
   listAllColumns,
   listColumns,
+  listInlinedData,
   listTables,
   tablePath,
   type LakeColumn,
@@ -321,6 +322,8 @@ interface PlannedChange {
   columns: LakeColumn[];
   partitionId: number | null;
   ended: CatalogRow[];
+  /** Rows another writer inlined into the catalog in the replaced partitions: they end at the new snapshot too. */
+  endedInlined: { table: string; where: string; params: CatalogParam[]; rows: number }[];
 }
 
 /**
@@ -352,7 +355,7 @@ export async function commitTables(db: CatalogDb, spec: MultiCommitSpec): Promis
     };
     const changes = planned.flatMap((p) => [
       ...(p.change.files.length ? [`inserted_into_table:${p.table.tableId}`] : []),
-      ...(p.ended.length ? [`deleted_from_table:${p.table.tableId}`] : []),
+      ...(p.ended.length || p.endedInlined.length ? [`deleted_from_table:${p.table.tableId}`] : []),
     ]);
     if (changes.length === 0) {
       // Nothing for the lake (no file, no row to end): no snapshot; the caller's writes still commit, against the
@@ -413,7 +416,7 @@ async function planChanges(
     if (r.partition_key_index !== null) entry.values[num(r.partition_key_index)] = String(r.partition_value);
     valuesOf.set(id, entry);
   }
-  return chosen.map(({ change, table }) => {
+  const plans = chosen.map(({ change, table }) => {
     const columns = columnsOf.get(table.tableId) ?? [];
     const { partitionId, columnIds: partitionKeys } = partitions.get(table.tableId) ?? { partitionId: null, columnIds: [] };
     const known = new Set(allColumnIds(columns));
@@ -431,8 +434,42 @@ async function planChanges(
     }
     const wanted = new Set((change.replacePartitions ?? []).map((p) => JSON.stringify(p)));
     const ended = [...valuesOf.values()].filter((e) => num(e.row.table_id) === table.tableId && wanted.has(JSON.stringify(e.values))).map((e) => e.row);
-    return { change, table, columns, partitionId, ended };
+    return { change, table, columns, partitionId, ended, partitionKeys };
   });
+  const out: PlannedChange[] = [];
+  for (const { partitionKeys, ...p } of plans) {
+    out.push({ ...p, endedInlined: await inlinedToEnd(tx, p.table, p.columns, partitionKeys, p.change.replacePartitions ?? []) });
+  }
+  return out;
+}
+
+/**
+ * The rows of `partitions` that another writer inlined into the catalog (ducklake_inlined_data_<table>_<version>,
+ * the reference extension's default for small inserts) and that are current: a commit replacing those partitions
+ * read them into its files (load/lake-state.ts), so it ends them in its snapshot, as a delete of inlined rows does.
+ */
+async function inlinedToEnd(
+  tx: CatalogDb,
+  table: LakeTable,
+  columns: readonly LakeColumn[],
+  partitionKeys: readonly number[],
+  partitions: readonly (readonly string[])[],
+): Promise<PlannedChange['endedInlined']> {
+  if (partitions.length === 0 || partitionKeys.length === 0) return [];
+  const names = partitionKeys.map((id) => columns.find((c) => c.columnId === id)?.name);
+  if (names.some((n) => n === undefined)) return [];
+  const params: CatalogParam[] = partitionKeys.map((_, i) => partitions.map((p) => p[i] ?? null));
+  const unnested = names.map((_, i) => `unnest(CAST($${i + 1} AS VARCHAR[])) AS k${i}`).join(', ');
+  const where = `end_snapshot IS NULL AND EXISTS (SELECT 1 FROM (SELECT ${unnested}) AS u WHERE ${names
+    .map((n, i) => `u.k${i} = CAST(${ident(n!)} AS VARCHAR)`)
+    .join(' AND ')})`;
+  const out: PlannedChange['endedInlined'] = [];
+  for (const data of await listInlinedData(tx, table)) {
+    if (!names.every((n) => data.columns.includes(n!))) continue;
+    const rows = num((await tx.query(`SELECT count(*) AS n FROM ${ident(data.name)} WHERE ${where}`, params))[0]?.n ?? 0);
+    if (rows > 0) out.push({ table: data.name, where, params, rows });
+  }
+  return out;
 }
 
 /** The identity partitioning of several tables at a snapshot (see partitionColumns), by table id. */
@@ -467,6 +504,9 @@ async function writeChanges(tx: CatalogDb, planned: readonly PlannedChange[], sn
     await tx.query(`UPDATE ducklake_data_file SET end_snapshot = $1 WHERE end_snapshot IS NULL AND data_file_id IN ${list}`, [snapshotId, endedIds]);
     await tx.query(`UPDATE ducklake_delete_file SET end_snapshot = $1 WHERE end_snapshot IS NULL AND data_file_id IN ${list}`, [snapshotId, endedIds]);
   }
+  for (const e of planned.flatMap((p) => p.endedInlined)) {
+    await tx.query(`UPDATE ${ident(e.table)} SET end_snapshot = $${e.params.length + 1} WHERE ${e.where}`, [...e.params, snapshotId]);
+  }
   const ids = planned.map((p) => p.table.tableId);
   const statsRows = new Map(
     (
@@ -498,7 +538,7 @@ async function writeChanges(tx: CatalogDb, planned: readonly PlannedChange[], sn
     // Table statistics: exact counts and sizes of the current files; column min/max stay bounds (the spec allows it).
     const added = files.reduce((n, f) => n + f.recordCount, 0);
     const addedBytes = files.reduce((n, f) => n + f.fileSizeBytes, 0);
-    const removed = ended.reduce((n, r) => n + num(r.record_count), 0);
+    const removed = ended.reduce((n, r) => n + num(r.record_count), 0) + p.endedInlined.reduce((n, e) => n + e.rows, 0);
     const removedBytes = ended.reduce((n, r) => n + num(r.file_size_bytes), 0);
     tableStats.push([
       table.tableId,

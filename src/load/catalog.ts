@@ -264,9 +264,13 @@ export class Catalog {
     await this.transaction(() => initialiseCatalog(this.lake, { dataPath: this.dataPath }));
   }
 
-  /** The lake's tables for `shapes` (created when missing) and the files of each partition now. Inside a transaction. */
-  lakeState(shapes: readonly TableShape[] = []): Promise<LakeState> {
-    return readLakeState(this.lake, this.dataPath, shapes);
+  /**
+   * The lake's tables for `shapes` (created when missing) and the files of each partition now. Inside a transaction.
+   * With `workDir`, the partitions another DuckLake writer changed in the catalog (inlined rows, deletes) are written
+   * out there for merging (see readLakeState).
+   */
+  lakeState(shapes: readonly TableShape[] = [], workDir?: string): Promise<LakeState> {
+    return readLakeState(this.lake, this.dataPath, shapes, { workDir });
   }
 
   /**

@@ -84,9 +84,12 @@ export function journalFor(
   };
 }
 
-/** The lake's tables for `shapes` (created when missing, in their own snapshots) and their current files. */
-export function lakeStateFor(paths: LakePaths, shapes: readonly TableShape[]): Promise<LakeState> {
-  return Catalog.write(paths, (c) => c.lakeState(shapes));
+/**
+ * The lake's tables for `shapes` (created when missing, in their own snapshots) and their current files; with
+ * `workDir`, partitions another DuckLake writer changed in the catalog are written out there to be merged.
+ */
+export function lakeStateFor(paths: LakePaths, shapes: readonly TableShape[], workDir?: string): Promise<LakeState> {
+  return Catalog.write(paths, (c) => c.lakeState(shapes, workDir));
 }
 
 /**
@@ -100,7 +103,11 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
   const { engine, paths, runId, ingestedAt, stagingDir, network } = input;
   // The tables this commit writes, and what their partitions hold now: one writer holds the lake, so nothing
   // changes them until this commit is applied.
-  const lake = await lakeStateFor(paths, [...input.datasets.map((d) => datasetShape(d.def)), REJECTS_SHAPE, ...(input.derivation?.shapes ?? [])]);
+  const lake = await lakeStateFor(
+    paths,
+    [...input.datasets.map((d) => datasetShape(d.def)), REJECTS_SHAPE, ...(input.derivation?.shapes ?? [])],
+    path.join(stagingDir, 'lake-rows'),
+  );
   // Two datasets at a time: one's sort overlaps the other's file writes (a dataset's first slice otherwise
   // sorted with every writer idle).
   const perDataset = new Array<PreparedFile[]>(input.datasets.length);

@@ -8,7 +8,20 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { CatalogDb, CatalogParam, CatalogRow } from '../ducklake/catalog-db.js';
 import { DuckLakeError, duckDbQuery } from '../ducklake/catalog-db.js';
-import { currentSnapshot, listAllColumns, listTables, tablePath, type LakeColumn, type LakeTable } from '../ducklake/reader.js';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import {
+  currentSnapshot,
+  listAllColumns,
+  listDataFiles,
+  listInlinedData,
+  listTables,
+  scanSql,
+  tablePath,
+  type LakeColumn,
+  type LakeTable,
+} from '../ducklake/reader.js';
+import { ident, literal } from './sql.js';
 import { ensureTable, tableMatches } from './lake-tables.js';
 import type { TableShape } from './schema.js';
 
@@ -19,6 +32,12 @@ export interface CurrentFile {
   path: string;
   rows: number;
   bytes: number;
+  /**
+   * Not a data file of the lake: the partition's rows at the newest snapshot, written under the command's work
+   * folder because another DuckLake writer left some of them where a file alone does not give them (rows it
+   * inlined into the catalog, rows it deleted). It stands for all the partition's files: merging reads it instead.
+   */
+  materialised?: true;
 }
 
 export interface LakeTableState {
@@ -27,8 +46,22 @@ export interface LakeTableState {
   columns: LakeColumn[];
   /** The table's directory (absolute, with a trailing `/`). */
   dir: string;
+  /** The partition columns' ids (network, then the date), as ducklake_partition_column orders them. */
+  partitionColumnIds: number[];
   /** Current files by partition (`partitionKey(network, value)`). */
   partitions: Map<string, CurrentFile[]>;
+  /**
+   * Partitions whose rows another DuckLake writer left partly outside their files (inlined into the catalog,
+   * deleted) and that this state did not write out (read without a work folder): their files alone are not their rows.
+   */
+  unmerged?: ReadonlySet<string>;
+}
+
+/** The error for reading a partition's rows from its files when another writer left some of them elsewhere. */
+function unmergedError(table: string, network: string, value?: string): DuckLakeError {
+  return new DuckLakeError(
+    `${table} (${network}${value === undefined ? '' : `, ${value}`}) holds rows another DuckLake writer inlined into the catalog or deleted, which this command cannot read from its files: with the ducklake extension, CALL ducklake_flush_inlined_data('<lake>') writes inlined rows to files; a chainlake run or compact merges them`,
+  );
 }
 
 export const partitionKey = (network: string, value: string): string => `${network}\u0000${value}`;
@@ -71,6 +104,7 @@ export class LakeState {
 
   /** The files a partition holds now (none for a new partition). */
   files(name: string, network: string, value: string): CurrentFile[] {
+    if (this.tables.get(name)?.unmerged?.has(partitionKey(network, value))) throw unmergedError(name, network, value);
     return this.tables.get(name)?.partitions.get(partitionKey(network, value)) ?? [];
   }
 
@@ -78,6 +112,7 @@ export class LakeState {
   tableFiles(name: string, network?: string): string[] {
     const t = this.tables.get(name);
     if (!t) return [];
+    for (const k of t.unmerged ?? []) if (network === undefined || k.startsWith(`${network}\u0000`)) throw unmergedError(name, k.split('\u0000')[0]!);
     return [...t.partitions].filter(([k]) => network === undefined || k.startsWith(`${network}\u0000`)).flatMap(([, files]) => files.map((f) => f.path));
   }
 
@@ -91,7 +126,7 @@ export class LakeState {
  * the lake lacks (and adds columns a newer declaration has): call it inside the catalog's transaction then.
  * `dataPath` is the lake's directory as this process sees it (a moved lake still reads its files).
  */
-export async function readLakeState(db: CatalogDb, dataPath: string, ensure: readonly TableShape[] = []): Promise<LakeState> {
+export async function readLakeState(db: CatalogDb, dataPath: string, ensure: readonly TableShape[] = [], opts: { workDir?: string } = {}): Promise<LakeState> {
   let snapshot = (await currentSnapshot(db)).snapshotId;
   let listed = await listTables(db, snapshot);
   let columns = await listAllColumns(db, snapshot);
@@ -108,11 +143,16 @@ export async function readLakeState(db: CatalogDb, dataPath: string, ensure: rea
   }
   const tables = new Map<string, LakeTableState>();
   const byId = new Map<number, LakeTableState>();
+  const partitioning = new Map<number, number[]>();
+  for (const r of await db.query(`SELECT table_id, column_id FROM ducklake_partition_column ORDER BY table_id, partition_key_index`)) {
+    partitioning.set(Number(r.table_id), [...(partitioning.get(Number(r.table_id)) ?? []), Number(r.column_id)]);
+  }
   for (const table of listed) {
     if (table.schema.name !== 'main') continue;
     const state: LakeTableState = {
       table,
       columns: columns.get(table.tableId) ?? [],
+      partitionColumnIds: partitioning.get(table.tableId) ?? [],
       dir: tablePath(dataPath, table),
       partitions: new Map(),
     };
@@ -128,16 +168,16 @@ export async function readLakeState(db: CatalogDb, dataPath: string, ensure: rea
      WHERE d.end_snapshot IS NULL
      ORDER BY d.data_file_id`,
   );
+  /** Partitions holding rows of another DuckLake writer that their files alone do not give (deletes, inlined rows). */
+  const shared = new Map<LakeTableState, Set<string>>();
+  const share = (state: LakeTableState, key: string) => shared.set(state, (shared.get(state) ?? new Set()).add(key));
+  const fileKeys = new Map<number, { state: LakeTableState; key: string }>();
   for (const r of rows) {
     const state = byId.get(Number(r.table_id));
     if (!state) continue;
-    if (Number(r.deletes) > 0) {
-      // chainlake never deletes rows in place (a partition is replaced whole); another writer did.
-      throw new DuckLakeError(
-        `data file ${String(r.path)} of ${state.table.name} has a delete file: rows deleted by another DuckLake writer, which chainlake does not merge`,
-      );
-    }
     const key = partitionKey(String(r.network), String(r.value));
+    fileKeys.set(Number(r.data_file_id), { state, key });
+    if (Number(r.deletes) > 0) share(state, key);
     const list = state.partitions.get(key) ?? [];
     list.push({
       dataFileId: Number(r.data_file_id),
@@ -147,5 +187,76 @@ export async function readLakeState(db: CatalogDb, dataPath: string, ensure: rea
     });
     state.partitions.set(key, list);
   }
+  // The reference extension's defaults for small writes: rows inlined into the catalog, deletes recorded in it.
+  // Two statements for a lake no other writer touched (a commit reads this state every time).
+  const inlinedTables = new Set(
+    (
+      await db.query(
+        `SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'ducklake_inlined%' AND table_schema = current_schema() AND table_catalog = current_database()`,
+      )
+    ).map((r) => String(r.table_name)),
+  );
+  const inlinedOwners = new Set((await db.query(`SELECT DISTINCT table_id FROM ducklake_inlined_data_tables`)).map((r) => Number(r.table_id)));
+  for (const state of tables.values()) {
+    const partitionColumn = state.columns.find((c) => c.columnId === state.partitionColumnIds[1])?.name;
+    if (!partitionColumn) continue;
+    for (const data of inlinedOwners.has(state.table.tableId) ? await listInlinedData(db, state.table) : []) {
+      if (!data.columns.includes('network') || !data.columns.includes(partitionColumn)) continue;
+      const held = await db.query(
+        `SELECT DISTINCT CAST(network AS VARCHAR) AS network, CAST(${ident(partitionColumn)} AS VARCHAR) AS value FROM ${ident(data.name)} WHERE end_snapshot IS NULL`,
+      );
+      for (const h of held) share(state, partitionKey(String(h.network), String(h.value)));
+    }
+    const deletes = `ducklake_inlined_delete_${state.table.tableId}`;
+    for (const id of inlinedTables.has(deletes) ? await inlinedDeletedFiles(db, deletes) : []) {
+      const file = fileKeys.get(id);
+      if (file) share(file.state, file.key);
+    }
+  }
+  for (const [state, keys] of shared) {
+    if (opts.workDir && db.dialect === 'duckdb') await materialise(db, state, [...keys], snapshot, dataPath, opts.workDir);
+    else state.unmerged = keys;
+  }
   return new LakeState(snapshot, tables);
+}
+
+/** Data file ids with deletes inlined into the catalog (`name`: ducklake_inlined_delete_<table_id>). */
+async function inlinedDeletedFiles(db: CatalogDb, name: string): Promise<number[]> {
+  return (await db.query(`SELECT DISTINCT file_id FROM ${ident(name)}`)).map((r) => Number(r.file_id));
+}
+
+/**
+ * Writes each of `keys`' partitions as it reads at `snapshot` (files minus deleted rows, plus inlined rows) to a
+ * Parquet file under `workDir`, in a `<partition column>=<value>` folder as the lake's own (merges take the
+ * partition from the folder), and makes it the partition's one current file for whatever merges it. The catalog's
+ * own DuckDB writes it: the inlined rows are in its tables.
+ */
+async function materialise(db: CatalogDb, state: LakeTableState, keys: string[], snapshot: number, dataPath: string, workDir: string): Promise<void> {
+  const partitionColumn = state.columns.find((c) => c.columnId === state.partitionColumnIds[1])!.name;
+  const files = await listDataFiles(db, state.table, snapshot, dataPath);
+  const inlined = await listInlinedData(db, state.table);
+  for (const key of keys) {
+    const [network, value] = key.split('\u0000') as [string, string];
+    const ids = new Set((state.partitions.get(key) ?? []).map((f) => f.dataFileId));
+    const scan = scanSql(
+      state.table,
+      state.columns,
+      files.filter((f) => ids.has(f.dataFileId)),
+      snapshot,
+      inlined,
+    );
+    const target = path.join(
+      workDir,
+      state.table.name,
+      `network=${encodeURIComponent(network)}`,
+      `${partitionColumn}=${encodeURIComponent(value)}`,
+      'rows.parquet',
+    );
+    await mkdir(path.dirname(target), { recursive: true });
+    const rows = `SELECT * FROM (${scan}) WHERE CAST(network AS VARCHAR) = ${literal(network)} AND CAST(${ident(partitionColumn)} AS VARCHAR) = ${literal(value)}`;
+    const copied = await db.query(`COPY (${rows}) TO ${literal(target)} (FORMAT parquet, RETURN_STATS)`);
+    state.partitions.set(key, [
+      { dataFileId: -1, path: target, rows: Number(copied[0]?.count ?? 0), bytes: Number(copied[0]?.file_size_bytes ?? 0), materialised: true },
+    ]);
+  }
 }

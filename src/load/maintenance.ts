@@ -137,11 +137,13 @@ export async function compactLake(paths: LakePaths, opts: { datasets?: string[] 
     const startedAt = new Date().toISOString();
     const declared = await Catalog.hold(paths, (c) => c.declaredTables());
     const shapes = [...lakeShapes(), ...declared.map((d) => d.shape)].filter((s) => !opts.datasets || opts.datasets.includes(s.name));
-    const lake = await lakeStateFor(paths, []);
+    const lake = await lakeStateFor(paths, [], path.join(staging, 'lake-rows'));
     const parts = shapes
       .flatMap((s) => lakePartitions(lake, s))
       .filter((p) => {
-        const compact = lake.files(p.shape.name, p.network, p.value).length === 1;
+        // A partition another DuckLake writer changed in the catalog (inlined rows, deletes) is rewritten whole.
+        const files = lake.files(p.shape.name, p.network, p.value);
+        const compact = files.length === 1 && !files[0]!.materialised;
         if (compact) report.alreadyCompact++;
         return !compact;
       });

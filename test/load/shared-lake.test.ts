@@ -1,19 +1,20 @@
 // A lake chainlake writes is shared with other DuckLake writers: a user's DuckDB with the reference `ducklake`
 // extension (built for the project's DuckDB in ../shared/ducklake-ref/) inserts and deletes rows (inlined in the
 // catalog, its default for small writes, and as Parquet data and delete files), merges, expires and cleans up. chainlake
-// then reads exactly what the reference reads, and says so in `status`.
+// then reads exactly what the reference reads, says so in `status`, and commits on top without losing any of it.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compactLake } from '../../src/load/maintenance.js';
 import { LakePaths } from '../../src/load/paths.js';
 import { openLakeReader } from '../../src/load/reader.js';
 import { lakeStatus } from '../../src/load/status.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { tempDir } from '../helpers/lake.js';
+import { queryCatalog, tempDir } from '../helpers/lake.js';
 
 /** The reference extension, beside the repository (never downloaded). */
 const REF = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/ducklake-ref');
@@ -129,5 +130,46 @@ describe.skipIf(!HAS_REF)('a lake shared with the reference DuckLake extension (
     } finally {
       reader.close();
     }
+  });
+
+  it("commits on top of the reference's writes without losing them: both read the same rows after", async () => {
+    // What a run of the larger job alone gives, to know which rows it fetches.
+    const alone = path.join(dir, 'alone');
+    await run(alone, 3);
+    const fetched = (await chainlakeRows(alone)).map((r) => String(r.transaction_hash));
+
+    await run(lake, 3);
+    const after = await refRows(lake);
+    // Every row the lake held is still there (the reference's included), plus what the run fetched; one row per key.
+    const expected = [...new Set([...before.map((r) => String(r.transaction_hash)), ...fetched])].sort();
+    expect(after.map((r) => String(r.transaction_hash))).toEqual(expected);
+    for (const hash of ['0xref-a', '0xref-b', '0xref-c']) {
+      const row = after.find((r) => r.transaction_hash === hash)!;
+      expect(row._run_id, hash).toBe('reference');
+    }
+    expect(json(await chainlakeRows(lake))).toBe(json(after));
+    // The catalog's own views, as a plain DuckDB without the extension reads them, are of the newest snapshot too.
+    expect(json(await queryCatalog(lake, 'SELECT * FROM transactions ORDER BY transaction_hash'))).toBe(json(after));
+  });
+
+  it('compact writes the rows the reference left in the catalog into files: nothing inlined stays current, the rows stay the same', async () => {
+    // One more inlined insert and delete, in a day the run rewrote.
+    await withRef(lake, [
+      INSERT + inserted('0xref-d', days[1]!, 4),
+      `DELETE FROM lake.transactions WHERE transaction_hash = (SELECT min(transaction_hash) FROM lake.transactions WHERE block_date = DATE '${days[1]!}')`,
+    ]);
+    const before = await refRows(lake);
+    const report = await compactLake(new LakePaths(lake));
+    expect(report.partitions).toBeGreaterThanOrEqual(2); // the inlined-only day and the day with the inlined delete
+    const names = (await queryCatalog(lake, 'SELECT table_name FROM ducklake_inlined_data_tables')).map((r) => String(r.table_name));
+    expect(names.length).toBeGreaterThan(0);
+    const current = await queryCatalog(
+      lake,
+      `SELECT (SELECT count(*) FROM ducklake_delete_file WHERE end_snapshot IS NULL)::BIGINT AS deletes,
+              (${names.map((n) => `(SELECT count(*) FROM ${n} WHERE end_snapshot IS NULL)`).join(' + ')})::BIGINT AS inlined`,
+    );
+    expect(current).toEqual([{ deletes: 0n, inlined: 0n }]);
+    expect(json(await refRows(lake))).toBe(json(before));
+    expect(json(await chainlakeRows(lake))).toBe(json(before));
   });
 });
