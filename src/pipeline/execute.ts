@@ -43,6 +43,11 @@ export interface WindowOutcome {
   /** With `error`: the origin no request of the window could connect to (see unreachableOrigin). */
   unreachable?: string;
   /**
+   * With `error`, when it is an error chainlake raised: the exit code and hint it carries (EXIT.usage for a key the
+   * API refuses). A distributed worker, which has no run report, tells a setup problem by it.
+   */
+  errorExit?: { code: number; hint?: string };
+  /**
    * A window stopped at the result-window cap (PagerOptions.cutAtCap): the block range left, the next window
    * of the same scope. `window.range` is then narrowed to what this window holds.
    */
@@ -197,6 +202,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
   } catch (e) {
     outcome.error = (e as Error).message;
     outcome.unreachable = unreachableOrigin(e);
+    if (e instanceof ChainlakeError) outcome.errorExit = { code: e.exitCode, hint: e.hint };
     await outcome.stage?.discard();
     await outcome.rejectStage?.discard();
     await outcome.pageStage?.discard();
