@@ -28,6 +28,7 @@ import type { RunReport } from '../pipeline/report.js';
 import { DEFAULT_QUEUE_SETTINGS, openQueue, windowJobId, type WindowJob } from './queue.js';
 import { accountLease, SharedQuota } from './account.js';
 import { closeEndedRuns, lockRuns } from './runs.js';
+import { failAbandonedHolds, forgetWorker, heartbeat, HEARTBEAT_SECONDS, recordHold } from './liveness.js';
 import { openStore } from './store.js';
 import type { QueueState, WorkerMetrics } from '../observe/worker-metrics.js';
 import { makeScratch } from '../pipeline/scratch.js';
@@ -155,6 +156,11 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
     closers.push(() => leases.end());
     closers.push(() => releaseLease(leases, id).catch(() => undefined));
     closers.push(() => releaseLease(leases, id, accountLease(account)).catch(() => undefined));
+    // Alive until it stops: a worker killed stops beating, and its windows are offered again (liveness.ts).
+    await heartbeat(leases, id);
+    const beat = setInterval(() => void heartbeat(leases, id).catch(() => undefined), HEARTBEAT_SECONDS * 1000);
+    closers.push(() => forgetWorker(leases, id).catch(() => undefined));
+    closers.push(() => clearInterval(beat));
     const quotaClient = await connect(opts.catalog);
     closers.push(() => quotaClient.end());
     const runs = new Map<string, Promise<OpenRun>>();
@@ -263,7 +269,10 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
           try {
             [job] = (await boss.fetch<WindowJob>(WINDOW_QUEUE, { batchSize: 1, includeMetadata: true })) as PgBoss.JobWithMetadata<WindowJob>[];
             queueEmptyAt = job ? -Infinity : Date.now();
-            if (job) await handle(job, own, duck, n);
+            if (job) {
+              await recordHold(own, job.id, id);
+              await handle(job, own, duck, n);
+            }
           } finally {
             busy--;
           }
@@ -357,9 +366,15 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
     // The worker's own loop: commits (when enough is fetched, or when this worker has nothing in hand) and the
     // decision to stop.
     const idleLine = new IdleLine();
+    let livenessCheckedAt = -Infinity;
     try {
       while (!stopping) {
         if (opts.signal?.aborted) break;
+        if (Date.now() - livenessCheckedAt >= HEARTBEAT_SECONDS * 1000) {
+          livenessCheckedAt = Date.now();
+          const given = await failAbandonedHolds(client, boss);
+          if (given > 0) log.log('warn', 'window.abandoned', `worker ${id}: ${given} windows held by a worker that stopped answering are offered again`);
+        }
         const { rows: fetched, waitedSeconds } = await fetchedState(client);
         const due =
           fetched >= (opts.commitRows ?? DEFAULT_COMMIT_ROWS) ||

@@ -8,7 +8,8 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
-import { setupControlPlane } from '../../src/distributed/control-plane.js';
+import { setupControlPlane, WINDOW_QUEUE } from '../../src/distributed/control-plane.js';
+import { DEFAULT_QUEUE_SETTINGS, openQueue } from '../../src/distributed/queue.js';
 import { ChainlakeError } from '../../src/errors.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { loadJobDocument, parseJob } from '../../src/pipeline/job.js';
@@ -249,4 +250,33 @@ describe('worker --until-idle exits with the README codes', () => {
     const fixed = await worker(db, store, apiEnv(KEY));
     expect(fixed.code, fixed.stderr).toBe(0);
   }, 240_000);
+});
+
+describe('a window held by a worker that died', () => {
+  it('is offered again within a minute (its worker stopped beating), not after the window timeout', async () => {
+    const db = await pg.database();
+    const store = path.join(tmp.dir, 'store-dead');
+    const doc = smallJob('dead-holder');
+    // The default window timeout: a quarter of an hour, far beyond this test's bound.
+    const queued = await enqueueJob(parseJob(doc, 'dead.json'), doc, { catalog: db.url, store, simulator: sim });
+    expect(queued.queued).toBe(2);
+    // A worker takes a window, records it, and dies: its last sign of life a minute ago.
+    const boss = await openQueue(db.url, DEFAULT_QUEUE_SETTINGS, false);
+    const [taken] = await boss.fetch(WINDOW_QUEUE, { batchSize: 1 });
+    await boss.stop({ graceful: false, close: true, wait: true });
+    expect(taken).toBeDefined();
+    const client = await db.connect();
+    await client.query(`INSERT INTO chainlake.workers (worker, seen_at) VALUES ('dead', NOW() - interval '1 minute')`);
+    await client.query(`INSERT INTO chainlake.holds (job_id, worker) VALUES ($1, 'dead')`, [taken!.id]);
+
+    const started = Date.now();
+    const report = await runWorker({ catalog: db.url, store, simulator: sim, id: 'alive', untilIdle: true, pollMs: 50 });
+    // Without liveness the worker waits for the window's expiry (15 minutes): the test's bound ends it first.
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(report).toMatchObject({ windowsFetched: 2, windowsFailedForGood: 0 });
+    const states = (await client.query(`SELECT state FROM chainlake.windows WHERE run_id = $1`, [queued.runId])).rows.map((r) => r.state);
+    expect(states).toEqual(['committed', 'committed']);
+    // A clean stop leaves nothing to watch.
+    expect((await client.query(`SELECT worker FROM chainlake.workers ORDER BY worker`)).rows).toEqual([{ worker: 'dead' }]);
+  }, 90_000);
 });
