@@ -223,7 +223,8 @@ export async function executeJob(job: Job, args: RunArgs, extra: Pick<RunOptions
   return report;
 }
 
-export function exitCodeOf(report: RunReport, strict: boolean): number {
+/** The exit code of a run's outcome (a distributed worker's too: it reports its windows in the same words). */
+export function exitCodeOf(report: Pick<RunReport, 'status' | 'unreachable' | 'errors'>, strict: boolean): number {
   if (report.status === 'complete') return EXIT.ok;
   if (report.status === 'quota_reached') return EXIT.quotaReached;
   if (report.unreachable) return EXIT.usage;

@@ -97,6 +97,17 @@ const CONTROL_DDL = [
      holder TEXT NOT NULL,
      expires_at TIMESTAMPTZ NOT NULL
    )`,
+  // Each worker's last sign of life, and which worker holds which queue job: a window whose worker stopped
+  // answering is offered again long before its --window-timeout (src/distributed/liveness.ts).
+  `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.workers (
+     worker TEXT PRIMARY KEY,
+     seen_at TIMESTAMPTZ NOT NULL
+   )`,
+  `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.holds (
+     job_id UUID PRIMARY KEY,
+     worker TEXT NOT NULL,
+     taken_at TIMESTAMPTZ NOT NULL DEFAULT NOW()
+   )`,
   // Control planes written before runs took the single machine's status words (src/distributed/runs.ts).
   `UPDATE ${CONTROL_SCHEMA}.runs SET status = 'complete' WHERE status = 'completed'`,
 ];

@@ -4,9 +4,11 @@
  * fragment (and a fragment of its rejects), then recorded as `fetched` in the control plane. Nothing in the
  * lake changes here: the committer folds fragments in.
  */
+import { chainlakeCodeOf } from '../errors.js';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type PgBoss from 'pg-boss';
+import { UNREACHABLE_HINT } from '../extract/errors.js';
 import { executeWindow, stagedOf, type Clients } from '../pipeline/execute.js';
 import type { Job } from '../pipeline/job.js';
 import type { Logger } from '../pipeline/log.js';
@@ -56,7 +58,28 @@ export interface FetchDeps {
 export type FetchResult =
   | { state: 'fetched'; dataset: string; rows: number; requests: number; throttles: number }
   | { state: 'skipped' }
-  | { state: 'failed'; error: string; dataset?: string; requests?: number; throttles?: number };
+  | { state: 'failed'; error: string; dataset?: string; requests?: number; throttles?: number; setup?: SetupProblem };
+
+/**
+ * A failure no retry fixes, which a person must (a key the API refuses, an API address nothing answers at): what a
+ * single-machine run exits 2 for.
+ */
+export interface SetupProblem {
+  problem: string;
+  hint?: string;
+}
+
+/** The codes of failures a person must fix (a refused key, a bad setting): what a single-machine run exits 2 for. */
+const SETUP_CODES: ReadonlySet<string> = new Set(['CHAINLAKE_API_REFUSED', 'CHAINLAKE_USAGE', 'CHAINLAKE_JOB_INVALID']);
+
+function setupProblemOf(outcome: Awaited<ReturnType<typeof executeWindow>>): SetupProblem | undefined {
+  // As a single-machine run decides it: nothing answered, not one response (src/pipeline/run.ts unreachableOrigins).
+  if (outcome.unreachable !== undefined && outcome.acct.responses === 0)
+    return { problem: `nothing answers at ${outcome.unreachable}`, hint: UNREACHABLE_HINT };
+  const code = chainlakeCodeOf(outcome.failure);
+  if (code !== undefined && SETUP_CODES.has(code)) return { problem: outcome.error ?? 'refused', hint: (outcome.failure as { hint?: string }).hint };
+  return undefined;
+}
 
 let nextIndex = 0;
 
@@ -87,7 +110,14 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
         `UPDATE ${CONTROL_SCHEMA}.windows SET attempts = attempts + 1, error = $3, worker = $4, updated_at = NOW() WHERE run_id = $1 AND window_id = $2`,
         [runId, windowId, outcome.error, deps.workerId],
       );
-      return { state: 'failed', error: outcome.error, dataset: w.def.name, requests: outcome.acct.requests, throttles: outcome.acct.throttles };
+      return {
+        state: 'failed',
+        error: outcome.error,
+        dataset: w.def.name,
+        requests: outcome.acct.requests,
+        throttles: outcome.acct.throttles,
+        setup: setupProblemOf(outcome),
+      };
     }
     const staged = stagedOf(outcome);
     let fragment: string | null = null;

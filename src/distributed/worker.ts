@@ -23,10 +23,12 @@ import { commitFetched, LeaseLostError, releaseLease, takeLease } from './commit
 import { collectGarbage } from '../pipeline/garbage.js';
 import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, oneAtATime, openCatalog, setupControlPlane, underSetupLock } from './control-plane.js';
 import type { DistributedOptions } from './enqueue.js';
-import { fetchWindow, type FetchResult, type RunContext } from './fragment.js';
+import { fetchWindow, type FetchResult, type RunContext, type SetupProblem } from './fragment.js';
+import type { RunReport } from '../pipeline/report.js';
 import { DEFAULT_QUEUE_SETTINGS, openQueue, windowJobId, type WindowJob } from './queue.js';
 import { accountLease, SharedQuota } from './account.js';
 import { closeEndedRuns, lockRuns } from './runs.js';
+import { failAbandonedHolds, forgetWorker, heartbeat, HEARTBEAT_SECONDS, recordHold } from './liveness.js';
 import { openStore } from './store.js';
 import type { QueueState, WorkerMetrics } from '../observe/worker-metrics.js';
 import { makeScratch } from '../pipeline/scratch.js';
@@ -66,7 +68,20 @@ export interface WorkerOptions extends DistributedOptions {
 export interface WorkerReport {
   worker: string;
   windowsFetched: number;
+  /** Failed attempts (a window the queue offers again and that then succeeds counts here too). */
   windowsFailed: number;
+  /** Windows whose last attempt failed here: failed for good (the next enqueue plans their blocks again, --retry-failed re-offers them). */
+  windowsFailedForGood: number;
+  /** Those windows and why, as a run report lists its failed windows. */
+  errors: { run: string; window: string; error: string }[];
+  /**
+   * What became of the windows this worker took, in a single-machine run's words: `complete` (none failed for good),
+   * `partial` (some did, others were fetched), `failed` (every one it tried did), `quota_reached` (none failed, and
+   * the account's quota for today is spent: the rest waits for tomorrow). Set when the worker stops.
+   */
+  status: RunReport['status'];
+  /** Every window this worker tried failed for the same kind of reason a person must fix (a refused key, nothing answering), and it fetched none. */
+  setupProblem?: SetupProblem;
   windowsSkipped: number;
   windowsCommitted: number;
   rows: number;
@@ -98,7 +113,22 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
   const account = opts.account ?? 'default';
   const now = opts.now ?? (() => new Date());
   const store = await openStore(opts.store);
-  const report: WorkerReport = { worker: id, windowsFetched: 0, windowsFailed: 0, windowsSkipped: 0, windowsCommitted: 0, rows: 0, requests: 0 };
+  const report: WorkerReport = {
+    worker: id,
+    windowsFetched: 0,
+    windowsFailed: 0,
+    windowsFailedForGood: 0,
+    errors: [],
+    status: 'complete',
+    windowsSkipped: 0,
+    windowsCommitted: 0,
+    rows: 0,
+    requests: 0,
+  };
+  /** Failed attempts that were setup problems, and the others: a worker whose every attempt was one exits 2. */
+  let setupFailures = 0;
+  let otherFailures = 0;
+  let firstSetupProblem: SetupProblem | undefined;
   const closers: (() => Promise<void> | void)[] = [() => store.close()];
   const client = await connect(opts.catalog).catch(async (e: unknown) => {
     await store.close();
@@ -126,6 +156,11 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
     closers.push(() => leases.end());
     closers.push(() => releaseLease(leases, id).catch(() => undefined));
     closers.push(() => releaseLease(leases, id, accountLease(account)).catch(() => undefined));
+    // Alive until it stops: a worker killed stops beating, and its windows are offered again (liveness.ts).
+    await heartbeat(leases, id);
+    const beat = setInterval(() => void heartbeat(leases, id).catch(() => undefined), HEARTBEAT_SECONDS * 1000);
+    closers.push(() => forgetWorker(leases, id).catch(() => undefined));
+    closers.push(() => clearInterval(beat));
     const quotaClient = await connect(opts.catalog);
     closers.push(() => quotaClient.end());
     const runs = new Map<string, Promise<OpenRun>>();
@@ -234,7 +269,10 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
           try {
             [job] = (await boss.fetch<WindowJob>(WINDOW_QUEUE, { batchSize: 1, includeMetadata: true })) as PgBoss.JobWithMetadata<WindowJob>[];
             queueEmptyAt = job ? -Infinity : Date.now();
-            if (job) await handle(job, own, duck, n);
+            if (job) {
+              await recordHold(own, job.id, id);
+              await handle(job, own, duck, n);
+            }
           } finally {
             busy--;
           }
@@ -276,6 +314,10 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
       }
       if (result.state === 'failed') {
         report.windowsFailed++;
+        if (result.setup) {
+          setupFailures++;
+          firstSetupProblem ??= result.setup;
+        } else otherFailures++;
         opts.metrics?.window('failed', result.dataset, 0, result.requests, result.throttles);
         log.log('warn', 'window.failed', `${job.data.windowId}: ${result.error} (attempt ${job.retryCount + 1} of ${job.retryLimit + 1})`, {
           window: job.data.windowId,
@@ -287,6 +329,8 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
         }
         // Its last attempt: the window fails for good, and its run ends if this was its last window (else nothing
         // would close it: the run stayed open, and the next enqueue found nothing to do).
+        report.windowsFailedForGood++;
+        report.errors.push({ run: job.data.runId, window: job.data.windowId, error: result.error });
         await inTransaction(own, async () => {
           const execute = (text: string, values: string[][]) => own.query(text, values);
           await lockRuns(execute, [job.data.runId]);
@@ -322,9 +366,15 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
     // The worker's own loop: commits (when enough is fetched, or when this worker has nothing in hand) and the
     // decision to stop.
     const idleLine = new IdleLine();
+    let livenessCheckedAt = -Infinity;
     try {
       while (!stopping) {
         if (opts.signal?.aborted) break;
+        if (Date.now() - livenessCheckedAt >= HEARTBEAT_SECONDS * 1000) {
+          livenessCheckedAt = Date.now();
+          const given = await failAbandonedHolds(client, boss);
+          if (given > 0) log.log('warn', 'window.abandoned', `worker ${id}: ${given} windows held by a worker that stopped answering are offered again`);
+        }
         const { rows: fetched, waitedSeconds } = await fetchedState(client);
         const due =
           fetched >= (opts.commitRows ?? DEFAULT_COMMIT_ROWS) ||
@@ -346,7 +396,21 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
       await Promise.all(slots);
     }
     if (failure) throw failure;
-    log.log('info', 'worker.stop', `worker ${id}: ${report.windowsFetched} windows fetched, ${report.windowsCommitted} committed`, { ...report });
+    report.status =
+      report.windowsFailedForGood > 0
+        ? report.windowsFetched > 0
+          ? 'partial'
+          : 'failed'
+        : (await quotaReachedToday().catch(() => false))
+          ? 'quota_reached'
+          : 'complete';
+    if (report.windowsFetched === 0 && setupFailures > 0 && otherFailures === 0) report.setupProblem = firstSetupProblem;
+    log.log(
+      report.windowsFailedForGood > 0 ? 'warn' : 'info',
+      'worker.stop',
+      `worker ${id}: ${report.windowsFetched} windows fetched, ${report.windowsCommitted} committed${report.windowsFailedForGood ? `, ${report.windowsFailedForGood} failed for good (chainlake enqueue --retry-failed offers them again)` : ''}`,
+      { ...report },
+    );
     return report;
   } finally {
     for (const close of closers.reverse()) await Promise.resolve(close()).catch(() => undefined);

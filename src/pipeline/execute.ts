@@ -45,6 +45,10 @@ export interface WindowOutcome {
   /** With `error`: the origin no request of the window could connect to (see unreachableOrigin). */
   unreachable?: string;
   /**
+   * With `error`, when it is an error chainlake raised: the exit code and hint it carries (EXIT.usage for a key the
+   * API refuses). A distributed worker, which has no run report, tells a setup problem by it.
+   */
+  /**
    * A window stopped at the result-window cap (PagerOptions.cutAtCap): the block range left, the next window
    * of the same scope. `window.range` is then narrowed to what this window holds.
    */

@@ -117,8 +117,20 @@ describe('accounts', () => {
         // New workers the same day (another machine, a restart) find the day spent in PostgreSQL: nothing is sent.
         expect(perDay[0]).toBe(QUOTA);
         sim.resetStats();
-        await runWorker({ catalog: db.url, store, id: 'late', account: 'acct', untilIdle: true, pollMs: 50, leaseSeconds: 60, now, simulator: sim });
+        const late = await runWorker({
+          catalog: db.url,
+          store,
+          id: 'late',
+          account: 'acct',
+          untilIdle: true,
+          pollMs: 50,
+          leaseSeconds: 60,
+          now,
+          simulator: sim,
+        });
         expect(sim.stats().requests).toBe(0);
+        // What `worker --until-idle` exits 4 for, as a single-machine run stopped by its quota.
+        expect(late).toMatchObject({ status: 'quota_reached', windowsFailedForGood: 0 });
       }
       const open = (await client.query(`SELECT count(*)::INT AS n FROM chainlake.runs WHERE finished_at IS NULL`)).rows[0].n;
       if (open === 0) break;

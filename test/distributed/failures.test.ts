@@ -1,15 +1,21 @@
 // The distributed mode's failures (issue 34): a failed window never wedges a job, a worker's exit code says what
 // happened to the windows it took, the runs' status words are the single machine's, and a job key the workers do
 // not carry out is refused by enqueue instead of being ignored.
+import { once } from 'node:events';
+import { writeFile } from 'node:fs/promises';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
-import { setupControlPlane } from '../../src/distributed/control-plane.js';
+import { setupControlPlane, WINDOW_QUEUE } from '../../src/distributed/control-plane.js';
+import { DEFAULT_QUEUE_SETTINGS, openQueue } from '../../src/distributed/queue.js';
 import { ChainlakeError } from '../../src/errors.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { loadJobDocument, parseJob } from '../../src/pipeline/job.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
+import { runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 
 let pg: TestPostgres;
@@ -165,4 +171,112 @@ describe('a failed window does not wedge a job', () => {
     expect(nothing).toMatchObject({ resumed: true, queued: 0, retried: 0 });
     expect(await runOf(nothing.runId)).toMatchObject({ status: 'complete', closed: true });
   }, 180_000);
+});
+
+/** A loopback HTTP server for the test; closed after the file. */
+const servers: Server[] = [];
+afterAll(() => servers.forEach((s) => s.close()));
+async function listen(handler: Parameters<typeof createServer>[1]): Promise<string> {
+  const server = createServer(handler);
+  servers.push(server);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** A loopback port nothing listens on: bound, then released. */
+async function refusedUrl(): Promise<string> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as AddressInfo).port;
+  await new Promise((r) => server.close(r));
+  return `http://127.0.0.1:${port}`;
+}
+
+describe('worker --until-idle exits with the README codes', () => {
+  // Requests fail fast: an outage "longer than the retries" without waiting for the default backoff.
+  const FAST_RETRY = { maxAttempts: 2, baseDelayMs: 5, maxDelayMs: 10 };
+
+  /** A database with the small job enqueued (against the keyed simulator, with the right key), each window tried twice. */
+  async function enqueued(name: string) {
+    const db = await pg.database();
+    const store = path.join(tmp.dir, `store-${name}`);
+    const doc = { ...apiJob(name), retry: FAST_RETRY };
+    const file = path.join(tmp.dir, `${name}.json`);
+    await writeFile(file, JSON.stringify(doc));
+    const r = await enqueueJob(parseJob(doc, file, apiEnv(KEY)), doc, { catalog: db.url, store, queue: { retryLimit: 1 } });
+    expect(r.queued).toBe(2);
+    return { db, store, file };
+  }
+  const worker = (db: { url: string }, store: string, env: NodeJS.ProcessEnv) =>
+    runCli(['worker', '--catalog', db.url, '--store', store, '--until-idle', '--poll-ms', '50'], {
+      env: { PGPASSWORD: pg.password, ...env },
+      timeoutMs: 120_000,
+    });
+
+  it('2 when the API refuses the key on every request, naming CHAINLAKE_API_KEY and never printing the key', async () => {
+    const { db, store } = await enqueued('exit-refused');
+    const r = await worker(db, store, apiEnv('wrong-key-5e1f'));
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/every window worker \S+ took failed: .*HTTP 403/);
+    expect(r.stderr).toMatch(/hint: .*CHAINLAKE_API_KEY/);
+    expect(r.stderr + r.stdout).not.toContain('wrong-key-5e1f');
+  }, 180_000);
+
+  it('2 when nothing answers at the API address, naming the address and CHAINLAKE_MAINNET_URL', async () => {
+    const { db, store } = await enqueued('exit-unreachable');
+    const url = await refusedUrl();
+    const r = await worker(db, store, { CHAINLAKE_MAINNET_URL: url, CHAINLAKE_API_KEY: KEY });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toContain(`nothing answers at ${url}`);
+    expect(r.stderr).toMatch(/hint: .*CHAINLAKE_MAINNET_URL/);
+  }, 180_000);
+
+  it('1 when windows failed against an API that answers with errors; 0 once --retry-failed and a worker commit them', async () => {
+    const { db, store, file } = await enqueued('exit-failed');
+    const busy = await listen((_req, res) => {
+      res.writeHead(503, { 'content-type': 'application/json' });
+      res.end('{"status":"0","message":"busy","results":null}');
+    });
+    const failed = await worker(db, store, { CHAINLAKE_MAINNET_URL: busy, CHAINLAKE_API_KEY: KEY });
+    expect(failed.code, failed.stderr).toBe(1);
+    expect(failed.stderr).not.toMatch(/nothing answers|every window/);
+
+    const env = { PGPASSWORD: pg.password, ...apiEnv(KEY) };
+    const retry = await runCli(['enqueue', file, '--catalog', db.url, '--store', store, '--retry-failed'], { env });
+    expect(retry.code, retry.stderr).toBe(0);
+    expect(JSON.parse(retry.stdout)).toMatchObject({ resumed: true, queued: 0, retried: 2, pending: 2 });
+    const fixed = await worker(db, store, apiEnv(KEY));
+    expect(fixed.code, fixed.stderr).toBe(0);
+  }, 240_000);
+});
+
+describe('a window held by a worker that died', () => {
+  it('is offered again within a minute (its worker stopped beating), not after the window timeout', async () => {
+    const db = await pg.database();
+    const store = path.join(tmp.dir, 'store-dead');
+    const doc = smallJob('dead-holder');
+    // The default window timeout: a quarter of an hour, far beyond this test's bound.
+    const queued = await enqueueJob(parseJob(doc, 'dead.json'), doc, { catalog: db.url, store, simulator: sim });
+    expect(queued.queued).toBe(2);
+    // A worker takes a window, records it, and dies: its last sign of life a minute ago.
+    const boss = await openQueue(db.url, DEFAULT_QUEUE_SETTINGS, false);
+    const [taken] = await boss.fetch(WINDOW_QUEUE, { batchSize: 1 });
+    await boss.stop({ graceful: false, close: true, wait: true });
+    expect(taken).toBeDefined();
+    const client = await db.connect();
+    await client.query(`INSERT INTO chainlake.workers (worker, seen_at) VALUES ('dead', NOW() - interval '1 minute')`);
+    await client.query(`INSERT INTO chainlake.holds (job_id, worker) VALUES ($1, 'dead')`, [taken!.id]);
+
+    const started = Date.now();
+    const report = await runWorker({ catalog: db.url, store, simulator: sim, id: 'alive', untilIdle: true, pollMs: 50 });
+    // Without liveness the worker waits for the window's expiry (15 minutes): the test's bound ends it first.
+    expect(Date.now() - started).toBeLessThan(60_000);
+    expect(report).toMatchObject({ windowsFetched: 2, windowsFailedForGood: 0 });
+    const states = (await client.query(`SELECT state FROM chainlake.windows WHERE run_id = $1`, [queued.runId])).rows.map((r) => r.state);
+    expect(states).toEqual(['committed', 'committed']);
+    // A clean stop leaves nothing to watch.
+    expect((await client.query(`SELECT worker FROM chainlake.workers ORDER BY worker`)).rows).toEqual([{ worker: 'dead' }]);
+  }, 90_000);
 });

@@ -4,8 +4,9 @@ import { DEFAULT_QUEUE_SETTINGS } from '../../distributed/queue.js';
 import { DEFAULT_COMMIT_ROWS, DEFAULT_COMMIT_SECONDS, DEFAULT_LEASE_SECONDS, queueState, runWorker } from '../../distributed/worker.js';
 import { serveMetrics, type MetricsServer } from '../../observe/server.js';
 import { WorkerMetrics } from '../../observe/worker-metrics.js';
-import { outputFor, withDistributedOptions } from '../common.js';
-import { CliError } from '../exit-codes.js';
+import { ChainlakeError } from '../../errors.js';
+import { exitCodeOf, outputFor, withDistributedOptions } from '../common.js';
+import { CliError, EXIT } from '../exit-codes.js';
 import { distributedFlags } from '../lake-target.js';
 
 interface Args {
@@ -103,7 +104,7 @@ export const workerCommand: CommandModule<object, Args> = {
       logger.log('info', 'worker.metrics', `serving ${server.url}/metrics and ${server.url}/healthz`, { url: server.url });
     }
     try {
-      await runWorker({
+      const report = await runWorker({
         catalog,
         store,
         id: args.id,
@@ -118,6 +119,18 @@ export const workerCommand: CommandModule<object, Args> = {
         log: logger,
         metrics,
       });
+      // Drained (--until-idle): the exit code says what became of the windows it took, as a single-machine run's does.
+      // A worker stopped by a signal exits 0: what it did not finish is offered to the others.
+      if (args['until-idle'] && !stop.signal.aborted) {
+        if (report.setupProblem) {
+          throw new ChainlakeError(`every window worker ${report.worker} took failed: ${report.setupProblem.problem}`, {
+            code: 'CHAINLAKE_USAGE',
+            hint: report.setupProblem.hint,
+          });
+        }
+        // A window fails "in strict mode" only under a strict job: the errors alone say whether that was all.
+        process.exitCode = exitCodeOf(report, true);
+      }
     } finally {
       await server?.close();
       await metricsClient?.end().catch(() => undefined);
