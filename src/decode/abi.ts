@@ -3,7 +3,7 @@
 
 import type { AbiEvent, AbiParameter } from 'viem';
 import { ChainlakeError } from '../errors.js';
-import { viem } from './viem.js';
+import { viem } from '../evm/viem.js';
 import { duckType } from './types.js';
 
 /** An ABI or event signature that cannot be decoded with. */
@@ -68,13 +68,4 @@ export function eventOfSignature(text: string): AbiEvent {
   return { ...e, anonymous };
 }
 
-/** topic_0 of a (non-anonymous) event: keccak256 of its canonical signature. */
-export const selectorOf = (e: AbiEvent): string => viem().toEventSelector(e).toLowerCase();
-
-/** `Name(type indexed name, …)` for docs. */
-export function signatureText(e: AbiEvent): string {
-  const t = (p: AbiParameter): string =>
-    p.type.startsWith('tuple') && 'components' in p ? `(${(p.components as readonly AbiParameter[]).map(t).join(', ')})${p.type.slice(5)}` : p.type;
-  const params = e.inputs.map((p) => `${t(p)}${(p as { indexed?: boolean }).indexed ? ' indexed' : ''}${p.name ? ` ${p.name}` : ''}`);
-  return `${e.name}(${params.join(', ')})${e.anonymous ? ' anonymous' : ''}`;
-}
+export { selectorOf, signatureText } from '../evm/abi.js';

@@ -29,7 +29,7 @@ export interface DecodeInput {
   workDir: string;
   /**
    * Names of the output tables: `<prefix><i>` (default `__decode_out_`). Plain tables of the shared in-memory
-   * database, so a decoding whose tables must outlive another's (decode/in-run.ts) needs a prefix of its own.
+   * database, so a decoding whose tables must outlive another's (pipeline/decode-in-run.ts) needs a prefix of its own.
    */
   prefix?: string;
 }

@@ -3,7 +3,7 @@
 // JSON lines of the dataset's columns, or a reason.
 
 import type { AbiParameter } from 'viem';
-import { viem } from './viem.js';
+import { viem } from '../evm/viem.js';
 import { signatureText } from './abi.js';
 import type { EventSource } from './datasets.js';
 import { topicCount } from './sql.js';

@@ -1,4 +1,4 @@
-import { entryCount, scannedList, type BlockRange, type FetchedPage } from './pager.js';
+import { entryCount, scannedList, type BlockRange, type FetchedPage } from './page.js';
 import { WindowError } from './errors.js';
 
 /**

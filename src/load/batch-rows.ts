@@ -2,8 +2,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { DatasetDef } from '../datasets/dataset.js';
-import { stagedSelect } from './commit.js';
-import type { StagedPages } from './schema.js';
+import { stagedSelect, type StagedPages } from './schema.js';
 import { literal } from './sql.js';
 
 /**

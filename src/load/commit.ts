@@ -9,17 +9,9 @@ import type { LakePaths } from './paths.js';
 import type { StagedFile } from '../ducklake/writer.js';
 import { copyLakeFile, measureLakeFiles, type CopiedFile, type LakeFile } from './lake-file.js';
 import type { LakeState } from './lake-state.js';
-import {
-  REJECTS_SHAPE,
-  STAGED_PARTITION,
-  datasetShape,
-  emptyTypedSelect,
-  stagedColumnsSpec,
-  stagedPagesSelect,
-  typedSelectList,
-  type StagedPages,
-  type TableShape,
-} from './schema.js';
+import { REJECTS_SHAPE, STAGED_PARTITION, datasetShape, emptyTypedSelect, stagedSelect, type StagedPages, type TableShape } from './schema.js';
+
+export { stagedSelect };
 import { ident, literal, literalList } from './sql.js';
 import { testHook } from './test-hooks.js';
 import { eachBounded } from './bounded.js';
@@ -165,19 +157,6 @@ interface PartitionRun {
 
 /** Connections writing a batch's partition files at once. */
 const COPY_CONNECTIONS = 3;
-
-/** The typed rows of a dataset's staged files (rows and pages as received), or throws when there are none. */
-export function stagedSelect(def: DatasetDef, runId: string, ingestedAt: string, stagedFiles: readonly string[], pageFiles: readonly StagedPages[]): string {
-  const staged: string[] = [];
-  if (stagedFiles.length) {
-    staged.push(
-      `SELECT ${typedSelectList(def, runId, ingestedAt)} FROM read_json(${literalList(stagedFiles)}, format='newline_delimited', columns=${stagedColumnsSpec(def)})`,
-    );
-  }
-  if (pageFiles.length) staged.push(stagedPagesSelect(def, runId, ingestedAt, pageFiles));
-  if (staged.length === 0) throw new Error(`no staged files of ${def.name}`);
-  return staged.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
-}
 
 /**
  * Rows merged at once: partitions are merged in slices of about this many rows, fresh and existing, so that

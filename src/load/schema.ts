@@ -207,3 +207,16 @@ export function stagedPagesSelect(def: DatasetDef, runId: string, ingestedAt: st
   });
   return selects.join(' UNION ALL ');
 }
+
+/** The typed rows of a dataset's staged files (rows and pages as received), or throws when there are none. */
+export function stagedSelect(def: DatasetDef, runId: string, ingestedAt: string, stagedFiles: readonly string[], pageFiles: readonly StagedPages[]): string {
+  const staged: string[] = [];
+  if (stagedFiles.length) {
+    staged.push(
+      `SELECT ${typedSelectList(def, runId, ingestedAt)} FROM read_json(${literalList(stagedFiles)}, format='newline_delimited', columns=${stagedColumnsSpec(def)})`,
+    );
+  }
+  if (pageFiles.length) staged.push(stagedPagesSelect(def, runId, ingestedAt, pageFiles));
+  if (staged.length === 0) throw new Error(`no staged files of ${def.name}`);
+  return staged.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
+}

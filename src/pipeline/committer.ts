@@ -37,7 +37,7 @@ export interface CommitterContext {
   now: () => number;
   /** See RunOptions.mergeSliceRows. */
   mergeSliceRows?: number;
-  /** Decodes each commit's event logs in the commit itself (decode/in-run.ts). */
+  /** Decodes each commit's event logs in the commit itself (pipeline/decode-in-run.ts). */
   decoder?: CommitDecoder;
 }
 

@@ -1,7 +1,23 @@
-import { scopeKindsOf } from '../datasets/dataset.js';
+import { scopeKindsOf, type ScopeKind } from '../datasets/dataset.js';
 import { datasetNames, getDataset } from '../datasets/registry.js';
-import { SCOPE_KEYS } from './job.js';
 import { STANDARD_CHOICES } from '../decode/spec.js';
+
+/** The job key of a dataset spec that feeds each scope kind (see src/datasets/dataset.ts). */
+export const SCOPE_KEYS: Record<ScopeKind, readonly string[]> = {
+  address: ['addresses'],
+  address_batch: ['addresses'],
+  transaction: ['transactions'],
+  contract: ['contracts'],
+  contract_topics: ['contracts', 'topics', 'operand', 'type'],
+  token: ['tokens'],
+  token_holder: ['pairs'],
+  block: ['blocks'],
+  block_or_latest: ['blocks'],
+  pool: ['pools'],
+  pid: ['pids'],
+  chart: ['charts'],
+  none: [],
+};
 
 /**
  * The JSON Schema of job files, generated from the dataset registry so it always names every dataset and

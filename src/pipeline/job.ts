@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { jobSchema } from './job-schema.js';
+import { jobSchema, SCOPE_KEYS } from './job-schema.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { datasetNames, DATASETS } from '../datasets/registry.js';
@@ -7,7 +7,7 @@ import { scopeKindsOf, type DatasetDef, type Network, type ScopeKind } from '../
 import type { Query } from '../extract/explorer.js';
 import type { RetryPolicy, Timeouts } from '../extract/transport.js';
 import { cronProblem } from '../schedule/cron.js';
-import { toChecksumAddress } from '../simulator/keccak.js';
+import { toChecksumAddress } from '../evm/keccak.js';
 import { ChainlakeError } from '../errors.js';
 import { parseDecodeSpec, type DecodeSpec } from '../decode/spec.js';
 
@@ -218,22 +218,7 @@ export const MAX_BLOCK_SCOPES = 100_000;
 export const BALANCE_BATCH = 20;
 const CHART_UNITS = ['minute', 'hour', 'day'];
 
-/** The job key of a dataset spec that feeds each scope kind (see src/datasets/dataset.ts). */
-export const SCOPE_KEYS: Record<ScopeKind, readonly string[]> = {
-  address: ['addresses'],
-  address_batch: ['addresses'],
-  transaction: ['transactions'],
-  contract: ['contracts'],
-  contract_topics: ['contracts', 'topics', 'operand', 'type'],
-  token: ['tokens'],
-  token_holder: ['pairs'],
-  block: ['blocks'],
-  block_or_latest: ['blocks'],
-  pool: ['pools'],
-  pid: ['pids'],
-  chart: ['charts'],
-  none: [],
-};
+export { SCOPE_KEYS };
 
 function list(r: Reader, v: unknown, where: string, what: string): unknown[] {
   if (!Array.isArray(v) || v.length === 0) r.fail(where, `must be a non-empty list of ${what}`);

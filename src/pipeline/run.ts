@@ -20,7 +20,7 @@ import { LakePaths } from '../load/paths.js';
 import { READER_HOLDER_PREFIX } from '../load/reader.js';
 import { recoverLake } from '../load/recovery.js';
 import { closeRunStaging, openRunStaging } from '../load/staging.js';
-import { RunDecoder } from '../decode/in-run.js';
+import { RunDecoder } from './decode-in-run.js';
 import { RowTransformer } from '../transform/rows.js';
 import { BatchCommitter } from './committer.js';
 import { executeWindow, failureOf, type Clients, type WindowOutcome } from './execute.js';

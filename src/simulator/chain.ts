@@ -4,7 +4,7 @@
 
 import { Rng, hash2, hash3, mix32, unmix32 } from './rng.js';
 import { word8 } from './hex.js';
-import { checksumAsciiInto, toChecksumAddress } from './keccak.js';
+import { checksumAsciiInto, toChecksumAddress } from '../evm/keccak.js';
 import { type ByteOut, lit } from './bytes.js';
 
 export type Network = 'mainnet' | 'testnet';

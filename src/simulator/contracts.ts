@@ -2,7 +2,7 @@
 
 import { A_CREATED0, A_ERC20_0, A_ERC721_0, A_POOL0, A_STAKING, Chain, ERC20_META, ERC721_META, N_ERC20, N_ERC721, N_POOLS } from './chain.js';
 import { isVerifiedAtGenesis } from './examples.js';
-import { keccak256Hex } from './keccak.js';
+import { keccak256Hex } from '../evm/keccak.js';
 import { hash2, hash3 } from './rng.js';
 import { word8 } from './hex.js';
 import { A_MULTI, A_SHOWCASE, multiAbi, showcaseAbi } from './token-events.js';

@@ -19,7 +19,7 @@ import {
   N_ERC721,
 } from './chain.js';
 import { VerifiedRecord, abiOf, contractCode, contractKind, verifiedRecord } from './contracts.js';
-import type { ExplorerCtx, Results } from './explorer.js';
+import type { ExplorerCtx, Results } from './handler.js';
 import { gweiToWei, isHash, isoSeconds, pad64, word8 } from './hex.js';
 import { closePage, nextRow, openPage } from './page.js';
 import { ApiError, blockRange, checkWindow, parseBlockParam, parseBool, parseEnum, parseLimit, parseOffset, requireAddress, requireHash } from './params.js';

@@ -2,37 +2,13 @@
 // request, and returns the `results` JSON text plus the number of rows it served.
 
 import { Chain, Csr } from './chain.js';
-import type { VerifiedRecord } from './contracts.js';
+import type { ExplorerCtx, Handler, Results } from './handler.js';
 import { HANDLERS } from './endpoints.js';
 import { ApiError, blockRange, checkWindow, parseBlockParam, parseBool, parseEnum, parseLimit, parseOffset, requireAddress } from './params.js';
 import { renderBlock, writeTx, writeTxSimple } from './render.js';
 import { closePage, nextRow, openPage } from './page.js';
-import type { Dialect } from './dialect.js';
 
-export interface ExplorerCtx {
-  chain: Chain;
-  head: number;
-  query: URLSearchParams;
-  params: string[];
-  body: unknown;
-  resultWindow: number;
-  state: ExplorerState;
-  /** `real`: event logs by address alone, carrying an `id` (src/simulator/dialect.ts). */
-  dialect?: Dialect;
-}
-export interface ExplorerState {
-  verified: Map<string, VerifiedRecord>;
-}
-
-export interface Results {
-  results: string | Buffer;
-  rows: number;
-  /** The results bytes already hold the whole success envelope (saves a copy on the hot path). */
-  enveloped?: boolean;
-  /** Called once the results bytes are no longer needed, so their buffer can be reused. */
-  release?: () => void;
-}
-export type Handler = (ctx: ExplorerCtx) => Results;
+export type { ExplorerCtx, ExplorerState, Handler, Results } from './handler.js';
 
 export interface Route {
   method: 'GET' | 'POST';

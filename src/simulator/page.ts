@@ -4,7 +4,7 @@
 // to the response without a copy and taken back once the socket has it (ByteOut.takeOwned).
 
 import { ByteOut, ascii } from './bytes.js';
-import type { Results } from './explorer.js';
+import type { Results } from './handler.js';
 
 const out = new ByteOut();
 const OPEN = ascii('{"status":"200","message":"OK","results":{"count":"');

@@ -10,10 +10,10 @@
 // listings do not).
 
 import type { AbiEvent } from 'viem';
-import { signatureText } from '../decode/abi.js';
-import { viem } from '../decode/viem.js';
+import { signatureText } from '../evm/abi.js';
+import { viem } from '../evm/viem.js';
 import { A_CREATED0, A_ERC20_0, A_ERC721_0, A_POOL0, A_WHALE, A_ZERO, Chain, N_ERC20, N_ERC721, NONE, WEIRD_TOKEN } from './chain.js';
-import { keccak256Hex } from './keccak.js';
+import { keccak256Hex } from '../evm/keccak.js';
 import { hash2, hash3 } from './rng.js';
 
 /** The ERC-1155 multi-token contract and the Showcase contract (created contracts verified at genesis). */

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { toChecksumAddress } from '../../src/simulator/keccak.js';
+import { toChecksumAddress } from '../../src/evm/keccak.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { runCli, runCliInProcess } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';

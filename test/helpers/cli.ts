@@ -1,6 +1,5 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
-import { runCli as runParser } from '../../src/cli/cli.js';
 
 export const CLI = path.resolve('dist/cli/main.js');
 
@@ -40,6 +39,8 @@ export function runCli(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: st
 export async function runCliInProcess(args: string[]): Promise<CliResult> {
   let stdout = '';
   let stderr = '';
+  // Loaded on first use: a test that only spawns the built CLI does not load the parser's sources.
+  const { runCli: runParser } = await import('../../src/cli/cli.js');
   const code = await runParser(args, { out: (t) => (stdout += t), err: (t) => (stderr += t) });
   return { code: code ?? 0, signal: null, stdout, stderr };
 }

@@ -230,7 +230,7 @@ describe('GET /v1/event-logs (#18)', () => {
     // find the unnamed log topic through a transaction of the pool
     const page = await api(sim, `/v1/event-logs?address=${pool}&topic_0=${sim.examples.transferTopic}`);
     expect(page.json.results.count).toBe('0');
-    const topicSwap = '0x' + (await import('../../src/simulator/keccak.js')).keccak256Hex('Swap(address,uint256,uint256,uint256,uint256,address)').slice(2);
+    const topicSwap = '0x' + (await import('../../src/evm/keccak.js')).keccak256Hex('Swap(address,uint256,uint256,uint256,uint256,address)').slice(2);
     const sw = await api(sim, `/v1/event-logs?address=${pool}&topic_0=${topicSwap}&start_block=1000&end_block=3000&limit=1000`);
     expect(Number(sw.json.results.count)).toBeGreaterThan(10);
     for (const e of sw.json.results.data) {

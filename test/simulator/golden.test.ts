@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { A_BUSY0, A_ERC20_0, A_ERC721_0, A_POOL0, A_STAKING, A_WHALE, A_ZERO, K_CALL, N_BUSY, N_ERC20, N_ERC721, N_POOLS } from '../../src/simulator/chain.js';
 import { unnamedTopic } from '../../src/simulator/contracts.js';
-import { keccak256Hex } from '../../src/simulator/keccak.js';
+import { keccak256Hex } from '../../src/evm/keccak.js';
 import { get } from './helpers.js';
 
 let sim: RunningSimulator;

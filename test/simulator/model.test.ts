@@ -6,7 +6,7 @@ import { ByteOut } from '../../src/simulator/bytes.js';
 import { chainFor, startSimulator } from '../../src/simulator/index.js';
 import { renderTx, renderTxSimple, tokenAmount, tokenAmountHex, tokenIdHex, writeTx, writeTxSimple } from '../../src/simulator/render.js';
 import { writeAmount, writeAmountHex, writeTokenIdHex } from '../../src/simulator/render-logs.js';
-import { keccak256Hex, toChecksumAddress } from '../../src/simulator/keccak.js';
+import { keccak256Hex, toChecksumAddress } from '../../src/evm/keccak.js';
 import { mix32, unmix32 } from '../../src/simulator/rng.js';
 import { get } from './helpers.js';
 

@@ -11,13 +11,13 @@ import { Accounting } from '../extract/accounting.js';
 import type { ExplorerClient } from '../extract/explorer.js';
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
-import type { Job } from '../pipeline/job.js';
-import type { Logger } from '../pipeline/log.js';
-import type { RunReport } from '../pipeline/report.js';
-import type { DecodedDataset } from './datasets.js';
-import { CommitDecoding } from './in-commit.js';
-import { decodeLake, skippedList, skippedText, type DecodeReport } from './lake.js';
-import { resolveDatasets } from './spec.js';
+import type { Job } from './job.js';
+import type { Logger } from './log.js';
+import type { RunReport } from './report.js';
+import type { DecodedDataset } from '../decode/datasets.js';
+import { CommitDecoding } from '../decode/in-commit.js';
+import { decodeLake, skippedList, skippedText, type DecodeReport } from '../decode/lake.js';
+import { resolveDatasets } from '../decode/spec.js';
 import { chainlakeCodeOf } from '../errors.js';
 
 export interface InRunContext {

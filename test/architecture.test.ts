@@ -1,0 +1,123 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+// The layers of src/, highest first (docs/architecture.md, "Layers"). A module may import its own layer's
+// modules and any lower layer's; an import that points up, or any cycle between files, fails here with the
+// files named. Type-only imports count: a type names a dependency as much as a value does.
+const LAYERS: readonly (readonly string[])[] = [
+  ['cli', 'index.ts'],
+  ['distributed', 'pipeline', 'observe'],
+  ['load', 'decode'],
+  ['simulator'],
+  ['extract', 'transform', 'ducklake'],
+  ['datasets', 'schedule'],
+  ['evm'],
+  ['errors.ts'],
+];
+/** Who may import the simulator (a test and demo server, not a stage): the CLI, and these files, each for a reason. */
+const SIMULATOR_IMPORTERS: Readonly<Record<string, string>> = {
+  // `"target": "simulator"`: a job (the library's too) runs against the embedded simulator, started for the run.
+  'src/pipeline/run.ts': 'the embedded target',
+};
+
+/** The layer of a file under src/: its folder, or the file itself at the top. */
+const unitOf = (file: string): string => file.split('/')[1]!;
+const rankOf = (file: string): number => {
+  const i = LAYERS.findIndex((l) => l.includes(unitOf(file)));
+  if (i < 0) throw new Error(`${file}: ${unitOf(file)} is in no layer of test/architecture.test.ts: place it`);
+  return LAYERS.length - i;
+};
+
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.posix.join(dir, e.name);
+    return e.isDirectory() ? sources(p) : p.endsWith('.ts') ? [p] : [];
+  });
+}
+
+/** Each file's relative imports (static, dynamic, type-only and re-exports), as paths of src/ files. */
+function importGraph(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  for (const file of sources('src')) {
+    const { importedFiles } = ts.preProcessFile(readFileSync(file, 'utf8'), true, true);
+    graph.set(
+      file,
+      importedFiles
+        .map((i) => i.fileName)
+        .filter((name) => name.startsWith('.'))
+        .map((name) => path.posix.normalize(path.posix.join(path.posix.dirname(file), name.replace(/\.js$/, '.ts')))),
+    );
+  }
+  return graph;
+}
+
+/** The cycles among `graph`'s files, each as the files along it (Tarjan's strongly connected components). */
+function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  let next = 0;
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!graph.has(w)) continue;
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v)!, low.get(w)!));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v)!, index.get(w)!));
+    }
+    if (low.get(v) === index.get(v)) {
+      const component: string[] = [];
+      let w: string;
+      do {
+        w = stack.pop()!;
+        onStack.delete(w);
+        component.push(w);
+      } while (w !== v);
+      if (component.length > 1 || (graph.get(v) ?? []).includes(v)) found.push(component.sort());
+    }
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return found;
+}
+
+describe('architecture', () => {
+  const graph = importGraph();
+
+  it('every import resolves to a file of src/', () => {
+    const missing = [...graph].flatMap(([from, to]) => to.filter((t) => !graph.has(t)).map((t) => `${from} -> ${t}`));
+    expect(missing).toEqual([]);
+  });
+
+  it('every import points down (or within its layer)', () => {
+    const upward = [...graph].flatMap(([from, to]) => to.filter((t) => rankOf(t) > rankOf(from)).map((t) => `${from} -> ${t}`));
+    expect(upward, 'imports that point up a layer').toEqual([]);
+  });
+
+  it('nothing but the CLI (and the files named, each for a reason) imports the simulator', () => {
+    const importers = [...graph].flatMap(([from, to]) =>
+      to.some((t) => unitOf(t) === 'simulator') && !['simulator', 'cli'].includes(unitOf(from)) && !(from in SIMULATOR_IMPORTERS) ? [from] : [],
+    );
+    expect(importers).toEqual([]);
+  });
+
+  it('no cycle between files', () => {
+    expect(cycles(graph).map((c) => c.join(' <-> '))).toEqual([]);
+  });
+
+  it('sees an upward import and a cycle (the check itself)', () => {
+    const g = new Map([
+      ['src/load/a.ts', ['src/cli/b.ts']],
+      ['src/cli/b.ts', ['src/load/a.ts']],
+    ]);
+    expect([...g].flatMap(([from, to]) => to.filter((t) => rankOf(t) > rankOf(from)))).toEqual(['src/cli/b.ts']);
+    expect(cycles(g)).toEqual([['src/cli/b.ts', 'src/load/a.ts']]);
+  });
+});
