@@ -1,14 +1,12 @@
 // The command-line parser as a function: importing it has no side effects (no handlers on the process's
 // streams, no environment changes, no runtime tuning), so tests run flags, help and usage errors in-process.
 // main.ts is the bin that calls it.
-import { readFileSync } from 'node:fs';
 import yargs from 'yargs';
 import { chainlakeCodeOf } from '../errors.js';
 import { COMMANDS, commandOf } from './command-registry.js';
 import { CatalogDamagedError, isCatalogDamage } from '../load/catalog-damage.js';
 import { CliError, exitCodeOfError } from './exit-codes.js';
-
-const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+import { packageVersion, versionText } from './version.js';
 
 /** A write to a pipe whose reader is gone (`chainlake query … | head`): not an error. */
 export const closedPipe = (e: unknown): boolean => (e as NodeJS.ErrnoException | undefined)?.code === 'EPIPE';
@@ -41,6 +39,8 @@ async function parse(argv: string[]): Promise<string> {
   const named = commandOf(argv);
   const loaders = named ? [COMMANDS[named]!] : argv.includes('--version') ? [] : Object.values(COMMANDS);
   const commands = await Promise.all(loaders.map((load) => load()));
+  // The full text loads DuckDB and may ask git: only when it is printed.
+  const version = argv.includes('--version') ? await versionText() : packageVersion();
   let cli = yargs(argv)
     .scriptName('chainlake')
     .usage('$0 <command> [options]\n\nExport a blockchain explorer API and a finance API into a typed Parquet lake that DuckDB queries.')
@@ -57,7 +57,7 @@ async function parse(argv: string[]): Promise<string> {
     .demandCommand(1, 'Name a command (see --help).')
     .strict()
     .recommendCommands()
-    .version(pkg.version)
+    .version(version)
     .help()
     .alias('help', 'h')
     .wrap(Math.min(110, process.stdout.columns || 100))

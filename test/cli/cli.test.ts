@@ -27,7 +27,7 @@ describe('chainlake CLI', () => {
     const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
     const v = await runCliInProcess(['--version']);
     expect(v.code).toBe(0);
-    expect(v.stdout.trim()).toBe(pkg.version);
+    expect(v.stdout.trim()).toMatch(new RegExp(`^${pkg.version.replace(/\./g, '\\.')} \\(duckdb v`));
     for (const cmd of ['run', 'export', 'query', 'describe', 'simulate']) {
       const h = await runCliInProcess([cmd, '--help']);
       expect(h.code, cmd).toBe(0);

@@ -1,0 +1,32 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { version as duckdbVersion } from '@duckdb/node-api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { versionText } from '../../src/cli/version.js';
+import { runCliInProcess } from '../helpers/cli.js';
+import { tempDir } from '../helpers/lake.js';
+
+let dir: string;
+let cleanup: () => Promise<void>;
+beforeAll(async () => ({ dir, cleanup } = await tempDir()));
+afterAll(async () => cleanup?.());
+
+const pkgVersion = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
+
+describe('the CLI’s rough edges (issue 37)', () => {
+  it('--version names the DuckDB library and, from a checkout, the commit', async () => {
+    const v = await runCliInProcess(['--version']);
+    expect(v.code).toBe(0);
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    expect(v.stdout).toBe(`${pkgVersion} (duckdb ${duckdbVersion()}, commit ${commit})\n`);
+    expect(duckdbVersion()).toMatch(/^v\d+\.\d+\.\d+/);
+  });
+
+  it('--version of a package folder that is not a checkout has no commit', async () => {
+    // As an install in node_modules: a package.json and no .git.
+    await writeFile(path.join(dir, 'package.json'), JSON.stringify({ name: 'chainlake', version: '9.8.7' }));
+    expect(await versionText(dir)).toBe(`9.8.7 (duckdb ${duckdbVersion()})`);
+  });
+});
