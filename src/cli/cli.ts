@@ -6,6 +6,7 @@ import { chainlakeCodeOf } from '../errors.js';
 import { COMMANDS, commandOf } from './command-registry.js';
 import { CatalogDamagedError, isCatalogDamage } from '../load/catalog-damage.js';
 import { CliError, exitCodeOfError } from './exit-codes.js';
+import { DEFAULT_LAKE, LAKE_ENV } from './lake-target.js';
 import { packageVersion, versionText } from './version.js';
 
 /** A write to a pipe whose reader is gone (`chainlake query … | head`): not an error. */
@@ -50,9 +51,13 @@ async function parse(argv: string[]): Promise<string> {
   for (const command of commands) cli = cli.command(command);
   cli = cli
     .middleware((a) => {
-      // What an unset variable gives (`--lake "$LAKE"`): an empty path would put the lake in the working directory.
+      // What an unset variable gives (`--lake "$DIR"`): an empty path would put the lake in the working directory.
       if (typeof a.lake === 'string' && a.lake.trim() === '')
-        throw new CliError('--lake is empty (is $LAKE unset?): name the lake folder, e.g. --lake data/lake', 'CHAINLAKE_USAGE');
+        throw new CliError(
+          '--lake is empty (is the variable it was given unset?)',
+          'CHAINLAKE_USAGE',
+          `name the lake folder, e.g. --lake ${DEFAULT_LAKE}, or leave --lake out (the job's lake, else $${LAKE_ENV}, else ${DEFAULT_LAKE})`,
+        );
     }, true)
     .demandCommand(1, 'Name a command (see --help).')
     .strict()

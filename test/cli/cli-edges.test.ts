@@ -29,4 +29,16 @@ describe('the CLI’s rough edges (issue 37)', () => {
     await writeFile(path.join(dir, 'package.json'), JSON.stringify({ name: 'chainlake', version: '9.8.7' }));
     expect(await versionText(dir)).toBe(`9.8.7 (duckdb ${duckdbVersion()})`);
   });
+
+  it('a hint names the lake’s real variable, CHAINLAKE_LAKE, never $LAKE', async () => {
+    const empty = await runCliInProcess(['query', '--lake', '', 'SELECT 1']);
+    expect(empty.code).toBe(2);
+    expect(empty.stderr).toContain(
+      "hint: name the lake folder, e.g. --lake data/lake, or leave --lake out (the job's lake, else $CHAINLAKE_LAKE, else data/lake)",
+    );
+    const none = await runCliInProcess(['query', '--lake', path.join(dir, 'no-lake-here'), 'SELECT 1']);
+    expect(none.code).toBe(2);
+    expect(none.stderr).toContain('hint: check --lake (or $CHAINLAKE_LAKE): it names the folder a run wrote');
+    expect(empty.stderr + none.stderr).not.toMatch(/\$LAKE\b/);
+  });
 });
