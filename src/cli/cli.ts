@@ -59,6 +59,7 @@ async function parse(argv: string[]): Promise<string> {
           `name the lake folder, e.g. --lake ${DEFAULT_LAKE}, or leave --lake out (the job's lake, else $${LAKE_ENV}, else ${DEFAULT_LAKE})`,
         );
     }, true)
+    .completion('completion', 'Print a bash/zsh completion script (source it from ~/.bashrc or ~/.zshrc)')
     .demandCommand(1, 'Name a command (see --help).')
     .strict()
     .recommendCommands()

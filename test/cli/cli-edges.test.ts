@@ -41,4 +41,14 @@ describe('the CLI’s rough edges (issue 37)', () => {
     expect(none.stderr).toContain('hint: check --lake (or $CHAINLAKE_LAKE): it names the folder a run wrote');
     expect(empty.stderr + none.stderr).not.toMatch(/\$LAKE\b/);
   });
+
+  it('`chainlake completion` prints a shell completion script that asks chainlake for the words', async () => {
+    const r = await runCliInProcess(['completion']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('complete -o bashdefault -o default -F _chainlake_yargs_completions chainlake');
+    expect(r.stdout).toContain('chainlake --get-yargs-completions');
+    // What the script asks: a command's own flags.
+    const words = await runCliInProcess(['--get-yargs-completions', 'chainlake', 'query', '--fo']);
+    expect(words.stdout.split('\n')).toEqual(expect.arrayContaining(['--format', '--output', '--lake']));
+  });
 });
