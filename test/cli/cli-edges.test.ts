@@ -5,7 +5,8 @@ import path from 'node:path';
 import { version as duckdbVersion } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { versionText } from '../../src/cli/version.js';
-import { runCliInProcess } from '../helpers/cli.js';
+import { startSimulator } from '../../src/simulator/index.js';
+import { runCli, runCliInProcess } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 
 let dir: string;
@@ -50,5 +51,39 @@ describe('the CLI’s rough edges (issue 37)', () => {
     // What the script asks: a command's own flags.
     const words = await runCliInProcess(['--get-yargs-completions', 'chainlake', 'query', '--fo']);
     expect(words.stdout.split('\n')).toEqual(expect.arrayContaining(['--format', '--output', '--lake']));
+  });
+
+  it('verify-contract: a bad address exits 2; a refusal prints the API’s reason; --format json is one object', async () => {
+    const src = path.join(dir, 'Vault.sol');
+    await writeFile(src, 'pragma solidity ^0.8.24;\ncontract Vault { uint256 public total; }\n');
+    const bad = await runCliInProcess(['verify-contract', '0x12', '--source', src, '--name', 'Vault', '--compiler', 'v0.8.24']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('chainlake: verify-contract <address>: not an address (0x + 40 hex digits): "0x12"');
+    const sim = await startSimulator({ seed: 5 });
+    try {
+      const env = { CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: sim.apiKey };
+      const contract = sim.examples.unverifiedContract;
+      const args = ['verify-contract', contract, '--source', src, '--compiler', 'v0.8.24'];
+      const refused = await runCli([...args, '--name', 'Other'], { env });
+      expect(refused.code).toBe(1);
+      expect(refused.stdout).toBe(
+        `not verified: the API did not accept the source of ${contract.toLowerCase()} as Other: Fail - Unable to verify: the source does not declare contract Other\n`,
+      );
+      const refusedJson = await runCli([...args, '--name', 'Other', '--format', 'json'], { env });
+      expect(refusedJson.code).toBe(1);
+      expect(JSON.parse(refusedJson.stdout)).toEqual({
+        address: contract.toLowerCase(),
+        name: 'Other',
+        network: 'mainnet',
+        verified: false,
+        message: 'Fail - Unable to verify: the source does not declare contract Other',
+      });
+      const ok = await runCli([...args, '--name', 'Vault', '--format', 'json'], { env });
+      expect(ok.code, ok.stderr).toBe(0);
+      expect(ok.stdout.trim().split('\n')).toHaveLength(1);
+      expect(JSON.parse(ok.stdout)).toEqual({ address: contract.toLowerCase(), name: 'Vault', network: 'mainnet', verified: true, message: 'OK' });
+    } finally {
+      await sim.close();
+    }
   });
 });
