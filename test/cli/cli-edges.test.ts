@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { versionText } from '../../src/cli/version.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { runCli, runCliInProcess } from '../helpers/cli.js';
-import { tempDir } from '../helpers/lake.js';
+import { queryCatalog, tempDir } from '../helpers/lake.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -85,5 +85,32 @@ describe('the CLI’s rough edges (issue 37)', () => {
     } finally {
       await sim.close();
     }
+  });
+
+  it('maintain --format json prints one object of what it did, and on which lake', async () => {
+    const sim = await startSimulator({ seed: 6 });
+    const lake = path.join(dir, 'maintained');
+    try {
+      const env = { CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: sim.apiKey };
+      const address = sim.examples.addresses[0]!;
+      const e = await runCli(['export', 'transactions', '--address', address, '--lake', lake, '-q'], { env });
+      expect(e.code, e.stderr).toBe(0);
+    } finally {
+      await sim.close();
+    }
+    const before = Number((await queryCatalog(lake, 'SELECT count(*) AS n FROM ducklake_snapshot'))[0]!.n);
+    expect(before).toBeGreaterThan(1);
+    const r = await runCli(['maintain', '--lake', lake, '--keep-snapshots', '1', '--format', 'json']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout.trim().split('\n')).toHaveLength(1);
+    expect(JSON.parse(r.stdout)).toEqual({
+      kind: 'local',
+      lake,
+      from: 'flag',
+      expiredSnapshots: before - 1,
+      deletedFiles: expect.any(Number),
+      orphansRemoved: 0,
+      orphansKept: 0,
+    });
   });
 });
