@@ -1,14 +1,13 @@
 // The command-line parser as a function: importing it has no side effects (no handlers on the process's
 // streams, no environment changes, no runtime tuning), so tests run flags, help and usage errors in-process.
 // main.ts is the bin that calls it.
-import { readFileSync } from 'node:fs';
 import yargs from 'yargs';
 import { chainlakeCodeOf } from '../errors.js';
 import { COMMANDS, commandOf } from './command-registry.js';
 import { CatalogDamagedError, isCatalogDamage } from '../load/catalog-damage.js';
 import { CliError, exitCodeOfError } from './exit-codes.js';
-
-const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+import { DEFAULT_LAKE, LAKE_ENV } from './lake-target.js';
+import { packageVersion, versionText } from './version.js';
 
 /** A write to a pipe whose reader is gone (`chainlake query … | head`): not an error. */
 export const closedPipe = (e: unknown): boolean => (e as NodeJS.ErrnoException | undefined)?.code === 'EPIPE';
@@ -41,6 +40,8 @@ async function parse(argv: string[]): Promise<string> {
   const named = commandOf(argv);
   const loaders = named ? [COMMANDS[named]!] : argv.includes('--version') ? [] : Object.values(COMMANDS);
   const commands = await Promise.all(loaders.map((load) => load()));
+  // The full text loads DuckDB and may ask git: only when it is printed.
+  const version = argv.includes('--version') ? await versionText() : packageVersion();
   let cli = yargs(argv)
     .scriptName('chainlake')
     .usage('$0 <command> [options]\n\nExport a blockchain explorer API and a finance API into a typed Parquet lake that DuckDB queries.')
@@ -50,14 +51,19 @@ async function parse(argv: string[]): Promise<string> {
   for (const command of commands) cli = cli.command(command);
   cli = cli
     .middleware((a) => {
-      // What an unset variable gives (`--lake "$LAKE"`): an empty path would put the lake in the working directory.
+      // What an unset variable gives (`--lake "$DIR"`): an empty path would put the lake in the working directory.
       if (typeof a.lake === 'string' && a.lake.trim() === '')
-        throw new CliError('--lake is empty (is $LAKE unset?): name the lake folder, e.g. --lake data/lake', 'CHAINLAKE_USAGE');
+        throw new CliError(
+          '--lake is empty (is the variable it was given unset?)',
+          'CHAINLAKE_USAGE',
+          `name the lake folder, e.g. --lake ${DEFAULT_LAKE}, or leave --lake out (the job's lake, else $${LAKE_ENV}, else ${DEFAULT_LAKE})`,
+        );
     }, true)
+    .completion('completion', 'Print a bash/zsh completion script (source it from ~/.bashrc or ~/.zshrc)')
     .demandCommand(1, 'Name a command (see --help).')
     .strict()
     .recommendCommands()
-    .version(pkg.version)
+    .version(version)
     .help()
     .alias('help', 'h')
     .wrap(Math.min(110, process.stdout.columns || 100))

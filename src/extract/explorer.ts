@@ -135,6 +135,14 @@ export class ExplorerClient implements ApiCaller {
 
   /** #16 POST /v1/contracts/{address}/verify: true when the API verified the source (results 1). */
   async verifyContract(address: string, req: VerifyRequest, acct: Accounting): Promise<boolean> {
+    return (await this.verifyContractOutcome(address, req, acct)).verified;
+  }
+
+  /**
+   * As verifyContract, with the envelope's `message`: when the API refuses, its own reason (which a person
+   * needs to fix the submission), where it gives one.
+   */
+  async verifyContractOutcome(address: string, req: VerifyRequest, acct: Accounting): Promise<{ verified: boolean; message?: string }> {
     const a = encodeURIComponent(ExplorerClient.address(address, 'explorer #16: contract address'));
     need(typeof req.source === 'string' && req.source.length > 0, 'explorer #16: the contract source must be non-empty text');
     need(Number.isInteger(req.runsOptimizer) && req.runsOptimizer >= 0, `explorer #16: runsOptimizer must be a non-negative integer, got ${req.runsOptimizer}`);
@@ -147,9 +155,22 @@ export class ExplorerClient implements ApiCaller {
       constructor_arguments: req.constructorArguments ?? '',
       libraries: req.libraries ?? [],
     };
-    const r = await this.post('explorer #16', `/v1/contracts/${a}/verify`, body, acct);
-    if (r === 1 || r === '1') return true;
-    if (r === 0 || r === '0') return false;
+    const { results: r, message } = await this.transport.call(
+      {
+        endpoint: 'explorer #16',
+        url: buildUrl(this.config.baseUrl, `/v1/contracts/${a}/verify`),
+        method: 'POST',
+        headers: this.headers({ 'content-type': 'application/json' }),
+        body: JSON.stringify(body),
+      },
+      (envelope) => ({
+        results: checkExplorerEnvelope(envelope),
+        message: typeof (envelope as { message?: unknown }).message === 'string' ? (envelope as { message: string }).message : undefined,
+      }),
+      acct,
+    );
+    if (r === 1 || r === '1') return { verified: true, message };
+    if (r === 0 || r === '0') return { verified: false, message };
     throw new ShapeError('explorer #16', `/v1/contracts/${a}/verify`, `results is ${JSON.stringify(r)?.slice(0, 60)}, expected 0 or 1`);
   }
 }

@@ -28,7 +28,7 @@ export class NoLakeError extends ChainlakeError {
       code: 'CHAINLAKE_NO_LAKE',
       hint: existsSync(paths.stagingRoot)
         ? 'the lake folder is there but its catalog is gone: `chainlake catalog rebuild` recreates it from the files'
-        : 'check --lake (or $LAKE): it names the folder a run wrote',
+        : 'check --lake (or $CHAINLAKE_LAKE): it names the folder a run wrote',
     });
   }
 }

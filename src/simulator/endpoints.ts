@@ -435,7 +435,10 @@ function verify(ctx: ExplorerCtx): Results {
       verify_date: isoSeconds(c.blockSeconds(ctx.head)),
     });
   }
-  return { results: ok ? '"1"' : '"0"', rows: 0 };
+  // Why it failed, as an explorer says it: the message is the only place a refused submission learns why.
+  const reason =
+    i < 0 || !c.isContract(i) ? `Fail - Unable to verify: ${raw} is not a contract` : `Fail - Unable to verify: the source does not declare contract ${name}`;
+  return ok ? { results: '"1"', rows: 0 } : { results: '"0"', rows: 0, message: reason };
 }
 
 // ---- #18 event logs --------------------------------------------------------------------------------------

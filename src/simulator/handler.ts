@@ -27,5 +27,7 @@ export interface Results {
   enveloped?: boolean;
   /** Called once the results bytes are no longer needed, so their buffer can be reused. */
   release?: () => void;
+  /** The envelope's `message`, where a handler says more than the success word (a refused verification's reason). */
+  message?: string;
 }
 export type Handler = (ctx: ExplorerCtx) => Results;

@@ -373,9 +373,11 @@ export class SimServer {
       });
       const okBody = r.enveloped
         ? r.results
-        : typeof r.results === 'string'
-          ? OK_PREFIX + r.results + '}'
-          : Buffer.concat([OK_PREFIX_BYTES, r.results, CLOSE_BYTES]);
+        : r.message !== undefined
+          ? `{"status":"200","message":${JSON.stringify(r.message)},"results":${r.results.toString()}}`
+          : typeof r.results === 'string'
+            ? OK_PREFIX + r.results + '}'
+            : Buffer.concat([OK_PREFIX_BYTES, r.results, CLOSE_BYTES]);
       return { status: 200, body: okBody, rows: r.rows, release: r.enveloped ? r.release : undefined };
     } catch (e) {
       if (e instanceof ApiError) {

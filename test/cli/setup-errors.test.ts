@@ -59,7 +59,7 @@ describe('setup errors exit 2 and name the fix', { timeout: 300_000 }, () => {
     for (const cmd of [['export', 'transactions', '--address', address], ['query', 'SELECT 1'], ['status']]) {
       const empty = await runCli([...cmd, '--lake', ''], { env: env(), cwd: dir });
       expect(empty.code, cmd[0]).toBe(2);
-      expect(empty.stderr, cmd[0]).toMatch(/--lake is empty \(is \$LAKE unset\?\)/);
+      expect(empty.stderr, cmd[0]).toMatch(/--lake is empty \(is the variable it was given unset\?\)/);
     }
 
     const report = path.join(dir, 'no-such-folder', 'report.json');

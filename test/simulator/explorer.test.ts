@@ -151,7 +151,7 @@ describe('contracts (#14-#16)', () => {
         libraries: [],
       };
       const wrong = await post(url, { ...body, contract_name: 'Other' }, h);
-      expect(wrong.json).toEqual({ status: '200', message: 'OK', results: '0' });
+      expect(wrong.json).toEqual({ status: '200', message: 'Fail - Unable to verify: the source does not declare contract Other', results: '0' });
       expect((await post(url, { compiler: 'x' }, h)).status).toBe(400);
       expect((await post(url, { ...body, contract_source: '%%%' }, h)).status).toBe(400);
       expect((await post(url, { ...body, runs_optimizer: 'many' }, h)).status).toBe(400);

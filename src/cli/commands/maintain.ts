@@ -2,7 +2,8 @@ import type { CommandModule } from 'yargs';
 import { checkCatalogUrl } from '../../distributed/control-plane.js';
 import { maintainLake, parseDuration } from '../../distributed/maintain.js';
 import { CliError } from '../exit-codes.js';
-import { describeTarget, resolveLakeTarget, withLakeOptions } from '../lake-target.js';
+import { redactUrl } from '../../distributed/url.js';
+import { describeTarget, resolveLakeTarget, withLakeOptions, type LakeTarget } from '../lake-target.js';
 import { existsSync } from 'node:fs';
 import { LakePaths } from '../../load/paths.js';
 import { maintainLocalLake } from '../../load/maintenance.js';
@@ -14,6 +15,13 @@ interface Args {
   'expire-older-than'?: string;
   'keep-snapshots'?: number;
   'orphans-older-than': string;
+  format: 'text' | 'json';
+}
+
+/** What `--format json` prints: the lake, where the choice came from, and what was done (the URL without a password). */
+function jsonLine(t: LakeTarget, r: { expiredSnapshots: number; deletedFiles: number; orphansRemoved: number; orphansKept: number }): string {
+  const lake = t.kind === 'local' ? { kind: 'local', lake: t.lake, from: t.from } : { kind: 'distributed', catalog: redactUrl(t.catalog), from: t.from };
+  return `${JSON.stringify({ ...lake, expiredSnapshots: r.expiredSnapshots, deletedFiles: r.deletedFiles, orphansRemoved: r.orphansRemoved, orphansKept: r.orphansKept })}\n`;
 }
 
 const duration = (text: string, flag: string): number => {
@@ -36,6 +44,12 @@ export const maintainCommand: CommandModule<object, Args> = {
         type: 'string',
         default: '1h',
         describe: 'Remove files nothing refers to once older than this (files a live worker is writing are younger)',
+      })
+      .option('format', {
+        choices: ['text', 'json'] as const,
+        default: 'text' as const,
+        describe:
+          'A line of text, or one JSON object of what was done (kind, lake or catalog, from, expiredSnapshots, deletedFiles, orphansRemoved, orphansKept)',
       })
       .example('$0 maintain --expire-older-than 7d', 'Keep a week of time travel; free the rest')
       .example('$0 maintain --lake data/lake --keep-snapshots 1', 'A single-machine lake: keep only its newest snapshot')
@@ -61,6 +75,7 @@ export const maintainCommand: CommandModule<object, Args> = {
         keepSnapshots: keep,
         orphanGraceSeconds: duration(args['orphans-older-than'], '--orphans-older-than'),
       });
+      if (args.format === 'json') return void process.stdout.write(jsonLine(target, r));
       process.stdout.write(
         `${which}: expired ${r.expiredSnapshots} snapshots, deleted ${r.deletedFiles} files no snapshot needs, removed ${r.orphansRemoved} files no snapshot lists` +
           `${r.orphansKept ? ` (kept ${r.orphansKept} younger than --orphans-older-than)` : ''}\n`,
@@ -76,6 +91,7 @@ export const maintainCommand: CommandModule<object, Args> = {
       keepSnapshots: keep,
       orphanGraceSeconds: duration(args['orphans-older-than'], '--orphans-older-than'),
     });
+    if (args.format === 'json') return void process.stdout.write(jsonLine(target, r));
     process.stdout.write(
       `${which}: expired ${r.expiredSnapshots} snapshots, deleted ${r.deletedFiles} files no snapshot needs, removed ${r.orphansRemoved} orphaned files` +
         `${r.orphansKept ? ` (kept ${r.orphansKept} younger than --orphans-older-than)` : ''}\n`,

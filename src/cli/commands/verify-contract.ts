@@ -3,7 +3,7 @@ import type { CommandModule } from 'yargs';
 import { Accounting } from '../../extract/accounting.js';
 import { ExplorerClient } from '../../extract/explorer.js';
 import { HttpTransport } from '../../extract/transport.js';
-import { ENDPOINT_ENV } from '../../pipeline/job.js';
+import { ENDPOINT_ENV, addressProblem } from '../../pipeline/job.js';
 import { CliError, EXIT } from '../exit-codes.js';
 
 interface Args {
@@ -17,6 +17,7 @@ interface Args {
   libraries?: string;
   network: 'mainnet' | 'testnet';
   simulator?: boolean;
+  format: 'text' | 'json';
 }
 
 /** Submits a contract's source for verification (explorer #16). Exit 0 when verified, 1 when the API says no. */
@@ -35,8 +36,16 @@ export const verifyContractCommand: CommandModule<object, Args> = {
       .option('libraries', { type: 'string', describe: 'Libraries as a JSON array' })
       .option('network', { choices: ['mainnet', 'testnet'] as const, default: 'mainnet' as const })
       .option('simulator', { type: 'boolean', describe: 'Target the embedded simulator instead of CHAINLAKE_*_URL' })
+      .option('format', {
+        choices: ['text', 'json'] as const,
+        default: 'text' as const,
+        describe: 'A line of text, or one JSON object: {"address","name","network","verified","message"}',
+      })
       .example('$0 verify-contract 0xabc… --source Token.sol --name Token --compiler v0.8.24+commit.e11b9ed9', 'Verify a contract on mainnet'),
   handler: async (args) => {
+    // Before anything is read or sent: a mistyped address is the user's to fix (exit 2), as `export` says.
+    const bad = addressProblem(args.address);
+    if (bad) throw new CliError(`verify-contract <address>: ${bad}`, 'CHAINLAKE_USAGE', "give the contract's address: 0x and 40 hex digits");
     let libraries: unknown[] | undefined;
     if (args.libraries !== undefined) {
       try {
@@ -58,7 +67,7 @@ export const verifyContractCommand: CommandModule<object, Args> = {
     const transport = new HttpTransport({ concurrency: 1 });
     try {
       const client = new ExplorerClient(transport, { baseUrl, apiKey: sim ? sim.apiKey : process.env.CHAINLAKE_API_KEY || undefined, network: args.network });
-      const verified = await client.verifyContract(
+      const { verified, message } = await client.verifyContractOutcome(
         args.address,
         {
           contractName: args.name,
@@ -71,11 +80,16 @@ export const verifyContractCommand: CommandModule<object, Args> = {
         },
         new Accounting(),
       );
-      process.stdout.write(
-        verified
-          ? `verified: ${args.address.toLowerCase()} (${args.name})\n`
-          : `not verified: the API did not accept the source of ${args.address.toLowerCase()} as ${args.name}\n`,
-      );
+      const address = args.address.toLowerCase();
+      if (args.format === 'json') {
+        process.stdout.write(`${JSON.stringify({ address, name: args.name, network: args.network, verified, message: message ?? null })}\n`);
+      } else {
+        // The API's reason when it refuses; its success word (OK) says nothing the verdict does not.
+        const reason = message && !/^ok$/i.test(message.trim()) ? `: ${message}` : '';
+        process.stdout.write(
+          verified ? `verified: ${address} (${args.name})\n` : `not verified: the API did not accept the source of ${address} as ${args.name}${reason}\n`,
+        );
+      }
       process.exitCode = verified ? EXIT.ok : EXIT.windowsFailed;
     } finally {
       await transport.close();
