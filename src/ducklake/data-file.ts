@@ -12,7 +12,7 @@ import { DuckLakeError } from './catalog-db.js';
 import { ident, uuidv7 } from './ddl.js';
 import { leafColumns, tablePath, type LakeColumn, type LakeTable } from './reader.js';
 import { duckdbTypeOfTree } from './types.js';
-import type { ColumnStats, StagedFile } from './writer.js';
+import type { ColumnStats, StagedFile } from './staged-file.js';
 
 /**
  * COPY options of every data file. ZSTD level 1 and Parquet format version 2 (delta and byte-stream-split

@@ -10,6 +10,7 @@
  * on the new state (its staged files stay valid: their names are unique and never reused). Nothing is decided by
  * looking at the object store.
  */
+import type { ColumnStats, StagedFile } from './staged-file.js';
 import type { CatalogDb, CatalogParam, CatalogRow, CatalogValue } from './catalog-db.js';
 import { DuckLakeError, isCommitConflict } from './catalog-db.js';
 import { checkVersion, ident, uuidv7 } from './ddl.js';
@@ -57,29 +58,7 @@ export interface CommitResult {
   readonly attempts: number;
 }
 
-export interface ColumnStats {
-  readonly columnId: number;
-  readonly min: string | null;
-  readonly max: string | null;
-  readonly nullCount: number;
-  readonly valueCount: number;
-  readonly columnSizeBytes: number | null;
-  readonly containsNan: boolean | null;
-}
-
-/** A Parquet file written for a table and not yet committed: nothing reads it until a snapshot lists it. */
-export interface StagedFile {
-  readonly tableId: number;
-  /** Path relative to the table's directory, as stored in ducklake_data_file.path. */
-  readonly path: string;
-  readonly fullPath: string;
-  readonly recordCount: number;
-  readonly fileSizeBytes: number;
-  readonly footerSize: number;
-  readonly columnStats: readonly ColumnStats[];
-  /** Partition values by partition key index (identity transform), or null for an unpartitioned table. */
-  readonly partitionValues: readonly string[] | null;
-}
+export type { ColumnStats, StagedFile } from './staged-file.js';
 
 export interface CommitHooks {
   /** Test seam: runs inside the catalog transaction right after the newest snapshot was read, before any write. */
