@@ -171,13 +171,13 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
     expect(s.datasets).toEqual([expect.objectContaining({ dataset: 'transactions', network: 'mainnet' })]);
     expect(Object.keys(s.runs![0] as object)).toEqual(Object.keys(ls.runs![0] as object));
     // The failed run is not complete (`running` until a worker closes it, then `failed`).
-    expect(
-      (s.runs as { job: string; status: string; windows_failed: number }[]).map((x) => [x.job, x.status === 'complete', x.windows_failed]).sort(),
-    ).toEqual([
-      ['dist-a', true, 0],
-      ['dist-b', true, 0],
-      ['dist-fails', false, s.uncoveredFailures!.length],
-    ]);
+    expect((s.runs as { job: string; status: string; windows_failed: number }[]).map((x) => [x.job, x.status === 'complete', x.windows_failed]).sort()).toEqual(
+      [
+        ['dist-a', true, 0],
+        ['dist-b', true, 0],
+        ['dist-fails', false, s.uncoveredFailures!.length],
+      ],
+    );
     expect((s.runs as { job: string; rows: number }[]).find((x) => x.job === 'dist-a')!.rows).toBeGreaterThan(0);
     expect((s.watermarks as { scope: string }[]).map((w) => w.scope).sort()).toEqual([`address=${A}`, `address=${B}`].sort());
     expect(s.uncoveredFailures!.length).toBeGreaterThan(0);

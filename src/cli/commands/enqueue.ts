@@ -43,7 +43,12 @@ export const enqueueCommand: CommandModule<object, Args> = {
     const { job, doc } = await loadJobDocument(args.job);
     const timeout = args['window-timeout'];
     if (!Number.isInteger(timeout) || timeout < 5) throw new CliError(`--window-timeout: expected whole seconds, at least 5, got ${String(timeout)}`);
-    const r = await enqueueJob(job, doc, { catalog, store: flags.store ?? '', queue: { windowTimeoutSeconds: timeout } }, { retryFailed: args['retry-failed'] });
+    const r = await enqueueJob(
+      job,
+      doc,
+      { catalog, store: flags.store ?? '', queue: { windowTimeoutSeconds: timeout } },
+      { retryFailed: args['retry-failed'] },
+    );
     const again = [r.retried ? `${r.retried} failed windows offered again` : '', r.queued ? `${r.queued} windows whose queue job was over queued again` : '']
       .filter(Boolean)
       .join(', ');
