@@ -57,6 +57,6 @@ describe('the smaller points of daily use', { timeout: 300_000 }, () => {
   it('export --help shows the default lake', async () => {
     const h = await runCliInProcess(['export', '--help']);
     expect(h.code).toBe(0);
-    expect(h.stdout).toMatch(/--lake\s+Lake directory \[default: data\/lake\]/);
+    expect(h.stdout).toMatch(/--lake\s+Lake directory \[default: \$CHAINLAKE_LAKE, else data\/lake\]/);
   });
 });

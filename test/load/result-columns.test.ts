@@ -163,16 +163,16 @@ describe('query results read from DuckDB buffers', () => {
     expect(views).toBeLessThan(longStrings / 100);
   });
 
-  it('give the same JSON lines as the node-api row objects, every type and NULL, wide integers as numbers where exact', async () => {
+  it('give the same JSON lines as the node-api row objects, every type and NULL, wide integers as numbers with every digit', async () => {
     const sql = `SELECT *, 9007199254740993::BIGINT AS beyond, 1 AS "2", 3 AS "1" FROM (${ALL_TYPES})`;
     let expected = '';
+    // The node-api gives wide integers as text; ours are JSON numbers with every digit (one type per column).
+    const wide = ['bi', 'ubi', 'h', 'all_null', 'beyond'];
     for await (const rows of (await conn.stream(sql)).yieldRowObjectJson()) {
       for (const r of rows) {
-        for (const name of ['bi', 'ubi', 'h', 'all_null', 'beyond']) {
-          const v = r[name];
-          if (typeof v === 'string' && Number.isSafeInteger(Number(v))) r[name] = Number(v);
-        }
-        expected += JSON.stringify(r) + '\n';
+        let line = JSON.stringify(r);
+        for (const name of wide) line = line.replace(new RegExp(`"${name}":"(-?\\d+)"`), `"${name}":$1`);
+        expected += line + '\n';
       }
     }
     const written: Buffer[] = [];
@@ -180,7 +180,7 @@ describe('query results read from DuckDB buffers', () => {
     const json = Buffer.concat(written).toString();
     expect(json.length).toBeGreaterThan(1_000_000);
     expect(json).toBe(expected);
-    expect(json).toMatch(/"beyond":"9007199254740993"/);
+    expect(json).toMatch(/"beyond":9007199254740993[,}]/);
   });
 
   it('writes an empty result as its header (CSV) or schema (Arrow)', async () => {
