@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { version as duckdbVersion } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -112,5 +112,50 @@ describe('the CLI’s rough edges (issue 37)', () => {
       orphansRemoved: 0,
       orphansKept: 0,
     });
+  });
+
+  it('query --output: the extension chooses the format unless --format says; an existing file needs --force', async () => {
+    const sim = await startSimulator({ seed: 7 });
+    const lake = path.join(dir, 'queried');
+    try {
+      const env = { CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: sim.apiKey };
+      const e = await runCli(['export', 'transactions', '--address', sim.examples.addresses[0]!, '--lake', lake, '-q'], { env });
+      expect(e.code, e.stderr).toBe(0);
+    } finally {
+      await sim.close();
+    }
+    const sql = 'SELECT 42 AS n';
+    const out = (name: string) => path.join(dir, name);
+    const query = (...args: string[]) => runCliInProcess(['query', '--lake', lake, ...args, sql]);
+    for (const [name, check] of [
+      ['r.csv', (b: Buffer) => expect(b.toString()).toBe('n\n42\n')],
+      ['r.json', (b: Buffer) => expect(b.toString()).toBe('{"n":42}\n')],
+      ['r.JSONL', (b: Buffer) => expect(b.toString()).toBe('{"n":42}\n')],
+      ['r.ndjson', (b: Buffer) => expect(b.toString()).toBe('{"n":42}\n')],
+      ['r.parquet', (b: Buffer) => expect(b.subarray(0, 4).toString()).toBe('PAR1')],
+      // An Arrow IPC stream begins with a continuation marker.
+      ['r.arrows', (b: Buffer) => expect(b.readUInt32LE(0)).toBe(0xffffffff)],
+      ['r.arrow', (b: Buffer) => expect(b.readUInt32LE(0)).toBe(0xffffffff)],
+      ['r.ipc', (b: Buffer) => expect(b.readUInt32LE(0)).toBe(0xffffffff)],
+    ] as const) {
+      const r = await query('--output', out(name));
+      expect(r.code, `${name}: ${r.stderr}`).toBe(0);
+      check(await readFile(out(name)));
+    }
+    // --format wins over the extension.
+    const csvInJson = await query('--format', 'csv', '--output', out('csv.json'));
+    expect(csvInJson.code, csvInJson.stderr).toBe(0);
+    expect(await readFile(out('csv.json'), 'utf8')).toBe('n\n42\n');
+
+    // An existing file is kept without --force, replaced with it.
+    await writeFile(out('keep.csv'), 'precious\n');
+    const refused = await query('--output', out('keep.csv'));
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain(`chainlake: --output ${out('keep.csv')} exists: not overwritten`);
+    expect(refused.stderr).toContain('hint: give --force to overwrite it');
+    expect(await readFile(out('keep.csv'), 'utf8')).toBe('precious\n');
+    const forced = await query('--output', out('keep.csv'), '--force');
+    expect(forced.code, forced.stderr).toBe(0);
+    expect(await readFile(out('keep.csv'), 'utf8')).toBe('n\n42\n');
   });
 });

@@ -1,4 +1,4 @@
-import { createWriteStream } from 'node:fs';
+import { createWriteStream, existsSync } from 'node:fs';
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { once } from 'node:events';
 import path from 'node:path';
@@ -26,8 +26,27 @@ interface Args {
   catalog?: string;
   store?: string;
   'as-of'?: string;
-  format: QueryFormat;
+  format?: QueryFormat;
   output?: string;
+  force?: boolean;
+}
+
+/** The format a file's extension names, for `--output FILE` without `--format`. */
+const FORMAT_OF_EXTENSION: Readonly<Record<string, QueryFormat>> = {
+  '.csv': 'csv',
+  '.json': 'json',
+  '.jsonl': 'json',
+  '.ndjson': 'json',
+  '.parquet': 'parquet',
+  '.arrow': 'arrow',
+  '.arrows': 'arrow',
+  '.ipc': 'arrow',
+};
+
+/** `--format` when given, else what `--output`'s extension says, else a table. */
+export function queryFormatOf(format: QueryFormat | undefined, output: string | undefined): QueryFormat {
+  if (format !== undefined) return format;
+  return (output !== undefined ? FORMAT_OF_EXTENSION[path.extname(output).toLowerCase()] : undefined) ?? 'table';
 }
 
 /**
@@ -222,10 +241,15 @@ export const queryCommand: CommandModule<object, Args> = {
     )
       .option('format', {
         choices: ['table', 'csv', 'json', 'parquet', 'arrow'] as const,
-        default: 'table' as const,
+        defaultDescription: "--output's extension (.csv, .json/.jsonl/.ndjson, .parquet, .arrow/.arrows/.ipc), else table",
         describe: `table: aligned, for a terminal (the first ${TABLE_MAX_ROWS} rows); csv: RFC 4180 with a header; json: one object per line; arrow: an Arrow IPC stream (pandas, Polars, pyarrow); parquet: a Parquet file (needs --output)`,
       })
-      .option('output', { type: 'string', alias: 'o', describe: 'Write the result to this file instead of stdout (streamed: any size)' })
+      .option('output', {
+        type: 'string',
+        alias: 'o',
+        describe: 'Write the result to this file instead of stdout (streamed: any size); its extension chooses the format unless --format says',
+      })
+      .option('force', { type: 'boolean', describe: 'Overwrite the --output file if it exists' })
       .option('as-of', {
         type: 'string',
         describe: 'Read an earlier snapshot of the lake, by id (12) or time (2026-11-24T06:00:00Z); `SELECT * FROM ducklake_snapshot` lists them',
@@ -237,6 +261,10 @@ export const queryCommand: CommandModule<object, Args> = {
       .example('$0 query "SELECT column_name, comment FROM duckdb_columns() WHERE table_name = \'transactions\'"', 'What each column means')
       .example('$0 query --format json "SELECT * FROM _rejects LIMIT 5"', 'Rows that did not convert, as JSON lines'),
   handler: async (args) => {
+    // A result replaces nobody's file by accident: an hour's query into last week's export asks first.
+    if (args.output !== undefined && !args.force && existsSync(args.output))
+      throw new CliError(`--output ${args.output} exists: not overwritten`, 'CHAINLAKE_USAGE', 'give --force to overwrite it, or name another file');
+    const format = queryFormatOf(args.format, args.output);
     // A file is written beside its final name and renamed once complete: a failed query leaves no half file.
     const partial = args.output ? path.join(path.dirname(args.output), `.${path.basename(args.output)}.partial`) : undefined;
     try {
@@ -248,7 +276,7 @@ export const queryCommand: CommandModule<object, Args> = {
             ? target.lake
             : () => openLakeReader(new LakePaths(target.lake), { asOf })
           : await distributedSource(target.catalog, target.store, args['as-of']);
-      const { movedFrom } = await queryLakeTo(source, args.sql, args.format, partial ? { file: partial } : { stream: process.stdout });
+      const { movedFrom } = await queryLakeTo(source, args.sql, format, partial ? { file: partial } : { stream: process.stdout });
       if (partial) await rename(partial, args.output!);
       if (movedFrom && target.kind === 'local') {
         process.stderr.write(
