@@ -157,7 +157,7 @@ export async function distributed(ctx: Context): Promise<Omit<ScenarioResult, 's
       const requests = after.reduce((a, s, i) => a + s.requests - before[i]!.requests, 0);
       const limited = after.reduce((a, s, i) => a + s.rateLimited - before[i]!.rateLimited, 0);
       const state = (await client.query(`SELECT job_name, status FROM chainlake.runs ORDER BY created_at`)).rows.map((r) => `${r.job_name} ${r.status}`);
-      if (state.join() !== `${WARM_UP_JOB} completed,${JOB} completed`) throw new Error(`bench: runs ended ${state.join(', ')}`);
+      if (state.join() !== `${WARM_UP_JOB} complete,${JOB} complete`) throw new Error(`bench: runs ended ${state.join(', ')}`);
       const ofJob = `run_id IN (SELECT run_id FROM chainlake.runs WHERE job_name = '${JOB}')`;
       const rows = Number(
         (await client.query(`SELECT COALESCE(sum(rows), 0)::BIGINT AS n FROM chainlake.windows WHERE state = 'committed' AND ${ofJob}`)).rows[0].n,
