@@ -46,7 +46,7 @@ export { AbiError, DecodeSpecError } from './decode/spec.js';
 export { DecodeValueError } from './decode/types.js';
 export { datasetNames } from './datasets/registry.js';
 /** Hear when a call waits for a lake's catalog.duckdb held by another process (the CLI prints it): what waits, the holder, for how long at most. */
-export { onCatalogWait, type CatalogWait } from './load/catalog-wait.js';
+export { onCatalogWait, setCatalogWaitMs, type CatalogWait } from './load/catalog-wait.js';
 export type { RunReport, DatasetReport } from './pipeline/report.js';
 export type { Logger, Level } from './pipeline/log.js';
 export type { StreamedWindow } from './pipeline/stream.js';

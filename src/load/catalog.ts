@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { CATALOG_WAIT_NOTICE_MS, catalogWaitListener } from './catalog-wait.js';
+import { CATALOG_WAIT_NOTICE_MS, catalogWaitListener, catalogWaitMs } from './catalog-wait.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { DatasetDef } from '../datasets/dataset.js';
@@ -138,12 +138,6 @@ const str = (s: string | null | undefined): string => (s === null || s === undef
 /** DuckDB's refusal to open a database file another process holds (a writer, or readers against a writer). */
 export function isLockConflict(e: unknown): boolean {
   return /Could not set lock on file|Conflicting lock is held/i.test((e as Error)?.message ?? '');
-}
-
-/** How long a writer waits for readers to let go of the catalog before giving up (the commit then stays pending). */
-export function catalogWaitMs(fallback: number): number {
-  const v = Number(process.env.CHAINLAKE_CATALOG_WAIT_MS);
-  return Number.isFinite(v) && v >= 0 ? v : fallback;
 }
 
 /** The catalog file and its holder, as DuckDB's lock error names them. */

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { catalogWaitMs, retryOnLock } from './catalog.js';
+import { retryOnLock } from './catalog.js';
+import { catalogWaitMs } from './catalog-wait.js';
 import type { Engine } from './engine.js';
 import type { LakePaths } from './paths.js';
 import { literal } from './sql.js';
