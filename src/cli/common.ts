@@ -3,6 +3,7 @@ import { UNREACHABLE_HINT } from '../extract/errors.js';
 import path from 'node:path';
 import type { Argv } from 'yargs';
 import type { Job } from '../pipeline/job.js';
+import { RANGE_OPTIONS, TOP_OPTIONS, type JobOption } from '../pipeline/job-options.js';
 import { createLogger, type Level, type Logger } from '../pipeline/log.js';
 import { formatReport, type RunReport } from '../pipeline/report.js';
 import type { RunOptions } from '../pipeline/run.js';
@@ -133,20 +134,22 @@ export function jobNamesLake(doc: unknown): boolean {
  */
 export function applyRunOverrides(job: Job, args: RunArgs, jobNamesLake = true): Job {
   // A bad flag is a usage error (exit 2), with the bounds a job file has for the same setting.
-  const positive = (name: string, v: number | undefined, max: number): number | undefined => {
-    if (v === undefined) return undefined;
-    if (!Number.isInteger(v) || v < 1 || v > max) throw new CliError(`--${name} must be an integer from 1 to ${max}, got ${shownFlagValue(name, v)}`);
+  const positive = (name: string, v: number | undefined, o: JobOption): number | undefined => {
+    if (v === undefined || o.kind !== 'int') return undefined;
+    const max = o.max ?? Number.MAX_SAFE_INTEGER;
+    if (!Number.isInteger(v) || v < o.min || v > max)
+      throw new CliError(`--${name} must be an integer from ${o.min} to ${max}, got ${shownFlagValue(name, v)}`);
     return v;
   };
   return {
     ...job,
     lake: localLakeOf(args.lake, jobNamesLake ? job.lake : undefined),
-    concurrency: positive('concurrency', args.concurrency, 256) ?? job.concurrency,
-    rps: positive('rps', args.rps, 100_000) ?? job.rps,
+    concurrency: positive('concurrency', args.concurrency, TOP_OPTIONS.concurrency) ?? job.concurrency,
+    rps: positive('rps', args.rps, TOP_OPTIONS.rps) ?? job.rps,
     strict: args.strict ?? job.strict,
     range: {
       ...job.range,
-      windowBlocks: positive('window-blocks', args['window-blocks'], Number.MAX_SAFE_INTEGER) ?? job.range.windowBlocks,
+      windowBlocks: positive('window-blocks', args['window-blocks'], RANGE_OPTIONS.windowBlocks) ?? job.range.windowBlocks,
       ...(args['window-blocks'] !== undefined || job.range.fixedChunks ? { fixedChunks: true } : {}),
     },
   };

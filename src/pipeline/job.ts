@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { jobSchema, SCOPE_KEYS } from './job-schema.js';
+import { COMMIT_OPTIONS, RANGE_OPTIONS, RETRY_OPTIONS, TIMEOUT_OPTIONS, TOP_OPTIONS, type JobOption } from './job-options.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { datasetNames, DATASETS } from '../datasets/registry.js';
@@ -448,12 +449,13 @@ export function parseDatasetSpec(r: Reader, def: DatasetDef, spec: unknown, wher
 }
 
 /** An object of integer settings, each within its bounds; absent keys keep their defaults. */
-function msObject<K extends string>(r: Reader, v: unknown, where: string, bounds: Record<K, [number, number]>): Partial<Record<K, number>> {
+/** An object of int options (`retry`, `timeouts`): only the keys given, each checked against its declared bounds. */
+function optionObject<K extends string>(r: Reader, v: unknown, where: string, group: Record<K, JobOption>): Partial<Record<K, number>> {
   if (v === undefined) return {};
-  if (!isObj(v)) r.fail(where, `must be an object with any of: ${Object.keys(bounds).join(', ')}`);
-  r.keys(v, where, Object.keys(bounds));
+  if (!isObj(v)) r.fail(where, `must be an object with any of: ${Object.keys(group).join(', ')}`);
+  r.keys(v, where, Object.keys(group));
   const out: Partial<Record<K, number>> = {};
-  for (const [k, [min, max]] of Object.entries(bounds) as [K, [number, number]][]) if (v[k] !== undefined) out[k] = r.int(v[k], `${where}.${k}`, min, max);
+  for (const [k, o] of Object.entries(group) as [K, JobOption][]) if (v[k] !== undefined) out[k] = intOption(r, v[k], `${where}.${k}`, o);
   return out;
 }
 
@@ -506,20 +508,27 @@ export function jsonErrorPlace(text: string, message: string): string {
 
 /** Validates a parsed job document. Environment supplies the API key and any base URL the job leaves out. */
 /** What a job file may leave out, in one place (the job schema and README describe the same values). */
+/** Defaults of a job's options (declared in job-options.ts, with their bounds and words). */
 export const JOB_DEFAULTS = Object.freeze({
   name: 'job',
-  network: 'mainnet' as Network,
-  target: 'api',
-  lake: 'data/lake',
-  fromBlock: 0,
-  safetyMarginBlocks: 12,
+  network: TOP_OPTIONS.network.default as Network,
+  target: TOP_OPTIONS.target.default,
+  lake: TOP_OPTIONS.lake.default,
+  fromBlock: RANGE_OPTIONS.fromBlock.default!,
+  safetyMarginBlocks: RANGE_OPTIONS.safetyMarginBlocks.default!,
   windowBlocks: DEFAULT_WINDOW_BLOCKS,
-  commit: Object.freeze({ everyRows: 500_000, everySeconds: 60 }),
-  concurrency: 8,
-  strict: false,
-  pageSize: 1000,
-  resultWindow: 10_000,
+  commit: Object.freeze({ everyRows: COMMIT_OPTIONS.everyRows.default!, everySeconds: COMMIT_OPTIONS.everySeconds.default! }),
+  concurrency: TOP_OPTIONS.concurrency.default!,
+  strict: TOP_OPTIONS.strict.default,
+  pageSize: TOP_OPTIONS.pageSize.default!,
+  resultWindow: TOP_OPTIONS.resultWindow.default!,
 });
+
+/** An int option's value in the job (checked against its declared bounds), or its declared default. */
+function intOption(r: Reader, v: unknown, where: string, o: JobOption): number | undefined {
+  if (o.kind !== 'int') throw new Error(`${where} is not declared as an integer option`);
+  return v === undefined ? o.default : r.int(v, where, o.min, o.max);
+}
 
 /**
  * The keys a job file may hold at `at` (`[]`: the top level; `['range']`: inside "range"), read from the
@@ -614,22 +623,23 @@ function readJob(doc: unknown, file: string, env: NodeJS.ProcessEnv): Job {
   const rangeDoc = doc.range ?? {};
   if (!isObj(rangeDoc)) r.fail('range', 'must be an object like {"fromBlock": 0, "toBlock": "head"} or {"incremental": true, "fromBlock": 0}');
   r.keys(rangeDoc, 'range', schemaKeys(['range']));
-  const fromBlock = rangeDoc.fromBlock === undefined ? JOB_DEFAULTS.fromBlock : r.int(rangeDoc.fromBlock, 'range.fromBlock', 0);
-  const toBlock = rangeDoc.toBlock === undefined || rangeDoc.toBlock === 'head' ? 'head' : r.int(rangeDoc.toBlock, 'range.toBlock', 0);
+  const fromBlock = intOption(r, rangeDoc.fromBlock, 'range.fromBlock', RANGE_OPTIONS.fromBlock)!;
+  const toBlock =
+    rangeDoc.toBlock === undefined || rangeDoc.toBlock === 'head' ? 'head' : intOption(r, rangeDoc.toBlock, 'range.toBlock', RANGE_OPTIONS.toBlock)!;
   if (toBlock !== 'head' && toBlock < fromBlock) r.fail('range', `toBlock ${toBlock} is below fromBlock ${fromBlock}`);
-  const incremental = rangeDoc.incremental === undefined ? false : r.bool(rangeDoc.incremental, 'range.incremental');
+  const incremental = rangeDoc.incremental === undefined ? RANGE_OPTIONS.incremental.default : r.bool(rangeDoc.incremental, 'range.incremental');
   if (incremental && toBlock !== 'head') r.fail('range', 'an incremental range runs up to the head: leave toBlock out (or "head")');
-  const safetyMarginBlocks =
-    rangeDoc.safetyMarginBlocks === undefined ? JOB_DEFAULTS.safetyMarginBlocks : r.int(rangeDoc.safetyMarginBlocks, 'range.safetyMarginBlocks', 0, 1_000_000);
-  const windowBlocks = rangeDoc.windowBlocks === undefined ? JOB_DEFAULTS.windowBlocks : r.int(rangeDoc.windowBlocks, 'range.windowBlocks', 1);
-  const head = rangeDoc.head === undefined ? undefined : r.int(rangeDoc.head, 'range.head', 0);
-  const headHint = rangeDoc.headHint === undefined ? undefined : r.int(rangeDoc.headHint, 'range.headHint', 0);
+  const safetyMarginBlocks = intOption(r, rangeDoc.safetyMarginBlocks, 'range.safetyMarginBlocks', RANGE_OPTIONS.safetyMarginBlocks)!;
+  // Without windowBlocks a scope's range is asked at once and cut by count; the chunk size still bounds a plan.
+  const windowBlocks = intOption(r, rangeDoc.windowBlocks, 'range.windowBlocks', RANGE_OPTIONS.windowBlocks) ?? DEFAULT_WINDOW_BLOCKS;
+  const head = intOption(r, rangeDoc.head, 'range.head', RANGE_OPTIONS.head);
+  const headHint = intOption(r, rangeDoc.headHint, 'range.headHint', RANGE_OPTIONS.headHint);
   const commitDoc = doc.commit ?? {};
   if (!isObj(commitDoc)) r.fail('commit', 'must be an object like {"everyRows": 500000, "everySeconds": 60}');
   r.keys(commitDoc, 'commit', schemaKeys(['commit']));
   const commit = {
-    everyRows: commitDoc.everyRows === undefined ? JOB_DEFAULTS.commit.everyRows : r.int(commitDoc.everyRows, 'commit.everyRows', 1),
-    everySeconds: commitDoc.everySeconds === undefined ? JOB_DEFAULTS.commit.everySeconds : r.int(commitDoc.everySeconds, 'commit.everySeconds', 1),
+    everyRows: intOption(r, commitDoc.everyRows, 'commit.everyRows', COMMIT_OPTIONS.everyRows)!,
+    everySeconds: intOption(r, commitDoc.everySeconds, 'commit.everySeconds', COMMIT_OPTIONS.everySeconds)!,
   };
 
   const datasetsDoc = doc.datasets;
@@ -676,16 +686,16 @@ function readJob(doc: unknown, file: string, env: NodeJS.ProcessEnv): Job {
       ...(rangeDoc.windowBlocks !== undefined ? { fixedChunks: true } : {}),
     },
     commit,
-    concurrency: doc.concurrency === undefined ? JOB_DEFAULTS.concurrency : r.int(doc.concurrency, 'concurrency', 1, 256),
-    rps: doc.rps === undefined ? undefined : r.int(doc.rps, 'rps', 1, 100_000),
-    strict: doc.strict === undefined ? JOB_DEFAULTS.strict : r.bool(doc.strict, 'strict'),
-    pageSize: doc.pageSize === undefined ? JOB_DEFAULTS.pageSize : r.int(doc.pageSize, 'pageSize', 1, 1000),
-    resultWindow: doc.resultWindow === undefined ? JOB_DEFAULTS.resultWindow : r.int(doc.resultWindow, 'resultWindow', 1),
+    concurrency: intOption(r, doc.concurrency, 'concurrency', TOP_OPTIONS.concurrency)!,
+    rps: intOption(r, doc.rps, 'rps', TOP_OPTIONS.rps),
+    strict: doc.strict === undefined ? TOP_OPTIONS.strict.default : r.bool(doc.strict, 'strict'),
+    pageSize: intOption(r, doc.pageSize, 'pageSize', TOP_OPTIONS.pageSize)!,
+    resultWindow: intOption(r, doc.resultWindow, 'resultWindow', TOP_OPTIONS.resultWindow)!,
     schedule: doc.schedule === undefined ? undefined : cronOf(r, doc.schedule),
-    dailyRequestQuota: doc.dailyRequestQuota === undefined ? undefined : r.int(doc.dailyRequestQuota, 'dailyRequestQuota', 1),
-    burst: doc.burst === undefined ? undefined : r.int(doc.burst, 'burst', 1, 10_000),
-    retry: msObject(r, doc.retry, 'retry', { maxAttempts: [1, 100], baseDelayMs: [1, 600_000], maxDelayMs: [1, 3_600_000], maxTotalDelayMs: [0, 86_400_000] }),
-    timeouts: msObject(r, doc.timeouts, 'timeouts', { connectMs: [1, 600_000], headersMs: [1, 3_600_000], bodyMs: [1, 3_600_000], totalMs: [1, 86_400_000] }),
+    dailyRequestQuota: intOption(r, doc.dailyRequestQuota, 'dailyRequestQuota', TOP_OPTIONS.dailyRequestQuota),
+    burst: intOption(r, doc.burst, 'burst', TOP_OPTIONS.burst),
+    retry: optionObject(r, doc.retry, 'retry', RETRY_OPTIONS),
+    timeouts: optionObject(r, doc.timeouts, 'timeouts', TIMEOUT_OPTIONS),
     datasets,
     paths,
     decode: doc.decode === undefined ? undefined : parseDecodeSpec(doc.decode, 'decode', (w, m) => r.fail(w, m), path.dirname(file)),
