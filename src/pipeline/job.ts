@@ -570,104 +570,25 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   return deepFreeze(readJob(doc, file, env));
 }
 
+/**
+ * A job document read in named steps, in the order their problems are reported (the first one throws): the
+ * keys, who the job is, where it reads from, where it writes, which blocks, when it commits, what it fetches, that
+ * the sources cover what it fetches, then how (the scalar options of job-options.ts).
+ */
 function readJob(doc: unknown, file: string, env: NodeJS.ProcessEnv): Job {
   const r: Reader = new Reader(file);
   if (!isObj(doc)) r.fail('', 'a job file must hold a JSON object');
   r.keys(doc, '', schemaKeys([]));
-
-  const name = doc.name === undefined ? nameOfFile(file) : r.str(doc.name, 'name');
-  if (!NAME.test(name)) r.fail('name', `may hold letters, digits, '_', '-' and '.', got ${JSON.stringify(name)}`);
-  const network = (doc.network ?? JOB_DEFAULTS.network) as Network;
-  if (!NETWORKS.includes(network)) r.fail('network', `must be one of ${NETWORKS.join(', ')}, got ${JSON.stringify(doc.network)}`);
-
-  let target: Job['target'];
-  const targetKind = doc.target ?? JOB_DEFAULTS.target;
-  if (targetKind === 'simulator') {
-    const sim = doc.simulator === undefined ? {} : doc.simulator;
-    if (!isObj(sim)) r.fail('simulator', 'must be an object');
-    r.keys(sim, 'simulator', schemaKeys(['simulator']));
-    if (sim.dialect !== undefined && sim.dialect !== 'spec' && sim.dialect !== 'real')
-      r.fail('simulator.dialect', `must be spec or real, got ${JSON.stringify(sim.dialect)}`);
-    if (sim.chain !== undefined && sim.chain !== 'demo' && sim.chain !== 'sparse')
-      r.fail('simulator.chain', `must be demo or sparse, got ${JSON.stringify(sim.chain)}`);
-    const scale = sim.scale;
-    if (scale !== undefined && scale !== 'small' && scale !== 'medium' && scale !== 'large')
-      r.fail('simulator.scale', `must be small, medium or large, got ${JSON.stringify(scale)}`);
-    target = {
-      kind: 'simulator',
-      seed: sim.seed === undefined ? undefined : r.int(sim.seed, 'simulator.seed', 0, 2 ** 32 - 1),
-      scale,
-      chain: sim.chain as SimulatorTarget['chain'],
-      ...(sim.dialect === undefined ? {} : { dialect: sim.dialect }),
-    };
-  } else if (targetKind === 'api') {
-    const ep = doc.endpoints === undefined ? {} : doc.endpoints;
-    if (!isObj(ep)) r.fail('endpoints', 'must be an object');
-    r.keys(ep, 'endpoints', schemaKeys(['endpoints']));
-    const url = (key: keyof typeof ENDPOINT_ENV): string | undefined => {
-      const v = ep[key] ?? env[ENDPOINT_ENV[key]];
-      if (v === undefined || v === '') return undefined;
-      if (typeof v !== 'string' || !/^https?:\/\/\S+$/.test(v)) r.fail(`endpoints.${key}`, `must be an http(s) URL, got ${JSON.stringify(v)}`);
-      return v;
-    };
-    // Checked once the datasets are known: a job of finance datasets alone needs no explorer.
-    const explorer = url(network);
-    target = { kind: 'api', explorer, explorerAlt: network === 'testnet' ? url('testnetAlt') : undefined, finance: url('finance') };
-  } else {
-    r.fail('target', `must be "api" or "simulator", got ${JSON.stringify(targetKind)}`);
-  }
-
-  const lake = doc.lake === undefined ? JOB_DEFAULTS.lake : r.str(doc.lake, 'lake');
-  if (lake.trim() === '') r.fail('lake', 'is empty: name the lake folder (an empty path would write the lake into the working directory)');
-
-  const rangeDoc = doc.range ?? {};
-  if (!isObj(rangeDoc)) r.fail('range', 'must be an object like {"fromBlock": 0, "toBlock": "head"} or {"incremental": true, "fromBlock": 0}');
-  r.keys(rangeDoc, 'range', schemaKeys(['range']));
-  const fromBlock = intOption(r, rangeDoc.fromBlock, 'range.fromBlock', RANGE_OPTIONS.fromBlock)!;
-  const toBlock =
-    rangeDoc.toBlock === undefined || rangeDoc.toBlock === 'head' ? 'head' : intOption(r, rangeDoc.toBlock, 'range.toBlock', RANGE_OPTIONS.toBlock)!;
-  if (toBlock !== 'head' && toBlock < fromBlock) r.fail('range', `toBlock ${toBlock} is below fromBlock ${fromBlock}`);
-  const incremental = rangeDoc.incremental === undefined ? RANGE_OPTIONS.incremental.default : r.bool(rangeDoc.incremental, 'range.incremental');
-  if (incremental && toBlock !== 'head') r.fail('range', 'an incremental range runs up to the head: leave toBlock out (or "head")');
-  const safetyMarginBlocks = intOption(r, rangeDoc.safetyMarginBlocks, 'range.safetyMarginBlocks', RANGE_OPTIONS.safetyMarginBlocks)!;
-  // Without windowBlocks a scope's range is asked at once and cut by count; the chunk size still bounds a plan.
-  const windowBlocks = intOption(r, rangeDoc.windowBlocks, 'range.windowBlocks', RANGE_OPTIONS.windowBlocks) ?? DEFAULT_WINDOW_BLOCKS;
-  const head = intOption(r, rangeDoc.head, 'range.head', RANGE_OPTIONS.head);
-  const headHint = intOption(r, rangeDoc.headHint, 'range.headHint', RANGE_OPTIONS.headHint);
-  const commitDoc = doc.commit ?? {};
-  if (!isObj(commitDoc)) r.fail('commit', 'must be an object like {"everyRows": 500000, "everySeconds": 60}');
-  r.keys(commitDoc, 'commit', schemaKeys(['commit']));
-  const commit = {
-    everyRows: intOption(r, commitDoc.everyRows, 'commit.everyRows', COMMIT_OPTIONS.everyRows)!,
-    everySeconds: intOption(r, commitDoc.everySeconds, 'commit.everySeconds', COMMIT_OPTIONS.everySeconds)!,
-  };
-
-  const datasetsDoc = doc.datasets;
-  if (!isObj(datasetsDoc) || Object.keys(datasetsDoc).length === 0)
-    r.fail('datasets', 'must be an object naming at least one dataset, e.g. {"transactions": {"addresses": ["0x…"]}}');
-  const datasets: DatasetJob[] = Object.entries(datasetsDoc).map(([dsName, spec]) => {
-    const where = `datasets.${dsName}`;
-    const def = DATASETS[dsName];
-    if (!def) r.fail(where, `unknown dataset${didYouMean(dsName, datasetNames())}; known datasets: ${datasetNames().join(', ')}`);
-    return parseDatasetSpec(r, def, spec, where);
-  });
-
-  if (target.kind === 'api' && !target.finance) {
-    const financeDs = datasets.find((d) => DATASETS[d.name]!.endpoints.some((e) => d.endpoints.includes(e.id) && e.api === 'finance'));
-    if (financeDs)
-      r.fail('endpoints.finance', `no finance base URL, and ${financeDs.name} reads the finance API: set it in the job or in ${ENDPOINT_ENV.finance}`);
-  }
-
+  const { name, network } = readIdentity(r, doc, file);
+  const target = readTarget(r, doc, network, env);
+  const lake = readLake(r, doc);
+  const range = readRange(r, doc);
+  const commit = readCommit(r, doc);
+  const datasets = readDatasets(r, doc);
+  checkFinanceSource(r, target, datasets);
   const apiKey = doc.apiKey !== undefined ? r.str(doc.apiKey, 'apiKey') : env.CHAINLAKE_API_KEY || undefined;
   const paths = pathOverrides(r, doc.paths);
-  if (
-    target.kind === 'api' &&
-    !target.explorer &&
-    datasets.some((d) => DATASETS[d.name]!.endpoints.some((e) => d.endpoints.includes(e.id) && e.api === 'explorer'))
-  ) {
-    r.fail(`endpoints.${network}`, `no ${network} base URL: set it in the job or in ${ENDPOINT_ENV[network]}`);
-  }
-
+  checkExplorerSource(r, target, datasets, network);
   return {
     name,
     file,
@@ -675,16 +596,7 @@ function readJob(doc: unknown, file: string, env: NodeJS.ProcessEnv): Job {
     target,
     apiKey,
     lake,
-    range: {
-      fromBlock,
-      toBlock,
-      incremental,
-      safetyMarginBlocks,
-      windowBlocks,
-      ...(head === undefined ? {} : { head }),
-      ...(headHint === undefined ? {} : { headHint }),
-      ...(rangeDoc.windowBlocks !== undefined ? { fixedChunks: true } : {}),
-    },
+    range,
     commit,
     concurrency: intOption(r, doc.concurrency, 'concurrency', TOP_OPTIONS.concurrency)!,
     rps: intOption(r, doc.rps, 'rps', TOP_OPTIONS.rps),
@@ -700,6 +612,126 @@ function readJob(doc: unknown, file: string, env: NodeJS.ProcessEnv): Job {
     paths,
     decode: doc.decode === undefined ? undefined : parseDecodeSpec(doc.decode, 'decode', (w, m) => r.fail(w, m), path.dirname(file)),
   };
+}
+
+/** Who the job is: its name (or its file's) and its network. */
+function readIdentity(r: Reader, doc: Obj, file: string): { name: string; network: Network } {
+  const name = doc.name === undefined ? nameOfFile(file) : r.str(doc.name, 'name');
+  if (!NAME.test(name)) r.fail('name', `may hold letters, digits, '_', '-' and '.', got ${JSON.stringify(name)}`);
+  const network = (doc.network ?? JOB_DEFAULTS.network) as Network;
+  if (!NETWORKS.includes(network)) r.fail('network', `must be one of ${NETWORKS.join(', ')}, got ${JSON.stringify(doc.network)}`);
+  return { name, network };
+}
+
+/** Where the job reads from: the embedded simulator, or the APIs' base URLs (the job's, else the environment's). */
+function readTarget(r: Reader, doc: Obj, network: Network, env: NodeJS.ProcessEnv): Job['target'] {
+  const targetKind = doc.target ?? JOB_DEFAULTS.target;
+  if (targetKind === 'simulator') {
+    const sim = doc.simulator === undefined ? {} : doc.simulator;
+    if (!isObj(sim)) r.fail('simulator', 'must be an object');
+    r.keys(sim, 'simulator', schemaKeys(['simulator']));
+    if (sim.dialect !== undefined && sim.dialect !== 'spec' && sim.dialect !== 'real')
+      r.fail('simulator.dialect', `must be spec or real, got ${JSON.stringify(sim.dialect)}`);
+    if (sim.chain !== undefined && sim.chain !== 'demo' && sim.chain !== 'sparse')
+      r.fail('simulator.chain', `must be demo or sparse, got ${JSON.stringify(sim.chain)}`);
+    const scale = sim.scale;
+    if (scale !== undefined && scale !== 'small' && scale !== 'medium' && scale !== 'large')
+      r.fail('simulator.scale', `must be small, medium or large, got ${JSON.stringify(scale)}`);
+    return {
+      kind: 'simulator',
+      seed: sim.seed === undefined ? undefined : r.int(sim.seed, 'simulator.seed', 0, 2 ** 32 - 1),
+      scale,
+      chain: sim.chain as SimulatorTarget['chain'],
+      ...(sim.dialect === undefined ? {} : { dialect: sim.dialect }),
+    };
+  }
+  if (targetKind !== 'api') r.fail('target', `must be "api" or "simulator", got ${JSON.stringify(targetKind)}`);
+  const ep = doc.endpoints === undefined ? {} : doc.endpoints;
+  if (!isObj(ep)) r.fail('endpoints', 'must be an object');
+  r.keys(ep, 'endpoints', schemaKeys(['endpoints']));
+  const url = (key: keyof typeof ENDPOINT_ENV): string | undefined => {
+    const v = ep[key] ?? env[ENDPOINT_ENV[key]];
+    if (v === undefined || v === '') return undefined;
+    if (typeof v !== 'string' || !/^https?:\/\/\S+$/.test(v)) r.fail(`endpoints.${key}`, `must be an http(s) URL, got ${JSON.stringify(v)}`);
+    return v;
+  };
+  // Checked once the datasets are known (checkExplorerSource): a job of finance datasets alone needs no explorer.
+  const explorer = url(network);
+  return { kind: 'api', explorer, explorerAlt: network === 'testnet' ? url('testnetAlt') : undefined, finance: url('finance') };
+}
+
+/** Where the job writes: its lake folder. */
+function readLake(r: Reader, doc: Obj): string {
+  const lake = doc.lake === undefined ? JOB_DEFAULTS.lake : r.str(doc.lake, 'lake');
+  if (lake.trim() === '') r.fail('lake', 'is empty: name the lake folder (an empty path would write the lake into the working directory)');
+  return lake;
+}
+
+/** Which blocks the block-ranged datasets cover, and how they are cut into windows. */
+function readRange(r: Reader, doc: Obj): JobRange {
+  const rangeDoc = doc.range ?? {};
+  if (!isObj(rangeDoc)) r.fail('range', 'must be an object like {"fromBlock": 0, "toBlock": "head"} or {"incremental": true, "fromBlock": 0}');
+  r.keys(rangeDoc, 'range', schemaKeys(['range']));
+  const fromBlock = intOption(r, rangeDoc.fromBlock, 'range.fromBlock', RANGE_OPTIONS.fromBlock)!;
+  const toBlock =
+    rangeDoc.toBlock === undefined || rangeDoc.toBlock === 'head' ? 'head' : intOption(r, rangeDoc.toBlock, 'range.toBlock', RANGE_OPTIONS.toBlock)!;
+  if (toBlock !== 'head' && toBlock < fromBlock) r.fail('range', `toBlock ${toBlock} is below fromBlock ${fromBlock}`);
+  const incremental = rangeDoc.incremental === undefined ? RANGE_OPTIONS.incremental.default : r.bool(rangeDoc.incremental, 'range.incremental');
+  if (incremental && toBlock !== 'head') r.fail('range', 'an incremental range runs up to the head: leave toBlock out (or "head")');
+  const head = intOption(r, rangeDoc.head, 'range.head', RANGE_OPTIONS.head);
+  const headHint = intOption(r, rangeDoc.headHint, 'range.headHint', RANGE_OPTIONS.headHint);
+  return {
+    fromBlock,
+    toBlock,
+    incremental,
+    safetyMarginBlocks: intOption(r, rangeDoc.safetyMarginBlocks, 'range.safetyMarginBlocks', RANGE_OPTIONS.safetyMarginBlocks)!,
+    // Without windowBlocks a scope's range is asked at once and cut by count; the chunk size still bounds a plan.
+    windowBlocks: intOption(r, rangeDoc.windowBlocks, 'range.windowBlocks', RANGE_OPTIONS.windowBlocks) ?? DEFAULT_WINDOW_BLOCKS,
+    ...(head === undefined ? {} : { head }),
+    ...(headHint === undefined ? {} : { headHint }),
+    ...(rangeDoc.windowBlocks !== undefined ? { fixedChunks: true } : {}),
+  };
+}
+
+/** When a run commits what it has fetched. */
+function readCommit(r: Reader, doc: Obj): Job['commit'] {
+  const commitDoc = doc.commit ?? {};
+  if (!isObj(commitDoc)) r.fail('commit', 'must be an object like {"everyRows": 500000, "everySeconds": 60}');
+  r.keys(commitDoc, 'commit', schemaKeys(['commit']));
+  return {
+    everyRows: intOption(r, commitDoc.everyRows, 'commit.everyRows', COMMIT_OPTIONS.everyRows)!,
+    everySeconds: intOption(r, commitDoc.everySeconds, 'commit.everySeconds', COMMIT_OPTIONS.everySeconds)!,
+  };
+}
+
+/** What the job fetches: each named dataset with its scopes. */
+function readDatasets(r: Reader, doc: Obj): DatasetJob[] {
+  const datasetsDoc = doc.datasets;
+  if (!isObj(datasetsDoc) || Object.keys(datasetsDoc).length === 0)
+    r.fail('datasets', 'must be an object naming at least one dataset, e.g. {"transactions": {"addresses": ["0x…"]}}');
+  return Object.entries(datasetsDoc).map(([dsName, spec]) => {
+    const where = `datasets.${dsName}`;
+    const def = DATASETS[dsName];
+    if (!def) r.fail(where, `unknown dataset${didYouMean(dsName, datasetNames())}; known datasets: ${datasetNames().join(', ')}`);
+    return parseDatasetSpec(r, def, spec, where);
+  });
+}
+
+const readsApi = (datasets: readonly DatasetJob[], api: 'explorer' | 'finance'): DatasetJob | undefined =>
+  datasets.find((d) => DATASETS[d.name]!.endpoints.some((e) => d.endpoints.includes(e.id) && e.api === api));
+
+/** A job of the real APIs that fetches a finance dataset names the finance API. */
+function checkFinanceSource(r: Reader, target: Job['target'], datasets: readonly DatasetJob[]): void {
+  if (target.kind !== 'api' || target.finance) return;
+  const financeDs = readsApi(datasets, 'finance');
+  if (financeDs)
+    r.fail('endpoints.finance', `no finance base URL, and ${financeDs.name} reads the finance API: set it in the job or in ${ENDPOINT_ENV.finance}`);
+}
+
+/** A job of the real APIs that fetches an explorer dataset names its network's explorer. */
+function checkExplorerSource(r: Reader, target: Job['target'], datasets: readonly DatasetJob[], network: Network): void {
+  if (target.kind === 'api' && !target.explorer && readsApi(datasets, 'explorer'))
+    r.fail(`endpoints.${network}`, `no ${network} base URL: set it in the job or in ${ENDPOINT_ENV[network]}`);
 }
 
 /** Every endpoint of both APIs by id (ids are unique across datasets), with its dataset. */
