@@ -109,8 +109,11 @@ async function has(conn: DuckDBConnection, name: string): Promise<boolean> {
   return r.getRowsJS().length > 0;
 }
 
-/** Opens either kind of lake for reading: the one place that knows which kind it is. */
-async function open(target: ReportTarget): Promise<{ conn: DuckDBConnection; lake: LakePaths | { name: string }; close(): void }> {
+/**
+ * Opens either kind of lake for reading, with the tables both kinds have: the one place that knows which kind
+ * it is (`status` opens them alike in its handler and could use this).
+ */
+export async function openLakeTables(target: ReportTarget): Promise<{ conn: DuckDBConnection; lake: LakePaths | { name: string }; close(): void }> {
   if (target.kind === 'local') {
     const paths = new LakePaths(target.lake);
     const reader = await openLakeReader(paths);
@@ -125,7 +128,7 @@ async function open(target: ReportTarget): Promise<{ conn: DuckDBConnection; lak
 
 /** The report's data of a lake (local or distributed). */
 export async function gatherReport(target: ReportTarget, now: () => Date = () => new Date()): Promise<LakeReportData> {
-  const { conn, lake, close } = await open(target);
+  const { conn, lake, close } = await openLakeTables(target);
   try {
     return await gatherFrom(conn, lake, target.kind, now());
   } finally {
