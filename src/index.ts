@@ -26,6 +26,7 @@ import type { Logger } from './pipeline/log.js';
 import type { RunReport } from './pipeline/report.js';
 import { runJob as runPipeline } from './pipeline/run.js';
 import { streamJobBatches, type StreamedWindow } from './pipeline/stream.js';
+import { lakeReportHtml } from './report/report.js';
 
 // The error family: every error chainlake raises on purpose is a ChainlakeError with a stable `code`
 // (ERROR_CODES); match on `err.code` (or chainlakeCodeOf), which also holds across two copies of the package.
@@ -49,6 +50,7 @@ export { datasetNames } from './datasets/registry.js';
 export { onCatalogWait, setCatalogWaitMs, type CatalogWait } from './load/catalog-wait.js';
 import type { JobDocument as JobFile } from './pipeline/job-options.js';
 export type { RunReport, DatasetReport } from './pipeline/report.js';
+export type { LakeReportData } from './report/report.js';
 export type { Logger, Level } from './pipeline/log.js';
 export type { StreamedWindow } from './pipeline/stream.js';
 export type { RecordBatch } from 'apache-arrow';
@@ -88,6 +90,18 @@ export async function runJob(job: string | JobDocument, options: RunJobOptions =
   const parsed = await jobOf(job, options.lake);
   const range = options.fromBlock !== undefined || options.toBlock !== undefined ? { fromBlock: options.fromBlock, toBlock: options.toBlock } : undefined;
   return runPipeline(parsed, { logger: options.logger, fullRefresh: options.fullRefresh, waitForLock: options.waitForLock, rangeOverride: range });
+}
+
+/** The lake {@link lakeReport} reads: a local lake's folder, or a distributed lake's PostgreSQL URL (and its files' store). */
+export type ReportLake = { lake: string } | { catalog: string; store?: string };
+
+/**
+ * A lake (local or distributed) as one self-contained HTML page, as `chainlake report` writes it: coverage of
+ * each dataset and scope, runs, requests per day against the daily quota, rows per day, rejects and snapshots.
+ * The page's data is also in it as JSON (`<script type="application/json" id="chainlake-report-data">`).
+ */
+export async function lakeReport(lake: ReportLake): Promise<string> {
+  return lakeReportHtml('lake' in lake ? { kind: 'local', lake: lake.lake } : { kind: 'distributed', catalog: lake.catalog, store: lake.store });
 }
 
 /** Which dataset to fetch, from where, and for which scopes and blocks (the library's `chainlake export`). */

@@ -4,8 +4,8 @@
  * so a query sees one whole snapshot even while the committer goes on.
  *
  * Beside them, the same tables a local lake's catalog has (see load/catalog.ts), so that a query or `status`
- * reads either kind of lake alike: `runs`, `windows` and `watermarks` (views of the control plane's ledger in
- * the local lake's columns; the ledger itself as `chainlake.runs`, `chainlake.windows`, `chainlake.watermarks`),
+ * reads either kind of lake alike: `runs`, `windows`, `watermarks` and `request_usage` (views of the control
+ * plane's ledger in the local lake's columns; the ledger itself as `chainlake.runs`, `chainlake.windows`…),
  * the `files` view, the DuckLake's own `ducklake_*` tables, and an empty view of the right columns for every
  * dataset and `_rejects` no snapshot has written yet. These are copies taken when the reader opens.
  */
@@ -31,9 +31,15 @@ export { parseAsOf } from '../load/reader.js';
 
 /**
  * `datasets: false`: only the ledger, the catalog's tables and `files`, no view of the data (which downloads the
- * snapshot's files from an object store): what `status` reads.
+ * snapshot's files from an object store): what `status` reads. A list of table names: views of those tables only
+ * (`report` reads `_rejects`, not the datasets).
  */
-export async function openDistributedLake(opts: { catalog: string; store?: string; asOf?: AsOf; datasets?: boolean }): Promise<DistributedLake> {
+export async function openDistributedLake(opts: {
+  catalog: string;
+  store?: string;
+  asOf?: AsOf;
+  datasets?: boolean | readonly string[];
+}): Promise<DistributedLake> {
   const { client, catalog } = await openCatalog(opts.catalog);
   let store: Awaited<ReturnType<typeof openStore>> | undefined;
   try {
@@ -47,7 +53,9 @@ export async function openDistributedLake(opts: { catalog: string; store?: strin
     const instance = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });
     const conn = await instance.connect();
     await conn.run("SET TimeZone = 'UTC'");
-    for (const t of opts.datasets === false ? [] : tables) {
+    const wanted = opts.datasets;
+    const viewed = wanted === false ? [] : Array.isArray(wanted) ? tables.filter((t) => wanted.includes(t.name)) : tables;
+    for (const t of viewed) {
       const scan = await planScan(catalog, t.name, { asOf: { snapshot: snapshot.snapshotId }, schema: t.schema.name, dataPath });
       for (const f of scan.files) {
         await store.localCopy(store.lakeLocation(f.path));
@@ -55,7 +63,7 @@ export async function openDistributedLake(opts: { catalog: string; store?: strin
       }
       await conn.run(`CREATE VIEW ${ident(t.name)} AS ${scan.sql}`);
     }
-    await copyLedger(client, conn, opts.datasets === false ? undefined : new Set(tables.map((t) => t.name)));
+    await copyLedger(client, conn, wanted === false ? undefined : new Set(viewed.map((t) => t.name)));
     const held = store;
     store = undefined;
     return {
@@ -152,7 +160,7 @@ async function copyLedger(client: pg.Client, conn: DuckDBConnection, written: Re
     const queue = found.length
       ? `JOIN (${found.map((q) => `SELECT id, output FROM ${q} WHERE name = ${literal(WINDOW_QUEUE)}`).join(' UNION ALL ')}) j ON j.id = w.job_id`
       : undefined;
-    for (const t of ['runs', 'windows', 'watermarks']) {
+    for (const t of ['runs', 'windows', 'watermarks', 'request_usage']) {
       if (await relationExists(client, `${CONTROL_SCHEMA}.${t}`)) await copyTable(client, conn, CONTROL_SCHEMA, t, `${CONTROL_SCHEMA}.${ident(t)}`);
     }
     if (queue && (await relationExists(client, `${CONTROL_SCHEMA}.windows`))) {
@@ -201,6 +209,7 @@ CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.windows (run_id VARCHAR, window_id 
   job_id UUID, state VARCHAR, covered_from BIGINT, covered_to BIGINT, fragment_path VARCHAR, reject_path VARCHAR, rows BIGINT, rejects BIGINT,
   requests BIGINT, attempts INTEGER, error VARCHAR, worker VARCHAR, snapshot_id BIGINT, fetched_at TIMESTAMPTZ, updated_at TIMESTAMPTZ);
 CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.watermarks (dataset VARCHAR, network VARCHAR, scope VARCHAR, block BIGINT, updated_at TIMESTAMPTZ);
+CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.request_usage (account VARCHAR, day VARCHAR, requests BIGINT);
 CREATE VIEW runs AS
   WITH t AS (
     SELECT run_id, count(*) AS windows, count(*) FILTER (WHERE state = 'failed') AS windows_failed,
@@ -210,7 +219,9 @@ CREATE VIEW runs AS
          json_object('runId', r.run_id, 'job', r.job_name, 'network', r.network, 'jobFile', r.job_file, 'head', r.head,
                      'range', json_object('from', r.range_from, 'to', r.range_to),
                      'totals', json_object('windows', coalesce(t.windows, 0), 'windowsFailed', coalesce(t.windows_failed, 0), 'rows', coalesce(t.rows, 0),
-                                           'rejects', coalesce(t.rejects, 0), 'requests', coalesce(t.requests, 0))) AS report
+                                           'rejects', coalesce(t.rejects, 0), 'requests', coalesce(t.requests, 0)),
+                     'quota', CASE WHEN json_extract(r.job_doc, '$.dailyRequestQuota') IS NOT NULL
+                                   THEN json_object('limit', CAST(json_extract(r.job_doc, '$.dailyRequestQuota') AS BIGINT)) END) AS report
   FROM ${CONTROL_SCHEMA}.runs r LEFT JOIN t USING (run_id);
 CREATE VIEW windows AS
   SELECT run_id, dataset, network, scope_key AS scope,
@@ -222,4 +233,6 @@ CREATE VIEW windows AS
   FROM ${CONTROL_SCHEMA}.windows;
 CREATE VIEW watermarks AS
   SELECT network, dataset, scope, block, NULL::VARCHAR AS run_id, updated_at FROM ${CONTROL_SCHEMA}.watermarks;
+CREATE VIEW request_usage AS
+  SELECT CAST(day AS DATE) AS day, account, NULL::VARCHAR AS run_id, requests FROM ${CONTROL_SCHEMA}.request_usage;
 `;
