@@ -15,6 +15,7 @@ export const COMMANDS: Record<string, () => Promise<AnyCommand>> = {
   describe: async () => (await import('./commands/describe.js')).describeCommand,
   simulate: async () => (await import('./commands/simulate.js')).simulateCommand,
   status: async () => (await import('./commands/status.js')).statusCommand,
+  verify: async () => (await import('./commands/verify.js')).verifyCommand,
   compact: async () => (await import('./commands/compact.js')).compactCommand,
   catalog: async () => (await import('./commands/catalog.js')).catalogCommand,
   decode: async () => (await import('./commands/decode.js')).decodeCommand,
