@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJob, type Job } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
-import { verifySession } from '../../src/pipeline/verify/session.js';
+import { planVerifySession, verifySession } from '../../src/pipeline/verify/session.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { REFERENCE_DIR } from '../ducklake/helpers.js';
 import { runCli } from '../helpers/cli.js';
@@ -63,6 +63,15 @@ describe('chainlake verify (local lake)', () => {
     const lake = path.join(tmp.dir, 'clean');
     const job = jobOf(lake);
     expect((await runJob(job, { simulator: sim })).status).toBe('complete');
+    // The plan: one request per scope, and nothing sent to say so.
+    const sent = sim.stats().requests;
+    expect(await planVerifySession(job, { kind: 'local', lake }, {})).toEqual({
+      windows: 14,
+      requests: 2,
+      exportRequests: expect.any(Number),
+      notCheckable: 0,
+    });
+    expect(sim.stats().requests).toBe(sent);
     const s = await verifySession(job, { kind: 'local', lake }, {}, { simulator: sim });
     expect(s.rows.filter((r) => r.status === 'differs')).toEqual([]);
     expect(s.holds).toBe(true);
@@ -124,6 +133,9 @@ describe('chainlake verify (local lake)', () => {
 
       const repaired = await verifySession(job, { kind: 'local', lake }, {}, { simulator: sim, repair: true });
       expect(repaired.repair?.status).toBe('complete');
+      // The session verifies again after repairing: its own findings are the lake after the repair.
+      expect(repaired.beforeRepair?.differing.map((d) => d.id)).toEqual([`transactions/mainnet/address=${A}/12000-17999`]);
+      expect(repaired.holds).toBe(true);
       // Exactly the differing window was fetched again: the repair run's only window, and nothing of B.
       const fetched = await queryCatalog(lake, `SELECT scope, from_block, to_block FROM windows WHERE run_id = '${repaired.repair!.runId}'`);
       expect(fetched).toEqual([{ scope: `address=${A}`, from_block: 12000n, to_block: 17999n }]);

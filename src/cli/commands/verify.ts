@@ -58,14 +58,15 @@ export function formatVerify(s: VerifySession): string {
     );
   }
   parts.push(`requests: ${s.requests} (the export of these windows took ${s.exportRequests}); verify ${s.verifyId} recorded in the verifications table`);
-  if (s.repair)
-    parts.push(
-      `repair: run ${s.repair.runId} fetched ${s.differing.length} differing windows again (${s.repair.totals.requests} requests): ${s.repair.status}`,
+  if (s.repair && s.beforeRepair)
+    parts.unshift(
+      `before the repair (verify ${s.beforeRepair.verifyId}, ${s.beforeRepair.requests} requests): ${s.beforeRepair.differing.length} windows differed: ${s.beforeRepair.differing.map((w) => w.id).join(', ')}`,
+      `repair: run ${s.repair.runId} fetched exactly those windows again (${s.repair.totals.requests} requests): ${s.repair.status}; verified again:`,
     );
   parts.push(
     s.holds
       ? 'everything checked holds'
-      : `DIFFERS: exit ${EXIT.verifyDiffers}${s.repair ? '' : '; chainlake verify --repair fetches the differing windows again'}`,
+      : `DIFFERS: exit ${EXIT.verifyDiffers}${s.repair ? ' (after the repair)' : s.differing.length ? '; chainlake verify --repair fetches the differing windows again' : ''}`,
   );
   return parts.join('\n\n');
 }
@@ -108,7 +109,19 @@ export const verifyCommand: CommandModule<object, Args> = {
     }
     const { logger } = outputFor(args);
     const s = await verifySession({ ...job, lake: t.kind === 'local' ? t.lake : job.lake }, target, sel, { repair: args.repair, logger });
-    process.stdout.write((args.format === 'json' ? JSON.stringify({ ...s, differing: s.differing.map((w) => w.id) }, null, 2) : formatVerify(s)) + '\n');
+    process.stdout.write(
+      (args.format === 'json'
+        ? JSON.stringify(
+            {
+              ...s,
+              differing: s.differing.map((w) => w.id),
+              beforeRepair: s.beforeRepair && { ...s.beforeRepair, differing: s.beforeRepair.differing.map((w) => w.id) },
+            },
+            null,
+            2,
+          )
+        : formatVerify(s)) + '\n',
+    );
     if (!s.holds) process.exitCode = EXIT.verifyDiffers;
   },
 };

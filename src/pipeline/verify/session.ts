@@ -40,6 +40,11 @@ export async function planVerifySession(job: Job, target: VerifyTarget, sel: Ver
 export interface VerifySession extends VerifyResult {
   /** With `repair`: the run that fetched the differing windows again. */
   repair?: RunReport;
+  /**
+   * With `repair`, when something was repaired: the verify before the repair (this session's own fields are the
+   * verify after it, of the same selection, so that `holds` says whether the repair made the lake hold).
+   */
+  beforeRepair?: VerifyResult;
 }
 
 export async function verifySession(job: Job, target: VerifyTarget, sel: VerifySelection, opts: VerifyOptions = {}): Promise<VerifySession> {
@@ -49,15 +54,19 @@ export async function verifySession(job: Job, target: VerifyTarget, sel: VerifyS
       code: 'CHAINLAKE_USAGE',
       hint: 'verify the distributed lake without --repair, then enqueue the differing windows again: chainlake enqueue <job> --from-block F --to-block T',
     });
-  const reader = await openReader(target);
-  let result: VerifyResult;
-  try {
-    result = await verifyLake(job, sel, { conn: reader.conn, run: { simulator: opts.simulator, transport: opts.transport }, now });
-  } finally {
-    reader.close();
-  }
-  await recordSession(job, target, result, now());
-  if (!opts.repair || result.differing.length === 0) return result;
+  const verify = async (): Promise<VerifyResult> => {
+    const reader = await openReader(target);
+    let result: VerifyResult;
+    try {
+      result = await verifyLake(job, sel, { conn: reader.conn, run: { simulator: opts.simulator, transport: opts.transport }, now });
+    } finally {
+      reader.close();
+    }
+    await recordSession(job, target, result, now());
+    return result;
+  };
+  const before = await verify();
+  if (!opts.repair || before.differing.length === 0) return before;
   // The same pipeline and committer as `run`, on exactly these windows, committed once (one snapshot).
   const repairJob: Job = {
     ...job,
@@ -68,10 +77,12 @@ export async function verifySession(job: Job, target: VerifyTarget, sel: VerifyS
     simulator: opts.simulator,
     transport: opts.transport,
     logger: opts.logger,
-    windows: result.differing,
+    windows: before.differing,
     now: opts.now,
   });
-  return { ...result, repair };
+  // Verified again, the same selection: a repair is not taken on its word (one request per scope while it holds).
+  const after = await verify();
+  return { ...after, repair, beforeRepair: before };
 }
 
 /** The findings into `verifications`, the requests into `request_usage`: the lake's own ledger, either kind. */
