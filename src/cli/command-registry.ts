@@ -16,6 +16,7 @@ export const COMMANDS: Record<string, () => Promise<AnyCommand>> = {
   simulate: async () => (await import('./commands/simulate.js')).simulateCommand,
   status: async () => (await import('./commands/status.js')).statusCommand,
   report: async () => (await import('./commands/report.js')).reportCommand,
+  verify: async () => (await import('./commands/verify.js')).verifyCommand,
   compact: async () => (await import('./commands/compact.js')).compactCommand,
   catalog: async () => (await import('./commands/catalog.js')).catalogCommand,
   decode: async () => (await import('./commands/decode.js')).decodeCommand,

@@ -11,6 +11,8 @@ export const EXIT = {
   strictRejects: 3,
   /** The job's dailyRequestQuota is spent for today (UTC): what the run fetched is committed; the next run resumes. */
   quotaReached: 4,
+  /** `chainlake verify`: something differs (a window's count, a gap, a duplicate key; the output names it). */
+  verifyDiffers: 5,
   /** Another run holds the lake's lock (EX_TEMPFAIL). */
   locked: 75,
   /** Interrupted by Ctrl-C (128 + SIGINT); the run is marked `interrupted` and the next run resumes it. */
@@ -46,6 +48,7 @@ export const EXIT_OF_CODE: Readonly<Record<ChainlakeErrorCode, number>> = {
   CHAINLAKE_STORE: EXIT.usage,
   CHAINLAKE_STRICT_REJECTS: EXIT.strictRejects,
   CHAINLAKE_QUOTA_REACHED: EXIT.quotaReached,
+  CHAINLAKE_VERIFY_DIFFERS: EXIT.verifyDiffers,
   CHAINLAKE_LOCKED: EXIT.locked,
   CHAINLAKE_INTERRUPTED: EXIT.interrupted,
   CHAINLAKE_TERMINATED: EXIT.terminated,

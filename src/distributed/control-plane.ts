@@ -8,6 +8,7 @@ import { PostgresCatalog } from '../ducklake/postgres-catalog.js';
 import { initialiseCatalog } from '../ducklake/ddl.js';
 import { ChainlakeError } from '../errors.js';
 import { redactUrl } from './url.js';
+import { ensureVerificationsTable } from '../load/ledger-verifications.js';
 
 export const CATALOG_SCHEMA = 'ducklake';
 export const CONTROL_SCHEMA = 'chainlake';
@@ -157,6 +158,7 @@ export async function setupControlPlane(client: pg.Client, dataPath: string): Pr
   try {
     await client.query('SELECT pg_advisory_xact_lock($1)', [SETUP_LOCK]);
     for (const statement of CONTROL_DDL) await client.query(statement);
+    await ensureVerificationsTable(nestedCatalog(client), CONTROL_SCHEMA);
     const exists = await client.query(`SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'ducklake_metadata'`, [CATALOG_SCHEMA]);
     if (exists.rowCount === 0) {
       await client.query(`SET LOCAL search_path TO ${CATALOG_SCHEMA}`);

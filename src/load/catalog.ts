@@ -5,7 +5,8 @@ import path from 'node:path';
 import type { DatasetDef } from '../datasets/dataset.js';
 import { DATASETS } from '../datasets/registry.js';
 import type { CommittedFile } from './commit.js';
-import type { CatalogDb } from '../ducklake/catalog-db.js';
+import { DuckDbCatalog, type CatalogDb } from '../ducklake/catalog-db.js';
+import { ensureVerificationsTable } from './ledger-verifications.js';
 import { initialiseCatalog } from '../ducklake/ddl.js';
 import { currentSnapshot, listAllColumns, listDataFiles, listInlinedData, listTables, scanSql } from '../ducklake/reader.js';
 import { commitTables, expireSnapshots, filesToDelete, forgetDeletedFiles, type StagedFile } from '../ducklake/writer.js';
@@ -209,6 +210,7 @@ export class Catalog {
       try {
         await conn.run("SET TimeZone = 'UTC'");
         for (const t of TABLES) await conn.run(t);
+        await ensureVerificationsTable(new DuckDbCatalog(conn), '');
         const catalog = new Catalog(conn, paths);
         await catalog.ensureDuckLake();
         return await fn(catalog);

@@ -66,6 +66,8 @@ export interface RunOptions {
   mergeSliceRows?: number;
   /** Rows after which a joined window stops and the next one continues (default WINDOW_ROWS); tests make it small. */
   windowRows?: number;
+  /** Fetch exactly these windows instead of what the job plans (`verify --repair`: the windows that differ). */
+  windows?: Window[];
 }
 
 /** How a head was found, for the run's first log line. */
@@ -211,15 +213,9 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       transport.quota = quota;
       if (quota.remainingToday() === 0) throw new QuotaReachedError(quota.limit);
     }
-    const { state, resume, head, found, range, windows, skipped, committedRanges } = await prepareRun(
-      job,
-      job !== baseJob,
-      opts.fullRefresh ?? false,
-      engine,
-      paths,
-      clients,
-      runAcct,
-    );
+    const prepared = await prepareRun(job, job !== baseJob || opts.windows !== undefined, opts.fullRefresh ?? false, engine, paths, clients, runAcct);
+    const { state, resume, head, found, range, skipped, committedRanges } = prepared;
+    const windows = opts.windows ?? prepared.windows;
     if (head !== null && range.from > head && !job.range.incremental) {
       // An explicit range above the chain: "0 windows, complete" would read as success.
       const what = `blocks ${range.from}-${job.range.toBlock === 'head' ? 'head' : job.range.toBlock} start above the chain head (block ${head}, pinned now)`;

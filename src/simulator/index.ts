@@ -31,6 +31,8 @@ export interface SimulatorOptions {
   resultWindow?: number;
   /** `spec` (default) or `real`: the real services' behaviours where they differ from the spec (docs/simulator.md). */
   dialect?: Dialect;
+  /** With `dialect: 'real'`: account and event-log listings ignore their block range filter (off by default). */
+  ignoresRangeFilter?: boolean;
   /**
    * 'sparse': a chain of realistic height (head 53,450,000) whose activity is spread from genesis, sparse early
    * and dense late (see sparse.ts); it answers the head, blocks and the ERC-20 transfers of its addresses
@@ -101,6 +103,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
   if (!Number.isInteger(resultWindow) || resultWindow < 1) throw new RangeError(`resultWindow must be a positive integer, got ${resultWindow}`);
   const dialect = opts.dialect ?? 'spec';
   if (!DIALECTS.includes(dialect)) throw new RangeError(`dialect must be one of ${DIALECTS.join(', ')}, got '${String(dialect)}'`);
+  if (opts.ignoresRangeFilter && dialect !== 'real') throw new RangeError("ignoresRangeFilter is a behaviour of the real dialect: set dialect 'real' too");
   const apiKey = opts.apiKey ?? DEFAULT_API_KEY;
   if (apiKey.length === 0) throw new RangeError('apiKey must not be empty');
   const host = opts.host ?? '127.0.0.1';
@@ -130,6 +133,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     faults: opts.faults,
     rateLimit: opts.rateLimit,
     dialect,
+    ignoresRangeFilter: opts.ignoresRangeFilter === true,
     sparse,
     headOf,
   });
