@@ -11,6 +11,8 @@ export const EXIT = {
   strictRejects: 3,
   /** The job's dailyRequestQuota is spent for today (UTC): what the run fetched is committed; the next run resumes. */
   quotaReached: 4,
+  /** `reconcile`: a balance the API reports differs from what the lake's whole history of the address implies. */
+  notReconciled: 6,
   /** Another run holds the lake's lock (EX_TEMPFAIL). */
   locked: 75,
   /** Interrupted by Ctrl-C (128 + SIGINT); the run is marked `interrupted` and the next run resumes it. */
