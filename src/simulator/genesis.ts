@@ -14,9 +14,13 @@ export function genesisAllocation(c: Chain): Map<string, bigint> {
   return out;
 }
 
-/** The allocation as the genesis file `chainlake reconcile --genesis` reads: {"<network>": {"<address>": "<wei>"}}. */
-export function genesisFile(c: Chain): string {
-  const alloc: Record<string, string> = {};
-  for (const [a, wei] of genesisAllocation(c)) alloc[a] = wei.toString();
-  return JSON.stringify({ [c.network]: alloc });
+/** The allocations as the genesis file `chainlake reconcile --genesis` reads: {"<network>": {"<address>": "<wei>"}}. */
+export function genesisFile(...chains: Chain[]): string {
+  const doc: Record<string, Record<string, string>> = {};
+  for (const c of chains) {
+    const alloc: Record<string, string> = {};
+    for (const [a, wei] of genesisAllocation(c)) alloc[a] = wei.toString();
+    doc[c.network] = alloc;
+  }
+  return JSON.stringify(doc);
 }

@@ -130,8 +130,11 @@ describe('reconciliation', () => {
   });
 
   it('chainlake reconcile prints the summary and exits 6 when a balance differs, 0 when all reconcile or cannot be judged', async () => {
+    // The simulator's genesis file, as a user gets it.
     const right = path.join(dir, 'genesis.json');
-    await writeFile(right, genesisFile(chain));
+    const written = await runCli(['simulate', '--seed', String(SEED), '--write-genesis', right], { timeoutMs: 120_000 });
+    expect(written.code, written.stderr).toBe(0);
+    expect(written.stdout).toContain(`to ${right}`);
     const ok = await runCli(['reconcile', '--lake', lake, '--genesis', right, '--format', 'json'], { timeoutMs: 120_000 });
     expect(ok.code, ok.stderr).toBe(0);
     const doc = JSON.parse(ok.stdout) as { balances: number; reconciled: number; differs: number };
