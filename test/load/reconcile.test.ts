@@ -35,13 +35,13 @@ const ACCOUNTS = [
 ].map((i) => chain.addrLower(i));
 const TOKENS = Array.from({ length: N_ERC20 }, (_, i) => chain.addrLower(A_ERC20_0 + i));
 
-const wholeHistoryJob = (lake: string, accounts: string[], fromBlock = 0) =>
+const wholeHistoryJob = (lake: string, accounts: string[], fromBlock = 0, range: Record<string, unknown> = {}) =>
   parseJob(
     {
       name: 'whole-history',
       target: 'simulator',
       lake,
-      range: { fromBlock },
+      range: { fromBlock, ...range },
       datasets: {
         transactions: { addresses: accounts },
         internal_transactions: { addresses: accounts },
@@ -127,6 +127,33 @@ describe('reconciliation', () => {
       expect(row.reason).toMatch(/^history not complete: .*not held from block 0/);
       expect(row.difference).toBeNull();
     }
+  });
+
+  it('windows committed in chunks and runs make one history; a gap between them is "history not complete"', async () => {
+    const accounts = [ACCOUNTS[1]!];
+    const chunked = path.join(dir, 'chunked');
+    // Chunks of 4,000 blocks, the history taken in two runs: [0, 20000] then [20001, head].
+    for (const range of [{ toBlock: 20_000 }, { fromBlock: 20_001 }]) {
+      const job = wholeHistoryJob(chunked, accounts, 0, { windowBlocks: 4_000, ...range });
+      expect((await runJob(job, { simulator: sim })).status).toBe('complete');
+    }
+    const windows = await queryCatalog(chunked, `SELECT count(*) AS n FROM windows WHERE dataset = 'transactions'`);
+    expect(Number(windows[0]!.n)).toBeGreaterThan(5);
+    const whole = await reconcileLocalLake(new LakePaths(chunked), { genesis });
+    expect(whole.rowsOut.filter((x) => x.outcome !== 'reconciled').map((x) => x.reason)).toEqual([]);
+
+    // The same account with blocks 20001-24000 never fetched: a gap, so no history from block 0 to the balance.
+    const gap = path.join(dir, 'gap');
+    for (const range of [{ toBlock: 20_000 }, { fromBlock: 24_001 }]) {
+      const job = wholeHistoryJob(gap, accounts, 0, { windowBlocks: 4_000, ...range });
+      expect((await runJob(job, { simulator: sim })).status).toBe('complete');
+    }
+    const r = await reconcileLocalLake(new LakePaths(gap), { genesis });
+    const native = r.rowsOut.find((x) => x.asset === 'native')!;
+    expect(native.outcome).toBe('unchecked');
+    expect(native.reason).toMatch(
+      /^history not complete: transactions held from block 0 to 20000 only, internal_transactions held from block 0 to 20000 only \(the balance is at block \d+\)$/,
+    );
   });
 
   it('chainlake reconcile prints the summary and exits 6 when a balance differs, 0 when all reconcile or cannot be judged', async () => {
