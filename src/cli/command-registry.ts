@@ -24,6 +24,7 @@ export const COMMANDS: Record<string, () => Promise<AnyCommand>> = {
   enqueue: async () => (await import('./commands/enqueue.js')).enqueueCommand,
   worker: async () => (await import('./commands/worker.js')).workerCommand,
   maintain: async () => (await import('./commands/maintain.js')).maintainCommand,
+  reconcile: async () => (await import('./commands/reconcile.js')).reconcileCommand,
   'verify-contract': async () => (await import('./commands/verify-contract.js')).verifyContractCommand,
   schema: async () => (await import('./commands/schema.js')).schemaCommand,
 };

@@ -66,7 +66,7 @@ export function formatVerify(s: VerifySession): string {
   parts.push(
     s.holds
       ? 'everything checked holds'
-      : `DIFFERS: exit ${EXIT.verifyDiffers}${s.repair ? ' (after the repair)' : s.differing.length ? '; chainlake verify --repair fetches the differing windows again' : ''}`,
+      : `DIFFERS: exit ${EXIT.differs}${s.repair ? ' (after the repair)' : s.differing.length ? '; chainlake verify --repair fetches the differing windows again' : ''}`,
   );
   return parts.join('\n\n');
 }
@@ -122,6 +122,6 @@ export const verifyCommand: CommandModule<object, Args> = {
           )
         : formatVerify(s)) + '\n',
     );
-    if (!s.holds) process.exitCode = EXIT.verifyDiffers;
+    if (!s.holds) process.exitCode = EXIT.differs;
   },
 };
