@@ -24,6 +24,7 @@ export const COMMANDS: Record<string, () => Promise<AnyCommand>> = {
   maintain: async () => (await import('./commands/maintain.js')).maintainCommand,
   'verify-contract': async () => (await import('./commands/verify-contract.js')).verifyContractCommand,
   schema: async () => (await import('./commands/schema.js')).schemaCommand,
+  explain: async () => (await import('./commands/explain.js')).explainCommand,
 };
 
 /** Options of the whole CLI that take a value: the word after them is not the command. */
