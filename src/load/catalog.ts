@@ -41,6 +41,12 @@ export interface RequestUsage {
  */
 export const CATALOG_FORMAT = 3;
 
+/**
+ * The window's stable id (`dataset/network/scope/range`, as the distributed windows table and `requests` name it):
+ * a column added to catalogs made before it (NULL in their older rows).
+ */
+const WINDOW_ID_MIGRATION = [`ALTER TABLE windows ADD COLUMN IF NOT EXISTS window_id VARCHAR`];
+
 /** The catalog's tables (a damaged catalog's salvage creates them too: load/salvage.ts). */
 export const TABLES = [
   `CREATE TABLE IF NOT EXISTS lake_meta (key VARCHAR PRIMARY KEY, value VARCHAR)`,
@@ -54,13 +60,10 @@ export const TABLES = [
   `CREATE TABLE IF NOT EXISTS commits (commit_id VARCHAR PRIMARY KEY, run_id VARCHAR, files BIGINT, rows BIGINT, bytes BIGINT, committed_at TIMESTAMPTZ, recovered_by VARCHAR)`,
   // The daily request quota's ledger: what each run sent per UTC day and account, written with its commits.
   `CREATE TABLE IF NOT EXISTS request_usage (day DATE, account VARCHAR, run_id VARCHAR, requests BIGINT, PRIMARY KEY (day, account, run_id))`,
+  // Lineage: each window's calls, and the window's id that keys them (src/load/ledger-requests.ts).
+  ...requestsLedgerDdl(),
+  ...WINDOW_ID_MIGRATION,
 ];
-
-/**
- * The window's stable id (`dataset/network/scope/range`, as the distributed windows table and `requests` name it):
- * a column added to catalogs made before it (NULL in their older rows).
- */
-const WINDOW_ID_MIGRATION = [`ALTER TABLE windows ADD COLUMN IF NOT EXISTS window_id VARCHAR`];
 
 const TABLE_DOCS: Record<string, [string, Record<string, string>]> = {
   lake_meta: ['Facts about this lake: its absolute root (views are rebuilt when the lake moves) and the catalog format.', {}],
@@ -232,7 +235,6 @@ export class Catalog {
       try {
         await conn.run("SET TimeZone = 'UTC'");
         for (const t of TABLES) await conn.run(t);
-        for (const t of [...requestsLedgerDdl(), ...WINDOW_ID_MIGRATION]) await conn.run(t);
         const catalog = new Catalog(conn, paths);
         await catalog.ensureDuckLake();
         return await fn(catalog);
