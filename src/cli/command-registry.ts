@@ -27,6 +27,7 @@ export const COMMANDS: Record<string, () => Promise<AnyCommand>> = {
   reconcile: async () => (await import('./commands/reconcile.js')).reconcileCommand,
   'verify-contract': async () => (await import('./commands/verify-contract.js')).verifyContractCommand,
   schema: async () => (await import('./commands/schema.js')).schemaCommand,
+  explain: async () => (await import('./commands/explain.js')).explainCommand,
 };
 
 /** Options of the whole CLI that take a value: the word after them is not the command. */

@@ -7,6 +7,8 @@
  * watermarks and closes finished runs — and first checks that this committer still holds the lease, so a
  * committer that stalled past its lease cannot commit behind its successor's back.
  */
+import type { RequestRecord } from '../extract/request-log.js';
+import { decodeCalls, insertRequests } from '../load/ledger-requests.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import pLimit from 'p-limit';
 import type pg from 'pg';
@@ -64,6 +66,8 @@ interface FetchedWindow {
   fragment: string | null;
   rejectFragment: string | null;
   rows: number;
+  /** The calls its worker made (lineage). */
+  calls: RequestRecord[];
 }
 
 export interface CommitDeps {
@@ -83,7 +87,7 @@ export interface CommitDeps {
 /** Windows fetched and waiting for the committer, oldest first, up to about `maxRows` rows. */
 export async function fetchedWindows(catalog: CatalogDb, maxRows: number): Promise<FetchedWindow[]> {
   const rows = await catalog.query(
-    `SELECT run_id, window_id, dataset, network, scope_key, fragment_path, reject_path, rows FROM ${CONTROL_SCHEMA}.windows
+    `SELECT run_id, window_id, dataset, network, scope_key, fragment_path, reject_path, rows, request_log FROM ${CONTROL_SCHEMA}.windows
      WHERE state = 'fetched' ORDER BY updated_at, run_id, window_id LIMIT 2000`,
   );
   const out: FetchedWindow[] = [];
@@ -101,6 +105,7 @@ export async function fetchedWindows(catalog: CatalogDb, maxRows: number): Promi
       fragment: r.fragment_path === null ? null : String(r.fragment_path),
       rejectFragment: r.reject_path === null ? null : String(r.reject_path),
       rows: n,
+      calls: decodeCalls(r.request_log),
     });
   }
   return out;
@@ -198,7 +203,7 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
   if (lease.length === 0) throw new LeaseLostError(deps.holder);
   // Every window of the batch in one statement (a round trip per window made a large commit's transaction long).
   const marked = await tx.query(
-    `UPDATE ${CONTROL_SCHEMA}.windows w SET state = 'committed', snapshot_id = $3, updated_at = NOW()
+    `UPDATE ${CONTROL_SCHEMA}.windows w SET state = 'committed', snapshot_id = $3, updated_at = NOW(), request_log = NULL
      FROM unnest($1::text[], $2::text[]) AS k(run_id, window_id)
      WHERE w.run_id = k.run_id AND w.window_id = k.window_id AND w.state = 'fetched' RETURNING w.run_id, w.window_id`,
     [windows.map((w) => w.runId), windows.map((w) => w.windowId), snapshotId],
@@ -208,6 +213,8 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
     const w = windows.find((x) => !done.has(`${x.runId}\u0000${x.windowId}`)) ?? windows[0]!;
     throw new ChainlakeError(`window ${w.windowId} of run ${w.runId} is no longer waiting for a commit (committed twice?)`);
   }
+  // Their calls move from the windows' rows to the requests ledger, in the transaction that commits them.
+  await insertRequests(tx, windows, CONTROL_SCHEMA);
   const keys = new Map<string, FetchedWindow>();
   for (const w of windows) keys.set(`${w.runId}\u0000${w.dataset}\u0000${w.network}\u0000${w.scopeKey}`, w);
   for (const w of keys.values()) {

@@ -3,6 +3,7 @@
  * tables (schema `chainlake`: runs, windows, watermarks, the committer lease) and the work queue (pg-boss, schema
  * `chainlake_queue`). Every decision that must hold across machines is taken here, never on the object store.
  */
+import { requestsLedgerDdl } from '../load/ledger-requests.js';
 import pg from 'pg';
 import { PostgresCatalog } from '../ducklake/postgres-catalog.js';
 import { initialiseCatalog } from '../ducklake/ddl.js';
@@ -79,6 +80,9 @@ const CONTROL_DDL = [
      PRIMARY KEY (run_id, window_id)
    )`,
   `CREATE INDEX IF NOT EXISTS windows_state ON ${CONTROL_SCHEMA}.windows (state)`,
+  // A fetched window's calls (JSON text), from its worker to the commit that records them in `requests`.
+  `ALTER TABLE ${CONTROL_SCHEMA}.windows ADD COLUMN IF NOT EXISTS request_log TEXT`,
+  ...requestsLedgerDdl(CONTROL_SCHEMA),
   `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.watermarks (
      dataset TEXT NOT NULL,
      network TEXT NOT NULL,

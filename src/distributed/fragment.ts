@@ -15,6 +15,7 @@ import type { Logger } from '../pipeline/log.js';
 import type { PagerOptions } from '../extract/pager.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { rejectsSelect, stagedSelect } from '../load/commit.js';
+import { encodeCalls } from '../load/ledger-requests.js';
 import { ident, literal } from '../load/sql.js';
 import { testHook } from '../load/test-hooks.js';
 import { STAGED_PARTITION } from '../load/schema.js';
@@ -154,7 +155,7 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
       (
         await client.query(
           `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'fetched', fragment_path = $3, reject_path = $4, rows = $5, rejects = $6, requests = $7,
-             covered_from = $8, covered_to = $9, worker = $10, attempts = attempts + 1, error = NULL, fetched_at = NOW(), updated_at = NOW()
+             covered_from = $8, covered_to = $9, worker = $10, attempts = attempts + 1, error = NULL, fetched_at = NOW(), updated_at = NOW(), request_log = $11
            WHERE run_id = $1 AND window_id = $2 AND state = 'queued'`,
           [
             runId,
@@ -167,6 +168,8 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
             covered?.from ?? null,
             covered?.to ?? null,
             deps.workerId,
+            // Its calls (lineage), recorded in `requests` by the commit that records the window.
+            encodeCalls(outcome.acct.calls),
           ],
         )
       ).rowCount === 1;

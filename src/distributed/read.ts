@@ -9,6 +9,8 @@
  * the `files` view, the DuckLake's own `ducklake_*` tables, and an empty view of the right columns for every
  * dataset and `_rejects` no snapshot has written yet. These are copies taken when the reader opens.
  */
+import { REQUESTS_TABLE, requestsLedgerDdl } from '../load/ledger-requests.js';
+import { verificationsDdl, verificationsTable } from '../load/ledger-verifications.js';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import type pg from 'pg';
 import { DATASETS } from '../datasets/registry.js';
@@ -160,7 +162,7 @@ async function copyLedger(client: pg.Client, conn: DuckDBConnection, written: Re
     const queue = found.length
       ? `JOIN (${found.map((q) => `SELECT id, output FROM ${q} WHERE name = ${literal(WINDOW_QUEUE)}`).join(' UNION ALL ')}) j ON j.id = w.job_id`
       : undefined;
-    for (const t of ['runs', 'windows', 'watermarks', 'request_usage']) {
+    for (const t of ['runs', 'windows', 'watermarks', 'request_usage', REQUESTS_TABLE, 'verifications']) {
       if (await relationExists(client, `${CONTROL_SCHEMA}.${t}`)) await copyTable(client, conn, CONTROL_SCHEMA, t, `${CONTROL_SCHEMA}.${ident(t)}`);
     }
     if (queue && (await relationExists(client, `${CONTROL_SCHEMA}.windows`))) {
@@ -210,6 +212,10 @@ CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.windows (run_id VARCHAR, window_id 
   requests BIGINT, attempts INTEGER, error VARCHAR, worker VARCHAR, snapshot_id BIGINT, fetched_at TIMESTAMPTZ, updated_at TIMESTAMPTZ);
 CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.watermarks (dataset VARCHAR, network VARCHAR, scope VARCHAR, block BIGINT, updated_at TIMESTAMPTZ);
 CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.request_usage (account VARCHAR, day VARCHAR, requests BIGINT);
+${requestsLedgerDdl(CONTROL_SCHEMA).join(';\n')};
+CREATE VIEW ${REQUESTS_TABLE} AS SELECT * FROM ${CONTROL_SCHEMA}.${REQUESTS_TABLE};
+${verificationsDdl(CONTROL_SCHEMA)};
+CREATE VIEW verifications AS SELECT * FROM ${verificationsTable(CONTROL_SCHEMA)};
 CREATE VIEW runs AS
   WITH t AS (
     SELECT run_id, count(*) AS windows, count(*) FILTER (WHERE state = 'failed') AS windows_failed,
@@ -229,7 +235,7 @@ CREATE VIEW windows AS
          coalesce(covered_to, TRY_CAST(json_extract_string(spec, '$.range.to') AS BIGINT)) AS to_block,
          NULL::BIGINT AS rows_expected, rows AS rows_got, rejects, requests, NULL::BIGINT AS retries, NULL::BIGINT AS throttles,
          NULL::BIGINT AS cap_hits, NULL::BIGINT AS splits, state AS status, error,
-         CASE WHEN state = 'committed' THEN updated_at END AS committed_at
+         CASE WHEN state = 'committed' THEN updated_at END AS committed_at, window_id
   FROM ${CONTROL_SCHEMA}.windows;
 CREATE VIEW watermarks AS
   SELECT network, dataset, scope, block, NULL::VARCHAR AS run_id, updated_at FROM ${CONTROL_SCHEMA}.watermarks;

@@ -17,6 +17,8 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import type { LakePaths } from './paths.js';
 import { REJECTS_SHAPE, datasetShape, emptyTypedSelect, type LakeColumn, type TableShape } from './schema.js';
 import { ident, literal } from './sql.js';
+import type { RequestRecord } from '../extract/request-log.js';
+import { REQUESTS_COLUMNS, requestsLedgerDdl } from './ledger-requests.js';
 
 /** The catalog's own DuckDB: small (catalog rows, view definitions), so that it never grows a run's memory. */
 const CATALOG_MEMORY_LIMIT = '64MB';
@@ -40,6 +42,12 @@ export interface RequestUsage {
  */
 export const CATALOG_FORMAT = 3;
 
+/**
+ * The window's stable id (`dataset/network/scope/range`, as the distributed windows table and `requests` name it):
+ * a column added to catalogs made before it (NULL in their older rows).
+ */
+const WINDOW_ID_MIGRATION = [`ALTER TABLE windows ADD COLUMN IF NOT EXISTS window_id VARCHAR`];
+
 /** The catalog's tables (a damaged catalog's salvage creates them too: load/salvage.ts). */
 export const TABLES = [
   `CREATE TABLE IF NOT EXISTS lake_meta (key VARCHAR PRIMARY KEY, value VARCHAR)`,
@@ -53,6 +61,9 @@ export const TABLES = [
   `CREATE TABLE IF NOT EXISTS commits (commit_id VARCHAR PRIMARY KEY, run_id VARCHAR, files BIGINT, rows BIGINT, bytes BIGINT, committed_at TIMESTAMPTZ, recovered_by VARCHAR)`,
   // The daily request quota's ledger: what each run sent per UTC day and account, written with its commits.
   `CREATE TABLE IF NOT EXISTS request_usage (day DATE, account VARCHAR, run_id VARCHAR, requests BIGINT, PRIMARY KEY (day, account, run_id))`,
+  // Lineage: each window's calls, and the window's id that keys them (src/load/ledger-requests.ts).
+  ...requestsLedgerDdl(),
+  ...WINDOW_ID_MIGRATION,
 ];
 
 const TABLE_DOCS: Record<string, [string, Record<string, string>]> = {
@@ -87,7 +98,12 @@ const TABLE_DOCS: Record<string, [string, Record<string, string>]> = {
       rows_got: 'Rows actually paged and staged.',
       cap_hits: "Times the explorer's result-window cap forced a split of the block range.",
       status: 'committed (its rows are in the lake) or failed (nothing of it was written; a re-run fetches it again).',
+      window_id: 'dataset/network/scope/range: with run_id, the key of its calls in requests (NULL in windows recorded before lineage).',
     },
+  ],
+  requests: [
+    'One row per call a window made (lineage: `chainlake explain` follows a row to its window and these). Written with the window, in the same commit.',
+    Object.fromEntries(REQUESTS_COLUMNS.map((c) => [c.name, c.doc])),
   ],
   watermarks: ['Per network, dataset and scope: the highest block whose windows are committed. Incremental runs start below it.', {}],
 };
@@ -109,6 +125,10 @@ export interface WindowRecord {
   splits: number;
   status: 'committed' | 'failed';
   error: string | null;
+  /** The window's stable id (`dataset/network/scope/range`); absent in journals written before lineage. */
+  windowId?: string;
+  /** The window's calls (its `requests` rows), recorded with it. */
+  calls?: RequestRecord[];
 }
 
 export interface WatermarkRecord {
@@ -381,9 +401,11 @@ export class Catalog {
     if (windows.length === 0) return;
     const rows = windows.map(
       (w) =>
-        `(${literal(w.runId)}, ${literal(w.dataset)}, ${literal(w.network)}, ${literal(w.scope)}, ${num(w.fromBlock)}, ${num(w.toBlock)}, ${w.rowsExpected}, ${w.rowsGot}, ${w.rejects}, ${w.requests}, ${w.retries}, ${w.throttles}, ${w.capHits}, ${w.splits}, ${literal(w.status)}, ${str(w.error)}, ${w.status === 'committed' ? 'now()' : 'NULL'})`,
+        `(${literal(w.runId)}, ${literal(w.dataset)}, ${literal(w.network)}, ${literal(w.scope)}, ${num(w.fromBlock)}, ${num(w.toBlock)}, ${w.rowsExpected}, ${w.rowsGot}, ${w.rejects}, ${w.requests}, ${w.retries}, ${w.throttles}, ${w.capHits}, ${w.splits}, ${literal(w.status)}, ${str(w.error)}, ${w.status === 'committed' ? 'now()' : 'NULL'}, ${str(w.windowId)})`,
     );
-    await this.run(`INSERT INTO windows VALUES ${rows.join(', ')}`);
+    await this.run(
+      `INSERT INTO windows (run_id, dataset, network, scope, from_block, to_block, rows_expected, rows_got, rejects, requests, retries, throttles, cap_hits, splits, status, error, committed_at, window_id) VALUES ${rows.join(', ')}`,
+    );
   }
 
   /** Every file some snapshot lists or that waits for deletion: absolute paths (what is not here is not the lake's). */

@@ -440,6 +440,8 @@ function windowRecord(runId: string, o: WindowOutcome): WindowRecord {
     splits: o.progress.splits,
     status: o.error ? 'failed' : 'committed',
     error: o.error ?? null,
+    windowId: o.window.id,
+    calls: o.acct.calls,
   };
 }
 
