@@ -106,7 +106,8 @@ export interface WindowRecord {
   throttles: number;
   capHits: number;
   splits: number;
-  status: 'committed' | 'failed';
+  /** provisional: committed, but reaching into the unfinal zone (the next run fetches it again: docs/lake.md). */
+  status: 'committed' | 'provisional' | 'failed';
   error: string | null;
 }
 
@@ -385,7 +386,7 @@ export class Catalog {
     if (windows.length === 0) return;
     const rows = windows.map(
       (w) =>
-        `(${literal(w.runId)}, ${literal(w.dataset)}, ${literal(w.network)}, ${literal(w.scope)}, ${num(w.fromBlock)}, ${num(w.toBlock)}, ${w.rowsExpected}, ${w.rowsGot}, ${w.rejects}, ${w.requests}, ${w.retries}, ${w.throttles}, ${w.capHits}, ${w.splits}, ${literal(w.status)}, ${str(w.error)}, ${w.status === 'committed' ? 'now()' : 'NULL'})`,
+        `(${literal(w.runId)}, ${literal(w.dataset)}, ${literal(w.network)}, ${literal(w.scope)}, ${num(w.fromBlock)}, ${num(w.toBlock)}, ${w.rowsExpected}, ${w.rowsGot}, ${w.rejects}, ${w.requests}, ${w.retries}, ${w.throttles}, ${w.capHits}, ${w.splits}, ${literal(w.status)}, ${str(w.error)}, ${w.status === 'failed' ? 'NULL' : 'now()'})`,
     );
     await this.run(`INSERT INTO windows VALUES ${rows.join(', ')}`);
   }

@@ -133,6 +133,11 @@ export function jobSchema(): Schema {
           toBlock: { oneOf: [int(0), { const: 'head' }] },
           incremental: { type: 'boolean' },
           safetyMarginBlocks: int(0),
+          finalityDepth: {
+            ...int(0),
+            description:
+              'Blocks below the head not yet final: windows above head - depth are provisional, fetched again and replaced by the next run (default 64 on mainnet and testnet, 0 on the simulator)',
+          },
           windowBlocks: {
             ...int(1),
             description: 'Block-ranged windows are cut into chunks of this many blocks (aligned), fetched in block order (default 100000)',

@@ -70,6 +70,13 @@ export interface JobRange {
   incremental: boolean;
   safetyMarginBlocks: number;
   /**
+   * Blocks below the head that may still be reorganised or not yet indexed (range.finalityDepth, --finality-depth;
+   * default: defaultFinalityDepth). Windows reaching above `head - finalityDepth` are committed as provisional,
+   * watermarks stop at that block, and the next run fetches those windows again and replaces their rows. 0: the
+   * head is final, nothing is provisional and rows are merged by key only.
+   */
+  finalityDepth: number;
+  /**
    * Block-ranged windows are cut into chunks of this many blocks, aligned to its multiples, and fetched in
    * block order: the unit of resume, and what keeps each batch commit to a few daily partitions.
    */
@@ -504,6 +511,14 @@ export function jsonErrorPlace(text: string, message: string): string {
   return `at line ${line}, column ${column}: ${what}`;
 }
 
+/**
+ * The finality depth a job gets when it names none: its network's (JOB_DEFAULTS.finalityDepth) on a real
+ * service; 0 on the embedded simulator, whose chain never reorganises nor lags unless a test tells it to.
+ */
+export function defaultFinalityDepth(target: 'api' | 'simulator', network: Network): number {
+  return target === 'simulator' ? 0 : JOB_DEFAULTS.finalityDepth[network];
+}
+
 /** Validates a parsed job document. Environment supplies the API key and any base URL the job leaves out. */
 /** What a job file may leave out, in one place (the job schema and README describe the same values). */
 export const JOB_DEFAULTS = Object.freeze({
@@ -513,6 +528,8 @@ export const JOB_DEFAULTS = Object.freeze({
   lake: 'data/lake',
   fromBlock: 0,
   safetyMarginBlocks: 12,
+  /** range.finalityDepth per network of a real service: two epochs of an Ethereum-like chain (docs/api-assumptions.md). */
+  finalityDepth: Object.freeze({ mainnet: 64, testnet: 64 } as Record<Network, number>),
   windowBlocks: DEFAULT_WINDOW_BLOCKS,
   commit: Object.freeze({ everyRows: 500_000, everySeconds: 60 }),
   concurrency: 8,
@@ -621,6 +638,8 @@ function readJob(doc: unknown, file: string, env: NodeJS.ProcessEnv): Job {
   if (incremental && toBlock !== 'head') r.fail('range', 'an incremental range runs up to the head: leave toBlock out (or "head")');
   const safetyMarginBlocks =
     rangeDoc.safetyMarginBlocks === undefined ? JOB_DEFAULTS.safetyMarginBlocks : r.int(rangeDoc.safetyMarginBlocks, 'range.safetyMarginBlocks', 0, 1_000_000);
+  const finalityDepth =
+    rangeDoc.finalityDepth === undefined ? defaultFinalityDepth(target.kind, network) : r.int(rangeDoc.finalityDepth, 'range.finalityDepth', 0, 1_000_000);
   const windowBlocks = rangeDoc.windowBlocks === undefined ? JOB_DEFAULTS.windowBlocks : r.int(rangeDoc.windowBlocks, 'range.windowBlocks', 1);
   const head = rangeDoc.head === undefined ? undefined : r.int(rangeDoc.head, 'range.head', 0);
   const headHint = rangeDoc.headHint === undefined ? undefined : r.int(rangeDoc.headHint, 'range.headHint', 0);
@@ -670,6 +689,7 @@ function readJob(doc: unknown, file: string, env: NodeJS.ProcessEnv): Job {
       toBlock,
       incremental,
       safetyMarginBlocks,
+      finalityDepth,
       windowBlocks,
       ...(head === undefined ? {} : { head }),
       ...(headHint === undefined ? {} : { headHint }),
