@@ -35,6 +35,7 @@ export interface RunArgs extends OutputArgs {
   'full-refresh'?: boolean;
   wait?: boolean;
   'window-blocks'?: number;
+  'finality-depth'?: number;
 }
 
 /** Flags that say where and how politely a job runs: `plan` estimates with them, `run`/`export` use them. */
@@ -47,7 +48,24 @@ export function withTargetOptions<T>(y: Argv<T>) {
     .option('window-blocks', {
       type: 'number',
       describe: "Blocks per window chunk, fetched in block order (overrides the job's range.windowBlocks; default 100000)",
-    });
+    })
+    .option('finality-depth', finalityDepthOption);
+}
+
+/** `--finality-depth` (run, plan, export, enqueue): blocks below the head not yet final. */
+export const finalityDepthOption = {
+  type: 'number',
+  describe:
+    "Blocks below the head that may still change: windows above head - N are provisional, fetched again and replaced by the next run (overrides the job's range.finalityDepth; default 64 on a real mainnet or testnet, 0 on the simulator; 0: the head is final)",
+} as const;
+
+/** The job with `--finality-depth` applied (a usage error when it is not a block count). */
+export function withFinalityDepth(job: Job, depth: number | undefined): Job {
+  if (depth === undefined) return job;
+  const { min, max } = RANGE_OPTIONS.finalityDepth;
+  if (!Number.isSafeInteger(depth) || depth < min || depth > max!)
+    throw new CliError(`--finality-depth must be an integer from ${min} to ${max!}, got ${shownFlagValue('finality-depth', depth)}`);
+  return { ...job, range: { ...job.range, finalityDepth: depth } };
 }
 
 /** `--from-block/--to-block` of a job file command: an explicit range for this run only. */
@@ -141,6 +159,7 @@ export function applyRunOverrides(job: Job, args: RunArgs, jobNamesLake = true):
       throw new CliError(`--${name} must be an integer from ${o.min} to ${max}, got ${shownFlagValue(name, v)}`);
     return v;
   };
+  job = withFinalityDepth(job, args['finality-depth']);
   return {
     ...job,
     lake: localLakeOf(args.lake, jobNamesLake ? job.lake : undefined),

@@ -235,7 +235,7 @@ CREATE VIEW windows AS
          coalesce(covered_to, TRY_CAST(json_extract_string(spec, '$.range.to') AS BIGINT)) AS to_block,
          NULL::BIGINT AS rows_expected, rows AS rows_got, rejects, requests, NULL::BIGINT AS retries, NULL::BIGINT AS throttles,
          NULL::BIGINT AS cap_hits, NULL::BIGINT AS splits, state AS status, error,
-         CASE WHEN state = 'committed' THEN updated_at END AS committed_at, window_id
+         CASE WHEN state IN ('committed', 'provisional') THEN updated_at END AS committed_at, window_id
   FROM ${CONTROL_SCHEMA}.windows;
 CREATE VIEW watermarks AS
   SELECT network, dataset, scope, block, NULL::VARCHAR AS run_id, updated_at FROM ${CONTROL_SCHEMA}.watermarks;

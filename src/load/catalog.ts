@@ -123,7 +123,8 @@ export interface WindowRecord {
   throttles: number;
   capHits: number;
   splits: number;
-  status: 'committed' | 'failed';
+  /** provisional: committed, but reaching into the unfinal zone (the next run fetches it again: docs/lake.md). */
+  status: 'committed' | 'provisional' | 'failed';
   error: string | null;
   /** The window's stable id (`dataset/network/scope/range`); absent in journals written before lineage. */
   windowId?: string;
@@ -401,7 +402,7 @@ export class Catalog {
     if (windows.length === 0) return;
     const rows = windows.map(
       (w) =>
-        `(${literal(w.runId)}, ${literal(w.dataset)}, ${literal(w.network)}, ${literal(w.scope)}, ${num(w.fromBlock)}, ${num(w.toBlock)}, ${w.rowsExpected}, ${w.rowsGot}, ${w.rejects}, ${w.requests}, ${w.retries}, ${w.throttles}, ${w.capHits}, ${w.splits}, ${literal(w.status)}, ${str(w.error)}, ${w.status === 'committed' ? 'now()' : 'NULL'}, ${str(w.windowId)})`,
+        `(${literal(w.runId)}, ${literal(w.dataset)}, ${literal(w.network)}, ${literal(w.scope)}, ${num(w.fromBlock)}, ${num(w.toBlock)}, ${w.rowsExpected}, ${w.rowsGot}, ${w.rejects}, ${w.requests}, ${w.retries}, ${w.throttles}, ${w.capHits}, ${w.splits}, ${literal(w.status)}, ${str(w.error)}, ${w.status === 'failed' ? 'NULL' : 'now()'}, ${str(w.windowId)})`,
     );
     await this.run(
       `INSERT INTO windows (run_id, dataset, network, scope, from_block, to_block, rows_expected, rows_got, rejects, requests, retries, throttles, cap_hits, splits, status, error, committed_at, window_id) VALUES ${rows.join(', ')}`,

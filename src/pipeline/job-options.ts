@@ -95,6 +95,13 @@ export const RANGE_OPTIONS = {
   fromBlock: int(0, undefined, 0, 'The first block of the range.'),
   toBlock: int(0, undefined, undefined, 'The last block of the range, or "head".', '"head" (the chain head when the run starts)'),
   incremental: { kind: 'bool', default: false, doc: 'Each run starts after the last committed block of each scope (its watermark) and runs to the head.' },
+  finalityDepth: int(
+    0,
+    1_000_000,
+    undefined,
+    'Blocks below the head not yet final: windows above head − depth are committed as provisional, fetched again by the next run and their rows replaced (`--finality-depth`).',
+    '64 on mainnet and testnet (two epochs of an Ethereum-like chain), 0 against the simulator',
+  ),
   safetyMarginBlocks: int(0, 1_000_000, 12, 'An incremental run fetches each scope again from this many blocks below its watermark.'),
   windowBlocks: int(
     1,

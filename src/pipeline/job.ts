@@ -71,6 +71,13 @@ export interface JobRange {
   incremental: boolean;
   safetyMarginBlocks: number;
   /**
+   * Blocks below the head that may still be reorganised or not yet indexed (range.finalityDepth, --finality-depth;
+   * default: defaultFinalityDepth). Windows reaching above `head - finalityDepth` are committed as provisional,
+   * watermarks stop at that block, and the next run fetches those windows again and replaces their rows. 0: the
+   * head is final, nothing is provisional and rows are merged by key only.
+   */
+  finalityDepth: number;
+  /**
    * Block-ranged windows are cut into chunks of this many blocks, aligned to its multiples, and fetched in
    * block order: the unit of resume, and what keeps each batch commit to a few daily partitions.
    */
@@ -506,6 +513,14 @@ export function jsonErrorPlace(text: string, message: string): string {
   return `at line ${line}, column ${column}: ${what}`;
 }
 
+/**
+ * The finality depth a job gets when it names none: its network's (JOB_DEFAULTS.finalityDepth) on a real
+ * service; 0 on the embedded simulator, whose chain never reorganises nor lags unless a test tells it to.
+ */
+export function defaultFinalityDepth(target: 'api' | 'simulator', network: Network): number {
+  return target === 'simulator' ? 0 : JOB_DEFAULTS.finalityDepth[network];
+}
+
 /** Validates a parsed job document. Environment supplies the API key and any base URL the job leaves out. */
 /** What a job file may leave out, in one place (the job schema and README describe the same values). */
 /** Defaults of a job's options (declared in job-options.ts, with their bounds and words). */
@@ -516,6 +531,8 @@ export const JOB_DEFAULTS = Object.freeze({
   lake: TOP_OPTIONS.lake.default,
   fromBlock: RANGE_OPTIONS.fromBlock.default!,
   safetyMarginBlocks: RANGE_OPTIONS.safetyMarginBlocks.default!,
+  /** range.finalityDepth per network of a real service: two epochs of an Ethereum-like chain (docs/api-assumptions.md). */
+  finalityDepth: Object.freeze({ mainnet: 64, testnet: 64 } as Record<Network, number>),
   windowBlocks: DEFAULT_WINDOW_BLOCKS,
   commit: Object.freeze({ everyRows: COMMIT_OPTIONS.everyRows.default!, everySeconds: COMMIT_OPTIONS.everySeconds.default! }),
   concurrency: TOP_OPTIONS.concurrency.default!,
@@ -582,7 +599,7 @@ function readJob(doc: unknown, file: string, env: NodeJS.ProcessEnv): Job {
   const { name, network } = readIdentity(r, doc, file);
   const target = readTarget(r, doc, network, env);
   const lake = readLake(r, doc);
-  const range = readRange(r, doc);
+  const range = readRange(r, doc, target.kind, network);
   const commit = readCommit(r, doc);
   const datasets = readDatasets(r, doc);
   checkFinanceSource(r, target, datasets);
@@ -668,7 +685,7 @@ function readLake(r: Reader, doc: Obj): string {
 }
 
 /** Which blocks the block-ranged datasets cover, and how they are cut into windows. */
-function readRange(r: Reader, doc: Obj): JobRange {
+function readRange(r: Reader, doc: Obj, target: Job['target']['kind'], network: Network): JobRange {
   const rangeDoc = doc.range ?? {};
   if (!isObj(rangeDoc)) r.fail('range', 'must be an object like {"fromBlock": 0, "toBlock": "head"} or {"incremental": true, "fromBlock": 0}');
   r.keys(rangeDoc, 'range', schemaKeys(['range']));
@@ -685,6 +702,7 @@ function readRange(r: Reader, doc: Obj): JobRange {
     toBlock,
     incremental,
     safetyMarginBlocks: intOption(r, rangeDoc.safetyMarginBlocks, 'range.safetyMarginBlocks', RANGE_OPTIONS.safetyMarginBlocks)!,
+    finalityDepth: intOption(r, rangeDoc.finalityDepth, 'range.finalityDepth', RANGE_OPTIONS.finalityDepth) ?? defaultFinalityDepth(target, network),
     // Without windowBlocks a scope's range is asked at once and cut by count; the chunk size still bounds a plan.
     windowBlocks: intOption(r, rangeDoc.windowBlocks, 'range.windowBlocks', RANGE_OPTIONS.windowBlocks) ?? DEFAULT_WINDOW_BLOCKS,
     ...(head === undefined ? {} : { head }),

@@ -29,7 +29,7 @@ import { LiveRun } from './live.js';
 import { silentLogger, type Logger } from './log.js';
 import { effectiveJob, pagerOptionsOf, prepareRun } from './prepare.js';
 import type { FoundHead } from '../extract/head.js';
-import { WINDOW_ROWS, windowIdOf, type Window } from './plan.js';
+import { WINDOW_ROWS, isProvisional, windowIdOf, type Window } from './plan.js';
 import { emptyDatasetReport, interruptedSummary, sumReports, type DatasetReport, type RunReport } from './report.js';
 import { GarbagePacer } from './garbage.js';
 import { ChainlakeError } from '../errors.js';
@@ -438,7 +438,7 @@ function windowRecord(runId: string, o: WindowOutcome): WindowRecord {
     throttles: o.acct.throttles,
     capHits: o.progress.capHits,
     splits: o.progress.splits,
-    status: o.error ? 'failed' : 'committed',
+    status: o.error ? 'failed' : isProvisional(o.window) ? 'provisional' : 'committed',
     error: o.error ?? null,
     windowId: o.window.id,
     calls: o.acct.calls,

@@ -9,6 +9,9 @@ import { DIALECTS, type Dialect } from './dialect.js';
 
 export { DIALECTS, type Dialect } from './dialect.js';
 import { sparseChainFor, type SparseProfile } from './sparse.js';
+import { checkReorg, withReorg, type ReorgOptions } from './finality.js';
+
+export type { ReorgOptions } from './finality.js';
 
 export type { FaultKind, FaultOptions } from './faults.js';
 export type { SimulatorExamples } from './examples.js';
@@ -39,6 +42,10 @@ export interface SimulatorOptions {
    * (`sparseAddresses`). 'demo' (default): the small generated chain alone.
    */
   chain?: ChainKind;
+  /** Off by default: the last blocks before `reorg.at` are an orphaned fork until the head passes it (finality.ts). */
+  reorg?: ReorgOptions;
+  /** Off by default: listings answer only the rows up to `head - indexLagBlocks` (an explorer index behind the head). */
+  indexLagBlocks?: number;
 }
 
 export type ChainKind = 'demo' | 'sparse';
@@ -110,7 +117,15 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
   // The testnet chain is made on first use: most runs never ask for it, and making it costs about a third of a
   // simulator's start (a test suite and a demo run start many).
   const made: Partial<Record<'mainnet' | 'testnet', Chain>> = {};
-  const chainOf = (network: 'mainnet' | 'testnet'): Chain => (made[network] ??= withOwnHead(getChain(network, seed, scale)));
+  const reorg = opts.reorg;
+  if (reorg) checkReorg(reorg);
+  const lag = opts.indexLagBlocks;
+  if (lag !== undefined && (!Number.isSafeInteger(lag) || lag < 0)) throw new RangeError(`indexLagBlocks must be a non-negative integer, got ${lag}`);
+  const chainOf = (network: 'mainnet' | 'testnet'): Chain => {
+    if (made[network]) return made[network];
+    const view = withOwnHead(getChain(network, seed, scale));
+    return (made[network] = reorg ? withReorg(view, reorg) : view);
+  };
   const chains: Record<'mainnet' | 'testnet', Chain> = {
     get mainnet() {
       return chainOf('mainnet');
@@ -136,6 +151,7 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     ignoresRangeFilter: opts.ignoresRangeFilter === true,
     sparse,
     headOf,
+    indexLagBlocks: lag,
   });
   const port = await server.listen();
   const hostPart = host.includes(':') ? `[${host}]` : host;

@@ -13,6 +13,7 @@ import { renderBlock } from './render.js';
 import { withoutRangeFilter } from './range-filter.js';
 import { isoSeconds } from './hex.js';
 import type { SparseChain } from './sparse.js';
+import { indexedHead } from './finality.js';
 
 export interface ServerConfig {
   apiKey: string;
@@ -30,6 +31,8 @@ export interface ServerConfig {
   sparse?: Record<Network, SparseChain>;
   /** A network's head without making its chain (the testnet chain is made on first use: see index.ts). */
   headOf?: (network: Network) => number;
+  /** Listings answer only the rows up to this many blocks below the head (finality.ts). */
+  indexLagBlocks?: number;
 }
 
 export interface Stats {
@@ -373,6 +376,7 @@ export class SimServer {
         resultWindow: this.cfg.resultWindow,
         state: this.state[network],
         dialect: this.cfg.dialect ?? 'spec',
+        indexed: indexedHead(chain.head, this.cfg.indexLagBlocks),
       });
       const okBody = r.enveloped
         ? r.results
