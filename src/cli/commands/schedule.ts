@@ -64,9 +64,9 @@ export const scheduleCommand: CommandModule<object, Args> = {
       .option('cron', { type: 'string', describe: 'Cron expression for every job given (overrides their "schedule")' })
       .option('metrics-port', { type: 'number', describe: 'Serve /metrics (Prometheus) and /healthz on this port (0 picks a free one; off when not given)' })
       .option('metrics-host', { type: 'string', default: '127.0.0.1', describe: 'Interface for --metrics-port (0.0.0.0 to let a scraper on another host in)' })
-      .example('$0 schedule jobs/nightly.json', 'Run the nightly job on its own schedule until stopped')
-      .example('$0 schedule --cron "*/30 * * * *" jobs/a.json jobs/b.json', 'Run two jobs every 30 minutes')
-      .example('$0 schedule jobs/nightly.json --metrics-port 9464', 'Also serve /metrics and /healthz on 127.0.0.1:9464'),
+      .example('$0 schedule jobs/nightly.example.json', 'Run the nightly job on its own schedule until stopped')
+      .example('$0 schedule --cron "*/30 * * * *" jobs/demo.json jobs/token-holders.json', 'Run two jobs every 30 minutes')
+      .example('$0 schedule jobs/nightly.example.json --metrics-port 9464', 'Also serve /metrics and /healthz on 127.0.0.1:9464'),
   handler: async (args) => {
     if (args.cron !== undefined) {
       const problem = cronProblem(args.cron);
