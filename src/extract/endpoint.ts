@@ -146,6 +146,7 @@ export function endpointPageFetcher(
         a.httpStatus.includes(e.details.httpStatus) &&
         a.message.test(e.details.apiMessage ?? '')
       ) {
+        acct.recordAbsent(e.details.reason);
         return {
           entries: [{}],
           results: {},
@@ -161,6 +162,7 @@ export function endpointPageFetcher(
     if (absence) {
       // A success envelope that says "nothing here" (an unverified contract on the real service: HTTP 200,
       // `results: {}` and a message) is the same fact as the refusal above, recorded the same way.
+      acct.recordAbsent();
       const message =
         received?.message ?? (typeof (results as { message?: unknown } | null)?.message === 'string' ? (results as { message: string }).message : null);
       return { entries: [{}], results: {}, count: 1, offset: 0, range: req.range, meta: { ...baseMeta, found: false, api_message: message || absence } };
