@@ -47,6 +47,10 @@ export function formatStatus(s: LakeStatus): string {
       'none yet (run a job)',
     ),
   );
+  if (s.oldSnapshots.files > 0)
+    parts.push(
+      `old snapshots: ${s.oldSnapshots.files} file${s.oldSnapshots.files === 1 ? '' : 's'}, ${size(s.oldSnapshots.bytes)}, that only snapshots older than the newest reference (time travel); run \`chainlake maintain\` to free them`,
+    );
   if (s.missingFiles.length)
     parts.push(
       section(
