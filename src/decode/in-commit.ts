@@ -18,6 +18,7 @@ import { ident, literal } from '../load/sql.js';
 import type { DecodedDataset } from './datasets.js';
 import { decodeLogs, distinctDatasets } from './decode.js';
 import { declaredTables, decodedShape, type DecodeLakeInput } from './lake.js';
+import { dropReplacedRejects, findReplacedRejects, KEEP_REJECT } from './rejects.js';
 
 export interface CommitDecodingInput extends Pick<DecodeLakeInput, 'engine' | 'paths' | 'network' | 'datasets' | 'runId' | 'ingestedAt'> {
   /** A fresh folder under the commit's work folder. */
@@ -44,6 +45,10 @@ export class CommitDecoding implements CommitDerivation {
   private readonly files: PreparedFile[] = [];
   private readonly rejectsTable = ident('__decoded_rejects');
   private rejectsKept = false;
+  /** The logs decoded (transaction_hash, log_index): the rejects of an earlier decoding of them are replaced. */
+  private readonly logsTable = ident('__decoded_logs');
+  private logsKept = false;
+  private lake: LakeState | undefined;
   /** `dataset/partition` of every day written: a day must come from one slice only. */
   private readonly days = new Set<string>();
   private workDirMade = false;
@@ -57,6 +62,7 @@ export class CommitDecoding implements CommitDerivation {
 
   slice(table: string, partitions: readonly string[], index: number, lake: LakeState): { first: WriterTask[]; then: WriterTask[] } {
     if (this.failure) return { first: [], then: [] };
+    this.lake = lake;
     // One task decodes the slice; one per dataset and day of the slice writes that day once it is decoded (a
     // day of a log's timestamp is its event_logs day), so other writers write the days side by side.
     let decoded!: (days: Map<string, DayRange> | undefined) => void;
@@ -101,6 +107,10 @@ export class CommitDecoding implements CommitDerivation {
       workDir: path.join(this.input.workDir, `slice-${index}`),
       prefix,
     });
+    // Plain, not temporary: the rejects they replace are found on another connection (prepared).
+    if (!this.logsKept) await conn.run(`CREATE OR REPLACE TABLE ${this.logsTable} (transaction_hash VARCHAR, log_index BIGINT)`);
+    this.logsKept = true;
+    await conn.run(`INSERT INTO ${this.logsTable} SELECT transaction_hash, log_index FROM ${table} WHERE ${ident(FRESH_COLUMN)}`);
     this.stats.logs += out.logs;
     this.stats.rejects += out.rejectCount;
     for (const [shape, n] of out.skipped) this.stats.skipped.set(shape, (this.stats.skipped.get(shape) ?? 0) + n);
@@ -171,9 +181,12 @@ export class CommitDecoding implements CommitDerivation {
     // Side by side once all are written, as the commit's own files.
     await Promise.all(this.files.map((f) => fsyncFile(f.from)));
     this.stats.files = this.files.length;
-    const { runId, ingestedAt } = this.input;
+    const { runId, ingestedAt, engine, network, datasets } = this.input;
+    // Logs fetched again (a re-run of the same range) are decoded again: their rejects replace the earlier ones.
+    const days = this.logsKept && this.lake ? await findReplacedRejects(engine.conn, this.lake, network, datasets, `SELECT * FROM ${this.logsTable}`) : [];
     return {
       files: this.files,
+      ...(days.length ? { replacedRejects: { keep: KEEP_REJECT, days } } : {}),
       rejects: this.rejectsKept
         ? `SELECT *, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at FROM ${this.rejectsTable}`
         : undefined,
@@ -186,7 +199,8 @@ export class CommitDecoding implements CommitDerivation {
     // By name, so that the tables of a decoding that failed half-way go too (decodeLogs names them `<prefix><i>`).
     const n = distinctDatasets(this.input.datasets).length;
     const tables = [0, 1].flatMap((k) => Array.from({ length: n }, (_, i) => `${tablePrefix(k)}${i}`)).flatMap((t) => [t, `${t}_sorted`]);
-    await this.input.engine.conn.run([...tables, this.rejectsTable].map((t) => `DROP TABLE IF EXISTS ${t}`).join('; '));
+    await this.input.engine.conn.run([...tables, this.rejectsTable, this.logsTable].map((t) => `DROP TABLE IF EXISTS ${t}`).join('; '));
+    await dropReplacedRejects(this.input.engine.conn);
   }
 }
 

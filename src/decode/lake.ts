@@ -7,7 +7,7 @@ import path from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import type { Network } from '../datasets/dataset.js';
 import { Catalog, type DeclaredTable, type RunRow } from '../load/catalog.js';
-import { preparedFile, preparePartition, type PreparedFile } from '../load/commit.js';
+import { preparedFile, preparePartition, prepareRejects, type PreparedFile } from '../load/commit.js';
 import { writeLakeFile } from '../load/lake-file.js';
 import type { LakeState } from '../load/lake-state.js';
 import { fsyncFile } from '../load/durable.js';
@@ -24,7 +24,7 @@ import { REJECTS_SHAPE, type TableShape } from '../load/schema.js';
 import { ident, literal, literalList } from '../load/sql.js';
 import { allColumns, naturalKey, type DecodedDataset } from './datasets.js';
 import { decodeLogs } from './decode.js';
-import { dropReplacedRejects, findReplacedRejects, rewriteRejects } from './rejects.js';
+import { dropReplacedRejects, findReplacedRejects, KEEP_REJECT } from './rejects.js';
 
 export interface DecodeLakeInput {
   engine: Engine;
@@ -167,14 +167,25 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
       prepared.push(...(await newPartitions(engine, paths, lake, shape, network, table, fresh, workDir)));
     }
     // The rejects join the run's day; the days holding rejects they replace are rewritten without those.
-    const today = ingestedAt.slice(0, 10);
     const replaced = await findReplacedRejects(conn, lake, network, datasets, logs);
-    const fresh = `SELECT *, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at FROM ${out.rejects}`;
-    for (const day of [...new Set([...(out.rejectCount > 0 ? [today] : []), ...replaced])]) {
-      const file = await rewriteRejects(engine, paths, lake, network, day, day === today && out.rejectCount > 0 ? fresh : undefined, workDir);
-      if (file === 'cleared') cleared.push({ table: REJECTS_SHAPE.name, partitionValues: [network, day] });
-      else prepared.push(file);
-    }
+    const rejects = await prepareRejects({
+      engine,
+      paths,
+      lake,
+      network,
+      runId,
+      ingestedAt,
+      stagedFiles: [],
+      workDir,
+      date: ingestedAt.slice(0, 10),
+      more:
+        out.rejectCount > 0
+          ? `SELECT *, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at FROM ${out.rejects}`
+          : undefined,
+      replaced: { keep: KEEP_REJECT, days: replaced },
+    });
+    prepared.push(...rejects.files);
+    cleared.push(...rejects.cleared);
     await dropReplacedRejects(conn);
     for (const t of out.tables.values()) await conn.run(`DROP TABLE IF EXISTS ${t}`);
     await conn.run(`DROP TABLE IF EXISTS ${out.rejects}`);

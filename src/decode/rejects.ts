@@ -2,7 +2,8 @@
 // that fit no asked event of a dataset: its identity is that dataset and the log (transaction_hash,
 // log_index), not the run that saw it, so decoding a log again replaces its reject (or drops it, when the log
 // now decodes or is skipped) instead of adding one per run. `_rejects` is partitioned by the date of the run
-// that wrote a row, so the rows replaced may sit in any day: each such day is rewritten without them.
+// that wrote a row, so the rows replaced may sit in any day: each such day is rewritten without them
+// (load/commit.ts prepareRejects, for `chainlake decode` and for the decoding inside a run's commit alike).
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Network } from '../datasets/dataset.js';
@@ -68,27 +69,6 @@ export async function findReplacedRejects(
   const partitions = [...lake.table(REJECTS_SHAPE.name).partitions].filter(([, fs]) => fs.some((f) => held.has(f.path))).map(([key]) => key);
   const prefix = partitionKey(network, '');
   return partitions.filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length));
-}
-
-/**
- * The `_rejects` day `partition` rewritten without the replaced rejects, with `fresh` (rows with the `_rejects`
- * columns) merged in: its new file, or `cleared` when no row is left.
- */
-export async function rewriteRejects(
-  engine: Engine,
-  paths: LakePaths,
-  lake: LakeState,
-  network: Network,
-  partition: string,
-  fresh: string | undefined,
-  workDir: string,
-): Promise<PreparedFile | 'cleared'> {
-  const existing = lake.files(REJECTS_SHAPE.name, network, partition).map((f) => f.path);
-  if (!fresh && existing.length > 0) {
-    const left = `SELECT count(*)::BIGINT FROM read_parquet(${literalList(existing)}, hive_partitioning = false, union_by_name = true) WHERE ${KEEP_REJECT}`;
-    if (Number((await engine.conn.runAndReadAll(left)).getRowsJS()[0]![0]) === 0) return 'cleared';
-  }
-  return preparePartition(engine, paths, lake, REJECTS_SHAPE, network, partition, fresh, workDir, KEEP_REJECT);
 }
 
 /** Drops the temp table of findReplacedRejects. */

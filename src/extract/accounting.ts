@@ -48,6 +48,8 @@ export interface AccountingSummary {
   throttles: number;
   bytes: number;
   failures: Partial<Record<FailureReason, number>>;
+  /** Answers the endpoint declares may come (an unverified contract's "not verified"): not failures. */
+  absent: number;
   backoffWaitMs: number;
   rateWaitMs: number;
   latencyMs: { mean: number; p50: number; p90: number; p99: number; max: number };
@@ -67,6 +69,11 @@ export class Accounting {
   bytes = 0;
   /** Failed attempts by reason (transient and terminal). */
   readonly failures: Partial<Record<FailureReason, number>> = {};
+  /**
+   * Answers that said "nothing here" as the endpoint declares it may (its `absentWhen`: an unverified contract's
+   * 404 "not verified"): recorded as rows, not failures.
+   */
+  absent = 0;
   /** Time spent waiting between attempts (backoff, Retry-After). */
   backoffWaitMs = 0;
   /** Time spent waiting for the run's rate limiter. */
@@ -96,6 +103,18 @@ export class Accounting {
     this.failures[reason] = (this.failures[reason] ?? 0) + 1;
   }
 
+  /**
+   * An answer the endpoint expects (its `absentWhen`): counted as absent. `refused`: it came as a refusal the
+   * transport already counted as a failed attempt of that reason, which it was not.
+   */
+  recordAbsent(refused?: FailureReason): void {
+    this.absent++;
+    if (refused === undefined) return;
+    const n = (this.failures[refused] ?? 0) - 1;
+    if (n > 0) this.failures[refused] = n;
+    else delete this.failures[refused];
+  }
+
   add(other: Accounting): void {
     this.requests += other.requests;
     this.responses += other.responses;
@@ -103,6 +122,7 @@ export class Accounting {
     this.throttles += other.throttles;
     this.bytes += other.bytes;
     for (const [k, v] of Object.entries(other.failures) as [FailureReason, number][]) this.failures[k] = (this.failures[k] ?? 0) + v;
+    this.absent += other.absent;
     this.backoffWaitMs += other.backoffWaitMs;
     this.rateWaitMs += other.rateWaitMs;
     this.latencyTotalMs += other.latencyTotalMs;
@@ -123,6 +143,7 @@ export class Accounting {
       throttles: this.throttles,
       bytes: this.bytes,
       failures: { ...this.failures },
+      absent: this.absent,
       backoffWaitMs: Math.round(this.backoffWaitMs),
       rateWaitMs: Math.round(this.rateWaitMs),
       latencyMs: {

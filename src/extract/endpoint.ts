@@ -78,8 +78,11 @@ export function emptyResultsOf(results: unknown, entriesAt: readonly string[]): 
   return others.length === 0 && empty(dig(r, entriesAt)) ? `results.${entriesAt.join('.')} is empty` : undefined;
 }
 
-/** The label used in messages and stats: `explorer #2`, `finance /dashboard/overview`. */
-export const endpointLabel = (endpoint: EndpointDef): string => `${endpoint.api} ${endpoint.ref.split(' ')[0]}`;
+/**
+ * The endpoint's name in messages and stats (retry, throttle and give-up lines): its id, as `chainlake describe
+ * --endpoints` lists it and a job's "paths" names it (`account_transactions`, `dashboard_overview`).
+ */
+export const endpointLabel = (endpoint: EndpointDef): string => endpoint.id;
 
 /** The JSON body of a POST endpoint, from the scope. */
 export function buildBody(endpoint: EndpointDef, scope: Record<string, string>): Record<string, unknown> {
@@ -149,6 +152,7 @@ export function endpointPageFetcher(
         a.message.test(e.details.apiMessage ?? '')
       ) {
         record.rows = 1;
+        acct.recordAbsent(e.details.reason);
         return {
           entries: [{}],
           results: {},
@@ -164,6 +168,7 @@ export function endpointPageFetcher(
     if (absence) {
       // A success envelope that says "nothing here" (an unverified contract on the real service: HTTP 200,
       // `results: {}` and a message) is the same fact as the refusal above, recorded the same way.
+      acct.recordAbsent();
       const message =
         received?.message ?? (typeof (results as { message?: unknown } | null)?.message === 'string' ? (results as { message: string }).message : null);
       record.rows = 1;

@@ -22,8 +22,9 @@ export interface HeadSources {
   blockPath?: string;
 }
 
-const LATEST_LABEL = 'explorer #17 (latest)';
-const PROBE_LABEL = 'explorer #17 (head search)';
+// The block endpoint's id, as `describe --endpoints` lists it (and a job's "paths" names it), and what it is asked for.
+const LATEST_LABEL = 'block (latest)';
+const PROBE_LABEL = 'block (head search)';
 
 /**
  * The chain head. A given head is used as is. Otherwise `GET /v1/blocks/latest` (undocumented by the spec,

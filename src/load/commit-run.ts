@@ -4,7 +4,7 @@ import { Catalog, type DeclaredTable, type RunRow, type WatermarkRecord, type Wi
 import type { LakeState } from './lake-state.js';
 import type { ScopeRange } from './replace.js';
 import { datasetShape, REJECTS_SHAPE, type TableShape } from './schema.js';
-import { prepareDataset, prepareRejects, type CommittedFile, type PreparedFile, type SliceDerivation } from './commit.js';
+import { prepareDataset, prepareRejects, type CommittedFile, type PreparedFile, type ReplacedRejects, type SliceDerivation } from './commit.js';
 import type { Engine } from './engine.js';
 import { applyJournal, publishJournal, type CommitJournal } from './journal.js';
 import type { BatchRows } from './batch-rows.js';
@@ -58,10 +58,10 @@ export interface CommitDerivation extends SliceDerivation {
   dataset: string;
   /**
    * What it prepared, once every slice is written: its files (fsynced), its rejects (a relation with the
-   * `_rejects` columns) and the tables the catalog declares with the commit. Nothing when it failed: the
-   * commit then goes on without it.
+   * `_rejects` columns), the rejects of an earlier commit they replace, and the tables the catalog declares
+   * with the commit. Nothing when it failed: the commit then goes on without it.
    */
-  prepared(): Promise<{ files: PreparedFile[]; rejects?: string; tables: DeclaredTable[] } | undefined>;
+  prepared(): Promise<{ files: PreparedFile[]; rejects?: string; replacedRejects?: ReplacedRejects; tables: DeclaredTable[] } | undefined>;
 }
 
 /** The journal of a set of prepared files: what moves where, and what the catalog records. */
@@ -149,8 +149,9 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
     workDir: path.join(stagingDir, 'commit-rejects'),
     date: ingestedAt.slice(0, 10),
     more: derived?.rejects,
+    replaced: derived?.replacedRejects,
   });
-  if (rejects) prepared.push(rejects);
+  prepared.push(...rejects.files);
 
   // The run's record counts the datasets' files; derived ones are recorded in the catalog with them.
   const files = prepared.map((p) => p.file);
@@ -164,6 +165,7 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
     windows: input.windows,
     watermarks: input.watermarks,
     ...(derived ? { tables: derived.tables } : {}),
+    ...(rejects.cleared.length ? { cleared: rejects.cleared } : {}),
   });
   await publishJournal(paths, journal);
   await applyJournal(paths, journal);

@@ -367,17 +367,53 @@ export function rejectsSelect(stagedFiles: readonly string[], network: Network, 
     WHERE network = ${literal(network)}`;
 }
 
+/** Rejects a commit replaces: a condition the `_rejects` rows it keeps meet, and the days holding those it drops. */
+export interface ReplacedRejects {
+  keep: string;
+  days: readonly string[];
+}
+
+/** The `_rejects` partitions a commit writes, and those it leaves without a row (the catalog drops their files). */
+export interface PreparedRejects {
+  files: PreparedFile[];
+  cleared: { table: string; partitionValues: string[] }[];
+}
+
 /**
  * Rejects join the day's log partition of `_rejects` (one file per network and run date, merged): the staged
- * ones, and `more` (a relation with the REJECTS_SHAPE columns: rejects derived in the same commit).
+ * ones, and `more` (a relation with the REJECTS_SHAPE columns: rejects derived in the same commit). With
+ * `replaced`, each day holding a reject it replaces is rewritten without those (the day's own too), so that
+ * deriving the same rows again (a decoding of logs fetched again) replaces its rejects instead of adding them.
  */
-export async function prepareRejects(input: Omit<PrepareInput, 'def'> & { date: string; more?: string }): Promise<PreparedFile | undefined> {
-  const { engine, paths, lake, network, runId, ingestedAt, stagedFiles, workDir, date } = input;
+export async function prepareRejects(input: Omit<PrepareInput, 'def'> & { date: string; more?: string; replaced?: ReplacedRejects }): Promise<PreparedRejects> {
+  const { engine, paths, lake, network, runId, ingestedAt, stagedFiles, workDir, date, replaced } = input;
+  const out: PreparedRejects = { files: [], cleared: [] };
   const sources = [...(stagedFiles.length ? [rejectsSelect(stagedFiles, network, runId, ingestedAt)] : []), ...(input.more ? [input.more] : [])];
-  if (sources.length === 0) return undefined;
+  const fresh = sources.length ? sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ') : undefined;
+  const n = fresh ? Number((await engine.conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (${fresh})`)).getRowsJS()[0]![0]) : 0;
+  const days = new Set([...(n > 0 ? [date] : []), ...(replaced?.days ?? [])]);
+  if (days.size === 0) return out;
   await mkdirDurable(workDir);
-  const fresh = sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
-  const n = Number((await engine.conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (${fresh})`)).getRowsJS()[0]![0]);
-  if (n === 0) return undefined;
-  return preparePartition(engine, paths, lake, REJECTS_SHAPE, network, date, fresh, workDir);
+  for (const day of days) {
+    const rows = day === date && n > 0 ? fresh : undefined;
+    if (!rows && replaced) {
+      const existing = lake.files(REJECTS_SHAPE.name, network, day).map((f) => f.path);
+      const left =
+        existing.length === 0
+          ? 0
+          : Number(
+              (
+                await engine.conn.runAndReadAll(
+                  `SELECT count(*)::BIGINT FROM read_parquet(${literalList(existing)}, hive_partitioning = false, union_by_name = true) WHERE ${replaced.keep}`,
+                )
+              ).getRowsJS()[0]![0],
+            );
+      if (left === 0) {
+        if (existing.length > 0) out.cleared.push({ table: REJECTS_SHAPE.name, partitionValues: [network, day] });
+        continue;
+      }
+    }
+    out.files.push(await preparePartition(engine, paths, lake, REJECTS_SHAPE, network, day, rows, workDir, replaced?.keep));
+  }
+  return out;
 }

@@ -25,6 +25,11 @@ export interface LakeStatus {
    * another DuckLake writer's cleanup while chainlake's views still named them. Reading those tables fails.
    */
   missingFiles: string[];
+  /**
+   * Files that only snapshots older than the newest reference (replaced partitions kept for time travel): their
+   * count and bytes, which `chainlake maintain` frees once it expires those snapshots.
+   */
+  oldSnapshots: { files: number; bytes: number };
   /** Partitions holding files on disk that no snapshot of the catalog lists (something else wrote them). */
   strayPartitions: { dataset: string; network: string; partition: string; files: number }[];
   runs: {
@@ -83,6 +88,7 @@ export async function lakeStatus(conn: DuckDBConnection, lake: LakePaths | { nam
     pendingCommit: paths ? await hasPendingCommit(paths) : false,
     datasets: [],
     missingFiles: [],
+    oldSnapshots: { files: 0, bytes: 0 },
     strayPartitions: [],
     runs: [],
     watermarks: [],
@@ -97,7 +103,17 @@ export async function lakeStatus(conn: DuckDBConnection, lake: LakePaths | { nam
        FROM files GROUP BY ALL ORDER BY dataset, network`,
     );
   }
-  if (await relationExists(conn, 'ducklake_data_file')) await countOthersRows(conn, status.datasets);
+  if (await relationExists(conn, 'ducklake_data_file')) {
+    await countOthersRows(conn, status.datasets);
+    // The same catalog tables on either kind of lake (a distributed reader attaches its control plane's).
+    const [old] = await objects<{ files: number; bytes: number | null }>(
+      conn,
+      `SELECT count(*)::BIGINT AS files, sum(file_size_bytes)::BIGINT AS bytes FROM (
+         SELECT file_size_bytes FROM ducklake_data_file WHERE end_snapshot IS NOT NULL
+         UNION ALL SELECT file_size_bytes FROM ducklake_delete_file WHERE end_snapshot IS NOT NULL)`,
+    );
+    status.oldSnapshots = { files: old?.files ?? 0, bytes: old?.bytes ?? 0 };
+  }
   // Files the newest snapshot names that are not on the local lake's disk (another writer's cleanup, a lost file).
   if (paths && (await relationExists(conn, 'ducklake_data_file'))) {
     const current = (

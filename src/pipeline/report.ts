@@ -56,6 +56,11 @@ export interface RunReport {
   /** Failed attempts of the whole run (windows and head pin) by reason, transient and terminal. */
   failures: Partial<Record<FailureReason, number>>;
   /**
+   * Answers that said "nothing here" as the endpoint declares it may: an unverified contract's "not verified"
+   * (a row with verified = false). Not failures: not in `failures`, no window failed for them.
+   */
+  notVerified?: number;
+  /**
    * Failed windows with their error messages and, for an error chainlake raised on purpose, its stable code
    * (what a program matches on: `CHAINLAKE_STRICT_REJECTS`, `CHAINLAKE_API_ERROR`…; absent for an unforeseen error).
    */
@@ -178,6 +183,10 @@ export function formatReport(r: RunReport, width = Infinity): string {
   if (r.totals.landed < r.totals.rows)
     out.push(
       `note: landed counts rows after de-duplication by natural key: ${r.totals.rows - r.totals.landed} fetched rows were already in the lake or fetched twice (an entry listed for two scopes lands once)`,
+    );
+  if (r.notVerified)
+    out.push(
+      `note: ${r.notVerified} answer${r.notVerified === 1 ? '' : 's'} said a contract is not verified: recorded as rows with verified = false, not as failures`,
     );
   for (const [ds, fields] of Object.entries(r.unknownFields))
     out.push(`note: ${ds} entries carry fields the schema does not know: ${fields.join(', ')} (kept in its extra column)`);

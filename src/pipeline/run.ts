@@ -518,6 +518,7 @@ function buildReport(
     outsideWindows,
     totals,
     failures: { ...all.failures },
+    ...(all.absent > 0 ? { notVerified: all.absent } : {}),
     errors: failed.map(failureOf),
     unknownFields,
     lake: paths.root,

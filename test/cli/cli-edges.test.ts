@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { version as duckdbVersion } from '@duckdb/node-api';
@@ -41,6 +41,20 @@ describe('the CLI’s rough edges (issue 37)', () => {
     expect(none.code).toBe(2);
     expect(none.stderr).toContain('hint: check --lake (or $CHAINLAKE_LAKE): it names the folder a run wrote');
     expect(empty.stderr + none.stderr).not.toMatch(/\$LAKE\b/);
+  });
+
+  it('every help example names job files that exist, and no text of the CLI names $LAKE', async () => {
+    const { COMMANDS } = await import('../../src/cli/command-registry.js');
+    const named: string[] = [];
+    for (const cmd of Object.keys(COMMANDS)) {
+      const h = await runCliInProcess([cmd, '--help']);
+      expect(h.code, cmd).toBe(0);
+      const examples = h.stdout.slice(h.stdout.indexOf('Examples:'));
+      for (const file of examples.match(/\bjobs\/[\w.-]+\.json\b/g) ?? []) named.push(`${cmd}: ${file}`);
+      expect(h.stdout, cmd).not.toMatch(/\$LAKE\b/);
+    }
+    expect(named.length).toBeGreaterThan(5);
+    expect(named.filter((n) => !existsSync(n.slice(n.indexOf(': ') + 2)))).toEqual([]);
   });
 
   it('`chainlake completion` prints a shell completion script that asks chainlake for the words', async () => {

@@ -66,7 +66,7 @@ describe('on a terminal', { timeout: 300_000 }, () => {
     expect(t.screen).toContain('nothing answers at http://127.0.0.1:9');
     const lines = visibleLines(t.screen);
     expect(
-      lines.some((l) => /^retrying explorer #17 \(latest\): .*, attempt 2 of 3, next in \d+\.\d s$/.test(l)),
+      lines.some((l) => /^retrying block \(latest\): .*, attempt 2 of 3, next in \d+\.\d s$/.test(l)),
       t.screen,
     ).toBe(true);
     for (const l of lines.filter((x) => x.startsWith('retrying'))) expect(l.length).toBeLessThan(80);
@@ -81,7 +81,20 @@ describe('on a terminal', { timeout: 300_000 }, () => {
       ['info', 2, 3],
       ['info', 3, 3],
     ]);
-    expect(retries[0]!.message).toMatch(/^retrying explorer #17 \(latest\): network failure \(ECONNREFUSED\), attempt 2 of 3, next in/);
+    expect(retries[0]!.message).toMatch(/^retrying block \(latest\): network failure \(ECONNREFUSED\), attempt 2 of 3, next in/);
+
+    // Every endpoint a retry or give-up line names is an id `describe --endpoints` lists (here: a dataset's
+    // endpoint, the head given so that nothing asks for blocks/latest).
+    const paged = await runCli(['run', file, '--head', '1000', '--log-format', 'json']);
+    const named = paged.stderr
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { event: string; endpoint?: string; message: string })
+      .filter((e) => e.event === 'request.retry');
+    expect(named.map((e) => e.message.match(/^retrying (\S+): /)?.[1])).toEqual(['account_transactions', 'account_transactions']);
+    expect(paged.stderr).toMatch(/account_transactions: gave up after 3 attempts/);
+    const ids = (await runCli(['describe', '--endpoints'])).stdout.split('\n').map((l) => l.split(/\s+/)[0]);
+    expect(ids).toEqual(expect.arrayContaining(['account_transactions', 'block']));
   });
 
   it('progress fits a short, narrow terminal; the final table fits 80 columns; debug lines only with -v', async () => {

@@ -42,10 +42,14 @@ afterAll(async () => {
 
 const spec = (address: string): DecodeSpec => ({ standard: ['erc20', 'erc721', 'erc1155'], contracts: [{ address, name: 'showcase' }] });
 
-/** A lake exported from the simulator, with `decode` in the job or not; the run's log events. */
-async function exportLake(decode: boolean): Promise<{ lake: string; events: { event: string; fields?: Record<string, unknown> }[] }> {
-  const { dir, cleanup } = await tempDir();
-  cleanups.push(cleanup);
+/** A lake exported from the simulator, with `decode` in the job or not; the run's log events. Into `into` again: fetched again (a full refresh). */
+async function exportLake(decode: boolean, into?: string): Promise<{ lake: string; events: { event: string; fields?: Record<string, unknown> }[] }> {
+  let dir = into;
+  if (dir === undefined) {
+    const t = await tempDir();
+    cleanups.push(t.cleanup);
+    dir = t.dir;
+  }
   const c = (i: number, topics: string[]): { address: string; topics: string[] }[] => topics.map((t) => ({ address: A(i), topics: [t] }));
   const job = parseJob(
     {
@@ -75,7 +79,7 @@ async function exportLake(decode: boolean): Promise<{ lake: string; events: { ev
   );
   const events: { event: string; fields?: Record<string, unknown> }[] = [];
   const logger: Logger = { log: (_level, event, _message, fields) => events.push({ event, fields }) };
-  const r = await runJob(job, { simulator: sim, logger });
+  const r = await runJob(job, { simulator: sim, logger, fullRefresh: into !== undefined });
   expect(r.errors).toEqual([]);
   return { lake: dir, events };
 }
@@ -217,4 +221,20 @@ describe('decoding in the export run', () => {
     const runs = await queryCatalog(inRun.lake, `SELECT DISTINCT _run_id FROM erc20_transfer_events`);
     expect(runs).toEqual([{ _run_id: 'decode-again' }]);
   }, 180_000);
+
+  it('a run that fetches the same range again decodes its logs again: their rejects are replaced, not added', async () => {
+    const rejects = async (lake: string) =>
+      queryCatalog(
+        lake,
+        `SELECT count(*)::INTEGER AS n, count(DISTINCT (dataset, entry->>'transaction_hash', entry->>'log_index'))::INTEGER AS k FROM _rejects WHERE "window" LIKE 'decode/%'`,
+      );
+    const first = await exportLake(true);
+    const [once] = await rejects(first.lake);
+    expect(once!.n).toBeGreaterThan(0);
+    expect(once!.n).toBe(once!.k);
+    const rows = await decodedRows(first.lake);
+    await exportLake(true, first.lake);
+    expect(await rejects(first.lake)).toEqual([once]);
+    expect(await decodedRows(first.lake)).toEqual(rows);
+  }, 480_000);
 });

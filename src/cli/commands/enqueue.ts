@@ -36,8 +36,11 @@ export const enqueueCommand: CommandModule<object, Args> = {
         describe:
           "Offer the failed windows of the job's last run again, with that run's head, even if the run has ended (without it, an ended run's failed blocks are planned anew from the watermarks)",
       })
-      .example('$0 enqueue jobs/nightly.json --catalog postgres://chainlake@db/lake --store /mnt/lake', 'Queue the nightly job; workers fetch it')
-      .example('$0 enqueue jobs/nightly.json --retry-failed', "Offer the windows of the job's last run that failed (a refused key, a long outage) again"),
+      .example('$0 enqueue jobs/nightly.example.json --catalog postgres://chainlake@db/lake --store /mnt/lake', 'Queue the nightly job; workers fetch it')
+      .example(
+        '$0 enqueue jobs/nightly.example.json --retry-failed',
+        "Offer the windows of the job's last run that failed (a refused key, a long outage) again",
+      ),
   handler: async (args) => {
     const flags = distributedFlags(args);
     const catalog = checkCatalogUrl(flags.catalog);

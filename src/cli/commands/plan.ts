@@ -220,8 +220,8 @@ export const planCommand: CommandModule<object, Args> = {
     withBlockRangeOptions(withTargetOptions(y.positional('job', { type: 'string', demandOption: true, describe: 'Path to the job file (JSON)' })))
       .option('probe', { type: 'boolean', default: true, describe: 'Ask each paged window for its row count (one small request each); --no-probe to skip' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
-      .example('$0 plan jobs/nightly.json', "What tonight's run would fetch, at the job's rps")
-      .example('$0 plan jobs/backfill.json --no-probe --format json', 'Windows only, no count probes, as JSON'),
+      .example('$0 plan jobs/nightly.example.json', "What tonight's run would fetch, at the job's rps")
+      .example('$0 plan jobs/testnet.example.json --no-probe --format json', 'Windows only, no count probes, as JSON'),
   handler: async (args) => {
     const { job: parsed, doc } = await loadJobDocument(args.job);
     const job = applyRunOverrides(parsed, args, jobNamesLake(doc));

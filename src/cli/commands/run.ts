@@ -17,9 +17,9 @@ export const runCommand: CommandModule<object, Args> = {
     withBlockRangeOptions(withRunOptions(y.positional('job', { type: 'string', demandOption: true, describe: 'Path to the job file (JSON)' })))
       .option('dry-run', { type: 'boolean', describe: 'Print the plan (windows, requests, duration) and fetch no data; same as `chainlake plan`' })
       .example('$0 run jobs/demo.json', 'Export the demo job from the embedded simulator into data/lake')
-      .example('$0 run jobs/nightly.json --lake /srv/lake --rps 20', 'Run a job into another lake, at most 20 requests/s')
-      .example('$0 run jobs/nightly.json --from-block 100000 --to-block 120000', 'Backfill one block range')
-      .example('$0 run jobs/nightly.json --wait --report report.json', 'Wait for a running job to finish first; write the report as JSON'),
+      .example('$0 run jobs/nightly.example.json --lake /srv/lake --rps 20', 'Run a job into another lake, at most 20 requests/s')
+      .example('$0 run jobs/nightly.example.json --from-block 100000 --to-block 120000', 'Backfill one block range')
+      .example('$0 run jobs/nightly.example.json --wait --report report.json', 'Wait for a running job to finish first; write the report as JSON'),
   handler: async (args) => {
     const { job: parsed, doc } = await loadJobDocument(args.job);
     const job = applyRunOverrides(parsed, args, jobNamesLake(doc));

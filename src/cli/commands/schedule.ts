@@ -7,15 +7,18 @@ import { lakeReportHtml, renderIndex } from '../../report/report.js';
 import type { RunReport } from '../../pipeline/report.js';
 import { fileURLToPath } from 'node:url';
 import type { CommandModule } from 'yargs';
-import { loadJobFile } from '../../pipeline/job.js';
+import { loadJobDocument } from '../../pipeline/job.js';
 import { createLogger } from '../../pipeline/log.js';
 import { CronSchedule, cronProblem } from '../../schedule/cron.js';
 import { realSchedulerClock, Scheduler, type ScheduledJob } from '../../schedule/scheduler.js';
 import { CliError } from '../exit-codes.js';
+import { jobNamesLake } from '../common.js';
+import { DEFAULT_LAKE, describeTarget, LAKE_ENV, resolveLakeTarget } from '../lake-target.js';
 import { makeScratch } from '../../pipeline/scratch.js';
 
 interface Args {
   jobs: string[];
+  lake?: string;
   cron?: string;
   'log-format'?: 'text' | 'json';
   quiet?: boolean;
@@ -29,9 +32,9 @@ const MAIN = fileURLToPath(new URL('../main.js', import.meta.url));
  * Each run is its own process: a crash or leak in one run cannot take the scheduler down. With `reportFile`,
  * the run writes its report there (the metrics read it: the run's own figures, exactly).
  */
-function runInChild(file: string, logFormat: string, reportFile?: string): Promise<number> {
+function runInChild(file: string, lake: string, logFormat: string, reportFile?: string): Promise<number> {
   return new Promise((resolve) => {
-    const args = [MAIN, 'run', file, '--log-format', logFormat, ...(reportFile ? ['--report', reportFile] : [])];
+    const args = [MAIN, 'run', file, '--lake', lake, '--log-format', logFormat, ...(reportFile ? ['--report', reportFile] : [])];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'inherit', 'inherit'] });
     child.on('error', () => resolve(1));
     child.on('close', (code) => resolve(code ?? 1));
@@ -76,6 +79,10 @@ export const scheduleCommand: CommandModule<object, Args> = {
   builder: (y) =>
     y
       .positional('jobs', { type: 'string', array: true, demandOption: true, describe: 'Job files' })
+      .option('lake', {
+        type: 'string',
+        describe: `Lake directory of every job given (overrides the jobs' "lake"; default: each job's lake, else $${LAKE_ENV}, else ${DEFAULT_LAKE})`,
+      })
       .option('cron', { type: 'string', describe: 'Cron expression for every job given (overrides their "schedule")' })
       .option('metrics-port', {
         type: 'number',
@@ -83,9 +90,9 @@ export const scheduleCommand: CommandModule<object, Args> = {
           "Serve /metrics (Prometheus), /healthz and /report (the jobs' lake as `chainlake report` draws it) on this port (0 picks a free one; off when not given)",
       })
       .option('metrics-host', { type: 'string', default: '127.0.0.1', describe: 'Interface for --metrics-port (0.0.0.0 to let a scraper on another host in)' })
-      .example('$0 schedule jobs/nightly.json', 'Run the nightly job on its own schedule until stopped')
-      .example('$0 schedule --cron "*/30 * * * *" jobs/a.json jobs/b.json', 'Run two jobs every 30 minutes')
-      .example('$0 schedule jobs/nightly.json --metrics-port 9464', 'Also serve /metrics, /healthz and /report on 127.0.0.1:9464'),
+      .example('$0 schedule jobs/nightly.example.json', 'Run the nightly job on its own schedule until stopped')
+      .example('$0 schedule --cron "*/30 * * * *" jobs/demo.json jobs/token-holders.json', 'Run two jobs every 30 minutes')
+      .example('$0 schedule jobs/nightly.example.json --metrics-port 9464', 'Also serve /metrics, /healthz and /report on 127.0.0.1:9464'),
   handler: async (args) => {
     if (args.cron !== undefined) {
       const problem = cronProblem(args.cron);
@@ -96,11 +103,16 @@ export const scheduleCommand: CommandModule<object, Args> = {
       throw new CliError(`--metrics-port: expected a port number from 0 to 65535, got ${String(port)}`);
     const jobs: ScheduledJob[] = [];
     const names = new Map<string, string>();
-    const lakes = new Map<string, string>();
+    // The lake of each job by the one lake-choice rule (lake-target.ts), chosen once here and given to every run
+    // as --lake: the schedule's log names the lake its runs write, and /report draws it.
+    const lakes = new Map<string, ReturnType<typeof resolveLakeTarget>>();
+    const reportLakes = new Map<string, string>();
     for (const file of args.jobs) {
-      const job = await loadJobFile(file);
+      const { job, doc } = await loadJobDocument(file);
       names.set(file, job.name);
-      lakes.set(job.name, job.lake);
+      const target = resolveLakeTarget({ lake: args.lake }, { jobLake: jobNamesLake(doc) ? job.lake : undefined, env: { [LAKE_ENV]: process.env[LAKE_ENV] } });
+      lakes.set(file, target);
+      reportLakes.set(job.name, target.kind === 'local' ? target.lake : DEFAULT_LAKE);
       const expr = args.cron ?? job.schedule;
       if (!expr) throw new CliError(`${file}: the job has no "schedule" and no --cron was given`);
       jobs.push({ file, schedule: new CronSchedule(expr) });
@@ -119,20 +131,28 @@ export const scheduleCommand: CommandModule<object, Args> = {
     let server: MetricsServer | undefined;
     if (metrics) {
       try {
-        server = await serveMetrics(metrics, { host: args['metrics-host'], port: port!, pages: { '/report': reportPage(lakes) } });
+        server = await serveMetrics(metrics, { host: args['metrics-host'], port: port!, pages: { '/report': reportPage(reportLakes) } });
       } catch (e) {
         await rm(reports!, { recursive: true, force: true });
         throw new CliError(`--metrics-port ${port!} on ${args['metrics-host']}: ${(e as Error).message}`);
       }
       logger.log('info', 'schedule.metrics', `serving ${server.url}/metrics, ${server.url}/healthz and ${server.url}/report`, { url: server.url });
     }
+    for (const [file, target] of lakes)
+      logger.log('info', 'schedule.job', `${file}: writes ${describeTarget(target)}`, {
+        file,
+        lake: target.kind === 'local' ? target.lake : undefined,
+        from: target.from,
+      });
     let fired = 0;
     const run = async (file: string): Promise<number> => {
       const job = names.get(file) ?? file;
-      if (!metrics) return runInChild(file, json ? 'json' : 'text');
+      const target = lakes.get(file);
+      const lake = target?.kind === 'local' ? target.lake : DEFAULT_LAKE;
+      if (!metrics) return runInChild(file, lake, json ? 'json' : 'text');
       const reportFile = path.join(reports!, `run-${++fired}.json`);
       metrics.started(job);
-      const code = await runInChild(file, json ? 'json' : 'text', reportFile);
+      const code = await runInChild(file, lake, json ? 'json' : 'text', reportFile);
       metrics.finished(job, code, new Date(), await takeReport(reportFile));
       return code;
     };

@@ -27,17 +27,46 @@ const size = (b: number | null): string =>
           ? `${(b / 1024 ** 2).toFixed(1)} MiB`
           : `${(b / 1024 ** 3).toFixed(2)} GiB`;
 
-function section<T extends object>(title: string, rows: T[], empty: string): string {
+/** A cell cut to `max` characters, its end replaced by an ellipsis. */
+const elide = (text: string, max: number): string => (text.length <= max ? text : `${text.slice(0, Math.max(1, max - 1))}…`);
+
+/** Text columns are cut no narrower than this: a few characters of a run id or an error still tell rows apart. */
+const MIN_COLUMN = 8;
+
+function section<T extends object>(title: string, rows: T[], empty: string, width = Infinity): string {
   if (rows.length === 0) return `${title}: ${empty}`;
   const columns = Object.keys(rows[0]!);
-  return `${title}:\n${renderRows(
-    columns,
-    rows.map((r) => columns.map((c) => (r as Record<string, DuckDBValue>)[c] ?? null)),
-    'table',
-  )}`;
+  let values = rows.map((r) => columns.map((c) => (r as Record<string, DuckDBValue>)[c] ?? null));
+  let table = renderRows(columns, values, 'table');
+  // On a terminal, the column with the most to spare gives up characters until the lines fit: a text column down
+  // to MIN_COLUMN, a number column only its header (down to its numbers, never cut).
+  let headers = columns;
+  for (let guard = 0; guard < 64; guard++) {
+    const over = Math.max(...table.split('\n').map((l) => l.length)) - width;
+    if (over <= 0) break;
+    const spare = headers.map((h, i) => {
+      const cells = Math.max(0, ...values.map((r) => String(r[i] ?? '').length));
+      const numeric = values.some((r) => typeof r[i] === 'number' || typeof r[i] === 'bigint');
+      const w = Math.max(h.length, cells);
+      const floor = numeric ? Math.max(cells, 3) : MIN_COLUMN;
+      return { w, floor, numeric, spare: w - floor };
+    });
+    const best = spare.reduce((m, x, i) => (x.spare > spare[m]!.spare ? i : m), 0);
+    const col = spare[best]!;
+    if (col.spare <= 0) break;
+    const max = Math.max(col.floor, col.w - over);
+    headers = headers.map((h, i) => (i === best ? elide(h, max) : h));
+    if (!col.numeric) values = values.map((r) => r.map((v, i) => (i === best && typeof v === 'string' ? elide(v, max) : v)));
+    table = renderRows(headers, values, 'table');
+  }
+  return `${title}:\n${table}`;
 }
 
-export function formatStatus(s: LakeStatus): string {
+/**
+ * The status as text. `width`: a terminal's columns, to which wide tables are fitted by cutting their widest
+ * text cells (Infinity, for a pipe or a file: full lines for scripts).
+ */
+export function formatStatus(s: LakeStatus, width = Infinity): string {
   const parts = [`lake: ${s.lake}`];
   if (s.pendingCommit) parts.push('pending: a killed run left a decided commit; the next chainlake command that can take the lake finishes it');
   parts.push(
@@ -45,22 +74,28 @@ export function formatStatus(s: LakeStatus): string {
       'datasets',
       s.datasets.map((d) => ({ ...d, bytes: size(d.bytes) })),
       'none yet (run a job)',
+      width,
     ),
   );
+  if (s.oldSnapshots.files > 0)
+    parts.push(
+      `old snapshots: ${s.oldSnapshots.files} file${s.oldSnapshots.files === 1 ? '' : 's'}, ${size(s.oldSnapshots.bytes)}, that only snapshots older than the newest reference (time travel); run \`chainlake maintain\` to free them`,
+    );
   if (s.missingFiles.length)
     parts.push(
       section(
         'files the newest snapshot lists that are not on disk (reading their tables fails; something else deleted them)',
         s.missingFiles.map((p) => ({ path: p })),
         '',
+        width,
       ),
     );
   if (s.strayPartitions.length)
-    parts.push(section('files no snapshot lists (not part of the lake; chainlake catalog rebuild reads them in)', s.strayPartitions, ''));
-  parts.push(section(`last ${s.runs.length} runs`, s.runs, 'none'));
-  parts.push(section('watermarks', s.watermarks, 'none'));
-  parts.push(section('gaps between committed windows', s.gaps, 'none'));
-  if (s.uncoveredFailures.length) parts.push(section('failed windows not yet fetched again', s.uncoveredFailures, ''));
+    parts.push(section('files no snapshot lists (not part of the lake; chainlake catalog rebuild reads them in)', s.strayPartitions, '', width));
+  parts.push(section(`last ${s.runs.length} runs`, s.runs, 'none', width));
+  parts.push(section('watermarks', s.watermarks, 'none', width));
+  parts.push(section('gaps between committed windows', s.gaps, 'none', width));
+  if (s.uncoveredFailures.length) parts.push(section('failed windows not yet fetched again', s.uncoveredFailures, '', width));
   return parts.join('\n\n');
 }
 
@@ -96,7 +131,9 @@ export const statusCommand: CommandModule<object, Args> = {
     }
     try {
       const s = await lakeStatus(reader.conn, lake, { runs: args.runs });
-      process.stdout.write((args.format === 'json' ? JSON.stringify(s, null, 2) : formatStatus(s)) + '\n');
+      process.stdout.write(
+        (args.format === 'json' ? JSON.stringify(s, null, 2) : formatStatus(s, process.stdout.isTTY ? process.stdout.columns || 80 : Infinity)) + '\n',
+      );
     } finally {
       reader.close();
     }
