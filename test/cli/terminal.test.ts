@@ -84,8 +84,8 @@ describe('on a terminal', { timeout: 300_000 }, () => {
     expect(retries[0]!.message).toMatch(/^retrying block \(latest\): network failure \(ECONNREFUSED\), attempt 2 of 3, next in/);
 
     // Every endpoint a retry or give-up line names is an id `describe --endpoints` lists (here: a dataset's
-    // endpoint, the head given so that nothing asks for blocks/latest).
-    const paged = await runCli(['run', file, '--head', '1000', '--log-format', 'json']);
+    // endpoint, the head given so that nothing asks for blocks/latest; a final head, so that the range is one window).
+    const paged = await runCli(['run', file, '--head', '1000', '--finality-depth', '0', '--log-format', 'json']);
     const named = paged.stderr
       .split('\n')
       .filter((l) => l.startsWith('{'))
