@@ -83,13 +83,13 @@ export interface CommitDeps {
 /** Windows fetched and waiting for the committer, oldest first, up to about `maxRows` rows. */
 export async function fetchedWindows(catalog: CatalogDb, maxRows: number): Promise<FetchedWindow[]> {
   const rows = await catalog.query(
-    `SELECT run_id, window_id, dataset, network, scope_key, fragment_path, reject_path, rows FROM ${CONTROL_SCHEMA}.windows
-     WHERE state = 'fetched' ORDER BY updated_at, run_id, window_id LIMIT 2000`,
+    `SELECT run_id, window_id, dataset, network, scope, fragment_path, reject_path, rows_got FROM ${CONTROL_SCHEMA}.windows
+     WHERE status = 'fetched' ORDER BY updated_at, run_id, window_id LIMIT 2000`,
   );
   const out: FetchedWindow[] = [];
   let total = 0;
   for (const r of rows) {
-    const n = Number(r.rows ?? 0);
+    const n = Number(r.rows_got ?? 0);
     if (out.length > 0 && total + n > maxRows) break;
     total += n;
     out.push({
@@ -97,7 +97,7 @@ export async function fetchedWindows(catalog: CatalogDb, maxRows: number): Promi
       windowId: String(r.window_id),
       dataset: String(r.dataset),
       network: String(r.network),
-      scopeKey: String(r.scope_key),
+      scopeKey: String(r.scope),
       fragment: r.fragment_path === null ? null : String(r.fragment_path),
       rejectFragment: r.reject_path === null ? null : String(r.reject_path),
       rows: n,
@@ -198,9 +198,9 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
   if (lease.length === 0) throw new LeaseLostError(deps.holder);
   // Every window of the batch in one statement (a round trip per window made a large commit's transaction long).
   const marked = await tx.query(
-    `UPDATE ${CONTROL_SCHEMA}.windows w SET state = 'committed', snapshot_id = $3, updated_at = NOW()
+    `UPDATE ${CONTROL_SCHEMA}.windows w SET status = 'committed', snapshot_id = $3, committed_at = NOW(), updated_at = NOW()
      FROM unnest($1::text[], $2::text[]) AS k(run_id, window_id)
-     WHERE w.run_id = k.run_id AND w.window_id = k.window_id AND w.state = 'fetched' RETURNING w.run_id, w.window_id`,
+     WHERE w.run_id = k.run_id AND w.window_id = k.window_id AND w.status = 'fetched' RETURNING w.run_id, w.window_id`,
     [windows.map((w) => w.runId), windows.map((w) => w.windowId), snapshotId],
   );
   if (marked.length !== windows.length) {
@@ -214,11 +214,11 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
     const run = (await tx.query(`SELECT range_from FROM ${CONTROL_SCHEMA}.runs WHERE run_id = $1`, [w.runId]))[0];
     const ranges = (
       await tx.query(
-        `SELECT covered_from, covered_to FROM ${CONTROL_SCHEMA}.windows
-         WHERE run_id = $1 AND dataset = $2 AND network = $3 AND scope_key = $4 AND state = 'committed' AND covered_from IS NOT NULL`,
+        `SELECT from_block, to_block FROM ${CONTROL_SCHEMA}.windows
+         WHERE run_id = $1 AND dataset = $2 AND network = $3 AND scope = $4 AND status = 'committed' AND from_block IS NOT NULL`,
         [w.runId, w.dataset, w.network, w.scopeKey],
       )
-    ).map((r) => ({ from: Number(r.covered_from), to: Number(r.covered_to) }));
+    ).map((r) => ({ from: Number(r.from_block), to: Number(r.to_block) }));
     if (ranges.length === 0 || !run) continue;
     const old = (
       await tx.query(`SELECT block FROM ${CONTROL_SCHEMA}.watermarks WHERE dataset = $1 AND network = $2 AND scope = $3 FOR UPDATE`, [
@@ -231,9 +231,9 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
     const { mark } = advanceWatermark(before, Number(run.range_from), ranges);
     if (mark === undefined || (before !== undefined && mark <= before)) continue;
     await tx.query(
-      `INSERT INTO ${CONTROL_SCHEMA}.watermarks (dataset, network, scope, block) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (dataset, network, scope) DO UPDATE SET block = EXCLUDED.block, updated_at = NOW()`,
-      [w.dataset, w.network, w.scopeKey, mark],
+      `INSERT INTO ${CONTROL_SCHEMA}.watermarks (dataset, network, scope, block, run_id) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (network, dataset, scope) DO UPDATE SET block = EXCLUDED.block, run_id = EXCLUDED.run_id, updated_at = NOW()`,
+      [w.dataset, w.network, w.scopeKey, mark, w.runId],
     );
   }
   await closeEndedRuns(

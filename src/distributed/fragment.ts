@@ -87,9 +87,9 @@ let nextIndex = 0;
 export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, deps: FetchDeps): Promise<FetchResult> {
   const { client, store, duck, log } = deps;
   const { runId, windowId } = job.data;
-  const row = (await client.query(`SELECT spec, state FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND window_id = $2`, [runId, windowId])).rows[0];
+  const row = (await client.query(`SELECT spec, status FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND window_id = $2`, [runId, windowId])).rows[0];
   // Fetched by a worker whose turn expired, or committed already: the queue offered it again, nothing is left to do.
-  if (!row || row.state !== 'queued') return { state: 'skipped' };
+  if (!row || row.status !== 'queued') return { state: 'skipped' };
   const w = windowOfSpec(row.spec as WindowSpec);
   // The slot's folder holds the window's staged files, named by this index; each is removed when the window
   // ends. (A folder per window cost its creation and a recursive removal: a dozen file-system calls per window.)
@@ -153,9 +153,9 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
     const record = async (): Promise<boolean> =>
       (
         await client.query(
-          `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'fetched', fragment_path = $3, reject_path = $4, rows = $5, rejects = $6, requests = $7,
-             covered_from = $8, covered_to = $9, worker = $10, attempts = attempts + 1, error = NULL, fetched_at = NOW(), updated_at = NOW()
-           WHERE run_id = $1 AND window_id = $2 AND state = 'queued'`,
+          `UPDATE ${CONTROL_SCHEMA}.windows SET status = 'fetched', fragment_path = $3, reject_path = $4, rows_got = $5, rejects = $6, requests = $7,
+             from_block = $8, to_block = $9, worker = $10, attempts = attempts + 1, error = NULL, fetched_at = NOW(), updated_at = NOW()
+           WHERE run_id = $1 AND window_id = $2 AND status = 'queued'`,
           [
             runId,
             windowId,
