@@ -25,6 +25,7 @@ import type { Logger } from '../pipeline/log.js';
 import { testHook } from '../load/test-hooks.js';
 import { ChainlakeError } from '../errors.js';
 import { CONTROL_SCHEMA } from './control-plane.js';
+import { recordCommitted } from '../load/ledger/windows.js';
 import { closeEndedRuns } from './runs.js';
 import { ensureTable } from '../load/lake-tables.js';
 import type { Store } from './store.js';
@@ -196,18 +197,13 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
     [COMMITTER_LEASE, deps.holder, deps.leaseSeconds],
   );
   if (lease.length === 0) throw new LeaseLostError(deps.holder);
-  // Every window of the batch in one statement (a round trip per window made a large commit's transaction long).
-  const marked = await tx.query(
-    `UPDATE ${CONTROL_SCHEMA}.windows w SET status = 'committed', snapshot_id = $3, committed_at = NOW(), updated_at = NOW()
-     FROM unnest($1::text[], $2::text[]) AS k(run_id, window_id)
-     WHERE w.run_id = k.run_id AND w.window_id = k.window_id AND w.status = 'fetched' RETURNING w.run_id, w.window_id`,
-    [windows.map((w) => w.runId), windows.map((w) => w.windowId), snapshotId],
+  // Every window of the batch in one statement (a round trip per window made a large commit's transaction long); a
+  // window no longer fetched (committed twice?) is an error naming it.
+  await recordCommitted(
+    { db: tx, schema: CONTROL_SCHEMA },
+    windows.map((w) => ({ runId: w.runId, windowId: w.windowId })),
+    snapshotId,
   );
-  if (marked.length !== windows.length) {
-    const done = new Set(marked.map((r) => `${String(r.run_id)}\u0000${String(r.window_id)}`));
-    const w = windows.find((x) => !done.has(`${x.runId}\u0000${x.windowId}`)) ?? windows[0]!;
-    throw new ChainlakeError(`window ${w.windowId} of run ${w.runId} is no longer waiting for a commit (committed twice?)`);
-  }
   const keys = new Map<string, FetchedWindow>();
   for (const w of windows) keys.set(`${w.runId}\u0000${w.dataset}\u0000${w.network}\u0000${w.scopeKey}`, w);
   for (const w of keys.values()) {

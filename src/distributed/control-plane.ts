@@ -8,6 +8,8 @@ import { PostgresCatalog } from '../ducklake/postgres-catalog.js';
 import { initialiseCatalog } from '../ducklake/ddl.js';
 import { ChainlakeError } from '../errors.js';
 import { migrateLedger } from '../load/ledger/schema.js';
+import type { Ledger } from '../load/ledger/windows.js';
+import type { PgClientLike } from '../ducklake/postgres-catalog.js';
 import { redactUrl } from './url.js';
 
 export const CATALOG_SCHEMA = 'ducklake';
@@ -61,6 +63,11 @@ const CONTROL_DDL = [
   // Control planes written before runs took the single machine's status words (src/distributed/runs.ts).
   `UPDATE ${CONTROL_SCHEMA}.runs SET status = 'complete' WHERE status = 'completed'`,
 ];
+
+/** The run ledger in the control plane, on `client` (its window transitions: load/ledger/windows.ts). */
+export function controlLedger(client: PgClientLike): Ledger {
+  return { db: new PostgresCatalog(client), schema: CONTROL_SCHEMA };
+}
 
 /** Any key for the advisory lock that serialises setting up the control plane (several workers start at once). */
 const SETUP_LOCK = 7_214_002_201;

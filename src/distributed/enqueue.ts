@@ -14,7 +14,8 @@ import { joinWindows, narrowWindows, needsHead } from '../pipeline/prepare.js';
 import { buildClients, newRunId, resolveTargets, transportOptionsOf, type RunOptions } from '../pipeline/run.js';
 import { watermarkKey } from '../load/state.js';
 import { ChainlakeError } from '../errors.js';
-import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, setupControlPlane, underSetupLock } from './control-plane.js';
+import { reofferWindows } from '../load/ledger/windows.js';
+import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, controlLedger, setupControlPlane, underSetupLock } from './control-plane.js';
 import { againJobId, DEFAULT_QUEUE_SETTINGS, openQueue, sendWindows, windowJobId, type QueueSettings } from './queue.js';
 import { closeEndedRuns, lockRuns, RUN_RUNNING } from './runs.js';
 import { openStore } from './store.js';
@@ -127,11 +128,7 @@ async function offerAgain(client: import('pg').Client, boss: import('pg-boss'), 
     ).rows.map((r) => ({ windowId: String(r.window_id), previous: String(r.job_id), failed: r.status === 'failed' }));
     const again = over.map((w) => ({ ...w, runId, jobId: againJobId(runId, w.windowId, w.previous) }));
     if (again.length > 0) {
-      await client.query(
-        `UPDATE ${CONTROL_SCHEMA}.windows w SET status = 'queued', job_id = k.job_id, error = NULL, updated_at = NOW()
-         FROM unnest($2::text[], $3::uuid[]) AS k(window_id, job_id) WHERE w.run_id = $1 AND w.window_id = k.window_id`,
-        [runId, again.map((w) => w.windowId), again.map((w) => w.jobId)],
-      );
+      await reofferWindows(controlLedger(client), again);
       await sendWindows(boss, client, again, settings);
       await client.query(`UPDATE ${CONTROL_SCHEMA}.runs SET finished_at = NULL, status = '${RUN_RUNNING}' WHERE run_id = $1 AND finished_at IS NOT NULL`, [
         runId,

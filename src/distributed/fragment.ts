@@ -19,7 +19,8 @@ import { ident, literal } from '../load/sql.js';
 import { testHook } from '../load/test-hooks.js';
 import { STAGED_PARTITION } from '../load/schema.js';
 import type { RowTransformer } from '../transform/rows.js';
-import { CONTROL_SCHEMA } from './control-plane.js';
+import { CONTROL_SCHEMA, controlLedger } from './control-plane.js';
+import { recordFetched } from '../load/ledger/windows.js';
 import { insertWindow } from './enqueue.js';
 import { sendWindow, type QueueSettings, type WindowJob } from './queue.js';
 import type { Store } from './store.js';
@@ -150,26 +151,21 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
     const covered = outcome.window.range;
     await testHook('fragment');
     /** Records the window as fetched; false when another worker recorded it first (this one's turn had expired). */
-    const record = async (): Promise<boolean> =>
-      (
-        await client.query(
-          `UPDATE ${CONTROL_SCHEMA}.windows SET status = 'fetched', fragment_path = $3, reject_path = $4, rows_got = $5, rejects = $6, requests = $7,
-             from_block = $8, to_block = $9, worker = $10, attempts = attempts + 1, error = NULL, fetched_at = NOW(), updated_at = NOW()
-           WHERE run_id = $1 AND window_id = $2 AND status = 'queued'`,
-          [
-            runId,
-            windowId,
-            fragment,
-            rejectFragment,
-            outcome.rows,
-            outcome.rejects,
-            outcome.acct.requests,
-            covered?.from ?? null,
-            covered?.to ?? null,
-            deps.workerId,
-          ],
-        )
-      ).rowCount === 1;
+    const record = (): Promise<boolean> =>
+      recordFetched(
+        controlLedger(client),
+        { runId, windowId },
+        {
+          fragmentPath: fragment,
+          rejectPath: rejectFragment,
+          rows: outcome.rows,
+          rejects: outcome.rejects,
+          requests: outcome.acct.requests,
+          fromBlock: covered?.from ?? null,
+          toBlock: covered?.to ?? null,
+          worker: deps.workerId,
+        },
+      );
     let recorded: boolean;
     if (outcome.rest) {
       // The window stopped at its row target: the rest of its range is a window of its own, queued in the same

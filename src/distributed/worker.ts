@@ -21,7 +21,18 @@ import { RowTransformer } from '../transform/rows.js';
 import { getDataset } from '../datasets/registry.js';
 import { commitFetched, LeaseLostError, releaseLease, takeLease } from './commit.js';
 import { collectGarbage } from '../pipeline/garbage.js';
-import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, oneAtATime, openCatalog, setupControlPlane, underSetupLock } from './control-plane.js';
+import { recordFailed } from '../load/ledger/windows.js';
+import {
+  CONTROL_SCHEMA,
+  QUEUE_SCHEMA,
+  WINDOW_QUEUE,
+  connect,
+  controlLedger,
+  oneAtATime,
+  openCatalog,
+  setupControlPlane,
+  underSetupLock,
+} from './control-plane.js';
 import type { DistributedOptions } from './enqueue.js';
 import { fetchWindow, type FetchResult, type RunContext, type SetupProblem } from './fragment.js';
 import type { RunReport } from '../pipeline/report.js';
@@ -334,10 +345,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
         await inTransaction(own, async () => {
           const execute = (text: string, values: string[][]) => own.query(text, values);
           await lockRuns(execute, [job.data.runId]);
-          await own.query(
-            `UPDATE ${CONTROL_SCHEMA}.windows SET status = 'failed', updated_at = NOW() WHERE run_id = $1 AND window_id = $2 AND status = 'queued'`,
-            [job.data.runId, job.data.windowId],
-          );
+          await recordFailed(controlLedger(own), [{ runId: job.data.runId, windowId: job.data.windowId }]);
           await boss.fail(WINDOW_QUEUE, job.id, { error: result.error }, { db: { executeSql: (text: string, values: unknown[]) => own.query(text, values) } });
           await closeEndedRuns(execute, [job.data.runId]);
         });
@@ -496,8 +504,10 @@ async function abandonedWindows(client: import('pg').Client): Promise<number> {
 
 /** Marks abandoned windows failed and ends the runs left with nothing to do (run by the lease holder). */
 async function closeAbandoned(client: import('pg').Client): Promise<void> {
-  await client.query(
-    `UPDATE ${CONTROL_SCHEMA}.windows SET status = 'failed', updated_at = NOW() WHERE (run_id, window_id) IN (SELECT w.run_id, w.window_id ${ABANDONED})`,
+  const abandoned = (await client.query(`SELECT w.run_id, w.window_id ${ABANDONED}`)).rows;
+  await recordFailed(
+    controlLedger(client),
+    abandoned.map((r) => ({ runId: String(r.run_id), windowId: String(r.window_id) })),
   );
   const open = (await client.query(`SELECT run_id FROM ${CONTROL_SCHEMA}.runs WHERE finished_at IS NULL`)).rows.map((r) => String(r.run_id));
   if (open.length > 0) await inTransaction(client, () => closeEndedRuns((text, values) => client.query(text, values), open));

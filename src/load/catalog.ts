@@ -17,6 +17,7 @@ import type { LakePaths } from './paths.js';
 import { REJECTS_SHAPE, datasetShape, emptyTypedSelect, type LakeColumn, type TableShape } from './schema.js';
 import { ident, literal } from './sql.js';
 import { ledgerComments, ledgerDdl, migrateLedger } from './ledger/schema.js';
+import { recordEnded } from './ledger/windows.js';
 
 /** The catalog's own DuckDB: small (catalog rows, view definitions), so that it never grows a run's memory. */
 const CATALOG_MEMORY_LIMIT = '64MB';
@@ -82,7 +83,6 @@ export interface RunRow {
   report: unknown;
 }
 
-const num = (n: number | null): string => (n === null ? 'NULL' : String(n));
 /** Integer text from DuckDB (block numbers): checked, then inlined. */
 const int = (n: string | null): string => {
   if (n === null) return 'NULL';
@@ -345,14 +345,11 @@ export class Catalog {
     }
   }
 
+  /** A run's ended windows (committed or failed), through the one window state machine. */
   async recordWindows(windows: readonly WindowRecord[]): Promise<void> {
-    if (windows.length === 0) return;
-    const rows = windows.map(
-      (w) =>
-        `(${literal(w.runId)}, ${literal(w.dataset)}, ${literal(w.network)}, ${literal(w.scope)}, ${num(w.fromBlock)}, ${num(w.toBlock)}, ${w.rowsExpected}, ${w.rowsGot}, ${w.rejects}, ${w.requests}, ${w.retries}, ${w.throttles}, ${w.capHits}, ${w.splits}, ${literal(w.status)}, ${str(w.error)}, ${w.status === 'committed' ? 'now()' : 'NULL'})`,
-    );
-    await this.run(
-      `INSERT INTO windows (run_id, dataset, network, scope, from_block, to_block, rows_expected, rows_got, rejects, requests, retries, throttles, cap_hits, splits, status, error, committed_at) VALUES ${rows.join(', ')}`,
+    await recordEnded(
+      { db: this.lake },
+      windows.map((w) => ({ ...w, windowId: null })),
     );
   }
 
