@@ -19,6 +19,7 @@ import { rate } from './scenarios/rate.js';
 import { replay } from './scenarios/replay.js';
 import { simulator } from './scenarios/simulator.js';
 import { size } from './scenarios/size.js';
+import { verify } from './scenarios/verify.js';
 
 const SCENARIOS: Record<string, (ctx: Context) => Promise<Omit<ScenarioResult, 'seconds'>>> = {
   e2e,
@@ -32,6 +33,7 @@ const SCENARIOS: Record<string, (ctx: Context) => Promise<Omit<ScenarioResult, '
   quota,
   decode,
   distributed,
+  verify,
 };
 
 function usage(): never {

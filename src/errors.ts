@@ -49,6 +49,8 @@ export const ERROR_CODES = [
   'CHAINLAKE_STRICT_REJECTS',
   /** The job's daily request quota is spent for today (UTC). */
   'CHAINLAKE_QUOTA_REACHED',
+  /** `chainlake verify` found the lake differing from the API or from itself (a count, a gap, a duplicate key). */
+  'CHAINLAKE_VERIFY_DIFFERS',
   /** Another run holds the lake's lock. */
   'CHAINLAKE_LOCKED',
   /** Stopped by SIGINT: the run is marked interrupted and the next run resumes it. */

@@ -26,6 +26,7 @@ import type { Logger } from './pipeline/log.js';
 import type { RunReport } from './pipeline/report.js';
 import { runJob as runPipeline } from './pipeline/run.js';
 import { streamJobBatches, type StreamedWindow } from './pipeline/stream.js';
+import { lakeReportHtml } from './report/report.js';
 
 // The error family: every error chainlake raises on purpose is a ChainlakeError with a stable `code`
 // (ERROR_CODES); match on `err.code` (or chainlakeCodeOf), which also holds across two copies of the package.
@@ -46,18 +47,19 @@ export { AbiError, DecodeSpecError } from './decode/spec.js';
 export { DecodeValueError } from './decode/types.js';
 export { datasetNames } from './datasets/registry.js';
 /** Hear when a call waits for a lake's catalog.duckdb held by another process (the CLI prints it): what waits, the holder, for how long at most. */
-export { onCatalogWait, type CatalogWait } from './load/catalog-wait.js';
+export { onCatalogWait, setCatalogWaitMs, type CatalogWait } from './load/catalog-wait.js';
+import type { JobDocument as JobFile } from './pipeline/job-options.js';
 export type { RunReport, DatasetReport } from './pipeline/report.js';
+export type { LakeReportData } from './report/report.js';
 export type { Logger, Level } from './pipeline/log.js';
 export type { StreamedWindow } from './pipeline/stream.js';
 export type { RecordBatch } from 'apache-arrow';
 
 /**
- * A job as its JSON file holds it (see `jobs/` and `chainlake schema`): `name`, `network`, `target`
- * (`"api"` or `"simulator"`), `endpoints`, `lake`, `range`, `datasets`… Validated exactly as a job file is;
- * a problem throws {@link JobError}.
+ * A job as its JSON file holds it (see `jobs/` and `chainlake schema`), typed from the job options' one
+ * declaration (src/pipeline/job-options.ts). Validated exactly as a job file is; a problem throws {@link JobError}.
  */
-export type JobDocument = Record<string, unknown>;
+export type JobDocument = JobFile;
 
 /** Options of {@link runJob} and {@link exportDataset}. */
 export interface RunJobOptions {
@@ -90,6 +92,18 @@ export async function runJob(job: string | JobDocument, options: RunJobOptions =
   return runPipeline(parsed, { logger: options.logger, fullRefresh: options.fullRefresh, waitForLock: options.waitForLock, rangeOverride: range });
 }
 
+/** The lake {@link lakeReport} reads: a local lake's folder, or a distributed lake's PostgreSQL URL (and its files' store). */
+export type ReportLake = { lake: string } | { catalog: string; store?: string };
+
+/**
+ * A lake (local or distributed) as one self-contained HTML page, as `chainlake report` writes it: coverage of
+ * each dataset and scope, runs, requests per day against the daily quota, rows per day, rejects and snapshots.
+ * The page's data is also in it as JSON (`<script type="application/json" id="chainlake-report-data">`).
+ */
+export async function lakeReport(lake: ReportLake): Promise<string> {
+  return lakeReportHtml('lake' in lake ? { kind: 'local', lake: lake.lake } : { kind: 'distributed', catalog: lake.catalog, store: lake.store });
+}
+
 /** Which dataset to fetch, from where, and for which scopes and blocks (the library's `chainlake export`). */
 export interface DatasetRequest {
   /** A dataset name (see {@link datasetNames} and `chainlake describe`). */
@@ -99,26 +113,23 @@ export interface DatasetRequest {
    * `{ addresses: ['0x…'] }`, `{ contracts: ['0x…'], topics: ['0xddf2…'] }`, `{ blocks: ['0-500'] }`.
    */
   spec?: Record<string, unknown>;
-  network?: 'mainnet' | 'testnet';
   /** First block (default 0). */
   fromBlock?: number;
   /** Last block (default: the head, pinned when the run starts). */
   toBlock?: number;
   /**
-   * `"api"` (default): the APIs at `endpoints` (or `CHAINLAKE_*_URL`), with `apiKey` (or `CHAINLAKE_API_KEY`);
-   * `"simulator"`: the embedded simulator, started for the call.
+   * The job options an export takes, with a job file's types and defaults (`network`, `target`: `"api"` with
+   * `endpoints` and `apiKey` or their variables, or `"simulator"` with `simulator`; `concurrency`, `rps`, `strict`).
    */
-  target?: 'api' | 'simulator';
-  /** The embedded simulator's chain (`target: 'simulator'`): its seed (default 1) and scale. */
-  simulator?: { seed?: number; scale?: 'small' | 'medium' | 'large' };
-  endpoints?: { mainnet?: string; testnet?: string; testnetAlt?: string; finance?: string };
+  network?: JobFile['network'];
+  target?: JobFile['target'];
+  simulator?: JobFile['simulator'];
+  endpoints?: JobFile['endpoints'];
   /** Never logged, printed or stored. */
-  apiKey?: string;
-  /** Requests in flight at once (default 8) and per second (default unlimited). */
-  concurrency?: number;
-  rps?: number;
-  /** Fail instead of setting aside rows that do not convert. */
-  strict?: boolean;
+  apiKey?: JobFile['apiKey'];
+  concurrency?: JobFile['concurrency'];
+  rps?: JobFile['rps'];
+  strict?: JobFile['strict'];
 }
 
 function requestDocument(r: DatasetRequest, lake?: string): JobDocument {

@@ -18,3 +18,20 @@ export function catalogWaitNotice(w: CatalogWait): string {
     '  hint: a commit needs the catalog to itself for a moment: close that session, keep DuckDB sessions on the catalog short while runs go on, or read with `chainlake query`, which opens it only for each query\n'
   );
 }
+
+/**
+ * `CHAINLAKE_CATALOG_WAIT_MS`: the longest a command waits for the catalog file, in milliseconds (docs/lake.md).
+ * Read here, by the CLI, and handed down; a value that is not a number of milliseconds is refused, not ignored.
+ */
+export function catalogWaitFromEnv(env: NodeJS.ProcessEnv): { ms?: number; error?: string } {
+  const raw = env.CHAINLAKE_CATALOG_WAIT_MS;
+  if (raw === undefined || raw.trim() === '') return {};
+  const ms = Number(raw);
+  if (!Number.isFinite(ms) || ms < 0 || !/^\s*\d+(\.\d+)?\s*$/.test(raw))
+    return {
+      error:
+        `chainlake: CHAINLAKE_CATALOG_WAIT_MS=${JSON.stringify(raw)} is not a number of milliseconds\n` +
+        '  hint: set it to the longest wait for the catalog file in milliseconds (e.g. 60000), or unset it for the defaults\n',
+    };
+  return { ms };
+}

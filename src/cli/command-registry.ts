@@ -15,6 +15,8 @@ export const COMMANDS: Record<string, () => Promise<AnyCommand>> = {
   describe: async () => (await import('./commands/describe.js')).describeCommand,
   simulate: async () => (await import('./commands/simulate.js')).simulateCommand,
   status: async () => (await import('./commands/status.js')).statusCommand,
+  report: async () => (await import('./commands/report.js')).reportCommand,
+  verify: async () => (await import('./commands/verify.js')).verifyCommand,
   compact: async () => (await import('./commands/compact.js')).compactCommand,
   catalog: async () => (await import('./commands/catalog.js')).catalogCommand,
   decode: async () => (await import('./commands/decode.js')).decodeCommand,
@@ -22,8 +24,10 @@ export const COMMANDS: Record<string, () => Promise<AnyCommand>> = {
   enqueue: async () => (await import('./commands/enqueue.js')).enqueueCommand,
   worker: async () => (await import('./commands/worker.js')).workerCommand,
   maintain: async () => (await import('./commands/maintain.js')).maintainCommand,
+  reconcile: async () => (await import('./commands/reconcile.js')).reconcileCommand,
   'verify-contract': async () => (await import('./commands/verify-contract.js')).verifyContractCommand,
   schema: async () => (await import('./commands/schema.js')).schemaCommand,
+  explain: async () => (await import('./commands/explain.js')).explainCommand,
 };
 
 /** Options of the whole CLI that take a value: the word after them is not the command. */

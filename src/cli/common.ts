@@ -3,6 +3,7 @@ import { UNREACHABLE_HINT } from '../extract/errors.js';
 import path from 'node:path';
 import type { Argv } from 'yargs';
 import type { Job } from '../pipeline/job.js';
+import { RANGE_OPTIONS, TOP_OPTIONS, type JobOption } from '../pipeline/job-options.js';
 import { createLogger, type Level, type Logger } from '../pipeline/log.js';
 import { formatReport, type RunReport } from '../pipeline/report.js';
 import type { RunOptions } from '../pipeline/run.js';
@@ -34,6 +35,7 @@ export interface RunArgs extends OutputArgs {
   'full-refresh'?: boolean;
   wait?: boolean;
   'window-blocks'?: number;
+  'finality-depth'?: number;
 }
 
 /** Flags that say where and how politely a job runs: `plan` estimates with them, `run`/`export` use them. */
@@ -46,7 +48,24 @@ export function withTargetOptions<T>(y: Argv<T>) {
     .option('window-blocks', {
       type: 'number',
       describe: "Blocks per window chunk, fetched in block order (overrides the job's range.windowBlocks; default 100000)",
-    });
+    })
+    .option('finality-depth', finalityDepthOption);
+}
+
+/** `--finality-depth` (run, plan, export, enqueue): blocks below the head not yet final. */
+export const finalityDepthOption = {
+  type: 'number',
+  describe:
+    "Blocks below the head that may still change: windows above head - N are provisional, fetched again and replaced by the next run (overrides the job's range.finalityDepth; default 64 on a real mainnet or testnet, 0 on the simulator; 0: the head is final)",
+} as const;
+
+/** The job with `--finality-depth` applied (a usage error when it is not a block count). */
+export function withFinalityDepth(job: Job, depth: number | undefined): Job {
+  if (depth === undefined) return job;
+  const { min, max } = RANGE_OPTIONS.finalityDepth;
+  if (!Number.isSafeInteger(depth) || depth < min || depth > max!)
+    throw new CliError(`--finality-depth must be an integer from ${min} to ${max!}, got ${shownFlagValue('finality-depth', depth)}`);
+  return { ...job, range: { ...job.range, finalityDepth: depth } };
 }
 
 /** `--from-block/--to-block` of a job file command: an explicit range for this run only. */
@@ -133,20 +152,23 @@ export function jobNamesLake(doc: unknown): boolean {
  */
 export function applyRunOverrides(job: Job, args: RunArgs, jobNamesLake = true): Job {
   // A bad flag is a usage error (exit 2), with the bounds a job file has for the same setting.
-  const positive = (name: string, v: number | undefined, max: number): number | undefined => {
-    if (v === undefined) return undefined;
-    if (!Number.isInteger(v) || v < 1 || v > max) throw new CliError(`--${name} must be an integer from 1 to ${max}, got ${shownFlagValue(name, v)}`);
+  const positive = (name: string, v: number | undefined, o: JobOption): number | undefined => {
+    if (v === undefined || o.kind !== 'int') return undefined;
+    const max = o.max ?? Number.MAX_SAFE_INTEGER;
+    if (!Number.isInteger(v) || v < o.min || v > max)
+      throw new CliError(`--${name} must be an integer from ${o.min} to ${max}, got ${shownFlagValue(name, v)}`);
     return v;
   };
+  job = withFinalityDepth(job, args['finality-depth']);
   return {
     ...job,
     lake: localLakeOf(args.lake, jobNamesLake ? job.lake : undefined),
-    concurrency: positive('concurrency', args.concurrency, 256) ?? job.concurrency,
-    rps: positive('rps', args.rps, 100_000) ?? job.rps,
+    concurrency: positive('concurrency', args.concurrency, TOP_OPTIONS.concurrency) ?? job.concurrency,
+    rps: positive('rps', args.rps, TOP_OPTIONS.rps) ?? job.rps,
     strict: args.strict ?? job.strict,
     range: {
       ...job.range,
-      windowBlocks: positive('window-blocks', args['window-blocks'], Number.MAX_SAFE_INTEGER) ?? job.range.windowBlocks,
+      windowBlocks: positive('window-blocks', args['window-blocks'], RANGE_OPTIONS.windowBlocks) ?? job.range.windowBlocks,
       ...(args['window-blocks'] !== undefined || job.range.fixedChunks ? { fixedChunks: true } : {}),
     },
   };

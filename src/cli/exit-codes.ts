@@ -11,6 +11,12 @@ export const EXIT = {
   strictRejects: 3,
   /** The job's dailyRequestQuota is spent for today (UTC): what the run fetched is committed; the next run resumes. */
   quotaReached: 4,
+  /**
+   * The lake disagrees with the API or with itself, and the output names where: `chainlake verify` (a window's
+   * count, a gap, a duplicate key) or `chainlake reconcile` (a balance the API reports against what the lake's whole
+   * history of the address implies). One code for "what was checked does not hold", whichever check found it.
+   */
+  differs: 5,
   /** Another run holds the lake's lock (EX_TEMPFAIL). */
   locked: 75,
   /** Interrupted by Ctrl-C (128 + SIGINT); the run is marked `interrupted` and the next run resumes it. */
@@ -46,6 +52,7 @@ export const EXIT_OF_CODE: Readonly<Record<ChainlakeErrorCode, number>> = {
   CHAINLAKE_STORE: EXIT.usage,
   CHAINLAKE_STRICT_REJECTS: EXIT.strictRejects,
   CHAINLAKE_QUOTA_REACHED: EXIT.quotaReached,
+  CHAINLAKE_VERIFY_DIFFERS: EXIT.differs,
   CHAINLAKE_LOCKED: EXIT.locked,
   CHAINLAKE_INTERRUPTED: EXIT.interrupted,
   CHAINLAKE_TERMINATED: EXIT.terminated,

@@ -5,8 +5,8 @@ import './runtime-tuning.js';
 import { hideBin } from 'yargs/helpers';
 import { closedPipe, runCli } from './cli.js';
 import { EXIT } from './exit-codes.js';
-import { onCatalogWait } from '../load/catalog-wait.js';
-import { catalogWaitNotice } from './catalog-wait-notice.js';
+import { onCatalogWait, setCatalogWaitMs } from '../load/catalog-wait.js';
+import { catalogWaitFromEnv, catalogWaitNotice } from './catalog-wait-notice.js';
 
 // The bin: the process-wide settings a command line needs, then the parser (cli.ts, importable without them).
 
@@ -26,6 +26,12 @@ process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
 
 // A command that waits for catalog.duckdb (another process's session holds it) says so, once the wait lasts.
 onCatalogWait((w) => process.stderr.write(catalogWaitNotice(w)));
+const wait = catalogWaitFromEnv(process.env);
+if (wait.error !== undefined) {
+  process.stderr.write(wait.error);
+  process.exit(EXIT.usage);
+}
+setCatalogWaitMs(wait.ms);
 
 const code = await runCli(hideBin(process.argv), { out: (t) => process.stdout.write(t), err: (t) => process.stderr.write(t) });
 // A command that ended without an error set its own exit code (a run's outcome); an error decides it here.

@@ -66,6 +66,13 @@ export interface EndpointDef {
   paging: { kind: 'offset'; maxLimit: number } | { kind: 'limit'; maxLimit: number } | { kind: 'none' };
   /** Names of the block-range query parameters, when the endpoint filters by block: such windows have a range. */
   blockRange?: { start: string; end: string };
+  /**
+   * Block-ranged endpoints: the columns each scope value filters the listing on (`scope key -> columns`): a row
+   * is the scope's when, for every key, one of its columns holds the value (an address as sender, receiver or
+   * created contract). What a window's listing holds in the lake, so that a window fetched again replaces it
+   * (scope-rows.ts).
+   */
+  scopeColumns?: Record<string, string[]>;
   /** Where the entries sit in the results (explorer `results`, finance envelope), e.g. ['data']. */
   entriesAt: string[];
   /** Where the total count sits, for offset paging; default ['count']. */

@@ -16,6 +16,7 @@ export const erc20_transfers: DatasetDef = {
       path: '/v1/accounts/{address}/token-transfer/erc20',
       paging: { kind: 'offset', maxLimit: 1000 },
       blockRange: { start: 'startBlock', end: 'endBlock' },
+      scopeColumns: { address: ['sender', 'receiver'] },
       entriesAt: ['data'],
     },
   ],

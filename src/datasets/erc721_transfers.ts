@@ -16,6 +16,7 @@ export const erc721_transfers: DatasetDef = {
       path: '/v1/accounts/{address}/token-transfer/erc721',
       paging: { kind: 'offset', maxLimit: 1000 },
       blockRange: { start: 'startBlock', end: 'endBlock' },
+      scopeColumns: { address: ['sender', 'receiver'] },
       entriesAt: ['data'],
     },
     {
@@ -28,6 +29,7 @@ export const erc721_transfers: DatasetDef = {
       paging: { kind: 'offset', maxLimit: 1000 },
       // startBlock is required here; every window has a range, so it is always sent.
       blockRange: { start: 'startBlock', end: 'endBlock' },
+      scopeColumns: { address: ['sender', 'receiver'] },
       entriesAt: ['data'],
     },
   ],

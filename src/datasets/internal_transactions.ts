@@ -15,6 +15,7 @@ export const internal_transactions: DatasetDef = {
       path: '/v1/accounts/{address}/internal-transactions',
       paging: { kind: 'offset', maxLimit: 1000 },
       blockRange: { start: 'startBlock', end: 'endBlock' },
+      scopeColumns: { address: ['sender', 'receiver', 'contract_address'] },
       entriesAt: ['data'],
     },
     {

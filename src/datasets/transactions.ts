@@ -16,6 +16,7 @@ export const transactions: DatasetDef = {
       query: { condition: 'all' },
       paging: { kind: 'offset', maxLimit: 1000 },
       blockRange: { start: 'startBlock', end: 'endBlock' },
+      scopeColumns: { address: ['sender', 'receiver', 'contract_address'] },
       entriesAt: ['data'],
     },
   ],

@@ -7,6 +7,8 @@
  * watermarks and closes finished runs — and first checks that this committer still holds the lease, so a
  * committer that stalled past its lease cannot commit behind its successor's back.
  */
+import type { RequestRecord } from '../extract/request-log.js';
+import { decodeCalls, insertRequests } from '../load/ledger-requests.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import pLimit from 'p-limit';
 import type pg from 'pg';
@@ -21,6 +23,10 @@ import { datasetShape, emptyTypedSelect, REJECTS_SHAPE, STAGED_PARTITION, type T
 import { ident, literal, literalList } from '../load/sql.js';
 import { MERGE_SLICE_ROWS, slicePartitions } from '../load/commit.js';
 import { advanceWatermark } from '../pipeline/committer.js';
+import { isProvisional } from '../pipeline/plan.js';
+import type { BlockRange } from '../extract/pager.js';
+import { fileBlockSpans, keptRowsCondition, partitionsReaching, type ScopeRange } from '../load/replace.js';
+import type { WindowSpec } from './windows.js';
 import type { Logger } from '../pipeline/log.js';
 import { testHook } from '../load/test-hooks.js';
 import { ChainlakeError } from '../errors.js';
@@ -65,6 +71,14 @@ interface FetchedWindow {
   fragment: string | null;
   rejectFragment: string | null;
   rows: number;
+  /** The calls its worker made (lineage). */
+  calls: RequestRecord[];
+  /** Window.final of the window's run (finality), when the job has an unfinal zone. */
+  final?: number;
+  /** The window's blocks (those it covered), when it is block-ranged. */
+  range?: BlockRange;
+  /** Set when the window was fetched again over what the lake holds: its rows replace the lake's (load/replace.ts). */
+  replacing?: ScopeRange;
 }
 
 export interface CommitDeps {
@@ -84,7 +98,7 @@ export interface CommitDeps {
 /** Windows fetched and waiting for the committer, oldest first, up to about `maxRows` rows. */
 export async function fetchedWindows(catalog: CatalogDb, maxRows: number): Promise<FetchedWindow[]> {
   const rows = await catalog.query(
-    `SELECT run_id, window_id, dataset, network, scope, fragment_path, reject_path, rows_got FROM ${CONTROL_SCHEMA}.windows
+    `SELECT run_id, window_id, dataset, network, scope, fragment_path, reject_path, rows_got, request_log, from_block, to_block, CAST(spec AS TEXT) AS spec FROM ${CONTROL_SCHEMA}.windows
      WHERE status = 'fetched' ORDER BY updated_at, run_id, window_id LIMIT 2000`,
   );
   const out: FetchedWindow[] = [];
@@ -93,7 +107,13 @@ export async function fetchedWindows(catalog: CatalogDb, maxRows: number): Promi
     const n = Number(r.rows_got ?? 0);
     if (out.length > 0 && total + n > maxRows) break;
     total += n;
+    const spec = JSON.parse(String(r.spec)) as WindowSpec;
+    const range = r.from_block !== null && r.from_block !== undefined ? { from: Number(r.from_block), to: Number(r.to_block) } : (spec.range ?? undefined);
+    const endpoint = spec.replaces && range ? getDataset(spec.dataset).endpoints.find((e) => e.id === spec.endpoint) : undefined;
     out.push({
+      ...(spec.final === undefined ? {} : { final: spec.final }),
+      ...(range ? { range } : {}),
+      ...(endpoint && range ? { replacing: { endpoint, scope: spec.scope, range } } : {}),
       runId: String(r.run_id),
       windowId: String(r.window_id),
       dataset: String(r.dataset),
@@ -102,6 +122,7 @@ export async function fetchedWindows(catalog: CatalogDb, maxRows: number): Promi
       fragment: r.fragment_path === null ? null : String(r.fragment_path),
       rejectFragment: r.reject_path === null ? null : String(r.reject_path),
       rows: n,
+      calls: decodeCalls(r.request_log),
     });
   }
   return out;
@@ -139,9 +160,15 @@ async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[]):
       shape: REJECTS_SHAPE,
       network,
       fragments: windows.filter((w) => w.network === network).flatMap((w) => (w.rejectFragment ? [w.rejectFragment] : [])),
+      replacing: [] as ScopeRange[],
     })),
-    ...[...groups.values()].map((g) => ({ shape: g.shape, network: g.network, fragments: g.windows.flatMap((w) => (w.fragment ? [w.fragment] : [])) })),
-  ].filter((m) => m.fragments.length > 0);
+    ...[...groups.values()].map((g) => ({
+      shape: g.shape,
+      network: g.network,
+      fragments: g.windows.flatMap((w) => (w.fragment ? [w.fragment] : [])),
+      replacing: g.windows.flatMap((w) => (w.replacing ? [w.replacing] : [])),
+    })),
+  ].filter((m) => m.fragments.length > 0 || m.replacing.length > 0);
   const changes = new Map<string, { tableName: string; files: StagedFile[]; replacePartitions: string[][] }>();
   let snapshot: number;
   try {
@@ -152,7 +179,7 @@ async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[]):
     // Datasets merged side by side, as a single machine's commit does: each is a few statements over small
     // files, which leave the engine's second thread idle. Every merge ends before anything is decided.
     const limit = pLimit(MERGES_AT_ONCE);
-    const merged = await Promise.allSettled(merges.map((m) => limit(() => mergeFragments(deps, m.shape, m.network, m.fragments))));
+    const merged = await Promise.allSettled(merges.map((m) => limit(() => mergeFragments(deps, m.shape, m.network, m.fragments, m.replacing))));
     merged.forEach((r, i) => {
       if (r.status !== 'fulfilled') return;
       const change = changes.get(merges[i]!.shape.name) ?? { tableName: merges[i]!.shape.name, files: [], replacePartitions: [] };
@@ -197,13 +224,16 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
     [COMMITTER_LEASE, deps.holder, deps.leaseSeconds],
   );
   if (lease.length === 0) throw new LeaseLostError(deps.holder);
-  // Every window of the batch in one statement (a round trip per window made a large commit's transaction long); a
-  // window no longer fetched (committed twice?) is an error naming it.
+  // Every window of the batch in one statement per status (a round trip per window made a large commit's
+  // transaction long); a window reaching into the unfinal zone is committed as provisional (the next run fetches it
+  // again); a window no longer fetched (committed twice?) is an error naming it.
   await recordCommitted(
     { db: tx, schema: CONTROL_SCHEMA },
-    windows.map((w) => ({ runId: w.runId, windowId: w.windowId })),
+    windows.map((w) => ({ runId: w.runId, windowId: w.windowId, provisional: isProvisional(w) })),
     snapshotId,
   );
+  // Their calls move from the windows' rows to the requests ledger, in the transaction that commits them.
+  await insertRequests(tx, windows, CONTROL_SCHEMA);
   const keys = new Map<string, FetchedWindow>();
   for (const w of windows) keys.set(`${w.runId}\u0000${w.dataset}\u0000${w.network}\u0000${w.scopeKey}`, w);
   for (const w of keys.values()) {
@@ -211,7 +241,7 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
     const ranges = (
       await tx.query(
         `SELECT from_block, to_block FROM ${CONTROL_SCHEMA}.windows
-         WHERE run_id = $1 AND dataset = $2 AND network = $3 AND scope = $4 AND status = 'committed' AND from_block IS NOT NULL`,
+         WHERE run_id = $1 AND dataset = $2 AND network = $3 AND scope = $4 AND status IN ('committed', 'provisional') AND from_block IS NOT NULL`,
         [w.runId, w.dataset, w.network, w.scopeKey],
       )
     ).map((r) => ({ from: Number(r.from_block), to: Number(r.to_block) }));
@@ -224,7 +254,7 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
       ])
     )[0];
     const before = old ? Number(old.block) : undefined;
-    const { mark } = advanceWatermark(before, Number(run.range_from), ranges);
+    const { mark } = advanceWatermark(before, Number(run.range_from), ranges, w.final);
     if (mark === undefined || (before !== undefined && mark <= before)) continue;
     await tx.query(
       `INSERT INTO ${CONTROL_SCHEMA}.watermarks (dataset, network, scope, block, run_id) VALUES ($1, $2, $3, $4, $5)
@@ -250,7 +280,13 @@ interface Merged {
  * Merges `fragments` (typed rows of one network, with the staged partition column) with the current rows of
  * the partitions they touch and writes each partition as a new file (stored, not yet committed).
  */
-async function mergeFragments(deps: CommitDeps, shape: TableShape, network: string, fragments: readonly string[]): Promise<Merged> {
+async function mergeFragments(
+  deps: CommitDeps,
+  shape: TableShape,
+  network: string,
+  fragments: readonly string[],
+  replacing: readonly ScopeRange[],
+): Promise<Merged> {
   const { catalog, engine, store } = deps;
   const snapshot = await currentSnapshot(catalog);
   const table = await findTable(catalog, snapshot.snapshotId, shape.name);
@@ -258,7 +294,7 @@ async function mergeFragments(deps: CommitDeps, shape: TableShape, network: stri
   const part = ident(STAGED_PARTITION);
   const files: StagedFile[] = [];
   const replaced: string[][] = [];
-  if (fragments.length > 0) {
+  if (fragments.length > 0 || replacing.length > 0) {
     const conn = await engine.connect();
     const temp = { repeated: ident('__chainlake_repeated_keys'), winners: ident('__chainlake_winners') };
     const merged = ident('__chainlake_merged');
@@ -269,7 +305,14 @@ async function mergeFragments(deps: CommitDeps, shape: TableShape, network: stri
       // more, and a fragment is a small file whose opening costs more than its rows. A batch is bounded by the
       // commit's row target (commitFetched), so it is held in the engine (which spills to its temp folder).
       // Unordered: the rows are reduced by key and sorted below.
-      await createUnorderedTempTable(conn, freshTable, `SELECT * FROM read_parquet(${literalList(local)}, union_by_name = true)`);
+      // Windows fetched again whose rows are all gone bring no fragment, yet their old rows must go.
+      await createUnorderedTempTable(
+        conn,
+        freshTable,
+        local.length > 0
+          ? `SELECT * FROM read_parquet(${literalList(local)}, union_by_name = true)`
+          : `SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(shape)}) WHERE false`,
+      );
       const fresh = `SELECT * FROM ${freshTable}`;
       const counts = (
         (await conn.runAndReadAll(`SELECT ${part}, count(*)::BIGINT FROM ${freshTable} GROUP BY 1 ORDER BY 1`)).getRowsJS() as [string, bigint][]
@@ -284,6 +327,15 @@ async function mergeFragments(deps: CommitDeps, shape: TableShape, network: stri
           `${table.name} holds rows another DuckLake writer inlined into the catalog, which a distributed commit cannot merge yet: with the ducklake extension, CALL ducklake_flush_inlined_data('<lake>') writes them to Parquet`,
         );
       }
+      const def = getDataset(shape.name);
+      if (replacing.length > 0 && def.blockColumn) {
+        // Partitions a replaced window reaches but brings no row to are merged too (load/replace.ts).
+        const spans = await fileBlockSpans(catalog, table.tableId, def.blockColumn);
+        const files = [...current].flatMap(([partition, ids]) => ids.map((id) => ({ partition, span: spans.get(id) })));
+        for (const p of partitionsReaching(files, replacing)) if (!counts.some(([q]) => q === p)) counts.push([p, 0] as const);
+        counts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+      }
+      const keep = keptRowsCondition(def, replacing);
       const rowsOf = new Map(all.map((f) => [f.dataFileId, f.recordCount]));
       const withExisting = counts.map(([p, n]) => [p, n + (current.get(p) ?? []).reduce((s, id) => s + (rowsOf.get(id) ?? 0), 0)] as const);
       const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
@@ -300,7 +352,7 @@ async function mergeFragments(deps: CommitDeps, shape: TableShape, network: stri
         }
         if (old.length) {
           sources.push(
-            `SELECT * EXCLUDE (network, ${ident(shape.partition)}), CAST(${ident(shape.partition)} AS VARCHAR) AS ${part} FROM (${scanSql(table, columns, old, snapshot.snapshotId)})`,
+            `SELECT * EXCLUDE (network, ${ident(shape.partition)}), CAST(${ident(shape.partition)} AS VARCHAR) AS ${part} FROM (${scanSql(table, columns, old, snapshot.snapshotId)})${keep ? ` WHERE ${keep}` : ''}`,
           );
         }
         const union = `SELECT ${projection}, ${part} FROM (${sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ')})`;

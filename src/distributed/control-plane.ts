@@ -3,6 +3,7 @@
  * tables (schema `chainlake`: runs, windows, watermarks, the committer lease) and the work queue (pg-boss, schema
  * `chainlake_queue`). Every decision that must hold across machines is taken here, never on the object store.
  */
+import { requestsLedgerDdl } from '../load/ledger-requests.js';
 import pg from 'pg';
 import { PostgresCatalog } from '../ducklake/postgres-catalog.js';
 import { initialiseCatalog } from '../ducklake/ddl.js';
@@ -11,6 +12,7 @@ import { migrateLedger } from '../load/ledger/schema.js';
 import type { Ledger } from '../load/ledger/windows.js';
 import type { PgClientLike } from '../ducklake/postgres-catalog.js';
 import { redactUrl } from './url.js';
+import { ensureVerificationsTable } from '../load/ledger-verifications.js';
 
 export const CATALOG_SCHEMA = 'ducklake';
 export const CONTROL_SCHEMA = 'chainlake';
@@ -40,10 +42,12 @@ export function checkCatalogUrl(url: string | undefined, flag = '--catalog'): st
 }
 
 /**
- * The control plane's coordination tables, beside the run ledger (runs, windows, watermarks, commits, request_usage:
+ * The control plane's lineage and coordination tables, beside the run ledger (runs, windows, watermarks, commits, request_usage:
  * declared once for both modes in load/ledger/schema.ts and created or migrated by migrateLedger).
  */
 const CONTROL_DDL = [
+  // Lineage: each window's calls, recorded by the commit that commits the window (load/ledger-requests.ts).
+  ...requestsLedgerDdl(CONTROL_SCHEMA),
   `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.leases (
      name TEXT PRIMARY KEY,
      holder TEXT NOT NULL,
@@ -118,6 +122,7 @@ export async function setupControlPlane(client: pg.Client, dataPath: string): Pr
     // The run ledger, created or (a control plane of an earlier chainlake) migrated to the one both modes share.
     await migrateLedger(nestedCatalog(client), CONTROL_SCHEMA);
     for (const statement of CONTROL_DDL) await client.query(statement);
+    await ensureVerificationsTable(nestedCatalog(client), CONTROL_SCHEMA);
     const exists = await client.query(`SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'ducklake_metadata'`, [CATALOG_SCHEMA]);
     if (exists.rowCount === 0) {
       await client.query(`SET LOCAL search_path TO ${CATALOG_SCHEMA}`);

@@ -137,7 +137,11 @@ async function offerAgain(client: import('pg').Client, boss: import('pg-boss'), 
     // An open run whose windows have all ended with none to offer again (a close that did not happen) ends here.
     await closeEndedRuns((text, values) => client.query(text, values), [runId]);
     const pending = Number(
-      (await client.query(`SELECT count(*)::BIGINT AS n FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND status <> 'committed'`, [runId])).rows[0].n,
+      (
+        await client.query(`SELECT count(*)::BIGINT AS n FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND status NOT IN ('committed', 'provisional')`, [
+          runId,
+        ])
+      ).rows[0].n,
     );
     await client.query('COMMIT');
     const retried = again.filter((w) => w.failed).length;

@@ -15,6 +15,7 @@ import type { Logger } from '../pipeline/log.js';
 import type { PagerOptions } from '../extract/pager.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { rejectsSelect, stagedSelect } from '../load/commit.js';
+import { encodeCalls } from '../load/ledger-requests.js';
 import { ident, literal } from '../load/sql.js';
 import { testHook } from '../load/test-hooks.js';
 import { STAGED_PARTITION } from '../load/schema.js';
@@ -164,6 +165,8 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
           fromBlock: covered?.from ?? null,
           toBlock: covered?.to ?? null,
           worker: deps.workerId,
+          // Its calls (lineage), recorded in `requests` by the commit that records the window.
+          requestLog: encodeCalls(outcome.acct.calls),
         },
       );
     let recorded: boolean;

@@ -4,11 +4,14 @@
  * so a query sees one whole snapshot even while the committer goes on.
  *
  * Beside them, the same tables a local lake's catalog has (see load/catalog.ts), so that a query or `status`
- * reads either kind of lake alike: `runs`, `windows` and `watermarks` (the one ledger of both modes,
- * load/ledger/schema.ts; copied as `chainlake.runs`, `chainlake.windows`, `chainlake.watermarks`),
+ * reads either kind of lake alike: `runs`, `windows`, `watermarks` and `request_usage` (the one ledger of both
+ * modes, load/ledger/schema.ts; copied as `chainlake.runs`, `chainlake.windows`…), lineage's `requests` and
+ * verify's `verifications`,
  * the `files` view, the DuckLake's own `ducklake_*` tables, and an empty view of the right columns for every
  * dataset and `_rejects` no snapshot has written yet. These are copies taken when the reader opens.
  */
+import { REQUESTS_TABLE, requestsLedgerDdl } from '../load/ledger-requests.js';
+import { verificationsDdl, verificationsTable } from '../load/ledger-verifications.js';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import type pg from 'pg';
 import { DATASETS } from '../datasets/registry.js';
@@ -32,9 +35,15 @@ export { parseAsOf } from '../load/reader.js';
 
 /**
  * `datasets: false`: only the ledger, the catalog's tables and `files`, no view of the data (which downloads the
- * snapshot's files from an object store): what `status` reads.
+ * snapshot's files from an object store): what `status` reads. A list of table names: views of those tables only
+ * (`report` reads `_rejects`, not the datasets).
  */
-export async function openDistributedLake(opts: { catalog: string; store?: string; asOf?: AsOf; datasets?: boolean }): Promise<DistributedLake> {
+export async function openDistributedLake(opts: {
+  catalog: string;
+  store?: string;
+  asOf?: AsOf;
+  datasets?: boolean | readonly string[];
+}): Promise<DistributedLake> {
   const { client, catalog } = await openCatalog(opts.catalog);
   let store: Awaited<ReturnType<typeof openStore>> | undefined;
   try {
@@ -48,7 +57,9 @@ export async function openDistributedLake(opts: { catalog: string; store?: strin
     const instance = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });
     const conn = await instance.connect();
     await conn.run("SET TimeZone = 'UTC'");
-    for (const t of opts.datasets === false ? [] : tables) {
+    const wanted = opts.datasets;
+    const viewed = wanted === false ? [] : Array.isArray(wanted) ? tables.filter((t) => wanted.includes(t.name)) : tables;
+    for (const t of viewed) {
       const scan = await planScan(catalog, t.name, { asOf: { snapshot: snapshot.snapshotId }, schema: t.schema.name, dataPath });
       for (const f of scan.files) {
         await store.localCopy(store.lakeLocation(f.path));
@@ -56,7 +67,7 @@ export async function openDistributedLake(opts: { catalog: string; store?: strin
       }
       await conn.run(`CREATE VIEW ${ident(t.name)} AS ${scan.sql}`);
     }
-    await copyLedger(client, conn, opts.datasets === false ? undefined : new Set(tables.map((t) => t.name)));
+    await copyLedger(client, conn, wanted === false ? undefined : new Set(viewed.map((t) => t.name)));
     const held = store;
     store = undefined;
     return {
@@ -119,20 +130,20 @@ async function copyTable(
   }
 }
 
-/** A PostgreSQL table as it is, into a new DuckDB table of the same columns (the DuckLake's catalog tables). */
-async function copyAsIs(client: pg.Client, conn: DuckDBConnection, schema: string, table: string): Promise<void> {
+/** A PostgreSQL table as it is, into a new DuckDB table of the same columns (the DuckLake's catalog tables; `target`: its name there). */
+async function copyAsIs(client: pg.Client, conn: DuckDBConnection, schema: string, table: string, target = ident(table)): Promise<void> {
   const columns = (
     await client.query<{ column_name: string; data_type: string }>(
       `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`,
       [schema, table],
     )
   ).rows;
-  await conn.run(`CREATE TABLE ${ident(table)} (${columns.map((c) => `${ident(c.column_name)} ${DUCK_TYPES[c.data_type] ?? 'VARCHAR'}`).join(', ')})`);
+  await conn.run(`CREATE TABLE ${target} (${columns.map((c) => `${ident(c.column_name)} ${DUCK_TYPES[c.data_type] ?? 'VARCHAR'}`).join(', ')})`);
   await copyTable(
     client,
     conn,
     { schema, table },
-    ident(table),
+    target,
     columns.map((c) => ({ name: c.column_name })),
   );
 }
@@ -189,6 +200,10 @@ async function copyLedger(client: pg.Client, conn: DuckDBConnection, written: Re
       const columns = t.columns.map((c) => ({ name: c.name, from: c.renamedFrom }));
       await copyTable(client, conn, { schema: CONTROL_SCHEMA, table: t.name }, `${CONTROL_SCHEMA}.${ident(t.name)}`, columns);
     }
+    // Lineage's and verify's tables, as the control plane has them (created empty below when it has not).
+    for (const t of [REQUESTS_TABLE, 'verifications']) {
+      if (await relationExists(client, `${CONTROL_SCHEMA}.${t}`)) await copyAsIs(client, conn, CONTROL_SCHEMA, t, `${CONTROL_SCHEMA}.${ident(t)}`);
+    }
     if (queue && (await relationExists(client, `${CONTROL_SCHEMA}.windows`))) {
       // The queue's error where the window's own row has none.
       const errors = (
@@ -223,7 +238,7 @@ async function copyLedger(client: pg.Client, conn: DuckDBConnection, written: Re
 }
 
 /** The ledger's tables a reader of a distributed lake gets (those `status` and a local lake's views have). */
-const MIRRORED = ['runs', 'windows', 'watermarks'].map(ledgerTable);
+const MIRRORED = ['runs', 'windows', 'watermarks', 'request_usage'].map(ledgerTable);
 
 /**
  * `runs`, `windows` and `watermarks` as a local lake has them: the ledger's tables, whose columns are the same in
@@ -231,6 +246,10 @@ const MIRRORED = ['runs', 'windows', 'watermarks'].map(ledgerTable);
  * the totals of its windows). Windows written by an earlier chainlake get their planned range and commit time.
  */
 const LEDGER_VIEWS = `
+${requestsLedgerDdl(CONTROL_SCHEMA).join(';\n')};
+CREATE VIEW ${REQUESTS_TABLE} AS SELECT * FROM ${CONTROL_SCHEMA}.${REQUESTS_TABLE};
+${verificationsDdl(CONTROL_SCHEMA)};
+CREATE VIEW verifications AS SELECT * FROM ${verificationsTable(CONTROL_SCHEMA)};
 CREATE VIEW runs AS
   WITH t AS (
     SELECT run_id, count(*) AS windows, count(*) FILTER (WHERE status = 'failed') AS windows_failed,
@@ -242,7 +261,9 @@ CREATE VIEW runs AS
         ? `coalesce(r.report, json_object('runId', r.run_id, 'job', r.job, 'network', r.network, 'jobFile', r.job_file, 'head', r.head,
                      'range', json_object('from', r.range_from, 'to', r.range_to),
                      'totals', json_object('windows', coalesce(t.windows, 0), 'windowsFailed', coalesce(t.windows_failed, 0), 'rows', coalesce(t.rows, 0),
-                                           'rejects', coalesce(t.rejects, 0), 'requests', coalesce(t.requests, 0)))) AS report`
+                                           'rejects', coalesce(t.rejects, 0), 'requests', coalesce(t.requests, 0)),
+                     'quota', CASE WHEN json_extract(r.job_doc, '$.dailyRequestQuota') IS NOT NULL
+                                   THEN json_object('limit', CAST(json_extract(r.job_doc, '$.dailyRequestQuota') AS BIGINT)) END)) AS report`
         : `r.${ident(c.name)}`,
     )
     .join(', ')}
@@ -251,7 +272,8 @@ CREATE VIEW windows AS
   SELECT * REPLACE (
     coalesce(from_block, TRY_CAST(json_extract_string(spec, '$.range.from') AS BIGINT)) AS from_block,
     coalesce(to_block, TRY_CAST(json_extract_string(spec, '$.range.to') AS BIGINT)) AS to_block,
-    coalesce(committed_at, CASE WHEN status = 'committed' THEN updated_at END) AS committed_at)
+    coalesce(committed_at, CASE WHEN status IN ('committed', 'provisional') THEN updated_at END) AS committed_at)
   FROM ${CONTROL_SCHEMA}.windows;
 CREATE VIEW watermarks AS SELECT * FROM ${CONTROL_SCHEMA}.watermarks;
+CREATE VIEW request_usage AS SELECT * REPLACE (NULLIF(run_id, '') AS run_id) FROM ${CONTROL_SCHEMA}.request_usage;
 `;

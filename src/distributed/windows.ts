@@ -17,10 +17,22 @@ export interface WindowSpec {
   scopeKey: string;
   range: BlockRange | null;
   query: Query;
+  /** Window.final and Window.replaces (finality), when the job has an unfinal zone. */
+  final?: number;
+  replaces?: boolean;
 }
 
 export function windowSpecOf(w: Window): WindowSpec {
-  return { dataset: w.def.name, endpoint: w.endpoint.id, network: w.network, scope: w.scope, scopeKey: w.scopeKey, range: w.range ?? null, query: w.query };
+  return {
+    dataset: w.def.name,
+    endpoint: w.endpoint.id,
+    network: w.network,
+    scope: w.scope,
+    scopeKey: w.scopeKey,
+    range: w.range ?? null,
+    query: w.query,
+    ...(w.final === undefined ? {} : { final: w.final, replaces: w.replaces ?? false }),
+  };
 }
 
 export function windowOfSpec(spec: WindowSpec): Window {
@@ -48,5 +60,6 @@ export function windowOfSpec(spec: WindowSpec): Window {
     scopeKey: spec.scopeKey,
     range,
     query: spec.query,
+    ...(spec.final === undefined ? {} : { final: spec.final, replaces: spec.replaces ?? false }),
   };
 }

@@ -1,4 +1,5 @@
 import type { FailureReason } from './errors.js';
+import type { RequestRecord } from './request-log.js';
 
 /**
  * A log-scale latency histogram: bucket i holds latencies up to 0.1 ms × 1.2^i, so a percentile is exact to
@@ -73,6 +74,11 @@ export class Accounting {
   latencyTotalMs = 0;
   latencyMaxMs = 0;
   readonly latency = new LatencyHistogram();
+  /**
+   * A window's calls, one record each (its lineage: the catalog's `requests` table), in the order they were made.
+   * Kept per window, never summed by `add`: a run's records are its windows'.
+   */
+  readonly calls: RequestRecord[] = [];
 
   recordRequest(): void {
     this.requests++;

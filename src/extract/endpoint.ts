@@ -3,6 +3,7 @@ import type { EndpointDef } from '../datasets/dataset.js';
 import type { Accounting } from './accounting.js';
 import { ApiError } from './errors.js';
 import type { FetchedPage, PageFetcher, PageRequest, RawPage } from './pager.js';
+import { newRequestRecord, type RequestRecord } from './request-log.js';
 import type { ListScan, ScannedList } from './scan.js';
 import { ChainlakeError } from '../errors.js';
 
@@ -26,8 +27,9 @@ export interface ApiCaller {
   /** GET a path; returns the part of the envelope the endpoints' `entriesAt` is relative to. */
   get(label: string, path: string, query: Query, acct: Accounting, host?: 'main' | 'alt'): Promise<unknown>;
   /** As `get`, with the body's bytes; with `scan` (`at` relative to what `get` returns), the list located in them. */
-  getBody(label: string, path: string, query: Query, acct: Accounting, host?: 'main' | 'alt', scan?: ListScan): Promise<CheckedBody>;
-  post(label: string, path: string, body: unknown, acct: Accounting): Promise<unknown>;
+  /** `record`: the call's lineage record, filled in by the transport (see HttpRequest.record). */
+  getBody(label: string, path: string, query: Query, acct: Accounting, host?: 'main' | 'alt', scan?: ListScan, record?: RequestRecord): Promise<CheckedBody>;
+  post(label: string, path: string, body: unknown, acct: Accounting, record?: RequestRecord): Promise<unknown>;
 }
 
 /** A page plus facts about the call that columns can read as `$meta.<key>`. */
@@ -127,10 +129,13 @@ export function endpointPageFetcher(
     }
     let results: unknown;
     let received: CheckedBody | undefined;
+    // The window's lineage: one record per call, kept with the window's accounting (its `requests` rows).
+    const record = newRequestRecord(endpoint.id);
+    acct.calls.push(record);
     try {
-      if (endpoint.method === 'POST') results = await caller.post(label, path, body, acct);
+      if (endpoint.method === 'POST') results = await caller.post(label, path, body, acct, record);
       else {
-        received = await caller.getBody(label, path, query, acct, host, scan);
+        received = await caller.getBody(label, path, query, acct, host, scan, record);
         results = received.results;
       }
     } catch (e) {
@@ -143,6 +148,7 @@ export function endpointPageFetcher(
         a.httpStatus.includes(e.details.httpStatus) &&
         a.message.test(e.details.apiMessage ?? '')
       ) {
+        record.rows = 1;
         return {
           entries: [{}],
           results: {},
@@ -160,6 +166,7 @@ export function endpointPageFetcher(
       // `results: {}` and a message) is the same fact as the refusal above, recorded the same way.
       const message =
         received?.message ?? (typeof (results as { message?: unknown } | null)?.message === 'string' ? (results as { message: string }).message : null);
+      record.rows = 1;
       return { entries: [{}], results: {}, count: 1, offset: 0, range: req.range, meta: { ...baseMeta, found: false, api_message: message || absence } };
     }
     if (results === null || typeof results !== 'object' || Array.isArray(results)) {
@@ -180,6 +187,7 @@ export function endpointPageFetcher(
         `${where} is ${raw === undefined ? 'missing' : JSON.stringify(raw)?.slice(0, 60)}, expected ${endpoint.paging.kind === 'none' ? 'an object or array' : 'an array'}`,
       );
     const size = list ? list.count : entries.length;
+    record.rows = size;
     let count = size;
     if (endpoint.paging.kind !== 'none') {
       const countAt = endpoint.countAt ?? ['count'];

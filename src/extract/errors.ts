@@ -28,7 +28,7 @@ export interface ApiErrorDetails {
   cause?: unknown;
 }
 
-const SECRET_PARAM = /(key|token|secret|signature|password|passwd|auth|credential)/i;
+export const SECRET_PARAM = /(key|token|secret|signature|password|passwd|auth|credential)/i;
 
 /**
  * The URL as it may appear in messages, logs and the catalog: no user info, and the value of any query

@@ -1,6 +1,7 @@
 import type { Network } from '../datasets/dataset.js';
 import type { Accounting } from './accounting.js';
 import { ShapeError, type ApiCaller, type CheckedBody, type Query } from './endpoint.js';
+import type { RequestRecord } from './request-log.js';
 import type { ListScan } from './scan.js';
 import { EnvelopeFailure, type HttpTransport } from './transport.js';
 
@@ -91,7 +92,15 @@ export class ExplorerClient implements ApiCaller {
   }
 
   /** As `get`, with the body's bytes (and, asked for with `scan`, the list at `scan.at` below `results`). */
-  getBody(endpoint: string, path: string, query: Query, acct: Accounting, host: 'main' | 'alt' = 'main', scan?: ListScan): Promise<CheckedBody> {
+  getBody(
+    endpoint: string,
+    path: string,
+    query: Query,
+    acct: Accounting,
+    host: 'main' | 'alt' = 'main',
+    scan?: ListScan,
+    record?: RequestRecord,
+  ): Promise<CheckedBody> {
     if (host === 'alt' && !this.config.altBaseUrl) {
       return Promise.reject(
         new Error(
@@ -101,7 +110,7 @@ export class ExplorerClient implements ApiCaller {
     }
     const base = host === 'alt' ? this.config.altBaseUrl! : this.config.baseUrl;
     return this.transport.call(
-      { endpoint, url: buildUrl(base, path, query), method: 'GET', headers: this.headers() },
+      { endpoint, url: buildUrl(base, path, query), method: 'GET', headers: this.headers(), record },
       (body, bytes, list) => ({
         results: checkExplorerEnvelope(body),
         bytes,
@@ -114,7 +123,7 @@ export class ExplorerClient implements ApiCaller {
     );
   }
 
-  post(endpoint: string, path: string, body: unknown, acct: Accounting): Promise<unknown> {
+  post(endpoint: string, path: string, body: unknown, acct: Accounting, record?: RequestRecord): Promise<unknown> {
     return this.transport.call(
       {
         endpoint,
@@ -122,6 +131,7 @@ export class ExplorerClient implements ApiCaller {
         method: 'POST',
         headers: this.headers({ 'content-type': 'application/json' }),
         body: JSON.stringify(body),
+        record,
       },
       checkExplorerEnvelope,
       acct,

@@ -1,5 +1,6 @@
 import type { Accounting } from './accounting.js';
 import { type ApiCaller, type CheckedBody, type Query } from './endpoint.js';
+import type { RequestRecord } from './request-log.js';
 import type { ListScan } from './scan.js';
 import { buildUrl } from './explorer.js';
 import { EnvelopeFailure, type HttpTransport } from './transport.js';
@@ -50,9 +51,17 @@ export class FinanceClient implements ApiCaller {
   }
 
   /** As `get`, with the body's bytes (and, asked for with `scan`, the list at `scan.at`). */
-  getBody(endpoint: string, path: string, query: Query, acct: Accounting, _host?: 'main' | 'alt', scan?: ListScan): Promise<CheckedBody> {
+  getBody(
+    endpoint: string,
+    path: string,
+    query: Query,
+    acct: Accounting,
+    _host?: 'main' | 'alt',
+    scan?: ListScan,
+    record?: RequestRecord,
+  ): Promise<CheckedBody> {
     return this.transport.call(
-      { endpoint, url: buildUrl(this.config.baseUrl, path, query), method: 'GET', headers: { accept: 'application/json' } },
+      { endpoint, url: buildUrl(this.config.baseUrl, path, query), method: 'GET', headers: { accept: 'application/json' }, record },
       (body, bytes, list) => ({ results: checkFinanceEnvelope(body), bytes, resultsAt: [], list }),
       acct,
       scan,

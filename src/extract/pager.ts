@@ -476,8 +476,24 @@ class RangePaging {
     if (rows !== expectedRows) {
       throw new CountDrift(`the page at offset ${req.offset} of ${describe(seg.range)} holds ${rows} rows, expected ${expectedRows} of ${seg.expected}`);
     }
+    if (req.range) this.inRange(page, req.range, req.offset);
     if (this.seeking) this.seek.follow(page, seg.range!, req.offset, describe(seg.range));
     this.validatedRows += rows;
+  }
+
+  /**
+   * Every row must lie in the block range asked: an API that ignores its range filter (Blockscout #9321) would
+   * otherwise have its rows stored under windows they do not belong to, and windows counted by it would look
+   * complete. Entries without a readable block number are not judged.
+   */
+  private inRange(page: FetchedPage, range: BlockRange, offset: number): void {
+    for (const b of this.seek.blocksOf(page)) {
+      if (b !== undefined && (b < range.from || b > range.to)) {
+        throw new WindowError(
+          `the API listed a row of block ${b} when asked for blocks ${range.from}-${range.to} (page at offset ${offset}): it ignores the block range filter, so the window's rows are refused, not stored`,
+        );
+      }
+    }
   }
 
   /** The segment's pages are all in: plan the next range, or finish. */

@@ -5,6 +5,7 @@ import { systemClock, type Clock } from './clock.js';
 import { ApiError, redactUrl, type ApiErrorDetails, type FailureKind, type FailureReason } from './errors.js';
 import { QuotaReachedError, type QuotaGate } from './quota.js';
 import { RateLimiter } from './rate-limiter.js';
+import { bodySha256, describeCall, type RequestRecord } from './request-log.js';
 import { scanList, type ListScan, type ScannedList } from './scan.js';
 
 export interface RetryPolicy {
@@ -93,6 +94,11 @@ export interface HttpRequest {
   method: 'GET' | 'POST';
   headers: Record<string, string>;
   body?: string;
+  /**
+   * The call's lineage record (the window's `requests` row), when the caller keeps one: the transport fills in
+   * what was sent and what the last attempt got. Only then is a body hashed.
+   */
+  record?: RequestRecord;
 }
 
 /** Thrown by an envelope check: the body parsed, but the API says the call failed. */
@@ -254,12 +260,15 @@ export class HttpTransport {
   async call<T>(req: HttpRequest, check: EnvelopeCheck<T>, acct: Accounting, scan?: ListScan): Promise<T> {
     let waited = 0;
     const signal = this.opts.signal;
+    const record = req.record;
+    if (record) describeCall(record, req.method, req.url, req.body);
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw new RequestInterrupted(req.endpoint);
       let error: ApiError;
       try {
         return await this.limit(() => this.attempt(req, check, acct, attempt, scan));
       } catch (e) {
+        if (record) record.error = e instanceof ApiError ? e.summary : (e as Error).message;
         if (!(e instanceof ApiError)) throw e;
         error = e;
       }
@@ -293,6 +302,12 @@ export class HttpTransport {
     }
     const url = redactUrl(req.url);
     acct.recordRequest();
+    const record = req.record;
+    if (record) {
+      record.attempts = attempt;
+      record.sentAt ??= new Date().toISOString();
+      record.httpStatus = record.bytes = record.bodySha256 = record.error = null;
+    }
     this.opts.onAttempt?.({ endpoint: req.endpoint, url, attempt, at: grantedAt });
     const base = { endpoint: req.endpoint, url, attempt };
     const fail = (summary: string, d: Omit<ApiErrorDetails, keyof typeof base>): ApiError => {
@@ -335,6 +350,11 @@ export class HttpTransport {
       this.opts.signal?.removeEventListener('abort', interrupt);
     }
     acct.recordResponse(performance.now() - started, bytes.length);
+    if (record) {
+      record.httpStatus = statusCode;
+      record.bytes = bytes.length;
+      record.bodySha256 = bodySha256(bytes);
+    }
     const retryAfterMs = parseRetryAfter(headers['retry-after'], this.clock.now());
 
     if (statusCode !== 200) {

@@ -31,3 +31,19 @@ export function onCatalogWait(l: ((w: CatalogWait) => void) | undefined): void {
 export function catalogWaitListener(): ((w: CatalogWait) => void) | undefined {
   return listener;
 }
+
+let configuredWaitMs: number | undefined;
+
+/**
+ * How long a command waits for the catalog file at most, set by the host (the CLI reads
+ * `CHAINLAKE_CATALOG_WAIT_MS`; a library host may call this). Undefined: each wait's own default.
+ */
+export function setCatalogWaitMs(ms: number | undefined): void {
+  if (ms !== undefined && !(Number.isFinite(ms) && ms >= 0)) throw new RangeError(`catalog wait ${ms} ms: expected a number of milliseconds >= 0`);
+  configuredWaitMs = ms;
+}
+
+/** The configured wait, or `fallback` (the wait's own default) when the host set none. */
+export function catalogWaitMs(fallback: number): number {
+  return configuredWaitMs ?? fallback;
+}

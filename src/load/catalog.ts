@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
-import { CATALOG_WAIT_NOTICE_MS, catalogWaitListener } from './catalog-wait.js';
+import { CATALOG_WAIT_NOTICE_MS, catalogWaitListener, catalogWaitMs } from './catalog-wait.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { DatasetDef } from '../datasets/dataset.js';
 import { DATASETS } from '../datasets/registry.js';
 import type { CommittedFile } from './commit.js';
-import type { CatalogDb } from '../ducklake/catalog-db.js';
+import { DuckDbCatalog, type CatalogDb } from '../ducklake/catalog-db.js';
+import { ensureVerificationsTable } from './ledger-verifications.js';
 import { initialiseCatalog } from '../ducklake/ddl.js';
 import { currentSnapshot, listAllColumns, listDataFiles, listInlinedData, listTables, scanSql } from '../ducklake/reader.js';
 import { commitTables, expireSnapshots, filesToDelete, forgetDeletedFiles, type StagedFile } from '../ducklake/writer.js';
@@ -18,6 +19,8 @@ import { REJECTS_SHAPE, datasetShape, emptyTypedSelect, type LakeColumn, type Ta
 import { ident, literal } from './sql.js';
 import { ledgerComments, ledgerDdl, migrateLedger } from './ledger/schema.js';
 import { recordEnded } from './ledger/windows.js';
+import type { RequestRecord } from '../extract/request-log.js';
+import { REQUESTS_COLUMNS, REQUESTS_TABLE, requestsLedgerDdl } from './ledger-requests.js';
 
 /** The catalog's own DuckDB: small (catalog rows, view definitions), so that it never grows a run's memory. */
 const CATALOG_MEMORY_LIMIT = '64MB';
@@ -44,9 +47,15 @@ export const CATALOG_FORMAT = 4;
 
 const LAKE_META = `CREATE TABLE IF NOT EXISTS lake_meta (key VARCHAR PRIMARY KEY, value VARCHAR)`;
 const LAKE_META_DOC = 'Facts about this lake: its absolute root (views are rebuilt when the lake moves) and the catalog format.';
+const REQUESTS_DOC =
+  'One row per call a window made (lineage: `chainlake explain` follows a row to its window and these). Written with the window, in the same commit.';
 
-/** The catalog's tables, as a new catalog gets them (a damaged catalog's salvage creates them too: load/salvage.ts). */
-export const TABLES = [LAKE_META, ...ledgerDdl('duckdb')];
+/**
+ * The catalog's tables, as a new catalog gets them (a damaged catalog's salvage creates them too: load/salvage.ts):
+ * the run ledger (load/ledger/schema.ts; its window_id keys lineage's calls) and lineage's `requests`
+ * (load/ledger-requests.ts).
+ */
+export const TABLES = [LAKE_META, ...ledgerDdl('duckdb'), ...requestsLedgerDdl()];
 
 export interface WindowRecord {
   runId: string;
@@ -63,8 +72,13 @@ export interface WindowRecord {
   throttles: number;
   capHits: number;
   splits: number;
-  status: 'committed' | 'failed';
+  /** provisional: committed, but reaching into the unfinal zone (the next run fetches it again: docs/lake.md). */
+  status: 'committed' | 'provisional' | 'failed';
   error: string | null;
+  /** The window's stable id (`dataset/network/scope/range`); absent in journals written before lineage. */
+  windowId?: string;
+  /** The window's calls (its `requests` rows), recorded with it. */
+  calls?: RequestRecord[];
 }
 
 export interface WatermarkRecord {
@@ -94,12 +108,6 @@ const str = (s: string | null | undefined): string => (s === null || s === undef
 /** DuckDB's refusal to open a database file another process holds (a writer, or readers against a writer). */
 export function isLockConflict(e: unknown): boolean {
   return /Could not set lock on file|Conflicting lock is held/i.test((e as Error)?.message ?? '');
-}
-
-/** How long a writer waits for readers to let go of the catalog before giving up (the commit then stays pending). */
-export function catalogWaitMs(fallback: number): number {
-  const v = Number(process.env.CHAINLAKE_CATALOG_WAIT_MS);
-  return Number.isFinite(v) && v >= 0 ? v : fallback;
 }
 
 /** The catalog file and its holder, as DuckDB's lock error names them. */
@@ -171,6 +179,8 @@ export class Catalog {
       try {
         await conn.run("SET TimeZone = 'UTC'");
         await conn.run(LAKE_META);
+        for (const t of requestsLedgerDdl()) await conn.run(t);
+        await ensureVerificationsTable(new DuckDbCatalog(conn), '');
         const catalog = new Catalog(conn, paths);
         // The ledger created, or an older catalog's migrated (format 3 -> 4), under the file's exclusive lock.
         await catalog.transaction(() => migrateLedger(catalog.lake));
@@ -345,11 +355,11 @@ export class Catalog {
     }
   }
 
-  /** A run's ended windows (committed or failed), through the one window state machine. */
+  /** A run's ended windows (committed, provisional or failed), through the one window state machine. */
   async recordWindows(windows: readonly WindowRecord[]): Promise<void> {
     await recordEnded(
       { db: this.lake },
-      windows.map((w) => ({ ...w, windowId: null })),
+      windows.map((w) => ({ ...w, windowId: w.windowId ?? null })),
     );
   }
 
@@ -537,7 +547,12 @@ function partitionColumnsOf(shape: TableShape, partitionDoc: string): LakeColumn
 }
 
 function tableComments(): string[] {
-  return [`COMMENT ON TABLE lake_meta IS ${literal(LAKE_META_DOC)}`, ...ledgerComments()];
+  return [
+    `COMMENT ON TABLE lake_meta IS ${literal(LAKE_META_DOC)}`,
+    ...ledgerComments(),
+    `COMMENT ON TABLE ${REQUESTS_TABLE} IS ${literal(REQUESTS_DOC)}`,
+    ...REQUESTS_COLUMNS.map((c) => `COMMENT ON COLUMN ${REQUESTS_TABLE}.${ident(c.name)} IS ${literal(c.doc)}`),
+  ];
 }
 
 function viewDoc(def: DatasetDef): string {

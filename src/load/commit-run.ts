@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { DatasetDef, Network } from '../datasets/dataset.js';
 import { Catalog, type DeclaredTable, type RunRow, type WatermarkRecord, type WindowRecord } from './catalog.js';
 import type { LakeState } from './lake-state.js';
+import type { ScopeRange } from './replace.js';
 import { datasetShape, REJECTS_SHAPE, type TableShape } from './schema.js';
 import { prepareDataset, prepareRejects, type CommittedFile, type PreparedFile, type SliceDerivation } from './commit.js';
 import type { Engine } from './engine.js';
@@ -31,7 +32,8 @@ export interface RunCommitInput {
   stagingDir: string;
   network: Network;
   /** Staged row and page files of completed windows, per dataset. */
-  datasets: { def: DatasetDef; stagedFiles: string[]; pageFiles?: StagedPages[] }[];
+  /** `replacing`: the dataset's windows fetched again, whose old rows their fresh ones replace (load/replace.ts). */
+  datasets: { def: DatasetDef; stagedFiles: string[]; pageFiles?: StagedPages[]; replacing?: ScopeRange[] }[];
   /** The same files already typed while the run fetched; read from the files when absent. */
   preloaded?: readonly BatchRows[];
   /** Connections writing partition files at once (see prepareDataset). */
@@ -114,7 +116,7 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
   await eachBounded(
     input.datasets.map((d, i) => [d, i] as const),
     input.datasetsAtOnce ?? DATASETS_AT_ONCE,
-    async ([{ def, stagedFiles, pageFiles }, i]) => {
+    async ([{ def, stagedFiles, pageFiles, replacing }, i]) => {
       perDataset[i] = await prepareDataset({
         engine,
         paths,
@@ -125,6 +127,7 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
         ingestedAt,
         stagedFiles,
         pageFiles,
+        replacing,
         preloaded: input.preloaded,
         writers: input.writers,
         sliceRows: input.sliceRows,

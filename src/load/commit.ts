@@ -13,6 +13,7 @@ import { REJECTS_SHAPE, STAGED_PARTITION, datasetShape, emptyTypedSelect, staged
 
 export { stagedSelect };
 import { ident, literal, literalList } from './sql.js';
+import { keptRowsCondition, partitionsReaching, type ScopeRange } from './replace.js';
 import { testHook } from './test-hooks.js';
 import { eachBounded } from './bounded.js';
 
@@ -96,6 +97,8 @@ export interface PrepareInput {
   workDir: string;
   /** Rows derived from each merged slice, written beside the dataset's files (see SliceDerivation). */
   derive?: SliceDerivation;
+  /** Windows of this commit fetched again: their old rows are replaced by what they brought (load/replace.ts). */
+  replacing?: readonly ScopeRange[];
 }
 
 /** Name of the merged slice's column saying a row is the commit's own (typed from its staged files), not a row the partition held. */
@@ -197,16 +200,23 @@ export function slicePartitions(counts: readonly (readonly [string, number])[], 
 export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[]> {
   const { engine, paths, def, network, runId, ingestedAt, stagedFiles, workDir } = input;
   const pageFiles = input.pageFiles ?? [];
-  if (stagedFiles.length === 0 && pageFiles.length === 0) return [];
-  const typed = input.preloaded ? (await Promise.all(input.preloaded.map((b) => b.typedFiles(def)))).flat() : undefined;
-  if (typed && typed.length === 0) return [];
-  const preloaded = typed ? `read_parquet(${literalList(typed)})` : undefined;
+  const replacing = input.replacing ?? [];
+  const shape = datasetShape(def);
+  const part = ident(STAGED_PARTITION);
+  // Windows fetched again whose rows are all gone bring no fresh row, yet their old rows must go.
+  const none = `(SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(shape)}) WHERE false)`;
+  let noFresh = stagedFiles.length === 0 && pageFiles.length === 0;
+  if (noFresh && replacing.length === 0) return [];
+  const typed = input.preloaded && !noFresh ? (await Promise.all(input.preloaded.map((b) => b.typedFiles(def)))).flat() : undefined;
+  if (typed && typed.length === 0) {
+    if (replacing.length === 0) return [];
+    noFresh = true;
+  }
+  const preloaded = noFresh ? none : typed ? `read_parquet(${literalList(typed)})` : undefined;
   const finalDir = path.join(workDir, 'final');
   await mkdirDurable(finalDir);
   // A connection of its own: the datasets of a commit are prepared side by side (see commitRun).
   const conn = await engine.connect();
-  const shape = datasetShape(def);
-  const part = ident(STAGED_PARTITION);
   const freshTable = ident('__chainlake_fresh');
   const freshColumn = ident(FRESH_COLUMN);
   const fresh = preloaded ?? freshTable;
@@ -220,8 +230,18 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
     const counts = (
       (await conn.runAndReadAll(`SELECT ${part}, count(*)::BIGINT FROM ${fresh} GROUP BY ${part} ORDER BY 1`)).getRowsJS() as [string, bigint][]
     ).map(([p, n]) => [p, Number(n)] as const);
-    const partitions = counts.map(([p]) => p);
     const lakeTable = input.lake.table(shape.name);
+    // Partitions a replaced window reaches but brings no row to are merged too (their old rows may have to go).
+    const mine = [...lakeTable.partitions].flatMap(([key, files]) => {
+      const [net, value] = key.split('\u0000') as [string, string];
+      return net === network ? files.map((f) => ({ partition: value, span: f.blockSpan })) : [];
+    });
+    const reached = partitionsReaching(mine, replacing).filter((p) => !counts.some(([q]) => q === p));
+    if (reached.length > 0) counts.push(...reached.map((p) => [p, 0] as const));
+    counts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    if (counts.length === 0) return [];
+    const partitions = counts.map(([p]) => p);
+    const keep = keptRowsCondition(def, replacing);
     const current = new Map(partitions.map((p) => [p, input.lake.files(shape.name, network, p)] as const));
     const existing = new Map([...current].map(([p, files]) => [p, files.map((f) => f.path)] as const));
     // Each partition's fresh rows plus the rows its current files hold: counting fresh rows alone let a late
@@ -254,7 +274,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
       const old = slice.flatMap((p) => existing.get(p)!);
       if (old.length > 0) {
         sources.push(
-          `SELECT * EXCLUDE (filename), regexp_extract(filename, ${folder}, 1) AS ${part}${mark(false)} FROM read_parquet(${literalList(old)}, hive_partitioning = false, union_by_name = true, filename = true)`,
+          `SELECT * EXCLUDE (filename), regexp_extract(filename, ${folder}, 1) AS ${part}${mark(false)} FROM read_parquet(${literalList(old)}, hive_partitioning = false, union_by_name = true, filename = true)${keep ? ` WHERE ${keep}` : ''}`,
         );
       }
       const union = sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
@@ -304,7 +324,8 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
         const tasks: WriterTask[] = [
           ...(derived?.first ?? []),
           ...current.slice.map((p, j) => async (c: DuckDBConnection) => {
-            const run = current.runs.get(p)!;
+            // A partition whose rows all went (a replaced window's) is written empty: it still replaces its old files.
+            const run = current.runs.get(p) ?? { lo: 1n, hi: 0n, runRows: 0 };
             written[j] = { file: await writePartition(c, current.table, run, p), runRows: run.runRows };
           }),
           ...(derived?.then ?? []),

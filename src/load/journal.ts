@@ -8,6 +8,7 @@ import { exists, fsyncDir, mkdirDurable, removeDurable, writeFileDurable } from 
 import type { LakePaths } from './paths.js';
 import { testHook } from './test-hooks.js';
 import { eachBounded } from './bounded.js';
+import { insertRequests } from './ledger-requests.js';
 
 const MOVES_AT_ONCE = 16;
 
@@ -100,6 +101,11 @@ export async function applyJournal(paths: LakePaths, journal: CommitJournal, opt
         if (!(await catalog.commitApplied(journal.commitId))) {
           const c = journal.catalog;
           await catalog.recordWindows(c.windows);
+          // Each window's calls with it (lineage); a journal written before lineage has none.
+          await insertRequests(
+            catalog.lake,
+            c.windows.flatMap((w) => (w.windowId !== undefined && w.calls?.length ? [{ runId: w.runId, windowId: w.windowId, calls: w.calls }] : [])),
+          );
           const snapshot = await catalog.commitLake(journal.commitId, c.lake, c.cleared);
           if (snapshot !== undefined) await catalog.expireInterim(journal.runId, snapshot);
           await catalog.advanceWatermarks(journal.runId, c.watermarks);

@@ -24,6 +24,7 @@ import {
 import { ident, literal } from './sql.js';
 import { ensureTable, tableMatches } from './lake-tables.js';
 import type { TableShape } from './schema.js';
+import { fileBlockSpans } from './replace.js';
 
 /** A Parquet file of a partition at the newest snapshot. */
 export interface CurrentFile {
@@ -38,6 +39,8 @@ export interface CurrentFile {
    * inlined into the catalog, rows it deleted). It stands for all the partition's files: merging reads it instead.
    */
   materialised?: true;
+  /** The file's lowest and highest block (block-ranged datasets): which partitions a replaced window reaches. */
+  blockSpan?: { min: number | null; max: number | null };
 }
 
 export interface LakeTableState {
@@ -186,6 +189,14 @@ export async function readLakeState(db: CatalogDb, dataPath: string, ensure: rea
       bytes: Number(r.file_size_bytes),
     });
     state.partitions.set(key, list);
+  }
+  // Files of the block-ranged datasets a commit writes know their block span: the partitions a window fetched
+  // again reaches (load/replace.ts).
+  for (const shape of ensure) {
+    const state = shape.blockColumn ? tables.get(shape.name) : undefined;
+    if (!state || state.partitions.size === 0) continue;
+    const spans = await fileBlockSpans(db, state.table.tableId, shape.blockColumn!);
+    for (const list of state.partitions.values()) for (const f of list) f.blockSpan = spans.get(f.dataFileId);
   }
   // The reference extension's defaults for small writes: rows inlined into the catalog, deletes recorded in it.
   // Two statements for a lake no other writer touched (a commit reads this state every time).

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { catalogWaitMs, retryOnLock } from './catalog.js';
+import { retryOnLock } from './catalog.js';
+import { catalogWaitMs } from './catalog-wait.js';
 import type { Engine } from './engine.js';
 import type { LakePaths } from './paths.js';
 import { literal } from './sql.js';
@@ -67,7 +68,7 @@ export async function readLakeState(engine: Engine, paths: LakePaths, job: strin
     const done = (
       await conn.runAndReadAll(
         `SELECT w.dataset, w.scope, w.from_block, w.to_block FROM chainlake_state.windows w JOIN chainlake_state.runs r USING (run_id)
-         WHERE r.job = ${literal(job)} AND w.network = ${literal(network)} AND w.status = 'committed'
+         WHERE r.job = ${literal(job)} AND w.network = ${literal(network)} AND w.status IN ('committed', 'provisional')
            AND CAST(json_extract(r.report, '$.head') AS BIGINT) = ${head}`,
       )
     ).getRowsJS();

@@ -155,7 +155,7 @@ export async function lakeStatus(conn: DuckDBConnection, lake: LakePaths | { nam
       `WITH w AS (
          SELECT network, dataset, scope, from_block, to_block,
                 max(to_block) OVER (PARTITION BY network, dataset, scope ORDER BY from_block, to_block ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS covered_to
-         FROM windows WHERE status = 'committed' AND from_block IS NOT NULL)
+         FROM windows WHERE status IN ('committed', 'provisional') AND from_block IS NOT NULL)
        SELECT network, dataset, scope, (covered_to + 1)::BIGINT AS from_block, (from_block - 1)::BIGINT AS to_block
        FROM w WHERE from_block > covered_to + 1 ORDER BY network, dataset, scope, from_block`,
     );
@@ -164,7 +164,7 @@ export async function lakeStatus(conn: DuckDBConnection, lake: LakePaths | { nam
       `SELECT f.run_id, f.network, f.dataset, f.scope, f.from_block::BIGINT AS from_block, f.to_block::BIGINT AS to_block, f.error
        FROM windows f
        WHERE f.status = 'failed' AND NOT EXISTS (
-         SELECT 1 FROM windows c WHERE c.status = 'committed' AND c.network = f.network AND c.dataset = f.dataset AND c.scope = f.scope
+         SELECT 1 FROM windows c WHERE c.status IN ('committed', 'provisional') AND c.network = f.network AND c.dataset = f.dataset AND c.scope = f.scope
            AND (f.from_block IS NULL OR (c.from_block <= f.from_block AND c.to_block >= f.to_block)))
        ORDER BY f.network, f.dataset, f.scope, f.from_block`,
     );

@@ -14,12 +14,22 @@ export interface MetricsServer {
 }
 
 /**
- * Serves `GET /metrics` (Prometheus text format) and `GET /healthz` (200 "ok", or 503 with one problem per
- * line) for a long-running process. Nothing else: any other path is 404, any other method 405.
+ * An HTML page served beside the metrics (`/report`), made when asked for: its query string in, the page out. An
+ * error with a `status` (404 for a name it does not know) is answered with that status, any other with 500.
  */
-export async function serveMetrics(observed: ObservedProcess, opts: { host: string; port: number }): Promise<MetricsServer> {
+export type Page = (query: URLSearchParams) => Promise<string>;
+
+/**
+ * Serves `GET /metrics` (Prometheus text format) and `GET /healthz` (200 "ok", or 503 with one problem per
+ * line) for a long-running process, and the `pages` given (HTML, by path). Nothing else: any other path is 404,
+ * any other method 405.
+ */
+export async function serveMetrics(
+  observed: ObservedProcess,
+  opts: { host: string; port: number; pages?: Readonly<Record<string, Page>> },
+): Promise<MetricsServer> {
   const server: Server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
+    const [path = '/', query = ''] = (req.url ?? '/').split('?');
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD' }).end();
       return;
@@ -36,7 +46,19 @@ export async function serveMetrics(observed: ObservedProcess, opts: { host: stri
       res.writeHead(h.ok ? 200 : 503, { 'content-type': 'text/plain; charset=utf-8' }).end(h.ok ? 'ok\n' : `${h.problems.join('\n')}\n`);
       return;
     }
-    res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: try /metrics or /healthz\n');
+    const page = opts.pages && Object.hasOwn(opts.pages, path) ? opts.pages[path] : undefined;
+    if (page) {
+      page(new URLSearchParams(query)).then(
+        (html) => res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(html),
+        (e: unknown) =>
+          res
+            .writeHead((e as { status?: number }).status ?? 500, { 'content-type': 'text/plain; charset=utf-8' })
+            .end(`${path} failed: ${(e as Error).message}\n`),
+      );
+      return;
+    }
+    const paths = ['/metrics', '/healthz', ...Object.keys(opts.pages ?? {})];
+    res.writeHead(404, { 'content-type': 'text/plain' }).end(`not found: try ${paths.join(', ')}\n`);
   });
   server.listen(opts.port, opts.host);
   await Promise.race([

@@ -191,7 +191,7 @@ export class BatchCommitter {
     const marks: WatermarkRecord[] = [];
     for (const [key, w] of touched) {
       const old = this.ctx.watermarks.get(key);
-      const { mark, rest } = advanceWatermark(old, this.ctx.rangeStart, this.ahead.get(key)!);
+      const { mark, rest } = advanceWatermark(old, this.ctx.rangeStart, this.ahead.get(key)!, w.final);
       this.ahead.set(key, rest);
       if (mark === undefined || (old !== undefined && mark <= old)) continue;
       this.ctx.watermarks.set(key, mark);
@@ -229,8 +229,10 @@ export class BatchCommitter {
       stagingDir: workDir,
       network,
       datasets: defs.map((def) => {
-        const mine = done.filter((o) => o.window.def === def).map(stagedOf);
-        return { def, stagedFiles: mine.flatMap((m) => m.stagedFiles), pageFiles: mine.flatMap((m) => m.pageFiles) };
+        const windows = done.filter((o) => o.window.def === def);
+        const mine = windows.map(stagedOf);
+        const replacing = windows.flatMap(({ window: w }) => (w.replaces && w.range ? [{ endpoint: w.endpoint, scope: w.scope, range: w.range }] : []));
+        return { def, stagedFiles: mine.flatMap((m) => m.stagedFiles), pageFiles: mine.flatMap((m) => m.pageFiles), replacing };
       }),
       preloaded,
       writers: background ? 1 : undefined,
@@ -292,9 +294,15 @@ interface QueuedCommit {
 /**
  * How far a watermark reaches through committed ranges: from `old` (or, without one, from a range starting at
  * or before `rangeStart`), through every range that begins at most one block past what is covered so far.
- * Returns the new mark (undefined: none yet) and the ranges still beyond a gap.
+ * The mark never passes `final`, the run's last final block (see Window.final). Returns the new mark
+ * (undefined: none yet) and the ranges still beyond a gap.
  */
-export function advanceWatermark(old: number | undefined, rangeStart: number, ranges: readonly BlockRange[]): { mark: number | undefined; rest: BlockRange[] } {
+export function advanceWatermark(
+  old: number | undefined,
+  rangeStart: number,
+  ranges: readonly BlockRange[],
+  final?: number,
+): { mark: number | undefined; rest: BlockRange[] } {
   const sorted = [...ranges].sort((a, b) => a.from - b.from || a.to - b.to);
   let mark = old;
   for (const r of sorted) {
@@ -302,5 +310,9 @@ export function advanceWatermark(old: number | undefined, rangeStart: number, ra
     if (!continues) break;
     mark = mark === undefined ? r.to : Math.max(mark, r.to);
   }
+  // Never past the last final block: what lies above it is provisional, and the next run fetches it again. A
+  // scope whose committed blocks are all provisional still gets a mark (below its first block): it was committed,
+  // so the next run's windows replace its rows.
+  if (final !== undefined && mark !== undefined && mark > final) mark = Math.max(final, old ?? rangeStart - 1);
   return { mark, rest: mark === undefined ? sorted : sorted.filter((r) => r.to > mark) };
 }

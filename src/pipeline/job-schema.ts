@@ -1,6 +1,7 @@
 import { scopeKindsOf, type ScopeKind } from '../datasets/dataset.js';
 import { datasetNames, getDataset } from '../datasets/registry.js';
 import { STANDARD_CHOICES } from '../decode/spec.js';
+import { COMMIT_OPTIONS, groupSchema, optionSchema, RANGE_OPTIONS, RETRY_OPTIONS, TIMEOUT_OPTIONS, TOP_OPTIONS } from './job-options.js';
 
 /** The job key of a dataset spec that feeds each scope kind (see src/datasets/dataset.ts). */
 export const SCOPE_KEYS: Record<ScopeKind, readonly string[]> = {
@@ -102,6 +103,7 @@ function datasetSchema(name: string): Schema {
 export function jobSchema(): Schema {
   const int = (minimum: number): Schema => ({ type: 'integer', minimum });
   const url: Schema = { type: 'string', pattern: '^https?://\\S+$' };
+  const TOP = groupSchema(TOP_OPTIONS);
   return {
     $schema: 'http://json-schema.org/draft-07/schema#',
     title: 'chainlake job',
@@ -109,54 +111,56 @@ export function jobSchema(): Schema {
     required: ['datasets'],
     additionalProperties: false,
     properties: {
-      $schema: { type: 'string' },
-      name: {
-        type: 'string',
-        pattern: '^[A-Za-z0-9][A-Za-z0-9_.-]*$',
-        description: "The job's name: a run resumes the unfinished run of the same job. Default: the file's name without .json",
-      },
-      description: { type: 'string' },
-      network: { enum: ['mainnet', 'testnet'] },
-      target: { enum: ['api', 'simulator'], description: 'The real APIs (endpoints or CHAINLAKE_*_URL) or the embedded simulator' },
+      $schema: { type: 'string', description: 'The JSON Schema editors check the file against (`./job.schema.json`); ignored by chainlake.' },
+      name: TOP.name,
+      description: { type: 'string', description: 'Free text for people reading the job; ignored by chainlake.' },
+      network: TOP.network,
+      target: TOP.target,
       simulator: {
         type: 'object',
-        properties: { seed: int(0), scale: { enum: ['small', 'medium', 'large'] }, dialect: { enum: ['spec', 'real'] }, chain: { enum: ['demo', 'sparse'] } },
-        additionalProperties: false,
-      },
-      endpoints: { type: 'object', properties: { mainnet: url, testnet: url, testnetAlt: url, finance: url }, additionalProperties: false },
-      apiKey: { type: 'string', description: 'Prefer CHAINLAKE_API_KEY: a key in a file is easy to leak' },
-      lake: { type: 'string' },
-      range: {
-        type: 'object',
+        description: 'The embedded simulator, when `target` is "simulator".',
         properties: {
-          fromBlock: int(0),
-          toBlock: { oneOf: [int(0), { const: 'head' }] },
-          incremental: { type: 'boolean' },
-          safetyMarginBlocks: int(0),
-          windowBlocks: {
-            ...int(1),
-            description: 'Block-ranged windows are cut into chunks of this many blocks (aligned), fetched in block order (default 100000)',
-          },
-          head: { ...int(0), description: 'The chain head as you know it: nothing is asked to find it (a service without blocks/latest)' },
-          headHint: { ...int(0), description: 'Where a search for the head starts when blocks/latest is refused and the lake records no earlier head' },
+          seed: { ...int(0), description: 'Seeds the simulated chain: one seed, one chain.', default: 1 },
+          scale: { enum: ['small', 'medium', 'large'], description: 'How much chain the simulator holds.', default: 'small' },
+          dialect: { enum: ['spec', 'real'], description: 'Answer as the spec documents (spec) or as the real service does (real).', default: 'spec' },
+          chain: { enum: ['demo', 'sparse'], description: 'The demo chain, or a sparse one with a far head.', default: 'demo' },
         },
         additionalProperties: false,
       },
-      concurrency: { type: 'integer', minimum: 1, maximum: 256 },
-      rps: { type: 'integer', minimum: 1 },
-      strict: { type: 'boolean' },
-      pageSize: { type: 'integer', minimum: 1, maximum: 1000 },
-      resultWindow: int(1),
-      schedule: { type: 'string', description: 'Cron expression, UTC (5 fields, or 6 with seconds)' },
-      commit: { type: 'object', properties: { everyRows: int(1), everySeconds: int(1) }, additionalProperties: false },
-      dailyRequestQuota: int(1),
-      burst: int(1),
-      retry: {
+      endpoints: {
         type: 'object',
-        properties: { maxAttempts: int(1), baseDelayMs: int(1), maxDelayMs: int(1), maxTotalDelayMs: int(0) },
+        description:
+          'Base URLs of the real APIs (`target` "api"). Default: the CHAINLAKE_MAINNET_URL, CHAINLAKE_TESTNET_URL, CHAINLAKE_TESTNET_ALT_URL and CHAINLAKE_FINANCE_URL variables.',
+        properties: {
+          mainnet: { ...url, description: 'The mainnet explorer API. Default: CHAINLAKE_MAINNET_URL.' },
+          testnet: { ...url, description: 'The testnet explorer API. Default: CHAINLAKE_TESTNET_URL.' },
+          testnetAlt: { ...url, description: "The testnet's second explorer, for its alternate endpoints. Default: CHAINLAKE_TESTNET_ALT_URL." },
+          finance: { ...url, description: 'The finance analytics API. Default: CHAINLAKE_FINANCE_URL.' },
+        },
         additionalProperties: false,
       },
-      timeouts: { type: 'object', properties: { connectMs: int(1), headersMs: int(1), bodyMs: int(1), totalMs: int(1) }, additionalProperties: false },
+      apiKey: TOP.apiKey,
+      lake: TOP.lake,
+      range: {
+        type: 'object',
+        description: 'Which blocks the block-ranged datasets cover. Default: from block 0 to the head.',
+        properties: {
+          ...groupSchema(RANGE_OPTIONS),
+          toBlock: { oneOf: [int(0), { const: 'head' }], description: optionSchema(RANGE_OPTIONS.toBlock).description, default: 'head' },
+        },
+        additionalProperties: false,
+      },
+      concurrency: TOP.concurrency,
+      rps: TOP.rps,
+      strict: TOP.strict,
+      pageSize: TOP.pageSize,
+      resultWindow: TOP.resultWindow,
+      schedule: TOP.schedule,
+      commit: { type: 'object', description: 'When a run commits what it has fetched.', properties: groupSchema(COMMIT_OPTIONS), additionalProperties: false },
+      dailyRequestQuota: TOP.dailyRequestQuota,
+      burst: TOP.burst,
+      retry: { type: 'object', description: 'The retry policy of every call.', properties: groupSchema(RETRY_OPTIONS), additionalProperties: false },
+      timeouts: { type: 'object', description: 'The timeouts of every call.', properties: groupSchema(TIMEOUT_OPTIONS), additionalProperties: false },
       paths: {
         type: 'object',
         description: 'Paths that replace endpoints\' defaults, by endpoint id (chainlake describe --endpoints), e.g. {"total_chart": "/usdx/total_chart"}',
@@ -193,6 +197,7 @@ export function jobSchema(): Schema {
       },
       datasets: {
         type: 'object',
+        description: "What to export: dataset name → its scopes (chainlake describe <dataset> lists each one's keys). Required.",
         minProperties: 1,
         additionalProperties: false,
         properties: Object.fromEntries(datasetNames().map((n) => [n, datasetSchema(n)])),

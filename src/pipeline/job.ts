@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { jobSchema, SCOPE_KEYS } from './job-schema.js';
+import { COMMIT_OPTIONS, RANGE_OPTIONS, RETRY_OPTIONS, TIMEOUT_OPTIONS, TOP_OPTIONS, type JobOption } from './job-options.js';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { datasetNames, DATASETS } from '../datasets/registry.js';
@@ -69,6 +70,13 @@ export interface JobRange {
   toBlock: number | 'head';
   incremental: boolean;
   safetyMarginBlocks: number;
+  /**
+   * Blocks below the head that may still be reorganised or not yet indexed (range.finalityDepth, --finality-depth;
+   * default: defaultFinalityDepth). Windows reaching above `head - finalityDepth` are committed as provisional,
+   * watermarks stop at that block, and the next run fetches those windows again and replaces their rows. 0: the
+   * head is final, nothing is provisional and rows are merged by key only.
+   */
+  finalityDepth: number;
   /**
    * Block-ranged windows are cut into chunks of this many blocks, aligned to its multiples, and fetched in
    * block order: the unit of resume, and what keeps each batch commit to a few daily partitions.
@@ -448,12 +456,13 @@ export function parseDatasetSpec(r: Reader, def: DatasetDef, spec: unknown, wher
 }
 
 /** An object of integer settings, each within its bounds; absent keys keep their defaults. */
-function msObject<K extends string>(r: Reader, v: unknown, where: string, bounds: Record<K, [number, number]>): Partial<Record<K, number>> {
+/** An object of int options (`retry`, `timeouts`): only the keys given, each checked against its declared bounds. */
+function optionObject<K extends string>(r: Reader, v: unknown, where: string, group: Record<K, JobOption>): Partial<Record<K, number>> {
   if (v === undefined) return {};
-  if (!isObj(v)) r.fail(where, `must be an object with any of: ${Object.keys(bounds).join(', ')}`);
-  r.keys(v, where, Object.keys(bounds));
+  if (!isObj(v)) r.fail(where, `must be an object with any of: ${Object.keys(group).join(', ')}`);
+  r.keys(v, where, Object.keys(group));
   const out: Partial<Record<K, number>> = {};
-  for (const [k, [min, max]] of Object.entries(bounds) as [K, [number, number]][]) if (v[k] !== undefined) out[k] = r.int(v[k], `${where}.${k}`, min, max);
+  for (const [k, o] of Object.entries(group) as [K, JobOption][]) if (v[k] !== undefined) out[k] = intOption(r, v[k], `${where}.${k}`, o);
   return out;
 }
 
@@ -504,22 +513,39 @@ export function jsonErrorPlace(text: string, message: string): string {
   return `at line ${line}, column ${column}: ${what}`;
 }
 
+/**
+ * The finality depth a job gets when it names none: its network's (JOB_DEFAULTS.finalityDepth) on a real
+ * service; 0 on the embedded simulator, whose chain never reorganises nor lags unless a test tells it to.
+ */
+export function defaultFinalityDepth(target: 'api' | 'simulator', network: Network): number {
+  return target === 'simulator' ? 0 : JOB_DEFAULTS.finalityDepth[network];
+}
+
 /** Validates a parsed job document. Environment supplies the API key and any base URL the job leaves out. */
 /** What a job file may leave out, in one place (the job schema and README describe the same values). */
+/** Defaults of a job's options (declared in job-options.ts, with their bounds and words). */
 export const JOB_DEFAULTS = Object.freeze({
   name: 'job',
-  network: 'mainnet' as Network,
-  target: 'api',
-  lake: 'data/lake',
-  fromBlock: 0,
-  safetyMarginBlocks: 12,
+  network: TOP_OPTIONS.network.default as Network,
+  target: TOP_OPTIONS.target.default,
+  lake: TOP_OPTIONS.lake.default,
+  fromBlock: RANGE_OPTIONS.fromBlock.default!,
+  safetyMarginBlocks: RANGE_OPTIONS.safetyMarginBlocks.default!,
+  /** range.finalityDepth per network of a real service: two epochs of an Ethereum-like chain (docs/api-assumptions.md). */
+  finalityDepth: Object.freeze({ mainnet: 64, testnet: 64 } as Record<Network, number>),
   windowBlocks: DEFAULT_WINDOW_BLOCKS,
-  commit: Object.freeze({ everyRows: 500_000, everySeconds: 60 }),
-  concurrency: 8,
-  strict: false,
-  pageSize: 1000,
-  resultWindow: 10_000,
+  commit: Object.freeze({ everyRows: COMMIT_OPTIONS.everyRows.default!, everySeconds: COMMIT_OPTIONS.everySeconds.default! }),
+  concurrency: TOP_OPTIONS.concurrency.default!,
+  strict: TOP_OPTIONS.strict.default,
+  pageSize: TOP_OPTIONS.pageSize.default!,
+  resultWindow: TOP_OPTIONS.resultWindow.default!,
 });
+
+/** An int option's value in the job (checked against its declared bounds), or its declared default. */
+function intOption(r: Reader, v: unknown, where: string, o: JobOption): number | undefined {
+  if (o.kind !== 'int') throw new Error(`${where} is not declared as an integer option`);
+  return v === undefined ? o.default : r.int(v, where, o.min, o.max);
+}
 
 /**
  * The keys a job file may hold at `at` (`[]`: the top level; `['range']`: inside "range"), read from the
@@ -561,17 +587,61 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
   return deepFreeze(readJob(doc, file, env));
 }
 
+/**
+ * A job document read in named steps, in the order their problems are reported (the first one throws): the
+ * keys, who the job is, where it reads from, where it writes, which blocks, when it commits, what it fetches, that
+ * the sources cover what it fetches, then how (the scalar options of job-options.ts).
+ */
 function readJob(doc: unknown, file: string, env: NodeJS.ProcessEnv): Job {
   const r: Reader = new Reader(file);
   if (!isObj(doc)) r.fail('', 'a job file must hold a JSON object');
   r.keys(doc, '', schemaKeys([]));
+  const { name, network } = readIdentity(r, doc, file);
+  const target = readTarget(r, doc, network, env);
+  const lake = readLake(r, doc);
+  const range = readRange(r, doc, target.kind, network);
+  const commit = readCommit(r, doc);
+  const datasets = readDatasets(r, doc);
+  checkFinanceSource(r, target, datasets);
+  const apiKey = doc.apiKey !== undefined ? r.str(doc.apiKey, 'apiKey') : env.CHAINLAKE_API_KEY || undefined;
+  const paths = pathOverrides(r, doc.paths);
+  checkExplorerSource(r, target, datasets, network);
+  return {
+    name,
+    file,
+    network,
+    target,
+    apiKey,
+    lake,
+    range,
+    commit,
+    concurrency: intOption(r, doc.concurrency, 'concurrency', TOP_OPTIONS.concurrency)!,
+    rps: intOption(r, doc.rps, 'rps', TOP_OPTIONS.rps),
+    strict: doc.strict === undefined ? TOP_OPTIONS.strict.default : r.bool(doc.strict, 'strict'),
+    pageSize: intOption(r, doc.pageSize, 'pageSize', TOP_OPTIONS.pageSize)!,
+    resultWindow: intOption(r, doc.resultWindow, 'resultWindow', TOP_OPTIONS.resultWindow)!,
+    schedule: doc.schedule === undefined ? undefined : cronOf(r, doc.schedule),
+    dailyRequestQuota: intOption(r, doc.dailyRequestQuota, 'dailyRequestQuota', TOP_OPTIONS.dailyRequestQuota),
+    burst: intOption(r, doc.burst, 'burst', TOP_OPTIONS.burst),
+    retry: optionObject(r, doc.retry, 'retry', RETRY_OPTIONS),
+    timeouts: optionObject(r, doc.timeouts, 'timeouts', TIMEOUT_OPTIONS),
+    datasets,
+    paths,
+    decode: doc.decode === undefined ? undefined : parseDecodeSpec(doc.decode, 'decode', (w, m) => r.fail(w, m), path.dirname(file)),
+  };
+}
 
+/** Who the job is: its name (or its file's) and its network. */
+function readIdentity(r: Reader, doc: Obj, file: string): { name: string; network: Network } {
   const name = doc.name === undefined ? nameOfFile(file) : r.str(doc.name, 'name');
   if (!NAME.test(name)) r.fail('name', `may hold letters, digits, '_', '-' and '.', got ${JSON.stringify(name)}`);
   const network = (doc.network ?? JOB_DEFAULTS.network) as Network;
   if (!NETWORKS.includes(network)) r.fail('network', `must be one of ${NETWORKS.join(', ')}, got ${JSON.stringify(doc.network)}`);
+  return { name, network };
+}
 
-  let target: Job['target'];
+/** Where the job reads from: the embedded simulator, or the APIs' base URLs (the job's, else the environment's). */
+function readTarget(r: Reader, doc: Obj, network: Network, env: NodeJS.ProcessEnv): Job['target'] {
   const targetKind = doc.target ?? JOB_DEFAULTS.target;
   if (targetKind === 'simulator') {
     const sim = doc.simulator === undefined ? {} : doc.simulator;
@@ -584,112 +654,102 @@ function readJob(doc: unknown, file: string, env: NodeJS.ProcessEnv): Job {
     const scale = sim.scale;
     if (scale !== undefined && scale !== 'small' && scale !== 'medium' && scale !== 'large')
       r.fail('simulator.scale', `must be small, medium or large, got ${JSON.stringify(scale)}`);
-    target = {
+    return {
       kind: 'simulator',
       seed: sim.seed === undefined ? undefined : r.int(sim.seed, 'simulator.seed', 0, 2 ** 32 - 1),
       scale,
       chain: sim.chain as SimulatorTarget['chain'],
       ...(sim.dialect === undefined ? {} : { dialect: sim.dialect }),
     };
-  } else if (targetKind === 'api') {
-    const ep = doc.endpoints === undefined ? {} : doc.endpoints;
-    if (!isObj(ep)) r.fail('endpoints', 'must be an object');
-    r.keys(ep, 'endpoints', schemaKeys(['endpoints']));
-    const url = (key: keyof typeof ENDPOINT_ENV): string | undefined => {
-      const v = ep[key] ?? env[ENDPOINT_ENV[key]];
-      if (v === undefined || v === '') return undefined;
-      if (typeof v !== 'string' || !/^https?:\/\/\S+$/.test(v)) r.fail(`endpoints.${key}`, `must be an http(s) URL, got ${JSON.stringify(v)}`);
-      return v;
-    };
-    // Checked once the datasets are known: a job of finance datasets alone needs no explorer.
-    const explorer = url(network);
-    target = { kind: 'api', explorer, explorerAlt: network === 'testnet' ? url('testnetAlt') : undefined, finance: url('finance') };
-  } else {
-    r.fail('target', `must be "api" or "simulator", got ${JSON.stringify(targetKind)}`);
   }
+  if (targetKind !== 'api') r.fail('target', `must be "api" or "simulator", got ${JSON.stringify(targetKind)}`);
+  const ep = doc.endpoints === undefined ? {} : doc.endpoints;
+  if (!isObj(ep)) r.fail('endpoints', 'must be an object');
+  r.keys(ep, 'endpoints', schemaKeys(['endpoints']));
+  const url = (key: keyof typeof ENDPOINT_ENV): string | undefined => {
+    const v = ep[key] ?? env[ENDPOINT_ENV[key]];
+    if (v === undefined || v === '') return undefined;
+    if (typeof v !== 'string' || !/^https?:\/\/\S+$/.test(v)) r.fail(`endpoints.${key}`, `must be an http(s) URL, got ${JSON.stringify(v)}`);
+    return v;
+  };
+  // Checked once the datasets are known (checkExplorerSource): a job of finance datasets alone needs no explorer.
+  const explorer = url(network);
+  return { kind: 'api', explorer, explorerAlt: network === 'testnet' ? url('testnetAlt') : undefined, finance: url('finance') };
+}
 
+/** Where the job writes: its lake folder. */
+function readLake(r: Reader, doc: Obj): string {
   const lake = doc.lake === undefined ? JOB_DEFAULTS.lake : r.str(doc.lake, 'lake');
   if (lake.trim() === '') r.fail('lake', 'is empty: name the lake folder (an empty path would write the lake into the working directory)');
+  return lake;
+}
 
+/** Which blocks the block-ranged datasets cover, and how they are cut into windows. */
+function readRange(r: Reader, doc: Obj, target: Job['target']['kind'], network: Network): JobRange {
   const rangeDoc = doc.range ?? {};
   if (!isObj(rangeDoc)) r.fail('range', 'must be an object like {"fromBlock": 0, "toBlock": "head"} or {"incremental": true, "fromBlock": 0}');
   r.keys(rangeDoc, 'range', schemaKeys(['range']));
-  const fromBlock = rangeDoc.fromBlock === undefined ? JOB_DEFAULTS.fromBlock : r.int(rangeDoc.fromBlock, 'range.fromBlock', 0);
-  const toBlock = rangeDoc.toBlock === undefined || rangeDoc.toBlock === 'head' ? 'head' : r.int(rangeDoc.toBlock, 'range.toBlock', 0);
+  const fromBlock = intOption(r, rangeDoc.fromBlock, 'range.fromBlock', RANGE_OPTIONS.fromBlock)!;
+  const toBlock =
+    rangeDoc.toBlock === undefined || rangeDoc.toBlock === 'head' ? 'head' : intOption(r, rangeDoc.toBlock, 'range.toBlock', RANGE_OPTIONS.toBlock)!;
   if (toBlock !== 'head' && toBlock < fromBlock) r.fail('range', `toBlock ${toBlock} is below fromBlock ${fromBlock}`);
-  const incremental = rangeDoc.incremental === undefined ? false : r.bool(rangeDoc.incremental, 'range.incremental');
+  const incremental = rangeDoc.incremental === undefined ? RANGE_OPTIONS.incremental.default : r.bool(rangeDoc.incremental, 'range.incremental');
   if (incremental && toBlock !== 'head') r.fail('range', 'an incremental range runs up to the head: leave toBlock out (or "head")');
-  const safetyMarginBlocks =
-    rangeDoc.safetyMarginBlocks === undefined ? JOB_DEFAULTS.safetyMarginBlocks : r.int(rangeDoc.safetyMarginBlocks, 'range.safetyMarginBlocks', 0, 1_000_000);
-  const windowBlocks = rangeDoc.windowBlocks === undefined ? JOB_DEFAULTS.windowBlocks : r.int(rangeDoc.windowBlocks, 'range.windowBlocks', 1);
-  const head = rangeDoc.head === undefined ? undefined : r.int(rangeDoc.head, 'range.head', 0);
-  const headHint = rangeDoc.headHint === undefined ? undefined : r.int(rangeDoc.headHint, 'range.headHint', 0);
+  const head = intOption(r, rangeDoc.head, 'range.head', RANGE_OPTIONS.head);
+  const headHint = intOption(r, rangeDoc.headHint, 'range.headHint', RANGE_OPTIONS.headHint);
+  return {
+    fromBlock,
+    toBlock,
+    incremental,
+    safetyMarginBlocks: intOption(r, rangeDoc.safetyMarginBlocks, 'range.safetyMarginBlocks', RANGE_OPTIONS.safetyMarginBlocks)!,
+    finalityDepth: intOption(r, rangeDoc.finalityDepth, 'range.finalityDepth', RANGE_OPTIONS.finalityDepth) ?? defaultFinalityDepth(target, network),
+    // Without windowBlocks a scope's range is asked at once and cut by count; the chunk size still bounds a plan.
+    windowBlocks: intOption(r, rangeDoc.windowBlocks, 'range.windowBlocks', RANGE_OPTIONS.windowBlocks) ?? DEFAULT_WINDOW_BLOCKS,
+    ...(head === undefined ? {} : { head }),
+    ...(headHint === undefined ? {} : { headHint }),
+    ...(rangeDoc.windowBlocks !== undefined ? { fixedChunks: true } : {}),
+  };
+}
+
+/** When a run commits what it has fetched. */
+function readCommit(r: Reader, doc: Obj): Job['commit'] {
   const commitDoc = doc.commit ?? {};
   if (!isObj(commitDoc)) r.fail('commit', 'must be an object like {"everyRows": 500000, "everySeconds": 60}');
   r.keys(commitDoc, 'commit', schemaKeys(['commit']));
-  const commit = {
-    everyRows: commitDoc.everyRows === undefined ? JOB_DEFAULTS.commit.everyRows : r.int(commitDoc.everyRows, 'commit.everyRows', 1),
-    everySeconds: commitDoc.everySeconds === undefined ? JOB_DEFAULTS.commit.everySeconds : r.int(commitDoc.everySeconds, 'commit.everySeconds', 1),
+  return {
+    everyRows: intOption(r, commitDoc.everyRows, 'commit.everyRows', COMMIT_OPTIONS.everyRows)!,
+    everySeconds: intOption(r, commitDoc.everySeconds, 'commit.everySeconds', COMMIT_OPTIONS.everySeconds)!,
   };
+}
 
+/** What the job fetches: each named dataset with its scopes. */
+function readDatasets(r: Reader, doc: Obj): DatasetJob[] {
   const datasetsDoc = doc.datasets;
   if (!isObj(datasetsDoc) || Object.keys(datasetsDoc).length === 0)
     r.fail('datasets', 'must be an object naming at least one dataset, e.g. {"transactions": {"addresses": ["0x…"]}}');
-  const datasets: DatasetJob[] = Object.entries(datasetsDoc).map(([dsName, spec]) => {
+  return Object.entries(datasetsDoc).map(([dsName, spec]) => {
     const where = `datasets.${dsName}`;
     const def = DATASETS[dsName];
     if (!def) r.fail(where, `unknown dataset${didYouMean(dsName, datasetNames())}; known datasets: ${datasetNames().join(', ')}`);
     return parseDatasetSpec(r, def, spec, where);
   });
+}
 
-  if (target.kind === 'api' && !target.finance) {
-    const financeDs = datasets.find((d) => DATASETS[d.name]!.endpoints.some((e) => d.endpoints.includes(e.id) && e.api === 'finance'));
-    if (financeDs)
-      r.fail('endpoints.finance', `no finance base URL, and ${financeDs.name} reads the finance API: set it in the job or in ${ENDPOINT_ENV.finance}`);
-  }
+const readsApi = (datasets: readonly DatasetJob[], api: 'explorer' | 'finance'): DatasetJob | undefined =>
+  datasets.find((d) => DATASETS[d.name]!.endpoints.some((e) => d.endpoints.includes(e.id) && e.api === api));
 
-  const apiKey = doc.apiKey !== undefined ? r.str(doc.apiKey, 'apiKey') : env.CHAINLAKE_API_KEY || undefined;
-  const paths = pathOverrides(r, doc.paths);
-  if (
-    target.kind === 'api' &&
-    !target.explorer &&
-    datasets.some((d) => DATASETS[d.name]!.endpoints.some((e) => d.endpoints.includes(e.id) && e.api === 'explorer'))
-  ) {
+/** A job of the real APIs that fetches a finance dataset names the finance API. */
+function checkFinanceSource(r: Reader, target: Job['target'], datasets: readonly DatasetJob[]): void {
+  if (target.kind !== 'api' || target.finance) return;
+  const financeDs = readsApi(datasets, 'finance');
+  if (financeDs)
+    r.fail('endpoints.finance', `no finance base URL, and ${financeDs.name} reads the finance API: set it in the job or in ${ENDPOINT_ENV.finance}`);
+}
+
+/** A job of the real APIs that fetches an explorer dataset names its network's explorer. */
+function checkExplorerSource(r: Reader, target: Job['target'], datasets: readonly DatasetJob[], network: Network): void {
+  if (target.kind === 'api' && !target.explorer && readsApi(datasets, 'explorer'))
     r.fail(`endpoints.${network}`, `no ${network} base URL: set it in the job or in ${ENDPOINT_ENV[network]}`);
-  }
-
-  return {
-    name,
-    file,
-    network,
-    target,
-    apiKey,
-    lake,
-    range: {
-      fromBlock,
-      toBlock,
-      incremental,
-      safetyMarginBlocks,
-      windowBlocks,
-      ...(head === undefined ? {} : { head }),
-      ...(headHint === undefined ? {} : { headHint }),
-      ...(rangeDoc.windowBlocks !== undefined ? { fixedChunks: true } : {}),
-    },
-    commit,
-    concurrency: doc.concurrency === undefined ? JOB_DEFAULTS.concurrency : r.int(doc.concurrency, 'concurrency', 1, 256),
-    rps: doc.rps === undefined ? undefined : r.int(doc.rps, 'rps', 1, 100_000),
-    strict: doc.strict === undefined ? JOB_DEFAULTS.strict : r.bool(doc.strict, 'strict'),
-    pageSize: doc.pageSize === undefined ? JOB_DEFAULTS.pageSize : r.int(doc.pageSize, 'pageSize', 1, 1000),
-    resultWindow: doc.resultWindow === undefined ? JOB_DEFAULTS.resultWindow : r.int(doc.resultWindow, 'resultWindow', 1),
-    schedule: doc.schedule === undefined ? undefined : cronOf(r, doc.schedule),
-    dailyRequestQuota: doc.dailyRequestQuota === undefined ? undefined : r.int(doc.dailyRequestQuota, 'dailyRequestQuota', 1),
-    burst: doc.burst === undefined ? undefined : r.int(doc.burst, 'burst', 1, 10_000),
-    retry: msObject(r, doc.retry, 'retry', { maxAttempts: [1, 100], baseDelayMs: [1, 600_000], maxDelayMs: [1, 3_600_000], maxTotalDelayMs: [0, 86_400_000] }),
-    timeouts: msObject(r, doc.timeouts, 'timeouts', { connectMs: [1, 600_000], headersMs: [1, 3_600_000], bodyMs: [1, 3_600_000], totalMs: [1, 86_400_000] }),
-    datasets,
-    paths,
-    decode: doc.decode === undefined ? undefined : parseDecodeSpec(doc.decode, 'decode', (w, m) => r.fail(w, m), path.dirname(file)),
-  };
 }
 
 /** Every endpoint of both APIs by id (ids are unique across datasets), with its dataset. */

@@ -45,7 +45,20 @@ export interface Window {
   /** Endpoints with a block filter only; other windows are one call (or one paged listing) as of the run. */
   range?: BlockRange;
   query: Query;
+  /**
+   * The run's last final block (its head − finalityDepth), when the job has an unfinal zone: a window reaching
+   * above it is committed as provisional, and no watermark passes it.
+   */
+  final?: number;
+  /**
+   * Fetched again over blocks an earlier run committed (the scope has a watermark and the job an unfinal zone):
+   * its rows replace what the lake holds of its scope and range (load/replace.ts).
+   */
+  replaces?: boolean;
 }
+
+/** Whether a committed window is provisional: it reaches into the unfinal zone, so the next run fetches it again. */
+export const isProvisional = (w: Pick<Window, 'range' | 'final'>): boolean => w.final !== undefined && w.range !== undefined && w.range.to > w.final;
 
 export const scopeKeyOf = (scope: Record<string, string>): string =>
   Object.entries(scope)

@@ -75,13 +75,17 @@ export function narrowWindows(job: Job, head: number, state: LakeState, resuming
   // The last block of every block-ranged window family: a watermark there means the scope is done.
   const end = jobRange(job, head).to;
   const done = resuming ? committedRanges(state.resume!.committed) : new Map<string, BlockRange[]>();
+  // Finality: blocks above `final` may still change; a scope with a watermark was committed before, perhaps
+  // provisionally, so its windows replace what the lake holds of them (docs/lake.md, "Finality").
+  const final = job.range.finalityDepth > 0 ? head - job.range.finalityDepth : undefined;
   const todo: Window[] = [];
   let skipped = 0;
-  for (const w of windowsOf(job, head)) {
-    let range: BlockRange | undefined = w.range;
-    const key = watermarkKey(w.def.name, w.network, w.scopeKey);
+  for (const planned of windowsOf(job, head)) {
+    let range: BlockRange | undefined = planned.range;
+    const key = watermarkKey(planned.def.name, planned.network, planned.scopeKey);
+    const wm = state.watermarks.get(key);
+    const w = range && final !== undefined ? { ...planned, final, replaces: wm !== undefined } : planned;
     if (range && incremental) {
-      const wm = state.watermarks.get(key);
       if (wm !== undefined) {
         const from = Math.max(range.from, wm - job.range.safetyMarginBlocks + 1);
         if (wm >= end || from > range.to) {
@@ -101,7 +105,15 @@ export function narrowWindows(job: Job, head: number, state: LakeState, resuming
         continue;
       }
     }
-    todo.push(range === w.range ? w : { ...w, range, id: windowIdOf(w.def.name, w.network, w.scopeKey, range) });
+    // A range across the last final block is two windows: the final part commits as final, the rest provisional.
+    const parts =
+      range && final !== undefined && range.from <= final && final < range.to
+        ? [
+            { from: range.from, to: final },
+            { from: final + 1, to: range.to },
+          ]
+        : [range];
+    for (const r of parts) todo.push(r === w.range ? w : { ...w, range: r, id: windowIdOf(w.def.name, w.network, w.scopeKey, r) });
   }
   return { todo, skipped };
 }
@@ -139,7 +151,7 @@ export function joinWindows(windows: readonly Window[], committed: ReadonlyMap<s
     const key = watermarkKey(w.def.name, w.network, w.scopeKey);
     const i = last.get(key);
     const prev = i === undefined ? undefined : joined[i]!;
-    if (prev?.range && prev.endpoint === w.endpoint && prev.range.to + 1 === w.range.from) {
+    if (prev?.range && prev.endpoint === w.endpoint && prev.range.to + 1 === w.range.from && prev.range.to !== prev.final) {
       joined[i!] = { ...prev, range: { from: prev.range.from, to: w.range.to } };
       continue;
     }

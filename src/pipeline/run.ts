@@ -29,7 +29,7 @@ import { LiveRun } from './live.js';
 import { silentLogger, type Logger } from './log.js';
 import { effectiveJob, pagerOptionsOf, prepareRun } from './prepare.js';
 import type { FoundHead } from '../extract/head.js';
-import { WINDOW_ROWS, windowIdOf, type Window } from './plan.js';
+import { WINDOW_ROWS, isProvisional, windowIdOf, type Window } from './plan.js';
 import { emptyDatasetReport, interruptedSummary, sumReports, type DatasetReport, type RunReport } from './report.js';
 import { GarbagePacer } from './garbage.js';
 import { ChainlakeError } from '../errors.js';
@@ -66,6 +66,8 @@ export interface RunOptions {
   mergeSliceRows?: number;
   /** Rows after which a joined window stops and the next one continues (default WINDOW_ROWS); tests make it small. */
   windowRows?: number;
+  /** Fetch exactly these windows instead of what the job plans (`verify --repair`: the windows that differ). */
+  windows?: Window[];
 }
 
 /** How a head was found, for the run's first log line. */
@@ -211,15 +213,9 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       transport.quota = quota;
       if (quota.remainingToday() === 0) throw new QuotaReachedError(quota.limit);
     }
-    const { state, resume, head, found, range, windows, skipped, committedRanges } = await prepareRun(
-      job,
-      job !== baseJob,
-      opts.fullRefresh ?? false,
-      engine,
-      paths,
-      clients,
-      runAcct,
-    );
+    const prepared = await prepareRun(job, job !== baseJob || opts.windows !== undefined, opts.fullRefresh ?? false, engine, paths, clients, runAcct);
+    const { state, resume, head, found, range, skipped, committedRanges } = prepared;
+    const windows = opts.windows ?? prepared.windows;
     if (head !== null && range.from > head && !job.range.incremental) {
       // An explicit range above the chain: "0 windows, complete" would read as success.
       const what = `blocks ${range.from}-${job.range.toBlock === 'head' ? 'head' : job.range.toBlock} start above the chain head (block ${head}, pinned now)`;
@@ -442,8 +438,10 @@ function windowRecord(runId: string, o: WindowOutcome): WindowRecord {
     throttles: o.acct.throttles,
     capHits: o.progress.capHits,
     splits: o.progress.splits,
-    status: o.error ? 'failed' : 'committed',
+    status: o.error ? 'failed' : isProvisional(o.window) ? 'provisional' : 'committed',
     error: o.error ?? null,
+    windowId: o.window.id,
+    calls: o.acct.calls,
   };
 }
 

@@ -487,278 +487,39 @@ export class Chain {
 
   // ---- generation ---------------------------------------------------------------------------------
 
+  /** The chain's columns: written block by block (ChainBuilder), then indexed by address. */
   private generate(): void {
-    const p = this.preset;
-    const rng = new Rng(this.seed ^ 0x00c0ffee);
-    const H = this.maxHeight;
-    const estTx = Math.ceil((p.whaleTxs / p.visibleBlocks + p.othersMean + 0.6) * H * 1.15) + p.crowdedTxs + 1000;
-    const txBlk = new Grow(estTx),
-      txFrom = new Grow(estTx),
-      txTo = new Grow(estTx),
-      txCum = new Grow(estTx);
-    const txKind = new Grow8(estTx);
-    const estLog = Math.ceil(estTx * 0.5);
-    const logTx = new Grow(estLog),
-      logC = new Grow(estLog),
-      logF = new Grow(estLog),
-      logT = new Grow(estLog),
-      logA = new Grow(estLog);
-    const logK = new Grow8(estLog);
-    const estItx = Math.ceil(estTx * 0.6);
-    const itP = new Grow(estItx),
-      itF = new Grow(estItx),
-      itT = new Grow(estItx);
-    const itPos = new Grow8(estItx);
-    const blockFirstTx = new Uint32Array(H + 2),
-      blockFirstLog = new Uint32Array(H + 2);
-    const blockFee = new Float64Array(H + 1),
-      minerOf = new Uint8Array(H + 1);
+    const built = new ChainBuilder(this).build();
+    this.txBlk = built.txBlk.done();
+    this.txFrom = built.txFrom.done();
+    this.txTo = built.txTo.done();
+    this.txKind = built.txKind.done();
+    this.txCumGas = built.txCum.done();
+    this.nTx = built.txBlk.n;
+    this.blockFirstTx = built.blockFirstTx;
+    this.blockFeeGwei = built.blockFee;
+    this.minerOf = built.minerOf;
+    this.logTx = built.logTx.done();
+    this.logContract = built.logC.done();
+    this.logFrom = built.logF.done();
+    this.logTo = built.logT.done();
+    this.logAmt = built.logA.done();
+    this.logKind = built.logK.done();
+    this.nLog = built.logTx.n;
+    this.blockFirstLog = built.blockFirstLog;
+    this.itxParent = built.itP.done();
+    this.itxFrom = built.itF.done();
+    this.itxTo = built.itT.done();
+    this.itxPos = built.itPos.done();
+    this.nItx = built.itP.n;
+    this.nftMinted = built.nftOwner.map((g) => g.n);
+    this.buildIndexes();
+  }
+
+  /** Per-address indexes (CSR) of transactions, internal transactions, token transfers, logs and mined blocks. */
+  private buildIndexes(): void {
     const numAddr = this.numAddr;
-    const ordinary0 = this.createdEnd,
-      nOrd = p.ordinary;
-    const bal20 = new Float64Array(numAddr * N_ERC20);
-    const nftOwner: Grow[] = [];
-    for (let c = 0; c < N_ERC721; c++) nftOwner.push(new Grow(1024));
-    const lastNft = new Int32Array(numAddr).fill(-1);
-    const self = this;
-
-    let b = 0,
-      cum = 0,
-      fee = 0;
-    const emitTx = (from: number, to: number, kind: number): number => {
-      const t = txBlk.n;
-      txBlk.push(b);
-      txFrom.push(from);
-      txTo.push(to);
-      txKind.push(kind);
-      self.gasOf(t, kind, b);
-      cum += G.used;
-      txCum.push(cum);
-      fee += G.used * G.price;
-      return t;
-    };
-    const emitLog = (t: number, contract: number, kind: number, from: number, to: number, amt: number): void => {
-      logTx.push(t);
-      logC.push(contract);
-      logK.push(kind);
-      logF.push(from);
-      logT.push(to);
-      logA.push(amt);
-    };
-    const randOrdinary = (): number => ordinary0 + rng.int(nOrd);
-    // Busy addresses appear as counterparties rarely enough to stay at a few thousand transactions at any scale.
-    const busyShare = Math.min(0.01, 60 / p.visibleBlocks / p.othersMean);
-    const counterparty = (): number => {
-      const r = rng.float();
-      if (r < 0.02) return A_WHALE;
-      if (r < 0.02 + busyShare) return A_BUSY0 + rng.int(N_BUSY);
-      return randOrdinary();
-    };
-    const failRoll = (pct: number): number => (rng.int(1000) < pct ? F_FAILED : 0);
-
-    const doErc20 = (P: number): void => {
-      let tk = rng.int(N_ERC20);
-      if (tk === WEIRD_TOKEN) tk = 0;
-      const bi = P * N_ERC20 + tk;
-      const bal = bal20[bi]!;
-      const fail = failRoll(30);
-      const contract = A_ERC20_0 + tk;
-      if (bal >= 1 && rng.float() < 0.8) {
-        const amt = Math.max(1, Math.floor(bal * (0.01 + rng.float() * 0.5)));
-        const Q = counterparty();
-        const t = emitTx(P, contract, K_ERC20 | fail);
-        if (!fail) {
-          bal20[bi] = bal - amt;
-          bal20[Q * N_ERC20 + tk]! += amt;
-          emitLog(t, contract, L_ERC20, P, Q, amt);
-        }
-      } else {
-        const amt = 1000 + rng.int(10_000_000);
-        const t = emitTx(P, contract, K_MINT20 | fail);
-        if (!fail) {
-          bal20[bi] = bal + amt;
-          emitLog(t, contract, L_ERC20, A_ZERO, P, amt);
-        }
-      }
-    };
-    const doErc721 = (P: number, preferMint: boolean): void => {
-      const fail = failRoll(20);
-      const last = lastNft[P]!;
-      if (!preferMint && last >= 0 && rng.float() < 0.5) {
-        const c = last >>> 24,
-          id = last & 0xffffff;
-        if (nftOwner[c]!.a[id] === P) {
-          const Q = counterparty();
-          const t = emitTx(P, A_ERC721_0 + c, K_ERC721 | fail);
-          if (!fail) {
-            nftOwner[c]!.a[id] = Q;
-            lastNft[Q] = (c << 24) | id;
-            lastNft[P] = -1;
-            emitLog(t, A_ERC721_0 + c, L_ERC721, P, Q, id);
-          }
-          return;
-        }
-      }
-      const c = rng.int(N_ERC721);
-      const t = emitTx(P, A_ERC721_0 + c, K_MINT721 | fail);
-      if (!fail) {
-        const id = nftOwner[c]!.n;
-        nftOwner[c]!.push(P);
-        lastNft[P] = (c << 24) | id;
-        emitLog(t, A_ERC721_0 + c, L_ERC721, A_ZERO, P, id);
-      }
-    };
-    const doCall = (P: number): void => {
-      const target = rng.int(5) === 4 ? A_STAKING : A_POOL0 + rng.int(N_POOLS);
-      const fail = failRoll(80);
-      const t = emitTx(P, target, K_CALL | fail);
-      const tpl = hash2(self.kVal ^ 0x77, t) % TRACE_TEMPLATES.length;
-      const shape = TRACE_TEMPLATES[tpl]!,
-        parents = TRACE_PARENT[tpl]!;
-      const tos: number[] = [];
-      for (let j = 0; j < shape.length; j++) {
-        const from = parents[j]! < 0 ? target : tos[parents[j]!]!;
-        let to: number;
-        if (j === 0) to = rng.float() < 0.5 ? P : A_ERC20_0 + rng.int(N_ERC20);
-        else {
-          const r = rng.int(10);
-          to = r < 6 ? A_ERC20_0 + rng.int(N_ERC20) : r < 8 ? A_POOL0 + rng.int(N_POOLS) : randOrdinary();
-        }
-        tos.push(to);
-        itP.push(t);
-        itF.push(from);
-        itT.push(to);
-        itPos.push(j);
-      }
-      if (!fail) {
-        if (target === A_STAKING) emitLog(t, target, L_DEPOSIT, P, 0, hash2(t, 9) % 2);
-        else {
-          emitLog(t, target, L_SWAP, P, P, 0);
-          if (rng.int(4) === 0) emitLog(t, target, L_UNNAMED, 0, 0, 0);
-        }
-      }
-    };
-    const doCreate = (P: number): boolean => {
-      if (A_CREATED0 + this.createdUsed >= this.createdEnd) return false;
-      emitTx(P, A_CREATED0 + this.createdUsed++, K_CREATE);
-      return true;
-    };
-    const doTransfer = (P: number, flags: number): void => {
-      if (rng.float() < 0.6 || flags) emitTx(P, counterparty() === P ? randOrdinary() : counterparty(), K_TRANSFER | flags);
-      else {
-        let Q = counterparty();
-        if (Q === P) Q = randOrdinary();
-        emitTx(Q, P, K_TRANSFER);
-      }
-    };
-    const doRole = (P: number): void => {
-      if (P === A_NFT_HOLDER) {
-        if (rng.float() < 0.85) doErc721(P, true);
-        else doErc20(P);
-        return;
-      }
-      if (P === A_CROWDED) {
-        doTransfer(P, 0);
-        return;
-      }
-      const r = rng.float();
-      if (r < 0.42) doTransfer(P, 0);
-      else if (r < 0.64) doErc20(P);
-      else if (r < 0.74) doErc721(P, false);
-      else if (r < 0.997 || P === A_WHALE) doCall(P);
-      else if (!doCreate(P)) doTransfer(P, 0);
-    };
-
-    const whaleRate = p.whaleTxs / p.visibleBlocks;
-    const busyTargets = [420, 900, 1500, 2400, 3300, 4800];
-    const minerWeights = [30, 20, 15, 10, 10, 7, 5, 3];
-    const minerCum: number[] = [];
-    {
-      let s = 0;
-      for (const w of minerWeights) minerCum.push((s += w));
-    }
-    const roles = new Int32Array(p.crowdedTxs + 64);
-    const createEvery = Math.max(50, Math.floor(p.visibleBlocks / (p.createdContracts + 8)));
-
-    for (b = 0; b <= H; b++) {
-      blockFirstTx[b] = txBlk.n;
-      blockFirstLog[b] = logTx.n;
-      cum = 0;
-      fee = 0;
-      if (b === 0) continue;
-      const mr = rng.int(100);
-      let m = 0;
-      while (minerCum[m]! <= mr) m++;
-      minerOf[b] = m;
-      // Deployment of the well-known contracts in the first blocks.
-      if (b <= 17) {
-        const target = b <= 8 ? A_ERC20_0 + b - 1 : b <= 12 ? A_ERC721_0 + b - 9 : b <= 16 ? A_POOL0 + b - 13 : A_STAKING;
-        emitTx(A_DEPLOYER, target, K_CREATE);
-      }
-      if (b === 20) {
-        const t = emitTx(A_DEPLOYER, A_ERC20_0 + WEIRD_TOKEN, K_MINT20);
-        emitLog(t, A_ERC20_0 + WEIRD_TOKEN, L_ERC20, A_ZERO, A_BUSY0 + 5, 1);
-        bal20[(A_BUSY0 + 5) * N_ERC20 + WEIRD_TOKEN] = 1;
-      }
-      if (b === 31) {
-        const t = emitTx(A_BUSY0 + 5, A_ERC20_0 + WEIRD_TOKEN, K_ERC20);
-        emitLog(t, A_ERC20_0 + WEIRD_TOKEN, L_ERC20, A_BUSY0 + 5, A_BUSY0 + 4, 1);
-        bal20[(A_BUSY0 + 5) * N_ERC20 + WEIRD_TOKEN] = 0;
-        bal20[(A_BUSY0 + 4) * N_ERC20 + WEIRD_TOKEN] = 1;
-      }
-      let nr = 0;
-      let wc = Math.floor(whaleRate);
-      if (rng.float() < whaleRate - wc) wc++;
-      for (let i = 0; i < wc; i++) roles[nr++] = A_WHALE;
-      for (let i = 0; i < N_BUSY; i++) if (rng.float() * p.visibleBlocks < busyTargets[i]!) roles[nr++] = A_BUSY0 + i;
-      if (rng.float() * p.visibleBlocks < 1500) roles[nr++] = A_NFT_HOLDER;
-      if (b === this.crowdedBlock) for (let i = 0; i < p.crowdedTxs; i++) roles[nr++] = A_CROWDED;
-      else if (rng.float() * p.visibleBlocks < 900) roles[nr++] = A_CROWDED;
-      let no = Math.floor(p.othersMean * 2 * rng.float() + 0.5);
-      while (no-- > 0) roles[nr++] = -1;
-      for (let i = nr - 1; i > 0; i--) {
-        const j = rng.int(i + 1);
-        const x = roles[i]!;
-        roles[i] = roles[j]!;
-        roles[j] = x;
-      }
-      for (let i = 0; i < nr; i++) {
-        const P = roles[i]!;
-        doRole(P < 0 ? randOrdinary() : P);
-      }
-      // A few whale transactions with value 2^256-1: they can only fail.
-      if (b % 7919 === 13) emitTx(A_WHALE, randOrdinary(), K_TRANSFER | F_FAILED | F_MAXVALUE);
-      // Contract creations by the busy addresses and others, spread over the chain.
-      if (b % createEvery === 5) doCreate(b % (2 * createEvery) === 5 ? A_BUSY0 + (b % N_BUSY) : randOrdinary());
-      blockFee[b] = fee;
-    }
-    blockFirstTx[H + 1] = txBlk.n;
-    blockFirstLog[H + 1] = logTx.n;
-
-    this.txBlk = txBlk.done();
-    this.txFrom = txFrom.done();
-    this.txTo = txTo.done();
-    this.txKind = txKind.done();
-    this.txCumGas = txCum.done();
-    this.nTx = txBlk.n;
-    this.blockFirstTx = blockFirstTx;
-    this.blockFeeGwei = blockFee;
-    this.minerOf = minerOf;
-    this.logTx = logTx.done();
-    this.logContract = logC.done();
-    this.logFrom = logF.done();
-    this.logTo = logT.done();
-    this.logAmt = logA.done();
-    this.logKind = logK.done();
-    this.nLog = logTx.n;
-    this.blockFirstLog = blockFirstLog;
-    this.itxParent = itP.done();
-    this.itxFrom = itF.done();
-    this.itxTo = itT.done();
-    this.itxPos = itPos.done();
-    this.nItx = itP.n;
-    this.nftMinted = nftOwner.map((g) => g.n);
-
+    const H = this.maxHeight;
     const { txFrom: F, txTo: T, txKind: K } = this;
     this.idxAll = buildCsr(
       numAddr,
@@ -877,3 +638,321 @@ export class Chain {
     this.head = Math.max(0, Math.min(this.maxHeight, h));
   }
 }
+
+/**
+ * Writes a chain's columns block by block from its seed: who acts in each block (roles), what each actor does
+ * (a transfer, an ERC-20 or ERC-721 move or mint, a contract call with its internal calls and logs, a creation),
+ * and each block's miner and fees. One random stream drives it all, in a fixed order: the same seed gives the
+ * same chain, so each step below draws from `rng` exactly as it always has.
+ */
+class ChainBuilder {
+  private readonly rng: Rng;
+  private readonly p: Preset;
+  readonly txBlk: Grow;
+  readonly txFrom: Grow;
+  readonly txTo: Grow;
+  readonly txCum: Grow;
+  readonly txKind: Grow8;
+  readonly logTx: Grow;
+  readonly logC: Grow;
+  readonly logF: Grow;
+  readonly logT: Grow;
+  readonly logA: Grow;
+  readonly logK: Grow8;
+  readonly itP: Grow;
+  readonly itF: Grow;
+  readonly itT: Grow;
+  readonly itPos: Grow8;
+  readonly blockFirstTx: Uint32Array;
+  readonly blockFirstLog: Uint32Array;
+  readonly blockFee: Float64Array;
+  readonly minerOf: Uint8Array;
+  readonly nftOwner: Grow[] = [];
+  private readonly bal20: Float64Array;
+  private readonly lastNft: Int32Array;
+  private readonly ordinary0: number;
+  private readonly busyShare: number;
+  /** The block being written, and its running cumulative gas and fees. */
+  private b = 0;
+  private cum = 0;
+  private fee = 0;
+
+  constructor(private readonly chain: Chain) {
+    const p = (this.p = chain.preset);
+    this.rng = new Rng(chain.seed ^ 0x00c0ffee);
+    const H = chain.maxHeight;
+    const estTx = Math.ceil((p.whaleTxs / p.visibleBlocks + p.othersMean + 0.6) * H * 1.15) + p.crowdedTxs + 1000;
+    this.txBlk = new Grow(estTx);
+    this.txFrom = new Grow(estTx);
+    this.txTo = new Grow(estTx);
+    this.txCum = new Grow(estTx);
+    this.txKind = new Grow8(estTx);
+    const estLog = Math.ceil(estTx * 0.5);
+    this.logTx = new Grow(estLog);
+    this.logC = new Grow(estLog);
+    this.logF = new Grow(estLog);
+    this.logT = new Grow(estLog);
+    this.logA = new Grow(estLog);
+    this.logK = new Grow8(estLog);
+    const estItx = Math.ceil(estTx * 0.6);
+    this.itP = new Grow(estItx);
+    this.itF = new Grow(estItx);
+    this.itT = new Grow(estItx);
+    this.itPos = new Grow8(estItx);
+    this.blockFirstTx = new Uint32Array(H + 2);
+    this.blockFirstLog = new Uint32Array(H + 2);
+    this.blockFee = new Float64Array(H + 1);
+    this.minerOf = new Uint8Array(H + 1);
+    this.bal20 = new Float64Array(chain.numAddr * N_ERC20);
+    for (let c = 0; c < N_ERC721; c++) this.nftOwner.push(new Grow(1024));
+    this.lastNft = new Int32Array(chain.numAddr).fill(-1);
+    this.ordinary0 = chain.createdEnd;
+    // Busy addresses appear as counterparties rarely enough to stay at a few thousand transactions at any scale.
+    this.busyShare = Math.min(0.01, 60 / p.visibleBlocks / p.othersMean);
+  }
+
+  build(): this {
+    const p = this.p;
+    const H = this.chain.maxHeight;
+    const whaleRate = p.whaleTxs / p.visibleBlocks;
+    const minerCum: number[] = [];
+    {
+      let s = 0;
+      for (const w of MINER_WEIGHTS) minerCum.push((s += w));
+    }
+    const roles = new Int32Array(p.crowdedTxs + 64);
+    const createEvery = Math.max(50, Math.floor(p.visibleBlocks / (p.createdContracts + 8)));
+    for (let b = 0; b <= H; b++) {
+      this.b = b;
+      this.blockFirstTx[b] = this.txBlk.n;
+      this.blockFirstLog[b] = this.logTx.n;
+      this.cum = 0;
+      this.fee = 0;
+      if (b === 0) continue;
+      const mr = this.rng.int(100);
+      let m = 0;
+      while (minerCum[m]! <= mr) m++;
+      this.minerOf[b] = m;
+      this.wellKnownContracts(b);
+      const nr = this.rolesOfBlock(b, whaleRate, roles);
+      for (let i = 0; i < nr; i++) {
+        const P = roles[i]!;
+        this.role(P < 0 ? this.randOrdinary() : P);
+      }
+      // A few whale transactions with value 2^256-1: they can only fail.
+      if (b % 7919 === 13) this.emitTx(A_WHALE, this.randOrdinary(), K_TRANSFER | F_FAILED | F_MAXVALUE);
+      // Contract creations by the busy addresses and others, spread over the chain.
+      if (b % createEvery === 5) this.create(b % (2 * createEvery) === 5 ? A_BUSY0 + (b % N_BUSY) : this.randOrdinary());
+      this.blockFee[b] = this.fee;
+    }
+    this.blockFirstTx[H + 1] = this.txBlk.n;
+    this.blockFirstLog[H + 1] = this.logTx.n;
+    return this;
+  }
+
+  /** The well-known contracts deployed in the first blocks, and the odd token's two moves. */
+  private wellKnownContracts(b: number): void {
+    if (b <= 17) {
+      const target = b <= 8 ? A_ERC20_0 + b - 1 : b <= 12 ? A_ERC721_0 + b - 9 : b <= 16 ? A_POOL0 + b - 13 : A_STAKING;
+      this.emitTx(A_DEPLOYER, target, K_CREATE);
+    }
+    if (b === 20) {
+      const t = this.emitTx(A_DEPLOYER, A_ERC20_0 + WEIRD_TOKEN, K_MINT20);
+      this.emitLog(t, A_ERC20_0 + WEIRD_TOKEN, L_ERC20, A_ZERO, A_BUSY0 + 5, 1);
+      this.bal20[(A_BUSY0 + 5) * N_ERC20 + WEIRD_TOKEN] = 1;
+    }
+    if (b === 31) {
+      const t = this.emitTx(A_BUSY0 + 5, A_ERC20_0 + WEIRD_TOKEN, K_ERC20);
+      this.emitLog(t, A_ERC20_0 + WEIRD_TOKEN, L_ERC20, A_BUSY0 + 5, A_BUSY0 + 4, 1);
+      this.bal20[(A_BUSY0 + 5) * N_ERC20 + WEIRD_TOKEN] = 0;
+      this.bal20[(A_BUSY0 + 4) * N_ERC20 + WEIRD_TOKEN] = 1;
+    }
+  }
+
+  /** Who acts in block `b`, shuffled, into `roles` (-1: an ordinary account drawn when it acts); returns how many. */
+  private rolesOfBlock(b: number, whaleRate: number, roles: Int32Array): number {
+    const { rng, p } = this;
+    let nr = 0;
+    let wc = Math.floor(whaleRate);
+    if (rng.float() < whaleRate - wc) wc++;
+    for (let i = 0; i < wc; i++) roles[nr++] = A_WHALE;
+    for (let i = 0; i < N_BUSY; i++) if (rng.float() * p.visibleBlocks < BUSY_TARGETS[i]!) roles[nr++] = A_BUSY0 + i;
+    if (rng.float() * p.visibleBlocks < 1500) roles[nr++] = A_NFT_HOLDER;
+    if (b === this.chain.crowdedBlock) for (let i = 0; i < p.crowdedTxs; i++) roles[nr++] = A_CROWDED;
+    else if (rng.float() * p.visibleBlocks < 900) roles[nr++] = A_CROWDED;
+    let no = Math.floor(p.othersMean * 2 * rng.float() + 0.5);
+    while (no-- > 0) roles[nr++] = -1;
+    for (let i = nr - 1; i > 0; i--) {
+      const j = rng.int(i + 1);
+      const x = roles[i]!;
+      roles[i] = roles[j]!;
+      roles[j] = x;
+    }
+    return nr;
+  }
+
+  private emitTx(from: number, to: number, kind: number): number {
+    const t = this.txBlk.n;
+    this.txBlk.push(this.b);
+    this.txFrom.push(from);
+    this.txTo.push(to);
+    this.txKind.push(kind);
+    this.chain.gasOf(t, kind, this.b);
+    this.cum += G.used;
+    this.txCum.push(this.cum);
+    this.fee += G.used * G.price;
+    return t;
+  }
+
+  private emitLog(t: number, contract: number, kind: number, from: number, to: number, amt: number): void {
+    this.logTx.push(t);
+    this.logC.push(contract);
+    this.logK.push(kind);
+    this.logF.push(from);
+    this.logT.push(to);
+    this.logA.push(amt);
+  }
+
+  private randOrdinary(): number {
+    return this.ordinary0 + this.rng.int(this.p.ordinary);
+  }
+
+  private counterparty(): number {
+    const r = this.rng.float();
+    if (r < 0.02) return A_WHALE;
+    if (r < 0.02 + this.busyShare) return A_BUSY0 + this.rng.int(N_BUSY);
+    return this.randOrdinary();
+  }
+
+  private failRoll(pct: number): number {
+    return this.rng.int(1000) < pct ? F_FAILED : 0;
+  }
+
+  /** What one actor does in the block. */
+  private role(P: number): void {
+    if (P === A_NFT_HOLDER) {
+      if (this.rng.float() < 0.85) this.erc721(P, true);
+      else this.erc20(P);
+      return;
+    }
+    if (P === A_CROWDED) {
+      this.transfer(P, 0);
+      return;
+    }
+    const r = this.rng.float();
+    if (r < 0.42) this.transfer(P, 0);
+    else if (r < 0.64) this.erc20(P);
+    else if (r < 0.74) this.erc721(P, false);
+    else if (r < 0.997 || P === A_WHALE) this.call(P);
+    else if (!this.create(P)) this.transfer(P, 0);
+  }
+
+  private erc20(P: number): void {
+    const { rng, bal20 } = this;
+    let tk = rng.int(N_ERC20);
+    if (tk === WEIRD_TOKEN) tk = 0;
+    const bi = P * N_ERC20 + tk;
+    const bal = bal20[bi]!;
+    const fail = this.failRoll(30);
+    const contract = A_ERC20_0 + tk;
+    if (bal >= 1 && rng.float() < 0.8) {
+      const amt = Math.max(1, Math.floor(bal * (0.01 + rng.float() * 0.5)));
+      const Q = this.counterparty();
+      const t = this.emitTx(P, contract, K_ERC20 | fail);
+      if (!fail) {
+        bal20[bi] = bal - amt;
+        bal20[Q * N_ERC20 + tk]! += amt;
+        this.emitLog(t, contract, L_ERC20, P, Q, amt);
+      }
+    } else {
+      const amt = 1000 + rng.int(10_000_000);
+      const t = this.emitTx(P, contract, K_MINT20 | fail);
+      if (!fail) {
+        bal20[bi] = bal + amt;
+        this.emitLog(t, contract, L_ERC20, A_ZERO, P, amt);
+      }
+    }
+  }
+
+  private erc721(P: number, preferMint: boolean): void {
+    const { rng, nftOwner, lastNft } = this;
+    const fail = this.failRoll(20);
+    const last = lastNft[P]!;
+    if (!preferMint && last >= 0 && rng.float() < 0.5) {
+      const c = last >>> 24,
+        id = last & 0xffffff;
+      if (nftOwner[c]!.a[id] === P) {
+        const Q = this.counterparty();
+        const t = this.emitTx(P, A_ERC721_0 + c, K_ERC721 | fail);
+        if (!fail) {
+          nftOwner[c]!.a[id] = Q;
+          lastNft[Q] = (c << 24) | id;
+          lastNft[P] = -1;
+          this.emitLog(t, A_ERC721_0 + c, L_ERC721, P, Q, id);
+        }
+        return;
+      }
+    }
+    const c = rng.int(N_ERC721);
+    const t = this.emitTx(P, A_ERC721_0 + c, K_MINT721 | fail);
+    if (!fail) {
+      const id = nftOwner[c]!.n;
+      nftOwner[c]!.push(P);
+      lastNft[P] = (c << 24) | id;
+      this.emitLog(t, A_ERC721_0 + c, L_ERC721, A_ZERO, P, id);
+    }
+  }
+
+  /** A contract call: its internal calls (a trace template) and, when it succeeds, its logs. */
+  private call(P: number): void {
+    const { rng } = this;
+    const target = rng.int(5) === 4 ? A_STAKING : A_POOL0 + rng.int(N_POOLS);
+    const fail = this.failRoll(80);
+    const t = this.emitTx(P, target, K_CALL | fail);
+    const tpl = hash2(this.chain.kVal ^ 0x77, t) % TRACE_TEMPLATES.length;
+    const shape = TRACE_TEMPLATES[tpl]!,
+      parents = TRACE_PARENT[tpl]!;
+    const tos: number[] = [];
+    for (let j = 0; j < shape.length; j++) {
+      const from = parents[j]! < 0 ? target : tos[parents[j]!]!;
+      let to: number;
+      if (j === 0) to = rng.float() < 0.5 ? P : A_ERC20_0 + rng.int(N_ERC20);
+      else {
+        const r = rng.int(10);
+        to = r < 6 ? A_ERC20_0 + rng.int(N_ERC20) : r < 8 ? A_POOL0 + rng.int(N_POOLS) : this.randOrdinary();
+      }
+      tos.push(to);
+      this.itP.push(t);
+      this.itF.push(from);
+      this.itT.push(to);
+      this.itPos.push(j);
+    }
+    if (!fail) {
+      if (target === A_STAKING) this.emitLog(t, target, L_DEPOSIT, P, 0, hash2(t, 9) % 2);
+      else {
+        this.emitLog(t, target, L_SWAP, P, P, 0);
+        if (rng.int(4) === 0) this.emitLog(t, target, L_UNNAMED, 0, 0, 0);
+      }
+    }
+  }
+
+  private create(P: number): boolean {
+    const chain = this.chain;
+    if (A_CREATED0 + chain.createdUsed >= chain.createdEnd) return false;
+    this.emitTx(P, A_CREATED0 + chain.createdUsed++, K_CREATE);
+    return true;
+  }
+
+  private transfer(P: number, flags: number): void {
+    if (this.rng.float() < 0.6 || flags) this.emitTx(P, this.counterparty() === P ? this.randOrdinary() : this.counterparty(), K_TRANSFER | flags);
+    else {
+      let Q = this.counterparty();
+      if (Q === P) Q = this.randOrdinary();
+      this.emitTx(Q, P, K_TRANSFER);
+    }
+  }
+}
+
+/** How often each busy address acts, per initial head's blocks; how the miners share the blocks. */
+const BUSY_TARGETS = [420, 900, 1500, 2400, 3300, 4800];
+const MINER_WEIGHTS = [30, 20, 15, 10, 10, 7, 5, 3];

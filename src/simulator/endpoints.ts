@@ -104,7 +104,7 @@ function accountInternal(ctx: ExplorerCtx): Results {
   const a = addr(c, ctx.params[0], 'address_hash');
   const { limit, offset } = paging(ctx);
   const withInput = parseBool(q, 'input');
-  const { from, to } = blockRange(parseBlockParam(q, 'startBlock', head), parseBlockParam(q, 'endBlock', head, { allowLatest: true }), head);
+  const { from, to } = blockRange(parseBlockParam(q, 'startBlock', head), parseBlockParam(q, 'endBlock', head, { allowLatest: true }), head, ctx.indexed);
   const { rows, count } = csrPage(c, c.idxItx, a, (r) => c.txBlk[c.itxParent[r]!]!, from, to, offset, limit);
   const out = openPage(count);
   for (let i = 0; i < rows.length; i++) {
@@ -144,7 +144,7 @@ function transfers(kind: 'erc20' | 'erc721') {
     const { chain: c, query: q, head } = ctx;
     const a = addr(c, ctx.params[0], 'address_hash');
     const { limit, offset } = paging(ctx);
-    const { from, to } = blockRange(parseBlockParam(q, 'startBlock', head), parseBlockParam(q, 'endBlock', head, { allowLatest: true }), head);
+    const { from, to } = blockRange(parseBlockParam(q, 'startBlock', head), parseBlockParam(q, 'endBlock', head, { allowLatest: true }), head, ctx.indexed);
     const csr = kind === 'erc20' ? c.idxErc20 : c.idxErc721;
     const { rows, count } = csrPage(c, csr, a, (r) => c.txBlk[c.logTx[r]!]!, from, to, offset, limit);
     const out = openPage(count);
@@ -161,7 +161,7 @@ function erc721GroupTransfers(ctx: ExplorerCtx): Results {
   const a = addr(c, ctx.params[0], 'address_hash');
   const { limit, offset } = paging(ctx);
   const start = parseBlockParam(q, 'startBlock', head, { required: true });
-  const { from, to } = blockRange(start, parseBlockParam(q, 'endBlock', head, { allowLatest: true }), head);
+  const { from, to } = blockRange(start, parseBlockParam(q, 'endBlock', head, { allowLatest: true }), head, ctx.indexed);
   const { rows, count } = csrPage(c, c.idxErc721, a, (r) => c.txBlk[c.logTx[r]!]!, from, to, offset, limit);
   const out = openPage(count);
   for (let i = 0; i < rows.length; i++) {
@@ -484,7 +484,7 @@ function eventLogs(ctx: ExplorerCtx): Results {
   const { limit, offset } = paging(ctx);
   const start = parseBlockParam(q, 'start_block', head),
     end = parseBlockParam(q, 'end_block', head, { allowLatest: true });
-  const { from, to } = blockRange(start, end, head);
+  const { from, to } = blockRange(start, end, head, ctx.indexed);
   const hasMore = topics.slice(1).some((t) => t !== null);
   const type = parseEnum(q, 'type', ['single', 'combine'] as const, hasMore ? 'combine' : 'single');
   const operand = parseEnum(q, 'operand', ['and', 'or'] as const, 'and');

@@ -45,7 +45,7 @@ function txTransactions(ctx: ExplorerCtx): Results {
     simple = parseBool(q, 'simple');
   const cond = parseEnum(q, 'condition', ['all', 'to', 'from', 'contract'] as const, 'all');
   checkWindow(offset, limit, ctx.resultWindow);
-  const { from, to, toBlock } = blockRange(start, end, head);
+  const { from, to, toBlock } = blockRange(start, end, head, ctx.indexed);
   const csr: Csr = cond === 'all' ? c.idxAll : cond === 'from' ? c.idxFrom : cond === 'to' ? c.idxTo : c.idxCreate;
   const blk = c.txBlk;
   const [lo, hi] = a < 0 ? EMPTY_CSR_RANGE : c.range(csr, a, (t) => blk[t]!, from, to);

@@ -15,6 +15,8 @@ export interface ExplorerCtx {
   state: ExplorerState;
   /** `real`: event logs by address alone, carrying an `id` (src/simulator/dialect.ts). */
   dialect?: Dialect;
+  /** The highest block the explorer's index has listed (the head unless it lags: finality.ts). */
+  indexed?: number;
 }
 export interface ExplorerState {
   verified: Map<string, VerifiedRecord>;

@@ -9,6 +9,9 @@ import { DIALECTS, type Dialect } from './dialect.js';
 
 export { DIALECTS, type Dialect } from './dialect.js';
 import { sparseChainFor, type SparseProfile } from './sparse.js';
+import { checkReorg, withReorg, type ReorgOptions } from './finality.js';
+
+export type { ReorgOptions } from './finality.js';
 
 export type { FaultKind, FaultOptions } from './faults.js';
 export type { SimulatorExamples } from './examples.js';
@@ -31,12 +34,18 @@ export interface SimulatorOptions {
   resultWindow?: number;
   /** `spec` (default) or `real`: the real services' behaviours where they differ from the spec (docs/simulator.md). */
   dialect?: Dialect;
+  /** With `dialect: 'real'`: account and event-log listings ignore their block range filter (off by default). */
+  ignoresRangeFilter?: boolean;
   /**
    * 'sparse': a chain of realistic height (head 53,450,000) whose activity is spread from genesis, sparse early
    * and dense late (see sparse.ts); it answers the head, blocks and the ERC-20 transfers of its addresses
    * (`sparseAddresses`). 'demo' (default): the small generated chain alone.
    */
   chain?: ChainKind;
+  /** Off by default: the last blocks before `reorg.at` are an orphaned fork until the head passes it (finality.ts). */
+  reorg?: ReorgOptions;
+  /** Off by default: listings answer only the rows up to `head - indexLagBlocks` (an explorer index behind the head). */
+  indexLagBlocks?: number;
 }
 
 export type ChainKind = 'demo' | 'sparse';
@@ -101,13 +110,22 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
   if (!Number.isInteger(resultWindow) || resultWindow < 1) throw new RangeError(`resultWindow must be a positive integer, got ${resultWindow}`);
   const dialect = opts.dialect ?? 'spec';
   if (!DIALECTS.includes(dialect)) throw new RangeError(`dialect must be one of ${DIALECTS.join(', ')}, got '${String(dialect)}'`);
+  if (opts.ignoresRangeFilter && dialect !== 'real') throw new RangeError("ignoresRangeFilter is a behaviour of the real dialect: set dialect 'real' too");
   const apiKey = opts.apiKey ?? DEFAULT_API_KEY;
   if (apiKey.length === 0) throw new RangeError('apiKey must not be empty');
   const host = opts.host ?? '127.0.0.1';
   // The testnet chain is made on first use: most runs never ask for it, and making it costs about a third of a
   // simulator's start (a test suite and a demo run start many).
   const made: Partial<Record<'mainnet' | 'testnet', Chain>> = {};
-  const chainOf = (network: 'mainnet' | 'testnet'): Chain => (made[network] ??= withOwnHead(getChain(network, seed, scale)));
+  const reorg = opts.reorg;
+  if (reorg) checkReorg(reorg);
+  const lag = opts.indexLagBlocks;
+  if (lag !== undefined && (!Number.isSafeInteger(lag) || lag < 0)) throw new RangeError(`indexLagBlocks must be a non-negative integer, got ${lag}`);
+  const chainOf = (network: 'mainnet' | 'testnet'): Chain => {
+    if (made[network]) return made[network];
+    const view = withOwnHead(getChain(network, seed, scale));
+    return (made[network] = reorg ? withReorg(view, reorg) : view);
+  };
   const chains: Record<'mainnet' | 'testnet', Chain> = {
     get mainnet() {
       return chainOf('mainnet');
@@ -130,8 +148,10 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
     faults: opts.faults,
     rateLimit: opts.rateLimit,
     dialect,
+    ignoresRangeFilter: opts.ignoresRangeFilter === true,
     sparse,
     headOf,
+    indexLagBlocks: lag,
   });
   const port = await server.listen();
   const hostPart = host.includes(':') ? `[${host}]` : host;

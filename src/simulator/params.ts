@@ -85,11 +85,12 @@ export function clip(v: string): string {
 }
 
 /** Block range [from, to] of a query clamped to the visible head; null when empty. */
-export function blockRange(start: number | null, end: number | null, head: number): { from: number; to: number; toBlock: number } {
+export function blockRange(start: number | null, end: number | null, head: number, indexed = head): { from: number; to: number; toBlock: number } {
   const from = start ?? 0;
   const toBlock = end === null ? head : Math.min(end, head);
   if (start !== null && end !== null && start > end) {
     throw new ApiError(400, `Invalid block range: startBlock ${start} is greater than endBlock ${end}`);
   }
-  return { from, to: toBlock, toBlock };
+  // An index behind the head lists the range's rows up to what it has indexed (`to`), under the range asked.
+  return { from, to: Math.min(toBlock, indexed), toBlock };
 }

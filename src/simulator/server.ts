@@ -10,8 +10,10 @@ import { ApiError } from './params.js';
 import { hash2 } from './rng.js';
 import { REAL_LATEST_REFUSAL, REAL_UNVERIFIED_BODY, realFinanceSegments, type Dialect } from './dialect.js';
 import { renderBlock } from './render.js';
+import { withoutRangeFilter } from './range-filter.js';
 import { isoSeconds } from './hex.js';
 import type { SparseChain } from './sparse.js';
+import { indexedHead } from './finality.js';
 
 export interface ServerConfig {
   apiKey: string;
@@ -23,10 +25,14 @@ export interface ServerConfig {
   rateLimit?: RateLimitOptions;
   /** `real`: behave as the real services do where they differ from the spec (src/simulator/dialect.ts). */
   dialect?: Dialect;
+  /** With the real dialect: listings ignore their block range filter (src/simulator/range-filter.ts). */
+  ignoresRangeFilter?: boolean;
   /** `chain: 'sparse'`: the tall chain answers the head, blocks and its own addresses' ERC-20 transfers. */
   sparse?: Record<Network, SparseChain>;
   /** A network's head without making its chain (the testnet chain is made on first use: see index.ts). */
   headOf?: (network: Network) => number;
+  /** Listings answer only the rows up to this many blocks below the head (finality.ts). */
+  indexLagBlocks?: number;
 }
 
 export interface Stats {
@@ -364,12 +370,13 @@ export class SimServer {
       const r = hit.route.handler({
         chain,
         head: chain.head,
-        query,
+        query: this.cfg.ignoresRangeFilter ? withoutRangeFilter(query) : query,
         params: hit.params,
         body,
         resultWindow: this.cfg.resultWindow,
         state: this.state[network],
         dialect: this.cfg.dialect ?? 'spec',
+        indexed: indexedHead(chain.head, this.cfg.indexLagBlocks),
       });
       const okBody = r.enveloped
         ? r.results

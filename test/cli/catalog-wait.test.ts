@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { CLI } from '../helpers/cli.js';
+import { CLI, runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 
 // Issue 37, "waiting is visible": a command that waits for catalog.duckdb (another process's DuckDB session holds
@@ -97,5 +97,17 @@ describe('waiting for the catalog is visible', () => {
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(new RegExp(`the commit waits for .*catalog\\.duckdb: .*\\(PID ${holder.pid}\\) has it open \\(up to \\d+ s`));
     expect(r.stderr).toMatch(/hint: a commit needs the catalog to itself/);
+  });
+});
+
+describe('CHAINLAKE_CATALOG_WAIT_MS', () => {
+  // The CLI reads the variable and hands it down (nothing below src/cli reads the environment); a value that is not a
+  // number of milliseconds is refused with the fix, not ignored. That a set value reaches the writer's wait is
+  // test/load/catalog.test.ts's "held" case (CHAINLAKE_CATALOG_WAIT_MS 300).
+  it('a value that is not milliseconds exits 2 naming the variable and the fix', async () => {
+    const r = await runCli(['status', '--lake', lake], { env: { CHAINLAKE_CATALOG_WAIT_MS: 'five minutes' } });
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(/CHAINLAKE_CATALOG_WAIT_MS="five minutes" is not a number of milliseconds/);
+    expect(r.stderr).toMatch(/hint: set it to the longest wait/);
   });
 });

@@ -48,9 +48,10 @@ describe('chainlake CLI', () => {
     expect(r.stderr).toContain('datasets.transactions.addresses[0]');
 
     await writeFile(job, '{ "datasets": ');
-    expect((await runCli(['run', job])).stderr).toMatch(/not valid JSON/);
+    // The built CLI's exit 2 for a bad job file is above; the other refusals in this process.
+    expect((await runCliInProcess(['run', job])).stderr).toMatch(/not valid JSON/);
 
-    const neg = await runCli(['export', 'transactions', '--simulator', '--address', sim.examples.addresses[0]!, '--from-block', '-5']);
+    const neg = await runCliInProcess(['export', 'transactions', '--simulator', '--address', sim.examples.addresses[0]!, '--from-block', '-5']);
     expect(neg.code).toBe(2);
     expect(neg.stderr).toMatch(/--from-block must be a block number \(a non-negative integer\), got -5/);
   });

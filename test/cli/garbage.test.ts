@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { forceCollection as collectGarbage } from '../../src/cli/runtime-tuning.js';
-import { runJob } from '../../src/index.js';
+import { runJob, type JobDocument } from '../../src/index.js';
 import { GarbagePacer, setGarbageCollector } from '../../src/pipeline/garbage.js';
 import type { Logger } from '../../src/pipeline/log.js';
 import { tempDir } from '../helpers/lake.js';
@@ -100,7 +100,7 @@ describe("a run's commits", () => {
     setGarbageCollector((opts) => void calls.push(opts));
     try {
       const commits: number[] = [];
-      const job = JSON.parse(await readFile('jobs/demo.json', 'utf8')) as Record<string, unknown>;
+      const job = JSON.parse(await readFile('jobs/demo.json', 'utf8')) as JobDocument;
       const logger: Logger = { log: (_level, event) => void (event === 'commit' && commits.push(calls.length)) };
       // Batches of 3,000 rows: the demo job commits several times.
       const report = await runJob({ ...job, $schema: undefined, commit: { everyRows: 3000 } }, { lake: path.join(dir, 'lake'), logger });

@@ -95,6 +95,7 @@ describe('setup errors exit 2 and name the fix', { timeout: 300_000 }, () => {
       '2 something to fix',
       '3 rejects under --strict',
       '4 daily request quota',
+      '5 verify or reconcile found a difference',
       '75 lake locked',
       '130 interrupted',
       '143 terminated',

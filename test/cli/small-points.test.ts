@@ -26,11 +26,12 @@ describe('the smaller points of daily use', { timeout: 300_000 }, () => {
   it('a malformed job file is located by line and column', async () => {
     const job = path.join(dir, 'broken.json');
     await writeFile(job, '{\n  "name": "x",\n  "datasets": {\n    "transactions": { "addresses": ["0xab",] }\n  }\n}\n');
-    const r = await runCli(['run', job]);
+    // Refused before any command runs: in this process.
+    const r = await runCliInProcess(['run', job]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`job file error: ${job}: not valid JSON at line 4, column 44: unexpected "]"`);
     await writeFile(job, '{\n  "name": "x",\n  "datasets": {\n');
-    const early = await runCli(['run', job]);
+    const early = await runCliInProcess(['run', job]);
     expect(early.code).toBe(2);
     expect(early.stderr).toMatch(/not valid JSON at line 4, column 1: the file ends early/);
   });

@@ -35,8 +35,11 @@ const smallJob = (name: string) => ({
   datasets: { transactions: { addresses: ADDRESSES } },
 });
 
-/** A job of the real API's kind (its URL and key from the environment), pointed at the keyed simulator. */
-const apiJob = (name: string) => ({ ...smallJob(name), target: 'api' });
+/**
+ * A job of the real API's kind (its URL and key from the environment), pointed at the keyed simulator. Its chain has
+ * no reorganisation: finality depth 0, as the simulator's default (a real network's 64 would split each window in two).
+ */
+const apiJob = (name: string) => ({ ...smallJob(name), target: 'api', range: { ...smallJob(name).range, finalityDepth: 0 } });
 const apiEnv = (key: string): NodeJS.ProcessEnv => ({ CHAINLAKE_MAINNET_URL: keyed.urls.mainnet, CHAINLAKE_API_KEY: key });
 
 /** Runs `work` with these variables set (a worker reads its URL and key from its environment), then restores them. */

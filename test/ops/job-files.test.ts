@@ -162,7 +162,7 @@ describe('job files', () => {
   it('parses a minimal job with sensible defaults', () => {
     const job = parseJob(ok, 'inline', {});
     expect(job).toMatchObject({ network: 'mainnet', lake: 'data/lake', concurrency: 8, strict: false, pageSize: 1000, resultWindow: 10_000 });
-    expect(job.range).toEqual({ fromBlock: 0, toBlock: 'head', incremental: false, safetyMarginBlocks: 12, windowBlocks: 100_000 });
+    expect(job.range).toEqual({ fromBlock: 0, toBlock: 'head', incremental: false, safetyMarginBlocks: 12, finalityDepth: 0, windowBlocks: 100_000 });
     expect(job.retry).toEqual({});
     const tuned = parseJob({ ...ok, burst: 3, retry: { maxAttempts: 4 }, timeouts: { headersMs: 2000, totalMs: 9000 } }, 'inline', {});
     expect(tuned).toMatchObject({ burst: 3, retry: { maxAttempts: 4 }, timeouts: { headersMs: 2000, totalMs: 9000 } });

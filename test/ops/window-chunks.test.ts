@@ -13,7 +13,7 @@ import { committedRanges, covers, narrowWindows } from '../../src/pipeline/prepa
 import { runJob } from '../../src/pipeline/run.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { fingerprint } from '../reliability/fingerprint.js';
-import { CLI, onJsonLines, runCli } from '../helpers/cli.js';
+import { CLI, onJsonLines, runCli, runCliInProcess } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 
 /**
@@ -470,7 +470,8 @@ describe('windowBlocks on the command line', () => {
     expect(text.stdout).toMatch(/5 windows to fetch/);
 
     for (const bad of ['0', '-5', '1.5']) {
-      const b = await runCli(['plan', file, '--window-blocks', bad]);
+      // A usage error, decided by the parser before the command runs: in this process.
+      const b = await runCliInProcess(['plan', file, '--window-blocks', bad]);
       expect(b.code, b.stderr).toBe(2);
       expect(b.stderr).toMatch(/--window-blocks must be an integer from 1/);
     }

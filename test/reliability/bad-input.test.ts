@@ -3,7 +3,7 @@ import { chmod, mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { runCli, type CliResult } from '../helpers/cli.js';
+import { runCli, runCliInProcess, type CliResult } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 import { fingerprint, type LakePrint } from './fingerprint.js';
 import { writeJobFile } from './helpers.js';
@@ -145,8 +145,10 @@ describe('bad job files and flags: exit 2, a message naming the problem, the lak
       /--to-block must be a block number \(a non-negative integer\), got -1/,
     ],
   ];
+  // In this process (the parser the bin runs, and the exit code it would set): what a bad file or flag gets is
+  // decided before any command runs, and a process of its own per case only adds its start.
   it.each(cases)('%s', async (_name, args, message) => {
-    const r = await cli(await args());
+    const r = await runCliInProcess(await args());
     expect(r.stderr).toMatch(message);
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).not.toMatch(/\n\s+at /); // a message, not a stack trace

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { runCli, type CliResult } from '../helpers/cli.js';
+import { runCli, runCliInProcess, type CliResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 import { listLake, runWriter } from '../load/helpers.js';
 import { fingerprint } from './fingerprint.js';
@@ -191,7 +191,8 @@ describe('job values cannot place files outside the lake', () => {
     const before = (await readdir(root)).sort();
     const d = base();
     change(d);
-    const r = await cli('escape', ['run', await writeJobFile(path.join(dir, 'escape.json'), d)]);
+    // In this process: the job file is refused before any command runs (a process each would only add its start).
+    const r = await runCliInProcess(['run', await writeJobFile(path.join(dir, 'escape.json'), d)]);
     expect(r.stderr).toMatch(message);
     expect(r.code, r.stderr).toBe(2);
     expect((await readdir(root)).sort()).toEqual(before);

@@ -4,10 +4,11 @@ import { datasetNames, getDataset } from '../../datasets/registry.js';
 import { lakeColumns } from '../../load/schema.js';
 import { SCOPE_KEYS } from '../../pipeline/job.js';
 import { describeDecoded, STANDARD } from '../../decode/datasets.js';
+import { datasetsReference } from '../reference.js';
 
 interface Args {
   dataset?: string;
-  format: 'text' | 'json';
+  format: 'text' | 'json' | 'markdown';
   endpoints?: boolean;
 }
 
@@ -60,12 +61,20 @@ export const describeCommand: CommandModule<object, Args> = {
         choices: [...datasetNames(), ...Object.keys(STANDARD)],
         describe: 'One dataset (default: list them all); events of other contracts: chainlake decode --describe',
       })
-      .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
+      .option('format', {
+        choices: ['text', 'json', 'markdown'] as const,
+        default: 'text' as const,
+        describe: "markdown: every dataset's reference page (docs/datasets.md)",
+      })
       .option('endpoints', { type: 'boolean', describe: 'List every endpoint\'s id (for a job\'s "paths" and "endpoints"), dataset and default path' })
       .example('$0 describe', 'List every dataset')
       .example('$0 describe transactions', 'Columns of transactions')
       .example('$0 describe --endpoints', 'Every endpoint id and its default path (for a job\'s "paths")'),
   handler: (args) => {
+    if (args.format === 'markdown') {
+      process.stdout.write(datasetsReference());
+      return;
+    }
     if (args.endpoints) {
       const list = describeEndpoints().filter((e) => !args.dataset || e.dataset === args.dataset);
       if (args.format === 'json') process.stdout.write(JSON.stringify(list, null, 2) + '\n');

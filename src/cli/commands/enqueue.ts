@@ -3,7 +3,7 @@ import { checkCatalogUrl } from '../../distributed/control-plane.js';
 import { enqueueJob } from '../../distributed/enqueue.js';
 import { loadJobDocument } from '../../pipeline/job.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../../distributed/queue.js';
-import { outputFor, withDistributedOptions } from '../common.js';
+import { finalityDepthOption, outputFor, withDistributedOptions, withFinalityDepth } from '../common.js';
 import { CliError } from '../exit-codes.js';
 import { distributedFlags } from '../lake-target.js';
 
@@ -13,6 +13,7 @@ interface Args {
   store?: string;
   'window-timeout': number;
   'retry-failed'?: boolean;
+  'finality-depth'?: number;
   'log-format'?: 'text' | 'json';
   quiet?: boolean;
   verbose?: boolean;
@@ -29,6 +30,7 @@ export const enqueueCommand: CommandModule<object, Args> = {
         default: DEFAULT_QUEUE_SETTINGS.windowTimeoutSeconds,
         describe: 'Seconds a worker may hold a window before the queue presumes it dead and offers the window to another worker',
       })
+      .option('finality-depth', finalityDepthOption)
       .option('retry-failed', {
         type: 'boolean',
         describe:
@@ -40,7 +42,9 @@ export const enqueueCommand: CommandModule<object, Args> = {
     const flags = distributedFlags(args);
     const catalog = checkCatalogUrl(flags.catalog);
     const { logger } = outputFor(args);
-    const { job, doc } = await loadJobDocument(args.job);
+    const loaded = await loadJobDocument(args.job);
+    const { doc } = loaded;
+    const job = withFinalityDepth(loaded.job, args['finality-depth']);
     const timeout = args['window-timeout'];
     if (!Number.isInteger(timeout) || timeout < 5) throw new CliError(`--window-timeout: expected whole seconds, at least 5, got ${String(timeout)}`);
     const r = await enqueueJob(

@@ -235,7 +235,7 @@ export const queryCommand: CommandModule<object, Args> = {
         type: 'string',
         demandOption: true,
         describe:
-          'SQL; every dataset is a view (e.g. transactions), plus _rejects, runs, windows, files, watermarks and the ducklake_* tables (ducklake_snapshot…), on either kind of lake',
+          'SQL; every dataset is a view (e.g. transactions), plus _rejects, runs, windows, requests, files, watermarks and the ducklake_* tables (ducklake_snapshot…), on either kind of lake',
       }),
       { distributed: true },
     )

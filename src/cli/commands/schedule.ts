@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { RunMetrics } from '../../observe/metrics.js';
-import { serveMetrics, type MetricsServer } from '../../observe/server.js';
+import { serveMetrics, type MetricsServer, type Page } from '../../observe/server.js';
+import { lakeReportHtml, renderIndex } from '../../report/report.js';
 import type { RunReport } from '../../pipeline/report.js';
 import { fileURLToPath } from 'node:url';
 import type { CommandModule } from 'yargs';
@@ -48,6 +49,27 @@ async function takeReport(file: string): Promise<RunReport | undefined> {
   }
 }
 
+/**
+ * `/report`: the report of the jobs' lake, read when asked (what the last run committed). Jobs writing several
+ * lakes: `/report?job=NAME` is the lake of that job, and `/report` lists them.
+ */
+function reportPage(lakes: ReadonlyMap<string, string>): Page {
+  return async (query) => {
+    const job = query.get('job');
+    if (job !== null) {
+      const lake = lakes.get(job);
+      if (lake === undefined) throw Object.assign(new Error(`no job named ${job} is scheduled here (jobs: ${[...lakes.keys()].join(', ')})`), { status: 404 });
+      return lakeReportHtml({ kind: 'local', lake });
+    }
+    const distinct = [...new Set(lakes.values())];
+    if (distinct.length === 1) return lakeReportHtml({ kind: 'local', lake: distinct[0]! });
+    return renderIndex(
+      'chainlake reports',
+      [...lakes.entries()].map(([name, lake]) => ({ href: `/report?job=${encodeURIComponent(name)}`, label: `${name}: ${lake}` })),
+    );
+  };
+}
+
 export const scheduleCommand: CommandModule<object, Args> = {
   command: 'schedule <jobs..>',
   describe: 'Stay running and fire each job on its cron expression (the job\'s "schedule", in UTC); a job never overlaps itself',
@@ -55,11 +77,15 @@ export const scheduleCommand: CommandModule<object, Args> = {
     y
       .positional('jobs', { type: 'string', array: true, demandOption: true, describe: 'Job files' })
       .option('cron', { type: 'string', describe: 'Cron expression for every job given (overrides their "schedule")' })
-      .option('metrics-port', { type: 'number', describe: 'Serve /metrics (Prometheus) and /healthz on this port (0 picks a free one; off when not given)' })
+      .option('metrics-port', {
+        type: 'number',
+        describe:
+          "Serve /metrics (Prometheus), /healthz and /report (the jobs' lake as `chainlake report` draws it) on this port (0 picks a free one; off when not given)",
+      })
       .option('metrics-host', { type: 'string', default: '127.0.0.1', describe: 'Interface for --metrics-port (0.0.0.0 to let a scraper on another host in)' })
       .example('$0 schedule jobs/nightly.json', 'Run the nightly job on its own schedule until stopped')
       .example('$0 schedule --cron "*/30 * * * *" jobs/a.json jobs/b.json', 'Run two jobs every 30 minutes')
-      .example('$0 schedule jobs/nightly.json --metrics-port 9464', 'Also serve /metrics and /healthz on 127.0.0.1:9464'),
+      .example('$0 schedule jobs/nightly.json --metrics-port 9464', 'Also serve /metrics, /healthz and /report on 127.0.0.1:9464'),
   handler: async (args) => {
     if (args.cron !== undefined) {
       const problem = cronProblem(args.cron);
@@ -70,9 +96,11 @@ export const scheduleCommand: CommandModule<object, Args> = {
       throw new CliError(`--metrics-port: expected a port number from 0 to 65535, got ${String(port)}`);
     const jobs: ScheduledJob[] = [];
     const names = new Map<string, string>();
+    const lakes = new Map<string, string>();
     for (const file of args.jobs) {
       const job = await loadJobFile(file);
       names.set(file, job.name);
+      lakes.set(job.name, job.lake);
       const expr = args.cron ?? job.schedule;
       if (!expr) throw new CliError(`${file}: the job has no "schedule" and no --cron was given`);
       jobs.push({ file, schedule: new CronSchedule(expr) });
@@ -91,12 +119,12 @@ export const scheduleCommand: CommandModule<object, Args> = {
     let server: MetricsServer | undefined;
     if (metrics) {
       try {
-        server = await serveMetrics(metrics, { host: args['metrics-host'], port: port! });
+        server = await serveMetrics(metrics, { host: args['metrics-host'], port: port!, pages: { '/report': reportPage(lakes) } });
       } catch (e) {
         await rm(reports!, { recursive: true, force: true });
         throw new CliError(`--metrics-port ${port!} on ${args['metrics-host']}: ${(e as Error).message}`);
       }
-      logger.log('info', 'schedule.metrics', `serving ${server.url}/metrics and ${server.url}/healthz`, { url: server.url });
+      logger.log('info', 'schedule.metrics', `serving ${server.url}/metrics, ${server.url}/healthz and ${server.url}/report`, { url: server.url });
     }
     let fired = 0;
     const run = async (file: string): Promise<number> => {

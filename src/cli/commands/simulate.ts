@@ -1,11 +1,14 @@
 // `chainlake simulate`: serve the embedded simulator of both APIs until SIGINT/SIGTERM.
 
+import { writeFile } from 'node:fs/promises';
 import type { Argv, CommandModule } from 'yargs';
-import { DEFAULT_API_KEY, DIALECTS, FAULT_KINDS, SCALES, startSimulator } from '../../simulator/index.js';
+import { chainFor, DEFAULT_API_KEY, DIALECTS, FAULT_KINDS, SCALES, startSimulator } from '../../simulator/index.js';
+import { genesisFile } from '../../simulator/genesis.js';
 import type { Dialect, FaultKind, Scale, SimulatorOptions } from '../../simulator/index.js';
 import { CliError } from '../exit-codes.js';
 
 interface SimulateArgs {
+  'write-genesis'?: string;
   port: number;
   host: string;
   seed: number;
@@ -71,6 +74,10 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
       .option('faults', { type: 'string', describe: `Comma list of fault kinds: ${FAULT_KINDS.join(', ')} (default: all but stall)` })
       .option('rate-limit', { type: 'number', describe: 'Server-side limit in requests per second per api key (429 + Retry-After above it)' })
       .option('block-time-ms', { type: 'number', default: 0, describe: 'Reveal one new block every N ms (0 = frozen head)' })
+      .option('write-genesis', {
+        type: 'string',
+        describe: 'Write the chains’ genesis allocations (for chainlake reconcile --genesis) to this file and exit, serving nothing',
+      })
       .option('result-window', { type: 'number', default: 10_000, describe: 'Maximum offset + limit of a listing' })
       .option('dialect', {
         type: 'string',
@@ -96,6 +103,15 @@ export const simulateCommand: CommandModule<object, SimulateArgs> = {
         return true;
       }),
   handler: async (a) => {
+    if (a['write-genesis'] !== undefined) {
+      const scale = a.scale as Scale;
+      const file = a['write-genesis'];
+      await writeFile(file, genesisFile(chainFor(a.seed, scale, 'mainnet'), chainFor(a.seed, scale, 'testnet'))).catch((e: NodeJS.ErrnoException) => {
+        throw new CliError(`--write-genesis: cannot write ${file} (${e.code ?? e.message})`, 'CHAINLAKE_USAGE', 'give a path in a folder you can write');
+      });
+      process.stdout.write(`wrote the genesis allocations of seed ${a.seed}, scale ${scale} (mainnet and testnet) to ${file}\n`);
+      return;
+    }
     const kinds = parseFaultKinds(a.faults);
     const sim = await startSimulator({
       port: a.port,

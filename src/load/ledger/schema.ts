@@ -123,7 +123,7 @@ export const LEDGER_TABLES: readonly LedgerTable[] = [
       c(
         'status',
         'text',
-        'queued (waiting for a worker), fetched (in a fragment, waiting for the committer), committed (its rows are in the lake) or failed (nothing of it was written; it is fetched again).',
+        'queued (waiting for a worker), fetched (in a fragment, waiting for the committer), committed (its rows are in the lake), provisional (committed, but reaching into the unfinal zone: the next run fetches it again and replaces its rows) or failed (nothing of it was written; it is fetched again).',
         { default: "'queued'", renamedFrom: 'state' },
       ),
       c('error', 'text', 'Why the window failed (its last attempt).'),
@@ -131,6 +131,11 @@ export const LEDGER_TABLES: readonly LedgerTable[] = [
       c('worker', 'text', 'The worker that fetched it, or tried last (distributed).'),
       c('job_id', 'uuid', "The window's queue job (distributed)."),
       c('spec', 'json', 'What to fetch, as the planner made it (distributed: any worker fetches exactly this window).'),
+      c(
+        'request_log',
+        'text',
+        "A fetched window's calls (JSON text), from its worker to the commit that records them in `requests` (distributed; NULL once committed).",
+      ),
       c('fragment_path', 'text', 'Where the fetched rows wait for the committer (distributed).'),
       c('reject_path', 'text', 'Where the fetched rejects wait for the committer (distributed).'),
       c('snapshot_id', 'bigint', 'The DuckLake snapshot that committed the window (distributed).'),

@@ -3,35 +3,37 @@
  * databases: every change of a window's state goes through this module, as one SQL text over a `CatalogDb`.
  *
  *   queued ──> fetched ──> committed
- *     │  ^        │
- *     v  │        v
- *   failed ───────┘ (re-offered: failed -> queued)
+ *     │  ^        │    └───> provisional ──> committed
+ *     v  │        v               │
+ *   failed ───────┘ (re-offered: failed -> queued; provisional -> queued: fetched again)
  *
  * A distributed window is planned `queued`, fetched into a fragment by a worker (`fetched`), committed by the
- * committer (`committed`) or given up (`failed`); a failed window is offered again (`queued`). A single-machine run
- * fetches and commits in one process and records its windows when they end (`committed` or `failed`).
+ * committer (`committed`, or `provisional` when it reaches into the unfinal zone: finality) or given up (`failed`); a failed window is offered again (`queued`). A single-machine run
+ * fetches and commits in one process and records its windows when they end (`committed`, `provisional` or `failed`).
  */
 import type { CatalogDb, CatalogValue } from '../../ducklake/catalog-db.js';
 import { ident } from '../../ducklake/ddl.js';
 import { ChainlakeError } from '../../errors.js';
 
-/** Every state a window can be in. A new state (finality's `provisional`) is added here and in TRANSITIONS. */
-export const WINDOW_STATES = ['queued', 'fetched', 'committed', 'failed'] as const;
+/** Every state a window can be in. A new state is added here and in TRANSITIONS. */
+export const WINDOW_STATES = ['queued', 'fetched', 'committed', 'provisional', 'failed'] as const;
 export type WindowState = (typeof WINDOW_STATES)[number];
 
 /**
  * The allowed transitions, from each state. `queued -> queued` is a queued window offered again with a new queue
- * job (its worker died, its job ended); `committed` is final.
+ * job (its worker died, its job ended); `committed` is final. A `provisional` window is committed but may still change
+ * (finality): it may be confirmed (`committed`) or offered again to be fetched again (`queued`).
  */
 export const TRANSITIONS: Readonly<Record<WindowState, readonly WindowState[]>> = {
   queued: ['queued', 'fetched', 'failed'],
-  fetched: ['committed', 'failed'],
+  fetched: ['committed', 'provisional', 'failed'],
   committed: [],
+  provisional: ['committed', 'queued'],
   failed: ['queued'],
 };
 
 /** The states a window's row may be written in: planned (distributed), or ended (a single-machine run records it then). */
-export const FIRST_STATES: readonly WindowState[] = ['queued', 'committed', 'failed'];
+export const FIRST_STATES: readonly WindowState[] = ['queued', 'committed', 'provisional', 'failed'];
 
 /** Where the ledger is: its catalog database and, in PostgreSQL, the schema of its tables. */
 export interface Ledger {
@@ -102,7 +104,7 @@ export async function moveWindows(
       sets.push(`${ident(column)} = $${params.length}`);
     }
   }
-  if (to === 'committed' && !opts.set?.committed_at) sets.push('committed_at = NOW()');
+  if ((to === 'committed' || to === 'provisional') && !opts.set?.committed_at) sets.push('committed_at = NOW()');
   const rows = await ledger.db.query(
     `UPDATE ${table(ledger)} SET ${sets.join(', ')}
      FROM (SELECT ${columns.join(', ')}) k
@@ -142,6 +144,8 @@ export interface FetchedFacts {
   fromBlock: number | null;
   toBlock: number | null;
   worker: string;
+  /** The window's calls (lineage, JSON text: extract/request-log.ts encodeCalls), recorded in `requests` by its commit. */
+  requestLog?: string | null;
 }
 
 /** queued -> fetched; false when the window was no longer queued (another worker's turn recorded it first). */
@@ -160,14 +164,22 @@ export async function recordFetched(ledger: Ledger, key: WindowKey, f: FetchedFa
       attempts: { sql: 'attempts + 1' },
       error: null,
       fetched_at: { sql: 'NOW()' },
+      request_log: f.requestLog ?? null,
     },
   });
   return moved.length === 1;
 }
 
-/** fetched -> committed, in the committer's transaction: every window of the batch, or an error naming the first that is not fetched. */
-export async function recordCommitted(ledger: Ledger, keys: readonly WindowKey[], snapshotId: number): Promise<void> {
-  await moveWindows(ledger, keys, 'committed', { from: ['fetched'], set: { snapshot_id: snapshotId }, strict: true });
+/**
+ * fetched -> committed (or provisional: a window given `provisional`, reaching into the unfinal zone), in the
+ * committer's transaction: every window of the batch, its request log cleared (its calls are in `requests` now), or
+ * an error naming the first that is not fetched.
+ */
+export async function recordCommitted(ledger: Ledger, keys: readonly (WindowKey & { provisional?: boolean })[], snapshotId: number): Promise<void> {
+  for (const to of ['committed', 'provisional'] as const) {
+    const some = keys.filter((k) => (to === 'provisional') === (k.provisional === true));
+    if (some.length > 0) await moveWindows(ledger, some, to, { from: ['fetched'], set: { snapshot_id: snapshotId, request_log: null }, strict: true });
+  }
 }
 
 /** queued -> failed: a window given up (its last attempt failed, or its queue job ended with nobody to fetch it). */
@@ -201,7 +213,7 @@ export interface EndedWindow {
   throttles: number;
   capHits: number;
   splits: number;
-  status: 'committed' | 'failed';
+  status: 'committed' | 'provisional' | 'failed';
   error: string | null;
 }
 
@@ -254,7 +266,7 @@ export async function recordEnded(ledger: Ledger, windows: readonly EndedWindow[
   const unnests = ENDED_COLUMNS.map(([n, t], i) => `unnest(CAST($${i + 1} AS ${t}[])) AS ${n}`).join(', ');
   await ledger.db.query(
     `INSERT INTO ${table(ledger)} (${names}, committed_at, updated_at)
-     SELECT ${names}, CASE WHEN status = 'committed' THEN NOW() END, NOW() FROM (SELECT ${unnests}) k`,
+     SELECT ${names}, CASE WHEN status IN ('committed', 'provisional') THEN NOW() END, NOW() FROM (SELECT ${unnests}) k`,
     values,
   );
 }

@@ -1,0 +1,127 @@
+// `chainlake reconcile` on a local lake: the reconciliation computed through the lake's reader, then committed
+// as the derived `reconciliation` table through the lake's commit protocol (the decoded datasets' path: each
+// touched snapshot day merged with what it holds, one row per (address, asset), the journal published, then
+// applied under the catalog), as a run of its own recorded in `runs`.
+
+import path from 'node:path';
+import { mkdir } from 'node:fs/promises';
+import type { Network } from '../datasets/dataset.js';
+import { Catalog } from './catalog.js';
+import { preparePartition, type PreparedFile } from './commit.js';
+import { journalFor, lakeStateFor } from './commit-run.js';
+import { openEngine } from './engine.js';
+import { newMaintenanceId } from './ids.js';
+import { applyJournal, publishJournal } from './journal.js';
+import { LakeLock } from './lock.js';
+import type { LakePaths } from './paths.js';
+import { openLakeReader } from './reader.js';
+import { recoverLake } from './recovery.js';
+import { ident, literal } from './sql.js';
+import { closeRunStaging, openRunStaging } from './staging.js';
+import {
+  RECONCILIATION_DOC,
+  RECONCILIATION_SHAPE,
+  reconcileBalances,
+  summarize,
+  type GenesisAllocations,
+  type ReconcileSummary,
+  type ReconciliationRow,
+} from './reconcile.js';
+
+const JOB = '(reconcile)';
+/** DECIMAL(38,0) holds integers of fewer than 39 digits; larger ones go to the `_raw` column. */
+const LIMIT = 10n ** 38n;
+const INSERT_BATCH_ROWS = 500;
+
+const amountSql = (v: bigint | null): string[] => {
+  if (v === null) return ['NULL', 'NULL'];
+  const fits = v < LIMIT && v > -LIMIT;
+  return fits ? [`${v}::DECIMAL(38,0)`, 'NULL'] : ['NULL', literal(v.toString())];
+};
+
+/** The table's row of a reconciliation, in RECONCILIATION_SHAPE's column order, then network and partition. */
+function rowSql(r: ReconciliationRow, runId: string, ingestedAt: string): string {
+  return `(${[
+    literal(r.address),
+    literal(r.asset),
+    r.atBlock === null ? 'NULL' : String(r.atBlock),
+    ...amountSql(r.reported),
+    ...amountSql(r.computed),
+    ...amountSql(r.difference),
+    r.outcome === 'reconciled' ? 'true' : 'false',
+    literal(r.outcome),
+    r.reason === null ? 'NULL' : literal(r.reason),
+    String(r.rows),
+    literal(runId),
+    `CAST(${literal(ingestedAt)} AS TIMESTAMPTZ)`,
+    literal(r.network),
+    literal(r.snapshotDate),
+  ].join(', ')})`;
+}
+
+export interface ReconcileLakeResult extends ReconcileSummary {
+  runId: string;
+  files: number;
+  differing: ReconciliationRow[];
+  rowsOut: ReconciliationRow[];
+}
+
+/** Reconciles a local lake and commits the `reconciliation` table, under the lake's lock, after recovery. */
+export async function reconcileLocalLake(paths: LakePaths, opts: { genesis?: GenesisAllocations } = {}): Promise<ReconcileLakeResult> {
+  const runId = newMaintenanceId('reconcile');
+  const lock = await LakeLock.acquire(paths.root, runId);
+  try {
+    await recoverLake(paths, { currentRunId: runId, by: runId });
+    const staging = paths.staging(runId);
+    const startedAt = new Date().toISOString();
+    await openRunStaging(staging, { runId, job: JOB, startedAt, pid: process.pid });
+    try {
+      const reader = await openLakeReader(paths, { by: runId });
+      let rows: ReconciliationRow[];
+      try {
+        rows = await reconcileBalances(reader.conn, opts);
+      } finally {
+        reader.close();
+      }
+      const workDir = path.join(staging, 'reconcile');
+      await mkdir(workDir, { recursive: true });
+      const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
+      const prepared: PreparedFile[] = [];
+      try {
+        const shape = RECONCILIATION_SHAPE;
+        const lake = await lakeStateFor(paths, [shape]);
+        const cols = [...shape.columns.map((c) => `${ident(c.name)} ${c.type}`), 'network VARCHAR', '__partition VARCHAR'];
+        await engine.conn.run(`CREATE TEMP TABLE reconciliation_fresh (${cols.join(', ')})`);
+        for (let i = 0; i < rows.length; i += INSERT_BATCH_ROWS) {
+          const batch = rows.slice(i, i + INSERT_BATCH_ROWS).map((r) => rowSql(r, runId, startedAt));
+          await engine.conn.run(`INSERT INTO reconciliation_fresh VALUES ${batch.join(', ')}`);
+        }
+        const parts = [...new Set(rows.map((r) => `${r.network}\u0000${r.snapshotDate}`))].map((k) => k.split('\u0000') as [Network, string]);
+        for (const [network, day] of parts) {
+          const fresh = `SELECT * EXCLUDE (network, __partition) FROM reconciliation_fresh WHERE network = ${literal(network)} AND __partition = ${literal(day)}`;
+          prepared.push(await preparePartition(engine, paths, lake, shape, network, day, fresh, workDir));
+        }
+      } finally {
+        engine.close();
+      }
+      const summary = summarize(rows);
+      const report = { ...summary, files: prepared.length };
+      // The view is declared before the commit refreshes the views, so an empty reconciliation is queryable too.
+      await Catalog.write(paths, (c) =>
+        c.registerTables([{ shape: RECONCILIATION_SHAPE, doc: RECONCILIATION_DOC, partitionDoc: 'UTC date of the balance snapshot (partition).' }]),
+      );
+      const journal = journalFor(paths, `${runId}/reconcile`, runId, prepared, {
+        run: { runId, job: JOB, startedAt, finishedAt: new Date().toISOString(), status: 'complete', report },
+        windows: [],
+        watermarks: [],
+      });
+      await publishJournal(paths, journal);
+      await applyJournal(paths, journal);
+      return { runId, ...report, differing: rows.filter((r) => r.outcome !== 'reconciled'), rowsOut: rows };
+    } finally {
+      await closeRunStaging(staging);
+    }
+  } finally {
+    await lock.release();
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * Windows fetched again replace what the lake holds of them (finality: a provisional window's blocks may have been
+ * reorganised, or an explorer's index may have listed them short). One rule for both committers (load/commit.ts on
+ * one machine, distributed/commit.ts): a partition merged with a replacing window's fresh rows drops its old rows
+ * that the window's scope and block range hold (datasets/scope-rows.ts), so rows the new fetch no longer returns
+ * are gone in the same snapshot; and the partitions merged include those whose files reach into a replaced range,
+ * since a window whose rows all left a day brings no fresh row to that day's partition.
+ */
+import type { CatalogDb } from '../ducklake/catalog-db.js';
+import type { DatasetDef } from '../datasets/dataset.js';
+import { scopeRowsCondition, type ScopeRange } from '../datasets/scope-rows.js';
+
+export type { ScopeRange } from '../datasets/scope-rows.js';
+
+/** A condition on a partition's old rows: false for those a replacing window holds (the fresh rows stand for them). */
+export function keptRowsCondition(def: DatasetDef, replacing: readonly ScopeRange[]): string | undefined {
+  const held = replacing.length > 0 ? scopeRowsCondition(def, replacing) : undefined;
+  return held === undefined ? undefined : `NOT COALESCE((${held}), false)`;
+}
+
+/** The lowest and highest block of each current data file of a table, from the catalog's column statistics. */
+export async function fileBlockSpans(db: CatalogDb, tableId: number, blockColumn: string): Promise<Map<number, { min: number | null; max: number | null }>> {
+  const rows = await db.query(
+    `SELECT st.data_file_id, st.min_value, st.max_value FROM ducklake_file_column_stats st
+     JOIN ducklake_column c ON c.table_id = st.table_id AND c.column_id = st.column_id AND c.column_name = $2 AND c.end_snapshot IS NULL
+     JOIN ducklake_data_file d ON d.data_file_id = st.data_file_id AND d.end_snapshot IS NULL
+     WHERE st.table_id = $1`,
+    [tableId, blockColumn],
+  );
+  const num = (v: unknown): number | null => (v === null || v === undefined || v === '' ? null : Number(v));
+  return new Map(rows.map((r) => [Number(r.data_file_id), { min: num(r.min_value), max: num(r.max_value) }]));
+}
+
+/**
+ * The partitions whose files may hold rows of the replaced ranges: a file overlapping one, or one without block
+ * statistics (it might). `files`: each current file's partition and block span.
+ */
+export function partitionsReaching(
+  files: readonly { partition: string; span?: { min: number | null; max: number | null } }[],
+  replacing: readonly ScopeRange[],
+): string[] {
+  if (replacing.length === 0) return [];
+  const out = new Set<string>();
+  for (const f of files) {
+    const { min, max } = f.span ?? { min: null, max: null };
+    if (min === null || max === null || replacing.some((w) => w.range.from <= max && w.range.to >= min)) out.add(f.partition);
+  }
+  return [...out];
+}

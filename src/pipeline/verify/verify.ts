@@ -1,0 +1,604 @@
+/**
+ * `chainlake verify`: does the lake still hold what the API holds, and is it whole? One module for both kinds of
+ * lake: the committed windows and the rows are read through the DuckDB connection both readers give (the
+ * `windows` ledger view and one view per dataset), the API is asked through the clients a run builds, and the
+ * findings go to the `verifications` ledger table through CatalogDb.
+ *
+ * Count checks ask the API for a one-entry page (`limit=1`) of a scope and block range, whose `count` is the
+ * rows the API holds there, and compare it with the lake's rows of that scope and range. Consecutive windows of a
+ * scope are asked as one range (their union); only a union whose count differs is split, in halves, and the
+ * count of the second half is the union's minus the first's (no request), so a lake that holds costs one request
+ * per scope's run of consecutive windows. Honest limits: differences that cancel inside a union (a row missing
+ * in one window and one too many in another) are not seen; a window's count is checked only where the lake's rows
+ * of a scope can be told (see scopes.ts), elsewhere the window is recorded `not-checked` with the reason.
+ */
+import { randomBytes } from 'node:crypto';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { getDataset } from '../../datasets/registry.js';
+import { Accounting } from '../../extract/accounting.js';
+import type { BlockRange } from '../../extract/page.js';
+import { quotaAccount } from '../../extract/quota.js';
+import { HttpTransport } from '../../extract/transport.js';
+import type { VerificationRow } from '../../load/ledger-verifications.js';
+import { literal, ident } from '../../load/sql.js';
+import { fetcherFor } from '../execute.js';
+import type { Job } from '../job.js';
+import { planWindows, windowIdOf, type Window } from '../plan.js';
+import { buildClients, resolveTargets, transportOptionsOf, type RunOptions } from '../run.js';
+import { addressScopeOf, type AddressScope } from './scopes.js';
+
+export interface VerifySelection {
+  datasets?: readonly string[];
+  /** Scope keys (`address=0x…`) or bare scope values (an address). */
+  scopes?: readonly string[];
+  fromBlock?: number;
+  toBlock?: number;
+  /** Check this many windows, spread evenly over the selection, instead of all. */
+  sample?: number;
+}
+
+/** One unit of checking: a committed block range of one scope (overlapping committed windows made disjoint). */
+export interface VerifyWindow {
+  dataset: string;
+  network: string;
+  scope: string;
+  range: BlockRange;
+}
+
+export interface VerifyResult {
+  verifyId: string;
+  /** Every check's findings, one row per window (or dataset) and check. */
+  rows: VerificationRow[];
+  /** Requests sent to the API (every attempt), and those the export of the checked windows cost. */
+  requests: number;
+  exportRequests: number;
+  /** The windows whose count differs: what `--repair` fetches again. */
+  differing: Window[];
+  /** True when every check held (no `differs`). */
+  holds: boolean;
+}
+
+export interface VerifyPlan {
+  windows: number;
+  /** One request per scope's run of consecutive windows: what a lake that holds costs. */
+  requests: number;
+  exportRequests: number;
+  notCheckable: number;
+}
+
+const newVerifyId = (now: Date): string =>
+  `verify-${now
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`;
+
+interface Committed {
+  dataset: string;
+  network: string;
+  scope: string;
+  from: number | null;
+  to: number | null;
+  requests: number;
+}
+
+/** The job's window templates (dataset, endpoint, scope and query) by dataset and scope key. */
+function templatesOf(job: Job): Map<string, Window> {
+  const out = new Map<string, Window>();
+  for (const w of planWindows(job, Math.max(job.range.fromBlock, typeof job.range.toBlock === 'number' ? job.range.toBlock : job.range.fromBlock)))
+    out.set(`${w.def.name}\0${w.scopeKey}`, w);
+  return out;
+}
+
+function selected(c: Committed, sel: VerifySelection): boolean {
+  if (sel.datasets?.length && !sel.datasets.includes(c.dataset)) return false;
+  if (sel.scopes?.length && !sel.scopes.some((s) => s === c.scope || c.scope.split('&').some((kv) => kv.split('=')[1]?.toLowerCase() === s.toLowerCase())))
+    return false;
+  if (sel.fromBlock !== undefined && c.to !== null && c.to < sel.fromBlock) return false;
+  if (sel.toBlock !== undefined && c.from !== null && c.from > sel.toBlock) return false;
+  return true;
+}
+
+/** Committed ranges of one scope made disjoint (a later window that overlaps an earlier one keeps only its new blocks). */
+function disjoint(ranges: readonly BlockRange[]): { units: BlockRange[]; overlaps: number } {
+  const sorted = [...ranges].sort((a, b) => a.from - b.from || a.to - b.to);
+  const units: BlockRange[] = [];
+  let overlaps = 0;
+  for (const r of sorted) {
+    const last = units.at(-1);
+    if (last && r.from <= last.to) {
+      overlaps++;
+      if (r.to > last.to) units.push({ from: last.to + 1, to: r.to });
+    } else units.push({ ...r });
+  }
+  return { units, overlaps };
+}
+
+/** Evenly spread picks of `n` of `items` (deterministic: the same lake gives the same sample). */
+function sampleOf<T>(items: readonly T[], n: number): T[] {
+  if (n >= items.length) return [...items];
+  return Array.from({ length: n }, (_, i) => items[Math.floor((i * items.length) / n)]!);
+}
+
+async function rowsOf(conn: DuckDBConnection, sql: string): Promise<Record<string, unknown>[]> {
+  return (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
+}
+
+async function relationExists(conn: DuckDBConnection, name: string): Promise<boolean> {
+  const r = await rowsOf(
+    conn,
+    `SELECT 1 FROM duckdb_tables() WHERE table_name = ${literal(name)} UNION ALL SELECT 1 FROM duckdb_views() WHERE view_name = ${literal(name)}`,
+  );
+  return r.length > 0;
+}
+
+/** The rows of each scope address per block, of one dataset and network: counts of any block range are sums of it. */
+class ScopeRows {
+  private readonly blocks = new Map<string, { block: number[]; prefix: number[] }>();
+
+  static async read(conn: DuckDBConnection, dataset: string, network: string, spec: AddressScope, addresses: readonly string[]): Promise<ScopeRows> {
+    const out = new ScopeRows();
+    if (addresses.length === 0 || !(await relationExists(conn, dataset))) return out;
+    const cols = spec.columns.map((c) => `lower(${ident(c)})`).join(', ');
+    const rows = await rowsOf(
+      conn,
+      `SELECT a, b, count(*) AS n FROM (
+         SELECT ${ident(spec.blockColumn)} AS b, unnest(list_distinct(list_filter([${cols}], x -> x IS NOT NULL))) AS a
+         FROM ${ident(dataset)} WHERE network = ${literal(network)})
+       WHERE a IN (${addresses.map((a) => literal(a.toLowerCase())).join(', ')}) GROUP BY a, b ORDER BY a, b`,
+    );
+    for (const r of rows) {
+      const a = String(r.a);
+      let e = out.blocks.get(a);
+      if (!e) out.blocks.set(a, (e = { block: [], prefix: [0] }));
+      e.block.push(Number(r.b));
+      e.prefix.push(e.prefix.at(-1)! + Number(r.n));
+    }
+    return out;
+  }
+
+  /** The lake's rows of `address` in `range`. */
+  count(address: string, range: BlockRange): number {
+    const e = this.blocks.get(address.toLowerCase());
+    if (!e) return 0;
+    const lower = (x: number): number => {
+      let lo = 0,
+        hi = e.block.length;
+      while (lo < hi) {
+        const m = (lo + hi) >>> 1;
+        if (e.block[m]! < x) lo = m + 1;
+        else hi = m;
+      }
+      return lo;
+    };
+    return e.prefix[lower(range.to + 1)]! - e.prefix[lower(range.from)]!;
+  }
+}
+
+/** An API whose listing ignores its block range filter: counts of it say nothing about a range. */
+class RangeIgnored extends Error {}
+
+export interface VerifyDeps {
+  conn: DuckDBConnection;
+  /** How the API is reached: as a run reaches it (the embedded simulator, or the job's URLs). */
+  run?: Pick<RunOptions, 'simulator' | 'transport'>;
+  now?: () => Date;
+  /** Estimate only: no request is sent. */
+  plan?: boolean;
+}
+
+interface ScopeGroup {
+  dataset: string;
+  network: string;
+  scope: string;
+  template: Window | undefined;
+  units: BlockRange[];
+  overlaps: number;
+  exportRequests: number;
+}
+
+/** Reads the committed windows of `job`'s network that `sel` selects, grouped by scope. */
+async function scopeGroups(conn: DuckDBConnection, job: Job, sel: VerifySelection): Promise<{ groups: ScopeGroup[]; snapshots: Committed[] }> {
+  const committed: Committed[] = (
+    await rowsOf(
+      conn,
+      `SELECT dataset, network, scope, from_block, to_block, coalesce(requests, 0) AS requests FROM windows
+       WHERE status = 'committed' AND network = ${literal(job.network)} ORDER BY dataset, scope, from_block`,
+    )
+  ).map((r) => ({
+    dataset: String(r.dataset),
+    network: String(r.network),
+    scope: String(r.scope),
+    from: r.from_block === null ? null : Number(r.from_block),
+    to: r.to_block === null ? null : Number(r.to_block),
+    requests: Number(r.requests),
+  }));
+  const templates = templatesOf(job);
+  const groups = new Map<string, ScopeGroup & { ranges: BlockRange[] }>();
+  const snapshots: Committed[] = [];
+  for (const c of committed.filter((c) => selected(c, sel))) {
+    if (c.from === null || c.to === null) {
+      snapshots.push(c);
+      continue;
+    }
+    const key = `${c.dataset}\0${c.scope}`;
+    let g = groups.get(key);
+    if (!g)
+      groups.set(
+        key,
+        (g = { dataset: c.dataset, network: c.network, scope: c.scope, template: templates.get(key), units: [], overlaps: 0, exportRequests: 0, ranges: [] }),
+      );
+    g.ranges.push({ from: c.from, to: c.to });
+    g.exportRequests += c.requests;
+  }
+  const out: ScopeGroup[] = [];
+  for (const g of groups.values()) {
+    const { units, overlaps } = disjoint(g.ranges);
+    out.push({ ...g, units, overlaps });
+  }
+  if (sel.sample !== undefined) {
+    // The sample is of windows: each group keeps the picked units.
+    const all = out.flatMap((g) => g.units.map((u) => ({ g, u })));
+    const picked = new Set(sampleOf(all, sel.sample));
+    for (const g of out) g.units = g.units.filter((u) => [...picked].some((p) => p.g === g && p.u === u));
+    return { groups: out.filter((g) => g.units.length > 0), snapshots: [] };
+  }
+  return { groups: out, snapshots };
+}
+
+/** Runs of consecutive units (each next one starts right after the previous one ends). */
+function consecutiveRuns(units: readonly BlockRange[]): BlockRange[][] {
+  const runs: BlockRange[][] = [];
+  for (const u of units) {
+    const last = runs.at(-1);
+    if (last && last.at(-1)!.to + 1 === u.from) last.push(u);
+    else runs.push([u]);
+  }
+  return runs;
+}
+
+const unionOf = (units: readonly BlockRange[]): BlockRange => ({ from: units[0]!.from, to: units.at(-1)!.to });
+
+/** Why a group's counts cannot be compared, if they cannot. */
+function notCheckable(g: ScopeGroup): string | undefined {
+  if (!g.template) return 'the job does not name this scope (verify asks the API through the job: name the scope in it)';
+  const ep = g.template.endpoint;
+  if (ep.paging.kind !== 'offset') return `${g.dataset}'s endpoint cannot page, so it gives no count of a range`;
+  if (!ep.blockRange) return `${g.dataset}'s endpoint has no block range filter`;
+  if (!addressScopeOf(g.dataset, ep.id)) return `verify does not know which of ${g.dataset}'s rows the API's count of a scope includes`;
+  return undefined;
+}
+
+/** What `verify` would ask: one request per scope's run of consecutive windows when everything holds. */
+export async function planVerify(conn: DuckDBConnection, job: Job, sel: VerifySelection): Promise<VerifyPlan> {
+  const { groups } = await scopeGroups(conn, job, sel);
+  let requests = 0,
+    windows = 0,
+    notCheck = 0,
+    exportRequests = 0;
+  for (const g of groups) {
+    windows += g.units.length;
+    exportRequests += g.exportRequests;
+    if (notCheckable(g)) notCheck += g.units.length;
+    else requests += consecutiveRuns(g.units).length;
+  }
+  return { windows, requests, exportRequests, notCheckable: notCheck };
+}
+
+/** Runs every check on the selected windows of `job`'s lake (read through `deps.conn`). Sends only count requests. */
+export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDeps): Promise<VerifyResult> {
+  const now = deps.now ?? (() => new Date());
+  const verifyId = newVerifyId(now());
+  const { conn } = deps;
+  const { groups, snapshots } = await scopeGroups(conn, job, sel);
+  const rows: VerificationRow[] = [];
+  const differing: Window[] = [];
+  const acct = new Accounting();
+  const base = { network: job.network };
+
+  // ---- counts against the API -----------------------------------------------------------------------------
+  const targets = await resolveTargets(job, { simulator: deps.run?.simulator });
+  const transport = new HttpTransport({ ...transportOptionsOf(job), ...deps.run?.transport });
+  try {
+    const clients = buildClients(transport, targets, job);
+    const lakeRows = new Map<string, ScopeRows>();
+    for (const g of groups) {
+      const reason = notCheckable(g);
+      const t = g.template;
+      if (reason || !t) {
+        for (const u of g.units)
+          rows.push({
+            ...base,
+            check: 'count',
+            dataset: g.dataset,
+            scope: g.scope,
+            fromBlock: u.from,
+            toBlock: u.to,
+            status: 'not-checked',
+            lakeCount: null,
+            apiCount: null,
+            detail: reason ?? '',
+          });
+        continue;
+      }
+      const spec = addressScopeOf(g.dataset, t.endpoint.id)!;
+      let rowsOfDs = lakeRows.get(g.dataset);
+      if (!rowsOfDs) {
+        const addresses = groups.filter((x) => x.dataset === g.dataset && x.template?.scope.address).map((x) => x.template!.scope.address!);
+        lakeRows.set(g.dataset, (rowsOfDs = await ScopeRows.read(conn, g.dataset, job.network, spec, addresses)));
+      }
+      const address = t.scope.address!;
+      const fetcher = fetcherFor(t, clients);
+      const apiCount = async (r: BlockRange): Promise<number> => {
+        const page = await fetcher({ offset: 0, limit: 1, range: r }, acct);
+        // The entry must lie in the range asked: an API that ignores the filter counts something else.
+        const first = page.entries[0] as Record<string, unknown> | undefined;
+        const b = first ? Number(first[spec.blockColumn]) : NaN;
+        if (first && Number.isSafeInteger(b) && (b < r.from || b > r.to))
+          throw new RangeIgnored(`asked blocks ${r.from}-${r.to}, the API listed a row of block ${b}: it ignores the block range filter`);
+        return page.count;
+      };
+      const record = (u: BlockRange, status: VerificationRow['status'], lake: number | null, api: number | null, detail: string): void => {
+        rows.push({
+          ...base,
+          check: 'count',
+          dataset: g.dataset,
+          scope: g.scope,
+          fromBlock: u.from,
+          toBlock: u.to,
+          status,
+          lakeCount: lake,
+          apiCount: api,
+          detail,
+        });
+        if (status === 'differs') differing.push({ ...t, range: u, id: windowIdOf(g.dataset, job.network, g.scope, u) });
+      };
+      // Checks a run of units whose API count may already be known (the rest of a split union).
+      const check = async (units: BlockRange[], known?: number): Promise<void> => {
+        const union = unionOf(units);
+        const api = known ?? (await apiCount(union));
+        const lake = rowsOfDs.count(address, union);
+        if (api === lake) {
+          for (const u of units)
+            record(
+              u,
+              'held',
+              rowsOfDs.count(address, u),
+              units.length === 1 ? api : null,
+              units.length === 1 ? '' : `held as part of blocks ${union.from}-${union.to} (${api} rows)`,
+            );
+          return;
+        }
+        if (units.length === 1) {
+          record(
+            units[0]!,
+            'differs',
+            lake,
+            api,
+            lake < api ? `the lake lacks ${api - lake} rows the API lists` : `the lake holds ${lake - api} rows the API no longer lists`,
+          );
+          return;
+        }
+        const half = Math.ceil(units.length / 2);
+        const left = units.slice(0, half);
+        const leftApi = await apiCount(unionOf(left));
+        await check(left, leftApi);
+        await check(units.slice(half), api - leftApi);
+      };
+      try {
+        for (const run of consecutiveRuns(g.units)) await check(run);
+        rows.push({
+          ...base,
+          check: 'range_filter',
+          dataset: g.dataset,
+          scope: g.scope,
+          fromBlock: null,
+          toBlock: null,
+          status: 'held',
+          lakeCount: null,
+          apiCount: null,
+          detail: 'the rows listed lie in the block range asked',
+        });
+      } catch (e) {
+        if (!(e instanceof RangeIgnored)) throw e;
+        // Counts of a listing that ignores its range are not evidence: nothing of this scope is marked held by them.
+        for (let i = rows.length - 1; i >= 0; i--)
+          if (rows[i]!.check === 'count' && rows[i]!.dataset === g.dataset && rows[i]!.scope === g.scope) rows.splice(i, 1);
+        for (let i = differing.length - 1; i >= 0; i--) if (differing[i]!.def.name === g.dataset && differing[i]!.scopeKey === g.scope) differing.splice(i, 1);
+        for (const u of g.units)
+          rows.push({
+            ...base,
+            check: 'count',
+            dataset: g.dataset,
+            scope: g.scope,
+            fromBlock: u.from,
+            toBlock: u.to,
+            status: 'not-checked',
+            lakeCount: null,
+            apiCount: null,
+            detail: e.message,
+          });
+        rows.push({
+          ...base,
+          check: 'range_filter',
+          dataset: g.dataset,
+          scope: g.scope,
+          fromBlock: null,
+          toBlock: null,
+          status: 'differs',
+          lakeCount: null,
+          apiCount: null,
+          detail: e.message,
+        });
+      }
+    }
+  } finally {
+    await transport.close();
+    await targets.close();
+  }
+  for (const s of snapshots)
+    rows.push({
+      ...base,
+      check: 'count',
+      dataset: s.dataset,
+      scope: s.scope,
+      fromBlock: null,
+      toBlock: null,
+      status: 'not-checked',
+      lakeCount: null,
+      apiCount: null,
+      detail: 'a snapshot window (no block range): the API holds today’s state, not the one the lake took',
+    });
+
+  // ---- checks that need no request -------------------------------------------------------------------------
+  rows.push(...(await offlineChecks(conn, job, groups)));
+  return {
+    verifyId,
+    rows,
+    requests: acct.requests,
+    exportRequests: groups.reduce((n, g) => n + g.exportRequests, 0),
+    differing,
+    holds: rows.every((r) => r.status !== 'differs'),
+  };
+}
+
+/** Gaps between a scope's committed windows, rows outside them, duplicate keys, nonce holes, decoded rows. */
+async function offlineChecks(conn: DuckDBConnection, job: Job, groups: readonly ScopeGroup[]): Promise<VerificationRow[]> {
+  const out: VerificationRow[] = [];
+  const base = { network: job.network, lakeCount: null, apiCount: null };
+  for (const g of groups) {
+    const gaps: BlockRange[] = [];
+    for (let i = 1; i < g.units.length; i++)
+      if (g.units[i]!.from > g.units[i - 1]!.to + 1) gaps.push({ from: g.units[i - 1]!.to + 1, to: g.units[i]!.from - 1 });
+    for (const gap of gaps)
+      out.push({
+        ...base,
+        check: 'gaps',
+        dataset: g.dataset,
+        scope: g.scope,
+        fromBlock: gap.from,
+        toBlock: gap.to,
+        status: 'differs',
+        detail: 'no committed window covers these blocks',
+      });
+    if (gaps.length === 0 && g.units.length > 0)
+      out.push({
+        ...base,
+        check: 'gaps',
+        dataset: g.dataset,
+        scope: g.scope,
+        fromBlock: g.units[0]!.from,
+        toBlock: g.units.at(-1)!.to,
+        status: 'held',
+        detail: g.overlaps ? `${g.overlaps} windows overlap earlier ones (fetched again; rows merge by natural key)` : '',
+      });
+  }
+  const datasets = [...new Set(groups.map((g) => g.dataset))];
+  for (const name of datasets) {
+    if (!(await relationExists(conn, name))) continue;
+    const def = getDataset(name);
+    const ds = { ...base, dataset: name, scope: null, fromBlock: null, toBlock: null };
+    // One row per natural key within a partition: the commit's promise.
+    const key = [def.partition, ...def.naturalKey].map(ident).join(', ');
+    const dup = await rowsOf(
+      conn,
+      `SELECT count(*) AS keys, coalesce(sum(n - 1), 0) AS extra FROM (SELECT count(*) AS n FROM ${ident(name)} WHERE network = ${literal(job.network)} GROUP BY ${key} HAVING count(*) > 1)`,
+    );
+    const extra = Number(dup[0]!.extra);
+    out.push({
+      ...ds,
+      check: 'duplicate_keys',
+      status: extra ? 'differs' : 'held',
+      detail: extra ? `${Number(dup[0]!.keys)} natural keys have ${extra} rows too many` : '',
+    });
+
+    // Every row of a scope lies in a committed window of a scope it belongs to.
+    const ofDs = groups.filter((g) => g.dataset === name && g.template?.scope.address);
+    const spec = ofDs[0] && addressScopeOf(name, ofDs[0].template!.endpoint.id);
+    if (!spec) {
+      out.push({ ...ds, check: 'rows_in_windows', status: 'not-checked', detail: `verify does not know which scope each of ${name}'s rows belongs to` });
+    } else {
+      const wins = ofDs.flatMap((g) => g.units.map((u) => `(${literal(g.template!.scope.address!.toLowerCase())}, ${u.from}, ${u.to})`));
+      const addrs = ofDs.map((g) => literal(g.template!.scope.address!.toLowerCase())).join(', ');
+      const cols = spec.columns.map((c) => `lower(r.${ident(c)})`).join(', ');
+      const block = `r.${ident(spec.blockColumn)}`;
+      const outside = await rowsOf(
+        conn,
+        `WITH w(a, f, t) AS (VALUES ${wins.join(', ')})
+         SELECT count(*) AS n, min(${block}) AS lo, max(${block}) AS hi FROM ${ident(name)} r
+         WHERE r.network = ${literal(job.network)} AND list_has_any([${cols}], [${addrs}])
+           AND NOT EXISTS (SELECT 1 FROM w WHERE ${block} BETWEEN w.f AND w.t AND list_contains([${cols}], w.a))`,
+      );
+      const n = Number(outside[0]!.n);
+      out.push({
+        ...ds,
+        check: 'rows_in_windows',
+        status: n ? 'differs' : 'held',
+        detail: n ? `${n} rows of blocks ${Number(outside[0]!.lo)}-${Number(outside[0]!.hi)} lie outside every committed window of their scopes` : '',
+      });
+    }
+    if (name === 'transactions')
+      out.push(
+        ...(await nonceChecks(
+          conn,
+          job,
+          groups.filter((g) => g.dataset === name),
+        )),
+      );
+  }
+  if (job.decode)
+    out.push({
+      ...base,
+      check: 'decoded_rows',
+      dataset: 'decoded',
+      scope: null,
+      fromBlock: null,
+      toBlock: null,
+      status: 'not-checked',
+      detail: 'decoded rows against their logs are not checked by this version',
+    });
+  return out;
+}
+
+/**
+ * An account's own sent transactions number their nonces 0, 1, 2, … with no hole, when the lake holds the
+ * account's whole history (its committed windows run from block 0 without a gap).
+ */
+async function nonceChecks(conn: DuckDBConnection, job: Job, groups: readonly ScopeGroup[]): Promise<VerificationRow[]> {
+  const out: VerificationRow[] = [];
+  for (const g of groups) {
+    const address = g.template?.scope.address;
+    const row = { network: job.network, check: 'nonces', dataset: g.dataset, scope: g.scope, fromBlock: null, toBlock: null, lakeCount: null, apiCount: null };
+    const whole = g.units.length > 0 && g.units[0]!.from === 0 && consecutiveRuns(g.units).length === 1;
+    if (!address || !whole) {
+      out.push({
+        ...row,
+        status: 'not-checked',
+        detail: address ? 'the lake does not hold this account’s whole history from block 0' : 'not an account scope',
+      });
+      continue;
+    }
+    const to = g.units.at(-1)!.to;
+    const r = (
+      await rowsOf(
+        conn,
+        `SELECT count(DISTINCT nonce) AS n, max(nonce) AS hi, count(*) FILTER (WHERE nonce IS NULL) AS nulls FROM transactions
+         WHERE network = ${literal(job.network)} AND lower(sender) = ${literal(address.toLowerCase())} AND block_number <= ${to}`,
+      )
+    )[0]!;
+    const n = Number(r.n);
+    const hi = r.hi === null ? -1 : Number(r.hi);
+    const holes = hi + 1 - n;
+    out.push({
+      ...row,
+      fromBlock: 0,
+      toBlock: to,
+      status: Number(r.nulls) ? 'not-checked' : holes ? 'differs' : 'held',
+      lakeCount: n,
+      detail: Number(r.nulls) ? 'some sent transactions have no nonce' : holes ? `${holes} nonces below ${hi} are missing` : `nonces 0-${hi}`,
+    });
+  }
+  return out;
+}
+
+/** The quota account verify's requests count against (the same as the job's runs). */
+export const verifyAccount = (job: Job): string => quotaAccount(job.target);

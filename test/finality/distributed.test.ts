@@ -1,0 +1,87 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enqueueJob } from '../../src/distributed/enqueue.js';
+import { openDistributedLake } from '../../src/distributed/read.js';
+import { runWorker } from '../../src/distributed/worker.js';
+import { parseJob } from '../../src/pipeline/job.js';
+import { runJob } from '../../src/pipeline/run.js';
+import { PRESETS } from '../../src/simulator/chain.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
+import { tempDir } from '../helpers/lake.js';
+import { distributedRows, singleMachineRows } from '../distributed/helpers.js';
+
+// Finality in distributed mode: the same planner and the same replacement (load/replace.ts) as one machine.
+const H0 = PRESETS.small.visibleBlocks;
+const DEPTH = 6;
+const DATASETS = ['transactions', 'erc20_transfers'];
+
+let pg: TestPostgres;
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+const sims: RunningSimulator[] = [];
+beforeAll(async () => {
+  pg = await startPostgres();
+  process.env.PGPASSWORD = pg.password;
+  tmp = await tempDir('chainlake-finality-');
+}, 120_000);
+afterAll(async () => {
+  await Promise.all(sims.map((s) => s.close()));
+  await pg?.stop();
+  await tmp?.cleanup();
+});
+
+const docOf = (sim: RunningSimulator, lake: string) => {
+  const addresses = [sim.examples.whale, ...sim.examples.addresses.slice(0, 2)];
+  return {
+    name: 'finality',
+    target: 'simulator',
+    lake,
+    range: { incremental: true, fromBlock: H0 - 300, safetyMarginBlocks: 2, finalityDepth: DEPTH },
+    datasets: Object.fromEntries(DATASETS.map((d) => [d, { addresses }])),
+  };
+};
+
+describe('finality, distributed', () => {
+  it('a reorganised head: the second enqueue replaces the provisional windows, as one clean run at the new head', async () => {
+    const sim = await startSimulator({ seed: 36, reorg: { at: H0, depth: 4, reach: 8 } });
+    sims.push(sim);
+    const db = await pg.database();
+    const store = path.join(tmp.dir, 'store');
+    const doc = docOf(sim, path.join(tmp.dir, 'unused'));
+    const job = parseJob(doc, 'finality-distributed');
+    const cycle = async (head: number) => {
+      await enqueueJob(job, doc, { catalog: db.url, store, simulator: sim });
+      const report = await runWorker({ catalog: db.url, store, simulator: sim, untilIdle: true, pollMs: 100, leaseSeconds: 30 });
+      expect(report.windowsFailed).toBe(0);
+      const client = await db.connect();
+      const q = (sql: string, values: unknown[] = []) => client.query(sql, values).then((r) => r.rows as Record<string, unknown>[]);
+      const marks = await q(`SELECT block FROM chainlake.watermarks`).finally(() => undefined);
+      expect(marks.length).toBeGreaterThan(0);
+      for (const m of marks) expect(Number(m.block)).toBeLessThanOrEqual(head - DEPTH);
+      const run = (await q(`SELECT run_id FROM chainlake.runs ORDER BY started_at DESC LIMIT 1`))[0]!;
+      const windows = await q(`SELECT to_block, status FROM chainlake.windows WHERE run_id = $1`, [run.run_id]);
+      await client.end();
+      for (const w of windows) expect(w.status).toBe(Number(w.to_block) > head - DEPTH ? 'provisional' : 'committed');
+      expect(windows.some((w) => w.status === 'provisional')).toBe(true);
+    };
+    await cycle(H0);
+    sim.advanceHead(3);
+    await cycle(H0 + 3);
+
+    const clean = await startSimulator({ seed: 36 });
+    sims.push(clean);
+    clean.advanceHead(3);
+    const lake = path.join(tmp.dir, 'clean');
+    await runJob(parseJob(docOf(clean, lake), 'finality-clean'), { simulator: clean });
+    const expected = await singleMachineRows(lake);
+    const dist = await openDistributedLake({ catalog: db.url });
+    try {
+      for (const name of DATASETS) {
+        const want = expected.get(name)!;
+        expect({ name, ...(await distributedRows(dist.conn, name, want.columns)) }).toEqual({ name, rows: want.rows, digest: want.digest });
+      }
+    } finally {
+      dist.close();
+    }
+  }, 300_000);
+});

@@ -1,0 +1,128 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseJob } from '../../src/pipeline/job.js';
+import { runJob } from '../../src/pipeline/run.js';
+import { PRESETS } from '../../src/simulator/chain.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { queryCatalog, tempDir } from '../helpers/lake.js';
+
+// Finality on one machine: windows above head - depth are provisional, fetched again by the next run, and their
+// rows replaced (docs/lake.md, "Finality").
+const H0 = PRESETS.small.visibleBlocks;
+const DEPTH = 6;
+const DATASETS = ['transactions', 'erc20_transfers', 'internal_transactions'] as const;
+
+let dir: string;
+let cleanup: () => Promise<void>;
+const sims: RunningSimulator[] = [];
+beforeAll(async () => {
+  ({ dir, cleanup } = await tempDir());
+});
+afterAll(async () => {
+  await Promise.all(sims.map((s) => s.close()));
+  await cleanup?.();
+});
+
+const start = async (opts: Parameters<typeof startSimulator>[0]) => {
+  const sim = await startSimulator({ seed: 36, ...opts });
+  sims.push(sim);
+  return sim;
+};
+
+const job = (sim: RunningSimulator, lake: string, finalityDepth = DEPTH) => {
+  const addresses = [sim.examples.whale, ...sim.examples.addresses.slice(0, 2)];
+  return parseJob(
+    {
+      name: 'finality',
+      target: 'simulator',
+      lake,
+      range: { incremental: true, fromBlock: H0 - 300, safetyMarginBlocks: 2, finalityDepth },
+      datasets: Object.fromEntries(DATASETS.map((d) => [d, { addresses }])),
+    },
+    'finality-test',
+  );
+};
+
+/** The watermarks never pass head - depth, and the windows reaching above it (only those) are provisional. */
+async function expectFinality(lake: string, runId: string, head: number): Promise<void> {
+  const marks = await queryCatalog(lake, 'SELECT block FROM watermarks');
+  expect(marks.length).toBeGreaterThan(0);
+  for (const m of marks) expect(Number(m.block)).toBeLessThanOrEqual(head - DEPTH);
+  const windows = await queryCatalog(lake, `SELECT to_block, status FROM windows WHERE run_id = '${runId}' AND from_block IS NOT NULL`);
+  expect(windows.length).toBeGreaterThan(0);
+  for (const w of windows) expect(w.status).toBe(Number(w.to_block) > head - DEPTH ? 'provisional' : 'committed');
+  expect(windows.some((w) => w.status === 'provisional')).toBe(true);
+}
+
+/** A dataset's rows without what changes from run to run (the run, the ingestion time, the confirmations). */
+async function content(lake: string, dataset: string): Promise<string> {
+  const rows = await queryCatalog(
+    lake,
+    `SELECT * EXCLUDE (_run_id, _ingested_at${dataset === 'internal_transactions' ? '' : ', confirmations'}) FROM ${dataset} ORDER BY ALL`,
+  );
+  expect(rows.length).toBeGreaterThan(0);
+  return JSON.stringify(rows, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+}
+
+const rowsOf = (lake: string, dataset: string) =>
+  queryCatalog(lake, `SELECT transaction_hash, block_number FROM ${dataset}`).then(
+    (rows) => new Set(rows.map((r) => `${String(r.transaction_hash)}@${String(r.block_number)}`)),
+  );
+
+describe('finality', () => {
+  it('a reorganised head: the next run replaces the provisional windows, and the lake equals a clean run at the new head', async () => {
+    const sim = await start({ reorg: { at: H0, depth: 4, reach: 8 } });
+    const lake = path.join(dir, 'reorg');
+    const first = await runJob(job(sim, lake), { simulator: sim });
+    expect(first.status).toBe('complete');
+    await expectFinality(lake, first.runId, H0);
+    const before = await rowsOf(lake, 'transactions');
+
+    // The chain reorganises its last blocks and the head moves on (fewer blocks than the fork took from above).
+    sim.advanceHead(3);
+    const second = await runJob(job(sim, lake), { simulator: sim });
+    expect(second.status).toBe('complete');
+    await expectFinality(lake, second.runId, H0 + 3);
+    // Run 2's windows cover the blocks run 1 left provisional; those below the new final block are committed now.
+    const covering = await queryCatalog(
+      lake,
+      `SELECT min(from_block) AS lo, max(to_block) FILTER (WHERE status = 'committed') AS final_to FROM windows WHERE run_id = '${second.runId}'`,
+    );
+    expect(Number(covering[0]!.lo)).toBeLessThanOrEqual(H0 - DEPTH + 1);
+    expect(Number(covering[0]!.final_to)).toBe(H0 + 3 - DEPTH);
+
+    const clean = await start({});
+    clean.advanceHead(3);
+    const cleanLake = path.join(dir, 'clean');
+    expect((await runJob(job(clean, cleanLake), { simulator: clean })).status).toBe('complete');
+    for (const d of DATASETS) expect(await content(lake, d), d).toBe(await content(cleanLake, d));
+    // The fork's rows (a transaction in a block it is not in, or not mined at all yet) are gone.
+    const after = await rowsOf(lake, 'transactions');
+    const gone = [...before].filter((r) => !after.has(r));
+    expect(gone.length).toBeGreaterThan(0);
+    const canonical = await rowsOf(cleanLake, 'transactions');
+    for (const r of gone) expect(canonical.has(r)).toBe(false);
+  });
+
+  it('a lagging index: the first run is short in its provisional windows, the next one completes them', async () => {
+    const sim = await start({ indexLagBlocks: 4 });
+    const lake = path.join(dir, 'lag');
+    const first = await runJob(job(sim, lake), { simulator: sim });
+    await expectFinality(lake, first.runId, H0);
+    const short = await queryCatalog(lake, `SELECT count(*) AS n FROM transactions WHERE block_number > ${H0 - 4}`);
+    expect(Number(short[0]!.n)).toBe(0);
+
+    sim.advanceHead(10);
+    const second = await runJob(job(sim, lake), { simulator: sim });
+    await expectFinality(lake, second.runId, H0 + 10);
+
+    const clean = await start({});
+    clean.advanceHead(6);
+    const cleanLake = path.join(dir, 'lag-clean');
+    await runJob(job(clean, cleanLake), { simulator: clean });
+    // The lagging explorer at H0 + 10 has indexed up to H0 + 6: the lake holds what a complete index at H0 + 6 holds.
+    for (const d of DATASETS) expect(await content(lake, d), d).toBe(await content(cleanLake, d));
+    const filled = await queryCatalog(lake, `SELECT count(*) AS n FROM transactions WHERE block_number BETWEEN ${H0 - 3} AND ${H0}`);
+    expect(Number(filled[0]!.n)).toBeGreaterThan(0);
+  });
+});

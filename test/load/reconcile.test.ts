@@ -1,0 +1,188 @@
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { A_BUSY0, A_DEPLOYER, A_ERC20_0, A_MINER0, A_NFT_HOLDER, N_BUSY, N_ERC20, N_MINERS } from '../../src/simulator/chain.js';
+import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { genesisFile } from '../../src/simulator/genesis.js';
+import { parseJob } from '../../src/pipeline/job.js';
+import { runJob } from '../../src/pipeline/run.js';
+import { LakePaths } from '../../src/load/paths.js';
+import { openLakeReader } from '../../src/load/reader.js';
+import { parseGenesis, reconcileBalances } from '../../src/load/reconcile.js';
+import { reconcileLocalLake } from '../../src/load/reconcile-lake.js';
+import { runCli } from '../helpers/cli.js';
+import { queryCatalog, tempDir } from '../helpers/lake.js';
+
+const SEED = 1;
+let sim: RunningSimulator;
+let dir: string;
+let cleanup: () => Promise<void>;
+const chain = chainFor(SEED, 'small', 'mainnet');
+const genesis = parseGenesis(genesisFile(chain), 'the simulator');
+
+// Every kind of account the chain has, except those whose history is too long to export in a test (the whale,
+// the pools, the token contracts, the crowded address whose one block holds more than the result window, and the
+// first miner, whose mined blocks exceed the result window of a listing with no block filter): the busy
+// addresses, the NFT holder, the deployer, the other miners, and ordinary accounts.
+const ACCOUNTS = [
+  ...Array.from({ length: N_BUSY }, (_, i) => A_BUSY0 + i),
+  A_NFT_HOLDER,
+  A_DEPLOYER,
+  ...Array.from({ length: N_MINERS - 1 }, (_, i) => A_MINER0 + 1 + i),
+  chain.createdEnd,
+  chain.createdEnd + 1,
+  chain.createdEnd + 777,
+].map((i) => chain.addrLower(i));
+const TOKENS = Array.from({ length: N_ERC20 }, (_, i) => chain.addrLower(A_ERC20_0 + i));
+
+const wholeHistoryJob = (lake: string, accounts: string[], fromBlock = 0, range: Record<string, unknown> = {}) =>
+  parseJob(
+    {
+      name: 'whole-history',
+      target: 'simulator',
+      lake,
+      range: { fromBlock, ...range },
+      datasets: {
+        transactions: { addresses: accounts },
+        internal_transactions: { addresses: accounts },
+        erc20_transfers: { addresses: accounts },
+        mined_blocks: { addresses: accounts },
+        balances: { addresses: accounts },
+        token_balances: { pairs: accounts.flatMap((holder) => TOKENS.map((token) => ({ token, holder }))) },
+      },
+    },
+    'reconcile-test',
+  );
+
+let lake: string;
+beforeAll(async () => {
+  sim = await startSimulator({ seed: SEED });
+  ({ dir, cleanup } = await tempDir());
+  lake = path.join(dir, 'whole');
+  const report = await runJob(wholeHistoryJob(lake, ACCOUNTS), { simulator: sim });
+  expect(report.status, JSON.stringify(report.errors)).toBe('complete');
+});
+afterAll(async () => {
+  await sim?.close();
+  await cleanup?.();
+});
+
+describe('reconciliation', () => {
+  it("the simulator's chain reconciles exactly for every account whose whole history the lake holds", async () => {
+    const r = await reconcileLocalLake(new LakePaths(lake), { genesis });
+    const notReconciled = r.rowsOut.filter((x) => x.outcome !== 'reconciled').map((x) => `${x.address} ${x.asset}: ${x.reason}`);
+    expect(notReconciled).toEqual([]);
+    expect(r.rowsOut).toHaveLength(ACCOUNTS.length * (1 + TOKENS.length));
+    // Not vacuous: every kind of movement took part (transfers, fees, internal transfers, rewards, tokens).
+    const counted = await queryCatalog(
+      lake,
+      `SELECT (SELECT count(*) FROM internal_transactions WHERE value > 0) AS itx, (SELECT count(*) FROM mined_blocks) AS mined,
+              (SELECT count(*) FROM transactions WHERE NOT tx_status) AS failed, (SELECT count(*) FROM erc20_transfers WHERE value IS NULL) AS huge`,
+    );
+    for (const v of Object.values(counted[0]!)) expect(Number(v)).toBeGreaterThan(0);
+
+    // The table landed in the lake, queryable as `reconciliation`, one row per balance, every one reconciled.
+    const table = await queryCatalog(
+      lake,
+      `SELECT count(*) AS n, count(*) FILTER (WHERE reconciled AND difference = 0 AND reason IS NULL) AS ok,
+              count(*) FILTER (WHERE asset = 'native' AND computed > 0) AS native FROM reconciliation`,
+    );
+    expect(table[0]).toEqual({ n: BigInt(r.rowsOut.length), ok: BigInt(r.rowsOut.length), native: BigInt(ACCOUNTS.length) });
+    // Reconciling again replaces the rows (one per address and asset), it does not add to them.
+    await reconcileLocalLake(new LakePaths(lake), { genesis });
+    expect((await queryCatalog(lake, 'SELECT count(*) AS n FROM reconciliation'))[0]!.n).toBe(BigInt(r.rowsOut.length));
+  });
+
+  it('a row removed from the lake shows as a difference, with its reason', async () => {
+    const reader = await openLakeReader(new LakePaths(lake));
+    try {
+      const victim = ACCOUNTS[2]!;
+      const gone = (
+        await reader.conn.runAndReadAll(
+          `SELECT transaction_hash, CAST(value AS VARCHAR) AS value, CAST(tx_fee AS VARCHAR) AS fee FROM transactions
+           WHERE sender = '${victim}' AND tx_status AND value > 0 ORDER BY block_number LIMIT 1`,
+        )
+      ).getRowObjectsJS()[0] as { transaction_hash: string; value: string; fee: string };
+      // The lake without that one row, as the rest of the statement reads it.
+      const db = String((await reader.conn.runAndReadAll('SELECT current_database()')).getRowsJS()[0]![0]);
+      await reader.conn.run(`CREATE TEMP VIEW transactions AS SELECT * FROM "${db}".main.transactions WHERE transaction_hash <> '${gone.transaction_hash}'`);
+      const rows = await reconcileBalances(reader.conn, { genesis });
+      const differs = rows.filter((x) => x.outcome !== 'reconciled');
+      expect(differs.map((x) => [x.address, x.asset, x.outcome])).toEqual([[victim, 'native', 'differs']]);
+      expect(differs[0]!.difference).toBe(-(BigInt(gone.value) + BigInt(gone.fee)));
+      expect(differs[0]!.reason).toMatch(/^difference of -\d+ over a whole history the lake holds: a row missing from the lake/);
+    } finally {
+      reader.close();
+    }
+  });
+
+  it('an account whose history starts after block 0 is "history not complete", not a difference', async () => {
+    const later = path.join(dir, 'later');
+    const accounts = [ACCOUNTS[0]!];
+    expect((await runJob(wholeHistoryJob(later, accounts, 5_000), { simulator: sim })).status).toBe('complete');
+    const r = await reconcileLocalLake(new LakePaths(later), { genesis });
+    expect(r.rowsOut.length).toBe(1 + TOKENS.length);
+    for (const row of r.rowsOut) {
+      expect(row.outcome).toBe('unchecked');
+      expect(row.reason).toMatch(/^history not complete: .*not held from block 0/);
+      expect(row.difference).toBeNull();
+    }
+  });
+
+  it('windows committed in chunks and runs make one history; a gap between them is "history not complete"', async () => {
+    const accounts = [ACCOUNTS[1]!];
+    const chunked = path.join(dir, 'chunked');
+    // Chunks of 4,000 blocks, the history taken in two runs: [0, 20000] then [20001, head].
+    for (const range of [{ toBlock: 20_000 }, { fromBlock: 20_001 }]) {
+      const job = wholeHistoryJob(chunked, accounts, 0, { windowBlocks: 4_000, ...range });
+      expect((await runJob(job, { simulator: sim })).status).toBe('complete');
+    }
+    const windows = await queryCatalog(chunked, `SELECT count(*) AS n FROM windows WHERE dataset = 'transactions'`);
+    expect(Number(windows[0]!.n)).toBeGreaterThan(5);
+    const whole = await reconcileLocalLake(new LakePaths(chunked), { genesis });
+    expect(whole.rowsOut.filter((x) => x.outcome !== 'reconciled').map((x) => x.reason)).toEqual([]);
+
+    // The same account with blocks 20001-24000 never fetched: a gap, so no history from block 0 to the balance.
+    const gap = path.join(dir, 'gap');
+    for (const range of [{ toBlock: 20_000 }, { fromBlock: 24_001 }]) {
+      const job = wholeHistoryJob(gap, accounts, 0, { windowBlocks: 4_000, ...range });
+      expect((await runJob(job, { simulator: sim })).status).toBe('complete');
+    }
+    const r = await reconcileLocalLake(new LakePaths(gap), { genesis });
+    const native = r.rowsOut.find((x) => x.asset === 'native')!;
+    expect(native.outcome).toBe('unchecked');
+    expect(native.reason).toMatch(
+      /^history not complete: transactions held from block 0 to 20000 only, internal_transactions held from block 0 to 20000 only \(the balance is at block \d+\)$/,
+    );
+  });
+
+  it('chainlake reconcile prints the summary and exits 6 when a balance differs, 0 when all reconcile or cannot be judged', async () => {
+    // The simulator's genesis file, as a user gets it.
+    const right = path.join(dir, 'genesis.json');
+    const written = await runCli(['simulate', '--seed', String(SEED), '--write-genesis', right], { timeoutMs: 120_000 });
+    expect(written.code, written.stderr).toBe(0);
+    expect(written.stdout).toContain(`to ${right}`);
+    const ok = await runCli(['reconcile', '--lake', lake, '--genesis', right, '--format', 'json'], { timeoutMs: 120_000 });
+    expect(ok.code, ok.stderr).toBe(0);
+    const doc = JSON.parse(ok.stdout) as { balances: number; reconciled: number; differs: number };
+    expect(doc).toMatchObject({ balances: ACCOUNTS.length * (1 + TOKENS.length), reconciled: ACCOUNTS.length * (1 + TOKENS.length), differs: 0 });
+
+    // One allocation 1 wei off: that account's native balance differs, and the command says which.
+    const wrong = path.join(dir, 'genesis-wrong.json');
+    const off = ACCOUNTS[0]!;
+    const doc2 = JSON.parse(genesisFile(chain)) as { mainnet: Record<string, string> };
+    doc2.mainnet[off] = String(BigInt(doc2.mainnet[off]!) + 1n);
+    await writeFile(wrong, JSON.stringify(doc2));
+    const bad = await runCli(['reconcile', '--lake', lake, '--genesis', wrong], { timeoutMs: 120_000 });
+    expect(bad.code, bad.stderr).toBe(5);
+    expect(bad.stdout).toMatch(new RegExp(`^reconciled ${doc.balances - 1} of ${doc.balances} balances .*: 1 differ, 0 unchecked`));
+    expect(bad.stdout).toContain(`differs   mainnet`);
+    expect(bad.stdout).toMatch(new RegExp(`${off} native: difference of -1 over a whole history`));
+
+    // Without the genesis allocations no native balance can be judged (the opening balance is unknown): exit 0.
+    const none = await runCli(['reconcile', '--lake', lake], { timeoutMs: 120_000 });
+    expect(none.code, none.stderr).toBe(0);
+    expect(none.stdout).toContain(`${ACCOUNTS.length} unchecked`);
+    expect(none.stdout).toMatch(/unchecked mainnet \S+ 0x[0-9a-f]{40} native: opening balance unknown/);
+  });
+});

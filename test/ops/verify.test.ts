@@ -1,0 +1,169 @@
+// `chainlake verify` on real lakes against the real simulator: a clean lake holds; a lake another DuckLake writer
+// deleted rows from differs in exactly that window, `--repair` fetches that window alone and verify holds after;
+// a listing that ignores its block range filter is detected (by verify, and refused by a run).
+import { DuckDBInstance } from '@duckdb/node-api';
+import { existsSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseJob, type Job } from '../../src/pipeline/job.js';
+import { runJob } from '../../src/pipeline/run.js';
+import { planVerifySession, verifySession } from '../../src/pipeline/verify/session.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { REFERENCE_DIR } from '../ducklake/helpers.js';
+import { runCli } from '../helpers/cli.js';
+import { queryCatalog, tempDir } from '../helpers/lake.js';
+
+const A = '0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c';
+const B = '0x235cc9e6a7b9bac03056f3eb7034c30bd80a5157';
+const HAS_REF = existsSync(path.join(REFERENCE_DIR, 'ducklake.duckdb_extension'));
+
+let sim: RunningSimulator;
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+
+const jobDoc = (lake: string, extra: Record<string, unknown> = {}) => ({
+  name: 'verify-test',
+  network: 'mainnet',
+  target: 'simulator',
+  simulator: { seed: 1, scale: 'small' },
+  lake,
+  // Fixed chunks: several committed windows per scope.
+  range: { fromBlock: 0, toBlock: 'head', windowBlocks: 6000 },
+  datasets: { transactions: { addresses: [A, B] } },
+  ...extra,
+});
+const jobOf = (lake: string, extra?: Record<string, unknown>): Job => parseJob(jobDoc(lake, extra), 'verify-test');
+
+/** Statements through the reference DuckLake extension, the lake attached read-write as `lake`. */
+async function withRef(lake: string, statements: string[]): Promise<void> {
+  const instance = await DuckDBInstance.create(':memory:', { allow_unsigned_extensions: 'true' });
+  const conn = await instance.connect();
+  try {
+    await conn.run("SET TimeZone = 'UTC'");
+    await conn.run(`LOAD '${path.join(REFERENCE_DIR, 'ducklake.duckdb_extension')}'`);
+    await conn.run(`ATTACH 'ducklake:${path.join(lake, 'catalog.duckdb')}' AS lake`);
+    for (const sql of statements) await conn.run(sql);
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+}
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 1, scale: 'small' });
+  tmp = await tempDir('chainlake-verify-');
+});
+afterAll(async () => {
+  await sim?.close();
+  await tmp?.cleanup();
+});
+
+describe('chainlake verify (local lake)', () => {
+  it('a clean lake holds: every window held, one request per scope, findings in the verifications table', async () => {
+    const lake = path.join(tmp.dir, 'clean');
+    const job = jobOf(lake);
+    expect((await runJob(job, { simulator: sim })).status).toBe('complete');
+    // The plan: one request per scope, and nothing sent to say so.
+    const sent = sim.stats().requests;
+    expect(await planVerifySession(job, { kind: 'local', lake }, {})).toEqual({
+      windows: 14,
+      requests: 2,
+      exportRequests: expect.any(Number),
+      notCheckable: 0,
+    });
+    expect(sim.stats().requests).toBe(sent);
+    const s = await verifySession(job, { kind: 'local', lake }, {}, { simulator: sim });
+    expect(s.rows.filter((r) => r.status === 'differs')).toEqual([]);
+    expect(s.holds).toBe(true);
+    const counts = s.rows.filter((r) => r.check === 'count');
+    expect(counts.length).toBeGreaterThanOrEqual(2 * 6);
+    expect(counts.every((r) => r.status === 'held')).toBe(true);
+    // Consecutive windows of a scope are asked as one range: one request per scope when everything holds.
+    expect(s.requests).toBe(2);
+    expect(s.exportRequests).toBeGreaterThan(s.requests);
+    for (const check of ['gaps', 'rows_in_windows', 'duplicate_keys', 'nonces', 'range_filter'])
+      expect(s.rows.some((r) => r.check === check && r.status === 'held')).toBe(true);
+    const recorded = await queryCatalog(lake, `SELECT status, count(*) AS n FROM verifications WHERE verify_id = '${s.verifyId}' GROUP BY status`);
+    expect(recorded).toEqual([{ status: 'held', n: BigInt(s.rows.length) }]);
+    const usage = await queryCatalog(lake, `SELECT requests FROM request_usage WHERE run_id = '${s.verifyId}'`);
+    expect(usage).toEqual([{ requests: 2n }]);
+  }, 120_000);
+
+  it.skipIf(!HAS_REF)(
+    'rows deleted by another writer: that window differs (exit 5), --repair fetches it alone, then verify holds',
+    async () => {
+      const lake = path.join(tmp.dir, 'altered');
+      const job = jobOf(lake);
+      expect((await runJob(job, { simulator: sim })).status).toBe('complete');
+      const [w] = await queryCatalog(lake, `SELECT from_block, to_block FROM windows WHERE scope = 'address=${A}' AND from_block = 12000`);
+      expect(w).toBeDefined();
+      await withRef(lake, [
+        `DELETE FROM lake.transactions WHERE transaction_hash IN (SELECT transaction_hash FROM lake.transactions
+         WHERE sender = '${A}' AND block_number BETWEEN 12000 AND 17999 ORDER BY transaction_hash LIMIT 2)`,
+      ]);
+
+      // The command as a user runs it (the job's embedded simulator is the same chain): exit 5, the window named.
+      const jobFile = path.join(tmp.dir, 'altered.json');
+      await writeFile(jobFile, JSON.stringify(jobDoc(lake)));
+      const cli = await runCli(['verify', jobFile, '--format', 'json'], { timeoutMs: 120_000 });
+      expect(cli.code).toBe(5);
+      expect(JSON.parse(cli.stdout).differing).toEqual([`transactions/mainnet/address=${A}/12000-17999`]);
+      const s = await verifySession(job, { kind: 'local', lake }, {}, { simulator: sim });
+      expect(s.holds).toBe(false);
+      const differs = s.rows.filter((r) => r.status === 'differs');
+      expect(differs).toEqual([
+        expect.objectContaining({
+          check: 'count',
+          dataset: 'transactions',
+          scope: `address=${A}`,
+          fromBlock: 12000,
+          toBlock: 17999,
+          apiCount: expect.any(Number),
+        }),
+        // The two were A's own sent transactions, and the lake holds A's whole history: their nonces are holes.
+        expect.objectContaining({
+          check: 'nonces',
+          scope: `address=${A}`,
+          status: 'differs',
+          detail: expect.stringMatching(/^2 nonces below \d+ are missing$/),
+        }),
+      ]);
+      expect(differs[0]!.apiCount! - differs[0]!.lakeCount!).toBe(2);
+      expect(s.differing.map((d) => d.id)).toEqual([`transactions/mainnet/address=${A}/12000-17999`]);
+
+      const repaired = await verifySession(job, { kind: 'local', lake }, {}, { simulator: sim, repair: true });
+      expect(repaired.repair?.status).toBe('complete');
+      // The session verifies again after repairing: its own findings are the lake after the repair.
+      expect(repaired.beforeRepair?.differing.map((d) => d.id)).toEqual([`transactions/mainnet/address=${A}/12000-17999`]);
+      expect(repaired.holds).toBe(true);
+      // Exactly the differing window was fetched again: the repair run's only window, and nothing of B.
+      const fetched = await queryCatalog(lake, `SELECT scope, from_block, to_block FROM windows WHERE run_id = '${repaired.repair!.runId}'`);
+      expect(fetched).toEqual([{ scope: `address=${A}`, from_block: 12000n, to_block: 17999n }]);
+      const after = await verifySession(job, { kind: 'local', lake }, {}, { simulator: sim });
+      expect(after.holds).toBe(true);
+      expect(after.rows.filter((r) => r.check === 'count').every((r) => r.status === 'held')).toBe(true);
+    },
+    180_000,
+  );
+
+  it('an API whose listing ignores the block range filter is detected by verify (test/extract/range-filter.test.ts: a run refuses it)', async () => {
+    const lake = path.join(tmp.dir, 'ranged');
+    // A lake of blocks from 6000 on: the union of its windows is not the whole history.
+    const job = jobOf(lake, { range: { fromBlock: 6000, toBlock: 'head', windowBlocks: 6000 } });
+    expect((await runJob(job, { simulator: sim })).status).toBe('complete');
+    const ignoring = await startSimulator({ seed: 1, scale: 'small', dialect: 'real', ignoresRangeFilter: true });
+    try {
+      const s = await verifySession(job, { kind: 'local', lake }, {}, { simulator: ignoring });
+      expect(s.holds).toBe(false);
+      const filter = s.rows.filter((r) => r.check === 'range_filter' && r.status === 'differs');
+      expect(filter.length).toBeGreaterThan(0);
+      expect(filter[0]!.detail).toMatch(/ignores the block range filter/);
+      // Nothing is marked held on the word of such a listing, and repair has nothing to fetch from it.
+      const counts = s.rows.filter((r) => r.check === 'count' && filter.some((f) => f.scope === r.scope));
+      expect(counts.every((r) => r.status === 'not-checked')).toBe(true);
+      expect(s.differing).toEqual([]);
+    } finally {
+      await ignoring.close();
+    }
+  }, 180_000);
+});
