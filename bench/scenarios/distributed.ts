@@ -26,9 +26,7 @@ async function enqueueJob(file: string, env: NodeJS.ProcessEnv): Promise<void> {
 async function runFinished(client: pg.Client, job: string): Promise<number> {
   for (let polls = 0; polls <= 60_000; polls++) {
     const r = (
-      await client.query(`SELECT (EXTRACT(EPOCH FROM finished_at) * 1000)::FLOAT8 AS t FROM chainlake.runs WHERE job_name = $1 AND finished_at IS NOT NULL`, [
-        job,
-      ])
+      await client.query(`SELECT (EXTRACT(EPOCH FROM finished_at) * 1000)::FLOAT8 AS t FROM chainlake.runs WHERE job = $1 AND finished_at IS NOT NULL`, [job])
     ).rows[0];
     if (r) return Number(r.t);
     await new Promise((r) => setTimeout(r, 10));
@@ -156,11 +154,11 @@ export async function distributed(ctx: Context): Promise<Omit<ScenarioResult, 's
       const after = await Promise.all(sims.map((s) => s.stats()));
       const requests = after.reduce((a, s, i) => a + s.requests - before[i]!.requests, 0);
       const limited = after.reduce((a, s, i) => a + s.rateLimited - before[i]!.rateLimited, 0);
-      const state = (await client.query(`SELECT job_name, status FROM chainlake.runs ORDER BY created_at`)).rows.map((r) => `${r.job_name} ${r.status}`);
+      const state = (await client.query(`SELECT job, status FROM chainlake.runs ORDER BY started_at`)).rows.map((r) => `${r.job} ${r.status}`);
       if (state.join() !== `${WARM_UP_JOB} complete,${JOB} complete`) throw new Error(`bench: runs ended ${state.join(', ')}`);
-      const ofJob = `run_id IN (SELECT run_id FROM chainlake.runs WHERE job_name = '${JOB}')`;
+      const ofJob = `run_id IN (SELECT run_id FROM chainlake.runs WHERE job = '${JOB}')`;
       const rows = Number(
-        (await client.query(`SELECT COALESCE(sum(rows), 0)::BIGINT AS n FROM chainlake.windows WHERE state = 'committed' AND ${ofJob}`)).rows[0].n,
+        (await client.query(`SELECT COALESCE(sum(rows_got), 0)::BIGINT AS n FROM chainlake.windows WHERE status = 'committed' AND ${ofJob}`)).rows[0].n,
       );
       const seconds = (endAt - firstAt) / 1000;
       const lastFetch = Number(

@@ -148,6 +148,6 @@ export class SharedQuota implements QuotaGate {
 
 /** Requests reserved (spent or held) per UTC day of an account, as PostgreSQL counts them. */
 export async function accountUsage(client: Pick<pg.Client, 'query'>, account: string): Promise<Map<string, number>> {
-  const r = await client.query(`SELECT day, requests FROM ${CONTROL_SCHEMA}.request_usage WHERE account = $1`, [account]);
+  const r = await client.query(`SELECT CAST(day AS TEXT) AS day, requests FROM ${CONTROL_SCHEMA}.request_usage WHERE account = $1`, [account]);
   return new Map(r.rows.map((row) => [String(row.day), Number(row.requests)]));
 }

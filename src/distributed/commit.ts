@@ -31,6 +31,7 @@ import type { Logger } from '../pipeline/log.js';
 import { testHook } from '../load/test-hooks.js';
 import { ChainlakeError } from '../errors.js';
 import { CONTROL_SCHEMA } from './control-plane.js';
+import { recordCommitted } from '../load/ledger/windows.js';
 import { closeEndedRuns } from './runs.js';
 import { ensureTable } from '../load/lake-tables.js';
 import type { Store } from './store.js';
@@ -97,18 +98,17 @@ export interface CommitDeps {
 /** Windows fetched and waiting for the committer, oldest first, up to about `maxRows` rows. */
 export async function fetchedWindows(catalog: CatalogDb, maxRows: number): Promise<FetchedWindow[]> {
   const rows = await catalog.query(
-    `SELECT run_id, window_id, dataset, network, scope_key, fragment_path, reject_path, rows, request_log, covered_from, covered_to, CAST(spec AS TEXT) AS spec FROM ${CONTROL_SCHEMA}.windows
-     WHERE state = 'fetched' ORDER BY updated_at, run_id, window_id LIMIT 2000`,
+    `SELECT run_id, window_id, dataset, network, scope, fragment_path, reject_path, rows_got, request_log, from_block, to_block, CAST(spec AS TEXT) AS spec FROM ${CONTROL_SCHEMA}.windows
+     WHERE status = 'fetched' ORDER BY updated_at, run_id, window_id LIMIT 2000`,
   );
   const out: FetchedWindow[] = [];
   let total = 0;
   for (const r of rows) {
-    const n = Number(r.rows ?? 0);
+    const n = Number(r.rows_got ?? 0);
     if (out.length > 0 && total + n > maxRows) break;
     total += n;
     const spec = JSON.parse(String(r.spec)) as WindowSpec;
-    const range =
-      r.covered_from !== null && r.covered_from !== undefined ? { from: Number(r.covered_from), to: Number(r.covered_to) } : (spec.range ?? undefined);
+    const range = r.from_block !== null && r.from_block !== undefined ? { from: Number(r.from_block), to: Number(r.to_block) } : (spec.range ?? undefined);
     const endpoint = spec.replaces && range ? getDataset(spec.dataset).endpoints.find((e) => e.id === spec.endpoint) : undefined;
     out.push({
       ...(spec.final === undefined ? {} : { final: spec.final }),
@@ -118,7 +118,7 @@ export async function fetchedWindows(catalog: CatalogDb, maxRows: number): Promi
       windowId: String(r.window_id),
       dataset: String(r.dataset),
       network: String(r.network),
-      scopeKey: String(r.scope_key),
+      scopeKey: String(r.scope),
       fragment: r.fragment_path === null ? null : String(r.fragment_path),
       rejectFragment: r.reject_path === null ? null : String(r.reject_path),
       rows: n,
@@ -224,19 +224,14 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
     [COMMITTER_LEASE, deps.holder, deps.leaseSeconds],
   );
   if (lease.length === 0) throw new LeaseLostError(deps.holder);
-  // Every window of the batch in one statement (a round trip per window made a large commit's transaction long).
-  // A window reaching into the unfinal zone is committed as provisional (the next run fetches it again).
-  const marked = await tx.query(
-    `UPDATE ${CONTROL_SCHEMA}.windows w SET state = k.state, snapshot_id = $3, updated_at = NOW(), request_log = NULL
-     FROM unnest($1::text[], $2::text[], $4::text[]) AS k(run_id, window_id, state)
-     WHERE w.run_id = k.run_id AND w.window_id = k.window_id AND w.state = 'fetched' RETURNING w.run_id, w.window_id`,
-    [windows.map((w) => w.runId), windows.map((w) => w.windowId), snapshotId, windows.map((w) => (isProvisional(w) ? 'provisional' : 'committed'))],
+  // Every window of the batch in one statement per status (a round trip per window made a large commit's
+  // transaction long); a window reaching into the unfinal zone is committed as provisional (the next run fetches it
+  // again); a window no longer fetched (committed twice?) is an error naming it.
+  await recordCommitted(
+    { db: tx, schema: CONTROL_SCHEMA },
+    windows.map((w) => ({ runId: w.runId, windowId: w.windowId, provisional: isProvisional(w) })),
+    snapshotId,
   );
-  if (marked.length !== windows.length) {
-    const done = new Set(marked.map((r) => `${String(r.run_id)}\u0000${String(r.window_id)}`));
-    const w = windows.find((x) => !done.has(`${x.runId}\u0000${x.windowId}`)) ?? windows[0]!;
-    throw new ChainlakeError(`window ${w.windowId} of run ${w.runId} is no longer waiting for a commit (committed twice?)`);
-  }
   // Their calls move from the windows' rows to the requests ledger, in the transaction that commits them.
   await insertRequests(tx, windows, CONTROL_SCHEMA);
   const keys = new Map<string, FetchedWindow>();
@@ -245,11 +240,11 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
     const run = (await tx.query(`SELECT range_from FROM ${CONTROL_SCHEMA}.runs WHERE run_id = $1`, [w.runId]))[0];
     const ranges = (
       await tx.query(
-        `SELECT covered_from, covered_to FROM ${CONTROL_SCHEMA}.windows
-         WHERE run_id = $1 AND dataset = $2 AND network = $3 AND scope_key = $4 AND state IN ('committed', 'provisional') AND covered_from IS NOT NULL`,
+        `SELECT from_block, to_block FROM ${CONTROL_SCHEMA}.windows
+         WHERE run_id = $1 AND dataset = $2 AND network = $3 AND scope = $4 AND status IN ('committed', 'provisional') AND from_block IS NOT NULL`,
         [w.runId, w.dataset, w.network, w.scopeKey],
       )
-    ).map((r) => ({ from: Number(r.covered_from), to: Number(r.covered_to) }));
+    ).map((r) => ({ from: Number(r.from_block), to: Number(r.to_block) }));
     if (ranges.length === 0 || !run) continue;
     const old = (
       await tx.query(`SELECT block FROM ${CONTROL_SCHEMA}.watermarks WHERE dataset = $1 AND network = $2 AND scope = $3 FOR UPDATE`, [
@@ -262,9 +257,9 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
     const { mark } = advanceWatermark(before, Number(run.range_from), ranges, w.final);
     if (mark === undefined || (before !== undefined && mark <= before)) continue;
     await tx.query(
-      `INSERT INTO ${CONTROL_SCHEMA}.watermarks (dataset, network, scope, block) VALUES ($1, $2, $3, $4)
-       ON CONFLICT (dataset, network, scope) DO UPDATE SET block = EXCLUDED.block, updated_at = NOW()`,
-      [w.dataset, w.network, w.scopeKey, mark],
+      `INSERT INTO ${CONTROL_SCHEMA}.watermarks (dataset, network, scope, block, run_id) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (network, dataset, scope) DO UPDATE SET block = EXCLUDED.block, run_id = EXCLUDED.run_id, updated_at = NOW()`,
+      [w.dataset, w.network, w.scopeKey, mark, w.runId],
     );
   }
   await closeEndedRuns(

@@ -8,6 +8,9 @@ import pg from 'pg';
 import { PostgresCatalog } from '../ducklake/postgres-catalog.js';
 import { initialiseCatalog } from '../ducklake/ddl.js';
 import { ChainlakeError } from '../errors.js';
+import { migrateLedger } from '../load/ledger/schema.js';
+import type { Ledger } from '../load/ledger/windows.js';
+import type { PgClientLike } from '../ducklake/postgres-catalog.js';
 import { redactUrl } from './url.js';
 import { ensureVerificationsTable } from '../load/ledger-verifications.js';
 
@@ -38,65 +41,13 @@ export function checkCatalogUrl(url: string | undefined, flag = '--catalog'): st
   return url;
 }
 
+/**
+ * The control plane's lineage and coordination tables, beside the run ledger (runs, windows, watermarks, commits, request_usage:
+ * declared once for both modes in load/ledger/schema.ts and created or migrated by migrateLedger).
+ */
 const CONTROL_DDL = [
-  `CREATE SCHEMA IF NOT EXISTS ${CONTROL_SCHEMA}`,
-  `CREATE SCHEMA IF NOT EXISTS ${CATALOG_SCHEMA}`,
-  `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.runs (
-     run_id TEXT PRIMARY KEY,
-     job_name TEXT NOT NULL,
-     network TEXT NOT NULL,
-     job_doc JSONB NOT NULL,
-     job_file TEXT NOT NULL,
-     head BIGINT,
-     range_from BIGINT NOT NULL,
-     range_to BIGINT,
-     ingested_at TEXT NOT NULL,
-     created_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
-     finished_at TIMESTAMPTZ,
-     status TEXT NOT NULL DEFAULT 'running'
-   )`,
-  `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.windows (
-     run_id TEXT NOT NULL REFERENCES ${CONTROL_SCHEMA}.runs (run_id),
-     window_id TEXT NOT NULL,
-     dataset TEXT NOT NULL,
-     network TEXT NOT NULL,
-     scope_key TEXT NOT NULL,
-     spec JSONB NOT NULL,
-     job_id UUID NOT NULL,
-     state TEXT NOT NULL DEFAULT 'queued',
-     covered_from BIGINT,
-     covered_to BIGINT,
-     fragment_path TEXT,
-     reject_path TEXT,
-     rows BIGINT,
-     rejects BIGINT,
-     requests BIGINT,
-     attempts INTEGER NOT NULL DEFAULT 0,
-     error TEXT,
-     worker TEXT,
-     snapshot_id BIGINT,
-     fetched_at TIMESTAMPTZ,
-     updated_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
-     PRIMARY KEY (run_id, window_id)
-   )`,
-  `CREATE INDEX IF NOT EXISTS windows_state ON ${CONTROL_SCHEMA}.windows (state)`,
-  // A fetched window's calls (JSON text), from its worker to the commit that records them in `requests`.
-  `ALTER TABLE ${CONTROL_SCHEMA}.windows ADD COLUMN IF NOT EXISTS request_log TEXT`,
+  // Lineage: each window's calls, recorded by the commit that commits the window (load/ledger-requests.ts).
   ...requestsLedgerDdl(CONTROL_SCHEMA),
-  `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.watermarks (
-     dataset TEXT NOT NULL,
-     network TEXT NOT NULL,
-     scope TEXT NOT NULL,
-     block BIGINT NOT NULL,
-     updated_at TIMESTAMPTZ NOT NULL DEFAULT NOW(),
-     PRIMARY KEY (dataset, network, scope)
-   )`,
-  `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.request_usage (
-     account TEXT NOT NULL,
-     day TEXT NOT NULL,
-     requests BIGINT NOT NULL,
-     PRIMARY KEY (account, day)
-   )`,
   `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.leases (
      name TEXT PRIMARY KEY,
      holder TEXT NOT NULL,
@@ -116,6 +67,11 @@ const CONTROL_DDL = [
   // Control planes written before runs took the single machine's status words (src/distributed/runs.ts).
   `UPDATE ${CONTROL_SCHEMA}.runs SET status = 'complete' WHERE status = 'completed'`,
 ];
+
+/** The run ledger in the control plane, on `client` (its window transitions: load/ledger/windows.ts). */
+export function controlLedger(client: PgClientLike): Ledger {
+  return { db: new PostgresCatalog(client), schema: CONTROL_SCHEMA };
+}
 
 /** Any key for the advisory lock that serialises setting up the control plane (several workers start at once). */
 const SETUP_LOCK = 7_214_002_201;
@@ -154,13 +110,17 @@ export async function connect(url: string): Promise<pg.Client> {
 }
 
 /**
- * Creates what is missing: chainlake's tables and an empty DuckLake catalog whose data path is `dataPath`.
- * Idempotent, and safe when several machines start at once (one advisory lock).
+ * Creates what is missing: chainlake's tables and an empty DuckLake catalog whose data path is `dataPath`, and
+ * migrates an older control plane's ledger. Idempotent, and safe when several machines start at once (one advisory lock).
  */
 export async function setupControlPlane(client: pg.Client, dataPath: string): Promise<void> {
   await client.query('BEGIN');
   try {
     await client.query('SELECT pg_advisory_xact_lock($1)', [SETUP_LOCK]);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${CONTROL_SCHEMA}`);
+    await client.query(`CREATE SCHEMA IF NOT EXISTS ${CATALOG_SCHEMA}`);
+    // The run ledger, created or (a control plane of an earlier chainlake) migrated to the one both modes share.
+    await migrateLedger(nestedCatalog(client), CONTROL_SCHEMA);
     for (const statement of CONTROL_DDL) await client.query(statement);
     await ensureVerificationsTable(nestedCatalog(client), CONTROL_SCHEMA);
     const exists = await client.query(`SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'ducklake_metadata'`, [CATALOG_SCHEMA]);

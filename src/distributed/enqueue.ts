@@ -14,7 +14,8 @@ import { joinWindows, narrowWindows, needsHead } from '../pipeline/prepare.js';
 import { buildClients, newRunId, resolveTargets, transportOptionsOf, type RunOptions } from '../pipeline/run.js';
 import { watermarkKey } from '../load/state.js';
 import { ChainlakeError } from '../errors.js';
-import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, setupControlPlane, underSetupLock } from './control-plane.js';
+import { reofferWindows } from '../load/ledger/windows.js';
+import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, controlLedger, setupControlPlane, underSetupLock } from './control-plane.js';
 import { againJobId, DEFAULT_QUEUE_SETTINGS, openQueue, sendWindows, windowJobId, type QueueSettings } from './queue.js';
 import { closeEndedRuns, lockRuns, RUN_RUNNING } from './runs.js';
 import { openStore } from './store.js';
@@ -64,8 +65,8 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
       // The unfinished run of the job, else (retryFailed) its last run.
       const run = (
         await client.query(
-          `SELECT run_id, head, finished_at IS NULL AS open FROM ${CONTROL_SCHEMA}.runs WHERE job_name = $1 AND network = $2
-           ${how.retryFailed ? '' : 'AND finished_at IS NULL'} ORDER BY finished_at IS NULL DESC, created_at DESC, run_id DESC LIMIT 1`,
+          `SELECT run_id, head, finished_at IS NULL AS open FROM ${CONTROL_SCHEMA}.runs WHERE job = $1 AND network = $2
+           ${how.retryFailed ? '' : 'AND finished_at IS NULL'} ORDER BY finished_at IS NULL DESC, started_at DESC, run_id DESC LIMIT 1`,
           [job.name, job.network],
         )
       ).rows[0];
@@ -118,20 +119,16 @@ async function offerAgain(client: import('pg').Client, boss: import('pg-boss'), 
     await lockRuns((text, values) => client.query(text, values), [runId]);
     const over = (
       await client.query(
-        `SELECT w.window_id, w.job_id, w.state FROM ${CONTROL_SCHEMA}.windows w
-         WHERE w.run_id = $1 AND (w.state = 'failed' OR (w.state = 'queued' AND NOT EXISTS (
+        `SELECT w.window_id, w.job_id, w.status FROM ${CONTROL_SCHEMA}.windows w
+         WHERE w.run_id = $1 AND (w.status = 'failed' OR (w.status = 'queued' AND NOT EXISTS (
            SELECT 1 FROM ${QUEUE_SCHEMA}.job j WHERE j.name = $2 AND j.id = w.job_id AND j.state IN ('created', 'retry', 'active'))))
          ORDER BY w.window_id`,
         [runId, WINDOW_QUEUE],
       )
-    ).rows.map((r) => ({ windowId: String(r.window_id), previous: String(r.job_id), failed: r.state === 'failed' }));
+    ).rows.map((r) => ({ windowId: String(r.window_id), previous: String(r.job_id), failed: r.status === 'failed' }));
     const again = over.map((w) => ({ ...w, runId, jobId: againJobId(runId, w.windowId, w.previous) }));
     if (again.length > 0) {
-      await client.query(
-        `UPDATE ${CONTROL_SCHEMA}.windows w SET state = 'queued', job_id = k.job_id, error = NULL, updated_at = NOW()
-         FROM unnest($2::text[], $3::uuid[]) AS k(window_id, job_id) WHERE w.run_id = $1 AND w.window_id = k.window_id`,
-        [runId, again.map((w) => w.windowId), again.map((w) => w.jobId)],
-      );
+      await reofferWindows(controlLedger(client), again);
       await sendWindows(boss, client, again, settings);
       await client.query(`UPDATE ${CONTROL_SCHEMA}.runs SET finished_at = NULL, status = '${RUN_RUNNING}' WHERE run_id = $1 AND finished_at IS NOT NULL`, [
         runId,
@@ -141,7 +138,7 @@ async function offerAgain(client: import('pg').Client, boss: import('pg-boss'), 
     await closeEndedRuns((text, values) => client.query(text, values), [runId]);
     const pending = Number(
       (
-        await client.query(`SELECT count(*)::BIGINT AS n FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND state NOT IN ('committed', 'provisional')`, [
+        await client.query(`SELECT count(*)::BIGINT AS n FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND status NOT IN ('committed', 'provisional')`, [
           runId,
         ])
       ).rows[0].n,
@@ -191,7 +188,7 @@ async function planAndQueue(
   await client.query('BEGIN');
   try {
     await client.query(
-      `INSERT INTO ${CONTROL_SCHEMA}.runs (run_id, job_name, network, job_doc, job_file, head, range_from, range_to, ingested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      `INSERT INTO ${CONTROL_SCHEMA}.runs (run_id, job, network, job_doc, job_file, head, range_from, range_to, ingested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
       [runId, job.name, job.network, JSON.stringify(storableDoc(doc)), job.file, head, range.from, head === null ? null : range.to, started.toISOString()],
     );
     // Two statements whatever the plan's size: two round trips per window made a large job's enqueue slow.
@@ -232,9 +229,10 @@ async function insertWindows(
   windows: readonly { windowId: string; spec: WindowSpec }[],
 ): Promise<number> {
   const r = await client.query(
-    `INSERT INTO ${CONTROL_SCHEMA}.windows (run_id, window_id, dataset, network, scope_key, spec, job_id)
-     SELECT $1, k.window_id, k.dataset, k.network, k.scope_key, k.spec::jsonb, k.job_id
-     FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::uuid[]) AS k(window_id, dataset, network, scope_key, spec, job_id)
+    `INSERT INTO ${CONTROL_SCHEMA}.windows (run_id, window_id, dataset, network, scope, spec, job_id, from_block, to_block)
+     SELECT $1, k.window_id, k.dataset, k.network, k.scope, k.spec::jsonb, k.job_id, k.from_block, k.to_block
+     FROM unnest($2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::uuid[], $8::bigint[], $9::bigint[])
+       AS k(window_id, dataset, network, scope, spec, job_id, from_block, to_block)
      ON CONFLICT DO NOTHING`,
     [
       runId,
@@ -244,6 +242,8 @@ async function insertWindows(
       windows.map((w) => w.spec.scopeKey),
       windows.map((w) => JSON.stringify(w.spec)),
       windows.map((w) => windowJobId(runId, w.windowId)),
+      windows.map((w) => w.spec.range?.from ?? null),
+      windows.map((w) => w.spec.range?.to ?? null),
     ],
   );
   return r.rowCount ?? 0;

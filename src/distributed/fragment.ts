@@ -20,7 +20,8 @@ import { ident, literal } from '../load/sql.js';
 import { testHook } from '../load/test-hooks.js';
 import { STAGED_PARTITION } from '../load/schema.js';
 import type { RowTransformer } from '../transform/rows.js';
-import { CONTROL_SCHEMA } from './control-plane.js';
+import { CONTROL_SCHEMA, controlLedger } from './control-plane.js';
+import { recordFetched } from '../load/ledger/windows.js';
 import { insertWindow } from './enqueue.js';
 import { sendWindow, type QueueSettings, type WindowJob } from './queue.js';
 import type { Store } from './store.js';
@@ -88,9 +89,9 @@ let nextIndex = 0;
 export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, deps: FetchDeps): Promise<FetchResult> {
   const { client, store, duck, log } = deps;
   const { runId, windowId } = job.data;
-  const row = (await client.query(`SELECT spec, state FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND window_id = $2`, [runId, windowId])).rows[0];
+  const row = (await client.query(`SELECT spec, status FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND window_id = $2`, [runId, windowId])).rows[0];
   // Fetched by a worker whose turn expired, or committed already: the queue offered it again, nothing is left to do.
-  if (!row || row.state !== 'queued') return { state: 'skipped' };
+  if (!row || row.status !== 'queued') return { state: 'skipped' };
   const w = windowOfSpec(row.spec as WindowSpec);
   // The slot's folder holds the window's staged files, named by this index; each is removed when the window
   // ends. (A folder per window cost its creation and a recursive removal: a dozen file-system calls per window.)
@@ -151,28 +152,23 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
     const covered = outcome.window.range;
     await testHook('fragment');
     /** Records the window as fetched; false when another worker recorded it first (this one's turn had expired). */
-    const record = async (): Promise<boolean> =>
-      (
-        await client.query(
-          `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'fetched', fragment_path = $3, reject_path = $4, rows = $5, rejects = $6, requests = $7,
-             covered_from = $8, covered_to = $9, worker = $10, attempts = attempts + 1, error = NULL, fetched_at = NOW(), updated_at = NOW(), request_log = $11
-           WHERE run_id = $1 AND window_id = $2 AND state = 'queued'`,
-          [
-            runId,
-            windowId,
-            fragment,
-            rejectFragment,
-            outcome.rows,
-            outcome.rejects,
-            outcome.acct.requests,
-            covered?.from ?? null,
-            covered?.to ?? null,
-            deps.workerId,
-            // Its calls (lineage), recorded in `requests` by the commit that records the window.
-            encodeCalls(outcome.acct.calls),
-          ],
-        )
-      ).rowCount === 1;
+    const record = (): Promise<boolean> =>
+      recordFetched(
+        controlLedger(client),
+        { runId, windowId },
+        {
+          fragmentPath: fragment,
+          rejectPath: rejectFragment,
+          rows: outcome.rows,
+          rejects: outcome.rejects,
+          requests: outcome.acct.requests,
+          fromBlock: covered?.from ?? null,
+          toBlock: covered?.to ?? null,
+          worker: deps.workerId,
+          // Its calls (lineage), recorded in `requests` by the commit that records the window.
+          requestLog: encodeCalls(outcome.acct.calls),
+        },
+      );
     let recorded: boolean;
     if (outcome.rest) {
       // The window stopped at its row target: the rest of its range is a window of its own, queued in the same

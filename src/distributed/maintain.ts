@@ -47,8 +47,8 @@ export async function maintainLake(opts: MaintainOptions): Promise<MaintainRepor
     const candidates = [...(await store.list('lake')), ...(await store.list('fragments'))];
     const referenced = new Set<string>();
     const fragments = await client.query(
-      `SELECT fragment_path AS p FROM ${CONTROL_SCHEMA}.windows WHERE state = 'fetched' AND fragment_path IS NOT NULL
-       UNION ALL SELECT reject_path FROM ${CONTROL_SCHEMA}.windows WHERE state = 'fetched' AND reject_path IS NOT NULL`,
+      `SELECT fragment_path AS p FROM ${CONTROL_SCHEMA}.windows WHERE status = 'fetched' AND fragment_path IS NOT NULL
+       UNION ALL SELECT reject_path FROM ${CONTROL_SCHEMA}.windows WHERE status = 'fetched' AND reject_path IS NOT NULL`,
     );
     for (const r of fragments.rows) referenced.add(norm(String(r.p)));
     const tables = await catalog.query(

@@ -4,8 +4,9 @@
  * so a query sees one whole snapshot even while the committer goes on.
  *
  * Beside them, the same tables a local lake's catalog has (see load/catalog.ts), so that a query or `status`
- * reads either kind of lake alike: `runs`, `windows`, `watermarks` and `request_usage` (views of the control
- * plane's ledger in the local lake's columns; the ledger itself as `chainlake.runs`, `chainlake.windows`…),
+ * reads either kind of lake alike: `runs`, `windows`, `watermarks` and `request_usage` (the one ledger of both
+ * modes, load/ledger/schema.ts; copied as `chainlake.runs`, `chainlake.windows`…), lineage's `requests` and
+ * verify's `verifications`,
  * the `files` view, the DuckLake's own `ducklake_*` tables, and an empty view of the right columns for every
  * dataset and `_rejects` no snapshot has written yet. These are copies taken when the reader opens.
  */
@@ -18,6 +19,7 @@ import { dataPathOf, listTables, planScan, resolveSnapshot, type AsOf } from '..
 import { filesView } from '../load/catalog.js';
 import { datasetShape, emptyTypedSelect, REJECTS_SHAPE } from '../load/schema.js';
 import { ident, literal } from '../load/sql.js';
+import { ledgerDdl, ledgerTable } from '../load/ledger/schema.js';
 import { CATALOG_SCHEMA, CONTROL_SCHEMA, openCatalog, QUEUE_SCHEMA, WINDOW_QUEUE } from './control-plane.js';
 import { ChainlakeError } from '../errors.js';
 import { openStore, storeLocationOf } from './store.js';
@@ -89,6 +91,63 @@ function describeAsOf(asOf: AsOf): string {
   return 'snapshot' in asOf ? `snapshot ${asOf.snapshot}` : `time ${asOf.time.toISOString()}`;
 }
 
+/** Rows per INSERT when copying a table: a statement of bounded size, whatever the table's. */
+const COPY_BATCH_ROWS = 1000;
+
+/**
+ * Copies a PostgreSQL table (`select` may replace its rows' query) into the DuckDB table `target`, which exists:
+ * each of `columns` from the source column of that name (`from` when the source has not got it: a control plane
+ * not yet migrated, read by a role that may not migrate it), else NULL. Every value travels as PostgreSQL's text
+ * and is cast to the target column's type by DuckDB.
+ */
+async function copyTable(
+  client: pg.Client,
+  conn: DuckDBConnection,
+  source: { schema: string; table: string; select?: string },
+  target: string,
+  columns: readonly { name: string; from?: string }[],
+): Promise<void> {
+  const have = new Set(
+    (
+      await client.query<{ column_name: string }>(`SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2`, [
+        source.schema,
+        source.table,
+      ])
+    ).rows.map((r) => r.column_name),
+  );
+  const picked = columns.map((c) => (have.has(c.name) ? c.name : c.from && have.has(c.from) ? c.from : undefined));
+  const from = source.select ?? `SELECT * FROM ${source.schema}.${source.table}`;
+  const rows = (
+    await client.query<(string | null)[]>({
+      text: `SELECT ${picked.map((p) => (p ? `t.${ident(p)}::text` : 'NULL::text')).join(', ')} FROM (${from}) t`,
+      rowMode: 'array',
+    })
+  ).rows;
+  const list = columns.map((c) => ident(c.name)).join(', ');
+  for (let i = 0; i < rows.length; i += COPY_BATCH_ROWS) {
+    const values = rows.slice(i, i + COPY_BATCH_ROWS).map((r) => `(${r.map((v) => (v === null ? 'NULL' : literal(v))).join(', ')})`);
+    await conn.run(`INSERT INTO ${target} (${list}) VALUES ${values.join(', ')}`);
+  }
+}
+
+/** A PostgreSQL table as it is, into a new DuckDB table of the same columns (the DuckLake's catalog tables; `target`: its name there). */
+async function copyAsIs(client: pg.Client, conn: DuckDBConnection, schema: string, table: string, target = ident(table)): Promise<void> {
+  const columns = (
+    await client.query<{ column_name: string; data_type: string }>(
+      `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`,
+      [schema, table],
+    )
+  ).rows;
+  await conn.run(`CREATE TABLE ${target} (${columns.map((c) => `${ident(c.column_name)} ${DUCK_TYPES[c.data_type] ?? 'VARCHAR'}`).join(', ')})`);
+  await copyTable(
+    client,
+    conn,
+    { schema, table },
+    target,
+    columns.map((c) => ({ name: c.column_name })),
+  );
+}
+
 /** PostgreSQL's column types as DuckDB's (what a local catalog's DuckLake tables use); anything else as text. */
 const DUCK_TYPES: Record<string, string> = {
   bigint: 'BIGINT',
@@ -106,34 +165,6 @@ const DUCK_TYPES: Record<string, string> = {
   'timestamp with time zone': 'TIMESTAMPTZ',
   'timestamp without time zone': 'TIMESTAMP',
 };
-
-/** Rows per INSERT when copying a table: a statement of bounded size, whatever the table's. */
-const COPY_BATCH_ROWS = 1000;
-
-/**
- * Copies a PostgreSQL table (`select` may replace its rows' query, same columns) into a DuckDB table `target`
- * with the same columns: every value travels as PostgreSQL's text and is cast to the column's type by DuckDB.
- */
-async function copyTable(client: pg.Client, conn: DuckDBConnection, schema: string, table: string, target: string, select?: string): Promise<void> {
-  const columns = (
-    await client.query<{ column_name: string; data_type: string }>(
-      `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`,
-      [schema, table],
-    )
-  ).rows;
-  await conn.run(`CREATE TABLE ${target} (${columns.map((c) => `${ident(c.column_name)} ${DUCK_TYPES[c.data_type] ?? 'VARCHAR'}`).join(', ')})`);
-  const from = select ?? `SELECT * FROM ${schema}.${table}`;
-  const rows = (
-    await client.query<string[]>({
-      text: `SELECT ${columns.map((c) => `t.${ident(c.column_name)}::text`).join(', ')} FROM (${from}) t`,
-      rowMode: 'array',
-    })
-  ).rows;
-  for (let i = 0; i < rows.length; i += COPY_BATCH_ROWS) {
-    const values = rows.slice(i, i + COPY_BATCH_ROWS).map((r) => `(${r.map((v) => (v === null ? 'NULL' : literal(v))).join(', ')})`);
-    await conn.run(`INSERT INTO ${target} VALUES ${values.join(', ')}`);
-  }
-}
 
 async function relationExists(client: pg.Client, name: string): Promise<boolean> {
   return (await client.query(`SELECT to_regclass($1) IS NOT NULL AS found`, [name])).rows[0]?.found === true;
@@ -154,16 +185,24 @@ async function copyLedger(client: pg.Client, conn: DuckDBConnection, written: Re
         [CATALOG_SCHEMA],
       )
     ).rows.map((r) => r.table_name);
-    for (const t of catalogTables) await copyTable(client, conn, CATALOG_SCHEMA, t, ident(t));
+    for (const t of catalogTables) await copyAsIs(client, conn, CATALOG_SCHEMA, t);
     await conn.run(`CREATE SCHEMA ${CONTROL_SCHEMA}`);
+    // The ledger's tables as the one declaration has them (whatever chainlake wrote the control plane).
+    for (const statement of ledgerDdl('duckdb', CONTROL_SCHEMA, MIRRORED)) await conn.run(statement);
     // A failed window's error is kept by the queue (the worker hands it to pg-boss with the failure).
     const found: string[] = [];
     for (const q of [`${QUEUE_SCHEMA}.job`, `${QUEUE_SCHEMA}.archive`]) if (await relationExists(client, q)) found.push(q);
     const queue = found.length
       ? `JOIN (${found.map((q) => `SELECT id, output FROM ${q} WHERE name = ${literal(WINDOW_QUEUE)}`).join(' UNION ALL ')}) j ON j.id = w.job_id`
       : undefined;
-    for (const t of ['runs', 'windows', 'watermarks', 'request_usage', REQUESTS_TABLE, 'verifications']) {
-      if (await relationExists(client, `${CONTROL_SCHEMA}.${t}`)) await copyTable(client, conn, CONTROL_SCHEMA, t, `${CONTROL_SCHEMA}.${ident(t)}`);
+    for (const t of MIRRORED) {
+      if (!(await relationExists(client, `${CONTROL_SCHEMA}.${t.name}`))) continue;
+      const columns = t.columns.map((c) => ({ name: c.name, from: c.renamedFrom }));
+      await copyTable(client, conn, { schema: CONTROL_SCHEMA, table: t.name }, `${CONTROL_SCHEMA}.${ident(t.name)}`, columns);
+    }
+    // Lineage's and verify's tables, as the control plane has them (created empty below when it has not).
+    for (const t of [REQUESTS_TABLE, 'verifications']) {
+      if (await relationExists(client, `${CONTROL_SCHEMA}.${t}`)) await copyAsIs(client, conn, CONTROL_SCHEMA, t, `${CONTROL_SCHEMA}.${ident(t)}`);
     }
     if (queue && (await relationExists(client, `${CONTROL_SCHEMA}.windows`))) {
       // The queue's error where the window's own row has none.
@@ -198,47 +237,43 @@ async function copyLedger(client: pg.Client, conn: DuckDBConnection, written: Re
   }
 }
 
+/** The ledger's tables a reader of a distributed lake gets (those `status` and a local lake's views have). */
+const MIRRORED = ['runs', 'windows', 'watermarks', 'request_usage'].map(ledgerTable);
+
 /**
- * The control plane's ledger in the columns of a local lake's tables (load/catalog.ts TABLES), so that `status`
- * and queries read both kinds alike. A distributed run has no report: its `report` holds what the ledger knows
- * (network, head, range, and the totals of its windows). Columns the ledger does not keep (rows expected,
- * retries, the run that moved a watermark) are NULL.
+ * `runs`, `windows` and `watermarks` as a local lake has them: the ledger's tables, whose columns are the same in
+ * both modes. A distributed run has no report: its `report` holds what the ledger knows (network, head, range, and
+ * the totals of its windows). Windows written by an earlier chainlake get their planned range and commit time.
  */
 const LEDGER_VIEWS = `
-CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.runs (run_id VARCHAR, job_name VARCHAR, network VARCHAR, job_doc JSON, job_file VARCHAR, head BIGINT,
-  range_from BIGINT, range_to BIGINT, ingested_at VARCHAR, created_at TIMESTAMPTZ, finished_at TIMESTAMPTZ, status VARCHAR);
-CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.windows (run_id VARCHAR, window_id VARCHAR, dataset VARCHAR, network VARCHAR, scope_key VARCHAR, spec JSON,
-  job_id UUID, state VARCHAR, covered_from BIGINT, covered_to BIGINT, fragment_path VARCHAR, reject_path VARCHAR, rows BIGINT, rejects BIGINT,
-  requests BIGINT, attempts INTEGER, error VARCHAR, worker VARCHAR, snapshot_id BIGINT, fetched_at TIMESTAMPTZ, updated_at TIMESTAMPTZ);
-CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.watermarks (dataset VARCHAR, network VARCHAR, scope VARCHAR, block BIGINT, updated_at TIMESTAMPTZ);
-CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.request_usage (account VARCHAR, day VARCHAR, requests BIGINT);
 ${requestsLedgerDdl(CONTROL_SCHEMA).join(';\n')};
 CREATE VIEW ${REQUESTS_TABLE} AS SELECT * FROM ${CONTROL_SCHEMA}.${REQUESTS_TABLE};
 ${verificationsDdl(CONTROL_SCHEMA)};
 CREATE VIEW verifications AS SELECT * FROM ${verificationsTable(CONTROL_SCHEMA)};
 CREATE VIEW runs AS
   WITH t AS (
-    SELECT run_id, count(*) AS windows, count(*) FILTER (WHERE state = 'failed') AS windows_failed,
-           coalesce(sum(rows), 0) AS rows, coalesce(sum(rejects), 0) AS rejects, coalesce(sum(requests), 0) AS requests
+    SELECT run_id, count(*) AS windows, count(*) FILTER (WHERE status = 'failed') AS windows_failed,
+           coalesce(sum(rows_got), 0) AS rows, coalesce(sum(rejects), 0) AS rejects, coalesce(sum(requests), 0) AS requests
     FROM ${CONTROL_SCHEMA}.windows GROUP BY run_id)
-  SELECT r.run_id, r.job_name AS job, r.created_at AS started_at, r.finished_at, r.status,
-         json_object('runId', r.run_id, 'job', r.job_name, 'network', r.network, 'jobFile', r.job_file, 'head', r.head,
+  SELECT ${ledgerTable('runs')
+    .columns.map((c) =>
+      c.name === 'report'
+        ? `coalesce(r.report, json_object('runId', r.run_id, 'job', r.job, 'network', r.network, 'jobFile', r.job_file, 'head', r.head,
                      'range', json_object('from', r.range_from, 'to', r.range_to),
                      'totals', json_object('windows', coalesce(t.windows, 0), 'windowsFailed', coalesce(t.windows_failed, 0), 'rows', coalesce(t.rows, 0),
                                            'rejects', coalesce(t.rejects, 0), 'requests', coalesce(t.requests, 0)),
                      'quota', CASE WHEN json_extract(r.job_doc, '$.dailyRequestQuota') IS NOT NULL
-                                   THEN json_object('limit', CAST(json_extract(r.job_doc, '$.dailyRequestQuota') AS BIGINT)) END) AS report
+                                   THEN json_object('limit', CAST(json_extract(r.job_doc, '$.dailyRequestQuota') AS BIGINT)) END)) AS report`
+        : `r.${ident(c.name)}`,
+    )
+    .join(', ')}
   FROM ${CONTROL_SCHEMA}.runs r LEFT JOIN t USING (run_id);
 CREATE VIEW windows AS
-  SELECT run_id, dataset, network, scope_key AS scope,
-         coalesce(covered_from, TRY_CAST(json_extract_string(spec, '$.range.from') AS BIGINT)) AS from_block,
-         coalesce(covered_to, TRY_CAST(json_extract_string(spec, '$.range.to') AS BIGINT)) AS to_block,
-         NULL::BIGINT AS rows_expected, rows AS rows_got, rejects, requests, NULL::BIGINT AS retries, NULL::BIGINT AS throttles,
-         NULL::BIGINT AS cap_hits, NULL::BIGINT AS splits, state AS status, error,
-         CASE WHEN state IN ('committed', 'provisional') THEN updated_at END AS committed_at, window_id
+  SELECT * REPLACE (
+    coalesce(from_block, TRY_CAST(json_extract_string(spec, '$.range.from') AS BIGINT)) AS from_block,
+    coalesce(to_block, TRY_CAST(json_extract_string(spec, '$.range.to') AS BIGINT)) AS to_block,
+    coalesce(committed_at, CASE WHEN status IN ('committed', 'provisional') THEN updated_at END) AS committed_at)
   FROM ${CONTROL_SCHEMA}.windows;
-CREATE VIEW watermarks AS
-  SELECT network, dataset, scope, block, NULL::VARCHAR AS run_id, updated_at FROM ${CONTROL_SCHEMA}.watermarks;
-CREATE VIEW request_usage AS
-  SELECT CAST(day AS DATE) AS day, account, NULL::VARCHAR AS run_id, requests FROM ${CONTROL_SCHEMA}.request_usage;
+CREATE VIEW watermarks AS SELECT * FROM ${CONTROL_SCHEMA}.watermarks;
+CREATE VIEW request_usage AS SELECT * REPLACE (NULLIF(run_id, '') AS run_id) FROM ${CONTROL_SCHEMA}.request_usage;
 `;

@@ -30,11 +30,11 @@ export async function closeEndedRuns(execute: Execute, runIds: readonly string[]
   await execute(
     `UPDATE ${CONTROL_SCHEMA}.runs r SET finished_at = NOW(),
        status = CASE
-         WHEN NOT EXISTS (SELECT 1 FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = r.run_id AND w.state = 'failed') THEN '${RUN_COMPLETE}'
-         WHEN EXISTS (SELECT 1 FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = r.run_id AND w.state IN ('committed', 'provisional')) THEN '${RUN_PARTIAL}'
+         WHEN NOT EXISTS (SELECT 1 FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = r.run_id AND w.status = 'failed') THEN '${RUN_COMPLETE}'
+         WHEN EXISTS (SELECT 1 FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = r.run_id AND w.status IN ('committed', 'provisional')) THEN '${RUN_PARTIAL}'
          ELSE '${RUN_FAILED}' END
      WHERE r.run_id = ANY($1::text[]) AND r.finished_at IS NULL
-       AND NOT EXISTS (SELECT 1 FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = r.run_id AND w.state IN ('queued', 'fetched'))`,
+       AND NOT EXISTS (SELECT 1 FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = r.run_id AND w.status IN ('queued', 'fetched'))`,
     [ids],
   );
 }

@@ -21,7 +21,18 @@ import { RowTransformer } from '../transform/rows.js';
 import { getDataset } from '../datasets/registry.js';
 import { commitFetched, LeaseLostError, releaseLease, takeLease } from './commit.js';
 import { collectGarbage } from '../pipeline/garbage.js';
-import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, oneAtATime, openCatalog, setupControlPlane, underSetupLock } from './control-plane.js';
+import { recordFailed } from '../load/ledger/windows.js';
+import {
+  CONTROL_SCHEMA,
+  QUEUE_SCHEMA,
+  WINDOW_QUEUE,
+  connect,
+  controlLedger,
+  oneAtATime,
+  openCatalog,
+  setupControlPlane,
+  underSetupLock,
+} from './control-plane.js';
 import type { DistributedOptions } from './enqueue.js';
 import { fetchWindow, type FetchResult, type RunContext, type SetupProblem } from './fragment.js';
 import type { RunReport } from '../pipeline/report.js';
@@ -334,10 +345,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
         await inTransaction(own, async () => {
           const execute = (text: string, values: string[][]) => own.query(text, values);
           await lockRuns(execute, [job.data.runId]);
-          await own.query(
-            `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'failed', updated_at = NOW() WHERE run_id = $1 AND window_id = $2 AND state = 'queued'`,
-            [job.data.runId, job.data.windowId],
-          );
+          await recordFailed(controlLedger(own), [{ runId: job.data.runId, windowId: job.data.windowId }]);
           await boss.fail(WINDOW_QUEUE, job.id, { error: result.error }, { db: { executeSql: (text: string, values: unknown[]) => own.query(text, values) } });
           await closeEndedRuns(execute, [job.data.runId]);
         });
@@ -441,14 +449,16 @@ export class IdleLine {
 export async function queueState(client: Pick<import('pg').Client, 'query'>): Promise<QueueState> {
   const r = (
     await client.query(
-      `SELECT count(*) FILTER (WHERE w.state = 'queued')::BIGINT AS queued, count(*) FILTER (WHERE w.state = 'fetched')::BIGINT AS fetched,
-              count(*) FILTER (WHERE w.state = 'failed')::BIGINT AS failed,
-              COALESCE(EXTRACT(EPOCH FROM NOW() - min(w.updated_at) FILTER (WHERE w.state = 'fetched')), 0)::FLOAT8 AS lag
+      `SELECT count(*) FILTER (WHERE w.status = 'queued')::BIGINT AS queued, count(*) FILTER (WHERE w.status = 'fetched')::BIGINT AS fetched,
+              count(*) FILTER (WHERE w.status = 'failed')::BIGINT AS failed,
+              COALESCE(EXTRACT(EPOCH FROM NOW() - min(w.updated_at) FILTER (WHERE w.status = 'fetched')), 0)::FLOAT8 AS lag
        FROM ${CONTROL_SCHEMA}.windows w JOIN ${CONTROL_SCHEMA}.runs r ON r.run_id = w.run_id WHERE r.finished_at IS NULL`,
     )
   ).rows[0];
   const active = (await client.query(`SELECT count(*)::BIGINT AS n FROM ${QUEUE_SCHEMA}.job WHERE name = $1 AND state = 'active'`, [WINDOW_QUEUE])).rows[0];
-  const usage = await client.query(`SELECT account, requests FROM ${CONTROL_SCHEMA}.request_usage WHERE day = $1`, [new Date().toISOString().slice(0, 10)]);
+  const usage = await client.query(`SELECT account, requests FROM ${CONTROL_SCHEMA}.request_usage WHERE day = CAST($1 AS DATE)`, [
+    new Date().toISOString().slice(0, 10),
+  ]);
   return {
     queued: Number(r.queued) - Number(active.n),
     active: Number(active.n),
@@ -462,8 +472,8 @@ export async function queueState(client: Pick<import('pg').Client, 'query'>): Pr
 /** Rows fetched by every worker and not yet committed, and how long the oldest of them has waited. */
 async function fetchedState(client: import('pg').Client): Promise<{ rows: number; waitedSeconds: number }> {
   const r = await client.query(
-    `SELECT COALESCE(sum(rows), 0)::BIGINT AS n, count(*)::BIGINT AS w, COALESCE(EXTRACT(EPOCH FROM NOW() - min(updated_at)), 0)::FLOAT8 AS age
-     FROM ${CONTROL_SCHEMA}.windows WHERE state = 'fetched'`,
+    `SELECT COALESCE(sum(rows_got), 0)::BIGINT AS n, count(*)::BIGINT AS w, COALESCE(EXTRACT(EPOCH FROM NOW() - min(updated_at)), 0)::FLOAT8 AS age
+     FROM ${CONTROL_SCHEMA}.windows WHERE status = 'fetched'`,
   );
   // A fetched window with no row still waits for its commit (its watermark and its run's end).
   return { rows: Number(r.rows[0].n) + Number(r.rows[0].w), waitedSeconds: Number(r.rows[0].age) };
@@ -485,7 +495,7 @@ async function lastWindowsInFlight(client: import('pg').Client): Promise<boolean
 }
 
 /** Windows still `queued` whose queue job is over (failed for good): nobody will fetch them. */
-const ABANDONED = `FROM ${CONTROL_SCHEMA}.windows w WHERE w.state = 'queued'
+const ABANDONED = `FROM ${CONTROL_SCHEMA}.windows w WHERE w.status = 'queued'
   AND NOT EXISTS (SELECT 1 FROM ${QUEUE_SCHEMA}.job j WHERE j.name = '${WINDOW_QUEUE}' AND j.id = w.job_id AND j.state IN ('created', 'retry', 'active'))`;
 
 async function abandonedWindows(client: import('pg').Client): Promise<number> {
@@ -494,8 +504,10 @@ async function abandonedWindows(client: import('pg').Client): Promise<number> {
 
 /** Marks abandoned windows failed and ends the runs left with nothing to do (run by the lease holder). */
 async function closeAbandoned(client: import('pg').Client): Promise<void> {
-  await client.query(
-    `UPDATE ${CONTROL_SCHEMA}.windows SET state = 'failed', updated_at = NOW() WHERE (run_id, window_id) IN (SELECT w.run_id, w.window_id ${ABANDONED})`,
+  const abandoned = (await client.query(`SELECT w.run_id, w.window_id ${ABANDONED}`)).rows;
+  await recordFailed(
+    controlLedger(client),
+    abandoned.map((r) => ({ runId: String(r.run_id), windowId: String(r.window_id) })),
   );
   const open = (await client.query(`SELECT run_id FROM ${CONTROL_SCHEMA}.runs WHERE finished_at IS NULL`)).rows.map((r) => String(r.run_id));
   if (open.length > 0) await inTransaction(client, () => closeEndedRuns((text, values) => client.query(text, values), open));

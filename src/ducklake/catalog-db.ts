@@ -51,6 +51,12 @@ function elementType(values: readonly CatalogValue[]): DuckDBType {
 
 /** Runs one statement on a DuckDB connection with catalog parameters, and reads its rows as catalog values. */
 export async function duckDbQuery(connection: DuckDBConnection, sql: string, params: readonly CatalogParam[]): Promise<CatalogRow[]> {
+  // A schema statement has no rows; DuckDB still answers some (CREATE … IF NOT EXISTS of what exists) with a `Count`
+  // of an undefined value, which is not read.
+  if (params.length === 0 && /^\s*(CREATE|ALTER|DROP|COMMENT)\b/i.test(sql)) {
+    await connection.run(sql);
+    return [];
+  }
   // A list's element type is inferred from its first element by the driver: a list starting with NULL would bind
   // as a list of NULLs, so lists get their type from their first non-NULL value.
   const types = params.some(Array.isArray)

@@ -17,8 +17,10 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import type { LakePaths } from './paths.js';
 import { REJECTS_SHAPE, datasetShape, emptyTypedSelect, type LakeColumn, type TableShape } from './schema.js';
 import { ident, literal } from './sql.js';
+import { ledgerComments, ledgerDdl, migrateLedger } from './ledger/schema.js';
+import { recordEnded } from './ledger/windows.js';
 import type { RequestRecord } from '../extract/request-log.js';
-import { REQUESTS_COLUMNS, requestsLedgerDdl } from './ledger-requests.js';
+import { REQUESTS_COLUMNS, REQUESTS_TABLE, requestsLedgerDdl } from './ledger-requests.js';
 
 /** The catalog's own DuckDB: small (catalog rows, view definitions), so that it never grows a run's memory. */
 const CATALOG_MEMORY_LIMIT = '64MB';
@@ -38,75 +40,22 @@ export interface RequestUsage {
 
 /**
  * Bumped when the catalog's tables change shape; older catalogs are migrated in place. Format 3: the lake is a
- * DuckLake (the `files` table became a view of the DuckLake's current files).
+ * DuckLake (the `files` table became a view of the DuckLake's current files). Format 4: the run ledger is the one
+ * both modes share (load/ledger/schema.ts): `runs` and `windows` gained the distributed mode's columns.
  */
-export const CATALOG_FORMAT = 3;
+export const CATALOG_FORMAT = 4;
+
+const LAKE_META = `CREATE TABLE IF NOT EXISTS lake_meta (key VARCHAR PRIMARY KEY, value VARCHAR)`;
+const LAKE_META_DOC = 'Facts about this lake: its absolute root (views are rebuilt when the lake moves) and the catalog format.';
+const REQUESTS_DOC =
+  'One row per call a window made (lineage: `chainlake explain` follows a row to its window and these). Written with the window, in the same commit.';
 
 /**
- * The window's stable id (`dataset/network/scope/range`, as the distributed windows table and `requests` name it):
- * a column added to catalogs made before it (NULL in their older rows).
+ * The catalog's tables, as a new catalog gets them (a damaged catalog's salvage creates them too: load/salvage.ts):
+ * the run ledger (load/ledger/schema.ts; its window_id keys lineage's calls) and lineage's `requests`
+ * (load/ledger-requests.ts).
  */
-const WINDOW_ID_MIGRATION = [`ALTER TABLE windows ADD COLUMN IF NOT EXISTS window_id VARCHAR`];
-
-/** The catalog's tables (a damaged catalog's salvage creates them too: load/salvage.ts). */
-export const TABLES = [
-  `CREATE TABLE IF NOT EXISTS lake_meta (key VARCHAR PRIMARY KEY, value VARCHAR)`,
-  `CREATE TABLE IF NOT EXISTS runs (run_id VARCHAR PRIMARY KEY, job VARCHAR, started_at TIMESTAMPTZ, finished_at TIMESTAMPTZ, status VARCHAR, report JSON)`,
-  `CREATE TABLE IF NOT EXISTS windows (run_id VARCHAR, dataset VARCHAR, network VARCHAR, scope VARCHAR, from_block BIGINT, to_block BIGINT,
-     rows_expected BIGINT, rows_got BIGINT, rejects BIGINT, requests BIGINT, retries BIGINT, throttles BIGINT, cap_hits BIGINT, splits BIGINT,
-     status VARCHAR, error VARCHAR, committed_at TIMESTAMPTZ)`,
-  `CREATE TABLE IF NOT EXISTS watermarks (network VARCHAR, dataset VARCHAR, scope VARCHAR, block BIGINT, run_id VARCHAR, updated_at TIMESTAMPTZ,
-     PRIMARY KEY (network, dataset, scope))`,
-  // Format 2: one row per applied commit (a run commits in batches), the marker that makes a replayed journal a no-op.
-  `CREATE TABLE IF NOT EXISTS commits (commit_id VARCHAR PRIMARY KEY, run_id VARCHAR, files BIGINT, rows BIGINT, bytes BIGINT, committed_at TIMESTAMPTZ, recovered_by VARCHAR)`,
-  // The daily request quota's ledger: what each run sent per UTC day and account, written with its commits.
-  `CREATE TABLE IF NOT EXISTS request_usage (day DATE, account VARCHAR, run_id VARCHAR, requests BIGINT, PRIMARY KEY (day, account, run_id))`,
-  // Lineage: each window's calls, and the window's id that keys them (src/load/ledger-requests.ts).
-  ...requestsLedgerDdl(),
-  ...WINDOW_ID_MIGRATION,
-];
-
-const TABLE_DOCS: Record<string, [string, Record<string, string>]> = {
-  lake_meta: ['Facts about this lake: its absolute root (views are rebuilt when the lake moves) and the catalog format.', {}],
-  runs: [
-    'One row per chainlake run (and compaction).',
-    {
-      status:
-        'running (or killed before its last commit was decided), complete, partial (some windows failed), failed, abandoned (killed; found dead by a later command), compact.',
-      report: 'The run report as JSON: datasets, windows, rows, rejects, requests, retries, throttles, files, errors.',
-    },
-  ],
-  commits: [
-    'One row per commit applied to the lake. A run commits in batches; a commit is all-or-nothing for catalog readers.',
-    {
-      commit_id: '<run_id>/<batch>: the journal that was applied.',
-      recovered_by: 'Set when the writer was killed after deciding this commit and a later command (this one) finished it.',
-    },
-  ],
-  request_usage: [
-    "Requests sent per UTC day, account and run: the ledger of the job's dailyRequestQuota (a run reads what the day has spent).",
-    {
-      account: "The API account the quota belongs to, without its key: the explorer's base URL, or simulator.",
-      requests: 'HTTP requests the run sent that day (every attempt), as of its last commit.',
-    },
-  ],
-  windows: [
-    'One row per window a run fetched: scope, block range, completeness and request accounting.',
-    {
-      scope: 'The scope of the window, e.g. address=0x…; - for datasets without one.',
-      rows_expected: 'Rows the API said the window holds (its count).',
-      rows_got: 'Rows actually paged and staged.',
-      cap_hits: "Times the explorer's result-window cap forced a split of the block range.",
-      status: 'committed (its rows are in the lake) or failed (nothing of it was written; a re-run fetches it again).',
-      window_id: 'dataset/network/scope/range: with run_id, the key of its calls in requests (NULL in windows recorded before lineage).',
-    },
-  ],
-  requests: [
-    'One row per call a window made (lineage: `chainlake explain` follows a row to its window and these). Written with the window, in the same commit.',
-    Object.fromEntries(REQUESTS_COLUMNS.map((c) => [c.name, c.doc])),
-  ],
-  watermarks: ['Per network, dataset and scope: the highest block whose windows are committed. Incremental runs start below it.', {}],
-};
+export const TABLES = [LAKE_META, ...ledgerDdl('duckdb'), ...requestsLedgerDdl()];
 
 export interface WindowRecord {
   runId: string;
@@ -148,7 +97,6 @@ export interface RunRow {
   report: unknown;
 }
 
-const num = (n: number | null): string => (n === null ? 'NULL' : String(n));
 /** Integer text from DuckDB (block numbers): checked, then inlined. */
 const int = (n: string | null): string => {
   if (n === null) return 'NULL';
@@ -230,9 +178,12 @@ export class Catalog {
       const conn = await instance.connect();
       try {
         await conn.run("SET TimeZone = 'UTC'");
-        for (const t of TABLES) await conn.run(t);
+        await conn.run(LAKE_META);
+        for (const t of requestsLedgerDdl()) await conn.run(t);
         await ensureVerificationsTable(new DuckDbCatalog(conn), '');
         const catalog = new Catalog(conn, paths);
+        // The ledger created, or an older catalog's migrated (format 3 -> 4), under the file's exclusive lock.
+        await catalog.transaction(() => migrateLedger(catalog.lake));
         await catalog.ensureDuckLake();
         return await fn(catalog);
       } finally {
@@ -357,7 +308,9 @@ export class Catalog {
   async recordCommit(commitId: string, runId: string, files: readonly CommittedFile[], recoveredBy: string | undefined): Promise<void> {
     const rows = files.reduce((a, f) => a + f.rows, 0);
     const bytes = files.reduce((a, f) => a + f.bytes, 0);
-    await this.run(`INSERT INTO commits VALUES (${literal(commitId)}, ${literal(runId)}, ${files.length}, ${rows}, ${bytes}, now(), ${str(recoveredBy)})`);
+    await this.run(
+      `INSERT INTO commits (commit_id, run_id, files, rows, bytes, committed_at, recovered_by) VALUES (${literal(commitId)}, ${literal(runId)}, ${files.length}, ${rows}, ${bytes}, now(), ${str(recoveredBy)})`,
+    );
   }
 
   async recordRun(runId: string, job: string, startedAt: string, finishedAt: string | null, status: string, report: unknown): Promise<void> {
@@ -368,7 +321,9 @@ export class Catalog {
     const usage = (report as { requestUsage?: RequestUsage } | null)?.requestUsage;
     for (const [day, n] of Object.entries(usage?.days ?? {})) {
       if (!/^\d{4}-\d{2}-\d{2}$/.test(day) || !Number.isSafeInteger(n)) continue;
-      await this.run(`INSERT OR REPLACE INTO request_usage VALUES (${literal(day)}::DATE, ${literal(usage!.account)}, ${literal(runId)}, ${n})`);
+      await this.run(
+        `INSERT OR REPLACE INTO request_usage (day, account, run_id, requests) VALUES (${literal(day)}::DATE, ${literal(usage!.account)}, ${literal(runId)}, ${n})`,
+      );
     }
   }
 
@@ -384,7 +339,9 @@ export class Catalog {
       );
       const recorded = row ? Number(row[0]) : 0;
       if (n > recorded)
-        await this.run(`INSERT OR REPLACE INTO request_usage VALUES (${literal(day)}::DATE, ${literal(usage.account)}, ${literal(runId)}, ${n})`);
+        await this.run(
+          `INSERT OR REPLACE INTO request_usage (day, account, run_id, requests) VALUES (${literal(day)}::DATE, ${literal(usage.account)}, ${literal(runId)}, ${n})`,
+        );
     }
   }
 
@@ -398,14 +355,11 @@ export class Catalog {
     }
   }
 
+  /** A run's ended windows (committed, provisional or failed), through the one window state machine. */
   async recordWindows(windows: readonly WindowRecord[]): Promise<void> {
-    if (windows.length === 0) return;
-    const rows = windows.map(
-      (w) =>
-        `(${literal(w.runId)}, ${literal(w.dataset)}, ${literal(w.network)}, ${literal(w.scope)}, ${num(w.fromBlock)}, ${num(w.toBlock)}, ${w.rowsExpected}, ${w.rowsGot}, ${w.rejects}, ${w.requests}, ${w.retries}, ${w.throttles}, ${w.capHits}, ${w.splits}, ${literal(w.status)}, ${str(w.error)}, ${w.status === 'failed' ? 'NULL' : 'now()'}, ${str(w.windowId)})`,
-    );
-    await this.run(
-      `INSERT INTO windows (run_id, dataset, network, scope, from_block, to_block, rows_expected, rows_got, rejects, requests, retries, throttles, cap_hits, splits, status, error, committed_at, window_id) VALUES ${rows.join(', ')}`,
+    await recordEnded(
+      { db: this.lake },
+      windows.map((w) => ({ ...w, windowId: w.windowId ?? null })),
     );
   }
 
@@ -432,7 +386,7 @@ export class Catalog {
   async advanceWatermarks(runId: string, marks: readonly WatermarkRecord[]): Promise<void> {
     for (const m of marks) {
       await this.run(
-        `INSERT INTO watermarks VALUES (${literal(m.network)}, ${literal(m.dataset)}, ${literal(m.scope)}, ${m.block}, ${literal(runId)}, now())
+        `INSERT INTO watermarks (network, dataset, scope, block, run_id, updated_at) VALUES (${literal(m.network)}, ${literal(m.dataset)}, ${literal(m.scope)}, ${m.block}, ${literal(runId)}, now())
          ON CONFLICT (network, dataset, scope) DO UPDATE SET block = greatest(watermarks.block, excluded.block), run_id = excluded.run_id, updated_at = excluded.updated_at`,
       );
     }
@@ -593,12 +547,12 @@ function partitionColumnsOf(shape: TableShape, partitionDoc: string): LakeColumn
 }
 
 function tableComments(): string[] {
-  const out: string[] = [];
-  for (const [table, [doc, cols]] of Object.entries(TABLE_DOCS)) {
-    out.push(`COMMENT ON TABLE ${ident(table)} IS ${literal(doc)}`);
-    for (const [c, d] of Object.entries(cols)) out.push(`COMMENT ON COLUMN ${ident(table)}.${ident(c)} IS ${literal(d)}`);
-  }
-  return out;
+  return [
+    `COMMENT ON TABLE lake_meta IS ${literal(LAKE_META_DOC)}`,
+    ...ledgerComments(),
+    `COMMENT ON TABLE ${REQUESTS_TABLE} IS ${literal(REQUESTS_DOC)}`,
+    ...REQUESTS_COLUMNS.map((c) => `COMMENT ON COLUMN ${REQUESTS_TABLE}.${ident(c.name)} IS ${literal(c.doc)}`),
+  ];
 }
 
 function viewDoc(def: DatasetDef): string {

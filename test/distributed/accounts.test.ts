@@ -86,7 +86,7 @@ describe('accounts', () => {
         ),
       );
       const client = await db.connect();
-      const by = (await client.query(`SELECT worker, count(*)::INT AS n FROM chainlake.windows WHERE state = 'committed' GROUP BY worker`)).rows;
+      const by = (await client.query(`SELECT worker, count(*)::INT AS n FROM chainlake.windows WHERE status = 'committed' GROUP BY worker`)).rows;
       expect(by.length, JSON.stringify(by)).toBe(fetchers);
     }
   }, 240_000);
@@ -138,9 +138,10 @@ describe('accounts', () => {
     // The job needed more than one day's quota, and finished.
     expect(perDay.length).toBeGreaterThan(1);
     const status = (await client.query(`SELECT status FROM chainlake.runs`)).rows.map((r) => r.status);
-    const failed = (await client.query(`SELECT window_id, error, attempts FROM chainlake.windows WHERE state <> 'committed'`)).rows;
+    const failed = (await client.query(`SELECT window_id, error, attempts FROM chainlake.windows WHERE status <> 'committed'`)).rows;
     expect({ status, failed }).toEqual({ status: ['complete'], failed: [] });
-    const usage = (await client.query(`SELECT day, requests::INT AS n FROM chainlake.request_usage WHERE account = 'acct' ORDER BY day`)).rows;
+    const usage = (await client.query(`SELECT CAST(day AS TEXT) AS day, requests::INT AS n FROM chainlake.request_usage WHERE account = 'acct' ORDER BY day`))
+      .rows;
     expect(usage.length).toBe(perDay.length);
     for (const u of usage) expect(u.n).toBeLessThanOrEqual(QUOTA);
 

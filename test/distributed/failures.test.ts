@@ -35,8 +35,11 @@ const smallJob = (name: string) => ({
   datasets: { transactions: { addresses: ADDRESSES } },
 });
 
-/** A job of the real API's kind (its URL and key from the environment), pointed at the keyed simulator. */
-const apiJob = (name: string) => ({ ...smallJob(name), target: 'api' });
+/**
+ * A job of the real API's kind (its URL and key from the environment), pointed at the keyed simulator. Its chain has
+ * no reorganisation: finality depth 0, as the simulator's default (a real network's 64 would split each window in two).
+ */
+const apiJob = (name: string) => ({ ...smallJob(name), target: 'api', range: { ...smallJob(name).range, finalityDepth: 0 } });
 const apiEnv = (key: string): NodeJS.ProcessEnv => ({ CHAINLAKE_MAINNET_URL: keyed.urls.mainnet, CHAINLAKE_API_KEY: key });
 
 /** Runs `work` with these variables set (a worker reads its URL and key from its environment), then restores them. */
@@ -98,7 +101,7 @@ describe("runs' status words", () => {
     await setupControlPlane(client, `${store}/lake/`);
     // A run an earlier chainlake closed.
     await client.query(
-      `INSERT INTO chainlake.runs (run_id, job_name, network, job_doc, job_file, range_from, ingested_at, finished_at, status)
+      `INSERT INTO chainlake.runs (run_id, job, network, job_doc, job_file, range_from, ingested_at, finished_at, status)
        VALUES ('old-run', 'old', 'mainnet', '{}', 'old.json', 0, '2026-11-01T00:00:00.000Z', NOW(), 'completed')`,
     );
     const doc = smallJob('words');
@@ -131,7 +134,7 @@ describe('a failed window does not wedge a job', () => {
     const runOf = async (runId: string) =>
       (
         await client.query(
-          `SELECT r.status, r.finished_at IS NOT NULL AS closed, array_agg(DISTINCT w.state ORDER BY w.state) AS states
+          `SELECT r.status, r.finished_at IS NOT NULL AS closed, array_agg(DISTINCT w.status ORDER BY w.status) AS states
            FROM chainlake.runs r JOIN chainlake.windows w USING (run_id) WHERE r.run_id = $1 GROUP BY 1, 2`,
           [runId],
         )
@@ -274,7 +277,7 @@ describe('a window held by a worker that died', () => {
     // Without liveness the worker waits for the window's expiry (15 minutes): the test's bound ends it first.
     expect(Date.now() - started).toBeLessThan(60_000);
     expect(report).toMatchObject({ windowsFetched: 2, windowsFailedForGood: 0 });
-    const states = (await client.query(`SELECT state FROM chainlake.windows WHERE run_id = $1`, [queued.runId])).rows.map((r) => r.state);
+    const states = (await client.query(`SELECT status FROM chainlake.windows WHERE run_id = $1`, [queued.runId])).rows.map((r) => r.status);
     expect(states).toEqual(['committed', 'committed']);
     // A clean stop leaves nothing to watch.
     expect((await client.query(`SELECT worker FROM chainlake.workers ORDER BY worker`)).rows).toEqual([{ worker: 'dead' }]);

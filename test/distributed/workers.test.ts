@@ -182,14 +182,14 @@ describe('distributed mode: enqueue, workers, one committer', () => {
       );
       const client = await db.connect();
       try {
-        const windows = (await client.query(`SELECT state, rows FROM chainlake.windows WHERE run_id = $1`, [queued.runId])).rows;
+        const windows = (await client.query(`SELECT status, rows_got FROM chainlake.windows WHERE run_id = $1`, [queued.runId])).rows;
         // Each cut added a window to the run; every window, planned or cut off, was fetched once and committed.
         expect(queued.queued).toBe(1);
         expect(windows.length).toBeGreaterThanOrEqual(3);
-        expect(windows.filter((w) => w.state !== 'committed')).toEqual([]);
+        expect(windows.filter((w) => w.status !== 'committed')).toEqual([]);
         expect(reports.reduce((n, r) => n + r.windowsFetched, 0)).toBe(windows.length);
         expect(reports.reduce((n, r) => n + r.windowsFailed, 0)).toBe(0);
-        for (const w of windows) expect(Number(w.rows)).toBeLessThanOrEqual(10_000);
+        for (const w of windows) expect(Number(w.rows_got)).toBeLessThanOrEqual(10_000);
       } finally {
         await client.end();
       }
@@ -227,7 +227,7 @@ describe('distributed mode: enqueue, workers, one committer', () => {
       const stop = new AbortController();
       const worker = runWorker({ catalog: db.url, store, simulator: sim, id: 'fetcher', pollMs: 50, signal: stop.signal });
       const left = async () =>
-        Number((await client.query(`SELECT count(*)::INT AS n FROM chainlake.windows WHERE state NOT IN ('fetched', 'failed')`)).rows[0].n);
+        Number((await client.query(`SELECT count(*)::INT AS n FROM chainlake.windows WHERE status NOT IN ('fetched', 'failed')`)).rows[0].n);
       for (let polls = 0; (await left()) > 0; polls++) {
         if (polls > 6_000) throw new Error('the worker did not fetch every window within 2 minutes');
         await new Promise((resolve) => setTimeout(resolve, 20));

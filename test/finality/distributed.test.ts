@@ -58,11 +58,11 @@ describe('finality, distributed', () => {
       const marks = await q(`SELECT block FROM chainlake.watermarks`).finally(() => undefined);
       expect(marks.length).toBeGreaterThan(0);
       for (const m of marks) expect(Number(m.block)).toBeLessThanOrEqual(head - DEPTH);
-      const run = (await q(`SELECT run_id FROM chainlake.runs ORDER BY created_at DESC LIMIT 1`))[0]!;
-      const windows = await q(`SELECT covered_to, state FROM chainlake.windows WHERE run_id = $1`, [run.run_id]);
+      const run = (await q(`SELECT run_id FROM chainlake.runs ORDER BY started_at DESC LIMIT 1`))[0]!;
+      const windows = await q(`SELECT to_block, status FROM chainlake.windows WHERE run_id = $1`, [run.run_id]);
       await client.end();
-      for (const w of windows) expect(w.state).toBe(Number(w.covered_to) > head - DEPTH ? 'provisional' : 'committed');
-      expect(windows.some((w) => w.state === 'provisional')).toBe(true);
+      for (const w of windows) expect(w.status).toBe(Number(w.to_block) > head - DEPTH ? 'provisional' : 'committed');
+      expect(windows.some((w) => w.status === 'provisional')).toBe(true);
     };
     await cycle(H0);
     sim.advanceHead(3);

@@ -181,13 +181,13 @@ describe('lineage on a distributed lake (real PostgreSQL, real workers)', () => 
     const client = await db.connect();
     let runId: string;
     try {
-      const windows = (await client.query(`SELECT run_id, window_id, requests, state, request_log FROM chainlake.windows ORDER BY window_id`)).rows;
+      const windows = (await client.query(`SELECT run_id, window_id, requests, status, request_log FROM chainlake.windows ORDER BY window_id`)).rows;
       expect(windows.length).toBeGreaterThan(1);
       runId = String(windows[0].run_id);
       const calls = (await client.query(`SELECT window_id, sum(attempts)::int AS attempts FROM chainlake.requests GROUP BY window_id ORDER BY window_id`)).rows;
       expect(calls.map((c) => [c.window_id, c.attempts])).toEqual(windows.map((w) => [w.window_id, Number(w.requests)]));
       for (const w of windows) {
-        expect(w.state).toBe('committed');
+        expect(w.status).toBe('committed');
         // Carried to the commit, then moved: the windows' rows no longer hold them.
         expect(w.request_log).toBeNull();
       }

@@ -69,27 +69,28 @@ describe('chainlake report of a distributed lake (real PostgreSQL)', () => {
     const c = await db.connect();
     try {
       const windows = (
-        await c.query<{ dataset: string; scope: string; run_id: string; state: string; f: string | null; t: string | null }>(
-          `SELECT dataset, scope_key AS scope, run_id, state, coalesce(covered_from, (spec->'range'->>'from')::BIGINT)::TEXT AS f,
-                  coalesce(covered_to, (spec->'range'->>'to')::BIGINT)::TEXT AS t FROM chainlake.windows`,
+        await c.query<{ dataset: string; scope: string; run_id: string; status: string; f: string | null; t: string | null }>(
+          `SELECT dataset, scope, run_id, status, coalesce(from_block, (spec->'range'->>'from')::BIGINT)::TEXT AS f,
+                  coalesce(to_block, (spec->'range'->>'to')::BIGINT)::TEXT AS t FROM chainlake.windows`,
         )
       ).rows;
       const drawn = d.coverage.flatMap((l) => l.windows.map((w) => [l.dataset, l.scope, w.run_id, w.status, String(w.from), String(w.to)].join('|')));
-      expect(drawn.sort()).toEqual(windows.map((w) => [w.dataset, w.scope, w.run_id, w.state, w.f, w.t].join('|')).sort());
+      expect(drawn.sort()).toEqual(windows.map((w) => [w.dataset, w.scope, w.run_id, w.status, w.f, w.t].join('|')).sort());
       expect(d.coverage.flatMap((l) => l.windows.filter((w) => w.status === 'failed').map(() => l.scope))).toContain(`address=${C}`);
       expect(d.headline.ok).toBe(false);
       expect(d.headline.summary).toMatch(/^\d+ failed windows? not yet fetched again/);
 
-      const runs = (
-        await c.query<{ run_id: string; job_name: string; status: string }>(`SELECT run_id, job_name, status FROM chainlake.runs ORDER BY created_at`)
-      ).rows;
-      expect(d.runs.map((r) => [r.run_id, r.job, r.status])).toEqual(runs.map((r) => [r.run_id, r.job_name, r.status]));
-      const rows = (await c.query<{ n: string }>(`SELECT coalesce(sum(rows), 0)::TEXT AS n FROM chainlake.windows WHERE run_id = $1`, [runs[0]!.run_id])).rows;
+      const runs = (await c.query<{ run_id: string; job: string; status: string }>(`SELECT run_id, job, status FROM chainlake.runs ORDER BY started_at`)).rows;
+      expect(d.runs.map((r) => [r.run_id, r.job, r.status])).toEqual(runs.map((r) => [r.run_id, r.job, r.status]));
+      const rows = (await c.query<{ n: string }>(`SELECT coalesce(sum(rows_got), 0)::TEXT AS n FROM chainlake.windows WHERE run_id = $1`, [runs[0]!.run_id]))
+        .rows;
       expect(d.runs[0]!.rows).toBe(Number(rows[0]!.n));
       expect(d.runs[0]!.rows).toBeGreaterThan(0);
 
       const usage = (
-        await c.query<{ day: string; requests: string }>(`SELECT day, sum(requests)::TEXT AS requests FROM chainlake.request_usage GROUP BY day ORDER BY day`)
+        await c.query<{ day: string; requests: string }>(
+          `SELECT CAST(day AS TEXT) AS day, sum(requests)::TEXT AS requests FROM chainlake.request_usage GROUP BY day ORDER BY day`,
+        )
       ).rows;
       expect(usage.length).toBeGreaterThan(0);
       expect(d.requests).toEqual({ source: 'ledger', quota: 50_000, days: usage.map((u) => ({ day: u.day, requests: Number(u.requests) })) });

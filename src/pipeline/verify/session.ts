@@ -108,7 +108,7 @@ async function recordSession(job: Job, target: VerifyTarget, result: VerifyResul
     if (result.requests > 0)
       await db.query(
         `INSERT INTO ${CONTROL_SCHEMA}.request_usage (account, day, requests) VALUES ($1, $2, $3)
-         ON CONFLICT (account, day) DO UPDATE SET requests = ${CONTROL_SCHEMA}.request_usage.requests + EXCLUDED.requests`,
+         ON CONFLICT (day, account, run_id) DO UPDATE SET requests = ${CONTROL_SCHEMA}.request_usage.requests + EXCLUDED.requests`,
         [account, day, result.requests],
       );
     await recordVerifications(db, CONTROL_SCHEMA, result.verifyId, at, result.rows);

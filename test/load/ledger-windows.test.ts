@@ -1,0 +1,139 @@
+/**
+ * The one window state machine (src/load/ledger/windows.ts) driven on both catalog databases with the same
+ * assertions: DuckDB in-process (a local lake's catalog.duckdb) and a real PostgreSQL (the distributed control plane).
+ */
+import { DuckDBInstance } from '@duckdb/node-api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DuckDbCatalog, type CatalogDb } from '../../src/ducklake/catalog-db.js';
+import { PostgresCatalog } from '../../src/ducklake/postgres-catalog.js';
+import { ledgerDdl } from '../../src/load/ledger/schema.js';
+import {
+  moveWindows,
+  recordCommitted,
+  recordEnded,
+  recordFailed,
+  recordFetched,
+  reofferWindows,
+  TRANSITIONS,
+  WINDOW_STATES,
+  WindowTransitionError,
+  type Ledger,
+} from '../../src/load/ledger/windows.js';
+import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
+
+let pg: TestPostgres | undefined;
+const closers: (() => void | Promise<void>)[] = [];
+
+beforeAll(async () => {
+  pg = await startPostgres();
+}, 120_000);
+
+afterAll(async () => {
+  for (const c of closers) await c();
+  await pg?.stop();
+});
+
+async function duckLedger(): Promise<Ledger> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const conn = await instance.connect();
+  closers.push(() => {
+    conn.closeSync();
+    instance.closeSync();
+  });
+  const db = new DuckDbCatalog(conn);
+  for (const sql of ledgerDdl('duckdb')) await db.query(sql);
+  return { db };
+}
+
+async function pgLedger(): Promise<Ledger> {
+  const database = await pg!.database();
+  const db: CatalogDb = new PostgresCatalog(await database.connect());
+  await db.query('CREATE SCHEMA chainlake');
+  for (const sql of ledgerDdl('postgres', 'chainlake')) await db.query(sql);
+  return { db, schema: 'chainlake' };
+}
+
+const W1 = { runId: 'run-1', windowId: 'transactions/mainnet/-/1-100' };
+const W2 = { runId: 'run-1', windowId: 'transactions/mainnet/-/101-200' };
+const JOB = 'b1a7f5d2-0000-4000-8000-00000000000a';
+
+async function statusOf(l: Ledger): Promise<Record<string, unknown>[]> {
+  const t = l.schema ? `${l.schema}.windows` : 'windows';
+  return l.db.query(
+    `SELECT window_id, status, rows_got, from_block, attempts, snapshot_id, committed_at IS NOT NULL AS committed, CAST(job_id AS VARCHAR) AS job FROM ${t} ORDER BY window_id`,
+  );
+}
+
+describe.each([
+  ['DuckDB', duckLedger],
+  ['PostgreSQL', pgLedger],
+])('the window state machine on %s', (_name, open) => {
+  it('queued -> fetched -> committed, queued -> failed -> queued; refused transitions name the window', async () => {
+    const l = await open();
+    const t = l.schema ? `${l.schema}.windows` : 'windows';
+    await l.db.query(`INSERT INTO ${t} (run_id, window_id, dataset, network, scope, status) VALUES ($1, $2, 'transactions', 'mainnet', '-', 'queued')`, [
+      W1.runId,
+      W1.windowId,
+    ]);
+    await l.db.query(`INSERT INTO ${t} (run_id, window_id, dataset, network, scope, status) VALUES ($1, $2, 'transactions', 'mainnet', '-', 'queued')`, [
+      W2.runId,
+      W2.windowId,
+    ]);
+    const facts = { fragmentPath: 'f.parquet', rejectPath: null, rows: 7, rejects: 0, requests: 3, fromBlock: 1, toBlock: 100, worker: 'w' };
+    expect(await recordFetched(l, W1, facts)).toBe(true);
+    // A second worker's late record finds it fetched already.
+    expect(await recordFetched(l, W1, facts)).toBe(false);
+    await recordCommitted(l, [W1], 7);
+    await expect(recordCommitted(l, [W1], 8)).rejects.toThrow(/window transactions\/mainnet\/-\/1-100 of run run-1 is committed: committed -> committed/);
+    // committed -> queued: refused, naming the window and its state; nothing changes.
+    const refused = await reofferWindows(l, [{ ...W1, jobId: JOB }]).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(WindowTransitionError);
+    expect((refused as Error).message).toBe(
+      'window transactions/mainnet/-/1-100 of run run-1 is committed: committed -> queued is not a transition of a window (allowed from committed: none)',
+    );
+    // An edge the table does not have is refused before anything is written.
+    await expect(moveWindows(l, [W1], 'queued', { from: ['committed'] })).rejects.toThrow(/committed -> queued is not a transition/);
+    expect(await recordFailed(l, [W1, W2])).toEqual([W2]);
+    await reofferWindows(l, [{ ...W2, jobId: JOB }]);
+    await expect(reofferWindows(l, [{ runId: 'run-1', windowId: 'nope', jobId: JOB }])).rejects.toThrow(/window nope of run run-1 is not in the ledger/);
+    expect(await statusOf(l)).toEqual([
+      { window_id: W1.windowId, status: 'committed', rows_got: 7, from_block: 1, attempts: 1, snapshot_id: 7, committed: true, job: null },
+      { window_id: W2.windowId, status: 'queued', rows_got: null, from_block: null, attempts: 0, snapshot_id: null, committed: false, job: JOB },
+    ]);
+  });
+
+  it("records a single-machine run's ended windows in one statement, and refuses a window recorded in a state it cannot start in", async () => {
+    const l = await open();
+    const ended = (status: 'committed' | 'failed', from: number) => ({
+      runId: 'local-1',
+      windowId: null,
+      dataset: 'blocks',
+      network: 'mainnet',
+      scope: '-',
+      fromBlock: from,
+      toBlock: from + 9,
+      rowsExpected: 10,
+      rowsGot: status === 'committed' ? 10 : 0,
+      rejects: 0,
+      requests: 2,
+      retries: 0,
+      throttles: 0,
+      capHits: 0,
+      splits: 0,
+      status,
+      error: status === 'failed' ? 'HTTP 500' : null,
+    });
+    await recordEnded(l, [ended('committed', 0), ended('failed', 10)]);
+    const t = l.schema ? `${l.schema}.windows` : 'windows';
+    expect(await l.db.query(`SELECT from_block, rows_got, status, error, committed_at IS NOT NULL AS committed FROM ${t} ORDER BY from_block`)).toEqual([
+      { from_block: 0, rows_got: 10, status: 'committed', error: null, committed: true },
+      { from_block: 10, rows_got: 0, status: 'failed', error: 'HTTP 500', committed: false },
+    ]);
+    await expect(recordEnded(l, [{ ...ended('committed', 20), status: 'fetched' as 'committed' }])).rejects.toThrow(WindowTransitionError);
+  });
+});
+
+it('the transitions table covers every state, and only committed is final', () => {
+  expect(Object.keys(TRANSITIONS).sort()).toEqual([...WINDOW_STATES].sort());
+  expect(WINDOW_STATES.filter((s) => TRANSITIONS[s].length === 0)).toEqual(['committed']);
+});
