@@ -23,6 +23,8 @@ export async function writeJob(file: string, sim: RunningSimulator, lake: string
     concurrency: 4,
     datasets: { transactions: { addresses } },
     ...extra,
+    // The simulator's head is final (a real API's default depth would make the newest windows provisional).
+    range: { finalityDepth: 0, ...(extra.range as Record<string, unknown> | undefined) },
   };
   await writeFile(file, JSON.stringify(job, null, 2));
   return file;

@@ -85,8 +85,8 @@ export const verifyCommand: CommandModule<object, Args> = {
       .option('repair', { type: 'boolean', describe: 'Fetch the windows whose count differs again and commit them as one snapshot (a local lake)' })
       .option('plan', { type: 'boolean', describe: 'Print the requests a verify would send, and send none' })
       .example('$0 verify jobs/demo.json', 'Every committed window of the demo lake, against the simulator')
-      .example('$0 verify jobs/nightly.json --dataset transactions --sample 50 --format json', 'A sample of 50 windows, as JSON')
-      .example('$0 verify jobs/nightly.json --repair', 'Fetch what differs again; verify again to see it hold'),
+      .example('$0 verify jobs/demo.json --dataset transactions --sample 50 --format json', 'A sample of 50 windows, as JSON')
+      .example('$0 verify jobs/demo.json --repair', 'Fetch what differs again; verify again to see it hold'),
   handler: async (args) => {
     const sample = args.sample;
     if (sample !== undefined && (!Number.isSafeInteger(sample) || sample < 1))

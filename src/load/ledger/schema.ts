@@ -192,8 +192,20 @@ export function ledgerTable(name: string): LedgerTable {
 
 const qualified = (schema: string | undefined, name: string): string => (schema ? `${ident(schema)}.${ident(name)}` : ident(name));
 
+/**
+ * A column's default in `dialect`. DuckDB gets literal defaults only: replaying a write-ahead log that alters a table
+ * (a COMMENT ON COLUMN) binds its defaults before the catalog is attached, and a function default (`NOW()`) then
+ * fails the replay with an internal error, leaving the catalog unreadable after a kill. The local code writes those
+ * timestamps itself.
+ */
+function defaultOf(dialect: Dialect, col: LedgerColumn): string | undefined {
+  if (col.default === undefined) return undefined;
+  return dialect === 'duckdb' && col.default.includes('(') ? undefined : col.default;
+}
+
 function columnDdl(dialect: Dialect, col: LedgerColumn): string {
-  return `${ident(col.name)} ${sqlType(dialect, col.type)}${col.default !== undefined ? ` DEFAULT ${col.default}` : ''}`;
+  const d = defaultOf(dialect, col);
+  return `${ident(col.name)} ${sqlType(dialect, col.type)}${d !== undefined ? ` DEFAULT ${d}` : ''}`;
 }
 
 /** CREATE TABLE / INDEX IF NOT EXISTS statements of the ledger, for `dialect`, in `schema` when given. */
