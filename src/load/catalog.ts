@@ -18,7 +18,7 @@ import type { LakePaths } from './paths.js';
 import { REJECTS_SHAPE, datasetShape, emptyTypedSelect, type LakeColumn, type TableShape } from './schema.js';
 import { ident, literal } from './sql.js';
 import { ledgerComments, ledgerDdl, migrateLedger } from './ledger/schema.js';
-import { recordEnded } from './ledger/windows.js';
+import { recordEnded, type EndedWindow } from './ledger/windows.js';
 import type { RequestRecord } from '../extract/request-log.js';
 import { REQUESTS_COLUMNS, REQUESTS_TABLE, requestsLedgerDdl } from './ledger-requests.js';
 
@@ -57,24 +57,8 @@ const REQUESTS_DOC =
  */
 export const TABLES = [LAKE_META, ...ledgerDdl('duckdb'), ...requestsLedgerDdl()];
 
-export interface WindowRecord {
-  runId: string;
-  dataset: string;
-  network: string;
-  scope: string;
-  fromBlock: number | null;
-  toBlock: number | null;
-  rowsExpected: number;
-  rowsGot: number;
-  rejects: number;
-  requests: number;
-  retries: number;
-  throttles: number;
-  capHits: number;
-  splits: number;
-  /** provisional: committed, but reaching into the unfinal zone (the next run fetches it again: docs/lake.md). */
-  status: 'committed' | 'provisional' | 'failed';
-  error: string | null;
+/** A window as a run records it: the ledger's ended window (ledger/windows.ts), with its calls. */
+export interface WindowRecord extends Omit<EndedWindow, 'windowId'> {
   /** The window's stable id (`dataset/network/scope/range`); absent in journals written before lineage. */
   windowId?: string;
   /** The window's calls (its `requests` rows), recorded with it. */
