@@ -294,6 +294,22 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
   const differing: Window[] = [];
   const acct = new Accounting();
   const base = { network: job.network };
+  /** Every window of a scope group recorded as not checked, with why. */
+  const notChecked = (g: ScopeGroup, detail: string): void => {
+    for (const u of g.units)
+      rows.push({
+        ...base,
+        check: 'count',
+        dataset: g.dataset,
+        scope: g.scope,
+        fromBlock: u.from,
+        toBlock: u.to,
+        status: 'not-checked',
+        lakeCount: null,
+        apiCount: null,
+        detail,
+      });
+  };
 
   // ---- counts against the API -----------------------------------------------------------------------------
   const targets = await resolveTargets(job, { simulator: deps.run?.simulator });
@@ -305,19 +321,7 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
       const reason = notCheckable(g);
       const t = g.template;
       if (reason || !t) {
-        for (const u of g.units)
-          rows.push({
-            ...base,
-            check: 'count',
-            dataset: g.dataset,
-            scope: g.scope,
-            fromBlock: u.from,
-            toBlock: u.to,
-            status: 'not-checked',
-            lakeCount: null,
-            apiCount: null,
-            detail: reason ?? '',
-          });
+        notChecked(g, reason ?? '');
         continue;
       }
       const spec = addressScopeOf(g.dataset, t.endpoint.id)!;
@@ -404,19 +408,7 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
         for (let i = rows.length - 1; i >= 0; i--)
           if (rows[i]!.check === 'count' && rows[i]!.dataset === g.dataset && rows[i]!.scope === g.scope) rows.splice(i, 1);
         for (let i = differing.length - 1; i >= 0; i--) if (differing[i]!.def.name === g.dataset && differing[i]!.scopeKey === g.scope) differing.splice(i, 1);
-        for (const u of g.units)
-          rows.push({
-            ...base,
-            check: 'count',
-            dataset: g.dataset,
-            scope: g.scope,
-            fromBlock: u.from,
-            toBlock: u.to,
-            status: 'not-checked',
-            lakeCount: null,
-            apiCount: null,
-            detail: e.message,
-          });
+        notChecked(g, e.message);
         rows.push({
           ...base,
           check: 'range_filter',
