@@ -17,10 +17,10 @@
  */
 import { DuckDBDecimalValue, DuckDBTypeId, JSDuckDBValueConverter, type DuckDBResult, type DuckDBValueConverter, type JS } from '@duckdb/node-api';
 import type { RecordBatch } from 'apache-arrow';
-import { arrowBatches, DEFAULT_BATCH_ROWS } from './load/arrow.js';
+import { arrowBatches, DEFAULT_BATCH_ROWS } from './load/read/arrow.js';
 import { LakePaths } from './load/paths.js';
-import { openLakeReader, type LakeReader } from './load/reader.js';
-import { streamQuery } from './load/query.js';
+import { openLakeReader, type LakeReader } from './load/read/reader.js';
+import { streamQuery } from './load/read/query.js';
 import { loadJobFile, parseJob, type Job } from './pipeline/job.js';
 import type { Logger } from './pipeline/log.js';
 import type { RunReport } from './pipeline/report.js';
@@ -33,10 +33,10 @@ import { lakeReportHtml } from './report/report.js';
 export { ChainlakeError, chainlakeCodeOf, ERROR_CODES, type ChainlakeErrorCode, type ChainlakeErrorOptions } from './errors.js';
 export { JobError } from './pipeline/job.js';
 export { StrictRejectsError } from './pipeline/execute.js';
-export { NoLakeError } from './load/reader.js';
+export { NoLakeError } from './load/read/reader.js';
 export { LakeLockedError, LakeAccessError } from './load/lock.js';
 export { CatalogDamagedError } from './load/catalog-damage.js';
-export { QueryRefusedError } from './load/query.js';
+export { QueryRefusedError } from './load/read/query.js';
 export { UnknownDatasetError } from './datasets/registry.js';
 export { ApiError, ApiUnreachableError, WindowError } from './extract/errors.js';
 export { ShapeError } from './extract/endpoint.js';

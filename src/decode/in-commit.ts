@@ -7,13 +7,13 @@
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import path from 'node:path';
-import type { CommitDerivation } from '../load/commit-run.js';
-import { FRESH_COLUMN, preparedFile, type PreparedFile, type WriterTask } from '../load/commit.js';
-import { writeLakeFile } from '../load/lake-file.js';
-import type { LakeState } from '../load/lake-state.js';
+import type { CommitDerivation } from '../load/write/commit-run.js';
+import { FRESH_COLUMN, preparedFile, type PreparedFile, type WriterTask } from '../load/write/commit.js';
+import { writeLakeFile } from '../load/write/lake-file.js';
+import type { LakeState } from '../load/write/lake-state.js';
 import type { TableShape } from '../load/schema.js';
-import { fsyncFile, mkdirDurable } from '../load/durable.js';
-import { writeMergedPartition } from '../load/merge.js';
+import { fsyncFile, mkdirDurable } from '../load/write/durable.js';
+import { writeMergedPartition } from '../load/write/merge.js';
 import { ident, literal } from '../load/sql.js';
 import type { DecodedDataset } from './datasets.js';
 import { decodeLogs, distinctDatasets } from './decode.js';

@@ -3,13 +3,13 @@
 // log_index), not the run that saw it, so decoding a log again replaces its reject (or drops it, when the log
 // now decodes or is skipped) instead of adding one per run. `_rejects` is partitioned by the date of the run
 // that wrote a row, so the rows replaced may sit in any day: each such day is rewritten without them
-// (load/commit.ts prepareRejects, for `chainlake decode` and for the decoding inside a run's commit alike).
+// (load/write/commit.ts prepareRejects, for `chainlake decode` and for the decoding inside a run's commit alike).
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Network } from '../datasets/dataset.js';
-import { preparePartition, type PreparedFile } from '../load/commit.js';
+import { preparePartition, type PreparedFile } from '../load/write/commit.js';
 import type { Engine } from '../load/engine.js';
-import { partitionKey, type LakeState } from '../load/lake-state.js';
+import { partitionKey, type LakeState } from '../load/write/lake-state.js';
 import type { LakePaths } from '../load/paths.js';
 import { REJECTS_SHAPE } from '../load/schema.js';
 import { literal, literalList } from '../load/sql.js';

@@ -8,7 +8,7 @@
  * committer that stalled past its lease cannot commit behind its successor's back.
  */
 import type { RequestRecord } from '../extract/request-log.js';
-import { decodeCalls, insertRequests } from '../load/ledger-requests.js';
+import { decodeCalls, insertRequests } from '../load/ledger/requests.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import pLimit from 'p-limit';
 import type pg from 'pg';
@@ -18,14 +18,14 @@ import { writeDataFile } from '../ducklake/data-file.js';
 import { commitTables, type StagedFile } from '../ducklake/writer.js';
 import { getDataset } from '../datasets/registry.js';
 import { createUnorderedTempTable, type Engine } from '../load/engine.js';
-import { keyRank, onePerKey } from '../load/merge.js';
+import { keyRank, onePerKey } from '../load/write/merge.js';
 import { datasetShape, emptyTypedSelect, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
 import { ident, literal, literalList } from '../load/sql.js';
-import { MERGE_SLICE_ROWS, slicePartitions } from '../load/commit.js';
+import { MERGE_SLICE_ROWS, slicePartitions } from '../load/write/commit.js';
 import { advanceWatermark } from '../pipeline/committer.js';
 import { isProvisional } from '../pipeline/plan.js';
 import type { BlockRange } from '../extract/pager.js';
-import { fileBlockSpans, keptRowsCondition, partitionsReaching, type ScopeRange } from '../load/replace.js';
+import { fileBlockSpans, keptRowsCondition, partitionsReaching, type ScopeRange } from '../load/write/replace.js';
 import type { WindowSpec } from './windows.js';
 import type { Logger } from '../pipeline/log.js';
 import { testHook } from '../load/test-hooks.js';
@@ -33,7 +33,7 @@ import { ChainlakeError } from '../errors.js';
 import { CONTROL_SCHEMA } from './control-plane.js';
 import { recordCommitted } from '../load/ledger/windows.js';
 import { closeEndedRuns } from './runs.js';
-import { ensureTable } from '../load/lake-tables.js';
+import { ensureTable } from '../load/write/lake-tables.js';
 import type { Store } from './store.js';
 
 export const COMMITTER_LEASE = 'committer';
@@ -77,7 +77,7 @@ interface FetchedWindow {
   final?: number;
   /** The window's blocks (those it covered), when it is block-ranged. */
   range?: BlockRange;
-  /** Set when the window was fetched again over what the lake holds: its rows replace the lake's (load/replace.ts). */
+  /** Set when the window was fetched again over what the lake holds: its rows replace the lake's (load/write/replace.ts). */
   replacing?: ScopeRange;
 }
 
@@ -329,7 +329,7 @@ async function mergeFragments(
       }
       const def = getDataset(shape.name);
       if (replacing.length > 0 && def.blockColumn) {
-        // Partitions a replaced window reaches but brings no row to are merged too (load/replace.ts).
+        // Partitions a replaced window reaches but brings no row to are merged too (load/write/replace.ts).
         const spans = await fileBlockSpans(catalog, table.tableId, def.blockColumn);
         const files = [...current].flatMap(([partition, ids]) => ids.map((id) => ({ partition, span: spans.get(id) })));
         for (const p of partitionsReaching(files, replacing)) if (!counts.some(([q]) => q === p)) counts.push([p, 0] as const);

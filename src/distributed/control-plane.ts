@@ -3,7 +3,7 @@
  * tables (schema `chainlake`: runs, windows, watermarks, the committer lease) and the work queue (pg-boss, schema
  * `chainlake_queue`). Every decision that must hold across machines is taken here, never on the object store.
  */
-import { requestsLedgerDdl } from '../load/ledger-requests.js';
+import { requestsLedgerDdl } from '../load/ledger/requests.js';
 import pg from 'pg';
 import { PostgresCatalog } from '../ducklake/postgres-catalog.js';
 import { initialiseCatalog } from '../ducklake/ddl.js';
@@ -12,7 +12,7 @@ import { migrateLedger } from '../load/ledger/schema.js';
 import type { Ledger } from '../load/ledger/windows.js';
 import type { PgClientLike } from '../ducklake/postgres-catalog.js';
 import { redactUrl } from './url.js';
-import { ensureVerificationsTable } from '../load/ledger-verifications.js';
+import { ensureVerificationsTable } from '../load/ledger/verifications.js';
 
 export const CATALOG_SCHEMA = 'ducklake';
 export const CONTROL_SCHEMA = 'chainlake';
@@ -46,7 +46,7 @@ export function checkCatalogUrl(url: string | undefined, flag = '--catalog'): st
  * declared once for both modes in load/ledger/schema.ts and created or migrated by migrateLedger).
  */
 const CONTROL_DDL = [
-  // Lineage: each window's calls, recorded by the commit that commits the window (load/ledger-requests.ts).
+  // Lineage: each window's calls, recorded by the commit that commits the window (load/ledger/requests.ts).
   ...requestsLedgerDdl(CONTROL_SCHEMA),
   `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.leases (
      name TEXT PRIMARY KEY,

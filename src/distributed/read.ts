@@ -10,8 +10,8 @@
  * the `files` view, the DuckLake's own `ducklake_*` tables, and an empty view of the right columns for every
  * dataset and `_rejects` no snapshot has written yet. These are copies taken when the reader opens.
  */
-import { REQUESTS_TABLE, requestsLedgerDdl } from '../load/ledger-requests.js';
-import { verificationsDdl, verificationsTable } from '../load/ledger-verifications.js';
+import { REQUESTS_TABLE, requestsLedgerDdl } from '../load/ledger/requests.js';
+import { verificationsDdl, verificationsTable } from '../load/ledger/verifications.js';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import type pg from 'pg';
 import { DATASETS } from '../datasets/registry.js';
@@ -31,7 +31,7 @@ export interface DistributedLake {
   close(): void;
 }
 
-export { parseAsOf } from '../load/reader.js';
+export { parseAsOf } from '../load/read/reader.js';
 
 /**
  * `datasets: false`: only the ledger, the catalog's tables and `files`, no view of the data (which downloads the

@@ -1,5 +1,5 @@
 /**
- * The one writer of a DuckLake data file, for the single-machine commit (src/load/lake-file.ts) and the
+ * The one writer of a DuckLake data file, for the single-machine commit (src/load/write/lake-file.ts) and the
  * distributed committer (src/distributed/commit.ts) alike, so that both modes write the same Parquet: the COPY
  * options (LAKE_PARQUET), the projection (every column of the table in the catalog's order, cast to the
  * catalog's type, Parquet field ids = column ids) and the statistics the catalog records, read from the files'

@@ -425,7 +425,7 @@ async function planChanges(
 /**
  * The rows of `partitions` that another writer inlined into the catalog (ducklake_inlined_data_<table>_<version>,
  * the reference extension's default for small inserts) and that are current: a commit replacing those partitions
- * read them into its files (load/lake-state.ts), so it ends them in its snapshot, as a delete of inlined rows does.
+ * read them into its files (load/write/lake-state.ts), so it ends them in its snapshot, as a delete of inlined rows does.
  */
 async function inlinedToEnd(
   tx: CatalogDb,

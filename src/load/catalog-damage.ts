@@ -1,5 +1,5 @@
 /**
- * A damaged catalog.duckdb, recognised and named: kept apart from the salvage itself (load/salvage.ts) so that
+ * A damaged catalog.duckdb, recognised and named: kept apart from the salvage itself (load/write/salvage.ts) so that
  * every command's error path can say it without loading DuckDB.
  */
 import { ChainlakeError } from '../errors.js';

@@ -4,15 +4,15 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { DatasetDef } from '../datasets/dataset.js';
 import { DATASETS } from '../datasets/registry.js';
-import type { CommittedFile } from './commit.js';
+import type { CommittedFile } from './write/commit.js';
 import { DuckDbCatalog, type CatalogDb } from '../ducklake/catalog-db.js';
-import { ensureVerificationsTable } from './ledger-verifications.js';
+import { ensureVerificationsTable } from './ledger/verifications.js';
 import { initialiseCatalog } from '../ducklake/ddl.js';
 import { currentSnapshot, listAllColumns, listDataFiles, listInlinedData, listTables, scanSql } from '../ducklake/reader.js';
 import { commitTables, expireSnapshots, filesToDelete, forgetDeletedFiles, type StagedFile } from '../ducklake/writer.js';
 import { rm } from 'node:fs/promises';
 import { ChainlakeError } from '../errors.js';
-import { JoinedDuckDbCatalog, readLakeState, type LakeState } from './lake-state.js';
+import { JoinedDuckDbCatalog, readLakeState, type LakeState } from './write/lake-state.js';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import type { LakePaths } from './paths.js';
 import { REJECTS_SHAPE, datasetShape, emptyTypedSelect, type LakeColumn, type TableShape } from './schema.js';
@@ -20,7 +20,7 @@ import { ident, literal } from './sql.js';
 import { ledgerComments, ledgerDdl, migrateLedger } from './ledger/schema.js';
 import { recordEnded, type EndedWindow } from './ledger/windows.js';
 import type { RequestRecord } from '../extract/request-log.js';
-import { REQUESTS_COLUMNS, REQUESTS_TABLE, requestsLedgerDdl } from './ledger-requests.js';
+import { REQUESTS_COLUMNS, REQUESTS_TABLE, requestsLedgerDdl } from './ledger/requests.js';
 
 /** The catalog's own DuckDB: small (catalog rows, view definitions), so that it never grows a run's memory. */
 const CATALOG_MEMORY_LIMIT = '64MB';
@@ -51,9 +51,9 @@ const REQUESTS_DOC =
   'One row per call a window made (lineage: `chainlake explain` follows a row to its window and these). Written with the window, in the same commit.';
 
 /**
- * The catalog's tables, as a new catalog gets them (a damaged catalog's salvage creates them too: load/salvage.ts):
+ * The catalog's tables, as a new catalog gets them (a damaged catalog's salvage creates them too: load/write/salvage.ts):
  * the run ledger (load/ledger/schema.ts; its window_id keys lineage's calls) and lineage's `requests`
- * (load/ledger-requests.ts).
+ * (load/ledger/requests.ts).
  */
 export const TABLES = [LAKE_META, ...ledgerDdl('duckdb'), ...requestsLedgerDdl()];
 

@@ -1,9 +1,9 @@
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { WatermarkRecord, WindowRecord } from '../load/catalog.js';
-import type { CommittedFile } from '../load/commit.js';
-import { BatchRows, Loaders } from '../load/batch-rows.js';
-import { commitRun, type CommitDerivation, type RunRecord } from '../load/commit-run.js';
+import type { CommittedFile } from '../load/write/commit.js';
+import { BatchRows, Loaders } from '../load/write/batch-rows.js';
+import { commitRun, type CommitDerivation, type RunRecord } from '../load/write/commit-run.js';
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
 import { watermarkKey } from '../load/state.js';

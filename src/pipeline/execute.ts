@@ -5,7 +5,7 @@ import { endpointPageFetcher, type MetaPage } from '../extract/endpoint.js';
 import type { ExplorerClient } from '../extract/explorer.js';
 import type { FinanceClient } from '../extract/finance.js';
 import { entryCount, pageWindow, scannedList, WindowProgress, type FetchedPage, type PageFetcher, type PagerOptions } from '../extract/pager.js';
-import { PageFiles, StageFile } from '../load/staging.js';
+import { PageFiles, StageFile } from '../load/write/staging.js';
 import type { StagedPages } from '../load/schema.js';
 import { MAX_RECEIVED_PAGE_BYTES, OrdinalState, type RowTransformer } from '../transform/rows.js';
 import type { Logger } from './log.js';

@@ -52,7 +52,7 @@ export interface Window {
   final?: number;
   /**
    * Fetched again over blocks an earlier run committed (the scope has a watermark and the job an unfinal zone):
-   * its rows replace what the lake holds of its scope and range (load/replace.ts).
+   * its rows replace what the lake holds of its scope and range (load/write/replace.ts).
    */
   replaces?: boolean;
 }

@@ -3,8 +3,8 @@ import path from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { Accounting } from '../extract/accounting.js';
 import { HttpTransport } from '../extract/transport.js';
-import { arrowBatches, DEFAULT_BATCH_ROWS } from '../load/arrow.js';
-import { stagedSelect } from '../load/commit.js';
+import { arrowBatches, DEFAULT_BATCH_ROWS } from '../load/read/arrow.js';
+import { stagedSelect } from '../load/write/commit.js';
 import { openEngine } from '../load/engine.js';
 import { datasetShape, STAGED_PARTITION } from '../load/schema.js';
 import { ident, literal } from '../load/sql.js';
@@ -81,7 +81,7 @@ export async function* streamJobBatches(job: Job, opts: StreamJobOptions = {}): 
           const shape = datasetShape(w.def);
           const columns = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
           const order = [...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident).join(', ');
-          // The partition columns after the dataset's, as the lake's table has them (load/lake-tables.ts).
+          // The partition columns after the dataset's, as the lake's table has them (load/write/lake-tables.ts).
           const partition = [`${literal(job.network)} AS network`, `CAST(${ident(STAGED_PARTITION)} AS DATE) AS ${ident(shape.partition)}`];
           const sql =
             `SELECT ${columns}, ${partition.join(', ')} ` +

@@ -5,9 +5,9 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { LakePaths } from '../load/paths.js';
-import { openLakeReader } from '../load/reader.js';
+import { openLakeReader } from '../load/read/reader.js';
 import { REJECTS_DATASET } from '../load/schema.js';
-import { lakeStatus, type LakeStatus } from '../load/status.js';
+import { lakeStatus, type LakeStatus } from '../load/read/status.js';
 import { redactUrl } from '../distributed/url.js';
 
 /** A lake to report on: a local lake's folder, or a distributed lake's control plane (and where its files are). */

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { cp, open, readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalogProblem } from '../../src/load/salvage.js';
+import { catalogProblem } from '../../src/load/write/salvage.js';
 import { LakePaths } from '../../src/load/paths.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { CLI, runCli } from '../helpers/cli.js';

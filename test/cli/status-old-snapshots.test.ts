@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatStatus } from '../../src/cli/commands/status.js';
-import type { LakeStatus } from '../../src/load/status.js';
+import type { LakeStatus } from '../../src/load/read/status.js';
 import { runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 

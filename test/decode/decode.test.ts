@@ -6,7 +6,7 @@ import { decodeEventLog, parseAbiItem, toEventSelector, type AbiEvent } from 'vi
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeLake, type DecodeReport } from '../../src/decode/lake.js';
 import { resolveDatasets } from '../../src/decode/spec.js';
-import { commitRun } from '../../src/load/commit-run.js';
+import { commitRun } from '../../src/load/write/commit-run.js';
 import { openEngine } from '../../src/load/engine.js';
 import { LakePaths } from '../../src/load/paths.js';
 import { parseJob } from '../../src/pipeline/job.js';

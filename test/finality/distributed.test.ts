@@ -11,7 +11,7 @@ import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { tempDir } from '../helpers/lake.js';
 import { distributedRows, singleMachineRows } from '../distributed/helpers.js';
 
-// Finality in distributed mode: the same planner and the same replacement (load/replace.ts) as one machine.
+// Finality in distributed mode: the same planner and the same replacement (load/write/replace.ts) as one machine.
 const H0 = PRESETS.small.visibleBlocks;
 const DEPTH = 6;
 const DATASETS = ['transactions', 'erc20_transfers'];

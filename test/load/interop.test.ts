@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawCompanion, type ColumnKind } from '../../src/datasets/column.js';
 import type { DatasetDef } from '../../src/datasets/dataset.js';
 import { DATASETS } from '../../src/datasets/registry.js';
-import { commitRun } from '../../src/load/commit-run.js';
+import { commitRun } from '../../src/load/write/commit-run.js';
 import { openEngine } from '../../src/load/engine.js';
 import { LakePaths } from '../../src/load/paths.js';
 import { CLI } from '../helpers/cli.js';

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { DuckDbCatalog } from '../../src/ducklake/catalog-db.js';
 import { initialiseCatalog } from '../../src/ducklake/ddl.js';
 import { listColumns, findTable, currentSnapshot } from '../../src/ducklake/reader.js';
-import { ensureTable } from '../../src/load/lake-tables.js';
+import { ensureTable } from '../../src/load/write/lake-tables.js';
 import { datasetShape } from '../../src/load/schema.js';
 import { getDataset } from '../../src/datasets/registry.js';
 

@@ -1,6 +1,6 @@
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Loaders } from '../../src/load/batch-rows.js';
+import { Loaders } from '../../src/load/write/batch-rows.js';
 
 /** The loader connections: work spread over both, narrowed to one or held (after what runs has ended) while a commit merges. */
 let instance: DuckDBInstance;

@@ -1,7 +1,7 @@
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { onePerKey } from '../../src/load/merge.js';
+import { onePerKey } from '../../src/load/write/merge.js';
 
 /**
  * The merge's reduction to one row per natural key (onePerKey) against the rule it implements, a window over

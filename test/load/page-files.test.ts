@@ -3,8 +3,8 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATASETS } from '../../src/datasets/registry.js';
-import { stagedSelect } from '../../src/load/commit.js';
-import { PageFiles } from '../../src/load/staging.js';
+import { stagedSelect } from '../../src/load/write/commit.js';
+import { PageFiles } from '../../src/load/write/staging.js';
 import { RowTransformer } from '../../src/transform/rows.js';
 import { tempDir } from '../helpers/lake.js';
 

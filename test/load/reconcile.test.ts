@@ -7,9 +7,9 @@ import { genesisFile } from '../../src/simulator/genesis.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { LakePaths } from '../../src/load/paths.js';
-import { openLakeReader } from '../../src/load/reader.js';
-import { parseGenesis, reconcileBalances } from '../../src/load/reconcile.js';
-import { reconcileLocalLake } from '../../src/load/reconcile-lake.js';
+import { openLakeReader } from '../../src/load/read/reader.js';
+import { parseGenesis, reconcileBalances } from '../../src/load/read/reconcile.js';
+import { reconcileLocalLake } from '../../src/load/write/reconcile-lake.js';
 import { runCli } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 

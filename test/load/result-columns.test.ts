@@ -3,10 +3,10 @@ import { AsyncByteQueue, RecordBatchStreamWriter, tableFromIPC, type RecordBatch
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { csvCell, writeCsvRows } from '../../src/cli/commands/query-csv.js';
 import { writeJsonRows } from '../../src/cli/commands/query-json.js';
-import { DEFAULT_BATCH_ROWS, recordBatches } from '../../src/load/arrow.js';
-import { writeArrowStream } from '../../src/load/arrow-ipc.js';
-import { ByteRing } from '../../src/load/byte-ring.js';
-import { RawColumn } from '../../src/load/chunk-columns.js';
+import { DEFAULT_BATCH_ROWS, recordBatches } from '../../src/load/read/arrow.js';
+import { writeArrowStream } from '../../src/load/read/arrow-ipc.js';
+import { ByteRing } from '../../src/load/read/byte-ring.js';
+import { RawColumn } from '../../src/load/read/chunk-columns.js';
 
 const decoder = new TextDecoder();
 

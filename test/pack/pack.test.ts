@@ -64,7 +64,7 @@ describe(`the packed package`, () => {
       'dist/index.js',
       'dist/index.d.ts',
       'dist/cli/main.js',
-      'dist/load/arrow.js',
+      'dist/load/read/arrow.js',
       'jobs/demo.json',
       'jobs/job.schema.json',
       'docs/lake.md',
@@ -114,7 +114,7 @@ describe(`the packed package`, () => {
         `const api = await import('chainlake');
          const names = Object.keys(api).sort();
          let hidden = 'reachable';
-         try { await import('chainlake/dist/load/arrow.js'); } catch (e) { hidden = e.code; }
+         try { await import('chainlake/dist/load/read/arrow.js'); } catch (e) { hidden = e.code; }
          process.stdout.write(JSON.stringify({ names, hidden }));`,
       ],
       app,

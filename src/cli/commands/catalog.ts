@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
-import { rebuildCatalog } from '../../load/maintenance.js';
+import { rebuildCatalog } from '../../load/write/maintenance.js';
 import { LakePaths } from '../../load/paths.js';
 import { CliError } from '../exit-codes.js';
 import { localOnly, resolveLakeTarget, withLakeOptions } from '../lake-target.js';

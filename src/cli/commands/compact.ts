@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
 import { datasetNames } from '../../datasets/registry.js';
-import { compactLake } from '../../load/maintenance.js';
+import { compactLake } from '../../load/write/maintenance.js';
 import { LakePaths } from '../../load/paths.js';
 import { REJECTS_DATASET } from '../../load/schema.js';
 import { CliError } from '../exit-codes.js';

@@ -4,7 +4,7 @@ import type { DatasetDef } from '../../datasets/dataset.js';
 import { DATASETS, datasetNames } from '../../datasets/registry.js';
 import { redactUrl } from '../../distributed/url.js';
 import { LakePaths } from '../../load/paths.js';
-import { openLakeReader } from '../../load/reader.js';
+import { openLakeReader } from '../../load/read/reader.js';
 import { ident } from '../../load/sql.js';
 import { CliError } from '../exit-codes.js';
 import { resolveLakeTarget, withLakeOptions } from '../lake-target.js';

@@ -6,7 +6,7 @@ import { redactUrl } from '../../distributed/url.js';
 import { describeTarget, resolveLakeTarget, withLakeOptions, type LakeTarget } from '../lake-target.js';
 import { existsSync } from 'node:fs';
 import { LakePaths } from '../../load/paths.js';
-import { maintainLocalLake } from '../../load/maintenance.js';
+import { maintainLocalLake } from '../../load/write/maintenance.js';
 
 interface Args {
   lake?: string;

@@ -9,8 +9,8 @@ import {
   type DuckDBType,
   type DuckDBValue,
 } from '@duckdb/node-api';
-import type { ByteRing } from '../../load/byte-ring.js';
-import { RawColumn, rawWidth, releaseChunk } from '../../load/chunk-columns.js';
+import type { ByteRing } from '../../load/read/byte-ring.js';
+import { RawColumn, rawWidth, releaseChunk } from '../../load/read/chunk-columns.js';
 
 const NEEDS_QUOTES = /[",\n\r]/;
 

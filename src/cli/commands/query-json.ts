@@ -1,6 +1,6 @@
 import { DuckDBTypeId, JsonDuckDBValueConverter, type DuckDBResult } from '@duckdb/node-api';
-import type { ByteRing } from '../../load/byte-ring.js';
-import { RawColumn, rawWidth, releaseChunk } from '../../load/chunk-columns.js';
+import type { ByteRing } from '../../load/read/byte-ring.js';
+import { RawColumn, rawWidth, releaseChunk } from '../../load/read/chunk-columns.js';
 
 /** Integer types DuckDB's JSON conversion gives as text: written as JSON numbers with every digit. */
 const WIDE_INTEGERS: ReadonlySet<DuckDBTypeId> = new Set([DuckDBTypeId.BIGINT, DuckDBTypeId.UBIGINT, DuckDBTypeId.HUGEINT, DuckDBTypeId.UHUGEINT]);

@@ -5,10 +5,10 @@ import path from 'node:path';
 import { Writable } from 'node:stream';
 import type { DuckDBResult, DuckDBValue } from '@duckdb/node-api';
 import type { CommandModule } from 'yargs';
-import { ByteRing } from '../../load/byte-ring.js';
+import { ByteRing } from '../../load/read/byte-ring.js';
 import { LakePaths } from '../../load/paths.js';
-import { lastQueryStatement, streamQuery } from '../../load/query.js';
-import { NoLakeError, openLakeReader, parseAsOf, type LakeReader } from '../../load/reader.js';
+import { lastQueryStatement, streamQuery } from '../../load/read/query.js';
+import { NoLakeError, openLakeReader, parseAsOf, type LakeReader } from '../../load/read/reader.js';
 import { literal } from '../../load/sql.js';
 import { GarbagePacer } from '../../pipeline/garbage.js';
 import { CliError, EXIT } from '../exit-codes.js';
@@ -125,7 +125,7 @@ async function writeJson(result: DuckDBResult, out: Out): Promise<void> {
 /** An Arrow IPC stream (what pyarrow.ipc.open_stream, pandas and Polars read), batch by batch. */
 async function writeArrow(result: DuckDBResult, out: Out): Promise<void> {
   // Loaded for this format only: apache-arrow costs the other formats' start-up a third of a second of CPU.
-  const { writeArrowStream } = await import('../../load/arrow-ipc.js');
+  const { writeArrowStream } = await import('../../load/read/arrow-ipc.js');
   await writeArrowStream(
     result,
     (bytes) => out.consume(bytes),

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { CommandModule } from 'yargs';
 import { LakePaths } from '../../load/paths.js';
-import { parseGenesis, reconcileBalances, summarize, type GenesisAllocations, type ReconciliationRow } from '../../load/reconcile.js';
+import { parseGenesis, reconcileBalances, summarize, type GenesisAllocations, type ReconciliationRow } from '../../load/read/reconcile.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { describeTarget, resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 
@@ -62,7 +62,7 @@ export const reconcileCommand: CommandModule<object, Args> = {
     if (target.kind === 'local') {
       const paths = new LakePaths(target.lake);
       if (!existsSync(paths.catalog)) throw new CliError(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`, 'CHAINLAKE_NO_LAKE');
-      const { reconcileLocalLake } = await import('../../load/reconcile-lake.js');
+      const { reconcileLocalLake } = await import('../../load/write/reconcile-lake.js');
       const r = await reconcileLocalLake(paths, { genesis });
       rows = r.rowsOut;
       written = `written to the lake's reconciliation table (run ${r.runId})`;

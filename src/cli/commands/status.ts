@@ -1,8 +1,8 @@
 import type { DuckDBValue } from '@duckdb/node-api';
 import type { CommandModule } from 'yargs';
 import { LakePaths } from '../../load/paths.js';
-import { openLakeReader, type LakeReader } from '../../load/reader.js';
-import { lakeStatus, type LakeStatus } from '../../load/status.js';
+import { openLakeReader, type LakeReader } from '../../load/read/reader.js';
+import { lakeStatus, type LakeStatus } from '../../load/read/status.js';
 import { CliError } from '../exit-codes.js';
 import { renderRows } from '../output.js';
 import { redactUrl } from '../../distributed/url.js';

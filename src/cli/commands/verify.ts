@@ -1,5 +1,5 @@
 import type { CommandModule } from 'yargs';
-import type { VerificationRow } from '../../load/ledger-verifications.js';
+import type { VerificationRow } from '../../load/ledger/verifications.js';
 import { loadJobDocument } from '../../pipeline/job.js';
 import type { VerifySession, VerifyTarget } from '../../pipeline/verify/session.js';
 import { blockRangeArgs, jobNamesLake, outputFor, shownFlagValue, type OutputArgs } from '../common.js';

@@ -4,9 +4,9 @@
  * the run's own pipeline and committer.
  */
 import { Catalog } from '../../load/catalog.js';
-import { recordVerifications } from '../../load/ledger-verifications.js';
+import { recordVerifications } from '../../load/ledger/verifications.js';
 import { LakePaths } from '../../load/paths.js';
-import { openLakeReader } from '../../load/reader.js';
+import { openLakeReader } from '../../load/read/reader.js';
 import { ChainlakeError } from '../../errors.js';
 import type { Job } from '../job.js';
 import type { RunReport } from '../report.js';

@@ -19,7 +19,7 @@ import { Accounting } from '../../extract/accounting.js';
 import type { BlockRange } from '../../extract/page.js';
 import { quotaAccount } from '../../extract/quota.js';
 import { HttpTransport } from '../../extract/transport.js';
-import type { VerificationRow } from '../../load/ledger-verifications.js';
+import type { VerificationRow } from '../../load/ledger/verifications.js';
 import { literal, ident } from '../../load/sql.js';
 import { fetcherFor } from '../execute.js';
 import type { Job } from '../job.js';

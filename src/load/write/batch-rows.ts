@@ -1,9 +1,9 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { DatasetDef } from '../datasets/dataset.js';
-import { stagedSelect, type StagedPages } from './schema.js';
-import { literal } from './sql.js';
+import type { DatasetDef } from '../../datasets/dataset.js';
+import { stagedSelect, type StagedPages } from '../schema.js';
+import { literal } from '../sql.js';
 
 /**
  * Rows per row group of a typed file. The writer holds a whole row group in DuckDB's memory, and with
@@ -18,7 +18,7 @@ export const TYPED_ROW_GROUP_ROWS = 16_384;
  * BatchCommitter.enqueue) and waits for what they started: DuckDB's memory is shared, and a typing beside a
  * merge once failed the run for memory (and later raised its peak). That typing read a window's pages
  * from one file, in a buffer of up to 32 MiB (`commit.everyRows` 300,000 in the end-to-end bench, with
- * one typing beside each commit); page files of about 2 MiB (load/staging.ts PageFiles) ended that.
+ * one typing beside each commit); page files of about 2 MiB (load/write/staging.ts PageFiles) ended that.
  */
 export class Loaders {
   private readonly tails: Promise<void>[];

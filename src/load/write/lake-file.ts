@@ -6,11 +6,11 @@
  * (`ducklake-<uuidv7>.parquet`): a snapshot's files never change.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { copyDataFile, hiveValue, measureDataFiles } from '../ducklake/data-file.js';
-import { uuidv7 } from '../ducklake/ddl.js';
-import type { StagedFile } from '../ducklake/writer.js';
+import { copyDataFile, hiveValue, measureDataFiles } from '../../ducklake/data-file.js';
+import { uuidv7 } from '../../ducklake/ddl.js';
+import type { StagedFile } from '../../ducklake/writer.js';
 import type { LakeTableState } from './lake-state.js';
-import type { TableShape } from './schema.js';
+import type { TableShape } from '../schema.js';
 
 export interface LakeFile {
   /** As the commit records it in the catalog (path relative to the table's directory). */

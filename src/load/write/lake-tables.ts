@@ -3,14 +3,14 @@
  * partitioned by both (identity). On a single-machine lake those two are Hive folders; in a DuckLake they are
  * columns of every file, so a file read alone still says where its rows belong.
  */
-import type { CatalogDb } from '../ducklake/catalog-db.js';
-import { DuckLakeError } from '../ducklake/catalog-db.js';
-import { currentSnapshot, listColumns, listTables } from '../ducklake/reader.js';
-import { ducklakeTypeTree, type TypeTree } from '../ducklake/types.js';
-import type { LakeColumn } from '../ducklake/reader.js';
-import { ChainlakeError } from '../errors.js';
-import { addColumns, createTable, type ColumnSpec } from '../ducklake/writer.js';
-import type { TableShape } from './schema.js';
+import type { CatalogDb } from '../../ducklake/catalog-db.js';
+import { DuckLakeError } from '../../ducklake/catalog-db.js';
+import { currentSnapshot, listColumns, listTables } from '../../ducklake/reader.js';
+import { ducklakeTypeTree, type TypeTree } from '../../ducklake/types.js';
+import type { LakeColumn } from '../../ducklake/reader.js';
+import { ChainlakeError } from '../../errors.js';
+import { addColumns, createTable, type ColumnSpec } from '../../ducklake/writer.js';
+import type { TableShape } from '../schema.js';
 
 /** A column as the catalog has it and as a declaration types it: the same type, nested types included. */
 function sameType(have: LakeColumn, want: TypeTree): boolean {

@@ -5,8 +5,8 @@
 // as HUGEINT in SQL, the rare ones beyond (held as `<column>_raw` text) as BigInt here.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { ChainlakeError } from '../errors.js';
-import type { TableShape } from './schema.js';
+import { ChainlakeError } from '../../errors.js';
+import type { TableShape } from '../schema.js';
 
 /** The asset of a native-coin balance (a token's is its contract address). */
 export const NATIVE_ASSET = 'native';

@@ -1,6 +1,6 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { emptyTypedSelect, type TableShape } from './schema.js';
-import { ident, literalList } from './sql.js';
+import { emptyTypedSelect, type TableShape } from '../schema.js';
+import { ident, literalList } from '../sql.js';
 import { writeLakeFile, type LakeFile } from './lake-file.js';
 import type { LakeTableState } from './lake-state.js';
 

@@ -1,16 +1,16 @@
 /**
  * Windows fetched again replace what the lake holds of them (finality: a provisional window's blocks may have been
- * reorganised, or an explorer's index may have listed them short). One rule for both committers (load/commit.ts on
+ * reorganised, or an explorer's index may have listed them short). One rule for both committers (load/write/commit.ts on
  * one machine, distributed/commit.ts): a partition merged with a replacing window's fresh rows drops its old rows
  * that the window's scope and block range hold (datasets/scope-rows.ts), so rows the new fetch no longer returns
  * are gone in the same snapshot; and the partitions merged include those whose files reach into a replaced range,
  * since a window whose rows all left a day brings no fresh row to that day's partition.
  */
-import type { CatalogDb } from '../ducklake/catalog-db.js';
-import type { DatasetDef } from '../datasets/dataset.js';
-import { scopeRowsCondition, type ScopeRange } from '../datasets/scope-rows.js';
+import type { CatalogDb } from '../../ducklake/catalog-db.js';
+import type { DatasetDef } from '../../datasets/dataset.js';
+import { scopeRowsCondition, type ScopeRange } from '../../datasets/scope-rows.js';
 
-export type { ScopeRange } from '../datasets/scope-rows.js';
+export type { ScopeRange } from '../../datasets/scope-rows.js';
 
 /** A condition on a partition's old rows: false for those a replacing window holds (the fresh rows stand for them). */
 export function keptRowsCondition(def: DatasetDef, replacing: readonly ScopeRange[]): string | undefined {

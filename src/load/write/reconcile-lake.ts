@@ -5,18 +5,18 @@
 
 import path from 'node:path';
 import { mkdir } from 'node:fs/promises';
-import type { Network } from '../datasets/dataset.js';
-import { Catalog } from './catalog.js';
+import type { Network } from '../../datasets/dataset.js';
+import { Catalog } from '../catalog.js';
 import { preparePartition, type PreparedFile } from './commit.js';
 import { journalFor, lakeStateFor } from './commit-run.js';
-import { openEngine } from './engine.js';
-import { newMaintenanceId } from './ids.js';
+import { openEngine } from '../engine.js';
+import { newMaintenanceId } from '../ids.js';
 import { applyJournal, publishJournal } from './journal.js';
-import { LakeLock } from './lock.js';
-import type { LakePaths } from './paths.js';
-import { openLakeReader } from './reader.js';
+import { LakeLock } from '../lock.js';
+import type { LakePaths } from '../paths.js';
+import { openLakeReader } from '../read/reader.js';
 import { recoverLake } from './recovery.js';
-import { ident, literal } from './sql.js';
+import { ident, literal } from '../sql.js';
 import { closeRunStaging, openRunStaging } from './staging.js';
 import {
   RECONCILIATION_DOC,
@@ -26,7 +26,7 @@ import {
   type GenesisAllocations,
   type ReconcileSummary,
   type ReconciliationRow,
-} from './reconcile.js';
+} from '../read/reconcile.js';
 
 const JOB = '(reconcile)';
 /** DECIMAL(38,0) holds integers of fewer than 39 digits; larger ones go to the `_raw` column. */

@@ -1,10 +1,10 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { diskPartitions, lakeShapes } from './maintenance.js';
-import type { LakePaths } from './paths.js';
-import { hasPendingCommit } from './recovery.js';
-import { ident } from './sql.js';
+import { diskPartitions, lakeShapes } from '../write/maintenance.js';
+import type { LakePaths } from '../paths.js';
+import { hasPendingCommit } from '../write/recovery.js';
+import { ident } from '../sql.js';
 
 export interface LakeStatus {
   lake: string;

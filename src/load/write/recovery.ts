@@ -1,12 +1,12 @@
 import { readdir, readFile, rm } from 'node:fs/promises';
-import { readLedger } from './quota-ledger.js';
+import { readLedger } from '../quota-ledger.js';
 import path from 'node:path';
-import { Catalog } from './catalog.js';
+import { Catalog } from '../catalog.js';
 import { exists } from './durable.js';
 
 import { JOURNAL_FILE, applyJournal, readJournal } from './journal.js';
-import { LakeLock, LakeLockedError } from './lock.js';
-import type { LakePaths } from './paths.js';
+import { LakeLock, LakeLockedError } from '../lock.js';
+import type { LakePaths } from '../paths.js';
 import { STAGING_INFO_FILE, type StagingInfo } from './staging.js';
 
 export interface RecoveryReport {

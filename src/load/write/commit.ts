@@ -1,23 +1,23 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import path from 'node:path';
-import type { DatasetDef, Network } from '../datasets/dataset.js';
+import type { DatasetDef, Network } from '../../datasets/dataset.js';
 import type { BatchRows } from './batch-rows.js';
 import { fsyncFile, mkdirDurable } from './durable.js';
-import { createUnorderedTempTable, type Engine } from './engine.js';
+import { createUnorderedTempTable, type Engine } from '../engine.js';
 import { keyRank, onePerKey, writeMergedPartition } from './merge.js';
-import type { LakePaths } from './paths.js';
-import type { StagedFile } from '../ducklake/writer.js';
+import type { LakePaths } from '../paths.js';
+import type { StagedFile } from '../../ducklake/writer.js';
 import { copyLakeFile, measureLakeFiles, type CopiedFile, type LakeFile } from './lake-file.js';
 import type { LakeState } from './lake-state.js';
-import { REJECTS_SHAPE, STAGED_PARTITION, datasetShape, emptyTypedSelect, stagedSelect, type StagedPages, type TableShape } from './schema.js';
+import { REJECTS_SHAPE, STAGED_PARTITION, datasetShape, emptyTypedSelect, stagedSelect, type StagedPages, type TableShape } from '../schema.js';
 
 export { stagedSelect };
-import { ident, literal, literalList } from './sql.js';
+import { ident, literal, literalList } from '../sql.js';
 import { keptRowsCondition, partitionsReaching, type ScopeRange } from './replace.js';
-import { testHook } from './test-hooks.js';
-import { eachBounded } from './bounded.js';
+import { testHook } from '../test-hooks.js';
+import { eachBounded } from '../bounded.js';
 
-export { REJECTS_DATASET } from './schema.js';
+export { REJECTS_DATASET } from '../schema.js';
 
 export interface CommittedFile {
   dataset: string;
@@ -97,7 +97,7 @@ export interface PrepareInput {
   workDir: string;
   /** Rows derived from each merged slice, written beside the dataset's files (see SliceDerivation). */
   derive?: SliceDerivation;
-  /** Windows of this commit fetched again: their old rows are replaced by what they brought (load/replace.ts). */
+  /** Windows of this commit fetched again: their old rows are replaced by what they brought (load/write/replace.ts). */
   replacing?: readonly ScopeRange[];
 }
 

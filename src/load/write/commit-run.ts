@@ -1,16 +1,16 @@
 import path from 'node:path';
-import type { DatasetDef, Network } from '../datasets/dataset.js';
-import { Catalog, type DeclaredTable, type RunRow, type WatermarkRecord, type WindowRecord } from './catalog.js';
+import type { DatasetDef, Network } from '../../datasets/dataset.js';
+import { Catalog, type DeclaredTable, type RunRow, type WatermarkRecord, type WindowRecord } from '../catalog.js';
 import type { LakeState } from './lake-state.js';
 import type { ScopeRange } from './replace.js';
-import { datasetShape, REJECTS_SHAPE, type TableShape } from './schema.js';
+import { datasetShape, REJECTS_SHAPE, type TableShape } from '../schema.js';
 import { prepareDataset, prepareRejects, type CommittedFile, type PreparedFile, type ReplacedRejects, type SliceDerivation } from './commit.js';
-import type { Engine } from './engine.js';
+import type { Engine } from '../engine.js';
 import { applyJournal, publishJournal, type CommitJournal } from './journal.js';
 import type { BatchRows } from './batch-rows.js';
-import type { LakePaths } from './paths.js';
-import type { StagedPages } from './schema.js';
-import { eachBounded } from './bounded.js';
+import type { LakePaths } from '../paths.js';
+import type { StagedPages } from '../schema.js';
+import { eachBounded } from '../bounded.js';
 
 const DATASETS_AT_ONCE = 2;
 
@@ -32,7 +32,7 @@ export interface RunCommitInput {
   stagingDir: string;
   network: Network;
   /** Staged row and page files of completed windows, per dataset. */
-  /** `replacing`: the dataset's windows fetched again, whose old rows their fresh ones replace (load/replace.ts). */
+  /** `replacing`: the dataset's windows fetched again, whose old rows their fresh ones replace (load/write/replace.ts). */
   datasets: { def: DatasetDef; stagedFiles: string[]; pageFiles?: StagedPages[]; replacing?: ScopeRange[] }[];
   /** The same files already typed while the run fetched; read from the files when absent. */
   preloaded?: readonly BatchRows[];

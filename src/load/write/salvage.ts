@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import { rename } from 'node:fs/promises';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { isCatalogDamage } from './catalog-damage.js';
-import type { LakePaths } from './paths.js';
-import { literal } from './sql.js';
+import { isCatalogDamage } from '../catalog-damage.js';
+import type { LakePaths } from '../paths.js';
+import { literal } from '../sql.js';
 
 /** The catalog's tables a rebuild carries over, in order; `files` is always re-read from the lake's files. */
 const KEPT_TABLES = ['lake_meta', 'runs', 'windows', 'watermarks', 'commits'] as const;

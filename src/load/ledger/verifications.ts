@@ -4,7 +4,7 @@
  * by both kinds of lake's setup (load/catalog.ts for a local catalog, distributed/control-plane.ts for the
  * control plane's schema).
  */
-import type { CatalogDb } from '../ducklake/catalog-db.js';
+import type { CatalogDb } from '../../ducklake/catalog-db.js';
 
 /** The table's name under `schema` (`''`: the catalog's default schema, as a local lake has it). */
 export const verificationsTable = (schema: string): string => (schema ? `${schema}.verifications` : 'verifications');

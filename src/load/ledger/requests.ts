@@ -5,8 +5,8 @@
  * lake's setup calls `requestsLedgerDdl` (load/catalog.ts for `catalog.duckdb`, distributed/control-plane.ts for
  * PostgreSQL's control schema).
  */
-import type { CatalogDb, CatalogValue } from '../ducklake/catalog-db.js';
-import type { RequestRecord } from '../extract/request-log.js';
+import type { CatalogDb, CatalogValue } from '../../ducklake/catalog-db.js';
+import type { RequestRecord } from '../../extract/request-log.js';
 
 export const REQUESTS_TABLE = 'requests';
 

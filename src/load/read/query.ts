@@ -1,4 +1,4 @@
-import { ChainlakeError } from '../errors.js';
+import { ChainlakeError } from '../../errors.js';
 import { StatementType, type DuckDBConnection, type DuckDBResult } from '@duckdb/node-api';
 
 /**

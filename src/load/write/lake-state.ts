@@ -6,8 +6,8 @@
  * newer declaration adds) and the files each partition holds at the newest snapshot.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { CatalogDb, CatalogParam, CatalogRow } from '../ducklake/catalog-db.js';
-import { DuckLakeError, duckDbQuery } from '../ducklake/catalog-db.js';
+import type { CatalogDb, CatalogParam, CatalogRow } from '../../ducklake/catalog-db.js';
+import { DuckLakeError, duckDbQuery } from '../../ducklake/catalog-db.js';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import {
@@ -20,10 +20,10 @@ import {
   tablePath,
   type LakeColumn,
   type LakeTable,
-} from '../ducklake/reader.js';
-import { ident, literal } from './sql.js';
+} from '../../ducklake/reader.js';
+import { ident, literal } from '../sql.js';
 import { ensureTable, tableMatches } from './lake-tables.js';
-import type { TableShape } from './schema.js';
+import type { TableShape } from '../schema.js';
 import { fileBlockSpans } from './replace.js';
 
 /** A Parquet file of a partition at the newest snapshot. */
@@ -191,7 +191,7 @@ export async function readLakeState(db: CatalogDb, dataPath: string, ensure: rea
     state.partitions.set(key, list);
   }
   // Files of the block-ranged datasets a commit writes know their block span: the partitions a window fetched
-  // again reaches (load/replace.ts).
+  // again reaches (load/write/replace.ts).
   for (const shape of ensure) {
     const state = shape.blockColumn ? tables.get(shape.name) : undefined;
     if (!state || state.partitions.size === 0) continue;

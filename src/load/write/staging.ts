@@ -2,11 +2,11 @@ import { once } from 'node:events';
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { RawPage } from '../extract/pager.js';
-import type { AcceptedPage, RejectRecord, StagedRow } from '../transform/rows.js';
+import type { RawPage } from '../../extract/pager.js';
+import type { AcceptedPage, RejectRecord, StagedRow } from '../../transform/rows.js';
 import { JOURNAL_FILE } from './journal.js';
-import { STAGED_PARTITION } from './schema.js';
-import { testHook } from './test-hooks.js';
+import { STAGED_PARTITION } from '../schema.js';
+import { testHook } from '../test-hooks.js';
 
 /**
  * Appends one window's typed rows to an NDJSON file under the run's staging folder. Writes honour stream

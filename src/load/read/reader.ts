@@ -1,15 +1,15 @@
 import { existsSync } from 'node:fs';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { DATASETS } from '../datasets/registry.js';
-import { lakeViewBodies, retryOnLock, VIEWS_SNAPSHOT, type DeclaredTable } from './catalog.js';
-import { DuckDbCatalog, DuckLakeError } from '../ducklake/catalog-db.js';
-import { resolveSnapshot, type AsOf } from '../ducklake/reader.js';
-import type { LakePaths } from './paths.js';
-import { hasPendingCommit, repairIfFree } from './recovery.js';
-import { ChainlakeError, chainlakeCodeOf } from '../errors.js';
-import type { LakeAccessError } from './lock.js';
-import { datasetShape, REJECTS_SHAPE } from './schema.js';
-import { ident, literal } from './sql.js';
+import { DATASETS } from '../../datasets/registry.js';
+import { lakeViewBodies, retryOnLock, VIEWS_SNAPSHOT, type DeclaredTable } from '../catalog.js';
+import { DuckDbCatalog, DuckLakeError } from '../../ducklake/catalog-db.js';
+import { resolveSnapshot, type AsOf } from '../../ducklake/reader.js';
+import type { LakePaths } from '../paths.js';
+import { hasPendingCommit, repairIfFree } from '../write/recovery.js';
+import { ChainlakeError, chainlakeCodeOf } from '../../errors.js';
+import type { LakeAccessError } from '../lock.js';
+import { datasetShape, REJECTS_SHAPE } from '../schema.js';
+import { ident, literal } from '../sql.js';
 
 export interface LakeReader {
   conn: DuckDBConnection;

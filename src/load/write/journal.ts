@@ -1,14 +1,14 @@
 import { readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
-import { Catalog, type DeclaredTable, type RunRow, type WatermarkRecord, type WindowRecord } from './catalog.js';
+import { Catalog, type DeclaredTable, type RunRow, type WatermarkRecord, type WindowRecord } from '../catalog.js';
 import type { CommittedFile } from './commit.js';
-import type { StagedFile } from '../ducklake/writer.js';
-import { ChainlakeError } from '../errors.js';
+import type { StagedFile } from '../../ducklake/writer.js';
+import { ChainlakeError } from '../../errors.js';
 import { exists, fsyncDir, mkdirDurable, removeDurable, writeFileDurable } from './durable.js';
-import type { LakePaths } from './paths.js';
-import { testHook } from './test-hooks.js';
-import { eachBounded } from './bounded.js';
-import { insertRequests } from './ledger-requests.js';
+import type { LakePaths } from '../paths.js';
+import { testHook } from '../test-hooks.js';
+import { eachBounded } from '../bounded.js';
+import { insertRequests } from '../ledger/requests.js';
 
 const MOVES_AT_ONCE = 16;
 
