@@ -1,17 +1,16 @@
 /**
  * What `chainlake report` shows, read from a lake of either kind through the tables both kinds share: a local
  * lake's catalog, or a distributed lake's reader, whose views give the control plane's ledger the local lake's
- * columns (distributed/read.ts). One code path for both: only `open` knows which kind it reads.
+ * columns (distributed/read.ts). One code path for both: only `openLakeTables` (lake.ts) knows which kind it reads.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { LakePaths } from '../load/paths.js';
-import { openLakeReader } from '../load/read/reader.js';
+import type { LakePaths } from '../load/paths.js';
 import { REJECTS_DATASET } from '../load/schema.js';
 import { lakeStatus, type LakeStatus } from '../load/read/status.js';
-import { redactUrl } from '../distributed/url.js';
+import { openLakeTables, type LakeTarget } from './lake.js';
 
 /** A lake to report on: a local lake's folder, or a distributed lake's control plane (and where its files are). */
-export type ReportTarget = { kind: 'local'; lake: string } | { kind: 'distributed'; catalog: string; store?: string };
+export type ReportTarget = LakeTarget;
 
 /** One window of the `windows` table, as the coverage map draws it. */
 export interface CoverageWindow {
@@ -109,26 +108,10 @@ async function has(conn: DuckDBConnection, name: string): Promise<boolean> {
   return r.getRowsJS().length > 0;
 }
 
-/**
- * Opens either kind of lake for reading, with the tables both kinds have: the one place that knows which kind
- * it is (`status` opens them alike in its handler and could use this).
- */
-export async function openLakeTables(target: ReportTarget): Promise<{ conn: DuckDBConnection; lake: LakePaths | { name: string }; close(): void }> {
-  if (target.kind === 'local') {
-    const paths = new LakePaths(target.lake);
-    const reader = await openLakeReader(paths);
-    return { conn: reader.conn, lake: paths, close: () => reader.close() };
-  }
-  // PostgreSQL's client loaded only for a distributed lake.
-  const [{ checkCatalogUrl }, { openDistributedLake }] = await Promise.all([import('../distributed/control-plane.js'), import('../distributed/read.js')]);
-  // The rejects only: the datasets' files are not needed (an object store would download them).
-  const reader = await openDistributedLake({ catalog: checkCatalogUrl(target.catalog), store: target.store, datasets: [REJECTS_DATASET] });
-  return { conn: reader.conn, lake: { name: redactUrl(target.catalog) }, close: () => reader.close() };
-}
-
 /** The report's data of a lake (local or distributed). */
 export async function gatherReport(target: ReportTarget, now: () => Date = () => new Date()): Promise<LakeReportData> {
-  const { conn, lake, close } = await openLakeTables(target);
+  // The rejects only of the datasets: their files are not needed (an object store would download them).
+  const { conn, lake, close } = await openLakeTables(target, { datasets: [REJECTS_DATASET] });
   try {
     return await gatherFrom(conn, lake, target.kind, now());
   } finally {

@@ -3,11 +3,10 @@ import type { CommandModule } from 'yargs';
 import type { DatasetDef } from '../../datasets/dataset.js';
 import { DATASETS, datasetNames } from '../../datasets/registry.js';
 import { redactUrl } from '../../distributed/url.js';
-import { LakePaths } from '../../load/paths.js';
-import { openLakeReader } from '../../load/read/reader.js';
 import { ident } from '../../load/sql.js';
 import { CliError } from '../exit-codes.js';
 import { resolveLakeTarget, withLakeOptions } from '../lake-target.js';
+import { openLakeTables } from '../../report/lake.js';
 
 interface Args {
   dataset: string;
@@ -261,20 +260,8 @@ export const explainCommand: CommandModule<object, Args> = {
     const def = explainDataset(args.dataset);
     const key = explainKey(def, (args.values ?? []).map(String), (args.key ?? []).map(String));
     const target = resolveLakeTarget(args);
-    let reader: { conn: DuckDBConnection; close(): void };
-    let lake: string;
-    if (target.kind === 'local') {
-      reader = await openLakeReader(new LakePaths(target.lake));
-      lake = target.lake;
-    } else {
-      // PostgreSQL's client loaded only for a distributed lake.
-      const [{ checkCatalogUrl }, { openDistributedLake }] = await Promise.all([
-        import('../../distributed/control-plane.js'),
-        import('../../distributed/read.js'),
-      ]);
-      reader = await openDistributedLake({ catalog: checkCatalogUrl(target.catalog), store: target.store });
-      lake = redactUrl(target.catalog);
-    }
+    const lake = target.kind === 'local' ? target.lake : redactUrl(target.catalog);
+    const reader = await openLakeTables(target);
     try {
       const e = await explainRow(reader.conn, def, key);
       process.stdout.write((args.format === 'json' ? JSON.stringify({ lake, ...e }, null, 2) : formatExplanation(e)) + '\n');

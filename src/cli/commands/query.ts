@@ -17,6 +17,7 @@ import { renderRows } from '../output.js';
 import { resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 import { writeCsvRows } from './query-csv.js';
 import { writeJsonRows } from './query-json.js';
+import { openLakeTables } from '../../report/lake.js';
 
 export type QueryFormat = 'table' | 'csv' | 'json' | 'parquet' | 'arrow';
 
@@ -154,7 +155,7 @@ async function writeTable(result: DuckDBResult, out: Out): Promise<void> {
 }
 
 /** `--format parquet`: DuckDB writes the query's result to the file itself (COPY), streaming, compressed. */
-async function writeParquet(reader: LakeReader, sql: string, file: string): Promise<void> {
+async function writeParquet(reader: Pick<LakeReader, 'conn'>, sql: string, file: string): Promise<void> {
   const split = await lastQueryStatement(reader.conn, sql);
   if (!split) throw new CliError('--format parquet writes the result of a query: the last statement must be a SELECT (or WITH, VALUES, FROM…)');
   for (const s of split.before) await reader.conn.run(s);
@@ -215,17 +216,6 @@ export async function queryLake(lake: string, sql: string, format: Exclude<Query
   return text.replace(/\n$/, '');
 }
 
-/** A distributed lake as a reader: views over one snapshot's files (PostgreSQL's client loaded only for it). */
-async function distributedSource(catalog: string, store: string | undefined, asOf: string | undefined): Promise<() => Promise<LakeReader>> {
-  const [{ checkCatalogUrl }, { openDistributedLake, parseAsOf }] = await Promise.all([
-    import('../../distributed/control-plane.js'),
-    import('../../distributed/read.js'),
-  ]);
-  checkCatalogUrl(catalog);
-  const at = parseAsOf(asOf);
-  return () => openDistributedLake({ catalog, store, asOf: at });
-}
-
 export const queryCommand: CommandModule<object, Args> = {
   command: 'query <sql>',
   describe: "Run SQL against the lake's catalog (read-only) and print or write the result",
@@ -270,12 +260,7 @@ export const queryCommand: CommandModule<object, Args> = {
     try {
       const asOf = parseAsOf(args['as-of']);
       const target = resolveLakeTarget(args);
-      const source =
-        target.kind === 'local'
-          ? asOf === undefined
-            ? target.lake
-            : () => openLakeReader(new LakePaths(target.lake), { asOf })
-          : await distributedSource(target.catalog, target.store, args['as-of']);
+      const source = () => openLakeTables(target, { asOf });
       const { movedFrom } = await queryLakeTo(source, args.sql, format, partial ? { file: partial } : { stream: process.stdout });
       if (partial) await rename(partial, args.output!);
       if (movedFrom && target.kind === 'local') {

@@ -1,11 +1,9 @@
 import type { DuckDBValue } from '@duckdb/node-api';
 import type { CommandModule } from 'yargs';
-import { LakePaths } from '../../load/paths.js';
-import { openLakeReader, type LakeReader } from '../../load/read/reader.js';
 import { lakeStatus, type LakeStatus } from '../../load/read/status.js';
 import { CliError } from '../exit-codes.js';
 import { renderRows } from '../output.js';
-import { redactUrl } from '../../distributed/url.js';
+import { openLakeTables } from '../../report/lake.js';
 import { resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 
 interface Args {
@@ -114,23 +112,10 @@ export const statusCommand: CommandModule<object, Args> = {
       ),
   handler: async (args) => {
     if (!Number.isInteger(args.runs) || args.runs < 1) throw new CliError(`--runs must be a positive integer, got ${args.runs}`);
-    const target = resolveLakeTarget(args);
-    let reader: { conn: LakeReader['conn']; close(): void };
-    let lake: LakePaths | { name: string };
-    if (target.kind === 'local') {
-      lake = new LakePaths(target.lake);
-      reader = await openLakeReader(lake);
-    } else {
-      // PostgreSQL's client loaded only for a distributed lake.
-      const [{ checkCatalogUrl }, { openDistributedLake }] = await Promise.all([
-        import('../../distributed/control-plane.js'),
-        import('../../distributed/read.js'),
-      ]);
-      reader = await openDistributedLake({ catalog: checkCatalogUrl(target.catalog), store: target.store, datasets: false });
-      lake = { name: redactUrl(target.catalog) };
-    }
+    // The ledger and the catalog's tables only: status reads no dataset's rows.
+    const reader = await openLakeTables(resolveLakeTarget(args), { datasets: false });
     try {
-      const s = await lakeStatus(reader.conn, lake, { runs: args.runs });
+      const s = await lakeStatus(reader.conn, reader.lake, { runs: args.runs });
       process.stdout.write(
         (args.format === 'json' ? JSON.stringify(s, null, 2) : formatStatus(s, process.stdout.isTTY ? process.stdout.columns || 80 : Infinity)) + '\n',
       );
