@@ -61,6 +61,12 @@ export interface VerifyRequest {
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 
+/**
+ * The one explorer endpoint no dataset reads (the spec's #16): its id names it in messages, retry lines and
+ * `describe --endpoints`, as a dataset endpoint's id does.
+ */
+export const CONTRACT_VERIFY = { id: 'contract_verify', api: 'explorer', method: 'POST', path: '/v1/contracts/{address}/verify' } as const;
+
 function need(ok: boolean, what: string): void {
   if (!ok) throw new RangeError(what);
 }
@@ -143,7 +149,7 @@ export class ExplorerClient implements ApiCaller {
     return v;
   }
 
-  /** #16 POST /v1/contracts/{address}/verify: true when the API verified the source (results 1). */
+  /** {@link CONTRACT_VERIFY} (the spec's #16): true when the API verified the source (results 1). */
   async verifyContract(address: string, req: VerifyRequest, acct: Accounting): Promise<boolean> {
     return (await this.verifyContractOutcome(address, req, acct)).verified;
   }
@@ -153,9 +159,10 @@ export class ExplorerClient implements ApiCaller {
    * needs to fix the submission), where it gives one.
    */
   async verifyContractOutcome(address: string, req: VerifyRequest, acct: Accounting): Promise<{ verified: boolean; message?: string }> {
-    const a = encodeURIComponent(ExplorerClient.address(address, 'explorer #16: contract address'));
-    need(typeof req.source === 'string' && req.source.length > 0, 'explorer #16: the contract source must be non-empty text');
-    need(Number.isInteger(req.runsOptimizer) && req.runsOptimizer >= 0, `explorer #16: runsOptimizer must be a non-negative integer, got ${req.runsOptimizer}`);
+    const id = CONTRACT_VERIFY.id;
+    const a = encodeURIComponent(ExplorerClient.address(address, `${id}: contract address`));
+    need(typeof req.source === 'string' && req.source.length > 0, `${id}: the contract source must be non-empty text`);
+    need(Number.isInteger(req.runsOptimizer) && req.runsOptimizer >= 0, `${id}: runsOptimizer must be a non-negative integer, got ${req.runsOptimizer}`);
     const body = {
       contract_name: req.contractName,
       compiler: req.compiler,
@@ -167,7 +174,7 @@ export class ExplorerClient implements ApiCaller {
     };
     const { results: r, message } = await this.transport.call(
       {
-        endpoint: 'explorer #16',
+        endpoint: id,
         url: buildUrl(this.config.baseUrl, `/v1/contracts/${a}/verify`),
         method: 'POST',
         headers: this.headers({ 'content-type': 'application/json' }),
@@ -181,6 +188,6 @@ export class ExplorerClient implements ApiCaller {
     );
     if (r === 1 || r === '1') return { verified: true, message };
     if (r === 0 || r === '0') return { verified: false, message };
-    throw new ShapeError('explorer #16', `/v1/contracts/${a}/verify`, `results is ${JSON.stringify(r)?.slice(0, 60)}, expected 0 or 1`);
+    throw new ShapeError(id, `/v1/contracts/${a}/verify`, `results is ${JSON.stringify(r)?.slice(0, 60)}, expected 0 or 1`);
   }
 }

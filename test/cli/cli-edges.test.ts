@@ -4,6 +4,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { version as duckdbVersion } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeEndpoints } from '../../src/cli/commands/describe.js';
 import { versionText } from '../../src/cli/version.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { runCli, runCliInProcess } from '../helpers/cli.js';
@@ -96,6 +97,50 @@ describe('the CLI’s rough edges (issue 37)', () => {
       expect(ok.code, ok.stderr).toBe(0);
       expect(ok.stdout.trim().split('\n')).toHaveLength(1);
       expect(JSON.parse(ok.stdout)).toEqual({ address: contract.toLowerCase(), name: 'Vault', network: 'mainnet', verified: true, message: 'OK' });
+    } finally {
+      await sim.close();
+    }
+  });
+
+  it('verify-contract names the flag at fault and the endpoint by its `describe --endpoints` id, never "#16"', async () => {
+    const contract = '0x1234567890abcdef1234567890abcdef12345678';
+    const empty = path.join(dir, 'Empty.sol');
+    await writeFile(empty, '');
+    const noSource = await runCliInProcess(['verify-contract', contract, '--source', empty, '--name', 'Vault', '--compiler', 'v0.8.24', '--simulator']);
+    expect(noSource.code).toBe(2);
+    expect(noSource.stderr).toContain(`chainlake: --source ${empty} is empty: there is no source to verify`);
+    const src = path.join(dir, 'Vault16.sol');
+    await writeFile(src, 'contract Vault {}\n');
+    const runs = await runCliInProcess([
+      'verify-contract',
+      contract,
+      '--source',
+      src,
+      '--name',
+      'Vault',
+      '--compiler',
+      'v0.8.24',
+      '--runs',
+      '-3',
+      '--simulator',
+    ]);
+    expect(runs.code).toBe(2);
+    expect(runs.stderr).toContain("chainlake: --runs -3: the optimizer's runs must be a whole number, 0 or more");
+    expect(describeEndpoints()).toContainEqual({
+      id: 'contract_verify',
+      dataset: '(verify-contract)',
+      api: 'explorer',
+      method: 'POST',
+      path: '/v1/contracts/{address}/verify',
+    });
+    const sim = await startSimulator({ seed: 5 });
+    try {
+      const refused = await runCli(['verify-contract', contract, '--source', src, '--name', 'Vault', '--compiler', 'v0.8.24'], {
+        env: { CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: 'not-the-key' },
+      });
+      expect(refused.code).toBe(2);
+      expect(refused.stderr).toMatch(/^chainlake: contract_verify: HTTP 40[13]/m);
+      for (const r of [noSource, runs, refused]) expect(r.stderr).not.toContain('#16');
     } finally {
       await sim.close();
     }

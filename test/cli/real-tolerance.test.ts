@@ -26,7 +26,8 @@ describe('chainlake and the real services', () => {
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^total_chart\s+stable_chart\s+finance\s+GET \/stablecoin\/total_chart$/m);
     expect(r.stdout).toMatch(/^event_logs\s+event_logs\s+explorer\s+GET \/v1\/event-logs$/m);
-    expect(r.stdout.trim().split('\n').length).toBe(32);
+    expect(r.stdout).toMatch(/^contract_verify\s+\(verify-contract\)\s+explorer\s+POST \/v1\/contracts\/\{address\}\/verify$/m);
+    expect(r.stdout.trim().split('\n').length).toBe(33);
   });
 
   it('a finance-only export needs no explorer URL', async () => {

@@ -1,6 +1,7 @@
 import type { CommandModule } from 'yargs';
 import { scopeKindsOf, type EndpointDef } from '../../datasets/dataset.js';
 import { datasetNames, getDataset } from '../../datasets/registry.js';
+import { CONTRACT_VERIFY } from '../../extract/explorer.js';
 import { lakeColumns } from '../../load/schema.js';
 import { SCOPE_KEYS } from '../../pipeline/job.js';
 import { describeDecoded, STANDARD } from '../../decode/datasets.js';
@@ -12,9 +13,18 @@ interface Args {
   endpoints?: boolean;
 }
 
-/** Every endpoint of both APIs: its id (what a job's `paths` and `endpoints` name), dataset, API and default path. */
+/** What `describe --endpoints` puts in the dataset column of an endpoint no dataset reads: the command that calls it. */
+export const NO_DATASET = '(verify-contract)';
+
+/**
+ * Every endpoint of both APIs: its id (what a job's `paths` and `endpoints` name, and what messages call it),
+ * dataset, API and default path. Last, contract verification, which only `verify-contract` calls.
+ */
 export function describeEndpoints(): { id: string; dataset: string; api: string; method: string; path: string }[] {
-  return datasetNames().flatMap((n) => getDataset(n).endpoints.map((e) => ({ id: e.id, dataset: n, api: e.api, method: e.method, path: e.path })));
+  return [
+    ...datasetNames().flatMap((n) => getDataset(n).endpoints.map((e) => ({ id: e.id, dataset: n, api: e.api, method: e.method, path: e.path }))),
+    { ...CONTRACT_VERIFY, dataset: NO_DATASET },
+  ];
 }
 
 const scopeText = (e: EndpointDef): string => `${e.scope}${SCOPE_KEYS[e.scope].length ? ` (job: ${SCOPE_KEYS[e.scope].join(', ')})` : ''}`;

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { CommandModule } from 'yargs';
 import { Accounting } from '../../extract/accounting.js';
-import { ExplorerClient } from '../../extract/explorer.js';
+import { CONTRACT_VERIFY, ExplorerClient } from '../../extract/explorer.js';
 import { HttpTransport } from '../../extract/transport.js';
 import { ENDPOINT_ENV, addressProblem } from '../../pipeline/job.js';
 import { CliError, EXIT } from '../exit-codes.js';
@@ -20,10 +20,10 @@ interface Args {
   format: 'text' | 'json';
 }
 
-/** Submits a contract's source for verification (explorer #16). Exit 0 when verified, 1 when the API says no. */
+/** Submits a contract's source for verification (`contract_verify`). Exit 0 when verified, 1 when the API says no. */
 export const verifyContractCommand: CommandModule<object, Args> = {
   command: 'verify-contract <address>',
-  describe: 'Submit a contract source for verification (explorer POST #16); exit 0 if verified, 1 if not',
+  describe: `Submit a contract source for verification (explorer ${CONTRACT_VERIFY.method} ${CONTRACT_VERIFY.path}, endpoint ${CONTRACT_VERIFY.id}); exit 0 if verified, 1 if not`,
   builder: (y) =>
     y
       .positional('address', { type: 'string', demandOption: true, describe: 'Contract address' })
@@ -46,6 +46,12 @@ export const verifyContractCommand: CommandModule<object, Args> = {
     // Before anything is read or sent: a mistyped address is the user's to fix (exit 2), as `export` says.
     const bad = addressProblem(args.address);
     if (bad) throw new CliError(`verify-contract <address>: ${bad}`, 'CHAINLAKE_USAGE', "give the contract's address: 0x and 40 hex digits");
+    if (!Number.isInteger(args.runs) || args.runs < 0)
+      throw new CliError(
+        `--runs ${args.runs}: the optimizer's runs must be a whole number, 0 or more`,
+        'CHAINLAKE_USAGE',
+        'give the runs the contract was compiled with (solc --optimize-runs; 200 by default)',
+      );
     let libraries: unknown[] | undefined;
     if (args.libraries !== undefined) {
       try {
@@ -61,6 +67,8 @@ export const verifyContractCommand: CommandModule<object, Args> = {
     } catch (e) {
       throw new CliError(`--source: cannot read ${args.source} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
     }
+    if (source.length === 0)
+      throw new CliError(`--source ${args.source} is empty: there is no source to verify`, 'CHAINLAKE_USAGE', "name the contract's Solidity source file");
     const sim = args.simulator ? await (await import('../../simulator/index.js')).startSimulator({}) : undefined;
     const baseUrl = sim ? sim.urls[args.network] : process.env[ENDPOINT_ENV[args.network]];
     if (!baseUrl) throw new CliError(`no ${args.network} base URL: set ${ENDPOINT_ENV[args.network]} (or use --simulator)`);
