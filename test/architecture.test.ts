@@ -19,7 +19,7 @@ const LAYERS: readonly (readonly string[])[] = [
 /** Who may import the simulator (a test and demo server, not a stage): the CLI, and these files, each for a reason. */
 const SIMULATOR_IMPORTERS: Readonly<Record<string, string>> = {
   // `"target": "simulator"`: a job (the library's too) runs against the embedded simulator, started for the run.
-  'src/pipeline/run.ts': 'the embedded target',
+  'src/pipeline/source.ts': 'the embedded target',
 };
 
 /** The layer of a file under src/: its folder, or the file itself at the top. */

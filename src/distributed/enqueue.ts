@@ -7,11 +7,11 @@
 import { Accounting } from '../extract/accounting.js';
 import { rethrowUnreachable } from '../extract/errors.js';
 import { findHead } from '../extract/head.js';
-import { HttpTransport } from '../extract/transport.js';
 import type { Job } from '../pipeline/job.js';
 import { jobRange, type Window } from '../pipeline/plan.js';
 import { joinWindows, narrowWindows, needsHead } from '../pipeline/prepare.js';
-import { buildClients, newRunId, resolveTargets, transportOptionsOf, type RunOptions } from '../pipeline/run.js';
+import { newRunId } from '../pipeline/run.js';
+import { openSource, type SourceOptions } from '../pipeline/source.js';
 import { watermarkKey } from '../load/state.js';
 import { ChainlakeError } from '../errors.js';
 import { reofferWindows } from '../load/ledger/windows.js';
@@ -21,7 +21,7 @@ import { closeEndedRuns, lockRuns, RUN_RUNNING } from './runs.js';
 import { openStore } from './store.js';
 import { windowSpecOf, type WindowSpec } from './windows.js';
 
-export interface DistributedOptions extends Pick<RunOptions, 'simulator'> {
+export interface DistributedOptions extends Pick<SourceOptions, 'simulator' | 'transport'> {
   /** postgres://… of the control plane. */
   catalog: string;
   /** The store's location on this machine (see Store). */
@@ -164,10 +164,9 @@ async function planAndQueue(
   const watermarks = new Map<string, number>(marks.rows.map((r) => [watermarkKey(String(r.dataset), job.network, String(r.scope)), Number(r.block)]));
   let head: number | null = null;
   if (needsHead(job)) {
-    const targets = await resolveTargets(job, opts);
-    const transport = new HttpTransport(transportOptionsOf(job));
+    const source = await openSource(job, { simulator: opts.simulator, transport: opts.transport });
     try {
-      const clients = buildClients(transport, targets, job);
+      const { clients } = source;
       if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
       head = (
         await findHead(clients.explorer, new Accounting(), { given: job.range.head, near: job.range.headHint, blockPath: clients.paths?.block }).catch(
@@ -175,8 +174,7 @@ async function planAndQueue(
         )
       ).head;
     } finally {
-      await transport.close();
-      await targets.close();
+      await source.close();
     }
   }
   const at = head ?? job.range.fromBlock;

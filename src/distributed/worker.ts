@@ -10,13 +10,12 @@ import os from 'node:os';
 import path from 'node:path';
 import pLimit from 'p-limit';
 import type PgBoss from 'pg-boss';
-import { HttpTransport } from '../extract/transport.js';
 import { openEngine, type Engine } from '../load/engine.js';
 import { parseJob, type Job } from '../pipeline/job.js';
 import { silentLogger, type Logger } from '../pipeline/log.js';
 import { WINDOW_ROWS } from '../pipeline/plan.js';
 import { pagerOptionsOf } from '../pipeline/prepare.js';
-import { buildClients, resolveTargets, transportOptionsOf } from '../pipeline/run.js';
+import { openSource } from '../pipeline/source.js';
 import { RowTransformer } from '../transform/rows.js';
 import { getDataset } from '../datasets/registry.js';
 import { commitFetched, LeaseLostError, releaseLease, takeLease } from './commit.js';
@@ -594,17 +593,15 @@ async function openRun(
   const row = (await client.query(`SELECT job_doc, job_file, ingested_at FROM ${CONTROL_SCHEMA}.runs WHERE run_id = $1`, [runId])).rows[0];
   if (!row) throw new Error(`run ${runId} is not in the control plane`);
   const job = parseJob(row.job_doc, String(row.job_file), process.env);
-  const targets = await resolveTargets(job, opts);
-  const transport = new HttpTransport(transportOptionsOf(job));
   const quota = quotaOf(job);
-  transport.quota = quota;
+  const source = await openSource(job, { simulator: opts.simulator, transport: opts.transport, quota });
   const ingestedAt = String(row.ingested_at);
   const transformers = new Map<string, RowTransformer>();
   return {
     runId,
     job,
     ingestedAt,
-    clients: buildClients(transport, targets, job),
+    clients: source.clients,
     pager: pagerOptionsOf(job, job.range.fixedChunks ? undefined : (opts.windowRows ?? WINDOW_ROWS)),
     transformers,
     transformerFor(name: string) {
@@ -615,8 +612,7 @@ async function openRun(
     quota,
     async close() {
       await quota?.release().catch(() => undefined);
-      await transport.close();
-      await targets.close();
+      await source.close();
     },
   };
 }

@@ -5,10 +5,7 @@ import path from 'node:path';
 import pLimit from 'p-limit';
 import type { DatasetDef } from '../datasets/dataset.js';
 import { Accounting } from '../extract/accounting.js';
-import { ExplorerClient } from '../extract/explorer.js';
-import { FinanceClient } from '../extract/finance.js';
 import { WindowProgress } from '../extract/pager.js';
-import { HttpTransport, type RetryEvent, type TransportOptions } from '../extract/transport.js';
 import { Catalog, type RequestUsage, type WindowRecord } from '../load/catalog.js';
 import { QuotaReachedError, quotaAccount, RequestQuota } from '../extract/quota.js';
 import { readRequestUsage } from '../load/state.js';
@@ -23,7 +20,8 @@ import { closeRunStaging, openRunStaging } from '../load/write/staging.js';
 import { RunDecoder } from './decode-in-run.js';
 import { RowTransformer } from '../transform/rows.js';
 import { BatchCommitter } from './committer.js';
-import { executeWindow, failureOf, type Clients, type WindowOutcome } from './execute.js';
+import { executeWindow, failureOf, type WindowOutcome } from './execute.js';
+import { openSource, type Source, type SourceOptions } from './source.js';
 import type { Job } from './job.js';
 import { LiveRun } from './live.js';
 import { silentLogger, type Logger } from './log.js';
@@ -34,12 +32,8 @@ import { emptyDatasetReport, interruptedSummary, sumReports, type DatasetReport,
 import { GarbagePacer } from './garbage.js';
 import { ChainlakeError } from '../errors.js';
 
-export interface RunOptions {
+export interface RunOptions extends Pick<SourceOptions, 'simulator' | 'transport' | 'transportInstance'> {
   logger?: Logger;
-  /** Overrides for tests: retry/timeouts of the transport. */
-  transport?: Partial<TransportOptions>;
-  /** Reached when the embedded simulator is the target; a test may pass an already running one. */
-  simulator?: { urls: { mainnet: string; testnet: string; testnetAlt: string; finance: string }; apiKey: string };
   now?: () => Date;
   /** Ignore watermarks and any unfinished earlier run: fetch the job's whole range again. */
   fullRefresh?: boolean;
@@ -49,11 +43,6 @@ export interface RunOptions {
   waitForLock?: boolean;
   /** Receives the live state of the run as it starts (progress displays). */
   onStart?: (live: LiveRun) => void;
-  /**
-   * A transport to use instead of a new HTTP one (the benchmark replays recorded pages through it, so the
-   * rest of the run is measured without HTTP). The run closes it.
-   */
-  transportInstance?: HttpTransport;
   /**
    * Aborted (Ctrl-C, SIGTERM): no request starts, a window in mid-fetch stops and is left to do (none of its
    * pages is committed), every window already fetched is committed, and the run ends `interrupted` (the next
@@ -82,51 +71,6 @@ export function newRunId(now: Date): string {
     .toISOString()
     .replace(/[-:]/g, '')
     .replace(/\.\d+Z$/, 'Z')}-${randomBytes(3).toString('hex')}`;
-}
-
-/** The HTTP settings a job asks for. */
-export function transportOptionsOf(job: Job): TransportOptions {
-  return { concurrency: job.concurrency, rps: job.rps, burst: job.burst, retry: job.retry, timeouts: job.timeouts };
-}
-
-export interface Targets {
-  /** Absent when the job reads the finance API alone and names no explorer. */
-  explorer?: string;
-  explorerAlt?: string;
-  finance?: string;
-  apiKey?: string;
-  close(): Promise<void>;
-}
-
-export async function resolveTargets(job: Job, opts: Pick<RunOptions, 'simulator'>): Promise<Targets> {
-  if (job.target.kind === 'api') {
-    return { explorer: job.target.explorer, explorerAlt: job.target.explorerAlt, finance: job.target.finance, apiKey: job.apiKey, close: async () => {} };
-  }
-  if (opts.simulator) {
-    const s = opts.simulator;
-    return { explorer: s.urls[job.network], explorerAlt: s.urls.testnetAlt, finance: s.urls.finance, apiKey: s.apiKey, close: async () => {} };
-  }
-  const { startSimulator } = await import('../simulator/index.js');
-  const sim = await startSimulator({
-    seed: job.target.seed,
-    scale: job.target.scale,
-    dialect: job.target.dialect,
-    chain: job.target.chain,
-    host: '127.0.0.1',
-    port: 0,
-  });
-  return { explorer: sim.urls[job.network], explorerAlt: sim.urls.testnetAlt, finance: sim.urls.finance, apiKey: sim.apiKey, close: () => sim.close() };
-}
-
-/** The explorer client when an explorer base URL is known (it finds the head); the finance client likewise. */
-export function buildClients(transport: HttpTransport, targets: Targets, job: Job): Clients {
-  return {
-    explorer: targets.explorer
-      ? new ExplorerClient(transport, { baseUrl: targets.explorer, altBaseUrl: targets.explorerAlt, apiKey: targets.apiKey, network: job.network })
-      : undefined,
-    finance: targets.finance ? new FinanceClient(transport, { baseUrl: targets.finance }) : undefined,
-    paths: job.paths,
-  };
 }
 
 /**
@@ -185,22 +129,9 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   const staging = paths.staging(runId);
   await openRunStaging(staging, { runId, job: job.name, startedAt: ingestedAt, pid: process.pid });
 
-  const targets = await resolveTargets(job, opts);
-  const onRetry = (e: RetryEvent): void =>
-    // `network failure (ECONNREFUSED: connect ECONNREFUSED 127.0.0.1:9)` -> `network failure (ECONNREFUSED)`: it must fit a terminal line.
-    log.log(
-      'info',
-      'request.retry',
-      `retrying ${e.endpoint}: ${e.reason.replace(/\((E[A-Z]+)\b[^)]*\)/, '($1)')}, attempt ${e.attempt} of ${e.maxAttempts}, next in ${(e.delayMs / 1000).toFixed(1)} s`,
-      {
-        ...e,
-        delayMs: Math.round(e.delayMs),
-      },
-    );
-  const transport = opts.transportInstance ?? new HttpTransport({ ...transportOptionsOf(job), onRetry, signal: opts.signal, ...opts.transport });
-  const clients = buildClients(transport, targets, job);
   const runAcct = new Accounting();
   const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
+  let source: Source | undefined;
   let recorded: Record<string, unknown> | undefined;
   let failure: unknown;
   // The daily quota: what earlier runs spent today (per account) is read first; the head pin counts too.
@@ -210,9 +141,17 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   try {
     if (job.dailyRequestQuota !== undefined) {
       quota = new RequestQuota(job.dailyRequestQuota, await readRequestUsage(engine, paths, account), now, ledgerWriter(staging, account));
-      transport.quota = quota;
       if (quota.remainingToday() === 0) throw new QuotaReachedError(quota.limit);
     }
+    source = await openSource(job, {
+      simulator: opts.simulator,
+      transport: opts.transport,
+      transportInstance: opts.transportInstance,
+      signal: opts.signal,
+      quota,
+      log,
+    });
+    const { clients } = source;
     const prepared = await prepareRun(job, job !== baseJob || opts.windows !== undefined, opts.fullRefresh ?? false, engine, paths, clients, runAcct);
     const { state, resume, head, found, range, skipped, committedRanges } = prepared;
     const windows = opts.windows ?? prepared.windows;
@@ -381,8 +320,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     throw e;
   } finally {
     engine.close();
-    await transport.close();
-    await targets.close();
+    await source?.close();
     const pending = existsSync(path.join(staging, JOURNAL_FILE));
     await closeRunStaging(staging);
     // After the staging is gone: a full disk has room again for this one small write.

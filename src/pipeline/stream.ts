@@ -2,7 +2,6 @@ import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { Accounting } from '../extract/accounting.js';
-import { HttpTransport } from '../extract/transport.js';
 import { arrowBatches, DEFAULT_BATCH_ROWS } from '../load/read/arrow.js';
 import { stagedSelect } from '../load/write/commit.js';
 import { openEngine } from '../load/engine.js';
@@ -16,7 +15,8 @@ import { planWindows } from './plan.js';
 import { needsHead, pagerOptionsOf } from './prepare.js';
 import { rethrowUnreachable } from '../extract/errors.js';
 import { findHead } from '../extract/head.js';
-import { buildClients, newRunId, resolveTargets, transportOptionsOf, type RunOptions } from './run.js';
+import { newRunId } from './run.js';
+import { openSource, type SourceOptions } from './source.js';
 import { makeScratch } from './scratch.js';
 
 /** What a stream reports of each window once its rows have been handed over. */
@@ -29,7 +29,7 @@ export interface StreamedWindow {
   requests: number;
 }
 
-export interface StreamJobOptions extends Pick<RunOptions, 'simulator' | 'transport'> {
+export interface StreamJobOptions extends Pick<SourceOptions, 'simulator' | 'transport'> {
   logger?: Logger;
   /** Rows per record batch (default 16,384). */
   batchRows?: number;
@@ -52,11 +52,10 @@ export async function* streamJobBatches(job: Job, opts: StreamJobOptions = {}): 
   const runId = newRunId(started);
   const ingestedAt = started.toISOString();
   const dir = await makeScratch('stream');
-  const targets = await resolveTargets(job, opts);
-  const transport = new HttpTransport({ ...transportOptionsOf(job), ...opts.transport });
+  const source = await openSource(job, { simulator: opts.simulator, transport: opts.transport });
   const engine = await openEngine({ tempDir: path.join(dir, 'duckdb-tmp'), threads: 1 });
   try {
-    const clients = buildClients(transport, targets, job);
+    const { clients } = source;
     // The same head rule as a run: only block-ranged datasets need one (finance and point lookups do not).
     let head = job.range.fromBlock;
     if (needsHead(job)) {
@@ -98,8 +97,7 @@ export async function* streamJobBatches(job: Job, opts: StreamJobOptions = {}): 
     }
   } finally {
     engine.close();
-    await transport.close();
-    await targets.close();
+    await source.close();
     await rm(dir, { recursive: true, force: true });
   }
 }

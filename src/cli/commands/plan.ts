@@ -4,13 +4,12 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import pLimit from 'p-limit';
 import type { CommandModule } from 'yargs';
 import { Accounting } from '../../extract/accounting.js';
-import { HttpTransport } from '../../extract/transport.js';
 import { openEngine } from '../../load/engine.js';
 import { LakePaths } from '../../load/paths.js';
 import { fetcherFor } from '../../pipeline/execute.js';
 import { loadJobDocument, type Job } from '../../pipeline/job.js';
 import { effectiveJob, prepareRun } from '../../pipeline/prepare.js';
-import { buildClients, resolveTargets, transportOptionsOf } from '../../pipeline/run.js';
+import { openSource, type SourceOptions } from '../../pipeline/source.js';
 import { requestsForRows, type Window } from '../../pipeline/plan.js';
 import { quotaAccount } from '../../extract/quota.js';
 import { readRequestUsage } from '../../load/state.js';
@@ -100,13 +99,15 @@ async function lastRun(paths: LakePaths, job: Job): Promise<{ runId: string; req
 /** Plans a job against the live API without fetching data: windows, counts, requests, duration. */
 export async function estimatePlan(
   baseJob: Job,
-  opts: { rangeOverride?: { fromBlock?: number; toBlock?: number; head?: number }; probe: boolean; fullRefresh?: boolean },
+  opts: { rangeOverride?: { fromBlock?: number; toBlock?: number; head?: number }; probe: boolean; fullRefresh?: boolean } & Pick<
+    SourceOptions,
+    'simulator' | 'transport'
+  >,
 ): Promise<PlanEstimate> {
   const job = effectiveJob(baseJob, opts.rangeOverride);
   const work = await makeScratch('plan');
-  const targets = await resolveTargets(job, {});
-  const transport = new HttpTransport(transportOptionsOf(job));
-  const clients = buildClients(transport, targets, job);
+  const source = await openSource(job, { simulator: opts.simulator, transport: opts.transport });
+  const { clients } = source;
   const engine = await openEngine({ tempDir: work });
   const acct = new Accounting();
   try {
@@ -156,8 +157,7 @@ export async function estimatePlan(
     };
   } finally {
     engine.close();
-    await transport.close();
-    await targets.close();
+    await source.close();
     await rm(work, { recursive: true, force: true });
   }
 }

@@ -18,13 +18,13 @@ import { getDataset } from '../../datasets/registry.js';
 import { Accounting } from '../../extract/accounting.js';
 import type { BlockRange } from '../../extract/page.js';
 import { quotaAccount } from '../../extract/quota.js';
-import { HttpTransport } from '../../extract/transport.js';
 import type { VerificationRow } from '../../load/ledger/verifications.js';
 import { literal, ident } from '../../load/sql.js';
 import { fetcherFor } from '../execute.js';
 import type { Job } from '../job.js';
 import { planWindows, windowIdOf, type Window } from '../plan.js';
-import { buildClients, resolveTargets, transportOptionsOf, type RunOptions } from '../run.js';
+import type { RunOptions } from '../run.js';
+import { openSource } from '../source.js';
 import { addressScopeOf, type AddressScope } from './scopes.js';
 
 export interface VerifySelection {
@@ -312,10 +312,9 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
   };
 
   // ---- counts against the API -----------------------------------------------------------------------------
-  const targets = await resolveTargets(job, { simulator: deps.run?.simulator });
-  const transport = new HttpTransport({ ...transportOptionsOf(job), ...deps.run?.transport });
+  const source = await openSource(job, { simulator: deps.run?.simulator, transport: deps.run?.transport });
   try {
-    const clients = buildClients(transport, targets, job);
+    const { clients } = source;
     const lakeRows = new Map<string, ScopeRows>();
     for (const g of groups) {
       const reason = notCheckable(g);
@@ -424,8 +423,7 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
       }
     }
   } finally {
-    await transport.close();
-    await targets.close();
+    await source.close();
   }
   for (const s of snapshots)
     rows.push({
