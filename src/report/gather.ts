@@ -110,7 +110,7 @@ async function has(conn: DuckDBConnection, name: string): Promise<boolean> {
 
 /** The report's data of a lake (local or distributed). */
 export async function gatherReport(target: ReportTarget, now: () => Date = () => new Date()): Promise<LakeReportData> {
-  // The rejects only of the datasets: their files are not needed (an object store would download them).
+  // Of the tables of data, `_rejects` only: the datasets' files are not read (an object store would download them).
   const { conn, lake, close } = await openLakeTables(target, { datasets: [REJECTS_DATASET] });
   try {
     return await gatherFrom(conn, lake, target.kind, now());

@@ -1,5 +1,5 @@
-// Every chainlake command line the README and docs/*.md show in a code block names a command that exists, flags
-// that command has, and job files that exist (DEVELOPERS.md: "every command it shows runs as written").
+// Every chainlake command the README and docs/*.md show, in a code block or inline, names a command that exists,
+// flags that command has, and job files that exist (DEVELOPERS.md: "every command it shows runs as written").
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/command-registry.js';
@@ -36,6 +36,12 @@ function commandLines(file: string): { file: string; line: string }[] {
   return found;
 }
 
+/** The chainlake commands the prose shows in inline code (`chainlake status --catalog URL`), the README's command table's included. */
+function inlineCommands(file: string): { file: string; line: string }[] {
+  const prose = readFileSync(file, 'utf8').replace(/```[\s\S]*?```/g, '');
+  return [...prose.matchAll(/`(?:chainlake|node dist\/cli\/main\.js) ([^`]+)`/g)].map((m) => ({ file, line: m[1]!.replace(/\\\|/g, '|') }));
+}
+
 /** A shell line's words, with quoted strings kept whole. */
 const words = (line: string): string[] => (line.match(/"[^"]*"|'[^']*'|\S+/g) ?? []).map((w) => w.replace(/^["']|["']$/g, ''));
 
@@ -54,6 +60,26 @@ describe('the commands the README and docs show', () => {
   it('finds the command lines (README and docs)', () => {
     expect(lines.filter((l) => l.file === 'README.md').length).toBeGreaterThan(15);
     expect(new Set(lines.map((l) => l.file)).size).toBeGreaterThan(4);
+  });
+
+  it('in the prose, name commands that exist, flags those commands have, and job files that exist', async () => {
+    const problems: string[] = [];
+    for (const { file, line } of DOCS.flatMap(inlineCommands)) {
+      const w = words(line);
+      const name = w[0];
+      if (name === undefined || !/^[a-z-]+$/.test(name) || name === 'completion') continue;
+      if (!(name in COMMANDS)) {
+        problems.push(`${file}: \`${line}\`: no command ${name}`);
+        continue;
+      }
+      const sub = name === 'catalog' && w[1] && /^[a-z]+$/.test(w[1]) ? `${name} ${w[1]}` : name;
+      const flags = await flagsOf(sub);
+      // Flags inside a synopsis's brackets too (`[--format text|json]`).
+      for (const [flag] of line.matchAll(/(?<![\w-])--[a-z][a-z0-9-]*/g))
+        if (!flags.has(flag) && !flags.has(flag.replace(/^--no-/, '--'))) problems.push(`${file}: \`${line}\`: ${sub} has no ${flag}`);
+      for (const word of w) if (/^jobs\/[^<>{}*]+\.json$/.test(word) && !existsSync(word)) problems.push(`${file}: \`${line}\`: ${word} does not exist`);
+    }
+    expect(problems).toEqual([]);
   });
 
   it('name commands that exist, flags those commands have, and job files that exist', async () => {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { CLI, onJsonLines, runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
+import { reportData } from '../report/helpers.js';
 
 let pg: TestPostgres;
 let tmp: Awaited<ReturnType<typeof tempDir>>;
@@ -146,6 +147,17 @@ describe('distributed mode through the CLI', () => {
     expect(used).toBeGreaterThanOrEqual(Number(idleReport.requests));
     expect(used).toBeLessThan(Number(idleReport.requests) + 50);
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
+    // /report: the distributed lake's page, as `chainlake report --catalog` draws it, from the control plane's ledger.
+    const page = await fetch(`${url}/report`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    const served = reportData(await page.text());
+    expect(served.kind).toBe('distributed');
+    const ledgerRuns = (await control.query(`SELECT run_id, status FROM chainlake.runs ORDER BY run_id`)).rows as { run_id: string; status: string }[];
+    expect(served.runs.map((r) => ({ run_id: r.run_id, status: r.status })).sort((a, b) => a.run_id.localeCompare(b.run_id))).toEqual(ledgerRuns);
+    const ledgerWindows = Number((await control.query(`SELECT count(*) AS n FROM chainlake.windows`)).rows[0].n);
+    expect(served.coverage.reduce((n, lane) => n + lane.windows.length, 0)).toBe(ledgerWindows);
+    expect(served.datasets.map((d) => d.dataset).sort()).toEqual(['balances', 'transactions']);
 
     const count = async (...extra: string[]) => {
       const r = await runCli(['query', '--catalog', db.url, ...extra, '--format', 'csv', 'SELECT count(*) AS n FROM transactions'], { env });

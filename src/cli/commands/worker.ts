@@ -4,6 +4,7 @@ import { DEFAULT_QUEUE_SETTINGS } from '../../distributed/queue.js';
 import { DEFAULT_COMMIT_ROWS, DEFAULT_COMMIT_SECONDS, DEFAULT_LEASE_SECONDS, queueState, runWorker } from '../../distributed/worker.js';
 import { serveMetrics, type MetricsServer } from '../../observe/server.js';
 import { WorkerMetrics } from '../../observe/worker-metrics.js';
+import { lakeReportHtml } from '../../report/report.js';
 import { ChainlakeError } from '../../errors.js';
 import { exitCodeOf, outputFor, withDistributedOptions } from '../common.js';
 import { CliError, EXIT } from '../exit-codes.js';
@@ -63,10 +64,13 @@ export const workerCommand: CommandModule<object, Args> = {
         default: DEFAULT_COMMIT_SECONDS,
         describe: 'The longest a fetched window waits for its commit while workers keep fetching',
       })
-      .option('metrics-port', { type: 'number', describe: 'Serve /metrics (Prometheus) and /healthz on this port (0 picks a free one)' })
+      .option('metrics-port', {
+        type: 'number',
+        describe: 'Serve /metrics (Prometheus), /healthz and /report (the distributed lake as `chainlake report` draws it) on this port (0 picks a free one)',
+      })
       .option('metrics-host', { type: 'string', default: '127.0.0.1', describe: 'Interface for --metrics-port' })
       .example('$0 worker --catalog postgres://chainlake@db/lake --store /mnt/lake', 'Work until stopped (SIGTERM finishes the window in hand)')
-      .example('$0 worker --until-idle --metrics-port 9464', 'Drain the queue, serving metrics meanwhile; catalog and store from the environment'),
+      .example('$0 worker --until-idle --metrics-port 9464', 'Drain the queue, serving metrics and /report meanwhile; catalog and store from the environment'),
   handler: async (args) => {
     const { catalog: catalogFlag, store } = distributedFlags(args);
     const catalog = checkCatalogUrl(catalogFlag);
@@ -96,12 +100,14 @@ export const workerCommand: CommandModule<object, Args> = {
       const c = metricsClient;
       metrics = new WorkerMetrics(() => queueState(c));
       try {
-        server = await serveMetrics(metrics, { host: args['metrics-host'], port });
+        // The lake's page as `chainlake report --catalog` writes it, read when asked (what the committer last committed).
+        const report = () => lakeReportHtml({ kind: 'distributed', catalog, store });
+        server = await serveMetrics(metrics, { host: args['metrics-host'], port, pages: { '/report': report } });
       } catch (e) {
         await c.end();
         throw new CliError(`--metrics-port ${port} on ${args['metrics-host']}: ${(e as Error).message}`);
       }
-      logger.log('info', 'worker.metrics', `serving ${server.url}/metrics and ${server.url}/healthz`, { url: server.url });
+      logger.log('info', 'worker.metrics', `serving ${server.url}/metrics, ${server.url}/healthz and ${server.url}/report`, { url: server.url });
     }
     try {
       const report = await runWorker({
