@@ -25,12 +25,11 @@ import { openSource, type Source, type SourceOptions } from './source.js';
 import type { Job } from './job.js';
 import { LiveRun } from './live.js';
 import { silentLogger, type Logger } from './log.js';
-import { effectiveJob, pagerOptionsOf, prepareRun } from './prepare.js';
+import { effectiveJob, pagerOptionsOf, windowsToFetch } from './prepare.js';
 import type { FoundHead } from '../extract/head.js';
 import { WINDOW_ROWS, isProvisional, windowIdOf, type Window } from './plan.js';
 import { emptyDatasetReport, interruptedSummary, sumReports, type DatasetReport, type RunReport } from './report.js';
 import { GarbagePacer } from './garbage.js';
-import { ChainlakeError } from '../errors.js';
 
 export interface RunOptions extends Pick<SourceOptions, 'simulator' | 'transport' | 'transportInstance'> {
   logger?: Logger;
@@ -152,19 +151,15 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       log,
     });
     const { clients } = source;
-    const prepared = await prepareRun(job, job !== baseJob || opts.windows !== undefined, opts.fullRefresh ?? false, engine, paths, clients, runAcct);
-    const { state, resume, head, found, range, skipped, committedRanges } = prepared;
-    const windows = opts.windows ?? prepared.windows;
-    if (head !== null && range.from > head && !job.range.incremental) {
-      // An explicit range above the chain: "0 windows, complete" would read as success.
-      const what = `blocks ${range.from}-${job.range.toBlock === 'head' ? 'head' : job.range.toBlock} start above the chain head (block ${head}, pinned now)`;
-      if (windows.length === 0)
-        throw new ChainlakeError(`${what}: nothing to fetch`, {
-          code: 'CHAINLAKE_USAGE',
-          hint: "lower --from-block (or the job's range.fromBlock) to the head or below",
-        });
-      log.log('warn', 'range.above-head', `${what}: only datasets without a block range have anything to fetch`, { from: range.from, head });
-    }
+    const prepared = await windowsToFetch(
+      { baseJob, job, fullRefresh: opts.fullRefresh ?? false, windows: opts.windows },
+      engine,
+      paths,
+      clients,
+      runAcct,
+      log,
+    );
+    const { state, resume, head, found, range, skipped, committedRanges, windows } = prepared;
 
     const startRecord = { runId, job: job.name, network: job.network, head, range, incremental: job.range.incremental, resumeOf: resume?.runId ?? null };
     // Recorded before any fetch, so a killed run is known (and resumed) by the next run of the job.
