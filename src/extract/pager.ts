@@ -194,6 +194,9 @@ async function* pageRange(
   }
 }
 
+/** What a window's first page decided: bisect it (no block numbers to seek by past the cap), or page it. */
+type FirstPage = { kind: 'bisect'; first: FetchedPage } | { kind: 'paged'; first: FetchedPage; second: FetchedPage | undefined; firstLimit: number };
+
 /** The state machine behind pageRange; see pageWindow for what it guarantees. */
 class RangePaging {
   private readonly cap: number;
@@ -236,60 +239,18 @@ class RangePaging {
     this.seek = new BlockSeek(opts.blockField ?? 'block_number');
   }
 
+  /**
+   * A window's steps: its first page decides how it is paged (whole, by offset, by seeking past the cap, or
+   * bisected); then its pages in order, prefetched; then the counts that settle it.
+   */
   async *run(): AsyncGenerator<FetchedPage> {
-    let second: FetchedPage | undefined;
-    let first: FetchedPage;
-    if (this.hint) ({ first, second } = await this.fromHint(this.hint));
-    else first = await this.fetchFirst();
-    this.total = first.count;
-    this.tally.expected += first.count;
-    this.progress.rowsExpected += first.count;
-    // A first page holding every row is the whole window, whatever the limit: endpoints that do not page
-    // answer that way, and there is nothing past the cap to reach.
-    const whole = entryCount(first) === first.count;
-    const firstLimit = whole ? Math.max(this.limit, first.count) : this.limit;
-    if (whole || first.count <= this.cap) {
-      this.startSegment({ range: this.range, offset0: 0, expected: first.count, end: first.count });
-    } else {
-      this.progress.capHits++;
-      if (!this.range) {
-        throw new WindowError(`${first.count} rows exceed the API's result window of ${this.cap} and this endpoint has no block filter to narrow by`);
-      }
-      if (this.range.from === this.range.to) throw this.blockTooLarge(this.range.from, first.count);
-      const order = this.seek.orderOf(first);
-      if (order === undefined) {
-        // No block numbers to continue by: bisect, and let each part page itself.
-        this.hold.releaseOne();
-        yield* this.bisect(first);
-        return;
-      }
-      this.seek.order = order;
-      this.seeking = true;
-      this.startSegment({ range: this.range, offset0: 0, expected: first.count, end: this.cap });
+    const start = await this.firstPage();
+    if (start.kind === 'bisect') {
+      yield* this.bisect(start.first);
+      return;
     }
-    // The first page is the first slot of the first segment.
-    const slot: Slot = { req: { offset: 0, limit: firstLimit, range: this.range }, seg: this.seg!, last: false, done: true, validated: false, page: first };
-    slot.settledP = Promise.resolve();
-    slot.last = this.isLast(slot.req, slot.seg);
-    this.nextOffset = firstLimit;
-    this.slots.push(slot);
-    if (second && !slot.last) {
-      // The page fetched to test the hint is this range's second page.
-      const next: Slot = {
-        req: { offset: this.limit, limit: this.limit, range: this.range },
-        seg: this.seg!,
-        last: false,
-        done: true,
-        validated: false,
-        page: second,
-      };
-      next.settledP = Promise.resolve();
-      next.last = this.isLast(next.req, next.seg);
-      this.nextOffset += this.limit;
-      this.slots.push(next);
-    } else if (second) this.hold.releaseOne();
-    this.validateReady();
-
+    this.queueFirstPages(start);
+    // Step 3: the pages in order, each handed out once validated (the hot path: no allocation of its own per page).
     for (;;) {
       await this.topUp();
       if (this.slots.length === 0) {
@@ -318,6 +279,70 @@ class RangePaging {
         this.hold.releaseOne();
       }
     }
+    await this.settle();
+  }
+
+  /** Step 1: the first page (or the bisecting parent's), the window's count, and how it will be paged. */
+  private async firstPage(): Promise<FirstPage> {
+    let second: FetchedPage | undefined;
+    let first: FetchedPage;
+    if (this.hint) ({ first, second } = await this.fromHint(this.hint));
+    else first = await this.fetchFirst();
+    this.total = first.count;
+    this.tally.expected += first.count;
+    this.progress.rowsExpected += first.count;
+    // A first page holding every row is the whole window, whatever the limit: endpoints that do not page
+    // answer that way, and there is nothing past the cap to reach.
+    const whole = entryCount(first) === first.count;
+    const firstLimit = whole ? Math.max(this.limit, first.count) : this.limit;
+    if (whole || first.count <= this.cap) {
+      this.startSegment({ range: this.range, offset0: 0, expected: first.count, end: first.count });
+    } else {
+      this.progress.capHits++;
+      if (!this.range) {
+        throw new WindowError(`${first.count} rows exceed the API's result window of ${this.cap} and this endpoint has no block filter to narrow by`);
+      }
+      if (this.range.from === this.range.to) throw this.blockTooLarge(this.range.from, first.count);
+      const order = this.seek.orderOf(first);
+      if (order === undefined) {
+        // No block numbers to continue by: bisect, and let each part page itself.
+        this.hold.releaseOne();
+        return { kind: 'bisect', first };
+      }
+      this.seek.order = order;
+      this.seeking = true;
+      this.startSegment({ range: this.range, offset0: 0, expected: first.count, end: this.cap });
+    }
+    return { kind: 'paged', first, second, firstLimit };
+  }
+
+  /** Step 2: the first page (and the second, when the hint's probe fetched it) as the first slots of the first segment. */
+  private queueFirstPages({ first, second, firstLimit }: Extract<FirstPage, { kind: 'paged' }>): void {
+    const slot: Slot = { req: { offset: 0, limit: firstLimit, range: this.range }, seg: this.seg!, last: false, done: true, validated: false, page: first };
+    slot.settledP = Promise.resolve();
+    slot.last = this.isLast(slot.req, slot.seg);
+    this.nextOffset = firstLimit;
+    this.slots.push(slot);
+    if (second && !slot.last) {
+      // The page fetched to test the hint is this range's second page.
+      const next: Slot = {
+        req: { offset: this.limit, limit: this.limit, range: this.range },
+        seg: this.seg!,
+        last: false,
+        done: true,
+        validated: false,
+        page: second,
+      };
+      next.settledP = Promise.resolve();
+      next.last = this.isLast(next.req, next.seg);
+      this.nextOffset += this.limit;
+      this.slots.push(next);
+    } else if (second) this.hold.releaseOne();
+    this.validateReady();
+  }
+
+  /** Step 4 (after step 3, the pages): every row arrived, and a window paged in parts still counts what it did at the start. */
+  private async settle(): Promise<void> {
     if (this.validatedRows !== this.total) throw new CountDrift(`got ${this.validatedRows} rows of ${this.total}`);
     if (this.segments > 1 && this.opts.closingCount !== false) {
       // Rows could have moved in a part we already left; one count of the whole range (of what the window

@@ -9,6 +9,8 @@ import { findHead, type FoundHead } from '../extract/head.js';
 import { rethrowUnreachable } from '../extract/errors.js';
 import type { Clients } from './execute.js';
 import type { Job } from './job.js';
+import type { Logger } from './log.js';
+import { ChainlakeError } from '../errors.js';
 import { jobRange, windowIdOf, windowsOf, type Window } from './plan.js';
 
 /**
@@ -224,6 +226,47 @@ export async function prepareRun(
     skipped,
     committedRanges: done,
   };
+}
+
+/** What the windows of a run are planned from: the job as the user wrote it, and this run's own choices. */
+export interface WindowsRequest {
+  /** The job as given, before this run's range override. */
+  baseJob: Job;
+  /** `baseJob` with this run's range override applied (effectiveJob). */
+  job: Job;
+  fullRefresh: boolean;
+  /** Exactly these windows instead of the planned ones (`verify --repair`). */
+  windows?: Window[];
+}
+
+/**
+ * The windows a run will fetch, as `run` and `plan` both compute them: prepareRun (lake state, resume, head,
+ * finality, narrowing, joining), an explicit list of windows when one is given, and the refusal of an explicit
+ * range above the chain (whose "0 windows, complete" would read as success). The pager may still cut a dense
+ * window into several as it fetches (cutAtRows); no plan can know where before the rows arrive.
+ */
+export async function windowsToFetch(
+  req: WindowsRequest,
+  engine: Engine,
+  paths: LakePaths,
+  clients: Clients,
+  acct: Accounting,
+  log?: Logger,
+): Promise<Prepared> {
+  const { job } = req;
+  const prepared = await prepareRun(job, job !== req.baseJob || req.windows !== undefined, req.fullRefresh, engine, paths, clients, acct);
+  const windows = req.windows ?? prepared.windows;
+  const { head, range } = prepared;
+  if (head !== null && range.from > head && !job.range.incremental) {
+    const what = `blocks ${range.from}-${job.range.toBlock === 'head' ? 'head' : job.range.toBlock} start above the chain head (block ${head}, pinned now)`;
+    if (windows.length === 0)
+      throw new ChainlakeError(`${what}: nothing to fetch`, {
+        code: 'CHAINLAKE_USAGE',
+        hint: "lower --from-block (or the job's range.fromBlock) to the head or below",
+      });
+    log?.log('warn', 'range.above-head', `${what}: only datasets without a block range have anything to fetch`, { from: range.from, head });
+  }
+  return { ...prepared, windows };
 }
 
 /**

@@ -20,17 +20,16 @@ import { closeRunStaging, openRunStaging } from '../load/write/staging.js';
 import { RunDecoder } from './decode-in-run.js';
 import { RowTransformer } from '../transform/rows.js';
 import { BatchCommitter } from './committer.js';
-import { executeWindow, failureOf, type WindowOutcome } from './execute.js';
+import { executeWindow, failureOf, type Clients, type WindowOutcome } from './execute.js';
 import { openSource, type Source, type SourceOptions } from './source.js';
 import type { Job } from './job.js';
 import { LiveRun } from './live.js';
 import { silentLogger, type Logger } from './log.js';
-import { effectiveJob, pagerOptionsOf, prepareRun } from './prepare.js';
+import { effectiveJob, pagerOptionsOf, windowsToFetch } from './prepare.js';
 import type { FoundHead } from '../extract/head.js';
 import { WINDOW_ROWS, isProvisional, windowIdOf, type Window } from './plan.js';
 import { emptyDatasetReport, interruptedSummary, sumReports, type DatasetReport, type RunReport } from './report.js';
 import { GarbagePacer } from './garbage.js';
-import { ChainlakeError } from '../errors.js';
 
 export interface RunOptions extends Pick<SourceOptions, 'simulator' | 'transport' | 'transportInstance'> {
   logger?: Logger;
@@ -152,19 +151,15 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       log,
     });
     const { clients } = source;
-    const prepared = await prepareRun(job, job !== baseJob || opts.windows !== undefined, opts.fullRefresh ?? false, engine, paths, clients, runAcct);
-    const { state, resume, head, found, range, skipped, committedRanges } = prepared;
-    const windows = opts.windows ?? prepared.windows;
-    if (head !== null && range.from > head && !job.range.incremental) {
-      // An explicit range above the chain: "0 windows, complete" would read as success.
-      const what = `blocks ${range.from}-${job.range.toBlock === 'head' ? 'head' : job.range.toBlock} start above the chain head (block ${head}, pinned now)`;
-      if (windows.length === 0)
-        throw new ChainlakeError(`${what}: nothing to fetch`, {
-          code: 'CHAINLAKE_USAGE',
-          hint: "lower --from-block (or the job's range.fromBlock) to the head or below",
-        });
-      log.log('warn', 'range.above-head', `${what}: only datasets without a block range have anything to fetch`, { from: range.from, head });
-    }
+    const prepared = await windowsToFetch(
+      { baseJob, job, fullRefresh: opts.fullRefresh ?? false, windows: opts.windows },
+      engine,
+      paths,
+      clients,
+      runAcct,
+      log,
+    );
+    const { state, resume, head, found, range, skipped, committedRanges, windows } = prepared;
 
     const startRecord = { runId, job: job.name, network: job.network, head, range, incremental: job.range.incremental, resumeOf: resume?.runId ?? null };
     // Recorded before any fetch, so a killed run is known (and resumed) by the next run of the job.
@@ -196,7 +191,6 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
         );
       return t;
     };
-    const outcomes: WindowOutcome[] = [];
     const decoder = job.decode ? new RunDecoder(job, { engine, paths, runId, ingestedAt, stagingDir: staging, log, explorer: clients.explorer }) : undefined;
     await decoder?.start();
     const committer = new BatchCommitter(
@@ -220,73 +214,18 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       () => ({ job: job.name, startedAt: ingestedAt, finishedAt: null, status: 'running', report: { ...startRecord, requestUsage: usage() } }),
     );
 
-    const pager = pagerOptionsOf(job, job.range.fixedChunks ? undefined : (opts.windowRows ?? WINDOW_ROWS));
-    const limitWindows = pLimit(job.concurrency);
-    // Interrupted: the windows the signal cut short (their requests were sent and count; their pages are not
-    // committed) and those it left unstarted. The next run fetches both.
-    const cutShort: WindowOutcome[] = [];
-    let notStarted = 0;
-    // A window the signal cuts short did not fail (the next run fetches it): its end is a debug line, not an error.
-    const signal = opts.signal;
-    const windowLog: Logger = signal
-      ? {
-          log: (level, event, message, fields) =>
-            signal.aborted && event === 'window.failed' ? log.log('debug', 'window.interrupted', message, fields) : log.log(level, event, message, fields),
-        }
-      : log;
-    let nextIndex = 0;
-    const garbage = new GarbagePacer();
-    await Promise.all(
-      windows.map((first) =>
-        limitWindows(async () => {
-          // A window stopped at the result window is continued by the next one, in the same slot.
-          for (let w: Window | undefined = first; w;) {
-            // At the quota (or on a signal) the run stops fetching: what is in flight ends, what committed stays, the next run resumes.
-            if (quota?.reached) break;
-            if (opts.signal?.aborted) {
-              notStarted++;
-              break;
-            }
-            const index = nextIndex++;
-            const liveDs = live.dataset(w.def.name);
-            const acct = new Accounting();
-            const progress = new WindowProgress();
-            live.windows.push({ dataset: w.def.name, acct, progress });
-            const outcome = await executeWindow(w, {
-              clients,
-              transformer: transformerFor(w.def),
-              pager,
-              stagingDir: staging,
-              index,
-              strict: job.strict,
-              log: windowLog,
-              acct,
-              progress,
-              onPage: (rows, rejects, bytes) => {
-                if (opts.signal?.aborted) throw new Error('interrupted');
-                liveDs.rows += rows;
-                liveDs.rejects += rejects;
-                garbage.add(bytes);
-              },
-            });
-            // A window the interruption cut short is not a failure: it was not done, and the next run fetches it.
-            // One that failed for another reason while the signal came is left to do the same way. A window
-            // that completed, even as the signal came, is fetched: it is committed with the others.
-            if (outcome.error && opts.signal?.aborted) {
-              cutShort.push(outcome);
-              return;
-            }
-            if (outcome.error) liveDs.windowsFailed++;
-            else liveDs.windowsDone++;
-            outcomes.push(outcome);
-            committer.add(outcome);
-            const rest = outcome.rest;
-            w = rest && !outcome.error ? { ...w, range: rest, id: windowIdOf(w.def.name, w.network, w.scopeKey, rest) } : undefined;
-            if (w) liveDs.windowsTotal++;
-          }
-        }),
-      ),
-    );
+    const { outcomes, cutShort, notStarted } = await fetchWindows(windows, {
+      job,
+      clients,
+      staging,
+      live,
+      log,
+      transformerFor,
+      quota,
+      signal: opts.signal,
+      windowRows: opts.windowRows,
+      onFetched: (outcome) => committer.add(outcome),
+    });
 
     let report!: RunReport;
     await committer.finish((files) => {
@@ -327,6 +266,107 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     if (recorded && failure !== undefined && !pending)
       await recordFailure(paths, runId, job.name, ingestedAt, now(), { ...recorded, requestUsage: usage() }, failure, log);
   }
+}
+
+/** What the fetch step needs of the run. */
+interface FetchStep {
+  job: Job;
+  clients: Clients;
+  staging: string;
+  live: LiveRun;
+  log: Logger;
+  transformerFor(def: DatasetDef): RowTransformer;
+  quota: RequestQuota | undefined;
+  signal: AbortSignal | undefined;
+  windowRows: number | undefined;
+  /** Told of each window as it ends (fetched or failed), in the order they end. */
+  onFetched(outcome: WindowOutcome): void;
+}
+
+/** What the fetch step leaves for the commit and the report. */
+interface Fetched {
+  /** Every window that ended, failed ones included (each was handed to onFetched). */
+  outcomes: WindowOutcome[];
+  /** Windows the signal cut short: their requests were sent and count; their pages are not committed. */
+  cutShort: WindowOutcome[];
+  /** Windows the signal left unstarted (the quota stops the rest without counting them here). */
+  notStarted: number;
+}
+
+/**
+ * The run's fetch step: pages the windows `concurrency` at a time into staging, continues a window cut at its
+ * rows with the rest of its range in the same slot, and stops starting windows at the quota or the signal.
+ */
+async function fetchWindows(windows: readonly Window[], step: FetchStep): Promise<Fetched> {
+  const { job, clients, staging, live, log, transformerFor, quota, signal } = step;
+  const pager = pagerOptionsOf(job, job.range.fixedChunks ? undefined : (step.windowRows ?? WINDOW_ROWS));
+  const outcomes: WindowOutcome[] = [];
+  const limitWindows = pLimit(job.concurrency);
+  // Interrupted: the windows the signal cut short (their requests were sent and count; their pages are not
+  // committed) and those it left unstarted. The next run fetches both.
+  const cutShort: WindowOutcome[] = [];
+  let notStarted = 0;
+  // A window the signal cuts short did not fail (the next run fetches it): its end is a debug line, not an error.
+  const windowLog: Logger = signal
+    ? {
+        log: (level, event, message, fields) =>
+          signal.aborted && event === 'window.failed' ? log.log('debug', 'window.interrupted', message, fields) : log.log(level, event, message, fields),
+      }
+    : log;
+  let nextIndex = 0;
+  const garbage = new GarbagePacer();
+  await Promise.all(
+    windows.map((first) =>
+      limitWindows(async () => {
+        // A window stopped at the result window is continued by the next one, in the same slot.
+        for (let w: Window | undefined = first; w;) {
+          // At the quota (or on a signal) the run stops fetching: what is in flight ends, what committed stays, the next run resumes.
+          if (quota?.reached) break;
+          if (signal?.aborted) {
+            notStarted++;
+            break;
+          }
+          const index = nextIndex++;
+          const liveDs = live.dataset(w.def.name);
+          const acct = new Accounting();
+          const progress = new WindowProgress();
+          live.windows.push({ dataset: w.def.name, acct, progress });
+          const outcome = await executeWindow(w, {
+            clients,
+            transformer: transformerFor(w.def),
+            pager,
+            stagingDir: staging,
+            index,
+            strict: job.strict,
+            log: windowLog,
+            acct,
+            progress,
+            onPage: (rows, rejects, bytes) => {
+              if (signal?.aborted) throw new Error('interrupted');
+              liveDs.rows += rows;
+              liveDs.rejects += rejects;
+              garbage.add(bytes);
+            },
+          });
+          // A window the interruption cut short is not a failure: it was not done, and the next run fetches it.
+          // One that failed for another reason while the signal came is left to do the same way. A window
+          // that completed, even as the signal came, is fetched: it is committed with the others.
+          if (outcome.error && signal?.aborted) {
+            cutShort.push(outcome);
+            return;
+          }
+          if (outcome.error) liveDs.windowsFailed++;
+          else liveDs.windowsDone++;
+          outcomes.push(outcome);
+          step.onFetched(outcome);
+          const rest = outcome.rest;
+          w = rest && !outcome.error ? { ...w, range: rest, id: windowIdOf(w.def.name, w.network, w.scopeKey, rest) } : undefined;
+          if (w) liveDs.windowsTotal++;
+        }
+      }),
+    ),
+  );
+  return { outcomes, cutShort, notStarted };
 }
 
 /**

@@ -8,9 +8,9 @@ import { openEngine } from '../../load/engine.js';
 import { LakePaths } from '../../load/paths.js';
 import { fetcherFor } from '../../pipeline/execute.js';
 import { loadJobDocument, type Job } from '../../pipeline/job.js';
-import { effectiveJob, prepareRun } from '../../pipeline/prepare.js';
+import { effectiveJob, windowsToFetch } from '../../pipeline/prepare.js';
 import { openSource, type SourceOptions } from '../../pipeline/source.js';
-import { requestsForRows, type Window } from '../../pipeline/plan.js';
+import { isProvisional, requestsForRows, type Window } from '../../pipeline/plan.js';
 import { quotaAccount } from '../../extract/quota.js';
 import { readRequestUsage } from '../../load/state.js';
 import { applyRunOverrides, blockRangeArgs, jobNamesLake, withBlockRangeOptions, withTargetOptions, type RunArgs } from '../common.js';
@@ -25,9 +25,17 @@ interface Args extends RunArgs {
   format: 'text' | 'json';
 }
 
+/** One window the run will fetch, as its ledger (`windows`) will record it, with what it should cost. */
 export interface WindowEstimate {
+  /** The window's id, the ledger's `window_id`: `<dataset>/<network>/<scope>/<from>-<to>` (or `snapshot`). */
   window: string;
   dataset: string;
+  scope: string;
+  /** null for a window without a block range (a snapshot or a point lookup). */
+  fromBlock: number | null;
+  toBlock: number | null;
+  /** It reaches above the last final block (head − finalityDepth): committed as provisional, fetched again by the next run. */
+  provisional: boolean;
   rows: number | null;
   requests: number;
 }
@@ -38,8 +46,10 @@ export interface PlanEstimate {
   /** null when the job needs no head (no block-ranged dataset). */
   head: number | null;
   range: { from: number; to: number };
-  /** Blocks per window chunk (range.windowBlocks): a block-ranged window is one chunk of one scope. */
+  /** Blocks per planned chunk (range.windowBlocks); chunks of a scope that touch are joined into one window. */
   windowBlocks: number;
+  /** The last final block (head − finalityDepth) when the job has an unfinal zone, else null. */
+  finalBlock: number | null;
   resumeOf: string | null;
   windows: WindowEstimate[];
   skipped: number;
@@ -111,14 +121,24 @@ export async function estimatePlan(
   const engine = await openEngine({ tempDir: work });
   const acct = new Accounting();
   try {
-    const prepared = await prepareRun(job, job !== baseJob, opts.fullRefresh ?? false, engine, new LakePaths(job.lake), clients, acct);
+    // The run's own step: the windows below are the ones `run` would fetch now, not an estimate of them.
+    const prepared = await windowsToFetch({ baseJob, job, fullRefresh: opts.fullRefresh ?? false }, engine, new LakePaths(job.lake), clients, acct);
     const limit = pLimit(job.concurrency);
     const windows = await Promise.all(
       prepared.windows.map((w) =>
         limit(async (): Promise<WindowEstimate> => {
           let rows: number | null = null;
           if (opts.probe && w.endpoint.paging.kind === 'offset') rows = (await fetcherFor(w, clients)({ offset: 0, limit: 1, range: w.range }, acct)).count;
-          return { window: w.id, dataset: w.def.name, rows, requests: requestsFor(w, rows, job) };
+          return {
+            window: w.id,
+            dataset: w.def.name,
+            scope: w.scopeKey,
+            fromBlock: w.range?.from ?? null,
+            toBlock: w.range?.to ?? null,
+            provisional: isProvisional(w),
+            rows,
+            requests: requestsFor(w, rows, job),
+          };
         }),
       ),
     );
@@ -142,6 +162,7 @@ export async function estimatePlan(
       head: prepared.head,
       range: prepared.range,
       windowBlocks: job.range.windowBlocks,
+      finalBlock: prepared.head !== null && job.range.finalityDepth > 0 ? prepared.head - job.range.finalityDepth : null,
       resumeOf: prepared.resume?.runId ?? null,
       windows,
       skipped: prepared.skipped,
@@ -171,6 +192,31 @@ function basisText(p: PlanEstimate): string {
   return p.rps && p.estimatedSeconds === p.estimatedRequests / p.rps ? `limited by --rps ${p.rps}; ${basis}` : basis;
 }
 
+/** Windows listed one per line in the text output; `--format json` lists every one. */
+const LISTED_WINDOWS = 40;
+
+/** The windows, one per line with their range and whether they are provisional, as the run's ledger will hold them. */
+function windowLines(p: PlanEstimate): string[] {
+  if (p.windows.length === 0) return [];
+  const rows = p.windows
+    .slice(0, LISTED_WINDOWS)
+    .map((w) => [
+      w.dataset,
+      w.scope,
+      w.fromBlock === null ? 'snapshot' : `blocks ${w.fromBlock}-${w.toBlock}`,
+      w.provisional ? 'provisional' : '',
+      w.rows === null ? '' : `${w.rows} rows`,
+      `${w.requests} req`,
+    ]);
+  const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+  const more = p.windows.length - rows.length;
+  return [
+    'windows (the pager may cut a dense one into several as it fetches):',
+    ...rows.map((r) => `  ${r.map((c, i) => c.padEnd(widths[i]!)).join('  ')}`.trimEnd()),
+    ...(more > 0 ? [`  ... and ${more} more (--format json lists every window)`] : []),
+  ];
+}
+
 export function formatPlan(p: PlanEstimate): string {
   const per = new Map<string, { windows: number; rows: number | null; requests: number }>();
   for (const w of p.windows) {
@@ -188,8 +234,9 @@ export function formatPlan(p: PlanEstimate): string {
   const table = rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  '));
   const minutes = p.estimatedSeconds / 60;
   return [
-    `plan for ${p.job} on ${p.network} into the lake ${p.lake}: head ${p.head ?? 'not needed'}${p.resumeOf ? ` (resuming run ${p.resumeOf})` : ''}, blocks ${p.range.from}-${p.range.to} in chunks of ${p.windowBlocks}`,
+    `plan for ${p.job} on ${p.network} into the lake ${p.lake}: head ${p.head ?? 'not needed'}${p.resumeOf ? ` (resuming run ${p.resumeOf})` : ''}, blocks ${p.range.from}-${p.range.to} in chunks of ${p.windowBlocks} (joined where they touch)${p.finalBlock !== null ? `; blocks above ${p.finalBlock} are not final (provisional windows, fetched again by the next run)` : ''}`,
     ...table,
+    ...windowLines(p),
     `${p.windows.length} windows to fetch${p.skipped ? `, ${p.skipped} already in the lake` : ''}`,
     `estimated requests: ${p.estimatedRequests}; duration: ${minutes >= 1 ? `${minutes.toFixed(1)} min` : `${p.estimatedSeconds.toFixed(1)} s`} (${basisText(p)})`,
     p.quotaShare !== null

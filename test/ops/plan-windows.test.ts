@@ -1,0 +1,99 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { estimatePlan, formatPlan, type PlanEstimate } from '../../src/cli/commands/plan.js';
+import { parseJob } from '../../src/pipeline/job.js';
+import { runJob } from '../../src/pipeline/run.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { queryCatalog, tempDir } from '../helpers/lake.js';
+
+let sim: RunningSimulator;
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+
+beforeAll(async () => {
+  sim = await startSimulator({ seed: 1, scale: 'small' });
+  tmp = await tempDir('chainlake-plan-windows-');
+});
+afterAll(async () => {
+  await sim?.close();
+  await tmp?.cleanup();
+});
+
+interface LedgerWindow {
+  window: string;
+  fromBlock: number | null;
+  toBlock: number | null;
+  provisional: boolean;
+}
+
+const sorted = (ws: LedgerWindow[]) => [...ws].sort((a, b) => a.window.localeCompare(b.window));
+
+const planned = (p: PlanEstimate): LedgerWindow[] =>
+  sorted(p.windows.map((w) => ({ window: w.window, fromBlock: w.fromBlock, toBlock: w.toBlock, provisional: w.provisional })));
+
+/** The windows a run recorded in its ledger. */
+async function recorded(lake: string, runId: string): Promise<LedgerWindow[]> {
+  const rows = await queryCatalog(lake, `SELECT window_id, from_block, to_block, status FROM windows WHERE run_id = '${runId}'`);
+  return sorted(
+    rows.map((r) => ({
+      window: String(r.window_id),
+      fromBlock: r.from_block === null ? null : Number(r.from_block),
+      toBlock: r.to_block === null ? null : Number(r.to_block),
+      provisional: r.status === 'provisional',
+    })),
+  );
+}
+
+/** Two scopes of jobs/demo.json (seed 1), in chunks, with an unfinal zone at the top. */
+function jobDoc(name: string, extra: Record<string, unknown> = {}) {
+  return {
+    name,
+    target: 'simulator',
+    lake: path.join(tmp.dir, name),
+    concurrency: 2,
+    range: { fromBlock: 0, toBlock: 'head', windowBlocks: 4_000, finalityDepth: 500 },
+    datasets: {
+      transactions: { addresses: ['0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c', '0x235cc9e6a7b9bac03056f3eb7034c30bd80a5157'] },
+      token_supply: { tokens: ['0xd34198f9efc7fd39f0334e76b929f8e3059a6eed'] },
+    },
+    ...extra,
+  };
+}
+
+describe('plan prints the windows the run then records', { timeout: 120_000 }, () => {
+  it('a first run, with provisional windows above the last final block', async () => {
+    const doc = jobDoc('fresh');
+    const plan = await estimatePlan(parseJob(doc, 'inline', {}), { probe: false, simulator: sim });
+    expect(plan.finalBlock).toBe(plan.head! - 500);
+    expect(plan.windows.some((w) => w.provisional)).toBe(true);
+    expect(plan.windows.some((w) => w.fromBlock === null)).toBe(true);
+    const report = await runJob(parseJob(doc, 'inline', {}), { simulator: sim });
+    expect(report.status).toBe('complete');
+    expect(planned(plan)).toEqual(await recorded(doc.lake, report.runId));
+
+    // The text names each window with its range, and which are provisional.
+    const text = formatPlan(plan);
+    for (const w of plan.windows)
+      expect(text).toMatch(
+        new RegExp(
+          `${w.dataset}\\s+${w.scope}\\s+${w.fromBlock === null ? 'snapshot' : `blocks ${w.fromBlock}-${w.toBlock}`}\\s+${w.provisional ? 'provisional' : ''}`,
+        ),
+      );
+    expect(text).toContain(`blocks above ${plan.finalBlock} are not final`);
+  });
+
+  it('a resumed run: only the windows its predecessor did not commit, at that run’s head', async () => {
+    // Yesterday, a run stopped at its quota after a few windows: today's run resumes it.
+    const yesterday = () => new Date(Date.now() - 86_400_000);
+    const stopped = await runJob(parseJob(jobDoc('resumed', { dailyRequestQuota: 4 }), 'inline', {}), { simulator: sim, now: yesterday });
+    expect(stopped.status).toBe('quota_reached');
+    const doc = jobDoc('resumed');
+    const plan = await estimatePlan(parseJob(doc, 'inline', {}), { probe: true, simulator: sim });
+    expect(plan.resumeOf).toBe(stopped.runId);
+    expect(plan.head).toBe(stopped.head);
+    expect(plan.skipped).toBeGreaterThan(0);
+    const report = await runJob(parseJob(doc, 'inline', {}), { simulator: sim });
+    expect(report.status).toBe('complete');
+    expect(report.resumeOf).toBe(stopped.runId);
+    expect(planned(plan)).toEqual(await recorded(doc.lake, report.runId));
+  });
+});
