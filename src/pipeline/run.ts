@@ -25,7 +25,7 @@ import { openSource, type Source, type SourceOptions } from './source.js';
 import type { Job } from './job.js';
 import { LiveRun } from './live.js';
 import { silentLogger, type Logger } from './log.js';
-import { effectiveJob, pagerOptionsOf, windowsToFetch } from './prepare.js';
+import { effectiveJob, pagerOptionsOf, windowsToFetch, type Prepared } from './prepare.js';
 import type { FoundHead } from '../extract/head.js';
 import { WINDOW_ROWS, isProvisional, windowIdOf, type Window } from './plan.js';
 import { emptyDatasetReport, interruptedSummary, sumReports, type DatasetReport, type RunReport } from './report.js';
@@ -159,23 +159,10 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       runAcct,
       log,
     );
-    const { state, resume, head, found, range, skipped, committedRanges, windows } = prepared;
+    const { state, resume, head, skipped, committedRanges, windows } = prepared;
 
-    const startRecord = { runId, job: job.name, network: job.network, head, range, incremental: job.range.incremental, resumeOf: resume?.runId ?? null };
-    // Recorded before any fetch, so a killed run is known (and resumed) by the next run of the job.
-    await Catalog.hold(paths, (c) => c.transaction(() => c.recordRun(runId, job.name, ingestedAt, null, 'running', startRecord)));
+    const startRecord = await recordStart(job, ctx, prepared);
     recorded = startRecord;
-    log.log(
-      'info',
-      'run.start',
-      `run ${runId}: ${job.name} on ${job.network}, ${head === null ? 'no head needed (no block-ranged dataset)' : `head ${resume ? `${head} (resuming run ${resume.runId})` : `pinned at block ${head}${headHow(found)}`}, blocks ${range.from}-${range.to}`}: ${windows.length} windows to fetch${skipped ? `, ${skipped} already in the lake` : ''}`,
-      {
-        ...startRecord,
-        windows: windows.length,
-        skipped,
-        ...(found ? { headFoundBy: found.how, headRequests: found.requests, latestRefused: found.latestRefused } : {}),
-      },
-    );
 
     const live = new LiveRun(runId, job.name);
     for (const w of windows) live.dataset(w.def.name).windowsTotal++;
@@ -266,6 +253,30 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     if (recorded && failure !== undefined && !pending)
       await recordFailure(paths, runId, job.name, ingestedAt, now(), { ...recorded, requestUsage: usage() }, failure, log);
   }
+}
+
+/**
+ * The run's start step: records it as `running` before any fetch, so that a killed run is known (and resumed)
+ * by the next run of the job, and says what it will fetch. Returns the record its end (or failure) completes.
+ */
+async function recordStart(job: Job, ctx: RunContext, prepared: Prepared): Promise<Record<string, unknown>> {
+  const { runId, paths, log } = ctx;
+  const { resume, head, found, range, skipped, windows } = prepared;
+  const ingestedAt = ctx.started.toISOString();
+  const startRecord = { runId, job: job.name, network: job.network, head, range, incremental: job.range.incremental, resumeOf: resume?.runId ?? null };
+  await Catalog.hold(paths, (c) => c.transaction(() => c.recordRun(runId, job.name, ingestedAt, null, 'running', startRecord)));
+  log.log(
+    'info',
+    'run.start',
+    `run ${runId}: ${job.name} on ${job.network}, ${head === null ? 'no head needed (no block-ranged dataset)' : `head ${resume ? `${head} (resuming run ${resume.runId})` : `pinned at block ${head}${headHow(found)}`}, blocks ${range.from}-${range.to}`}: ${windows.length} windows to fetch${skipped ? `, ${skipped} already in the lake` : ''}`,
+    {
+      ...startRecord,
+      windows: windows.length,
+      skipped,
+      ...(found ? { headFoundBy: found.how, headRequests: found.requests, latestRefused: found.latestRefused } : {}),
+    },
+  );
+  return startRecord;
 }
 
 /** What the fetch step needs of the run. */
