@@ -89,6 +89,46 @@ describe('chainlake verify (local lake)', () => {
     expect(usage).toEqual([{ requests: 2n }]);
   }, 120_000);
 
+  it('every dataset whose listing carries a count is counted; one whose rows carry no block number is not checked, with why', async () => {
+    const lake = path.join(tmp.dir, 'datasets');
+    const job = jobOf(lake, {
+      datasets: {
+        internal_transactions: { addresses: [A, sim.examples.whale] },
+        // Two endpoints listing one scope: each is counted against its own rows (origin_endpoint).
+        erc721_transfers: { addresses: [sim.examples.nftHolder], endpoints: ['account_erc721_transfers', 'erc721_token_transfers'] },
+        event_logs: { contracts: [sim.examples.verifiedContract], topics: [sim.examples.transferTopic] },
+      },
+    });
+    expect((await runJob(job, { simulator: sim })).status).toBe('complete');
+    const s = await verifySession(job, { kind: 'local', lake }, {}, { simulator: sim });
+    expect(s.rows.filter((r) => r.status === 'differs')).toEqual([]);
+    const counts = s.rows.filter((r) => r.check === 'count');
+    for (const scope of [`address=${A}`, `address=${sim.examples.whale}`]) {
+      const mine = counts.filter((r) => r.dataset === 'internal_transactions' && r.scope?.startsWith(`${scope}&`));
+      expect(mine.length, scope).toBeGreaterThan(0);
+      expect(mine.every((r) => r.status === 'held')).toBe(true);
+    }
+    for (const endpoint of ['account_erc721_transfers', 'erc721_token_transfers']) {
+      const mine = counts.filter((r) => r.dataset === 'erc721_transfers' && r.scope?.includes(`endpoint=${endpoint}`));
+      expect(mine.length, endpoint).toBeGreaterThan(0);
+      expect(mine.every((r) => r.status === 'held')).toBe(true);
+    }
+    // The counts compared are real: rows were counted, and where a window was asked alone its count is the lake's.
+    for (const dataset of ['internal_transactions', 'erc721_transfers']) {
+      const mine = counts.filter((r) => r.dataset === dataset);
+      expect(
+        mine.reduce((n, r) => n + r.lakeCount!, 0),
+        dataset,
+      ).toBeGreaterThan(0);
+      for (const r of mine) if (r.apiCount !== null) expect(r.lakeCount).toBe(r.apiCount);
+    }
+    const logs = counts.filter((r) => r.dataset === 'event_logs');
+    expect(logs.length).toBeGreaterThan(0);
+    for (const r of logs) expect(r).toMatchObject({ status: 'not-checked', detail: expect.stringContaining('carry no block number') });
+    for (const dataset of ['internal_transactions', 'erc721_transfers'])
+      expect(s.rows.find((r) => r.dataset === dataset && r.check === 'rows_in_windows')?.status, dataset).toBe('held');
+  }, 180_000);
+
   it.skipIf(!HAS_REF)(
     'rows deleted by another writer: that window differs (exit 5), --repair fetches it alone, then verify holds',
     async () => {

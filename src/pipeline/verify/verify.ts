@@ -131,6 +131,10 @@ async function relationExists(conn: DuckDBConnection, name: string): Promise<boo
   return r.length > 0;
 }
 
+/** The condition keeping the rows `spec`'s endpoint gave, where the dataset records it (`alias`: a table alias and dot). */
+const endpointFilter = (spec: AddressScope, alias: string): string =>
+  spec.endpoint ? ` AND ${alias}${ident(spec.endpoint.column)} = ${literal(spec.endpoint.id)}` : '';
+
 /** The rows of each scope address per block, of one dataset and network: counts of any block range are sums of it. */
 class ScopeRows {
   private readonly blocks = new Map<string, { block: number[]; prefix: number[] }>();
@@ -143,7 +147,7 @@ class ScopeRows {
       conn,
       `SELECT a, b, count(*) AS n FROM (
          SELECT ${ident(spec.blockColumn)} AS b, unnest(list_distinct(list_filter([${cols}], x -> x IS NOT NULL))) AS a
-         FROM ${ident(dataset)} WHERE network = ${literal(network)})
+         FROM ${ident(dataset)} WHERE network = ${literal(network)}${endpointFilter(spec, '')})
        WHERE a IN (${addresses.map((a) => literal(a.toLowerCase())).join(', ')}) GROUP BY a, b ORDER BY a, b`,
     );
     for (const r of rows) {
@@ -264,7 +268,8 @@ function notCheckable(g: ScopeGroup): string | undefined {
   const ep = g.template.endpoint;
   if (ep.paging.kind !== 'offset') return `${g.dataset}'s endpoint cannot page, so it gives no count of a range`;
   if (!ep.blockRange) return `${g.dataset}'s endpoint has no block range filter`;
-  if (!addressScopeOf(g.dataset, ep.id)) return `verify does not know which of ${g.dataset}'s rows the API's count of a scope includes`;
+  if (g.template.def.blockColumn === undefined) return `${g.dataset}'s rows carry no block number, so the lake cannot count a block range of them`;
+  if (!addressScopeOf(g.template.def, ep.id)) return `verify does not know which of ${g.dataset}'s rows the API's count of a scope includes`;
   return undefined;
 }
 
@@ -324,11 +329,15 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
         notChecked(g, reason ?? '');
         continue;
       }
-      const spec = addressScopeOf(g.dataset, t.endpoint.id)!;
-      let rowsOfDs = lakeRows.get(g.dataset);
+      const spec = addressScopeOf(t.def, t.endpoint.id)!;
+      // One read per dataset and endpoint (a dataset may list one scope through two endpoints).
+      const listing = `${g.dataset}/${t.endpoint.id}`;
+      let rowsOfDs = lakeRows.get(listing);
       if (!rowsOfDs) {
-        const addresses = groups.filter((x) => x.dataset === g.dataset && x.template?.scope.address).map((x) => x.template!.scope.address!);
-        lakeRows.set(g.dataset, (rowsOfDs = await ScopeRows.read(conn, g.dataset, job.network, spec, addresses)));
+        const addresses = groups
+          .filter((x) => x.dataset === g.dataset && x.template?.endpoint.id === t.endpoint.id && x.template.scope.address)
+          .map((x) => x.template!.scope.address!);
+        lakeRows.set(listing, (rowsOfDs = await ScopeRows.read(conn, g.dataset, job.network, spec, addresses)));
       }
       const address = t.scope.address!;
       const fetcher = fetcherFor(t, clients);
@@ -503,29 +512,42 @@ async function offlineChecks(conn: DuckDBConnection, job: Job, groups: readonly 
       detail: extra ? `${Number(dup[0]!.keys)} natural keys have ${extra} rows too many` : '',
     });
 
-    // Every row of a scope lies in a committed window of a scope it belongs to.
-    const ofDs = groups.filter((g) => g.dataset === name && g.template?.scope.address);
-    const spec = ofDs[0] && addressScopeOf(name, ofDs[0].template!.endpoint.id);
-    if (!spec) {
+    // Every row of a scope lies in a committed window of a scope it belongs to: per endpoint, where the dataset
+    // tells which endpoint gave a row (two endpoints without that could list one row in either's windows).
+    const ofDs = groups.filter((g) => g.dataset === name && g.template);
+    const endpoints = [...new Set(ofDs.map((g) => g.template!.endpoint.id))];
+    const specs = endpoints.map((id) => [id, addressScopeOf(def, id)] as const);
+    if (specs.length === 0 || specs.some(([, spec]) => !spec || (!spec.endpoint && endpoints.length > 1))) {
       out.push({ ...ds, check: 'rows_in_windows', status: 'not-checked', detail: `verify does not know which scope each of ${name}'s rows belongs to` });
     } else {
-      const wins = ofDs.flatMap((g) => g.units.map((u) => `(${literal(g.template!.scope.address!.toLowerCase())}, ${u.from}, ${u.to})`));
-      const addrs = ofDs.map((g) => literal(g.template!.scope.address!.toLowerCase())).join(', ');
-      const cols = spec.columns.map((c) => `lower(r.${ident(c)})`).join(', ');
-      const block = `r.${ident(spec.blockColumn)}`;
-      const outside = await rowsOf(
-        conn,
-        `WITH w(a, f, t) AS (VALUES ${wins.join(', ')})
-         SELECT count(*) AS n, min(${block}) AS lo, max(${block}) AS hi FROM ${ident(name)} r
-         WHERE r.network = ${literal(job.network)} AND list_has_any([${cols}], [${addrs}])
-           AND NOT EXISTS (SELECT 1 FROM w WHERE ${block} BETWEEN w.f AND w.t AND list_contains([${cols}], w.a))`,
-      );
-      const n = Number(outside[0]!.n);
+      let n = 0,
+        lo = Infinity,
+        hi = -Infinity;
+      for (const [id, spec] of specs) {
+        const mine = ofDs.filter((g) => g.template!.endpoint.id === id);
+        const wins = mine.flatMap((g) => g.units.map((u) => `(${literal(g.template!.scope.address!.toLowerCase())}, ${u.from}, ${u.to})`));
+        const addrs = mine.map((g) => literal(g.template!.scope.address!.toLowerCase())).join(', ');
+        const cols = spec!.columns.map((c) => `lower(r.${ident(c)})`).join(', ');
+        const block = `r.${ident(spec!.blockColumn)}`;
+        const outside = await rowsOf(
+          conn,
+          `WITH w(a, f, t) AS (VALUES ${wins.join(', ')})
+           SELECT count(*) AS n, min(${block}) AS lo, max(${block}) AS hi FROM ${ident(name)} r
+           WHERE r.network = ${literal(job.network)}${endpointFilter(spec!, 'r.')} AND list_has_any([${cols}], [${addrs}])
+             AND NOT EXISTS (SELECT 1 FROM w WHERE ${block} BETWEEN w.f AND w.t AND list_contains([${cols}], w.a))`,
+        );
+        const k = Number(outside[0]!.n);
+        n += k;
+        if (k) {
+          lo = Math.min(lo, Number(outside[0]!.lo));
+          hi = Math.max(hi, Number(outside[0]!.hi));
+        }
+      }
       out.push({
         ...ds,
         check: 'rows_in_windows',
         status: n ? 'differs' : 'held',
-        detail: n ? `${n} rows of blocks ${Number(outside[0]!.lo)}-${Number(outside[0]!.hi)} lie outside every committed window of their scopes` : '',
+        detail: n ? `${n} rows of blocks ${lo}-${hi} lie outside every committed window of their scopes` : '',
       });
     }
     if (name === 'transactions')
