@@ -129,6 +129,29 @@ describe('chainlake verify (local lake)', () => {
       expect(s.rows.find((r) => r.dataset === dataset && r.check === 'rows_in_windows')?.status, dataset).toBe('held');
   }, 180_000);
 
+  it("stops at the job's daily request quota: the scopes it could not ask are not checked, with why, and the quota is not passed", async () => {
+    const lake = path.join(tmp.dir, 'quota');
+    expect((await runJob(jobOf(lake, { dailyRequestQuota: 100_000 }), { simulator: sim })).status).toBe('complete');
+    const spent = async () => Number((await queryCatalog(lake, 'SELECT sum(requests) AS n FROM request_usage'))[0]!.n);
+    const used = await spent();
+    // Room for one request: the first scope is asked (one request while it holds), the second is not.
+    const job = jobOf(lake, { dailyRequestQuota: used + 1 });
+    const s = await verifySession(job, { kind: 'local', lake }, {}, { simulator: sim });
+    expect(s.quotaReached).toEqual({ limit: used + 1 });
+    expect(s.requests).toBe(1);
+    expect(s.holds).toBe(true);
+    const counts = s.rows.filter((r) => r.check === 'count');
+    const asked = counts.filter((r) => r.status === 'held');
+    const cut = counts.filter((r) => r.status === 'not-checked');
+    expect(asked.length).toBeGreaterThan(0);
+    expect(cut.length).toBeGreaterThan(0);
+    expect(new Set(asked.map((r) => r.scope)).size).toBe(1);
+    expect(new Set(cut.map((r) => r.scope)).size).toBe(1);
+    expect(asked[0]!.scope).not.toBe(cut[0]!.scope);
+    for (const r of cut) expect(r.detail).toMatch(/daily request quota of \d+ requests is spent/);
+    expect(await spent()).toBe(used + 1);
+  }, 120_000);
+
   it.skipIf(!HAS_REF)(
     'rows deleted by another writer: that window differs (exit 5), --repair fetches it alone, then verify holds',
     async () => {

@@ -63,6 +63,10 @@ export function formatVerify(s: VerifySession): string {
       `before the repair (verify ${s.beforeRepair.verifyId}, ${s.beforeRepair.requests} requests): ${s.beforeRepair.differing.length} windows differed: ${s.beforeRepair.differing.map((w) => w.id).join(', ')}`,
       `repair: run ${s.repair.runId} fetched exactly those windows again (${s.repair.totals.requests} requests): ${s.repair.status}; verified again:`,
     );
+  if (s.quotaReached)
+    parts.push(
+      `STOPPED at the daily request quota (${s.quotaReached.limit}): the windows it could not ask are not checked; exit ${EXIT.quotaReached} unless something differs`,
+    );
   parts.push(
     s.holds
       ? 'everything checked holds'
@@ -122,6 +126,8 @@ export const verifyCommand: CommandModule<object, Args> = {
           )
         : formatVerify(s)) + '\n',
     );
+    // What differs outweighs a stop at the quota: both are said, the exit code names the difference.
     if (!s.holds) process.exitCode = EXIT.differs;
+    else if (s.quotaReached) process.exitCode = EXIT.quotaReached;
   },
 };

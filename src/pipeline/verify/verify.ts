@@ -17,7 +17,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { getDataset } from '../../datasets/registry.js';
 import { Accounting } from '../../extract/accounting.js';
 import type { BlockRange } from '../../extract/page.js';
-import { quotaAccount } from '../../extract/quota.js';
+import { QuotaReachedError, quotaAccount, RequestQuota } from '../../extract/quota.js';
 import { HttpTransport } from '../../extract/transport.js';
 import type { VerificationRow } from '../../load/ledger/verifications.js';
 import { literal, ident } from '../../load/sql.js';
@@ -56,6 +56,8 @@ export interface VerifyResult {
   differing: Window[];
   /** True when every check held (no `differs`). */
   holds: boolean;
+  /** Set when the job's daily request quota stopped verify: the windows it could not ask are `not-checked`. */
+  quotaReached?: { limit: number };
 }
 
 export interface VerifyPlan {
@@ -319,10 +321,26 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
   // ---- counts against the API -----------------------------------------------------------------------------
   const targets = await resolveTargets(job, { simulator: deps.run?.simulator });
   const transport = new HttpTransport({ ...transportOptionsOf(job), ...deps.run?.transport });
+  // The job's daily quota counts verify's requests as a run's (request_usage, the same account): at it, verify
+  // stops asking, and every window it could not ask is recorded not checked.
+  let quota: RequestQuota | undefined;
+  if (job.dailyRequestQuota !== undefined) {
+    const used = await rowsOf(
+      conn,
+      `SELECT CAST(day AS VARCHAR) AS day, sum(requests) AS n FROM request_usage WHERE account = ${literal(verifyAccount(job))} GROUP BY 1`,
+    );
+    quota = new RequestQuota(job.dailyRequestQuota, new Map(used.map((r) => [String(r.day), Number(r.n)])), now);
+    transport.quota = quota;
+  }
+  let quotaReached: QuotaReachedError | undefined;
   try {
     const clients = buildClients(transport, targets, job);
     const lakeRows = new Map<string, ScopeRows>();
     for (const g of groups) {
+      if (quotaReached) {
+        notChecked(g, quotaReached.message);
+        continue;
+      }
       const reason = notCheckable(g);
       const t = g.template;
       if (reason || !t) {
@@ -412,12 +430,18 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
           detail: 'the rows listed lie in the block range asked',
         });
       } catch (e) {
-        if (!(e instanceof RangeIgnored)) throw e;
-        // Counts of a listing that ignores its range are not evidence: nothing of this scope is marked held by them.
+        if (!(e instanceof RangeIgnored) && !(e instanceof QuotaReachedError)) throw e;
+        // Counts of a listing that ignores its range are not evidence, and a scope the quota cut short was not
+        // asked whole (a union's count split in halves is known only once both halves are): nothing of this scope
+        // is marked by them.
         for (let i = rows.length - 1; i >= 0; i--)
           if (rows[i]!.check === 'count' && rows[i]!.dataset === g.dataset && rows[i]!.scope === g.scope) rows.splice(i, 1);
         for (let i = differing.length - 1; i >= 0; i--) if (differing[i]!.def.name === g.dataset && differing[i]!.scopeKey === g.scope) differing.splice(i, 1);
         notChecked(g, e.message);
+        if (e instanceof QuotaReachedError) {
+          quotaReached = e;
+          continue;
+        }
         rows.push({
           ...base,
           check: 'range_filter',
@@ -459,6 +483,7 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
     exportRequests: groups.reduce((n, g) => n + g.exportRequests, 0),
     differing,
     holds: rows.every((r) => r.status !== 'differs'),
+    ...(quotaReached ? { quotaReached: { limit: quotaReached.limit } } : {}),
   };
 }
 
