@@ -129,6 +129,36 @@ describe('chainlake verify (local lake)', () => {
       expect(s.rows.find((r) => r.dataset === dataset && r.check === 'rows_in_windows')?.status, dataset).toBe('held');
   }, 180_000);
 
+  it('--since/--until by UTC day: exactly the windows reaching blocks of those days, turned into blocks by the lake rows', async () => {
+    const lake = path.join(tmp.dir, 'days');
+    const job = jobOf(lake);
+    expect((await runJob(job, { simulator: sim })).status).toBe('complete');
+    const days = await queryCatalog(lake, 'SELECT DISTINCT CAST(block_date AS VARCHAR) AS d FROM transactions ORDER BY 1');
+    expect(days.length).toBeGreaterThan(2);
+    const day = String(days[Math.floor(days.length / 2)]!.d);
+    const [b] = await queryCatalog(
+      lake,
+      `SELECT min(block_number) FILTER (WHERE timestamp >= DATE '${day}') AS lo, max(block_number) FILTER (WHERE timestamp < DATE '${day}' + INTERVAL 1 DAY) AS hi FROM transactions`,
+    );
+    const expected = await queryCatalog(
+      lake,
+      `SELECT scope, from_block, to_block FROM windows WHERE status = 'committed' AND to_block >= ${b!.lo} AND from_block <= ${b!.hi} ORDER BY scope, from_block`,
+    );
+    const all = await queryCatalog(lake, "SELECT count(*) AS n FROM windows WHERE status = 'committed'");
+    expect(expected.length).toBeGreaterThan(0);
+    expect(expected.length).toBeLessThan(Number(all[0]!.n));
+    const s = await verifySession(job, { kind: 'local', lake }, { since: day, until: day }, { simulator: sim });
+    const counted = s.rows
+      .filter((r) => r.check === 'count')
+      .map((r) => ({ scope: r.scope, from_block: BigInt(r.fromBlock!), to_block: BigInt(r.toBlock!) }))
+      .sort((x, y) => (x.scope! < y.scope! ? -1 : x.scope! > y.scope! ? 1 : Number(x.from_block - y.from_block)));
+    expect(counted).toEqual(expected);
+    expect(s.rows.filter((r) => r.status === 'differs')).toEqual([]);
+    // A day the lake holds no row of selects nothing.
+    const none = await verifySession(job, { kind: 'local', lake }, { since: '2999-01-01' }, { simulator: sim });
+    expect(none.rows.filter((r) => r.check === 'count')).toEqual([]);
+  }, 120_000);
+
   it("stops at the job's daily request quota: the scopes it could not ask are not checked, with why, and the quota is not passed", async () => {
     const lake = path.join(tmp.dir, 'quota');
     expect((await runJob(jobOf(lake, { dailyRequestQuota: 100_000 }), { simulator: sim })).status).toBe('complete');

@@ -14,7 +14,8 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { getDataset } from '../../datasets/registry.js';
+import { DATASETS, getDataset } from '../../datasets/registry.js';
+import type { DatasetDef } from '../../datasets/dataset.js';
 import { Accounting } from '../../extract/accounting.js';
 import type { BlockRange } from '../../extract/page.js';
 import { QuotaReachedError, quotaAccount, RequestQuota } from '../../extract/quota.js';
@@ -33,6 +34,13 @@ export interface VerifySelection {
   scopes?: readonly string[];
   fromBlock?: number;
   toBlock?: number;
+  /**
+   * A time range, UTC days (YYYY-MM-DD, both included): the windows reaching a block of those days. The lake's own
+   * rows turn a day into blocks (the API has no block-by-time endpoint): the first block holding a row of `since` or
+   * later, the last holding a row of `until` or earlier, over every block-ranged dataset the lake holds.
+   */
+  since?: string;
+  until?: string;
   /** Check this many windows, spread evenly over the selection, instead of all. */
   sample?: number;
 }
@@ -202,6 +210,33 @@ interface ScopeGroup {
   exportRequests: number;
 }
 
+/** `sel`'s block bounds narrowed by its days (see VerifySelection.since): a day no row reaches selects nothing. */
+async function blocksOfDays(conn: DuckDBConnection, network: string, sel: VerifySelection): Promise<{ fromBlock?: number; toBlock?: number }> {
+  const timed: DatasetDef[] = [];
+  for (const def of Object.values(DATASETS))
+    if (def.blockColumn && def.partitionFrom && def.partition === 'block_date' && (await relationExists(conn, def.name))) timed.push(def);
+  const bound = async (agg: 'min' | 'max', condition: string): Promise<number | undefined> => {
+    if (timed.length === 0) return undefined;
+    const parts = timed.map(
+      (d) =>
+        `SELECT ${agg}(${ident(d.blockColumn!)}) AS b FROM ${ident(d.name)} WHERE network = ${literal(network)} AND ${ident(d.partitionFrom!)} ${condition}`,
+    );
+    const r = await rowsOf(conn, `SELECT ${agg}(b) AS b FROM (${parts.join(' UNION ALL ')})`);
+    return r[0]?.b === null || r[0]?.b === undefined ? undefined : Number(r[0].b);
+  };
+  const out: { fromBlock?: number; toBlock?: number } = { fromBlock: sel.fromBlock, toBlock: sel.toBlock };
+  // Nothing of the days: a range no window reaches (from above every block, to below every block).
+  if (sel.since !== undefined) {
+    const b = (await bound('min', `>= CAST(${literal(sel.since)} AS DATE)`)) ?? Number.MAX_SAFE_INTEGER;
+    out.fromBlock = Math.max(out.fromBlock ?? 0, b);
+  }
+  if (sel.until !== undefined) {
+    const b = (await bound('max', `< CAST(${literal(sel.until)} AS DATE) + INTERVAL 1 DAY`)) ?? -1;
+    out.toBlock = Math.min(out.toBlock ?? Number.MAX_SAFE_INTEGER, b);
+  }
+  return out;
+}
+
 /** Reads the committed windows of `job`'s network that `sel` selects, grouped by scope. */
 async function scopeGroups(conn: DuckDBConnection, job: Job, sel: VerifySelection): Promise<{ groups: ScopeGroup[]; snapshots: Committed[] }> {
   const committed: Committed[] = (
@@ -218,6 +253,7 @@ async function scopeGroups(conn: DuckDBConnection, job: Job, sel: VerifySelectio
     to: r.to_block === null ? null : Number(r.to_block),
     requests: Number(r.requests),
   }));
+  if (sel.since !== undefined || sel.until !== undefined) sel = { ...sel, ...(await blocksOfDays(conn, job.network, sel)) };
   const templates = templatesOf(job);
   const groups = new Map<string, ScopeGroup & { ranges: BlockRange[] }>();
   const snapshots: Committed[] = [];
@@ -475,7 +511,13 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
     });
 
   // ---- checks that need no request -------------------------------------------------------------------------
-  rows.push(...(await offlineChecks(conn, job, groups)));
+  // Against every committed window of the selected datasets and scopes: a row beside a window the selection left
+  // out (a block or day range, a sample) is no row outside the lake's windows. Rows are taken in the selection's
+  // blocks only.
+  const partial = sel.fromBlock !== undefined || sel.toBlock !== undefined || sel.since !== undefined || sel.until !== undefined || sel.sample !== undefined;
+  const whole = partial ? (await scopeGroups(conn, job, { datasets: sel.datasets, scopes: sel.scopes })).groups : groups;
+  const bounds = sel.since !== undefined || sel.until !== undefined ? await blocksOfDays(conn, job.network, sel) : sel;
+  rows.push(...(await offlineChecks(conn, job, whole, { from: bounds.fromBlock, to: bounds.toBlock })));
   return {
     verifyId,
     rows,
@@ -488,7 +530,12 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
 }
 
 /** Gaps between a scope's committed windows, rows outside them, duplicate keys, nonce holes, decoded rows. */
-async function offlineChecks(conn: DuckDBConnection, job: Job, groups: readonly ScopeGroup[]): Promise<VerificationRow[]> {
+async function offlineChecks(
+  conn: DuckDBConnection,
+  job: Job,
+  groups: readonly ScopeGroup[],
+  bounds: { from?: number; to?: number } = {},
+): Promise<VerificationRow[]> {
   const out: VerificationRow[] = [];
   const base = { network: job.network, lakeCount: null, apiCount: null };
   for (const g of groups) {
@@ -554,11 +601,13 @@ async function offlineChecks(conn: DuckDBConnection, job: Job, groups: readonly 
         const addrs = mine.map((g) => literal(g.template!.scope.address!.toLowerCase())).join(', ');
         const cols = spec!.columns.map((c) => `lower(r.${ident(c)})`).join(', ');
         const block = `r.${ident(spec!.blockColumn)}`;
+        const inBounds =
+          (bounds.from === undefined ? '' : ` AND ${block} >= ${bounds.from}`) + (bounds.to === undefined ? '' : ` AND ${block} <= ${bounds.to}`);
         const outside = await rowsOf(
           conn,
           `WITH w(a, f, t) AS (VALUES ${wins.join(', ')})
            SELECT count(*) AS n, min(${block}) AS lo, max(${block}) AS hi FROM ${ident(name)} r
-           WHERE r.network = ${literal(job.network)}${endpointFilter(spec!, 'r.')} AND list_has_any([${cols}], [${addrs}])
+           WHERE r.network = ${literal(job.network)}${endpointFilter(spec!, 'r.')} AND list_has_any([${cols}], [${addrs}])${inBounds}
              AND NOT EXISTS (SELECT 1 FROM w WHERE ${block} BETWEEN w.f AND w.t AND list_contains([${cols}], w.a))`,
         );
         const k = Number(outside[0]!.n);
