@@ -217,6 +217,54 @@ async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[]):
   });
 }
 
+/**
+ * A table the lake derives from itself (the reconciliation), committed as ONE snapshot by the committer's own
+ * merge (each touched partition merged with what it holds, one row per key), under the committer lease: it
+ * writes the catalog as a committer does, so it waits for the lease instead of racing a worker's commit.
+ * `fragments`: per network, Parquet files in the store with the staged partition column.
+ */
+export async function commitDerived(
+  deps: CommitDeps,
+  leases: Pick<pg.Client, 'query'>,
+  shape: TableShape,
+  fragments: ReadonlyMap<string, readonly string[]>,
+  message: string,
+): Promise<{ snapshotId: number; files: number }> {
+  if (!(await takeLease(leases, deps.holder, deps.leaseSeconds))) {
+    throw new ChainlakeError(`another committer holds the lake's commit lease, so ${message} was not written`, {
+      hint: 'run it again once the workers have committed (chainlake status --catalog shows what is pending)',
+    });
+  }
+  const written: StagedFile[] = [];
+  try {
+    await ensureTable(deps.catalog, shape);
+    const replacePartitions: string[][] = [];
+    for (const [network, files] of fragments) {
+      const merged = await mergeFragments(deps, shape, network, files, []);
+      written.push(...merged.files);
+      replacePartitions.push(...merged.replaced);
+    }
+    const result = await commitTables(deps.catalog, {
+      tables: [{ tableName: shape.name, files: written, replacePartitions }],
+      author: deps.holder,
+      message,
+      inTransaction: async (tx) => {
+        const lease = await tx.query(`SELECT holder FROM ${CONTROL_SCHEMA}.leases WHERE name = $1 AND holder = $2 AND expires_at > NOW()`, [
+          COMMITTER_LEASE,
+          deps.holder,
+        ]);
+        if (lease.length === 0) throw new LeaseLostError(deps.holder);
+      },
+    });
+    return { snapshotId: result.snapshotId, files: written.length };
+  } catch (error) {
+    await Promise.all(written.map((f) => deps.store.remove(deps.store.lakeLocation(f.fullPath)).catch(() => undefined)));
+    throw error;
+  } finally {
+    await releaseLease(leases, deps.holder).catch(() => undefined);
+  }
+}
+
 /** Inside the commit's transaction: the lease still ours, the windows committed, watermarks, finished runs. */
 async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly FetchedWindow[], snapshotId: number): Promise<void> {
   const lease = await tx.query(
@@ -327,15 +375,16 @@ async function mergeFragments(
           `${table.name} holds rows another DuckLake writer inlined into the catalog, which a distributed commit cannot merge yet: with the ducklake extension, CALL ducklake_flush_inlined_data('<lake>') writes them to Parquet`,
         );
       }
-      const def = getDataset(shape.name);
-      if (replacing.length > 0 && def.blockColumn) {
+      // A derived table (reconciliation) replaces nothing, and is no dataset of the registry.
+      const def = replacing.length > 0 ? getDataset(shape.name) : undefined;
+      if (def && def.blockColumn) {
         // Partitions a replaced window reaches but brings no row to are merged too (load/write/replace.ts).
         const spans = await fileBlockSpans(catalog, table.tableId, def.blockColumn);
         const files = [...current].flatMap(([partition, ids]) => ids.map((id) => ({ partition, span: spans.get(id) })));
         for (const p of partitionsReaching(files, replacing)) if (!counts.some(([q]) => q === p)) counts.push([p, 0] as const);
         counts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
       }
-      const keep = keptRowsCondition(def, replacing);
+      const keep = def && keptRowsCondition(def, replacing);
       const rowsOf = new Map(all.map((f) => [f.dataFileId, f.recordCount]));
       const withExisting = counts.map(([p, n]) => [p, n + (current.get(p) ?? []).reduce((s, id) => s + (rowsOf.get(id) ?? 0), 0)] as const);
       const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');

@@ -2,6 +2,9 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
+import { openDistributedLake } from '../../src/distributed/read.js';
+import { reconcileDistributedLake } from '../../src/distributed/reconcile.js';
+import { parseGenesis } from '../../src/load/read/reconcile.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { A_BUSY0, A_ERC20_0, A_MINER0 } from '../../src/simulator/chain.js';
@@ -79,5 +82,30 @@ describe('chainlake reconcile --catalog (a distributed lake, real PostgreSQL)', 
     expect(outcome(LATER)).toEqual(['unchecked', 'unchecked']);
     for (const x of doc.rows.filter((x) => x.address === LATER)) expect(x.reason).toMatch(/^history not complete/);
     expect(doc).toMatchObject({ balances: 6, reconciled: 4, differs: 0 });
+
+    // The table lands in the distributed lake, as on one machine: one row per balance, the outcome printed.
+    const table = async () => {
+      const lake = await openDistributedLake({ catalog: db.url, store });
+      try {
+        const rows = (
+          await lake.conn.runAndReadAll('SELECT address, asset, outcome, reconciled FROM reconciliation ORDER BY address, asset')
+        ).getRowObjectsJS();
+        return rows.map((r) => ({ address: String(r.address), asset: String(r.asset), outcome: String(r.outcome), reconciled: r.reconciled }));
+      } finally {
+        lake.close();
+      }
+    };
+    const written = await table();
+    expect(written).toHaveLength(doc.balances);
+    for (const a of WHOLE)
+      expect(
+        written.filter((x) => x.address === a).map((x) => x.outcome),
+        a,
+      ).toEqual(['reconciled', 'reconciled']);
+    expect(written.filter((x) => x.address === LATER).map((x) => x.reconciled)).toEqual([false, false]);
+    // Reconciling again replaces the day's rows: still one per (address, asset).
+    const again = await reconcileDistributedLake({ catalog: db.url, store, genesis: parseGenesis(genesisFile(chain), 'genesis') });
+    expect(again.snapshotId).toBeGreaterThan(0);
+    expect(await table()).toEqual(written);
   });
 });

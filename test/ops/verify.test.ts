@@ -89,6 +89,99 @@ describe('chainlake verify (local lake)', () => {
     expect(usage).toEqual([{ requests: 2n }]);
   }, 120_000);
 
+  it('every dataset whose listing carries a count is counted; one whose rows carry no block number is not checked, with why', async () => {
+    const lake = path.join(tmp.dir, 'datasets');
+    const job = jobOf(lake, {
+      datasets: {
+        internal_transactions: { addresses: [A, sim.examples.whale] },
+        // Two endpoints listing one scope: each is counted against its own rows (origin_endpoint).
+        erc721_transfers: { addresses: [sim.examples.nftHolder], endpoints: ['account_erc721_transfers', 'erc721_token_transfers'] },
+        event_logs: { contracts: [sim.examples.verifiedContract], topics: [sim.examples.transferTopic] },
+      },
+    });
+    expect((await runJob(job, { simulator: sim })).status).toBe('complete');
+    const s = await verifySession(job, { kind: 'local', lake }, {}, { simulator: sim });
+    expect(s.rows.filter((r) => r.status === 'differs')).toEqual([]);
+    const counts = s.rows.filter((r) => r.check === 'count');
+    for (const scope of [`address=${A}`, `address=${sim.examples.whale}`]) {
+      const mine = counts.filter((r) => r.dataset === 'internal_transactions' && r.scope?.startsWith(`${scope}&`));
+      expect(mine.length, scope).toBeGreaterThan(0);
+      expect(mine.every((r) => r.status === 'held')).toBe(true);
+    }
+    for (const endpoint of ['account_erc721_transfers', 'erc721_token_transfers']) {
+      const mine = counts.filter((r) => r.dataset === 'erc721_transfers' && r.scope?.includes(`endpoint=${endpoint}`));
+      expect(mine.length, endpoint).toBeGreaterThan(0);
+      expect(mine.every((r) => r.status === 'held')).toBe(true);
+    }
+    // The counts compared are real: rows were counted, and where a window was asked alone its count is the lake's.
+    for (const dataset of ['internal_transactions', 'erc721_transfers']) {
+      const mine = counts.filter((r) => r.dataset === dataset);
+      expect(
+        mine.reduce((n, r) => n + r.lakeCount!, 0),
+        dataset,
+      ).toBeGreaterThan(0);
+      for (const r of mine) if (r.apiCount !== null) expect(r.lakeCount).toBe(r.apiCount);
+    }
+    const logs = counts.filter((r) => r.dataset === 'event_logs');
+    expect(logs.length).toBeGreaterThan(0);
+    for (const r of logs) expect(r).toMatchObject({ status: 'not-checked', detail: expect.stringContaining('carry no block number') });
+    for (const dataset of ['internal_transactions', 'erc721_transfers'])
+      expect(s.rows.find((r) => r.dataset === dataset && r.check === 'rows_in_windows')?.status, dataset).toBe('held');
+  }, 180_000);
+
+  it('--since/--until by UTC day: exactly the windows reaching blocks of those days, turned into blocks by the lake rows', async () => {
+    const lake = path.join(tmp.dir, 'days');
+    const job = jobOf(lake);
+    expect((await runJob(job, { simulator: sim })).status).toBe('complete');
+    const days = await queryCatalog(lake, 'SELECT DISTINCT CAST(block_date AS VARCHAR) AS d FROM transactions ORDER BY 1');
+    expect(days.length).toBeGreaterThan(2);
+    const day = String(days[Math.floor(days.length / 2)]!.d);
+    const [b] = await queryCatalog(
+      lake,
+      `SELECT min(block_number) FILTER (WHERE timestamp >= DATE '${day}') AS lo, max(block_number) FILTER (WHERE timestamp < DATE '${day}' + INTERVAL 1 DAY) AS hi FROM transactions`,
+    );
+    const expected = await queryCatalog(
+      lake,
+      `SELECT scope, from_block, to_block FROM windows WHERE status = 'committed' AND to_block >= ${b!.lo} AND from_block <= ${b!.hi} ORDER BY scope, from_block`,
+    );
+    const all = await queryCatalog(lake, "SELECT count(*) AS n FROM windows WHERE status = 'committed'");
+    expect(expected.length).toBeGreaterThan(0);
+    expect(expected.length).toBeLessThan(Number(all[0]!.n));
+    const s = await verifySession(job, { kind: 'local', lake }, { since: day, until: day }, { simulator: sim });
+    const counted = s.rows
+      .filter((r) => r.check === 'count')
+      .map((r) => ({ scope: r.scope, from_block: BigInt(r.fromBlock!), to_block: BigInt(r.toBlock!) }))
+      .sort((x, y) => (x.scope! < y.scope! ? -1 : x.scope! > y.scope! ? 1 : Number(x.from_block - y.from_block)));
+    expect(counted).toEqual(expected);
+    expect(s.rows.filter((r) => r.status === 'differs')).toEqual([]);
+    // A day the lake holds no row of selects nothing.
+    const none = await verifySession(job, { kind: 'local', lake }, { since: '2999-01-01' }, { simulator: sim });
+    expect(none.rows.filter((r) => r.check === 'count')).toEqual([]);
+  }, 120_000);
+
+  it("stops at the job's daily request quota: the scopes it could not ask are not checked, with why, and the quota is not passed", async () => {
+    const lake = path.join(tmp.dir, 'quota');
+    expect((await runJob(jobOf(lake, { dailyRequestQuota: 100_000 }), { simulator: sim })).status).toBe('complete');
+    const spent = async () => Number((await queryCatalog(lake, 'SELECT sum(requests) AS n FROM request_usage'))[0]!.n);
+    const used = await spent();
+    // Room for one request: the first scope is asked (one request while it holds), the second is not.
+    const job = jobOf(lake, { dailyRequestQuota: used + 1 });
+    const s = await verifySession(job, { kind: 'local', lake }, {}, { simulator: sim });
+    expect(s.quotaReached).toEqual({ limit: used + 1 });
+    expect(s.requests).toBe(1);
+    expect(s.holds).toBe(true);
+    const counts = s.rows.filter((r) => r.check === 'count');
+    const asked = counts.filter((r) => r.status === 'held');
+    const cut = counts.filter((r) => r.status === 'not-checked');
+    expect(asked.length).toBeGreaterThan(0);
+    expect(cut.length).toBeGreaterThan(0);
+    expect(new Set(asked.map((r) => r.scope)).size).toBe(1);
+    expect(new Set(cut.map((r) => r.scope)).size).toBe(1);
+    expect(asked[0]!.scope).not.toBe(cut[0]!.scope);
+    for (const r of cut) expect(r.detail).toMatch(/daily request quota of \d+ requests is spent/);
+    expect(await spent()).toBe(used + 1);
+  }, 120_000);
+
   it.skipIf(!HAS_REF)(
     'rows deleted by another writer: that window differs (exit 5), --repair fetches it alone, then verify holds',
     async () => {

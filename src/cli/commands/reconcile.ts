@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { CommandModule } from 'yargs';
 import { LakePaths } from '../../load/paths.js';
-import { parseGenesis, reconcileBalances, summarize, type GenesisAllocations, type ReconciliationRow } from '../../load/read/reconcile.js';
+import { parseGenesis, summarize, type GenesisAllocations, type ReconciliationRow } from '../../load/read/reconcile.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { describeTarget, resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 
@@ -67,14 +67,10 @@ export const reconcileCommand: CommandModule<object, Args> = {
       rows = r.rowsOut;
       written = `written to the lake's reconciliation table (run ${r.runId})`;
     } else {
-      const { openDistributedLake } = await import('../../distributed/read.js');
-      const lake = await openDistributedLake({ catalog: target.catalog, store: target.store });
-      try {
-        rows = await reconcileBalances(lake.conn, { genesis });
-      } finally {
-        lake.close();
-      }
-      written = `computed over snapshot ${lake.snapshot}; not written (a distributed lake gets no reconciliation table yet)`;
+      const { reconcileDistributedLake } = await import('../../distributed/reconcile.js');
+      const r = await reconcileDistributedLake({ catalog: target.catalog, store: target.store, genesis });
+      rows = r.rowsOut;
+      written = `computed over snapshot ${r.readSnapshot}, written to the lake's reconciliation table (snapshot ${r.snapshotId}, run ${r.runId})`;
     }
     const s = summarize(rows);
     process.exitCode = s.differs > 0 ? EXIT.differs : EXIT.ok;

@@ -16,10 +16,22 @@ interface Args extends OutputArgs {
   scope?: string[];
   'from-block'?: number;
   'to-block'?: number;
+  since?: string;
+  until?: string;
   sample?: number;
   format: 'text' | 'json';
   repair?: boolean;
   plan?: boolean;
+}
+
+/** `--since`/`--until`: a block number, or a UTC day (YYYY-MM-DD); undefined when not given. */
+function blockOrDay(flag: 'since' | 'until', value: string | undefined): { block: number } | { day: string } | undefined {
+  if (value === undefined) return undefined;
+  const text = String(value).trim();
+  if (/^\d+$/.test(text) && Number.isSafeInteger(Number(text))) return { block: Number(text) };
+  const d = /^\d{4}-\d{2}-\d{2}$/.test(text) ? new Date(`${text}T00:00:00Z`) : undefined;
+  if (d && !Number.isNaN(d.getTime()) && d.toISOString().slice(0, 10) === text) return { day: text };
+  throw new CliError(`--${flag} must be a block number or a UTC day (YYYY-MM-DD), got ${JSON.stringify(value)}`);
 }
 
 const CHECKS: Record<string, string> = {
@@ -63,6 +75,10 @@ export function formatVerify(s: VerifySession): string {
       `before the repair (verify ${s.beforeRepair.verifyId}, ${s.beforeRepair.requests} requests): ${s.beforeRepair.differing.length} windows differed: ${s.beforeRepair.differing.map((w) => w.id).join(', ')}`,
       `repair: run ${s.repair.runId} fetched exactly those windows again (${s.repair.totals.requests} requests): ${s.repair.status}; verified again:`,
     );
+  if (s.quotaReached)
+    parts.push(
+      `STOPPED at the daily request quota (${s.quotaReached.limit}): the windows it could not ask are not checked; exit ${EXIT.quotaReached} unless something differs`,
+    );
   parts.push(
     s.holds
       ? 'everything checked holds'
@@ -80,12 +96,15 @@ export const verifyCommand: CommandModule<object, Args> = {
       .option('scope', { type: 'string', array: true, describe: 'Only these scopes (an address, or a scope key like address=0x…)' })
       .option('from-block', { type: 'number', describe: 'Only windows that reach this block or later' })
       .option('to-block', { type: 'number', describe: 'Only windows that start at this block or earlier' })
+      .option('since', { type: 'string', describe: 'Only windows reaching this block, or this UTC day (YYYY-MM-DD), or later' })
+      .option('until', { type: 'string', describe: 'Only windows reaching this block, or this UTC day (YYYY-MM-DD), or earlier' })
       .option('sample', { type: 'number', describe: 'Check this many windows, spread evenly, instead of all' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const, describe: 'text for a person, json for a program' })
       .option('repair', { type: 'boolean', describe: 'Fetch the windows whose count differs again and commit them as one snapshot (a local lake)' })
       .option('plan', { type: 'boolean', describe: 'Print the requests a verify would send, and send none' })
       .example('$0 verify jobs/demo.json', 'Every committed window of the demo lake, against the simulator')
       .example('$0 verify jobs/demo.json --dataset transactions --sample 50 --format json', 'A sample of 50 windows, as JSON')
+      .example('$0 verify jobs/demo.json --since 2024-03-01 --until 2024-03-31', 'The windows reaching blocks of March 2024')
       .example('$0 verify jobs/demo.json --repair', 'Fetch what differs again; verify again to see it hold'),
   handler: async (args) => {
     const sample = args.sample;
@@ -96,7 +115,19 @@ export const verifyCommand: CommandModule<object, Args> = {
     const t = resolveLakeTarget(args, { jobLake: jobNamesLake(doc) ? job.lake : undefined });
     const target: VerifyTarget = t.kind === 'local' ? { kind: 'local', lake: t.lake } : { kind: 'distributed', catalog: t.catalog, store: t.store };
     if (args.repair && args.plan) throw new CliError('--repair and --plan do not go together: --plan sends nothing');
-    const sel = { datasets: args.dataset, scopes: args.scope, fromBlock: range?.fromBlock, toBlock: range?.toBlock, sample };
+    const since = blockOrDay('since', args.since);
+    const until = blockOrDay('until', args.until);
+    if (since && range?.fromBlock !== undefined) throw new CliError('--since and --from-block both name the start: give one');
+    if (until && range?.toBlock !== undefined) throw new CliError('--until and --to-block both name the end: give one');
+    const sel = {
+      datasets: args.dataset,
+      scopes: args.scope,
+      fromBlock: since && 'block' in since ? since.block : range?.fromBlock,
+      toBlock: until && 'block' in until ? until.block : range?.toBlock,
+      ...(since && 'day' in since ? { since: since.day } : {}),
+      ...(until && 'day' in until ? { until: until.day } : {}),
+      sample,
+    };
     const { planVerifySession, verifySession } = await import('../../pipeline/verify/session.js');
     if (args.plan) {
       const p = await planVerifySession(job, target, sel);
@@ -122,6 +153,8 @@ export const verifyCommand: CommandModule<object, Args> = {
           )
         : formatVerify(s)) + '\n',
     );
+    // What differs outweighs a stop at the quota: both are said, the exit code names the difference.
     if (!s.holds) process.exitCode = EXIT.differs;
+    else if (s.quotaReached) process.exitCode = EXIT.quotaReached;
   },
 };

@@ -17,6 +17,8 @@ import type { LakePaths } from '../paths.js';
 import { openLakeReader } from '../read/reader.js';
 import { recoverLake } from './recovery.js';
 import { ident, literal } from '../sql.js';
+import { STAGED_PARTITION } from '../schema.js';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { closeRunStaging, openRunStaging } from './staging.js';
 import {
   RECONCILIATION_DOC,
@@ -59,6 +61,26 @@ function rowSql(r: ReconciliationRow, runId: string, ingestedAt: string): string
   ].join(', ')})`;
 }
 
+/**
+ * The reconciliation's rows as a temp table `table` of `conn`: RECONCILIATION_SHAPE's columns, then `network` and
+ * the staged partition (the snapshot day). Both kinds of lake commit the table from it (here, and
+ * distributed/reconcile.ts).
+ */
+export async function reconciliationTable(
+  conn: DuckDBConnection,
+  table: string,
+  rows: readonly ReconciliationRow[],
+  runId: string,
+  ingestedAt: string,
+): Promise<void> {
+  const cols = [...RECONCILIATION_SHAPE.columns.map((c) => `${ident(c.name)} ${c.type}`), 'network VARCHAR', `${ident(STAGED_PARTITION)} VARCHAR`];
+  await conn.run(`CREATE TEMP TABLE ${ident(table)} (${cols.join(', ')})`);
+  for (let i = 0; i < rows.length; i += INSERT_BATCH_ROWS) {
+    const batch = rows.slice(i, i + INSERT_BATCH_ROWS).map((r) => rowSql(r, runId, ingestedAt));
+    await conn.run(`INSERT INTO ${ident(table)} VALUES ${batch.join(', ')}`);
+  }
+}
+
 export interface ReconcileLakeResult extends ReconcileSummary {
   runId: string;
   files: number;
@@ -90,12 +112,7 @@ export async function reconcileLocalLake(paths: LakePaths, opts: { genesis?: Gen
       try {
         const shape = RECONCILIATION_SHAPE;
         const lake = await lakeStateFor(paths, [shape]);
-        const cols = [...shape.columns.map((c) => `${ident(c.name)} ${c.type}`), 'network VARCHAR', '__partition VARCHAR'];
-        await engine.conn.run(`CREATE TEMP TABLE reconciliation_fresh (${cols.join(', ')})`);
-        for (let i = 0; i < rows.length; i += INSERT_BATCH_ROWS) {
-          const batch = rows.slice(i, i + INSERT_BATCH_ROWS).map((r) => rowSql(r, runId, startedAt));
-          await engine.conn.run(`INSERT INTO reconciliation_fresh VALUES ${batch.join(', ')}`);
-        }
+        await reconciliationTable(engine.conn, 'reconciliation_fresh', rows, runId, startedAt);
         const parts = [...new Set(rows.map((r) => `${r.network}\u0000${r.snapshotDate}`))].map((k) => k.split('\u0000') as [Network, string]);
         for (const [network, day] of parts) {
           const fresh = `SELECT * EXCLUDE (network, __partition) FROM reconciliation_fresh WHERE network = ${literal(network)} AND __partition = ${literal(day)}`;

@@ -14,10 +14,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { getDataset } from '../../datasets/registry.js';
+import { DATASETS, getDataset } from '../../datasets/registry.js';
+import type { DatasetDef } from '../../datasets/dataset.js';
 import { Accounting } from '../../extract/accounting.js';
 import type { BlockRange } from '../../extract/page.js';
-import { quotaAccount } from '../../extract/quota.js';
+import { QuotaReachedError, quotaAccount, RequestQuota } from '../../extract/quota.js';
 import type { VerificationRow } from '../../load/ledger/verifications.js';
 import { literal, ident } from '../../load/sql.js';
 import { fetcherFor } from '../execute.js';
@@ -33,6 +34,13 @@ export interface VerifySelection {
   scopes?: readonly string[];
   fromBlock?: number;
   toBlock?: number;
+  /**
+   * A time range, UTC days (YYYY-MM-DD, both included): the windows reaching a block of those days. The lake's own
+   * rows turn a day into blocks (the API has no block-by-time endpoint): the first block holding a row of `since` or
+   * later, the last holding a row of `until` or earlier, over every block-ranged dataset the lake holds.
+   */
+  since?: string;
+  until?: string;
   /** Check this many windows, spread evenly over the selection, instead of all. */
   sample?: number;
 }
@@ -56,6 +64,8 @@ export interface VerifyResult {
   differing: Window[];
   /** True when every check held (no `differs`). */
   holds: boolean;
+  /** Set when the job's daily request quota stopped verify: the windows it could not ask are `not-checked`. */
+  quotaReached?: { limit: number };
 }
 
 export interface VerifyPlan {
@@ -131,6 +141,10 @@ async function relationExists(conn: DuckDBConnection, name: string): Promise<boo
   return r.length > 0;
 }
 
+/** The condition keeping the rows `spec`'s endpoint gave, where the dataset records it (`alias`: a table alias and dot). */
+const endpointFilter = (spec: AddressScope, alias: string): string =>
+  spec.endpoint ? ` AND ${alias}${ident(spec.endpoint.column)} = ${literal(spec.endpoint.id)}` : '';
+
 /** The rows of each scope address per block, of one dataset and network: counts of any block range are sums of it. */
 class ScopeRows {
   private readonly blocks = new Map<string, { block: number[]; prefix: number[] }>();
@@ -143,7 +157,7 @@ class ScopeRows {
       conn,
       `SELECT a, b, count(*) AS n FROM (
          SELECT ${ident(spec.blockColumn)} AS b, unnest(list_distinct(list_filter([${cols}], x -> x IS NOT NULL))) AS a
-         FROM ${ident(dataset)} WHERE network = ${literal(network)})
+         FROM ${ident(dataset)} WHERE network = ${literal(network)}${endpointFilter(spec, '')})
        WHERE a IN (${addresses.map((a) => literal(a.toLowerCase())).join(', ')}) GROUP BY a, b ORDER BY a, b`,
     );
     for (const r of rows) {
@@ -196,6 +210,33 @@ interface ScopeGroup {
   exportRequests: number;
 }
 
+/** `sel`'s block bounds narrowed by its days (see VerifySelection.since): a day no row reaches selects nothing. */
+async function blocksOfDays(conn: DuckDBConnection, network: string, sel: VerifySelection): Promise<{ fromBlock?: number; toBlock?: number }> {
+  const timed: DatasetDef[] = [];
+  for (const def of Object.values(DATASETS))
+    if (def.blockColumn && def.partitionFrom && def.partition === 'block_date' && (await relationExists(conn, def.name))) timed.push(def);
+  const bound = async (agg: 'min' | 'max', condition: string): Promise<number | undefined> => {
+    if (timed.length === 0) return undefined;
+    const parts = timed.map(
+      (d) =>
+        `SELECT ${agg}(${ident(d.blockColumn!)}) AS b FROM ${ident(d.name)} WHERE network = ${literal(network)} AND ${ident(d.partitionFrom!)} ${condition}`,
+    );
+    const r = await rowsOf(conn, `SELECT ${agg}(b) AS b FROM (${parts.join(' UNION ALL ')})`);
+    return r[0]?.b === null || r[0]?.b === undefined ? undefined : Number(r[0].b);
+  };
+  const out: { fromBlock?: number; toBlock?: number } = { fromBlock: sel.fromBlock, toBlock: sel.toBlock };
+  // Nothing of the days: a range no window reaches (from above every block, to below every block).
+  if (sel.since !== undefined) {
+    const b = (await bound('min', `>= CAST(${literal(sel.since)} AS DATE)`)) ?? Number.MAX_SAFE_INTEGER;
+    out.fromBlock = Math.max(out.fromBlock ?? 0, b);
+  }
+  if (sel.until !== undefined) {
+    const b = (await bound('max', `< CAST(${literal(sel.until)} AS DATE) + INTERVAL 1 DAY`)) ?? -1;
+    out.toBlock = Math.min(out.toBlock ?? Number.MAX_SAFE_INTEGER, b);
+  }
+  return out;
+}
+
 /** Reads the committed windows of `job`'s network that `sel` selects, grouped by scope. */
 async function scopeGroups(conn: DuckDBConnection, job: Job, sel: VerifySelection): Promise<{ groups: ScopeGroup[]; snapshots: Committed[] }> {
   const committed: Committed[] = (
@@ -212,6 +253,7 @@ async function scopeGroups(conn: DuckDBConnection, job: Job, sel: VerifySelectio
     to: r.to_block === null ? null : Number(r.to_block),
     requests: Number(r.requests),
   }));
+  if (sel.since !== undefined || sel.until !== undefined) sel = { ...sel, ...(await blocksOfDays(conn, job.network, sel)) };
   const templates = templatesOf(job);
   const groups = new Map<string, ScopeGroup & { ranges: BlockRange[] }>();
   const snapshots: Committed[] = [];
@@ -264,7 +306,8 @@ function notCheckable(g: ScopeGroup): string | undefined {
   const ep = g.template.endpoint;
   if (ep.paging.kind !== 'offset') return `${g.dataset}'s endpoint cannot page, so it gives no count of a range`;
   if (!ep.blockRange) return `${g.dataset}'s endpoint has no block range filter`;
-  if (!addressScopeOf(g.dataset, ep.id)) return `verify does not know which of ${g.dataset}'s rows the API's count of a scope includes`;
+  if (g.template.def.blockColumn === undefined) return `${g.dataset}'s rows carry no block number, so the lake cannot count a block range of them`;
+  if (!addressScopeOf(g.template.def, ep.id)) return `verify does not know which of ${g.dataset}'s rows the API's count of a scope includes`;
   return undefined;
 }
 
@@ -312,22 +355,41 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
   };
 
   // ---- counts against the API -----------------------------------------------------------------------------
-  const source = await openSource(job, { simulator: deps.run?.simulator, transport: deps.run?.transport });
+  // The job's daily quota counts verify's requests as a run's (request_usage, the same account): at it, verify
+  // stops asking, and every window it could not ask is recorded not checked.
+  let quota: RequestQuota | undefined;
+  if (job.dailyRequestQuota !== undefined) {
+    const used = await rowsOf(
+      conn,
+      `SELECT CAST(day AS VARCHAR) AS day, sum(requests) AS n FROM request_usage WHERE account = ${literal(verifyAccount(job))} GROUP BY 1`,
+    );
+    quota = new RequestQuota(job.dailyRequestQuota, new Map(used.map((r) => [String(r.day), Number(r.n)])), now);
+  }
+  let quotaReached: QuotaReachedError | undefined;
+  const source = await openSource(job, { simulator: deps.run?.simulator, transport: deps.run?.transport, ...(quota ? { quota } : {}) });
   try {
     const { clients } = source;
     const lakeRows = new Map<string, ScopeRows>();
     for (const g of groups) {
+      if (quotaReached) {
+        notChecked(g, quotaReached.message);
+        continue;
+      }
       const reason = notCheckable(g);
       const t = g.template;
       if (reason || !t) {
         notChecked(g, reason ?? '');
         continue;
       }
-      const spec = addressScopeOf(g.dataset, t.endpoint.id)!;
-      let rowsOfDs = lakeRows.get(g.dataset);
+      const spec = addressScopeOf(t.def, t.endpoint.id)!;
+      // One read per dataset and endpoint (a dataset may list one scope through two endpoints).
+      const listing = `${g.dataset}/${t.endpoint.id}`;
+      let rowsOfDs = lakeRows.get(listing);
       if (!rowsOfDs) {
-        const addresses = groups.filter((x) => x.dataset === g.dataset && x.template?.scope.address).map((x) => x.template!.scope.address!);
-        lakeRows.set(g.dataset, (rowsOfDs = await ScopeRows.read(conn, g.dataset, job.network, spec, addresses)));
+        const addresses = groups
+          .filter((x) => x.dataset === g.dataset && x.template?.endpoint.id === t.endpoint.id && x.template.scope.address)
+          .map((x) => x.template!.scope.address!);
+        lakeRows.set(listing, (rowsOfDs = await ScopeRows.read(conn, g.dataset, job.network, spec, addresses)));
       }
       const address = t.scope.address!;
       const fetcher = fetcherFor(t, clients);
@@ -402,12 +464,18 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
           detail: 'the rows listed lie in the block range asked',
         });
       } catch (e) {
-        if (!(e instanceof RangeIgnored)) throw e;
-        // Counts of a listing that ignores its range are not evidence: nothing of this scope is marked held by them.
+        if (!(e instanceof RangeIgnored) && !(e instanceof QuotaReachedError)) throw e;
+        // Counts of a listing that ignores its range are not evidence, and a scope the quota cut short was not
+        // asked whole (a union's count split in halves is known only once both halves are): nothing of this scope
+        // is marked by them.
         for (let i = rows.length - 1; i >= 0; i--)
           if (rows[i]!.check === 'count' && rows[i]!.dataset === g.dataset && rows[i]!.scope === g.scope) rows.splice(i, 1);
         for (let i = differing.length - 1; i >= 0; i--) if (differing[i]!.def.name === g.dataset && differing[i]!.scopeKey === g.scope) differing.splice(i, 1);
         notChecked(g, e.message);
+        if (e instanceof QuotaReachedError) {
+          quotaReached = e;
+          continue;
+        }
         rows.push({
           ...base,
           check: 'range_filter',
@@ -440,7 +508,13 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
     });
 
   // ---- checks that need no request -------------------------------------------------------------------------
-  rows.push(...(await offlineChecks(conn, job, groups)));
+  // Against every committed window of the selected datasets and scopes: a row beside a window the selection left
+  // out (a block or day range, a sample) is no row outside the lake's windows. Rows are taken in the selection's
+  // blocks only.
+  const partial = sel.fromBlock !== undefined || sel.toBlock !== undefined || sel.since !== undefined || sel.until !== undefined || sel.sample !== undefined;
+  const whole = partial ? (await scopeGroups(conn, job, { datasets: sel.datasets, scopes: sel.scopes })).groups : groups;
+  const bounds = sel.since !== undefined || sel.until !== undefined ? await blocksOfDays(conn, job.network, sel) : sel;
+  rows.push(...(await offlineChecks(conn, job, whole, { from: bounds.fromBlock, to: bounds.toBlock })));
   return {
     verifyId,
     rows,
@@ -448,11 +522,17 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
     exportRequests: groups.reduce((n, g) => n + g.exportRequests, 0),
     differing,
     holds: rows.every((r) => r.status !== 'differs'),
+    ...(quotaReached ? { quotaReached: { limit: quotaReached.limit } } : {}),
   };
 }
 
 /** Gaps between a scope's committed windows, rows outside them, duplicate keys, nonce holes, decoded rows. */
-async function offlineChecks(conn: DuckDBConnection, job: Job, groups: readonly ScopeGroup[]): Promise<VerificationRow[]> {
+async function offlineChecks(
+  conn: DuckDBConnection,
+  job: Job,
+  groups: readonly ScopeGroup[],
+  bounds: { from?: number; to?: number } = {},
+): Promise<VerificationRow[]> {
   const out: VerificationRow[] = [];
   const base = { network: job.network, lakeCount: null, apiCount: null };
   for (const g of groups) {
@@ -501,29 +581,44 @@ async function offlineChecks(conn: DuckDBConnection, job: Job, groups: readonly 
       detail: extra ? `${Number(dup[0]!.keys)} natural keys have ${extra} rows too many` : '',
     });
 
-    // Every row of a scope lies in a committed window of a scope it belongs to.
-    const ofDs = groups.filter((g) => g.dataset === name && g.template?.scope.address);
-    const spec = ofDs[0] && addressScopeOf(name, ofDs[0].template!.endpoint.id);
-    if (!spec) {
+    // Every row of a scope lies in a committed window of a scope it belongs to: per endpoint, where the dataset
+    // tells which endpoint gave a row (two endpoints without that could list one row in either's windows).
+    const ofDs = groups.filter((g) => g.dataset === name && g.template);
+    const endpoints = [...new Set(ofDs.map((g) => g.template!.endpoint.id))];
+    const specs = endpoints.map((id) => [id, addressScopeOf(def, id)] as const);
+    if (specs.length === 0 || specs.some(([, spec]) => !spec || (!spec.endpoint && endpoints.length > 1))) {
       out.push({ ...ds, check: 'rows_in_windows', status: 'not-checked', detail: `verify does not know which scope each of ${name}'s rows belongs to` });
     } else {
-      const wins = ofDs.flatMap((g) => g.units.map((u) => `(${literal(g.template!.scope.address!.toLowerCase())}, ${u.from}, ${u.to})`));
-      const addrs = ofDs.map((g) => literal(g.template!.scope.address!.toLowerCase())).join(', ');
-      const cols = spec.columns.map((c) => `lower(r.${ident(c)})`).join(', ');
-      const block = `r.${ident(spec.blockColumn)}`;
-      const outside = await rowsOf(
-        conn,
-        `WITH w(a, f, t) AS (VALUES ${wins.join(', ')})
-         SELECT count(*) AS n, min(${block}) AS lo, max(${block}) AS hi FROM ${ident(name)} r
-         WHERE r.network = ${literal(job.network)} AND list_has_any([${cols}], [${addrs}])
-           AND NOT EXISTS (SELECT 1 FROM w WHERE ${block} BETWEEN w.f AND w.t AND list_contains([${cols}], w.a))`,
-      );
-      const n = Number(outside[0]!.n);
+      let n = 0,
+        lo = Infinity,
+        hi = -Infinity;
+      for (const [id, spec] of specs) {
+        const mine = ofDs.filter((g) => g.template!.endpoint.id === id);
+        const wins = mine.flatMap((g) => g.units.map((u) => `(${literal(g.template!.scope.address!.toLowerCase())}, ${u.from}, ${u.to})`));
+        const addrs = mine.map((g) => literal(g.template!.scope.address!.toLowerCase())).join(', ');
+        const cols = spec!.columns.map((c) => `lower(r.${ident(c)})`).join(', ');
+        const block = `r.${ident(spec!.blockColumn)}`;
+        const inBounds =
+          (bounds.from === undefined ? '' : ` AND ${block} >= ${bounds.from}`) + (bounds.to === undefined ? '' : ` AND ${block} <= ${bounds.to}`);
+        const outside = await rowsOf(
+          conn,
+          `WITH w(a, f, t) AS (VALUES ${wins.join(', ')})
+           SELECT count(*) AS n, min(${block}) AS lo, max(${block}) AS hi FROM ${ident(name)} r
+           WHERE r.network = ${literal(job.network)}${endpointFilter(spec!, 'r.')} AND list_has_any([${cols}], [${addrs}])${inBounds}
+             AND NOT EXISTS (SELECT 1 FROM w WHERE ${block} BETWEEN w.f AND w.t AND list_contains([${cols}], w.a))`,
+        );
+        const k = Number(outside[0]!.n);
+        n += k;
+        if (k) {
+          lo = Math.min(lo, Number(outside[0]!.lo));
+          hi = Math.max(hi, Number(outside[0]!.hi));
+        }
+      }
       out.push({
         ...ds,
         check: 'rows_in_windows',
         status: n ? 'differs' : 'held',
-        detail: n ? `${n} rows of blocks ${Number(outside[0]!.lo)}-${Number(outside[0]!.hi)} lie outside every committed window of their scopes` : '',
+        detail: n ? `${n} rows of blocks ${lo}-${hi} lie outside every committed window of their scopes` : '',
       });
     }
     if (name === 'transactions')
