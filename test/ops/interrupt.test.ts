@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJobFile, parseJob } from '../../src/pipeline/job.js';
+import { parseJob } from '../../src/pipeline/job.js';
 import type { LiveRun } from '../../src/pipeline/live.js';
 import type { Level, Logger } from '../../src/pipeline/log.js';
 import type { RunReport } from '../../src/pipeline/report.js';
@@ -303,11 +303,9 @@ describe('an interrupted `chainlake run`', () => {
       expect(report.totals.windows).toBeLessThan(start.windows);
       expect(report.windowsLeft).toBe(start.windows - report.totals.windows);
 
-      // The next run (what the signal leaves is the point, not the next run's process): in this process, on this
-      // file's simulator.
-      const next = await runJob(await loadJobFile(file), { simulator: sim });
-      expect(next.status).toBe('complete');
-      expect(next.resumeOf).toBe(runId);
+      const next = await runCli(['run', file, '--log-format', 'json'], { timeoutMs: 120_000 });
+      expect(next.code, next.stderr).toBe(0);
+      expect(next.stderr).toContain(`resuming run ${runId}`);
       expect(await fingerprint(lake)).toEqual(clean);
     }, 300_000);
   }
@@ -338,12 +336,12 @@ describe('an interrupted `chainlake run`', () => {
     const runId = String(r.events.find((e) => e.event === 'run.start')!.runId);
     expect(r.events.some((e) => e.event === 'run.report')).toBe(false);
 
-    // The next run in this process, on this file's simulator.
-    const report = await runJob(await loadJobFile(file), { simulator: sim });
-    expect(report.status).toBe('complete');
-    expect(report.resumeOf).toBe(runId);
+    const next = await runCli(['run', file, '--log-format', 'json'], { timeoutMs: 120_000 });
+    expect(next.code, next.stderr).toBe(0);
+    expect(next.stderr).toContain(`resuming run ${runId}`);
     // The decided commit was finished: the windows done before Ctrl-C are in the lake, under the interrupted run.
     expect((await windowsOf(lake, runId)).map((w) => w.id).sort()).toEqual([...done].sort());
+    const report = JSON.parse(next.stderr.split('\n').find((l) => l.includes('"event":"run.report"'))!).report as RunReport;
     const rest = [...cleanRequests.keys()].filter((id) => !done.has(id));
     expect((await windowsOf(lake, report.runId)).map((w) => w.id).sort()).toEqual(rest.sort());
     expect(report.totals.requests).toBe(sum(rest.map((id) => cleanRequests.get(id)!)));
