@@ -22,6 +22,9 @@ export class BlockSeek {
   blocksOf(page: FetchedPage): (number | undefined)[] {
     const list = scannedList(page);
     const f = list ? list.fields.indexOf(this.blockField) : -1;
+    // The scan lists every other key the entries carry: when the block field is not among them, no entry has
+    // one (event logs), and parsing the entries to learn so would cost the parse the scan spared.
+    if (list && f < 0 && !list.unknown.some((k) => k.name === this.blockField)) return new Array<undefined>(list.count).fill(undefined);
     if (f < 0) return page.entries.map((e) => (e !== null && typeof e === 'object' ? blockNumber((e as Record<string, unknown>)[this.blockField]) : undefined));
     const blocks = new Array<number | undefined>(list!.count);
     for (let i = 0; i < blocks.length; i++) blocks[i] = blockNumber(list!.value(i, f));
