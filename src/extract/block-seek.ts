@@ -1,5 +1,6 @@
 import { entryCount, scannedList, type BlockRange, type FetchedPage } from './page.js';
 import { WindowError } from './errors.js';
+import { OTHER, STRING, type ScannedList } from './scan.js';
 
 /**
  * Paging past the result window by block number: a listing ordered by block (newest or oldest first) is
@@ -22,9 +23,12 @@ export class BlockSeek {
   blocksOf(page: FetchedPage): (number | undefined)[] {
     const list = scannedList(page);
     const f = list ? list.fields.indexOf(this.blockField) : -1;
+    // The scan lists every other key the entries carry: when the block field is not among them, no entry has
+    // one (event logs), and parsing the entries to learn so would cost the parse the scan spared.
+    if (list && f < 0 && !list.unknown.some((k) => k.name === this.blockField)) return new Array<undefined>(list.count).fill(undefined);
     if (f < 0) return page.entries.map((e) => (e !== null && typeof e === 'object' ? blockNumber((e as Record<string, unknown>)[this.blockField]) : undefined));
     const blocks = new Array<number | undefined>(list!.count);
-    for (let i = 0; i < blocks.length; i++) blocks[i] = blockNumber(list!.value(i, f));
+    for (let i = 0; i < blocks.length; i++) blocks[i] = scannedBlockNumber(list!, i, f);
     return blocks;
   }
 
@@ -73,4 +77,31 @@ export class BlockSeek {
 function blockNumber(v: unknown): number | undefined {
   const n = typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : typeof v === 'number' ? v : NaN;
   return Number.isSafeInteger(n) ? n : undefined;
+}
+
+/** Digits read straight from the bytes stay exact below this many; longer values take `blockNumber`'s path. */
+const EXACT_DIGITS = 15;
+
+/**
+ * `blockNumber` of a scanned value, read from its bytes where it is plain digits (a string's content, or a
+ * number): every row of every page is read for the range check, and a string per row is what this spares.
+ */
+function scannedBlockNumber(list: ScannedList, entry: number, field: number): number | undefined {
+  const tag = list.tag(entry, field);
+  if (tag === STRING || tag === OTHER) {
+    const s = list.valueStart(entry, field);
+    const e = list.valueEnd(entry, field);
+    if (e > s && e - s <= EXACT_DIGITS) {
+      const bytes = list.bytes;
+      let n = 0;
+      let i = s;
+      for (; i < e; i++) {
+        const c = bytes[i]! - 0x30;
+        if (c < 0 || c > 9) break;
+        n = n * 10 + c;
+      }
+      if (i === e) return n;
+    }
+  }
+  return blockNumber(list.value(entry, field));
 }
