@@ -8,7 +8,8 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import path from 'node:path';
 import type { CommitDerivation } from '../load/write/commit-run.js';
-import { FRESH_COLUMN, preparedFile, type PreparedFile, type WriterTask } from '../load/write/commit.js';
+import { preparedFile, type PreparedFile } from '../load/write/commit.js';
+import { FRESH_COLUMN, type WriterTask } from '../load/write/merge-slices.js';
 import { writeLakeFile } from '../load/write/lake-file.js';
 import type { LakeState } from '../load/write/lake-state.js';
 import type { TableShape } from '../load/schema.js';

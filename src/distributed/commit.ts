@@ -18,10 +18,9 @@ import { writeDataFile } from '../ducklake/data-file.js';
 import { commitTables, type StagedFile } from '../ducklake/writer.js';
 import { getDataset } from '../datasets/registry.js';
 import { createUnorderedTempTable, type Engine } from '../load/engine.js';
-import { keyRank, onePerKey } from '../load/write/merge.js';
 import { datasetShape, emptyTypedSelect, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
-import { ident, literal, literalList } from '../load/sql.js';
-import { MERGE_SLICE_ROWS, slicePartitions } from '../load/write/commit.js';
+import { ident, literalList } from '../load/sql.js';
+import { mergeSlices } from '../load/write/merge-slices.js';
 import { advanceWatermark } from '../pipeline/committer.js';
 import { isProvisional } from '../pipeline/plan.js';
 import type { BlockRange } from '../extract/pager.js';
@@ -344,8 +343,6 @@ async function mergeFragments(
   const replaced: string[][] = [];
   if (fragments.length > 0 || replacing.length > 0) {
     const conn = await engine.connect();
-    const temp = { repeated: ident('__chainlake_repeated_keys'), winners: ident('__chainlake_winners') };
-    const merged = ident('__chainlake_merged');
     const freshTable = ident('__chainlake_fresh');
     try {
       const local = await Promise.all(fragments.map((f) => store.localCopy(f)));
@@ -361,7 +358,6 @@ async function mergeFragments(
           ? `SELECT * FROM read_parquet(${literalList(local)}, union_by_name = true)`
           : `SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(shape)}) WHERE false`,
       );
-      const fresh = `SELECT * FROM ${freshTable}`;
       const counts = (
         (await conn.runAndReadAll(`SELECT ${part}, count(*)::BIGINT FROM ${freshTable} GROUP BY 1 ORDER BY 1`)).getRowsJS() as [string, bigint][]
       ).map(([p, n]) => [p, Number(n)] as const);
@@ -386,41 +382,36 @@ async function mergeFragments(
       }
       const keep = def && keptRowsCondition(def, replacing);
       const rowsOf = new Map(all.map((f) => [f.dataFileId, f.recordCount]));
-      const withExisting = counts.map(([p, n]) => [p, n + (current.get(p) ?? []).reduce((s, id) => s + (rowsOf.get(id) ?? 0), 0)] as const);
-      const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
-      const order = [part, ...[...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident)].join(', ');
-      for (const slice of slicePartitions(withExisting, deps.sliceRows ?? MERGE_SLICE_ROWS)) {
-        const sources = [
-          `SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(shape)})`,
-          `SELECT * FROM (${fresh}) WHERE ${part} IN (${slice.map(literal).join(', ')})`,
-        ];
-        const old = all.filter((f) => slice.some((p) => current.get(p)?.includes(f.dataFileId)));
-        for (const f of old) {
-          await store.localCopy(store.lakeLocation(f.path));
-          if (f.deleteFile) await store.localCopy(store.lakeLocation(f.deleteFile.path));
-        }
-        if (old.length) {
-          sources.push(
-            `SELECT * EXCLUDE (network, ${ident(shape.partition)}), CAST(${ident(shape.partition)} AS VARCHAR) AS ${part} FROM (${scanSql(table, columns, old, snapshot.snapshotId)})${keep ? ` WHERE ${keep}` : ''}`,
-          );
-        }
-        const union = `SELECT ${projection}, ${part} FROM (${sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ')})`;
-        const reduced = await onePerKey(conn, union, [part, ...shape.key.map(ident)], keyRank(shape), temp);
-        await conn.run(`CREATE OR REPLACE TEMP TABLE ${merged} AS SELECT * FROM (${reduced}) ORDER BY ${order}`);
-        await conn.run(`DROP TABLE IF EXISTS ${temp.winners}`);
-        for (const p of slice) {
-          const file = await writePartition(conn, store, table, columns, shape, merged, network, p);
-          if (file) {
-            files.push(file);
-            await store.putLakeFile(file.fullPath);
+      const written = await mergeSlices({
+        engine,
+        conn,
+        shape,
+        name: `${shape.name}_${network}`,
+        fresh: freshTable,
+        partitions: counts.map(([p, n]) => [p, n + (current.get(p) ?? []).reduce((s, id) => s + (rowsOf.get(id) ?? 0), 0)] as const),
+        existing: async (slice) => {
+          const old = all.filter((f) => slice.some((p) => current.get(p)?.includes(f.dataFileId)));
+          for (const f of old) {
+            await store.localCopy(store.lakeLocation(f.path));
+            if (f.deleteFile) await store.localCopy(store.lakeLocation(f.deleteFile.path));
           }
-          replaced.push([network, p]);
-        }
+          return old.length === 0
+            ? undefined
+            : `SELECT * EXCLUDE (network, ${ident(shape.partition)}), CAST(${ident(shape.partition)} AS VARCHAR) AS ${part} FROM (${scanSql(table, columns, old, snapshot.snapshotId)})${keep ? ` WHERE ${keep}` : ''}`;
+        },
+        ...(deps.sliceRows === undefined ? {} : { sliceRows: deps.sliceRows }),
+        write: async (writer, partition, rows) => {
+          const file = await writePartition(writer, store, table, columns, shape, rows.select, network, partition);
+          if (file) await store.putLakeFile(file.fullPath);
+          return { file, partition };
+        },
+      });
+      for (const w of written) {
+        if (w.file) files.push(w.file);
+        replaced.push([network, w.partition]);
       }
     } finally {
-      await conn
-        .run(`DROP TABLE IF EXISTS ${merged}; DROP TABLE IF EXISTS ${freshTable}; DROP TABLE IF EXISTS ${temp.repeated}; DROP TABLE IF EXISTS ${temp.winners}`)
-        .catch(() => undefined);
+      await conn.run(`DROP TABLE IF EXISTS ${freshTable}`).catch(() => undefined);
       conn.closeSync();
     }
   }
@@ -433,17 +424,13 @@ async function writePartition(
   table: Awaited<ReturnType<typeof findTable>>,
   columns: Awaited<ReturnType<typeof listColumns>>,
   shape: TableShape,
-  merged: string,
+  select: string,
   network: string,
   partition: string,
 ): Promise<StagedFile | null> {
   const values = { network, [shape.partition]: partition };
   // The one data-file writer of both modes: a column an older declaration had and this one dropped stays, as NULL.
-  const rows = {
-    sql: `SELECT * FROM ${merged} WHERE ${ident(STAGED_PARTITION)} = ${literal(partition)}`,
-    present: new Set(shape.columns.map((c) => c.name)),
-    constants: values,
-  };
+  const rows = { sql: select, present: new Set(shape.columns.map((c) => c.name)), constants: values };
   return writeDataFile(conn, { dataPath: store.localDataPath, table, columns }, rows, values);
 }
 
