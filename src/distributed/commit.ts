@@ -12,8 +12,8 @@ import { decodeCalls, insertRequests } from '../load/ledger/requests.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import pLimit from 'p-limit';
 import type pg from 'pg';
-import { DuckLakeError, type CatalogDb } from '../ducklake/catalog-db.js';
-import { currentSnapshot, findTable, hasInlinedRows, listColumns, listDataFiles, listInlinedData, scanSql } from '../ducklake/reader.js';
+import type { CatalogDb } from '../ducklake/catalog-db.js';
+import { currentSnapshot, findTable, inlinedRowsFor, listColumns, listDataFiles, scanSql, type InlinedRows } from '../ducklake/reader.js';
 import { writeDataFile } from '../ducklake/data-file.js';
 import { commitTables, type StagedFile } from '../ducklake/writer.js';
 import { getDataset } from '../datasets/registry.js';
@@ -299,6 +299,7 @@ async function mergeFragments(
     const temp = { repeated: ident('__chainlake_repeated_keys'), winners: ident('__chainlake_winners') };
     const merged = ident('__chainlake_merged');
     const freshTable = ident('__chainlake_fresh');
+    let inlined: InlinedRows | undefined;
     try {
       const local = await Promise.all(fragments.map((f) => store.localCopy(f)));
       // The batch's fragments are read once: each slice filtered them again, and the key checks of a slice twice
@@ -320,13 +321,8 @@ async function mergeFragments(
       const current = await partitionFiles(catalog, table.tableId, snapshot.snapshotId, network);
       // Paths resolved against this machine's copy of the lake (the store itself where it is a directory).
       const all = await listDataFiles(catalog, table, snapshot.snapshotId, store.localDataPath);
-      // The commit ends the replaced partitions' inlined rows (writer.ts), so it must have merged them: it cannot
-      // read them from a PostgreSQL catalog yet, and refuses rather than drop them.
-      if (await hasInlinedRows(catalog, await listInlinedData(catalog, table), snapshot.snapshotId)) {
-        throw new DuckLakeError(
-          `${table.name} holds rows another DuckLake writer inlined into the catalog, which a distributed commit cannot merge yet: with the ducklake extension, CALL ducklake_flush_inlined_data('<lake>') writes them to Parquet`,
-        );
-      }
+      // The commit ends the replaced partitions' inlined rows (writer.ts): they are merged with the files' rows.
+      inlined = await inlinedRowsFor(catalog, conn, table, columns, snapshot.snapshotId, { prefix: '__chainlake_', temporary: true });
       const def = getDataset(shape.name);
       if (replacing.length > 0 && def.blockColumn) {
         // Partitions a replaced window reaches but brings no row to are merged too (load/write/replace.ts).
@@ -350,9 +346,15 @@ async function mergeFragments(
           await store.localCopy(store.lakeLocation(f.path));
           if (f.deleteFile) await store.localCopy(store.lakeLocation(f.deleteFile.path));
         }
-        if (old.length) {
+        if (old.length || inlined.inlined.length) {
+          // The slice's partitions of this network: its files' rows, and the rows inlined into the catalog there.
+          const mine = [
+            `network = ${literal(network)}`,
+            `CAST(${ident(shape.partition)} AS VARCHAR) IN (${slice.map(literal).join(', ')})`,
+            ...(keep ? [keep] : []),
+          ];
           sources.push(
-            `SELECT * EXCLUDE (network, ${ident(shape.partition)}), CAST(${ident(shape.partition)} AS VARCHAR) AS ${part} FROM (${scanSql(table, columns, old, snapshot.snapshotId)})${keep ? ` WHERE ${keep}` : ''}`,
+            `SELECT * EXCLUDE (network, ${ident(shape.partition)}), CAST(${ident(shape.partition)} AS VARCHAR) AS ${part} FROM (${scanSql(table, columns, old, snapshot.snapshotId, inlined.inlined)}) WHERE ${mine.map((c) => `(${c})`).join(' AND ')}`,
           );
         }
         const union = `SELECT ${projection}, ${part} FROM (${sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ')})`;
@@ -372,6 +374,7 @@ async function mergeFragments(
       await conn
         .run(`DROP TABLE IF EXISTS ${merged}; DROP TABLE IF EXISTS ${freshTable}; DROP TABLE IF EXISTS ${temp.repeated}; DROP TABLE IF EXISTS ${temp.winners}`)
         .catch(() => undefined);
+      await inlined?.release().catch(() => undefined);
       conn.closeSync();
     }
   }
