@@ -12,14 +12,14 @@ import { decodeCalls, insertRequests } from '../load/ledger/requests.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import pLimit from 'p-limit';
 import type pg from 'pg';
-import { DuckLakeError, type CatalogDb } from '../ducklake/catalog-db.js';
-import { currentSnapshot, findTable, hasInlinedRows, listColumns, listDataFiles, listInlinedData, scanSql } from '../ducklake/reader.js';
+import type { CatalogDb } from '../ducklake/catalog-db.js';
+import { currentSnapshot, findTable, inlinedRowsFor, listColumns, listDataFiles, scanSql, type InlinedRows } from '../ducklake/reader.js';
 import { writeDataFile } from '../ducklake/data-file.js';
 import { commitTables, type StagedFile } from '../ducklake/writer.js';
 import { getDataset } from '../datasets/registry.js';
 import { createUnorderedTempTable, type Engine } from '../load/engine.js';
 import { datasetShape, emptyTypedSelect, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
-import { ident, literalList } from '../load/sql.js';
+import { ident, literal, literalList } from '../load/sql.js';
 import { mergeSlices } from '../load/write/merge-slices.js';
 import { advanceWatermark } from '../pipeline/committer.js';
 import { isProvisional } from '../pipeline/plan.js';
@@ -344,6 +344,7 @@ async function mergeFragments(
   if (fragments.length > 0 || replacing.length > 0) {
     const conn = await engine.connect();
     const freshTable = ident('__chainlake_fresh');
+    let inlined: InlinedRows | undefined;
     try {
       const local = await Promise.all(fragments.map((f) => store.localCopy(f)));
       // The batch's fragments are read once: each slice filtered them again, and the key checks of a slice twice
@@ -364,13 +365,8 @@ async function mergeFragments(
       const current = await partitionFiles(catalog, table.tableId, snapshot.snapshotId, network);
       // Paths resolved against this machine's copy of the lake (the store itself where it is a directory).
       const all = await listDataFiles(catalog, table, snapshot.snapshotId, store.localDataPath);
-      // The commit ends the replaced partitions' inlined rows (writer.ts), so it must have merged them: it cannot
-      // read them from a PostgreSQL catalog yet, and refuses rather than drop them.
-      if (await hasInlinedRows(catalog, await listInlinedData(catalog, table), snapshot.snapshotId)) {
-        throw new DuckLakeError(
-          `${table.name} holds rows another DuckLake writer inlined into the catalog, which a distributed commit cannot merge yet: with the ducklake extension, CALL ducklake_flush_inlined_data('<lake>') writes them to Parquet`,
-        );
-      }
+      // The commit ends the replaced partitions' inlined rows (writer.ts): they are merged with the files' rows.
+      inlined = await inlinedRowsFor(catalog, conn, table, columns, snapshot.snapshotId, { prefix: '__chainlake_', temporary: true });
       // A derived table (reconciliation) replaces nothing, and is no dataset of the registry.
       const def = replacing.length > 0 ? getDataset(shape.name) : undefined;
       if (def && def.blockColumn) {
@@ -395,9 +391,14 @@ async function mergeFragments(
             await store.localCopy(store.lakeLocation(f.path));
             if (f.deleteFile) await store.localCopy(store.lakeLocation(f.deleteFile.path));
           }
-          return old.length === 0
-            ? undefined
-            : `SELECT * EXCLUDE (network, ${ident(shape.partition)}), CAST(${ident(shape.partition)} AS VARCHAR) AS ${part} FROM (${scanSql(table, columns, old, snapshot.snapshotId)})${keep ? ` WHERE ${keep}` : ''}`;
+          if (old.length === 0 && !inlined?.inlined.length) return undefined;
+          // The slice's partitions of this network: its files' rows, and the rows inlined into the catalog there.
+          const mine = [
+            `network = ${literal(network)}`,
+            `CAST(${ident(shape.partition)} AS VARCHAR) IN (${slice.map(literal).join(', ')})`,
+            ...(keep ? [keep] : []),
+          ];
+          return `SELECT * EXCLUDE (network, ${ident(shape.partition)}), CAST(${ident(shape.partition)} AS VARCHAR) AS ${part} FROM (${scanSql(table, columns, old, snapshot.snapshotId, inlined?.inlined)}) WHERE ${mine.map((c) => `(${c})`).join(' AND ')}`;
         },
         ...(deps.sliceRows === undefined ? {} : { sliceRows: deps.sliceRows }),
         write: async (writer, partition, rows) => {
@@ -412,6 +413,7 @@ async function mergeFragments(
       }
     } finally {
       await conn.run(`DROP TABLE IF EXISTS ${freshTable}`).catch(() => undefined);
+      await inlined?.release().catch(() => undefined);
       conn.closeSync();
     }
   }

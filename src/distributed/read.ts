@@ -60,7 +60,12 @@ export async function openDistributedLake(opts: {
     const wanted = opts.datasets;
     const viewed = wanted === false ? [] : Array.isArray(wanted) ? tables.filter((t) => wanted.includes(t.name)) : tables;
     for (const t of viewed) {
-      const scan = await planScan(catalog, t.name, { asOf: { snapshot: snapshot.snapshotId }, schema: t.schema.name, dataPath });
+      const scan = await planScan(catalog, t.name, {
+        asOf: { snapshot: snapshot.snapshotId },
+        schema: t.schema.name,
+        dataPath,
+        engine: { conn, prefix: '__chainlake_' },
+      });
       for (const f of scan.files) {
         await store.localCopy(store.lakeLocation(f.path));
         if (f.deleteFile) await store.localCopy(store.lakeLocation(f.deleteFile.path));
@@ -139,10 +144,16 @@ async function copyAsIs(client: pg.Client, conn: DuckDBConnection, schema: strin
     )
   ).rows;
   await conn.run(`CREATE TABLE ${target} (${columns.map((c) => `${ident(c.column_name)} ${DUCK_TYPES[c.data_type] ?? 'VARCHAR'}`).join(', ')})`);
+  // Another writer's inlined rows keep VARCHAR columns as bytea (the reference extension): copied as their text.
+  const select = columns.some((c) => c.data_type === 'bytea')
+    ? `SELECT ${columns
+        .map((c) => (c.data_type === 'bytea' ? `convert_from(${ident(c.column_name)}, 'UTF8') AS ${ident(c.column_name)}` : ident(c.column_name)))
+        .join(', ')} FROM ${schema}.${ident(table)}`
+    : undefined;
   await copyTable(
     client,
     conn,
-    { schema, table },
+    { schema, table, select },
     target,
     columns.map((c) => ({ name: c.column_name })),
   );

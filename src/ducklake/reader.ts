@@ -8,8 +8,9 @@
  * on rows that were open, so the file list of a committed snapshot never changes: a reader holding snapshot S
  * reads S whole while S+1 commits.
  */
+import type { DuckDBConnection } from '@duckdb/node-api';
 import type { CatalogDb, CatalogRow, CatalogValue } from './catalog-db.js';
-import { DuckLakeError } from './catalog-db.js';
+import { duckDbQuery, DuckLakeError } from './catalog-db.js';
 import { checkVersion, ident } from './ddl.js';
 import { duckdbTypeOfTree } from './types.js';
 
@@ -316,6 +317,97 @@ export async function hasInlinedRows(db: CatalogDb, inlined: readonly InlinedDat
   return false;
 }
 
+/**
+ * The columns of an inlined-data table the writer kept as bytea: the reference extension keeps VARCHAR columns so in
+ * a PostgreSQL catalog (text in a DuckDB one, which has no bytea).
+ */
+export async function byteaColumns(db: CatalogDb, name: string): Promise<Set<string>> {
+  const rows = await db.query(
+    `SELECT column_name FROM information_schema.columns
+     WHERE table_name = $1 AND table_schema = current_schema() AND table_catalog = current_database() AND data_type = 'bytea'`,
+    [name],
+  );
+  return new Set(rows.map((r) => str(r.column_name)));
+}
+
+/** Rows per statement when copying inlined rows into DuckDB: a statement of bounded size, whatever the table's. */
+const INLINED_COPY_ROWS = 1000;
+
+/** Inlined rows a scan reads, and how to drop what was made for it. */
+export interface InlinedRows {
+  /** The inlined-data tables as `scanSql` reads them on the engine's connection. */
+  readonly inlined: InlinedData[];
+  /** Drops the copies made on the engine's connection (nothing on a DuckDB catalog). */
+  release(): Promise<void>;
+}
+
+/**
+ * The rows another writer inlined into the catalog (`inlined`) that are valid at `snapshot`, where a scan running on
+ * `conn` reads them. A DuckDB catalog is the scan's own database: its tables are read as they are. A PostgreSQL
+ * catalog's inlined-data tables are ordinary tables DuckDB does not reach: their valid rows are read through `db`
+ * (as text, whatever PostgreSQL type the writer chose) and copied into tables of `conn` named `prefix` + their name,
+ * each column cast to the type the lake declares for it (`columns`, at the snapshot read), so that both committers and
+ * both readers merge and read them alike.
+ */
+export async function inlinedRowsFor(
+  db: CatalogDb,
+  conn: DuckDBConnection,
+  table: LakeTable,
+  columns: readonly LakeColumn[],
+  snapshot: number,
+  opts: { prefix: string; temporary: boolean },
+): Promise<InlinedRows> {
+  const inlined = await listInlinedData(db, table);
+  if (db.dialect === 'duckdb') return { inlined, release: async () => undefined };
+  const where = `table ${table.schema.name}.${table.name}`;
+  const copies: InlinedData[] = [];
+  const release = async () => {
+    for (const c of copies) await conn.run(`DROP TABLE IF EXISTS ${ident(c.name)}`);
+  };
+  try {
+    for (const t of inlined) {
+      const kept = columns.filter((c) => t.columns.includes(c.name));
+      const name = `${opts.prefix}${t.name}`;
+      const typed = kept.map((c) => ({ name: c.name, type: duckdbTypeOfTree(c, `${where}, column ${c.name}`) }));
+      const declared = ['begin_snapshot BIGINT', 'end_snapshot BIGINT', ...typed.map((c) => `${ident(c.name)} ${c.type}`)];
+      await conn.run(`CREATE OR REPLACE ${opts.temporary ? 'TEMP ' : ''}TABLE ${ident(name)} (${declared.join(', ')})`);
+      copies.push({ name, schemaVersion: t.schemaVersion, columns: kept.map((c) => c.name) });
+      const rows = await db.query(
+        `SELECT CAST(begin_snapshot AS VARCHAR) AS b, CAST(end_snapshot AS VARCHAR) AS e${kept
+          .map((c, i) => `, CAST(${ident(c.name)} AS VARCHAR) AS c${i}`)
+          .join('')} FROM ${ident(t.name)} WHERE ${VALID_AT('', '$1')} ORDER BY row_id`,
+        [snapshot],
+      );
+      // The reference extension keeps VARCHAR columns as bytea in PostgreSQL, whose text form is hex: back to UTF-8.
+      const bytea = await byteaColumns(db, t.name);
+      for (const [i, c] of kept.entries()) {
+        if (!bytea.has(c.name)) continue;
+        for (const r of rows) {
+          const v = r[`c${i}`];
+          if (typeof v === 'string' && v.startsWith('\\x')) r[`c${i}`] = Buffer.from(v.slice(2), 'hex').toString('utf8');
+        }
+      }
+      const fields = ['b', 'e', ...kept.map((_, i) => `c${i}`)];
+      const types = ['BIGINT', 'BIGINT', ...typed.map((c) => c.type)];
+      for (let i = 0; i < rows.length; i += INLINED_COPY_ROWS) {
+        const batch = rows.slice(i, i + INLINED_COPY_ROWS);
+        const params = fields.map((f) => batch.map((r) => (r[f] === null || r[f] === undefined ? null : String(r[f]))));
+        // Each value travels as text, as the catalog gave it, and takes the declared type here.
+        await duckDbQuery(
+          conn,
+          `INSERT INTO ${ident(name)} SELECT ${types.map((type, j) => `CAST(v${j} AS ${type})`).join(', ')}
+           FROM (SELECT ${fields.map((_, j) => `unnest(CAST($${j + 1} AS VARCHAR[])) AS v${j}`).join(', ')})`,
+          params,
+        );
+      }
+    }
+  } catch (error) {
+    await release().catch(() => undefined);
+    throw error;
+  }
+  return { inlined: copies, release };
+}
+
 /** File row numbers deleted through the catalog (inlined deletes) by data file id, valid at `snapshot`. */
 async function inlinedDeletes(db: CatalogDb, table: LakeTable, snapshot: number): Promise<Map<number, number[]>> {
   const name = `ducklake_inlined_delete_${table.tableId}`;
@@ -462,19 +554,27 @@ export interface TableScan {
 }
 
 /** Everything needed to read one table at a snapshot: resolves the snapshot, the table, its columns and files. */
-export async function planScan(db: CatalogDb, tableName: string, opts: { asOf?: AsOf; schema?: string; dataPath?: string } = {}): Promise<TableScan> {
+export async function planScan(
+  db: CatalogDb,
+  tableName: string,
+  opts: { asOf?: AsOf; schema?: string; dataPath?: string; engine?: { conn: DuckDBConnection; prefix: string } } = {},
+): Promise<TableScan> {
   const dataPath = await dataPathOf(db, opts.dataPath);
   if (opts.dataPath !== undefined) await checkVersion(db);
   const snapshot = await resolveSnapshot(db, opts.asOf);
   const table = await findTable(db, snapshot.snapshotId, tableName, opts.schema);
   const columns = await listColumns(db, table.tableId, snapshot.snapshotId);
   const files = await listDataFiles(db, table, snapshot.snapshotId, dataPath);
-  const inlined = await listInlinedData(db, table);
+  let inlined = await listInlinedData(db, table);
   if (db.dialect !== 'duckdb' && (await hasInlinedRows(db, inlined, snapshot.snapshotId))) {
-    // The scan runs in DuckDB, which reaches a PostgreSQL catalog's tables only through the postgres extension.
-    throw new DuckLakeError(
-      `table ${table.schema.name}.${table.name} has rows another writer inlined into the PostgreSQL catalog, which chainlake cannot read there yet: with the ducklake extension, CALL ducklake_flush_inlined_data('<lake>') writes them to Parquet`,
-    );
+    // The scan runs in DuckDB, which reaches a PostgreSQL catalog's tables only through copies on its connection.
+    if (!opts.engine) {
+      throw new DuckLakeError(
+        `table ${table.schema.name}.${table.name} has rows another writer inlined into the PostgreSQL catalog: reading it needs the DuckDB connection the scan runs on`,
+      );
+    }
+    const copied = await inlinedRowsFor(db, opts.engine.conn, table, columns, snapshot.snapshotId, { prefix: opts.engine.prefix, temporary: false });
+    inlined = copied.inlined;
   }
   return { snapshot, table, columns, files, inlined, sql: scanSql(table, columns, files, snapshot.snapshotId, inlined) };
 }

@@ -21,6 +21,7 @@ import {
   leafColumns,
   listAllColumns,
   listColumns,
+  byteaColumns,
   listInlinedData,
   listTables,
   tablePath,
@@ -439,12 +440,15 @@ async function inlinedToEnd(
   if (names.some((n) => n === undefined)) return [];
   const params: CatalogParam[] = partitionKeys.map((_, i) => partitions.map((p) => p[i] ?? null));
   const unnested = names.map((_, i) => `unnest(CAST($${i + 1} AS VARCHAR[])) AS k${i}`).join(', ');
-  const where = `end_snapshot IS NULL AND EXISTS (SELECT 1 FROM (SELECT ${unnested}) AS u WHERE ${names
-    .map((n, i) => `u.k${i} = CAST(${ident(n!)} AS VARCHAR)`)
-    .join(' AND ')})`;
   const out: PlannedChange['endedInlined'] = [];
   for (const data of await listInlinedData(tx, table)) {
     if (!names.every((n) => data.columns.includes(n!))) continue;
+    // A PostgreSQL catalog's bytea column (the reference's VARCHAR there) compares as its UTF-8 text, not its hex.
+    const bytea = await byteaColumns(tx, data.name);
+    const text = (n: string) => (bytea.has(n) ? `convert_from(${ident(n)}, 'UTF8')` : `CAST(${ident(n)} AS VARCHAR)`);
+    const where = `end_snapshot IS NULL AND EXISTS (SELECT 1 FROM (SELECT ${unnested}) AS u WHERE ${names
+      .map((n, i) => `u.k${i} = ${text(n!)}`)
+      .join(' AND ')})`;
     const rows = num((await tx.query(`SELECT count(*) AS n FROM ${ident(data.name)} WHERE ${where}`, params))[0]?.n ?? 0);
     if (rows > 0) out.push({ table: data.name, where, params, rows });
   }

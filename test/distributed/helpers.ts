@@ -1,9 +1,19 @@
 import { createHash } from 'node:crypto';
-import type { DuckDBConnection } from '@duckdb/node-api';
+import { open } from 'node:fs/promises';
+import path from 'node:path';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { expect } from 'vitest';
+import type { CatalogDb } from '../../src/ducklake/catalog-db.js';
+import { currentSnapshot, dataPathOf, listDataFiles, listTables } from '../../src/ducklake/reader.js';
+import { openCatalog } from '../../src/distributed/control-plane.js';
+import { openCatalogFile } from '../ducklake/helpers.js';
 import { queryCatalog } from '../helpers/lake.js';
 
-/** Columns that say when or by which run a row was fetched (and `confirmations`, which counts from the head then). */
-const VOLATILE = new Set(['_run_id', '_ingested_at', 'confirmations']);
+/**
+ * Columns that say when or by which run a row was fetched (and `confirmations`, which counts from the head then):
+ * left out of row comparisons, and their encodings out of file comparisons (they may follow the values).
+ */
+export const VOLATILE = new Set(['_run_id', '_ingested_at', 'confirmations']);
 
 const digestOf = (rows: Record<string, unknown>[]) =>
   createHash('sha256')
@@ -35,4 +45,105 @@ export async function distributedRows(conn: DuckDBConnection, table: string, col
     unknown
   >[];
   return { rows: rows.length, digest: digestOf(rows) };
+}
+
+/** DuckDB's default row group size, the bound of every row group of a lake file in both modes. */
+const ROW_GROUP_ROWS = 122_880;
+
+export interface FileProfile {
+  formatVersion: number;
+  rowGroups: number[];
+  /** Per leaf column: its Parquet path, physical type, codec, encodings (volatile columns' left out) and first data page's type. */
+  columns: string[];
+}
+
+/**
+ * The type of the first data page of a column chunk, read from its page header (Thrift compact: field 1, i32,
+ * zigzag varint): 0 is DATA_PAGE (format v1), 3 is DATA_PAGE_V2. DuckDB's parquet_metadata does not say.
+ */
+async function pageType(file: string, offset: number): Promise<number> {
+  const handle = await open(file, 'r');
+  try {
+    const head = Buffer.alloc(2);
+    await handle.read(head, 0, 2, offset);
+    if (head[0] !== 0x15) throw new Error(`${file}: no page header at ${offset}`);
+    return head[1]! >> 1;
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Each file's Parquet options as its footer and page headers record them, by file. */
+export async function profiles(files: readonly string[]): Promise<Map<string, FileProfile>> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const conn = await instance.connect();
+  try {
+    const list = `[${files.map((f) => `'${f.replace(/'/g, "''")}'`).join(', ')}]`;
+    const meta = (await conn.runAndReadAll(`SELECT file_name, format_version::INTEGER FROM parquet_file_metadata(${list})`)).getRowsJS() as [string, number][];
+    const chunks = (
+      await conn.runAndReadAll(
+        `SELECT file_name, row_group_id::INTEGER, row_group_num_rows::INTEGER, path_in_schema, type, compression, encodings, data_page_offset::BIGINT
+         FROM parquet_metadata(${list}) ORDER BY file_name, row_group_id, column_id`,
+      )
+    ).getRowsJS() as [string, number, number, string, string, string, string, bigint][];
+    const out = new Map<string, FileProfile>(meta.map(([f, v]) => [f, { formatVersion: v, rowGroups: [], columns: [] }]));
+    for (const [file, rg, rows, column, type, codec, encodings, offset] of chunks) {
+      const p = out.get(file)!;
+      if (p.rowGroups.length === rg) p.rowGroups.push(rows);
+      if (rg > 0) continue;
+      const leaf = column.split(', ')[0]!;
+      const page = await pageType(file, Number(offset));
+      p.columns.push(`${column} ${type} ${codec} ${VOLATILE.has(leaf) ? '*' : encodings} page ${page}`);
+    }
+    return out;
+  } finally {
+    conn.closeSync();
+    instance.closeSync();
+  }
+}
+
+/** The current data files of every table at the newest snapshot, by table and partition folder (network=…/date=…). */
+export async function currentFiles(catalog: CatalogDb, dataPath: string): Promise<Map<string, string>> {
+  const snapshot = await currentSnapshot(catalog);
+  const out = new Map<string, string>();
+  for (const table of await listTables(catalog, snapshot.snapshotId)) {
+    for (const f of await listDataFiles(catalog, table, snapshot.snapshotId, dataPath)) {
+      const partition = path.dirname(f.storedPath);
+      const key = `${table.name}/${partition}`;
+      // One file per partition at a snapshot, in both modes.
+      expect(out.has(key), key).toBe(false);
+      out.set(key, f.path);
+    }
+  }
+  return out;
+}
+
+/**
+ * The lake files of one job written on one machine (`single`, a lake folder) and distributed (`catalog`, its
+ * PostgreSQL URL, the store a local folder), compared partition by partition: the same partitions, each file with the
+ * single machine's Parquet options (LAKE_PARQUET: format version 2, ZSTD), row groups within DuckDB's bound, and the
+ * same options, encodings and row groups in the distributed file. Returns both lakes' files and the single machine's
+ * profiles.
+ */
+export async function expectSameFileOptions(
+  single: string,
+  catalog: string,
+): Promise<{ singleFiles: Map<string, string>; distFiles: Map<string, string>; mine: Map<string, FileProfile> }> {
+  const one = await openCatalogFile(path.join(single, 'catalog.duckdb'), { readOnly: true });
+  const singleFiles = await currentFiles(one.catalog, `${single}/`).finally(() => one.close());
+  const cat = await openCatalog(catalog);
+  const distFiles = await currentFiles(cat.catalog, await dataPathOf(cat.catalog)).finally(() => cat.client.end());
+  expect([...distFiles.keys()].sort()).toEqual([...singleFiles.keys()].sort());
+  const mine = await profiles([...singleFiles.values()]);
+  const theirs = await profiles([...distFiles.values()]);
+  for (const [key, file] of singleFiles) {
+    const p = mine.get(file)!;
+    // DuckDB writes the version's encodings (delta, byte-stream-split) but version 1 data page headers: the page
+    // type is compared as is.
+    expect({ key, version: p.formatVersion }).toEqual({ key, version: 2 });
+    for (const c of p.columns) expect(c, key).toMatch(/ ZSTD /);
+    for (const n of p.rowGroups) expect(n).toBeLessThanOrEqual(ROW_GROUP_ROWS);
+    expect({ key, ...theirs.get(distFiles.get(key)!)! }).toEqual({ key, ...p });
+  }
+  return { singleFiles, distFiles, mine };
 }

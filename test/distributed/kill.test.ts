@@ -8,7 +8,7 @@ import { DISTRIBUTED_STEPS } from '../../src/load/test-hooks.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { CLI, onJsonLines, runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
-import { distributedRows, singleMachineRows } from './helpers.js';
+import { distributedRows, expectSameFileOptions, singleMachineRows } from './helpers.js';
 
 let pg: TestPostgres;
 let tmp: Awaited<ReturnType<typeof tempDir>>;
@@ -35,7 +35,7 @@ function seeded(seed: number): () => number {
 }
 
 describe('distributed mode under kill -9', () => {
-  it('four worker processes of two accounts killed 10+ times (fetching, committing, in the commit transaction): the lake equals a single-machine run; readers see whole snapshots', async () => {
+  it('four worker processes of two accounts killed 10+ times (fetching, committing, in the commit transaction): the lake equals a single-machine run row for row and file option for file option; readers see whole snapshots', async () => {
     const db = await pg.database();
     const store = path.join(tmp.dir, 'store');
     const env = { PGPASSWORD: pg.password };
@@ -155,6 +155,8 @@ describe('distributed mode under kill -9', () => {
     } finally {
       dist.close();
     }
+    // File option for file option: what the killed workers committed was written as one machine writes it.
+    await expectSameFileOptions(lake, db.url);
     // Files the kills orphaned (a fragment written but not recorded, a commit's files never committed, fragments
     // not yet removed) are swept by maintain; then the store holds the lake's files and nothing else.
     const swept = await runCli(['maintain', '--catalog', db.url, '--store', store, '--orphans-older-than', '0'], { env });

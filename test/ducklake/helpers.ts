@@ -114,12 +114,14 @@ export function referenceMissing(): string | null {
 /**
  * A DuckDB with the reference `ducklake` extension, the lake attached read-only as `ref` and in use: `catalog`
  * is a DuckDB file, or a PostgreSQL URL (`postgres://user@host:port/db`, its password from PGPASSWORD) whose
- * catalog is in the `ducklake` schema, read through the reference `postgres_scanner`.
+ * catalog is in the `ducklake` schema, read through the reference `postgres_scanner`. `write`: attached read-write, as
+ * a user's DuckDB writing into the lake (`inlining`: its DATA_INLINING_ROW_LIMIT, else the extension's default).
  */
-export async function openReference(catalog: string): Promise<{ conn: DuckDBConnection; close(): void }> {
+export async function openReference(catalog: string, opts: { write?: boolean; inlining?: number } = {}): Promise<{ conn: DuckDBConnection; close(): void }> {
   const instance = await DuckDBInstance.create(':memory:', { allow_unsigned_extensions: 'true', autoinstall_known_extensions: 'false' });
   const conn = await instance.connect();
   const quote = (s: string) => `'${s.replace(/'/g, "''")}'`;
+  const options = opts.write ? (opts.inlining === undefined ? '' : `, DATA_INLINING_ROW_LIMIT ${opts.inlining}`) : ', READ_ONLY';
   try {
     await conn.run("SET TimeZone = 'UTC'");
     await conn.run(`LOAD ${quote(path.join(REFERENCE_DIR, 'ducklake.duckdb_extension'))}`);
@@ -127,9 +129,9 @@ export async function openReference(catalog: string): Promise<{ conn: DuckDBConn
       await conn.run(`LOAD ${quote(path.join(REFERENCE_DIR, 'postgres_scanner.duckdb_extension'))}`);
       const url = new URL(catalog);
       const dsn = `dbname=${url.pathname.slice(1)} host=${url.hostname} port=${url.port} user=${decodeURIComponent(url.username)}`;
-      await conn.run(`ATTACH ${quote(`ducklake:postgres:${dsn}`)} AS ref (METADATA_SCHEMA 'ducklake', READ_ONLY)`);
+      await conn.run(`ATTACH ${quote(`ducklake:postgres:${dsn}`)} AS ref (METADATA_SCHEMA 'ducklake'${options})`);
     } else {
-      await conn.run(`ATTACH ${quote(`ducklake:${catalog}`)} AS ref (READ_ONLY)`);
+      await conn.run(`ATTACH ${quote(`ducklake:${catalog}`)} AS ref${options ? ` (${options.slice(2)})` : ''}`);
     }
     await conn.run('USE ref');
   } catch (error) {

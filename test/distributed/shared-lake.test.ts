@@ -1,0 +1,141 @@
+// A distributed lake is shared with other DuckLake writers as a local one is (test/load/shared-lake.test.ts): a
+// user's DuckDB with the reference `ducklake` extension (../shared/ducklake-ref/) writes into the PostgreSQL catalog:
+// rows inlined into the catalog (its default for small writes), deletes, data and delete files, and runs its merge,
+// expiry and cleanup. chainlake then reads exactly what the reference reads (the library reader `query --catalog`
+// opens, the status `status --catalog` computes), and a further distributed commit merges the inlined rows instead of refusing or losing them.
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { enqueueJob } from '../../src/distributed/enqueue.js';
+import { openDistributedLake } from '../../src/distributed/read.js';
+import { runWorker } from '../../src/distributed/worker.js';
+import { lakeStatus } from '../../src/load/read/status.js';
+import { parseJob } from '../../src/pipeline/job.js';
+import { A_BUSY0 } from '../../src/simulator/chain.js';
+import { chainFor } from '../../src/simulator/index.js';
+import { openReference, referenceMissing } from '../ducklake/helpers.js';
+import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
+import { tempDir } from '../helpers/lake.js';
+
+type Rows = Record<string, unknown>[];
+const json = (rows: Rows) => JSON.stringify(rows, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+/** Rows as plain values (bigints as text), for a comparison that shows which rows and columns differ. */
+const plain = (rows: Rows) => rows.map((r) => json([r]));
+
+const chain = chainFor(1, 'small', 'mainnet');
+const ADDRESSES = [1, 2, 3].map((i) => chain.addrLower(A_BUSY0 + i));
+
+const jobDoc = (name: string, addresses: readonly string[]) => ({
+  name,
+  network: 'mainnet',
+  target: 'simulator',
+  simulator: { seed: 1, scale: 'small' },
+  datasets: { transactions: { addresses: [...addresses] } },
+});
+
+/** Rows the reference inserts: keys no API returns, so only the reference's writes can explain them. */
+const inserted = (hash: string, day: string, block: number) =>
+  `('${hash}', ${block}, 0, 'mainnet', DATE '${day}', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00')`;
+const INSERT = 'INSERT INTO ref.transactions (transaction_hash, block_number, transaction_index, network, block_date, _run_id, _ingested_at) VALUES ';
+const victim = (day: string) =>
+  `DELETE FROM ref.transactions WHERE transaction_hash = (SELECT min(transaction_hash) FROM ref.transactions WHERE block_date = DATE '${day}')`;
+
+const missing = referenceMissing();
+
+describe.skipIf(missing !== null)(
+  `a distributed lake shared with the reference DuckLake extension (PostgreSQL catalog)${missing ? ` (${missing})` : ''}`,
+  () => {
+    let pg: TestPostgres;
+    let tmp: Awaited<ReturnType<typeof tempDir>>;
+    let db: Awaited<ReturnType<TestPostgres['database']>>;
+    let store: string;
+    let before: Rows;
+    let days: string[];
+
+    /** Runs statements with the reference extension writing into the lake, and returns the last one's rows. */
+    async function withRef(statements: string[], opts: { inlining?: number } = {}): Promise<Rows> {
+      const ref = await openReference(db.url, { write: true, ...opts });
+      try {
+        let last: Rows = [];
+        for (const sql of statements) last = (await ref.conn.runAndReadAll(sql)).getRowObjectsJS() as Rows;
+        return last;
+      } finally {
+        ref.close();
+      }
+    }
+    const refRows = () => withRef(['SELECT * FROM ref.transactions ORDER BY transaction_hash']);
+
+    /** Every row of transactions as the library reader (what `query --catalog` opens) reads them. */
+    async function chainlakeRows(): Promise<Rows> {
+      const lake = await openDistributedLake({ catalog: db.url, store });
+      try {
+        return (await lake.conn.runAndReadAll('SELECT * FROM transactions ORDER BY transaction_hash')).getRowObjectsJS() as Rows;
+      } finally {
+        lake.close();
+      }
+    }
+
+    async function distributedRun(name: string, addresses: readonly string[]): Promise<void> {
+      const doc = jobDoc(name, addresses);
+      await enqueueJob(parseJob(doc, name), doc, { catalog: db.url, store });
+      const reports = await Promise.all(
+        ['w1', 'w2'].map((id) => runWorker({ catalog: db.url, store, id: `${name}-${id}`, account: id, untilIdle: true, pollMs: 50 })),
+      );
+      expect(reports.reduce((n, r) => n + r.windowsFailed, 0)).toBe(0);
+    }
+
+    beforeAll(async () => {
+      pg = await startPostgres();
+      process.env.PGPASSWORD = pg.password;
+      tmp = await tempDir('chainlake-shared-pg-');
+      db = await pg.database();
+      store = path.join(tmp.dir, 'store');
+      await distributedRun('one', ADDRESSES.slice(0, 1));
+    }, 180_000);
+
+    afterAll(async () => {
+      delete process.env.PGPASSWORD;
+      await pg?.stop();
+      await tmp?.cleanup();
+    });
+
+    it("chainlake reads the reference's inlined rows and deletes, its data and delete files, after its merge, expiry and cleanup", async () => {
+      days = (await withRef(['SELECT DISTINCT CAST(block_date AS VARCHAR) AS d FROM ref.transactions ORDER BY 1'])).map((r) => String(r.d));
+      expect(days.length).toBeGreaterThanOrEqual(4);
+      // Small writes, inlined into the PostgreSQL catalog: into a day chainlake wrote and a day it never wrote, and a
+      // delete of a row of one of chainlake's files.
+      await withRef([INSERT + [inserted('0xref-a', days[0]!, 1), inserted('0xref-b', '2030-01-01', 2)].join(', '), victim(days[1]!)]);
+      // Without inlining: a data file beside chainlake's in a partition, and a delete file.
+      await withRef([INSERT + inserted('0xref-c', days[2]!, 3), victim(days[3]!)], { inlining: 0 });
+      const changes = (await withRef(['SELECT changes FROM ref.snapshots() ORDER BY snapshot_id DESC LIMIT 4'])).map((r) => json([{ changes: r.changes }]));
+      expect(changes.join(' ')).toMatch(/inlined_insert|inlined_delete/);
+      await withRef([
+        "CALL ducklake_merge_adjacent_files('ref')",
+        "CALL ducklake_expire_snapshots('ref', older_than => now() + INTERVAL 1 HOUR)",
+        "CALL ducklake_cleanup_old_files('ref', cleanup_all => true)",
+      ]);
+
+      before = await refRows();
+      expect(before.map((r) => r.transaction_hash)).toEqual(expect.arrayContaining(['0xref-a', '0xref-b', '0xref-c']));
+      expect(plain(await chainlakeRows())).toEqual(plain(before));
+
+      // `status --catalog` counts the rows a reader reads (it opens the lake as lakeStatus reads it).
+      const lake = await openDistributedLake({ catalog: db.url, store, datasets: false });
+      const status = await lakeStatus(lake.conn, { name: 'distributed' }).finally(() => lake.close());
+      const tx = status.datasets.find((d) => d.dataset === 'transactions' && d.network === 'mainnet');
+      expect(tx?.rows).toBe(before.length);
+    }, 180_000);
+
+    it("a further distributed commit merges the reference's inlined rows: both read the same rows after, one per key", async () => {
+      expect(before, 'the lake of the test before').toBeDefined();
+      await distributedRun('three', ADDRESSES);
+      const after = await refRows();
+      const hashes = after.map((r) => String(r.transaction_hash));
+      expect(new Set(hashes).size).toBe(hashes.length);
+      // Every row the lake held is still there (the reference's included), and the run added rows.
+      expect(hashes).toEqual(expect.arrayContaining(before.map((r) => String(r.transaction_hash))));
+      expect(after.length).toBeGreaterThan(before.length);
+      for (const hash of ['0xref-a', '0xref-b', '0xref-c']) expect(after.find((r) => r.transaction_hash === hash)?._run_id, hash).toBe('reference');
+      expect(plain(await chainlakeRows())).toEqual(plain(after));
+    }, 180_000);
+  },
+);
