@@ -14,7 +14,16 @@ let cleanup: () => Promise<void>;
 let lake: string;
 let rows: number;
 
-const HISTORY = ['runs', 'windows', 'watermarks', 'commits'];
+const HISTORY = ['runs', 'windows', 'watermarks', 'commits', 'request_usage', 'requests'];
+/** How the rebuild names each table it lost (src/load/write/salvage.ts). */
+const LOST_AS: Record<string, string> = {
+  runs: 'run history',
+  windows: 'window records',
+  watermarks: 'watermarks',
+  commits: 'commit log',
+  request_usage: 'daily request usage',
+  requests: 'request lineage',
+};
 
 beforeAll(async () => {
   sim = await startSimulator({ seed: 7 });
@@ -83,7 +92,7 @@ describe('a damaged or missing catalog.duckdb', { timeout: 300_000 }, () => {
     // Each table of the history is either kept (with its row count) or named as lost.
     for (const t of HISTORY) {
       const kept = new RegExp(`kept: .*\\b${t} \\(\\d+ rows\\)`).test(rb.stdout);
-      const lost = rb.stdout.includes(`lost: the ${t === 'runs' ? 'run history' : t === 'windows' ? 'window records' : t === 'commits' ? 'commit log' : t}`);
+      const lost = rb.stdout.includes(`lost: the ${LOST_AS[t]}`);
       expect(kept !== lost, `${t}: ${rb.stdout}`).toBe(true);
     }
     expect((await readdir(lakeAt)).some((f) => f.startsWith('catalog.duckdb.damaged-'))).toBe(true);

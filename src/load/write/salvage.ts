@@ -5,8 +5,12 @@ import { isCatalogDamage } from '../catalog-damage.js';
 import type { LakePaths } from '../paths.js';
 import { literal } from '../sql.js';
 
-/** The catalog's tables a rebuild carries over, in order; `files` is always re-read from the lake's files. */
-const KEPT_TABLES = ['lake_meta', 'runs', 'windows', 'watermarks', 'commits'] as const;
+/**
+ * The catalog's tables a rebuild carries over, in order; `files` is always re-read from the lake's files. The
+ * quota's usage is kept so that a rebuild does not hand the day's spent requests back; the requests so that `explain`
+ * still traces the rows committed before it.
+ */
+const KEPT_TABLES = ['lake_meta', 'runs', 'windows', 'watermarks', 'commits', 'request_usage', 'requests'] as const;
 
 /** What each lost table costs the user, in the rebuild's words. */
 const LOSS: Record<(typeof KEPT_TABLES)[number], string> = {
@@ -15,6 +19,8 @@ const LOSS: Record<(typeof KEPT_TABLES)[number], string> = {
   windows: 'the window records (resume and gap reports start afresh)',
   watermarks: "the watermarks (the next incremental runs start from the job's fromBlock and fetch again; merging keeps one row per key)",
   commits: 'the commit log',
+  request_usage: "the daily request usage (the job's dailyRequestQuota counts today's requests afresh)",
+  requests: 'the request lineage (`explain` cannot trace the rows committed before the rebuild)',
 };
 
 export interface SalvageReport {
@@ -85,7 +91,14 @@ export async function salvageCatalog(paths: LakePaths, problem: string, createTa
       for (const t of KEPT_TABLES) if (t !== 'lake_meta') report.lost.push({ table: t, what: LOSS[t], error: 'the file does not open' });
     }
     if (attached) {
+      // Tables the damaged file declares; when even that list does not read, every table is tried.
+      const present = await conn
+        .runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = 'old'`)
+        .then((r) => new Set(r.getRowsJS().map((row) => String(row[0]))))
+        .catch(() => new Set<string>(KEPT_TABLES));
       for (const t of KEPT_TABLES) {
+        // A catalog older than a table has nothing of it to keep or lose.
+        if (!present.has(t) && t !== 'lake_meta') continue;
         try {
           await conn.run('BEGIN TRANSACTION');
           await conn.run(`INSERT INTO fresh.main.${t} BY NAME SELECT * FROM old.main.${t}`);
