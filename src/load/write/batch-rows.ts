@@ -16,9 +16,9 @@ export const TYPED_ROW_GROUP_ROWS = 16_384;
  * The connections that type finished windows while the run fetches, each running one typing at a time; a
  * typing goes to the least busy of those allowed to take work. A commit holds them all (see
  * BatchCommitter.enqueue) and waits for what they started: DuckDB's memory is shared, and a typing beside a
- * merge once failed the run for memory (and later raised its peak). That typing read a window's pages
- * from one file, in a buffer of up to 32 MiB (`commit.everyRows` 300,000 in the end-to-end bench, with
- * one typing beside each commit); page files of about 2 MiB (load/write/staging.ts PageFiles) ended that.
+ * merge once failed the run for memory (and later raised its peak): that typing read a whole window's pages
+ * from one file in one buffer; small page files (load/write/staging.ts PageFiles) bound it now
+ * (docs/performance.md, "Page files").
  */
 export class Loaders {
   private readonly tails: Promise<void>[];

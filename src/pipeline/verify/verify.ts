@@ -337,21 +337,24 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
   const differing: Window[] = [];
   const acct = new Accounting();
   const base = { network: job.network };
+  /** One window's count finding. */
+  const countRow = (g: ScopeGroup, u: BlockRange, status: VerificationRow['status'], lake: number | null, api: number | null, detail: string): void => {
+    rows.push({
+      ...base,
+      check: 'count',
+      dataset: g.dataset,
+      scope: g.scope,
+      fromBlock: u.from,
+      toBlock: u.to,
+      status,
+      lakeCount: lake,
+      apiCount: api,
+      detail,
+    });
+  };
   /** Every window of a scope group recorded as not checked, with why. */
   const notChecked = (g: ScopeGroup, detail: string): void => {
-    for (const u of g.units)
-      rows.push({
-        ...base,
-        check: 'count',
-        dataset: g.dataset,
-        scope: g.scope,
-        fromBlock: u.from,
-        toBlock: u.to,
-        status: 'not-checked',
-        lakeCount: null,
-        apiCount: null,
-        detail,
-      });
+    for (const u of g.units) countRow(g, u, 'not-checked', null, null, detail);
   };
 
   // ---- counts against the API -----------------------------------------------------------------------------
@@ -403,18 +406,7 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
         return page.count;
       };
       const record = (u: BlockRange, status: VerificationRow['status'], lake: number | null, api: number | null, detail: string): void => {
-        rows.push({
-          ...base,
-          check: 'count',
-          dataset: g.dataset,
-          scope: g.scope,
-          fromBlock: u.from,
-          toBlock: u.to,
-          status,
-          lakeCount: lake,
-          apiCount: api,
-          detail,
-        });
+        countRow(g, u, status, lake, api, detail);
         if (status === 'differs') differing.push({ ...t, range: u, id: windowIdOf(g.dataset, job.network, g.scope, u) });
       };
       // Checks a run of units whose API count may already be known (the rest of a split union).
