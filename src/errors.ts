@@ -92,3 +92,31 @@ export class ChainlakeError extends Error {
     this.hint = opts.hint;
   }
 }
+
+/** Edits (insert, delete, replace, swap of neighbours) that turn `a` into `b`. */
+function editDistance(a: string, b: string): number {
+  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, d[i - 2]![j - 2]! + 1);
+      d[i]![j] = v;
+    }
+  }
+  return d[a.length]![b.length]!;
+}
+
+/**
+ * The one of `known` that `given` is a typo of (case aside), or undefined when none is near enough: the "did
+ * you mean" of every message that names a bad name (a job file's key or dataset, a command's dataset or column).
+ */
+export function nearestName(given: string, known: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const k of known) {
+    const dist = editDistance(given.toLowerCase(), k.toLowerCase());
+    if (dist < bestDistance) [best, bestDistance] = [k, dist];
+  }
+  return best !== undefined && bestDistance <= Math.max(1, Math.floor(best.length / 3)) ? best : undefined;
+}

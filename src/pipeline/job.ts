@@ -9,7 +9,7 @@ import type { Query } from '../extract/explorer.js';
 import type { RetryPolicy, Timeouts } from '../extract/transport.js';
 import { cronProblem } from '../schedule/cron.js';
 import { toChecksumAddress } from '../evm/keccak.js';
-import { ChainlakeError } from '../errors.js';
+import { ChainlakeError, nearestName } from '../errors.js';
 import { parseDecodeSpec, type DecodeSpec } from '../decode/spec.js';
 
 /** A job file problem: which file, where inside it, and what is wrong. Exit code 2. */
@@ -160,29 +160,10 @@ const NETWORKS: readonly Network[] = ['mainnet', 'testnet'];
 type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => v !== null && typeof v === 'object' && !Array.isArray(v);
 
-/** Edits (insert, delete, replace, swap of neighbours) that turn `a` into `b`. */
-function editDistance(a: string, b: string): number {
-  const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      let v = Math.min(d[i - 1]![j]! + 1, d[i]![j - 1]! + 1, d[i - 1]![j - 1]! + cost);
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) v = Math.min(v, d[i - 2]![j - 2]! + 1);
-      d[i]![j] = v;
-    }
-  }
-  return d[a.length]![b.length]!;
-}
-
 /** ` (did you mean "x"?)` for the nearest of `known` when it is near enough to be a typo, else nothing. */
 export function didYouMean(given: string, known: readonly string[]): string {
-  let best: string | undefined;
-  let bestDistance = Infinity;
-  for (const k of known) {
-    const dist = editDistance(given.toLowerCase(), k.toLowerCase());
-    if (dist < bestDistance) [best, bestDistance] = [k, dist];
-  }
-  return best !== undefined && bestDistance <= Math.max(1, Math.floor(best.length / 3)) ? ` (did you mean "${best}"?)` : '';
+  const best = nearestName(given, known);
+  return best === undefined ? '' : ` (did you mean "${best}"?)`;
 }
 
 /** The environment variables that name each network's base URL (used when the job does not). */

@@ -4,6 +4,7 @@ import type { DatasetDef } from '../../datasets/dataset.js';
 import { DATASETS, datasetNames } from '../../datasets/registry.js';
 import { redactUrl } from '../../distributed/url.js';
 import { ident } from '../../load/sql.js';
+import { nearestName } from '../../errors.js';
 import { CliError } from '../exit-codes.js';
 import { resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 import { openLakeTables } from '../../report/lake.js';
@@ -37,31 +38,11 @@ export interface Explanation {
   notes: string[];
 }
 
-/** Edit distance, for "did you mean". */
-function distance(a: string, b: string): number {
-  const d = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = d[0]!;
-    d[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const here = d[j]!;
-      d[j] = Math.min(d[j]! + 1, d[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = here;
-    }
-  }
-  return d[b.length]!;
-}
-
-function didYouMean(word: string, choices: readonly string[]): string | undefined {
-  const best = choices.map((c) => ({ c, d: distance(word.toLowerCase(), c.toLowerCase()) })).sort((x, y) => x.d - y.d)[0];
-  return best && best.d <= Math.max(2, Math.floor(word.length / 3)) ? best.c : undefined;
-}
-
 /** The dataset a name means, or a usage error with the closest name. */
 export function explainDataset(name: string): DatasetDef {
   const def = Object.hasOwn(DATASETS, name) ? DATASETS[name] : undefined;
   if (def) return def;
-  const near = didYouMean(name, datasetNames());
+  const near = nearestName(name, datasetNames());
   throw new CliError(
     `unknown dataset '${name}'${near ? `: did you mean '${near}'?` : ''}`,
     'CHAINLAKE_UNKNOWN_DATASET',
@@ -87,7 +68,7 @@ export function explainKey(def: DatasetDef, values: readonly string[], pairs: re
     if (at <= 0) throw new CliError(`--key ${p}: expected col=value`, 'CHAINLAKE_USAGE', `e.g. --key ${def.naturalKey[0]}=…`);
     const column = p.slice(0, at);
     if (!columns.includes(column)) {
-      const near = didYouMean(column, columns);
+      const near = nearestName(column, columns);
       throw new CliError(
         `--key ${p}: ${def.name} has no column '${column}'${near ? `: did you mean '${near}'?` : ''}`,
         'CHAINLAKE_USAGE',
