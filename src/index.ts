@@ -76,9 +76,10 @@ export interface RunJobOptions {
   waitForLock?: boolean;
 }
 
+/** The job resolved once, with the caller's `lake` over the job's (the library reads the process's environment, as the CLI does). */
 async function jobOf(job: string | JobDocument, lake: string | undefined): Promise<Job> {
-  const parsed = typeof job === 'string' ? await loadJobFile(job) : parseJob(job, 'job object');
-  return lake === undefined ? parsed : { ...parsed, lake };
+  const overrides = lake === undefined ? {} : { lake };
+  return typeof job === 'string' ? await loadJobFile(job, process.env, overrides) : parseJob(job, 'job object', process.env, overrides);
 }
 
 /**

@@ -2,7 +2,7 @@ import { access, constants, stat, writeFile } from 'node:fs/promises';
 import { UNREACHABLE_HINT } from '../extract/errors.js';
 import path from 'node:path';
 import type { Argv } from 'yargs';
-import type { Job } from '../pipeline/job.js';
+import type { Job, JobOverrides } from '../pipeline/job.js';
 import { RANGE_OPTIONS, TOP_OPTIONS, type JobOption } from '../pipeline/job-options.js';
 import { createLogger, type Level, type Logger } from '../pipeline/log.js';
 import { formatReport, type RunReport } from '../pipeline/report.js';
@@ -59,13 +59,13 @@ export const finalityDepthOption = {
     "Blocks below the head that may still change: windows above head - N are provisional, fetched again and replaced by the next run (overrides the job's range.finalityDepth; default 64 on a real mainnet or testnet, 0 on the simulator; 0: the head is final)",
 } as const;
 
-/** The job with `--finality-depth` applied (a usage error when it is not a block count). */
-export function withFinalityDepth(job: Job, depth: number | undefined): Job {
-  if (depth === undefined) return job;
+/** `--finality-depth` as an override of the job's (a usage error when it is not a block count). */
+export function finalityDepthOverride(depth: number | undefined): JobOverrides {
+  if (depth === undefined) return {};
   const { min, max } = RANGE_OPTIONS.finalityDepth;
   if (!Number.isSafeInteger(depth) || depth < min || depth > max!)
     throw new CliError(`--finality-depth must be an integer from ${min} to ${max!}, got ${shownFlagValue('finality-depth', depth)}`);
-  return { ...job, range: { ...job.range, finalityDepth: depth } };
+  return { finalityDepth: depth };
 }
 
 /** `--from-block/--to-block` of a job file command: an explicit range for this run only. */
@@ -146,11 +146,18 @@ export function jobNamesLake(doc: unknown): boolean {
   return typeof doc === 'object' && doc !== null && 'lake' in doc && (doc as { lake?: unknown }).lake !== undefined;
 }
 
+/** The lake a job document names (`"lake": …`), or undefined: the file's choice then comes before $CHAINLAKE_LAKE. */
+export function lakeNamedBy(doc: unknown): string | undefined {
+  const lake = jobNamesLake(doc) ? (doc as { lake: unknown }).lake : undefined;
+  return typeof lake === 'string' ? lake : undefined;
+}
+
 /**
- * The job with the flags' overrides. `jobNamesLake`: the job file says `lake` (else `--lake`, then
- * $CHAINLAKE_LAKE, then data/lake choose it: lake-target.ts).
+ * The flags' values over the job's, checked, as the overrides the job is resolved with (parseJob): a flag is
+ * applied once, there, never to a resolved job. `jobLake`: the lake the job file names (lakeNamedBy), which
+ * comes before $CHAINLAKE_LAKE; else --lake, then $CHAINLAKE_LAKE, then data/lake choose it (lake-target.ts).
  */
-export function applyRunOverrides(job: Job, args: RunArgs, jobNamesLake = true): Job {
+export function runOverrides(args: RunArgs, jobLake: string | undefined): JobOverrides {
   // A bad flag is a usage error (exit 2), with the bounds a job file has for the same setting.
   const positive = (name: string, v: number | undefined, o: JobOption): number | undefined => {
     if (v === undefined || o.kind !== 'int') return undefined;
@@ -159,19 +166,15 @@ export function applyRunOverrides(job: Job, args: RunArgs, jobNamesLake = true):
       throw new CliError(`--${name} must be an integer from ${o.min} to ${max}, got ${shownFlagValue(name, v)}`);
     return v;
   };
-  job = withFinalityDepth(job, args['finality-depth']);
-  return {
-    ...job,
-    lake: localLakeOf(args.lake, jobNamesLake ? job.lake : undefined),
-    concurrency: positive('concurrency', args.concurrency, TOP_OPTIONS.concurrency) ?? job.concurrency,
-    rps: positive('rps', args.rps, TOP_OPTIONS.rps) ?? job.rps,
-    strict: args.strict ?? job.strict,
-    range: {
-      ...job.range,
-      windowBlocks: positive('window-blocks', args['window-blocks'], RANGE_OPTIONS.windowBlocks) ?? job.range.windowBlocks,
-      ...(args['window-blocks'] !== undefined || job.range.fixedChunks ? { fixedChunks: true } : {}),
-    },
+  const o: JobOverrides = {
+    ...finalityDepthOverride(args['finality-depth']),
+    lake: localLakeOf(args.lake, jobLake),
+    concurrency: positive('concurrency', args.concurrency, TOP_OPTIONS.concurrency),
+    rps: positive('rps', args.rps, TOP_OPTIONS.rps),
+    strict: args.strict,
+    windowBlocks: positive('window-blocks', args['window-blocks'], RANGE_OPTIONS.windowBlocks),
   };
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined));
 }
 
 function levelOf(args: OutputArgs): Level {
@@ -241,7 +244,7 @@ export async function executeJob(job: Job, args: RunArgs, extra: Pick<RunOptions
   const textOut = reportToStdout ? process.stderr : process.stdout;
   if (!args.quiet || report.status !== 'complete') textOut.write(formatReport(report, (textOut.isTTY && textOut.columns) || 80) + '\n');
   if (report.unreachable) process.stderr.write(`chainlake: nothing answers at ${report.unreachable.join(', ')}\nhint: ${UNREACHABLE_HINT}\n`);
-  process.exitCode = signal ? (signal === 'SIGINT' ? EXIT.interrupted : EXIT.terminated) : exitCodeOf(report, job.strict);
+  process.exitCode = signal ? (signal === 'SIGINT' ? EXIT.interrupted : EXIT.terminated) : exitCodeOf(report, job.lake.strict);
   return report;
 }
 

@@ -67,7 +67,7 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
         await client.query(
           `SELECT run_id, head, finished_at IS NULL AS open FROM ${CONTROL_SCHEMA}.runs WHERE job = $1 AND network = $2
            ${how.retryFailed ? '' : 'AND finished_at IS NULL'} ORDER BY finished_at IS NULL DESC, started_at DESC, run_id DESC LIMIT 1`,
-          [job.name, job.network],
+          [job.name, job.what.network],
         )
       ).rows[0];
       if (run) {
@@ -75,7 +75,7 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
         return { runId, resumed: true, head: toNum(run.head), ...(await offerAgain(client, boss, runId, settings)) };
       }
       if (how.retryFailed) {
-        throw new ChainlakeError(`--retry-failed: job ${job.name} on ${job.network} has no run in this control plane: nothing failed to offer again`, {
+        throw new ChainlakeError(`--retry-failed: job ${job.name} on ${job.what.network} has no run in this control plane: nothing failed to offer again`, {
           code: 'CHAINLAKE_USAGE',
           hint: 'enqueue the job without --retry-failed to plan its first run',
         });
@@ -94,7 +94,7 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
  * fetch the rest of the job and the run would end `complete` without it.
  */
 function refuseUnsupported(job: Job): void {
-  if (job.decode) {
+  if (job.what.decode) {
     throw new ChainlakeError(
       `${job.file}: the job has a "decode" key, which the distributed mode does not run (its workers would fetch the logs and write no decoded dataset)`,
       {
@@ -160,34 +160,36 @@ async function planAndQueue(
   boss: import('pg-boss'),
   settings: QueueSettings,
 ): Promise<EnqueueResult> {
-  const marks = await client.query(`SELECT dataset, scope, block FROM ${CONTROL_SCHEMA}.watermarks WHERE network = $1`, [job.network]);
-  const watermarks = new Map<string, number>(marks.rows.map((r) => [watermarkKey(String(r.dataset), job.network, String(r.scope)), Number(r.block)]));
+  const marks = await client.query(`SELECT dataset, scope, block FROM ${CONTROL_SCHEMA}.watermarks WHERE network = $1`, [job.what.network]);
+  const watermarks = new Map<string, number>(marks.rows.map((r) => [watermarkKey(String(r.dataset), job.what.network, String(r.scope)), Number(r.block)]));
   let head: number | null = null;
-  if (needsHead(job)) {
-    const source = await openSource(job, { simulator: opts.simulator, transport: opts.transport });
+  if (needsHead(job.what)) {
+    const source = await openSource(job.source, { simulator: opts.simulator, transport: opts.transport });
     try {
       const { clients } = source;
       if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
       head = (
-        await findHead(clients.explorer, new Accounting(), { given: job.range.head, near: job.range.headHint, blockPath: clients.paths?.block }).catch(
-          rethrowUnreachable,
-        )
+        await findHead(clients.explorer, new Accounting(), {
+          given: job.what.range.head,
+          near: job.what.range.headHint,
+          blockPath: clients.paths?.block,
+        }).catch(rethrowUnreachable)
       ).head;
     } finally {
       await source.close();
     }
   }
-  const at = head ?? job.range.fromBlock;
-  const { todo, skipped } = narrowWindows(job, at, { watermarks }, false, false);
-  const windows: Window[] = job.range.fixedChunks ? todo : joinWindows(todo, new Map());
-  const range = jobRange(job, at);
+  const at = head ?? job.what.range.fromBlock;
+  const { todo, skipped } = narrowWindows(job.what, at, { watermarks }, false, false);
+  const windows: Window[] = job.what.range.fixedChunks ? todo : joinWindows(todo, new Map());
+  const range = jobRange(job.what, at);
   const started = new Date();
   const runId = newRunId(started);
   await client.query('BEGIN');
   try {
     await client.query(
       `INSERT INTO ${CONTROL_SCHEMA}.runs (run_id, job, network, job_doc, job_file, head, range_from, range_to, ingested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      [runId, job.name, job.network, JSON.stringify(storableDoc(doc)), job.file, head, range.from, head === null ? null : range.to, started.toISOString()],
+      [runId, job.name, job.what.network, JSON.stringify(storableDoc(doc)), job.file, head, range.from, head === null ? null : range.to, started.toISOString()],
     );
     // Two statements whatever the plan's size: two round trips per window made a large job's enqueue slow.
     await insertWindows(

@@ -102,7 +102,7 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
     pager: run.pager,
     stagingDir: deps.scratch,
     index,
-    strict: run.job.strict,
+    strict: run.job.lake.strict,
     log,
   });
   const written: string[] = [];

@@ -73,6 +73,8 @@ export interface WorkerOptions extends DistributedOptions {
   beforeCommit?: () => Promise<void>;
   /** Rows after which a joined window stops and the rest is queued as a window of its own (default WINDOW_ROWS); tests make it small. */
   windowRows?: number;
+  /** This machine's environment: the base URLs and API key a stored job leaves out (the CLI passes its own; default the process's, read by parseJob). */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface WorkerReport {
@@ -182,7 +184,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
       let ctx = runs.get(runId);
       if (!ctx) {
         ctx = openRun(leases, runId, opts, (job) =>
-          job.dailyRequestQuota === undefined ? undefined : new SharedQuota(quotaClient, account, job.dailyRequestQuota, now),
+          job.source.dailyRequestQuota === undefined ? undefined : new SharedQuota(quotaClient, account, job.source.dailyRequestQuota, now),
         );
         ctx.then((c) => opened.push(c)).catch(() => undefined);
         runs.set(runId, ctx);
@@ -592,9 +594,9 @@ async function openRun(
 ): Promise<OpenRun> {
   const row = (await client.query(`SELECT job_doc, job_file, ingested_at FROM ${CONTROL_SCHEMA}.runs WHERE run_id = $1`, [runId])).rows[0];
   if (!row) throw new Error(`run ${runId} is not in the control plane`);
-  const job = parseJob(row.job_doc, String(row.job_file), process.env);
+  const job = parseJob(row.job_doc, String(row.job_file), opts.env);
   const quota = quotaOf(job);
-  const source = await openSource(job, { simulator: opts.simulator, transport: opts.transport, quota });
+  const source = await openSource(job.source, { simulator: opts.simulator, transport: opts.transport, quota });
   const ingestedAt = String(row.ingested_at);
   const transformers = new Map<string, RowTransformer>();
   return {
@@ -602,11 +604,11 @@ async function openRun(
     job,
     ingestedAt,
     clients: source.clients,
-    pager: pagerOptionsOf(job, job.range.fixedChunks ? undefined : (opts.windowRows ?? WINDOW_ROWS)),
+    pager: pagerOptionsOf(job.source, job.what.range.fixedChunks ? undefined : (opts.windowRows ?? WINDOW_ROWS)),
     transformers,
     transformerFor(name: string) {
       let t = transformers.get(name);
-      if (!t) transformers.set(name, (t = new RowTransformer(getDataset(name), { network: job.network, snapshotDate: ingestedAt.slice(0, 10) })));
+      if (!t) transformers.set(name, (t = new RowTransformer(getDataset(name), { network: job.what.network, snapshotDate: ingestedAt.slice(0, 10) })));
       return t;
     },
     quota,

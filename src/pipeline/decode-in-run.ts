@@ -11,7 +11,7 @@ import { Accounting } from '../extract/accounting.js';
 import type { ExplorerClient } from '../extract/explorer.js';
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
-import type { Job } from './job.js';
+import type { JobWhat } from './job.js';
 import type { Logger } from './log.js';
 import type { RunReport } from './report.js';
 import type { DecodedDataset } from '../decode/datasets.js';
@@ -46,7 +46,7 @@ export class RunDecoder {
   };
 
   constructor(
-    private readonly job: Job,
+    private readonly what: JobWhat,
     private readonly ctx: InRunContext,
   ) {}
 
@@ -58,7 +58,7 @@ export class RunDecoder {
   }
 
   private resolve(): Promise<DecodedDataset[]> {
-    return resolveDatasets(this.job.decode!, { engine: this.ctx.engine, paths: this.ctx.paths, network: this.job.network, fetchAbi: this.fetchAbi() });
+    return resolveDatasets(this.what.decode!, { engine: this.ctx.engine, paths: this.ctx.paths, network: this.what.network, fetchAbi: this.fetchAbi() });
   }
 
   /**
@@ -67,8 +67,8 @@ export class RunDecoder {
    * commits (the run then decodes after its last commit).
    */
   async start(): Promise<void> {
-    const fromLake = this.job.decode!.contracts.some((c) => !c.signatures && !c.abiFile);
-    if (fromLake && this.job.datasets.some((d) => d.name === 'contracts')) {
+    const fromLake = this.what.decode!.contracts.some((c) => !c.signatures && !c.abiFile);
+    if (fromLake && this.what.datasets.some((d) => d.name === 'contracts')) {
       this.failure = new Error('the ABIs come from this run');
       return;
     }
@@ -87,7 +87,7 @@ export class RunDecoder {
   forCommit(workDir: string): CommitDecoding | undefined {
     if (this.failure || !this.datasets) return undefined;
     const { engine, paths, runId, ingestedAt } = this.ctx;
-    return new CommitDecoding({ engine, paths, network: this.job.network, datasets: this.datasets, runId, ingestedAt, workDir });
+    return new CommitDecoding({ engine, paths, network: this.what.network, datasets: this.datasets, runId, ingestedAt, workDir });
   }
 
   /** After a commit that carried `decoding`: what it landed counts, and a failure sends the run to decoding after its last commit. */
@@ -140,7 +140,7 @@ export class RunDecoder {
       const beside = !this.failure && this.datasets !== undefined;
       const r = beside
         ? this.inCommits()
-        : await decodeLake({ ...ctx, network: this.job.network, datasets: this.datasets ?? (await this.resolve()), onlyRunId: ctx.runId });
+        : await decodeLake({ ...ctx, network: this.what.network, datasets: this.datasets ?? (await this.resolve()), onlyRunId: ctx.runId });
       ctx.log.log(
         'info',
         'decode.done',

@@ -103,41 +103,83 @@ export interface JobRange {
  */
 export const DEFAULT_WINDOW_BLOCKS = 100_000;
 
-/** A validated job: what to fetch, from where, into which lake, how politely. */
-export interface Job {
-  name: string;
-  file: string;
-  network: Network;
-  target: SimulatorTarget | ApiTarget;
+/**
+ * What a job fetches: the planner's concern (plan.ts, prepare.ts, enqueue's planning) and the decoder's. Which
+ * network, which datasets with their scopes, which blocks, and which decoded datasets to write from the logs.
+ */
+export interface JobWhat {
+  readonly network: Network;
+  readonly datasets: readonly DatasetJob[];
+  readonly range: JobRange;
+  /** Decoded-event datasets written in the same run, from the logs it exported (src/decode). */
+  readonly decode?: DecodeSpec;
+}
+
+/**
+ * Where a job reads from and how politely: the source setup's concern (source.ts: the target, its clients, the
+ * transport), the pager's (page size, result window, prefetch) and the request quota's.
+ */
+export interface JobSource {
+  /** The network whose explorer it reads (the same value as `what.network`). */
+  readonly network: Network;
+  readonly target: SimulatorTarget | ApiTarget;
   /** Never logged, printed or stored. */
-  apiKey?: string;
-  lake: string;
-  range: JobRange;
-  /** When a run commits what it has fetched so far (a killed run keeps what it committed). */
-  commit: { everyRows: number; everySeconds: number };
-  concurrency: number;
-  rps?: number;
-  strict: boolean;
-  /** Cron expression (UTC) for `chainlake schedule`. */
-  schedule?: string;
-  /** The API plan's requests per day, if it has one: `chainlake plan` shows a run's share of it. */
-  dailyRequestQuota?: number;
-  /** Requests the rate limiter may send at once above `rps` (default: a tenth of rps). */
-  burst?: number;
-  /** Retry policy of every call (defaults in docs/extract.md). */
-  retry: Partial<RetryPolicy>;
-  /** Connect, header, body and whole-attempt timeouts of every call. */
-  timeouts: Partial<Timeouts>;
-  pageSize: number;
-  resultWindow: number;
-  datasets: DatasetJob[];
+  readonly apiKey?: string;
   /**
    * Paths that replace an endpoint's default, by endpoint id (`chainlake describe --endpoints`): a deployment
    * may serve an endpoint elsewhere (the real finance service names its coin in the stable chart's path).
    */
-  paths?: Record<string, string>;
-  /** Decoded-event datasets written in the same run, from the logs it exported (src/decode). */
-  decode?: DecodeSpec;
+  readonly paths: Readonly<Record<string, string>>;
+  readonly concurrency: number;
+  readonly rps?: number;
+  /** Requests the rate limiter may send at once above `rps` (default: a tenth of rps). */
+  readonly burst?: number;
+  /** Retry policy of every call (defaults in docs/extract.md). */
+  readonly retry: Partial<RetryPolicy>;
+  /** Connect, header, body and whole-attempt timeouts of every call. */
+  readonly timeouts: Partial<Timeouts>;
+  readonly pageSize: number;
+  readonly resultWindow: number;
+  /** The API plan's requests per day, if it has one: `chainlake plan` shows a run's share of it. */
+  readonly dailyRequestQuota?: number;
+}
+
+/** Into which lake a job writes, and how: the committer's concern (when it commits; whether a reject fails the run). */
+export interface JobLake {
+  /** The lake folder: the job's `lake`, or what `--lake` / $CHAINLAKE_LAKE chose at resolution. */
+  readonly dir: string;
+  /** When a run commits what it has fetched so far (a killed run keeps what it committed). */
+  readonly commit: { readonly everyRows: number; readonly everySeconds: number };
+  readonly strict: boolean;
+}
+
+/**
+ * A job resolved once (parseJob), deeply frozen, by concern: `what` to fetch, its `source`, the `lake` it
+ * writes, and its `schedule`. A stage takes only the concern(s) it uses; flags are applied at resolution
+ * (JobOverrides), never by editing a resolved job.
+ */
+export interface Job {
+  readonly name: string;
+  readonly file: string;
+  readonly what: JobWhat;
+  readonly source: JobSource;
+  readonly lake: JobLake;
+  /** Cron expression (UTC) for `chainlake schedule`. */
+  readonly schedule?: string;
+}
+
+/**
+ * What the command line says over a job's values (`--lake`, `--concurrency`, `--rps`, `--strict`,
+ * `--window-blocks`, `--finality-depth`), applied once when the job is resolved. The CLI checks each flag's
+ * bounds first (a usage error names the flag).
+ */
+export interface JobOverrides {
+  lake?: string;
+  concurrency?: number;
+  rps?: number;
+  strict?: boolean;
+  windowBlocks?: number;
+  finalityDepth?: number;
 }
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
@@ -540,7 +582,7 @@ function schemaKeys(at: readonly string[]): string[] {
   return Object.keys(props);
 }
 
-/** The parsed job is read-only all the way down: a run derives changed copies (effectiveJob), never edits it. */
+/** The resolved job is read-only all the way down: a run derives changed copies (effectiveJob), never edits it. */
 function deepFreeze<T>(v: T): T {
   if (v !== null && typeof v === 'object' && !Object.isFrozen(v)) {
     Object.freeze(v);
@@ -564,8 +606,12 @@ export function nameOfFile(file: string): string {
   return base === '' ? JOB_DEFAULTS.name : base;
 }
 
-export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = process.env): Job {
-  return deepFreeze(readJob(doc, file, env));
+/**
+ * The job a document holds, resolved once and frozen all the way down. `env` supplies the API key and any base
+ * URL the document leaves out; `overrides`, the command line's values over the document's.
+ */
+export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = process.env, overrides: JobOverrides = {}): Job {
+  return deepFreeze(readJob(doc, file, env, overrides));
 }
 
 /**
@@ -573,42 +619,52 @@ export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = pr
  * keys, who the job is, where it reads from, where it writes, which blocks, when it commits, what it fetches, that
  * the sources cover what it fetches, then how (the scalar options of job-options.ts).
  */
-function readJob(doc: unknown, file: string, env: NodeJS.ProcessEnv): Job {
+function readJob(doc: unknown, file: string, env: NodeJS.ProcessEnv, overrides: JobOverrides): Job {
   const r: Reader = new Reader(file);
   if (!isObj(doc)) r.fail('', 'a job file must hold a JSON object');
   r.keys(doc, '', schemaKeys([]));
   const { name, network } = readIdentity(r, doc, file);
   const target = readTarget(r, doc, network, env);
-  const lake = readLake(r, doc);
-  const range = readRange(r, doc, target.kind, network);
+  const dir = readLake(r, doc);
+  const range = withRangeOverrides(readRange(r, doc, target.kind, network), overrides);
   const commit = readCommit(r, doc);
   const datasets = readDatasets(r, doc);
   checkFinanceSource(r, target, datasets);
   const apiKey = doc.apiKey !== undefined ? r.str(doc.apiKey, 'apiKey') : env.CHAINLAKE_API_KEY || undefined;
   const paths = pathOverrides(r, doc.paths);
   checkExplorerSource(r, target, datasets, network);
-  return {
-    name,
-    file,
+  const decode = doc.decode === undefined ? undefined : parseDecodeSpec(doc.decode, 'decode', (w, m) => r.fail(w, m), path.dirname(file));
+  const source: JobSource = {
     network,
     target,
     apiKey,
-    lake,
-    range,
-    commit,
-    concurrency: intOption(r, doc.concurrency, 'concurrency', TOP_OPTIONS.concurrency)!,
-    rps: intOption(r, doc.rps, 'rps', TOP_OPTIONS.rps),
-    strict: doc.strict === undefined ? TOP_OPTIONS.strict.default : r.bool(doc.strict, 'strict'),
-    pageSize: intOption(r, doc.pageSize, 'pageSize', TOP_OPTIONS.pageSize)!,
-    resultWindow: intOption(r, doc.resultWindow, 'resultWindow', TOP_OPTIONS.resultWindow)!,
-    schedule: doc.schedule === undefined ? undefined : cronOf(r, doc.schedule),
-    dailyRequestQuota: intOption(r, doc.dailyRequestQuota, 'dailyRequestQuota', TOP_OPTIONS.dailyRequestQuota),
+    paths,
+    concurrency: overrides.concurrency ?? intOption(r, doc.concurrency, 'concurrency', TOP_OPTIONS.concurrency)!,
+    rps: overrides.rps ?? intOption(r, doc.rps, 'rps', TOP_OPTIONS.rps),
     burst: intOption(r, doc.burst, 'burst', TOP_OPTIONS.burst),
     retry: optionObject(r, doc.retry, 'retry', RETRY_OPTIONS),
     timeouts: optionObject(r, doc.timeouts, 'timeouts', TIMEOUT_OPTIONS),
-    datasets,
-    paths,
-    decode: doc.decode === undefined ? undefined : parseDecodeSpec(doc.decode, 'decode', (w, m) => r.fail(w, m), path.dirname(file)),
+    pageSize: intOption(r, doc.pageSize, 'pageSize', TOP_OPTIONS.pageSize)!,
+    resultWindow: intOption(r, doc.resultWindow, 'resultWindow', TOP_OPTIONS.resultWindow)!,
+    dailyRequestQuota: intOption(r, doc.dailyRequestQuota, 'dailyRequestQuota', TOP_OPTIONS.dailyRequestQuota),
+  };
+  const strict = doc.strict === undefined ? TOP_OPTIONS.strict.default : r.bool(doc.strict, 'strict');
+  return {
+    name,
+    file,
+    what: { network, datasets, range, ...(decode === undefined ? {} : { decode }) },
+    source,
+    lake: { dir: overrides.lake ?? dir, commit, strict: overrides.strict ?? strict },
+    schedule: doc.schedule === undefined ? undefined : cronOf(r, doc.schedule),
+  };
+}
+
+/** The range with the command line's `--window-blocks` (fixed chunks, as the job's own) and `--finality-depth`. */
+function withRangeOverrides(range: JobRange, o: JobOverrides): JobRange {
+  return {
+    ...range,
+    ...(o.finalityDepth === undefined ? {} : { finalityDepth: o.finalityDepth }),
+    ...(o.windowBlocks === undefined ? {} : { windowBlocks: o.windowBlocks, fixedChunks: true }),
   };
 }
 
@@ -622,7 +678,7 @@ function readIdentity(r: Reader, doc: Obj, file: string): { name: string; networ
 }
 
 /** Where the job reads from: the embedded simulator, or the APIs' base URLs (the job's, else the environment's). */
-function readTarget(r: Reader, doc: Obj, network: Network, env: NodeJS.ProcessEnv): Job['target'] {
+function readTarget(r: Reader, doc: Obj, network: Network, env: NodeJS.ProcessEnv): JobSource['target'] {
   const targetKind = doc.target ?? JOB_DEFAULTS.target;
   if (targetKind === 'simulator') {
     const sim = doc.simulator === undefined ? {} : doc.simulator;
@@ -666,7 +722,7 @@ function readLake(r: Reader, doc: Obj): string {
 }
 
 /** Which blocks the block-ranged datasets cover, and how they are cut into windows. */
-function readRange(r: Reader, doc: Obj, target: Job['target']['kind'], network: Network): JobRange {
+function readRange(r: Reader, doc: Obj, target: JobSource['target']['kind'], network: Network): JobRange {
   const rangeDoc = doc.range ?? {};
   if (!isObj(rangeDoc)) r.fail('range', 'must be an object like {"fromBlock": 0, "toBlock": "head"} or {"incremental": true, "fromBlock": 0}');
   r.keys(rangeDoc, 'range', schemaKeys(['range']));
@@ -693,7 +749,7 @@ function readRange(r: Reader, doc: Obj, target: Job['target']['kind'], network: 
 }
 
 /** When a run commits what it has fetched. */
-function readCommit(r: Reader, doc: Obj): Job['commit'] {
+function readCommit(r: Reader, doc: Obj): JobLake['commit'] {
   const commitDoc = doc.commit ?? {};
   if (!isObj(commitDoc)) r.fail('commit', 'must be an object like {"everyRows": 500000, "everySeconds": 60}');
   r.keys(commitDoc, 'commit', schemaKeys(['commit']));
@@ -720,7 +776,7 @@ const readsApi = (datasets: readonly DatasetJob[], api: 'explorer' | 'finance'):
   datasets.find((d) => DATASETS[d.name]!.endpoints.some((e) => d.endpoints.includes(e.id) && e.api === api));
 
 /** A job of the real APIs that fetches a finance dataset names the finance API. */
-function checkFinanceSource(r: Reader, target: Job['target'], datasets: readonly DatasetJob[]): void {
+function checkFinanceSource(r: Reader, target: JobSource['target'], datasets: readonly DatasetJob[]): void {
   if (target.kind !== 'api' || target.finance) return;
   const financeDs = readsApi(datasets, 'finance');
   if (financeDs)
@@ -728,7 +784,7 @@ function checkFinanceSource(r: Reader, target: Job['target'], datasets: readonly
 }
 
 /** A job of the real APIs that fetches an explorer dataset names its network's explorer. */
-function checkExplorerSource(r: Reader, target: Job['target'], datasets: readonly DatasetJob[], network: Network): void {
+function checkExplorerSource(r: Reader, target: JobSource['target'], datasets: readonly DatasetJob[], network: Network): void {
   if (target.kind === 'api' && !target.explorer && readsApi(datasets, 'explorer'))
     r.fail(`endpoints.${network}`, `no ${network} base URL: set it in the job or in ${ENDPOINT_ENV[network]}`);
 }
@@ -767,12 +823,19 @@ function pathOverrides(r: Reader, v: unknown): Record<string, string> {
   return out;
 }
 
-export async function loadJobFile(file: string, env: NodeJS.ProcessEnv = process.env): Promise<Job> {
-  return (await loadJobDocument(file, env)).job;
+export async function loadJobFile(file: string, env: NodeJS.ProcessEnv = process.env, overrides?: JobOverrides): Promise<Job> {
+  return (await loadJobDocument(file, env, overrides)).job;
 }
 
-/** The job and the document it was parsed from (the distributed mode stores the document for its workers). */
-export async function loadJobDocument(file: string, env: NodeJS.ProcessEnv = process.env): Promise<{ job: Job; doc: unknown }> {
+/**
+ * The job and the document it was parsed from (the distributed mode stores the document for its workers).
+ * `overrides` may depend on the document (the lake rule asks whether the file names its lake).
+ */
+export async function loadJobDocument(
+  file: string,
+  env: NodeJS.ProcessEnv = process.env,
+  overrides: JobOverrides | ((doc: unknown) => JobOverrides) = {},
+): Promise<{ job: Job; doc: unknown }> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
@@ -785,5 +848,5 @@ export async function loadJobDocument(file: string, env: NodeJS.ProcessEnv = pro
   } catch (e) {
     throw new JobError(file, '', `not valid JSON ${jsonErrorPlace(text, (e as Error).message)}`);
   }
-  return { job: parseJob(doc, file, env), doc };
+  return { job: parseJob(doc, file, env, typeof overrides === 'function' ? overrides(doc) : overrides), doc };
 }

@@ -2,7 +2,7 @@ import type { DatasetDef, EndpointDef, Network } from '../datasets/dataset.js';
 import { getDataset } from '../datasets/registry.js';
 import type { Query } from '../extract/explorer.js';
 import type { BlockRange } from '../extract/pager.js';
-import type { Job } from './job.js';
+import type { JobRange, JobSource, JobWhat } from './job.js';
 
 /**
  * Rows after which a run cuts a joined block range into the next window (see joinWindows in prepare.ts):
@@ -23,14 +23,15 @@ export const WINDOW_ROWS = 200_000;
 export function requestsForRows(
   rows: number,
   w: { paged: boolean; ranged: boolean },
-  job: Pick<Job, 'pageSize' | 'resultWindow'> & { range: Pick<Job['range'], 'fixedChunks'> },
+  source: Pick<JobSource, 'pageSize' | 'resultWindow'>,
+  range: Pick<JobRange, 'fixedChunks'>,
   windowRows = WINDOW_ROWS,
 ): number {
   if (!w.paged) return 1;
-  const pages = Math.max(1, Math.ceil(rows / job.pageSize));
-  if (rows <= job.resultWindow || !w.ranged) return pages;
-  if (!job.range.fixedChunks) return pages + Math.ceil(rows / windowRows);
-  return 1 + pages + Math.ceil(rows / (job.resultWindow * 0.9));
+  const pages = Math.max(1, Math.ceil(rows / source.pageSize));
+  if (rows <= source.resultWindow || !w.ranged) return pages;
+  if (!range.fixedChunks) return pages + Math.ceil(rows / windowRows);
+  return 1 + pages + Math.ceil(rows / (source.resultWindow * 0.9));
 }
 
 /** One unit of fetching, commit, resume and reporting: a dataset, an endpoint, a scope, a block range. */
@@ -71,8 +72,8 @@ export const windowIdOf = (dataset: string, network: string, scopeKey: string, r
   `${dataset}/${network}/${scopeKey}/${range ? `${range.from}-${range.to}` : 'snapshot'}`;
 
 /** The closed block range a job covers once the head is pinned. */
-export function jobRange(job: Job, head: number): BlockRange {
-  return { from: job.range.fromBlock, to: job.range.toBlock === 'head' ? head : Math.min(job.range.toBlock, head) };
+export function jobRange(what: JobWhat, head: number): BlockRange {
+  return { from: what.range.fromBlock, to: what.range.toBlock === 'head' ? head : Math.min(what.range.toBlock, head) };
 }
 
 /**
@@ -109,20 +110,20 @@ export function blockChunks(range: BlockRange, windowBlocks: number): BlockRange
  * in the first pass (beside the first chunk): they are taken as of the run, so early, close to the pinned
  * head; and a job whose range fits in one chunk plans exactly the windows, in the order, it did before chunks.
  */
-export function planWindows(job: Job, head: number): Window[] {
-  return [...windowsOf(job, head)];
+export function planWindows(what: JobWhat, head: number): Window[] {
+  return [...windowsOf(what, head)];
 }
 
 /**
  * The windows of `planWindows`, one at a time: a run narrows them as they come, so a long chain times many
  * scopes (say 200 chunks × 5,000 addresses) is never held whole when most chunks are already in the lake.
  */
-export function* windowsOf(job: Job, head: number): Generator<Window> {
-  const range = jobRange(job, head);
-  const chunks = range.to < range.from ? [] : blockChunks(range, job.range.windowBlocks);
+export function* windowsOf(what: JobWhat, head: number): Generator<Window> {
+  const range = jobRange(what, head);
+  const chunks = range.to < range.from ? [] : blockChunks(range, what.range.windowBlocks);
   // One slot per (dataset, endpoint, scope) in job order; a ranged slot is repeated once per chunk.
   const slots: { def: DatasetDef; endpoint: EndpointDef; scope: Record<string, string>; scopeKey: string; ranged: boolean; query: Query }[] = [];
-  for (const ds of job.datasets) {
+  for (const ds of what.datasets) {
     const def = getDataset(ds.name);
     for (const id of ds.endpoints) {
       const endpoint = def.endpoints.find((e) => e.id === id);
@@ -133,10 +134,10 @@ export function* windowsOf(job: Job, head: number): Generator<Window> {
     }
   }
   const windowOf = (s: (typeof slots)[number], r: BlockRange | undefined): Window => ({
-    id: windowIdOf(s.def.name, job.network, s.scopeKey, r),
+    id: windowIdOf(s.def.name, what.network, s.scopeKey, r),
     def: s.def,
     endpoint: s.endpoint,
-    network: job.network,
+    network: what.network,
     scope: s.scope,
     scopeKey: s.scopeKey,
     range: r,

@@ -8,7 +8,7 @@ import { getDataset } from '../datasets/registry.js';
 import { findHead, type FoundHead } from '../extract/head.js';
 import { rethrowUnreachable } from '../extract/errors.js';
 import type { Clients } from './execute.js';
-import type { Job } from './job.js';
+import type { Job, JobSource, JobWhat } from './job.js';
 import type { Logger } from './log.js';
 import { ChainlakeError } from '../errors.js';
 import { jobRange, windowIdOf, windowsOf, type Window } from './plan.js';
@@ -17,18 +17,20 @@ import { jobRange, windowIdOf, windowsOf, type Window } from './plan.js';
  * Whether a run of the job needs the chain head: only block-ranged endpoints do (their windows end at it).
  * Snapshots, point lookups (blocks by number included) and finance datasets need none, nor an explorer URL.
  */
-export function needsHead(job: Job): boolean {
-  return job.datasets.some((d) => getDataset(d.name).endpoints.some((e) => d.endpoints.includes(e.id) && e.blockRange !== undefined));
+export function needsHead(what: JobWhat): boolean {
+  return what.datasets.some((d) => getDataset(d.name).endpoints.some((e) => d.endpoints.includes(e.id) && e.blockRange !== undefined));
 }
 
-/** The job with this run's range override applied. */
+/** The job with this run's range override applied: a frozen copy (the resolved job is never edited). */
 export function effectiveJob(job: Job, o: { fromBlock?: number; toBlock?: number; head?: number } | undefined): Job {
-  if (o?.head !== undefined) job = { ...job, range: { ...job.range, head: o.head } };
+  const withRange = (range: Partial<Job['what']['range']>): Job =>
+    Object.freeze({ ...job, what: Object.freeze({ ...job.what, range: Object.freeze({ ...job.what.range, ...range }) }) });
+  if (o?.head !== undefined) job = withRange({ head: o.head });
   if (!o || (o.fromBlock === undefined && o.toBlock === undefined)) return job;
-  const fromBlock = o.fromBlock ?? job.range.fromBlock;
-  const toBlock = o.toBlock ?? job.range.toBlock;
+  const fromBlock = o.fromBlock ?? job.what.range.fromBlock;
+  const toBlock = o.toBlock ?? job.what.range.toBlock;
   if (toBlock !== 'head' && toBlock < fromBlock) throw new RangeError(`--to-block ${toBlock} is below --from-block ${fromBlock}`);
-  return { ...job, range: { ...job.range, fromBlock, toBlock, incremental: false } };
+  return withRange({ fromBlock, toBlock, incremental: false });
 }
 
 /**
@@ -72,24 +74,24 @@ export function covers(ranges: readonly BlockRange[], r: BlockRange): boolean {
  * watermark may have moved while the killed run committed, narrowing a chunk differently now, or the chunk
  * size changed).
  */
-export function narrowWindows(job: Job, head: number, state: LakeState, resuming: boolean, fullRefresh: boolean): { todo: Window[]; skipped: number } {
-  const incremental = job.range.incremental && !fullRefresh;
+export function narrowWindows(what: JobWhat, head: number, state: LakeState, resuming: boolean, fullRefresh: boolean): { todo: Window[]; skipped: number } {
+  const incremental = what.range.incremental && !fullRefresh;
   // The last block of every block-ranged window family: a watermark there means the scope is done.
-  const end = jobRange(job, head).to;
+  const end = jobRange(what, head).to;
   const done = resuming ? committedRanges(state.resume!.committed) : new Map<string, BlockRange[]>();
   // Finality: blocks above `final` may still change; a scope with a watermark was committed before, perhaps
   // provisionally, so its windows replace what the lake holds of them (docs/lake.md, "Finality").
-  const final = job.range.finalityDepth > 0 ? head - job.range.finalityDepth : undefined;
+  const final = what.range.finalityDepth > 0 ? head - what.range.finalityDepth : undefined;
   const todo: Window[] = [];
   let skipped = 0;
-  for (const planned of windowsOf(job, head)) {
+  for (const planned of windowsOf(what, head)) {
     let range: BlockRange | undefined = planned.range;
     const key = watermarkKey(planned.def.name, planned.network, planned.scopeKey);
     const wm = state.watermarks.get(key);
     const w = range && final !== undefined ? { ...planned, final, replaces: wm !== undefined } : planned;
     if (range && incremental) {
       if (wm !== undefined) {
-        const from = Math.max(range.from, wm - job.range.safetyMarginBlocks + 1);
+        const from = Math.max(range.from, wm - what.range.safetyMarginBlocks + 1);
         if (wm >= end || from > range.to) {
           skipped++;
           continue;
@@ -198,31 +200,31 @@ export async function prepareRun(
   clients: Clients,
   acct: Accounting,
 ): Promise<Prepared> {
-  const state = await readLakeState(engine, paths, job.name, job.network);
+  const state = await readLakeState(engine, paths, job.name, job.what.network);
   const resume = !fullRefresh && !explicitRange ? state.resume : undefined;
   let head: number | null = null;
   let found: FoundHead | undefined;
   if (resume && resume.head !== null) head = resume.head;
-  else if (needsHead(job)) {
+  else if (needsHead(job.what)) {
     if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
     found = await findHead(clients.explorer, acct, {
-      given: job.range.head,
-      near: state.lastHead ?? job.range.headHint,
+      given: job.what.range.head,
+      near: state.lastHead ?? job.what.range.headHint,
       blockPath: clients.paths?.block,
     }).catch(rethrowUnreachable);
     head = found.head;
   }
   // Without a head no window is block-ranged, so the windows do not depend on it.
-  const at = head ?? job.range.fromBlock;
-  const { todo, skipped } = narrowWindows(job, at, state, resume !== undefined, fullRefresh);
+  const at = head ?? job.what.range.fromBlock;
+  const { todo, skipped } = narrowWindows(job.what, at, state, resume !== undefined, fullRefresh);
   const done = resume ? committedRanges(resume.committed) : new Map<string, BlockRange[]>();
   return {
     state,
     resume,
     head,
     found,
-    range: jobRange(job, at),
-    windows: job.range.fixedChunks ? todo : joinWindows(todo, done),
+    range: jobRange(job.what, at),
+    windows: job.what.range.fixedChunks ? todo : joinWindows(todo, done),
     skipped,
     committedRanges: done,
   };
@@ -257,8 +259,8 @@ export async function windowsToFetch(
   const prepared = await prepareRun(job, job !== req.baseJob || req.windows !== undefined, req.fullRefresh, engine, paths, clients, acct);
   const windows = req.windows ?? prepared.windows;
   const { head, range } = prepared;
-  if (head !== null && range.from > head && !job.range.incremental) {
-    const what = `blocks ${range.from}-${job.range.toBlock === 'head' ? 'head' : job.range.toBlock} start above the chain head (block ${head}, pinned now)`;
+  if (head !== null && range.from > head && !job.what.range.incremental) {
+    const what = `blocks ${range.from}-${job.what.range.toBlock === 'head' ? 'head' : job.what.range.toBlock} start above the chain head (block ${head}, pinned now)`;
     if (windows.length === 0)
       throw new ChainlakeError(`${what}: nothing to fetch`, {
         code: 'CHAINLAKE_USAGE',
@@ -273,13 +275,13 @@ export async function windowsToFetch(
  * How a run (or a stream) pages the job's windows. `cutAtRows`: windows of at most that many rows, each
  * continued by the next (see joinWindows); undefined keeps each window whole.
  */
-export function pagerOptionsOf(job: Job, cutAtRows?: number): PagerOptions {
+export function pagerOptionsOf(source: JobSource, cutAtRows?: number): PagerOptions {
   return {
-    pageSize: job.pageSize,
-    resultWindow: job.resultWindow,
-    prefetch: job.concurrency,
+    pageSize: source.pageSize,
+    resultWindow: source.resultWindow,
+    prefetch: source.concurrency,
     maxDriftRetries: 3,
-    budget: new PageBudget(job.concurrency * 2),
+    budget: new PageBudget(source.concurrency * 2),
     // A cap the server states once holds for every window of the run.
     learnedCap: new LearnedCap(),
     ...(cutAtRows === undefined ? {} : { cutAtRows }),

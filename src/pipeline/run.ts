@@ -81,7 +81,7 @@ export async function runJob(job: Job, opts: RunOptions = {}): Promise<RunReport
   const now = opts.now ?? (() => new Date());
   const started = now();
   const runId = newRunId(started);
-  const paths = new LakePaths(job.lake);
+  const paths = new LakePaths(job.lake.dir);
   const log = opts.logger ?? silentLogger;
   const lock = await acquireLock(paths, runId, opts.waitForLock ?? false, log);
   try {
@@ -134,15 +134,15 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   let recorded: Record<string, unknown> | undefined;
   let failure: unknown;
   // The daily quota: what earlier runs spent today (per account) is read first; the head pin counts too.
-  const account = quotaAccount(job.target);
+  const account = quotaAccount(job.source.target);
   let quota: RequestQuota | undefined;
   const usage = (): RequestUsage | undefined => (quota ? { account, days: Object.fromEntries(quota.sent) } : undefined);
   try {
-    if (job.dailyRequestQuota !== undefined) {
-      quota = new RequestQuota(job.dailyRequestQuota, await readRequestUsage(engine, paths, account), now, ledgerWriter(staging, account));
+    if (job.source.dailyRequestQuota !== undefined) {
+      quota = new RequestQuota(job.source.dailyRequestQuota, await readRequestUsage(engine, paths, account), now, ledgerWriter(staging, account));
       if (quota.remainingToday() === 0) throw new QuotaReachedError(quota.limit);
     }
-    source = await openSource(job, {
+    source = await openSource(job.source, {
       simulator: opts.simulator,
       transport: opts.transport,
       transportInstance: opts.transportInstance,
@@ -174,11 +174,13 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       if (!t)
         transformers.set(
           def.name,
-          (t = new RowTransformer(def, { network: job.network, snapshotDate: ingestedAt.slice(0, 10), stageReceived: opts.stageReceived })),
+          (t = new RowTransformer(def, { network: job.what.network, snapshotDate: ingestedAt.slice(0, 10), stageReceived: opts.stageReceived })),
         );
       return t;
     };
-    const decoder = job.decode ? new RunDecoder(job, { engine, paths, runId, ingestedAt, stagingDir: staging, log, explorer: clients.explorer }) : undefined;
+    const decoder = job.what.decode
+      ? new RunDecoder(job.what, { engine, paths, runId, ingestedAt, stagingDir: staging, log, explorer: clients.explorer })
+      : undefined;
     await decoder?.start();
     const committer = new BatchCommitter(
       {
@@ -187,16 +189,16 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
         runId,
         ingestedAt,
         stagingDir: staging,
-        network: job.network,
+        network: job.what.network,
         watermarks: state.watermarks,
-        rangeStart: job.range.fromBlock,
+        rangeStart: job.what.range.fromBlock,
         committedRanges,
         log,
         now: () => now().getTime(),
         mergeSliceRows: opts.mergeSliceRows,
         decoder,
       },
-      job.commit,
+      job.lake.commit,
       (o) => windowRecord(runId, o),
       () => ({ job: job.name, startedAt: ingestedAt, finishedAt: null, status: 'running', report: { ...startRecord, requestUsage: usage() } }),
     );
@@ -263,12 +265,20 @@ async function recordStart(job: Job, ctx: RunContext, prepared: Prepared): Promi
   const { runId, paths, log } = ctx;
   const { resume, head, found, range, skipped, windows } = prepared;
   const ingestedAt = ctx.started.toISOString();
-  const startRecord = { runId, job: job.name, network: job.network, head, range, incremental: job.range.incremental, resumeOf: resume?.runId ?? null };
+  const startRecord = {
+    runId,
+    job: job.name,
+    network: job.what.network,
+    head,
+    range,
+    incremental: job.what.range.incremental,
+    resumeOf: resume?.runId ?? null,
+  };
   await Catalog.hold(paths, (c) => c.transaction(() => c.recordRun(runId, job.name, ingestedAt, null, 'running', startRecord)));
   log.log(
     'info',
     'run.start',
-    `run ${runId}: ${job.name} on ${job.network}, ${head === null ? 'no head needed (no block-ranged dataset)' : `head ${resume ? `${head} (resuming run ${resume.runId})` : `pinned at block ${head}${headHow(found)}`}, blocks ${range.from}-${range.to}`}: ${windows.length} windows to fetch${skipped ? `, ${skipped} already in the lake` : ''}`,
+    `run ${runId}: ${job.name} on ${job.what.network}, ${head === null ? 'no head needed (no block-ranged dataset)' : `head ${resume ? `${head} (resuming run ${resume.runId})` : `pinned at block ${head}${headHow(found)}`}, blocks ${range.from}-${range.to}`}: ${windows.length} windows to fetch${skipped ? `, ${skipped} already in the lake` : ''}`,
     {
       ...startRecord,
       windows: windows.length,
@@ -310,9 +320,9 @@ interface Fetched {
  */
 async function fetchWindows(windows: readonly Window[], step: FetchStep): Promise<Fetched> {
   const { job, clients, staging, live, log, transformerFor, quota, signal } = step;
-  const pager = pagerOptionsOf(job, job.range.fixedChunks ? undefined : (step.windowRows ?? WINDOW_ROWS));
+  const pager = pagerOptionsOf(job.source, job.what.range.fixedChunks ? undefined : (step.windowRows ?? WINDOW_ROWS));
   const outcomes: WindowOutcome[] = [];
-  const limitWindows = pLimit(job.concurrency);
+  const limitWindows = pLimit(job.source.concurrency);
   // Interrupted: the windows the signal cut short (their requests were sent and count; their pages are not
   // committed) and those it left unstarted. The next run fetches both.
   const cutShort: WindowOutcome[] = [];
@@ -348,7 +358,7 @@ async function fetchWindows(windows: readonly Window[], step: FetchStep): Promis
             pager,
             stagingDir: staging,
             index,
-            strict: job.strict,
+            strict: job.lake.strict,
             log: windowLog,
             acct,
             progress,
@@ -452,7 +462,7 @@ function buildReport(
   runAcct: Accounting,
 ): RunReport {
   const per = new Map<string, DatasetReport>();
-  for (const ds of job.datasets) per.set(ds.name, emptyDatasetReport(ds.name));
+  for (const ds of job.what.datasets) per.set(ds.name, emptyDatasetReport(ds.name));
   for (const o of outcomes) {
     const r = per.get(o.window.def.name)!;
     r.windows++;
@@ -495,7 +505,7 @@ function buildReport(
   return {
     runId,
     job: job.name,
-    network: job.network,
+    network: job.what.network,
     status: failed.length === 0 ? 'complete' : failed.length === outcomes.length ? 'failed' : 'partial',
     startedAt: started.toISOString(),
     finishedAt: finished.toISOString(),

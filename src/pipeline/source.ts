@@ -10,7 +10,7 @@ import { FinanceClient } from '../extract/finance.js';
 import type { QuotaGate } from '../extract/quota.js';
 import { HttpTransport, type RetryEvent, type TransportOptions } from '../extract/transport.js';
 import type { Clients } from './execute.js';
-import type { Job } from './job.js';
+import type { JobSource } from './job.js';
 import type { Logger } from './log.js';
 
 /** An embedded simulator already running (tests), used instead of starting one for a job whose target is the simulator. */
@@ -54,19 +54,25 @@ export interface Source {
   close(): Promise<void>;
 }
 
-/** The HTTP settings a job asks for. */
-export function transportOptionsOf(job: Job): TransportOptions {
-  return { concurrency: job.concurrency, rps: job.rps, burst: job.burst, retry: job.retry, timeouts: job.timeouts };
+/** The HTTP settings a job's source asks for. */
+export function transportOptionsOf(source: JobSource): TransportOptions {
+  return { concurrency: source.concurrency, rps: source.rps, burst: source.burst, retry: source.retry, timeouts: source.timeouts };
 }
 
 /** The base URLs and key of the job's target; the embedded simulator is started here when the job names it. */
-async function resolveTargets(job: Job, simulator: RunningTargets | undefined): Promise<Targets> {
-  if (job.target.kind === 'api') {
-    return { explorer: job.target.explorer, explorerAlt: job.target.explorerAlt, finance: job.target.finance, apiKey: job.apiKey, close: async () => {} };
+async function resolveTargets(source: JobSource, simulator: RunningTargets | undefined): Promise<Targets> {
+  if (source.target.kind === 'api') {
+    return {
+      explorer: source.target.explorer,
+      explorerAlt: source.target.explorerAlt,
+      finance: source.target.finance,
+      apiKey: source.apiKey,
+      close: async () => {},
+    };
   }
   if (simulator) {
     return {
-      explorer: simulator.urls[job.network],
+      explorer: simulator.urls[source.network],
       explorerAlt: simulator.urls.testnetAlt,
       finance: simulator.urls.finance,
       apiKey: simulator.apiKey,
@@ -75,24 +81,24 @@ async function resolveTargets(job: Job, simulator: RunningTargets | undefined): 
   }
   const { startSimulator } = await import('../simulator/index.js');
   const sim = await startSimulator({
-    seed: job.target.seed,
-    scale: job.target.scale,
-    dialect: job.target.dialect,
-    chain: job.target.chain,
+    seed: source.target.seed,
+    scale: source.target.scale,
+    dialect: source.target.dialect,
+    chain: source.target.chain,
     host: '127.0.0.1',
     port: 0,
   });
-  return { explorer: sim.urls[job.network], explorerAlt: sim.urls.testnetAlt, finance: sim.urls.finance, apiKey: sim.apiKey, close: () => sim.close() };
+  return { explorer: sim.urls[source.network], explorerAlt: sim.urls.testnetAlt, finance: sim.urls.finance, apiKey: sim.apiKey, close: () => sim.close() };
 }
 
 /** The explorer client when an explorer base URL is known (it finds the head); the finance client likewise. */
-function buildClients(transport: HttpTransport, targets: Targets, job: Job): Clients {
+function buildClients(transport: HttpTransport, targets: Targets, source: JobSource): Clients {
   return {
     explorer: targets.explorer
-      ? new ExplorerClient(transport, { baseUrl: targets.explorer, altBaseUrl: targets.explorerAlt, apiKey: targets.apiKey, network: job.network })
+      ? new ExplorerClient(transport, { baseUrl: targets.explorer, altBaseUrl: targets.explorerAlt, apiKey: targets.apiKey, network: source.network })
       : undefined,
     finance: targets.finance ? new FinanceClient(transport, { baseUrl: targets.finance }) : undefined,
-    paths: job.paths,
+    paths: source.paths,
   };
 }
 
@@ -107,15 +113,15 @@ function retryLine(log: Logger): (e: RetryEvent) => void {
     );
 }
 
-/** Targets -> transport -> clients for `job`; `close()` releases all three (the simulator it started included). */
-export async function openSource(job: Job, opts: SourceOptions = {}): Promise<Source> {
-  const targets = await resolveTargets(job, opts.simulator);
+/** Targets -> transport -> clients for a job's `source`; `close()` releases all three (the simulator it started included). */
+export async function openSource(source: JobSource, opts: SourceOptions = {}): Promise<Source> {
+  const targets = await resolveTargets(source, opts.simulator);
   let transport: HttpTransport;
   try {
     transport =
       opts.transportInstance ??
       new HttpTransport({
-        ...transportOptionsOf(job),
+        ...transportOptionsOf(source),
         ...(opts.log ? { onRetry: retryLine(opts.log) } : {}),
         ...(opts.signal ? { signal: opts.signal } : {}),
         ...opts.transport,
@@ -125,7 +131,7 @@ export async function openSource(job: Job, opts: SourceOptions = {}): Promise<So
     throw e;
   }
   if (opts.quota) transport.quota = opts.quota;
-  const clients = buildClients(transport, targets, job);
+  const clients = buildClients(transport, targets, source);
   let closed: Promise<void> | undefined;
   return {
     targets,

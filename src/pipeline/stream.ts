@@ -52,36 +52,38 @@ export async function* streamJobBatches(job: Job, opts: StreamJobOptions = {}): 
   const runId = newRunId(started);
   const ingestedAt = started.toISOString();
   const dir = await makeScratch('stream');
-  const source = await openSource(job, { simulator: opts.simulator, transport: opts.transport });
+  const source = await openSource(job.source, { simulator: opts.simulator, transport: opts.transport });
   const engine = await openEngine({ tempDir: path.join(dir, 'duckdb-tmp'), threads: 1 });
   try {
     const { clients } = source;
     // The same head rule as a run: only block-ranged datasets need one (finance and point lookups do not).
-    let head = job.range.fromBlock;
-    if (needsHead(job)) {
+    let head = job.what.range.fromBlock;
+    if (needsHead(job.what)) {
       if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
       head = (
-        await findHead(clients.explorer, new Accounting(), { given: job.range.head, near: job.range.headHint, blockPath: clients.paths?.block }).catch(
-          rethrowUnreachable,
-        )
+        await findHead(clients.explorer, new Accounting(), {
+          given: job.what.range.head,
+          near: job.what.range.headHint,
+          blockPath: clients.paths?.block,
+        }).catch(rethrowUnreachable)
       ).head;
     }
-    const pager = pagerOptionsOf(job);
+    const pager = pagerOptionsOf(job.source);
     const transformers = new Map<string, RowTransformer>();
     let index = 0;
-    for (const w of planWindows(job, head)) {
+    for (const w of planWindows(job.what, head)) {
       let t = transformers.get(w.def.name);
-      if (!t) transformers.set(w.def.name, (t = new RowTransformer(w.def, { network: job.network, snapshotDate: ingestedAt.slice(0, 10) })));
-      const outcome = await executeWindow(w, { clients, transformer: t, pager, stagingDir: dir, index: index++, strict: job.strict, log });
+      if (!t) transformers.set(w.def.name, (t = new RowTransformer(w.def, { network: job.what.network, snapshotDate: ingestedAt.slice(0, 10) })));
+      const outcome = await executeWindow(w, { clients, transformer: t, pager, stagingDir: dir, index: index++, strict: job.lake.strict, log });
       try {
-        if (outcome.error) throw outcome.rejects > 0 && job.strict ? new StrictRejectsError(outcome.rejects) : new Error(`${w.id}: ${outcome.error}`);
+        if (outcome.error) throw outcome.rejects > 0 && job.lake.strict ? new StrictRejectsError(outcome.rejects) : new Error(`${w.id}: ${outcome.error}`);
         const staged = stagedOf(outcome);
         if (staged.stagedFiles.length + staged.pageFiles.length > 0) {
           const shape = datasetShape(w.def);
           const columns = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
           const order = [...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident).join(', ');
           // The partition columns after the dataset's, as the lake's table has them (load/write/lake-tables.ts).
-          const partition = [`${literal(job.network)} AS network`, `CAST(${ident(STAGED_PARTITION)} AS DATE) AS ${ident(shape.partition)}`];
+          const partition = [`${literal(job.what.network)} AS network`, `CAST(${ident(STAGED_PARTITION)} AS DATE) AS ${ident(shape.partition)}`];
           const sql =
             `SELECT ${columns}, ${partition.join(', ')} ` +
             `FROM (${stagedSelect(w.def, runId, ingestedAt, staged.stagedFiles, staged.pageFiles)}) ORDER BY ${order}`;

@@ -103,7 +103,7 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
       ['local-a', A],
       ['local-b', B],
     ] as const)
-      await runJob({ ...parseJob(jobDoc(name, address), name), lake: local });
+      await runJob(parseJob(jobDoc(name, address), name, process.env, { lake: local }));
   }, 300_000);
 
   afterAll(async () => {

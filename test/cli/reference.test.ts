@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { datasetsReference, jobReference } from '../../src/cli/reference.js';
-import { applyRunOverrides } from '../../src/cli/common.js';
+import { runOverrides } from '../../src/cli/common.js';
 import { COMMIT_OPTIONS, RANGE_OPTIONS, RETRY_OPTIONS, TIMEOUT_OPTIONS, TOP_OPTIONS, type JobOption } from '../../src/pipeline/job-options.js';
 import { jobSchema } from '../../src/pipeline/job-schema.js';
 import { parseJob } from '../../src/pipeline/job.js';
@@ -77,19 +77,18 @@ describe('bounds and defaults come from the one declaration', () => {
 
   it('a job without the keys gets the declared defaults', () => {
     const job = parseJob(base(), 'job.json');
-    expect(job.concurrency).toBe(TOP_OPTIONS.concurrency.default);
-    expect(job.pageSize).toBe(TOP_OPTIONS.pageSize.default);
-    expect(job.resultWindow).toBe(TOP_OPTIONS.resultWindow.default);
-    expect(job.strict).toBe(TOP_OPTIONS.strict.default);
-    expect(job.range.safetyMarginBlocks).toBe(RANGE_OPTIONS.safetyMarginBlocks.default);
-    expect(job.commit).toEqual({ everyRows: COMMIT_OPTIONS.everyRows.default, everySeconds: COMMIT_OPTIONS.everySeconds.default });
+    expect(job.source.concurrency).toBe(TOP_OPTIONS.concurrency.default);
+    expect(job.source.pageSize).toBe(TOP_OPTIONS.pageSize.default);
+    expect(job.source.resultWindow).toBe(TOP_OPTIONS.resultWindow.default);
+    expect(job.lake.strict).toBe(TOP_OPTIONS.strict.default);
+    expect(job.what.range.safetyMarginBlocks).toBe(RANGE_OPTIONS.safetyMarginBlocks.default);
+    expect(job.lake.commit).toEqual({ everyRows: COMMIT_OPTIONS.everyRows.default, everySeconds: COMMIT_OPTIONS.everySeconds.default });
   });
 
   it("a flag has its key's bounds", () => {
-    const job = parseJob(base(), 'job.json');
     const max = TOP_OPTIONS.concurrency.max!;
-    expect(applyRunOverrides(job, { concurrency: max } as never).concurrency).toBe(max);
-    expect(() => applyRunOverrides(job, { concurrency: max + 1 } as never)).toThrow(`--concurrency must be an integer from 1 to ${max}`);
-    expect(() => applyRunOverrides(job, { rps: TOP_OPTIONS.rps.max! + 1 } as never)).toThrow(`--rps must be an integer from 1 to ${TOP_OPTIONS.rps.max!}`);
+    expect(parseJob(base(), 'job.json', {}, runOverrides({ concurrency: max }, undefined)).source.concurrency).toBe(max);
+    expect(() => runOverrides({ concurrency: max + 1 }, undefined)).toThrow(`--concurrency must be an integer from 1 to ${max}`);
+    expect(() => runOverrides({ rps: TOP_OPTIONS.rps.max! + 1 }, undefined)).toThrow(`--rps must be an integer from 1 to ${TOP_OPTIONS.rps.max!}`);
   });
 });

@@ -290,6 +290,6 @@ describe('path overrides', () => {
       { target: 'simulator', paths: { contract_abi: '/v2/contracts/{contract}/abi', block: '/v1/block/{block}' }, datasets: { dashboard: {} } },
       'ok',
     );
-    expect(ok.paths).toEqual({ contract_abi: '/v2/contracts/{contract}/abi', block: '/v1/block/{block}' });
+    expect(ok.source.paths).toEqual({ contract_abi: '/v2/contracts/{contract}/abi', block: '/v1/block/{block}' });
   });
 });

@@ -41,7 +41,7 @@ describe('the decode key of a job', () => {
       },
       '/jobs/x.json',
     );
-    expect(ok.decode).toEqual({
+    expect(ok.what.decode).toEqual({
       standard: ['erc20', 'erc1155'],
       tokens: undefined,
       contracts: [

@@ -147,7 +147,7 @@ describe('accounts', () => {
 
     // Row for row what one machine exports with no quota.
     const lake = path.join(tmp.dir, 'quota-single');
-    await runJob({ ...job, dailyRequestQuota: undefined, lake }, { simulator: sim });
+    await runJob({ ...job, source: { ...job.source, dailyRequestQuota: undefined }, lake: { ...job.lake, dir: lake } }, { simulator: sim });
     const want = (await singleMachineRows(lake)).get('erc20_transfers')!;
     expect(want.rows).toBeGreaterThan(1_000);
     const dist = await openDistributedLake({ catalog: db.url });

@@ -141,7 +141,7 @@ describe('distributed mode under kill -9', () => {
 
     const { job } = await loadJobDocument(jobFile);
     const lake = path.join(tmp.dir, 'single');
-    await runJob({ ...job, lake });
+    await runJob({ ...job, lake: { ...job.lake, dir: lake } });
     const expected = await singleMachineRows(lake);
     const dist = await openDistributedLake({ catalog: db.url });
     try {

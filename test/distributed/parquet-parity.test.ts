@@ -57,7 +57,7 @@ describe('one lake-file writer for both modes', () => {
   it('the demo job on one machine and on three workers: the same rows, and every partition file written with the same Parquet options', async () => {
     const { job, doc } = await loadJobDocument(path.resolve('jobs/demo.json'));
     const lake = path.join(tmp.dir, 'single');
-    await runJob({ ...job, lake });
+    await runJob({ ...job, lake: { ...job.lake, dir: lake } });
     const expected = await singleMachineRows(lake);
     expect(expected.size).toBeGreaterThanOrEqual(18);
 

@@ -29,7 +29,7 @@ function singleMachine(): Promise<Awaited<ReturnType<typeof singleMachineRows>>>
   single ??= (async () => {
     const { job } = await loadJobDocument(path.resolve('jobs/demo.json'));
     const lake = path.join(tmp.dir, 'single');
-    await runJob({ ...job, lake });
+    await runJob({ ...job, lake: { ...job.lake, dir: lake } });
     return singleMachineRows(lake);
   })();
   return single;
@@ -171,7 +171,7 @@ describe('distributed mode: enqueue, workers, one committer', () => {
       };
       const job = parseJob(doc, 'workers-test');
       await runJob(job, { simulator: sim });
-      const expected = await singleMachineRows(job.lake);
+      const expected = await singleMachineRows(job.lake.dir);
       const db = await pg.database();
       const store = path.join(tmp.dir, 'store-cut');
       const queued = await enqueueJob(job, doc, { catalog: db.url, store, simulator: sim });
@@ -215,7 +215,7 @@ describe('distributed mode: enqueue, workers, one committer', () => {
       };
       const job = parseJob(doc, 'workers-test');
       await runJob(job, { simulator: sim });
-      const expected = await singleMachineRows(job.lake);
+      const expected = await singleMachineRows(job.lake.dir);
       expect(expected.get('transactions')?.rows).toBeGreaterThan(10_000);
       const db = await pg.database();
       const store = path.join(tmp.dir, 'store-many');

@@ -68,7 +68,7 @@ describe('lineage on a local lake: every window its calls, in the catalog (real 
     sim = await startSimulator({ seed: 1, scale: 'small', apiKey: KEY });
     tmp = await tempDir('chainlake-lineage-');
     lake = path.join(tmp.dir, 'lake');
-    report = await runJob({ ...parseJob(doc, 'lineage'), lake }, { simulator: sim });
+    report = await runJob(parseJob(doc, 'lineage', process.env, { lake }), { simulator: sim });
   }, 120_000);
 
   afterAll(async () => {

@@ -122,7 +122,7 @@ describe('job files', () => {
     for (const f of jobs) {
       const file = path.join('jobs', f);
       const job = await loadJobFile(file, {});
-      expect(job.datasets.length, f).toBeGreaterThan(0);
+      expect(job.what.datasets.length, f).toBeGreaterThan(0);
       expect(validate(JSON.parse(readFileSync(file, 'utf8'))), `${f}: ${JSON.stringify(validate.errors)}`).toBe(true);
     }
   });
@@ -148,7 +148,7 @@ describe('job files', () => {
     const file = path.join(dir, 'from-file.json');
     await writeFile(file, JSON.stringify({ target: 'simulator', datasets: { transactions: { addresses: { file: 'addrs.txt' } } } }));
     const job = await loadJobFile(file, {});
-    expect(Object.values(job.datasets[0]!.scopes).flat()).toHaveLength(2);
+    expect(Object.values(job.what.datasets[0]!.scopes).flat()).toHaveLength(2);
 
     await writeFile(path.join(dir, 'addrs.txt'), `${A}\nnot-an-address\n`);
     const e = (await loadJobFile(file, {}).catch((x: unknown) => x)) as JobError;
@@ -161,12 +161,16 @@ describe('job files', () => {
 
   it('parses a minimal job with sensible defaults', () => {
     const job = parseJob(ok, 'inline', {});
-    expect(job).toMatchObject({ network: 'mainnet', lake: 'data/lake', concurrency: 8, strict: false, pageSize: 1000, resultWindow: 10_000 });
-    expect(job.range).toEqual({ fromBlock: 0, toBlock: 'head', incremental: false, safetyMarginBlocks: 12, finalityDepth: 0, windowBlocks: 100_000 });
-    expect(job.retry).toEqual({});
+    expect(job).toMatchObject({
+      what: { network: 'mainnet' },
+      source: { network: 'mainnet', concurrency: 8, pageSize: 1000, resultWindow: 10_000 },
+      lake: { dir: 'data/lake', strict: false },
+    });
+    expect(job.what.range).toEqual({ fromBlock: 0, toBlock: 'head', incremental: false, safetyMarginBlocks: 12, finalityDepth: 0, windowBlocks: 100_000 });
+    expect(job.source.retry).toEqual({});
     const tuned = parseJob({ ...ok, burst: 3, retry: { maxAttempts: 4 }, timeouts: { headersMs: 2000, totalMs: 9000 } }, 'inline', {});
-    expect(tuned).toMatchObject({ burst: 3, retry: { maxAttempts: 4 }, timeouts: { headersMs: 2000, totalMs: 9000 } });
-    expect(parseJob({ ...ok, datasets: { transaction_status: { transactions: [H] } } }, 'inline', {}).datasets[0]!.name).toBe('transaction_status');
+    expect(tuned.source).toMatchObject({ burst: 3, retry: { maxAttempts: 4 }, timeouts: { headersMs: 2000, totalMs: 9000 } });
+    expect(parseJob({ ...ok, datasets: { transaction_status: { transactions: [H] } } }, 'inline', {}).what.datasets[0]!.name).toBe('transaction_status');
   });
 
   it('a mistyped dataset or key gets a "did you mean"', () => {

@@ -50,7 +50,7 @@ describe('planning chunks', () => {
       { transactions: { addresses: [A(1), A(2)] }, balances: { addresses: [A(3)] }, erc20_transfers: { addresses: [A(1)] } },
       { windowBlocks: 100 },
     );
-    const w = planWindows(j, 250);
+    const w = planWindows(j.what, 250);
     expect(w.map((x) => `${x.def.name}:${x.scope.address ?? x.scope.addresses}:${x.range ? `${x.range.from}-${x.range.to}` : 'snapshot'}`)).toEqual([
       `transactions:${A(1)}:0-99`,
       `transactions:${A(2)}:0-99`,
@@ -66,16 +66,16 @@ describe('planning chunks', () => {
     expect(new Set(w.map((x) => x.id)).size).toBe(w.length);
     expect(w[0]!.id).toBe(`transactions/mainnet/address=${A(1)}/0-99`);
     // A later head adds to the last chunk and new chunks; every full chunk keeps its id (resume keys).
-    const later = planWindows(j, 420).map((x) => x.id);
+    const later = planWindows(j.what, 420).map((x) => x.id);
     for (const id of w.map((x) => x.id).filter((id) => !id.endsWith('-250'))) expect(later).toContain(id);
     expect(later).toContain(`transactions/mainnet/address=${A(1)}/200-299`);
 
     // The default chunk (100,000 blocks) leaves a range that fits in one chunk as one window per scope.
     const one = jobOf({ transactions: { addresses: [A(1)] }, balances: { addresses: [A(3)] } });
-    expect(one.range.windowBlocks).toBe(100_000);
-    expect(planWindows(one, 36_000).map((x) => x.range)).toEqual([{ from: 0, to: 36_000 }, undefined]);
+    expect(one.what.range.windowBlocks).toBe(100_000);
+    expect(planWindows(one.what, 36_000).map((x) => x.range)).toEqual([{ from: 0, to: 36_000 }, undefined]);
     // A head below the first block: no block-ranged window at all, snapshots still.
-    expect(planWindows(jobOf({ transactions: { addresses: [A(1)] }, balances: { addresses: [A(3)] } }, { fromBlock: 500 }), 100)).toHaveLength(1);
+    expect(planWindows(jobOf({ transactions: { addresses: [A(1)] }, balances: { addresses: [A(3)] } }, { fromBlock: 500 }).what, 100)).toHaveLength(1);
   });
 
   it('narrows incremental chunks from the watermark minus the margin, across a chunk boundary', () => {
@@ -83,7 +83,7 @@ describe('planning chunks', () => {
     const key = `transactions|mainnet|address=${A(1)}`;
     const narrow = (wm: number | undefined, margin = 64): { ranges: string[]; skipped: number } => {
       const state: LakeState = { watermarks: new Map(wm === undefined ? [] : [[key, wm]]) };
-      const { todo, skipped } = narrowWindows({ ...j, range: { ...j.range, safetyMarginBlocks: margin } }, 350, state, false, false);
+      const { todo, skipped } = narrowWindows({ ...j.what, range: { ...j.what.range, safetyMarginBlocks: margin } }, 350, state, false, false);
       return { ranges: todo.map((w) => `${w.range!.from}-${w.range!.to}`), skipped };
     };
     expect(narrow(undefined)).toEqual({ ranges: ['0-99', '100-199', '200-299', '300-350'], skipped: 0 });
@@ -94,10 +94,10 @@ describe('planning chunks', () => {
     // A scope at the head has nothing to do, not even its margin.
     expect(narrow(350)).toEqual({ ranges: [], skipped: 4 });
     // --full-refresh ignores the watermark.
-    const full = narrowWindows(j, 350, { watermarks: new Map([[key, 350]]) }, false, true);
+    const full = narrowWindows(j.what, 350, { watermarks: new Map([[key, 350]]) }, false, true);
     expect(full.todo).toHaveLength(4);
     // Narrowed windows carry ids of their own range.
-    expect(narrowWindows(j, 350, { watermarks: new Map([[key, 150]]) }, false, false).todo[0]!.id).toBe(`transactions/mainnet/address=${A(1)}/87-99`);
+    expect(narrowWindows(j.what, 350, { watermarks: new Map([[key, 150]]) }, false, false).todo[0]!.id).toBe(`transactions/mainnet/address=${A(1)}/87-99`);
   });
 
   it('a resumed run skips chunks its predecessor committed, even when the watermark moved meanwhile', () => {
@@ -111,7 +111,7 @@ describe('planning chunks', () => {
       windowKey('transactions', 'mainnet', scope, 300, 350),
     ]);
     const state: LakeState = { watermarks: new Map([[key, 199]]), resume: { runId: 'r', status: 'running', head: 350, committed } };
-    const { todo, skipped } = narrowWindows(j, 350, state, true, false);
+    const { todo, skipped } = narrowWindows(j.what, 350, state, true, false);
     // [136-199] (the chunk narrowed by the new watermark) lies inside the committed [100-199].
     expect(todo.map((w) => `${w.range!.from}-${w.range!.to}`)).toEqual(['200-299']);
     expect(skipped).toBe(3);
@@ -367,7 +367,7 @@ describe('runs in chunks (simulator, DuckDB)', () => {
       expect(await queryCatalog(lake, 'SELECT DISTINCT block FROM watermarks')).toEqual([{ block: BigInt(sim.head()) }]);
 
       const clean = path.join(dir, 'gap-clean');
-      await runJob({ ...job, lake: clean }, { simulator: sim });
+      await runJob({ ...job, lake: { ...job.lake, dir: clean } }, { simulator: sim });
       expect(await fingerprint(lake)).toEqual(await fingerprint(clean));
     } finally {
       await proxy.close();

@@ -36,8 +36,8 @@ beforeAll(async () => {
   lake = path.join(dir, 'lake');
   // A lake of a block-ranged dataset and one fetched whole (time axis), under a daily quota (its ledger), then
   // a run whose one window fails (every request answered 500): a failed window no later run covered.
-  const first = await runJob({
-    ...parseJob(
+  const first = await runJob(
+    parseJob(
       {
         name: 'good',
         network: 'mainnet',
@@ -48,26 +48,26 @@ beforeAll(async () => {
         datasets: { transactions: { addresses: [A] }, token_supply: { tokens: [TOKEN] } },
       },
       'good',
+      process.env,
+      { lake },
     ),
-    lake,
-  });
+  );
   const failing = await startSimulator({ seed: 1, scale: 'small', faults: { rate: 1, kinds: ['500'] } });
   try {
     const second = await runJob(
-      {
-        ...parseJob(
-          {
-            name: 'fails',
-            network: 'mainnet',
-            target: 'simulator',
-            range: { fromBlock: 0, toBlock: first.head, head: first.head },
-            retry: { maxAttempts: 1 },
-            datasets: { transactions: { addresses: [B] } },
-          },
-          'fails',
-        ),
-        lake,
-      },
+      parseJob(
+        {
+          name: 'fails',
+          network: 'mainnet',
+          target: 'simulator',
+          range: { fromBlock: 0, toBlock: first.head, head: first.head },
+          retry: { maxAttempts: 1 },
+          datasets: { transactions: { addresses: [B] } },
+        },
+        'fails',
+        process.env,
+        { lake },
+      ),
       { simulator: failing },
     );
     runs = [first, second];

@@ -9,7 +9,7 @@ import { openEngine } from '../../load/engine.js';
 import { LakePaths } from '../../load/paths.js';
 import { loadJobDocument } from '../../pipeline/job.js';
 import { CliError } from '../exit-codes.js';
-import { jobNamesLake } from '../common.js';
+import { lakeNamedBy } from '../common.js';
 import { DEFAULT_LAKE, localOnly, resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 import { makeScratch } from '../../pipeline/scratch.js';
 
@@ -37,9 +37,9 @@ async function specOf(args: Args): Promise<{ spec: DecodeSpec; jobLake?: string;
   };
   if (args.job) {
     const { job, doc } = await loadJobDocument(args.job);
-    if (!job.decode && !args.standard && !args.contract) throw new CliError(`${args.job}: the job has no "decode" key; give --standard or --contract`);
+    if (!job.what.decode && !args.standard && !args.contract) throw new CliError(`${args.job}: the job has no "decode" key; give --standard or --contract`);
     const own = args.standard || args.contract ? await specOf({ ...args, job: undefined }) : undefined;
-    return { spec: own?.spec ?? job.decode!, jobLake: jobNamesLake(doc) ? job.lake : undefined, network: args.network ?? job.network };
+    return { spec: own?.spec ?? job.what.decode!, jobLake: lakeNamedBy(doc), network: args.network ?? job.what.network };
   }
   if ((args.name || args.abiFile || args.signature || args.event) && (args.contract?.length ?? 0) !== 1)
     throw new CliError('--name, --abi-file, --signature and --event apply to one --contract (name several contracts in a job file\'s "decode" key)');

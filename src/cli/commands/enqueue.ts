@@ -3,7 +3,7 @@ import { checkCatalogUrl } from '../../distributed/control-plane.js';
 import { enqueueJob } from '../../distributed/enqueue.js';
 import { loadJobDocument } from '../../pipeline/job.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../../distributed/queue.js';
-import { finalityDepthOption, outputFor, withDistributedOptions, withFinalityDepth } from '../common.js';
+import { finalityDepthOption, finalityDepthOverride, outputFor, withDistributedOptions } from '../common.js';
 import { CliError } from '../exit-codes.js';
 import { distributedFlags } from '../lake-target.js';
 
@@ -45,9 +45,7 @@ export const enqueueCommand: CommandModule<object, Args> = {
     const flags = distributedFlags(args);
     const catalog = checkCatalogUrl(flags.catalog);
     const { logger } = outputFor(args);
-    const loaded = await loadJobDocument(args.job);
-    const { doc } = loaded;
-    const job = withFinalityDepth(loaded.job, args['finality-depth']);
+    const { job, doc } = await loadJobDocument(args.job, process.env, finalityDepthOverride(args['finality-depth']));
     const timeout = args['window-timeout'];
     if (!Number.isInteger(timeout) || timeout < 5) throw new CliError(`--window-timeout: expected whole seconds, at least 5, got ${String(timeout)}`);
     const r = await enqueueJob(
@@ -61,7 +59,7 @@ export const enqueueCommand: CommandModule<object, Args> = {
       .join(', ');
     const text = r.resumed
       ? `run ${r.runId} of ${job.name}: ${r.pending} windows to do; ${again || (args['retry-failed'] ? 'no failed window to offer again' : 'nothing new queued')}`
-      : `run ${r.runId}: ${job.name} on ${job.network}${r.head === null ? '' : `, head ${r.head}`}: ${r.queued} windows queued${r.skipped ? `, ${r.skipped} already in the lake` : ''}`;
+      : `run ${r.runId}: ${job.name} on ${job.what.network}${r.head === null ? '' : `, head ${r.head}`}: ${r.queued} windows queued${r.skipped ? `, ${r.skipped} already in the lake` : ''}`;
     logger.log('info', 'enqueue', text, { run: r.runId, job: job.name, ...r });
     process.stdout.write(
       `${JSON.stringify({ run: r.runId, job: job.name, resumed: r.resumed, head: r.head, queued: r.queued, retried: r.retried, skipped: r.skipped, pending: r.pending })}\n`,

@@ -1,8 +1,8 @@
 import type { CommandModule } from 'yargs';
 import { scopeKindsOf, type DatasetDef, type ScopeKind } from '../../datasets/dataset.js';
 import { datasetNames, getDataset } from '../../datasets/registry.js';
-import { JobError, parseJob, type Job } from '../../pipeline/job.js';
-import { applyRunOverrides, blockRangeArgs, executeJob, withRunOptions, type RunArgs } from '../common.js';
+import { JobError, parseJob, type Job, type JobOverrides } from '../../pipeline/job.js';
+import { blockRangeArgs, runOverrides, executeJob, withRunOptions, type RunArgs } from '../common.js';
 import { CliError } from '../exit-codes.js';
 
 interface Args extends RunArgs {
@@ -93,9 +93,9 @@ export function flagError(e: JobError): CliError {
   return new CliError(e.where.startsWith('endpoints.') ? e.problem : `${e.where ? `${e.where}: ` : ''}${e.problem}`);
 }
 
-function jobFromFlags(doc: Record<string, unknown>): Job {
+function jobFromFlags(doc: Record<string, unknown>, overrides: JobOverrides): Job {
   try {
-    return parseJob(doc, 'command line');
+    return parseJob(doc, 'command line', process.env, overrides);
   } catch (e) {
     throw e instanceof JobError ? flagError(e) : e;
   }
@@ -194,7 +194,7 @@ export const exportCommand: CommandModule<object, Args> = {
       },
       datasets: { [args.dataset]: datasetSpecFromFlags(def, args) },
     };
-    const job = applyRunOverrides(jobFromFlags(doc), args, false);
+    const job = jobFromFlags(doc, runOverrides(args, undefined));
     await executeJob(job, args);
   },
 };

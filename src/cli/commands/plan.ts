@@ -13,7 +13,7 @@ import { openSource, type SourceOptions } from '../../pipeline/source.js';
 import { isProvisional, requestsForRows, type Window } from '../../pipeline/plan.js';
 import { quotaAccount } from '../../extract/quota.js';
 import { readRequestUsage } from '../../load/state.js';
-import { applyRunOverrides, blockRangeArgs, jobNamesLake, withBlockRangeOptions, withTargetOptions, type RunArgs } from '../common.js';
+import { blockRangeArgs, lakeNamedBy, runOverrides, withBlockRangeOptions, withTargetOptions, type RunArgs } from '../common.js';
 import { makeScratch } from '../../pipeline/scratch.js';
 
 interface Args extends RunArgs {
@@ -74,7 +74,7 @@ export interface PlanEstimate {
 /** Requests a window needs for `rows` rows: the run's rule (requestsForRows). */
 function requestsFor(w: Window, rows: number | null, job: Job): number {
   if (rows === null) return 1;
-  return requestsForRows(rows, { paged: w.endpoint.paging.kind === 'offset', ranged: w.range !== undefined }, job);
+  return requestsForRows(rows, { paged: w.endpoint.paging.kind === 'offset', ranged: w.range !== undefined }, job.source, job.what.range);
 }
 
 /** Requests and seconds of the job's last complete run on this lake (at least 20 requests), or undefined. */
@@ -91,7 +91,7 @@ async function lastRun(paths: LakePaths, job: Job): Promise<{ runId: string; req
              WHERE job = $job AND status = 'complete' AND json_extract_string(report, '$.network') = $network
                AND CAST(json_extract(report, '$.totals.requests') AS BIGINT) >= 20
              ORDER BY started_at DESC LIMIT 1`,
-            { job: job.name, network: job.network },
+            { job: job.name, network: job.what.network },
           )
         ).getRowsJS()[0];
         return row ? { runId: String(row[0]), requests: Number(row[1]), seconds: Number(row[2]) / 1000 } : undefined;
@@ -116,14 +116,14 @@ export async function estimatePlan(
 ): Promise<PlanEstimate> {
   const job = effectiveJob(baseJob, opts.rangeOverride);
   const work = await makeScratch('plan');
-  const source = await openSource(job, { simulator: opts.simulator, transport: opts.transport });
+  const source = await openSource(job.source, { simulator: opts.simulator, transport: opts.transport });
   const { clients } = source;
   const engine = await openEngine({ tempDir: work });
   const acct = new Accounting();
   try {
     // The run's own step: the windows below are the ones `run` would fetch now, not an estimate of them.
-    const prepared = await windowsToFetch({ baseJob, job, fullRefresh: opts.fullRefresh ?? false }, engine, new LakePaths(job.lake), clients, acct);
-    const limit = pLimit(job.concurrency);
+    const prepared = await windowsToFetch({ baseJob, job, fullRefresh: opts.fullRefresh ?? false }, engine, new LakePaths(job.lake.dir), clients, acct);
+    const limit = pLimit(job.source.concurrency);
     const windows = await Promise.all(
       prepared.windows.map((w) =>
         limit(async (): Promise<WindowEstimate> => {
@@ -143,26 +143,26 @@ export async function estimatePlan(
       ),
     );
     const estimatedRequests = windows.reduce((a, w) => a + w.requests, 0);
-    const usedToday = job.dailyRequestQuota
-      ? ((await readRequestUsage(engine, new LakePaths(job.lake), quotaAccount(job.target))).get(new Date().toISOString().slice(0, 10)) ?? 0)
+    const usedToday = job.source.dailyRequestQuota
+      ? ((await readRequestUsage(engine, new LakePaths(job.lake.dir), quotaAccount(job.source.target))).get(new Date().toISOString().slice(0, 10)) ?? 0)
       : 0;
-    const paths = new LakePaths(job.lake);
+    const paths = new LakePaths(job.lake.dir);
     const last = await lastRun(paths, job);
     const meanLatencyMs = acct.requests > 0 ? acct.latencyMeanMs : 200;
     // Requests in flight at once: the concurrency (a window's pages prefetch, so even one window fills it).
-    const inFlight = job.concurrency;
+    const inFlight = job.source.concurrency;
     const fromLatency = (estimatedRequests * meanLatencyMs) / 1000 / inFlight;
     const paced = last ? estimatedRequests * (last.seconds / last.requests) : fromLatency;
     // The rps limit is a floor under any of these, never the estimate by itself: when the API's latency over
     // the requests in flight is slower than the limit, the API is the bound.
-    const estimatedSeconds = Math.max(paced, job.rps ? estimatedRequests / job.rps : 0);
+    const estimatedSeconds = Math.max(paced, job.source.rps ? estimatedRequests / job.source.rps : 0);
     return {
       job: job.name,
-      network: job.network,
+      network: job.what.network,
       head: prepared.head,
       range: prepared.range,
-      windowBlocks: job.range.windowBlocks,
-      finalBlock: prepared.head !== null && job.range.finalityDepth > 0 ? prepared.head - job.range.finalityDepth : null,
+      windowBlocks: job.what.range.windowBlocks,
+      finalBlock: prepared.head !== null && job.what.range.finalityDepth > 0 ? prepared.head - job.what.range.finalityDepth : null,
       resumeOf: prepared.resume?.runId ?? null,
       windows,
       skipped: prepared.skipped,
@@ -171,10 +171,10 @@ export async function estimatePlan(
       estimatedSeconds,
       durationBasis: last ? { kind: 'last-run', ...last } : { kind: 'probe', meanLatencyMs: Math.round(meanLatencyMs), concurrency: inFlight },
       lake: paths.root,
-      rps: job.rps ?? null,
-      dailyRequestQuota: job.dailyRequestQuota ?? null,
-      quotaShare: job.dailyRequestQuota ? estimatedRequests / job.dailyRequestQuota : null,
-      quotaLeftToday: job.dailyRequestQuota ? Math.max(0, job.dailyRequestQuota - usedToday) : null,
+      rps: job.source.rps ?? null,
+      dailyRequestQuota: job.source.dailyRequestQuota ?? null,
+      quotaShare: job.source.dailyRequestQuota ? estimatedRequests / job.source.dailyRequestQuota : null,
+      quotaLeftToday: job.source.dailyRequestQuota ? Math.max(0, job.source.dailyRequestQuota - usedToday) : null,
     };
   } finally {
     engine.close();
@@ -270,8 +270,7 @@ export const planCommand: CommandModule<object, Args> = {
       .example('$0 plan jobs/nightly.example.json', "What tonight's run would fetch, at the job's rps")
       .example('$0 plan jobs/testnet.example.json --no-probe --format json', 'Windows only, no count probes, as JSON'),
   handler: async (args) => {
-    const { job: parsed, doc } = await loadJobDocument(args.job);
-    const job = applyRunOverrides(parsed, args, jobNamesLake(doc));
+    const { job } = await loadJobDocument(args.job, process.env, (doc) => runOverrides(args, lakeNamedBy(doc)));
     await printPlan(job, args, blockRangeArgs(args));
   },
 };

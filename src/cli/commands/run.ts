@@ -1,6 +1,6 @@
 import type { CommandModule } from 'yargs';
 import { loadJobDocument } from '../../pipeline/job.js';
-import { applyRunOverrides, blockRangeArgs, executeJob, jobNamesLake, withBlockRangeOptions, withRunOptions, type RunArgs } from '../common.js';
+import { blockRangeArgs, executeJob, lakeNamedBy, runOverrides, withBlockRangeOptions, withRunOptions, type RunArgs } from '../common.js';
 
 interface Args extends RunArgs {
   job: string;
@@ -21,8 +21,7 @@ export const runCommand: CommandModule<object, Args> = {
       .example('$0 run jobs/nightly.example.json --from-block 100000 --to-block 120000', 'Backfill one block range')
       .example('$0 run jobs/nightly.example.json --wait --report report.json', 'Wait for a running job to finish first; write the report as JSON'),
   handler: async (args) => {
-    const { job: parsed, doc } = await loadJobDocument(args.job);
-    const job = applyRunOverrides(parsed, args, jobNamesLake(doc));
+    const { job } = await loadJobDocument(args.job, process.env, (doc) => runOverrides(args, lakeNamedBy(doc)));
     const rangeOverride = blockRangeArgs(args);
     if (args['dry-run']) {
       const { printPlan } = await import('./plan.js');

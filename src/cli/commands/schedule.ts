@@ -12,7 +12,7 @@ import { createLogger } from '../../pipeline/log.js';
 import { CronSchedule, cronProblem } from '../../schedule/cron.js';
 import { realSchedulerClock, Scheduler, type ScheduledJob } from '../../schedule/scheduler.js';
 import { CliError } from '../exit-codes.js';
-import { jobNamesLake } from '../common.js';
+import { lakeNamedBy } from '../common.js';
 import { DEFAULT_LAKE, describeTarget, LAKE_ENV, resolveLakeTarget } from '../lake-target.js';
 import { makeScratch } from '../../pipeline/scratch.js';
 
@@ -110,7 +110,7 @@ export const scheduleCommand: CommandModule<object, Args> = {
     for (const file of args.jobs) {
       const { job, doc } = await loadJobDocument(file);
       names.set(file, job.name);
-      const target = resolveLakeTarget({ lake: args.lake }, { jobLake: jobNamesLake(doc) ? job.lake : undefined, env: { [LAKE_ENV]: process.env[LAKE_ENV] } });
+      const target = resolveLakeTarget({ lake: args.lake }, { jobLake: lakeNamedBy(doc), env: { [LAKE_ENV]: process.env[LAKE_ENV] } });
       lakes.set(file, target);
       reportLakes.set(job.name, target.kind === 'local' ? target.lake : DEFAULT_LAKE);
       const expr = args.cron ?? job.schedule;

@@ -2,7 +2,7 @@ import type { CommandModule } from 'yargs';
 import type { VerificationRow } from '../../load/ledger/verifications.js';
 import { loadJobDocument } from '../../pipeline/job.js';
 import type { VerifySession, VerifyTarget } from '../../pipeline/verify/session.js';
-import { blockRangeArgs, jobNamesLake, outputFor, shownFlagValue, type OutputArgs } from '../common.js';
+import { blockRangeArgs, lakeNamedBy, outputFor, shownFlagValue, type OutputArgs } from '../common.js';
 import { CliError, EXIT } from '../exit-codes.js';
 import { resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 import { renderRows } from '../output.js';
@@ -111,8 +111,13 @@ export const verifyCommand: CommandModule<object, Args> = {
     if (sample !== undefined && (!Number.isSafeInteger(sample) || sample < 1))
       throw new CliError(`--sample must be a positive integer, got ${shownFlagValue('sample', sample)}`);
     const range = blockRangeArgs(args);
-    const { job, doc } = await loadJobDocument(args.job);
-    const t = resolveLakeTarget(args, { jobLake: jobNamesLake(doc) ? job.lake : undefined });
+    // The lake by the lake-choice rule: a local one is the job's lake at resolution (the repair writes it).
+    const lakeOf = (doc: unknown): ReturnType<typeof resolveLakeTarget> => resolveLakeTarget(args, { jobLake: lakeNamedBy(doc) });
+    const { job, doc } = await loadJobDocument(args.job, process.env, (d) => {
+      const chosen = lakeOf(d);
+      return chosen.kind === 'local' ? { lake: chosen.lake } : {};
+    });
+    const t = lakeOf(doc);
     const target: VerifyTarget = t.kind === 'local' ? { kind: 'local', lake: t.lake } : { kind: 'distributed', catalog: t.catalog, store: t.store };
     if (args.repair && args.plan) throw new CliError('--repair and --plan do not go together: --plan sends nothing');
     const since = blockOrDay('since', args.since);
@@ -139,7 +144,7 @@ export const verifyCommand: CommandModule<object, Args> = {
       return;
     }
     const { logger } = outputFor(args);
-    const s = await verifySession({ ...job, lake: t.kind === 'local' ? t.lake : job.lake }, target, sel, { repair: args.repair, logger });
+    const s = await verifySession(job, target, sel, { repair: args.repair, logger });
     process.stdout.write(
       (args.format === 'json'
         ? JSON.stringify(

@@ -124,6 +124,7 @@ export const workerCommand: CommandModule<object, Args> = {
         signal: stop.signal,
         log: logger,
         metrics,
+        env: process.env,
       });
       // Drained (--until-idle): the exit code says what became of the windows it took, as a single-machine run's does.
       // A worker stopped by a signal exits 0: what it did not finish is offered to the others.

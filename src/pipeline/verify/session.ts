@@ -68,11 +68,14 @@ export async function verifySession(job: Job, target: VerifyTarget, sel: VerifyS
   const before = await verify();
   if (!opts.repair || before.differing.length === 0) return before;
   // The same pipeline and committer as `run`, on exactly these windows, committed once (one snapshot).
-  const repairJob: Job = {
+  const repairJob: Job = Object.freeze({
     ...job,
-    lake: (target as { lake: string }).lake,
-    commit: { everyRows: Number.MAX_SAFE_INTEGER, everySeconds: Number.MAX_SAFE_INTEGER },
-  };
+    lake: Object.freeze({
+      ...job.lake,
+      dir: (target as { lake: string }).lake,
+      commit: Object.freeze({ everyRows: Number.MAX_SAFE_INTEGER, everySeconds: Number.MAX_SAFE_INTEGER }),
+    }),
+  });
   const repair = await runJob(repairJob, {
     simulator: opts.simulator,
     transport: opts.transport,

@@ -94,7 +94,10 @@ interface Committed {
 /** The job's window templates (dataset, endpoint, scope and query) by dataset and scope key. */
 function templatesOf(job: Job): Map<string, Window> {
   const out = new Map<string, Window>();
-  for (const w of planWindows(job, Math.max(job.range.fromBlock, typeof job.range.toBlock === 'number' ? job.range.toBlock : job.range.fromBlock)))
+  for (const w of planWindows(
+    job.what,
+    Math.max(job.what.range.fromBlock, typeof job.what.range.toBlock === 'number' ? job.what.range.toBlock : job.what.range.fromBlock),
+  ))
     out.set(`${w.def.name}\0${w.scopeKey}`, w);
   return out;
 }
@@ -243,7 +246,7 @@ async function scopeGroups(conn: DuckDBConnection, job: Job, sel: VerifySelectio
     await rowsOf(
       conn,
       `SELECT dataset, network, scope, from_block, to_block, coalesce(requests, 0) AS requests FROM windows
-       WHERE status = 'committed' AND network = ${literal(job.network)} ORDER BY dataset, scope, from_block`,
+       WHERE status = 'committed' AND network = ${literal(job.what.network)} ORDER BY dataset, scope, from_block`,
     )
   ).map((r) => ({
     dataset: String(r.dataset),
@@ -253,7 +256,7 @@ async function scopeGroups(conn: DuckDBConnection, job: Job, sel: VerifySelectio
     to: r.to_block === null ? null : Number(r.to_block),
     requests: Number(r.requests),
   }));
-  if (sel.since !== undefined || sel.until !== undefined) sel = { ...sel, ...(await blocksOfDays(conn, job.network, sel)) };
+  if (sel.since !== undefined || sel.until !== undefined) sel = { ...sel, ...(await blocksOfDays(conn, job.what.network, sel)) };
   const templates = templatesOf(job);
   const groups = new Map<string, ScopeGroup & { ranges: BlockRange[] }>();
   const snapshots: Committed[] = [];
@@ -336,7 +339,7 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
   const rows: VerificationRow[] = [];
   const differing: Window[] = [];
   const acct = new Accounting();
-  const base = { network: job.network };
+  const base = { network: job.what.network };
   /** One window's count finding. */
   const countRow = (g: ScopeGroup, u: BlockRange, status: VerificationRow['status'], lake: number | null, api: number | null, detail: string): void => {
     rows.push({
@@ -361,15 +364,15 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
   // The job's daily quota counts verify's requests as a run's (request_usage, the same account): at it, verify
   // stops asking, and every window it could not ask is recorded not checked.
   let quota: RequestQuota | undefined;
-  if (job.dailyRequestQuota !== undefined) {
+  if (job.source.dailyRequestQuota !== undefined) {
     const used = await rowsOf(
       conn,
       `SELECT CAST(day AS VARCHAR) AS day, sum(requests) AS n FROM request_usage WHERE account = ${literal(verifyAccount(job))} GROUP BY 1`,
     );
-    quota = new RequestQuota(job.dailyRequestQuota, new Map(used.map((r) => [String(r.day), Number(r.n)])), now);
+    quota = new RequestQuota(job.source.dailyRequestQuota, new Map(used.map((r) => [String(r.day), Number(r.n)])), now);
   }
   let quotaReached: QuotaReachedError | undefined;
-  const source = await openSource(job, { simulator: deps.run?.simulator, transport: deps.run?.transport, ...(quota ? { quota } : {}) });
+  const source = await openSource(job.source, { simulator: deps.run?.simulator, transport: deps.run?.transport, ...(quota ? { quota } : {}) });
   try {
     const { clients } = source;
     const lakeRows = new Map<string, ScopeRows>();
@@ -392,7 +395,7 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
         const addresses = groups
           .filter((x) => x.dataset === g.dataset && x.template?.endpoint.id === t.endpoint.id && x.template.scope.address)
           .map((x) => x.template!.scope.address!);
-        lakeRows.set(listing, (rowsOfDs = await ScopeRows.read(conn, g.dataset, job.network, spec, addresses)));
+        lakeRows.set(listing, (rowsOfDs = await ScopeRows.read(conn, g.dataset, job.what.network, spec, addresses)));
       }
       const address = t.scope.address!;
       const fetcher = fetcherFor(t, clients);
@@ -407,7 +410,7 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
       };
       const record = (u: BlockRange, status: VerificationRow['status'], lake: number | null, api: number | null, detail: string): void => {
         countRow(g, u, status, lake, api, detail);
-        if (status === 'differs') differing.push({ ...t, range: u, id: windowIdOf(g.dataset, job.network, g.scope, u) });
+        if (status === 'differs') differing.push({ ...t, range: u, id: windowIdOf(g.dataset, job.what.network, g.scope, u) });
       };
       // Checks a run of units whose API count may already be known (the rest of a split union).
       const check = async (units: BlockRange[], known?: number): Promise<void> => {
@@ -505,7 +508,7 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
   // blocks only.
   const partial = sel.fromBlock !== undefined || sel.toBlock !== undefined || sel.since !== undefined || sel.until !== undefined || sel.sample !== undefined;
   const whole = partial ? (await scopeGroups(conn, job, { datasets: sel.datasets, scopes: sel.scopes })).groups : groups;
-  const bounds = sel.since !== undefined || sel.until !== undefined ? await blocksOfDays(conn, job.network, sel) : sel;
+  const bounds = sel.since !== undefined || sel.until !== undefined ? await blocksOfDays(conn, job.what.network, sel) : sel;
   rows.push(...(await offlineChecks(conn, job, whole, { from: bounds.fromBlock, to: bounds.toBlock })));
   return {
     verifyId,
@@ -526,7 +529,7 @@ async function offlineChecks(
   bounds: { from?: number; to?: number } = {},
 ): Promise<VerificationRow[]> {
   const out: VerificationRow[] = [];
-  const base = { network: job.network, lakeCount: null, apiCount: null };
+  const base = { network: job.what.network, lakeCount: null, apiCount: null };
   for (const g of groups) {
     const gaps: BlockRange[] = [];
     for (let i = 1; i < g.units.length; i++)
@@ -563,7 +566,7 @@ async function offlineChecks(
     const key = [def.partition, ...def.naturalKey].map(ident).join(', ');
     const dup = await rowsOf(
       conn,
-      `SELECT count(*) AS keys, coalesce(sum(n - 1), 0) AS extra FROM (SELECT count(*) AS n FROM ${ident(name)} WHERE network = ${literal(job.network)} GROUP BY ${key} HAVING count(*) > 1)`,
+      `SELECT count(*) AS keys, coalesce(sum(n - 1), 0) AS extra FROM (SELECT count(*) AS n FROM ${ident(name)} WHERE network = ${literal(job.what.network)} GROUP BY ${key} HAVING count(*) > 1)`,
     );
     const extra = Number(dup[0]!.extra);
     out.push({
@@ -596,7 +599,7 @@ async function offlineChecks(
           conn,
           `WITH w(a, f, t) AS (VALUES ${wins.join(', ')})
            SELECT count(*) AS n, min(${block}) AS lo, max(${block}) AS hi FROM ${ident(name)} r
-           WHERE r.network = ${literal(job.network)}${endpointFilter(spec!, 'r.')} AND list_has_any([${cols}], [${addrs}])${inBounds}
+           WHERE r.network = ${literal(job.what.network)}${endpointFilter(spec!, 'r.')} AND list_has_any([${cols}], [${addrs}])${inBounds}
              AND NOT EXISTS (SELECT 1 FROM w WHERE ${block} BETWEEN w.f AND w.t AND list_contains([${cols}], w.a))`,
         );
         const k = Number(outside[0]!.n);
@@ -622,7 +625,7 @@ async function offlineChecks(
         )),
       );
   }
-  if (job.decode)
+  if (job.what.decode)
     out.push({
       ...base,
       check: 'decoded_rows',
@@ -644,7 +647,16 @@ async function nonceChecks(conn: DuckDBConnection, job: Job, groups: readonly Sc
   const out: VerificationRow[] = [];
   for (const g of groups) {
     const address = g.template?.scope.address;
-    const row = { network: job.network, check: 'nonces', dataset: g.dataset, scope: g.scope, fromBlock: null, toBlock: null, lakeCount: null, apiCount: null };
+    const row = {
+      network: job.what.network,
+      check: 'nonces',
+      dataset: g.dataset,
+      scope: g.scope,
+      fromBlock: null,
+      toBlock: null,
+      lakeCount: null,
+      apiCount: null,
+    };
     const whole = g.units.length > 0 && g.units[0]!.from === 0 && consecutiveRuns(g.units).length === 1;
     if (!address || !whole) {
       out.push({
@@ -659,7 +671,7 @@ async function nonceChecks(conn: DuckDBConnection, job: Job, groups: readonly Sc
       await rowsOf(
         conn,
         `SELECT count(DISTINCT nonce) AS n, max(nonce) AS hi, count(*) FILTER (WHERE nonce IS NULL) AS nulls FROM transactions
-         WHERE network = ${literal(job.network)} AND lower(sender) = ${literal(address.toLowerCase())} AND block_number <= ${to}`,
+         WHERE network = ${literal(job.what.network)} AND lower(sender) = ${literal(address.toLowerCase())} AND block_number <= ${to}`,
       )
     )[0]!;
     const n = Number(r.n);
@@ -678,4 +690,4 @@ async function nonceChecks(conn: DuckDBConnection, job: Job, groups: readonly Sc
 }
 
 /** The quota account verify's requests count against (the same as the job's runs). */
-export const verifyAccount = (job: Job): string => quotaAccount(job.target);
+export const verifyAccount = (job: Job): string => quotaAccount(job.source.target);
