@@ -182,7 +182,7 @@ export interface StreamOptions {
  * ```
  */
 export async function* streamDataset(request: DatasetRequest, options: StreamOptions = {}): AsyncGenerator<RecordBatch, void, undefined> {
-  const job = parseJob(requestDocument(request), 'stream request');
+  const job = parseJob(requestDocument(request), 'stream request', process.env);
   yield* streamJobBatches(job, { logger: options.logger, batchRows: options.batchRows, onWindow: options.onWindow });
 }
 
