@@ -73,6 +73,12 @@ export interface EndpointDef {
    * (scope-rows.ts).
    */
   scopeColumns?: Record<string, string[]>;
+  /**
+   * Endpoints filtering by event topics (explorer #18): `scope key -> column` of topic 0 to 3, in that order. A row
+   * is the scope's as the API decides: topic 0 equal when given; with the scope's `type` `combine` (the default
+   * when another topic is given) the other given topics combined by its `operand` (`and` by default).
+   */
+  scopeTopics?: readonly (readonly [string, string])[];
   /** Where the entries sit in the results (explorer `results`, finance envelope), e.g. ['data']. */
   entriesAt: string[];
   /** Where the total count sits, for offset paging; default ['count']. */
@@ -142,6 +148,12 @@ export interface DatasetDef {
   sortBy: string[];
   /** The block-number column that windows and watermarks refer to. */
   blockColumn?: string;
+  /**
+   * Rows carrying their block's time but no block number (event_logs): the column holding that time. A window
+   * fetched again replaces the rows between the times of its first and last block (asked of the block endpoint),
+   * as a window of a dataset with `blockColumn` replaces those of its block range (scope-rows.ts).
+   */
+  blockTimeColumn?: string;
   ordinal?: OrdinalDef;
   /** Why the dataset is windowed, keyed and partitioned as it is, where that is not obvious; shown by describe. */
   notes?: string[];

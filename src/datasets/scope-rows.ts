@@ -5,15 +5,47 @@ export interface ScopeRange {
   endpoint: EndpointDef;
   scope: Record<string, string>;
   range: { from: number; to: number };
+  /**
+   * The times (UTC, ISO 8601) of the range's first and last block, for a dataset whose rows carry a block time but
+   * no block number (DatasetDef.blockTimeColumn): its rows of the range are those between them.
+   */
+  times?: { from: string; to: string };
 }
 
 /**
- * Whether the lake can tell the rows a window of `endpoint` listed: the dataset's rows carry a block number and
- * the endpoint declares the columns its scope filters on (EndpointDef.scopeColumns). event_logs' rows carry no
- * block number, so its windows cannot be replaced.
+ * Whether the lake can tell the rows a window of `endpoint` listed: the dataset's rows carry a block number (or a
+ * block time, with the window's block times known) and the endpoint declares the columns its scope filters on
+ * (EndpointDef.scopeColumns, and scopeTopics).
  */
 export function replaceable(def: DatasetDef, endpoint: EndpointDef): boolean {
-  return def.blockColumn !== undefined && endpoint.blockRange !== undefined && endpoint.scopeColumns !== undefined;
+  return (def.blockColumn !== undefined || def.blockTimeColumn !== undefined) && endpoint.blockRange !== undefined && endpoint.scopeColumns !== undefined;
+}
+
+/** Whether the lake can tell the rows of this window (a window of a block-time dataset needs its block times). */
+const rangeKnown = (def: DatasetDef, w: ScopeRange): boolean => replaceable(def, w.endpoint) && (def.blockColumn !== undefined || w.times !== undefined);
+
+/** The window's block range as a condition: on the block column, or between its blocks' times. */
+function rangeCondition(def: DatasetDef, w: ScopeRange): string {
+  if (def.blockColumn !== undefined) return `${ident(def.blockColumn)} BETWEEN ${w.range.from} AND ${w.range.to}`;
+  const at = (t: string): string => `CAST(${literal(t)} AS TIMESTAMPTZ)`;
+  return `${ident(def.blockTimeColumn!)} BETWEEN ${at(w.times!.from)} AND ${at(w.times!.to)}`;
+}
+
+/**
+ * The topic filter of a window of an endpoint declaring scopeTopics, as the API applies it (explorer #18): topic 0
+ * equal when given; with `type` combine (the default when another topic is given) the other given topics combined
+ * by `operand`. Undefined when the scope names no topic (all the contract's logs).
+ */
+function topicsCondition(endpoint: EndpointDef, scope: Record<string, string>): string | undefined {
+  const topics = endpoint.scopeTopics;
+  if (!topics) return undefined;
+  const given = topics.map(([key, column]) => (scope[key] ? `${ident(column)} = ${literal(scope[key].toLowerCase())}` : undefined));
+  const [first, ...rest] = given;
+  const others = rest.filter((c): c is string => c !== undefined);
+  const combine = (scope.type ?? (others.length > 0 ? 'combine' : 'single')) === 'combine';
+  const parts = first ? [first] : [];
+  if (combine && others.length > 0) parts.push(`(${others.join(scope.operand === 'or' ? ' OR ' : ' AND ')})`);
+  return parts.length > 0 ? parts.join(' AND ') : undefined;
 }
 
 const ident = (name: string): string => `"${name.replaceAll('"', '""')}"`;
@@ -27,19 +59,19 @@ const literal = (value: string): string => `'${value.replaceAll("'", "''")}'`;
  * window is replaceable. The condition may be NULL for a row (NULL columns): callers coalesce it.
  */
 export function scopeRowsCondition(def: DatasetDef, windows: readonly ScopeRange[]): string | undefined {
-  const block = def.blockColumn;
-  if (block === undefined) return undefined;
   const lowerCase = new Set(def.columns.filter((c) => c.kind === 'address' || c.kind === 'hash').map((c) => c.name));
   const endpointColumn = def.columns.find((c) => c.source === '$meta.endpoint')?.name;
-  const groups = new Map<string, { w: ScopeRange; values: Map<string, Set<string>>[] }>();
+  const groups = new Map<string, { w: ScopeRange; values: Map<string, Set<string>>[]; topics: string | undefined }>();
   for (const w of windows) {
-    if (!replaceable(def, w.endpoint)) continue;
+    if (!rangeKnown(def, w)) continue;
     const keys = Object.keys(w.endpoint.scopeColumns!).sort();
     for (const k of keys) if (w.scope[k] === undefined) throw new Error(`${def.name}: a window of ${w.endpoint.id} has no scope value ${k}`);
     // One scope key: windows differing in its value only share a group (an IN list); several keys: a group each.
+    // Windows of other topics never share one: the topics are part of the scope's rows.
     const single = keys.length === 1;
-    const id = [w.endpoint.id, w.range.from, w.range.to, single ? keys[0] : JSON.stringify(keys.map((k) => w.scope[k]))].join('\u0000');
-    const g = groups.get(id) ?? { w, values: [] };
+    const topics = topicsCondition(w.endpoint, w.scope);
+    const id = [w.endpoint.id, w.range.from, w.range.to, single ? keys[0] : JSON.stringify(keys.map((k) => w.scope[k])), topics ?? ''].join('\u0000');
+    const g = groups.get(id) ?? { w, values: [], topics };
     if (single) {
       const m = g.values[0] ?? new Map<string, Set<string>>();
       m.set(keys[0]!, (m.get(keys[0]!) ?? new Set()).add(w.scope[keys[0]!]!));
@@ -50,7 +82,7 @@ export function scopeRowsCondition(def: DatasetDef, windows: readonly ScopeRange
     groups.set(id, g);
   }
   if (groups.size === 0) return undefined;
-  const terms = [...groups.values()].map(({ w, values }) => {
+  const terms = [...groups.values()].map(({ w, values, topics }) => {
     const scopes = values.map((m) =>
       [...m]
         .map(([key, vals]) => {
@@ -59,7 +91,8 @@ export function scopeRowsCondition(def: DatasetDef, windows: readonly ScopeRange
         })
         .join(' AND '),
     );
-    const parts = [`${ident(block)} BETWEEN ${w.range.from} AND ${w.range.to}`, `(${scopes.join(' OR ')})`];
+    const parts = [rangeCondition(def, w), `(${scopes.join(' OR ')})`];
+    if (topics) parts.push(`(${topics})`);
     if (endpointColumn) parts.push(`${ident(endpointColumn)} = ${literal(w.endpoint.id)}`);
     return `(${parts.join(' AND ')})`;
   });

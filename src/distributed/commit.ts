@@ -112,7 +112,7 @@ export async function fetchedWindows(catalog: CatalogDb, maxRows: number): Promi
     out.push({
       ...(spec.final === undefined ? {} : { final: spec.final }),
       ...(range ? { range } : {}),
-      ...(endpoint && range ? { replacing: { endpoint, scope: spec.scope, range } } : {}),
+      ...(endpoint && range ? { replacing: { endpoint, scope: spec.scope, range, ...(spec.times ? { times: spec.times } : {}) } } : {}),
       runId: String(r.run_id),
       windowId: String(r.window_id),
       dataset: String(r.dataset),
@@ -369,11 +369,11 @@ async function mergeFragments(
       inlined = await inlinedRowsFor(catalog, conn, table, columns, snapshot.snapshotId, { prefix: '__chainlake_', temporary: true });
       // A derived table (reconciliation) replaces nothing, and is no dataset of the registry.
       const def = replacing.length > 0 ? getDataset(shape.name) : undefined;
-      if (def && def.blockColumn) {
+      if (def) {
         // Partitions a replaced window reaches but brings no row to are merged too (load/write/replace.ts).
-        const spans = await fileBlockSpans(catalog, table.tableId, def.blockColumn);
+        const spans = def.blockColumn ? await fileBlockSpans(catalog, table.tableId, def.blockColumn) : new Map<number, never>();
         const files = [...current].flatMap(([partition, ids]) => ids.map((id) => ({ partition, span: spans.get(id) })));
-        for (const p of partitionsReaching(files, replacing)) if (!counts.some(([q]) => q === p)) counts.push([p, 0] as const);
+        for (const p of partitionsReaching(def, files, replacing)) if (!counts.some(([q]) => q === p)) counts.push([p, 0] as const);
         counts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
       }
       const keep = def && keptRowsCondition(def, replacing);

@@ -167,6 +167,8 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
           worker: deps.workerId,
           // Its calls (lineage), recorded in `requests` by the commit that records the window.
           requestLog: encodeCalls(outcome.acct.calls),
+          // The times of its first and last block, by which its rows replace the lake's (finality of event_logs).
+          ...(outcome.window.times ? { spec: JSON.stringify({ ...(row.spec as WindowSpec), times: outcome.window.times }) } : {}),
         },
       );
     let recorded: boolean;

@@ -20,6 +20,8 @@ export interface WindowSpec {
   /** Window.final and Window.replaces (finality), when the job has an unfinal zone. */
   final?: number;
   replaces?: boolean;
+  /** Window.times: set on the spec recorded with the fetched window (finality of a dataset without block numbers). */
+  times?: { from: string; to: string };
 }
 
 export function windowSpecOf(w: Window): WindowSpec {
@@ -32,6 +34,7 @@ export function windowSpecOf(w: Window): WindowSpec {
     range: w.range ?? null,
     query: w.query,
     ...(w.final === undefined ? {} : { final: w.final, replaces: w.replaces ?? false }),
+    ...(w.times ? { times: w.times } : {}),
   };
 }
 

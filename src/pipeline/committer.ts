@@ -231,7 +231,9 @@ export class BatchCommitter {
       datasets: defs.map((def) => {
         const windows = done.filter((o) => o.window.def === def);
         const mine = windows.map(stagedOf);
-        const replacing = windows.flatMap(({ window: w }) => (w.replaces && w.range ? [{ endpoint: w.endpoint, scope: w.scope, range: w.range }] : []));
+        const replacing = windows.flatMap(({ window: w }) =>
+          w.replaces && w.range ? [{ endpoint: w.endpoint, scope: w.scope, range: w.range, ...(w.times ? { times: w.times } : {}) }] : [],
+        );
         return { def, stagedFiles: mine.flatMap((m) => m.stagedFiles), pageFiles: mine.flatMap((m) => m.pageFiles), replacing };
       }),
       preloaded,

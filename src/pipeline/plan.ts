@@ -56,6 +56,11 @@ export interface Window {
    * its rows replace what the lake holds of its scope and range (load/write/replace.ts).
    */
   replaces?: boolean;
+  /**
+   * Set once fetched, for a replacing window of a dataset whose rows carry a block time but no block number: the
+   * times of its first and last block, by which its rows replace the lake's (datasets/scope-rows.ts).
+   */
+  times?: { from: string; to: string };
 }
 
 /** Whether a committed window is provisional: it reaches into the unfinal zone, so the next run fetches it again. */

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { cp, open, readdir, rm, stat } from 'node:fs/promises';
+import { cp, open, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { catalogProblem } from '../../src/load/write/salvage.js';
@@ -14,7 +14,7 @@ let cleanup: () => Promise<void>;
 let lake: string;
 let rows: number;
 
-const HISTORY = ['runs', 'windows', 'watermarks', 'commits', 'request_usage', 'requests'];
+const HISTORY = ['runs', 'windows', 'watermarks', 'commits', 'request_usage', 'requests', 'verifications'];
 /** How the rebuild names each table it lost (src/load/write/salvage.ts). */
 const LOST_AS: Record<string, string> = {
   runs: 'run history',
@@ -23,7 +23,10 @@ const LOST_AS: Record<string, string> = {
   commits: 'commit log',
   request_usage: 'daily request usage',
   requests: 'request lineage',
+  verifications: 'verification history',
 };
+/** Rows of each history table before any damage. */
+const before: Record<string, number> = {};
 
 beforeAll(async () => {
   sim = await startSimulator({ seed: 7 });
@@ -36,6 +39,18 @@ beforeAll(async () => {
   }
   rows = Number(JSON.parse((await runCli(['query', '--lake', lake, '--format', 'json', 'SELECT count(*)::INT AS n FROM transactions'])).stdout).n);
   expect(rows).toBeGreaterThan(100);
+  // A verify of the lake, so that its catalog holds verifications too.
+  const job = path.join(dir, 'verify.json');
+  await writeFile(job, JSON.stringify({ name: 'verify', lake, datasets: { transactions: { addresses: sim.examples.addresses.slice(0, 2) } } }));
+  // Its findings are recorded whether they hold (0) or differ (5: here one row of the two exports lies outside the
+  // windows of its scopes as verify's rows_in_windows check reads them).
+  const v = await runCli(['verify', job, '-q'], { env });
+  expect([0, 5], v.stdout + v.stderr).toContain(v.code);
+  for (const t of HISTORY) {
+    const q = await runCli(['query', '--lake', lake, '--format', 'json', `SELECT count(*)::INT AS n FROM ${t}`]);
+    before[t] = Number(JSON.parse(q.stdout).n);
+  }
+  expect(before.verifications).toBeGreaterThan(0);
 }, 300_000);
 afterAll(async () => {
   await sim?.close();
@@ -89,11 +104,12 @@ describe('a damaged or missing catalog.duckdb', { timeout: 300_000 }, () => {
     const rb = await runCli(['catalog', 'rebuild', '--lake', lakeAt]);
     expect(rb.code, rb.stderr).toBe(0);
     expect(rb.stdout).toMatch(/catalog\.duckdb was damaged \(.*\); it was moved to .*catalog\.duckdb\.damaged-\d{8}T\d{6}Z/);
-    // Each table of the history is either kept (with its row count) or named as lost.
+    // Each table of the history is either kept (with every row it had) or named as lost.
     for (const t of HISTORY) {
-      const kept = new RegExp(`kept: .*\\b${t} \\(\\d+ rows\\)`).test(rb.stdout);
+      const kept = new RegExp(`kept: .*\\b${t} \\((\\d+) rows\\)`).exec(rb.stdout);
       const lost = rb.stdout.includes(`lost: the ${LOST_AS[t]}`);
-      expect(kept !== lost, `${t}: ${rb.stdout}`).toBe(true);
+      expect((kept !== null) !== lost, `${t}: ${rb.stdout}`).toBe(true);
+      if (kept && t !== 'commits' && t !== 'runs') expect(Number(kept[1]), t).toBe(before[t]);
     }
     expect((await readdir(lakeAt)).some((f) => f.startsWith('catalog.duckdb.damaged-'))).toBe(true);
     await answersAgain(lakeAt);

@@ -58,7 +58,7 @@ async function expectFinality(lake: string, runId: string, head: number): Promis
 async function content(lake: string, dataset: string): Promise<string> {
   const rows = await queryCatalog(
     lake,
-    `SELECT * EXCLUDE (_run_id, _ingested_at${dataset === 'internal_transactions' ? '' : ', confirmations'}) FROM ${dataset} ORDER BY ALL`,
+    `SELECT * EXCLUDE (_run_id, _ingested_at${['internal_transactions', 'event_logs'].includes(dataset) ? '' : ', confirmations'}) FROM ${dataset} ORDER BY ALL`,
   );
   expect(rows.length).toBeGreaterThan(0);
   return JSON.stringify(rows, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
@@ -124,5 +124,53 @@ describe('finality', () => {
     for (const d of DATASETS) expect(await content(lake, d), d).toBe(await content(cleanLake, d));
     const filled = await queryCatalog(lake, `SELECT count(*) AS n FROM transactions WHERE block_number BETWEEN ${H0 - 3} AND ${H0}`);
     expect(Number(filled[0]!.n)).toBeGreaterThan(0);
+  });
+
+  it('event_logs, whose rows carry no block: a reorganised log is gone after the next run, the others stay, two scopes of one contract', async () => {
+    // The real dialect lists a contract's logs without topics: one contract as two scopes (all its logs, its
+    // Transfers), so a Transfer log is listed by both, and each scope replaces only the rows it lists.
+    const logsJob = (sim: RunningSimulator, lake: string) =>
+      parseJob(
+        {
+          name: 'finality-logs',
+          target: 'simulator',
+          lake,
+          range: { incremental: true, fromBlock: H0 - 300, safetyMarginBlocks: 2, finalityDepth: DEPTH },
+          datasets: {
+            event_logs: {
+              contracts: [{ address: sim.examples.erc20Token }, { address: sim.examples.erc20Token, topics: [sim.examples.transferTopic] }],
+            },
+          },
+        },
+        'finality-logs-test',
+      );
+    const logs = (lake: string) =>
+      queryCatalog(lake, 'SELECT transaction_hash, log_index, timestamp FROM event_logs').then(
+        (rows) => new Set(rows.map((r) => `${String(r.transaction_hash)}/${String(r.log_index)}@${String(r.timestamp)}`)),
+      );
+    const sim = await start({ dialect: 'real', reorg: { at: H0, depth: 4, reach: 8 } });
+    const lake = path.join(dir, 'logs-reorg');
+    const first = await runJob(logsJob(sim, lake), { simulator: sim });
+    expect(first.status).toBe('complete');
+    await expectFinality(lake, first.runId, H0);
+    const before = await logs(lake);
+
+    sim.advanceHead(3);
+    const second = await runJob(logsJob(sim, lake), { simulator: sim });
+    expect(second.status).toBe('complete');
+    await expectFinality(lake, second.runId, H0 + 3);
+
+    const clean = await start({ dialect: 'real' });
+    clean.advanceHead(3);
+    const cleanLake = path.join(dir, 'logs-clean');
+    expect((await runJob(logsJob(clean, cleanLake), { simulator: clean })).status).toBe('complete');
+    expect(await content(lake, 'event_logs')).toBe(await content(cleanLake, 'event_logs'));
+    // The fork's logs (in a block they are not in, or not mined yet) are gone; those it did not touch stayed.
+    const after = await logs(lake);
+    const gone = [...before].filter((r) => !after.has(r));
+    expect(gone.length).toBeGreaterThan(0);
+    const canonical = await logs(cleanLake);
+    for (const r of gone) expect(canonical.has(r)).toBe(false);
+    expect([...before].filter((r) => after.has(r)).length).toBeGreaterThan(0);
   });
 });

@@ -1,3 +1,4 @@
+import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import { DATASETS } from '../../src/datasets/registry.js';
 import { replaceable, scopeRowsCondition } from '../../src/datasets/scope-rows.js';
@@ -30,5 +31,57 @@ describe('scope rows', () => {
     expect(
       scopeRowsCondition(DATASETS.event_logs!, [{ endpoint: DATASETS.event_logs!.endpoints[0]!, scope: { contract: '0x1' }, range: { from: 1, to: 2 } }]),
     ).toBeUndefined();
+  });
+
+  it('event_logs: a window with its block times holds the logs of its contract and topics between them, as the API lists them', async () => {
+    const def = DATASETS.event_logs!;
+    const e = def.endpoints[0]!;
+    const [C, D, T, A, X, Y] = ['0xc', '0xd', '0x' + 't'.repeat(4), '0x' + 'a'.repeat(4), '0x' + '1'.repeat(4), '0x' + '2'.repeat(4)];
+    // Logs: (id, contract, time, topic_0, topic_1, topic_2).
+    const logs: [number, string, string, string | null, string | null, string | null][] = [
+      [1, C, '2024-03-05T23:59:00Z', T, X, Y], // before the window
+      [2, C, '2024-03-06T00:00:00Z', T, X, Y], // the window's first block
+      [3, C, '2024-03-06T00:00:30Z', T, X, null],
+      [4, C, '2024-03-06T00:00:30Z', T, Y, null],
+      [5, C, '2024-03-06T00:00:30Z', A, X, null], // another event
+      [6, C, '2024-03-06T00:00:30Z', null, null, null], // anonymous
+      [7, D, '2024-03-06T00:00:30Z', T, X, Y], // another contract
+      [8, C, '2024-03-06T00:01:00Z', T, X, Y], // the window's last block
+      [9, C, '2024-03-06T00:01:01Z', T, X, Y], // after it
+    ];
+    const times = { from: '2024-03-06T00:00:00.000Z', to: '2024-03-06T00:01:00.000Z' };
+    const db = await DuckDBInstance.create(':memory:');
+    const conn = await db.connect();
+    try {
+      await conn.run(`SET TimeZone = 'UTC'`);
+      await conn.run(
+        `CREATE TABLE event_logs ("timestamp" TIMESTAMPTZ, address VARCHAR, topic_0 VARCHAR, topic_1 VARCHAR, topic_2 VARCHAR, topic_3 VARCHAR, id INTEGER)`,
+      );
+      const lit = (v: string | null): string => (v === null ? 'NULL' : `'${v}'`);
+      await conn.run(
+        `INSERT INTO event_logs VALUES ${logs.map(([id, c, t, t0, t1, t2]) => `('${t}', '${c}', ${lit(t0)}, ${lit(t1)}, ${lit(t2)}, NULL, ${id})`).join(', ')}`,
+      );
+      const held = async (...scopes: Record<string, string>[]): Promise<number[]> => {
+        const cond = scopeRowsCondition(
+          def,
+          scopes.map((scope) => ({ endpoint: e, scope, range: { from: 100, to: 105 }, times })),
+        );
+        const rows = (await conn.runAndReadAll(`SELECT id FROM event_logs WHERE COALESCE((${cond}), false) ORDER BY id`)).getRowsJS();
+        return rows.map((r) => Number(r[0]));
+      };
+      // All the contract's logs; its Transfers; Transfers to X and Y (and), to X or Y (or); type single ignores topic 1.
+      expect(await held({ contract: C.toUpperCase() })).toEqual([2, 3, 4, 5, 6, 8]);
+      expect(await held({ contract: C, topic0: T })).toEqual([2, 3, 4, 8]);
+      expect(await held({ contract: C, topic0: T, topic1: X, topic2: Y })).toEqual([2, 8]);
+      expect(await held({ contract: C, topic0: T, topic1: X, topic2: Y, operand: 'or' })).toEqual([2, 3, 8]);
+      expect(await held({ contract: C, topic0: T, topic1: Y, type: 'single' })).toEqual([2, 3, 4, 8]);
+      // Two topic scopes of one contract are two groups, never one IN list that would widen either.
+      expect(await held({ contract: C, topic0: A }, { contract: C, topic0: T, topic1: Y })).toEqual([4, 5]);
+      // Without its block times a window replaces nothing (its rows name no block).
+      expect(scopeRowsCondition(def, [{ endpoint: e, scope: { contract: C }, range: { from: 100, to: 105 } }])).toBeUndefined();
+    } finally {
+      conn.closeSync();
+      db.closeSync();
+    }
   });
 });

@@ -146,6 +146,8 @@ export interface FetchedFacts {
   worker: string;
   /** The window's calls (lineage, JSON text: extract/request-log.ts encodeCalls), recorded in `requests` by its commit. */
   requestLog?: string | null;
+  /** The window's spec as fetched (JSON text), when the fetch learnt something the commit needs (its block times). */
+  spec?: string;
 }
 
 /** queued -> fetched; false when the window was no longer queued (another worker's turn recorded it first). */
@@ -165,6 +167,7 @@ export async function recordFetched(ledger: Ledger, key: WindowKey, f: FetchedFa
       error: null,
       fetched_at: { sql: 'NOW()' },
       request_log: f.requestLog ?? null,
+      ...(f.spec === undefined ? {} : { spec: f.spec }),
     },
   });
   return moved.length === 1;

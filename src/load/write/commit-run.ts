@@ -4,7 +4,15 @@ import { Catalog, type DeclaredTable, type RunRow, type WatermarkRecord, type Wi
 import type { LakeState } from './lake-state.js';
 import type { ScopeRange } from './replace.js';
 import { datasetShape, REJECTS_SHAPE, type TableShape } from '../schema.js';
-import { prepareDataset, prepareRejects, type CommittedFile, type PreparedFile, type ReplacedRejects, type SliceDerivation } from './commit.js';
+import {
+  prepareDataset,
+  prepareRejects,
+  type CommittedFile,
+  type PreparedDataset,
+  type PreparedFile,
+  type ReplacedRejects,
+  type SliceDerivation,
+} from './commit.js';
 import type { Engine } from '../engine.js';
 import { applyJournal, publishJournal, type CommitJournal } from './journal.js';
 import type { BatchRows } from './batch-rows.js';
@@ -112,7 +120,7 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
   );
   // Two datasets at a time: one's sort overlaps the other's file writes (a dataset's first slice otherwise
   // sorted with every writer idle).
-  const perDataset = new Array<PreparedFile[]>(input.datasets.length);
+  const perDataset = new Array<PreparedDataset>(input.datasets.length);
   await eachBounded(
     input.datasets.map((d, i) => [d, i] as const),
     input.datasetsAtOnce ?? DATASETS_AT_ONCE,
@@ -137,6 +145,7 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
     },
   );
   const prepared: PreparedFile[] = perDataset.flat();
+  const cleared = perDataset.flatMap((d) => d.cleared ?? []);
   const derived = await input.derivation?.prepared();
   const rejects = await prepareRejects({
     engine,
@@ -165,7 +174,7 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
     windows: input.windows,
     watermarks: input.watermarks,
     ...(derived ? { tables: derived.tables } : {}),
-    ...(rejects.cleared.length ? { cleared: rejects.cleared } : {}),
+    ...(rejects.cleared.length + cleared.length ? { cleared: [...cleared, ...rejects.cleared] } : {}),
   });
   await publishJournal(paths, journal);
   await applyJournal(paths, journal);

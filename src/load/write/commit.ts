@@ -141,12 +141,15 @@ export async function preparePartition(
   return preparedFile(paths, { shape, network, partition }, from, written);
 }
 
+/** A dataset's files ready in staging, and the partitions whose every row went (their files end with none in their place). */
+export type PreparedDataset = PreparedFile[] & { cleared?: { table: string; partitionValues: string[] }[] };
+
 /**
  * Types a dataset's staged rows and merges them with what the touched partitions hold (mergeSlices, the merge
  * of both committers), each partition's file written under the commit's work folder and fsynced. Nothing in
  * the lake changes here.
  */
-export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[]> {
+export async function prepareDataset(input: PrepareInput): Promise<PreparedDataset> {
   const { engine, paths, def, network, runId, ingestedAt, stagedFiles, workDir } = input;
   const pageFiles = input.pageFiles ?? [];
   const replacing = input.replacing ?? [];
@@ -181,7 +184,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
       const [net, value] = key.split('\u0000') as [string, string];
       return net === network ? files.map((f) => ({ partition: value, span: f.blockSpan })) : [];
     });
-    const reached = partitionsReaching(mine, replacing).filter((p) => !counts.some(([q]) => q === p));
+    const reached = partitionsReaching(def, mine, replacing).filter((p) => !counts.some(([q]) => q === p));
     if (reached.length > 0) counts.push(...reached.map((p) => [p, 0] as const));
     counts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     if (counts.length === 0) return [];
@@ -224,16 +227,19 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedFile[
         runRows: rows.runRows,
       }),
     });
+    // A partition every row of which went (a replaced window's, none fetched again) has no file: it is cleared.
+    const kept = copied.filter((c) => c.file.rows > 0);
+    const cleared = copied.filter((c) => c.file.rows === 0).map((c) => ({ table: shape.name, partitionValues: [network, c.file.partition.value] }));
     const measured = await measureLakeFiles(
       conn,
-      copied.map((c) => c.file),
+      kept.map((c) => c.file),
     );
     const out = measured.map((m, i) =>
-      preparedFile(paths, { shape, network, partition: copied[i]!.file.partition.value }, copied[i]!.file.target, m, copied[i]!.runRows),
+      preparedFile(paths, { shape, network, partition: kept[i]!.file.partition.value }, kept[i]!.file.target, m, kept[i]!.runRows),
     );
     await Promise.all(out.map((f) => fsyncFile(f.from)));
     await testHook('final');
-    return out;
+    return Object.assign(out, { cleared });
   } finally {
     try {
       await conn.run(`DROP TABLE IF EXISTS ${freshTable}`);

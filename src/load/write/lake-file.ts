@@ -29,6 +29,8 @@ export interface CopiedFile {
   table: LakeTableState;
   shape: TableShape;
   partition: { network: string; value: string };
+  /** Rows written: 0 for a partition every row of which went (its file is no data file; the partition is cleared). */
+  rows: number;
 }
 
 /**
@@ -44,7 +46,7 @@ export async function copyLakeFile(
   target: string,
   order?: string,
 ): Promise<CopiedFile> {
-  await copyDataFile(
+  const rows = await copyDataFile(
     conn,
     t.columns,
     {
@@ -57,7 +59,7 @@ export async function copyLakeFile(
     target,
     where(t, shape, partition),
   );
-  return { target, table: t, shape, partition };
+  return { target, table: t, shape, partition, rows };
 }
 
 /** copyLakeFile, then measureLakeFiles of that one file. */

@@ -4,7 +4,8 @@
  * one machine, distributed/commit.ts): a partition merged with a replacing window's fresh rows drops its old rows
  * that the window's scope and block range hold (datasets/scope-rows.ts), so rows the new fetch no longer returns
  * are gone in the same snapshot; and the partitions merged include those whose files reach into a replaced range,
- * since a window whose rows all left a day brings no fresh row to that day's partition.
+ * since a window whose rows all left a day brings no fresh row to that day's partition. event_logs' rows carry no
+ * block number: a window of it replaces by the times of its first and last block (ScopeRange.times).
  */
 import type { CatalogDb } from '../../ducklake/catalog-db.js';
 import type { DatasetDef } from '../../datasets/dataset.js';
@@ -33,15 +34,25 @@ export async function fileBlockSpans(db: CatalogDb, tableId: number, blockColumn
 
 /**
  * The partitions whose files may hold rows of the replaced ranges: a file overlapping one, or one without block
- * statistics (it might). `files`: each current file's partition and block span.
+ * statistics (it might). `files`: each current file's partition and block span. A dataset whose rows carry a block
+ * time but no block (DatasetDef.blockTimeColumn) and are partitioned by its day: the days between each window's
+ * block times.
  */
 export function partitionsReaching(
+  def: DatasetDef,
   files: readonly { partition: string; span?: { min: number | null; max: number | null } }[],
   replacing: readonly ScopeRange[],
 ): string[] {
   if (replacing.length === 0) return [];
   const out = new Set<string>();
+  const byDay = def.blockColumn === undefined && def.blockTimeColumn !== undefined && def.partitionFrom === def.blockTimeColumn;
   for (const f of files) {
+    if (byDay) {
+      // A window without its block times replaces nothing (scope-rows.ts), so it reaches no day.
+      if (replacing.some((w) => w.times !== undefined && w.times.from.slice(0, 10) <= f.partition && f.partition <= w.times.to.slice(0, 10)))
+        out.add(f.partition);
+      continue;
+    }
     const { min, max } = f.span ?? { min: null, max: null };
     if (min === null || max === null || replacing.some((w) => w.range.from <= max && w.range.to >= min)) out.add(f.partition);
   }

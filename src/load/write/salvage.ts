@@ -2,15 +2,17 @@ import { existsSync } from 'node:fs';
 import { rename } from 'node:fs/promises';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { isCatalogDamage } from '../catalog-damage.js';
+import { verificationsDdl } from '../ledger/verifications.js';
 import type { LakePaths } from '../paths.js';
 import { literal } from '../sql.js';
 
 /**
  * The catalog's tables a rebuild carries over, in order; `files` is always re-read from the lake's files. The
  * quota's usage is kept so that a rebuild does not hand the day's spent requests back; the requests so that `explain`
- * still traces the rows committed before it.
+ * still traces the rows committed before it; the verifications so that a lake still says which windows were checked,
+ * when and with what outcome.
  */
-const KEPT_TABLES = ['lake_meta', 'runs', 'windows', 'watermarks', 'commits', 'request_usage', 'requests'] as const;
+const KEPT_TABLES = ['lake_meta', 'runs', 'windows', 'watermarks', 'commits', 'request_usage', 'requests', 'verifications'] as const;
 
 /** What each lost table costs the user, in the rebuild's words. */
 const LOSS: Record<(typeof KEPT_TABLES)[number], string> = {
@@ -21,7 +23,11 @@ const LOSS: Record<(typeof KEPT_TABLES)[number], string> = {
   commits: 'the commit log',
   request_usage: "the daily request usage (the job's dailyRequestQuota counts today's requests afresh)",
   requests: 'the request lineage (`explain` cannot trace the rows committed before the rebuild)',
+  verifications: 'the verification history (`chainlake verify` again checks and records the windows)',
 };
+
+/** Tables a new catalog gets only once used (the verifications, at the first open for writing): made here when kept. */
+const MADE_WHEN_KEPT: Partial<Record<(typeof KEPT_TABLES)[number], string>> = { verifications: verificationsDdl('') };
 
 export interface SalvageReport {
   /** Why the catalog was set aside: 'missing', or DuckDB's message. */
@@ -101,6 +107,7 @@ export async function salvageCatalog(paths: LakePaths, problem: string, createTa
         if (!present.has(t) && t !== 'lake_meta') continue;
         try {
           await conn.run('BEGIN TRANSACTION');
+          if (MADE_WHEN_KEPT[t]) await conn.run(MADE_WHEN_KEPT[t]);
           await conn.run(`INSERT INTO fresh.main.${t} BY NAME SELECT * FROM old.main.${t}`);
           const n = Number((await conn.runAndReadAll(`SELECT count(*) FROM fresh.main.${t}`)).getRowsJS()[0]![0]);
           await conn.run('COMMIT');
