@@ -22,9 +22,20 @@ async function enqueueJob(file: string, env: NodeJS.ProcessEnv): Promise<void> {
   if (code !== 0) throw new Error(`bench: enqueue of ${file} exited with ${code}`);
 }
 
-/** When the job's run finished (epoch ms, the catalog's clock): the committer closes a run in its last commit. */
-async function runFinished(client: pg.Client, job: string): Promise<number> {
+/** The last lines each worker wrote (its stderr), for the error of a worker that died. */
+const said = new WeakMap<ChildProcess, string>();
+
+/**
+ * When the job's run finished (epoch ms, the catalog's clock): the committer closes a run in its last commit. A
+ * worker that exits meanwhile fails the scenario at once with its last lines (nothing else would finish the run).
+ */
+async function runFinished(client: pg.Client, job: string, workers: readonly ChildProcess[]): Promise<number> {
   for (let polls = 0; polls <= 60_000; polls++) {
+    const dead = workers.find((w) => w.exitCode !== null || w.signalCode !== null);
+    if (dead)
+      throw new Error(
+        `bench: a worker exited (${dead.exitCode ?? dead.signalCode}) before ${job} finished; its last lines:\n${(said.get(dead) ?? '').slice(-3000)}`,
+      );
     const r = (
       await client.query(`SELECT (EXTRACT(EPOCH FROM finished_at) * 1000)::FLOAT8 AS t FROM chainlake.runs WHERE job = $1 AND finished_at IS NOT NULL`, [job])
     ).rows[0];
@@ -39,22 +50,23 @@ function waitForEvent(child: ChildProcess, event: string, timeoutMs = 180_000): 
   return new Promise((resolve, reject) => {
     let buf = '';
     // What the worker said last, for the error of a worker that never gets there (a hang must fail, not wait).
-    let said = '';
+    let said_ = '';
     const timer = setTimeout(() => {
       child.stderr!.off('data', onData);
       child.kill('SIGKILL');
-      reject(new Error(`bench: worker never logged ${event} within ${timeoutMs / 1000} s; its last lines:\n${said.slice(-3000)}`));
+      reject(new Error(`bench: worker never logged ${event} within ${timeoutMs / 1000} s; its last lines:\n${said_.slice(-3000)}`));
     }, timeoutMs);
     const onData = (d: Buffer) => {
-      said = (said + d.toString()).slice(-6000);
+      said_ = (said_ + d.toString()).slice(-6000);
       buf += d.toString();
       for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n')) {
         const line = buf.slice(0, nl);
         buf = buf.slice(nl + 1);
         if (line.includes(`"event":"${event}"`)) {
           child.stderr!.off('data', onData);
-          // Keep draining: a full pipe would stall the worker.
-          child.stderr!.resume();
+          // Keep draining (a full pipe would stall the worker), and keep the last lines.
+          said.set(child, said_);
+          child.stderr!.on('data', (d: Buffer) => said.set(child, ((said.get(child) ?? '') + d.toString()).slice(-6000)));
           clearTimeout(timer);
           resolve();
           return;
@@ -135,7 +147,7 @@ export async function distributed(ctx: Context): Promise<Omit<ScenarioResult, 's
       // A deployment's workers have run earlier jobs: a process's first windows pay its JIT on the machine's two
       // cores, a cost of starting, not of scaling (docs/performance.md, "Distributed").
       await enqueueJob(warmFile, env(0));
-      await runFinished(client, WARM_UP_JOB);
+      await runFinished(client, WARM_UP_JOB, workers);
       const before = await Promise.all(sims.map((s) => s.stats()));
       let firstAt = 0;
       const poller = (async () => {
@@ -147,7 +159,7 @@ export async function distributed(ctx: Context): Promise<Omit<ScenarioResult, 's
       })();
       await enqueueJob(jobFile, env(0));
       await poller;
-      const endAt = await runFinished(client, JOB);
+      const endAt = await runFinished(client, JOB, workers);
       for (const w of workers) w.kill('SIGTERM');
       const codes = await Promise.all(workers.map((c) => (c.exitCode !== null ? c.exitCode : once(c, 'exit').then(([c]) => c as number | null))));
       if (codes.some((c) => c !== 0)) throw new Error(`bench: worker exit codes ${codes.join(', ')}`);

@@ -82,19 +82,47 @@ export function scopeRowsCondition(def: DatasetDef, windows: readonly ScopeRange
     groups.set(id, g);
   }
   if (groups.size === 0) return undefined;
-  const terms = [...groups.values()].map(({ w, values, topics }) => {
+  // Windows listing the same scopes over other ranges share one term: their ranges OR'd, the scopes written once.
+  const terms = new Map<string, { ranges: string[]; rest: string[] }>();
+  for (const { w, values, topics } of groups.values()) {
     const scopes = values.map((m) =>
       [...m]
         .map(([key, vals]) => {
           const cols = w.endpoint.scopeColumns![key]!;
-          return `(${cols.map((c) => `${ident(c)} IN (${[...vals].map((v) => literal(lowerCase.has(c) ? v.toLowerCase() : v)).join(', ')})`).join(' OR ')})`;
+          return `(${cols
+            .map((c) =>
+              anyOf(
+                c,
+                [...vals].map((v) => literal(lowerCase.has(c) ? v.toLowerCase() : v)),
+              ),
+            )
+            .join(' OR ')})`;
         })
         .join(' AND '),
     );
-    const parts = [rangeCondition(def, w), `(${scopes.join(' OR ')})`];
-    if (topics) parts.push(`(${topics})`);
-    if (endpointColumn) parts.push(`${ident(endpointColumn)} = ${literal(w.endpoint.id)}`);
-    return `(${parts.join(' AND ')})`;
-  });
-  return terms.join(' OR ');
+    const rest = [`(${scopes.join(' OR ')})`];
+    if (topics) rest.push(`(${topics})`);
+    if (endpointColumn) rest.push(`${ident(endpointColumn)} = ${literal(w.endpoint.id)}`);
+    const id = rest.join('\u0000');
+    const t = terms.get(id) ?? { ranges: [], rest };
+    t.ranges.push(rangeCondition(def, w));
+    terms.set(id, t);
+  }
+  return [...terms.values()]
+    .map(({ ranges, rest }) => `(${[ranges.length === 1 ? ranges[0]! : `(${ranges.join(' OR ')})`, ...rest].join(' AND ')})`)
+    .join(' OR ');
+}
+
+/**
+ * Up to this many values are written as equalities, more as an IN list. DuckDB plans an IN list of constants in a
+ * condition like this one as a join with a hash table of its own, each taking a fixed share of the engine's
+ * memory: a commit replacing a few dozen windows ran the engine out of memory on a few thousand rows.
+ */
+const EQUALITIES_UP_TO = 16;
+
+/** `column` equal to one of `values` (SQL literals). */
+function anyOf(column: string, values: readonly string[]): string {
+  if (values.length > EQUALITIES_UP_TO) return `${ident(column)} IN (${values.join(', ')})`;
+  const eq = values.map((v) => `${ident(column)} = ${v}`);
+  return eq.length === 1 ? eq[0]! : `(${eq.join(' OR ')})`;
 }

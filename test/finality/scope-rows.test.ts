@@ -18,7 +18,7 @@ describe('scope rows', () => {
     }
   });
 
-  it('windows of one endpoint and range share one IN list, values lower-cased, the endpoint named where rows record it', () => {
+  it('windows of one endpoint and range share one list of values, values lower-cased, the endpoint named where rows record it', () => {
     const def = DATASETS.erc721_transfers!;
     const e = def.endpoints[0]!;
     const sql = scopeRowsCondition(def, [
@@ -26,7 +26,7 @@ describe('scope rows', () => {
       { endpoint: e, scope: { address: '0xcd' }, range: { from: 5, to: 9 } },
     ]);
     expect(sql).toBe(
-      `("block_number" BETWEEN 5 AND 9 AND (("sender" IN ('0xab', '0xcd') OR "receiver" IN ('0xab', '0xcd'))) AND "origin_endpoint" = '${e.id}')`,
+      `("block_number" BETWEEN 5 AND 9 AND ((("sender" = '0xab' OR "sender" = '0xcd') OR ("receiver" = '0xab' OR "receiver" = '0xcd'))) AND "origin_endpoint" = '${e.id}')`,
     );
     expect(
       scopeRowsCondition(DATASETS.event_logs!, [{ endpoint: DATASETS.event_logs!.endpoints[0]!, scope: { contract: '0x1' }, range: { from: 1, to: 2 } }]),
@@ -82,6 +82,47 @@ describe('scope rows', () => {
     } finally {
       conn.closeSync();
       db.closeSync();
+    }
+  });
+});
+
+describe('scope rows at scale', () => {
+  it('a condition of many replaced windows runs within the engine memory a commit has', async () => {
+    // Fixed 250-block chunks of five addresses, fetched again: the condition a commit keeps old rows by. Written
+    // as IN lists, DuckDB planned each as a join with a hash table of its own and ran out of memory on 1,300 rows.
+    const { openEngine } = await import('../../src/load/engine.js');
+    const { mkdtemp, rm } = await import('node:fs/promises');
+    const os = await import('node:os');
+    const path = await import('node:path');
+    const def = DATASETS.transactions!;
+    const e = def.endpoints.find((x) => x.blockRange && x.scopeColumns)!;
+    const key = Object.keys(e.scopeColumns!)[0]!;
+    const addresses = Array.from({ length: 5 }, (_, i) => `0x${String(i + 1).repeat(40)}`);
+    const windows = Array.from({ length: 60 }, (_, i) => i).flatMap((i) =>
+      addresses.map((a) => ({ endpoint: e, scope: { [key]: a }, range: { from: i * 250, to: i * 250 + 249 } })),
+    );
+    const held = scopeRowsCondition(def, windows)!;
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'chainlake-scope-rows-'));
+    const engine = await openEngine({ tempDir: dir });
+    try {
+      const cols = def.columns.map((c) => c.name);
+      const pick = (c: string) =>
+        c === def.blockColumn ? 'i * 20' : ['sender', 'receiver', 'contract_address'].includes(c) ? `'0x' || repeat(CAST(i % 7 AS VARCHAR), 40)` : 'NULL';
+      // The rows as a commit reads them: a lake file's, filtered as they are read.
+      const file = path.join(dir, 'rows.parquet');
+      await engine.conn.run(`COPY (SELECT ${cols.map((c) => `${pick(c)} AS "${c}"`).join(', ')} FROM range(1300) r(i)) TO '${file}' (FORMAT parquet)`);
+      // No join per list of values in the plan: each was a hash table of its own (of a fixed size whatever its rows).
+      const plan = (await engine.conn.runAndReadAll(`EXPLAIN SELECT * FROM read_parquet('${file}') WHERE NOT COALESCE((${held}), false)`)).getRowsJS();
+      expect(plan.map((r) => String(r[1])).join('\n')).not.toMatch(/JOIN/);
+      await engine.conn.run(
+        `CREATE TABLE kept AS SELECT * FROM (SELECT * FROM read_parquet('${file}') WHERE NOT COALESCE((${held}), false)) ORDER BY "${def.blockColumn}"`,
+      );
+      const [[n]] = (await engine.conn.runAndReadAll('SELECT count(*)::INTEGER FROM kept')).getRowsJS() as [[number]];
+      // Rows of blocks 15,000 and above (i >= 750) and those of no scope address (i % 7 of 0 or 6) stay.
+      expect(n).toBe(550 + 108 + 107);
+    } finally {
+      engine.close();
+      await rm(dir, { recursive: true, force: true });
     }
   });
 });
