@@ -9,12 +9,31 @@ import { convertTimestamp, Rejected } from '../transform/convert.js';
 const BLOCK_ENDPOINT = 'block';
 
 /**
- * The times (UTC, ISO 8601) of a range's first and last block, asked of the block endpoint (explorer #17): two
- * requests, each counted in the window's accounting and recorded as its calls (lineage). A dataset whose rows carry
- * a block time but no block number replaces a window fetched again by them (datasets/scope-rows.ts).
+ * Block times already asked through a caller (a run's clients), by path and block: the windows of a run's scopes
+ * share their ranges (a contract's scopes, fixed chunks), and each asked the same two blocks again.
+ */
+const asked = new WeakMap<ApiCaller, Map<string, Promise<string>>>();
+
+/**
+ * The times (UTC, ISO 8601) of a range's first and last block, asked of the block endpoint (explorer #17): up to
+ * two requests, each counted in the window's accounting and recorded as its calls (lineage); a block another
+ * window of the run asked already is not asked again (its call is that window's). A dataset whose rows carry a
+ * block time but no block number replaces a window fetched again by them (datasets/scope-rows.ts).
  */
 export async function blockTimes(caller: ApiCaller, acct: Accounting, range: BlockRange, blockPath?: string): Promise<{ from: string; to: string }> {
-  const timeOf = async (n: number): Promise<string> => {
+  const known = asked.get(caller) ?? new Map<string, Promise<string>>();
+  asked.set(caller, known);
+  const timeOf = (n: number): Promise<string> => {
+    const key = `${blockPath ?? ''}\u0000${n}`;
+    const cached = known.get(key);
+    if (cached) return cached;
+    const time = ask(n);
+    known.set(key, time);
+    // A failed ask is asked again by the next window.
+    time.catch(() => known.delete(key));
+    return time;
+  };
+  const ask = async (n: number): Promise<string> => {
     const record = newRequestRecord(BLOCK_ENDPOINT);
     acct.calls.push(record);
     const received = await caller.getBody(

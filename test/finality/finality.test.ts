@@ -159,6 +159,10 @@ describe('finality', () => {
     const second = await runJob(logsJob(sim, lake), { simulator: sim });
     expect(second.status).toBe('complete');
     await expectFinality(lake, second.runId, H0 + 3);
+    // The two scopes' windows share their ranges: each block's time is asked once in the run.
+    const asked = await queryCatalog(lake, `SELECT path FROM requests WHERE run_id = '${second.runId}' AND endpoint = 'block'`);
+    expect(asked.length).toBeGreaterThan(0);
+    expect(new Set(asked.map((r) => String(r.path))).size).toBe(asked.length);
 
     const clean = await start({ dialect: 'real' });
     clean.advanceHead(3);
