@@ -11,7 +11,7 @@ import type { Engine } from '../engine.js';
 import { emptyTypedSelect, STAGED_PARTITION, type TableShape } from '../schema.js';
 import { ident, literal } from '../sql.js';
 import { eachBounded } from '../bounded.js';
-import { keyRank, sortedOnePerKey } from './merge.js';
+import { keyRank, onePerKey } from './merge.js';
 
 /** Name of the merged slice's column saying a row is the commit's own (typed from its staged files), not a row the partition held. */
 export const FRESH_COLUMN = '__fresh';
@@ -107,7 +107,7 @@ export interface SliceMergeInput<F> {
 /**
  * Merges the fresh rows of a slice of partitions with those partitions' existing rows: unioned, reduced to one
  * row per natural key (the newest `_ingested_at` wins; a content hash breaks ties so the result never depends
- * on read order: see sortedOnePerKey) in a sorted table, of which each partition is a row-id range that
+ * on read order: see onePerKey) and sorted into a table, of which each partition is a row-id range that
  * `write` turns into its file. One vectorised pass per slice instead of a window-and-sort query per
  * partition, whose fixed costs dominated with many small day partitions; slices instead of the whole batch at
  * once, so that a commit's memory does not grow with the batch. The next slice is merged while the writers
@@ -120,7 +120,7 @@ export async function mergeSlices<F>(input: SliceMergeInput<F>): Promise<F[]> {
   const part = ident(STAGED_PARTITION);
   const freshColumn = ident(FRESH_COLUMN);
   const all = partitions.map(([p]) => p);
-  const repeated = ident('__chainlake_repeated_keys');
+  const temp = { repeated: ident('__chainlake_repeated_keys'), winners: ident('__chainlake_winners') };
   // Plain tables (the engine's database is in memory and the process's own): the writers' connections read them.
   const merged = [0, 1].map((i) => ident(`__chainlake_merged_${input.name}_${i}`));
   const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
@@ -142,7 +142,9 @@ export async function mergeSlices<F>(input: SliceMergeInput<F>): Promise<F[]> {
     if (old) sources.push(`SELECT *${mark(false)} FROM (${old})`);
     const union = sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
     const projected = `SELECT ${projection}, ${part}${input.derive ? `, ${freshColumn}` : ''} FROM (${union})`;
-    await sortedOnePerKey(conn, projected, table, order, keyColumns, rank, repeated);
+    const reduced = await onePerKey(conn, projected, keyColumns, rank, temp);
+    await conn.run(`CREATE OR REPLACE TABLE ${table} AS SELECT * FROM (${reduced}) ORDER BY ${order}`);
+    await conn.run(`DROP TABLE IF EXISTS ${temp.winners}`);
     // The table is sorted by partition, so each partition is one run of row ids: a row-id range scan reads
     // just that run (a filter on the partition column would scan whole row groups for every partition).
     const rows = (
@@ -191,7 +193,7 @@ export async function mergeSlices<F>(input: SliceMergeInput<F>): Promise<F[]> {
     // Whatever failed, the main connection's statements must have ended before the tables are dropped.
     await next?.catch(() => undefined);
     for (const c of writers) c.closeSync();
-    await conn.run([repeated, ...merged].map((t) => `DROP TABLE IF EXISTS ${t}`).join('; ')).catch(() => undefined);
+    await conn.run([temp.repeated, temp.winners, ...merged].map((t) => `DROP TABLE IF EXISTS ${t}`).join('; ')).catch(() => undefined);
   }
   return out;
 }

@@ -11,37 +11,32 @@ const contentColumns = (shape: TableShape): string[] => shape.columns.map((c) =>
 export const keyRank = (shape: TableShape): string => `_ingested_at DESC, hash(${contentColumns(shape).map(ident).join(', ')})`;
 
 /**
- * The query `rows` sorted by `order` into the table `table`, then reduced there to one row per key (the first
- * by `rank`). A sort of every row comes first because a commit's rows rarely repeat a key: a batch rarely lists
- * a row twice (two scoped addresses sharing a transaction do) and shares no key with the files it meets (those
- * hold other blocks of the same days, unless a run fetches blocks again). So the repeated keys are looked for
- * in the sorted table, which reads only the key columns from memory: looking for them in `rows` first had read
- * and decoded every source file twice. Only when some repeat are the rows of those keys ranked, and the losers
- * deleted: the table keeps its order (a scan skips deleted rows), so no second sort follows, and the ranking
- * is a statement of its own, so that its window and the sort never hold memory at the same time. Keys compare
- * with IS NOT DISTINCT FROM, as a window's PARTITION BY does: a NULL key part is a value like any other.
- * Returns how many rows were deleted.
+ * The query `rows` reduced to one row per key (the first by `rank`), as a query; `rows` itself when no key
+ * repeats. That is the common case in a commit: a batch rarely lists a row twice (two scoped addresses sharing
+ * a transaction do) and shares no key with the files it meets (those hold other blocks of the same days,
+ * unless a run fetches blocks again), and a grouping of the keys alone costs a fraction of a sort.
+ * Otherwise only the repeated keys' rows are ranked, into the temp table `winners`, and the rows of other keys
+ * pass through a hash anti-join beside them: a window over every row had sorted the whole slice once more
+ * before the merge's own sort (in the 5M-row memory bench that took longer than the sort itself). The ranking
+ * is a statement of its own, so that its window and the merge's sort never hold memory at the same time.
+ * Keys compare with IS NOT DISTINCT FROM, as a window's PARTITION BY does: a NULL key part is a value like any other.
  */
-export async function sortedOnePerKey(
+export async function onePerKey(
   conn: DuckDBConnection,
   rows: string,
-  table: string,
-  order: string,
   keyColumns: readonly string[],
   rank: string,
-  repeated: string,
-): Promise<number> {
+  temp: { repeated: string; winners: string },
+): Promise<string> {
   const key = keyColumns.join(', ');
-  await conn.run(`CREATE OR REPLACE TABLE ${table} AS SELECT * FROM (${rows}) ORDER BY ${order}`);
-  await conn.run(`CREATE OR REPLACE TEMP TABLE ${repeated} AS SELECT ${key} FROM ${table} GROUP BY ${key} HAVING count(*) > 1`);
-  if (Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM ${repeated}`)).getRowsJS()[0]![0]) === 0) return 0;
+  await conn.run(`CREATE OR REPLACE TEMP TABLE ${temp.repeated} AS SELECT ${key} FROM (${rows}) GROUP BY ${key} HAVING count(*) > 1`);
+  if (Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM ${temp.repeated}`)).getRowsJS()[0]![0]) === 0) return rows;
   const on = keyColumns.map((k) => `r.${k} IS NOT DISTINCT FROM d.${k}`).join(' AND ');
-  const deleted = await conn.runAndReadAll(
-    `DELETE FROM ${table} WHERE rowid IN (
-       SELECT __row FROM (SELECT r.rowid AS __row, r.* FROM ${table} r SEMI JOIN ${repeated} d ON ${on})
-       QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY ${rank}) > 1)`,
+  await conn.run(
+    `CREATE OR REPLACE TEMP TABLE ${temp.winners} AS
+     SELECT * FROM (SELECT r.* FROM (${rows}) r SEMI JOIN ${temp.repeated} d ON ${on}) QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY ${rank}) = 1`,
   );
-  return Number(deleted.getRowsJS()[0]?.[0] ?? 0);
+  return `(SELECT r.* FROM (${rows}) r ANTI JOIN ${temp.repeated} d ON ${on}) UNION ALL (SELECT * FROM ${temp.winners})`;
 }
 
 /**
