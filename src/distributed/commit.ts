@@ -229,6 +229,28 @@ export async function commitDerived(
   fragments: ReadonlyMap<string, readonly string[]>,
   message: string,
 ): Promise<{ snapshotId: number; files: number }> {
+  return commitUnderLease(deps, leases, [{ shape, fragments }], message);
+}
+
+/** What a commit under the lease changes in one table. */
+export interface LeasedChange {
+  shape: TableShape;
+  /** Per network, Parquet files in the store with the staged partition column. */
+  fragments: ReadonlyMap<string, readonly string[]>;
+  /** Per network, partitions merged with what they hold even when no fragment reaches them (compaction). */
+  rewrite?: ReadonlyMap<string, readonly string[]>;
+}
+
+/**
+ * Changes to several tables as ONE snapshot, by the committer's merge, under the committer lease (taken here,
+ * checked again inside the catalog transaction, released after): the derived tables and `compact --catalog`.
+ */
+export async function commitUnderLease(
+  deps: CommitDeps,
+  leases: Pick<pg.Client, 'query'>,
+  changes: readonly LeasedChange[],
+  message: string,
+): Promise<{ snapshotId: number; files: number }> {
   if (!(await takeLease(leases, deps.holder, deps.leaseSeconds))) {
     throw new ChainlakeError(`another committer holds the lake's commit lease, so ${message} was not written`, {
       hint: 'run it again once the workers have committed (chainlake status --catalog shows what is pending)',
@@ -236,15 +258,21 @@ export async function commitDerived(
   }
   const written: StagedFile[] = [];
   try {
-    await ensureTable(deps.catalog, shape);
-    const replacePartitions: string[][] = [];
-    for (const [network, files] of fragments) {
-      const merged = await mergeFragments(deps, shape, network, files, []);
-      written.push(...merged.files);
-      replacePartitions.push(...merged.replaced);
+    const tables: { tableName: string; files: StagedFile[]; replacePartitions: string[][] }[] = [];
+    for (const change of changes) {
+      await ensureTable(deps.catalog, change.shape);
+      const files: StagedFile[] = [];
+      const replacePartitions: string[][] = [];
+      for (const network of new Set([...change.fragments.keys(), ...(change.rewrite?.keys() ?? [])])) {
+        const merged = await mergeFragments(deps, change.shape, network, change.fragments.get(network) ?? [], [], change.rewrite?.get(network) ?? []);
+        files.push(...merged.files);
+        written.push(...merged.files);
+        replacePartitions.push(...merged.replaced);
+      }
+      tables.push({ tableName: change.shape.name, files, replacePartitions });
     }
     const result = await commitTables(deps.catalog, {
-      tables: [{ tableName: shape.name, files: written, replacePartitions }],
+      tables: tables.filter((t) => t.files.length > 0 || t.replacePartitions.length > 0),
       author: deps.holder,
       message,
       inTransaction: async (tx) => {
@@ -333,6 +361,8 @@ async function mergeFragments(
   network: string,
   fragments: readonly string[],
   replacing: readonly ScopeRange[],
+  /** Partitions merged with what they hold though no fragment reaches them (compaction rewrites them). */
+  rewrite: readonly string[] = [],
 ): Promise<Merged> {
   const { catalog, engine, store } = deps;
   const snapshot = await currentSnapshot(catalog);
@@ -341,7 +371,7 @@ async function mergeFragments(
   const part = ident(STAGED_PARTITION);
   const files: StagedFile[] = [];
   const replaced: string[][] = [];
-  if (fragments.length > 0 || replacing.length > 0) {
+  if (fragments.length > 0 || replacing.length > 0 || rewrite.length > 0) {
     const conn = await engine.connect();
     const freshTable = ident('__chainlake_fresh');
     let inlined: InlinedRows | undefined;
@@ -376,6 +406,8 @@ async function mergeFragments(
         for (const p of partitionsReaching(def, files, replacing)) if (!counts.some(([q]) => q === p)) counts.push([p, 0] as const);
         counts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
       }
+      for (const p of rewrite) if (!counts.some(([q]) => q === p)) counts.push([p, 0] as const);
+      counts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
       const keep = def && keptRowsCondition(def, replacing);
       const rowsOf = new Map(all.map((f) => [f.dataFileId, f.recordCount]));
       const written = await mergeSlices({

@@ -566,7 +566,10 @@ export async function planScan(
   const columns = await listColumns(db, table.tableId, snapshot.snapshotId);
   const files = await listDataFiles(db, table, snapshot.snapshotId, dataPath);
   let inlined = await listInlinedData(db, table);
-  if (db.dialect !== 'duckdb' && (await hasInlinedRows(db, inlined, snapshot.snapshotId))) {
+  // The scan runs in DuckDB, which cannot name a PostgreSQL catalog's inlined tables: without a row valid at the
+  // snapshot (all ended by a later commit, or none yet) they are left out of the scan.
+  if (db.dialect !== 'duckdb' && !(await hasInlinedRows(db, inlined, snapshot.snapshotId))) inlined = [];
+  if (db.dialect !== 'duckdb' && inlined.length > 0) {
     // The scan runs in DuckDB, which reaches a PostgreSQL catalog's tables only through copies on its connection.
     if (!opts.engine) {
       throw new DuckLakeError(

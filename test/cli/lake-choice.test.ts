@@ -143,7 +143,6 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
     expect(env.code).toBe(2);
     expect(env.stderr).toContain(`the environment names two lakes: CHAINLAKE_LAKE=${local} (a local lake) and CHAINLAKE_CATALOG=${db.url}`);
     for (const [name, command] of [
-      ['compact', ['compact']],
       ['catalog rebuild', ['catalog', 'rebuild']],
       ['decode', ['decode', '--standard', 'erc20']],
     ] as const) {

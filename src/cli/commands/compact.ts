@@ -1,11 +1,13 @@
 import { existsSync } from 'node:fs';
 import type { CommandModule } from 'yargs';
 import { datasetNames } from '../../datasets/registry.js';
+import { checkCatalogUrl } from '../../distributed/control-plane.js';
+import { compactDistributedLake } from '../../distributed/maintain.js';
 import { compactLake } from '../../load/write/maintenance.js';
 import { LakePaths } from '../../load/paths.js';
 import { REJECTS_DATASET } from '../../load/schema.js';
 import { CliError } from '../exit-codes.js';
-import { localOnly, resolveLakeTarget, withLakeOptions } from '../lake-target.js';
+import { describeTarget, resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 
 interface Args {
   lake?: string;
@@ -20,21 +22,30 @@ const mib = (b: number): string => `${(b / 1024 / 1024).toFixed(1)} MiB`;
 export const compactCommand: CommandModule<object, Args> = {
   command: 'compact',
   describe:
-    'Rewrite each partition that holds several data files into one sorted, ZSTD, one-row-per-key ducklake-<uuid>.parquet (one snapshot per batch, crash-safe); a partition of one file is left as it is',
+    'Rewrite each partition that holds several data files into one sorted, ZSTD, one-row-per-key ducklake-<uuid>.parquet (one snapshot per batch, crash-safe); a partition of one file is left as it is. With --catalog, a distributed lake: one snapshot under the committer lease',
   builder: (y) =>
-    withLakeOptions(y, { distributed: false })
+    withLakeOptions(y, { distributed: true })
       .option('dataset', { type: 'string', array: true, choices: [...datasetNames(), REJECTS_DATASET], describe: 'Only these datasets (default: all)' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
       .example('$0 compact', 'Compact every dataset of data/lake')
-      .example('$0 compact --lake /srv/lake --dataset transactions', 'Only transactions'),
+      .example('$0 compact --lake /srv/lake --dataset transactions', 'Only transactions')
+      .example('$0 compact --catalog postgres://chainlake@db/lake --store /mnt/lake', 'A distributed lake'),
   handler: async (args) => {
-    const paths = new LakePaths(
-      localOnly(
-        'compact',
-        resolveLakeTarget(args),
-        "a distributed lake's committer already writes each partition it touches as one merged file per commit, and chainlake maintain --catalog deletes the files older snapshots needed",
-      ),
-    );
+    const target = resolveLakeTarget(args);
+    if (target.kind === 'distributed') {
+      const r = await compactDistributedLake({ catalog: checkCatalogUrl(target.catalog), store: target.store, datasets: args.dataset });
+      if (args.format === 'json') return void process.stdout.write(JSON.stringify(r, null, 2) + '\n');
+      process.stdout.write(
+        `${describeTarget(target)}: ` +
+          (r.snapshotId === null
+            ? `nothing to compact`
+            : `compacted ${r.partitions} partitions: ${r.filesBefore} -> ${r.filesAfter} files, as snapshot ${r.snapshotId}`) +
+          (r.alreadyCompact ? `; ${r.alreadyCompact} partitions already compact (one file each), left as they are` : '') +
+          '\n',
+      );
+      return;
+    }
+    const paths = new LakePaths(target.lake);
     if (!existsSync(paths.catalog)) throw new CliError(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`);
     const r = await compactLake(paths, { datasets: args.dataset });
     if (args.format === 'json') {

@@ -1,0 +1,155 @@
+// `chainlake compact --catalog`: a distributed lake's partitions of several files, deletes or rows inlined into the
+// catalog (written by the reference `ducklake` extension, another writer of the lake) are rewritten by the
+// committer's merge as ONE snapshot under the committer lease; the rows read (by chainlake and by the reference) do
+// not change, and a compact lake gets no snapshot at all.
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { releaseLease, takeLease } from '../../src/distributed/commit.js';
+import { openCatalog } from '../../src/distributed/control-plane.js';
+import { enqueueJob } from '../../src/distributed/enqueue.js';
+import { compactDistributedLake } from '../../src/distributed/maintain.js';
+import { openDistributedLake } from '../../src/distributed/read.js';
+import { runWorker } from '../../src/distributed/worker.js';
+import { parseJob } from '../../src/pipeline/job.js';
+import { A_BUSY0 } from '../../src/simulator/chain.js';
+import { chainFor } from '../../src/simulator/index.js';
+import { openReference, referenceMissing } from '../ducklake/helpers.js';
+import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
+import { tempDir } from '../helpers/lake.js';
+
+type Rows = Record<string, unknown>[];
+const plain = (rows: Rows) => rows.map((r) => JSON.stringify(r, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
+
+const chain = chainFor(1, 'small', 'mainnet');
+const doc = {
+  name: 'compact',
+  network: 'mainnet',
+  target: 'simulator',
+  simulator: { seed: 1, scale: 'small' },
+  datasets: { transactions: { addresses: [chain.addrLower(A_BUSY0 + 1)] } },
+};
+const INSERT = 'INSERT INTO ref.transactions (transaction_hash, block_number, transaction_index, network, block_date, _run_id, _ingested_at) VALUES ';
+const inserted = (hash: string, day: string, block: number) =>
+  `('${hash}', ${block}, 0, 'mainnet', DATE '${day}', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00')`;
+const victim = (day: string) =>
+  `DELETE FROM ref.transactions WHERE transaction_hash = (SELECT min(transaction_hash) FROM ref.transactions WHERE block_date = DATE '${day}')`;
+
+const missing = referenceMissing();
+
+describe.skipIf(missing !== null)(`compact --catalog on a distributed lake${missing ? ` (${missing})` : ''}`, () => {
+  let pg: TestPostgres;
+  let tmp: Awaited<ReturnType<typeof tempDir>>;
+  let db: Awaited<ReturnType<TestPostgres['database']>>;
+  let store: string;
+
+  async function withRef(statements: string[], opts: { inlining?: number } = {}): Promise<Rows> {
+    const ref = await openReference(db.url, { write: true, ...opts });
+    try {
+      let last: Rows = [];
+      for (const sql of statements) last = (await ref.conn.runAndReadAll(sql)).getRowObjectsJS() as Rows;
+      return last;
+    } finally {
+      ref.close();
+    }
+  }
+  const refRows = () => withRef(['SELECT * FROM ref.transactions ORDER BY transaction_hash']);
+  async function chainlakeRows(): Promise<Rows> {
+    const lake = await openDistributedLake({ catalog: db.url, store });
+    try {
+      return (await lake.conn.runAndReadAll('SELECT * FROM transactions ORDER BY transaction_hash')).getRowObjectsJS() as Rows;
+    } finally {
+      lake.close();
+    }
+  }
+  /** The newest snapshot, and the live data files of transactions per day. */
+  async function catalogState(): Promise<{ snapshot: number; files: Map<string, number>; deletes: number; inlined: number }> {
+    const { client, catalog } = await openCatalog(db.url);
+    try {
+      const snapshot = Number((await catalog.query('SELECT max(snapshot_id) AS s FROM ducklake_snapshot'))[0]?.s);
+      const files = new Map<string, number>();
+      for (const r of await catalog.query(
+        `SELECT p.partition_value AS day, count(*) AS n FROM ducklake_data_file d
+         JOIN ducklake_table t ON t.table_id = d.table_id AND t.table_name = 'transactions' AND t.end_snapshot IS NULL
+         JOIN ducklake_file_partition_value p ON p.data_file_id = d.data_file_id AND p.partition_key_index = 1
+         WHERE d.end_snapshot IS NULL GROUP BY 1`,
+      ))
+        files.set(String(r.day), Number(r.n));
+      const deletes = Number((await catalog.query('SELECT count(*) AS n FROM ducklake_delete_file WHERE end_snapshot IS NULL'))[0]?.n);
+      let inlined = 0;
+      for (const t of await catalog.query('SELECT table_name FROM ducklake_inlined_data_tables')) {
+        const exists = await catalog.query(`SELECT to_regclass($1) AS r`, [`ducklake.${String(t.table_name)}`]);
+        if (exists[0]?.r === null) continue;
+        inlined += Number((await catalog.query(`SELECT count(*) AS n FROM "${String(t.table_name)}" WHERE end_snapshot IS NULL`))[0]?.n);
+      }
+      return { snapshot, files, deletes, inlined };
+    } finally {
+      await client.end();
+    }
+  }
+
+  beforeAll(async () => {
+    pg = await startPostgres();
+    process.env.PGPASSWORD = pg.password;
+    tmp = await tempDir('chainlake-compact-pg-');
+    db = await pg.database();
+    store = path.join(tmp.dir, 'store');
+    await enqueueJob(parseJob(doc, 'compact'), doc, { catalog: db.url, store });
+    const report = await runWorker({ catalog: db.url, store, id: 'w1', account: 'w1', untilIdle: true, pollMs: 50 });
+    expect(report.windowsFailed).toBe(0);
+  }, 180_000);
+
+  afterAll(async () => {
+    delete process.env.PGPASSWORD;
+    await pg?.stop();
+    await tmp?.cleanup();
+  });
+
+  it('rewrites the partitions another writer changed as one snapshot: same rows for both readers, one file each, then nothing', async () => {
+    const days = (await withRef(['SELECT DISTINCT CAST(block_date AS VARCHAR) AS d FROM ref.transactions ORDER BY 1'])).map((r) => String(r.d));
+    expect(days.length).toBeGreaterThanOrEqual(4);
+    // Inlined into the catalog: a row into a day chainlake wrote and into a day it never wrote, and a delete.
+    await withRef([INSERT + [inserted('0xref-a', days[0]!, 1), inserted('0xref-b', '2030-01-01', 2)].join(', '), victim(days[1]!)]);
+    // Without inlining: two data files beside chainlake's in one day, and a delete file in another.
+    await withRef([INSERT + inserted('0xref-c', days[2]!, 3), INSERT + inserted('0xref-d', days[2]!, 4), victim(days[3]!)], { inlining: 0 });
+    const rows = await refRows();
+    expect(plain(await chainlakeRows())).toEqual(plain(rows));
+    const before = await catalogState();
+    expect(before.files.get(days[2]!)).toBe(3);
+    expect(before.deletes).toBeGreaterThan(0);
+    expect(before.inlined).toBeGreaterThan(0);
+    const untouched = days.slice(4).filter((d) => before.files.get(d) === 1);
+
+    // A worker's commit holds the lease: compaction waits its turn and writes nothing.
+    const leases = await openCatalog(db.url);
+    try {
+      expect(await takeLease(leases.client, 'a-worker', 60)).toBe(true);
+      await expect(compactDistributedLake({ catalog: db.url, store })).rejects.toThrow(/another committer holds the lake's commit lease/);
+      expect((await catalogState()).snapshot).toBe(before.snapshot);
+      await releaseLease(leases.client, 'a-worker');
+    } finally {
+      await leases.client.end();
+    }
+
+    const r = await compactDistributedLake({ catalog: db.url, store });
+    expect(r.snapshotId).toBe(before.snapshot + 1);
+    // The days the reference changed (its inlined-only day included); days of one file and no change are left alone.
+    expect(r.partitions).toBe(5);
+    expect(r.alreadyCompact).toBe(untouched.length + (days.length - 4 - untouched.length > 0 ? 0 : 0));
+    const after = await catalogState();
+    expect(after.snapshot).toBe(before.snapshot + 1);
+    expect([...after.files.values()].every((n) => n === 1)).toBe(true);
+    expect(after.files.get('2030-01-01')).toBe(1);
+    expect([...after.files.values()].reduce((a, b) => a + b, 0)).toBeLessThan([...before.files.values()].reduce((a, b) => a + b, 0));
+    expect(after.deletes).toBe(0);
+    expect(after.inlined).toBe(0);
+    // The same rows, read by the reference extension and by chainlake.
+    expect(plain(await refRows())).toEqual(plain(rows));
+    expect(plain(await chainlakeRows())).toEqual(plain(rows));
+
+    // A compact lake: nothing written, not even a snapshot.
+    const again = await compactDistributedLake({ catalog: db.url, store });
+    expect(again.snapshotId).toBeNull();
+    expect(again.partitions).toBe(0);
+    expect((await catalogState()).snapshot).toBe(after.snapshot);
+  }, 180_000);
+});
