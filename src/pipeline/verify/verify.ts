@@ -240,13 +240,16 @@ async function blocksOfDays(conn: DuckDBConnection, network: string, sel: Verify
   return out;
 }
 
-/** Reads the committed windows of `job`'s network that `sel` selects, grouped by scope. */
+/**
+ * Reads the committed windows of `job`'s network that `sel` selects, grouped by scope. A provisional window (finality:
+ * it reaches into the unfinal zone, the next run fetches it again) holds its rows in the lake as a committed one does.
+ */
 async function scopeGroups(conn: DuckDBConnection, job: Job, sel: VerifySelection): Promise<{ groups: ScopeGroup[]; snapshots: Committed[] }> {
   const committed: Committed[] = (
     await rowsOf(
       conn,
       `SELECT dataset, network, scope, from_block, to_block, coalesce(requests, 0) AS requests FROM windows
-       WHERE status = 'committed' AND network = ${literal(job.what.network)} ORDER BY dataset, scope, from_block`,
+       WHERE status IN ('committed', 'provisional') AND network = ${literal(job.what.network)} ORDER BY dataset, scope, from_block`,
     )
   ).map((r) => ({
     dataset: String(r.dataset),
