@@ -4,6 +4,8 @@
 // and the decoded days are written by the writers beside the slice's own files, into the commit's journal.
 // Decoding therefore reads no row again, sorts nothing when one SQL statement decoded a dataset, writes each
 // day by a row-id range instead of a filtered scan of every decoded row, and needs no commit of its own.
+// Where a decoded day goes and which earlier rejects it replaces is the committer's (DecodedTarget): the
+// local lake's files and journal (CommitDecoding), or the distributed committer's store and catalog.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import path from 'node:path';
@@ -21,9 +23,31 @@ import { decodeLogs, distinctDatasets } from './decode.js';
 import { declaredTables, decodedShape, type DecodeLakeInput } from './lake.js';
 import { dropReplacedRejects, findReplacedRejects, KEEP_REJECT } from './rejects.js';
 
-export interface CommitDecodingInput extends Pick<DecodeLakeInput, 'engine' | 'paths' | 'network' | 'datasets' | 'runId' | 'ingestedAt'> {
+export interface SliceDecodingInput extends Pick<DecodeLakeInput, 'engine' | 'network' | 'datasets' | 'runId' | 'ingestedAt'> {
   /** A fresh folder under the commit's work folder. */
   workDir: string;
+}
+
+export interface CommitDecodingInput extends SliceDecodingInput, Pick<DecodeLakeInput, 'paths'> {}
+
+/** Where a committer puts the decoded days, and where the rejects they replace are found. */
+export interface DecodedTarget<F> {
+  /**
+   * Writes one decoded day: `fresh` (the day's decoded rows in the dataset's order, with its columns) merged by
+   * natural key with the rows the day holds, into one file (`workFile` names a file of the commit's work folder).
+   */
+  writeDay(writer: DuckDBConnection, shape: TableShape, partition: string, fresh: string, workFile: string): Promise<F>;
+  /** The `_rejects` partitions holding decode rejects that decoding `logs` replaces (see findReplacedRejects). */
+  replacedRejects(conn: DuckDBConnection, logs: string): Promise<string[]>;
+}
+
+/** What a commit's decoding prepared: its days' files, its rejects, and the earlier rejects' partitions they replace. */
+export interface DecodedDays<F> {
+  files: F[];
+  /** A relation of the `_rejects` rows (with `_run_id` and `_ingested_at`), when there are any. */
+  rejects?: string;
+  /** `_rejects` partitions holding rejects of the same logs, which KEEP_REJECT drops. */
+  replacedRejectDays: string[];
 }
 
 /** What a commit's decoding gave, for the run's report. */
@@ -37,33 +61,36 @@ export interface CommitDecodingStats {
   partitions: Map<string, Set<string>>;
 }
 
-/** One commit's decoding of its event logs (see the top of this file). */
-export class CommitDecoding implements CommitDerivation {
+/** One commit's decoding of its event logs (see the top of this file), for the committer's `target`. */
+export abstract class SliceDecoding<F> {
   readonly dataset = 'event_logs';
   /** The first error: the commit then goes on without decoded rows, and the run decodes them after its last commit. */
   failure: Error | undefined;
   readonly stats: CommitDecodingStats = { logs: 0, rejects: 0, skipped: new Map(), files: 0, rows: new Map(), partitions: new Map() };
-  private readonly files: PreparedFile[] = [];
+  protected readonly files: F[] = [];
   private readonly rejectsTable = ident('__decoded_rejects');
   private rejectsKept = false;
   /** The logs decoded (transaction_hash, log_index): the rejects of an earlier decoding of them are replaced. */
   private readonly logsTable = ident('__decoded_logs');
   private logsKept = false;
-  private lake: LakeState | undefined;
   /** `dataset/partition` of every day written: a day must come from one slice only. */
   private readonly days = new Set<string>();
   private workDirMade = false;
 
-  constructor(private readonly input: CommitDecodingInput) {}
+  constructor(protected readonly input: SliceDecodingInput) {}
+
+  /** Where the days go (given the local lake's state when the committer has one). */
+  protected abstract target(lake: LakeState | undefined): DecodedTarget<F>;
+  private chosen: DecodedTarget<F> | undefined;
 
   /** The decoded datasets' tables: the commit creates those the lake lacks before anything is written. */
   get shapes(): TableShape[] {
     return distinctDatasets(this.input.datasets).map(decodedShape);
   }
 
-  slice(table: string, partitions: readonly string[], index: number, lake: LakeState): { first: WriterTask[]; then: WriterTask[] } {
+  slice(table: string, partitions: readonly string[], index: number, lake?: LakeState): { first: WriterTask[]; then: WriterTask[] } {
     if (this.failure) return { first: [], then: [] };
-    this.lake = lake;
+    const target = (this.chosen ??= this.target(lake));
     // One task decodes the slice; one per dataset and day of the slice writes that day once it is decoded (a
     // day of a log's timestamp is its event_logs day), so other writers write the days side by side.
     let decoded!: (days: Map<string, DayRange> | undefined) => void;
@@ -81,7 +108,7 @@ export class CommitDecoding implements CommitDerivation {
         const day = (await days)?.get(`${d.name}/${p}`);
         if (!day || this.failure) return;
         try {
-          this.files.push(await this.writeDay(writer, lake, d, day));
+          this.files.push(await this.writeDay(writer, target, d, day));
         } catch (e) {
           this.failure ??= e as Error;
         }
@@ -150,48 +177,26 @@ export class CommitDecoding implements CommitDerivation {
     return byDay;
   }
 
-  /** One decoded day: written from its row range, or merged with the day's files when the dataset has the day already. */
-  private async writeDay(writer: DuckDBConnection, lake: LakeState, d: DecodedDataset, day: DayRange): Promise<PreparedFile> {
-    const { paths, network } = this.input;
+  /** One decoded day, from its row range of the decoded table (a row-range scan of a table in order keeps that order). */
+  private writeDay(writer: DuckDBConnection, target: DecodedTarget<F>, d: DecodedDataset, day: DayRange): Promise<F> {
     const shape = decodedShape(d);
-    const existing = lake.files(shape.name, network, day.partition).map((f) => f.path);
-    const from = path.join(this.input.workDir, `${shape.name}.${network}.${day.partition}.parquet`);
-    const range = `FROM ${day.table} WHERE rowid BETWEEN ${day.lo} AND ${day.hi}`;
-    const partition = { network, value: day.partition };
-    // A row-range scan of a table in order keeps that order: the file comes out sorted.
-    const written =
-      existing.length === 0
-        ? await writeLakeFile(
-            writer,
-            lake.table(shape.name),
-            shape,
-            partition,
-            `SELECT ${shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ')} ${range}`,
-            from,
-          )
-        : await writeMergedPartition(writer, lake.table(shape.name), shape, partition, {
-            existing,
-            fresh: `SELECT * EXCLUDE (__partition) ${range}`,
-            target: from,
-          });
-    return preparedFile(paths, { shape, network, partition: day.partition }, from, written);
+    const from = path.join(this.input.workDir, `${shape.name}.${this.input.network}.${day.partition}.parquet`);
+    return target.writeDay(writer, shape, day.partition, `SELECT * EXCLUDE (__partition) FROM ${day.table} WHERE rowid BETWEEN ${day.lo} AND ${day.hi}`, from);
   }
 
-  async prepared(): Promise<{ files: PreparedFile[]; rejects?: string; tables: ReturnType<typeof declaredTables> } | undefined> {
+  /** What the slices prepared, once every one is written; undefined when decoding failed (the commit goes on without it). */
+  async decoded(): Promise<DecodedDays<F> | undefined> {
     if (this.failure) return undefined;
-    // Side by side once all are written, as the commit's own files.
-    await Promise.all(this.files.map((f) => fsyncFile(f.from)));
     this.stats.files = this.files.length;
-    const { runId, ingestedAt, engine, network, datasets } = this.input;
+    const { runId, ingestedAt } = this.input;
     // Logs fetched again (a re-run of the same range) are decoded again: their rejects replace the earlier ones.
-    const days = this.logsKept && this.lake ? await findReplacedRejects(engine.conn, this.lake, network, datasets, `SELECT * FROM ${this.logsTable}`) : [];
+    const replacedRejectDays = this.logsKept && this.chosen ? await this.chosen.replacedRejects(this.input.engine.conn, `SELECT * FROM ${this.logsTable}`) : [];
     return {
       files: this.files,
-      ...(days.length ? { replacedRejects: { keep: KEEP_REJECT, days } } : {}),
-      rejects: this.rejectsKept
-        ? `SELECT *, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at FROM ${this.rejectsTable}`
-        : undefined,
-      tables: declaredTables(this.input.datasets),
+      replacedRejectDays,
+      ...(this.rejectsKept
+        ? { rejects: `SELECT *, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at FROM ${this.rejectsTable}` }
+        : {}),
     };
   }
 
@@ -202,6 +207,50 @@ export class CommitDecoding implements CommitDerivation {
     const tables = [0, 1].flatMap((k) => Array.from({ length: n }, (_, i) => `${tablePrefix(k)}${i}`)).flatMap((t) => [t, `${t}_sorted`]);
     await this.input.engine.conn.run([...tables, this.rejectsTable, this.logsTable].map((t) => `DROP TABLE IF EXISTS ${t}`).join('; '));
     await dropReplacedRejects(this.input.engine.conn);
+  }
+}
+
+/** The decoding of a single machine's commit: its days go into the commit's journal beside the lake's files. */
+export class CommitDecoding extends SliceDecoding<PreparedFile> implements CommitDerivation {
+  constructor(private readonly local: CommitDecodingInput) {
+    super(local);
+  }
+
+  protected target(lake: LakeState | undefined): DecodedTarget<PreparedFile> {
+    if (!lake) throw new Error('a single machine commit decodes with its lake state');
+    const { paths, network, engine, datasets } = this.local;
+    return {
+      writeDay: async (writer, shape, day, fresh, from) => {
+        const existing = lake.files(shape.name, network, day).map((f) => f.path);
+        const partition = { network, value: day };
+        const written =
+          existing.length === 0
+            ? await writeLakeFile(
+                writer,
+                lake.table(shape.name),
+                shape,
+                partition,
+                `SELECT ${shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ')} FROM (${fresh})`,
+                from,
+              )
+            : await writeMergedPartition(writer, lake.table(shape.name), shape, partition, { existing, fresh, target: from });
+        return preparedFile(paths, { shape, network, partition: day }, from, written);
+      },
+      replacedRejects: (conn, logs) => findReplacedRejects(conn, lake, network, datasets, logs),
+    };
+  }
+
+  async prepared(): Promise<{ files: PreparedFile[]; rejects?: string; tables: ReturnType<typeof declaredTables> } | undefined> {
+    const out = await this.decoded();
+    if (!out) return undefined;
+    // Side by side once all are written, as the commit's own files.
+    await Promise.all(out.files.map((f) => fsyncFile(f.from)));
+    return {
+      files: out.files,
+      ...(out.replacedRejectDays.length ? { replacedRejects: { keep: KEEP_REJECT, days: out.replacedRejectDays } } : {}),
+      rejects: out.rejects,
+      tables: declaredTables(this.local.datasets),
+    };
   }
 }
 

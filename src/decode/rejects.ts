@@ -33,20 +33,36 @@ function candidateSql(d: DecodedDataset): string {
   return `(${topic}) AND (${filterSql(d)})`;
 }
 
+/** The `_rejects` files of one network, and the partition (run date) each belongs to. */
+export interface RejectFiles {
+  files: readonly string[];
+  partitionOf(file: string): string | undefined;
+}
+
+/** The `_rejects` files of a local lake's network (its LakeState). */
+export function lakeRejectFiles(lake: LakeState, network: Network): RejectFiles {
+  const prefix = partitionKey(network, '');
+  const day = new Map<string, string>();
+  for (const [key, fs] of lake.table(REJECTS_SHAPE.name).partitions) if (key.startsWith(prefix)) for (const f of fs) day.set(f.path, key.slice(prefix.length));
+  return { files: lake.tableFiles(REJECTS_SHAPE.name, network), partitionOf: (file) => day.get(file) };
+}
+
 /**
  * Finds the lake's decode rejects (of `network`) that decoding `logs` (a relation of event_logs rows) into
  * `datasets` replaces: those of one of the datasets whose log is among `logs` and is that dataset's candidate.
- * Their keys go to a temp table on `conn` that KEEP_REJECT reads; returns the `_rejects` partitions holding them.
+ * Their keys go to a table of the engine that KEEP_REJECT reads (any of its connections: the distributed
+ * committer merges `_rejects` on its own); returns the `_rejects` partitions holding them.
  */
 export async function findReplacedRejects(
   conn: DuckDBConnection,
-  lake: LakeState,
+  lake: LakeState | RejectFiles,
   network: Network,
   datasets: readonly DecodedDataset[],
   logs: string,
 ): Promise<string[]> {
-  await conn.run(`CREATE OR REPLACE TEMP TABLE ${REPLACED} (k VARCHAR, filename VARCHAR)`);
-  const files = lake.tableFiles(REJECTS_SHAPE.name, network);
+  const rejects = 'partitionOf' in lake ? lake : lakeRejectFiles(lake, network);
+  await conn.run(`CREATE OR REPLACE TABLE ${REPLACED} (k VARCHAR, filename VARCHAR)`);
+  const files = [...rejects.files];
   const named = distinctDatasets(datasets);
   if (files.length === 0 || named.length === 0) return [];
   const candidate = `CASE dataset ${named.map((d) => `WHEN ${literal(d.name)} THEN ${candidateSql(d)}`).join(' ')} END`;
@@ -65,11 +81,9 @@ export async function findReplacedRejects(
     );
   }
   await conn.run(`DROP TABLE ${REPLACED}_of`);
-  const held = new Set(((await conn.runAndReadAll(`SELECT DISTINCT filename FROM ${REPLACED}`)).getRowsJS() as [string][]).map(([f]) => f));
-  const partitions = [...lake.table(REJECTS_SHAPE.name).partitions].filter(([, fs]) => fs.some((f) => held.has(f.path))).map(([key]) => key);
-  const prefix = partitionKey(network, '');
-  return partitions.filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length));
+  const held = ((await conn.runAndReadAll(`SELECT DISTINCT filename FROM ${REPLACED}`)).getRowsJS() as [string][]).map(([f]) => f);
+  return [...new Set(held.flatMap((f) => rejects.partitionOf(f) ?? []))].sort();
 }
 
-/** Drops the temp table of findReplacedRejects. */
+/** Drops the table of findReplacedRejects. */
 export const dropReplacedRejects = (conn: DuckDBConnection): Promise<void> => conn.run(`DROP TABLE IF EXISTS ${REPLACED}`).then(() => undefined);

@@ -20,7 +20,17 @@ import { getDataset } from '../datasets/registry.js';
 import { createUnorderedTempTable, type Engine } from '../load/engine.js';
 import { datasetShape, emptyTypedSelect, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
 import { ident, literal, literalList } from '../load/sql.js';
-import { mergeSlices } from '../load/write/merge-slices.js';
+import { mergeSlices, type SliceHook } from '../load/write/merge-slices.js';
+import { mergedRows } from '../load/write/merge.js';
+import type { DecodedDataset } from '../decode/datasets.js';
+import { SliceDecoding, type DecodedTarget } from '../decode/in-commit.js';
+import { distinctDatasets } from '../decode/decode.js';
+import { decodedShape } from '../decode/lake.js';
+import { dropReplacedRejects, findReplacedRejects, KEEP_REJECT } from '../decode/rejects.js';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import type { Network } from '../datasets/dataset.js';
 import { advanceWatermark } from '../pipeline/committer.js';
 import { isProvisional } from '../pipeline/plan.js';
 import type { BlockRange } from '../extract/pager.js';
@@ -133,9 +143,39 @@ export async function fetchedWindows(catalog: CatalogDb, maxRows: number): Promi
  * other workers keep fetching. Throws LeaseLostError when the lease went to another worker meanwhile.
  */
 export async function commitFetched(deps: CommitDeps, batchRows: number): Promise<number> {
-  const batch = await fetchedWindows(deps.catalog, batchRows);
-  if (batch.length > 0) await commitBatch(deps, batch);
-  return batch.length;
+  const { windows, decoding } = await oneDecoding(deps.catalog, await fetchedWindows(deps.catalog, batchRows));
+  if (windows.length > 0) await commitBatch(deps, windows, decoding);
+  return windows.length;
+}
+
+/** How a batch's event logs are decoded: the datasets of their run's `decode` key (resolved at enqueue), as that run. */
+interface BatchDecoding {
+  datasets: DecodedDataset[];
+  runId: string;
+  ingestedAt: string;
+  network: string;
+}
+
+/**
+ * The batch cut to event logs of one decoding: those of one run whose job decodes (its datasets, its `_run_id`
+ * and `_ingested_at` on the decoded rows, as one machine's run writes them), or those of runs that decode none.
+ * Other datasets' windows all stay; the event logs left out are the next batch's.
+ */
+async function oneDecoding(catalog: CatalogDb, windows: FetchedWindow[]): Promise<{ windows: FetchedWindow[]; decoding?: BatchDecoding }> {
+  const logRuns = [...new Set(windows.filter((w) => w.dataset === EVENT_LOGS).map((w) => w.runId))];
+  if (logRuns.length === 0) return { windows };
+  const rows = await catalog.query(
+    `SELECT run_id, ingested_at, CAST(decode AS TEXT) AS decode FROM ${CONTROL_SCHEMA}.runs WHERE run_id IN (${logRuns.map((_, i) => `$${i + 1}`).join(', ')}) AND decode IS NOT NULL`,
+    logRuns,
+  );
+  const decodes = new Map(
+    rows.map((r) => [String(r.run_id), { datasets: JSON.parse(String(r.decode)) as DecodedDataset[], ingestedAt: String(r.ingested_at) }]),
+  );
+  const first = windows.find((w) => w.dataset === EVENT_LOGS)!;
+  const key = (w: FetchedWindow): string => (decodes.has(w.runId) ? w.runId : '');
+  const kept = windows.filter((w) => w.dataset !== EVENT_LOGS || key(w) === key(first));
+  const run = decodes.get(first.runId);
+  return { windows: kept, ...(run ? { decoding: { ...run, runId: first.runId, network: first.network } } : {}) };
 }
 
 /**
@@ -143,7 +183,7 @@ export async function commitFetched(deps: CommitDeps, batchRows: number): Promis
  * windows, watermarks and runs in the same catalog transaction — a reader sees the whole batch or none of it, as
  * it sees a single machine's commit. The rejects' key is the whole record, so merging them again is harmless.
  */
-async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[]): Promise<void> {
+async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[], decode?: BatchDecoding): Promise<void> {
   const started = Date.now();
   const groups = new Map<string, { shape: TableShape; network: string; windows: FetchedWindow[] }>();
   for (const w of windows) {
@@ -169,25 +209,63 @@ async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[]):
     })),
   ].filter((m) => m.fragments.length > 0 || m.replacing.length > 0);
   const changes = new Map<string, { tableName: string; files: StagedFile[]; replacePartitions: string[][] }>();
+  const change = (table: string) => {
+    const c = changes.get(table) ?? { tableName: table, files: [], replacePartitions: [] };
+    changes.set(table, c);
+    return c;
+  };
   let snapshot: number;
+  let decoding: CommittedDecoding | undefined;
   try {
     // Tables are created or widened first, one at a time: that is a catalog transaction, and the merges share
-    // the catalog's connection. A dataset's table exists once a window of it is committed, rows or none.
-    const shapes = new Map([...merges, ...groups.values()].map((m) => [m.shape.name, m.shape]));
+    // the catalog's connection. A dataset's table exists once a window of it is committed, rows or none; a
+    // decoded dataset's once its job's logs are (empty when no log decodes, as on one machine).
+    // (The decoding's rejects go to `_rejects`, which a batch without fetch rejects has not needed yet.)
+    const decodedShapes = decode ? [...distinctDatasets(decode.datasets).map(decodedShape), REJECTS_SHAPE] : [];
+    const shapes = new Map([...merges, ...groups.values(), ...decodedShapes.map((shape) => ({ shape }))].map((m) => [m.shape.name, m.shape]));
     for (const shape of shapes.values()) await ensureTable(deps.catalog, shape);
+    if (decode) decoding = await CommittedDecoding.open(deps, decode, decodedShapes);
     // Datasets merged side by side, as a single machine's commit does: each is a few statements over small
-    // files, which leave the engine's second thread idle. Every merge ends before anything is decided.
+    // files, which leave the engine's second thread idle. Every merge ends before anything is decided. The
+    // rejects come last: a decoding adds its own, and replaces those of the logs it decodes again.
     const limit = pLimit(MERGES_AT_ONCE);
-    const merged = await Promise.allSettled(merges.map((m) => limit(() => mergeFragments(deps, m.shape, m.network, m.fragments, m.replacing))));
-    merged.forEach((r, i) => {
-      if (r.status !== 'fulfilled') return;
-      const change = changes.get(merges[i]!.shape.name) ?? { tableName: merges[i]!.shape.name, files: [], replacePartitions: [] };
-      change.files.push(...r.value.files);
-      change.replacePartitions.push(...r.value.replaced);
-      changes.set(change.tableName, change);
-    });
-    const failed = merged.find((r) => r.status === 'rejected');
-    if (failed) throw failed.reason;
+    const mergeAll = async (list: typeof merges, extra: (m: (typeof merges)[number]) => MergeExtra) => {
+      const merged = await Promise.allSettled(list.map((m) => limit(() => mergeFragments(deps, m.shape, m.network, m.fragments, m.replacing, extra(m)))));
+      merged.forEach((r, i) => {
+        if (r.status !== 'fulfilled') return;
+        const c = change(list[i]!.shape.name);
+        c.files.push(...r.value.files);
+        c.replacePartitions.push(...r.value.replaced);
+      });
+      const failed = merged.find((r) => r.status === 'rejected');
+      if (failed) throw failed.reason;
+    };
+    const decodes = (m: { shape: TableShape; network: string }) => decoding !== undefined && m.shape.name === EVENT_LOGS && m.network === decode!.network;
+    await mergeAll(
+      merges.filter((m) => m.shape !== REJECTS_SHAPE),
+      (m) => (decodes(m) ? { derive: decoding! } : {}),
+    );
+    const decoded = await decoding?.decoded();
+    if (decoding && !decoded) throw decoding.failure!;
+    for (const f of decoded?.files ?? []) {
+      const c = change(f.table);
+      if (f.file) c.files.push(f.file);
+      c.replacePartitions.push([decode!.network, f.partition]);
+    }
+    const rejectMerges = merges.filter((m) => m.shape === REJECTS_SHAPE);
+    if (decoded && (decoded.rejects || decoded.replacedRejectDays.length) && !rejectMerges.some((m) => m.network === decode!.network))
+      rejectMerges.push({ shape: REJECTS_SHAPE, network: decode!.network, fragments: [], replacing: [] });
+    await mergeAll(rejectMerges, (m) =>
+      decoded && m.network === decode!.network
+        ? {
+            ...(decoded.rejects
+              ? { fresh: `SELECT *, ${literal(decode!.ingestedAt.slice(0, 10))} AS ${ident(STAGED_PARTITION)} FROM (${decoded.rejects})` }
+              : {}),
+            // Only where rejects of the same logs were found (KEEP_REJECT reads what findReplacedRejects found).
+            ...(decoded.replacedRejectDays.length ? { keep: KEEP_REJECT, partitions: decoded.replacedRejectDays } : {}),
+          }
+        : {},
+    );
     await testHook('lake-files');
     const result = await commitTables(deps.catalog, {
       tables: [...changes.values()].filter((c) => c.files.length > 0 || c.replacePartitions.length > 0),
@@ -197,10 +275,12 @@ async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[]):
     });
     snapshot = result.snapshotId;
   } catch (error) {
-    // The files of a commit that did not happen are nobody's.
-    const written = [...changes.values()].flatMap((c) => c.files);
-    await Promise.all(written.map((f) => deps.store.remove(deps.store.lakeLocation(f.fullPath)).catch(() => undefined)));
+    // The files of a commit that did not happen are nobody's (a decoding's too, counted here or not yet).
+    const written = new Set([...changes.values()].flatMap((c) => c.files).concat(decoding?.stored ?? []));
+    await Promise.all([...written].map((f) => deps.store.remove(deps.store.lakeLocation(f.fullPath)).catch(() => undefined)));
     throw error;
+  } finally {
+    await decoding?.close().catch(() => undefined);
   }
   await testHook('lake-committed');
   await Promise.all([...fragments, ...rejects].map((f) => deps.store.remove(f)));
@@ -264,7 +344,9 @@ export async function commitUnderLease(
       const files: StagedFile[] = [];
       const replacePartitions: string[][] = [];
       for (const network of new Set([...change.fragments.keys(), ...(change.rewrite?.keys() ?? [])])) {
-        const merged = await mergeFragments(deps, change.shape, network, change.fragments.get(network) ?? [], [], change.rewrite?.get(network) ?? []);
+        const merged = await mergeFragments(deps, change.shape, network, change.fragments.get(network) ?? [], [], {
+          partitions: change.rewrite?.get(network) ?? [],
+        });
         files.push(...merged.files);
         written.push(...merged.files);
         replacePartitions.push(...merged.replaced);
@@ -345,10 +427,164 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
   await testHook('lake-commit');
 }
 
+const EVENT_LOGS = 'event_logs';
+
+/** A decoded day as the distributed committer wrote it: its file (in the store, not yet committed) and partition. */
+interface DecodedFile {
+  table: string;
+  partition: string;
+  file: StagedFile | null;
+}
+
+/**
+ * The decoding of a batch's event logs in the distributed committer (decode/in-commit.ts, the same as one
+ * machine's): each decoded day merged with what the catalog holds of it and written to the store, and the
+ * earlier rejects of the same logs found in the catalog's `_rejects` files, all committed in the batch's snapshot.
+ */
+class CommittedDecoding extends SliceDecoding<DecodedFile> {
+  private constructor(
+    private readonly deps: CommitDeps,
+    private readonly decode: BatchDecoding,
+    private readonly tables: Map<string, LakeRows>,
+    private readonly workDir: string,
+  ) {
+    super({
+      engine: deps.engine,
+      network: decode.network as Network,
+      datasets: decode.datasets,
+      runId: decode.runId,
+      ingestedAt: decode.ingestedAt,
+      workDir: path.join(workDir, 'decoded'),
+    });
+  }
+
+  /** The decoded tables' and `_rejects`' current rows are opened first (their inlined rows copied as plain tables: the writers read them). */
+  static async open(deps: CommitDeps, decode: BatchDecoding, shapes: readonly TableShape[]): Promise<CommittedDecoding> {
+    const tables = new Map<string, LakeRows>();
+    try {
+      for (const shape of shapes)
+        tables.set(shape.name, await lakeRows(deps, shape, decode.network, deps.engine.conn, false, `__chainlake_decoded_${tables.size}_`));
+    } catch (e) {
+      for (const t of tables.values()) await t.release().catch(() => undefined);
+      throw e;
+    }
+    // The decoding's own files (JavaScript-decoded rows): this process's, gone after the commit.
+    return new CommittedDecoding(deps, decode, tables, await mkdtemp(path.join(tmpdir(), 'chainlake-decode-')));
+  }
+
+  /** The decoded days' files written so far. */
+  get stored(): StagedFile[] {
+    return this.files.flatMap((f) => (f.file ? [f.file] : []));
+  }
+
+  protected target(): DecodedTarget<DecodedFile> {
+    const { store } = this.deps;
+    const network = this.decode.network;
+    return {
+      writeDay: async (writer, shape, day, fresh) => {
+        const rows = this.tables.get(shape.name)!;
+        const existing = await rows.select([day]);
+        const { rows: merged, order } = mergedRows(shape, [...(existing ? [`SELECT * EXCLUDE (${ident(STAGED_PARTITION)}) FROM (${existing})`] : []), fresh]);
+        const file = await writePartition(writer, store, rows.table, rows.columns, shape, `SELECT * FROM (${merged}) ORDER BY ${order}`, network, day);
+        if (file) await store.putLakeFile(file.fullPath);
+        return { table: shape.name, partition: day, file };
+      },
+      replacedRejects: async (conn, logs) => {
+        const rejects = this.tables.get(REJECTS_SHAPE.name)!;
+        const snapshot = await currentSnapshot(this.deps.catalog);
+        const all = await listDataFiles(this.deps.catalog, rejects.table, snapshot.snapshotId, store.localDataPath);
+        const day = new Map<string, string>();
+        for (const [partition, ids] of rejects.current)
+          for (const f of all) {
+            if (!ids.includes(f.dataFileId)) continue;
+            await store.localCopy(store.lakeLocation(f.path));
+            day.set(f.path, partition);
+          }
+        return findReplacedRejects(conn, { files: [...day.keys()], partitionOf: (f) => day.get(f) }, network as Network, this.decode.datasets, logs);
+      },
+    };
+  }
+
+  override async close(): Promise<void> {
+    try {
+      await super.close();
+    } finally {
+      for (const t of this.tables.values()) await t.release().catch(() => undefined);
+      await dropReplacedRejects(this.deps.engine.conn).catch(() => undefined);
+      await rm(this.workDir, { recursive: true, force: true });
+    }
+  }
+}
+
 /** What a merge wrote for one table: new partition files, and the partitions ([network, value]) they replace. */
 interface Merged {
   files: StagedFile[];
   replaced: string[][];
+}
+
+/** More for one merge than its fragments: rows from the commit itself, a condition on the kept rows, partitions to rewrite, a derivation. */
+interface MergeExtra {
+  /** A relation of fresh rows (the shape's columns and STAGED_PARTITION), read with the fragments. */
+  fresh?: string;
+  /** A condition the partitions' current rows must meet to stay (a re-decoding's rejects: KEEP_REJECT). */
+  keep?: string;
+  /** Partitions merged though no fresh row reaches them (their rows that fail `keep` go). */
+  partitions?: readonly string[];
+  /** Rows derived from each merged slice (decoding event_logs). */
+  derive?: SliceHook;
+}
+
+/** A table's current rows of one network as the catalog holds them (files and inlined rows), partition by partition. */
+interface LakeRows {
+  table: Awaited<ReturnType<typeof findTable>>;
+  columns: Awaited<ReturnType<typeof listColumns>>;
+  /** Current data file ids by partition value. */
+  current: Map<string, number[]>;
+  /** Rows of a partition's files. */
+  rowsIn(partition: string): number;
+  /** The partitions' current rows meeting `keep` (the shape's columns and STAGED_PARTITION), undefined when they hold none. */
+  select(partitions: readonly string[], keep?: string): Promise<string | undefined>;
+  release(): Promise<void>;
+}
+
+/**
+ * Opens `shape`'s current rows of `network` at the catalog's current snapshot, for queries on `conn` (or, with
+ * `temporary` false, on any connection of the engine: copies of inlined rows are then plain tables).
+ */
+async function lakeRows(deps: CommitDeps, shape: TableShape, network: string, conn: DuckDBConnection, temporary: boolean, prefix: string): Promise<LakeRows> {
+  const { catalog, store } = deps;
+  const snapshot = await currentSnapshot(catalog);
+  const table = await findTable(catalog, snapshot.snapshotId, shape.name);
+  const columns = await listColumns(catalog, table.tableId, snapshot.snapshotId);
+  const current = await partitionFiles(catalog, table.tableId, snapshot.snapshotId, network);
+  // Paths resolved against this machine's copy of the lake (the store itself where it is a directory).
+  const all = await listDataFiles(catalog, table, snapshot.snapshotId, store.localDataPath);
+  // The commit ends the replaced partitions' inlined rows (writer.ts): they are merged with the files' rows.
+  const inlined = await inlinedRowsFor(catalog, conn, table, columns, snapshot.snapshotId, { prefix, temporary });
+  const rowsOf = new Map(all.map((f) => [f.dataFileId, f.recordCount]));
+  const part = ident(STAGED_PARTITION);
+  return {
+    table,
+    columns,
+    current,
+    rowsIn: (p) => (current.get(p) ?? []).reduce((s, id) => s + (rowsOf.get(id) ?? 0), 0),
+    select: async (partitions, keep) => {
+      const old = all.filter((f) => partitions.some((p) => current.get(p)?.includes(f.dataFileId)));
+      for (const f of old) {
+        await store.localCopy(store.lakeLocation(f.path));
+        if (f.deleteFile) await store.localCopy(store.lakeLocation(f.deleteFile.path));
+      }
+      if (old.length === 0 && !inlined.inlined.length) return undefined;
+      // The partitions of this network: their files' rows, and the rows inlined into the catalog there.
+      const mine = [
+        `network = ${literal(network)}`,
+        `CAST(${ident(shape.partition)} AS VARCHAR) IN (${partitions.map(literal).join(', ')})`,
+        ...(keep ? [keep] : []),
+      ];
+      return `SELECT * EXCLUDE (network, ${ident(shape.partition)}), CAST(${ident(shape.partition)} AS VARCHAR) AS ${part} FROM (${scanSql(table, columns, old, snapshot.snapshotId, inlined.inlined)}) WHERE ${mine.map((c) => `(${c})`).join(' AND ')}`;
+    },
+    release: () => inlined.release(),
+  };
 }
 
 /**
@@ -361,20 +597,16 @@ async function mergeFragments(
   network: string,
   fragments: readonly string[],
   replacing: readonly ScopeRange[],
-  /** Partitions merged with what they hold though no fragment reaches them (compaction rewrites them). */
-  rewrite: readonly string[] = [],
+  extra: MergeExtra = {},
 ): Promise<Merged> {
   const { catalog, engine, store } = deps;
-  const snapshot = await currentSnapshot(catalog);
-  const table = await findTable(catalog, snapshot.snapshotId, shape.name);
-  const columns = await listColumns(catalog, table.tableId, snapshot.snapshotId);
   const part = ident(STAGED_PARTITION);
   const files: StagedFile[] = [];
   const replaced: string[][] = [];
-  if (fragments.length > 0 || replacing.length > 0 || rewrite.length > 0) {
+  if (fragments.length > 0 || replacing.length > 0 || extra.fresh || extra.partitions?.length) {
     const conn = await engine.connect();
     const freshTable = ident('__chainlake_fresh');
-    let inlined: InlinedRows | undefined;
+    let lake: LakeRows | undefined;
     try {
       const local = await Promise.all(fragments.map((f) => store.localCopy(f)));
       // The batch's fragments are read once: each slice filtered them again, and the key checks of a slice twice
@@ -382,59 +614,47 @@ async function mergeFragments(
       // commit's row target (commitFetched), so it is held in the engine (which spills to its temp folder).
       // Unordered: the rows are reduced by key and sorted below.
       // Windows fetched again whose rows are all gone bring no fragment, yet their old rows must go.
+      const sources = [
+        ...(local.length > 0 ? [`SELECT * FROM read_parquet(${literalList(local)}, union_by_name = true)`] : []),
+        ...(extra.fresh ? [extra.fresh] : []),
+      ];
       await createUnorderedTempTable(
         conn,
         freshTable,
-        local.length > 0
-          ? `SELECT * FROM read_parquet(${literalList(local)}, union_by_name = true)`
+        sources.length > 0
+          ? sources.map((q) => `(${q})`).join(' UNION ALL BY NAME ')
           : `SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(shape)}) WHERE false`,
       );
       const counts = (
         (await conn.runAndReadAll(`SELECT ${part}, count(*)::BIGINT FROM ${freshTable} GROUP BY 1 ORDER BY 1`)).getRowsJS() as [string, bigint][]
       ).map(([p, n]) => [p, Number(n)] as const);
-      const current = await partitionFiles(catalog, table.tableId, snapshot.snapshotId, network);
-      // Paths resolved against this machine's copy of the lake (the store itself where it is a directory).
-      const all = await listDataFiles(catalog, table, snapshot.snapshotId, store.localDataPath);
-      // The commit ends the replaced partitions' inlined rows (writer.ts): they are merged with the files' rows.
-      inlined = await inlinedRowsFor(catalog, conn, table, columns, snapshot.snapshotId, { prefix: '__chainlake_', temporary: true });
+      lake = await lakeRows(deps, shape, network, conn, true, '__chainlake_');
+      const more = new Set(extra.partitions ?? []);
       // A derived table (reconciliation) replaces nothing, and is no dataset of the registry.
       const def = replacing.length > 0 ? getDataset(shape.name) : undefined;
       if (def) {
         // Partitions a replaced window reaches but brings no row to are merged too (load/write/replace.ts).
-        const spans = def.blockColumn ? await fileBlockSpans(catalog, table.tableId, def.blockColumn) : new Map<number, never>();
-        const files = [...current].flatMap(([partition, ids]) => ids.map((id) => ({ partition, span: spans.get(id) })));
-        for (const p of partitionsReaching(def, files, replacing)) if (!counts.some(([q]) => q === p)) counts.push([p, 0] as const);
-        counts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+        const spans = def.blockColumn ? await fileBlockSpans(catalog, lake.table.tableId, def.blockColumn) : new Map<number, never>();
+        const files = [...lake.current].flatMap(([partition, ids]) => ids.map((id) => ({ partition, span: spans.get(id) })));
+        for (const p of partitionsReaching(def, files, replacing)) more.add(p);
       }
-      for (const p of rewrite) if (!counts.some(([q]) => q === p)) counts.push([p, 0] as const);
+      for (const p of more) if (!counts.some(([q]) => q === p)) counts.push([p, 0] as const);
       counts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      const keep = def && keptRowsCondition(def, replacing);
-      const rowsOf = new Map(all.map((f) => [f.dataFileId, f.recordCount]));
+      const keeps = [...(def ? [keptRowsCondition(def, replacing)] : []), ...(extra.keep ? [extra.keep] : [])].filter((k): k is string => !!k);
+      const keep = keeps.length ? keeps.map((k) => `(${k})`).join(' AND ') : undefined;
+      const rows = lake;
       const written = await mergeSlices({
         engine,
         conn,
         shape,
         name: `${shape.name}_${network}`,
         fresh: freshTable,
-        partitions: counts.map(([p, n]) => [p, n + (current.get(p) ?? []).reduce((s, id) => s + (rowsOf.get(id) ?? 0), 0)] as const),
-        existing: async (slice) => {
-          const old = all.filter((f) => slice.some((p) => current.get(p)?.includes(f.dataFileId)));
-          for (const f of old) {
-            await store.localCopy(store.lakeLocation(f.path));
-            if (f.deleteFile) await store.localCopy(store.lakeLocation(f.deleteFile.path));
-          }
-          if (old.length === 0 && !inlined?.inlined.length) return undefined;
-          // The slice's partitions of this network: its files' rows, and the rows inlined into the catalog there.
-          const mine = [
-            `network = ${literal(network)}`,
-            `CAST(${ident(shape.partition)} AS VARCHAR) IN (${slice.map(literal).join(', ')})`,
-            ...(keep ? [keep] : []),
-          ];
-          return `SELECT * EXCLUDE (network, ${ident(shape.partition)}), CAST(${ident(shape.partition)} AS VARCHAR) AS ${part} FROM (${scanSql(table, columns, old, snapshot.snapshotId, inlined?.inlined)}) WHERE ${mine.map((c) => `(${c})`).join(' AND ')}`;
-        },
+        partitions: counts.map(([p, n]) => [p, n + rows.rowsIn(p)] as const),
+        existing: (slice) => rows.select(slice, keep),
         ...(deps.sliceRows === undefined ? {} : { sliceRows: deps.sliceRows }),
-        write: async (writer, partition, rows) => {
-          const file = await writePartition(writer, store, table, columns, shape, rows.select, network, partition);
+        ...(extra.derive ? { derive: extra.derive } : {}),
+        write: async (writer, partition, merged) => {
+          const file = await writePartition(writer, store, rows.table, rows.columns, shape, merged.select, network, partition);
           if (file) await store.putLakeFile(file.fullPath);
           return { file, partition };
         },
@@ -445,7 +665,7 @@ async function mergeFragments(
       }
     } finally {
       await conn.run(`DROP TABLE IF EXISTS ${freshTable}`).catch(() => undefined);
-      await inlined?.release().catch(() => undefined);
+      await lake?.release().catch(() => undefined);
       conn.closeSync();
     }
   }

@@ -12,6 +12,10 @@ import { jobRange, type Window } from '../pipeline/plan.js';
 import { joinWindows, narrowWindows, needsHead } from '../pipeline/prepare.js';
 import { newRunId } from '../pipeline/run.js';
 import { openSource, type SourceOptions } from '../pipeline/source.js';
+import { abiFromApi } from '../pipeline/decode-in-run.js';
+import type { ExplorerClient } from '../extract/explorer.js';
+import type { DecodedDataset } from '../decode/datasets.js';
+import { resolveDatasets } from '../decode/spec.js';
 import { watermarkKey } from '../load/state.js';
 import { ChainlakeError } from '../errors.js';
 import { reofferWindows } from '../load/ledger/windows.js';
@@ -53,7 +57,6 @@ export interface EnqueueHow {
 }
 
 export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOptions, how: EnqueueHow = {}): Promise<EnqueueResult> {
-  refuseUnsupported(job);
   const settings = { ...DEFAULT_QUEUE_SETTINGS, ...opts.queue };
   const store = await openStore(opts.store);
   await store.close();
@@ -90,20 +93,18 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
 }
 
 /**
- * A job key the distributed mode does not carry out is refused before anything is planned: the workers would
- * fetch the rest of the job and the run would end `complete` without it.
+ * The datasets of the job's `decode` key, resolved at enqueue and kept with the run (runs.decode): the committer
+ * decodes with them, and neither it nor the workers read the job's ABI files or ask the API for an ABI. A
+ * contract given without signatures or an ABI file takes its ABI from the API (explorer #14), as a run does when
+ * its lake lacks it: a distributed lake's `contracts` dataset is not read for it.
  */
-function refuseUnsupported(job: Job): void {
-  if (job.what.decode) {
-    throw new ChainlakeError(
-      `${job.file}: the job has a "decode" key, which the distributed mode does not run (its workers would fetch the logs and write no decoded dataset)`,
-      {
-        code: 'CHAINLAKE_JOB_INVALID',
-        hint: 'run this job on one machine (chainlake run, which decodes in the same run), or remove "decode" from the job to enqueue the export alone; chainlake decode reads a single-machine lake (--lake), not a distributed one',
-      },
-    );
-  }
+async function resolveDecode(job: Job, explorer: ExplorerClient | undefined): Promise<DecodedDataset[] | undefined> {
+  if (!job.what.decode) return undefined;
+  return resolveDatasets(job.what.decode, { network: job.what.network, ...(explorer ? { fetchAbi: abiFromApi(explorer) } : {}) });
 }
+
+/** Whether resolving the job's `decode` key asks the API for an ABI. */
+const decodeNeedsApi = (job: Job): boolean => job.what.decode?.contracts.some((c) => !c.signatures && !c.abiFile) ?? false;
 
 const toNum = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
@@ -163,22 +164,26 @@ async function planAndQueue(
   const marks = await client.query(`SELECT dataset, scope, block FROM ${CONTROL_SCHEMA}.watermarks WHERE network = $1`, [job.what.network]);
   const watermarks = new Map<string, number>(marks.rows.map((r) => [watermarkKey(String(r.dataset), job.what.network, String(r.scope)), Number(r.block)]));
   let head: number | null = null;
-  if (needsHead(job.what)) {
+  let decode: DecodedDataset[] | undefined;
+  if (needsHead(job.what) || decodeNeedsApi(job)) {
     const source = await openSource(job.source, { simulator: opts.simulator, transport: opts.transport });
     try {
       const { clients } = source;
-      if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
-      head = (
-        await findHead(clients.explorer, new Accounting(), {
-          given: job.what.range.head,
-          near: job.what.range.headHint,
-          blockPath: clients.paths?.block,
-        }).catch(rethrowUnreachable)
-      ).head;
+      if (needsHead(job.what)) {
+        if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
+        head = (
+          await findHead(clients.explorer, new Accounting(), {
+            given: job.what.range.head,
+            near: job.what.range.headHint,
+            blockPath: clients.paths?.block,
+          }).catch(rethrowUnreachable)
+        ).head;
+      }
+      decode = await resolveDecode(job, clients.explorer);
     } finally {
       await source.close();
     }
-  }
+  } else decode = await resolveDecode(job, undefined);
   const at = head ?? job.what.range.fromBlock;
   const { todo, skipped } = narrowWindows(job.what, at, { watermarks }, false, false);
   const windows: Window[] = job.what.range.fixedChunks ? todo : joinWindows(todo, new Map());
@@ -188,8 +193,19 @@ async function planAndQueue(
   await client.query('BEGIN');
   try {
     await client.query(
-      `INSERT INTO ${CONTROL_SCHEMA}.runs (run_id, job, network, job_doc, job_file, head, range_from, range_to, ingested_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      [runId, job.name, job.what.network, JSON.stringify(storableDoc(doc)), job.file, head, range.from, head === null ? null : range.to, started.toISOString()],
+      `INSERT INTO ${CONTROL_SCHEMA}.runs (run_id, job, network, job_doc, job_file, head, range_from, range_to, ingested_at, decode) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      [
+        runId,
+        job.name,
+        job.what.network,
+        JSON.stringify(storableDoc(doc)),
+        job.file,
+        head,
+        range.from,
+        head === null ? null : range.to,
+        started.toISOString(),
+        decode ? JSON.stringify(decode) : null,
+      ],
     );
     // Two statements whatever the plan's size: two round trips per window made a large job's enqueue slow.
     await insertWindows(

@@ -30,6 +30,12 @@ export interface InRunContext {
   explorer?: ExplorerClient;
 }
 
+/** A contract's ABI as the API gives it (explorer #14), for resolveDatasets. */
+export const abiFromApi =
+  (explorer: ExplorerClient) =>
+  async (address: string): Promise<unknown> =>
+    ((await explorer.get('contract_abi', `/v1/contracts/${address}/abi`, {}, new Accounting())) as { data?: unknown })?.data;
+
 /** Decodes an export run's event logs as its commits land them (see the top of this file). */
 export class RunDecoder {
   private datasets: DecodedDataset[] | undefined;
@@ -51,10 +57,7 @@ export class RunDecoder {
   ) {}
 
   private fetchAbi(): ((address: string) => Promise<unknown>) | undefined {
-    const explorer = this.ctx.explorer;
-    return explorer
-      ? async (address) => ((await explorer.get('contract_abi', `/v1/contracts/${address}/abi`, {}, new Accounting())) as { data?: unknown })?.data
-      : undefined;
+    return this.ctx.explorer ? abiFromApi(this.ctx.explorer) : undefined;
   }
 
   private resolve(): Promise<DecodedDataset[]> {

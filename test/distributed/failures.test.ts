@@ -10,9 +10,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
 import { setupControlPlane, WINDOW_QUEUE } from '../../src/distributed/control-plane.js';
 import { DEFAULT_QUEUE_SETTINGS, openQueue } from '../../src/distributed/queue.js';
-import { ChainlakeError } from '../../src/errors.js';
 import { runWorker } from '../../src/distributed/worker.js';
-import { loadJobDocument, parseJob } from '../../src/pipeline/job.js';
+import { parseJob } from '../../src/pipeline/job.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { runCli } from '../helpers/cli.js';
@@ -69,28 +68,6 @@ afterAll(async () => {
   await keyed?.close();
   await pg?.stop();
   await tmp?.cleanup();
-});
-
-describe('enqueue refuses what the workers would not do', () => {
-  it('a job with a "decode" key is refused (exit 2) naming the key and the fix, and nothing is planned', async () => {
-    const { job, doc } = await loadJobDocument(path.resolve('jobs/token-holders.json'));
-    const db = await pg.database();
-    const store = path.join(tmp.dir, 'store-decode');
-    const client = await db.connect();
-    await setupControlPlane(client, `${store}/lake/`);
-    const refused = await enqueueJob(job, doc, { catalog: db.url, store }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect(refused).toBeInstanceOf(ChainlakeError);
-    const e = refused as ChainlakeError;
-    expect(e.code).toBe('CHAINLAKE_JOB_INVALID');
-    expect(e.message).toContain('"decode"');
-    expect(e.message).toContain(path.resolve('jobs/token-holders.json'));
-    expect(e.hint).toMatch(/chainlake run/);
-    expect(e.hint).toMatch(/remove "decode"/);
-    expect((await client.query(`SELECT count(*)::INT AS n FROM chainlake.runs`)).rows[0].n).toBe(0);
-  }, 60_000);
 });
 
 describe("runs' status words", () => {

@@ -93,6 +93,7 @@ export const LEDGER_TABLES: readonly LedgerTable[] = [
       c('range_from', 'bigint', "The first block of the distributed run's range."),
       c('range_to', 'bigint', "The last block of the distributed run's range."),
       c('ingested_at', 'text', 'The `_ingested_at` every row of the distributed run carries (ISO 8601 UTC).'),
+      c('decode', 'json', "The decoded datasets of a distributed run's `decode` key, resolved at enqueue (the committer decodes with them); NULL without one."),
     ],
   },
   {

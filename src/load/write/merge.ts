@@ -53,13 +53,22 @@ export async function writeMergedPartition(
   partition: { network: string; value: string },
   opts: { existing: readonly string[]; fresh?: string; target: string; keep?: string },
 ): Promise<LakeFile> {
-  const sources = [emptyTypedSelect(shape)];
+  const sources: string[] = [];
   if (opts.existing.length > 0)
     sources.push(
       `SELECT * FROM read_parquet(${literalList(opts.existing)}, hive_partitioning = false, union_by_name = true)${opts.keep ? ` WHERE ${opts.keep}` : ''}`,
     );
   if (opts.fresh) sources.push(opts.fresh);
-  const union = sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
+  const { rows, order } = mergedRows(shape, sources);
+  return writeLakeFile(conn, table, shape, partition, rows, opts.target, order);
+}
+
+/**
+ * The rows of `sources` (relations read by column name) projected onto the shape's declared columns and types,
+ * one row per natural key (see writeMergedPartition), as a query, and the order of the shape's files.
+ */
+export function mergedRows(shape: TableShape, sources: readonly string[]): { rows: string; order: string } {
+  const union = [emptyTypedSelect(shape), ...sources].map((s) => `(${s})`).join(' UNION ALL BY NAME ');
   const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
   const key = shape.key.map(ident).join(', ');
   const order = [...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident).join(', ');
@@ -67,5 +76,5 @@ export async function writeMergedPartition(
          SELECT *, row_number() OVER (PARTITION BY ${key} ORDER BY ${keyRank(shape)}) AS __rank
          FROM (SELECT ${projection} FROM (${union}))
        ) WHERE __rank = 1`;
-  return writeLakeFile(conn, table, shape, partition, rows, opts.target, order);
+  return { rows, order };
 }
