@@ -5,11 +5,9 @@
  * is unfinished adds no work, and a run's windows are the same whoever fetches them.
  */
 import { Accounting } from '../extract/accounting.js';
-import { rethrowUnreachable } from '../extract/errors.js';
-import { findHead } from '../extract/head.js';
 import type { Job } from '../pipeline/job.js';
 import { jobRange, type Window } from '../pipeline/plan.js';
-import { joinWindows, narrowWindows, needsHead } from '../pipeline/prepare.js';
+import { jobHead, joinWindows, narrowWindows, needsHead } from '../pipeline/prepare.js';
 import { newRunId } from '../pipeline/run.js';
 import { openSource, type SourceOptions } from '../pipeline/source.js';
 import { abiFromApi } from '../pipeline/decode-in-run.js';
@@ -169,16 +167,7 @@ async function planAndQueue(
     const source = await openSource(job.source, { simulator: opts.simulator, transport: opts.transport });
     try {
       const { clients } = source;
-      if (needsHead(job.what)) {
-        if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
-        head = (
-          await findHead(clients.explorer, new Accounting(), {
-            given: job.what.range.head,
-            near: job.what.range.headHint,
-            blockPath: clients.paths?.block,
-          }).catch(rethrowUnreachable)
-        ).head;
-      }
+      if (needsHead(job.what)) head = (await jobHead(job.what, clients, new Accounting())).head;
       decode = await resolveDecode(job, clients.explorer);
     } finally {
       await source.close();

@@ -14,6 +14,19 @@ import { ChainlakeError } from '../errors.js';
 import { jobRange, windowIdOf, windowsOf, type Window } from './plan.js';
 
 /**
+ * The chain head a job's block ranges end at (the job's own `head`, else found near `near`, the lake's last head,
+ * or the job's hint): run, stream and enqueue find it the same way.
+ */
+export async function jobHead(what: JobWhat, clients: Clients, acct: Accounting, near?: number | null): Promise<FoundHead> {
+  if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
+  return findHead(clients.explorer, acct, {
+    given: what.range.head,
+    near: near ?? what.range.headHint,
+    blockPath: clients.paths?.block,
+  }).catch(rethrowUnreachable);
+}
+
+/**
  * Whether a run of the job needs the chain head: only block-ranged endpoints do (their windows end at it).
  * Snapshots, point lookups (blocks by number included) and finance datasets need none, nor an explorer URL.
  */
@@ -206,12 +219,7 @@ export async function prepareRun(
   let found: FoundHead | undefined;
   if (resume && resume.head !== null) head = resume.head;
   else if (needsHead(job.what)) {
-    if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
-    found = await findHead(clients.explorer, acct, {
-      given: job.what.range.head,
-      near: state.lastHead ?? job.what.range.headHint,
-      blockPath: clients.paths?.block,
-    }).catch(rethrowUnreachable);
+    found = await jobHead(job.what, clients, acct, state.lastHead);
     head = found.head;
   }
   // Without a head no window is block-ranged, so the windows do not depend on it.

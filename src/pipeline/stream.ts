@@ -12,9 +12,7 @@ import { executeWindow, stagedOf, StrictRejectsError } from './execute.js';
 import type { Job } from './job.js';
 import { silentLogger, type Logger } from './log.js';
 import { planWindows } from './plan.js';
-import { needsHead, pagerOptionsOf } from './prepare.js';
-import { rethrowUnreachable } from '../extract/errors.js';
-import { findHead } from '../extract/head.js';
+import { jobHead, needsHead, pagerOptionsOf } from './prepare.js';
 import { newRunId } from './run.js';
 import { openSource, type SourceOptions } from './source.js';
 import { makeScratch } from './scratch.js';
@@ -58,16 +56,7 @@ export async function* streamJobBatches(job: Job, opts: StreamJobOptions = {}): 
     const { clients } = source;
     // The same head rule as a run: only block-ranged datasets need one (finance and point lookups do not).
     let head = job.what.range.fromBlock;
-    if (needsHead(job.what)) {
-      if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
-      head = (
-        await findHead(clients.explorer, new Accounting(), {
-          given: job.what.range.head,
-          near: job.what.range.headHint,
-          blockPath: clients.paths?.block,
-        }).catch(rethrowUnreachable)
-      ).head;
-    }
+    if (needsHead(job.what)) head = (await jobHead(job.what, clients, new Accounting())).head;
     const pager = pagerOptionsOf(job.source);
     const transformers = new Map<string, RowTransformer>();
     let index = 0;
