@@ -8,14 +8,14 @@ import { releaseLease, takeLease } from '../../src/distributed/commit.js';
 import { openCatalog } from '../../src/distributed/control-plane.js';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
 import { compactDistributedLake } from '../../src/distributed/maintain.js';
-import { openDistributedLake } from '../../src/distributed/read.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { A_BUSY0 } from '../../src/simulator/chain.js';
 import { chainFor } from '../../src/simulator/index.js';
-import { openReference, referenceMissing } from '../ducklake/helpers.js';
+import { referenceMissing } from '../ducklake/helpers.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { tempDir } from '../helpers/lake.js';
+import { chainlakeQuery, withReference } from './helpers.js';
 
 type Rows = Record<string, unknown>[];
 const plain = (rows: Rows) => rows.map((r) => JSON.stringify(r, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
@@ -42,25 +42,9 @@ describe.skipIf(missing !== null)(`compact --catalog on a distributed lake${miss
   let db: Awaited<ReturnType<TestPostgres['database']>>;
   let store: string;
 
-  async function withRef(statements: string[], opts: { inlining?: number } = {}): Promise<Rows> {
-    const ref = await openReference(db.url, { write: true, ...opts });
-    try {
-      let last: Rows = [];
-      for (const sql of statements) last = (await ref.conn.runAndReadAll(sql)).getRowObjectsJS() as Rows;
-      return last;
-    } finally {
-      ref.close();
-    }
-  }
+  const withRef = (statements: string[], opts: { inlining?: number } = {}) => withReference(db.url, statements, opts);
   const refRows = () => withRef(['SELECT * FROM ref.transactions ORDER BY transaction_hash']);
-  async function chainlakeRows(): Promise<Rows> {
-    const lake = await openDistributedLake({ catalog: db.url, store });
-    try {
-      return (await lake.conn.runAndReadAll('SELECT * FROM transactions ORDER BY transaction_hash')).getRowObjectsJS() as Rows;
-    } finally {
-      lake.close();
-    }
-  }
+  const chainlakeRows = () => chainlakeQuery(db.url, store, 'SELECT * FROM transactions ORDER BY transaction_hash');
   /** The newest snapshot, and the live data files of transactions per day. */
   async function catalogState(): Promise<{ snapshot: number; files: Map<string, number>; deletes: number; inlined: number }> {
     const { client, catalog } = await openCatalog(db.url);

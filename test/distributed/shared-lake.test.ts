@@ -12,9 +12,10 @@ import { lakeStatus } from '../../src/load/read/status.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { A_BUSY0 } from '../../src/simulator/chain.js';
 import { chainFor } from '../../src/simulator/index.js';
-import { openReference, referenceMissing } from '../ducklake/helpers.js';
+import { referenceMissing } from '../ducklake/helpers.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { tempDir } from '../helpers/lake.js';
+import { chainlakeQuery, withReference } from './helpers.js';
 
 type Rows = Record<string, unknown>[];
 const json = (rows: Rows) => JSON.stringify(rows, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
@@ -51,28 +52,11 @@ describe.skipIf(missing !== null)(
     let before: Rows;
     let days: string[];
 
-    /** Runs statements with the reference extension writing into the lake, and returns the last one's rows. */
-    async function withRef(statements: string[], opts: { inlining?: number } = {}): Promise<Rows> {
-      const ref = await openReference(db.url, { write: true, ...opts });
-      try {
-        let last: Rows = [];
-        for (const sql of statements) last = (await ref.conn.runAndReadAll(sql)).getRowObjectsJS() as Rows;
-        return last;
-      } finally {
-        ref.close();
-      }
-    }
+    const withRef = (statements: string[], opts: { inlining?: number } = {}) => withReference(db.url, statements, opts);
     const refRows = () => withRef(['SELECT * FROM ref.transactions ORDER BY transaction_hash']);
 
     /** Every row of transactions as the library reader (what `query --catalog` opens) reads them. */
-    async function chainlakeRows(): Promise<Rows> {
-      const lake = await openDistributedLake({ catalog: db.url, store });
-      try {
-        return (await lake.conn.runAndReadAll('SELECT * FROM transactions ORDER BY transaction_hash')).getRowObjectsJS() as Rows;
-      } finally {
-        lake.close();
-      }
-    }
+    const chainlakeRows = () => chainlakeQuery(db.url, store, 'SELECT * FROM transactions ORDER BY transaction_hash');
 
     async function distributedRun(name: string, addresses: readonly string[]): Promise<void> {
       const doc = jobDoc(name, addresses);
