@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { A_BUSY0, A_DEPLOYER, A_ERC20_0, A_MINER0, A_NFT_HOLDER, N_BUSY, N_ERC20, N_MINERS } from '../../src/simulator/chain.js';
+import { A_BUSY0, A_DEPLOYER, A_ERC20_0, A_ERC721_0, A_MINER0, A_NFT_HOLDER, N_BUSY, N_ERC20, N_ERC721, N_MINERS } from '../../src/simulator/chain.js';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { genesisFile } from '../../src/simulator/genesis.js';
 import { parseJob } from '../../src/pipeline/job.js';
@@ -33,7 +33,9 @@ const ACCOUNTS = [
   chain.createdEnd + 1,
   chain.createdEnd + 777,
 ].map((i) => chain.addrLower(i));
-const TOKENS = Array.from({ length: N_ERC20 }, (_, i) => chain.addrLower(A_ERC20_0 + i));
+const ERC20S = Array.from({ length: N_ERC20 }, (_, i) => chain.addrLower(A_ERC20_0 + i));
+const NFTS = Array.from({ length: N_ERC721 }, (_, i) => chain.addrLower(A_ERC721_0 + i));
+const TOKENS = [...ERC20S, ...NFTS];
 
 const wholeHistoryJob = (lake: string, accounts: string[], fromBlock = 0, range: Record<string, unknown> = {}) =>
   parseJob(
@@ -46,6 +48,7 @@ const wholeHistoryJob = (lake: string, accounts: string[], fromBlock = 0, range:
         transactions: { addresses: accounts },
         internal_transactions: { addresses: accounts },
         erc20_transfers: { addresses: accounts },
+        erc721_transfers: { addresses: accounts },
         mined_blocks: { addresses: accounts },
         balances: { addresses: accounts },
         token_balances: { pairs: accounts.flatMap((holder) => TOKENS.map((token) => ({ token, holder }))) },
@@ -80,6 +83,12 @@ describe('reconciliation', () => {
               (SELECT count(*) FROM transactions WHERE NOT tx_status) AS failed, (SELECT count(*) FROM erc20_transfers WHERE value IS NULL) AS huge`,
     );
     for (const v of Object.values(counted[0]!)) expect(Number(v)).toBeGreaterThan(0);
+    // ERC-721 balances are counts of tokens held, reconciled from the transfers of one endpoint although the lake
+    // holds most transfers twice (one row per endpoint listing it).
+    const nfts = r.rowsOut.filter((x) => NFTS.includes(x.asset));
+    expect(nfts.filter((x) => x.outcome === 'reconciled' && x.reported! > 0n).length).toBeGreaterThan(0);
+    const origins = await queryCatalog(lake, 'SELECT count(DISTINCT origin_endpoint) AS n, count(*) AS rows FROM erc721_transfers');
+    expect(Number(origins[0]!.n)).toBe(2);
 
     // The table landed in the lake, queryable as `reconciliation`, one row per balance, every one reconciled.
     const table = await queryCatalog(

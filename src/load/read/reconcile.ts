@@ -44,7 +44,7 @@ export const RECONCILIATION_SHAPE: TableShape = {
   name: RECONCILIATION,
   columns: [
     { name: 'address', type: 'VARCHAR', doc: 'The account, lower-case.' },
-    { name: 'asset', type: 'VARCHAR', doc: `'${NATIVE_ASSET}' for the native coin, else the ERC-20 token's contract, lower-case.` },
+    { name: 'asset', type: 'VARCHAR', doc: `'${NATIVE_ASSET}' for the native coin, else the token's contract (ERC-20 or ERC-721), lower-case.` },
     { name: 'at_block', type: 'BIGINT', doc: 'The block the reported balance is taken at: the head pinned by the run that fetched it.' },
     ...amount('reported', 'The balance the API reported (balances, token_balances)'),
     ...amount('computed', "The balance the lake's rows imply up to at_block (NULL when not computed)"),
@@ -70,7 +70,7 @@ export const RECONCILIATION_SHAPE: TableShape = {
 };
 
 export const RECONCILIATION_DOC =
-  "Balances the API reported (balances, token_balances) against the balances the lake's own rows imply (value in and out of successful transactions, fees of every sent transaction, internal transfers, mining rewards; ERC-20 transfers per token), where the lake holds the address's whole history up to the balance's block. Written by chainlake reconcile. Natural key: (address, asset). Partitioned by network, snapshot_date.";
+  "Balances the API reported (balances, token_balances) against the balances the lake's own rows imply (value in and out of successful transactions, fees of every sent transaction, internal transfers, mining rewards; ERC-20 transfers per token; for an ERC-721 token the number of tokens held, from the transfers of one of erc721_transfers' endpoints), where the lake holds the address's whole history up to the balance's block. Written by chainlake reconcile. Natural key: (address, asset). Partitioned by network, snapshot_date.";
 
 /**
  * The SQL: per reported balance, the exact sum of the lake's movements of that asset up to the balance's block
@@ -91,10 +91,13 @@ snap AS (
   FROM token_balances t LEFT JOIN heads h ON h.run_id = t._run_id
 ),
 win AS (
-  SELECT network, dataset, nullif(regexp_extract(scope, '(^|&)address=(0x[0-9a-fA-F]{40})', 2), '') AS address, from_block, to_block, run_id
+  -- erc721_transfers' two endpoints each list an address's whole ERC-721 history: a history per endpoint
+  SELECT network,
+         CASE WHEN dataset = 'erc721_transfers' THEN dataset || ':' || regexp_extract(scope, '(^|&)endpoint=([a-z0-9_]+)', 2) ELSE dataset END AS dataset,
+         nullif(regexp_extract(scope, '(^|&)address=(0x[0-9a-fA-F]{40})', 2), '') AS address, from_block, to_block, run_id
   FROM windows
   WHERE status = 'committed'
-    AND dataset IN ('transactions', 'internal_transactions', 'erc20_transfers', 'mined_blocks')
+    AND dataset IN ('transactions', 'internal_transactions', 'erc20_transfers', 'erc721_transfers', 'mined_blocks')
     -- per-transaction internal-transaction windows (#13) list one transaction's traces, not an address's history
     AND (dataset <> 'internal_transactions' OR scope LIKE '%endpoint=account_internal_transactions%')
 ),
@@ -118,40 +121,60 @@ covered AS (
   FROM win w JOIN heads h ON h.run_id = w.run_id
   WHERE w.dataset = 'mined_blocks' AND w.address IS NOT NULL GROUP BY w.network, w.dataset, lower(w.address)
 ),
+erc721 AS (SELECT DISTINCT network, token_address FROM erc721_transfers),
+-- the endpoint whose rows an ERC-721 balance is counted from: one that holds the address's whole history up to
+-- the balance's block (a transfer both endpoints list is a row of each: counting both would count it twice)
+snap_of AS (
+  SELECT s.*, e721.token_address IS NOT NULL AS is_erc721,
+         CASE WHEN e721.token_address IS NULL THEN NULL
+              WHEN acc.covered_to >= s.at_block THEN 'account_erc721_transfers'
+              WHEN tok.covered_to >= s.at_block THEN 'erc721_token_transfers' END AS origin,
+         greatest(acc.covered_to, tok.covered_to) AS erc721_to
+  FROM snap s
+  LEFT JOIN erc721 e721 ON e721.network = s.network AND e721.token_address = s.asset
+  LEFT JOIN covered acc ON acc.network = s.network AND acc.dataset = 'erc721_transfers:account_erc721_transfers' AND acc.address = s.address
+  LEFT JOIN covered tok ON tok.network = s.network AND tok.dataset = 'erc721_transfers:erc721_token_transfers' AND tok.address = s.address
+),
 moves AS (
   -- a NULL amount with NULL raw text is an amount the lake does not know (a status the API did not give)
   SELECT network, receiver AS address, '${NATIVE_ASSET}' AS asset, block_number,
-         CASE WHEN tx_status THEN value END AS amt, CASE WHEN tx_status THEN value_raw END AS raw, 1 AS sign
+         CASE WHEN tx_status THEN value END AS amt, CASE WHEN tx_status THEN value_raw END AS raw, 1 AS sign,
+         CAST(NULL AS VARCHAR) AS origin
   FROM transactions WHERE tx_status IS NOT FALSE AND receiver IS NOT NULL
   UNION ALL
   SELECT network, contract_address, '${NATIVE_ASSET}', block_number,
-         CASE WHEN tx_status THEN value END, CASE WHEN tx_status THEN value_raw END, 1
+         CASE WHEN tx_status THEN value END, CASE WHEN tx_status THEN value_raw END, 1, NULL
   FROM transactions WHERE tx_status IS NOT FALSE AND receiver IS NULL AND contract_address IS NOT NULL
   UNION ALL
   SELECT network, sender, '${NATIVE_ASSET}', block_number,
-         CASE WHEN tx_status THEN value END, CASE WHEN tx_status THEN value_raw END, -1
+         CASE WHEN tx_status THEN value END, CASE WHEN tx_status THEN value_raw END, -1, NULL
   FROM transactions WHERE tx_status IS NOT FALSE AND sender IS NOT NULL
   UNION ALL
   -- fees: every transaction the address sent pays its fee, failed ones too
-  SELECT network, sender, '${NATIVE_ASSET}', block_number, tx_fee, tx_fee_raw, -1
+  SELECT network, sender, '${NATIVE_ASSET}', block_number, tx_fee, tx_fee_raw, -1, NULL
   FROM transactions WHERE sender IS NOT NULL
   UNION ALL
   -- internal transfers that executed; delegate and static calls move no value of their own
-  SELECT network, receiver, '${NATIVE_ASSET}', block_number, CASE WHEN status THEN value END, CASE WHEN status THEN value_raw END, 1
+  SELECT network, receiver, '${NATIVE_ASSET}', block_number, CASE WHEN status THEN value END, CASE WHEN status THEN value_raw END, 1, NULL
   FROM internal_transactions
   WHERE status IS NOT FALSE AND receiver IS NOT NULL AND coalesce(trace_type, 'call') NOT IN ('delegatecall', 'staticcall')
   UNION ALL
-  SELECT network, sender, '${NATIVE_ASSET}', block_number, CASE WHEN status THEN value END, CASE WHEN status THEN value_raw END, -1
+  SELECT network, sender, '${NATIVE_ASSET}', block_number, CASE WHEN status THEN value END, CASE WHEN status THEN value_raw END, -1, NULL
   FROM internal_transactions
   WHERE status IS NOT FALSE AND sender IS NOT NULL AND coalesce(trace_type, 'call') NOT IN ('delegatecall', 'staticcall')
   UNION ALL
   -- the block's whole reward: the mining reward and the fees the chain credits to its miner
-  SELECT network, miner, '${NATIVE_ASSET}', block_number, coalesce(reward, mining_reward + fees), reward_raw, 1
+  SELECT network, miner, '${NATIVE_ASSET}', block_number, coalesce(reward, mining_reward + fees), reward_raw, 1, NULL
   FROM mined_blocks WHERE miner IS NOT NULL
   UNION ALL
-  SELECT network, receiver, token_address, block_number, value, value_raw, 1 FROM erc20_transfers
+  SELECT network, receiver, token_address, block_number, value, value_raw, 1, NULL FROM erc20_transfers
   UNION ALL
-  SELECT network, sender, token_address, block_number, value, value_raw, -1 FROM erc20_transfers
+  SELECT network, sender, token_address, block_number, value, value_raw, -1, NULL FROM erc20_transfers
+  UNION ALL
+  -- an ERC-721 transfer moves one token: the balance the API reports is the number of tokens held
+  SELECT network, receiver, token_address, block_number, 1, NULL, 1, origin_endpoint FROM erc721_transfers
+  UNION ALL
+  SELECT network, sender, token_address, block_number, 1, NULL, -1, origin_endpoint FROM erc721_transfers
 ),
 agg AS (
   SELECT s.network, s.snapshot_date, s.address, s.asset,
@@ -159,21 +182,20 @@ agg AS (
          list(CASE WHEN m.sign < 0 THEN '-' ELSE '' END || m.raw) FILTER (WHERE m.amt IS NULL AND m.raw IS NOT NULL) AS big,
          count(m.block_number) FILTER (WHERE m.amt IS NULL AND m.raw IS NULL) AS unknown,
          count(m.block_number) AS n
-  FROM snap s LEFT JOIN moves m ON m.network = s.network AND m.address = s.address AND m.asset = s.asset AND m.block_number <= s.at_block
+  FROM snap_of s LEFT JOIN moves m ON m.network = s.network AND m.address = s.address AND m.asset = s.asset AND m.block_number <= s.at_block
+    AND m.origin IS NOT DISTINCT FROM s.origin
   GROUP BY s.network, s.snapshot_date, s.address, s.asset
-),
-erc721 AS (SELECT DISTINCT network, token_address FROM erc721_transfers)
+)
 SELECT s.network, s.snapshot_date, s.address, s.asset, s.at_block, s.reported, s.reported_raw, s.found,
        a.small_sum, a.big, a.unknown, a.n,
        tx.covered_to AS tx_to, itx.covered_to AS itx_to, mb.covered_to AS mined_to, e20.covered_to AS erc20_to,
-       e721.token_address IS NOT NULL AS is_erc721
-FROM snap s
+       s.is_erc721, s.erc721_to
+FROM snap_of s
 JOIN agg a ON a.network = s.network AND a.snapshot_date = s.snapshot_date AND a.address = s.address AND a.asset = s.asset
 LEFT JOIN covered tx ON tx.network = s.network AND tx.dataset = 'transactions' AND tx.address = s.address
 LEFT JOIN covered itx ON itx.network = s.network AND itx.dataset = 'internal_transactions' AND itx.address = s.address
 LEFT JOIN covered mb ON mb.network = s.network AND mb.dataset = 'mined_blocks' AND mb.address = s.address
 LEFT JOIN covered e20 ON e20.network = s.network AND e20.dataset = 'erc20_transfers' AND e20.address = s.address
-LEFT JOIN erc721 e721 ON e721.network = s.network AND e721.token_address = s.asset
 ORDER BY s.network, s.snapshot_date, s.address, s.asset
 `;
 
@@ -195,6 +217,7 @@ interface SqlRow {
   mined_to: bigint | null;
   erc20_to: bigint | null;
   is_erc721: boolean;
+  erc721_to: bigint | null;
 }
 
 /** Reconciles every reported balance a lake holds, through `conn`: a reader of the lake (either kind). */
@@ -225,14 +248,15 @@ function judge(r: SqlRow, genesis: GenesisAllocations | undefined): Reconciliati
   if (!r.found) return unchecked('the API does not know the token');
   const reported = base.reported;
   if (reported === null) return unchecked('reported balance unknown (NULL)');
-  if (!native && r.is_erc721) return unchecked('an ERC-721 token: reconciliation sums ERC-20 transfers only');
   const needs: [string, bigint | null][] = native
     ? [
         ['transactions', r.tx_to],
         ['internal_transactions', r.itx_to],
         ['mined_blocks', r.mined_to],
       ]
-    : [['erc20_transfers', r.erc20_to]];
+    : r.is_erc721
+      ? [['erc721_transfers', r.erc721_to]]
+      : [['erc20_transfers', r.erc20_to]];
   const short = needs.filter(([, to]) => !covers(to, r.at_block!));
   if (short.length > 0) {
     const what = short.map(([d, to]) => (to === null || to < 0n ? `${d} not held from block 0` : `${d} held from block 0 to ${to} only`)).join(', ');
