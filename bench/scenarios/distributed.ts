@@ -109,21 +109,28 @@ export async function distributed(ctx: Context): Promise<Omit<ScenarioResult, 's
     const base = jobDoc(sims[0]!.info, w, { lake: path.join(ctx.tmp, 'single'), rps: RATE, pageSize: PAGE, concurrency: 4 });
     base.range = { ...(base.range as object), windowBlocks };
 
-    await mkdir(path.join(ctx.tmp, 'single-run'), { recursive: true });
-    const single = await runExport(sims[0]!, w, path.join(ctx.tmp, 'single-run'), { rps: RATE, pageSize: PAGE, concurrency: 4, extra: { range: base.range } });
+    // The warm-up job: the same scopes over the two window spans before the measured range (other blocks, so the
+    // measured job plans and fetches all its own windows).
+    const warmFrom = Number(w.range.fromBlock) - 2 * windowBlocks;
+    if (warmFrom < 0) throw new Error(`bench: no blocks before the workload's range (${w.range.fromBlock}) for the warm-up job`);
+    const warmRange = { ...(base.range as object), fromBlock: warmFrom, toBlock: Number(w.range.fromBlock) - 1 };
+
+    // The single machine runs the warm-up job into its lake first, as the workers do: the measured job then finds
+    // the same watermarks and provisional windows on both sides (and fetches those windows again on both).
+    const singleDir = path.join(ctx.tmp, 'single-run');
+    await mkdir(singleDir, { recursive: true });
+    const exportOpts = { rps: RATE, pageSize: PAGE, concurrency: 4 };
+    await runExport(sims[0]!, w, singleDir, { ...exportOpts, extra: { range: warmRange } });
+    const single = await runExport(sims[0]!, w, singleDir, { ...exportOpts, extra: { range: base.range } });
     const singleRequests = single.server.requests;
-    ctx.log(`single machine: ${single.report.totals.rows} rows, ${singleRequests} requests`);
+    ctx.log(`single machine (after the warm-up job): ${single.report.totals.rows} rows, ${singleRequests} requests`);
 
     // Workers take URLs and keys from their environment: the stored job names neither.
     const { endpoints: _e, apiKey: _k, lake: _l, ...doc } = base;
     const jobFile = path.join(ctx.tmp, 'distributed-job.json');
     await writeJob(jobFile, { ...doc, name: JOB });
-    // The warm-up job: the same scopes over the two window spans before the measured range (other blocks, so the
-    // measured job plans and fetches all its own windows).
     const warmFile = path.join(ctx.tmp, 'warm-up-job.json');
-    const warmFrom = Number(w.range.fromBlock) - 2 * windowBlocks;
-    if (warmFrom < 0) throw new Error(`bench: no blocks before the workload's range (${w.range.fromBlock}) for the warm-up job`);
-    await writeJob(warmFile, { ...doc, name: WARM_UP_JOB, range: { ...(base.range as object), fromBlock: warmFrom, toBlock: Number(w.range.fromBlock) - 1 } });
+    await writeJob(warmFile, { ...doc, name: WARM_UP_JOB, range: warmRange });
 
     const results: { accounts: number; seconds: number; rowsPerSecond: number; requests: number; rows: number }[] = [];
     for (const n of ACCOUNTS) {
