@@ -5,6 +5,7 @@
  * that is possible, and reads again through `query --catalog`. Each damage is made on a copy of one lake (a PostgreSQL
  * database made from the first as a template, and a copy of its store).
  */
+import { existsSync } from 'node:fs';
 import { copyFile, cp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
@@ -195,6 +196,23 @@ describe('catalog rebuild --catalog', () => {
     expect(whole.code, whole.stderr).toBe(0);
     expect(whole.report.missingFiles).toEqual([]);
   }, 120_000);
+
+  it('a database that lost its DuckLake catalog: reported (exit 5), no empty catalog made in its place, the store left whole', async () => {
+    const lake = await copyLake();
+    const files = await currentFiles(lake);
+    await lake.sql(`DROP SCHEMA ducklake CASCADE`);
+    const r = await rebuildCli(['--catalog', lake.url, '--store', lake.store]);
+    expect(r.code, r.stderr).toBe(5);
+    expect(r.report).toMatchObject({ catalogMissing: true, whole: false });
+    expect(r.report.orphans.map((o) => o.location)).toEqual(expect.arrayContaining(files.map((f) => f.file)));
+    // An empty catalog would turn every file of the store into an orphan that maintain --catalog deletes.
+    expect(await lake.sql(`SELECT 1 FROM information_schema.tables WHERE table_schema = 'ducklake'`)).toEqual([]);
+    for (const f of files) expect(existsSync(f.file)).toBe(true);
+    const text = await runCli(['catalog', 'rebuild', '--catalog', lake.url, '--store', lake.store], { env: { PGPASSWORD: pgServer.password } });
+    expect(text.code).toBe(5);
+    expect(text.stdout).toMatch(/LOST: the database has no DuckLake catalog/);
+    expect(text.stdout).toMatch(/do NOT run chainlake maintain --catalog/);
+  }, 60_000);
 
   const missing = referenceMissing();
   it.skipIf(missing !== null)(
