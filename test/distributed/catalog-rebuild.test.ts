@@ -8,6 +8,7 @@
 import { existsSync } from 'node:fs';
 import { copyFile, cp, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { DeleteObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
@@ -20,8 +21,16 @@ import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 import { chainlakeQuery, withReference } from './helpers.js';
+import { startS3 } from './s3.js';
 
 const ADDRESSES = ['0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c', '0x235cc9e6a7b9bac03056f3eb7034c30bd80a5157'];
+const JOB = {
+  name: 'dist-rebuild',
+  network: 'mainnet',
+  target: 'simulator',
+  simulator: { seed: 1, scale: 'small' },
+  range: { fromBlock: 0, toBlock: 'head', windowBlocks: 12000 },
+};
 let pgServer: TestPostgres;
 let sim: RunningSimulator;
 let tmp: Awaited<ReturnType<typeof tempDir>>;
@@ -37,14 +46,7 @@ beforeAll(async () => {
   tmp = await tempDir('chainlake-catalog-rebuild-');
   const db = await pgServer.database();
   const store = path.join(tmp.dir, 'store');
-  const doc = {
-    name: 'dist-rebuild',
-    network: 'mainnet',
-    target: 'simulator',
-    simulator: { seed: 1, scale: 'small' },
-    range: { fromBlock: 0, toBlock: 'head', windowBlocks: 12000 },
-    datasets: { transactions: { addresses: ADDRESSES } },
-  };
+  const doc = { ...JOB, datasets: { transactions: { addresses: ADDRESSES } } };
   await enqueueJob(parseJob(doc, 'dist-rebuild'), doc, { catalog: db.url, store, simulator: sim });
   await runWorker({ catalog: db.url, store, id: 'w', untilIdle: true, pollMs: 50, simulator: sim });
   base = { name: db.name, url: db.url, store };
@@ -213,6 +215,46 @@ describe('catalog rebuild --catalog', () => {
     expect(text.stdout).toMatch(/LOST: the database has no DuckLake catalog/);
     expect(text.stdout).toMatch(/do NOT run chainlake maintain --catalog/);
   }, 60_000);
+
+  it('on object storage: a deleted object and a stray one are named by their s3:// locations', async () => {
+    const s3 = await startS3(['lake']);
+    const saved = Object.fromEntries(Object.keys(s3.env).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, s3.env);
+    try {
+      const db = await pgServer.database();
+      const store = 's3://lake/rebuild';
+      const doc = { ...JOB, name: 'dist-rebuild-s3', datasets: { transactions: { addresses: [ADDRESSES[0]] } } };
+      await enqueueJob(parseJob(doc, doc.name), doc, { catalog: db.url, store, simulator: sim });
+      await runWorker({ catalog: db.url, store, id: 'w-s3', untilIdle: true, pollMs: 50, simulator: sim });
+      expect((await rebuildDistributedCatalog({ catalog: db.url })).whole).toBe(true);
+
+      const c = await db.connect();
+      const named = (
+        await c.query(
+          `SELECT d.path FROM ducklake.ducklake_data_file d JOIN ducklake.ducklake_table t ON t.table_id = d.table_id WHERE t.table_name = 'transactions' AND d.end_snapshot IS NULL`,
+        )
+      ).rows.map((r) => `${store}/lake/main/transactions/${String(r.path)}`);
+      const client = new S3Client({ endpoint: s3.env.AWS_ENDPOINT_URL, forcePathStyle: true, region: 'us-east-1' });
+      try {
+        const key = (location: string) => location.slice('s3://lake/'.length);
+        await client.send(new DeleteObjectCommand({ Bucket: 'lake', Key: key(named[0]!) }));
+        await client.send(new PutObjectCommand({ Bucket: 'lake', Key: 'rebuild/lake/main/transactions/stray.parquet', Body: 'not read' }));
+      } finally {
+        client.destroy();
+      }
+      const r = await rebuildDistributedCatalog({ catalog: db.url });
+      expect(r.whole).toBe(false);
+      expect(r.store).toBe(store);
+      expect(r.missingFiles.map((f) => f.location)).toEqual([named[0]]);
+      expect(r.orphans.map((o) => o.location)).toEqual([`${store}/lake/main/transactions/stray.parquet`]);
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+      await s3.stop();
+    }
+  }, 120_000);
 
   const missing = referenceMissing();
   it.skipIf(missing !== null)(
