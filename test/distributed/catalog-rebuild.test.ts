@@ -199,7 +199,7 @@ describe('catalog rebuild --catalog', () => {
     expect(whole.report.missingFiles).toEqual([]);
   }, 120_000);
 
-  it('a database that lost its DuckLake catalog: reported (exit 5), no empty catalog made in its place, the store left whole', async () => {
+  it('a database that lost its DuckLake catalog: reported (exit 5), no empty catalog made in its place (by the rebuild or a worker), the store left whole', async () => {
     const lake = await copyLake();
     const files = await currentFiles(lake);
     await lake.sql(`DROP SCHEMA ducklake CASCADE`);
@@ -214,6 +214,11 @@ describe('catalog rebuild --catalog', () => {
     expect(text.code).toBe(5);
     expect(text.stdout).toMatch(/LOST: the database has no DuckLake catalog/);
     expect(text.stdout).toMatch(/do NOT run chainlake maintain --catalog/);
+    // Nor does a worker starting on it make one.
+    const worker = await runCli(['worker', '--catalog', lake.url, '--store', lake.store, '--until-idle'], { env: { PGPASSWORD: pgServer.password } });
+    expect(worker.code).toBe(2);
+    expect(worker.stderr).toMatch(/records committed windows but its DuckLake catalog \(schema ducklake\) is gone/);
+    expect(await lake.sql(`SELECT 1 FROM information_schema.tables WHERE table_schema = 'ducklake'`)).toEqual([]);
   }, 60_000);
 
   it('on object storage: a deleted object and a stray one are named by their s3:// locations', async () => {
