@@ -6,7 +6,7 @@
  * database made from the first as a template, and a copy of its store).
  */
 import { existsSync } from 'node:fs';
-import { copyFile, cp, rm } from 'node:fs/promises';
+import { copyFile, cp, mkdir, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { DeleteObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import pg from 'pg';
@@ -260,6 +260,17 @@ describe('catalog rebuild --catalog', () => {
       await s3.stop();
     }
   }, 120_000);
+
+  it('--format json on a local lake gives the local rebuild report; --forget-missing is for a distributed lake', async () => {
+    const local = path.join(tmp.dir, 'local-lake');
+    await mkdir(local);
+    const r = await runCli(['catalog', 'rebuild', '--lake', local, '--format', 'json'], { env: { CHAINLAKE_CATALOG: '' } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ files: 0, salvage: { problem: 'missing' } });
+    const forget = await runCli(['catalog', 'rebuild', '--lake', local, '--forget-missing'], { env: { CHAINLAKE_CATALOG: '' } });
+    expect(forget.code).toBe(2);
+    expect(forget.stderr).toMatch(/--forget-missing goes with a distributed lake/);
+  }, 60_000);
 
   const missing = referenceMissing();
   it.skipIf(missing !== null)(
