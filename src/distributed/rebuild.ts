@@ -13,7 +13,7 @@ import { DATASETS } from '../datasets/registry.js';
 import { catalogFiles, type CatalogFile } from '../ducklake/files.js';
 import { currentSnapshot, dataPathOf, listTables } from '../ducklake/reader.js';
 import { commitTables } from '../ducklake/writer.js';
-import { datasetShape, REJECTS_SHAPE } from '../load/schema.js';
+import { datasetShape } from '../load/schema.js';
 import { ensureTable } from '../load/write/lake-tables.js';
 import { COMMITTER_LEASE, LeaseLostError, releaseLease, takeLease } from './commit.js';
 import { CATALOG_SCHEMA, CONTROL_SCHEMA, ControlPlaneError, openCatalog, redactUrl, setupControlPlane } from './control-plane.js';
@@ -132,7 +132,6 @@ export async function rebuildDistributedCatalog(opts: { catalog: string; store?:
         .map((l) => DATASETS[l.dataset])
         .filter((d) => d !== undefined)
         .map(datasetShape);
-      if (shapes.length && !tables.has(REJECTS_SHAPE.name)) shapes.push(REJECTS_SHAPE);
       if (shapes.length) {
         await underLease(client, holder, report, 'the lost tables were not created again', async () => {
           for (const shape of shapes) {

@@ -281,7 +281,7 @@ describe('catalog rebuild --catalog', () => {
       const r = await rebuildDistributedCatalog({ catalog: lake.url, store: lake.store });
       expect(r.whole).toBe(false);
       expect(r.lostTables).toEqual([expect.objectContaining({ dataset: 'transactions', rows })]);
-      expect(r.recreatedLakeTables).toContain('transactions');
+      expect(r.recreatedLakeTables).toEqual(['transactions']);
       expect(count(await chainlakeQuery(lake.url, lake.store, 'SELECT count(*) AS n FROM transactions'))).toBe(0);
     },
     60_000,
