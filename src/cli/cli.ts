@@ -70,7 +70,7 @@ async function parse(argv: string[]): Promise<string> {
     .epilog(
       'Exit codes: 0 complete; 1 some windows failed (the next run catches up); 2 something to fix: a flag, the job file, a URL, ' +
         'CHAINLAKE_API_KEY, the lake or report path (the message names it); 3 rejects under --strict; 4 daily request quota reached; ' +
-        '5 verify or reconcile found a difference (the output names it); ' +
+        '5 verify or reconcile found a difference, or catalog rebuild found the lake not whole (the output names it); ' +
         '75 lake locked by another run; 130 interrupted (Ctrl-C), 143 terminated (SIGTERM): the run is marked interrupted and the next run resumes it.',
     )
     .exitProcess(false)

@@ -14,7 +14,8 @@ export const EXIT = {
   /**
    * The lake disagrees with the API or with itself, and the output names where: `chainlake verify` (a window's
    * count, a gap, a duplicate key) or `chainlake reconcile` (a balance the API reports against what the lake's whole
-   * history of the address implies). One code for "what was checked does not hold", whichever check found it.
+   * history of the address implies), or `chainlake catalog rebuild --catalog` (files the catalog names that the store
+   * lacks, a committed dataset without its table). One code for "what was checked does not hold", whichever check found it.
    */
   differs: 5,
   /** Another run holds the lake's lock (EX_TEMPFAIL). */

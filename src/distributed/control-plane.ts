@@ -112,8 +112,10 @@ export async function connect(url: string): Promise<pg.Client> {
 /**
  * Creates what is missing: chainlake's tables and an empty DuckLake catalog whose data path is `dataPath`, and
  * migrates an older control plane's ledger. Idempotent, and safe when several machines start at once (one advisory lock).
+ * `dataPath` undefined: chainlake's tables only, never a new DuckLake catalog (`catalog rebuild --catalog`: an empty
+ * catalog in place of a lost one would make every file of the store look like an orphan to `maintain --catalog`).
  */
-export async function setupControlPlane(client: pg.Client, dataPath: string): Promise<void> {
+export async function setupControlPlane(client: pg.Client, dataPath: string | undefined): Promise<void> {
   await client.query('BEGIN');
   try {
     await client.query('SELECT pg_advisory_xact_lock($1)', [SETUP_LOCK]);
@@ -124,7 +126,16 @@ export async function setupControlPlane(client: pg.Client, dataPath: string): Pr
     for (const statement of CONTROL_DDL) await client.query(statement);
     await ensureVerificationsTable(nestedCatalog(client), CONTROL_SCHEMA);
     const exists = await client.query(`SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'ducklake_metadata'`, [CATALOG_SCHEMA]);
-    if (exists.rowCount === 0) {
+    if (exists.rowCount === 0 && dataPath !== undefined) {
+      // A ledger that committed windows had a catalog: it was lost, and an empty one in its place would make every
+      // file of the store an orphan that `maintain --catalog` deletes.
+      const committed = await client.query(`SELECT 1 FROM ${CONTROL_SCHEMA}.windows WHERE status IN ('committed', 'provisional') LIMIT 1`);
+      if ((committed.rowCount ?? 0) > 0) {
+        throw new ControlPlaneError(
+          `the control plane records committed windows but its DuckLake catalog (schema ${CATALOG_SCHEMA}) is gone: no new catalog was created in its place`,
+          'restore the database from its backup; chainlake catalog rebuild --catalog … --store … says what the store holds (run no maintain --catalog before: it would delete those files)',
+        );
+      }
       await client.query(`SET LOCAL search_path TO ${CATALOG_SCHEMA}`);
       // initialiseCatalog runs its own BEGIN/COMMIT; inside ours PostgreSQL only warns and carries on in this one.
       await initialiseCatalog(nestedCatalog(client), { dataPath });

@@ -18,7 +18,9 @@ import { lakeShapes } from '../load/write/maintenance.js';
 import { silentLogger } from '../pipeline/log.js';
 import { commitUnderLease, type LeasedChange } from './commit.js';
 import { CONTROL_SCHEMA, openCatalog } from './control-plane.js';
-import { openStore, storeLocationOf } from './store.js';
+import { openStore, storeLocationOf, type Store, type StoredFile } from './store.js';
+import { catalogFiles } from '../ducklake/files.js';
+import type pg from 'pg';
 
 export interface MaintainOptions {
   catalog: string;
@@ -53,36 +55,11 @@ export async function maintainLake(opts: MaintainOptions): Promise<MaintainRepor
     for (const f of scheduled) await store.remove(f.path);
     await forgetDeletedFiles(catalog, scheduled);
 
-    // What the control plane and the catalog refer to is read after listing the store: a file written after
-    // the listing is not looked at, and one referred to by then is kept.
-    const candidates = [...(await store.list('lake')), ...(await store.list('fragments'))];
-    const referenced = new Set<string>();
-    const fragments = await client.query(
-      `SELECT fragment_path AS p FROM ${CONTROL_SCHEMA}.windows WHERE status = 'fetched' AND fragment_path IS NOT NULL
-       UNION ALL SELECT reject_path FROM ${CONTROL_SCHEMA}.windows WHERE status = 'fetched' AND reject_path IS NOT NULL`,
-    );
-    for (const r of fragments.rows) referenced.add(norm(String(r.p)));
-    const tables = await catalog.query(
-      `SELECT t.table_id, s.path AS schema_path, t.path AS table_path FROM ducklake_table t JOIN ducklake_schema s ON s.schema_id = t.schema_id`,
-    );
-    const tablePaths = new Map(tables.map((t) => [Number(t.table_id), join(join(store.dataPath, String(t.schema_path)), String(t.table_path))]));
-    for (const sql of [
-      `SELECT table_id, path, path_is_relative FROM ducklake_data_file`,
-      `SELECT table_id, path, path_is_relative FROM ducklake_delete_file`,
-    ]) {
-      for (const r of await catalog.query(sql)) {
-        const base = tablePaths.get(Number(r.table_id)) ?? store.dataPath;
-        referenced.add(norm(r.path_is_relative === false ? String(r.path) : join(base, String(r.path))));
-      }
-    }
-    for (const r of await catalog.query(`SELECT path, path_is_relative FROM ducklake_files_scheduled_for_deletion`)) {
-      referenced.add(norm(r.path_is_relative === false ? String(r.path) : join(store.dataPath, String(r.path))));
-    }
+    const candidates = await unreferencedFiles(client, catalog, store);
     const cutoff = Date.now() - opts.orphanGraceSeconds * 1000;
     let orphansRemoved = 0;
     let orphansKept = 0;
     for (const file of candidates) {
-      if (referenced.has(norm(file.location))) continue;
       if (file.modifiedMs > cutoff) {
         orphansKept++;
         continue;
@@ -96,6 +73,32 @@ export async function maintainLake(opts: MaintainOptions): Promise<MaintainRepor
     await client.end().catch(() => undefined);
     await store.close();
   }
+}
+
+/**
+ * The files of the store (`lake/` and `fragments/`) that neither the catalog (any snapshot's data and delete files,
+ * files scheduled for deletion) nor the control plane (fragments of windows waiting for the committer) names:
+ * orphans, once older than a commit takes (a file is written before it is named). What the catalog and the control
+ * plane name is read after listing the store: a file written after the listing is not looked at, and one named by
+ * then is kept.
+ */
+export async function unreferencedFiles(
+  client: Pick<pg.Client, 'query'>,
+  catalog: CatalogDb,
+  store: Store,
+): Promise<(StoredFile & { area: 'lake' | 'fragments' })[]> {
+  const candidates = [
+    ...(await store.list('lake')).map((f) => ({ ...f, area: 'lake' as const })),
+    ...(await store.list('fragments')).map((f) => ({ ...f, area: 'fragments' as const })),
+  ];
+  const referenced = new Set<string>();
+  const fragments = await client.query(
+    `SELECT fragment_path AS p FROM ${CONTROL_SCHEMA}.windows WHERE status = 'fetched' AND fragment_path IS NOT NULL
+     UNION ALL SELECT reject_path FROM ${CONTROL_SCHEMA}.windows WHERE status = 'fetched' AND reject_path IS NOT NULL`,
+  );
+  for (const r of fragments.rows) referenced.add(norm(String(r.p)));
+  for (const f of await catalogFiles(catalog, store.dataPath)) referenced.add(norm(f.location));
+  return candidates.filter((f) => !referenced.has(norm(f.location)));
 }
 
 export interface DistributedCompactReport {
@@ -211,9 +214,8 @@ async function partitionsOf(
   return out;
 }
 
-const join = (base: string, rel: string): string => (base.endsWith('/') ? base + rel : `${base}/${rel}`);
 /** One spelling per file: object locations as they are, local paths resolved. */
-const norm = (location: string): string => (/^s3:\/\//i.test(location) ? location : path.resolve(location));
+export const norm = (location: string): string => (/^s3:\/\//i.test(location) ? location : path.resolve(location));
 
 /** `7d`, `12h`, `30m`, `45s` or plain seconds: a duration in seconds. */
 export function parseDuration(text: string, flag: string): number {

@@ -269,6 +269,11 @@ export interface TableChange {
    * (and delete files) end at the new snapshot. Empty: an append.
    */
   readonly replacePartitions?: readonly (readonly string[])[];
+  /**
+   * Current data files (by id) that end at the new snapshot, with their delete files, whatever their partition: files
+   * a lake lost from its store, which no reader can read any more (`catalog rebuild --catalog --forget-missing`).
+   */
+  readonly endFiles?: readonly number[];
 }
 
 export interface CommitSpec extends CommitInfo, CommitHooks, TableChange {
@@ -291,8 +296,8 @@ export interface MultiCommitSpec extends CommitInfo, CommitHooks {
  * catalog transaction. Retried whole when another committer took the snapshot id first.
  */
 export async function commitFiles(db: CatalogDb, spec: CommitSpec): Promise<CommitResult & { endedFiles: number }> {
-  const { tableName, schema, files, replacePartitions, ...rest } = spec;
-  return commitTables(db, { ...rest, tables: [{ tableName, schema, files, replacePartitions }] });
+  const { tableName, schema, files, replacePartitions, endFiles, ...rest } = spec;
+  return commitTables(db, { ...rest, tables: [{ tableName, schema, files, replacePartitions, endFiles }] });
 }
 
 /** What one table's change reads and decides inside the commit's transaction. */
@@ -380,7 +385,7 @@ async function planChanges(
   }
   // The files the replaced partitions hold now: the tables' current files with their partition values, read
   // once and matched here.
-  const replacing = chosen.filter((c) => c.change.replacePartitions?.length).map((c) => c.table.tableId);
+  const replacing = chosen.filter((c) => c.change.replacePartitions?.length || c.change.endFiles?.length).map((c) => c.table.tableId);
   const current = replacing.length
     ? await tx.query(
         `SELECT d.table_id, d.data_file_id, d.record_count, d.file_size_bytes, v.partition_key_index, v.partition_value FROM ducklake_data_file d
@@ -413,7 +418,10 @@ async function planChanges(
       if (p.length !== partitionKeys.length) throw new DuckLakeError(`replace of ${table.name}: ${p.length} partition values for ${partitionKeys.length} keys`);
     }
     const wanted = new Set((change.replacePartitions ?? []).map((p) => JSON.stringify(p)));
-    const ended = [...valuesOf.values()].filter((e) => num(e.row.table_id) === table.tableId && wanted.has(JSON.stringify(e.values))).map((e) => e.row);
+    const endIds = new Set(change.endFiles ?? []);
+    const ended = [...valuesOf.values()]
+      .filter((e) => num(e.row.table_id) === table.tableId && (wanted.has(JSON.stringify(e.values)) || endIds.has(num(e.row.data_file_id))))
+      .map((e) => e.row);
     return { change, table, columns, partitionId, ended, partitionKeys };
   });
   const out: PlannedChange[] = [];

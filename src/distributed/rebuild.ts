@@ -1,0 +1,232 @@
+/**
+ * `chainlake catalog rebuild --catalog`: the distributed lake's counterpart of a local catalog rebuild. A local
+ * rebuild re-derives what `catalog.duckdb` holds from the lake's files; a distributed lake's catalog is its PostgreSQL
+ * database, which no file can rebuild. What chainlake derives there it re-creates: the control plane's tables and
+ * columns (the same idempotent setup every `enqueue` and `worker` runs; PostgreSQL has no view of chainlake's) and the
+ * DuckLake table of every dataset the ledger says was committed. Then it checks the lake against its store: files the
+ * catalog names that the store lacks, files the store holds that nothing names (orphans), datasets whose windows say
+ * committed but which have no table. It deletes nothing; `forgetMissing` ends the newest snapshot's missing files in a
+ * new snapshot (their rows are already unreadable), so that the lake reads again.
+ */
+import { randomUUID } from 'node:crypto';
+import { DATASETS } from '../datasets/registry.js';
+import { catalogFiles, type CatalogFile } from '../ducklake/files.js';
+import { currentSnapshot, dataPathOf, listTables } from '../ducklake/reader.js';
+import { commitTables } from '../ducklake/writer.js';
+import { datasetShape } from '../load/schema.js';
+import { ensureTable } from '../load/write/lake-tables.js';
+import { COMMITTER_LEASE, LeaseLostError, releaseLease, takeLease } from './commit.js';
+import { CATALOG_SCHEMA, CONTROL_SCHEMA, ControlPlaneError, openCatalog, redactUrl, setupControlPlane } from './control-plane.js';
+import { norm, unreferencedFiles } from './maintain.js';
+import { openStore, storeLocationOf } from './store.js';
+
+export interface MissingFile {
+  table: string | null;
+  kind: 'data' | 'delete';
+  location: string;
+  rows: number | null;
+  /** network, date: the partition the file holds. */
+  partition: readonly string[];
+  /** The snapshots that list it: from `fromSnapshot` up to (not including) `untilSnapshot`; null: the newest too. */
+  fromSnapshot: number | null;
+  untilSnapshot: number | null;
+}
+
+export interface LostTable {
+  dataset: string;
+  /** Windows the ledger says committed (or provisional) for it. */
+  windows: number;
+  rows: number;
+  runs: string[];
+}
+
+export interface DistributedRebuildReport {
+  /** The catalog, its password redacted. */
+  catalog: string;
+  store: string;
+  /** Control-plane tables created again (their rows were lost), as `chainlake.<table>`. */
+  recreatedTables: string[];
+  /** Columns added again to existing tables (NULL or their default in every existing row), as `chainlake.<table>.<column>`. */
+  recreatedColumns: string[];
+  /** DuckLake tables created again (empty) for datasets the ledger says were committed. */
+  recreatedLakeTables: string[];
+  /** True when the database has no DuckLake catalog (schema `ducklake`): nothing of the lake can be read. */
+  catalogMissing: boolean;
+  /** Files the catalog names that the store lacks. */
+  missingFiles: MissingFile[];
+  /** Set when `forgetMissing` ended the newest snapshot's missing files: the snapshot that did. */
+  forgotten: { snapshotId: number; files: number } | null;
+  /** Files in the store nothing names (`maintain --catalog` removes them once older than its grace period). */
+  orphans: { location: string; area: 'lake' | 'fragments'; modifiedAt: string }[];
+  /** Datasets with committed windows and no table in the newest snapshot. */
+  lostTables: LostTable[];
+  /** What could not be done now (another committer held the lease), with what to do. */
+  notDone: string[];
+  /** Every file the catalog names is in the store, every committed dataset has its table, and the catalog exists. */
+  whole: boolean;
+}
+
+/** Long enough for a few catalog statements; renewed by nothing, so it bounds how long a crashed rebuild holds it. */
+const REBUILD_LEASE_SECONDS = 120;
+
+export async function rebuildDistributedCatalog(opts: { catalog: string; store?: string; forgetMissing?: boolean }): Promise<DistributedRebuildReport> {
+  const { client, catalog } = await openCatalog(opts.catalog);
+  const holder = `catalog-rebuild-${randomUUID()}`;
+  try {
+    const before = await controlColumns(client);
+    // The same setup as every enqueue and worker, without creating a DuckLake catalog where one is missing.
+    await setupControlPlane(client, undefined);
+    await client.query(`SET search_path TO ${CATALOG_SCHEMA}`);
+    const after = await controlColumns(client);
+    const recreatedTables = [...after.keys()].filter((t) => !before.has(t)).map((t) => `${CONTROL_SCHEMA}.${t}`);
+    const recreatedColumns = [...after].flatMap(([t, cols]) =>
+      before.has(t) ? [...cols].filter((c) => !before.get(t)!.has(c)).map((c) => `${CONTROL_SCHEMA}.${t}.${c}`) : [],
+    );
+    const report: DistributedRebuildReport = {
+      catalog: redactUrl(opts.catalog),
+      store: opts.store ?? '',
+      recreatedTables,
+      recreatedColumns,
+      recreatedLakeTables: [],
+      catalogMissing: false,
+      missingFiles: [],
+      forgotten: null,
+      orphans: [],
+      lostTables: [],
+      notDone: [],
+      whole: false,
+    };
+    const hasCatalog = await client.query(`SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'ducklake_metadata'`, [
+      CATALOG_SCHEMA,
+    ]);
+    if (hasCatalog.rowCount === 0) {
+      report.catalogMissing = true;
+      if (opts.store) {
+        const store = await openStore(opts.store);
+        try {
+          const files = await store.list('lake');
+          report.orphans = files.map((f) => ({ location: f.location, area: 'lake', modifiedAt: new Date(f.modifiedMs).toISOString() }));
+        } finally {
+          await store.close();
+        }
+      }
+      return report;
+    }
+
+    const store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)));
+    report.store = store.location;
+    try {
+      // Datasets the ledger says were committed, against the tables of the newest snapshot.
+      const committed = await client.query<{ dataset: string; windows: string; rows: string | null; runs: string[] }>(
+        `SELECT dataset, count(*) AS windows, sum(rows_got) AS rows, array_agg(DISTINCT run_id) AS runs FROM ${CONTROL_SCHEMA}.windows
+         WHERE status IN ('committed', 'provisional') GROUP BY dataset ORDER BY dataset`,
+      );
+      const tables = new Set(
+        (await listTables(catalog, (await currentSnapshot(catalog)).snapshotId)).filter((t) => t.schema.name === 'main').map((t) => t.name),
+      );
+      for (const r of committed.rows) {
+        if (tables.has(r.dataset)) continue;
+        report.lostTables.push({ dataset: r.dataset, windows: Number(r.windows), rows: Number(r.rows ?? 0), runs: [...r.runs].sort() });
+      }
+      const shapes = report.lostTables
+        .map((l) => DATASETS[l.dataset])
+        .filter((d) => d !== undefined)
+        .map(datasetShape);
+      if (shapes.length) {
+        await underLease(client, holder, report, 'the lost tables were not created again', async () => {
+          for (const shape of shapes) {
+            await ensureTable(catalog, shape);
+            report.recreatedLakeTables.push(shape.name);
+          }
+        });
+      }
+
+      // The catalog's files against the store's.
+      const stored = new Set((await store.list('lake')).map((f) => norm(f.location)));
+      const named = (await catalogFiles(catalog, store.dataPath)).filter((f): f is CatalogFile & { kind: 'data' | 'delete' } => f.kind !== 'scheduled');
+      const missing = named.filter((f) => !stored.has(norm(f.location)));
+      report.missingFiles = missing.map((f) => ({
+        table: f.table,
+        kind: f.kind,
+        location: f.location,
+        rows: f.rows,
+        partition: f.partition,
+        fromSnapshot: f.beginSnapshot,
+        untilSnapshot: f.endSnapshot,
+      }));
+      if (opts.forgetMissing) {
+        const current = missing.filter((f) => f.endSnapshot === null && f.table !== null && f.dataFileId !== null);
+        if (current.length) {
+          await underLease(client, holder, report, 'the missing files were not forgotten', async () => {
+            const byTable = new Map<string, number[]>();
+            for (const f of current) byTable.set(f.table!, [...(byTable.get(f.table!) ?? []), f.dataFileId!]);
+            const result = await commitTables(catalog, {
+              tables: [...byTable].filter(([t]) => tables.has(t)).map(([tableName, endFiles]) => ({ tableName, files: [], endFiles })),
+              author: holder,
+              message: `chainlake catalog rebuild: files missing from the store ended`,
+              inTransaction: async (tx) => {
+                const lease = await tx.query(`SELECT holder FROM ${CONTROL_SCHEMA}.leases WHERE name = $1 AND holder = $2 AND expires_at > NOW()`, [
+                  COMMITTER_LEASE,
+                  holder,
+                ]);
+                if (lease.length === 0) throw new LeaseLostError(holder);
+              },
+            });
+            report.forgotten = { snapshotId: result.snapshotId, files: result.endedFiles };
+          });
+        }
+      }
+
+      report.orphans = (await unreferencedFiles(client, catalog, store)).map((f) => ({
+        location: f.location,
+        area: f.area,
+        modifiedAt: new Date(f.modifiedMs).toISOString(),
+      }));
+    } finally {
+      await store.close();
+    }
+    report.whole = report.missingFiles.length === 0 && report.lostTables.length === 0;
+    return report;
+  } catch (error) {
+    if (error instanceof Error && /permission denied|must be owner/i.test(error.message)) {
+      throw new ControlPlaneError(
+        `catalog rebuild on ${redactUrl(opts.catalog)}: ${error.message}`,
+        'run it as the role that owns the chainlake and ducklake schemas (the one enqueue and the workers use)',
+        error,
+      );
+    }
+    throw error;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** Runs `work` holding the committer lease, so that no worker commits meanwhile; without it, says what was not done. */
+async function underLease(
+  client: Parameters<typeof takeLease>[0],
+  holder: string,
+  report: DistributedRebuildReport,
+  what: string,
+  work: () => Promise<void>,
+): Promise<void> {
+  if (!(await takeLease(client, holder, REBUILD_LEASE_SECONDS))) {
+    report.notDone.push(`${what}: a worker holds the commit lease; run catalog rebuild again once the workers have committed`);
+    return;
+  }
+  try {
+    await work();
+  } finally {
+    await releaseLease(client, holder).catch(() => undefined);
+  }
+}
+
+/** chainlake's tables in the control plane and their columns. */
+async function controlColumns(client: Parameters<typeof takeLease>[0]): Promise<Map<string, Set<string>>> {
+  const rows = await client.query(`SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = $1`, [CONTROL_SCHEMA]);
+  const out = new Map<string, Set<string>>();
+  for (const r of rows.rows) {
+    const t = String(r.table_name);
+    out.set(t, (out.get(t) ?? new Set()).add(String(r.column_name)));
+  }
+  return out;
+}
