@@ -1,10 +1,18 @@
 import type { CommandModule } from 'yargs';
+import { checkCatalogUrl, connect } from '../../distributed/control-plane.js';
+import { runToTakeUp } from '../../distributed/enqueue.js';
+import { controlPlanLedger, DEFAULT_ACCOUNT, hasLedger } from '../../distributed/plan-ledger.js';
+import { redactUrl } from '../../distributed/url.js';
 import { estimatePlan, type PlanEstimate } from '../../pipeline/estimate.js';
 import { loadJobDocument, type Job } from '../../pipeline/job.js';
 import { blockRangeArgs, lakeNamedBy, runOverrides, withBlockRangeOptions, withTargetOptions, type RunArgs } from '../common.js';
+import { CliError } from '../exit-codes.js';
+import { resolveLakeTarget, type LakeTarget } from '../lake-target.js';
 
 interface Args extends RunArgs {
   job: string;
+  catalog?: string;
+  account: string;
   'from-block'?: number;
   'to-block'?: number;
   head?: number;
@@ -80,6 +88,9 @@ export function formatPlan(p: PlanEstimate): string {
   ].join('\n');
 }
 
+/** Flags that change what a run fetches, which `enqueue` has not: a plan of a distributed lake refuses them. */
+const LOCAL_ONLY_FLAGS = ['from-block', 'to-block', 'head', 'full-refresh', 'window-blocks'] as const;
+
 export async function printPlan(
   job: Job,
   args: RunArgs & { probe?: boolean; format?: 'text' | 'json' },
@@ -89,17 +100,62 @@ export async function printPlan(
   process.stdout.write((args.format === 'json' ? JSON.stringify(plan, null, 2) : formatPlan(plan)) + '\n');
 }
 
+/**
+ * The plan of a job on a distributed lake: the windows `chainlake enqueue` would queue now (the same planner, on
+ * the control plane's ledger), or, when enqueue would take up an unfinished run instead, that run.
+ */
+async function printDistributedPlan(job: Job, args: Args, target: Extract<LakeTarget, { kind: 'distributed' }>): Promise<void> {
+  const given = LOCAL_ONLY_FLAGS.filter((f) => args[f] !== undefined && args[f] !== false);
+  if (given.length > 0)
+    throw new CliError(
+      `--${given[0]} changes what a run fetches, and \`chainlake enqueue\` has no such flag: the plan of the distributed lake ${redactUrl(target.catalog)} lists what enqueue would queue`,
+      'CHAINLAKE_USAGE',
+      `drop --${given[0]}, or plan a local lake with --lake DIR`,
+    );
+  const url = checkCatalogUrl(target.catalog);
+  const client = await connect(url);
+  try {
+    const open = (await hasLedger(client)) ? await runToTakeUp(client, job, false) : undefined;
+    if (open) {
+      const text = `plan for ${job.name} on ${job.what.network} into the lake ${redactUrl(url)}: run ${open.runId} is not finished; \`chainlake enqueue\` would take it up again (its failed or lost windows offered again) and plan nothing new`;
+      process.stdout.write(
+        (args.format === 'json'
+          ? JSON.stringify({ job: job.name, network: job.what.network, lake: redactUrl(url), takesUp: open.runId, head: open.head }, null, 2)
+          : text) + '\n',
+      );
+      return;
+    }
+    const plan = await estimatePlan(job, { probe: args.probe, ledger: controlPlanLedger(client, url, args.account) });
+    process.stdout.write((args.format === 'json' ? JSON.stringify(plan, null, 2) : formatPlan(plan)) + '\n');
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
 export const planCommand: CommandModule<object, Args> = {
   command: 'plan <job>',
-  describe: 'Show what a run would fetch — windows, rows, requests, duration, quota share — without fetching data',
+  describe: 'Show what a run (or, with --catalog, `enqueue`) would fetch — windows, rows, requests, duration, quota share — without fetching data',
   builder: (y) =>
     withBlockRangeOptions(withTargetOptions(y.positional('job', { type: 'string', demandOption: true, describe: 'Path to the job file (JSON)' })))
+      .option('catalog', {
+        type: 'string',
+        defaultDescription: '$CHAINLAKE_CATALOG',
+        describe: "A distributed lake's control plane (postgres://user@host/db): list the windows `chainlake enqueue` would queue there",
+      })
+      .option('account', {
+        type: 'string',
+        default: DEFAULT_ACCOUNT,
+        describe: 'With --catalog: the API account (`chainlake worker --account`) whose daily quota left is shown',
+      })
       .option('probe', { type: 'boolean', default: true, describe: 'Ask each paged window for its row count (one small request each); --no-probe to skip' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
       .example('$0 plan jobs/nightly.example.json', "What tonight's run would fetch, at the job's rps")
-      .example('$0 plan jobs/testnet.example.json --no-probe --format json', 'Windows only, no count probes, as JSON'),
+      .example('$0 plan jobs/testnet.example.json --no-probe --format json', 'Windows only, no count probes, as JSON')
+      .example('$0 plan jobs/nightly.example.json --catalog postgres://chainlake@db/lake', 'What `chainlake enqueue` would queue for the workers'),
   handler: async (args) => {
-    const { job } = await loadJobDocument(args.job, process.env, (doc) => runOverrides(args, lakeNamedBy(doc)));
-    await printPlan(job, args, blockRangeArgs(args));
+    const { job, doc } = await loadJobDocument(args.job, process.env, (doc) => runOverrides(args, lakeNamedBy(doc)));
+    const target = resolveLakeTarget({ lake: args.lake, catalog: args.catalog }, { jobLake: lakeNamedBy(doc) });
+    if (target.kind === 'distributed') await printDistributedPlan(job, args, target);
+    else await printPlan(job, args, blockRangeArgs(args));
   },
 };
