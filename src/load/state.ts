@@ -31,13 +31,30 @@ async function withLedger<T>(
       (await conn.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = '${LEDGER_ALIAS}'`)).getRowsJS().map((r) => String(r[0])),
     );
     if (!tables.every((t) => present.has(t))) return absent();
-    return await read({ db: new DuckDbCatalog(conn), schema: LEDGER_ALIAS });
+    const runColumns = (
+      await conn.runAndReadAll(`SELECT column_name FROM duckdb_columns() WHERE database_name = '${LEDGER_ALIAS}' AND table_name = 'runs'`)
+    ).getRowsJS();
+    if (!present.has('runs') || runColumns.some((r) => r[0] === 'head')) return await read({ db: new DuckDbCatalog(conn), schema: LEDGER_ALIAS });
+    // A catalog of format 3 (read-only here: the next write migrates it) has no runs.head nor runs.network: the
+    // ledger's statements read it through views that add them, empty (its runs name both in their report).
+    await conn.run(`CREATE SCHEMA ${COMPAT_SCHEMA}`);
+    try {
+      for (const t of ['runs', 'windows', 'watermarks', 'request_usage'].filter((name) => present.has(name))) {
+        const more = t === 'runs' ? ', CAST(NULL AS BIGINT) AS head, CAST(NULL AS VARCHAR) AS network' : '';
+        await conn.run(`CREATE VIEW ${COMPAT_SCHEMA}."${t}" AS SELECT *${more} FROM ${LEDGER_ALIAS}."${t}"`);
+      }
+      return await read({ db: new DuckDbCatalog(conn), schema: COMPAT_SCHEMA });
+    } finally {
+      await conn.run(`DROP SCHEMA ${COMPAT_SCHEMA} CASCADE`);
+    }
   } finally {
     await conn.run(`DETACH ${LEDGER_ALIAS}`);
   }
 }
 
 const LEDGER_ALIAS = 'chainlake_state';
+/** Where a catalog of format 3 is read through views (in the engine's own database, dropped after). */
+const COMPAT_SCHEMA = 'chainlake_state_v3';
 
 /**
  * Reads the watermarks of a network and, when the latest run of `job` did not complete (it failed, or was
