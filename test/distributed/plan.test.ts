@@ -1,6 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { setupControlPlane } from '../../src/distributed/control-plane.js';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { estimatePlan, type PlanEstimate } from '../../src/pipeline/estimate.js';
@@ -132,6 +133,20 @@ describe('plan --catalog', { timeout: 300_000 }, () => {
     }
     expect(out).toContain(`run ${second.runId} is not finished`);
     await client.end();
+  });
+
+  it("reads the quota left from the control plane's request_usage, per workers' account", async () => {
+    const db = await pg.database();
+    const client = await db.connect();
+    await setupControlPlane(client, `${path.join(tmp.dir, 'quota-store')}/lake/`);
+    const today = new Date().toISOString().slice(0, 10);
+    // What workers of the account `main` reserved today, and of another account.
+    await client.query(`INSERT INTO chainlake.request_usage (account, day, requests) VALUES ('main', $1, 250), ('other', $1, 40)`, [today]);
+    await client.end();
+    const file = path.join(tmp.dir, 'quota.json');
+    await writeFile(file, JSON.stringify({ ...jobDoc(path.join(tmp.dir, 'quota')), dailyRequestQuota: 1_000 }));
+    expect((await planCommand([file, '--catalog', db.url, '--account', 'main'])).quotaLeftToday).toBe(750);
+    expect((await planCommand([file, '--catalog', db.url])).quotaLeftToday).toBe(1_000);
   });
 
   it('refuses the flags enqueue has not, naming them', async () => {
