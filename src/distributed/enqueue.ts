@@ -1,26 +1,26 @@
 /**
  * `chainlake enqueue`: plans a job against the control plane and queues its windows for the workers. The plan is
- * the single-machine run's (windowsOf, narrowed by the watermarks, joined), pinned to one head; the run and its
+ * the single-machine run's (windowsToFetch, on the control plane's ledger: plan-ledger.ts), pinned to one head; the run and its
  * windows are recorded and queued in one transaction, with deterministic ids, so enqueueing again while the run
  * is unfinished adds no work, and a run's windows are the same whoever fetches them.
  */
 import { Accounting } from '../extract/accounting.js';
 import type { Job } from '../pipeline/job.js';
-import { jobRange, type Window } from '../pipeline/plan.js';
-import { jobHead, joinWindows, narrowWindows, needsHead } from '../pipeline/prepare.js';
+import { needsHead, windowsToFetch, type Prepared } from '../pipeline/prepare.js';
+import type { Clients } from '../pipeline/execute.js';
 import { newRunId } from '../pipeline/run.js';
 import { openSource, type SourceOptions } from '../pipeline/source.js';
 import { abiFromApi } from '../pipeline/decode-in-run.js';
 import type { ExplorerClient } from '../extract/explorer.js';
 import type { DecodedDataset } from '../decode/datasets.js';
 import { resolveDatasets } from '../decode/spec.js';
-import { watermarkKey } from '../load/state.js';
 import { ChainlakeError } from '../errors.js';
 import { reofferWindows } from '../load/ledger/windows.js';
 import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, controlLedger, setupControlPlane, underSetupLock } from './control-plane.js';
 import { againJobId, DEFAULT_QUEUE_SETTINGS, openQueue, sendWindows, windowJobId, type QueueSettings } from './queue.js';
 import { closeEndedRuns, lockRuns, RUN_RUNNING } from './runs.js';
 import { openStore } from './store.js';
+import { controlPlanLedger } from './plan-ledger.js';
 import { windowSpecOf, type WindowSpec } from './windows.js';
 
 export interface DistributedOptions extends Pick<SourceOptions, 'simulator' | 'transport'> {
@@ -63,18 +63,8 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
     await setupControlPlane(client, store.dataPath);
     const boss = await underSetupLock(client, () => openQueue(opts.catalog, settings, false));
     try {
-      // The unfinished run of the job, else (retryFailed) its last run.
-      const run = (
-        await client.query(
-          `SELECT run_id, head, finished_at IS NULL AS open FROM ${CONTROL_SCHEMA}.runs WHERE job = $1 AND network = $2
-           ${how.retryFailed ? '' : 'AND finished_at IS NULL'} ORDER BY finished_at IS NULL DESC, started_at DESC, run_id DESC LIMIT 1`,
-          [job.name, job.what.network],
-        )
-      ).rows[0];
-      if (run) {
-        const runId = String(run.run_id);
-        return { runId, resumed: true, head: toNum(run.head), ...(await offerAgain(client, boss, runId, settings)) };
-      }
+      const run = await runToTakeUp(client, job, how.retryFailed === true);
+      if (run) return { ...run, resumed: true, ...(await offerAgain(client, boss, run.runId, settings)) };
       if (how.retryFailed) {
         throw new ChainlakeError(`--retry-failed: job ${job.name} on ${job.what.network} has no run in this control plane: nothing failed to offer again`, {
           code: 'CHAINLAKE_USAGE',
@@ -88,6 +78,21 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
   } finally {
     await client.end().catch(() => undefined);
   }
+}
+
+/**
+ * The run of `job` that enqueue takes up again instead of planning a new one: its unfinished run, else (with
+ * `retryFailed`) its last run; undefined when a new run is planned (what `chainlake plan --catalog` then lists).
+ */
+export async function runToTakeUp(client: import('pg').Client, job: Job, retryFailed: boolean): Promise<{ runId: string; head: number | null } | undefined> {
+  const run = (
+    await client.query(
+      `SELECT run_id, head, finished_at IS NULL AS open FROM ${CONTROL_SCHEMA}.runs WHERE job = $1 AND network = $2
+       ${retryFailed ? '' : 'AND finished_at IS NULL'} ORDER BY finished_at IS NULL DESC, started_at DESC, run_id DESC LIMIT 1`,
+      [job.name, job.what.network],
+    )
+  ).rows[0];
+  return run ? { runId: String(run.run_id), head: toNum(run.head) } : undefined;
 }
 
 /**
@@ -159,24 +164,27 @@ async function planAndQueue(
   boss: import('pg-boss'),
   settings: QueueSettings,
 ): Promise<EnqueueResult> {
-  const marks = await client.query(`SELECT dataset, scope, block FROM ${CONTROL_SCHEMA}.watermarks WHERE network = $1`, [job.what.network]);
-  const watermarks = new Map<string, number>(marks.rows.map((r) => [watermarkKey(String(r.dataset), job.what.network, String(r.scope)), Number(r.block)]));
-  let head: number | null = null;
   let decode: DecodedDataset[] | undefined;
+  let prepared: Prepared;
+  // The single machine's planner on the control plane's ledger: the windows `run` would fetch of a local lake with
+  // the same history, and the ones `chainlake plan --catalog` lists.
+  const plan = (clients: Clients) =>
+    windowsToFetch({ baseJob: job, job, fullRefresh: false }, controlPlanLedger(client, opts.catalog), clients, new Accounting());
   if (needsHead(job.what) || decodeNeedsApi(job)) {
     const source = await openSource(job.source, { simulator: opts.simulator, transport: opts.transport });
     try {
       const { clients } = source;
-      if (needsHead(job.what)) head = (await jobHead(job.what, clients, new Accounting())).head;
+      prepared = await plan(clients);
       decode = await resolveDecode(job, clients.explorer);
     } finally {
       await source.close();
     }
-  } else decode = await resolveDecode(job, undefined);
-  const at = head ?? job.what.range.fromBlock;
-  const { todo, skipped } = narrowWindows(job.what, at, { watermarks }, false, false);
-  const windows: Window[] = job.what.range.fixedChunks ? todo : joinWindows(todo, new Map());
-  const range = jobRange(job.what, at);
+  } else {
+    // No head to find: no request is sent.
+    prepared = await plan({});
+    decode = await resolveDecode(job, undefined);
+  }
+  const { head, range, windows, skipped } = prepared;
   const started = new Date();
   const runId = newRunId(started);
   await client.query('BEGIN');

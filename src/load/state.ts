@@ -4,105 +4,94 @@ import { catalogWaitMs } from './catalog-wait.js';
 import type { Engine } from './engine.js';
 import type { LakePaths } from './paths.js';
 import { literal } from './sql.js';
+import { DuckDbCatalog } from '../ducklake/catalog-db.js';
+import { readLastRunPace, readLedgerState, readRequestUsage as readUsage, type LakeState, type RunPace } from './ledger/planning.js';
+import type { Ledger } from './ledger/windows.js';
 
-/** Identity of a window across runs: the same dataset, network, scope and block range. */
-export const windowKey = (dataset: string, network: string, scope: string, from: number | null, to: number | null): string =>
-  `${dataset}|${network}|${scope}|${from ?? ''}|${to ?? ''}`;
+export { watermarkKey, windowKey, type LakeState, type ResumePoint } from './ledger/planning.js';
 
-export const watermarkKey = (dataset: string, network: string, scope: string): string => `${dataset}|${network}|${scope}`;
-
-/** What an unfinished earlier run of the same job left, so this run can finish it instead of starting over. */
-export interface ResumePoint {
-  runId: string;
-  status: string;
-  /** The head that run pinned; resuming pins the same head so the windows are the same windows. */
-  head: number;
-  /** Windows already committed by that run (or the runs it resumed). */
-  committed: Set<string>;
+/**
+ * Runs `read` on the lake's ledger (`catalog.duckdb`, attached read-only) when the catalog holds every table of
+ * `tables`; else `absent` (an absent catalog is an empty lake).
+ */
+async function withLedger<T>(
+  engine: Engine,
+  paths: LakePaths,
+  tables: readonly string[],
+  what: string,
+  absent: () => T,
+  read: (ledger: Ledger) => Promise<T>,
+): Promise<T> {
+  if (!existsSync(paths.catalog)) return absent();
+  const conn = engine.conn;
+  // A user's session or a commit may hold the file for a moment: wait, as every catalog reader does.
+  await retryOnLock(() => conn.run(`ATTACH ${literal(paths.catalog)} AS ${LEDGER_ALIAS} (READ_ONLY)`), catalogWaitMs(60_000), what);
+  try {
+    const present = new Set(
+      (await conn.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = '${LEDGER_ALIAS}'`)).getRowsJS().map((r) => String(r[0])),
+    );
+    if (!tables.every((t) => present.has(t))) return absent();
+    const runColumns = (
+      await conn.runAndReadAll(`SELECT column_name FROM duckdb_columns() WHERE database_name = '${LEDGER_ALIAS}' AND table_name = 'runs'`)
+    ).getRowsJS();
+    if (!present.has('runs') || runColumns.some((r) => r[0] === 'head')) return await read({ db: new DuckDbCatalog(conn), schema: LEDGER_ALIAS });
+    // A catalog of format 3 (read-only here: the next write migrates it) has no runs.head nor runs.network: the
+    // ledger's statements read it through views that add them, empty (its runs name both in their report).
+    await conn.run(`CREATE SCHEMA ${COMPAT_SCHEMA}`);
+    try {
+      for (const t of ['runs', 'windows', 'watermarks', 'request_usage'].filter((name) => present.has(name))) {
+        const more = t === 'runs' ? ', CAST(NULL AS BIGINT) AS head, CAST(NULL AS VARCHAR) AS network' : '';
+        await conn.run(`CREATE VIEW ${COMPAT_SCHEMA}."${t}" AS SELECT *${more} FROM ${LEDGER_ALIAS}."${t}"`);
+      }
+      return await read({ db: new DuckDbCatalog(conn), schema: COMPAT_SCHEMA });
+    } finally {
+      await conn.run(`DROP SCHEMA ${COMPAT_SCHEMA} CASCADE`);
+    }
+  } finally {
+    await conn.run(`DETACH ${LEDGER_ALIAS}`);
+  }
 }
 
-export interface LakeState {
-  /** Last committed block per (dataset, network, scope). */
-  watermarks: Map<string, number>;
-  resume?: ResumePoint;
-  /** The highest head any run on this network recorded: where a search for the head starts. */
-  lastHead?: number;
-}
+const LEDGER_ALIAS = 'chainlake_state';
+/** Where a catalog of format 3 is read through views (in the engine's own database, dropped after). */
+const COMPAT_SCHEMA = 'chainlake_state_v3';
 
 /**
  * Reads the watermarks of a network and, when the latest run of `job` did not complete (it failed, or was
- * killed and still says `running`), the point to resume from. Read-only; an absent catalog is an empty lake.
+ * killed and still says `running`), the point to resume from (ledger/planning.ts, the distributed ledger's
+ * reader too). Read-only; an absent catalog is an empty lake.
  */
 export async function readLakeState(engine: Engine, paths: LakePaths, job: string, network: string): Promise<LakeState> {
-  const state: LakeState = { watermarks: new Map() };
-  if (!existsSync(paths.catalog)) return state;
-  const conn = engine.conn;
-  // A user's session or a commit may hold the file for a moment: wait, as every catalog reader does.
-  await retryOnLock(() => conn.run(`ATTACH ${literal(paths.catalog)} AS chainlake_state (READ_ONLY)`), catalogWaitMs(60_000), 'reading watermarks');
-  try {
-    const tables = new Set(
-      (await conn.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = 'chainlake_state'`)).getRowsJS().map((r) => String(r[0])),
-    );
-    if (tables.has('watermarks')) {
-      const rows = (
-        await conn.runAndReadAll(`SELECT dataset, scope, block::BIGINT FROM chainlake_state.watermarks WHERE network = ${literal(network)}`)
-      ).getRowsJS();
-      for (const [dataset, scope, block] of rows) state.watermarks.set(watermarkKey(String(dataset), network, String(scope)), Number(block));
-    }
-    if (!tables.has('runs') || !tables.has('windows')) return state;
-    const lastHead = (
-      await conn.runAndReadAll(
-        `SELECT max(CAST(json_extract(report, '$.head') AS BIGINT)) FROM chainlake_state.runs WHERE json_extract_string(report, '$.network') = ${literal(network)}`,
-      )
-    ).getRowsJS()[0]?.[0];
-    if (lastHead !== null && lastHead !== undefined) state.lastHead = Number(lastHead);
-    const last = (
-      await conn.runAndReadAll(
-        `SELECT run_id, status, CAST(json_extract(report, '$.head') AS BIGINT) AS head FROM chainlake_state.runs
-         WHERE job = ${literal(job)} AND json_extract_string(report, '$.network') = ${literal(network)} ORDER BY started_at DESC, run_id DESC LIMIT 1`,
-      )
-    ).getRowsJS()[0];
-    if (!last || last[1] === 'complete' || last[2] === null || last[2] === undefined) return state;
-    const head = Number(last[2]);
-    // Every run of this job that pinned the same head belongs to one resume chain.
-    const done = (
-      await conn.runAndReadAll(
-        `SELECT w.dataset, w.scope, w.from_block, w.to_block FROM chainlake_state.windows w JOIN chainlake_state.runs r USING (run_id)
-         WHERE r.job = ${literal(job)} AND w.network = ${literal(network)} AND w.status IN ('committed', 'provisional')
-           AND CAST(json_extract(r.report, '$.head') AS BIGINT) = ${head}`,
-      )
-    ).getRowsJS();
-    state.resume = {
-      runId: String(last[0]),
-      status: String(last[1]),
-      head,
-      committed: new Set(done.map(([d, s, f, t]) => windowKey(String(d), network, String(s), f === null ? null : Number(f), t === null ? null : Number(t)))),
-    };
-    return state;
-  } finally {
-    await conn.run(`DETACH chainlake_state`);
-  }
+  return withLedger(
+    engine,
+    paths,
+    ['watermarks', 'runs', 'windows'],
+    'reading watermarks',
+    () => ({ watermarks: new Map() }),
+    (ledger) => readLedgerState(ledger, job, network, { resume: true }),
+  );
 }
 
 /** Requests sent per UTC day (YYYY-MM-DD) for `account`, by every run the catalog recorded. Read-only. */
 export async function readRequestUsage(engine: Engine, paths: LakePaths, account: string): Promise<Map<string, number>> {
-  const usage = new Map<string, number>();
-  if (!existsSync(paths.catalog)) return usage;
-  const conn = engine.conn;
-  await retryOnLock(() => conn.run(`ATTACH ${literal(paths.catalog)} AS chainlake_usage (READ_ONLY)`), catalogWaitMs(60_000), 'reading request usage');
-  try {
-    const has = (
-      await conn.runAndReadAll(`SELECT 1 FROM duckdb_tables() WHERE database_name = 'chainlake_usage' AND table_name = 'request_usage'`)
-    ).getRowsJS();
-    if (has.length === 0) return usage;
-    const rows = (
-      await conn.runAndReadAll(
-        `SELECT strftime(day, '%Y-%m-%d'), sum(requests)::BIGINT FROM chainlake_usage.request_usage WHERE account = ${literal(account)} GROUP BY day`,
-      )
-    ).getRowsJS();
-    for (const [day, n] of rows) usage.set(String(day), Number(n));
-    return usage;
-  } finally {
-    await conn.run(`DETACH chainlake_usage`);
-  }
+  return withLedger(
+    engine,
+    paths,
+    ['request_usage'],
+    'reading request usage',
+    () => new Map<string, number>(),
+    (ledger) => readUsage(ledger, account),
+  );
+}
+
+/** The pace of the job's last complete run on this lake (ledger/planning.ts), or undefined. Read-only. */
+export async function readLastRun(engine: Engine, paths: LakePaths, job: string, network: string): Promise<RunPace | undefined> {
+  return withLedger(
+    engine,
+    paths,
+    ['runs'],
+    'reading the last run',
+    () => undefined,
+    (ledger) => readLastRunPace(ledger, job, network),
+  );
 }

@@ -4,6 +4,7 @@ import { fillPath } from '../extract/endpoint.js';
 import { newRequestRecord } from '../extract/request-log.js';
 import type { BlockRange } from '../extract/pager.js';
 import { convertTimestamp, Rejected } from '../transform/convert.js';
+import type { Window } from './plan.js';
 
 /** The block endpoint's id (`describe --endpoints`, a job's `paths.block`). */
 const BLOCK_ENDPOINT = 'block';
@@ -13,6 +14,29 @@ const BLOCK_ENDPOINT = 'block';
  * share their ranges (a contract's scopes, fixed chunks), and each asked the same two blocks again.
  */
 const asked = new WeakMap<ApiCaller, Map<string, Promise<string>>>();
+
+/**
+ * Whether a fetched window asks its blocks' times: it replaces rows of its scope and range (fetched again over
+ * blocks the lake holds: finality), and its dataset's rows carry a block time but no block number. The run asks
+ * by this rule, and a plan counts the requests by it.
+ */
+export const asksBlockTimes = (w: Pick<Window, 'replaces' | 'range' | 'def'>): boolean =>
+  w.replaces === true && w.range !== undefined && w.def.blockColumn === undefined && w.def.blockTimeColumn !== undefined;
+
+/**
+ * The requests the block times of `windows` cost a run: each distinct block once (a block another window asked
+ * already is not asked again), the first and last block of each window that asks (asksBlockTimes).
+ */
+export function blockTimeRequests(windows: readonly Pick<Window, 'replaces' | 'range' | 'def'>[]): number[] {
+  const asked = new Set<number>();
+  return windows.map((w) => {
+    if (!asksBlockTimes(w)) return 0;
+    const before = asked.size;
+    asked.add(w.range!.from);
+    asked.add(w.range!.to);
+    return asked.size - before;
+  });
+}
 
 /**
  * The times (UTC, ISO 8601) of a range's first and last block, asked of the block endpoint (explorer #17): up to

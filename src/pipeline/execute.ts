@@ -10,7 +10,7 @@ import type { StagedPages } from '../load/schema.js';
 import { MAX_RECEIVED_PAGE_BYTES, OrdinalState, type RowTransformer } from '../transform/rows.js';
 import type { Logger } from './log.js';
 import { windowIdOf, type Window } from './plan.js';
-import { blockTimes } from './block-times.js';
+import { asksBlockTimes, blockTimes } from './block-times.js';
 import type { BlockRange } from '../extract/pager.js';
 import { ChainlakeError, chainlakeCodeOf } from '../errors.js';
 import type { RunReport } from './report.js';
@@ -191,7 +191,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
       outcome.rest = rest;
     }
     const fetched = outcome.window;
-    if (fetched.replaces && fetched.range && fetched.def.blockColumn === undefined && fetched.def.blockTimeColumn !== undefined) {
+    if (asksBlockTimes(fetched) && fetched.range) {
       // Its rows name no block: the times of its first and last block say which of the lake's rows it replaces.
       if (!deps.clients.explorer) throw new Error(`${w.def.name}: the block endpoint is needed to replace its rows, and no explorer base URL is configured`);
       outcome.window = { ...fetched, times: await blockTimes(deps.clients.explorer, outcome.acct, fetched.range, deps.clients.paths?.block) };

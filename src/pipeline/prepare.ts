@@ -3,7 +3,9 @@ import { PageBudget } from '../extract/budget.js';
 import { LearnedCap, type BlockRange, type PagerOptions } from '../extract/pager.js';
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
-import { readLakeState, watermarkKey, windowKey, type LakeState, type ResumePoint } from '../load/state.js';
+import { readLakeState, readLastRun, readRequestUsage, watermarkKey, windowKey, type LakeState, type ResumePoint } from '../load/state.js';
+import type { RunPace } from '../load/ledger/planning.js';
+import { quotaAccount } from '../extract/quota.js';
 import { getDataset } from '../datasets/registry.js';
 import { findHead, type FoundHead } from '../extract/head.js';
 import { rethrowUnreachable } from '../extract/errors.js';
@@ -182,6 +184,33 @@ export function joinWindows(windows: readonly Window[], committed: ReadonlyMap<s
   });
 }
 
+/**
+ * What planning reads of a lake's run ledger, whichever kind of lake: a local lake's `catalog.duckdb`
+ * (localPlanLedger) or a distributed lake's control plane (distributed/plan-ledger.ts). Both read the one
+ * ledger schema with the same statements (load/ledger/planning.ts), so `run`, `plan` and `enqueue` plan a job's
+ * windows from the same facts with the same code (prepareRun).
+ */
+export interface PlanLedger {
+  /** The lake as a plan names it: a local lake's folder, a control plane's URL without its password. */
+  readonly lake: string;
+  /** Watermarks, the last head and, on one machine, the unfinished run of the job to resume. */
+  state(job: Job): Promise<LakeState>;
+  /** Requests the job's API account spent on `day` (UTC, YYYY-MM-DD), as the ledger counts them for its quota. */
+  requestsOn(job: Job, day: string): Promise<number>;
+  /** The job's last complete run's requests and seconds: the pace a plan estimates the duration with. */
+  lastRun(job: Job): Promise<RunPace | undefined>;
+}
+
+/** The ledger of the local lake at `paths` (absent: an empty lake), read through `engine`. */
+export function localPlanLedger(engine: Engine, paths: LakePaths): PlanLedger {
+  return {
+    lake: paths.root,
+    state: (job) => readLakeState(engine, paths, job.name, job.what.network),
+    requestsOn: async (job, day) => (await readRequestUsage(engine, paths, quotaAccount(job.source.target))).get(day) ?? 0,
+    lastRun: (job) => readLastRun(engine, paths, job.name, job.what.network),
+  };
+}
+
 export interface Prepared {
   state: LakeState;
   resume: ResumePoint | undefined;
@@ -200,7 +229,7 @@ export interface Prepared {
 }
 
 /**
- * What a run of `job` would fetch now: reads the lake's watermarks and any unfinished run of the job (which
+ * What a run of `job` would fetch now: reads the ledger's watermarks and any unfinished run of the job (which
  * it resumes, with that run's head, unless the range is explicit or a full refresh is asked for), pins the
  * head otherwise (one request), and narrows the planned windows to what the lake does not have yet.
  */
@@ -208,12 +237,11 @@ export async function prepareRun(
   job: Job,
   explicitRange: boolean,
   fullRefresh: boolean,
-  engine: Engine,
-  paths: LakePaths,
+  ledger: PlanLedger,
   clients: Clients,
   acct: Accounting,
 ): Promise<Prepared> {
-  const state = await readLakeState(engine, paths, job.name, job.what.network);
+  const state = await ledger.state(job);
   const resume = !fullRefresh && !explicitRange ? state.resume : undefined;
   let head: number | null = null;
   let found: FoundHead | undefined;
@@ -250,21 +278,14 @@ export interface WindowsRequest {
 }
 
 /**
- * The windows a run will fetch, as `run` and `plan` both compute them: prepareRun (lake state, resume, head,
+ * The windows a run will fetch, as `run`, `plan` and `enqueue` all compute them: prepareRun (lake state, resume, head,
  * finality, narrowing, joining), an explicit list of windows when one is given, and the refusal of an explicit
  * range above the chain (whose "0 windows, complete" would read as success). The pager may still cut a dense
  * window into several as it fetches (cutAtRows); no plan can know where before the rows arrive.
  */
-export async function windowsToFetch(
-  req: WindowsRequest,
-  engine: Engine,
-  paths: LakePaths,
-  clients: Clients,
-  acct: Accounting,
-  log?: Logger,
-): Promise<Prepared> {
+export async function windowsToFetch(req: WindowsRequest, ledger: PlanLedger, clients: Clients, acct: Accounting, log?: Logger): Promise<Prepared> {
   const { job } = req;
-  const prepared = await prepareRun(job, job !== req.baseJob || req.windows !== undefined, req.fullRefresh, engine, paths, clients, acct);
+  const prepared = await prepareRun(job, job !== req.baseJob || req.windows !== undefined, req.fullRefresh, ledger, clients, acct);
   const windows = req.windows ?? prepared.windows;
   const { head, range } = prepared;
   if (head !== null && range.from > head && !job.what.range.incremental) {

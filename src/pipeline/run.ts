@@ -25,7 +25,7 @@ import { openSource, type Source, type SourceOptions } from './source.js';
 import type { Job } from './job.js';
 import { LiveRun } from './live.js';
 import { silentLogger, type Logger } from './log.js';
-import { effectiveJob, pagerOptionsOf, windowsToFetch, type Prepared } from './prepare.js';
+import { effectiveJob, localPlanLedger, pagerOptionsOf, windowsToFetch, type Prepared } from './prepare.js';
 import type { FoundHead } from '../extract/head.js';
 import { WINDOW_ROWS, isProvisional, windowIdOf, type Window } from './plan.js';
 import { emptyDatasetReport, interruptedSummary, sumReports, type DatasetReport, type RunReport } from './report.js';
@@ -153,8 +153,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     const { clients } = source;
     const prepared = await windowsToFetch(
       { baseJob, job, fullRefresh: opts.fullRefresh ?? false, windows: opts.windows },
-      engine,
-      paths,
+      localPlanLedger(engine, paths),
       clients,
       runAcct,
       log,

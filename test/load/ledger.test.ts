@@ -11,6 +11,8 @@ import { openDistributedLake } from '../../src/distributed/read.js';
 import { Catalog } from '../../src/load/catalog.js';
 import { LEDGER_TABLES } from '../../src/load/ledger/schema.js';
 import { LakePaths } from '../../src/load/paths.js';
+import { openEngine } from '../../src/load/engine.js';
+import { readLakeState, readRequestUsage } from '../../src/load/state.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { tempDir } from '../helpers/lake.js';
 
@@ -108,6 +110,30 @@ describe('the one ledger', () => {
     const again = await read();
     expect(again.windows).toEqual(first.windows);
     expect(again.columns).toEqual(first.columns);
+  });
+
+  it('a local catalog of format 3 is read by the planner before any write migrates it (its runs name head and network in their report)', async () => {
+    const paths = new LakePaths(path.join(tmp.dir, 'local-read'));
+    const { mkdir } = await import('node:fs/promises');
+    await mkdir(paths.root, { recursive: true });
+    const instance = await DuckDBInstance.create(paths.catalog);
+    const conn = await instance.connect();
+    for (const sql of FORMAT_3) await conn.run(sql);
+    await conn.run(
+      `INSERT INTO runs VALUES ('r2', 'nightly', '2026-11-02 00:00:00+00', '2026-11-02 00:10:00+00', 'failed', '{"head":100,"network":"mainnet"}')`,
+    );
+    conn.closeSync();
+    instance.closeSync();
+    const engine = await openEngine({ tempDir: path.join(tmp.dir, 'local-read-engine') });
+    try {
+      const state = await readLakeState(engine, paths, 'nightly', 'mainnet');
+      expect(state.watermarks).toEqual(new Map([['transactions|mainnet|-', 100]]));
+      expect(state.lastHead).toBe(100);
+      expect(state.resume).toEqual({ runId: 'r2', status: 'failed', head: 100, committed: new Set() });
+      expect(await readRequestUsage(engine, paths, 'simulator')).toEqual(new Map([['2026-11-01', 3]]));
+    } finally {
+      engine.close();
+    }
   });
 
   it('a PostgreSQL control plane of the old columns is migrated under the setup lock: renamed, retyped, re-keyed, read alike by `query --catalog`', async () => {

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { estimatePlan, formatPlan, type PlanEstimate } from '../../src/cli/commands/plan.js';
+import { formatPlan } from '../../src/cli/commands/plan.js';
+import { estimatePlan, type PlanEstimate } from '../../src/pipeline/estimate.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
@@ -95,5 +96,29 @@ describe('plan prints the windows the run then records', { timeout: 120_000 }, (
     expect(report.status).toBe('complete');
     expect(report.resumeOf).toBe(stopped.runId);
     expect(planned(plan)).toEqual(await recorded(doc.lake, report.runId));
+  });
+});
+
+describe('plan counts the requests finality adds', { timeout: 120_000 }, () => {
+  it('event_logs windows fetched again ask their block times: the estimate counts each block once, as the run asks them', async () => {
+    const doc = jobDoc('block-times', {
+      range: { fromBlock: 0, incremental: true, windowBlocks: 4_000, finalityDepth: 500 },
+      datasets: {
+        transactions: { addresses: ['0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c'] },
+        event_logs: { contracts: [sim.examples.verifiedContract, '0xd34198f9efc7fd39f0334e76b929f8e3059a6eed'], topics: [sim.examples.transferTopic] },
+      },
+    });
+    const first = await runJob(parseJob(doc, 'inline', {}), { simulator: sim });
+    expect(first.status).toBe('complete');
+    // The second run fetches the unfinal zone (and the safety margin) again: its event_logs windows replace by time.
+    const plan = await estimatePlan(parseJob(doc, 'inline', {}), { probe: true, simulator: sim });
+    const report = await runJob(parseJob(doc, 'inline', {}), { simulator: sim });
+    expect(report.status).toBe('complete');
+    const [asked] = await queryCatalog(doc.lake, `SELECT count(*) AS n FROM requests WHERE run_id = '${report.runId}' AND endpoint = 'block'`);
+    expect(Number(asked!.n)).toBeGreaterThan(0);
+    expect(plan.blockTimeRequests).toBe(Number(asked!.n));
+    // Every request the run sent for its windows, block times included, was in the estimate.
+    expect(plan.estimatedRequests).toBe(report.totals.requests - report.outsideWindows.requests);
+    expect(formatPlan(plan)).toContain(`(${plan.blockTimeRequests} of them block times`);
   });
 });

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { estimatePlan } from '../../src/cli/commands/plan.js';
+import { estimatePlan } from '../../src/pipeline/estimate.js';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import type { AttemptEvent } from '../../src/extract/transport.js';

@@ -2,7 +2,8 @@
 // ceil(rows / 1000) requests whatever the chain's height and the scope's density (issue 20).
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { estimatePlan, formatPlan } from '../../src/cli/commands/plan.js';
+import { formatPlan } from '../../src/cli/commands/plan.js';
+import { estimatePlan } from '../../src/pipeline/estimate.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';

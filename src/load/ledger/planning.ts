@@ -1,0 +1,123 @@
+/**
+ * What planning a run reads of the run ledger (watermarks, the last head, the unfinished run to resume, the
+ * day's request usage, the pace of the last complete run), for both kinds of lake: one SQL text over a `Ledger`
+ * (`catalog.duckdb` attached on one machine, the control plane's `chainlake` schema in distributed mode). A local
+ * run records its head and network in its report (JSON), a distributed one in the runs table's own columns: each
+ * statement reads whichever the row has.
+ */
+import { ident } from '../../ducklake/ddl.js';
+import type { Ledger } from './windows.js';
+
+/** Identity of a window across runs: the same dataset, network, scope and block range. */
+export const windowKey = (dataset: string, network: string, scope: string, from: number | null, to: number | null): string =>
+  `${dataset}|${network}|${scope}|${from ?? ''}|${to ?? ''}`;
+
+export const watermarkKey = (dataset: string, network: string, scope: string): string => `${dataset}|${network}|${scope}`;
+
+/** What an unfinished earlier run of the same job left, so this run can finish it instead of starting over. */
+export interface ResumePoint {
+  runId: string;
+  status: string;
+  /** The head that run pinned; resuming pins the same head so the windows are the same windows. */
+  head: number;
+  /** Windows already committed by that run (or the runs it resumed). */
+  committed: Set<string>;
+}
+
+export interface LakeState {
+  /** Last committed block per (dataset, network, scope). */
+  watermarks: Map<string, number>;
+  resume?: ResumePoint;
+  /** The highest head any run on this network recorded: where a search for the head starts. */
+  lastHead?: number;
+}
+
+const table = (l: Ledger, name: string): string => (l.schema ? `${ident(l.schema)}.${ident(name)}` : ident(name));
+
+/** A run's head and network, from its columns (distributed) or its report (one machine). */
+const RUN_HEAD = `COALESCE(head, CAST(report ->> 'head' AS BIGINT))`;
+const RUN_NETWORK = `COALESCE(network, report ->> 'network')`;
+
+/**
+ * The watermarks of `network`, the highest head any run on it recorded and, with `resume`, the point to resume
+ * from when the latest run of `job` did not complete (it failed, or was killed and still says `running`): the
+ * windows every run of the job that pinned the same head committed. Without `resume` (the distributed mode,
+ * whose unfinished runs are taken up by `enqueue` itself) no resume point is read.
+ */
+export async function readLedgerState(ledger: Ledger, job: string, network: string, opts: { resume: boolean }): Promise<LakeState> {
+  const state: LakeState = { watermarks: new Map() };
+  const { db } = ledger;
+  for (const r of await db.query(`SELECT dataset, scope, block FROM ${table(ledger, 'watermarks')} WHERE network = $1`, [network])) {
+    state.watermarks.set(watermarkKey(String(r.dataset), network, String(r.scope)), Number(r.block));
+  }
+  const runs = table(ledger, 'runs');
+  const lastHead = (await db.query(`SELECT max(${RUN_HEAD}) AS head FROM ${runs} WHERE ${RUN_NETWORK} = $1`, [network]))[0]?.head;
+  if (lastHead !== null && lastHead !== undefined) state.lastHead = Number(lastHead);
+  if (!opts.resume) return state;
+  const last = (
+    await db.query(
+      `SELECT run_id, status, ${RUN_HEAD} AS head FROM ${runs} WHERE job = $1 AND ${RUN_NETWORK} = $2 ORDER BY started_at DESC, run_id DESC LIMIT 1`,
+      [job, network],
+    )
+  )[0];
+  if (!last || last.status === 'complete' || last.head === null || last.head === undefined) return state;
+  const head = Number(last.head);
+  // Every run of this job that pinned the same head belongs to one resume chain.
+  const done = await db.query(
+    `SELECT w.dataset, w.scope, w.from_block, w.to_block FROM ${table(ledger, 'windows')} w JOIN ${runs} r ON r.run_id = w.run_id
+     WHERE r.job = $1 AND w.network = $2 AND w.status IN ('committed', 'provisional')
+       AND COALESCE(r.head, CAST(r.report ->> 'head' AS BIGINT)) = $3`,
+    [job, network, head],
+  );
+  const resume: ResumePoint = {
+    runId: String(last.run_id),
+    status: String(last.status),
+    head,
+    committed: new Set(
+      done.map((w) =>
+        windowKey(
+          String(w.dataset),
+          network,
+          String(w.scope),
+          w.from_block === null ? null : Number(w.from_block),
+          w.to_block === null ? null : Number(w.to_block),
+        ),
+      ),
+    ),
+  };
+  state.resume = resume;
+  return state;
+}
+
+/** Requests sent per UTC day (YYYY-MM-DD) for `account`, by every run (or worker) the ledger recorded. */
+export async function readRequestUsage(ledger: Ledger, account: string): Promise<Map<string, number>> {
+  const rows = await ledger.db.query(
+    `SELECT CAST(day AS VARCHAR) AS day, CAST(sum(requests) AS BIGINT) AS n FROM ${table(ledger, 'request_usage')} WHERE account = $1 GROUP BY day`,
+    [account],
+  );
+  return new Map(rows.map((r) => [String(r.day).slice(0, 10), Number(r.n)]));
+}
+
+/** The requests and seconds of a complete run: the pace a plan estimates its duration with. */
+export interface RunPace {
+  runId: string;
+  requests: number;
+  seconds: number;
+}
+
+/**
+ * The job's last complete run with at least `minRequests` requests, from its report (a distributed run has
+ * none: its pace is its workers', not one process's), or undefined.
+ */
+export async function readLastRunPace(ledger: Ledger, job: string, network: string, minRequests = 20): Promise<RunPace | undefined> {
+  const requests = `CAST(report -> 'totals' ->> 'requests' AS BIGINT)`;
+  const row = (
+    await ledger.db.query(
+      `SELECT run_id, ${requests} AS requests, CAST(report ->> 'durationMs' AS BIGINT) AS ms FROM ${table(ledger, 'runs')}
+       WHERE job = $1 AND status = 'complete' AND ${RUN_NETWORK} = $2 AND ${requests} >= $3
+       ORDER BY started_at DESC LIMIT 1`,
+      [job, network, minRequests],
+    )
+  )[0];
+  return row ? { runId: String(row.run_id), requests: Number(row.requests), seconds: Number(row.ms) / 1000 } : undefined;
+}
