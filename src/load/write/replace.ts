@@ -7,17 +7,51 @@
  * since a window whose rows all left a day brings no fresh row to that day's partition. event_logs' rows carry no
  * block number: a window of it replaces by the times of its first and last block (ScopeRange.times).
  */
+import type { DuckDBConnection } from '@duckdb/node-api';
 import type { CatalogDb } from '../../ducklake/catalog-db.js';
 import type { DatasetDef } from '../../datasets/dataset.js';
-import { scopeRowsCondition, type ScopeRange } from '../../datasets/scope-rows.js';
+import { scopeRowsTable, type ScopeRange, type ScopeRowsValue } from '../../datasets/scope-rows.js';
+import { ident, literal } from '../sql.js';
 
 export type { ScopeRange } from '../../datasets/scope-rows.js';
 
-/** A condition on a partition's old rows: false for those a replacing window holds (the fresh rows stand for them). */
-export function keptRowsCondition(def: DatasetDef, replacing: readonly ScopeRange[]): string | undefined {
-  const held = replacing.length > 0 ? scopeRowsCondition(def, replacing) : undefined;
-  return held === undefined ? undefined : `NOT COALESCE((${held}), false)`;
+/** The condition a merge keeps a partition's old rows by, and the table of replaced windows it reads. */
+export interface KeptRows {
+  /** False for the old rows a replacing window holds (the fresh rows stand for them). */
+  condition: string;
+  /** Drops the table (the connection's own: it goes with the connection anyway). */
+  drop(): Promise<void>;
 }
+
+/** Rows of the windows' table inserted per statement: each statement's text stays short whatever the windows. */
+const INSERT_ROWS = 500;
+let tables = 0;
+
+/**
+ * The kept-rows condition of a merge replacing `replacing`, on `conn` (the connection that reads the old rows): the
+ * replaced windows go into a temporary table the condition joins (datasets/scope-rows.ts), so its plan and memory do
+ * not grow with the windows. Undefined when no window is replaceable.
+ */
+export async function keptRows(conn: DuckDBConnection, def: DatasetDef, replacing: readonly ScopeRange[]): Promise<KeptRows | undefined> {
+  const held = replacing.length > 0 ? scopeRowsTable(def, replacing) : undefined;
+  if (held === undefined) return undefined;
+  // Datasets of one commit are merged side by side, each on a connection of its own; a name of its own anyway.
+  const table = ident(`__chainlake_replaced_${def.name}_${++tables}`);
+  await conn.run(`CREATE OR REPLACE TEMP TABLE ${table} (${held.columns.map(([name, type]) => `${ident(name)} ${type}`).join(', ')})`);
+  const drop = async (): Promise<void> => void (await conn.run(`DROP TABLE IF EXISTS ${table}`));
+  try {
+    for (let i = 0; i < held.rows.length; i += INSERT_ROWS) {
+      const rows = held.rows.slice(i, i + INSERT_ROWS).map((r) => `(${r.map(sqlValue).join(', ')})`);
+      await conn.run(`INSERT INTO ${table} VALUES ${rows.join(', ')}`);
+    }
+  } catch (err) {
+    await drop().catch(() => undefined);
+    throw err;
+  }
+  return { condition: `NOT COALESCE((${held.held(table)}), false)`, drop };
+}
+
+const sqlValue = (v: ScopeRowsValue): string => (v === null ? 'NULL' : typeof v === 'string' ? literal(v) : String(v));
 
 /** The lowest and highest block of each current data file of a table, from the catalog's column statistics. */
 export async function fileBlockSpans(db: CatalogDb, tableId: number, blockColumn: string): Promise<Map<number, { min: number | null; max: number | null }>> {
