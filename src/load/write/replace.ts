@@ -7,11 +7,11 @@
  * since a window whose rows all left a day brings no fresh row to that day's partition. event_logs' rows carry no
  * block number: a window of it replaces by the times of its first and last block (ScopeRange.times).
  */
-import type { DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
 import type { CatalogDb } from '../../ducklake/catalog-db.js';
 import type { DatasetDef } from '../../datasets/dataset.js';
 import { scopeRowsTable, type ScopeRange, type ScopeRowsValue } from '../../datasets/scope-rows.js';
-import { ident, literal } from '../sql.js';
+import { ident } from '../sql.js';
 
 export type { ScopeRange } from '../../datasets/scope-rows.js';
 
@@ -23,8 +23,6 @@ export interface KeptRows {
   drop(): Promise<void>;
 }
 
-/** Rows of the windows' table inserted per statement: each statement's text stays short whatever the windows. */
-const INSERT_ROWS = 500;
 let tables = 0;
 
 /**
@@ -36,13 +34,21 @@ export async function keptRows(conn: DuckDBConnection, def: DatasetDef, replacin
   const held = replacing.length > 0 ? scopeRowsTable(def, replacing) : undefined;
   if (held === undefined) return undefined;
   // Datasets of one commit are merged side by side, each on a connection of its own; a name of its own anyway.
-  const table = ident(`__chainlake_replaced_${def.name}_${++tables}`);
-  await conn.run(`CREATE OR REPLACE TEMP TABLE ${table} (${held.columns.map(([name, type]) => `${ident(name)} ${type}`).join(', ')})`);
+  const name = `__chainlake_replaced_${def.name}_${++tables}`;
+  const table = ident(name);
+  await conn.run(`CREATE OR REPLACE TEMP TABLE ${table} (${held.columns.map(([column, type]) => `${ident(column)} ${type}`).join(', ')})`);
   const drop = async (): Promise<void> => void (await conn.run(`DROP TABLE IF EXISTS ${table}`));
   try {
-    for (let i = 0; i < held.rows.length; i += INSERT_ROWS) {
-      const rows = held.rows.slice(i, i + INSERT_ROWS).map((r) => `(${r.map(sqlValue).join(', ')})`);
-      await conn.run(`INSERT INTO ${table} VALUES ${rows.join(', ')}`);
+    // Appended, not written as SQL: parsing a statement of thousands of windows cost more than the merge's read.
+    const appender = await conn.createAppender(name, null, 'temp');
+    try {
+      for (const row of held.rows) {
+        for (const v of row) append(appender, v);
+        appender.endRow();
+      }
+      appender.flushSync();
+    } finally {
+      appender.closeSync();
     }
   } catch (err) {
     await drop().catch(() => undefined);
@@ -51,7 +57,13 @@ export async function keptRows(conn: DuckDBConnection, def: DatasetDef, replacin
   return { condition: `NOT COALESCE((${held.held(table)}), false)`, drop };
 }
 
-const sqlValue = (v: ScopeRowsValue): string => (v === null ? 'NULL' : typeof v === 'string' ? literal(v) : String(v));
+/** One value into the table's column of its type (a string into a TIMESTAMPTZ column: DuckDB casts it). */
+function append(appender: DuckDBAppender, v: ScopeRowsValue): void {
+  if (v === null) appender.appendNull();
+  else if (typeof v === 'string') appender.appendVarchar(v);
+  else if (typeof v === 'number') appender.appendBigInt(BigInt(v));
+  else appender.appendBoolean(v);
+}
 
 /** The lowest and highest block of each current data file of a table, from the catalog's column statistics. */
 export async function fileBlockSpans(db: CatalogDb, tableId: number, blockColumn: string): Promise<Map<number, { min: number | null; max: number | null }>> {
