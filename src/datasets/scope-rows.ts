@@ -53,7 +53,7 @@ const col = (name: string): string => `${W}.${ident(name)}`;
  * The windows of `windows` whose rows the lake can tell (replaceable, with block times where the dataset needs them)
  * as a ScopeRowsTable. A row is a window's when it is inside the window's block range (on the block column, or between
  * its blocks' times), for every scope key one of the key's columns holds the key's value (lower-cased in address and
- * hash columns), its topics match as the API applies them (EndpointDef.scopeTopics, topicsCondition), and, where the
+ * hash columns), its topics match as the API applies them (EndpointDef.scopeTopics, topicsOf), and, where the
  * dataset records which endpoint gave a row (a column of source `$meta.endpoint`), given by the window's endpoint.
  * Undefined when no window is replaceable.
  */
