@@ -34,7 +34,7 @@ import type { Network } from '../datasets/dataset.js';
 import { advanceWatermark } from '../pipeline/committer.js';
 import { isProvisional } from '../pipeline/plan.js';
 import type { BlockRange } from '../extract/pager.js';
-import { fileBlockSpans, keptRowsCondition, partitionsReaching, type ScopeRange } from '../load/write/replace.js';
+import { fileBlockSpans, keptRows, partitionsReaching, type KeptRows, type ScopeRange } from '../load/write/replace.js';
 import type { WindowSpec } from './windows.js';
 import type { Logger } from '../pipeline/log.js';
 import { testHook } from '../load/test-hooks.js';
@@ -607,6 +607,7 @@ async function mergeFragments(
     const conn = await engine.connect();
     const freshTable = ident('__chainlake_fresh');
     let lake: LakeRows | undefined;
+    let kept: KeptRows | undefined;
     try {
       const local = await Promise.all(fragments.map((f) => store.localCopy(f)));
       // The batch's fragments are read once: each slice filtered them again, and the key checks of a slice twice
@@ -640,7 +641,8 @@ async function mergeFragments(
       }
       for (const p of more) if (!counts.some(([q]) => q === p)) counts.push([p, 0] as const);
       counts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      const keeps = [...(def ? [keptRowsCondition(def, replacing)] : []), ...(extra.keep ? [extra.keep] : [])].filter((k): k is string => !!k);
+      kept = def ? await keptRows(conn, def, replacing) : undefined;
+      const keeps = [...(kept ? [kept.condition] : []), ...(extra.keep ? [extra.keep] : [])];
       const keep = keeps.length ? keeps.map((k) => `(${k})`).join(' AND ') : undefined;
       const rows = lake;
       const written = await mergeSlices({
@@ -665,6 +667,7 @@ async function mergeFragments(
       }
     } finally {
       await conn.run(`DROP TABLE IF EXISTS ${freshTable}`).catch(() => undefined);
+      await kept?.drop().catch(() => undefined);
       await lake?.release().catch(() => undefined);
       conn.closeSync();
     }

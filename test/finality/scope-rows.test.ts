@@ -1,7 +1,25 @@
-import { DuckDBInstance } from '@duckdb/node-api';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
+import type { DatasetDef } from '../../src/datasets/dataset.js';
 import { DATASETS } from '../../src/datasets/registry.js';
-import { replaceable, scopeRowsCondition } from '../../src/datasets/scope-rows.js';
+import { replaceable, scopeRowsTable, type ScopeRange } from '../../src/datasets/scope-rows.js';
+import { openEngine } from '../../src/load/engine.js';
+import { keptRows } from '../../src/load/write/replace.js';
+
+/** The ids (column `id`) of the rows of `table` that `windows` hold: those the kept-rows condition drops. */
+async function heldIds(conn: DuckDBConnection, def: DatasetDef, table: string, windows: readonly ScopeRange[]): Promise<number[]> {
+  const kept = await keptRows(conn, def, windows);
+  if (!kept) return [];
+  try {
+    const rows = (await conn.runAndReadAll(`SELECT id FROM ${table} WHERE NOT (${kept.condition}) ORDER BY id`)).getRowsJS();
+    return rows.map((r) => Number(r[0]));
+  } finally {
+    await kept.drop();
+  }
+}
 
 describe('scope rows', () => {
   it('every block-ranged endpoint of a dataset with a block column declares the columns its scope filters on', () => {
@@ -18,18 +36,47 @@ describe('scope rows', () => {
     }
   });
 
-  it('windows of one endpoint and range share one list of values, values lower-cased, the endpoint named where rows record it', () => {
+  it('a window holds the rows of its range with its scope value in one of its columns (lower-cased), from its endpoint where rows record it', async () => {
     const def = DATASETS.erc721_transfers!;
-    const e = def.endpoints[0]!;
-    const sql = scopeRowsCondition(def, [
-      { endpoint: e, scope: { address: '0xAB' }, range: { from: 5, to: 9 } },
-      { endpoint: e, scope: { address: '0xcd' }, range: { from: 5, to: 9 } },
-    ]);
-    expect(sql).toBe(
-      `("block_number" BETWEEN 5 AND 9 AND ((("sender" = '0xab' OR "sender" = '0xcd') OR ("receiver" = '0xab' OR "receiver" = '0xcd'))) AND "origin_endpoint" = '${e.id}')`,
-    );
+    const [e, other] = def.endpoints as [ScopeRange['endpoint'], ScopeRange['endpoint']];
+    const db = await DuckDBInstance.create(':memory:');
+    const conn = await db.connect();
+    try {
+      await conn.run(`CREATE TABLE t (id INTEGER, block_number BIGINT, sender VARCHAR, receiver VARCHAR, origin_endpoint VARCHAR)`);
+      // (id, block, sender, receiver, endpoint)
+      const rows: [number, number | null, string | null, string | null, string][] = [
+        [1, 5, '0xab', '0x99', e.id], // sender in range
+        [2, 9, '0x99', '0xcd', e.id], // receiver, the range's last block
+        [3, 4, '0xab', '0x99', e.id], // before the range
+        [4, 10, '0xab', '0x99', e.id], // after it
+        [5, 7, '0xab', '0x99', other.id], // another endpoint's row
+        [6, 7, null, '0xab', e.id], // NULL sender, the value as receiver
+        [7, 7, '0x99', null, e.id], // another address, NULL receiver
+        [8, null, '0xab', '0xab', e.id], // no block
+        [9, 12, '0xef', '0x99', e.id], // the third window's range and address
+        [10, 12, '0xab', '0x99', e.id], // the first window's address in the third's range
+      ];
+      const lit = (v: string | number | null): string => (v === null ? 'NULL' : typeof v === 'number' ? String(v) : `'${v}'`);
+      await conn.run(`INSERT INTO t VALUES ${rows.map((r) => `(${r.map(lit).join(', ')})`).join(', ')}`);
+      const windows: ScopeRange[] = [
+        { endpoint: e, scope: { address: '0xAB' }, range: { from: 5, to: 9 } },
+        { endpoint: e, scope: { address: '0xcd' }, range: { from: 5, to: 9 } },
+        { endpoint: e, scope: { address: '0xEF' }, range: { from: 11, to: 14 } },
+      ];
+      expect(await heldIds(conn, def, 't', windows)).toEqual([1, 2, 6, 9]);
+      expect(await heldIds(conn, def, 't', [{ ...windows[0]!, endpoint: other }])).toEqual([5]);
+      // Nothing left behind on the connection.
+      const [[tables]] = (
+        await conn.runAndReadAll(`SELECT count(*)::INTEGER FROM duckdb_tables() WHERE table_name LIKE '__chainlake_replaced%'`)
+      ).getRowsJS() as [[number]];
+      expect(tables).toBe(0);
+    } finally {
+      conn.closeSync();
+      db.closeSync();
+    }
+    // A window of a block-time dataset without its block times replaces nothing (its rows name no block).
     expect(
-      scopeRowsCondition(DATASETS.event_logs!, [{ endpoint: DATASETS.event_logs!.endpoints[0]!, scope: { contract: '0x1' }, range: { from: 1, to: 2 } }]),
+      scopeRowsTable(DATASETS.event_logs!, [{ endpoint: DATASETS.event_logs!.endpoints[0]!, scope: { contract: '0x1' }, range: { from: 1, to: 2 } }]),
     ).toBeUndefined();
   });
 
@@ -61,24 +108,26 @@ describe('scope rows', () => {
       await conn.run(
         `INSERT INTO event_logs VALUES ${logs.map(([id, c, t, t0, t1, t2]) => `('${t}', '${c}', ${lit(t0)}, ${lit(t1)}, ${lit(t2)}, NULL, ${id})`).join(', ')}`,
       );
-      const held = async (...scopes: Record<string, string>[]): Promise<number[]> => {
-        const cond = scopeRowsCondition(
+      const held = async (...scopes: Record<string, string>[]): Promise<number[]> =>
+        heldIds(
+          conn,
           def,
+          'event_logs',
           scopes.map((scope) => ({ endpoint: e, scope, range: { from: 100, to: 105 }, times })),
         );
-        const rows = (await conn.runAndReadAll(`SELECT id FROM event_logs WHERE COALESCE((${cond}), false) ORDER BY id`)).getRowsJS();
-        return rows.map((r) => Number(r[0]));
-      };
       // All the contract's logs; its Transfers; Transfers to X and Y (and), to X or Y (or); type single ignores topic 1.
       expect(await held({ contract: C.toUpperCase() })).toEqual([2, 3, 4, 5, 6, 8]);
       expect(await held({ contract: C, topic0: T })).toEqual([2, 3, 4, 8]);
       expect(await held({ contract: C, topic0: T, topic1: X, topic2: Y })).toEqual([2, 8]);
       expect(await held({ contract: C, topic0: T, topic1: X, topic2: Y, operand: 'or' })).toEqual([2, 3, 8]);
       expect(await held({ contract: C, topic0: T, topic1: Y, type: 'single' })).toEqual([2, 3, 4, 8]);
-      // Two topic scopes of one contract are two groups, never one IN list that would widen either.
+      // Two topic scopes of one contract each hold their own logs, neither widened by the other.
       expect(await held({ contract: C, topic0: A }, { contract: C, topic0: T, topic1: Y })).toEqual([4, 5]);
+      expect(await held({ contract: C, topic0: A }, { contract: C, topic0: T, topic1: X, topic2: Y, operand: 'or' }, { contract: D, topic1: X })).toEqual([
+        2, 3, 5, 7, 8,
+      ]);
       // Without its block times a window replaces nothing (its rows name no block).
-      expect(scopeRowsCondition(def, [{ endpoint: e, scope: { contract: C }, range: { from: 100, to: 105 } }])).toBeUndefined();
+      expect(scopeRowsTable(def, [{ endpoint: e, scope: { contract: C }, range: { from: 100, to: 105 } }])).toBeUndefined();
     } finally {
       conn.closeSync();
       db.closeSync();
@@ -87,39 +136,86 @@ describe('scope rows', () => {
 });
 
 describe('scope rows at scale', () => {
-  it('a condition of many replaced windows runs within the engine memory a commit has', async () => {
-    // Fixed 250-block chunks of five addresses, fetched again: the condition a commit keeps old rows by. Written
-    // as IN lists, DuckDB planned each as a join with a hash table of its own and ran out of memory on 1,300 rows.
-    const { openEngine } = await import('../../src/load/engine.js');
-    const { mkdtemp, rm } = await import('node:fs/promises');
-    const os = await import('node:os');
-    const path = await import('node:path');
+  it('a condition of many replaced windows of distinct addresses runs within the engine memory a commit has and keeps exactly the right rows', async () => {
+    // 300 fixed 250-block chunks, each of its own 40 addresses, fetched again: the condition a commit keeps old rows
+    // by. Written as constants (IN lists, equalities), DuckDB planned each list as a join with a hash table of its own
+    // and ran out of memory; the condition's text grew with every window.
     const def = DATASETS.transactions!;
     const e = def.endpoints.find((x) => x.blockRange && x.scopeColumns)!;
     const key = Object.keys(e.scopeColumns!)[0]!;
-    const addresses = Array.from({ length: 5 }, (_, i) => `0x${String(i + 1).repeat(40)}`);
-    const windows = Array.from({ length: 60 }, (_, i) => i).flatMap((i) =>
-      addresses.map((a) => ({ endpoint: e, scope: { [key]: a }, range: { from: i * 250, to: i * 250 + 249 } })),
-    );
-    const held = scopeRowsCondition(def, windows)!;
+    const [RANGES, PER_RANGE, SPAN, ROWS] = [300, 40, 250, 30_000];
+    const address = (n: number): string => `0x${n.toString(16).padStart(40, '0')}`;
+    const windows: ScopeRange[] = Array.from({ length: RANGES }, (_, r) =>
+      Array.from({ length: PER_RANGE }, (_, j) => ({
+        endpoint: e,
+        // Given as a job may write it: the lake holds addresses lower-cased.
+        scope: {
+          [key]: `0x${address(r * PER_RANGE + j)
+            .slice(2)
+            .toUpperCase()}`,
+        },
+        range: { from: r * SPAN, to: r * SPAN + SPAN - 1 },
+      })),
+    ).flat();
     const dir = await mkdtemp(path.join(os.tmpdir(), 'chainlake-scope-rows-'));
+    // The engine a commit merges in, at its memory limit.
     const engine = await openEngine({ tempDir: dir });
     try {
-      const cols = def.columns.map((c) => c.name);
-      const pick = (c: string) =>
-        c === def.blockColumn ? 'i * 20' : ['sender', 'receiver', 'contract_address'].includes(c) ? `'0x' || repeat(CAST(i % 7 AS VARCHAR), 40)` : 'NULL';
-      // The rows as a commit reads them: a lake file's, filtered as they are read.
+      const conn = engine.conn;
+      // The rows as a commit reads them: a lake file's, filtered as they are read. A third of them sent by one of
+      // their block's range's addresses, the others by and to addresses of any range or of none; some without.
+      const hex = (n: string): string => `'0x' || lpad(printf('%x', ${n}), 40, '0')`;
+      const block = `(i * 37) % ${(RANGES + 20) * SPAN}`;
+      const values: Record<string, string> = {
+        [def.blockColumn!]: block,
+        sender: `CASE WHEN i % 11 = 0 THEN NULL WHEN i % 3 = 0 THEN ${hex(`(${block}) // ${SPAN} * ${PER_RANGE} + i % ${PER_RANGE}`)} ELSE ${hex(`(i * 7919) % ${(RANGES + 20) * PER_RANGE}`)} END`,
+        receiver: `CASE WHEN i % 4 = 0 THEN NULL ELSE ${hex(`(i * 104729) % ${(RANGES + 20) * PER_RANGE}`)} END`,
+        contract_address: `CASE WHEN i % 13 = 0 THEN ${hex(`(${block}) // ${SPAN} * ${PER_RANGE} + 7`)} END`,
+      };
       const file = path.join(dir, 'rows.parquet');
-      await engine.conn.run(`COPY (SELECT ${cols.map((c) => `${pick(c)} AS "${c}"`).join(', ')} FROM range(1300) r(i)) TO '${file}' (FORMAT parquet)`);
-      // No join per list of values in the plan: each was a hash table of its own (of a fixed size whatever its rows).
-      const plan = (await engine.conn.runAndReadAll(`EXPLAIN SELECT * FROM read_parquet('${file}') WHERE NOT COALESCE((${held}), false)`)).getRowsJS();
-      expect(plan.map((r) => String(r[1])).join('\n')).not.toMatch(/JOIN/);
-      await engine.conn.run(
-        `CREATE TABLE kept AS SELECT * FROM (SELECT * FROM read_parquet('${file}') WHERE NOT COALESCE((${held}), false)) ORDER BY "${def.blockColumn}"`,
+      await conn.run(
+        `COPY (SELECT ${def.columns.map((c) => `${values[c.name] ?? 'NULL'} AS "${c.name}"`).join(', ')} FROM range(${ROWS}) r(i)) TO '${file}' (FORMAT parquet)`,
       );
-      const [[n]] = (await engine.conn.runAndReadAll('SELECT count(*)::INTEGER FROM kept')).getRowsJS() as [[number]];
-      // Rows of blocks 15,000 and above (i >= 750) and those of no scope address (i % 7 of 0 or 6) stay.
-      expect(n).toBe(550 + 108 + 107);
+      const kept = (await keptRows(conn, def, windows))!;
+      const one = (await keptRows(conn, def, windows.slice(0, 1)))!;
+      try {
+        const columns = [def.blockColumn!, 'sender', 'receiver', 'contract_address'].map((c) => `"${c}"`).join(', ');
+        const read = async (where: string): Promise<string[]> =>
+          (await conn.runAndReadAll(`SELECT ${columns} FROM read_parquet('${file}')${where}`))
+            .getRowsJS()
+            .map((r) => JSON.stringify(r.map((v) => (v === null ? null : String(v)))));
+        const got = await read(` WHERE ${kept.condition}`);
+        // Checked in JS: a row goes when one of its addresses is a window's and its block in that window's range.
+        const rangesOf = new Map<string, ScopeRange['range'][]>();
+        for (const w of windows) rangesOf.set(w.scope[key]!.toLowerCase(), [...(rangesOf.get(w.scope[key]!.toLowerCase()) ?? []), w.range]);
+        const all = await read('');
+        const expected = all.filter((row) => {
+          const [b, ...addresses] = JSON.parse(row) as [string | null, ...(string | null)[]];
+          const at = Number(b);
+          return b === null || !addresses.some((a) => a !== null && rangesOf.get(a)?.some((r) => r.from <= at && at <= r.to));
+        });
+        expect(expected.length).toBeLessThan(all.length - 2_000);
+        expect(expected.length).toBeGreaterThan(all.length / 2);
+        expect(got.sort()).toEqual(expected.sort());
+        // The plan is the same for one window and for all of them: per scope column a semi-join against the table of
+        // windows (a delim join, its mark join and the join itself), none per window or value.
+        const joins = async (condition: string): Promise<number> => {
+          const plan = (await conn.runAndReadAll(`EXPLAIN SELECT * FROM read_parquet('${file}') WHERE ${condition}`)).getRowsJS();
+          return (
+            plan
+              .map((r) => String(r[1]))
+              .join('\n')
+              .match(/JOIN/g) ?? []
+          ).length;
+        };
+        expect(await joins(kept.condition)).toBe(await joins(one.condition));
+        expect(await joins(kept.condition)).toBeLessThanOrEqual(3 * e.scopeColumns![key]!.length);
+        // The condition's text does not grow with the windows either.
+        expect(kept.condition.length).toBe(one.condition.length);
+      } finally {
+        await kept.drop();
+        await one.drop();
+      }
     } finally {
       engine.close();
       await rm(dir, { recursive: true, force: true });

@@ -15,7 +15,7 @@ import { REJECTS_SHAPE, STAGED_PARTITION, datasetShape, emptyTypedSelect, staged
 
 export { stagedSelect };
 import { ident, literal, literalList } from '../sql.js';
-import { keptRowsCondition, partitionsReaching, type ScopeRange } from './replace.js';
+import { keptRows, partitionsReaching, type ScopeRange } from './replace.js';
 import { testHook } from '../test-hooks.js';
 
 export { REJECTS_DATASET } from '../schema.js';
@@ -171,6 +171,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedDatas
   const conn = await engine.connect();
   const freshTable = ident('__chainlake_fresh');
   const fresh = preloaded ?? freshTable;
+  let dropKept: (() => Promise<void>) | undefined;
   try {
     // The rows' order matters nowhere here: they are reduced by key (by content, never by read order) and sorted.
     if (!preloaded) await createUnorderedTempTable(conn, freshTable, stagedSelect(def, runId, ingestedAt, stagedFiles, pageFiles));
@@ -188,7 +189,9 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedDatas
     if (reached.length > 0) counts.push(...reached.map((p) => [p, 0] as const));
     counts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     if (counts.length === 0) return [];
-    const keep = keptRowsCondition(def, replacing);
+    const replaced = await keptRows(conn, def, replacing);
+    dropKept = replaced?.drop;
+    const keep = replaced?.condition;
     const current = new Map(counts.map(([p]) => [p, input.lake.files(shape.name, network, p)] as const));
     // The partition of an existing file is its folder's name (`<column>=<value>`), as LakePaths lays it out.
     const folder = literal(`/${shape.partition}=([^/]+)/[^/]+$`);
@@ -243,6 +246,7 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedDatas
   } finally {
     try {
       await conn.run(`DROP TABLE IF EXISTS ${freshTable}`);
+      await dropKept?.();
     } finally {
       conn.closeSync();
     }

@@ -7,16 +7,62 @@
  * since a window whose rows all left a day brings no fresh row to that day's partition. event_logs' rows carry no
  * block number: a window of it replaces by the times of its first and last block (ScopeRange.times).
  */
+import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
 import type { CatalogDb } from '../../ducklake/catalog-db.js';
 import type { DatasetDef } from '../../datasets/dataset.js';
-import { scopeRowsCondition, type ScopeRange } from '../../datasets/scope-rows.js';
+import { scopeRowsTable, type ScopeRange, type ScopeRowsValue } from '../../datasets/scope-rows.js';
+import { ident } from '../sql.js';
 
 export type { ScopeRange } from '../../datasets/scope-rows.js';
 
-/** A condition on a partition's old rows: false for those a replacing window holds (the fresh rows stand for them). */
-export function keptRowsCondition(def: DatasetDef, replacing: readonly ScopeRange[]): string | undefined {
-  const held = replacing.length > 0 ? scopeRowsCondition(def, replacing) : undefined;
-  return held === undefined ? undefined : `NOT COALESCE((${held}), false)`;
+/** The condition a merge keeps a partition's old rows by, and the table of replaced windows it reads. */
+export interface KeptRows {
+  /** False for the old rows a replacing window holds (the fresh rows stand for them). */
+  condition: string;
+  /** Drops the table (the connection's own: it goes with the connection anyway). */
+  drop(): Promise<void>;
+}
+
+let tables = 0;
+
+/**
+ * The kept-rows condition of a merge replacing `replacing`, on `conn` (the connection that reads the old rows): the
+ * replaced windows go into a temporary table the condition joins (datasets/scope-rows.ts), so its plan and memory do
+ * not grow with the windows. Undefined when no window is replaceable.
+ */
+export async function keptRows(conn: DuckDBConnection, def: DatasetDef, replacing: readonly ScopeRange[]): Promise<KeptRows | undefined> {
+  const held = replacing.length > 0 ? scopeRowsTable(def, replacing) : undefined;
+  if (held === undefined) return undefined;
+  // Datasets of one commit are merged side by side, each on a connection of its own; a name of its own anyway.
+  const name = `__chainlake_replaced_${def.name}_${++tables}`;
+  const table = ident(name);
+  await conn.run(`CREATE OR REPLACE TEMP TABLE ${table} (${held.columns.map(([column, type]) => `${ident(column)} ${type}`).join(', ')})`);
+  const drop = async (): Promise<void> => void (await conn.run(`DROP TABLE IF EXISTS ${table}`));
+  try {
+    // Appended, not written as SQL: parsing a statement of thousands of windows cost more than the merge's read.
+    const appender = await conn.createAppender(name, null, 'temp');
+    try {
+      for (const row of held.rows) {
+        for (const v of row) append(appender, v);
+        appender.endRow();
+      }
+      appender.flushSync();
+    } finally {
+      appender.closeSync();
+    }
+  } catch (err) {
+    await drop().catch(() => undefined);
+    throw err;
+  }
+  return { condition: `NOT COALESCE((${held.held(table)}), false)`, drop };
+}
+
+/** One value into the table's column of its type (a string into a TIMESTAMPTZ column: DuckDB casts it). */
+function append(appender: DuckDBAppender, v: ScopeRowsValue): void {
+  if (v === null) appender.appendNull();
+  else if (typeof v === 'string') appender.appendVarchar(v);
+  else if (typeof v === 'number') appender.appendBigInt(BigInt(v));
+  else appender.appendBoolean(v);
 }
 
 /** The lowest and highest block of each current data file of a table, from the catalog's column statistics. */
