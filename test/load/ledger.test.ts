@@ -140,8 +140,12 @@ describe('the one ledger', () => {
     pg = await startPostgres();
     const db = await pg.database();
     const client = await db.connect();
-    for (const sql of OLD_CONTROL_PLANE) await client.query(sql);
     const store = path.join(tmp.dir, 'store');
+    // An earlier chainlake's control plane beside its DuckLake catalog (a ledger of committed windows without its
+    // catalog is refused: test/distributed/catalog-rebuild.test.ts).
+    await setupControlPlane(client, `${store}/lake/`);
+    await client.query('DROP SCHEMA chainlake CASCADE');
+    for (const sql of OLD_CONTROL_PLANE) await client.query(sql);
     await setupControlPlane(client, `${store}/lake/`);
     await setupControlPlane(client, `${store}/lake/`);
 
