@@ -6,14 +6,15 @@
 import { Catalog } from '../../load/catalog.js';
 import { recordVerifications } from '../../load/ledger/verifications.js';
 import { LakePaths } from '../../load/paths.js';
-import { openLakeReader } from '../../load/read/reader.js';
+import { openLakeTables, type LakeTarget } from '../../lake/open.js';
 import { ChainlakeError } from '../../errors.js';
 import type { Job } from '../job.js';
 import type { RunReport } from '../report.js';
 import { runJob, type RunOptions } from '../run.js';
 import { planVerify, verifyAccount, verifyLake, type VerifyPlan, type VerifyResult, type VerifySelection } from './verify.js';
 
-export type VerifyTarget = { kind: 'local'; lake: string } | { kind: 'distributed'; catalog: string; store?: string };
+/** The lake verified: either kind, opened by the one opener (lake/open.ts). */
+export type VerifyTarget = LakeTarget;
 
 export interface VerifyOptions extends Pick<RunOptions, 'simulator' | 'transport' | 'logger'> {
   now?: () => Date;
@@ -21,15 +22,9 @@ export interface VerifyOptions extends Pick<RunOptions, 'simulator' | 'transport
   repair?: boolean;
 }
 
-async function openReader(target: VerifyTarget): Promise<{ conn: import('@duckdb/node-api').DuckDBConnection; close(): void }> {
-  if (target.kind === 'local') return openLakeReader(new LakePaths(target.lake));
-  const [{ checkCatalogUrl }, { openDistributedLake }] = await Promise.all([import('../../distributed/control-plane.js'), import('../../distributed/read.js')]);
-  return openDistributedLake({ catalog: checkCatalogUrl(target.catalog), store: target.store });
-}
-
 /** What `verify --plan` prints: the requests a verify would send, without sending any. */
 export async function planVerifySession(job: Job, target: VerifyTarget, sel: VerifySelection): Promise<VerifyPlan> {
-  const reader = await openReader(target);
+  const reader = await openLakeTables(target);
   try {
     return await planVerify(reader.conn, job, sel);
   } finally {
@@ -55,7 +50,7 @@ export async function verifySession(job: Job, target: VerifyTarget, sel: VerifyS
       hint: 'verify the distributed lake without --repair, then enqueue the differing windows again: chainlake enqueue <job> --from-block F --to-block T',
     });
   const verify = async (): Promise<VerifyResult> => {
-    const reader = await openReader(target);
+    const reader = await openLakeTables(target);
     let result: VerifyResult;
     try {
       result = await verifyLake(job, sel, { conn: reader.conn, run: { simulator: opts.simulator, transport: opts.transport }, now });
