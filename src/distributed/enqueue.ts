@@ -52,6 +52,11 @@ export interface EnqueueHow {
    * instead of planning a new run from the watermarks.
    */
   retryFailed?: boolean;
+  /**
+   * Exactly these windows, as a run of their own, instead of the windows planned from the watermarks
+   * (`verify --repair`: the windows that differ from the API, fetched again over what the lake holds).
+   */
+  windows?: readonly Window[];
 }
 
 export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOptions, how: EnqueueHow = {}): Promise<EnqueueResult> {
@@ -71,6 +76,16 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
           [job.name, job.what.network],
         )
       ).rows[0];
+      if (run && how.windows) {
+        // Its workers would work that run too: the repair would fetch more than the windows that differ.
+        throw new ChainlakeError(
+          `job ${job.name} on ${job.what.network} has an unfinished run (${String(run.run_id)}): a repair fetches only the windows that differ`,
+          {
+            code: 'CHAINLAKE_USAGE',
+            hint: 'let the workers finish that run (chainlake worker --until-idle), then repair',
+          },
+        );
+      }
       if (run) {
         const runId = String(run.run_id);
         return { runId, resumed: true, head: toNum(run.head), ...(await offerAgain(client, boss, runId, settings)) };
@@ -81,7 +96,7 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
           hint: 'enqueue the job without --retry-failed to plan its first run',
         });
       }
-      return await planAndQueue(job, doc, opts, client, boss, settings);
+      return await planAndQueue(job, doc, opts, client, boss, settings, how.windows);
     } finally {
       await boss.stop({ graceful: false, close: true, wait: true });
     }
@@ -158,6 +173,7 @@ async function planAndQueue(
   client: import('pg').Client,
   boss: import('pg-boss'),
   settings: QueueSettings,
+  given?: readonly Window[],
 ): Promise<EnqueueResult> {
   const marks = await client.query(`SELECT dataset, scope, block FROM ${CONTROL_SCHEMA}.watermarks WHERE network = $1`, [job.what.network]);
   const watermarks = new Map<string, number>(marks.rows.map((r) => [watermarkKey(String(r.dataset), job.what.network, String(r.scope)), Number(r.block)]));
@@ -174,8 +190,8 @@ async function planAndQueue(
     }
   } else decode = await resolveDecode(job, undefined);
   const at = head ?? job.what.range.fromBlock;
-  const { todo, skipped } = narrowWindows(job.what, at, { watermarks }, false, false);
-  const windows: Window[] = job.what.range.fixedChunks ? todo : joinWindows(todo, new Map());
+  const { todo, skipped } = given ? { todo: [...given], skipped: 0 } : narrowWindows(job.what, at, { watermarks }, false, false);
+  const windows: Window[] = given || job.what.range.fixedChunks ? todo : joinWindows(todo, new Map());
   const range = jobRange(job.what, at);
   const started = new Date();
   const runId = newRunId(started);
