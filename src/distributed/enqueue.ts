@@ -6,6 +6,7 @@
  */
 import { Accounting } from '../extract/accounting.js';
 import type { Job } from '../pipeline/job.js';
+import type { Window } from '../pipeline/plan.js';
 import { needsHead, windowsToFetch, type Prepared } from '../pipeline/prepare.js';
 import type { Clients } from '../pipeline/execute.js';
 import { newRunId } from '../pipeline/run.js';
@@ -52,6 +53,11 @@ export interface EnqueueHow {
    * instead of planning a new run from the watermarks.
    */
   retryFailed?: boolean;
+  /**
+   * Exactly these windows, as a run of their own, instead of the windows planned from the watermarks
+   * (`verify --repair`: the windows that differ from the API, fetched again over what the lake holds).
+   */
+  windows?: readonly Window[];
 }
 
 export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOptions, how: EnqueueHow = {}): Promise<EnqueueResult> {
@@ -64,6 +70,13 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
     const boss = await underSetupLock(client, () => openQueue(opts.catalog, settings, false));
     try {
       const run = await runToTakeUp(client, job, how.retryFailed === true);
+      if (run && how.windows) {
+        // Its workers would work that run too: the repair would fetch more than the windows that differ.
+        throw new ChainlakeError(`job ${job.name} on ${job.what.network} has an unfinished run (${run.runId}): a repair fetches only the windows that differ`, {
+          code: 'CHAINLAKE_USAGE',
+          hint: 'let the workers finish that run (chainlake worker --until-idle), then repair',
+        });
+      }
       if (run) return { ...run, resumed: true, ...(await offerAgain(client, boss, run.runId, settings)) };
       if (how.retryFailed) {
         throw new ChainlakeError(`--retry-failed: job ${job.name} on ${job.what.network} has no run in this control plane: nothing failed to offer again`, {
@@ -71,7 +84,7 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
           hint: 'enqueue the job without --retry-failed to plan its first run',
         });
       }
-      return await planAndQueue(job, doc, opts, client, boss, settings);
+      return await planAndQueue(job, doc, opts, client, boss, settings, how.windows);
     } finally {
       await boss.stop({ graceful: false, close: true, wait: true });
     }
@@ -163,13 +176,19 @@ async function planAndQueue(
   client: import('pg').Client,
   boss: import('pg-boss'),
   settings: QueueSettings,
+  given?: readonly Window[],
 ): Promise<EnqueueResult> {
   let decode: DecodedDataset[] | undefined;
   let prepared: Prepared;
   // The single machine's planner on the control plane's ledger: the windows `run` would fetch of a local lake with
   // the same history, and the ones `chainlake plan --catalog` lists.
   const plan = (clients: Clients) =>
-    windowsToFetch({ baseJob: job, job, fullRefresh: false }, controlPlanLedger(client, opts.catalog), clients, new Accounting());
+    windowsToFetch(
+      { baseJob: job, job, fullRefresh: false, ...(given ? { windows: [...given] } : {}) },
+      controlPlanLedger(client, opts.catalog),
+      clients,
+      new Accounting(),
+    );
   if (needsHead(job.what) || decodeNeedsApi(job)) {
     const source = await openSource(job.source, { simulator: opts.simulator, transport: opts.transport });
     try {
@@ -184,7 +203,8 @@ async function planAndQueue(
     prepared = await plan({});
     decode = await resolveDecode(job, undefined);
   }
-  const { head, range, windows, skipped } = prepared;
+  const { head, range, windows } = prepared;
+  const skipped = given ? 0 : prepared.skipped;
   const started = new Date();
   const runId = newRunId(started);
   await client.query('BEGIN');

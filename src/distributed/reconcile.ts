@@ -20,10 +20,10 @@ import {
 import { STAGED_PARTITION } from '../load/schema.js';
 import { ident, literal } from '../load/sql.js';
 import { reconciliationTable } from '../load/write/reconcile-lake.js';
+import { openLakeTables } from '../lake/open.js';
 import { silentLogger } from '../pipeline/log.js';
 import { commitDerived } from './commit.js';
 import { openCatalog } from './control-plane.js';
-import { openDistributedLake } from './read.js';
 import { openStore, storeLocationOf } from './store.js';
 
 /** Long enough for a large table's merge; renewed by nothing, so it bounds how long a crashed reconcile holds it. */
@@ -39,9 +39,10 @@ export interface ReconcileDistributedResult extends ReconcileSummary {
 }
 
 export async function reconcileDistributedLake(opts: { catalog: string; store?: string; genesis?: GenesisAllocations }): Promise<ReconcileDistributedResult> {
-  const lake = await openDistributedLake({ catalog: opts.catalog, store: opts.store });
+  // Read as every command reads a lake (lake/open.ts); only where the table is committed is this mode's own.
+  const lake = await openLakeTables({ kind: 'distributed', catalog: opts.catalog, store: opts.store });
   let rows: ReconciliationRow[];
-  const readSnapshot = lake.snapshot;
+  const readSnapshot = lake.snapshot!;
   try {
     rows = await reconcileBalances(lake.conn, { genesis: opts.genesis });
   } finally {

@@ -1,13 +1,13 @@
 /**
  * What `chainlake report` shows, read from a lake of either kind through the tables both kinds share: a local
  * lake's catalog, or a distributed lake's reader, whose views give the control plane's ledger the local lake's
- * columns (distributed/read.ts). One code path for both: only `openLakeTables` (lake.ts) knows which kind it reads.
+ * columns (distributed/read.ts). One code path for both: only `openLakeTables` (lake/open.ts) knows which kind it reads.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { LakePaths } from '../load/paths.js';
 import { REJECTS_DATASET } from '../load/schema.js';
 import { lakeStatus, type LakeStatus } from '../load/read/status.js';
-import { openLakeTables, type LakeTarget } from './lake.js';
+import { openLakeTables, type LakeTarget } from '../lake/open.js';
 
 /** A lake to report on: a local lake's folder, or a distributed lake's control plane (and where its files are). */
 export type ReportTarget = LakeTarget;

@@ -1,15 +1,23 @@
 // `chainlake verify` on a distributed lake (PostgreSQL control plane + store): the same module reads its windows
 // and rows through the distributed reader, asks the API, and records its findings in the control plane's
-// `chainlake.verifications` and its requests in `chainlake.request_usage`. --repair is refused there, clearly.
+// `chainlake.verifications` and its requests in `chainlake.request_usage`. A lake another DuckLake writer deleted
+// rows from differs (exit 5); --repair fetches exactly that window again as a run of its own, worked in-process by
+// the mode's worker and committer, one snapshot; verify holds after, and the rows equal a fresh export's.
+import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
 import { runWorker } from '../../src/distributed/worker.js';
+import { openDistributedLake } from '../../src/distributed/read.js';
 import { parseJob } from '../../src/pipeline/job.js';
+import { runJob } from '../../src/pipeline/run.js';
 import { verifySession } from '../../src/pipeline/verify/session.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
+import { referenceMissing } from '../ducklake/helpers.js';
+import { runCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
+import { distributedRows, singleMachineRows, withReference } from './helpers.js';
 
 const A = '0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c';
 let pg: TestPostgres;
@@ -28,7 +36,7 @@ afterAll(async () => {
   await tmp?.cleanup();
 });
 
-it('a distributed lake verifies: every window held, findings and requests in the control plane; --repair refused', async () => {
+it('a distributed lake verifies: every window held, findings and requests in the control plane', async () => {
   const db = await pg.database();
   const store = path.join(tmp.dir, 'store');
   const doc = {
@@ -61,8 +69,77 @@ it('a distributed lake verifies: every window held, findings and requests in the
   } finally {
     await c.end();
   }
-  await expect(verifySession(job, target, {}, { simulator: sim, repair: true })).rejects.toMatchObject({
-    code: 'CHAINLAKE_USAGE',
-    message: expect.stringMatching(/--repair works on a local lake only/),
-  });
 }, 300_000);
+
+const missing = referenceMissing();
+
+it.skipIf(missing !== null)(
+  `rows deleted by another writer: verify --catalog exits 5, --repair fetches that window alone in one snapshot, then verify holds${missing ? ` (${missing})` : ''}`,
+  async () => {
+    const db = await pg.database();
+    const store = path.join(tmp.dir, 'store-repair');
+    const doc = {
+      name: 'dist-repair',
+      network: 'mainnet',
+      target: 'simulator',
+      simulator: { seed: 1, scale: 'small' },
+      range: { fromBlock: 0, toBlock: 'head', windowBlocks: 12000 },
+      datasets: { transactions: { addresses: [A] } },
+    };
+    const job = parseJob(doc, 'dist-repair');
+    await enqueueJob(job, doc, { catalog: db.url, store, simulator: sim });
+    await runWorker({ catalog: db.url, store, id: 'w', untilIdle: true, pollMs: 50, simulator: sim });
+    await withReference(db.url, [
+      `DELETE FROM ref.transactions WHERE transaction_hash IN (SELECT transaction_hash FROM ref.transactions
+       WHERE sender = '${A}' AND block_number BETWEEN 12000 AND 23999 ORDER BY transaction_hash LIMIT 2)`,
+    ]);
+    const c = await db.connect();
+    const q = async (sql: string, values: unknown[] = []) => (await c.query(sql, values)).rows as Record<string, unknown>[];
+    try {
+      // The commands as a user runs them (the job's embedded simulator is the same chain).
+      const jobFile = path.join(tmp.dir, 'dist-repair.json');
+      await writeFile(jobFile, JSON.stringify(doc));
+      const lakeArgs = ['--catalog', db.url, '--store', store, '--format', 'json'];
+      const window = `transactions/mainnet/address=${A}/12000-23999`;
+      const differs = await runCli(['verify', jobFile, ...lakeArgs], { timeoutMs: 120_000 });
+      expect(differs.code, differs.stderr).toBe(5);
+      expect(JSON.parse(differs.stdout).differing).toEqual([window]);
+
+      const snapshotsBefore = Number((await q(`SELECT max(snapshot_id) AS s FROM ducklake.ducklake_snapshot`))[0]!.s);
+      const repaired = await runCli(['verify', jobFile, ...lakeArgs, '--repair'], { timeoutMs: 180_000 });
+      expect(repaired.code, repaired.stderr).toBe(0);
+      const r = JSON.parse(repaired.stdout);
+      expect(r.beforeRepair.differing).toEqual([window]);
+      expect(r.holds).toBe(true);
+      expect(r.repair.status).toBe('complete');
+      // One snapshot, the only one the repair made; its run's only window is the one that differed, in the ledger
+      // with the requests that fetched it (lineage).
+      expect(r.repair.snapshots).toHaveLength(1);
+      expect(Number((await q(`SELECT max(snapshot_id) AS s FROM ducklake.ducklake_snapshot`))[0]!.s)).toBe(r.repair.snapshots[0]);
+      expect(r.repair.snapshots[0]).toBeGreaterThan(snapshotsBefore);
+      const windows = await q(`SELECT window_id, status, snapshot_id::int AS snapshot FROM chainlake.windows WHERE run_id = $1`, [r.repair.runId]);
+      expect(windows).toEqual([{ window_id: window, status: 'committed', snapshot: r.repair.snapshots[0] }]);
+      expect(
+        Number((await q(`SELECT count(*) AS n FROM chainlake.requests WHERE window_id = $1 AND run_id = $2`, [window, r.repair.runId]))[0]!.n),
+      ).toBeGreaterThan(0);
+
+      const after = await runCli(['verify', jobFile, ...lakeArgs], { timeoutMs: 120_000 });
+      expect(after.code, after.stderr).toBe(0);
+      expect(JSON.parse(after.stdout).holds).toBe(true);
+    } finally {
+      await c.end();
+    }
+
+    // The lake's rows equal a fresh export's of the same job.
+    const fresh = path.join(tmp.dir, 'fresh');
+    expect((await runJob(parseJob({ ...doc, lake: fresh }, 'fresh'), { simulator: sim })).status).toBe('complete');
+    const expected = (await singleMachineRows(fresh)).get('transactions')!;
+    const lake = await openDistributedLake({ catalog: db.url, store });
+    try {
+      expect(await distributedRows(lake.conn, 'transactions', expected.columns)).toEqual({ rows: expected.rows, digest: expected.digest });
+    } finally {
+      lake.close();
+    }
+  },
+  600_000,
+);

@@ -7,7 +7,7 @@ import { ident } from '../../load/sql.js';
 import { nearestName } from '../../errors.js';
 import { CliError } from '../exit-codes.js';
 import { resolveLakeTarget, withLakeOptions } from '../lake-target.js';
-import { openLakeTables } from '../../report/lake.js';
+import { openLakeTables } from '../../lake/open.js';
 
 interface Args {
   dataset: string;

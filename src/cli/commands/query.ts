@@ -17,7 +17,7 @@ import { renderRows } from '../output.js';
 import { resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 import { writeCsvRows } from './query-csv.js';
 import { writeJsonRows } from './query-json.js';
-import { openLakeTables } from '../../report/lake.js';
+import { openLakeTables } from '../../lake/open.js';
 
 export type QueryFormat = 'table' | 'csv' | 'json' | 'parquet' | 'arrow';
 

@@ -3,7 +3,7 @@ import type { CommandModule } from 'yargs';
 import { lakeStatus, type LakeStatus } from '../../load/read/status.js';
 import { CliError } from '../exit-codes.js';
 import { renderRows } from '../output.js';
-import { openLakeTables } from '../../report/lake.js';
+import { openLakeTables } from '../../lake/open.js';
 import { resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 
 interface Args {

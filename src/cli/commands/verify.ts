@@ -73,7 +73,7 @@ export function formatVerify(s: VerifySession): string {
   if (s.repair && s.beforeRepair)
     parts.unshift(
       `before the repair (verify ${s.beforeRepair.verifyId}, ${s.beforeRepair.requests} requests): ${s.beforeRepair.differing.length} windows differed: ${s.beforeRepair.differing.map((w) => w.id).join(', ')}`,
-      `repair: run ${s.repair.runId} fetched exactly those windows again (${s.repair.totals.requests} requests): ${s.repair.status}; verified again:`,
+      `repair: run ${s.repair.runId} fetched exactly those windows again (${s.repair.requests} requests): ${s.repair.status}${s.repair.snapshots ? `, committed in snapshot ${s.repair.snapshots.join(', ')}` : ''}; verified again:`,
     );
   if (s.quotaReached)
     parts.push(
@@ -100,7 +100,11 @@ export const verifyCommand: CommandModule<object, Args> = {
       .option('until', { type: 'string', describe: 'Only windows reaching this block, or this UTC day (YYYY-MM-DD), or earlier' })
       .option('sample', { type: 'number', describe: 'Check this many windows, spread evenly, instead of all' })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const, describe: 'text for a person, json for a program' })
-      .option('repair', { type: 'boolean', describe: 'Fetch the windows whose count differs again and commit them as one snapshot (a local lake)' })
+      .option('repair', {
+        type: 'boolean',
+        describe:
+          'Fetch the windows whose count differs again and commit them as one snapshot (a distributed lake: as a run of their own, worked by this process)',
+      })
       .option('plan', { type: 'boolean', describe: 'Print the requests a verify would send, and send none' })
       .example('$0 verify jobs/demo.json', 'Every committed window of the demo lake, against the simulator')
       .example('$0 verify jobs/demo.json --dataset transactions --sample 50 --format json', 'A sample of 50 windows, as JSON')
@@ -144,7 +148,7 @@ export const verifyCommand: CommandModule<object, Args> = {
       return;
     }
     const { logger } = outputFor(args);
-    const s = await verifySession(job, target, sel, { repair: args.repair, logger });
+    const s = await verifySession(job, target, sel, { repair: args.repair, logger, doc });
     process.stdout.write(
       (args.format === 'json'
         ? JSON.stringify(

@@ -6,30 +6,36 @@
 import { Catalog } from '../../load/catalog.js';
 import { recordVerifications } from '../../load/ledger/verifications.js';
 import { LakePaths } from '../../load/paths.js';
-import { openLakeReader } from '../../load/read/reader.js';
+import { openLakeTables, type LakeTarget } from '../../lake/open.js';
 import { ChainlakeError } from '../../errors.js';
 import type { Job } from '../job.js';
 import type { RunReport } from '../report.js';
 import { runJob, type RunOptions } from '../run.js';
 import { planVerify, verifyAccount, verifyLake, type VerifyPlan, type VerifyResult, type VerifySelection } from './verify.js';
 
-export type VerifyTarget = { kind: 'local'; lake: string } | { kind: 'distributed'; catalog: string; store?: string };
+/** The lake verified: either kind, opened by the one opener (lake/open.ts). */
+export type VerifyTarget = LakeTarget;
 
 export interface VerifyOptions extends Pick<RunOptions, 'simulator' | 'transport' | 'logger'> {
   now?: () => Date;
   /** Fetch the windows whose count differs again and commit them (one snapshot). */
   repair?: boolean;
+  /** The job's document as written: a distributed repair enqueues it with its windows (the workers read the job from it). */
+  doc?: unknown;
 }
 
-async function openReader(target: VerifyTarget): Promise<{ conn: import('@duckdb/node-api').DuckDBConnection; close(): void }> {
-  if (target.kind === 'local') return openLakeReader(new LakePaths(target.lake));
-  const [{ checkCatalogUrl }, { openDistributedLake }] = await Promise.all([import('../../distributed/control-plane.js'), import('../../distributed/read.js')]);
-  return openDistributedLake({ catalog: checkCatalogUrl(target.catalog), store: target.store });
+/** What a repair did, either kind of lake: its run, how it ended, the requests it spent. */
+export interface RepairReport {
+  runId: string;
+  status: RunReport['status'];
+  requests: number;
+  /** A distributed lake: the DuckLake snapshots that committed the repair (one). */
+  snapshots?: number[];
 }
 
 /** What `verify --plan` prints: the requests a verify would send, without sending any. */
 export async function planVerifySession(job: Job, target: VerifyTarget, sel: VerifySelection): Promise<VerifyPlan> {
-  const reader = await openReader(target);
+  const reader = await openLakeTables(target);
   try {
     return await planVerify(reader.conn, job, sel);
   } finally {
@@ -39,7 +45,7 @@ export async function planVerifySession(job: Job, target: VerifyTarget, sel: Ver
 
 export interface VerifySession extends VerifyResult {
   /** With `repair`: the run that fetched the differing windows again. */
-  repair?: RunReport;
+  repair?: RepairReport;
   /**
    * With `repair`, when something was repaired: the verify before the repair (this session's own fields are the
    * verify after it, of the same selection, so that `holds` says whether the repair made the lake hold).
@@ -49,13 +55,13 @@ export interface VerifySession extends VerifyResult {
 
 export async function verifySession(job: Job, target: VerifyTarget, sel: VerifySelection, opts: VerifyOptions = {}): Promise<VerifySession> {
   const now = opts.now ?? (() => new Date());
-  if (opts.repair && target.kind === 'distributed')
-    throw new ChainlakeError('verify --repair works on a local lake only for now', {
+  if (opts.repair && target.kind === 'distributed' && opts.doc === undefined)
+    throw new ChainlakeError('verify --repair of a distributed lake needs the job document: its workers read the job from it', {
       code: 'CHAINLAKE_USAGE',
-      hint: 'verify the distributed lake without --repair, then enqueue the differing windows again: chainlake enqueue <job> --from-block F --to-block T',
+      hint: 'pass the job document as `doc` (the CLI does)',
     });
   const verify = async (): Promise<VerifyResult> => {
-    const reader = await openReader(target);
+    const reader = await openLakeTables(target);
     let result: VerifyResult;
     try {
       result = await verifyLake(job, sel, { conn: reader.conn, run: { simulator: opts.simulator, transport: opts.transport }, now });
@@ -67,25 +73,39 @@ export async function verifySession(job: Job, target: VerifyTarget, sel: VerifyS
   };
   const before = await verify();
   if (!opts.repair || before.differing.length === 0) return before;
-  // The same pipeline and committer as `run`, on exactly these windows, committed once (one snapshot).
+  const repair = await repairWindows(job, target, before.differing, opts);
+  // Verified again, the same selection: a repair is not taken on its word (one request per scope while it holds).
+  const after = await verify();
+  return { ...after, repair, beforeRepair: before };
+}
+
+/**
+ * The differing windows fetched again and committed once, by each mode's own machinery: on one machine the
+ * run's pipeline and committer (everything one commit); distributed, a run of their own worked by this process
+ * as a worker (distributed/repair.ts). Only where the repair writes differs.
+ */
+async function repairWindows(job: Job, target: VerifyTarget, differing: VerifyResult['differing'], opts: VerifyOptions): Promise<RepairReport> {
+  if (target.kind === 'distributed') {
+    const { repairDistributed } = await import('../../distributed/repair.js');
+    return repairDistributed(job, opts.doc, differing, {
+      catalog: target.catalog,
+      store: target.store,
+      simulator: opts.simulator,
+      transport: opts.transport,
+      log: opts.logger,
+      now: opts.now,
+    });
+  }
   const repairJob: Job = Object.freeze({
     ...job,
     lake: Object.freeze({
       ...job.lake,
-      dir: (target as { lake: string }).lake,
+      dir: target.lake,
       commit: Object.freeze({ everyRows: Number.MAX_SAFE_INTEGER, everySeconds: Number.MAX_SAFE_INTEGER }),
     }),
   });
-  const repair = await runJob(repairJob, {
-    simulator: opts.simulator,
-    transport: opts.transport,
-    logger: opts.logger,
-    windows: before.differing,
-    now: opts.now,
-  });
-  // Verified again, the same selection: a repair is not taken on its word (one request per scope while it holds).
-  const after = await verify();
-  return { ...after, repair, beforeRepair: before };
+  const run = await runJob(repairJob, { simulator: opts.simulator, transport: opts.transport, logger: opts.logger, windows: differing, now: opts.now });
+  return { runId: run.runId, status: run.status, requests: run.totals.requests };
 }
 
 /** The findings into `verifications`, the requests into `request_usage`: the lake's own ledger, either kind. */

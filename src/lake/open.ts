@@ -2,8 +2,9 @@
  * Opening a lake of either kind for reading: the one place that knows which kind it is. A local lake's catalog
  * (load/read/reader.ts) and a distributed lake's reader (distributed/read.ts) give one connection with the same
  * tables (`runs`, `windows`, `watermarks`, `files`, `ducklake_*`, the datasets' views), so `status`, `report`,
- * `query` and `explain` read both alike. It sits here, above load/ and beside distributed/, because a local
- * reader may not import the distributed one (docs/architecture.md, "Layers").
+ * `query`, `explain`, `verify` and `reconcile` read both alike. It is the read side of the lake, not of one
+ * command; it sits beside distributed/ (not in load/) because a local reader may not import the distributed one
+ * (docs/architecture.md, "Layers").
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { AsOf } from '../ducklake/reader.js';
@@ -20,6 +21,8 @@ export interface OpenedLake {
   lake: LakePaths | { name: string };
   /** A local lake moved and read through temporary views (see `LakeReader.movedFrom`). */
   movedFrom?: string;
+  /** A distributed lake's DuckLake snapshot the views read (a local lake's reader reads its catalog as it is). */
+  snapshot?: number;
   close(): void;
 }
 
@@ -44,5 +47,5 @@ export async function openLakeTables(target: LakeTarget, opts: OpenLakeOptions =
   // PostgreSQL's client loaded only for a distributed lake.
   const [{ checkCatalogUrl }, { openDistributedLake }] = await Promise.all([import('../distributed/control-plane.js'), import('../distributed/read.js')]);
   const reader = await openDistributedLake({ catalog: checkCatalogUrl(target.catalog), store: target.store, asOf: opts.asOf, datasets: opts.datasets });
-  return { conn: reader.conn, lake: { name: redactUrl(target.catalog) }, close: () => reader.close() };
+  return { conn: reader.conn, lake: { name: redactUrl(target.catalog) }, snapshot: reader.snapshot, close: () => reader.close() };
 }

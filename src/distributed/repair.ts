@@ -1,0 +1,69 @@
+/**
+ * `verify --repair` on a distributed lake: the windows that differ from the API, enqueued as a run of their own
+ * (enqueue.ts) and worked in this process until idle by the mode's own worker and its one committer (worker.ts,
+ * commit.ts, under the committer lease), so their windows and requests land in the control plane's ledger as any
+ * run's do. No commit is due while they are being fetched: they are committed together, one snapshot.
+ */
+import { dataPathOf } from '../ducklake/reader.js';
+import type { Job } from '../pipeline/job.js';
+import type { Logger } from '../pipeline/log.js';
+import type { Window } from '../pipeline/plan.js';
+import type { RunReport } from '../pipeline/report.js';
+import { CONTROL_SCHEMA, openCatalog } from './control-plane.js';
+import { enqueueJob, type DistributedOptions } from './enqueue.js';
+import { storeLocationOf } from './store.js';
+import { runWorker } from './worker.js';
+
+/** Windows a repair fetches at once: each holds its own connections. */
+const REPAIR_WINDOWS_AT_ONCE = 16;
+
+export interface DistributedRepair {
+  runId: string;
+  status: RunReport['status'];
+  requests: number;
+  /** The DuckLake snapshots that committed the repair's windows (one, unless the windows outgrew one commit). */
+  snapshots: number[];
+}
+
+export async function repairDistributed(
+  job: Job,
+  doc: unknown,
+  windows: readonly Window[],
+  opts: Pick<DistributedOptions, 'simulator' | 'transport'> & { catalog: string; store?: string; log?: Logger; now?: () => Date },
+): Promise<DistributedRepair> {
+  const { client, catalog } = await openCatalog(opts.catalog);
+  let store: string;
+  try {
+    // The files as this machine reaches them, as the lake's reader finds them: the store named, else the catalog's.
+    store = opts.store ?? storeLocationOf(await dataPathOf(catalog));
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  const enqueued = await enqueueJob(job, doc, { catalog: opts.catalog, store, simulator: opts.simulator, transport: opts.transport }, { windows });
+  const worked = await runWorker({
+    catalog: opts.catalog,
+    store,
+    simulator: opts.simulator,
+    transport: opts.transport,
+    untilIdle: true,
+    // Every window in hand at once (up to a bound on this process's connections), and no commit due by rows or
+    // time: the committer commits once nothing is in hand, the batch of every fetched window, one snapshot.
+    windowsAtOnce: Math.min(REPAIR_WINDOWS_AT_ONCE, Math.max(1, windows.length)),
+    commitRows: Number.MAX_SAFE_INTEGER,
+    commitSeconds: Number.MAX_SAFE_INTEGER,
+    ...(opts.log ? { log: opts.log } : {}),
+    ...(opts.now ? { now: opts.now } : {}),
+  });
+  const ledger = await openCatalog(opts.catalog);
+  try {
+    const snapshots = (
+      await ledger.client.query(
+        `SELECT DISTINCT snapshot_id FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND snapshot_id IS NOT NULL ORDER BY snapshot_id`,
+        [enqueued.runId],
+      )
+    ).rows.map((r) => Number(r.snapshot_id));
+    return { runId: enqueued.runId, status: worked.status, requests: worked.requests, snapshots };
+  } finally {
+    await ledger.client.end().catch(() => undefined);
+  }
+}
