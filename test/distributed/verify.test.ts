@@ -36,20 +36,26 @@ afterAll(async () => {
   await tmp?.cleanup();
 });
 
-it('a distributed lake verifies: every window held, findings and requests in the control plane', async () => {
+/** A's transactions of blocks 0 to the head, in 12,000-block windows, enqueued and worked into a new distributed lake. */
+async function exportedLake(name: string) {
   const db = await pg.database();
-  const store = path.join(tmp.dir, 'store');
+  const store = path.join(tmp.dir, `store-${name}`);
   const doc = {
-    name: 'dist-verify',
+    name,
     network: 'mainnet',
     target: 'simulator',
     simulator: { seed: 1, scale: 'small' },
     range: { fromBlock: 0, toBlock: 'head', windowBlocks: 12000 },
     datasets: { transactions: { addresses: [A] } },
   };
-  const job = parseJob(doc, 'dist-verify');
+  const job = parseJob(doc, name);
   await enqueueJob(job, doc, { catalog: db.url, store, simulator: sim });
   await runWorker({ catalog: db.url, store, id: 'w', untilIdle: true, pollMs: 50, simulator: sim });
+  return { db, store, doc, job };
+}
+
+it('a distributed lake verifies: every window held, findings and requests in the control plane', async () => {
+  const { db, store, job } = await exportedLake('dist-verify');
 
   const target = { kind: 'distributed', catalog: db.url, store } as const;
   const s = await verifySession(job, target, {}, { simulator: sim });
@@ -76,19 +82,7 @@ const missing = referenceMissing();
 it.skipIf(missing !== null)(
   `rows deleted by another writer: verify --catalog exits 5, --repair fetches that window alone in one snapshot, then verify holds${missing ? ` (${missing})` : ''}`,
   async () => {
-    const db = await pg.database();
-    const store = path.join(tmp.dir, 'store-repair');
-    const doc = {
-      name: 'dist-repair',
-      network: 'mainnet',
-      target: 'simulator',
-      simulator: { seed: 1, scale: 'small' },
-      range: { fromBlock: 0, toBlock: 'head', windowBlocks: 12000 },
-      datasets: { transactions: { addresses: [A] } },
-    };
-    const job = parseJob(doc, 'dist-repair');
-    await enqueueJob(job, doc, { catalog: db.url, store, simulator: sim });
-    await runWorker({ catalog: db.url, store, id: 'w', untilIdle: true, pollMs: 50, simulator: sim });
+    const { db, store, doc, job } = await exportedLake('dist-repair');
     await withReference(db.url, [
       `DELETE FROM ref.transactions WHERE transaction_hash IN (SELECT transaction_hash FROM ref.transactions
        WHERE sender = '${A}' AND block_number BETWEEN 12000 AND 23999 ORDER BY transaction_hash LIMIT 2)`,
