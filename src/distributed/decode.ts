@@ -58,7 +58,8 @@ export async function decodeDistributedLake(opts: {
           if (hasLogs) {
             const rows = await lakeRows(deps, datasetShape(getDataset(EVENT_LOGS)), network, engine.conn, false, '__chainlake_logs_');
             opened.push(rows);
-            const all = await rows.select([...rows.current.keys()]);
+            // The partitions holding files (rows only another writer inlined into a partition without files are not read).
+            const all = rows.current.size === 0 ? undefined : await rows.select([...rows.current.keys()]);
             logs = all === undefined ? undefined : `SELECT * EXCLUDE (${ident(STAGED_PARTITION)}) FROM (${all})`;
           }
           // The decoded datasets' tables and `_rejects` exist before their rows are read (empty ones too, as on one machine).
