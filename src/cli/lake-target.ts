@@ -15,8 +15,7 @@
  * `CHAINLAKE_STORE` fills `--store` of a distributed lake chosen either way. An explicit flag always wins over
  * the environment: `--lake data/lake` with `CHAINLAKE_CATALOG` exported is the local lake; `--catalog URL` with
  * `CHAINLAKE_LAKE` exported is the distributed one. Commands that work on one kind only read that kind's
- * settings (`run` a local lake, `worker` a distributed one); the others say so when the rule chooses the other
- * kind (see `localOnly`).
+ * settings (`run` a local lake, `worker` a distributed one); every other command works on either kind.
  */
 import { redactUrl } from '../distributed/url.js';
 import type { Argv } from 'yargs';
@@ -96,19 +95,6 @@ export function describeTarget(t: LakeTarget): string {
     return `the local lake ${t.lake} (${why})`;
   }
   return `the distributed lake ${redactUrl(t.catalog)} (${t.from === 'flag' ? '--catalog' : `$${CATALOG_ENV}`})`;
-}
-
-/**
- * For a command that works on a local lake only: the lake's folder, or a usage error that names the distributed
- * lake the rule chose, where the choice came from, and what to do instead.
- */
-export function localOnly(command: string, t: LakeTarget, instead: string): string {
-  if (t.kind === 'local') return t.lake;
-  throw new CliError(
-    `chainlake ${command} works on a local lake only for now, and the lake chosen is ${describeTarget(t)}`,
-    'CHAINLAKE_USAGE',
-    `${instead}; for a local lake, name it: --lake DIR${t.from === 'env' ? ` (a flag wins over $${CATALOG_ENV})` : ''}`,
-  );
 }
 
 /** For a command that works on a distributed lake only (enqueue, worker): its catalog and store, from flag or environment. */

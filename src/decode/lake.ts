@@ -3,6 +3,7 @@
 // replaces their rows, so decoding is idempotent; its rejects replace those of an earlier decoding of the same
 // logs: decode/rejects.ts), the journal is published, then applied under the catalog.
 
+import type { DuckDBConnection } from '@duckdb/node-api';
 import path from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import type { Network } from '../datasets/dataset.js';
@@ -24,6 +25,7 @@ import { REJECTS_SHAPE, type TableShape } from '../load/schema.js';
 import { ident, literal, literalList } from '../load/sql.js';
 import { allColumns, naturalKey, type DecodedDataset } from './datasets.js';
 import { decodeLogs } from './decode.js';
+import type { DecodedTarget } from './in-commit.js';
 import { dropReplacedRejects, findReplacedRejects, KEEP_REJECT } from './rejects.js';
 
 export interface DecodeLakeInput {
@@ -126,19 +128,54 @@ async function newPartitions(
   return out;
 }
 
-export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> {
-  const { engine, paths, network, datasets, runId, ingestedAt } = input;
-  const conn = engine.conn;
-  const workDir = path.join(input.stagingDir, `decode-${Date.now().toString(36)}`);
-  await mkdir(workDir, { recursive: true });
+/** What decoding a lake's event logs gave, for the lake's side to write and commit as one snapshot. */
+export interface DecodedLogs {
+  /** The decoded datasets that got rows: each one's table (its columns and `__partition`) and rows by day. */
+  datasets: { dataset: DecodedDataset; shape: TableShape; table: string; partitions: Map<string, number> }[];
+  /** A relation of the `_rejects` rows (with `_run_id` and `_ingested_at`), when there are any. */
+  rejects?: string;
+  /** `_rejects` partitions holding decode rejects of the same logs, which KEEP_REJECT drops. */
+  replacedRejectDays: string[];
+}
+
+/**
+ * A lake's side of decoding the event logs it holds (`chainlake decode`): where its logs are, where the earlier
+ * rejects they replace are found (as DecodedTarget's), and how the decoded rows are written and committed as one
+ * snapshot: the local lake's journal, or the distributed committer's merge under its lease.
+ */
+export interface ExistingLogsTarget extends Pick<DecodedTarget<unknown>, 'replacedRejects'> {
+  /** A relation of the network's event_logs rows (the lake's columns); undefined when the lake holds none. */
+  logs: string | undefined;
+  /** Writes and commits the decoded rows (`report`: all but its files); returns how many files it wrote. */
+  commit(decoded: DecodedLogs, report: DecodeReport): Promise<number>;
+}
+
+export interface DecodeLogsOfLakeInput {
+  conn: DuckDBConnection;
+  datasets: readonly DecodedDataset[];
+  runId: string;
+  ingestedAt: string;
+  /** A fresh folder for staged JSON (created). */
+  workDir: string;
+}
+
+/**
+ * Decodes the event logs a lake holds, whichever lake: the logs decoded, the rows of each decoded dataset by
+ * day, and the earlier decode rejects they replace are found the same way for both; only the target writes and
+ * commits. The decoded tables live until the commit returns.
+ */
+export async function decodeLakeLogs(input: DecodeLogsOfLakeInput, target: ExistingLogsTarget): Promise<DecodeReport> {
+  const { conn, datasets, runId, ingestedAt } = input;
+  await mkdir(input.workDir, { recursive: true });
   const report: DecodeReport = { logs: 0, datasets: datasets.map((d) => ({ name: d.name, rows: 0, partitions: 0 })), rejects: 0, skipped: [], files: 0 };
-  const prepared: PreparedFile[] = [];
-  const cleared: { table: string; partitionValues: string[] }[] = [];
-  const lake = await lakeStateFor(paths, [...datasets.map(decodedShape), REJECTS_SHAPE]);
-  const logFiles = lake.tableFiles('event_logs', network);
-  if (datasets.length > 0 && logFiles.length > 0) {
-    const logs = `SELECT * FROM read_parquet(${literalList(logFiles)}, hive_partitioning = false, union_by_name = true)${input.onlyRunId ? ` WHERE _run_id = ${literal(input.onlyRunId)}` : ''}`;
-    const out = await decodeLogs({ conn, logs, datasets, runId, ingestedAt, workDir });
+  const decoded: DecodedLogs = { datasets: [], replacedRejectDays: [] };
+  if (datasets.length === 0 || target.logs === undefined) {
+    report.files = await target.commit(decoded, report);
+    return report;
+  }
+  const logs = target.logs;
+  const out = await decodeLogs({ conn, logs, datasets, runId, ingestedAt, workDir: input.workDir });
+  try {
     report.logs = out.logs;
     report.rejects = out.rejectCount;
     report.skipped = skippedList(out.skipped);
@@ -147,61 +184,84 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
       const r = report.datasets.find((x) => x.name === d.name)!;
       r.rows = out.rows.get(d.name) ?? 0;
       if (r.rows === 0) continue;
-      const counts = new Map(
+      const partitions = new Map(
         ((await conn.runAndReadAll(`SELECT __partition, count(*)::BIGINT FROM ${table} GROUP BY 1 ORDER BY 1`)).getRowsJS() as [string, bigint][]).map(
           ([p, n]) => [p, Number(n)] as const,
         ),
       );
-      r.partitions = counts.size;
-      const shape = decodedShape(d);
-      // Days the dataset already holds are merged with their files (one row per key); new days are written.
-      const fresh: string[] = [];
-      for (const p of counts.keys()) {
-        if (lake.files(shape.name, network, p).length === 0) {
-          fresh.push(p);
-          continue;
-        }
-        const rows = `SELECT * EXCLUDE (__partition) FROM ${table} WHERE __partition = ${literal(p)}`;
-        prepared.push(await preparePartition(engine, paths, lake, shape, network, p, rows, workDir));
-      }
-      prepared.push(...(await newPartitions(engine, paths, lake, shape, network, table, fresh, workDir)));
+      r.partitions = partitions.size;
+      decoded.datasets.push({ dataset: d, shape: decodedShape(d), table, partitions });
     }
-    // The rejects join the run's day; the days holding rejects they replace are rewritten without those.
-    const replaced = await findReplacedRejects(conn, lake, network, datasets, logs);
-    const rejects = await prepareRejects({
-      engine,
-      paths,
-      lake,
-      network,
-      runId,
-      ingestedAt,
-      stagedFiles: [],
-      workDir,
-      date: ingestedAt.slice(0, 10),
-      more:
-        out.rejectCount > 0
-          ? `SELECT *, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at FROM ${out.rejects}`
-          : undefined,
-      replaced: { keep: KEEP_REJECT, days: replaced },
-    });
-    prepared.push(...rejects.files);
-    cleared.push(...rejects.cleared);
+    // Logs decoded again: their earlier rejects are replaced by these (decode/rejects.ts).
+    decoded.replacedRejectDays = await target.replacedRejects(conn, logs);
+    if (out.rejectCount > 0)
+      decoded.rejects = `SELECT *, ${literal(runId)} AS _run_id, CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at FROM ${out.rejects}`;
+    report.files = await target.commit(decoded, report);
+    return report;
+  } finally {
     await dropReplacedRejects(conn);
     for (const t of out.tables.values()) await conn.run(`DROP TABLE IF EXISTS ${t}`);
     await conn.run(`DROP TABLE IF EXISTS ${out.rejects}`);
   }
-  report.files = prepared.length;
-  // Views for every decoded dataset asked for (empty ones too), declared before the commit refreshes views.
-  await Catalog.write(paths, (c) => c.registerTables(declaredTables(datasets)));
-  const journal = journalFor(paths, `${runId}/${path.basename(workDir)}`, runId, prepared, {
-    run: input.run?.(report),
-    windows: [],
-    watermarks: [],
-    ...(cleared.length ? { cleared } : {}),
-  });
-  await publishJournal(paths, journal);
-  await applyJournal(paths, journal);
-  return report;
+}
+
+export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> {
+  const { engine, paths, network, datasets, runId, ingestedAt } = input;
+  const workDir = path.join(input.stagingDir, `decode-${Date.now().toString(36)}`);
+  const lake = await lakeStateFor(paths, [...datasets.map(decodedShape), REJECTS_SHAPE]);
+  const logFiles = lake.tableFiles('event_logs', network);
+  const target: ExistingLogsTarget = {
+    logs:
+      logFiles.length === 0
+        ? undefined
+        : `SELECT * FROM read_parquet(${literalList(logFiles)}, hive_partitioning = false, union_by_name = true)${input.onlyRunId ? ` WHERE _run_id = ${literal(input.onlyRunId)}` : ''}`,
+    replacedRejects: (conn, logs) => findReplacedRejects(conn, lake, network, datasets, logs),
+    commit: async (decoded, report) => {
+      const prepared: PreparedFile[] = [];
+      const cleared: { table: string; partitionValues: string[] }[] = [];
+      for (const { shape, table, partitions } of decoded.datasets) {
+        // Days the dataset already holds are merged with their files (one row per key); new days are written.
+        const fresh: string[] = [];
+        for (const p of partitions.keys()) {
+          if (lake.files(shape.name, network, p).length === 0) {
+            fresh.push(p);
+            continue;
+          }
+          const rows = `SELECT * EXCLUDE (__partition) FROM ${table} WHERE __partition = ${literal(p)}`;
+          prepared.push(await preparePartition(engine, paths, lake, shape, network, p, rows, workDir));
+        }
+        prepared.push(...(await newPartitions(engine, paths, lake, shape, network, table, fresh, workDir)));
+      }
+      // The rejects join the run's day; the days holding rejects they replace are rewritten without those.
+      const rejects = await prepareRejects({
+        engine,
+        paths,
+        lake,
+        network,
+        runId,
+        ingestedAt,
+        stagedFiles: [],
+        workDir,
+        date: ingestedAt.slice(0, 10),
+        more: decoded.rejects,
+        replaced: { keep: KEEP_REJECT, days: decoded.replacedRejectDays },
+      });
+      prepared.push(...rejects.files);
+      cleared.push(...rejects.cleared);
+      // Views for every decoded dataset asked for (empty ones too), declared before the commit refreshes views.
+      await Catalog.write(paths, (c) => c.registerTables(declaredTables(datasets)));
+      const journal = journalFor(paths, `${runId}/${path.basename(workDir)}`, runId, prepared, {
+        run: input.run?.({ ...report, files: prepared.length }),
+        windows: [],
+        watermarks: [],
+        ...(cleared.length ? { cleared } : {}),
+      });
+      await publishJournal(paths, journal);
+      await applyJournal(paths, journal);
+      return prepared.length;
+    },
+  };
+  return decodeLakeLogs({ conn: engine.conn, datasets, runId, ingestedAt, workDir }, target);
 }
 
 /**

@@ -7,6 +7,7 @@ import path from 'node:path';
 import type { AbiEvent } from 'viem';
 import { ChainlakeError } from '../errors.js';
 import type { Network } from '../datasets/dataset.js';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Engine } from '../load/engine.js';
 import { literal, literalList } from '../load/sql.js';
 import type { LakePaths } from '../load/paths.js';
@@ -108,10 +109,14 @@ async function abiFromLake(engine: Engine, paths: LakePaths, network: Network, a
   const { currentTableFiles } = await import('../load/catalog.js');
   const files = await currentTableFiles(paths, 'contracts', network);
   if (files.length === 0) return undefined;
-  const conn = engine.conn;
+  return abiFromContracts(engine.conn, `SELECT * FROM read_parquet(${literalList(files)}, hive_partitioning = false, union_by_name = true)`, address);
+}
+
+/** A contract's verified ABI and name from a relation of `contracts` rows (of one network): either lake's. */
+export async function abiFromContracts(conn: DuckDBConnection, contracts: string, address: string): Promise<{ abi: string; name: string | null } | undefined> {
   const rows = (
     await conn.runAndReadAll(
-      `SELECT abi::VARCHAR, contract_name FROM read_parquet(${literalList(files)}, hive_partitioning = false, union_by_name = true)
+      `SELECT abi::VARCHAR, contract_name FROM (${contracts})
        WHERE contract_address = ${literal(address)} AND verified AND abi IS NOT NULL ORDER BY _ingested_at DESC, contract_name NULLS LAST LIMIT 1`,
     )
   ).getRowsJS() as [string, string | null][];
@@ -119,7 +124,7 @@ async function abiFromLake(engine: Engine, paths: LakePaths, network: Network, a
   // Both endpoints give a row; the code record (#15) has the name: take it from any row of the contract.
   const named = (
     await conn.runAndReadAll(
-      `SELECT contract_name FROM read_parquet(${literalList(files)}, hive_partitioning = false, union_by_name = true) WHERE contract_address = ${literal(address)} AND contract_name IS NOT NULL ORDER BY _ingested_at DESC LIMIT 1`,
+      `SELECT contract_name FROM (${contracts}) WHERE contract_address = ${literal(address)} AND contract_name IS NOT NULL ORDER BY _ingested_at DESC LIMIT 1`,
     )
   ).getRowsJS() as [string][];
   return { abi: rows[0]![0], name: named[0]?.[0] ?? rows[0]![1] };
@@ -131,7 +136,14 @@ async function abiFromLake(engine: Engine, paths: LakePaths, network: Network, a
  */
 export async function resolveDatasets(
   spec: DecodeSpec,
-  opts: { engine?: Engine; paths?: LakePaths; network: Network; fetchAbi?: (address: string) => Promise<unknown> },
+  opts: {
+    engine?: Engine;
+    paths?: LakePaths;
+    network: Network;
+    fetchAbi?: (address: string) => Promise<unknown>;
+    /** A distributed lake's `contracts` rows of the network (instead of a local lake's `paths`). */
+    contracts?: { conn: DuckDBConnection; relation: string };
+  },
 ): Promise<DecodedDataset[]> {
   const out: DecodedDataset[] = [];
   const names = new Set<string>();
@@ -158,7 +170,11 @@ export async function resolveDatasets(
       events = eventsOfAbi(text, c.abiFile);
       origin = `ABI file ${path.basename(c.abiFile)}`;
     } else {
-      let found = opts.engine && opts.paths ? await abiFromLake(opts.engine, opts.paths, opts.network, c.address) : undefined;
+      let found = opts.contracts
+        ? await abiFromContracts(opts.contracts.conn, opts.contracts.relation, c.address)
+        : opts.engine && opts.paths
+          ? await abiFromLake(opts.engine, opts.paths, opts.network, c.address)
+          : undefined;
       // Not in the lake: the API's ABI (explorer #14), where the caller can ask it (a job run).
       if (!found && opts.fetchAbi) {
         const abi = await opts.fetchAbi(c.address).catch((e: Error) => {

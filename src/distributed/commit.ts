@@ -26,7 +26,7 @@ import type { DecodedDataset } from '../decode/datasets.js';
 import { SliceDecoding, type DecodedTarget } from '../decode/in-commit.js';
 import { distinctDatasets } from '../decode/decode.js';
 import { decodedShape } from '../decode/lake.js';
-import { dropReplacedRejects, findReplacedRejects, KEEP_REJECT } from '../decode/rejects.js';
+import { dropReplacedRejects, findReplacedRejects, KEEP_REJECT, type RejectFiles } from '../decode/rejects.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -317,8 +317,12 @@ export interface LeasedChange {
   shape: TableShape;
   /** Per network, Parquet files in the store with the staged partition column. */
   fragments: ReadonlyMap<string, readonly string[]>;
+  /** Per network, a relation of fresh rows of the engine (the shape's columns and the staged partition column). */
+  fresh?: ReadonlyMap<string, string>;
   /** Per network, partitions merged with what they hold even when no fragment reaches them (compaction). */
   rewrite?: ReadonlyMap<string, readonly string[]>;
+  /** A condition the merged partitions' current rows must meet to stay (a re-decoding's rejects: KEEP_REJECT). */
+  keep?: string;
 }
 
 /**
@@ -331,11 +335,31 @@ export async function commitUnderLease(
   changes: readonly LeasedChange[],
   message: string,
 ): Promise<{ snapshotId: number; files: number }> {
+  return underLease(deps, leases, message, () => commitLeased(deps, changes, message));
+}
+
+/**
+ * Runs `work` holding the committer lease (taken here, released after), so that what it reads of the lake is
+ * what its commit (commitLeased) replaces: no worker commits in between.
+ */
+export async function underLease<T>(deps: CommitDeps, leases: Pick<pg.Client, 'query'>, message: string, work: () => Promise<T>): Promise<T> {
   if (!(await takeLease(leases, deps.holder, deps.leaseSeconds))) {
     throw new ChainlakeError(`another committer holds the lake's commit lease, so ${message} was not written`, {
       hint: 'run it again once the workers have committed (chainlake status --catalog shows what is pending)',
     });
   }
+  try {
+    return await work();
+  } finally {
+    await releaseLease(leases, deps.holder).catch(() => undefined);
+  }
+}
+
+/**
+ * Changes to several tables as ONE snapshot by the committer's merge, by a holder of the lease (underLease), which
+ * the catalog transaction checks again.
+ */
+export async function commitLeased(deps: CommitDeps, changes: readonly LeasedChange[], message: string): Promise<{ snapshotId: number; files: number }> {
   const written: StagedFile[] = [];
   try {
     const tables: { tableName: string; files: StagedFile[]; replacePartitions: string[][] }[] = [];
@@ -343,9 +367,12 @@ export async function commitUnderLease(
       await ensureTable(deps.catalog, change.shape);
       const files: StagedFile[] = [];
       const replacePartitions: string[][] = [];
-      for (const network of new Set([...change.fragments.keys(), ...(change.rewrite?.keys() ?? [])])) {
+      for (const network of new Set([...change.fragments.keys(), ...(change.fresh?.keys() ?? []), ...(change.rewrite?.keys() ?? [])])) {
+        const fresh = change.fresh?.get(network);
         const merged = await mergeFragments(deps, change.shape, network, change.fragments.get(network) ?? [], [], {
           partitions: change.rewrite?.get(network) ?? [],
+          ...(fresh ? { fresh } : {}),
+          ...(change.keep ? { keep: change.keep } : {}),
         });
         files.push(...merged.files);
         written.push(...merged.files);
@@ -369,8 +396,6 @@ export async function commitUnderLease(
   } catch (error) {
     await Promise.all(written.map((f) => deps.store.remove(deps.store.lakeLocation(f.fullPath)).catch(() => undefined)));
     throw error;
-  } finally {
-    await releaseLease(leases, deps.holder).catch(() => undefined);
   }
 }
 
@@ -489,19 +514,8 @@ class CommittedDecoding extends SliceDecoding<DecodedFile> {
         if (file) await store.putLakeFile(file.fullPath);
         return { table: shape.name, partition: day, file };
       },
-      replacedRejects: async (conn, logs) => {
-        const rejects = this.tables.get(REJECTS_SHAPE.name)!;
-        const snapshot = await currentSnapshot(this.deps.catalog);
-        const all = await listDataFiles(this.deps.catalog, rejects.table, snapshot.snapshotId, store.localDataPath);
-        const day = new Map<string, string>();
-        for (const [partition, ids] of rejects.current)
-          for (const f of all) {
-            if (!ids.includes(f.dataFileId)) continue;
-            await store.localCopy(store.lakeLocation(f.path));
-            day.set(f.path, partition);
-          }
-        return findReplacedRejects(conn, { files: [...day.keys()], partitionOf: (f) => day.get(f) }, network as Network, this.decode.datasets, logs);
-      },
+      replacedRejects: async (conn, logs) =>
+        findReplacedRejects(conn, await rejectFilesOf(this.deps, this.tables.get(REJECTS_SHAPE.name)!), network as Network, this.decode.datasets, logs),
     };
   }
 
@@ -514,6 +528,21 @@ class CommittedDecoding extends SliceDecoding<DecodedFile> {
       await rm(this.workDir, { recursive: true, force: true });
     }
   }
+}
+
+/** The `_rejects` files of `rejects` (one network's, opened by lakeRows) on this machine, and each one's partition. */
+export async function rejectFilesOf(deps: Pick<CommitDeps, 'catalog' | 'store'>, rejects: LakeRows): Promise<RejectFiles> {
+  const { catalog, store } = deps;
+  const snapshot = await currentSnapshot(catalog);
+  const all = await listDataFiles(catalog, rejects.table, snapshot.snapshotId, store.localDataPath);
+  const day = new Map<string, string>();
+  for (const [partition, ids] of rejects.current)
+    for (const f of all) {
+      if (!ids.includes(f.dataFileId)) continue;
+      await store.localCopy(store.lakeLocation(f.path));
+      day.set(f.path, partition);
+    }
+  return { files: [...day.keys()], partitionOf: (f) => day.get(f) };
 }
 
 /** What a merge wrote for one table: new partition files, and the partitions ([network, value]) they replace. */
@@ -535,7 +564,7 @@ interface MergeExtra {
 }
 
 /** A table's current rows of one network as the catalog holds them (files and inlined rows), partition by partition. */
-interface LakeRows {
+export interface LakeRows {
   table: Awaited<ReturnType<typeof findTable>>;
   columns: Awaited<ReturnType<typeof listColumns>>;
   /** Current data file ids by partition value. */
@@ -551,7 +580,14 @@ interface LakeRows {
  * Opens `shape`'s current rows of `network` at the catalog's current snapshot, for queries on `conn` (or, with
  * `temporary` false, on any connection of the engine: copies of inlined rows are then plain tables).
  */
-async function lakeRows(deps: CommitDeps, shape: TableShape, network: string, conn: DuckDBConnection, temporary: boolean, prefix: string): Promise<LakeRows> {
+export async function lakeRows(
+  deps: Pick<CommitDeps, 'catalog' | 'store'>,
+  shape: TableShape,
+  network: string,
+  conn: DuckDBConnection,
+  temporary: boolean,
+  prefix: string,
+): Promise<LakeRows> {
   const { catalog, store } = deps;
   const snapshot = await currentSnapshot(catalog);
   const table = await findTable(catalog, snapshot.snapshotId, shape.name);

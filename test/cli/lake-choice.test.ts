@@ -135,21 +135,13 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
     expect(r.stdout).toMatch(new RegExp(`^the local lake ${local} \\(--lake\\): expired [1-9]\\d* snapshots`));
   });
 
-  it('two lakes named at the same level: exit 2 saying which was found where; a local-only command says so for a distributed lake', async () => {
+  it('two lakes named at the same level: exit 2 saying which was found where', async () => {
     const flags = await runCli(['maintain', '--lake', local, '--catalog', db.url, '--keep-snapshots', '1'], { env: { CHAINLAKE_CATALOG: '' } });
     expect(flags.code).toBe(2);
     expect(flags.stderr).toContain(`both --lake ${local} and --catalog ${db.url} were given as flags`);
     const env = await runCli(['status'], { env: { CHAINLAKE_LAKE: local, CHAINLAKE_CATALOG: db.url } });
     expect(env.code).toBe(2);
     expect(env.stderr).toContain(`the environment names two lakes: CHAINLAKE_LAKE=${local} (a local lake) and CHAINLAKE_CATALOG=${db.url}`);
-    for (const [name, command] of [['decode', ['decode', '--standard', 'erc20']]] as const) {
-      const r = await runCli([...command], { env: { CHAINLAKE_CATALOG: db.url, CHAINLAKE_LAKE: '' } });
-      expect({ name, code: r.code }).toEqual({ name, code: 2 });
-      expect(r.stderr).toContain(
-        `chainlake ${name} works on a local lake only for now, and the lake chosen is the distributed lake ${db.url} ($CHAINLAKE_CATALOG)`,
-      );
-      expect(r.stderr).toContain('($CHAINLAKE_CATALOG)');
-    }
   });
 
   it('status --catalog shows the distributed lake like a local one: datasets, runs, watermarks, and the failed window with its error', async () => {

@@ -5,12 +5,15 @@ import type { Network } from '../../datasets/dataset.js';
 import { describeDecoded } from '../../decode/datasets.js';
 import { decodeExistingLake, skippedText } from '../../decode/lake.js';
 import { parseDecodeSpec, resolveDatasets, STANDARD_CHOICES, type DecodeSpec } from '../../decode/spec.js';
+import { decodeDistributedLake } from '../../distributed/decode.js';
+import { openDistributedLake } from '../../distributed/read.js';
 import { openEngine } from '../../load/engine.js';
+import { literal } from '../../load/sql.js';
 import { LakePaths } from '../../load/paths.js';
 import { loadJobDocument } from '../../pipeline/job.js';
 import { CliError } from '../exit-codes.js';
 import { lakeNamedBy } from '../common.js';
-import { DEFAULT_LAKE, localOnly, resolveLakeTarget, withLakeOptions } from '../lake-target.js';
+import { DEFAULT_LAKE, resolveLakeTarget, withLakeOptions } from '../lake-target.js';
 import { makeScratch } from '../../pipeline/scratch.js';
 
 interface Args {
@@ -65,7 +68,7 @@ export const decodeCommand: CommandModule<object, Args> = {
   command: 'decode',
   describe: 'Decode the event logs of a lake already written into typed datasets (standard token events, any ABI event)',
   builder: (y) =>
-    withLakeOptions(y, { distributed: false, lakeDescribe: 'Lake directory (default: the job’s, else $CHAINLAKE_LAKE, else data/lake)' })
+    withLakeOptions(y, { distributed: true, lakeDescribe: 'Lake directory (default: the job’s, else $CHAINLAKE_LAKE, else data/lake)' })
       .option('network', { choices: ['mainnet', 'testnet'] as const, describe: 'Network whose logs to decode (default: the job’s, else mainnet)' })
       .option('job', { type: 'string', describe: 'Decode what this job file’s "decode" key names' })
       .option('standard', {
@@ -91,49 +94,53 @@ export const decodeCommand: CommandModule<object, Args> = {
         '$0 decode --contract 0x… --name pair --signature "Swap(address indexed sender, uint256 amount0In, uint256 amount1In, uint256 amount0Out, uint256 amount1Out, address indexed to)"',
         'One event from its signature',
       )
-      .example('$0 decode --job jobs/demo.json', 'What a job’s "decode" key names, over everything its lake holds'),
+      .example('$0 decode --job jobs/demo.json', 'What a job’s "decode" key names, over everything its lake holds')
+      .example(
+        '$0 decode --catalog postgres://chainlake@db/lake --standard erc20',
+        'Decode a distributed lake’s event logs, as one snapshot under the committer lease',
+      ),
   handler: async (args) => {
     const { spec, jobLake, network } = await specOf(args);
     const needsLake = !args.describe || spec.contracts.some((c) => !c.abiFile && !c.signatures);
     const target = resolveLakeTarget(args, { jobLake });
-    const lake = needsLake
-      ? localOnly(
-          'decode',
-          target,
-          'a distributed lake has no decoding yet: read its event_logs with chainlake query --catalog, or decode in a local lake (chainlake run with the job\'s "decode" key)',
-        )
-      : target.kind === 'local'
-        ? target.lake
-        : DEFAULT_LAKE;
-    const paths = new LakePaths(lake);
-    if (needsLake && !existsSync(paths.catalog)) throw new CliError(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`);
-    if (args.describe) {
+    const resolve = (opts: Omit<Parameters<typeof resolveDatasets>[1], 'network'>) =>
+      resolveDatasets(spec, { ...opts, network }).catch((e: Error) => {
+        throw new CliError(e.message);
+      });
+    const show = (datasets: Awaited<ReturnType<typeof resolveDatasets>>): void => {
+      process.stdout.write(args.format === 'json' ? JSON.stringify(datasets, null, 2) + '\n' : datasets.map(describeDecoded).join('\n\n') + '\n');
+    };
+    let datasets: Awaited<ReturnType<typeof resolveDatasets>>;
+    let r: Awaited<ReturnType<typeof decodeExistingLake>>;
+    if (target.kind === 'distributed' && needsLake) {
+      // A contract's ABI from the distributed lake's contracts dataset, as the local lake's below.
+      const fromLake = spec.contracts.some((c) => !c.abiFile && !c.signatures);
+      const lake = fromLake ? await openDistributedLake({ catalog: target.catalog, store: target.store, datasets: ['contracts'] }) : undefined;
+      try {
+        const contracts =
+          lake && lake.tables.includes('contracts') ? { conn: lake.conn, relation: `SELECT * FROM contracts WHERE network = ${literal(network)}` } : undefined;
+        datasets = await resolve(contracts ? { contracts } : {});
+      } finally {
+        lake?.close();
+      }
+      if (args.describe) return show(datasets);
+      r = await decodeDistributedLake({ catalog: target.catalog, store: target.store, network, datasets });
+    } else {
+      const lake = needsLake && target.kind === 'local' ? target.lake : DEFAULT_LAKE;
+      const paths = new LakePaths(lake);
+      if (needsLake && !existsSync(paths.catalog)) throw new CliError(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`);
       // Reading the contracts dataset's files needs no lock: an engine of its own, in a temp folder.
-      const tmp = await makeScratch('describe');
+      const tmp = await makeScratch(args.describe ? 'describe' : 'decode');
       const engine = await openEngine({ tempDir: tmp });
       try {
-        const datasets = await resolveDatasets(spec, { engine, paths, network }).catch((e: Error) => {
-          throw new CliError(e.message);
-        });
-        process.stdout.write(args.format === 'json' ? JSON.stringify(datasets, null, 2) + '\n' : datasets.map(describeDecoded).join('\n\n') + '\n');
+        datasets = await resolve({ engine, paths });
       } finally {
         engine.close();
         await rm(tmp, { recursive: true, force: true });
       }
-      return;
+      if (args.describe) return show(datasets);
+      r = await decodeExistingLake(paths, network, datasets);
     }
-    const tmp = await makeScratch('decode');
-    let datasets;
-    const engine = await openEngine({ tempDir: tmp });
-    try {
-      datasets = await resolveDatasets(spec, { engine, paths, network }).catch((e: Error) => {
-        throw new CliError(e.message);
-      });
-    } finally {
-      engine.close();
-      await rm(tmp, { recursive: true, force: true });
-    }
-    const r = await decodeExistingLake(paths, network, datasets);
     if (args.format === 'json') {
       process.stdout.write(JSON.stringify(r, null, 2) + '\n');
       return;

@@ -1,0 +1,117 @@
+/**
+ * `chainlake decode --catalog`: decodes every event_logs row a distributed lake holds (of one network) into the
+ * decoded datasets and their rejects into `_rejects`, as ONE snapshot under the committer lease, so it never races
+ * a worker's commit. What is decoded and which earlier rejects it replaces is the single machine's code
+ * (decodeLakeLogs, decode/lake.ts); only where the logs are read and how the rows are committed is this lake's: the
+ * lake's current rows read under the lease, and the committer's merge (one row per natural key, so decoding again
+ * replaces instead of adding).
+ */
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { Network } from '../datasets/dataset.js';
+import type { DecodedDataset } from '../decode/datasets.js';
+import { distinctDatasets } from '../decode/decode.js';
+import { decodedShape, decodeLakeLogs, type DecodeReport } from '../decode/lake.js';
+import { findReplacedRejects, KEEP_REJECT } from '../decode/rejects.js';
+import { currentSnapshot, dataPathOf, listTables } from '../ducklake/reader.js';
+import { getDataset } from '../datasets/registry.js';
+import { openEngine } from '../load/engine.js';
+import { newMaintenanceId } from '../load/ids.js';
+import { datasetShape, REJECTS_SHAPE, STAGED_PARTITION } from '../load/schema.js';
+import { ident, literal } from '../load/sql.js';
+import { ensureTable } from '../load/write/lake-tables.js';
+import { silentLogger } from '../pipeline/log.js';
+import { commitLeased, lakeRows, rejectFilesOf, underLease, type CommitDeps, type LakeRows, type LeasedChange } from './commit.js';
+import { openCatalog } from './control-plane.js';
+import { openStore, storeLocationOf } from './store.js';
+
+/** Long enough for decoding a large lake's logs; renewed by nothing, so it bounds how long a crashed decoding holds it. */
+const DECODE_LEASE_SECONDS = 1800;
+
+const EVENT_LOGS = 'event_logs';
+
+export async function decodeDistributedLake(opts: {
+  catalog: string;
+  store?: string;
+  network: Network;
+  datasets: readonly DecodedDataset[];
+}): Promise<DecodeReport & { runId: string }> {
+  const { network, datasets } = opts;
+  const runId = newMaintenanceId('decode');
+  const ingestedAt = new Date().toISOString();
+  const { client, catalog } = await openCatalog(opts.catalog);
+  const scratch = await mkdtemp(path.join(os.tmpdir(), 'chainlake-decode-'));
+  try {
+    const store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)));
+    try {
+      const engine = await openEngine({ tempDir: path.join(scratch, 'duckdb-tmp') });
+      const opened: LakeRows[] = [];
+      try {
+        const deps: CommitDeps = { catalog, engine, store, holder: runId, leaseSeconds: DECODE_LEASE_SECONDS, log: silentLogger };
+        const shapes = [...distinctDatasets(datasets).map(decodedShape), REJECTS_SHAPE];
+        const report = await underLease(deps, client, `chainlake decode ${runId}`, async () => {
+          // Read under the lease: no worker commits logs or rejects between this reading and the decoding's commit.
+          const snapshot = (await currentSnapshot(catalog)).snapshotId;
+          const hasLogs = (await listTables(catalog, snapshot)).some((t) => t.name === EVENT_LOGS && t.schema.name === 'main');
+          let logs: string | undefined;
+          if (hasLogs) {
+            const rows = await lakeRows(deps, datasetShape(getDataset(EVENT_LOGS)), network, engine.conn, false, '__chainlake_logs_');
+            opened.push(rows);
+            // The partitions holding files (rows only another writer inlined into a partition without files are not read).
+            const all = rows.current.size === 0 ? undefined : await rows.select([...rows.current.keys()]);
+            logs = all === undefined ? undefined : `SELECT * EXCLUDE (${ident(STAGED_PARTITION)}) FROM (${all})`;
+          }
+          // The decoded datasets' tables and `_rejects` exist before their rows are read (empty ones too, as on one machine).
+          for (const shape of shapes) await ensureTable(catalog, shape);
+          const rejects = await lakeRows(deps, REJECTS_SHAPE, network, engine.conn, false, '__chainlake_rejects_');
+          opened.push(rejects);
+          return decodeLakeLogs(
+            { conn: engine.conn, datasets, runId, ingestedAt, workDir: path.join(scratch, 'decode') },
+            {
+              logs,
+              replacedRejects: async (conn, of) => findReplacedRejects(conn, await rejectFilesOf(deps, rejects), network, datasets, of),
+              commit: async (decoded) => {
+                const fresh = new Map(decoded.datasets.map((d) => [d.shape.name, d.table] as const));
+                // The merge reads fresh rows on connections of its own: the rejects go to a plain table.
+                const rejectsTable = ident('__chainlake_decode_rejects');
+                if (decoded.rejects) await engine.conn.run(`CREATE OR REPLACE TABLE ${rejectsTable} AS ${decoded.rejects}`);
+                try {
+                  const changes: LeasedChange[] = shapes.map((shape) => {
+                    if (shape !== REJECTS_SHAPE) {
+                      const table = fresh.get(shape.name);
+                      return { shape, fragments: new Map(), ...(table ? { fresh: new Map([[network, `SELECT * FROM ${table}`]]) } : {}) };
+                    }
+                    return {
+                      shape,
+                      fragments: new Map(),
+                      // The rejects join the decoding's day; the days holding rejects they replace are rewritten without those.
+                      ...(decoded.rejects
+                        ? {
+                            fresh: new Map([[network, `SELECT *, ${literal(ingestedAt.slice(0, 10))} AS ${ident(STAGED_PARTITION)} FROM ${rejectsTable}`]]),
+                          }
+                        : {}),
+                      ...(decoded.replacedRejectDays.length ? { rewrite: new Map([[network, decoded.replacedRejectDays]]), keep: KEEP_REJECT } : {}),
+                    };
+                  });
+                  return (await commitLeased(deps, changes, `chainlake decode ${runId}`)).files;
+                } finally {
+                  await engine.conn.run(`DROP TABLE IF EXISTS ${rejectsTable}`);
+                }
+              },
+            },
+          );
+        });
+        return { runId, ...report };
+      } finally {
+        for (const t of opened) await t.release().catch(() => undefined);
+        engine.close();
+      }
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await client.end().catch(() => undefined);
+    await rm(scratch, { recursive: true, force: true });
+  }
+}
