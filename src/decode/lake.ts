@@ -25,7 +25,6 @@ import { REJECTS_SHAPE, type TableShape } from '../load/schema.js';
 import { ident, literal, literalList } from '../load/sql.js';
 import { allColumns, naturalKey, type DecodedDataset } from './datasets.js';
 import { decodeLogs } from './decode.js';
-import type { DecodedTarget } from './in-commit.js';
 import { dropReplacedRejects, findReplacedRejects, KEEP_REJECT } from './rejects.js';
 
 export interface DecodeLakeInput {
@@ -143,7 +142,9 @@ export interface DecodedLogs {
  * rejects they replace are found (as DecodedTarget's), and how the decoded rows are written and committed as one
  * snapshot: the local lake's journal, or the distributed committer's merge under its lease.
  */
-export interface ExistingLogsTarget extends Pick<DecodedTarget<unknown>, 'replacedRejects'> {
+export interface ExistingLogsTarget {
+  /** The `_rejects` partitions holding decode rejects that decoding `logs` replaces (DecodedTarget's, in-commit.ts). */
+  replacedRejects(conn: DuckDBConnection, logs: string): Promise<string[]>;
   /** A relation of the network's event_logs rows (the lake's columns); undefined when the lake holds none. */
   logs: string | undefined;
   /** Writes and commits the decoded rows (`report`: all but its files); returns how many files it wrote. */
