@@ -24,6 +24,7 @@ export async function quota(ctx: Context): Promise<Omit<ScenarioResult, 'seconds
       const job = parseJob(
         { name: `quota-${name}`, target: 'simulator', lake: path.join(ctx.tmp, name), range, datasets: { erc20_transfers: { addresses: [address] } } },
         'bench quota',
+        process.env,
       );
       const report = await runJob(job, { simulator: sim });
       if (report.status !== 'complete') throw new Error(`${name}: run ${report.status}: ${JSON.stringify(report.errors.slice(0, 3))}`);

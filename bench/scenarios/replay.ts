@@ -25,7 +25,7 @@ export async function replay(ctx: Context): Promise<Omit<ScenarioResult, 'second
     ctx.log(`recording ${w.rows} rows: ${workload}`);
     doc = jobDoc(sim.info, w, { lake: path.join(ctx.tmp, 'lake-record') });
     const recorder = new RecordingTransport(pages, 8);
-    const rec = await runJob(parseJob(doc, 'bench'), { transportInstance: recorder });
+    const rec = await runJob(parseJob(doc, 'bench', process.env), { transportInstance: recorder });
     if (rec.status !== 'complete') throw new Error(`bench: recording run ${rec.status}`);
   } finally {
     await sim.stop();
@@ -48,7 +48,7 @@ export async function replay(ctx: Context): Promise<Omit<ScenarioResult, 'second
 
   // Ours: the same job, every call answered from the recording.
   await mkdir(path.join(ctx.tmp, 'lake'), { recursive: true });
-  const job = parseJob({ ...doc, lake: path.join(ctx.tmp, 'lake') }, 'bench');
+  const job = parseJob({ ...doc, lake: path.join(ctx.tmp, 'lake') }, 'bench', process.env);
   const o0 = performance.now();
   const cpu0 = process.cpuUsage();
   const report = await runJob(job, { transportInstance: await ReplayTransport.open(pages) });

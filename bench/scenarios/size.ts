@@ -30,7 +30,7 @@ export async function size(ctx: Context): Promise<Omit<ScenarioResult, 'seconds'
   try {
     const w = await buildWorkload(sim.info, ctx.quick ? 10_000 : 400_000, ['transactions', 'erc20_transfers', 'event_logs'], ctx.quick ? 6000 : undefined);
     workload = describeWorkload(w);
-    const report = await runJob(parseJob(jobDoc(sim.info, w, { lake }), 'bench'), { transportInstance: new RecordingTransport(pages, 8) });
+    const report = await runJob(parseJob(jobDoc(sim.info, w, { lake }), 'bench', process.env), { transportInstance: new RecordingTransport(pages, 8) });
     if (report.status !== 'complete') throw new Error(`bench: export ${report.status}`);
   } finally {
     await sim.stop();

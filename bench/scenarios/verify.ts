@@ -28,6 +28,7 @@ export async function verify(ctx: Context): Promise<Omit<ScenarioResult, 'second
           datasets: { erc20_transfers: { addresses: [dense] } },
         },
         'bench verify',
+        process.env,
       );
       const report = await runJob(job, { simulator: sim });
       if (report.status !== 'complete') throw new Error(`${name}: export ${report.status}: ${JSON.stringify(report.errors.slice(0, 3))}`);

@@ -29,7 +29,7 @@ export async function repairDistributed(
   job: Job,
   doc: unknown,
   windows: readonly Window[],
-  opts: Pick<DistributedOptions, 'simulator' | 'transport'> & { catalog: string; store?: string; log?: Logger; now?: () => Date },
+  opts: Pick<DistributedOptions, 'simulator' | 'transport'> & { catalog: string; store?: string; log?: Logger; now?: () => Date; env?: NodeJS.ProcessEnv },
 ): Promise<DistributedRepair> {
   const { client, catalog } = await openCatalog(opts.catalog);
   let store: string;
@@ -53,6 +53,7 @@ export async function repairDistributed(
     commitSeconds: Number.MAX_SAFE_INTEGER,
     ...(opts.log ? { log: opts.log } : {}),
     ...(opts.now ? { now: opts.now } : {}),
+    ...(opts.env ? { env: opts.env } : {}),
   });
   const ledger = await openCatalog(opts.catalog);
   try {

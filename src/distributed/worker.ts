@@ -73,7 +73,7 @@ export interface WorkerOptions extends DistributedOptions {
   beforeCommit?: () => Promise<void>;
   /** Rows after which a joined window stops and the rest is queued as a window of its own (default WINDOW_ROWS); tests make it small. */
   windowRows?: number;
-  /** This machine's environment: the base URLs and API key a stored job leaves out (the CLI passes its own; default the process's, read by parseJob). */
+  /** This machine's environment: the base URLs and API key a stored job leaves out (the CLI passes its own; default none: the worker reads no environment of its own). */
   env?: NodeJS.ProcessEnv;
 }
 
@@ -594,7 +594,7 @@ async function openRun(
 ): Promise<OpenRun> {
   const row = (await client.query(`SELECT job_doc, job_file, ingested_at FROM ${CONTROL_SCHEMA}.runs WHERE run_id = $1`, [runId])).rows[0];
   if (!row) throw new Error(`run ${runId} is not in the control plane`);
-  const job = parseJob(row.job_doc, String(row.job_file), opts.env);
+  const job = parseJob(row.job_doc, String(row.job_file), opts.env ?? {});
   const quota = quotaOf(job);
   const source = await openSource(job.source, { simulator: opts.simulator, transport: opts.transport, quota });
   const ingestedAt = String(row.ingested_at);

@@ -610,7 +610,7 @@ export function nameOfFile(file: string): string {
  * The job a document holds, resolved once and frozen all the way down. `env` supplies the API key and any base
  * URL the document leaves out; `overrides`, the command line's values over the document's.
  */
-export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv = process.env, overrides: JobOverrides = {}): Job {
+export function parseJob(doc: unknown, file: string, env: NodeJS.ProcessEnv, overrides: JobOverrides = {}): Job {
   return deepFreeze(readJob(doc, file, env, overrides));
 }
 
@@ -823,7 +823,7 @@ function pathOverrides(r: Reader, v: unknown): Record<string, string> {
   return out;
 }
 
-export async function loadJobFile(file: string, env: NodeJS.ProcessEnv = process.env, overrides?: JobOverrides): Promise<Job> {
+export async function loadJobFile(file: string, env: NodeJS.ProcessEnv, overrides?: JobOverrides): Promise<Job> {
   return (await loadJobDocument(file, env, overrides)).job;
 }
 
@@ -833,7 +833,7 @@ export async function loadJobFile(file: string, env: NodeJS.ProcessEnv = process
  */
 export async function loadJobDocument(
   file: string,
-  env: NodeJS.ProcessEnv = process.env,
+  env: NodeJS.ProcessEnv,
   overrides: JobOverrides | ((doc: unknown) => JobOverrides) = {},
 ): Promise<{ job: Job; doc: unknown }> {
   let text: string;

@@ -31,7 +31,7 @@ beforeAll(async () => {
   };
   jobFile = path.join(dir, 'wait.json');
   await writeFile(jobFile, JSON.stringify(doc));
-  expect((await runJob(parseJob(doc, jobFile), { simulator: sim })).status).toBe('complete');
+  expect((await runJob(parseJob(doc, jobFile, process.env), { simulator: sim })).status).toBe('complete');
 }, 120_000);
 
 afterAll(async () => {

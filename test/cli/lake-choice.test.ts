@@ -84,14 +84,14 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
       ['dist-b', B],
     ] as const) {
       const doc = jobDoc(name, address);
-      await enqueueJob(parseJob(doc, name), doc, { catalog: db.url, store });
+      await enqueueJob(parseJob(doc, name, process.env), doc, { catalog: db.url, store });
       await runWorker({ catalog: db.url, store, id: name, untilIdle: true, pollMs: 50 });
     }
     const healthy = await startSimulator({ seed: 1, scale: 'small' });
     const failing = await startSimulator({ seed: 1, scale: 'small', faults: { rate: 1, kinds: ['500'] } });
     try {
       const doc = jobDoc('dist-fails', C, { retry: { maxAttempts: 1 } });
-      await enqueueJob(parseJob(doc, 'dist-fails'), doc, { catalog: db.url, store, simulator: healthy, queue: { retryLimit: 0 } });
+      await enqueueJob(parseJob(doc, 'dist-fails', process.env), doc, { catalog: db.url, store, simulator: healthy, queue: { retryLimit: 0 } });
       await runWorker({ catalog: db.url, store, id: 'fails', untilIdle: true, pollMs: 50, simulator: failing });
     } finally {
       await failing.close();

@@ -65,18 +65,18 @@ describe('bounds and defaults come from the one declaration', () => {
       for (const [key, o] of Object.entries(opts)) {
         if (o.kind !== 'int') continue;
         const where = group === '' ? key : `${group}.${key}`;
-        expect(() => parseJob(withOption(group, key, o.min), 'job.json'), where).not.toThrow();
-        if (o.min > 0) expect(() => parseJob(withOption(group, key, o.min - 1), 'job.json'), where).toThrow(where);
+        expect(() => parseJob(withOption(group, key, o.min), 'job.json', process.env), where).not.toThrow();
+        if (o.min > 0) expect(() => parseJob(withOption(group, key, o.min - 1), 'job.json', process.env), where).toThrow(where);
         if (o.max !== undefined) {
-          expect(() => parseJob(withOption(group, key, o.max), 'job.json'), where).not.toThrow();
-          expect(() => parseJob(withOption(group, key, o.max! + 1), 'job.json'), where).toThrow(where);
+          expect(() => parseJob(withOption(group, key, o.max), 'job.json', process.env), where).not.toThrow();
+          expect(() => parseJob(withOption(group, key, o.max! + 1), 'job.json', process.env), where).toThrow(where);
         }
       }
     }
   });
 
   it('a job without the keys gets the declared defaults', () => {
-    const job = parseJob(base(), 'job.json');
+    const job = parseJob(base(), 'job.json', process.env);
     expect(job.source.concurrency).toBe(TOP_OPTIONS.concurrency.default);
     expect(job.source.pageSize).toBe(TOP_OPTIONS.pageSize.default);
     expect(job.source.resultWindow).toBe(TOP_OPTIONS.resultWindow.default);

@@ -44,6 +44,7 @@ beforeAll(async () => {
       },
     },
     'chain-test',
+    process.env,
   );
   report = await runJob(job, { simulator: sim });
 }, 90_000);

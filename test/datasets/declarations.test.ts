@@ -50,7 +50,7 @@ describe('dataset declarations', () => {
 
   it('convert every entry of every endpoint of the simulator with no reject and no unknown field', async () => {
     const spec = allDatasetsSpec(sim.examples, { everyEndpoint: true });
-    const job = parseJob({ name: 'decl', target: 'simulator', range: { fromBlock: sim.head() - 3000 }, datasets: spec }, 'test');
+    const job = parseJob({ name: 'decl', target: 'simulator', range: { fromBlock: sim.head() - 3000 }, datasets: spec }, 'test', process.env);
     const windows = planWindows(job.what, sim.head());
     const seen = new Set<string>();
     const counts = new Map<string, number>();

@@ -39,6 +39,7 @@ beforeAll(async () => {
       },
     },
     'finance-test',
+    process.env,
   );
   report = await runJob(job, { simulator: sim });
 });

@@ -13,7 +13,7 @@ import { planWindows } from '../../src/pipeline/plan.js';
 const A = (n: number): string => '0x' + n.toString(16).padStart(40, '0');
 const H = (n: number): string => '0x' + n.toString(16).padStart(64, '0');
 const job = (datasets: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
-  parseJob({ name: 't', target: 'simulator', range: { fromBlock: 100 }, datasets, ...extra }, 'job.json');
+  parseJob({ name: 't', target: 'simulator', range: { fromBlock: 100 }, datasets, ...extra }, 'job.json', process.env);
 const fails = (datasets: Record<string, unknown>, where: RegExp) => {
   try {
     job(datasets);
@@ -143,7 +143,7 @@ describe('the parsed job', () => {
   const doc = { name: 'frozen', target: 'simulator', datasets: { transactions: { addresses: ['0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c'] } } };
 
   it('is read-only all the way down', () => {
-    const job = parseJob(doc, 'frozen.json');
+    const job = parseJob(doc, 'frozen.json', process.env);
     expect(Object.isFrozen(job)).toBe(true);
     expect(Object.isFrozen(job.what.range)).toBe(true);
     expect(Object.isFrozen(job.what.datasets[0]!.scopes)).toBe(true);
@@ -153,7 +153,7 @@ describe('the parsed job', () => {
   });
 
   it('is resolved by concern (what, source, lake), each frozen: an assignment throws', () => {
-    const job = parseJob(doc, 'frozen.json');
+    const job = parseJob(doc, 'frozen.json', process.env);
     for (const part of [job.what, job.source, job.source.target, job.lake, job.lake.commit, job.what.datasets]) expect(Object.isFrozen(part)).toBe(true);
     expect(() => {
       (job.source as { concurrency: number }).concurrency = 64;
@@ -161,7 +161,7 @@ describe('the parsed job', () => {
     expect(() => {
       (job as { lake: unknown }).lake = { dir: 'elsewhere' };
     }).toThrow(TypeError);
-    expect(job.source.concurrency).toBe(parseJob(doc, 'frozen.json').source.concurrency);
+    expect(job.source.concurrency).toBe(parseJob(doc, 'frozen.json', process.env).source.concurrency);
   });
 
   it('takes the flags at resolution: --window-blocks reaches the planner, --concurrency the pager, --lake and --strict the lake', async () => {
@@ -190,7 +190,7 @@ describe('the parsed job', () => {
 
   it('fills what the file leaves out from JOB_DEFAULTS', async () => {
     const { JOB_DEFAULTS } = await import('../../src/pipeline/job.js');
-    const job = parseJob(doc, 'frozen.json');
+    const job = parseJob(doc, 'frozen.json', process.env);
     expect(job.source.concurrency).toBe(JOB_DEFAULTS.concurrency);
     expect(job.lake.commit).toEqual(JOB_DEFAULTS.commit);
     expect(job.what.range.windowBlocks).toBe(JOB_DEFAULTS.windowBlocks);
@@ -205,10 +205,10 @@ describe('the parsed job', () => {
       const keys = Object.keys(level.length ? props[level[0]!]!.properties! : props);
       expect(keys.length).toBeGreaterThan(1);
       const bad = level.length ? { ...doc, [level[0]!]: { nope: 1 } } : { ...doc, nope: 1 };
-      expect(() => parseJob(bad, 'bad.json')).toThrow(
+      expect(() => parseJob(bad, 'bad.json', process.env)).toThrow(
         new RegExp(`${level.length ? `${level[0]}\\.` : ''}nope: unknown key; expected one of: ${keys.join(', ').replace(/\$/g, '\\$')}`),
       );
     }
-    expect(() => parseJob({ ...doc, strict: 'yes' }, 'bad.json')).toThrow(/strict: must be true or false/);
+    expect(() => parseJob({ ...doc, strict: 'yes' }, 'bad.json', process.env)).toThrow(/strict: must be true or false/);
   });
 });

@@ -26,6 +26,7 @@ describe('an unverified contract', () => {
     const job = parseJob(
       { name: 'not-verified', target: 'simulator', lake: dir, datasets: { contracts: { contracts: [ex.verifiedContract, ex.unverifiedContract] } } },
       'not-verified',
+      process.env,
     );
     const r = await runJob(job, { simulator: sim });
     expect(r.status).toBe('complete');

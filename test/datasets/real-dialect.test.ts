@@ -48,6 +48,7 @@ describe('recorded absences', () => {
         },
       },
       'absences',
+      process.env,
     );
     const report = await runJob(job, { simulator: sim, now: NOW });
     expect(report.errors).toEqual([]);
@@ -91,7 +92,7 @@ describe('the head without blocks/latest', () => {
       range: { incremental: true },
       datasets: { erc20_transfers: { addresses: [ex.addresses[0]] } },
     };
-    const first = await runJob(parseJob(doc, 'head-search'), { simulator: sim, now: NOW });
+    const first = await runJob(parseJob(doc, 'head-search', process.env), { simulator: sim, now: NOW });
     expect(first.errors).toEqual([]);
     expect(first.status).toBe('complete');
     expect(first.head).toBe(sim.head());
@@ -101,7 +102,7 @@ describe('the head without blocks/latest', () => {
     expect(first.outsideWindows.requests).toBeLessThanOrEqual(bound);
 
     sim.advanceHead(100);
-    const second = await runJob(parseJob(doc, 'head-search'), { simulator: sim, now: NOW });
+    const second = await runJob(parseJob(doc, 'head-search', process.env), { simulator: sim, now: NOW });
     expect(second.status).toBe('complete');
     expect(second.head).toBe(sim.head());
     // From the last head: 100 blocks away, so 1 + 2 * ceil(log2(101)) at most.
@@ -116,6 +117,7 @@ describe('the head without blocks/latest', () => {
       parseJob(
         { name: 'head-given', target: 'simulator', lake, range: { head }, datasets: { erc20_transfers: { addresses: [ex.addresses[0]] } } },
         'head-given',
+        process.env,
       ),
       { simulator: sim, now: NOW },
     );
@@ -170,6 +172,7 @@ describe('nothing dropped', () => {
             datasets: { event_logs: { contracts: [ex.erc20Token], topics: [ex.transferTopic, from] }, blocks: { blocks: [ex.block] } },
           },
           'extra',
+          process.env,
         ),
         { simulator: sim, now: NOW, stageReceived },
       );
@@ -205,6 +208,7 @@ describe('nothing dropped, in pages made from other pages', () => {
           datasets: { event_logs: { contracts: [ex.erc20Token] } },
         },
         'cut-extra',
+        process.env,
       ),
       { simulator: sim, now: NOW },
     );
@@ -239,6 +243,7 @@ describe('address-only event logs', () => {
           datasets: { event_logs: { contracts: [ex.erc721Token, { address: ex.erc721Token, topics: [null, from] }] } },
         },
         'all-logs',
+        process.env,
       ),
       { simulator: sim, now: NOW },
     );
@@ -265,6 +270,7 @@ describe('path overrides', () => {
         datasets: { stable_chart: { charts: [{ unit: 'hour', unit_count: 24, unit_multiplier: 1 }] } },
       },
       'chart',
+      process.env,
     );
 
   it('the stable-coin chart served under its coin’s path is exported with a paths override, and fails without it', async () => {
@@ -280,7 +286,7 @@ describe('path overrides', () => {
   });
 
   it('is checked when the job is loaded: a known endpoint id, a path, the placeholders its scope gives', () => {
-    const bad = (paths: unknown) => () => parseJob({ target: 'simulator', paths, datasets: { dashboard: {} } }, 'paths-job');
+    const bad = (paths: unknown) => () => parseJob({ target: 'simulator', paths, datasets: { dashboard: {} } }, 'paths-job', process.env);
     expect(bad({ totl_chart: '/x' })).toThrow(/paths-job: paths\.totl_chart: unknown endpoint id 'totl_chart'; valid ids .*total_chart/);
     expect(bad({ total_chart: 'usdx/total_chart' })).toThrow(/paths\.total_chart: must be a path starting with '\/'/);
     expect(bad({ total_chart: '/usdx/total_chart?x=1' })).toThrow(/paths\.total_chart: must be a path/);
@@ -289,6 +295,7 @@ describe('path overrides', () => {
     const ok = parseJob(
       { target: 'simulator', paths: { contract_abi: '/v2/contracts/{contract}/abi', block: '/v1/block/{block}' }, datasets: { dashboard: {} } },
       'ok',
+      process.env,
     );
     expect(ok.source.paths).toEqual({ contract_abi: '/v2/contracts/{contract}/abi', block: '/v1/block/{block}' });
   });

@@ -88,6 +88,7 @@ const job = (lake: string, strict: boolean) =>
       },
     },
     'rejects-test',
+    process.env,
   );
 
 describe('rejects of the new kinds', () => {

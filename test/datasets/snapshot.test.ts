@@ -56,6 +56,7 @@ beforeAll(async () => {
       },
     },
     'snapshot-test',
+    process.env,
   );
   report = await runJob(job, { simulator: sim, now: () => new Date('2025-06-01T12:00:00Z') });
 }, 90_000);

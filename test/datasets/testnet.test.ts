@@ -34,6 +34,7 @@ describe('testnet', () => {
         datasets: { internal_transactions: { addresses: [ex.addresses[0]], transactions: [ex.internalTransactionHash] } },
       },
       'testnet-test',
+      process.env,
     );
     const before = sim.stats().byRoute;
     const report = await runJob(job, { simulator: sim });

@@ -73,6 +73,7 @@ beforeAll(async () => {
       },
     },
     'decode-test',
+    process.env,
   );
   const r = await runJob(job, { simulator: sim });
   expect(r.errors).toEqual([]);
@@ -387,6 +388,7 @@ describe('in the export run', () => {
           decode: { contracts: [{ address: A(A_SHOWCASE), name: 'fromapi', events: ['Configured'] }] },
         },
         'decode-in-run',
+        process.env,
       );
       const r = await runJob(job, { simulator: sim });
       expect(r.errors).toEqual([]);

@@ -79,6 +79,7 @@ async function exportLake(decode: boolean, into?: string): Promise<{ lake: strin
       ...(decode ? { decode: spec(A(A_SHOWCASE)) } : {}),
     },
     'decode-in-run',
+    process.env,
   );
   const events: { event: string; fields?: Record<string, unknown> }[] = [];
   const logger: Logger = { log: (_level, event, _message, fields) => events.push({ event, fields }) };
@@ -167,6 +168,7 @@ describe('decoding in the export run', () => {
         decode: { standard: ['erc20'] },
       },
       'decode-twice',
+      process.env,
     );
     const events: { event: string; fields?: Record<string, unknown> }[] = [];
     const r = await runJob(job, { simulator: sim, logger: { log: (_l, event, _m, fields) => events.push({ event, fields }) } });
@@ -199,6 +201,7 @@ describe('decoding in the export run', () => {
           ...(decode ? { decode: { contracts: [{ address: A(A_SHOWCASE), name: 'showcase' }] } } : {}),
         },
         'decode-abi-from-run',
+        process.env,
       );
     const events: { event: string; fields?: Record<string, unknown> }[] = [];
     const inRun = path.join(dir, 'in-run');

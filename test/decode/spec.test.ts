@@ -12,7 +12,7 @@ import { tempDir } from '../helpers/lake.js';
 const base = { target: 'simulator', datasets: { event_logs: { contracts: [{ address: '0x' + '1'.repeat(40), topics: ['0x' + '2'.repeat(64)] }] } } };
 const jobError = (decode: unknown): string => {
   try {
-    parseJob({ ...base, decode }, 'job.json');
+    parseJob({ ...base, decode }, 'job.json', process.env);
   } catch (e) {
     return (e as Error).message;
   }
@@ -40,6 +40,7 @@ describe('the decode key of a job', () => {
         },
       },
       '/jobs/x.json',
+      process.env,
     );
     expect(ok.what.decode).toEqual({
       standard: ['erc20', 'erc1155'],

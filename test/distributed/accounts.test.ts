@@ -79,7 +79,7 @@ describe('accounts', () => {
     ] as const) {
       const db = await pg.database();
       const store = path.join(tmp.dir, `turns-${fetchers}`);
-      await enqueueJob(parseJob(doc, 'turns'), doc, { catalog: db.url, store, simulator: sim });
+      await enqueueJob(parseJob(doc, 'turns', process.env), doc, { catalog: db.url, store, simulator: sim });
       await Promise.all(
         accounts.map((account, i) =>
           runWorker({ catalog: db.url, store, id: `w${i}`, account, untilIdle: true, pollMs: 50, leaseSeconds: 60, commitRows: 1_000_000, simulator: sim }),
@@ -94,7 +94,7 @@ describe('accounts', () => {
   it("an account's daily quota holds across workers and days: each UTC day the API sees at most the quota, and the lake ends complete", async () => {
     const QUOTA = 20;
     const doc = quotaJob(QUOTA);
-    const job = parseJob(doc, 'quota');
+    const job = parseJob(doc, 'quota', process.env);
     const db = await pg.database();
     const store = path.join(tmp.dir, 'quota');
     const queued = await enqueueJob(job, doc, { catalog: db.url, store, simulator: sim });

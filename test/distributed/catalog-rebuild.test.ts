@@ -47,7 +47,7 @@ beforeAll(async () => {
   const db = await pgServer.database();
   const store = path.join(tmp.dir, 'store');
   const doc = { ...JOB, datasets: { transactions: { addresses: ADDRESSES } } };
-  await enqueueJob(parseJob(doc, 'dist-rebuild'), doc, { catalog: db.url, store, simulator: sim });
+  await enqueueJob(parseJob(doc, 'dist-rebuild', process.env), doc, { catalog: db.url, store, simulator: sim });
   await runWorker({ catalog: db.url, store, id: 'w', untilIdle: true, pollMs: 50, simulator: sim });
   base = { name: db.name, url: db.url, store };
   rows = count(await chainlakeQuery(db.url, store, 'SELECT count(*) AS n FROM transactions'));
@@ -229,7 +229,7 @@ describe('catalog rebuild --catalog', () => {
       const db = await pgServer.database();
       const store = 's3://lake/rebuild';
       const doc = { ...JOB, name: 'dist-rebuild-s3', datasets: { transactions: { addresses: [ADDRESSES[0]] } } };
-      await enqueueJob(parseJob(doc, doc.name), doc, { catalog: db.url, store, simulator: sim });
+      await enqueueJob(parseJob(doc, doc.name, process.env), doc, { catalog: db.url, store, simulator: sim });
       await runWorker({ catalog: db.url, store, id: 'w-s3', untilIdle: true, pollMs: 50, simulator: sim });
       expect((await rebuildDistributedCatalog({ catalog: db.url })).whole).toBe(true);
 

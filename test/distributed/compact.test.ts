@@ -77,7 +77,7 @@ describe.skipIf(missing !== null)(`compact --catalog on a distributed lake${miss
     tmp = await tempDir('chainlake-compact-pg-');
     db = await pg.database();
     store = path.join(tmp.dir, 'store');
-    await enqueueJob(parseJob(doc, 'compact'), doc, { catalog: db.url, store });
+    await enqueueJob(parseJob(doc, 'compact', process.env), doc, { catalog: db.url, store });
     const report = await runWorker({ catalog: db.url, store, id: 'w1', account: 'w1', untilIdle: true, pollMs: 50 });
     expect(report.windowsFailed).toBe(0);
   }, 180_000);

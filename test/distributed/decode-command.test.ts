@@ -98,7 +98,7 @@ describe('chainlake decode --catalog', () => {
   it('decodes a distributed lake’s event logs as decode --lake decodes a local lake’s, as one snapshot, and again without adding', async () => {
     // One machine: the job, then decode --lake.
     const single = path.join(tmp.dir, 'single');
-    await runJob(parseJob(logsDoc(single), 'decode-later'));
+    await runJob(parseJob(logsDoc(single), 'decode-later', process.env));
     const local = await decodeCli(['--lake', single]);
     expect(local.stderr).toBe('');
     expect(local.code).toBe(0);
@@ -115,7 +115,7 @@ describe('chainlake decode --catalog', () => {
     const db = await pg.database();
     const store = path.join(tmp.dir, 'store');
     const doc = logsDoc(path.join(tmp.dir, 'unused'));
-    await enqueueJob(parseJob(doc, 'decode-later'), doc, { catalog: db.url, store });
+    await enqueueJob(parseJob(doc, 'decode-later', process.env), doc, { catalog: db.url, store });
     const worked = await runWorker({ catalog: db.url, store, id: 'w1', untilIdle: true, pollMs: 100, leaseSeconds: 60 });
     expect(worked.windowsFailed).toBe(0);
     const before = await snapshotIds(db.url);

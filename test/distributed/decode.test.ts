@@ -96,7 +96,7 @@ async function decodeRejects(conn: import('@duckdb/node-api').DuckDBConnection):
 describe('decoding in distributed mode', () => {
   it('a decoding job enqueued and worked gives the decoded tables one machine gives, in the snapshots of their logs', async () => {
     const single = path.join(tmp.dir, 'single');
-    const job = parseJob(decodingDoc(single), 'decode-distributed');
+    const job = parseJob(decodingDoc(single), 'decode-distributed', process.env);
     await runJob(job);
     const expected = await singleMachineRows(single);
     const decoded = [...expected.keys()].filter(isDecoded);
@@ -109,7 +109,7 @@ describe('decoding in distributed mode', () => {
     const db = await pg.database();
     const store = path.join(tmp.dir, 'store');
     const doc = decodingDoc(path.join(tmp.dir, 'unused'));
-    const enqueued = await enqueueJob(parseJob(doc, 'decode-distributed'), doc, { catalog: db.url, store });
+    const enqueued = await enqueueJob(parseJob(doc, 'decode-distributed', process.env), doc, { catalog: db.url, store });
     expect(enqueued.queued).toBeGreaterThan(2);
     await work(db.url, store);
     lakes = { single, catalog: db.url, store, expected };
@@ -165,7 +165,7 @@ describe('decoding in distributed mode', () => {
     await cat.client.query('DELETE FROM chainlake.watermarks');
     await cat.client.end();
     const doc = decodingDoc(path.join(tmp.dir, 'unused'));
-    const again = await enqueueJob(parseJob(doc, 'decode-distributed'), doc, { catalog, store });
+    const again = await enqueueJob(parseJob(doc, 'decode-distributed', process.env), doc, { catalog, store });
     expect(again.resumed).toBe(false);
     expect(again.queued).toBeGreaterThan(2);
     await work(catalog, store);

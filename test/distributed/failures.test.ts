@@ -82,7 +82,7 @@ describe("runs' status words", () => {
        VALUES ('old-run', 'old', 'mainnet', '{}', 'old.json', 0, '2026-11-01T00:00:00.000Z', NOW(), 'completed')`,
     );
     const doc = smallJob('words');
-    const queued = await enqueueJob(parseJob(doc, 'words.json'), doc, { catalog: db.url, store, simulator: sim });
+    const queued = await enqueueJob(parseJob(doc, 'words.json', process.env), doc, { catalog: db.url, store, simulator: sim });
     expect(queued.queued).toBeGreaterThan(0);
     const report = await runWorker({ catalog: db.url, store, simulator: sim, id: 'words', untilIdle: true, pollMs: 50 });
     expect(report.windowsFailed).toBe(0);
@@ -107,7 +107,8 @@ describe('a failed window does not wedge a job', () => {
     const job = parseJob(doc, 'wedge.json', apiEnv(KEY));
     // One attempt per window: the first failure is the window's last.
     const opts = { catalog: db.url, store, queue: { retryLimit: 0 } };
-    const work = (key: string, id: string) => withEnv(apiEnv(key), () => runWorker({ catalog: db.url, store, id, untilIdle: true, pollMs: 50 }));
+    const work = (key: string, id: string) =>
+      withEnv(apiEnv(key), () => runWorker({ catalog: db.url, store, id, untilIdle: true, pollMs: 50, env: process.env }));
     const runOf = async (runId: string) =>
       (
         await client.query(
@@ -238,7 +239,7 @@ describe('a window held by a worker that died', () => {
     const store = path.join(tmp.dir, 'store-dead');
     const doc = smallJob('dead-holder');
     // The default window timeout: a quarter of an hour, far beyond this test's bound.
-    const queued = await enqueueJob(parseJob(doc, 'dead.json'), doc, { catalog: db.url, store, simulator: sim });
+    const queued = await enqueueJob(parseJob(doc, 'dead.json', process.env), doc, { catalog: db.url, store, simulator: sim });
     expect(queued.queued).toBe(2);
     // A worker takes a window, records it, and dies: its last sign of life a minute ago.
     const boss = await openQueue(db.url, DEFAULT_QUEUE_SETTINGS, false);

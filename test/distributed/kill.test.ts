@@ -145,7 +145,7 @@ describe('distributed mode under kill -9', () => {
       if (reads[i]!.snapshot >= reads[i - 1]!.snapshot) expect(reads[i]!.rows).toBeGreaterThanOrEqual(reads[i - 1]!.rows);
     }
 
-    const { job } = await loadJobDocument(jobFile);
+    const { job } = await loadJobDocument(jobFile, process.env);
     const lake = path.join(tmp.dir, 'single');
     await runJob({ ...job, lake: { ...job.lake, dir: lake } });
     const expected = await singleMachineRows(lake);

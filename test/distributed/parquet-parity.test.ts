@@ -55,7 +55,7 @@ afterAll(async () => {
 
 describe('one lake-file writer for both modes', () => {
   it('the demo job on one machine and on three workers: the same rows, and every partition file written with the same Parquet options', async () => {
-    const { job, doc } = await loadJobDocument(path.resolve('jobs/demo.json'));
+    const { job, doc } = await loadJobDocument(path.resolve('jobs/demo.json'), process.env);
     const lake = path.join(tmp.dir, 'single');
     await runJob({ ...job, lake: { ...job.lake, dir: lake } });
     const expected = await singleMachineRows(lake);

@@ -85,11 +85,11 @@ describe('plan --catalog', { timeout: 300_000 }, () => {
     const file = path.join(tmp.dir, 'job.json');
     const doc = jobDoc(path.join(tmp.dir, 'local'));
     await writeFile(file, JSON.stringify(doc));
-    const job = () => parseJob(doc, file);
+    const job = () => parseJob(doc, file, process.env);
 
     // History: a first distributed run, committed, its top windows provisional.
     const first = await enqueueJob(job(), doc, { catalog: db.url, store });
-    const report = await runWorker({ catalog: db.url, store, id: 'w1', untilIdle: true, pollMs: 50, leaseSeconds: 30 });
+    const report = await runWorker({ catalog: db.url, store, id: 'w1', untilIdle: true, pollMs: 50, leaseSeconds: 30, env: process.env });
     expect(report.windowsFailed).toBe(0);
     const client = await db.connect();
     const statuses = (await client.query(`SELECT status, count(*)::INT AS n FROM chainlake.windows WHERE run_id = $1 GROUP BY status`, [first.runId])).rows;

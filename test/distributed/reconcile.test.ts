@@ -53,7 +53,7 @@ describe('chainlake reconcile --catalog (a distributed lake, real PostgreSQL)', 
       ['later', [LATER], 5_000],
     ] as const) {
       const doc = jobDoc(name, [...addresses], from);
-      await enqueueJob(parseJob(doc, name), doc, { catalog: db.url, store });
+      await enqueueJob(parseJob(doc, name, process.env), doc, { catalog: db.url, store });
       await runWorker({ catalog: db.url, store, id: name, untilIdle: true, pollMs: 50 });
     }
   });

@@ -60,7 +60,7 @@ describe.skipIf(missing !== null)(
 
     async function distributedRun(name: string, addresses: readonly string[]): Promise<void> {
       const doc = jobDoc(name, addresses);
-      await enqueueJob(parseJob(doc, name), doc, { catalog: db.url, store });
+      await enqueueJob(parseJob(doc, name, process.env), doc, { catalog: db.url, store });
       const reports = await Promise.all(
         ['w1', 'w2'].map((id) => runWorker({ catalog: db.url, store, id: `${name}-${id}`, account: id, untilIdle: true, pollMs: 50 })),
       );

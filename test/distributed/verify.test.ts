@@ -48,7 +48,7 @@ async function exportedLake(name: string) {
     range: { fromBlock: 0, toBlock: 'head', windowBlocks: 12000 },
     datasets: { transactions: { addresses: [A] } },
   };
-  const job = parseJob(doc, name);
+  const job = parseJob(doc, name, process.env);
   await enqueueJob(job, doc, { catalog: db.url, store, simulator: sim });
   await runWorker({ catalog: db.url, store, id: 'w', untilIdle: true, pollMs: 50, simulator: sim });
   return { db, store, doc, job };
@@ -126,7 +126,7 @@ it.skipIf(missing !== null)(
 
     // The lake's rows equal a fresh export's of the same job.
     const fresh = path.join(tmp.dir, 'fresh');
-    expect((await runJob(parseJob({ ...doc, lake: fresh }, 'fresh'), { simulator: sim })).status).toBe('complete');
+    expect((await runJob(parseJob({ ...doc, lake: fresh }, 'fresh', process.env), { simulator: sim })).status).toBe('complete');
     const expected = (await singleMachineRows(fresh)).get('transactions')!;
     const lake = await openDistributedLake({ catalog: db.url, store });
     try {

@@ -27,7 +27,7 @@ let single: Promise<Awaited<ReturnType<typeof singleMachineRows>>> | undefined;
 /** The demo job run on one machine, once for the file: what every distributed lake here must equal. */
 function singleMachine(): Promise<Awaited<ReturnType<typeof singleMachineRows>>> {
   single ??= (async () => {
-    const { job } = await loadJobDocument(path.resolve('jobs/demo.json'));
+    const { job } = await loadJobDocument(path.resolve('jobs/demo.json'), process.env);
     const lake = path.join(tmp.dir, 'single');
     await runJob({ ...job, lake: { ...job.lake, dir: lake } });
     return singleMachineRows(lake);
@@ -120,7 +120,7 @@ async function expectConformingCatalog(client: import('pg').Client, catalog: str
 
 describe('distributed mode: enqueue, workers, one committer', () => {
   it('two workers fill a DuckLake equal, row for row, to a single-machine run of the same job', async () => {
-    const { job, doc } = await loadJobDocument(path.resolve('jobs/demo.json'));
+    const { job, doc } = await loadJobDocument(path.resolve('jobs/demo.json'), process.env);
     const db = await pg.database();
     const store = path.join(tmp.dir, 'store');
     const queued = await enqueueJob(job, doc, { catalog: db.url, store });
@@ -169,7 +169,7 @@ describe('distributed mode: enqueue, workers, one committer', () => {
         range: { fromBlock: 40_000_000 },
         datasets: { erc20_transfers: { addresses: [sim.sparseAddresses!.dense] } },
       };
-      const job = parseJob(doc, 'workers-test');
+      const job = parseJob(doc, 'workers-test', process.env);
       await runJob(job, { simulator: sim });
       const expected = await singleMachineRows(job.lake.dir);
       const db = await pg.database();
@@ -213,7 +213,7 @@ describe('distributed mode: enqueue, workers, one committer', () => {
         range: { fromBlock: 0, toBlock: 'head', windowBlocks: 1_000 },
         datasets: { transactions: demo.datasets.transactions },
       };
-      const job = parseJob(doc, 'workers-test');
+      const job = parseJob(doc, 'workers-test', process.env);
       await runJob(job, { simulator: sim });
       const expected = await singleMachineRows(job.lake.dir);
       expect(expected.get('transactions')?.rows).toBeGreaterThan(10_000);
@@ -264,7 +264,7 @@ describe('distributed mode: enqueue, workers, one committer', () => {
     const datasets = ['transactions', 'stable_chart'];
     const demo = JSON.parse(await readFile(path.resolve('jobs/demo.json'), 'utf8')) as { datasets: Record<string, unknown> };
     const doc = { ...demo, datasets: Object.fromEntries(datasets.map((d) => [d, demo.datasets[d]])) };
-    const job = parseJob(doc, 'workers-test');
+    const job = parseJob(doc, 'workers-test', process.env);
     const expected = new Map([...(await singleMachine())].filter(([name]) => datasets.includes(name)));
     expect([...expected.keys()].sort()).toEqual([...datasets].sort());
     expect([...expected.values()].reduce((n, t) => n + t.rows, 0)).toBeGreaterThan(1_000);

@@ -23,7 +23,7 @@ afterAll(async () => {
   await cleanup?.();
 });
 
-const job = () => parseJob({ name: 'e2e', target: 'simulator', lake, concurrency: 4, datasets: { transactions: { addresses } } }, 'e2e-test');
+const job = () => parseJob({ name: 'e2e', target: 'simulator', lake, concurrency: 4, datasets: { transactions: { addresses } } }, 'e2e-test', process.env);
 
 describe('transactions end to end (simulator -> lake -> DuckDB)', () => {
   it('writes typed, partitioned DuckLake Parquet files that match the API exactly', async () => {

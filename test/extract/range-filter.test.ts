@@ -32,6 +32,7 @@ it('rows outside the block range asked are refused, not stored: the window fails
       datasets: { transactions: { addresses: ['0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c'] } },
     },
     'range-filter-test',
+    process.env,
   );
   const report = await runJob(job, { simulator: sim });
   expect(report.status).toBe('failed');

@@ -62,7 +62,7 @@ async function reorganisedTwice(opts: { dialect?: 'real' }, docFor: (sim: Runnin
   const db = await pg.database();
   const store = path.join(tmp.dir, `store-${datasets.join('-')}`);
   const doc = docFor(sim, path.join(tmp.dir, 'unused'));
-  const job = parseJob(doc, 'finality-distributed');
+  const job = parseJob(doc, 'finality-distributed', process.env);
   const cycle = async (head: number) => {
     await enqueueJob(job, doc, { catalog: db.url, store, simulator: sim });
     const report = await runWorker({ catalog: db.url, store, simulator: sim, untilIdle: true, pollMs: 100, leaseSeconds: 30 });
@@ -86,7 +86,7 @@ async function reorganisedTwice(opts: { dialect?: 'real' }, docFor: (sim: Runnin
   sims.push(clean);
   clean.advanceHead(3);
   const lake = path.join(tmp.dir, `clean-${datasets.join('-')}`);
-  await runJob(parseJob(docFor(clean, lake), 'finality-clean'), { simulator: clean });
+  await runJob(parseJob(docFor(clean, lake), 'finality-clean', process.env), { simulator: clean });
   const expected = await singleMachineRows(lake);
   const dist = await openDistributedLake({ catalog: db.url });
   try {

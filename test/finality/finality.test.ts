@@ -40,6 +40,7 @@ const job = (sim: RunningSimulator, lake: string, finalityDepth = DEPTH) => {
       datasets: Object.fromEntries(DATASETS.map((d) => [d, { addresses }])),
     },
     'finality-test',
+    process.env,
   );
 };
 
@@ -143,6 +144,7 @@ describe('finality', () => {
           },
         },
         'finality-logs-test',
+        process.env,
       );
     const logs = (lake: string) =>
       queryCatalog(lake, 'SELECT transaction_hash, log_index, timestamp FROM event_logs').then(

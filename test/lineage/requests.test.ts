@@ -176,7 +176,7 @@ describe('lineage on a distributed lake (real PostgreSQL, real workers)', () => 
     const db = await pg.database();
     const store = path.join(tmp.dir, 'store');
     const distDoc = { ...doc, datasets: { transactions: { addresses: [A] } } };
-    await enqueueJob(parseJob(distDoc, 'lineage'), distDoc, { catalog: db.url, store, simulator: sim });
+    await enqueueJob(parseJob(distDoc, 'lineage', process.env), distDoc, { catalog: db.url, store, simulator: sim });
     await runWorker({ catalog: db.url, store, id: 'w1', untilIdle: true, pollMs: 50, simulator: sim });
     const client = await db.connect();
     let runId: string;

@@ -35,6 +35,7 @@ const run = async (lake: string) => {
   const job = parseJob(
     { name: 'cat', target: 'simulator', lake, concurrency: 4, datasets: { transactions: { addresses: sim.examples.addresses.slice(0, 2) } } },
     'cat',
+    process.env,
   );
   const r = await runJob(job, { simulator: sim });
   expect(r.status).toBe('complete');

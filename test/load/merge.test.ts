@@ -25,7 +25,7 @@ let full: Awaited<ReturnType<typeof lakeContent>>;
 let fullLake: string;
 
 const job = (lake: string, range: { fromBlock: number; toBlock?: number } = { fromBlock: 0 }) =>
-  parseJob({ name: 'merge', target: 'simulator', lake, concurrency: 4, range, datasets: { transactions: { addresses } } }, 'merge-test');
+  parseJob({ name: 'merge', target: 'simulator', lake, concurrency: 4, range, datasets: { transactions: { addresses } } }, 'merge-test', process.env);
 const run = async (lake: string, range?: { fromBlock: number; toBlock?: number }, mergeSliceRows?: number) => {
   const r = await runJob(job(lake, range), { simulator: sim, mergeSliceRows });
   expect(r.status).toBe('complete');

@@ -55,6 +55,7 @@ const wholeHistoryJob = (lake: string, accounts: string[], fromBlock = 0, range:
       },
     },
     'reconcile-test',
+    process.env,
   );
 
 let lake: string;

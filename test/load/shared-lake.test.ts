@@ -65,6 +65,7 @@ const job = (target: string, count: number) =>
   parseJob(
     { name: 'shared', target: 'simulator', lake: target, concurrency: 4, datasets: { transactions: { addresses: addresses.slice(0, count) } } },
     'shared-lake-test',
+    process.env,
   );
 const run = async (target: string, count: number) => expect((await runJob(job(target, count), { simulator: sim })).status).toBe('complete');
 

@@ -28,6 +28,7 @@ const job = (lake: string, incremental: boolean) =>
       datasets: { transactions: { addresses: sim.examples.addresses.slice(0, 3) }, erc20_transfers: { addresses: sim.examples.addresses.slice(0, 2) } },
     },
     'incremental-test',
+    process.env,
   );
 
 describe('incremental runs', () => {

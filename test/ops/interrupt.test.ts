@@ -98,7 +98,7 @@ beforeAll(async () => {
   ({ dir, cleanup } = await tempDir());
   // The fingerprint does not depend on how rows were batched into commits.
   const lake = path.join(dir, 'clean');
-  const report = await runJob(parseJob(jobDoc(lake), 'clean'), { simulator: sim });
+  const report = await runJob(parseJob(jobDoc(lake), 'clean', process.env), { simulator: sim });
   expect(report.status).toBe('complete');
   clean = await fingerprint(lake);
   const windows = await windowsOf(lake, report.runId);
@@ -158,7 +158,7 @@ describe('an interrupted run keeps what it fetched (in process)', () => {
   ] as const) {
     it(`${what}: every window fetched is committed, requests counted as the ledger does, the next run fetches only the rest`, async () => {
       const lake = path.join(dir, `in-process-${commit ? 'batches' : 'one'}`);
-      const job = parseJob(jobDoc(lake, commit), 'interrupt-test');
+      const job = parseJob(jobDoc(lake, commit), 'interrupt-test', process.env);
       const { opts, done, events, stop } = interruptAfter(5);
       const first = await runJob(job, opts);
       expect(stop.signal.aborted).toBe(true);
@@ -211,7 +211,7 @@ describe('an interrupted run keeps what it fetched (in process)', () => {
 
       // The next run resumes and fetches only the windows not committed, each with the requests it takes.
       // (Its commits as a run makes them by default: how batches fall does not change what is fetched.)
-      const next = await runJob(parseJob(jobDoc(lake), 'interrupt-test'), { simulator: sim });
+      const next = await runJob(parseJob(jobDoc(lake), 'interrupt-test', process.env), { simulator: sim });
       expect(next.status).toBe('complete');
       expect(next.resumeOf).toBe(first.runId);
       const rest = [...cleanRequests.keys()].filter((id) => !done.has(id));

@@ -47,7 +47,7 @@ describe('the daily request quota', () => {
     expect(rows).toBeGreaterThan(20_000);
     const QUOTA = 15;
     sim.resetStats();
-    const first = await runJob(parseJob(doc(lake, QUOTA), 'quota-test'), { simulator: sim, now: () => day1, windowRows: 10_000 });
+    const first = await runJob(parseJob(doc(lake, QUOTA), 'quota-test', process.env), { simulator: sim, now: () => day1, windowRows: 10_000 });
     expect(first.status).toBe('quota_reached');
     // Never more than the quota: what the server saw, what the report and the catalog say.
     expect(sim.stats().requests).toBe(QUOTA);
@@ -67,12 +67,12 @@ describe('the daily request quota', () => {
     // The same day, even with another process: nothing is sent.
     sim.resetStats();
     await expect(
-      runJob(parseJob(doc(lake, QUOTA), 'quota-test'), { simulator: sim, now: () => new Date('2026-11-24T23:59:59Z'), windowRows: 10_000 }),
+      runJob(parseJob(doc(lake, QUOTA), 'quota-test', process.env), { simulator: sim, now: () => new Date('2026-11-24T23:59:59Z'), windowRows: 10_000 }),
     ).rejects.toBeInstanceOf(QuotaReachedError);
     expect(sim.stats().requests).toBe(0);
 
     // The next UTC day: the run resumes the stopped one (same head, the committed windows skipped) and finishes.
-    const second = await runJob(parseJob(doc(lake, 1_000), 'quota-test'), { simulator: sim, now: () => day2, windowRows: 10_000 });
+    const second = await runJob(parseJob(doc(lake, 1_000), 'quota-test', process.env), { simulator: sim, now: () => day2, windowRows: 10_000 });
     expect(second.status).toBe('complete');
     expect(second.resumeOf).toBe(first.runId);
     expect(second.quota).toMatchObject({ usedToday: second.totals.requests, reached: false });
@@ -131,7 +131,7 @@ describe('the daily request quota', () => {
 
     // The next run, the same day: recovery records the dead run's reservation, and the quota holds.
     const today = new Date();
-    const second = await runJob(parseJob(job, 'killed'), { simulator: sim, now: () => today });
+    const second = await runJob(parseJob(job, 'killed', process.env), { simulator: sim, now: () => today });
     expect(second.status).toBe('quota_reached');
     expect(sim.stats().requests).toBeLessThanOrEqual(QUOTA);
     const dead = await queryCatalog(lake, `SELECT sum(requests)::INT AS n FROM request_usage WHERE run_id <> '${second.runId}'`);

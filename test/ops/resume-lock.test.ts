@@ -93,7 +93,7 @@ describe('resume after a kill', () => {
       // The re-run commits as a run does by default (a commit per window is only there to place the kill): it
       // resumes all the same, and a commit per window would make it the slowest step here.
       await writeJob('killed', lake(), false);
-      resumed = await runJob(await loadJobFile(job));
+      resumed = await runJob(await loadJobFile(job, process.env));
       expect(resumed.status).toBe('complete');
       expect(resumed.resumeOf).toBe(killed);
       expect(resumed.windowsSkipped).toBe(committedBefore);
@@ -108,7 +108,7 @@ describe('resume after a kill', () => {
     async () => {
       expect(resumed, 'the step before failed').toBeDefined();
       const clean = path.join(dir, 'clean');
-      const cleanReport = await runJob(await loadJobFile(await writeJob('clean', clean, false)));
+      const cleanReport = await runJob(await loadJobFile(await writeJob('clean', clean, false), process.env));
       expect(cleanReport.head).toBe(resumed.head);
       for (const [ds, key] of [
         ['transactions', 'transaction_hash'],
@@ -124,7 +124,7 @@ describe('resume after a kill', () => {
     'the run after that is a fresh one: nothing left to resume',
     async () => {
       expect(resumed, 'the step before failed').toBeDefined();
-      const again = await runJob(await loadJobFile(job));
+      const again = await runJob(await loadJobFile(job, process.env));
       expect(again.resumeOf).toBeNull();
     },
     HANG_GUARD_MS,

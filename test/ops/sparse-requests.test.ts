@@ -27,6 +27,7 @@ const job = (lake: string, addresses: string[], range: Record<string, unknown> =
   parseJob(
     { name: 'tall', target: 'simulator', lake, range: { fromBlock: 0, ...range }, datasets: { erc20_transfers: { addresses } } },
     'sparse-requests-test',
+    process.env,
   );
 
 /** The requests a listing needs at least: its pages, one for an empty scope. */
@@ -106,12 +107,12 @@ describe('requests on a chain of 53M blocks', () => {
       range: { fromBlock: 44_000_000 },
       datasets: { erc20_transfers: { addresses: [dense, sparse, empty] } },
     };
-    const plan = await estimatePlan(parseJob(doc, 'plan-test'), { probe: true });
+    const plan = await estimatePlan(parseJob(doc, 'plan-test', process.env), { probe: true });
     expect(plan.head).toBe(tall.head);
     expect(plan.windows).toHaveLength(3);
     expect(plan.quotaLeftToday).toBe(20);
     expect(formatPlan(plan)).toMatch(/warning: the plan needs \d+ requests and 20 are left today/);
-    const report = await runJob(parseJob({ ...doc, dailyRequestQuota: 10_000 }, 'plan-test'), { simulator: sim });
+    const report = await runJob(parseJob({ ...doc, dailyRequestQuota: 10_000 }, 'plan-test', process.env), { simulator: sim });
     expect(report.status).toBe('complete');
     const spent = report.totals.requests - report.outsideWindows.requests;
     expect(spent).toBeGreaterThanOrEqual(Math.floor(0.95 * plan.estimatedRequests));

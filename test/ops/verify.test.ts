@@ -32,7 +32,7 @@ const jobDoc = (lake: string, extra: Record<string, unknown> = {}) => ({
   datasets: { transactions: { addresses: [A, B] } },
   ...extra,
 });
-const jobOf = (lake: string, extra?: Record<string, unknown>): Job => parseJob(jobDoc(lake, extra), 'verify-test');
+const jobOf = (lake: string, extra?: Record<string, unknown>): Job => parseJob(jobDoc(lake, extra), 'verify-test', process.env);
 
 /** Statements through the reference DuckLake extension, the lake attached read-write as `lake`. */
 async function withRef(lake: string, statements: string[]): Promise<void> {

@@ -418,7 +418,7 @@ describe('runs in chunks (simulator, DuckDB)', () => {
     // The re-run commits as a run does by default (a commit per window is only there to place the kill): it
     // resumes all the same, and a commit per window would make it the slowest part of this file.
     await writeFile(file, JSON.stringify(doc(lake, false)));
-    const resumed = await runJob(await loadJobFile(file), { simulator: sim });
+    const resumed = await runJob(await loadJobFile(file, process.env), { simulator: sim });
     expect(resumed.status).toBe('complete');
     expect(resumed.resumeOf).toBe(killed);
     expect(resumed.windowsSkipped).toBe(n);
@@ -433,7 +433,7 @@ describe('runs in chunks (simulator, DuckDB)', () => {
 
     const clean = path.join(dir, 'killed-clean');
     await writeFile(path.join(dir, 'clean.json'), JSON.stringify(doc(clean, false)));
-    await runJob(await loadJobFile(path.join(dir, 'clean.json')));
+    await runJob(await loadJobFile(path.join(dir, 'clean.json'), process.env));
     expect(await fingerprint(lake)).toEqual(await fingerprint(clean));
     // Three runs of a child process and DuckDB on a shared two-core box: bounded, but not by the default minute.
   }, 240_000);

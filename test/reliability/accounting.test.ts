@@ -33,6 +33,7 @@ const job = (lake: string) =>
       datasets: { transactions: { addresses: ADDRESSES } },
     },
     'accounting-test',
+    process.env,
   );
 
 /** Requests the proxy passed on. */

@@ -42,6 +42,7 @@ const job = (lake: string, strict = false) =>
       },
     },
     'responses-test',
+    process.env,
   );
 // Short retries: a response that stays bad fails its window in well under a second.
 const opts = (): RunOptions => ({

@@ -19,7 +19,7 @@ export async function demoJob(lake: string, change: (doc: Record<string, unknown
   const doc = await demoDoc();
   doc.lake = lake;
   change(doc);
-  return parseJob(doc, 'demo-test');
+  return parseJob(doc, 'demo-test', process.env);
 }
 
 /** Writes a job document to `file` and returns the path. */

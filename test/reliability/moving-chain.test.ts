@@ -48,6 +48,7 @@ function job(lake: string, range: Record<string, unknown>) {
       },
     },
     'moving-test',
+    process.env,
   );
 }
 

@@ -40,13 +40,13 @@ describe('chainlake report of a distributed lake (real PostgreSQL)', () => {
     store = path.join(tmp.dir, 'store');
     // One run under a daily quota, and one whose window fails (every request of its worker answered 500).
     const doc = jobDoc('dist-a', A, { dailyRequestQuota: 50_000 });
-    await enqueueJob(parseJob(doc, 'dist-a'), doc, { catalog: db.url, store });
+    await enqueueJob(parseJob(doc, 'dist-a', process.env), doc, { catalog: db.url, store });
     await runWorker({ catalog: db.url, store, id: 'a', untilIdle: true, pollMs: 50 });
     const healthy = await startSimulator({ seed: 1, scale: 'small' });
     const failing = await startSimulator({ seed: 1, scale: 'small', faults: { rate: 1, kinds: ['500'] } });
     try {
       const bad = jobDoc('dist-fails', C, { retry: { maxAttempts: 1 } });
-      await enqueueJob(parseJob(bad, 'dist-fails'), bad, { catalog: db.url, store, simulator: healthy, queue: { retryLimit: 0 } });
+      await enqueueJob(parseJob(bad, 'dist-fails', process.env), bad, { catalog: db.url, store, simulator: healthy, queue: { retryLimit: 0 } });
       await runWorker({ catalog: db.url, store, id: 'fails', untilIdle: true, pollMs: 50, simulator: failing });
     } finally {
       await failing.close();

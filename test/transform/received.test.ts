@@ -204,7 +204,7 @@ describe('pages staged as received', () => {
           n.converted += Number(fields.rows) - Number(fields.receivedRows);
         },
       };
-      const job = parseJob({ ...doc, lake }, 'received-test');
+      const job = parseJob({ ...doc, lake }, 'received-test', process.env);
       const report = await runJob(job, {
         simulator: { urls: proxy.urls, apiKey: sim.apiKey },
         now: () => new Date('2026-01-15T12:00:00Z'),

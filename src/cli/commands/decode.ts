@@ -39,7 +39,7 @@ async function specOf(args: Args): Promise<{ spec: DecodeSpec; jobLake?: string;
     throw new CliError(`${where}: ${problem}`);
   };
   if (args.job) {
-    const { job, doc } = await loadJobDocument(args.job);
+    const { job, doc } = await loadJobDocument(args.job, process.env);
     if (!job.what.decode && !args.standard && !args.contract) throw new CliError(`${args.job}: the job has no "decode" key; give --standard or --contract`);
     const own = args.standard || args.contract ? await specOf({ ...args, job: undefined }) : undefined;
     return { spec: own?.spec ?? job.what.decode!, jobLake: lakeNamedBy(doc), network: args.network ?? job.what.network };

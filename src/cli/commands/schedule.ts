@@ -108,7 +108,7 @@ export const scheduleCommand: CommandModule<object, Args> = {
     const lakes = new Map<string, ReturnType<typeof resolveLakeTarget>>();
     const reportLakes = new Map<string, string>();
     for (const file of args.jobs) {
-      const { job, doc } = await loadJobDocument(file);
+      const { job, doc } = await loadJobDocument(file, process.env);
       names.set(file, job.name);
       const target = resolveLakeTarget({ lake: args.lake }, { jobLake: lakeNamedBy(doc), env: { [LAKE_ENV]: process.env[LAKE_ENV] } });
       lakes.set(file, target);

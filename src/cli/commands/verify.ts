@@ -148,7 +148,7 @@ export const verifyCommand: CommandModule<object, Args> = {
       return;
     }
     const { logger } = outputFor(args);
-    const s = await verifySession(job, target, sel, { repair: args.repair, logger, doc });
+    const s = await verifySession(job, target, sel, { repair: args.repair, logger, doc, env: process.env });
     process.stdout.write(
       (args.format === 'json'
         ? JSON.stringify(

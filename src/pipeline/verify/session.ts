@@ -22,6 +22,8 @@ export interface VerifyOptions extends Pick<RunOptions, 'simulator' | 'transport
   repair?: boolean;
   /** The job's document as written: a distributed repair enqueues it with its windows (the workers read the job from it). */
   doc?: unknown;
+  /** The environment a distributed repair's worker reads the base URLs and API key from (the stored job has no key). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** What a repair did, either kind of lake: its run, how it ended, the requests it spent. */
@@ -94,6 +96,7 @@ async function repairWindows(job: Job, target: VerifyTarget, differing: VerifyRe
       transport: opts.transport,
       log: opts.logger,
       now: opts.now,
+      env: opts.env,
     });
   }
   const repairJob: Job = Object.freeze({
