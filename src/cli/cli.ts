@@ -8,6 +8,7 @@ import { CatalogDamagedError, isCatalogDamage } from '../load/catalog-damage.js'
 import { CliError, exitCodeOfError } from './exit-codes.js';
 import { DEFAULT_LAKE, LAKE_ENV } from './lake-target.js';
 import { packageVersion, versionText } from './version.js';
+import { withSuggestions } from './usage-hints.js';
 
 /** A write to a pipe whose reader is gone (`chainlake query … | head`): not an error. */
 export const closedPipe = (e: unknown): boolean => (e as NodeJS.ErrnoException | undefined)?.code === 'EPIPE';
@@ -76,7 +77,9 @@ async function parse(argv: string[]): Promise<string> {
     .exitProcess(false)
     .fail((msg, err) => {
       if (err) throw err;
-      throw new CliError(`${msg}\nRun 'chainlake --help' for usage.`, 'CHAINLAKE_USAGE');
+      // The options of the command being parsed (yargs' instance holds them while it parses; untyped).
+      const flags = Object.keys((cli as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key);
+      throw new CliError(`${withSuggestions(msg, flags, argv)}\nRun 'chainlake --help' for usage.`, 'CHAINLAKE_USAGE');
     });
   let text = '';
   await cli.parseAsync(argv, {}, (_err, _args, out) => {
