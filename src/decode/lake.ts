@@ -7,7 +7,8 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import path from 'node:path';
 import { mkdir } from 'node:fs/promises';
 import type { Network } from '../datasets/dataset.js';
-import { Catalog, type DeclaredTable, type RunRow } from '../load/catalog.js';
+import { Catalog, type DeclaredTable } from '../load/catalog.js';
+import { recordRun, type RunRecord } from '../load/ledger/runs.js';
 import { preparedFile, preparePartition, prepareRejects, type PreparedFile } from '../load/write/commit.js';
 import { writeLakeFile } from '../load/write/lake-file.js';
 import type { LakeState } from '../load/write/lake-state.js';
@@ -38,8 +39,8 @@ export interface DecodeLakeInput {
   stagingDir: string;
   /** Only the event_logs rows this run wrote (decoding inside an export run); all of them otherwise. */
   onlyRunId?: string;
-  /** The run's record, for a run of its own (`chainlake decode`); an export run records itself. */
-  run?: (report: DecodeReport) => RunRow;
+  /** The run's record, for a run of its own (`chainlake decode`: decodeRun); an export run records itself. */
+  run?: (report: DecodeReport) => RunRecord;
 }
 
 export interface DecodeReport {
@@ -49,6 +50,36 @@ export interface DecodeReport {
   /** Logs of another standard's shape (an ERC-721 Transfer when only ERC-20 is decoded): skipped, not rejected. */
   skipped: { shape: string; logs: number }[];
   files: number;
+}
+
+/** `runs.job` of a decoding run of its own (`chainlake decode`), on either kind of lake. */
+export const DECODE_JOB = '(decode)';
+
+/**
+ * A decoding run's row in the ledger's `runs` (load/ledger/runs.ts), the same on both kinds of lake and with the
+ * status words of every run: `complete` with what decoding gave and its totals where an export run's report has
+ * them (`status` and `report` read rows and rejects there), and the DuckLake snapshot that committed it where the
+ * commit numbers it before recording the run (distributed); `failed` with why. Recorded with the decoding's commit,
+ * in its catalog transaction, or alone when it fails: a decoding left half way records nothing on a distributed lake
+ * (its commit is all or nothing), and a local one is found `abandoned` by the next command's recovery.
+ */
+export function decodeRun(
+  run: { runId: string; startedAt: string; network: Network },
+  end: { report: DecodeReport; snapshot?: number } | { error: string },
+): RunRecord {
+  const { runId, startedAt, network } = run;
+  const finishedAt = new Date().toISOString();
+  if ('error' in end) return { runId, job: DECODE_JOB, startedAt, finishedAt, status: 'failed', report: { runId, network, error: end.error } };
+  const { report } = end;
+  const totals = { rows: report.datasets.reduce((n, d) => n + d.rows, 0), rejects: report.rejects, requests: 0 };
+  return {
+    runId,
+    job: DECODE_JOB,
+    startedAt,
+    finishedAt,
+    status: 'complete',
+    report: { runId, network, ...report, totals, ...(end.snapshot === undefined ? {} : { snapshot: end.snapshot }) },
+  };
 }
 
 /** DecodeReport.skipped from the counts by shape. */
@@ -276,8 +307,9 @@ export async function decodeExistingLake(paths: LakePaths, network: Network, dat
     await recoverLake(paths, { currentRunId: runId, by: runId });
     const staging = paths.staging(runId);
     const startedAt = new Date().toISOString();
-    await openRunStaging(staging, { runId, job: '(decode)', startedAt, pid: process.pid });
+    await openRunStaging(staging, { runId, job: DECODE_JOB, startedAt, pid: process.pid });
     const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
+    const run = { runId, startedAt, network };
     try {
       const r = await decodeLake({
         engine,
@@ -287,7 +319,11 @@ export async function decodeExistingLake(paths: LakePaths, network: Network, dat
         runId,
         ingestedAt: startedAt,
         stagingDir: staging,
-        run: (report) => ({ runId, job: '(decode)', startedAt, finishedAt: new Date().toISOString(), status: 'complete', report }),
+        run: (report) => decodeRun(run, { report }),
+      }).catch(async (error: unknown) => {
+        // A commit decided before the failure is finished by recovery, which records the run complete again.
+        await Catalog.write(paths, (c) => recordRun({ db: c.lake }, decodeRun(run, { error: (error as Error).message }))).catch(() => undefined);
+        throw error;
       });
       return { runId, ...r };
     } finally {

@@ -55,6 +55,31 @@ export class LeaseLostError extends ChainlakeError {
   }
 }
 
+/**
+ * Extends the lease while this holder still has it; false when it went to another (or was released). It never takes
+ * a lease back: a holder whose row is still its own was never followed by another committer (taking the lease
+ * rewrites the holder, releasing deletes the row), so what it read of the lake is still the lake's.
+ */
+export async function renewLease(client: Pick<pg.Client, 'query'>, holder: string, seconds: number, name = COMMITTER_LEASE): Promise<boolean> {
+  const r = await client.query(
+    `UPDATE ${CONTROL_SCHEMA}.leases SET expires_at = NOW() + make_interval(secs => $3) WHERE name = $1 AND holder = $2 RETURNING holder`,
+    [name, holder, seconds],
+  );
+  return r.rowCount === 1;
+}
+
+/**
+ * Inside a commit's catalog transaction: the committer lease is still this holder's and unexpired, extended and its
+ * row locked until the transaction ends (another worker's take waits for the commit, and then finds it held).
+ */
+async function confirmLease(tx: CatalogDb, deps: Pick<CommitDeps, 'holder' | 'leaseSeconds'>): Promise<void> {
+  const lease = await tx.query(
+    `UPDATE ${CONTROL_SCHEMA}.leases SET expires_at = NOW() + make_interval(secs => $3) WHERE name = $1 AND holder = $2 AND expires_at > NOW() RETURNING holder`,
+    [COMMITTER_LEASE, deps.holder, deps.leaseSeconds],
+  );
+  if (lease.length === 0) throw new LeaseLostError(deps.holder);
+}
+
 /** Takes or renews the lease when it is free, expired or ours; true when this holder has it afterwards. */
 export async function takeLease(client: Pick<pg.Client, 'query'>, holder: string, seconds: number, name = COMMITTER_LEASE): Promise<boolean> {
   const r = await client.query(
@@ -339,8 +364,10 @@ export async function commitUnderLease(
 }
 
 /**
- * Runs `work` holding the committer lease (taken here, released after), so that what it reads of the lake is
- * what its commit (commitLeased) replaces: no worker commits in between.
+ * Runs `work` holding the committer lease (taken here, renewed every third of it while the work runs, as a worker
+ * renews it while it commits, released after), so that what it reads of the lake is what its commit (commitLeased)
+ * replaces: no worker commits in between, however long the work takes. `leases` is best a connection of its own:
+ * a renewal then never waits behind the work's statements.
  */
 export async function underLease<T>(deps: CommitDeps, leases: Pick<pg.Client, 'query'>, message: string, work: () => Promise<T>): Promise<T> {
   if (!(await takeLease(leases, deps.holder, deps.leaseSeconds))) {
@@ -348,18 +375,32 @@ export async function underLease<T>(deps: CommitDeps, leases: Pick<pg.Client, 'q
       hint: 'run it again once the workers have committed (chainlake status --catalog shows what is pending)',
     });
   }
+  // A renewal that finds the lease gone changes nothing: the commit's own check (confirmLease) then refuses.
+  const renew = setInterval(() => void renewLease(leases, deps.holder, deps.leaseSeconds).catch(() => undefined), (deps.leaseSeconds * 1000) / 3);
   try {
     return await work();
   } finally {
+    clearInterval(renew);
     await releaseLease(leases, deps.holder).catch(() => undefined);
   }
+}
+
+/** What a commit under the lease made, for the caller's records in the same catalog transaction. */
+export interface LeasedCommit {
+  snapshotId: number;
+  files: number;
 }
 
 /**
  * Changes to several tables as ONE snapshot by the committer's merge, by a holder of the lease (underLease), which
  * the catalog transaction checks again.
  */
-export async function commitLeased(deps: CommitDeps, changes: readonly LeasedChange[], message: string): Promise<{ snapshotId: number; files: number }> {
+export async function commitLeased(
+  deps: CommitDeps,
+  changes: readonly LeasedChange[],
+  message: string,
+  opts: { record?: (tx: CatalogDb, committed: LeasedCommit) => Promise<void> } = {},
+): Promise<LeasedCommit> {
   const written: StagedFile[] = [];
   try {
     const tables: { tableName: string; files: StagedFile[]; replacePartitions: string[][] }[] = [];
@@ -384,12 +425,9 @@ export async function commitLeased(deps: CommitDeps, changes: readonly LeasedCha
       tables: tables.filter((t) => t.files.length > 0 || t.replacePartitions.length > 0),
       author: deps.holder,
       message,
-      inTransaction: async (tx) => {
-        const lease = await tx.query(`SELECT holder FROM ${CONTROL_SCHEMA}.leases WHERE name = $1 AND holder = $2 AND expires_at > NOW()`, [
-          COMMITTER_LEASE,
-          deps.holder,
-        ]);
-        if (lease.length === 0) throw new LeaseLostError(deps.holder);
+      inTransaction: async (tx, snapshotId) => {
+        await confirmLease(tx, deps);
+        await opts.record?.(tx, { snapshotId, files: written.length });
       },
     });
     return { snapshotId: result.snapshotId, files: written.length };
@@ -401,11 +439,7 @@ export async function commitLeased(deps: CommitDeps, changes: readonly LeasedCha
 
 /** Inside the commit's transaction: the lease still ours, the windows committed, watermarks, finished runs. */
 async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly FetchedWindow[], snapshotId: number): Promise<void> {
-  const lease = await tx.query(
-    `UPDATE ${CONTROL_SCHEMA}.leases SET expires_at = NOW() + make_interval(secs => $3) WHERE name = $1 AND holder = $2 AND expires_at > NOW() RETURNING holder`,
-    [COMMITTER_LEASE, deps.holder, deps.leaseSeconds],
-  );
-  if (lease.length === 0) throw new LeaseLostError(deps.holder);
+  await confirmLease(tx, deps);
   // Every window of the batch in one statement per status (a round trip per window made a large commit's
   // transaction long); a window reaching into the unfinal zone is committed as provisional (the next run fetches it
   // again); a window no longer fetched (committed twice?) is an error naming it.

@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { Network } from '../datasets/dataset.js';
 import type { DecodedDataset } from '../decode/datasets.js';
 import { distinctDatasets } from '../decode/decode.js';
-import { decodedShape, decodeLakeLogs, type DecodeReport } from '../decode/lake.js';
+import { decodedShape, decodeLakeLogs, decodeRun, type DecodeReport } from '../decode/lake.js';
 import { findReplacedRejects, KEEP_REJECT } from '../decode/rejects.js';
 import { currentSnapshot, dataPathOf, listTables } from '../ducklake/reader.js';
 import { getDataset } from '../datasets/registry.js';
@@ -23,11 +23,12 @@ import { ident, literal } from '../load/sql.js';
 import { ensureTable } from '../load/write/lake-tables.js';
 import { silentLogger } from '../pipeline/log.js';
 import { commitLeased, lakeRows, rejectFilesOf, underLease, type CommitDeps, type LakeRows, type LeasedChange } from './commit.js';
-import { openCatalog } from './control-plane.js';
+import { connect, CONTROL_SCHEMA, oneAtATime, openCatalog } from './control-plane.js';
+import { recordRun } from '../load/ledger/runs.js';
 import { openStore, storeLocationOf } from './store.js';
 
-/** Long enough for decoding a large lake's logs; renewed by nothing, so it bounds how long a crashed decoding holds it. */
-const DECODE_LEASE_SECONDS = 1800;
+/** Renewed while the decoding runs (underLease), so it bounds only how long a crashed decoding holds the lake's commits up. */
+const DECODE_LEASE_SECONDS = 60;
 
 const EVENT_LOGS = 'event_logs';
 
@@ -36,21 +37,29 @@ export async function decodeDistributedLake(opts: {
   store?: string;
   network: Network;
   datasets: readonly DecodedDataset[];
+  /** Seconds the committer lease lasts between renewals (default DECODE_LEASE_SECONDS). */
+  leaseSeconds?: number;
+  /** Test seam: runs under the lease once the lake's rows are read, before they are decoded. */
+  afterRead?: () => Promise<void>;
 }): Promise<DecodeReport & { runId: string }> {
   const { network, datasets } = opts;
   const runId = newMaintenanceId('decode');
   const ingestedAt = new Date().toISOString();
+  const run = { runId, startedAt: ingestedAt, network };
   const { client, catalog } = await openCatalog(opts.catalog);
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'chainlake-decode-'));
+  // The lease on a connection of its own (as a worker's): its renewals run beside the catalog's transactions.
+  let leases: Awaited<ReturnType<typeof connect>> | undefined;
   try {
+    leases = await connect(opts.catalog);
     const store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)));
     try {
       const engine = await openEngine({ tempDir: path.join(scratch, 'duckdb-tmp') });
       const opened: LakeRows[] = [];
       try {
-        const deps: CommitDeps = { catalog, engine, store, holder: runId, leaseSeconds: DECODE_LEASE_SECONDS, log: silentLogger };
+        const deps: CommitDeps = { catalog, engine, store, holder: runId, leaseSeconds: opts.leaseSeconds ?? DECODE_LEASE_SECONDS, log: silentLogger };
         const shapes = [...distinctDatasets(datasets).map(decodedShape), REJECTS_SHAPE];
-        const report = await underLease(deps, client, `chainlake decode ${runId}`, async () => {
+        const report = await underLease(deps, oneAtATime(leases), `chainlake decode ${runId}`, async () => {
           // Read under the lease: no worker commits logs or rejects between this reading and the decoding's commit.
           const snapshot = (await currentSnapshot(catalog)).snapshotId;
           const hasLogs = (await listTables(catalog, snapshot)).some((t) => t.name === EVENT_LOGS && t.schema.name === 'main');
@@ -66,12 +75,13 @@ export async function decodeDistributedLake(opts: {
           for (const shape of shapes) await ensureTable(catalog, shape);
           const rejects = await lakeRows(deps, REJECTS_SHAPE, network, engine.conn, false, '__chainlake_rejects_');
           opened.push(rejects);
+          await opts.afterRead?.();
           return decodeLakeLogs(
             { conn: engine.conn, datasets, runId, ingestedAt, workDir: path.join(scratch, 'decode') },
             {
               logs,
               replacedRejects: async (conn, of) => findReplacedRejects(conn, await rejectFilesOf(deps, rejects), network, datasets, of),
-              commit: async (decoded) => {
+              commit: async (decoded, report) => {
                 const fresh = new Map(decoded.datasets.map((d) => [d.shape.name, d.table] as const));
                 // The merge reads fresh rows on connections of its own: the rejects go to a plain table.
                 const rejectsTable = ident('__chainlake_decode_rejects');
@@ -94,7 +104,12 @@ export async function decodeDistributedLake(opts: {
                       ...(decoded.replacedRejectDays.length ? { rewrite: new Map([[network, decoded.replacedRejectDays]]), keep: KEEP_REJECT } : {}),
                     };
                   });
-                  return (await commitLeased(deps, changes, `chainlake decode ${runId}`)).files;
+                  // The run is recorded in the snapshot's transaction: a decoding recorded complete is committed.
+                  const committed = await commitLeased(deps, changes, `chainlake decode ${runId}`, {
+                    record: (tx, c) =>
+                      recordRun({ db: tx, schema: CONTROL_SCHEMA }, decodeRun(run, { report: { ...report, files: c.files }, snapshot: c.snapshotId })),
+                  });
+                  return committed.files;
                 } finally {
                   await engine.conn.run(`DROP TABLE IF EXISTS ${rejectsTable}`);
                 }
@@ -110,7 +125,11 @@ export async function decodeDistributedLake(opts: {
     } finally {
       await store.close();
     }
+  } catch (error) {
+    await recordRun({ db: catalog, schema: CONTROL_SCHEMA }, decodeRun(run, { error: (error as Error).message })).catch(() => undefined);
+    throw error;
   } finally {
+    await leases?.end().catch(() => undefined);
     await client.end().catch(() => undefined);
     await rm(scratch, { recursive: true, force: true });
   }

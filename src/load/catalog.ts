@@ -19,6 +19,7 @@ import { REJECTS_SHAPE, datasetShape, emptyTypedSelect, type LakeColumn, type Ta
 import { ident, literal } from './sql.js';
 import { ledgerComments, ledgerDdl, migrateLedger } from './ledger/schema.js';
 import { recordEnded, type EndedWindow } from './ledger/windows.js';
+import { recordRun as recordRunRow } from './ledger/runs.js';
 import type { RequestRecord } from '../extract/request-log.js';
 import { REQUESTS_COLUMNS, REQUESTS_TABLE, requestsLedgerDdl } from './ledger/requests.js';
 
@@ -298,9 +299,7 @@ export class Catalog {
   }
 
   async recordRun(runId: string, job: string, startedAt: string, finishedAt: string | null, status: string, report: unknown): Promise<void> {
-    await this.run(
-      `INSERT OR REPLACE INTO runs (run_id, job, started_at, finished_at, status, report) VALUES (${literal(runId)}, ${literal(job)}, ${literal(startedAt)}, ${str(finishedAt)}, ${literal(status)}, ${literal(JSON.stringify(report ?? null))})`,
-    );
+    await recordRunRow({ db: this.lake }, { runId, job, startedAt, finishedAt, status, report });
     // A run under a daily quota carries its usage in its record: the ledger moves with each commit, atomically.
     const usage = (report as { requestUsage?: RequestUsage } | null)?.requestUsage;
     for (const [day, n] of Object.entries(usage?.days ?? {})) {

@@ -8,6 +8,8 @@ import pLimit from 'p-limit';
 import { Accounting } from '../extract/accounting.js';
 import { openEngine } from '../load/engine.js';
 import { LakePaths } from '../load/paths.js';
+import { NoLakeError } from '../load/read/reader.js';
+import type { LakeTarget } from '../lake/open.js';
 import { blockTimeRequests } from './block-times.js';
 import { fetcherFor } from './execute.js';
 import type { Job } from './job.js';
@@ -15,6 +17,8 @@ import { isProvisional, requestsForRows, type Window } from './plan.js';
 import { effectiveJob, localPlanLedger, windowsToFetch, type PlanLedger } from './prepare.js';
 import { makeScratch } from './scratch.js';
 import { openSource, type SourceOptions } from './source.js';
+import { planVerifySession } from './verify/session.js';
+import type { VerifyPlan } from './verify/verify.js';
 
 /** One window the run will fetch, as its ledger (`windows`) will record it, with what it should cost. */
 export interface WindowEstimate {
@@ -63,6 +67,11 @@ export interface PlanEstimate {
   quotaShare: number | null;
   /** Requests of the daily quota left today (UTC), after what the lake's ledger says runs (or workers) spent today. */
   quotaLeftToday: number | null;
+  /**
+   * What a full `chainlake verify` of the job's windows the lake holds now would cost (verify --plan's own count):
+   * its requests count against the same daily quota. None before the lake exists.
+   */
+  verify: VerifyPlan;
 }
 
 /** Requests a window needs for `rows` rows: the run's rule (requestsForRows). */
@@ -78,6 +87,21 @@ export interface EstimateOptions extends Pick<SourceOptions, 'simulator' | 'tran
   fullRefresh?: boolean;
   /** The lake's ledger to plan against: by default the job's local lake (a distributed lake's: distributed/plan-ledger.ts). */
   ledger?: PlanLedger;
+  /** The lake a verify would read, the same as `ledger`'s: by default the job's local lake; null when it has no lake yet. */
+  verifyTarget?: LakeTarget | null;
+}
+
+const NO_VERIFY: VerifyPlan = { windows: 0, requests: 0, exportRequests: 0, notCheckable: 0 };
+
+/** The requests a full verify of `job`'s lake would send, counted by verify --plan's function; none before the lake exists. */
+async function verifyEstimate(job: Job, target: LakeTarget | null): Promise<VerifyPlan> {
+  if (target === null) return NO_VERIFY;
+  try {
+    return await planVerifySession(job, target, {});
+  } catch (e) {
+    if (e instanceof NoLakeError) return NO_VERIFY;
+    throw e;
+  }
 }
 
 /**
@@ -116,6 +140,8 @@ export async function estimatePlan(baseJob: Job, opts: EstimateOptions): Promise
       ),
     );
     const estimatedRequests = windows.reduce((a, w) => a + w.requests, 0);
+    // The job as `chainlake verify` reads it (the plan's range flags select what to fetch, not what a verify checks).
+    const verify = await verifyEstimate(baseJob, opts.verifyTarget === undefined ? { kind: 'local', lake: job.lake.dir } : opts.verifyTarget);
     const usedToday = job.source.dailyRequestQuota ? await ledger.requestsOn(job, new Date().toISOString().slice(0, 10)) : 0;
     // A plan never fails for its estimate: without a last run's pace it estimates from the probes.
     const last = await ledger.lastRun(job).catch(() => undefined);
@@ -147,6 +173,7 @@ export async function estimatePlan(baseJob: Job, opts: EstimateOptions): Promise
       dailyRequestQuota: job.source.dailyRequestQuota ?? null,
       quotaShare: job.source.dailyRequestQuota ? estimatedRequests / job.source.dailyRequestQuota : null,
       quotaLeftToday: job.source.dailyRequestQuota ? Math.max(0, job.source.dailyRequestQuota - usedToday) : null,
+      verify,
     };
   } finally {
     engine.close();

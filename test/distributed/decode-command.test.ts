@@ -1,11 +1,18 @@
 // `chainlake decode --catalog`: a distributed lake's committed event logs (of a job without a `decode` key)
 // decoded later, as `chainlake decode --lake` decodes a local lake's: the same decoded rows, types and rejects,
-// committed as one snapshot; decoding again replaces instead of adding; the reference extension reads them.
+// committed as one snapshot; decoding again replaces instead of adding; the reference extension reads them. A
+// decoding is a run like any other (recorded in the control plane's `runs` as decode --lake records it in the local
+// ledger), and it renews its committer lease while it works, so that a decoding slower than its lease still commits
+// behind nobody's back.
 import path from 'node:path';
 import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openCatalog } from '../../src/distributed/control-plane.js';
+import { connect, openCatalog } from '../../src/distributed/control-plane.js';
+import { takeLease } from '../../src/distributed/commit.js';
+import { decodeDistributedLake } from '../../src/distributed/decode.js';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
+import { parseDecodeSpec, resolveDatasets } from '../../src/decode/spec.js';
+import { lakeStatus } from '../../src/load/read/status.js';
 import { openDistributedLake } from '../../src/distributed/read.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { parseJob } from '../../src/pipeline/job.js';
@@ -69,6 +76,8 @@ const comparable = (r: Record<string, unknown>): Record<string, unknown> => {
 
 let pg: TestPostgres;
 let tmp: Awaited<ReturnType<typeof tempDir>>;
+/** The distributed lake the first test worked and decoded (the later ones decode it again). */
+let worked: { url: string; store: string; decoded: string[] } | undefined;
 
 beforeAll(async () => {
   pg = await startPostgres();
@@ -89,6 +98,28 @@ async function snapshotIds(catalog: string): Promise<number[]> {
     await cat.client.end();
   }
 }
+
+/** A run's row in the control plane's ledger. */
+async function controlRun(
+  url: string,
+  runId: string,
+): Promise<{ job: string; status: string; finished: boolean; report: Record<string, unknown> } | undefined> {
+  const client = await connect(url);
+  try {
+    const r = (await client.query(`SELECT job, status, finished_at, report FROM chainlake.runs WHERE run_id = $1`, [runId])).rows[0];
+    return r && { job: String(r.job), status: String(r.status), finished: r.finished_at !== null, report: r.report as Record<string, unknown> };
+  } finally {
+    await client.end();
+  }
+}
+
+const erc20 = async () =>
+  resolveDatasets(
+    parseDecodeSpec({ standard: ['erc20'] }, 'test', (where, problem) => {
+      throw new Error(`${where}: ${problem}`);
+    }),
+    { network: 'mainnet' },
+  );
 
 async function decodeRejects(conn: import('@duckdb/node-api').DuckDBConnection): Promise<number> {
   return Number((await conn.runAndReadAll(`SELECT count(*)::INTEGER FROM _rejects WHERE "window" LIKE 'decode/%'`)).getRowsJS()[0]![0]);
@@ -116,8 +147,9 @@ describe('chainlake decode --catalog', () => {
     const store = path.join(tmp.dir, 'store');
     const doc = logsDoc(path.join(tmp.dir, 'unused'));
     await enqueueJob(parseJob(doc, 'decode-later', process.env), doc, { catalog: db.url, store });
-    const worked = await runWorker({ catalog: db.url, store, id: 'w1', untilIdle: true, pollMs: 100, leaseSeconds: 60 });
-    expect(worked.windowsFailed).toBe(0);
+    const work = await runWorker({ catalog: db.url, store, id: 'w1', untilIdle: true, pollMs: 100, leaseSeconds: 60 });
+    expect(work.windowsFailed).toBe(0);
+    worked = { url: db.url, store, decoded };
     const before = await snapshotIds(db.url);
     const dist = await decodeCli(['--catalog', db.url, '--store', store]);
     expect(dist.stderr).toBe('');
@@ -125,6 +157,25 @@ describe('chainlake decode --catalog', () => {
     // The same report: logs read, rows and days of each dataset, rejects, skipped logs.
     expect(comparable(dist.report)).toEqual(comparable(local.report));
     const after = await snapshotIds(db.url);
+
+    // A run like any other: recorded in the control plane's runs as decode --lake records it in the local ledger, with
+    // the same status word, its rows, and the snapshot that committed it; `status --catalog` lists it.
+    const rowsOf = (r: Record<string, unknown>) => (r.datasets as { rows: number }[]).reduce((n, d) => n + d.rows, 0);
+    const [localRun] = await queryCatalog(
+      single,
+      `SELECT job, status, CAST(json_extract(report, '$.totals.rows') AS BIGINT) AS rows FROM runs WHERE run_id = '${String(local.report.runId)}'`,
+    );
+    expect(localRun).toEqual({ job: '(decode)', status: 'complete', rows: BigInt(rowsOf(local.report)) });
+    const run = await controlRun(db.url, String(dist.report.runId));
+    expect(run).toMatchObject({ job: '(decode)', status: 'complete', finished: true });
+    expect(run!.report).toMatchObject({ totals: { rows: rowsOf(dist.report), rejects: localRejects }, snapshot: after.at(-1), network: 'mainnet' });
+    const reader = await openDistributedLake({ catalog: db.url, store });
+    try {
+      const listed = (await lakeStatus(reader.conn, { name: 'lake' })).runs.find((r) => r.run_id === dist.report.runId);
+      expect(listed).toMatchObject({ job: '(decode)', status: 'complete', rows: rowsOf(dist.report) });
+    } finally {
+      reader.close();
+    }
 
     const check = async (): Promise<void> => {
       const lake = await openDistributedLake({ catalog: db.url, store });
@@ -177,4 +228,66 @@ describe('chainlake decode --catalog', () => {
       }
     }
   }, 600_000);
+
+  it('renews its lease while it works: a decoding slower than its lease commits once, and no other committer takes the lease meanwhile', async () => {
+    const { url, store } = worked!;
+    const datasets = await erc20();
+    const before = await snapshotIds(url);
+    const other = await connect(url);
+    let taken: boolean | undefined;
+    try {
+      const r = await decodeDistributedLake({
+        catalog: url,
+        store,
+        network: 'mainnet',
+        datasets,
+        leaseSeconds: 2,
+        // Under the lease, the lake read: wait until the lease as first taken has run out (bounded), then another worker asks for it.
+        afterRead: async () => {
+          const first = (await other.query(`SELECT expires_at FROM chainlake.leases WHERE name = 'committer'`)).rows[0]!.expires_at as Date;
+          for (let i = 0; i < 100 && !(await other.query(`SELECT NOW() > $1::timestamptz + interval '1 second' AS past`, [first])).rows[0]!.past; i++)
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          taken = await takeLease(other, 'another-worker', 60);
+        },
+      });
+      expect(taken, 'another worker took the lease while the decoding held it').toBe(false);
+      // One snapshot, the decoding's: nobody committed in between.
+      const after = await snapshotIds(url);
+      expect(after).toEqual([...before, before.at(-1)! + 1]);
+      expect(await controlRun(url, r.runId)).toMatchObject({ status: 'complete', report: { snapshot: after.at(-1) } });
+    } finally {
+      await other.end();
+    }
+  }, 120_000);
+
+  it('a decoding whose lease was taken meanwhile commits nothing, and its run says failed and why', async () => {
+    const { url, store } = worked!;
+    const before = await snapshotIds(url);
+    const other = await connect(url);
+    let runId: string | undefined;
+    try {
+      const failed = await decodeDistributedLake({
+        catalog: url,
+        store,
+        network: 'mainnet',
+        datasets: await erc20(),
+        // Another committer takes over (as one does once a lease has run out), and keeps the lease.
+        afterRead: async () => {
+          runId = String((await other.query(`SELECT holder FROM chainlake.leases WHERE name = 'committer'`)).rows[0]!.holder);
+          await other.query(`UPDATE chainlake.leases SET holder = 'another-worker' WHERE name = 'committer'`);
+        },
+      }).then(
+        () => undefined,
+        (e: unknown) => e as Error,
+      );
+      expect(failed?.message).toMatch(/the committer lease is no longer held by/);
+      expect(await snapshotIds(url)).toEqual(before);
+      const run = await controlRun(url, runId!);
+      expect(run).toMatchObject({ job: '(decode)', status: 'failed', finished: true });
+      expect(String(run!.report.error)).toMatch(/the committer lease is no longer held/);
+    } finally {
+      await other.query(`DELETE FROM chainlake.leases WHERE name = 'committer'`);
+      await other.end();
+    }
+  }, 120_000);
 });

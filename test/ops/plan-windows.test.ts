@@ -4,6 +4,7 @@ import { formatPlan } from '../../src/cli/commands/plan.js';
 import { estimatePlan, type PlanEstimate } from '../../src/pipeline/estimate.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
+import { verifySession } from '../../src/pipeline/verify/session.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 
@@ -120,5 +121,27 @@ describe('plan counts the requests finality adds', { timeout: 120_000 }, () => {
     // Every request the run sent for its windows, block times included, was in the estimate.
     expect(plan.estimatedRequests).toBe(report.totals.requests - report.outsideWindows.requests);
     expect(formatPlan(plan)).toContain(`(${plan.blockTimeRequests} of them block times`);
+  });
+});
+
+describe('plan estimates what a verify of the lake costs', { timeout: 120_000 }, () => {
+  it('the requests a full verify then sends, counted at the API, by verify --plan’s count', async () => {
+    const doc = jobDoc('verify-cost');
+    // Before the lake exists there is nothing to verify.
+    const empty = await estimatePlan(parseJob(doc, 'inline', {}), { probe: false, simulator: sim });
+    expect(empty.verify).toEqual({ windows: 0, requests: 0, exportRequests: 0, notCheckable: 0 });
+    expect(formatPlan(empty)).toContain('verify: the lake holds no committed window of this job yet');
+    expect((await runJob(parseJob(doc, 'inline', {}), { simulator: sim })).status).toBe('complete');
+    const plan = await estimatePlan(parseJob(doc, 'inline', {}), { probe: true, simulator: sim });
+    expect(plan.verify.windows).toBeGreaterThan(2);
+    expect(plan.verify.requests).toBeGreaterThan(0);
+    const before = sim.stats().requests;
+    const verified = await verifySession(parseJob(doc, 'inline', {}), { kind: 'local', lake: doc.lake }, {}, { simulator: sim });
+    expect(verified.holds).toBe(true);
+    expect(sim.stats().requests - before).toBe(plan.verify.requests);
+    expect(verified.requests).toBe(plan.verify.requests);
+    expect(formatPlan(plan)).toContain(
+      `verify: a full \`chainlake verify\` of the ${plan.verify.windows} committed windows would send ${plan.verify.requests} requests if every window holds`,
+    );
   });
 });

@@ -54,6 +54,15 @@ function windowLines(p: PlanEstimate): string[] {
   ];
 }
 
+/** What a full `chainlake verify` of the lake's windows would cost: verify --plan's figure. */
+function verifyLine(p: PlanEstimate): string {
+  const v = p.verify;
+  if (v.windows === 0) return 'verify: the lake holds no committed window of this job yet';
+  return `verify: a full \`chainlake verify\` of the ${v.windows} committed windows would send ${v.requests} requests if every window holds (one per scope's run of consecutive windows; a differing one costs about two per halving)${
+    v.notCheckable ? `; ${v.notCheckable} of them cannot be checked by count` : ''
+  }; they count against the daily quota`;
+}
+
 export function formatPlan(p: PlanEstimate): string {
   const per = new Map<string, { windows: number; rows: number | null; requests: number }>();
   for (const w of p.windows) {
@@ -84,6 +93,7 @@ export function formatPlan(p: PlanEstimate): string {
           `warning: the plan needs ${p.estimatedRequests} requests and ${p.quotaLeftToday} are left today: the run will stop at the quota (exit 4) and the next one resumes`,
         ]
       : []),
+    verifyLine(p),
     `made ${p.probeRequests} requests to plan (the head${p.windows.some((w) => w.rows !== null) ? ' and one count probe per paged window' : ''}); fetched no data`,
   ].join('\n');
 }
@@ -115,7 +125,8 @@ async function printDistributedPlan(job: Job, args: Args, target: Extract<LakeTa
   const url = checkCatalogUrl(target.catalog);
   const client = await connect(url);
   try {
-    const open = (await hasLedger(client)) ? await runToTakeUp(client, job, false) : undefined;
+    const ledger = await hasLedger(client);
+    const open = ledger ? await runToTakeUp(client, job, false) : undefined;
     if (open) {
       const text = `plan for ${job.name} on ${job.what.network} into the lake ${redactUrl(url)}: run ${open.runId} is not finished; \`chainlake enqueue\` would take it up again (its failed or lost windows offered again) and plan nothing new`;
       process.stdout.write(
@@ -125,7 +136,11 @@ async function printDistributedPlan(job: Job, args: Args, target: Extract<LakeTa
       );
       return;
     }
-    const plan = await estimatePlan(job, { probe: args.probe, ledger: controlPlanLedger(client, url, args.account) });
+    const plan = await estimatePlan(job, {
+      probe: args.probe,
+      ledger: controlPlanLedger(client, url, args.account),
+      verifyTarget: ledger ? { kind: 'distributed', catalog: url, ...(target.store ? { store: target.store } : {}) } : null,
+    });
     process.stdout.write((args.format === 'json' ? JSON.stringify(plan, null, 2) : formatPlan(plan)) + '\n');
   } finally {
     await client.end().catch(() => undefined);
