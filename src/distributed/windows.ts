@@ -17,8 +17,9 @@ export interface WindowSpec {
   scopeKey: string;
   range: BlockRange | null;
   query: Query;
-  /** Window.final and Window.replaces (finality), when the job has an unfinal zone. */
+  /** Window.final (finality), when the job has an unfinal zone. */
   final?: number;
+  /** Window.replaces: a provisional window fetched again (finality), or a window `verify --repair` fetches again. */
   replaces?: boolean;
   /** Window.times: set on the spec recorded with the fetched window (finality of a dataset without block numbers). */
   times?: { from: string; to: string };
@@ -33,7 +34,8 @@ export function windowSpecOf(w: Window): WindowSpec {
     scopeKey: w.scopeKey,
     range: w.range ?? null,
     query: w.query,
-    ...(w.final === undefined ? {} : { final: w.final, replaces: w.replaces ?? false }),
+    ...(w.final === undefined ? {} : { final: w.final }),
+    ...(w.replaces ? { replaces: true } : {}),
     ...(w.times ? { times: w.times } : {}),
   };
 }
@@ -63,6 +65,7 @@ export function windowOfSpec(spec: WindowSpec): Window {
     scopeKey: spec.scopeKey,
     range,
     query: spec.query,
-    ...(spec.final === undefined ? {} : { final: spec.final, replaces: spec.replaces ?? false }),
+    ...(spec.final === undefined ? {} : { final: spec.final }),
+    ...(spec.replaces ? { replaces: true } : {}),
   };
 }

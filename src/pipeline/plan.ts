@@ -52,8 +52,9 @@ export interface Window {
    */
   final?: number;
   /**
-   * Fetched again over blocks an earlier run committed (the scope has a watermark and the job an unfinal zone):
-   * its rows replace what the lake holds of its scope and range (load/write/replace.ts).
+   * Fetched again over blocks an earlier run committed (the scope has a watermark and the job an unfinal zone, or
+   * `verify --repair` fetches a window that differs): its rows replace what the lake holds of its scope and range
+   * (load/write/replace.ts).
    */
   replaces?: boolean;
   /**

@@ -1,8 +1,9 @@
 // `chainlake verify` on a distributed lake (PostgreSQL control plane + store): the same module reads its windows
 // and rows through the distributed reader, asks the API, and records its findings in the control plane's
 // `chainlake.verifications` and its requests in `chainlake.request_usage`. A lake another DuckLake writer deleted
-// rows from differs (exit 5); --repair fetches exactly that window again as a run of its own, worked in-process by
-// the mode's worker and committer, one snapshot; verify holds after, and the rows equal a fresh export's.
+// rows from and added a row to differs (exit 5); --repair fetches exactly those windows again as a run of their own,
+// worked in-process by the mode's worker and committer, one snapshot that replaces their rows (the added row is
+// gone); verify holds after, and the rows equal a fresh export's.
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -80,13 +81,20 @@ it('a distributed lake verifies: every window held, findings and requests in the
 const missing = referenceMissing();
 
 it.skipIf(missing !== null)(
-  `rows deleted by another writer: verify --catalog exits 5, --repair fetches that window alone in one snapshot, then verify holds${missing ? ` (${missing})` : ''}`,
+  `rows deleted and a row added by another writer: verify --catalog exits 5, --repair fetches those windows alone and replaces their rows in one snapshot, then verify holds${missing ? ` (${missing})` : ''}`,
   async () => {
     const { db, store, doc, job } = await exportedLake('dist-repair');
+    // Two rows of one window gone, and in the next window a row the API does not list: a copy of one of A's
+    // transactions under a hash no chain holds.
+    const ghost = `0x${'e'.repeat(64)}`;
     await withReference(db.url, [
       `DELETE FROM ref.transactions WHERE transaction_hash IN (SELECT transaction_hash FROM ref.transactions
        WHERE sender = '${A}' AND block_number BETWEEN 12000 AND 23999 ORDER BY transaction_hash LIMIT 2)`,
+      `INSERT INTO ref.transactions SELECT * REPLACE ('${ghost}' AS transaction_hash) FROM ref.transactions
+       WHERE sender = '${A}' AND block_number BETWEEN 24000 AND 35999 ORDER BY transaction_hash LIMIT 1`,
     ]);
+    const ghosts = async () => (await withReference(db.url, [`SELECT count(*) AS n FROM ref.transactions WHERE transaction_hash = '${ghost}'`]))[0]!.n;
+    expect(await ghosts()).toBe(1n);
     const c = await db.connect();
     const q = async (sql: string, values: unknown[] = []) => (await c.query(sql, values)).rows as Record<string, unknown>[];
     try {
@@ -95,24 +103,32 @@ it.skipIf(missing !== null)(
       await writeFile(jobFile, JSON.stringify(doc));
       const lakeArgs = ['--catalog', db.url, '--store', store, '--format', 'json'];
       const window = `transactions/mainnet/address=${A}/12000-23999`;
+      const extra = `transactions/mainnet/address=${A}/24000-35999`;
       const differs = await runCli(['verify', jobFile, ...lakeArgs], { timeoutMs: 120_000 });
       expect(differs.code, differs.stderr).toBe(5);
-      expect(JSON.parse(differs.stdout).differing).toEqual([window]);
+      expect(JSON.parse(differs.stdout).differing).toEqual([window, extra]);
 
       const snapshotsBefore = Number((await q(`SELECT max(snapshot_id) AS s FROM ducklake.ducklake_snapshot`))[0]!.s);
       const repaired = await runCli(['verify', jobFile, ...lakeArgs, '--repair'], { timeoutMs: 180_000 });
       expect(repaired.code, repaired.stderr).toBe(0);
       const r = JSON.parse(repaired.stdout);
-      expect(r.beforeRepair.differing).toEqual([window]);
+      expect(r.beforeRepair.differing).toEqual([window, extra]);
       expect(r.holds).toBe(true);
       expect(r.repair.status).toBe('complete');
-      // One snapshot, the only one the repair made; its run's only window is the one that differed, in the ledger
-      // with the requests that fetched it (lineage).
+      // One snapshot, the only one the repair made; its run's windows are the two that differed, in the ledger
+      // with the requests that fetched them (lineage). The window fetched again replaced its rows: the one the
+      // API does not list is gone.
       expect(r.repair.snapshots).toHaveLength(1);
       expect(Number((await q(`SELECT max(snapshot_id) AS s FROM ducklake.ducklake_snapshot`))[0]!.s)).toBe(r.repair.snapshots[0]);
       expect(r.repair.snapshots[0]).toBeGreaterThan(snapshotsBefore);
-      const windows = await q(`SELECT window_id, status, snapshot_id::int AS snapshot FROM chainlake.windows WHERE run_id = $1`, [r.repair.runId]);
-      expect(windows).toEqual([{ window_id: window, status: 'committed', snapshot: r.repair.snapshots[0] }]);
+      const windows = await q(`SELECT window_id, status, snapshot_id::int AS snapshot FROM chainlake.windows WHERE run_id = $1 ORDER BY window_id`, [
+        r.repair.runId,
+      ]);
+      expect(windows).toEqual([
+        { window_id: window, status: 'committed', snapshot: r.repair.snapshots[0] },
+        { window_id: extra, status: 'committed', snapshot: r.repair.snapshots[0] },
+      ]);
+      expect(await ghosts()).toBe(0n);
       expect(
         Number((await q(`SELECT count(*) AS n FROM chainlake.requests WHERE window_id = $1 AND run_id = $2`, [window, r.repair.runId]))[0]!.n),
       ).toBeGreaterThan(0);

@@ -1,5 +1,6 @@
 // `chainlake verify` on real lakes against the real simulator: a clean lake holds; a lake another DuckLake writer
-// deleted rows from differs in exactly that window, `--repair` fetches that window alone and verify holds after;
+// deleted rows from differs in exactly that window, `--repair` fetches that window alone and verify holds after; a
+// row the API does not list, added by another writer, is deleted by the repair (its window replaces its rows);
 // a listing that ignores its block range filter is detected (by verify, and refused by a run).
 import { DuckDBInstance } from '@duckdb/node-api';
 import { existsSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { planVerifySession, verifySession } from '../../src/pipeline/verify/sess
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { REFERENCE_DIR } from '../ducklake/helpers.js';
 import { runCli } from '../helpers/cli.js';
+import { singleMachineRows } from '../distributed/helpers.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 
 const A = '0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c';
@@ -34,15 +36,17 @@ const jobDoc = (lake: string, extra: Record<string, unknown> = {}) => ({
 });
 const jobOf = (lake: string, extra?: Record<string, unknown>): Job => parseJob(jobDoc(lake, extra), 'verify-test', process.env);
 
-/** Statements through the reference DuckLake extension, the lake attached read-write as `lake`. */
-async function withRef(lake: string, statements: string[]): Promise<void> {
+/** Statements through the reference DuckLake extension, the lake attached read-write as `lake`; the last one's rows. */
+async function withRef(lake: string, statements: string[]): Promise<Record<string, unknown>[]> {
   const instance = await DuckDBInstance.create(':memory:', { allow_unsigned_extensions: 'true' });
   const conn = await instance.connect();
   try {
     await conn.run("SET TimeZone = 'UTC'");
     await conn.run(`LOAD '${path.join(REFERENCE_DIR, 'ducklake.duckdb_extension')}'`);
     await conn.run(`ATTACH 'ducklake:${path.join(lake, 'catalog.duckdb')}' AS lake`);
-    for (const sql of statements) await conn.run(sql);
+    let rows: Record<string, unknown>[] = [];
+    for (const sql of statements) rows = (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
+    return rows;
   } finally {
     conn.closeSync();
     instance.closeSync();
@@ -237,6 +241,46 @@ describe('chainlake verify (local lake)', () => {
       expect(after.rows.filter((r) => r.check === 'count').every((r) => r.status === 'held')).toBe(true);
     },
     180_000,
+  );
+
+  it.skipIf(!HAS_REF)(
+    'a row the API does not list, added by another writer: that window differs (exit 5), --repair deletes it in the same snapshot, then verify holds',
+    async () => {
+      const lake = path.join(tmp.dir, 'extra');
+      const job = jobOf(lake);
+      expect((await runJob(job, { simulator: sim })).status).toBe('complete');
+      // A copy of one of A's transactions under a hash no chain holds: a row of A's scope and of blocks 12000-17999.
+      const ghost = `0x${'e'.repeat(64)}`;
+      await withRef(lake, [
+        `INSERT INTO lake.transactions SELECT * REPLACE ('${ghost}' AS transaction_hash) FROM lake.transactions
+         WHERE sender = '${A}' AND block_number BETWEEN 12000 AND 17999 ORDER BY transaction_hash LIMIT 1`,
+      ]);
+      // Read as another DuckLake reader does (the catalog's own views are refreshed by chainlake's commits only).
+      const ghosts = async () => (await withRef(lake, [`SELECT count(*) AS n FROM lake.transactions WHERE transaction_hash = '${ghost}'`]))[0]!.n;
+      await expect(ghosts()).resolves.toBe(1n);
+      const window = `transactions/mainnet/address=${A}/12000-17999`;
+      const jobFile = path.join(tmp.dir, 'extra.json');
+      await writeFile(jobFile, JSON.stringify(jobDoc(lake)));
+      const cli = await runCli(['verify', jobFile, '--format', 'json'], { timeoutMs: 120_000 });
+      expect(cli.code, cli.stderr).toBe(5);
+      expect(JSON.parse(cli.stdout).differing).toEqual([window]);
+
+      const snapshots = async () => Number((await queryCatalog(lake, `SELECT count(*) AS n FROM ducklake_snapshot`))[0]!.n);
+      const before = await snapshots();
+      const repaired = await runCli(['verify', jobFile, '--format', 'json', '--repair'], { timeoutMs: 180_000 });
+      expect(repaired.code, repaired.stderr).toBe(0);
+      const r = JSON.parse(repaired.stdout);
+      expect(r.beforeRepair.differing).toEqual([window]);
+      expect(r.holds).toBe(true);
+      // The row is gone, in the repair's one snapshot; the next verify holds, and the rows are a fresh export's.
+      await expect(ghosts()).resolves.toBe(0n);
+      expect(await snapshots()).toBe(before + 1);
+      expect((await verifySession(job, { kind: 'local', lake }, {}, { simulator: sim })).holds).toBe(true);
+      const fresh = path.join(tmp.dir, 'extra-fresh');
+      expect((await runJob(jobOf(fresh), { simulator: sim })).status).toBe('complete');
+      expect((await singleMachineRows(lake)).get('transactions')).toEqual((await singleMachineRows(fresh)).get('transactions'));
+    },
+    240_000,
   );
 
   it('an API whose listing ignores the block range filter is detected by verify (test/extract/range-filter.test.ts: a run refuses it)', async () => {

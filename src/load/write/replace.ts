@@ -1,6 +1,7 @@
 /**
  * Windows fetched again replace what the lake holds of them (finality: a provisional window's blocks may have been
- * reorganised, or an explorer's index may have listed them short). One rule for both committers (load/write/commit.ts on
+ * reorganised, or an explorer's index may have listed them short; `verify --repair`: a window whose count differs
+ * from the API's). One rule for both committers (load/write/commit.ts on
  * one machine, distributed/commit.ts): a partition merged with a replacing window's fresh rows drops its old rows
  * that the window's scope and block range hold (datasets/scope-rows.ts), so rows the new fetch no longer returns
  * are gone in the same snapshot; and the partitions merged include those whose files reach into a replaced range,

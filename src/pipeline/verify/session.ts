@@ -86,7 +86,10 @@ export async function verifySession(job: Job, target: VerifyTarget, sel: VerifyS
  * run's pipeline and committer (everything one commit); distributed, a run of their own worked by this process
  * as a worker (distributed/repair.ts). Only where the repair writes differs.
  */
-async function repairWindows(job: Job, target: VerifyTarget, differing: VerifyResult['differing'], opts: VerifyOptions): Promise<RepairReport> {
+async function repairWindows(job: Job, target: VerifyTarget, found: VerifyResult['differing'], opts: VerifyOptions): Promise<RepairReport> {
+  // A window fetched again replaces its rows, as finality's re-fetch of a provisional one does (load/write/replace.ts):
+  // rows of its scope and range that the API no longer lists go in the same snapshot. A merge by key would keep them.
+  const differing = found.map((w) => ({ ...w, replaces: true }));
   if (target.kind === 'distributed') {
     const { repairDistributed } = await import('../../distributed/repair.js');
     return repairDistributed(job, opts.doc, differing, {
