@@ -256,6 +256,7 @@ describe('chainlake decode --catalog', () => {
       expect(after).toEqual([...before, before.at(-1)! + 1]);
       expect(await controlRun(url, r.runId)).toMatchObject({ status: 'complete', report: { snapshot: after.at(-1) } });
     } finally {
+      await other.query(`DELETE FROM chainlake.leases WHERE holder = 'another-worker'`);
       await other.end();
     }
   }, 120_000);
