@@ -21,6 +21,7 @@ import { getDataset } from '../datasets/registry.js';
 import { commitFetched, LeaseLostError, releaseLease, takeLease } from './commit.js';
 import { collectGarbage } from '../pipeline/garbage.js';
 import { recordFailed } from '../load/ledger/windows.js';
+import { ledgerBlockTimes } from '../load/ledger/block-times.js';
 import {
   CONTROL_SCHEMA,
   QUEUE_SCHEMA,
@@ -606,6 +607,8 @@ async function openRun(
     clients: source.clients,
     pager: pagerOptionsOf(job.source, job.what.range.fixedChunks ? undefined : (opts.windowRows ?? WINDOW_ROWS)),
     transformers,
+    // Each block of the run asked once by all its workers, not once per worker (windows of one range go to several).
+    blockTimes: ledgerBlockTimes(controlLedger(client).db, runId, CONTROL_SCHEMA),
     transformerFor(name: string) {
       let t = transformers.get(name);
       if (!t) transformers.set(name, (t = new RowTransformer(getDataset(name), { network: job.what.network, snapshotDate: ingestedAt.slice(0, 10) })));
