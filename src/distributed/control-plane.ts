@@ -4,6 +4,7 @@
  * `chainlake_queue`). Every decision that must hold across machines is taken here, never on the object store.
  */
 import { requestsLedgerDdl } from '../load/ledger/requests.js';
+import { blockTimesLedgerDdl } from '../load/ledger/block-times.js';
 import pg from 'pg';
 import { PostgresCatalog } from '../ducklake/postgres-catalog.js';
 import { initialiseCatalog } from '../ducklake/ddl.js';
@@ -48,6 +49,8 @@ export function checkCatalogUrl(url: string | undefined, flag = '--catalog'): st
 const CONTROL_DDL = [
   // Lineage: each window's calls, recorded by the commit that commits the window (load/ledger/requests.ts).
   ...requestsLedgerDdl(CONTROL_SCHEMA),
+  // The block times each run asked, shared by its workers (load/ledger/block-times.ts).
+  ...blockTimesLedgerDdl(CONTROL_SCHEMA),
   `CREATE TABLE IF NOT EXISTS ${CONTROL_SCHEMA}.leases (
      name TEXT PRIMARY KEY,
      holder TEXT NOT NULL,

@@ -16,6 +16,7 @@ import type { PagerOptions } from '../extract/pager.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { rejectsSelect, stagedSelect } from '../load/write/commit.js';
 import { encodeCalls } from '../load/ledger/requests.js';
+import type { BlockTimeBook } from '../load/ledger/block-times.js';
 import { ident, literal } from '../load/sql.js';
 import { testHook } from '../load/test-hooks.js';
 import { STAGED_PARTITION } from '../load/schema.js';
@@ -36,6 +37,8 @@ export interface RunContext {
   pager: PagerOptions;
   transformers: Map<string, RowTransformer>;
   transformerFor(dataset: string): RowTransformer;
+  /** The run's block times, shared by its workers through the control plane (load/ledger/block-times.ts). */
+  blockTimes?: BlockTimeBook;
 }
 
 export interface FetchDeps {
@@ -104,6 +107,7 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
     index,
     strict: run.job.lake.strict,
     log,
+    blockTimes: run.blockTimes,
   });
   const written: string[] = [];
   try {

@@ -8,7 +8,8 @@ import { pagerOptionsOf } from '../pipeline/prepare.js';
 import { openSource } from '../pipeline/source.js';
 import { RowTransformer } from '../transform/rows.js';
 import { SharedQuota } from './account.js';
-import { CONTROL_SCHEMA } from './control-plane.js';
+import { CONTROL_SCHEMA, controlLedger } from './control-plane.js';
+import { ledgerBlockTimes } from '../load/ledger/block-times.js';
 import type { RunContext } from './fragment.js';
 import type { DistributedOptions } from './enqueue.js';
 
@@ -38,6 +39,8 @@ export async function openRun(
     clients: source.clients,
     pager: pagerOptionsOf(job.source, job.what.range.fixedChunks ? undefined : (opts.windowRows ?? WINDOW_ROWS)),
     transformers,
+    // Each block of the run asked once by all its workers, not once per worker (windows of one range go to several).
+    blockTimes: ledgerBlockTimes(controlLedger(client).db, runId, CONTROL_SCHEMA),
     transformerFor(name: string) {
       let t = transformers.get(name);
       if (!t) transformers.set(name, (t = new RowTransformer(getDataset(name), { network: job.what.network, snapshotDate: ingestedAt.slice(0, 10) })));

@@ -1,4 +1,5 @@
 import type { Accounting } from '../extract/accounting.js';
+import type { BlockTimeBook } from '../load/ledger/block-times.js';
 import type { ApiCaller } from '../extract/endpoint.js';
 import { fillPath } from '../extract/endpoint.js';
 import { newRequestRecord } from '../extract/request-log.js';
@@ -11,7 +12,8 @@ const BLOCK_ENDPOINT = 'block';
 
 /**
  * Block times already asked through a caller (a run's clients), by path and block: the windows of a run's scopes
- * share their ranges (a contract's scopes, fixed chunks), and each asked the same two blocks again.
+ * share their ranges (a contract's scopes, fixed chunks), and each asked the same two blocks again. In a distributed
+ * run this is one worker's memory of its run, in front of the run's shared book (the control plane's ledger).
  */
 const asked = new WeakMap<ApiCaller, Map<string, Promise<string>>>();
 
@@ -25,7 +27,8 @@ export const asksBlockTimes = (w: Pick<Window, 'replaces' | 'range' | 'def'>): b
 
 /**
  * The requests the block times of `windows` cost a run: each distinct block once (a block another window asked
- * already is not asked again), the first and last block of each window that asks (asksBlockTimes).
+ * already is not asked again, by any worker of a distributed run: see blockTimes' `book`), the first and last block
+ * of each window that asks (asksBlockTimes). Two workers asking one block at the same moment may both ask it.
  */
 export function blockTimeRequests(windows: readonly Pick<Window, 'replaces' | 'range' | 'def'>[]): number[] {
   const asked = new Set<number>();
@@ -43,20 +46,31 @@ export function blockTimeRequests(windows: readonly Pick<Window, 'replaces' | 'r
  * two requests, each counted in the window's accounting and recorded as its calls (lineage); a block another
  * window of the run asked already is not asked again (its call is that window's). A dataset whose rows carry a
  * block time but no block number replaces a window fetched again by them (datasets/scope-rows.ts).
+ *
+ * `book`: where the run's times are shared beyond this process (a distributed run's workers: the control plane's
+ * `block_times`, load/ledger/block-times.ts). A block it holds is not asked (the window sends no request for it);
+ * a block asked is recorded in it, and the time it then holds is the one used.
  */
-export async function blockTimes(caller: ApiCaller, acct: Accounting, range: BlockRange, blockPath?: string): Promise<{ from: string; to: string }> {
+export async function blockTimes(
+  caller: ApiCaller,
+  acct: Accounting,
+  range: BlockRange,
+  blockPath?: string,
+  book?: BlockTimeBook,
+): Promise<{ from: string; to: string }> {
   const known = asked.get(caller) ?? new Map<string, Promise<string>>();
   asked.set(caller, known);
   const timeOf = (n: number): Promise<string> => {
     const key = `${blockPath ?? ''}\u0000${n}`;
     const cached = known.get(key);
     if (cached) return cached;
-    const time = ask(n);
+    const time = book ? shared(book, n) : ask(n);
     known.set(key, time);
     // A failed ask is asked again by the next window.
     time.catch(() => known.delete(key));
     return time;
   };
+  const shared = async (b: BlockTimeBook, n: number): Promise<string> => (await b.find(n)) ?? b.record(n, await ask(n));
   const ask = async (n: number): Promise<string> => {
     const record = newRequestRecord(BLOCK_ENDPOINT);
     acct.calls.push(record);

@@ -11,6 +11,7 @@ import { MAX_RECEIVED_PAGE_BYTES, OrdinalState, type RowTransformer } from '../t
 import type { Logger } from './log.js';
 import { windowIdOf, type Window } from './plan.js';
 import { asksBlockTimes, blockTimes } from './block-times.js';
+import type { BlockTimeBook } from '../load/ledger/block-times.js';
 import type { BlockRange } from '../extract/pager.js';
 import { ChainlakeError, chainlakeCodeOf } from '../errors.js';
 import type { RunReport } from './report.js';
@@ -71,6 +72,8 @@ export interface ExecuteDeps {
   progress?: WindowProgress;
   /** Called after each page is staged, with its row and reject counts and the size of its body as received. */
   onPage?: (rows: number, rejects: number, bytes: number) => void;
+  /** The run's block times shared beyond this process (a distributed run's, in the control plane: see blockTimes). */
+  blockTimes?: BlockTimeBook;
 }
 
 /**
@@ -194,7 +197,7 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
     if (asksBlockTimes(fetched) && fetched.range) {
       // Its rows name no block: the times of its first and last block say which of the lake's rows it replaces.
       if (!deps.clients.explorer) throw new Error(`${w.def.name}: the block endpoint is needed to replace its rows, and no explorer base URL is configured`);
-      outcome.window = { ...fetched, times: await blockTimes(deps.clients.explorer, outcome.acct, fetched.range, deps.clients.paths?.block) };
+      outcome.window = { ...fetched, times: await blockTimes(deps.clients.explorer, outcome.acct, fetched.range, deps.clients.paths?.block, deps.blockTimes) };
     }
     await outcome.stage?.close();
     await outcome.rejectStage?.close();

@@ -1,0 +1,134 @@
+// A distributed run asks each block time once (issue 34, the distributed bench's requests): the workers of a run
+// share the block times they asked through the control plane's `block_times` (src/load/ledger/block-times.ts).
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { controlLedger, setupControlPlane } from '../../src/distributed/control-plane.js';
+import { enqueueJob } from '../../src/distributed/enqueue.js';
+import { controlPlanLedger } from '../../src/distributed/plan-ledger.js';
+import { runWorker } from '../../src/distributed/worker.js';
+import { ledgerBlockTimes } from '../../src/load/ledger/block-times.js';
+import { estimatePlan } from '../../src/pipeline/estimate.js';
+import { parseJob } from '../../src/pipeline/job.js';
+import type { Logger } from '../../src/pipeline/log.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
+import { tempDir } from '../helpers/lake.js';
+
+let pg: TestPostgres;
+let sim: RunningSimulator;
+let tmp: Awaited<ReturnType<typeof tempDir>>;
+
+beforeAll(async () => {
+  pg = await startPostgres();
+  sim = await startSimulator({ seed: 1, scale: 'small' });
+  tmp = await tempDir('chainlake-block-times-');
+}, 120_000);
+
+afterAll(async () => {
+  await sim?.close();
+  await pg?.stop();
+  await tmp?.cleanup();
+});
+
+/** The workers' environment: the key the stored job leaves out, and the control plane's password. */
+const env = () => ({ CHAINLAKE_API_KEY: sim.apiKey, PGPASSWORD: pg.password });
+
+/** Block-endpoint requests the simulator served since its stats were reset (the head's included: workers ask none). */
+const blockRequests = (): number =>
+  Object.entries(sim.stats().byRoute)
+    .filter(([route]) => route.endsWith('/blocks'))
+    .reduce((a, [, n]) => a + n, 0);
+
+describe('block times in a distributed run', { timeout: 300_000 }, () => {
+  it('windows of one range fetched by two workers ask each block once; the quota ledger counts exactly the requests sent', async () => {
+    const db = await pg.database();
+    const store = path.join(tmp.dir, 'store');
+    const contracts = [...new Set([sim.examples.verifiedContract, sim.examples.unverifiedContract, sim.examples.erc20Token, sim.examples.erc721Token])];
+    expect(contracts.length).toBeGreaterThanOrEqual(3);
+    const doc = {
+      name: 'dist-block-times',
+      target: 'api',
+      endpoints: { mainnet: sim.urls.mainnet },
+      lake: path.join(tmp.dir, 'unused-local'),
+      concurrency: 2,
+      dailyRequestQuota: 100_000,
+      range: { fromBlock: 0, incremental: true, windowBlocks: 4_000, finalityDepth: 500 },
+      // Several scopes: each range has a window per contract, and the windows of one range go to different workers.
+      datasets: { event_logs: { contracts, topics: [sim.examples.transferTopic] } },
+    };
+    const file = path.join(tmp.dir, 'job.json');
+    await writeFile(file, JSON.stringify(doc));
+    const job = () => parseJob(doc, file, env());
+    const opts = { catalog: db.url, store };
+    process.env.PGPASSWORD = pg.password;
+
+    // History: a first run, committed, its top windows provisional.
+    await enqueueJob(job(), doc, opts);
+    expect((await runWorker({ ...opts, id: 'w0', untilIdle: true, pollMs: 50, env: env() })).windowsFailed).toBe(0);
+
+    // The second run fetches the provisional windows and the safety margin again: each replaces by its blocks' times.
+    const client = await db.connect();
+    const plan = await estimatePlan(job(), { probe: false, ledger: controlPlanLedger(client, db.url) });
+    expect(plan.windows.length).toBeGreaterThan(contracts.length);
+    const second = await enqueueJob(job(), doc, opts);
+    const planned = (await client.query(`SELECT from_block, to_block FROM chainlake.windows WHERE run_id = $1`, [second.runId])).rows;
+    const blocks = new Set(planned.flatMap((r) => [Number(r.from_block), Number(r.to_block)]));
+    expect(plan.blockTimeRequests).toBe(blocks.size);
+    const usage = async () => Number((await client.query(`SELECT COALESCE(sum(requests), 0)::BIGINT AS n FROM chainlake.request_usage`)).rows[0].n);
+    const usedBefore = await usage();
+    sim.resetStats();
+
+    // Worker a fetches one window at a time and stops after its first; worker b fetches the rest, among them the
+    // other scopes' windows of a's range, which asked those blocks again in b's process.
+    const stop = new AbortController();
+    const stopAfterOne: Logger = { log: (_level, event) => (event === 'window.fetched' ? stop.abort() : undefined) };
+    const a = await runWorker({ ...opts, id: 'a', windowsAtOnce: 1, untilIdle: true, pollMs: 50, signal: stop.signal, log: stopAfterOne, env: env() });
+    expect(a.windowsFetched).toBeGreaterThanOrEqual(1);
+    const b = await runWorker({ ...opts, id: 'b', untilIdle: true, pollMs: 50, env: env() });
+    expect(a.windowsFailed + b.windowsFailed).toBe(0);
+
+    const windows = (await client.query(`SELECT worker, from_block, to_block, requests, status FROM chainlake.windows WHERE run_id = $1`, [second.runId])).rows;
+    expect(windows.every((w) => w.status === 'committed' || w.status === 'provisional')).toBe(true);
+    // The precondition: a range whose windows both workers fetched.
+    const workersOf = new Map<string, Set<string>>();
+    for (const w of windows) {
+      const range = `${w.from_block}-${w.to_block}`;
+      workersOf.set(range, (workersOf.get(range) ?? new Set()).add(String(w.worker)));
+    }
+    expect([...workersOf.values()].some((ws) => ws.size === 2)).toBe(true);
+
+    // Each block asked once by the run, whichever worker fetched its windows: as the plan estimated.
+    expect(blockRequests()).toBe(blocks.size);
+    const asked = (
+      await client.query(`SELECT path, count(*)::INT AS n FROM chainlake.requests WHERE run_id = $1 AND endpoint = 'block' GROUP BY path`, [second.runId])
+    ).rows;
+    expect(asked.length).toBe(blocks.size);
+    expect(asked.every((r) => r.n === 1)).toBe(true);
+    const recorded = (await client.query(`SELECT block FROM chainlake.block_times WHERE run_id = $1`, [second.runId])).rows.map((r) => Number(r.block));
+    expect(new Set(recorded)).toEqual(blocks);
+    // A window whose times came from the ledger sent no request for them: the windows' requests are those the API saw,
+    // and the quota ledger counts exactly those.
+    const sent = sim.stats().requests;
+    expect(windows.reduce((n, w) => n + Number(w.requests), 0)).toBe(sent);
+    expect(a.requests + b.requests).toBe(sent);
+    expect((await usage()) - usedBefore).toBe(sent);
+    await client.end();
+  });
+
+  it("keeps the first time recorded for a block, and a run's times to that run", async () => {
+    const db = await pg.database();
+    const client = await db.connect();
+    await setupControlPlane(client, `${path.join(tmp.dir, 'book-store')}/lake/`);
+    const run1 = ledgerBlockTimes(controlLedger(client).db, 'run-1', 'chainlake');
+    const run2 = ledgerBlockTimes(controlLedger(client).db, 'run-2', 'chainlake');
+    expect(await run1.find(7)).toBeUndefined();
+    expect(await run1.record(7, '2026-01-01T00:00:00.000Z')).toBe('2026-01-01T00:00:00.000Z');
+    // A second asker of the same block (a race between workers) gets the time recorded first.
+    expect(await run1.record(7, '2026-01-01T00:00:12.000Z')).toBe('2026-01-01T00:00:00.000Z');
+    expect(await run1.find(7)).toBe('2026-01-01T00:00:00.000Z');
+    // Another run asks again: a provisional block's time may have changed with a reorg.
+    expect(await run2.find(7)).toBeUndefined();
+    await client.end();
+  });
+});
