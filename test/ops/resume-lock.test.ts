@@ -5,6 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadJobFile } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
+import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { CLI, onJsonLines, runCliInProcess } from '../helpers/cli.js';
 import { datasetDigest, queryCatalog, tempDir } from '../helpers/lake.js';
 
@@ -23,8 +24,16 @@ const HANG_GUARD_MS = 300_000;
 
 let dir: string;
 let cleanup: () => Promise<void>;
-beforeAll(async () => ({ dir, cleanup } = await tempDir()));
-afterAll(async () => cleanup?.());
+/** The jobs' simulator (seed 1) for the runs in this process, started once: the killed child starts its own. */
+let sim: RunningSimulator;
+beforeAll(async () => {
+  ({ dir, cleanup } = await tempDir());
+  sim = await startSimulator({ seed: 1 });
+});
+afterAll(async () => {
+  await sim?.close();
+  await cleanup?.();
+});
 
 /** `perWindow`: a commit after every window, so a kill lands between commits; a clean run commits as a run does by default. */
 async function writeJob(name: string, lake: string, perWindow = true): Promise<string> {
@@ -93,7 +102,7 @@ describe('resume after a kill', () => {
       // The re-run commits as a run does by default (a commit per window is only there to place the kill): it
       // resumes all the same, and a commit per window would make it the slowest step here.
       await writeJob('killed', lake(), false);
-      resumed = await runJob(await loadJobFile(job, process.env));
+      resumed = await runJob(await loadJobFile(job, process.env), { simulator: sim });
       expect(resumed.status).toBe('complete');
       expect(resumed.resumeOf).toBe(killed);
       expect(resumed.windowsSkipped).toBe(committedBefore);
@@ -108,7 +117,7 @@ describe('resume after a kill', () => {
     async () => {
       expect(resumed, 'the step before failed').toBeDefined();
       const clean = path.join(dir, 'clean');
-      const cleanReport = await runJob(await loadJobFile(await writeJob('clean', clean, false), process.env));
+      const cleanReport = await runJob(await loadJobFile(await writeJob('clean', clean, false), process.env), { simulator: sim });
       expect(cleanReport.head).toBe(resumed.head);
       for (const [ds, key] of [
         ['transactions', 'transaction_hash'],
@@ -124,7 +133,7 @@ describe('resume after a kill', () => {
     'the run after that is a fresh one: nothing left to resume',
     async () => {
       expect(resumed, 'the step before failed').toBeDefined();
-      const again = await runJob(await loadJobFile(job, process.env));
+      const again = await runJob(await loadJobFile(job, process.env), { simulator: sim });
       expect(again.resumeOf).toBeNull();
     },
     HANG_GUARD_MS,
@@ -151,28 +160,36 @@ describe('the lake lock', () => {
     await mkdir(lake, { recursive: true });
     const lockFile = path.join(lake, '.chainlake.lock');
     await writeFile(lockFile, JSON.stringify({ pid: process.pid, host: os.hostname(), runId: 'holder', startedAt: new Date().toISOString() }));
-    const child = spawn(
-      process.execPath,
-      [CLI, 'export', 'transactions', '--simulator', '--address', ADDRESSES[0]!, '--to-block', '5000', '--lake', lake, '--wait', '--log-format', 'json'],
-      {
-        stdio: ['ignore', 'ignore', 'pipe'],
-      },
-    );
+    // In this process (the holder is this process: alive, as a run would be): what the command logs goes to
+    // stderr, caught here until it returns, and the holder finishes once the waiter has said it is waiting.
     let stderr = '';
-    const code = await new Promise<number | null>((resolve) => {
-      const timer = setTimeout(() => child.kill('SIGKILL'), HANG_GUARD_MS);
-      child.stderr.on('data', (d: Buffer) => {
-        const first = !stderr.includes('"event":"lock.wait"');
-        stderr += d.toString();
-        // The holder finishes only once the waiter has said it is waiting.
-        if (first && stderr.includes('"event":"lock.wait"')) void rm(lockFile);
-      });
-      child.on('close', (c) => {
-        clearTimeout(timer);
-        resolve(c);
-      });
-    });
-    const r = { code, stderr };
+    const write = process.stderr.write.bind(process.stderr);
+    process.stderr.write = ((chunk: string | Uint8Array) => {
+      const first = !stderr.includes('"event":"lock.wait"');
+      stderr += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString();
+      if (first && stderr.includes('"event":"lock.wait"')) void rm(lockFile);
+      return true;
+    }) as typeof process.stderr.write;
+    let r: { code: number; stderr: string };
+    try {
+      const run = await runCliInProcess([
+        'export',
+        'transactions',
+        '--simulator',
+        '--address',
+        ADDRESSES[0]!,
+        '--to-block',
+        '5000',
+        '--lake',
+        lake,
+        '--wait',
+        '--log-format',
+        'json',
+      ]);
+      r = { code: run.code ?? 0, stderr: stderr + run.stderr };
+    } finally {
+      process.stderr.write = write;
+    }
     expect(r.code, r.stderr).toBe(0);
     expect(r.stderr).toMatch(/"event":"lock.wait"/);
   });

@@ -13,7 +13,7 @@ import { committedRanges, covers, narrowWindows } from '../../src/pipeline/prepa
 import { runJob } from '../../src/pipeline/run.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { fingerprint } from '../reliability/fingerprint.js';
-import { CLI, onJsonLines, runCli, runCliInProcess } from '../helpers/cli.js';
+import { CLI, onJsonLines, runCliInProcess, type CliResult } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 
 /**
@@ -433,11 +433,30 @@ describe('runs in chunks (simulator, DuckDB)', () => {
 
     const clean = path.join(dir, 'killed-clean');
     await writeFile(path.join(dir, 'clean.json'), JSON.stringify(doc(clean, false)));
-    await runJob(await loadJobFile(path.join(dir, 'clean.json'), process.env));
+    await runJob(await loadJobFile(path.join(dir, 'clean.json'), process.env), { simulator: sim });
     expect(await fingerprint(lake)).toEqual(await fingerprint(clean));
     // Three runs of a child process and DuckDB on a shared two-core box: bounded, but not by the default minute.
   }, 240_000);
 });
+
+/**
+ * `chainlake <args>` in this process with what the command writes to stdout (a plan prints there itself, which
+ * runCliInProcess does not catch): the stream is restored before this returns.
+ */
+async function runCliCapturingStdout(args: string[]): Promise<CliResult> {
+  let printed = '';
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = ((chunk: string | Uint8Array) => {
+    printed += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString();
+    return true;
+  }) as typeof process.stdout.write;
+  try {
+    const r = await runCliInProcess(args);
+    return { ...r, stdout: r.stdout + printed };
+  } finally {
+    process.stdout.write = write;
+  }
+}
 
 describe('windowBlocks on the command line', () => {
   let dir: string;
@@ -459,7 +478,7 @@ describe('windowBlocks on the command line', () => {
         },
       }),
     );
-    const r = await runCli(['plan', file, '--window-blocks', '10000', '--format', 'json']);
+    const r = await runCliCapturingStdout(['plan', file, '--window-blocks', '10000', '--format', 'json']);
     expect(r.code, r.stderr).toBe(0);
     const plan = JSON.parse(r.stdout) as { head: number; windowBlocks: number; windows: { window: string; rows: number | null }[] };
     expect(plan.windowBlocks).toBe(10_000);
@@ -467,7 +486,7 @@ describe('windowBlocks on the command line', () => {
     expect(plan.windows.map((w) => w.window.split('/').pop())).toEqual(['0-9999', 'snapshot', '10000-19999', '20000-29999', `30000-${plan.head}`]);
     expect(plan.windows.filter((w) => w.window.startsWith('transactions')).reduce((a, w) => a + (w.rows ?? 0), 0)).toBe(426);
 
-    const text = await runCli(['plan', file, '--window-blocks', '10000']);
+    const text = await runCliCapturingStdout(['plan', file, '--window-blocks', '10000']);
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toMatch(/in chunks of 10000/);
     expect(text.stdout).toMatch(/5 windows to fetch/);
