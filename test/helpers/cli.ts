@@ -45,6 +45,42 @@ export async function runCliInProcess(args: string[]): Promise<CliResult> {
   return { code: code ?? 0, signal: null, stdout, stderr };
 }
 
+/**
+ * runCliInProcess, also capturing what the command itself writes to process.stdout and process.stderr (a query's
+ * rows, a status, a compaction's summary) and the exit code it sets (process.exitCode, restored afterwards). For
+ * commands whose output is the point but whose process (its start, signals, the bin's runtime tuning) is not.
+ * The streams are the process's own: run no other test of the file concurrently with it.
+ */
+export async function runCliCapturing(args: string[]): Promise<CliResult> {
+  const streams = { stdout: process.stdout, stderr: process.stderr } as const;
+  const written = { stdout: '', stderr: '' };
+  const saved = { stdout: process.stdout.write, stderr: process.stderr.write };
+  const savedExitCode = process.exitCode;
+  for (const name of ['stdout', 'stderr'] as const) {
+    streams[name].write = ((chunk: string | Uint8Array, encoding?: unknown, cb?: unknown) => {
+      written[name] += typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString();
+      const done = typeof encoding === 'function' ? encoding : cb;
+      if (typeof done === 'function') queueMicrotask(() => (done as () => void)());
+      return true;
+    }) as typeof process.stdout.write;
+  }
+  process.exitCode = undefined;
+  try {
+    const r = await runCliInProcess(args);
+    const set = process.exitCode;
+    return {
+      ...r,
+      code: r.code !== 0 ? r.code : typeof set === 'number' ? set : Number(set ?? 0),
+      stdout: r.stdout + written.stdout,
+      stderr: r.stderr + written.stderr,
+    };
+  } finally {
+    process.stdout.write = saved.stdout;
+    process.stderr.write = saved.stderr;
+    process.exitCode = savedExitCode;
+  }
+}
+
 /** Calls `onEvent` with each JSON log line a child writes (`--log-format json`); other lines are skipped. */
 export function onJsonLines(stream: NodeJS.ReadableStream, onEvent: (ev: Record<string, unknown>) => void): void {
   let buf = '';

@@ -1,11 +1,18 @@
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseJob } from '../../src/pipeline/job.js';
+import { runJob } from '../../src/pipeline/run.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { runCli } from '../helpers/cli.js';
+import { runCliCapturing } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
-import { lakeContent, listLake, runWriter, writeJob } from './helpers.js';
+import { lakeContent, listLake, writeJob } from './helpers.js';
 
-/** chainlake query, status, compact and catalog as a user runs them (the built CLI, child processes). */
+/**
+ * chainlake query, status, compact and catalog as a user runs them: the CLI's parser and commands, in this process
+ * (what they print and the exit code they decide; the bin's own exit codes are test/cli's). A process each would
+ * only add Node's and DuckDB's start.
+ */
 let sim: RunningSimulator;
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -23,8 +30,8 @@ beforeAll(async () => {
     ['high', { fromBlock: 20_000, toBlock: 'head' }],
   ] as const) {
     const job = await writeJob(path.join(dir, `${name}.json`), sim, lake, addresses, { range });
-    const r = await runWriter(['run', job, '-q'], { apiKey: sim.apiKey });
-    expect(r.code, r.stderr).toBe(0);
+    const r = await runJob(parseJob(JSON.parse(await readFile(job, 'utf8')), job, { CHAINLAKE_API_KEY: sim.apiKey }));
+    expect(r.status).toBe('complete');
   }
 }, 120_000);
 
@@ -36,36 +43,36 @@ afterAll(async () => {
 describe('chainlake query', () => {
   const sql = 'SELECT count(*) AS n, min(block_number) AS lo FROM transactions';
   it('prints a table, CSV or JSON lines', async () => {
-    const json = await runCli(['query', '--lake', lake, '--format', 'json', sql]);
+    const json = await runCliCapturing(['query', '--lake', lake, '--format', 'json', sql]);
     expect(json.code, json.stderr).toBe(0);
     const row = JSON.parse(json.stdout) as { n: string | number; lo: string | number };
     expect(Number(row.n)).toBe((await lakeContent(lake)).transactions!.rows);
-    const csv = await runCli(['query', '--lake', lake, '--format', 'csv', sql]);
+    const csv = await runCliCapturing(['query', '--lake', lake, '--format', 'csv', sql]);
     expect(csv.stdout.trim().split('\n')).toEqual(['n,lo', `${row.n},${row.lo}`]);
-    const table = await runCli(['query', '--lake', lake, sql]);
+    const table = await runCliCapturing(['query', '--lake', lake, sql]);
     expect(table.stdout).toMatch(/^ *n \| *lo\n-+-\+-+\n *\d+ \| *\d+\n\(1 row\)\n$/);
   });
 
   it('is read-only: a statement that would change the catalog fails with exit 2 and leaves the lake as it was', async () => {
     const before = await lakeContent(lake);
     for (const stmt of ['CREATE TABLE x AS SELECT 1', 'DROP VIEW transactions', 'UPDATE watermarks SET block = 0']) {
-      const r = await runCli(['query', '--lake', lake, stmt]);
+      const r = await runCliCapturing(['query', '--lake', lake, stmt]);
       expect(r.code, stmt).toBe(2);
       expect(r.stderr).toMatch(/query failed: .*read-only/i);
     }
     expect(await lakeContent(lake)).toEqual(before);
-    const still = await runCli(['query', '--lake', lake, '--format', 'csv', 'SELECT count(*) AS n FROM watermarks WHERE block > 0']);
+    const still = await runCliCapturing(['query', '--lake', lake, '--format', 'csv', 'SELECT count(*) AS n FROM watermarks WHERE block > 0']);
     expect(still.stdout.trim()).toBe(`n\n${addresses.length}`);
   });
 
   it('explains a bad statement and a missing lake', async () => {
-    const bad = await runCli(['query', '--lake', lake, 'SELEC 1']);
+    const bad = await runCliCapturing(['query', '--lake', lake, 'SELEC 1']);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/query failed: Parser Error/);
-    const unknown = await runCli(['query', '--lake', lake, 'SELECT * FROM no_such_dataset']);
+    const unknown = await runCliCapturing(['query', '--lake', lake, 'SELECT * FROM no_such_dataset']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/no_such_dataset/);
-    const missing = await runCli(['query', '--lake', path.join(dir, 'nowhere'), 'SELECT 1']);
+    const missing = await runCliCapturing(['query', '--lake', path.join(dir, 'nowhere'), 'SELECT 1']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/no lake at/);
   });
@@ -73,7 +80,7 @@ describe('chainlake query', () => {
 
 describe('chainlake status', () => {
   it('lists datasets, runs, watermarks and the gap between committed windows', async () => {
-    const r = await runCli(['status', '--lake', lake, '--format', 'json']);
+    const r = await runCliCapturing(['status', '--lake', lake, '--format', 'json']);
     expect(r.code, r.stderr).toBe(0);
     const s = JSON.parse(r.stdout) as {
       datasets: { dataset: string; rows: number }[];
@@ -90,7 +97,7 @@ describe('chainlake status', () => {
     expect(s.strayPartitions).toEqual([]);
     expect(s.pendingCommit).toBe(false);
 
-    const text = await runCli(['status', '--lake', lake]);
+    const text = await runCliCapturing(['status', '--lake', lake]);
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/datasets:\n/);
     expect(text.stdout).toMatch(/last 2 runs:\n/);
@@ -98,7 +105,7 @@ describe('chainlake status', () => {
   });
 
   it('on a missing lake says so', async () => {
-    const r = await runCli(['status', '--lake', path.join(dir, 'nowhere')]);
+    const r = await runCliCapturing(['status', '--lake', path.join(dir, 'nowhere')]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/no lake at/);
   });
@@ -107,25 +114,25 @@ describe('chainlake status', () => {
 describe('chainlake compact and catalog', () => {
   it('compact rewrites the partitions without changing a row', async () => {
     const before = await lakeContent(lake);
-    const r = await runCli(['compact', '--lake', lake, '--dataset', 'transactions']);
+    const r = await runCliCapturing(['compact', '--lake', lake, '--dataset', 'transactions']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^compacted \d+ partitions: (\d+) -> \1 files, (\d+) -> \2 rows \(0 duplicates removed\)/);
     expect(await lakeContent(lake)).toEqual(before);
-    const bad = await runCli(['compact', '--lake', lake, '--dataset', 'nope']);
+    const bad = await runCliCapturing(['compact', '--lake', lake, '--dataset', 'nope']);
     expect(bad.code).toBe(2);
   });
 
   it('compact of compact partitions writes nothing: no file, no snapshot, the same bytes', async () => {
     const snapshots = async (): Promise<number> => {
-      const r = await runCli(['query', '--lake', lake, '--format', 'csv', 'SELECT count(*) AS n FROM ducklake_snapshot']);
+      const r = await runCliCapturing(['query', '--lake', lake, '--format', 'csv', 'SELECT count(*) AS n FROM ducklake_snapshot']);
       expect(r.code, r.stderr).toBe(0);
       return Number(r.stdout.trim().split('\n')[1]);
     };
-    await runCli(['compact', '--lake', lake]);
+    await runCliCapturing(['compact', '--lake', lake]);
     const files = await listLake(lake);
     const before = await snapshots();
     for (let i = 0; i < 2; i++) {
-      const r = await runCli(['compact', '--lake', lake, '--format', 'json']);
+      const r = await runCliCapturing(['compact', '--lake', lake, '--format', 'json']);
       expect(r.code, r.stderr).toBe(0);
       const report = JSON.parse(r.stdout) as { partitions: number; alreadyCompact: number };
       expect(report.partitions).toBe(0);
@@ -137,7 +144,7 @@ describe('chainlake compact and catalog', () => {
 
   it('every new command has help with examples', async () => {
     for (const cmd of [['status'], ['compact'], ['catalog', 'rebuild'], ['query']]) {
-      const r = await runCli([...cmd, '--help']);
+      const r = await runCliCapturing([...cmd, '--help']);
       expect(r.code, cmd.join(' ')).toBe(0);
       expect(r.stdout).toMatch(/Examples:/);
       expect(r.stdout).toMatch(/--lake/);
