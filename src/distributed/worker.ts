@@ -18,7 +18,7 @@ import { pagerOptionsOf } from '../pipeline/prepare.js';
 import { openSource } from '../pipeline/source.js';
 import { RowTransformer } from '../transform/rows.js';
 import { getDataset } from '../datasets/registry.js';
-import { commitFetched, LeaseLostError, releaseLease, takeLease } from './commit.js';
+import { COMMIT_WINDOWS, commitFetched, LeaseLostError, releaseLease, takeLease } from './commit.js';
 import { collectGarbage } from '../pipeline/garbage.js';
 import { recordFailed } from '../load/ledger/windows.js';
 import {
@@ -58,6 +58,13 @@ export interface WorkerOptions extends DistributedOptions {
   commitRows?: number;
   /** Seconds after which a fetched window is committed while windows are still being fetched. */
   commitSeconds?: number;
+  /** Windows one commit takes at most (default COMMIT_WINDOWS); more fetched are the next commit's. */
+  commitWindows?: number;
+  /**
+   * Commit only once nothing is left to fetch and nothing is in hand (`verify --repair`: its windows one snapshot);
+   * commitRows and commitSeconds are then not looked at. With untilIdle.
+   */
+  commitWhenDone?: boolean;
   signal?: AbortSignal;
   log?: Logger;
   /**
@@ -205,6 +212,7 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
         const n = await commitFetched(
           { catalog: cat.catalog, engine, store, holder: id, leaseSeconds, log, beforeCommit: opts.beforeCommit },
           opts.commitRows ?? DEFAULT_COMMIT_ROWS,
+          opts.commitWindows ?? COMMIT_WINDOWS,
         );
         report.windowsCommitted += n;
         opts.metrics?.commits(n);
@@ -385,11 +393,13 @@ export async function runWorker(opts: WorkerOptions): Promise<WorkerReport> {
           if (given > 0) log.log('warn', 'window.abandoned', `worker ${id}: ${given} windows held by a worker that stopped answering are offered again`);
         }
         const { rows: fetched, waitedSeconds } = await fetchedState(client);
-        const due =
-          fetched >= (opts.commitRows ?? DEFAULT_COMMIT_ROWS) ||
-          (fetched > 0 && waitedSeconds >= (opts.commitSeconds ?? DEFAULT_COMMIT_SECONDS)) ||
-          (busy === 0 && fetched > 0 && !(waitedSeconds < LAST_WINDOWS_WAIT_SECONDS && (await lastWindowsInFlight(client)))) ||
-          (busy === 0 && (await abandonedWindows(client)) > 0);
+        const due = opts.commitWhenDone
+          ? // Only once no window is left to fetch (none due, or the quota spent) and none is in hand: one commit.
+            busy === 0 && fetched > 0 && ((await quotaReachedToday()) || (await nothingDue(client)))
+          : fetched >= (opts.commitRows ?? DEFAULT_COMMIT_ROWS) ||
+            (fetched > 0 && waitedSeconds >= (opts.commitSeconds ?? DEFAULT_COMMIT_SECONDS)) ||
+            (busy === 0 && fetched > 0 && !(waitedSeconds < LAST_WINDOWS_WAIT_SECONDS && (await lastWindowsInFlight(client)))) ||
+            (busy === 0 && (await abandonedWindows(client)) > 0);
         // A batch committed: look again at once (more may be due) rather than after a poll.
         if (due && (await tryCommit()) > 0) continue;
         // Nothing this worker can do now: no window it may fetch (none due, or its account's quota is spent for
