@@ -2,7 +2,8 @@
  * `verify --repair` on a distributed lake: the windows that differ from the API, enqueued as a run of their own
  * (enqueue.ts) and worked in this process until idle by the mode's own worker and its one committer (worker.ts,
  * commit.ts, under the committer lease), so their windows and requests land in the control plane's ledger as any
- * run's do. No commit is due while they are being fetched: they are committed together, one snapshot.
+ * run's do. No commit is due while they are being fetched, and the one commit takes every fetched window: they
+ * are committed together, one snapshot, however many differ.
  */
 import { dataPathOf } from '../ducklake/reader.js';
 import type { Job } from '../pipeline/job.js';
@@ -46,11 +47,13 @@ export async function repairDistributed(
     simulator: opts.simulator,
     transport: opts.transport,
     untilIdle: true,
-    // Every window in hand at once (up to a bound on this process's connections), and no commit due by rows or
-    // time: the committer commits once nothing is in hand, the batch of every fetched window, one snapshot.
+    // Windows in hand at once up to a bound on this process's connections; a commit only once every window is
+    // fetched (not when the slots happen to be empty between two windows), and no bound on its rows or windows: the
+    // batch of every fetched window, one snapshot, however many windows differ.
     windowsAtOnce: Math.min(REPAIR_WINDOWS_AT_ONCE, Math.max(1, windows.length)),
+    commitWhenDone: true,
     commitRows: Number.MAX_SAFE_INTEGER,
-    commitSeconds: Number.MAX_SAFE_INTEGER,
+    commitWindows: Number.MAX_SAFE_INTEGER,
     ...(opts.log ? { log: opts.log } : {}),
     ...(opts.now ? { now: opts.now } : {}),
     ...(opts.env ? { env: opts.env } : {}),

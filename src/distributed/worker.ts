@@ -14,7 +14,7 @@ import type pg from 'pg';
 import type PgBoss from 'pg-boss';
 import { openEngine, type Engine } from '../load/engine.js';
 import { silentLogger, type Logger } from '../pipeline/log.js';
-import { commitFetched, LeaseLostError, releaseLease, renewLease, takeLease } from './commit.js';
+import { COMMIT_WINDOWS, commitFetched, LeaseLostError, releaseLease, renewLease, takeLease } from './commit.js';
 import { collectGarbage } from '../pipeline/garbage.js';
 import { recordFailed } from '../load/ledger/windows.js';
 import { WINDOW_QUEUE, connect, controlLedger, oneAtATime, openCatalog, setupControlPlane, underSetupLock } from './control-plane.js';
@@ -62,6 +62,13 @@ export interface WorkerOptions extends DistributedOptions {
   commitRows?: number;
   /** Seconds after which a fetched window is committed while windows are still being fetched. */
   commitSeconds?: number;
+  /** Windows one commit takes at most (default COMMIT_WINDOWS); more fetched are the next commit's. */
+  commitWindows?: number;
+  /**
+   * Commit only once nothing is left to fetch and nothing is in hand (`verify --repair`: its windows one snapshot);
+   * commitRows and commitSeconds are then not looked at. With untilIdle.
+   */
+  commitWhenDone?: boolean;
   signal?: AbortSignal;
   log?: Logger;
   /**
@@ -281,6 +288,8 @@ class Worker {
   /** Whether what is fetched should be committed now: enough rows, waited long enough, or nothing else to wait for. */
   private async commitDue(fetched: number, waitedSeconds: number): Promise<boolean> {
     const { client } = this.parts;
+    // Only once no window is left to fetch (none due, or the quota spent) and none is in hand: one commit.
+    if (this.opts.commitWhenDone) return this.busy === 0 && fetched > 0 && (this.parts.runs.quotaReachedToday() || (await nothingDue(client)));
     return (
       fetched >= (this.opts.commitRows ?? DEFAULT_COMMIT_ROWS) ||
       (fetched > 0 && waitedSeconds >= (this.opts.commitSeconds ?? DEFAULT_COMMIT_SECONDS)) ||
@@ -302,6 +311,7 @@ class Worker {
       const n = await commitFetched(
         { catalog: cat.catalog, engine, store, holder: this.id, leaseSeconds: this.leaseSeconds, log: this.log, beforeCommit: this.opts.beforeCommit },
         this.opts.commitRows ?? DEFAULT_COMMIT_ROWS,
+        this.opts.commitWindows ?? COMMIT_WINDOWS,
       );
       this.report.windowsCommitted += n;
       this.opts.metrics?.commits(n);

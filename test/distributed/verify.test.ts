@@ -38,7 +38,7 @@ afterAll(async () => {
 });
 
 /** A's transactions of blocks 0 to the head, in 12,000-block windows, enqueued and worked into a new distributed lake. */
-async function exportedLake(name: string) {
+async function exportedLake(name: string, windowBlocks = 12000) {
   const db = await pg.database();
   const store = path.join(tmp.dir, `store-${name}`);
   const doc = {
@@ -46,7 +46,7 @@ async function exportedLake(name: string) {
     network: 'mainnet',
     target: 'simulator',
     simulator: { seed: 1, scale: 'small' },
-    range: { fromBlock: 0, toBlock: 'head', windowBlocks: 12000 },
+    range: { fromBlock: 0, toBlock: 'head', windowBlocks },
     datasets: { transactions: { addresses: [A] } },
   };
   const job = parseJob(doc, name, process.env);
@@ -150,6 +150,26 @@ it.skipIf(missing !== null)(
     } finally {
       lake.close();
     }
+  },
+  600_000,
+);
+
+it.skipIf(missing !== null)(
+  `a repair of more windows than one commit batch takes: one snapshot${missing ? ` (${missing})` : ''}`,
+  async () => {
+    // 1,000-block windows, a row gone from each window holding one of A's transactions: more windows than the repair
+    // fetches at once (a commit between two of them would split it). The repair's worker commits once, when every
+    // window is fetched, without the bound on a commit's windows (COMMIT_WINDOWS) a worker's batches have.
+    const { db, store, doc, job } = await exportedLake('dist-repair-many', 1000);
+    await withReference(db.url, [
+      `DELETE FROM ref.transactions WHERE transaction_hash IN (SELECT min(transaction_hash) FROM ref.transactions
+       WHERE sender = '${A}' GROUP BY block_number // 1000)`,
+    ]);
+    const target = { kind: 'distributed', catalog: db.url, store } as const;
+    const s = await verifySession(job, target, {}, { simulator: sim, repair: true, doc, env: process.env });
+    expect(s.beforeRepair!.differing.length).toBeGreaterThan(16);
+    expect(s.holds).toBe(true);
+    expect(s.repair!.snapshots).toHaveLength(1);
   },
   600_000,
 );

@@ -283,6 +283,27 @@ describe('chainlake verify (local lake)', () => {
     240_000,
   );
 
+  it.skipIf(!HAS_REF)(
+    'a repair of many windows commits them in one snapshot',
+    async () => {
+      const lake = path.join(tmp.dir, 'many');
+      // 1,000-block windows, a row gone from each window holding one of A's transactions.
+      const job = jobOf(lake, { range: { fromBlock: 0, toBlock: 'head', windowBlocks: 1000 } });
+      expect((await runJob(job, { simulator: sim })).status).toBe('complete');
+      await withRef(lake, [
+        `DELETE FROM lake.transactions WHERE transaction_hash IN (SELECT min(transaction_hash) FROM lake.transactions
+       WHERE sender = '${A}' GROUP BY block_number // 1000)`,
+      ]);
+      const snapshots = async () => Number((await queryCatalog(lake, `SELECT count(*) AS n FROM ducklake_snapshot`))[0]!.n);
+      const before = await snapshots();
+      const s = await verifySession(job, { kind: 'local', lake }, {}, { simulator: sim, repair: true });
+      expect(s.beforeRepair!.differing.length).toBeGreaterThan(16);
+      expect(s.holds).toBe(true);
+      expect(await snapshots()).toBe(before + 1);
+    },
+    240_000,
+  );
+
   it('an API whose listing ignores the block range filter is detected by verify (test/extract/range-filter.test.ts: a run refuses it)', async () => {
     const lake = path.join(tmp.dir, 'ranged');
     // A lake of blocks from 6000 on: the union of its windows is not the whole history.
