@@ -1,4 +1,5 @@
-// Decoding in the job (the `decode` key) and afterwards (`chainlake decode`), through the built CLI.
+// Decoding in the job (the `decode` key) and afterwards (`chainlake decode`), through the CLI's commands in this
+// process (what they print, log and exit with; a process each would only add Node's and DuckDB's start).
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
@@ -6,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { A_ERC20_0 } from '../../src/simulator/chain.js';
 import { chainFor } from '../../src/simulator/index.js';
 import { A_SHOWCASE, showcaseEvents, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
-import { runCli } from '../helpers/cli.js';
+import { runCliCapturing } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 
 const SHOWCASE_EVENTS = showcaseEvents();
@@ -48,7 +49,7 @@ describe('decoding in a job and afterwards', () => {
         decode: { standard: ['erc20'], tokens: [TOKEN] },
       }),
     );
-    const run = await runCli(['run', job, '--log-format', 'json'], { timeoutMs: 120_000 });
+    const run = await runCliCapturing(['run', job, '--log-format', 'json']);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stderr + run.stdout).toMatch(/decode\.done/);
     const logs = await queryCatalog(lake, `SELECT count(*)::INTEGER AS n FROM event_logs WHERE address = '${TOKEN}'`);
@@ -67,16 +68,18 @@ describe('decoding in a job and afterwards', () => {
 
     // History exported before an ABI was known: decoded afterwards from a signature.
     const sig = 'Noted(address indexed author, bytes payload, string note)';
-    const desc = await runCli(['decode', '--lake', lake, '--contract', SHOW, '--name', 'show', '--signature', sig, '--describe']);
+    const desc = await runCliCapturing(['decode', '--lake', lake, '--contract', SHOW, '--name', 'show', '--signature', sig, '--describe']);
     expect(desc.code, desc.stderr).toBe(0);
     expect(desc.stdout).toMatch(/^show_noted \(decoded events: Noted\(address indexed author, bytes payload, string note\)\)/);
     expect(desc.stdout).toMatch(/payload\s+VARCHAR\s+payload \(bytes\), 0x hex, lower-case\./);
-    const dec = await runCli(['decode', '--lake', lake, '--contract', SHOW, '--name', 'show', '--signature', sig, '--format', 'json']);
+    const dec = await runCliCapturing(['decode', '--lake', lake, '--contract', SHOW, '--name', 'show', '--signature', sig, '--format', 'json']);
     expect(dec.code, dec.stderr).toBe(0);
     const r = JSON.parse(dec.stdout);
     expect(r.datasets).toEqual([{ name: 'show_noted', rows: expect.any(Number), partitions: expect.any(Number) }]);
     expect(r.datasets[0].rows).toBeGreaterThan(0);
-    const again = JSON.parse((await runCli(['decode', '--lake', lake, '--contract', SHOW, '--name', 'show', '--signature', sig, '--format', 'json'])).stdout);
+    const again = JSON.parse(
+      (await runCliCapturing(['decode', '--lake', lake, '--contract', SHOW, '--name', 'show', '--signature', sig, '--format', 'json'])).stdout,
+    );
     expect(again.datasets).toEqual(r.datasets);
     const noted = await queryCatalog(lake, `SELECT count(*)::INTEGER AS n, count(DISTINCT (transaction_hash, log_index))::INTEGER AS k FROM show_noted`);
     expect(noted[0]).toEqual({ n: r.datasets[0].rows, k: r.datasets[0].rows });
@@ -84,16 +87,16 @@ describe('decoding in a job and afterwards', () => {
     expect(runs[0]!.n).toBe(2);
 
     // Under ERC-721 alone, the token's Transfer logs (ERC-20-shaped) are skipped and counted, not rejected.
-    const other = await runCli(['decode', '--lake', lake, '--standard', 'erc721', '--tokens', TOKEN]);
+    const other = await runCliCapturing(['decode', '--lake', lake, '--standard', 'erc721', '--tokens', TOKEN]);
     expect(other.code, other.stderr).toBe(0);
     expect(other.stdout).toContain(`\n  ${logs[0]!.n} logs of another standard's shape skipped (erc20 Transfer)\n`);
     expect(other.stdout).toMatch(/_rejects\s+0 logs that fit no asked event/);
 
-    const d = await runCli(['describe', 'erc20_transfer_events']);
+    const d = await runCliCapturing(['describe', 'erc20_transfer_events']);
     expect(d.code).toBe(0);
     expect(d.stdout).toMatch(/value_raw\s+VARCHAR/);
-    const bad = await runCli(['decode', '--lake', lake, '--contract', SHOW]);
+    const bad = await runCliCapturing(['decode', '--lake', lake, '--contract', SHOW]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/no verified ABI of 0x[0-9a-f]{40} in the lake's contracts dataset/);
-  }, 240_000); // seven CLI processes, each starting Node and DuckDB
+  }, 240_000);
 });

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { rename, rm, stat, writeFile } from 'node:fs/promises';
+import { cp, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -7,18 +7,23 @@ import { pathToFileURL } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DATASETS } from '../../src/datasets/registry.js';
+import { LakePaths } from '../../src/load/paths.js';
+import { openLakeReader } from '../../src/load/read/reader.js';
 import { lakeColumns } from '../../src/load/schema.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { runCliCapturing } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
-import { assertClean, lakeContent, runWriter, startWriter, writeJob } from './helpers.js';
+import { assertClean, lakeContent, startWriter, writeJob } from './helpers.js';
 
 /** catalog.duckdb: self-describing, usable from a plain DuckDB anywhere, and surviving a move. */
 let sim: RunningSimulator;
 let dir: string;
 let cleanup: () => Promise<void>;
 let script: string;
+/** One run's lake, built once: the tests that only read it read it; the others change a copy (copyOfBase). */
+let base: string;
 
 const duckdbModule = pathToFileURL(createRequire(import.meta.url).resolve('@duckdb/node-api')).href;
 
@@ -42,9 +47,20 @@ const run = async (lake: string) => {
   return r;
 };
 
+/**
+ * A copy of the base lake at `lake`, taken in as a lake of its own (a chainlake reader updates the views that name
+ * the base's files), so that the copy stands as a lake the run wrote there.
+ */
+async function copyOfBase(lake: string): Promise<void> {
+  await cp(base, lake, { recursive: true });
+  (await openLakeReader(new LakePaths(lake))).close();
+}
+
 beforeAll(async () => {
   sim = await startSimulator({ seed: 3 });
   ({ dir, cleanup } = await tempDir('chainlake-catalog-'));
+  base = path.join(dir, 'base');
+  await run(base);
   script = path.join(dir, 'plain-duckdb.mjs');
   await writeFile(
     script,
@@ -65,16 +81,14 @@ afterAll(async () => {
 
 describe('catalog.duckdb', () => {
   it('works from a plain DuckDB in another working directory', async () => {
-    const lake = path.join(dir, 'plain');
-    await run(lake);
+    const lake = base;
     const r = plainDuckdb(path.join(lake, 'catalog.duckdb'), 'select count(*) from transactions');
     expect(r.ok, r.out).toBe(true);
     expect(JSON.parse(r.out)).toEqual([[(await lakeContent(lake)).transactions!.rows]]);
   });
 
   it('has a view per dataset with every column commented, a _rejects view, and the bookkeeping tables', async () => {
-    const lake = path.join(dir, 'self-describing');
-    await run(lake);
+    const lake = base;
     const views = await queryCatalog(lake, `SELECT view_name, comment FROM duckdb_views() WHERE NOT internal ORDER BY view_name`);
     const names = views.map((v) => v.view_name);
     for (const name of [...Object.keys(DATASETS), '_rejects']) expect(names).toContain(name);
@@ -141,15 +155,15 @@ describe('catalog.duckdb', () => {
 
   it('a moved lake: every chainlake command rebuilds the views, after which plain DuckDB works again', async () => {
     const lake = path.join(dir, 'before-move');
-    await run(lake);
+    await copyOfBase(lake);
     const content = await lakeContent(lake);
     const moved = path.join(dir, 'moved', 'lake');
     await rm(path.dirname(moved), { recursive: true, force: true });
-    await import('node:fs/promises').then((fs) => fs.mkdir(path.dirname(moved), { recursive: true }));
+    await mkdir(path.dirname(moved), { recursive: true });
     await rename(lake, moved);
     // Views name absolute paths (plain DuckDB resolves relative ones against its working directory).
     expect(plainDuckdb(path.join(moved, 'catalog.duckdb'), 'select count(*) from transactions').ok).toBe(false);
-    const q = await runWriter(['query', '--lake', moved, '--format', 'csv', 'select count(*) as n from transactions'], { apiKey: '' });
+    const q = await runCliCapturing(['query', '--lake', moved, '--format', 'csv', 'select count(*) as n from transactions']);
     expect(q.code, q.stderr).toBe(0);
     expect(q.stdout.trim()).toBe(`n\n${content.transactions!.rows}`);
     const plain = plainDuckdb(path.join(moved, 'catalog.duckdb'), 'select count(*) from transactions');
@@ -160,10 +174,10 @@ describe('catalog.duckdb', () => {
 
   it('a lost catalog is rebuilt from the files by `chainlake catalog rebuild`', async () => {
     const lake = path.join(dir, 'lost');
-    await run(lake);
+    await copyOfBase(lake);
     const content = await lakeContent(lake);
     await rm(path.join(lake, 'catalog.duckdb'));
-    const r = await runWriter(['catalog', 'rebuild', '--lake', lake], { apiKey: '' });
+    const r = await runCliCapturing(['catalog', 'rebuild', '--lake', lake]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/catalog rebuilt at .*: \d+ files \(\d+ partitions rebuilt from \d+ files on disk\)/);
     const [n] = await queryCatalog(lake, 'SELECT count(*)::BIGINT AS n FROM transactions');
@@ -179,7 +193,7 @@ describe('catalog.duckdb', () => {
 
   it('a user session holding the catalog delays the commit; if it outlasts the wait, the decided commit stays and the next command finishes it', async () => {
     const lake = path.join(dir, 'held');
-    await run(lake);
+    await copyOfBase(lake);
     const job = await writeJob(path.join(dir, 'held-b.json'), sim, lake, sim.examples.addresses.slice(2, 4));
     // The writer decides its commit; then a user opens a read-write DuckDB session on the catalog (what
     // `duckdb catalog.duckdb` does) and keeps it longer than the writer is willing to wait.
@@ -190,7 +204,7 @@ describe('catalog.duckdb', () => {
     const r = await w.done.finally(() => user.closeSync());
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/catalog stayed locked by another process/);
-    const status = await runWriter(['status', '--lake', lake, '--format', 'json'], { apiKey: '' });
+    const status = await runCliCapturing(['status', '--lake', lake, '--format', 'json']);
     expect(status.code, status.stderr).toBe(0);
     const s = JSON.parse(status.stdout) as { pendingCommit: boolean; runs: { status: string }[] };
     expect(s.pendingCommit).toBe(false);
