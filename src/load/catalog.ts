@@ -19,7 +19,7 @@ import { REJECTS_SHAPE, datasetShape, emptyTypedSelect, type LakeColumn, type Ta
 import { ident, literal } from './sql.js';
 import { ledgerComments, ledgerDdl, migrateLedger } from './ledger/schema.js';
 import { recordEnded, type EndedWindow } from './ledger/windows.js';
-import { recordRun as recordRunRow } from './ledger/runs.js';
+import { recordRun as recordRunRow, type RunRecord } from './ledger/runs.js';
 import type { RequestRecord } from '../extract/request-log.js';
 import { REQUESTS_COLUMNS, REQUESTS_TABLE, requestsLedgerDdl } from './ledger/requests.js';
 
@@ -73,14 +73,8 @@ export interface WatermarkRecord {
   block: number;
 }
 
-export interface RunRow {
-  runId: string;
-  job: string;
-  startedAt: string;
-  finishedAt: string | null;
-  status: string;
-  report: unknown;
-}
+/** A run's row in `runs`, as the one ledger writer takes it (ledger/runs.ts). */
+export type RunRow = RunRecord;
 
 /** Integer text from DuckDB (block numbers): checked, then inlined. */
 const int = (n: string | null): string => {
