@@ -68,6 +68,13 @@ export async function renewLease(client: Pick<pg.Client, 'query'>, holder: strin
   return r.rowCount === 1;
 }
 
+/** Renews the lease every third of it (renewLease: never taken back) until the returned function is called. */
+export function keepRenewed(client: Pick<pg.Client, 'query'>, holder: string, seconds: number): () => void {
+  // A renewal that finds the lease gone changes nothing: the commit's own check (confirmLease) then refuses.
+  const timer = setInterval(() => void renewLease(client, holder, seconds).catch(() => undefined), (seconds * 1000) / 3);
+  return () => clearInterval(timer);
+}
+
 /**
  * Inside a commit's catalog transaction: the committer lease is still this holder's and unexpired, extended and its
  * row locked until the transaction ends (another worker's take waits for the commit, and then finds it held).
@@ -380,12 +387,11 @@ export async function underLease<T>(deps: CommitDeps, leases: Pick<pg.Client, 'q
       hint: 'run it again once the workers have committed (chainlake status --catalog shows what is pending)',
     });
   }
-  // A renewal that finds the lease gone changes nothing: the commit's own check (confirmLease) then refuses.
-  const renew = setInterval(() => void renewLease(leases, deps.holder, deps.leaseSeconds).catch(() => undefined), (deps.leaseSeconds * 1000) / 3);
+  const stopRenewing = keepRenewed(leases, deps.holder, deps.leaseSeconds);
   try {
     return await work();
   } finally {
-    clearInterval(renew);
+    stopRenewing();
     await releaseLease(leases, deps.holder).catch(() => undefined);
   }
 }

@@ -14,7 +14,7 @@ import type pg from 'pg';
 import type PgBoss from 'pg-boss';
 import { openEngine, type Engine } from '../load/engine.js';
 import { silentLogger, type Logger } from '../pipeline/log.js';
-import { COMMIT_WINDOWS, commitFetched, LeaseLostError, releaseLease, renewLease, takeLease } from './commit.js';
+import { COMMIT_WINDOWS, commitFetched, LeaseLostError, keepRenewed, releaseLease, takeLease } from './commit.js';
 import { collectGarbage } from '../pipeline/garbage.js';
 import { recordFailed } from '../load/ledger/windows.js';
 import { WINDOW_QUEUE, connect, controlLedger, oneAtATime, openCatalog, setupControlPlane, underSetupLock } from './control-plane.js';
@@ -304,9 +304,9 @@ class Worker {
     const held = await takeLease(leases, this.id, this.leaseSeconds);
     this.opts.metrics?.leaseHeld(held);
     if (!held) return 0;
-    // Renewed while a long commit runs, so that it is not taken away from a committer that is alive; only renewed,
-    // never taken back: a committer that stalled past its lease while another committed must not commit what it read.
-    const renew = setInterval(() => void renewLease(leases, this.id, this.leaseSeconds).catch(() => undefined), (this.leaseSeconds * 1000) / 3);
+    // Renewed while a long commit runs, so that it is not taken away from a committer that is alive; never taken
+    // back: a committer that stalled past its lease while another committed must not commit what it read.
+    const stopRenewing = keepRenewed(leases, this.id, this.leaseSeconds);
     try {
       const n = await commitFetched(
         { catalog: cat.catalog, engine, store, holder: this.id, leaseSeconds: this.leaseSeconds, log: this.log, beforeCommit: this.opts.beforeCommit },
@@ -326,7 +326,7 @@ class Worker {
       this.log.log('warn', 'commit.lease_lost', error.message);
       return 0;
     } finally {
-      clearInterval(renew);
+      stopRenewing();
     }
   }
 
