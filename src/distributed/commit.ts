@@ -31,7 +31,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Network } from '../datasets/dataset.js';
-import { advanceWatermark } from '../pipeline/committer.js';
 import { isProvisional } from '../pipeline/plan.js';
 import type { BlockRange } from '../extract/pager.js';
 import { fileBlockSpans, keptRows, partitionsReaching, type KeptRows, type ScopeRange } from '../load/write/replace.js';
@@ -41,6 +40,7 @@ import { testHook } from '../load/test-hooks.js';
 import { ChainlakeError } from '../errors.js';
 import { CONTROL_SCHEMA } from './control-plane.js';
 import { recordCommitted } from '../load/ledger/windows.js';
+import { advanceWatermark, raiseWatermarks, readWatermark } from '../load/ledger/watermarks.js';
 import { closeEndedRuns } from './runs.js';
 import { ensureTable } from '../load/write/lake-tables.js';
 import type { Store } from './store.js';
@@ -473,21 +473,12 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
       )
     ).map((r) => ({ from: Number(r.from_block), to: Number(r.to_block) }));
     if (ranges.length === 0 || !run) continue;
-    const old = (
-      await tx.query(`SELECT block FROM ${CONTROL_SCHEMA}.watermarks WHERE dataset = $1 AND network = $2 AND scope = $3 FOR UPDATE`, [
-        w.dataset,
-        w.network,
-        w.scopeKey,
-      ])
-    )[0];
-    const before = old ? Number(old.block) : undefined;
+    const ledger = { db: tx, schema: CONTROL_SCHEMA };
+    const key = { network: w.network, dataset: w.dataset, scope: w.scopeKey };
+    const before = await readWatermark(ledger, key, { lock: true });
     const { mark } = advanceWatermark(before, Number(run.range_from), ranges, w.final);
     if (mark === undefined || (before !== undefined && mark <= before)) continue;
-    await tx.query(
-      `INSERT INTO ${CONTROL_SCHEMA}.watermarks (dataset, network, scope, block, run_id) VALUES ($1, $2, $3, $4, $5)
-       ON CONFLICT (network, dataset, scope) DO UPDATE SET block = EXCLUDED.block, run_id = EXCLUDED.run_id, updated_at = NOW()`,
-      [w.dataset, w.network, w.scopeKey, mark, w.runId],
-    );
+    await raiseWatermarks(ledger, w.runId, [{ ...key, block: mark }]);
   }
   await closeEndedRuns(
     (text, values) => tx.query(text, values),

@@ -66,13 +66,6 @@ export interface WindowRecord extends Omit<EndedWindow, 'windowId'> {
   calls?: RequestRecord[];
 }
 
-export interface WatermarkRecord {
-  network: string;
-  dataset: string;
-  scope: string;
-  block: number;
-}
-
 /** A run's row in `runs`, as the one ledger writer takes it (ledger/runs.ts). */
 export type RunRow = RunRecord;
 
@@ -358,15 +351,6 @@ export class Catalog {
   /** Declares tables beyond the registry (decoded events): refreshViews then gives each a view. */
   async registerTables(tables: readonly DeclaredTable[]): Promise<void> {
     for (const t of tables) await this.run(`INSERT OR REPLACE INTO lake_meta VALUES (${literal(`table:${t.shape.name}`)}, ${literal(JSON.stringify(t))})`);
-  }
-
-  async advanceWatermarks(runId: string, marks: readonly WatermarkRecord[]): Promise<void> {
-    for (const m of marks) {
-      await this.run(
-        `INSERT INTO watermarks (network, dataset, scope, block, run_id, updated_at) VALUES (${literal(m.network)}, ${literal(m.dataset)}, ${literal(m.scope)}, ${m.block}, ${literal(runId)}, now())
-         ON CONFLICT (network, dataset, scope) DO UPDATE SET block = greatest(watermarks.block, excluded.block), run_id = excluded.run_id, updated_at = excluded.updated_at`,
-      );
-    }
   }
 
   /**

@@ -1,6 +1,7 @@
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
-import type { WatermarkRecord, WindowRecord } from '../load/catalog.js';
+import type { WindowRecord } from '../load/catalog.js';
+import { advanceWatermark, type WatermarkRecord } from '../load/ledger/watermarks.js';
 import type { CommittedFile } from '../load/write/commit.js';
 import { BatchRows, Loaders } from '../load/write/batch-rows.js';
 import { commitRun, type CommitDerivation, type RunRecord } from '../load/write/commit-run.js';
@@ -291,30 +292,4 @@ interface QueuedCommit {
   started: boolean;
   /** Taken over by the final commit before its turn came. */
   skipped: boolean;
-}
-
-/**
- * How far a watermark reaches through committed ranges: from `old` (or, without one, from a range starting at
- * or before `rangeStart`), through every range that begins at most one block past what is covered so far.
- * The mark never passes `final`, the run's last final block (see Window.final). Returns the new mark
- * (undefined: none yet) and the ranges still beyond a gap.
- */
-export function advanceWatermark(
-  old: number | undefined,
-  rangeStart: number,
-  ranges: readonly BlockRange[],
-  final?: number,
-): { mark: number | undefined; rest: BlockRange[] } {
-  const sorted = [...ranges].sort((a, b) => a.from - b.from || a.to - b.to);
-  let mark = old;
-  for (const r of sorted) {
-    const continues = mark === undefined ? r.from <= rangeStart : r.from <= mark + 1;
-    if (!continues) break;
-    mark = mark === undefined ? r.to : Math.max(mark, r.to);
-  }
-  // Never past the last final block: what lies above it is provisional, and the next run fetches it again. A
-  // scope whose committed blocks are all provisional still gets a mark (below its first block): it was committed,
-  // so the next run's windows replace its rows.
-  if (final !== undefined && mark !== undefined && mark > final) mark = Math.max(final, old ?? rangeStart - 1);
-  return { mark, rest: mark === undefined ? sorted : sorted.filter((r) => r.to > mark) };
 }

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LakeState } from '../../src/load/state.js';
 import { windowKey } from '../../src/load/state.js';
-import { advanceWatermark } from '../../src/pipeline/committer.js';
+import { advanceWatermark } from '../../src/load/ledger/watermarks.js';
 import { loadJobFile, parseJob, type Job } from '../../src/pipeline/job.js';
 import { blockChunks, planWindows } from '../../src/pipeline/plan.js';
 import { committedRanges, covers, narrowWindows } from '../../src/pipeline/prepare.js';

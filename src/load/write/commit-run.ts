@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { DatasetDef, Network } from '../../datasets/dataset.js';
-import { Catalog, type DeclaredTable, type RunRow, type WatermarkRecord, type WindowRecord } from '../catalog.js';
+import { Catalog, type DeclaredTable, type RunRow, type WindowRecord } from '../catalog.js';
+import type { WatermarkRecord } from '../ledger/watermarks.js';
 import type { LakeState } from './lake-state.js';
 import type { ScopeRange } from './replace.js';
 import { datasetShape, REJECTS_SHAPE, type TableShape } from '../schema.js';

@@ -1,6 +1,7 @@
 import { readFile, rename } from 'node:fs/promises';
 import path from 'node:path';
-import { Catalog, type DeclaredTable, type RunRow, type WatermarkRecord, type WindowRecord } from '../catalog.js';
+import { Catalog, type DeclaredTable, type RunRow, type WindowRecord } from '../catalog.js';
+import { raiseWatermarks, type WatermarkRecord } from '../ledger/watermarks.js';
 import type { CommittedFile } from './commit.js';
 import type { StagedFile } from '../../ducklake/writer.js';
 import { ChainlakeError } from '../../errors.js';
@@ -108,7 +109,7 @@ export async function applyJournal(paths: LakePaths, journal: CommitJournal, opt
           );
           const snapshot = await catalog.commitLake(journal.commitId, c.lake, c.cleared);
           if (snapshot !== undefined) await catalog.expireInterim(journal.runId, snapshot);
-          await catalog.advanceWatermarks(journal.runId, c.watermarks);
+          await raiseWatermarks({ db: catalog.lake }, journal.runId, c.watermarks);
           if (c.run) await catalog.recordRun(c.run.runId, c.run.job, c.run.startedAt, c.run.finishedAt, c.run.status, c.run.report);
           await catalog.recordCommit(journal.commitId, journal.runId, c.files, opts.recoveredBy);
         }

@@ -1,0 +1,69 @@
+/**
+ * The watermarks of the one ledger's `watermarks` (schema.ts), for both kinds of lake: one SQL text over a `Ledger`
+ * (`catalog.duckdb` on one machine, the control plane's `chainlake` schema in distributed mode). A commit reads a
+ * scope's mark, computes the new one (pipeline/committer.ts `advanceWatermark`) and raises it here in the transaction
+ * that commits the windows below it. A mark is never lowered: two commits racing on one scope keep the higher.
+ */
+import { ident } from '../../ducklake/ddl.js';
+import type { BlockRange } from '../../extract/pager.js';
+import type { Ledger } from './windows.js';
+
+/** A scope's watermark: the highest block committed without a gap below it. */
+export interface WatermarkRecord {
+  network: string;
+  dataset: string;
+  scope: string;
+  block: number;
+}
+
+const table = (l: Ledger): string => (l.schema ? `${ident(l.schema)}.watermarks` : 'watermarks');
+
+/**
+ * A scope's mark, or undefined when it has none. With `lock`, the row stays locked until the transaction ends (on
+ * PostgreSQL, where committers on other machines could move it; one machine has one committer, the catalog's lock).
+ */
+export async function readWatermark(ledger: Ledger, key: Omit<WatermarkRecord, 'block'>, opts: { lock?: boolean } = {}): Promise<number | undefined> {
+  const lock = opts.lock && ledger.db.dialect === 'postgres' ? ' FOR UPDATE' : '';
+  const row = (
+    await ledger.db.query(`SELECT block FROM ${table(ledger)} WHERE network = $1 AND dataset = $2 AND scope = $3${lock}`, [key.network, key.dataset, key.scope])
+  )[0];
+  return row ? Number(row.block) : undefined;
+}
+
+/** Raises each scope's mark to `block` (a lower one is kept), recording the run whose commit moved it. */
+export async function raiseWatermarks(ledger: Ledger, runId: string, marks: readonly WatermarkRecord[]): Promise<void> {
+  for (const m of marks) {
+    await ledger.db.query(
+      `INSERT INTO ${table(ledger)} (network, dataset, scope, block, run_id, updated_at) VALUES ($1, $2, $3, $4, $5, NOW())
+       ON CONFLICT (network, dataset, scope) DO UPDATE SET block = greatest(watermarks.block, EXCLUDED.block), run_id = EXCLUDED.run_id,
+         updated_at = EXCLUDED.updated_at`,
+      [m.network, m.dataset, m.scope, m.block, runId],
+    );
+  }
+}
+
+/**
+ * How far a watermark reaches through committed ranges: from `old` (or, without one, from a range starting at
+ * or before `rangeStart`), through every range that begins at most one block past what is covered so far.
+ * The mark never passes `final`, the run's last final block (see Window.final). Returns the new mark
+ * (undefined: none yet) and the ranges still beyond a gap.
+ */
+export function advanceWatermark(
+  old: number | undefined,
+  rangeStart: number,
+  ranges: readonly BlockRange[],
+  final?: number,
+): { mark: number | undefined; rest: BlockRange[] } {
+  const sorted = [...ranges].sort((a, b) => a.from - b.from || a.to - b.to);
+  let mark = old;
+  for (const r of sorted) {
+    const continues = mark === undefined ? r.from <= rangeStart : r.from <= mark + 1;
+    if (!continues) break;
+    mark = mark === undefined ? r.to : Math.max(mark, r.to);
+  }
+  // Never past the last final block: what lies above it is provisional, and the next run fetches it again. A
+  // scope whose committed blocks are all provisional still gets a mark (below its first block): it was committed,
+  // so the next run's windows replace its rows.
+  if (final !== undefined && mark !== undefined && mark > final) mark = Math.max(final, old ?? rangeStart - 1);
+  return { mark, rest: mark === undefined ? sorted : sorted.filter((r) => r.to > mark) };
+}
