@@ -77,7 +77,7 @@ export interface SetupProblem {
 /** The codes of failures a person must fix (a refused key, a bad setting): what a single-machine run exits 2 for. */
 const SETUP_CODES: ReadonlySet<string> = new Set(['CHAINLAKE_API_REFUSED', 'CHAINLAKE_USAGE', 'CHAINLAKE_JOB_INVALID']);
 
-function setupProblemOf(outcome: Awaited<ReturnType<typeof executeWindow>>): SetupProblem | undefined {
+function setupProblemOf(outcome: Outcome): SetupProblem | undefined {
   // As a single-machine run decides it: nothing answered, not one response (src/pipeline/run.ts unreachableOrigins).
   if (outcome.unreachable !== undefined && outcome.acct.responses === 0)
     return { problem: `nothing answers at ${outcome.unreachable}`, hint: UNREACHABLE_HINT };
@@ -88,122 +88,37 @@ function setupProblemOf(outcome: Awaited<ReturnType<typeof executeWindow>>): Set
 
 let nextIndex = 0;
 
+type Outcome = Awaited<ReturnType<typeof executeWindow>>;
+
 /** Fetches one queued window into a fragment and records it; an error is recorded and rethrown for the queue. */
 export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, deps: FetchDeps): Promise<FetchResult> {
-  const { client, store, duck, log } = deps;
+  const { client, log } = deps;
   const { runId, windowId } = job.data;
   const row = (await client.query(`SELECT spec, status FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND window_id = $2`, [runId, windowId])).rows[0];
   // Fetched by a worker whose turn expired, or committed already: the queue offered it again, nothing is left to do.
   if (!row || row.status !== 'queued') return { state: 'skipped' };
-  const w = windowOfSpec(row.spec as WindowSpec);
+  const spec = row.spec as WindowSpec;
+  const w = windowOfSpec(spec);
   // The slot's folder holds the window's staged files, named by this index; each is removed when the window
   // ends. (A folder per window cost its creation and a recursive removal: a dozen file-system calls per window.)
-  const index = nextIndex++;
   const outcome = await executeWindow(w, {
     clients: run.clients,
     transformer: run.transformerFor(w.def.name),
     pager: run.pager,
     stagingDir: deps.scratch,
-    index,
+    index: nextIndex++,
     strict: run.job.lake.strict,
     log,
     blockTimes: run.blockTimes,
   });
   const written: string[] = [];
   try {
-    if (outcome.error) {
-      await client.query(
-        `UPDATE ${CONTROL_SCHEMA}.windows SET attempts = attempts + 1, error = $3, worker = $4, updated_at = NOW() WHERE run_id = $1 AND window_id = $2`,
-        [runId, windowId, outcome.error, deps.workerId],
-      );
-      return {
-        state: 'failed',
-        error: outcome.error,
-        dataset: w.def.name,
-        requests: outcome.acct.requests,
-        throttles: outcome.acct.throttles,
-        setup: setupProblemOf(outcome),
-      };
-    }
-    const staged = stagedOf(outcome);
-    let fragment: string | null = null;
-    if (staged.stagedFiles.length + staged.pageFiles.length > 0) {
-      const target = await store.fragmentTarget(runId, `${w.def.name}-${randomUUID()}.parquet`);
-      fragment = target.location;
-      written.push(fragment);
-      await deps.typing(() =>
-        duck.run(
-          `COPY (${stagedSelect(w.def, runId, run.ingestedAt, staged.stagedFiles, staged.pageFiles)}) TO ${literal(target.writePath)} (FORMAT parquet, COMPRESSION zstd)`,
-        ),
-      );
-      await store.putFragment(target);
-    }
-    let rejectFragment: string | null = null;
-    const rejectStage = outcome.rejectStage;
-    if (rejectStage && outcome.rejects > 0) {
-      const target = await store.fragmentTarget(runId, `_rejects-${randomUUID()}.parquet`);
-      rejectFragment = target.location;
-      written.push(rejectFragment);
-      await deps.typing(() =>
-        duck.run(
-          // Rejects are a log partitioned by the date of the run that saw them (as on a single machine).
-          `COPY (SELECT *, ${literal(run.ingestedAt.slice(0, 10))} AS ${ident(STAGED_PARTITION)} FROM (${rejectsSelect([rejectStage.file], w.network, runId, run.ingestedAt)}))
-         TO ${literal(target.writePath)} (FORMAT parquet, COMPRESSION zstd)`,
-        ),
-      );
-      await store.putFragment(target);
-    }
-    const covered = outcome.window.range;
+    if (outcome.error) return await recordFailure(deps, job.data, outcome);
+    const fragments = await writeFragments(deps, run, outcome, written);
     await testHook('fragment');
-    /** Records the window as fetched; false when another worker recorded it first (this one's turn had expired). */
-    const record = (): Promise<boolean> =>
-      recordFetched(
-        controlLedger(client),
-        { runId, windowId },
-        {
-          fragmentPath: fragment,
-          rejectPath: rejectFragment,
-          rows: outcome.rows,
-          rejects: outcome.rejects,
-          requests: outcome.acct.requests,
-          fromBlock: covered?.from ?? null,
-          toBlock: covered?.to ?? null,
-          worker: deps.workerId,
-          // Its calls (lineage), recorded in `requests` by the commit that records the window.
-          requestLog: encodeCalls(outcome.acct.calls),
-          // The times of its first and last block, by which its rows replace the lake's (finality of event_logs).
-          ...(outcome.window.times ? { spec: JSON.stringify({ ...(row.spec as WindowSpec), times: outcome.window.times }) } : {}),
-        },
-      );
-    let recorded: boolean;
-    if (outcome.rest) {
-      // The window stopped at its row target: the rest of its range is a window of its own, queued in the same
-      // transaction as the record. (Without a rest, the record alone is one statement.)
-      await client.query('BEGIN');
-      try {
-        const rest = windowSpecOf({ ...w, range: outcome.rest });
-        const restId = windowOfSpec(rest).id;
-        await insertWindow(client, runId, restId, rest);
-        // With its parent's timeout: the enqueuer chose it for this run's windows.
-        await sendWindow(
-          deps.boss,
-          client,
-          { runId, windowId: restId },
-          { ...deps.settings, windowTimeoutSeconds: Math.max(1, Math.round(Number(job.expireInSeconds)) || deps.settings.windowTimeoutSeconds) },
-        );
-        recorded = await record();
-        await client.query(recorded ? 'COMMIT' : 'ROLLBACK');
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => undefined);
-        throw error;
-      }
-    } else {
-      recorded = await record();
-    }
-    if (!recorded) {
+    if (!(await recordWindow(deps, job, spec, outcome, fragments))) {
       // Another worker recorded the window first: its fragment stands, ours goes.
-      await Promise.all(written.map((f) => store.remove(f)));
-      written.length = 0;
+      await Promise.all(written.splice(0).map((f) => deps.store.remove(f)));
       return { state: 'skipped' };
     }
     written.length = 0;
@@ -216,9 +131,114 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
     return { state: 'fetched', dataset: w.def.name, rows: outcome.rows, requests: outcome.acct.requests, throttles: outcome.acct.throttles };
   } finally {
     // A fragment written but never recorded (a failure between the two) is nobody's: remove it now.
-    await Promise.all(written.map((f) => store.remove(f).catch(() => undefined)));
+    await Promise.all(written.map((f) => deps.store.remove(f).catch(() => undefined)));
     await outcome.stage?.discard().catch(() => undefined);
     await outcome.rejectStage?.discard().catch(() => undefined);
     await outcome.pageStage?.discard().catch(() => undefined);
+  }
+}
+
+/** A window that failed: its attempt and error on its row (the queue decides whether it is offered again). */
+async function recordFailure(deps: FetchDeps, key: WindowJob, outcome: Outcome): Promise<FetchResult> {
+  await deps.client.query(
+    `UPDATE ${CONTROL_SCHEMA}.windows SET attempts = attempts + 1, error = $3, worker = $4, updated_at = NOW() WHERE run_id = $1 AND window_id = $2`,
+    [key.runId, key.windowId, outcome.error, deps.workerId],
+  );
+  return {
+    state: 'failed',
+    error: outcome.error!,
+    dataset: outcome.window.def.name,
+    requests: outcome.acct.requests,
+    throttles: outcome.acct.throttles,
+    setup: setupProblemOf(outcome),
+  };
+}
+
+/** A window's fragments in the store: where its rows and its rejects are (null for none). */
+interface Fragments {
+  rows: string | null;
+  rejects: string | null;
+}
+
+/** Types the window's rows and rejects into fragments in the store; each location is added to `written` as it is made. */
+async function writeFragments(deps: FetchDeps, run: RunContext, outcome: Outcome, written: string[]): Promise<Fragments> {
+  const { runId, ingestedAt } = run;
+  const w = outcome.window;
+  const staged = stagedOf(outcome);
+  const rows =
+    staged.stagedFiles.length + staged.pageFiles.length > 0
+      ? await storeFragment(deps, runId, w.def.name, stagedSelect(w.def, runId, ingestedAt, staged.stagedFiles, staged.pageFiles), written)
+      : null;
+  const rejectStage = outcome.rejectStage;
+  const rejects =
+    rejectStage && outcome.rejects > 0
+      ? await storeFragment(
+          deps,
+          runId,
+          '_rejects',
+          // Rejects are a log partitioned by the date of the run that saw them (as on a single machine).
+          `SELECT *, ${literal(ingestedAt.slice(0, 10))} AS ${ident(STAGED_PARTITION)} FROM (${rejectsSelect([rejectStage.file], w.network, runId, ingestedAt)})`,
+          written,
+        )
+      : null;
+  return { rows, rejects };
+}
+
+/** One fragment: `select` typed by DuckDB into a Parquet file of the store (under the slot's typing turn). */
+async function storeFragment(deps: FetchDeps, runId: string, name: string, select: string, written: string[]): Promise<string> {
+  const target = await deps.store.fragmentTarget(runId, `${name}-${randomUUID()}.parquet`);
+  written.push(target.location);
+  await deps.typing(() => deps.duck.run(`COPY (${select}) TO ${literal(target.writePath)} (FORMAT parquet, COMPRESSION zstd)`));
+  await deps.store.putFragment(target);
+  return target.location;
+}
+
+/**
+ * Records the window as fetched, with the rest of its range queued as a window of its own when it stopped at its
+ * row target (in one transaction); false when another worker recorded it first (this one's turn had expired).
+ */
+async function recordWindow(deps: FetchDeps, job: PgBoss.Job<WindowJob>, spec: WindowSpec, outcome: Outcome, fragments: Fragments): Promise<boolean> {
+  const { client } = deps;
+  const { runId, windowId } = job.data;
+  const covered = outcome.window.range;
+  const record = (): Promise<boolean> =>
+    recordFetched(
+      controlLedger(client),
+      { runId, windowId },
+      {
+        fragmentPath: fragments.rows,
+        rejectPath: fragments.rejects,
+        rows: outcome.rows,
+        rejects: outcome.rejects,
+        requests: outcome.acct.requests,
+        fromBlock: covered?.from ?? null,
+        toBlock: covered?.to ?? null,
+        worker: deps.workerId,
+        // Its calls (lineage), recorded in `requests` by the commit that records the window.
+        requestLog: encodeCalls(outcome.acct.calls),
+        // The times of its first and last block, by which its rows replace the lake's (finality of event_logs).
+        ...(outcome.window.times ? { spec: JSON.stringify({ ...spec, times: outcome.window.times }) } : {}),
+      },
+    );
+  // Without a rest, the record alone is one statement.
+  if (!outcome.rest) return record();
+  await client.query('BEGIN');
+  try {
+    const rest = windowSpecOf({ ...windowOfSpec(spec), range: outcome.rest });
+    const restId = windowOfSpec(rest).id;
+    await insertWindow(client, runId, restId, rest);
+    // With its parent's timeout: the enqueuer chose it for this run's windows.
+    await sendWindow(
+      deps.boss,
+      client,
+      { runId, windowId: restId },
+      { ...deps.settings, windowTimeoutSeconds: Math.max(1, Math.round(Number(job.expireInSeconds)) || deps.settings.windowTimeoutSeconds) },
+    );
+    const recorded = await record();
+    await client.query(recorded ? 'COMMIT' : 'ROLLBACK');
+    return recorded;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
   }
 }
