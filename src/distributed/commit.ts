@@ -79,7 +79,7 @@ export function keepRenewed(client: Pick<pg.Client, 'query'>, holder: string, se
  * Inside a commit's catalog transaction: the committer lease is still this holder's and unexpired, extended and its
  * row locked until the transaction ends (another worker's take waits for the commit, and then finds it held).
  */
-async function confirmLease(tx: CatalogDb, deps: Pick<CommitDeps, 'holder' | 'leaseSeconds'>): Promise<void> {
+export async function confirmLease(tx: CatalogDb, deps: Pick<CommitDeps, 'holder' | 'leaseSeconds'>): Promise<void> {
   const lease = await tx.query(
     `UPDATE ${CONTROL_SCHEMA}.leases SET expires_at = NOW() + make_interval(secs => $3) WHERE name = $1 AND holder = $2 AND expires_at > NOW() RETURNING holder`,
     [COMMITTER_LEASE, deps.holder, deps.leaseSeconds],

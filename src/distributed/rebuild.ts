@@ -15,10 +15,10 @@ import { currentSnapshot, dataPathOf, listTables } from '../ducklake/reader.js';
 import { commitTables } from '../ducklake/writer.js';
 import { datasetShape } from '../load/schema.js';
 import { ensureTable } from '../load/write/lake-tables.js';
-import { COMMITTER_LEASE, LeaseLostError, releaseLease, takeLease } from './commit.js';
+import { confirmLease, releaseLease, takeLease } from './commit.js';
 import { CATALOG_SCHEMA, CONTROL_SCHEMA, ControlPlaneError, openCatalog, redactUrl, setupControlPlane } from './control-plane.js';
 import { norm, unreferencedFiles } from './maintain.js';
-import { openStore, storeLocationOf } from './store.js';
+import { openStore, storeLocationOf, type Store } from './store.js';
 
 export interface MissingFile {
   table: string | null;
@@ -73,20 +73,10 @@ export async function rebuildDistributedCatalog(opts: { catalog: string; store?:
   const { client, catalog } = await openCatalog(opts.catalog);
   const holder = `catalog-rebuild-${randomUUID()}`;
   try {
-    const before = await controlColumns(client);
-    // The same setup as every enqueue and worker, without creating a DuckLake catalog where one is missing.
-    await setupControlPlane(client, undefined);
-    await client.query(`SET search_path TO ${CATALOG_SCHEMA}`);
-    const after = await controlColumns(client);
-    const recreatedTables = [...after.keys()].filter((t) => !before.has(t)).map((t) => `${CONTROL_SCHEMA}.${t}`);
-    const recreatedColumns = [...after].flatMap(([t, cols]) =>
-      before.has(t) ? [...cols].filter((c) => !before.get(t)!.has(c)).map((c) => `${CONTROL_SCHEMA}.${t}.${c}`) : [],
-    );
     const report: DistributedRebuildReport = {
       catalog: redactUrl(opts.catalog),
       store: opts.store ?? '',
-      recreatedTables,
-      recreatedColumns,
+      ...(await setUpAgain(client)),
       recreatedLakeTables: [],
       catalogMissing: false,
       missingFiles: [],
@@ -101,82 +91,16 @@ export async function rebuildDistributedCatalog(opts: { catalog: string; store?:
     ]);
     if (hasCatalog.rowCount === 0) {
       report.catalogMissing = true;
-      if (opts.store) {
-        const store = await openStore(opts.store);
-        try {
-          const files = await store.list('lake');
-          report.orphans = files.map((f) => ({ location: f.location, area: 'lake', modifiedAt: new Date(f.modifiedMs).toISOString() }));
-        } finally {
-          await store.close();
-        }
-      }
+      if (opts.store) report.orphans = await storeOnly(opts.store);
       return report;
     }
-
     const store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)));
     report.store = store.location;
     try {
-      // Datasets the ledger says were committed, against the tables of the newest snapshot.
-      const committed = await client.query<{ dataset: string; windows: string; rows: string | null; runs: string[] }>(
-        `SELECT dataset, count(*) AS windows, sum(rows_got) AS rows, array_agg(DISTINCT run_id) AS runs FROM ${CONTROL_SCHEMA}.windows
-         WHERE status IN ('committed', 'provisional') GROUP BY dataset ORDER BY dataset`,
-      );
-      const tables = new Set(
-        (await listTables(catalog, (await currentSnapshot(catalog)).snapshotId)).filter((t) => t.schema.name === 'main').map((t) => t.name),
-      );
-      for (const r of committed.rows) {
-        if (tables.has(r.dataset)) continue;
-        report.lostTables.push({ dataset: r.dataset, windows: Number(r.windows), rows: Number(r.rows ?? 0), runs: [...r.runs].sort() });
-      }
-      const shapes = report.lostTables
-        .map((l) => DATASETS[l.dataset])
-        .filter((d) => d !== undefined)
-        .map(datasetShape);
-      if (shapes.length) {
-        await underLease(client, holder, report, 'the lost tables were not created again', async () => {
-          for (const shape of shapes) {
-            await ensureTable(catalog, shape);
-            report.recreatedLakeTables.push(shape.name);
-          }
-        });
-      }
-
-      // The catalog's files against the store's.
-      const stored = new Set((await store.list('lake')).map((f) => norm(f.location)));
-      const named = (await catalogFiles(catalog, store.dataPath)).filter((f): f is CatalogFile & { kind: 'data' | 'delete' } => f.kind !== 'scheduled');
-      const missing = named.filter((f) => !stored.has(norm(f.location)));
-      report.missingFiles = missing.map((f) => ({
-        table: f.table,
-        kind: f.kind,
-        location: f.location,
-        rows: f.rows,
-        partition: f.partition,
-        fromSnapshot: f.beginSnapshot,
-        untilSnapshot: f.endSnapshot,
-      }));
-      if (opts.forgetMissing) {
-        const current = missing.filter((f) => f.endSnapshot === null && f.table !== null && f.dataFileId !== null);
-        if (current.length) {
-          await underLease(client, holder, report, 'the missing files were not forgotten', async () => {
-            const byTable = new Map<string, number[]>();
-            for (const f of current) byTable.set(f.table!, [...(byTable.get(f.table!) ?? []), f.dataFileId!]);
-            const result = await commitTables(catalog, {
-              tables: [...byTable].filter(([t]) => tables.has(t)).map(([tableName, endFiles]) => ({ tableName, files: [], endFiles })),
-              author: holder,
-              message: `chainlake catalog rebuild: files missing from the store ended`,
-              inTransaction: async (tx) => {
-                const lease = await tx.query(`SELECT holder FROM ${CONTROL_SCHEMA}.leases WHERE name = $1 AND holder = $2 AND expires_at > NOW()`, [
-                  COMMITTER_LEASE,
-                  holder,
-                ]);
-                if (lease.length === 0) throw new LeaseLostError(holder);
-              },
-            });
-            report.forgotten = { snapshotId: result.snapshotId, files: result.endedFiles };
-          });
-        }
-      }
-
+      const lake: Rebuild = { client, catalog, store, holder, report };
+      const tables = await recreateLostTables(lake);
+      const missing = await findMissingFiles(lake);
+      if (opts.forgetMissing) await forgetMissing(lake, missing, tables);
       report.orphans = (await unreferencedFiles(client, catalog, store)).map((f) => ({
         location: f.location,
         area: f.area,
@@ -201,22 +125,118 @@ export async function rebuildDistributedCatalog(opts: { catalog: string; store?:
   }
 }
 
+/** What each step of a rebuild works on, and the report it fills. */
+interface Rebuild {
+  client: Awaited<ReturnType<typeof openCatalog>>['client'];
+  catalog: Awaited<ReturnType<typeof openCatalog>>['catalog'];
+  store: Store;
+  holder: string;
+  report: DistributedRebuildReport;
+}
+
+/**
+ * The control plane set up again (the same setup as every enqueue and worker, without creating a DuckLake catalog
+ * where one is missing): the tables and columns that setup had to create.
+ */
+async function setUpAgain(client: Rebuild['client']): Promise<Pick<DistributedRebuildReport, 'recreatedTables' | 'recreatedColumns'>> {
+  const before = await controlColumns(client);
+  await setupControlPlane(client, undefined);
+  await client.query(`SET search_path TO ${CATALOG_SCHEMA}`);
+  const after = await controlColumns(client);
+  return {
+    recreatedTables: [...after.keys()].filter((t) => !before.has(t)).map((t) => `${CONTROL_SCHEMA}.${t}`),
+    recreatedColumns: [...after].flatMap(([t, cols]) =>
+      before.has(t) ? [...cols].filter((c) => !before.get(t)!.has(c)).map((c) => `${CONTROL_SCHEMA}.${t}.${c}`) : [],
+    ),
+  };
+}
+
+/** Without a catalog, every lake file of the store is an orphan. */
+async function storeOnly(location: string): Promise<DistributedRebuildReport['orphans']> {
+  const store = await openStore(location);
+  try {
+    return (await store.list('lake')).map((f) => ({ location: f.location, area: 'lake', modifiedAt: new Date(f.modifiedMs).toISOString() }));
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * Datasets the ledger says were committed but the newest snapshot has no table of: reported, and created again
+ * (empty) under the lease. Returns the tables of the newest snapshot (before any was created again).
+ */
+async function recreateLostTables(lake: Rebuild): Promise<Set<string>> {
+  const { client, catalog, report } = lake;
+  const committed = await client.query<{ dataset: string; windows: string; rows: string | null; runs: string[] }>(
+    `SELECT dataset, count(*) AS windows, sum(rows_got) AS rows, array_agg(DISTINCT run_id) AS runs FROM ${CONTROL_SCHEMA}.windows
+     WHERE status IN ('committed', 'provisional') GROUP BY dataset ORDER BY dataset`,
+  );
+  const tables = new Set((await listTables(catalog, (await currentSnapshot(catalog)).snapshotId)).filter((t) => t.schema.name === 'main').map((t) => t.name));
+  for (const r of committed.rows) {
+    if (tables.has(r.dataset)) continue;
+    report.lostTables.push({ dataset: r.dataset, windows: Number(r.windows), rows: Number(r.rows ?? 0), runs: [...r.runs].sort() });
+  }
+  const shapes = report.lostTables
+    .map((l) => DATASETS[l.dataset])
+    .filter((d) => d !== undefined)
+    .map(datasetShape);
+  if (shapes.length) {
+    await underLease(lake, 'the lost tables were not created again', async () => {
+      for (const shape of shapes) {
+        await ensureTable(catalog, shape);
+        report.recreatedLakeTables.push(shape.name);
+      }
+    });
+  }
+  return tables;
+}
+
+/** The files the catalog names that the store lacks, reported. */
+async function findMissingFiles(lake: Rebuild): Promise<(CatalogFile & { kind: 'data' | 'delete' })[]> {
+  const { catalog, store, report } = lake;
+  const stored = new Set((await store.list('lake')).map((f) => norm(f.location)));
+  const named = (await catalogFiles(catalog, store.dataPath)).filter((f): f is CatalogFile & { kind: 'data' | 'delete' } => f.kind !== 'scheduled');
+  const missing = named.filter((f) => !stored.has(norm(f.location)));
+  report.missingFiles = missing.map((f) => ({
+    table: f.table,
+    kind: f.kind,
+    location: f.location,
+    rows: f.rows,
+    partition: f.partition,
+    fromSnapshot: f.beginSnapshot,
+    untilSnapshot: f.endSnapshot,
+  }));
+  return missing;
+}
+
+/** Ends the newest snapshot's missing files in a snapshot of their own (their rows are unreadable already), under the lease. */
+async function forgetMissing(lake: Rebuild, missing: readonly CatalogFile[], tables: ReadonlySet<string>): Promise<void> {
+  const { catalog, holder, report } = lake;
+  const current = missing.filter((f) => f.endSnapshot === null && f.table !== null && f.dataFileId !== null);
+  if (current.length === 0) return;
+  await underLease(lake, 'the missing files were not forgotten', async () => {
+    const byTable = new Map<string, number[]>();
+    for (const f of current) byTable.set(f.table!, [...(byTable.get(f.table!) ?? []), f.dataFileId!]);
+    const result = await commitTables(catalog, {
+      tables: [...byTable].filter(([t]) => tables.has(t)).map(([tableName, endFiles]) => ({ tableName, files: [], endFiles })),
+      author: holder,
+      message: `chainlake catalog rebuild: files missing from the store ended`,
+      inTransaction: (tx) => confirmLease(tx, { holder, leaseSeconds: REBUILD_LEASE_SECONDS }),
+    });
+    report.forgotten = { snapshotId: result.snapshotId, files: result.endedFiles };
+  });
+}
+
 /** Runs `work` holding the committer lease, so that no worker commits meanwhile; without it, says what was not done. */
-async function underLease(
-  client: Parameters<typeof takeLease>[0],
-  holder: string,
-  report: DistributedRebuildReport,
-  what: string,
-  work: () => Promise<void>,
-): Promise<void> {
-  if (!(await takeLease(client, holder, REBUILD_LEASE_SECONDS))) {
-    report.notDone.push(`${what}: a worker holds the commit lease; run catalog rebuild again once the workers have committed`);
+async function underLease(lake: Rebuild, what: string, work: () => Promise<void>): Promise<void> {
+  if (!(await takeLease(lake.client, lake.holder, REBUILD_LEASE_SECONDS))) {
+    lake.report.notDone.push(`${what}: a worker holds the commit lease; run catalog rebuild again once the workers have committed`);
     return;
   }
   try {
     await work();
   } finally {
-    await releaseLease(client, holder).catch(() => undefined);
+    await releaseLease(lake.client, lake.holder).catch(() => undefined);
   }
 }
 
