@@ -292,14 +292,7 @@ export class HttpTransport {
   }
 
   private async attempt<T>(req: HttpRequest, check: EnvelopeCheck<T>, acct: Accounting, attempt: number, scan: ListScan | undefined): Promise<T> {
-    const asked = this.clock.now();
-    const grantedAt = await this.limiter.acquire();
-    acct.rateWaitMs += Math.max(0, grantedAt - asked);
-    // The daily quota: request N+1 beyond it is never sent (and not retried: QuotaReachedError is no ApiError).
-    if (this.quota) {
-      await this.quota.ready?.();
-      if (!this.quota.take()) throw new QuotaReachedError(this.quota.limit);
-    }
+    const grantedAt = await this.admit(acct);
     const url = redactUrl(req.url);
     acct.recordRequest();
     const record = req.record;
@@ -310,16 +303,43 @@ export class HttpTransport {
     }
     this.opts.onAttempt?.({ endpoint: req.endpoint, url, attempt, at: grantedAt });
     const base = { endpoint: req.endpoint, url, attempt };
-    const fail = (summary: string, d: Omit<ApiErrorDetails, keyof typeof base>): ApiError => {
+    const fail: Fail = (summary, d) => {
       const error = new ApiError(summary, { ...base, ...d });
       if (d.throttled) this.limiter.onThrottle(grantedAt, d.retryAfterMs);
       return error;
     };
-
     const started = performance.now();
-    let statusCode: number;
-    let headers: Record<string, string | string[] | undefined>;
-    let bytes: Buffer;
+    const res = await this.send(req, fail);
+    acct.recordResponse(performance.now() - started, res.bytes.length);
+    if (record) {
+      record.httpStatus = res.statusCode;
+      record.bytes = res.bytes.length;
+      record.bodySha256 = bodySha256(res.bytes);
+    }
+    const retryAfterMs = parseRetryAfter(res.headers['retry-after'], this.clock.now());
+    if (res.statusCode !== 200) throw refusal(req, res, retryAfterMs, fail);
+    const value = this.accept(res.bytes, check, scan, retryAfterMs, fail);
+    this.limiter.onSuccess();
+    return value;
+  }
+
+  /**
+   * Waits for the rate limiter's turn and takes one request of the daily quota (request N+1 beyond it is never sent,
+   * and not retried: QuotaReachedError is no ApiError); returns when the turn was granted.
+   */
+  private async admit(acct: Accounting): Promise<number> {
+    const asked = this.clock.now();
+    const grantedAt = await this.limiter.acquire();
+    acct.rateWaitMs += Math.max(0, grantedAt - asked);
+    if (this.quota) {
+      await this.quota.ready?.();
+      if (!this.quota.take()) throw new QuotaReachedError(this.quota.limit);
+    }
+    return grantedAt;
+  }
+
+  /** One HTTP exchange, whole body read, within the attempt's total timeout; stopped at once by the transport's signal. */
+  private async send(req: HttpRequest, fail: Fail): Promise<Reply> {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(new AttemptTimeout(`no complete response within ${this.timeouts.totalMs} ms`)), this.timeouts.totalMs);
     const interrupt = (): void => abort.abort(new RequestInterrupted(req.endpoint));
@@ -332,9 +352,7 @@ export class HttpTransport {
         body: req.body,
         signal: abort.signal,
       });
-      statusCode = res.statusCode;
-      headers = res.headers;
-      bytes = Buffer.from(await res.body.arrayBuffer());
+      return { statusCode: res.statusCode, headers: res.headers, bytes: Buffer.from(await res.body.arrayBuffer()) };
     } catch (cause) {
       if (abort.signal.reason instanceof RequestInterrupted) throw abort.signal.reason;
       const code = abort.signal.aborted ? 'CHAINLAKE_TOTAL_TIMEOUT' : ((cause as { code?: string }).code ?? (cause as Error).name);
@@ -349,41 +367,10 @@ export class HttpTransport {
       clearTimeout(timer);
       this.opts.signal?.removeEventListener('abort', interrupt);
     }
-    acct.recordResponse(performance.now() - started, bytes.length);
-    if (record) {
-      record.httpStatus = statusCode;
-      record.bytes = bytes.length;
-      record.bodySha256 = bodySha256(bytes);
-    }
-    const retryAfterMs = parseRetryAfter(headers['retry-after'], this.clock.now());
+  }
 
-    if (statusCode !== 200) {
-      const text = bytes.toString('utf8');
-      let body: unknown;
-      let parsed = true;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        parsed = false;
-      }
-      const { status, message } = parsed ? messageOf(body) : {};
-      let { kind, reason } = classifyStatus(statusCode);
-      // A JSON body that does not parse was cut short or garbled: what the API said is unknown, and an endpoint
-      // may take a terminal status with its message as an answer ("not verified"), so it is asked again.
-      const brokenJson = !parsed && /^\s*[{[]/.test(text);
-      if (brokenJson && kind === 'terminal') ({ kind, reason } = { kind: 'transient', reason: 'bad-body' });
-      const location =
-        statusCode >= 300 && statusCode < 400 && typeof headers.location === 'string' ? ` to ${redactUrl(new URL(headers.location, req.url))}` : '';
-      throw fail(`HTTP ${statusCode}${location}${brokenJson ? ` with a truncated or malformed JSON body (${bytes.length} bytes)` : ''}`, {
-        kind,
-        reason,
-        httpStatus: statusCode,
-        envelopeStatus: status,
-        apiMessage: message ?? (parsed || text.length === 0 ? undefined : snippet(text)),
-        throttled: statusCode === 429,
-        retryAfterMs,
-      });
-    }
+  /** What `check` makes of an HTTP 200's body; a body that is no JSON, or an envelope that reports a failure, is an ApiError. */
+  private accept<T>(bytes: Buffer, check: EnvelopeCheck<T>, scan: ListScan | undefined, retryAfterMs: number | undefined, fail: Fail): T {
     const got = parseBody(bytes, this.listScan(scan));
     if (!got) {
       const text = bytes.toString('utf8');
@@ -391,34 +378,70 @@ export class HttpTransport {
       throw fail(`HTTP 200 with ${what} (${bytes.length} bytes)`, {
         kind: 'transient',
         reason: 'bad-body',
-        httpStatus: statusCode,
+        httpStatus: 200,
         apiMessage: snippet(text),
         retryAfterMs,
       });
     }
-    let value: T;
     try {
-      value = check(got.body, bytes, got.list);
+      return check(got.body, bytes, got.list);
     } catch (e) {
       if (!(e instanceof EnvelopeFailure)) throw e;
       throw fail(e.throttled ? 'throttled by the API (HTTP 200 throttle envelope)' : `the API reported a failure in an HTTP 200`, {
         kind: e.kind,
         reason: e.throttled ? 'throttle' : 'envelope',
-        httpStatus: statusCode,
+        httpStatus: 200,
         envelopeStatus: e.envelopeStatus,
         apiMessage: e.apiMessage,
         throttled: e.throttled,
         retryAfterMs,
       });
     }
-    this.limiter.onSuccess();
-    return value;
   }
 
   async close(): Promise<void> {
     await Promise.all([...this.pools.values()].map((p) => p.close()));
     this.pools.clear();
   }
+}
+
+/** A response as one attempt read it. */
+interface Reply {
+  statusCode: number;
+  headers: Record<string, string | string[] | undefined>;
+  bytes: Buffer;
+}
+
+/** Makes an attempt's ApiError (the endpoint, URL and attempt filled in) and tells the limiter of a throttle. */
+type Fail = (summary: string, details: Omit<ApiErrorDetails, 'endpoint' | 'url' | 'attempt'>) => ApiError;
+
+/** A status other than 200 as an ApiError: its class (transient or terminal), and what the body says of it. */
+function refusal(req: HttpRequest, res: Reply, retryAfterMs: number | undefined, fail: Fail): ApiError {
+  const { statusCode, headers, bytes } = res;
+  const text = bytes.toString('utf8');
+  let body: unknown;
+  let parsed = true;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    parsed = false;
+  }
+  const { status, message } = parsed ? messageOf(body) : {};
+  let { kind, reason } = classifyStatus(statusCode);
+  // A JSON body that does not parse was cut short or garbled: what the API said is unknown, and an endpoint
+  // may take a terminal status with its message as an answer ("not verified"), so it is asked again.
+  const brokenJson = !parsed && /^\s*[{[]/.test(text);
+  if (brokenJson && kind === 'terminal') ({ kind, reason } = { kind: 'transient', reason: 'bad-body' });
+  const location = statusCode >= 300 && statusCode < 400 && typeof headers.location === 'string' ? ` to ${redactUrl(new URL(headers.location, req.url))}` : '';
+  return fail(`HTTP ${statusCode}${location}${brokenJson ? ` with a truncated or malformed JSON body (${bytes.length} bytes)` : ''}`, {
+    kind,
+    reason,
+    httpStatus: statusCode,
+    envelopeStatus: status,
+    apiMessage: message ?? (parsed || text.length === 0 ? undefined : snippet(text)),
+    throttled: statusCode === 429,
+    retryAfterMs,
+  });
 }
 
 function snippet(text: string): string {
