@@ -118,18 +118,6 @@ export function endpointPageFetcher(
   const scan: ListScan | undefined =
     scanFields && endpoint.method === 'GET' && endpoint.entriesAt.length > 0 ? { at: endpoint.entriesAt, ...scanFields } : undefined;
   return async (req: PageRequest, acct: Accounting): Promise<MetaPage> => {
-    const query: Query = { ...endpoint.query, ...extraQuery };
-    for (const [param, key] of Object.entries(endpoint.scopeQuery ?? {})) if (scope[key] !== undefined && scope[key] !== '') query[param] = scope[key];
-    if (endpoint.paging.kind === 'offset') {
-      query.limit = req.limit;
-      query.offset = req.offset;
-    } else if (endpoint.paging.kind === 'limit') {
-      query.limit = endpoint.paging.maxLimit;
-    }
-    if (req.range && endpoint.blockRange) {
-      query[endpoint.blockRange.start] = req.range.from;
-      query[endpoint.blockRange.end] = req.range.to;
-    }
     let results: unknown;
     let received: CheckedBody | undefined;
     // The window's lineage: one record per call, kept with the window's accounting (its `requests` rows).
@@ -138,31 +126,13 @@ export function endpointPageFetcher(
     try {
       if (endpoint.method === 'POST') results = await caller.post(label, path, body, acct, record);
       else {
-        received = await caller.getBody(label, path, query, acct, host, scan, record);
+        received = await caller.getBody(label, path, pageQuery(endpoint, scope, extraQuery, req), acct, host, scan, record);
         results = received.results;
       }
     } catch (e) {
-      const a = endpoint.absentWhen;
-      if (
-        a &&
-        e instanceof ApiError &&
-        e.kind === 'terminal' &&
-        e.details.httpStatus !== undefined &&
-        a.httpStatus.includes(e.details.httpStatus) &&
-        a.message.test(e.details.apiMessage ?? '')
-      ) {
-        record.rows = 1;
-        acct.recordAbsent(e.details.reason);
-        return {
-          entries: [{}],
-          results: {},
-          count: 1,
-          offset: 0,
-          range: req.range,
-          meta: { ...baseMeta, found: false, api_message: e.details.apiMessage ?? null },
-        };
-      }
-      throw e;
+      if (!(e instanceof ApiError && isAbsence(endpoint, e))) throw e;
+      acct.recordAbsent(e.details.reason);
+      return absentPage(record, req, baseMeta, e.details.apiMessage ?? null);
     }
     const absence = endpoint.absentWhen?.emptyResults ? emptyResultsOf(results, endpoint.entriesAt) : undefined;
     if (absence) {
@@ -171,42 +141,19 @@ export function endpointPageFetcher(
       acct.recordAbsent();
       const message =
         received?.message ?? (typeof (results as { message?: unknown } | null)?.message === 'string' ? (results as { message: string }).message : null);
-      record.rows = 1;
-      return { entries: [{}], results: {}, count: 1, offset: 0, range: req.range, meta: { ...baseMeta, found: false, api_message: message || absence } };
+      return absentPage(record, req, baseMeta, message || absence);
     }
     if (results === null || typeof results !== 'object' || Array.isArray(results)) {
       throw new ShapeError(label, path, `results is ${results === null ? 'null' : Array.isArray(results) ? 'an array' : typeof results}, expected an object`);
     }
     const r = results as Record<string, unknown>;
     const raw = dig(r, endpoint.entriesAt);
-    const where = ['results', ...endpoint.entriesAt].join('.');
     // A scanned list stands in the results as `[]`: its entries are counted, and parsed only if read.
     const list = received?.list && Array.isArray(raw) && raw.length === 0 ? received.list : undefined;
-    let entries: unknown[];
-    if (Array.isArray(raw)) entries = raw;
-    else if (raw !== null && typeof raw === 'object' && endpoint.paging.kind === 'none') entries = [raw];
-    else
-      throw new ShapeError(
-        label,
-        path,
-        `${where} is ${raw === undefined ? 'missing' : JSON.stringify(raw)?.slice(0, 60)}, expected ${endpoint.paging.kind === 'none' ? 'an object or array' : 'an array'}`,
-      );
+    const entries = entriesOf(endpoint, raw, label, path);
     const size = list ? list.count : entries.length;
     record.rows = size;
-    let count = size;
-    if (endpoint.paging.kind !== 'none') {
-      const countAt = endpoint.countAt ?? ['count'];
-      const c = dig(r, countAt);
-      count = countOf(c);
-      if (!Number.isSafeInteger(count)) throw new ShapeError(label, path, `results.${countAt.join('.')} is ${JSON.stringify(c)}, expected an integer string`);
-      if (endpoint.paging.kind === 'limit' && count > size) {
-        throw new ShapeError(
-          label,
-          path,
-          `${count} entries exist but the endpoint cannot page (no offset) and returned ${size}: the listing would be incomplete`,
-        );
-      }
-    }
+    const count = endpoint.paging.kind === 'none' ? size : listedCount(endpoint, r, size, label, path);
     const meta = { ...baseMeta, found: true };
     if (list) return scannedPage(received!, list, endpoint.entriesAt, { results: r, count, offset: req.offset, range: req.range, meta });
     // The bytes stand for the entries only while the entries are the body's own list (not a single object
@@ -218,6 +165,65 @@ export function endpointPageFetcher(
         : undefined;
     return { entries, results: r, count, offset: req.offset, range: req.range, meta, raw: rawPage };
   };
+}
+
+/** A GET's query for one page: the endpoint's own, the scope's parameters, paging and the block range. */
+function pageQuery(endpoint: EndpointDef, scope: Record<string, string>, extraQuery: Query, req: PageRequest): Query {
+  const query: Query = { ...endpoint.query, ...extraQuery };
+  for (const [param, key] of Object.entries(endpoint.scopeQuery ?? {})) if (scope[key] !== undefined && scope[key] !== '') query[param] = scope[key];
+  if (endpoint.paging.kind === 'offset') {
+    query.limit = req.limit;
+    query.offset = req.offset;
+  } else if (endpoint.paging.kind === 'limit') {
+    query.limit = endpoint.paging.maxLimit;
+  }
+  if (req.range && endpoint.blockRange) {
+    query[endpoint.blockRange.start] = req.range.from;
+    query[endpoint.blockRange.end] = req.range.to;
+  }
+  return query;
+}
+
+/** A refusal that is the endpoint's way of saying "nothing here" (absentWhen: its status and message). */
+function isAbsence(endpoint: EndpointDef, e: ApiError): boolean {
+  const a = endpoint.absentWhen;
+  return (
+    a !== undefined &&
+    e.kind === 'terminal' &&
+    e.details.httpStatus !== undefined &&
+    a.httpStatus.includes(e.details.httpStatus) &&
+    a.message.test(e.details.apiMessage ?? '')
+  );
+}
+
+/** "Nothing here" as a page of one row: `found` false, with what the API said. */
+function absentPage(record: { rows: number | null }, req: PageRequest, baseMeta: Record<string, unknown>, message: string | null): MetaPage {
+  record.rows = 1;
+  return { entries: [{}], results: {}, count: 1, offset: 0, range: req.range, meta: { ...baseMeta, found: false, api_message: message } };
+}
+
+/** The page's entries: the list at `entriesAt`, or the single object an endpoint without paging answers with. */
+function entriesOf(endpoint: EndpointDef, raw: unknown, label: string, path: string): unknown[] {
+  if (Array.isArray(raw)) return raw;
+  if (raw !== null && typeof raw === 'object' && endpoint.paging.kind === 'none') return [raw];
+  const where = ['results', ...endpoint.entriesAt].join('.');
+  throw new ShapeError(
+    label,
+    path,
+    `${where} is ${raw === undefined ? 'missing' : JSON.stringify(raw)?.slice(0, 60)}, expected ${endpoint.paging.kind === 'none' ? 'an object or array' : 'an array'}`,
+  );
+}
+
+/** The count a listing's page carries (an integer string); an endpoint that cannot page must have returned them all. */
+function listedCount(endpoint: EndpointDef, results: Record<string, unknown>, size: number, label: string, path: string): number {
+  const countAt = endpoint.countAt ?? ['count'];
+  const c = dig(results, countAt);
+  const count = countOf(c);
+  if (!Number.isSafeInteger(count)) throw new ShapeError(label, path, `results.${countAt.join('.')} is ${JSON.stringify(c)}, expected an integer string`);
+  if (endpoint.paging.kind === 'limit' && count > size) {
+    throw new ShapeError(label, path, `${count} entries exist but the endpoint cannot page (no offset) and returned ${size}: the listing would be incomplete`);
+  }
+  return count;
 }
 
 /**
