@@ -83,90 +83,105 @@ async function objects<T>(conn: DuckDBConnection, sql: string): Promise<T[]> {
  */
 export async function lakeStatus(conn: DuckDBConnection, lake: LakePaths | { name: string }, opts: { runs?: number } = {}): Promise<LakeStatus> {
   const paths = 'root' in lake ? lake : undefined;
-  const status: LakeStatus = {
+  const catalog = await relationExists(conn, 'ducklake_data_file');
+  const datasets = await datasetsOf(conn, catalog);
+  return {
     lake: paths ? paths.root : (lake as { name: string }).name,
     pendingCommit: paths ? await hasPendingCommit(paths) : false,
-    datasets: [],
-    missingFiles: [],
-    oldSnapshots: { files: 0, bytes: 0 },
-    strayPartitions: [],
-    runs: [],
-    watermarks: [],
-    gaps: [],
-    uncoveredFailures: [],
+    datasets,
+    missingFiles: paths && catalog ? await missingOnDisk(conn, paths) : [],
+    oldSnapshots: catalog ? await oldSnapshotsOf(conn) : { files: 0, bytes: 0 },
+    strayPartitions: paths && catalog ? await strayPartitionsOf(conn, paths) : [],
+    ...(await ledgerOf(conn, opts.runs ?? 10)),
   };
-  if (await relationExists(conn, 'files')) {
-    status.datasets = await objects(
-      conn,
-      `SELECT dataset, network, count(DISTINCT "partition")::BIGINT AS partitions, count(*)::BIGINT AS files, sum(rows)::BIGINT AS rows, sum(bytes)::BIGINT AS bytes,
-              min(min_block)::BIGINT AS min_block, max(max_block)::BIGINT AS max_block
-       FROM files GROUP BY ALL ORDER BY dataset, network`,
-    );
-  }
-  if (await relationExists(conn, 'ducklake_data_file')) {
-    await countOthersRows(conn, status.datasets);
-    // The same catalog tables on either kind of lake (a distributed reader attaches its control plane's).
-    const [old] = await objects<{ files: number; bytes: number | null }>(
-      conn,
-      `SELECT count(*)::BIGINT AS files, sum(file_size_bytes)::BIGINT AS bytes FROM (
-         SELECT file_size_bytes FROM ducklake_data_file WHERE end_snapshot IS NOT NULL
-         UNION ALL SELECT file_size_bytes FROM ducklake_delete_file WHERE end_snapshot IS NOT NULL)`,
-    );
-    status.oldSnapshots = { files: old?.files ?? 0, bytes: old?.bytes ?? 0 };
-  }
-  // Files the newest snapshot names that are not on the local lake's disk (another writer's cleanup, a lost file).
-  if (paths && (await relationExists(conn, 'ducklake_data_file'))) {
-    const current = (
+}
+
+/** Per dataset and network, what the newest snapshot holds (rows as a reader of it reads them). */
+async function datasetsOf(conn: DuckDBConnection, catalog: boolean): Promise<LakeStatus['datasets']> {
+  if (!(await relationExists(conn, 'files'))) return [];
+  const datasets = await objects<LakeStatus['datasets'][number]>(
+    conn,
+    `SELECT dataset, network, count(DISTINCT "partition")::BIGINT AS partitions, count(*)::BIGINT AS files, sum(rows)::BIGINT AS rows, sum(bytes)::BIGINT AS bytes,
+            min(min_block)::BIGINT AS min_block, max(max_block)::BIGINT AS max_block
+     FROM files GROUP BY ALL ORDER BY dataset, network`,
+  );
+  if (catalog) await countOthersRows(conn, datasets);
+  return datasets;
+}
+
+/** Files only older snapshots list: what `maintain` would free. The same catalog tables on either kind of lake. */
+async function oldSnapshotsOf(conn: DuckDBConnection): Promise<LakeStatus['oldSnapshots']> {
+  const [old] = await objects<{ files: number; bytes: number | null }>(
+    conn,
+    `SELECT count(*)::BIGINT AS files, sum(file_size_bytes)::BIGINT AS bytes FROM (
+       SELECT file_size_bytes FROM ducklake_data_file WHERE end_snapshot IS NOT NULL
+       UNION ALL SELECT file_size_bytes FROM ducklake_delete_file WHERE end_snapshot IS NOT NULL)`,
+  );
+  return { files: old?.files ?? 0, bytes: old?.bytes ?? 0 };
+}
+
+/** Files the newest snapshot names that are not on the local lake's disk (another writer's cleanup, a lost file). */
+async function missingOnDisk(conn: DuckDBConnection, paths: LakePaths): Promise<string[]> {
+  const current = (
+    (
+      await conn.runAndReadAll(
+        `SELECT CASE WHEN f.path_is_relative THEN sc.path || t.path || f.path ELSE f.path END FROM (
+           SELECT table_id, path, path_is_relative FROM ducklake_data_file WHERE end_snapshot IS NULL
+           UNION ALL SELECT table_id, path, path_is_relative FROM ducklake_delete_file WHERE end_snapshot IS NULL) f
+         JOIN ducklake_table t ON t.table_id = f.table_id AND t.end_snapshot IS NULL JOIN ducklake_schema sc ON sc.schema_id = t.schema_id
+         ORDER BY 1`,
+      )
+    ).getRowsJS() as [string][]
+  ).map(([p]) => p);
+  return current.filter((p) => !existsSync(path.resolve(paths.root, p)));
+}
+
+/**
+ * From the disk: partitions holding a stray file, one no snapshot of the catalog lists (something else wrote it, or
+ * a killed conversion left it).
+ */
+async function strayPartitionsOf(conn: DuckDBConnection, paths: LakePaths): Promise<LakeStatus['strayPartitions']> {
+  const known = new Set(
+    (
       (
         await conn.runAndReadAll(
-          `SELECT CASE WHEN f.path_is_relative THEN sc.path || t.path || f.path ELSE f.path END FROM (
-             SELECT table_id, path, path_is_relative FROM ducklake_data_file WHERE end_snapshot IS NULL
-             UNION ALL SELECT table_id, path, path_is_relative FROM ducklake_delete_file WHERE end_snapshot IS NULL) f
-           JOIN ducklake_table t ON t.table_id = f.table_id AND t.end_snapshot IS NULL JOIN ducklake_schema sc ON sc.schema_id = t.schema_id
-           ORDER BY 1`,
+          `SELECT sc.path || t.path || d.path FROM ducklake_data_file d JOIN ducklake_table t USING (table_id) JOIN ducklake_schema sc ON sc.schema_id = t.schema_id
+           UNION ALL SELECT path FROM ducklake_files_scheduled_for_deletion`,
         )
       ).getRowsJS() as [string][]
-    ).map(([p]) => p);
-    for (const p of current) if (!existsSync(path.resolve(paths.root, p))) status.missingFiles.push(p);
-  }
-  // From the disk: a stray file is one no snapshot of the catalog lists (something else wrote it, or a killed
-  // conversion left it).
-  if (paths && (await relationExists(conn, 'ducklake_data_file'))) {
-    const known = new Set(
-      (
-        (
-          await conn.runAndReadAll(
-            `SELECT sc.path || t.path || d.path FROM ducklake_data_file d JOIN ducklake_table t USING (table_id) JOIN ducklake_schema sc ON sc.schema_id = t.schema_id
-             UNION ALL SELECT path FROM ducklake_files_scheduled_for_deletion`,
-          )
-        ).getRowsJS() as [string][]
-      ).map(([p]) => path.join(paths.root, p)),
-    );
-    for (const shape of lakeShapes()) {
-      for (const p of await diskPartitions(paths, shape)) {
-        const strays = p.files.filter((f) => !known.has(f));
-        if (strays.length) status.strayPartitions.push({ dataset: shape.name, network: p.network, partition: p.value, files: strays.length });
-      }
+    ).map(([p]) => path.join(paths.root, p)),
+  );
+  const out: LakeStatus['strayPartitions'] = [];
+  for (const shape of lakeShapes()) {
+    for (const p of await diskPartitions(paths, shape)) {
+      const strays = p.files.filter((f) => !known.has(f));
+      if (strays.length) out.push({ dataset: shape.name, network: p.network, partition: p.value, files: strays.length });
     }
   }
+  return out;
+}
+
+/** What the run ledger says: the last runs, the watermarks, gaps between committed windows, failures nothing covers since. */
+async function ledgerOf(conn: DuckDBConnection, runs: number): Promise<Pick<LakeStatus, 'runs' | 'watermarks' | 'gaps' | 'uncoveredFailures'>> {
+  const out: Pick<LakeStatus, 'runs' | 'watermarks' | 'gaps' | 'uncoveredFailures'> = { runs: [], watermarks: [], gaps: [], uncoveredFailures: [] };
   if (await relationExists(conn, 'runs')) {
-    status.runs = await objects(
+    out.runs = await objects(
       conn,
       `SELECT run_id, job, status, started_at::VARCHAR AS started_at, finished_at::VARCHAR AS finished_at,
               CAST(json_extract(report, '$.totals.rows') AS BIGINT) AS rows, CAST(json_extract(report, '$.totals.rejects') AS BIGINT) AS rejects,
               CAST(json_extract(report, '$.totals.windowsFailed') AS BIGINT) AS windows_failed
-       FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ${opts.runs ?? 10}`,
+       FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ${runs}`,
     );
   }
   if (await relationExists(conn, 'watermarks')) {
-    status.watermarks = await objects(
+    out.watermarks = await objects(
       conn,
       `SELECT network, dataset, scope, block::BIGINT AS block, run_id, updated_at::VARCHAR AS updated_at FROM watermarks ORDER BY network, dataset, scope`,
     );
   }
   if (await relationExists(conn, 'windows')) {
     // Gaps and islands: a committed window that starts after everything before it (same scope) ended leaves a gap.
-    status.gaps = await objects(
+    out.gaps = await objects(
       conn,
       `WITH w AS (
          SELECT network, dataset, scope, from_block, to_block,
@@ -175,7 +190,7 @@ export async function lakeStatus(conn: DuckDBConnection, lake: LakePaths | { nam
        SELECT network, dataset, scope, (covered_to + 1)::BIGINT AS from_block, (from_block - 1)::BIGINT AS to_block
        FROM w WHERE from_block > covered_to + 1 ORDER BY network, dataset, scope, from_block`,
     );
-    status.uncoveredFailures = await objects(
+    out.uncoveredFailures = await objects(
       conn,
       `SELECT f.run_id, f.network, f.dataset, f.scope, f.from_block::BIGINT AS from_block, f.to_block::BIGINT AS to_block, f.error
        FROM windows f
@@ -185,7 +200,7 @@ export async function lakeStatus(conn: DuckDBConnection, lake: LakePaths | { nam
        ORDER BY f.network, f.dataset, f.scope, f.from_block`,
     );
   }
-  return status;
+  return out;
 }
 
 /**
