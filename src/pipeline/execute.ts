@@ -131,9 +131,11 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
     rejects: 0,
   };
   try {
-    const rowsFile = path.join(deps.stagingDir, 'rows', w.def.name, `${deps.index}.ndjson`);
-    const pagesStem = path.join(deps.stagingDir, 'pages', w.def.name, String(deps.index));
-    const rejectsFile = path.join(deps.stagingDir, 'rejects', `${deps.index}.ndjson`);
+    const files: StageNames = {
+      rows: path.join(deps.stagingDir, 'rows', w.def.name, `${deps.index}.ndjson`),
+      pages: path.join(deps.stagingDir, 'pages', w.def.name, String(deps.index)),
+      rejects: path.join(deps.stagingDir, 'rejects', `${deps.index}.ndjson`),
+    };
     const fetcher = fetcherFor(w, deps.clients, deps.transformer.scanFields(w.endpoint));
     const ordinals = w.def.ordinal ? new OrdinalState() : undefined;
     let generation = 0;
@@ -142,85 +144,107 @@ export async function executeWindow(w: Window, deps: ExecuteDeps): Promise<Windo
         // The pager fetches the window again (its rows moved under us): what came before is dropped, so the
         // staged rows are exactly one consistent listing and ordinals are numbered once.
         generation = page.generation!;
-        await outcome.stage?.discard();
-        outcome.stage = undefined;
-        await outcome.rejectStage?.discard();
-        outcome.rejectStage = undefined;
-        await outcome.pageStage?.discard();
-        outcome.pageStage = undefined;
+        await discardStages(outcome);
         outcome.rows = outcome.receivedRows = outcome.scannedRows = outcome.rejects = 0;
         ordinals?.restart();
       }
-      const context = {
-        scope: w.scope,
-        results: page.results,
-        meta: (page as Partial<MetaPage>).meta,
-        offset: page.offset,
-        fields: w.endpoint.entryFields,
-        ordinals,
-        raw: page.raw,
-        cutFrom: page.cutFrom,
-      };
-      // A scanned page is accepted on its bytes; one that is not (or was not scanned) is asked of its entries
-      // as objects, parsed here if still bytes: exactly what happens without a scan.
-      const fromScan = scannedList(page) ? deps.transformer.acceptScanned(context) : undefined;
-      const accepted = fromScan ?? deps.transformer.acceptRaw(page.entries, context);
-      if (accepted) {
-        // Staged as received: no entry is converted or re-serialised here; DuckDB types them at commit.
-        // One endpoint per window: every page keeps its entries at the same place.
-        outcome.pagesEntriesAt = page.raw!.entriesAt;
-        outcome.pageStage ??= new PageFiles(pagesStem);
-        await outcome.pageStage.writePage(accepted, page.raw!);
-        outcome.rows += accepted.rows;
-        outcome.receivedRows += accepted.rows;
-        if (fromScan) outcome.scannedRows += accepted.rows;
-        deps.onPage?.(accepted.rows, 0, page.raw!.bytes.length);
-        continue;
-      }
-      const { rows, rejects } = deps.transformer.transform(page.entries, w.id, context);
-      // Opened at its first rows: most windows stage every page as received and never write one.
-      if (rows.length) await (outcome.stage ??= await StageFile.open(rowsFile)).writeRows(rows);
-      outcome.rows += rows.length;
-      if (rejects.length) {
-        outcome.rejectStage ??= await StageFile.open(rejectsFile);
-        await outcome.rejectStage.writeRejects(rejects);
-        outcome.rejects += rejects.length;
-      }
-      deps.onPage?.(rows.length, rejects.length, page.raw?.bytes.length ?? 0);
+      await stagePage(outcome, page, ordinals, files, deps);
     }
-    const { covered, rest } = outcome.progress;
-    if (covered && rest) {
-      outcome.window = { ...w, range: covered, id: windowIdOf(w.def.name, w.network, w.scopeKey, covered) };
-      outcome.rest = rest;
-    }
-    const fetched = outcome.window;
-    if (asksBlockTimes(fetched) && fetched.range) {
-      // Its rows name no block: the times of its first and last block say which of the lake's rows it replaces.
-      if (!deps.clients.explorer) throw new Error(`${w.def.name}: the block endpoint is needed to replace its rows, and no explorer base URL is configured`);
-      outcome.window = { ...fetched, times: await blockTimes(deps.clients.explorer, outcome.acct, fetched.range, deps.clients.paths?.block, deps.blockTimes) };
-    }
-    await outcome.stage?.close();
-    await outcome.rejectStage?.close();
-    await outcome.pageStage?.close();
-    if (deps.strict && outcome.rejects > 0) throw new StrictRejectsError(outcome.rejects);
-    deps.log.log('debug', 'window.done', `${w.id}: ${outcome.rows} rows`, {
-      window: w.id,
-      rows: outcome.rows,
-      receivedRows: outcome.receivedRows,
-      scannedRows: outcome.scannedRows,
-      requests: outcome.acct.requests,
-    });
+    await finishWindow(outcome, deps);
   } catch (e) {
     outcome.error = (e as Error).message;
     outcome.failure = e;
     outcome.unreachable = unreachableOrigin(e);
-    await outcome.stage?.discard();
-    await outcome.rejectStage?.discard();
-    await outcome.pageStage?.discard();
-    outcome.stage = outcome.rejectStage = outcome.pageStage = undefined;
+    await discardStages(outcome);
     deps.log.log('error', 'window.failed', `${w.id}: ${outcome.error}`, { window: w.id, error: outcome.error });
   }
   return outcome;
+}
+
+/** Where a window's staged files go: its converted rows, its pages as received, its rejects. */
+interface StageNames {
+  rows: string;
+  pages: string;
+  rejects: string;
+}
+
+/** One page staged: as received when the transformer accepts it so, else converted into rows and rejects. */
+async function stagePage(outcome: WindowOutcome, page: FetchedPage, ordinals: OrdinalState | undefined, files: StageNames, deps: ExecuteDeps): Promise<void> {
+  const w = outcome.window;
+  const context = {
+    scope: w.scope,
+    results: page.results,
+    meta: (page as Partial<MetaPage>).meta,
+    offset: page.offset,
+    fields: w.endpoint.entryFields,
+    ordinals,
+    raw: page.raw,
+    cutFrom: page.cutFrom,
+  };
+  // A scanned page is accepted on its bytes; one that is not (or was not scanned) is asked of its entries
+  // as objects, parsed here if still bytes: exactly what happens without a scan.
+  const fromScan = scannedList(page) ? deps.transformer.acceptScanned(context) : undefined;
+  const accepted = fromScan ?? deps.transformer.acceptRaw(page.entries, context);
+  if (accepted) {
+    // Staged as received: no entry is converted or re-serialised here; DuckDB types them at commit.
+    // One endpoint per window: every page keeps its entries at the same place.
+    outcome.pagesEntriesAt = page.raw!.entriesAt;
+    outcome.pageStage ??= new PageFiles(files.pages);
+    await outcome.pageStage.writePage(accepted, page.raw!);
+    outcome.rows += accepted.rows;
+    outcome.receivedRows += accepted.rows;
+    if (fromScan) outcome.scannedRows += accepted.rows;
+    deps.onPage?.(accepted.rows, 0, page.raw!.bytes.length);
+    return;
+  }
+  const { rows, rejects } = deps.transformer.transform(page.entries, w.id, context);
+  // Opened at its first rows: most windows stage every page as received and never write one.
+  if (rows.length) await (outcome.stage ??= await StageFile.open(files.rows)).writeRows(rows);
+  outcome.rows += rows.length;
+  if (rejects.length) {
+    outcome.rejectStage ??= await StageFile.open(files.rejects);
+    await outcome.rejectStage.writeRejects(rejects);
+    outcome.rejects += rejects.length;
+  }
+  deps.onPage?.(rows.length, rejects.length, page.raw?.bytes.length ?? 0);
+}
+
+/**
+ * A window whose pages are all in: cut to what it covered when it stopped at its row target (the rest is a window of
+ * its own), given its first and last block's times where its rows name no block, and its staged files closed.
+ */
+async function finishWindow(outcome: WindowOutcome, deps: ExecuteDeps): Promise<void> {
+  const w = outcome.window;
+  const { covered, rest } = outcome.progress;
+  if (covered && rest) {
+    outcome.window = { ...w, range: covered, id: windowIdOf(w.def.name, w.network, w.scopeKey, covered) };
+    outcome.rest = rest;
+  }
+  const fetched = outcome.window;
+  if (asksBlockTimes(fetched) && fetched.range) {
+    // Its rows name no block: the times of its first and last block say which of the lake's rows it replaces.
+    if (!deps.clients.explorer) throw new Error(`${w.def.name}: the block endpoint is needed to replace its rows, and no explorer base URL is configured`);
+    outcome.window = { ...fetched, times: await blockTimes(deps.clients.explorer, outcome.acct, fetched.range, deps.clients.paths?.block, deps.blockTimes) };
+  }
+  await outcome.stage?.close();
+  await outcome.rejectStage?.close();
+  await outcome.pageStage?.close();
+  if (deps.strict && outcome.rejects > 0) throw new StrictRejectsError(outcome.rejects);
+  deps.log.log('debug', 'window.done', `${w.id}: ${outcome.rows} rows`, {
+    window: w.id,
+    rows: outcome.rows,
+    receivedRows: outcome.receivedRows,
+    scannedRows: outcome.scannedRows,
+    requests: outcome.acct.requests,
+  });
+}
+
+/** Drops what a window staged (it failed, or is fetched again from its start). */
+async function discardStages(outcome: WindowOutcome): Promise<void> {
+  await outcome.stage?.discard();
+  await outcome.rejectStage?.discard();
+  await outcome.pageStage?.discard();
+  outcome.stage = outcome.rejectStage = outcome.pageStage = undefined;
 }
 
 export class StrictRejectsError extends ChainlakeError {
