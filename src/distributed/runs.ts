@@ -5,6 +5,7 @@
  * from the watermarks, as the next single-machine run fetches what the last one did not.
  */
 import type { RunReport } from '../pipeline/report.js';
+import { blockTimesTable } from '../load/ledger/block-times.js';
 import { CONTROL_SCHEMA } from './control-plane.js';
 
 /** The single machine's words, checked against its type: one vocabulary for every run a user reads. */
@@ -18,7 +19,8 @@ export const RUN_RUNNING = 'running';
 export type Execute = (text: string, values: string[][]) => Promise<unknown>;
 
 /**
- * Closes those of `runIds` whose windows have all ended, inside the caller's transaction. The run rows are locked
+ * Closes those of `runIds` whose windows have all ended, inside the caller's transaction, and deletes their block times
+ * (load/ledger/block-times.ts). The run rows are locked
  * first (in one order), and whoever changes a window's state under its run's lock (a worker giving a window up,
  * an enqueue offering failed windows again) takes the same lock: the last of them to end a window sees every
  * other's change, so a run can neither stay open with all its windows ended nor be closed with one re-offered.
@@ -35,6 +37,13 @@ export async function closeEndedRuns(execute: Execute, runIds: readonly string[]
          ELSE '${RUN_FAILED}' END
      WHERE r.run_id = ANY($1::text[]) AND r.finished_at IS NULL
        AND NOT EXISTS (SELECT 1 FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = r.run_id AND w.status IN ('queued', 'fetched'))`,
+    [ids],
+  );
+  // A closed run's block times are read by no one (a time is never reused by another run, and a run opened again
+  // asks afresh): they go in the transaction that closes it, or the table would grow with every run.
+  await execute(
+    `DELETE FROM ${blockTimesTable(CONTROL_SCHEMA)} b USING ${CONTROL_SCHEMA}.runs r
+     WHERE b.run_id = r.run_id AND r.run_id = ANY($1::text[]) AND r.finished_at IS NOT NULL`,
     [ids],
   );
 }

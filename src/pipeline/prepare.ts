@@ -96,14 +96,14 @@ export function narrowWindows(what: JobWhat, head: number, state: LakeState, res
   const done = resuming ? committedRanges(state.resume!.committed) : new Map<string, BlockRange[]>();
   // Finality: blocks above `final` may still change; a scope with a watermark was committed before, perhaps
   // provisionally, so its windows replace what the lake holds of them (docs/lake.md, "Finality").
-  const final = what.range.finalityDepth > 0 ? head - what.range.finalityDepth : undefined;
+  const final = finalBlockOf(what, head);
   const todo: Window[] = [];
   let skipped = 0;
   for (const planned of windowsOf(what, head)) {
     let range: BlockRange | undefined = planned.range;
     const key = watermarkKey(planned.def.name, planned.network, planned.scopeKey);
     const wm = state.watermarks.get(key);
-    const w = range && final !== undefined ? { ...planned, final, replaces: wm !== undefined } : planned;
+    const w = range && final !== undefined ? { ...planned, replaces: wm !== undefined } : planned;
     if (range && incremental) {
       if (wm !== undefined) {
         const from = Math.max(range.from, wm - what.range.safetyMarginBlocks + 1);
@@ -124,17 +124,28 @@ export function narrowWindows(what: JobWhat, head: number, state: LakeState, res
         continue;
       }
     }
-    // A range across the last final block is two windows: the final part commits as final, the rest provisional.
-    const parts =
-      range && final !== undefined && range.from <= final && final < range.to
-        ? [
-            { from: range.from, to: final },
-            { from: final + 1, to: range.to },
-          ]
-        : [range];
-    for (const r of parts) todo.push(r === w.range ? w : { ...w, range: r, id: windowIdOf(w.def.name, w.network, w.scopeKey, r) });
+    todo.push(...atFinality(range === w.range ? w : { ...w, range, id: windowIdOf(w.def.name, w.network, w.scopeKey, range) }, final));
   }
   return { todo, skipped };
+}
+
+/** The last final block of a run pinned at `head` (head − finalityDepth), when the job has an unfinal zone. */
+export const finalBlockOf = (what: JobWhat, head: number): number | undefined => (what.range.finalityDepth > 0 ? head - what.range.finalityDepth : undefined);
+
+/**
+ * A block-ranged window as finality has it when `final` is the last final block: it carries `final` (a window
+ * reaching above it is committed as provisional and moves no watermark past it), and a range across `final` is two
+ * windows: the final part commits as final, the rest provisional. The one decision for a run's planned windows and
+ * for the windows `verify --repair` fetches again (windowsToFetch), on one machine and distributed.
+ */
+export function atFinality(w: Window, final: number | undefined): Window[] {
+  const range = w.range;
+  if (!range || final === undefined) return [w];
+  if (!(range.from <= final && final < range.to)) return [{ ...w, final }];
+  return [
+    { from: range.from, to: final },
+    { from: final + 1, to: range.to },
+  ].map((r) => ({ ...w, final, range: r, id: windowIdOf(w.def.name, w.network, w.scopeKey, r) }));
 }
 
 /** The parts of `r` that no range of `ranges` holds, in block order. */
@@ -286,8 +297,11 @@ export interface WindowsRequest {
 export async function windowsToFetch(req: WindowsRequest, ledger: PlanLedger, clients: Clients, acct: Accounting, log?: Logger): Promise<Prepared> {
   const { job } = req;
   const prepared = await prepareRun(job, job !== req.baseJob || req.windows !== undefined, req.fullRefresh, ledger, clients, acct);
-  const windows = req.windows ?? prepared.windows;
   const { head, range } = prepared;
+  // Given windows (a repair's) get the finality the planned ones got: one reaching into the unfinal zone of this
+  // run's head stays provisional, and the next run fetches it again.
+  const final = head === null ? undefined : finalBlockOf(job.what, head);
+  const windows = req.windows?.flatMap((w) => atFinality(w, final)) ?? prepared.windows;
   if (head !== null && range.from > head && !job.what.range.incremental) {
     const what = `blocks ${range.from}-${job.what.range.toBlock === 'head' ? 'head' : job.what.range.toBlock} start above the chain head (block ${head}, pinned now)`;
     if (windows.length === 0)

@@ -105,14 +105,18 @@ describe('block times in a distributed run', { timeout: 300_000 }, () => {
     ).rows;
     expect(asked.length).toBe(blocks.size);
     expect(asked.every((r) => r.n === 1)).toBe(true);
-    const recorded = (await client.query(`SELECT block FROM chainlake.block_times WHERE run_id = $1`, [second.runId])).rows.map((r) => Number(r.block));
-    expect(new Set(recorded)).toEqual(blocks);
     // A window whose times came from the ledger sent no request for them: the windows' requests are those the API saw,
     // and the quota ledger counts exactly those.
     const sent = sim.stats().requests;
     expect(windows.reduce((n, w) => n + Number(w.requests), 0)).toBe(sent);
     expect(a.requests + b.requests).toBe(sent);
     expect((await usage()) - usedBefore).toBe(sent);
+
+    // Both runs are closed, and a closed run's block times went with the transaction that closed it: none is left.
+    const runs = (await client.query(`SELECT run_id, status FROM chainlake.runs ORDER BY run_id`)).rows;
+    expect(runs.length).toBe(2);
+    expect(runs.every((r) => r.status === 'complete')).toBe(true);
+    expect(Number((await client.query(`SELECT count(*)::BIGINT AS n FROM chainlake.block_times`)).rows[0].n)).toBe(0);
     await client.end();
   });
 

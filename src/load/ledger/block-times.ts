@@ -4,20 +4,22 @@
  * asked, so that the run asks each block once whichever workers fetch its windows. Keyed by run: a provisional
  * block's time may change with a reorg, so a time is never reused by another run. Defined once here, in the SQL
  * both DuckDB and PostgreSQL accept (src/ducklake/catalog-db.ts), and read and written through `CatalogDb`; the
- * control plane's setup creates it (distributed/control-plane.ts). A single-machine run keeps the times it asked in
+ * control plane's setup creates it (distributed/control-plane.ts), and a run's rows are deleted in the transaction
+ * that closes the run (distributed/runs.ts): no later run reads them. A single-machine run keeps the times it asked in
  * its own memory (one process runs every window) and writes no such table.
  */
 import type { CatalogDb } from '../../ducklake/catalog-db.js';
 
 export const BLOCK_TIMES_TABLE = 'block_times';
 
-const qualified = (schema: string | undefined): string => (schema ? `${schema}.${BLOCK_TIMES_TABLE}` : BLOCK_TIMES_TABLE);
+/** The table's name, under `schema` when one is given. */
+export const blockTimesTable = (schema: string | undefined): string => (schema ? `${schema}.${BLOCK_TIMES_TABLE}` : BLOCK_TIMES_TABLE);
 
 /** The table's DDL; `schema` is the schema it lives in (none: the database's default). */
 export function blockTimesLedgerDdl(schema?: string): string[] {
   // The time as text: exactly what the run converted from the block endpoint's answer, compared with the rows' times.
   return [
-    `CREATE TABLE IF NOT EXISTS ${qualified(schema)} (run_id VARCHAR NOT NULL, block BIGINT NOT NULL, block_time VARCHAR NOT NULL, PRIMARY KEY (run_id, block))`,
+    `CREATE TABLE IF NOT EXISTS ${blockTimesTable(schema)} (run_id VARCHAR NOT NULL, block BIGINT NOT NULL, block_time VARCHAR NOT NULL, PRIMARY KEY (run_id, block))`,
   ];
 }
 
@@ -34,7 +36,7 @@ export interface BlockTimeBook {
 
 /** The block times of run `runId` in the ledger on `db` (the `block_times` table under `schema`). */
 export function ledgerBlockTimes(db: CatalogDb, runId: string, schema?: string): BlockTimeBook {
-  const table = qualified(schema);
+  const table = blockTimesTable(schema);
   const find = async (block: number): Promise<string | undefined> => {
     const [row] = await db.query(`SELECT block_time FROM ${table} WHERE run_id = $1 AND block = $2`, [runId, block]);
     return row ? String(row.block_time) : undefined;
