@@ -24,8 +24,11 @@ export default defineConfig({
       // Its files change no process-wide state, so a fork runs one file after another without a fresh start:
       // the modules (DuckDB's binding, the simulator's generated chains) load once per fork, not once per file.
       { test: { ...shared, name: 'fast', include: fast, isolate: false } },
-      // Files that start processes, PostgreSQL or soaks, or set the process's environment: a fresh fork each.
-      { test: { ...shared, name: 'process', include: ['test/**/*.test.ts'], exclude: fast } },
+      // Files that start processes, PostgreSQL or soaks, or set the process's environment: a fresh fork each. Their
+      // PostgreSQL is one server for the run (test/postgres-setup.ts), started only when files of this tier run.
+      {
+        test: { ...shared, name: 'process', include: ['test/**/*.test.ts'], exclude: fast, globalSetup: ['test/postgres-setup.ts'] },
+      },
     ],
   },
 });

@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
-import { CLI, onJsonLines, runCli, runCliInProcess, type CliResult } from '../helpers/cli.js';
+import { CLI, onJsonLines, runCli, runCliCapturing, type CliResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 import { reportData } from '../report/helpers.js';
 
@@ -42,14 +42,15 @@ afterAll(async () => {
 });
 
 /**
- * A flag the parser or a command refuses before it does anything, run in this process (a child's start costs more
- * than the check), with `env` set for the call and restored after.
+ * A command whose output and exit code are the point, not its process, run in this process (a child's start costs
+ * more than most of these commands), with `env` set for the call and restored after. Everything the command writes
+ * is captured, so a password printed anywhere is seen.
  */
-async function refusedInProcess(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+async function inProcess(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
   Object.assign(process.env, env);
   try {
-    return await runCliInProcess(args);
+    return await runCliCapturing(args);
   } finally {
     for (const [k, v] of Object.entries(saved)) {
       if (v === undefined) delete process.env[k];
@@ -61,16 +62,17 @@ async function refusedInProcess(args: string[], env: NodeJS.ProcessEnv = {}): Pr
 describe('distributed mode through the CLI', () => {
   it('names what to fix when the catalog or store is wrong (exit 2), never printing a password', async () => {
     const store = path.join(tmp.dir, 'store-bad');
-    const missing = await refusedInProcess(['worker', '--store', store], { CHAINLAKE_CATALOG: '' });
+    const missing = await inProcess(['worker', '--store', store], { CHAINLAKE_CATALOG: '' });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/--catalog is required/);
 
-    const notPg = await refusedInProcess(['enqueue', jobFile, '--catalog', 'mysql://db/lake', '--store', store]);
+    const notPg = await inProcess(['enqueue', jobFile, '--catalog', 'mysql://db/lake', '--store', store]);
     expect(notPg.code).toBe(2);
     expect(notPg.stderr).toMatch(/not a PostgreSQL URL/);
 
     const db = await pg.database();
     const wrong = db.url.replace('postgres@', 'postgres:hunter2-secret@');
+    // A worker's command installs its signal handlers before it connects: a child, not this process.
     const refused = await runCli(['worker', '--catalog', wrong, '--store', store, '--until-idle'], { env: { PGPASSWORD: '' } });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/cannot connect to the catalog postgres:\/\/postgres:\*\*\*@127\.0\.0\.1/);
@@ -83,11 +85,11 @@ describe('distributed mode through the CLI', () => {
     expect(s3.code).toBe(2);
     expect(s3.stderr).toMatch(/--store s3:\/\/bucket\/lake: cannot reach bucket bucket/);
     expect(s3.stderr).toMatch(/AWS_ENDPOINT_URL/);
-    const ftp = await refusedInProcess(['worker', '--catalog', db.url, '--store', 'ftp://host/lake'], { PGPASSWORD: pg.password });
+    const ftp = await inProcess(['worker', '--catalog', db.url, '--store', 'ftp://host/lake'], { PGPASSWORD: pg.password });
     expect(ftp.code).toBe(2);
     expect(ftp.stderr).toMatch(/not a directory path or s3:\/\/ location/);
 
-    const asOf = await refusedInProcess(['query', '--as-of', 'yesterday', 'SELECT 1']);
+    const asOf = await inProcess(['query', '--as-of', 'yesterday', 'SELECT 1']);
     expect(asOf.code).toBe(2);
     expect(asOf.stderr).toMatch(/--as-of yesterday is neither a snapshot id nor a time/);
   }, 120_000);
@@ -110,7 +112,7 @@ describe('distributed mode through the CLI', () => {
     const db = await pg.database();
     const store = path.join(tmp.dir, 'store');
     const env = { PGPASSWORD: pg.password };
-    const enq = await runCli(['enqueue', jobFile, '--catalog', db.url, '--store', store], { env });
+    const enq = await inProcess(['enqueue', jobFile, '--catalog', db.url, '--store', store], env);
     expect(enq.code, enq.stderr).toBe(0);
     const queued = JSON.parse(enq.stdout) as { run: string; queued: number };
     expect(queued.queued).toBeGreaterThan(1);
@@ -177,7 +179,7 @@ describe('distributed mode through the CLI', () => {
     expect(served.datasets.map((d) => d.dataset).sort()).toEqual(['balances', 'transactions']);
 
     const count = async (...extra: string[]) => {
-      const r = await runCli(['query', '--catalog', db.url, ...extra, '--format', 'csv', 'SELECT count(*) AS n FROM transactions'], { env });
+      const r = await inProcess(['query', '--catalog', db.url, ...extra, '--format', 'csv', 'SELECT count(*) AS n FROM transactions'], env);
       expect(r.code, r.stderr).toBe(0);
       return Number(r.stdout.trim().split('\n')[1]);
     };
@@ -188,7 +190,7 @@ describe('distributed mode through the CLI', () => {
     // A second job (another address) through the same worker: the lake grows; the first snapshot still reads as it was.
     const second = path.join(tmp.dir, 'second.json');
     await writeFile(second, JSON.stringify({ ...SMALL_JOB, name: 'distributed-second', datasets: { transactions: { addresses: [SECOND_ADDRESS] } } }));
-    const enq2 = await runCli(['enqueue', second, '--catalog', db.url, '--store', store], { env });
+    const enq2 = await inProcess(['enqueue', second, '--catalog', db.url, '--store', store], env);
     expect(enq2.code, enq2.stderr).toBe(0);
     await idle(2);
     child.kill('SIGTERM');
@@ -197,16 +199,16 @@ describe('distributed mode through the CLI', () => {
     const now = await count();
     expect(now).toBeGreaterThan(before);
     expect(await count('--as-of', String(snapshot))).toBe(before);
-    const bad = await runCli(['query', '--catalog', db.url, '--as-of', 'yesterday', 'SELECT 1'], { env });
+    const bad = await inProcess(['query', '--catalog', db.url, '--as-of', 'yesterday', 'SELECT 1'], env);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/--as-of yesterday is neither a snapshot id nor a time/);
 
     // Expiring every snapshot but the newest frees the files only older snapshots read; the newest reads the same.
-    const m = await runCli(['maintain', '--catalog', db.url, '--store', store, '--keep-snapshots', '1'], { env });
+    const m = await inProcess(['maintain', '--catalog', db.url, '--store', store, '--keep-snapshots', '1'], env);
     expect(m.code, m.stderr).toBe(0);
     expect(m.stdout).toMatch(/expired \d+ snapshots, deleted [1-9]\d* files/);
     expect(await count()).toBe(now);
-    const gone = await runCli(['query', '--catalog', db.url, '--as-of', String(snapshot), 'SELECT 1'], { env });
+    const gone = await inProcess(['query', '--catalog', db.url, '--as-of', String(snapshot), 'SELECT 1'], env);
     expect(gone.code).toBe(2);
   }, 240_000);
 });

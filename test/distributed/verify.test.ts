@@ -16,7 +16,7 @@ import { verifySession } from '../../src/pipeline/verify/session.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { referenceMissing } from '../ducklake/helpers.js';
-import { runCli } from '../helpers/cli.js';
+import { runCliCapturing } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 import { distributedRows, singleMachineRows, withReference } from './helpers.js';
 
@@ -55,8 +55,15 @@ async function exportedLake(name: string, windowBlocks = 12000) {
   return { db, store, doc, job };
 }
 
+/**
+ * The export the first two tests share (the first only reads it and records its findings under its own verify id;
+ * the second changes it): made once, by whichever runs first.
+ */
+let shared: ReturnType<typeof exportedLake> | undefined;
+const sharedLake = () => (shared ??= exportedLake('dist-repair'));
+
 it('a distributed lake verifies: every window held, findings and requests in the control plane', async () => {
-  const { db, store, job } = await exportedLake('dist-verify');
+  const { db, store, job } = await sharedLake();
 
   const target = { kind: 'distributed', catalog: db.url, store } as const;
   const s = await verifySession(job, target, {}, { simulator: sim });
@@ -83,7 +90,7 @@ const missing = referenceMissing();
 it.skipIf(missing !== null)(
   `rows deleted and a row added by another writer: verify --catalog exits 5, --repair fetches those windows alone and replaces their rows in one snapshot, then verify holds${missing ? ` (${missing})` : ''}`,
   async () => {
-    const { db, store, doc, job } = await exportedLake('dist-repair');
+    const { db, store, doc, job } = await sharedLake();
     // Two rows of one window gone, and in the next window a row the API does not list: a copy of one of A's
     // transactions under a hash no chain holds.
     const ghost = `0x${'e'.repeat(64)}`;
@@ -98,18 +105,19 @@ it.skipIf(missing !== null)(
     const c = await db.connect();
     const q = async (sql: string, values: unknown[] = []) => (await c.query(sql, values)).rows as Record<string, unknown>[];
     try {
-      // The commands as a user runs them (the job's embedded simulator is the same chain).
+      // The commands as a user runs them (the job's embedded simulator is the same chain), in this process: their
+      // reports and exit codes are the point, not a process of their own.
       const jobFile = path.join(tmp.dir, 'dist-repair.json');
       await writeFile(jobFile, JSON.stringify(doc));
       const lakeArgs = ['--catalog', db.url, '--store', store, '--format', 'json'];
       const window = `transactions/mainnet/address=${A}/12000-23999`;
       const extra = `transactions/mainnet/address=${A}/24000-35999`;
-      const differs = await runCli(['verify', jobFile, ...lakeArgs], { timeoutMs: 120_000 });
+      const differs = await runCliCapturing(['verify', jobFile, ...lakeArgs]);
       expect(differs.code, differs.stderr).toBe(5);
       expect(JSON.parse(differs.stdout).differing).toEqual([window, extra]);
 
       const snapshotsBefore = Number((await q(`SELECT max(snapshot_id) AS s FROM ducklake.ducklake_snapshot`))[0]!.s);
-      const repaired = await runCli(['verify', jobFile, ...lakeArgs, '--repair'], { timeoutMs: 180_000 });
+      const repaired = await runCliCapturing(['verify', jobFile, ...lakeArgs, '--repair']);
       expect(repaired.code, repaired.stderr).toBe(0);
       const r = JSON.parse(repaired.stdout);
       expect(r.beforeRepair.differing).toEqual([window, extra]);
@@ -133,7 +141,7 @@ it.skipIf(missing !== null)(
         Number((await q(`SELECT count(*) AS n FROM chainlake.requests WHERE window_id = $1 AND run_id = $2`, [window, r.repair.runId]))[0]!.n),
       ).toBeGreaterThan(0);
 
-      const after = await runCli(['verify', jobFile, ...lakeArgs], { timeoutMs: 120_000 });
+      const after = await runCliCapturing(['verify', jobFile, ...lakeArgs]);
       expect(after.code, after.stderr).toBe(0);
       expect(JSON.parse(after.stdout).holds).toBe(true);
     } finally {
