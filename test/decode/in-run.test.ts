@@ -33,10 +33,17 @@ let sim: RunningSimulator;
 const cleanups: (() => Promise<void>)[] = [];
 /** The export decoded in its run, built once: each test that changes it works on a copy (`copyOf`). */
 let decodedInRun: Awaited<ReturnType<typeof exportLake>>;
+/** The odd token's export decoded in its run (`oddJob`), built once: each test works on a copy. */
+let oddInRun: { lake: string; report: Awaited<ReturnType<typeof runJob>>; events: { event: string; fields?: Record<string, unknown> }[] };
 
 beforeAll(async () => {
   sim = await startSimulator({ seed: SEED });
   decodedInRun = await exportLake(true);
+  const { dir, cleanup } = await tempDir();
+  cleanups.push(cleanup);
+  const events: { event: string; fields?: Record<string, unknown> }[] = [];
+  const report = await runJob(oddJob(dir), { simulator: sim, logger: { log: (_l, event, _m, fields) => events.push({ event, fields }) } });
+  oddInRun = { lake: dir, report, events };
 }, 180_000);
 afterAll(async () => {
   await sim?.close();
@@ -56,8 +63,9 @@ async function exportLake(decode: boolean): Promise<{ lake: string; events: { ev
       target: 'simulator',
       lake: dir,
       range: { fromBlock: 0, toBlock: TO },
-      // Small commits: most batches are decoded while the run still fetches, the last one after.
-      commit: { everyRows: 150 },
+      // Decoding in the run, small commits: most batches are decoded while the run still fetches, the last one
+      // after. The export decoded afterwards commits as a run does by default: its commits do not change its rows.
+      ...(decode ? { commit: { everyRows: 150 } } : {}),
       datasets: {
         event_logs: {
           contracts: [
@@ -169,11 +177,8 @@ async function unsortedRows(lake: string): Promise<number> {
 
 describe('decoding in the export run', () => {
   it('a log fetched twice in the run (the lake keeps one): decoded once, in the commit, from the merged rows', async () => {
-    const { dir, cleanup } = await tempDir();
-    cleanups.push(cleanup);
-    const job = oddJob(dir);
-    const events: { event: string; fields?: Record<string, unknown> }[] = [];
-    const r = await runJob(job, { simulator: sim, logger: { log: (_l, event, _m, fields) => events.push({ event, fields }) } });
+    const { report: r, events } = oddInRun;
+    const dir = await copyOf(oddInRun.lake);
     expect(r.errors).toEqual([]);
     expect(r.totals.rows).toBeGreaterThan(r.totals.landed);
     expect(events.find((e) => e.event === 'decode.done')?.fields?.beside).toBe(true);
@@ -195,7 +200,8 @@ describe('decoding in the export run', () => {
           target: 'simulator',
           lake,
           range: { fromBlock: 0, toBlock: TO },
-          commit: { everyRows: 150 },
+          // Small commits decoding in the run; the export decoded afterwards commits as a run does by default.
+          ...(decode ? { commit: { everyRows: 150 } } : {}),
           datasets: {
             event_logs: { contracts: SHOWCASE.map((e) => ({ address: A(A_SHOWCASE), topics: [e.anonymous ? PING_CHANNEL : toEventSelector(e)] })) },
             contracts: { contracts: [A(A_SHOWCASE)] },
@@ -246,9 +252,8 @@ describe('decoding in the export run', () => {
         `SELECT count(*)::INTEGER AS n, count(DISTINCT (dataset, entry->>'transaction_hash', entry->>'log_index'))::INTEGER AS k FROM _rejects WHERE "window" LIKE 'decode/%'`,
       );
     // The odd token's export: its short logs are decoding rejects; fetched and decoded again in a second run.
-    const { dir, cleanup } = await tempDir();
-    cleanups.push(cleanup);
-    expect((await runJob(oddJob(dir), { simulator: sim })).errors).toEqual([]);
+    const dir = await copyOf(oddInRun.lake);
+    expect(oddInRun.report.errors).toEqual([]);
     const [once] = await rejects(dir);
     expect(once!.n).toBeGreaterThan(0);
     expect(once!.n).toBe(once!.k);
