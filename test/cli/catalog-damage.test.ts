@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { catalogProblem } from '../../src/load/write/salvage.js';
 import { LakePaths } from '../../src/load/paths.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { CLI, runCli } from '../helpers/cli.js';
+import { CLI, runCliCapturing, type CliResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 
 let sim: RunningSimulator;
@@ -28,25 +28,42 @@ const LOST_AS: Record<string, string> = {
 /** Rows of each history table before any damage. */
 const before: Record<string, number> = {};
 
+/**
+ * A command in this process, the simulator's URL and key in the environment: what each command says and the exit
+ * code it sets are the point, its process is not (the pipe below is, so that one runs the built CLI).
+ */
+async function cli(args: string[]): Promise<CliResult> {
+  const env = { CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: sim.apiKey };
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  try {
+    return await runCliCapturing(args);
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
 beforeAll(async () => {
   sim = await startSimulator({ seed: 7 });
   ({ dir, cleanup } = await tempDir());
   lake = path.join(dir, 'lake');
-  const env = { CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: sim.apiKey };
   for (const a of sim.examples.addresses.slice(0, 2)) {
-    const r = await runCli(['export', 'transactions', '--address', a, '--lake', lake, '-q'], { env });
+    const r = await cli(['export', 'transactions', '--address', a, '--lake', lake, '-q']);
     expect(r.code, r.stderr).toBe(0);
   }
-  rows = Number(JSON.parse((await runCli(['query', '--lake', lake, '--format', 'json', 'SELECT count(*)::INT AS n FROM transactions'])).stdout).n);
+  rows = Number(JSON.parse((await cli(['query', '--lake', lake, '--format', 'json', 'SELECT count(*)::INT AS n FROM transactions'])).stdout).n);
   expect(rows).toBeGreaterThan(100);
   // A verify of the lake, so that its catalog holds verifications too.
   const job = path.join(dir, 'verify.json');
   await writeFile(job, JSON.stringify({ name: 'verify', lake, datasets: { transactions: { addresses: sim.examples.addresses.slice(0, 2) } } }));
   // Every check holds: the rows of the exports' provisional windows (near the head) lie inside those windows.
-  const v = await runCli(['verify', job, '-q'], { env });
+  const v = await cli(['verify', job, '-q']);
   expect(v.code, v.stdout + v.stderr).toBe(0);
   for (const t of HISTORY) {
-    const q = await runCli(['query', '--lake', lake, '--format', 'json', `SELECT count(*)::INT AS n FROM ${t}`]);
+    const q = await cli(['query', '--lake', lake, '--format', 'json', `SELECT count(*)::INT AS n FROM ${t}`]);
     before[t] = Number(JSON.parse(q.stdout).n);
   }
   expect(before.verifications).toBeGreaterThan(0);
@@ -73,14 +90,14 @@ async function overwrite(file: string, at: number, length: number): Promise<void
 
 /** After a rebuild the lake answers again, with every row, and `status` works. */
 async function answersAgain(at: string): Promise<void> {
-  const st = await runCli(['status', '--lake', at]);
+  const st = await cli(['status', '--lake', at]);
   expect(st.code, st.stderr).toBe(0);
-  const q = await runCli(['query', '--lake', at, '--format', 'json', 'SELECT count(*)::INT AS n FROM transactions']);
+  const q = await cli(['query', '--lake', at, '--format', 'json', 'SELECT count(*)::INT AS n FROM transactions']);
   expect(q.code, q.stderr).toBe(0);
   expect(JSON.parse(q.stdout)).toEqual({ n: rows });
 }
 
-// Hang guard, not a speed expectation: each step runs the CLI in child processes on a shared machine.
+// Hang guard, not a speed expectation: each step opens DuckDB lakes on a shared machine.
 describe('a damaged or missing catalog.duckdb', { timeout: 300_000 }, () => {
   it('every command says to run `catalog rebuild`; the rebuild keeps what reads and names what was lost', async () => {
     // Damage one block of the catalog: the first 256 KiB block whose damage DuckDB notices (checksums are per block).
@@ -95,12 +112,12 @@ describe('a damaged or missing catalog.duckdb', { timeout: 300_000 }, () => {
     expect(at, 'no block damage was noticed').toBeDefined();
     const lakeAt = at!;
     for (const cmd of [['status'], ['query', 'SELECT count(*) FROM runs'], ['compact']]) {
-      const r = await runCli([...cmd, '--lake', lakeAt]);
+      const r = await cli([...cmd, '--lake', lakeAt]);
       if (r.code === 0) continue; // the damaged block is not one this command reads
       expect(r.code, cmd[0]).toBe(2);
       expect(r.stderr, cmd[0]).toMatch(/catalog\.duckdb is damaged[\s\S]*hint: run `chainlake catalog rebuild --lake /);
     }
-    const rb = await runCli(['catalog', 'rebuild', '--lake', lakeAt]);
+    const rb = await cli(['catalog', 'rebuild', '--lake', lakeAt]);
     expect(rb.code, rb.stderr).toBe(0);
     expect(rb.stdout).toMatch(/catalog\.duckdb was damaged \(.*\); it was moved to .*catalog\.duckdb\.damaged-\d{8}T\d{6}Z/);
     // Each table of the history is either kept (with every row it had) or named as lost.
@@ -117,10 +134,10 @@ describe('a damaged or missing catalog.duckdb', { timeout: 300_000 }, () => {
   it('an unreadable or deleted catalog: everything is lost but the data, and the rebuild says so', async () => {
     const garbled = await copyLake('garbled');
     await overwrite(path.join(garbled, 'catalog.duckdb'), 0, 8192);
-    const st = await runCli(['status', '--lake', garbled]);
+    const st = await cli(['status', '--lake', garbled]);
     expect(st.code).toBe(2);
     expect(st.stderr).toMatch(/not a valid DuckDB database file[\s\S]*hint: run `chainlake catalog rebuild --lake /);
-    const rb = await runCli(['catalog', 'rebuild', '--lake', garbled]);
+    const rb = await cli(['catalog', 'rebuild', '--lake', garbled]);
     expect(rb.code, rb.stderr).toBe(0);
     expect(rb.stdout).toMatch(/lost: the run history/);
     expect(rb.stdout).toMatch(/lost: the watermarks \(the next incremental runs start from the job's fromBlock/);
@@ -128,10 +145,10 @@ describe('a damaged or missing catalog.duckdb', { timeout: 300_000 }, () => {
 
     const deleted = await copyLake('deleted');
     await rm(path.join(deleted, 'catalog.duckdb'));
-    const q = await runCli(['query', '--lake', deleted, 'SELECT 1']);
+    const q = await cli(['query', '--lake', deleted, 'SELECT 1']);
     expect(q.code).toBe(2);
     expect(q.stderr).toMatch(/catalog rebuild/);
-    const rb2 = await runCli(['catalog', 'rebuild', '--lake', deleted]);
+    const rb2 = await cli(['catalog', 'rebuild', '--lake', deleted]);
     expect(rb2.code, rb2.stderr).toBe(0);
     expect(rb2.stdout).toMatch(/no catalog\.duckdb at .*: a new one was created from the lake's files/);
     await answersAgain(deleted);
