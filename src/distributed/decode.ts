@@ -12,27 +12,76 @@ import path from 'node:path';
 import type { Network } from '../datasets/dataset.js';
 import type { DecodedDataset } from '../decode/datasets.js';
 import { distinctDatasets } from '../decode/decode.js';
-import { decodedShape, decodeLakeLogs, decodeRun, type DecodeReport } from '../decode/lake.js';
+import { decodedShape, decodeLakeLogs, decodeRun, type DecodedLogs, type DecodeReport } from '../decode/lake.js';
 import { findReplacedRejects, KEEP_REJECT } from '../decode/rejects.js';
 import { currentSnapshot, dataPathOf, listTables } from '../ducklake/reader.js';
 import { getDataset } from '../datasets/registry.js';
 import { openEngine } from '../load/engine.js';
 import { newMaintenanceId } from '../load/ids.js';
-import { datasetShape, REJECTS_SHAPE, STAGED_PARTITION } from '../load/schema.js';
+import { datasetShape, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
+import type { CatalogDb } from '../ducklake/catalog-db.js';
 import { ident, literal } from '../load/sql.js';
 import { ensureTable } from '../load/write/lake-tables.js';
 import { silentLogger } from '../pipeline/log.js';
-import { commitLeased, lakeRows, rejectFilesOf, underLease, type CommitDeps, type LakeRows, type LeasedChange } from './commit.js';
+import { commitLeased, lakeRows, rejectFilesOf, underLease, type CommitDeps, type LakeRows, type LeasedChange, type LeasedCommit } from './commit.js';
 import { connect, CONTROL_SCHEMA, oneAtATime, openCatalog } from './control-plane.js';
 import { recordRun } from '../load/ledger/runs.js';
 import { openStore, storeLocationOf } from './store.js';
 
-/** Renewed while the decoding runs (underLease), so it bounds only how long a crashed decoding holds the lake's commits up. */
-const DECODE_LEASE_SECONDS = 60;
+/**
+ * The event logs of `network` the lake holds, as a relation of the engine (undefined when it holds none), from the
+ * partitions holding files (rows only another writer inlined into a partition without files are not read).
+ */
+async function lakeLogs(deps: CommitDeps, network: Network, opened: LakeRows[]): Promise<string | undefined> {
+  const snapshot = (await currentSnapshot(deps.catalog)).snapshotId;
+  if (!(await listTables(deps.catalog, snapshot)).some((t) => t.name === EVENT_LOGS && t.schema.name === 'main')) return undefined;
+  const rows = await lakeRows(deps, datasetShape(getDataset(EVENT_LOGS)), network, deps.engine.conn, false, '__chainlake_logs_');
+  opened.push(rows);
+  const all = rows.current.size === 0 ? undefined : await rows.select([...rows.current.keys()]);
+  return all === undefined ? undefined : `SELECT * EXCLUDE (${ident(STAGED_PARTITION)}) FROM (${all})`;
+}
 
-const EVENT_LOGS = 'event_logs';
+/**
+ * The decoded tables and the decoding's rejects as ONE snapshot by the committer's merge (under the lease the caller
+ * holds), `record` in its transaction. The rejects join the decoding's day; the days holding rejects they replace
+ * are rewritten without those.
+ */
+async function commitDecoded(
+  deps: CommitDeps,
+  shapes: readonly TableShape[],
+  decoded: DecodedLogs,
+  at: { network: Network; ingestedAt: string; message: string },
+  record: (tx: CatalogDb, committed: LeasedCommit) => Promise<void>,
+): Promise<LeasedCommit> {
+  const { network } = at;
+  const conn = deps.engine.conn;
+  const fresh = new Map(decoded.datasets.map((d) => [d.shape.name, d.table] as const));
+  // The merge reads fresh rows on connections of its own: the rejects go to a plain table.
+  const rejectsTable = ident('__chainlake_decode_rejects');
+  if (decoded.rejects) await conn.run(`CREATE OR REPLACE TABLE ${rejectsTable} AS ${decoded.rejects}`);
+  try {
+    const changes: LeasedChange[] = shapes.map((shape) => {
+      if (shape !== REJECTS_SHAPE) {
+        const table = fresh.get(shape.name);
+        return { shape, fragments: new Map(), ...(table ? { fresh: new Map([[network, `SELECT * FROM ${table}`]]) } : {}) };
+      }
+      return {
+        shape,
+        fragments: new Map(),
+        ...(decoded.rejects
+          ? { fresh: new Map([[network, `SELECT *, ${literal(at.ingestedAt.slice(0, 10))} AS ${ident(STAGED_PARTITION)} FROM ${rejectsTable}`]]) }
+          : {}),
+        ...(decoded.replacedRejectDays.length ? { rewrite: new Map([[network, decoded.replacedRejectDays]]), keep: KEEP_REJECT } : {}),
+      };
+    });
+    return await commitLeased(deps, changes, at.message, { record });
+  } finally {
+    await conn.run(`DROP TABLE IF EXISTS ${rejectsTable}`);
+  }
+}
 
-export async function decodeDistributedLake(opts: {
+/** What `chainlake decode --catalog` decodes, and where. */
+export interface DistributedDecodeOptions {
   catalog: string;
   store?: string;
   network: Network;
@@ -41,7 +90,14 @@ export async function decodeDistributedLake(opts: {
   leaseSeconds?: number;
   /** Test seam: runs under the lease once the lake's rows are read, before they are decoded. */
   afterRead?: () => Promise<void>;
-}): Promise<DecodeReport & { runId: string }> {
+}
+
+/** Renewed while the decoding runs (underLease), so it bounds only how long a crashed decoding holds the lake's commits up. */
+const DECODE_LEASE_SECONDS = 60;
+
+const EVENT_LOGS = 'event_logs';
+
+export async function decodeDistributedLake(opts: DistributedDecodeOptions): Promise<DecodeReport & { runId: string }> {
   const { network, datasets } = opts;
   const runId = newMaintenanceId('decode');
   const ingestedAt = new Date().toISOString();
@@ -61,16 +117,7 @@ export async function decodeDistributedLake(opts: {
         const shapes = [...distinctDatasets(datasets).map(decodedShape), REJECTS_SHAPE];
         const report = await underLease(deps, oneAtATime(leases), `chainlake decode ${runId}`, async () => {
           // Read under the lease: no worker commits logs or rejects between this reading and the decoding's commit.
-          const snapshot = (await currentSnapshot(catalog)).snapshotId;
-          const hasLogs = (await listTables(catalog, snapshot)).some((t) => t.name === EVENT_LOGS && t.schema.name === 'main');
-          let logs: string | undefined;
-          if (hasLogs) {
-            const rows = await lakeRows(deps, datasetShape(getDataset(EVENT_LOGS)), network, engine.conn, false, '__chainlake_logs_');
-            opened.push(rows);
-            // The partitions holding files (rows only another writer inlined into a partition without files are not read).
-            const all = rows.current.size === 0 ? undefined : await rows.select([...rows.current.keys()]);
-            logs = all === undefined ? undefined : `SELECT * EXCLUDE (${ident(STAGED_PARTITION)}) FROM (${all})`;
-          }
+          const logs = await lakeLogs(deps, network, opened);
           // The decoded datasets' tables and `_rejects` exist before their rows are read (empty ones too, as on one machine).
           for (const shape of shapes) await ensureTable(catalog, shape);
           const rejects = await lakeRows(deps, REJECTS_SHAPE, network, engine.conn, false, '__chainlake_rejects_');
@@ -82,37 +129,11 @@ export async function decodeDistributedLake(opts: {
               logs,
               replacedRejects: async (conn, of) => findReplacedRejects(conn, await rejectFilesOf(deps, rejects), network, datasets, of),
               commit: async (decoded, report) => {
-                const fresh = new Map(decoded.datasets.map((d) => [d.shape.name, d.table] as const));
-                // The merge reads fresh rows on connections of its own: the rejects go to a plain table.
-                const rejectsTable = ident('__chainlake_decode_rejects');
-                if (decoded.rejects) await engine.conn.run(`CREATE OR REPLACE TABLE ${rejectsTable} AS ${decoded.rejects}`);
-                try {
-                  const changes: LeasedChange[] = shapes.map((shape) => {
-                    if (shape !== REJECTS_SHAPE) {
-                      const table = fresh.get(shape.name);
-                      return { shape, fragments: new Map(), ...(table ? { fresh: new Map([[network, `SELECT * FROM ${table}`]]) } : {}) };
-                    }
-                    return {
-                      shape,
-                      fragments: new Map(),
-                      // The rejects join the decoding's day; the days holding rejects they replace are rewritten without those.
-                      ...(decoded.rejects
-                        ? {
-                            fresh: new Map([[network, `SELECT *, ${literal(ingestedAt.slice(0, 10))} AS ${ident(STAGED_PARTITION)} FROM ${rejectsTable}`]]),
-                          }
-                        : {}),
-                      ...(decoded.replacedRejectDays.length ? { rewrite: new Map([[network, decoded.replacedRejectDays]]), keep: KEEP_REJECT } : {}),
-                    };
-                  });
-                  // The run is recorded in the snapshot's transaction: a decoding recorded complete is committed.
-                  const committed = await commitLeased(deps, changes, `chainlake decode ${runId}`, {
-                    record: (tx, c) =>
-                      recordRun({ db: tx, schema: CONTROL_SCHEMA }, decodeRun(run, { report: { ...report, files: c.files }, snapshot: c.snapshotId })),
-                  });
-                  return committed.files;
-                } finally {
-                  await engine.conn.run(`DROP TABLE IF EXISTS ${rejectsTable}`);
-                }
+                // The run is recorded in the snapshot's transaction: a decoding recorded complete is committed.
+                const committed = await commitDecoded(deps, shapes, decoded, { network, ingestedAt, message: `chainlake decode ${runId}` }, (tx, c) =>
+                  recordRun({ db: tx, schema: CONTROL_SCHEMA }, decodeRun(run, { report: { ...report, files: c.files }, snapshot: c.snapshotId })),
+                );
+                return committed.files;
               },
             },
           );
