@@ -7,7 +7,7 @@ import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
-import { runCli } from '../helpers/cli.js';
+import { runCliCapturing, type CliResult } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 
 const A = '0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c';
@@ -117,6 +117,24 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
       return Number((await c.query(`SELECT count(*) AS n FROM ducklake.ducklake_snapshot`)).rows[0].n);
     } finally {
       await c.end();
+    }
+  };
+  /**
+   * A command in this process with `env` over this process's environment (as a child given it would see it),
+   * restored afterwards: which lake a command chooses, what it prints and its exit code are the point, not its
+   * process.
+   */
+  const runCli = async (args: string[], opts: { env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> => {
+    const env: NodeJS.ProcessEnv = { CHAINLAKE_API_KEY: '', CHAINLAKE_MAINNET_URL: '', ...opts.env };
+    const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, env);
+    try {
+      return await runCliCapturing(args);
+    } finally {
+      for (const [k, v] of Object.entries(saved)) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
     }
   };
   const localSnapshots = async () => Number((await queryCatalog(local, `SELECT count(*) AS n FROM ducklake_snapshot`))[0]!.n);

@@ -131,11 +131,17 @@ describe('on a terminal', { timeout: 300_000 }, () => {
     expect(table.length).toBeGreaterThan(8);
     for (const l of table) expect(l.length, l).toBeLessThanOrEqual(72);
 
-    const quietJson = await runCli(['run', file, '--full-refresh', '--log-format', 'json'], { env: { CHAINLAKE_API_KEY: sim.apiKey } });
+    // The log levels need no screen and no wide job: one dataset of one address.
+    const small = await job('levels', {
+      endpoints: { mainnet: sim.urls.mainnet },
+      range: { fromBlock: 0, toBlock: 20_000, windowBlocks: 2_000 },
+      datasets: { transactions: { addresses: a.slice(0, 1) } },
+    });
+    const quietJson = await runCli(['run', small, '--log-format', 'json'], { env: { CHAINLAKE_API_KEY: sim.apiKey } });
     expect(quietJson.code, quietJson.stderr).toBe(0);
     expect(quietJson.stderr).not.toMatch(/"level":"debug"/);
     expect(quietJson.stderr).toMatch(/"event":"commit"/);
-    const verbose = await runCli(['run', file, '--full-refresh', '--log-format', 'json', '-v'], { env: { CHAINLAKE_API_KEY: sim.apiKey } });
+    const verbose = await runCli(['run', small, '--full-refresh', '--log-format', 'json', '-v'], { env: { CHAINLAKE_API_KEY: sim.apiKey } });
     expect(verbose.code, verbose.stderr).toBe(0);
     expect(verbose.stderr).toMatch(/"level":"debug","event":"window.done"/);
   });

@@ -1,4 +1,4 @@
-// An export that decodes in the run, killed at each step of the commit protocol: the decoded rows commit in
+// An export that decodes in the run, killed in each phase of the commit protocol: the decoded rows commit in
 // the journal of the logs they come from, so the next run leaves the lake of an uninterrupted run, decoded
 // datasets and their rejects included (never logs without their decoded rows).
 import path from 'node:path';
@@ -6,7 +6,7 @@ import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STANDARD } from '../../src/decode/datasets.js';
 import { decodedShape } from '../../src/decode/lake.js';
-import { COMMIT_STEPS } from '../../src/load/test-hooks.js';
+import type { CommitStep } from '../../src/load/test-hooks.js';
 import { A_ERC20_0 } from '../../src/simulator/chain.js';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { A_ODD_ERC20, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
@@ -69,12 +69,14 @@ afterAll(async () => {
   await cleanup?.();
 });
 
-// The kill points from the first where the commit holds decoded rows (their files written, 'final') on. A kill
-// before it ('stage-write', 'typed') stops the run before any decoding: the same abandoned commit, fetched again,
-// that test/load/crash proves at each of those steps.
-const DECODED_STEPS = COMMIT_STEPS.slice(COMMIT_STEPS.indexOf('final'));
+// One kill point per phase of a commit holding decoded rows, each a different recovery path, as in
+// test/load/crash: before the decision ('final': the decoded files written, the commit abandoned and fetched
+// again), decided and half applied ('rename': the journal replayed over files moved and not; 'journal' and
+// 'catalog' are its ends), and applied with the journal left ('committed': nothing applied twice). A kill before
+// 'final' ('stage-write', 'typed') stops the run before any decoding.
+const DECODED_STEPS: readonly CommitStep[] = ['final', 'rename', 'committed'];
 
-describe('an export decoding in the run, killed at each step of the commit protocol', () => {
+describe('an export decoding in the run, killed in each phase of the commit protocol', () => {
   for (const step of DECODED_STEPS) {
     it(`killed at '${step}': the next run yields the uninterrupted lake, decoded rows included`, async () => {
       const lake = path.join(dir, `crash-${step}`);
