@@ -9,18 +9,11 @@ import path from 'node:path';
 import { dataPathOf } from '../ducklake/reader.js';
 import { openEngine } from '../load/engine.js';
 import { newMaintenanceId } from '../load/ids.js';
-import {
-  RECONCILIATION_SHAPE,
-  reconcileBalances,
-  summarize,
-  type GenesisAllocations,
-  type ReconcileSummary,
-  type ReconciliationRow,
-} from '../load/read/reconcile.js';
+import { RECONCILIATION_SHAPE, summarize, type GenesisAllocations, type ReconcileSummary, type ReconciliationRow } from '../load/read/reconcile.js';
 import { STAGED_PARTITION } from '../load/schema.js';
 import { ident, literal } from '../load/sql.js';
 import { reconciliationTable } from '../load/write/reconcile-lake.js';
-import { openLakeTables } from '../lake/open.js';
+import { reconciliationOf } from '../lake/reconcile.js';
 import { silentLogger } from '../pipeline/log.js';
 import { commitDerived } from './commit.js';
 import { openCatalog } from './control-plane.js';
@@ -39,15 +32,10 @@ export interface ReconcileDistributedResult extends ReconcileSummary {
 }
 
 export async function reconcileDistributedLake(opts: { catalog: string; store?: string; genesis?: GenesisAllocations }): Promise<ReconcileDistributedResult> {
-  // Read as every command reads a lake (lake/open.ts); only where the table is committed is this mode's own.
-  const lake = await openLakeTables({ kind: 'distributed', catalog: opts.catalog, store: opts.store });
-  let rows: ReconciliationRow[];
-  const readSnapshot = lake.snapshot!;
-  try {
-    rows = await reconcileBalances(lake.conn, { genesis: opts.genesis });
-  } finally {
-    lake.close();
-  }
+  // Read as every command reads a lake, as a local reconcile reads it (lake/reconcile.ts); only where the table is
+  // committed is this mode's own.
+  const { rows, snapshot } = await reconciliationOf({ kind: 'distributed', catalog: opts.catalog, store: opts.store }, { genesis: opts.genesis });
+  const readSnapshot = snapshot!;
   const runId = newMaintenanceId('reconcile');
   const ingestedAt = new Date().toISOString();
   const { client, catalog } = await openCatalog(opts.catalog);

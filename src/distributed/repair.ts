@@ -2,7 +2,7 @@
  * `verify --repair` on a distributed lake: the windows that differ from the API, enqueued as a run of their own
  * (enqueue.ts) and worked in this process until idle by the mode's own worker and its one committer (worker.ts,
  * commit.ts, under the committer lease), so their windows and requests land in the control plane's ledger as any
- * run's do. No commit is due while they are being fetched, and the one commit takes every fetched window: they
+ * run's do; it takes only that run's windows (WorkerOptions.run), never another job's queued beside them. No commit is due while they are being fetched, and the one commit takes every fetched window: they
  * are committed together, one snapshot, however many differ.
  */
 import { dataPathOf } from '../ducklake/reader.js';
@@ -47,6 +47,8 @@ export async function repairDistributed(
     simulator: opts.simulator,
     transport: opts.transport,
     untilIdle: true,
+    // Its own run's windows only: another job's windows queued meanwhile are its workers' to fetch and commit.
+    run: enqueued.runId,
     // Windows in hand at once up to a bound on this process's connections; a commit only once every window is
     // fetched (not when the slots happen to be empty between two windows), and no bound on its rows or windows: the
     // batch of every fetched window, one snapshot, however many windows differ.

@@ -32,11 +32,15 @@ export async function queueState(client: Pick<pg.Client, 'query'>): Promise<Queu
   };
 }
 
-/** Rows fetched by every worker and not yet committed, and how long the oldest of them has waited. */
-export async function fetchedState(client: pg.Client): Promise<{ rows: number; waitedSeconds: number }> {
+/**
+ * Rows fetched by every worker (of run `runId` only, when given) and not yet committed, and how long the oldest of
+ * them has waited.
+ */
+export async function fetchedState(client: pg.Client, runId?: string): Promise<{ rows: number; waitedSeconds: number }> {
   const r = await client.query(
     `SELECT COALESCE(sum(rows_got), 0)::BIGINT AS n, count(*)::BIGINT AS w, COALESCE(EXTRACT(EPOCH FROM NOW() - min(updated_at)), 0)::FLOAT8 AS age
-     FROM ${CONTROL_SCHEMA}.windows WHERE status = 'fetched'`,
+     FROM ${CONTROL_SCHEMA}.windows WHERE status = 'fetched'${runId === undefined ? '' : ' AND run_id = $1'}`,
+    runId === undefined ? [] : [runId],
   );
   // A fetched window with no row still waits for its commit (its watermark and its run's end).
   return { rows: Number(r.rows[0].n) + Number(r.rows[0].w), waitedSeconds: Number(r.rows[0].age) };
@@ -90,15 +94,47 @@ export async function inTransaction<T>(client: pg.Client, work: () => Promise<T>
 }
 
 /**
- * No window is due now or soon (queued, taken by a worker, or waiting to be retried), and no run is open but
- * for windows queued for a later day (a spent quota).
+ * No window (of run `runId` only, when given) is due now or soon (queued, taken by a worker, or waiting to be
+ * retried), and no run is open but for windows queued for a later day (a spent quota).
  */
-export async function nothingDue(client: pg.Client): Promise<boolean> {
+export async function nothingDue(client: pg.Client, runId?: string): Promise<boolean> {
   const due = await client.query(
-    `SELECT count(*)::BIGINT AS n FROM ${QUEUE_SCHEMA}.job WHERE name = $1 AND state IN ('created', 'retry', 'active') AND start_after < NOW() + interval '5 minutes'`,
-    [WINDOW_QUEUE],
+    `SELECT count(*)::BIGINT AS n FROM ${QUEUE_SCHEMA}.job WHERE name = $1 AND state IN ('created', 'retry', 'active') AND start_after < NOW() + interval '5 minutes'
+     ${runId === undefined ? '' : `AND ${OF_RUN}`}`,
+    runId === undefined ? [WINDOW_QUEUE] : [WINDOW_QUEUE, runId],
   );
   return Number(due.rows[0].n) === 0;
+}
+
+/** A queue job (`id` of the queue's job table) that is the current job of a window of run $2. */
+const OF_RUN = `id IN (SELECT w.job_id FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = $2)`;
+
+/**
+ * Takes the next due window of run `runId` off the queue, as pg-boss's `fetch` takes the next of every run: the same
+ * statement (pg-boss 10's fetchNextJob, the window queue's `standard` policy), narrowed to the run's windows, since
+ * pg-boss's fetch filters on nothing but the queue's name. A worker that works one run (`verify --repair`'s) leaves
+ * every other run's windows in the queue for the workers of their own.
+ */
+export async function takeRunWindow(client: pg.Client, runId: string): Promise<PgBoss.JobWithMetadata<WindowJob> | undefined> {
+  const taken = await client.query(
+    `WITH next AS (
+       SELECT id FROM ${QUEUE_SCHEMA}.job
+       WHERE name = $1 AND state < 'active' AND start_after < NOW() AND ${OF_RUN}
+       ORDER BY priority DESC, created_on, id
+       LIMIT 1
+       FOR UPDATE SKIP LOCKED
+     )
+     UPDATE ${QUEUE_SCHEMA}.job j SET state = 'active', started_on = NOW(),
+       retry_count = CASE WHEN started_on IS NOT NULL THEN retry_count + 1 ELSE retry_count END
+     FROM next WHERE j.name = $1 AND j.id = next.id
+     RETURNING j.id, j.name, j.data, EXTRACT(epoch FROM j.expire_in) AS "expireInSeconds", j.policy, j.state, j.priority,
+       j.retry_limit AS "retryLimit", j.retry_count AS "retryCount", j.retry_delay AS "retryDelay", j.retry_backoff AS "retryBackoff",
+       j.start_after AS "startAfter", j.started_on AS "startedOn", j.singleton_key AS "singletonKey", j.singleton_on AS "singletonOn",
+       j.expire_in AS "expireIn", j.created_on AS "createdOn", j.completed_on AS "completedOn", j.keep_until AS "keepUntil",
+       j.dead_letter AS "deadLetter", j.output`,
+    [WINDOW_QUEUE, runId],
+  );
+  return taken.rows[0] as PgBoss.JobWithMetadata<WindowJob> | undefined;
 }
 
 /** The next 00:00 UTC after `now`. */

@@ -40,6 +40,7 @@ import {
   nothingDue,
   requeueAt,
   sleep,
+  takeRunWindow,
 } from './worker-queue.js';
 
 export { queueState } from './worker-queue.js';
@@ -69,6 +70,11 @@ export interface WorkerOptions extends DistributedOptions {
    * commitRows and commitSeconds are then not looked at. With untilIdle.
    */
   commitWhenDone?: boolean;
+  /**
+   * Takes only the windows of this run (`verify --repair`'s own run): other runs' windows stay queued for the workers,
+   * and "nothing left" means nothing left of this run. Default: every run's windows.
+   */
+  run?: string;
   signal?: AbortSignal;
   log?: Logger;
   /**
@@ -271,13 +277,13 @@ class Worker {
         if (given > 0)
           this.log.log('warn', 'window.abandoned', `worker ${this.id}: ${given} windows held by a worker that stopped answering are offered again`);
       }
-      const { rows: fetched, waitedSeconds } = await fetchedState(client);
+      const { rows: fetched, waitedSeconds } = await fetchedState(client, this.opts.run);
       // A batch committed: look again at once (more may be due) rather than after a poll.
       if ((await this.commitDue(fetched, waitedSeconds)) && (await this.tryCommit()) > 0) continue;
       // Nothing this worker can do now: no window it may fetch (none due, or its account's quota is spent for
       // today), none in hand, and nothing waiting for a commit. A window another worker holds keeps it waiting.
       // (A window in hand is `active` in the queue: not due-free. A slot merely asking the queue is not work.)
-      const nothingLeft = fetched === 0 && (runs.quotaReachedToday() || (await nothingDue(client)));
+      const nothingLeft = fetched === 0 && (runs.quotaReachedToday() || (await nothingDue(client, this.opts.run)));
       if (idleLine.due(nothingLeft, workDone(this.report)))
         this.log.log('info', 'worker.idle', `worker ${this.id}: nothing to do now; waiting for work`, { ...this.report });
       if (this.opts.untilIdle && nothingLeft && this.busy === 0) break;
@@ -289,7 +295,7 @@ class Worker {
   private async commitDue(fetched: number, waitedSeconds: number): Promise<boolean> {
     const { client } = this.parts;
     // Only once no window is left to fetch (none due, or the quota spent) and none is in hand: one commit.
-    if (this.opts.commitWhenDone) return this.busy === 0 && fetched > 0 && (this.parts.runs.quotaReachedToday() || (await nothingDue(client)));
+    if (this.opts.commitWhenDone) return this.busy === 0 && fetched > 0 && (this.parts.runs.quotaReachedToday() || (await nothingDue(client, this.opts.run)));
     return (
       fetched >= (this.opts.commitRows ?? DEFAULT_COMMIT_ROWS) ||
       (fetched > 0 && waitedSeconds >= (this.opts.commitSeconds ?? DEFAULT_COMMIT_SECONDS)) ||
@@ -352,7 +358,10 @@ class Worker {
   private async takeWindow(own: pg.Client, duck: DuckDBConnection, n: number): Promise<boolean> {
     this.busy++;
     try {
-      const [job] = (await this.parts.boss.fetch<WindowJob>(WINDOW_QUEUE, { batchSize: 1, includeMetadata: true })) as PgBoss.JobWithMetadata<WindowJob>[];
+      const job =
+        this.opts.run === undefined
+          ? ((await this.parts.boss.fetch<WindowJob>(WINDOW_QUEUE, { batchSize: 1, includeMetadata: true })) as PgBoss.JobWithMetadata<WindowJob>[])[0]
+          : await takeRunWindow(own, this.opts.run);
       this.queueEmptyAt = job ? -Infinity : Date.now();
       if (!job) return false;
       await recordHold(own, job.id, this.id);

@@ -35,13 +35,18 @@ export interface OpenLakeOptions {
    * that needs no data asks for none. A local lake's views cost nothing and are always all there.
    */
   datasets?: boolean | readonly string[];
+  /**
+   * A local lake read by the holder of its lock (the id it holds it under): a commit left pending is finished as
+   * that holder (load/read/reader.ts), not waited for. Default: a reader of its own.
+   */
+  by?: string;
 }
 
 /** Opens `target` read-only, with the tables both kinds of lake have. The caller closes it. */
 export async function openLakeTables(target: LakeTarget, opts: OpenLakeOptions = {}): Promise<OpenedLake> {
   if (target.kind === 'local') {
     const paths = new LakePaths(target.lake);
-    const reader = await openLakeReader(paths, { asOf: opts.asOf });
+    const reader = await openLakeReader(paths, { asOf: opts.asOf, by: opts.by });
     return { conn: reader.conn, lake: paths, movedFrom: reader.movedFrom, close: () => reader.close() };
   }
   // PostgreSQL's client loaded only for a distributed lake.

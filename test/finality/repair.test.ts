@@ -163,4 +163,27 @@ describe.skipIf(missing !== null)(`verify --repair with a finality depth${missin
   it('a distributed lake: the same, through the repair run of the control plane', async () => {
     await repairKeepsFinality(await distributedLake());
   });
+
+  it("a distributed repair works only its own run's windows: another job's queued window stays queued, untouched", async () => {
+    const lake = await distributedLake();
+    const q = lake.query!;
+    const target = lake.target as Extract<VerifyTarget, { kind: 'distributed' }>;
+    // Another job of the same control plane, enqueued while no worker runs: its windows wait in the queue.
+    const otherDoc = { ...docOf('repair-other-job', path.join(tmp.dir, 'unused')), datasets: { transactions: { addresses: [sim.examples.addresses[0]!] } } };
+    let other = '';
+    const { s } = await repairedOnce(lake, async () => {
+      other = (
+        await enqueueJob(parseJob(otherDoc, 'repair-other-job', process.env), otherDoc, { catalog: target.catalog, store: target.store!, simulator: sim })
+      ).runId;
+    });
+    expect(s.repair?.status).toBe('complete');
+    const windows = await q(
+      `SELECT w.status, w.worker, w.attempts, j.state FROM chainlake.windows w JOIN chainlake_queue.job j ON j.id = w.job_id WHERE w.run_id = $1`,
+      [other],
+    );
+    expect(windows.length).toBeGreaterThan(0);
+    for (const w of windows) expect(w).toEqual({ status: 'queued', worker: null, attempts: 0, state: 'created' });
+    expect(await q(`SELECT 1 FROM chainlake.requests WHERE run_id = $1`, [other])).toEqual([]);
+    expect(await q(`SELECT finished_at FROM chainlake.runs WHERE run_id = $1`, [other])).toEqual([{ finished_at: null }]);
+  });
 });

@@ -9,7 +9,7 @@ import { runJob } from '../../src/pipeline/run.js';
 import { LakePaths } from '../../src/load/paths.js';
 import { openLakeReader } from '../../src/load/read/reader.js';
 import { parseGenesis, reconcileBalances } from '../../src/load/read/reconcile.js';
-import { reconcileLocalLake } from '../../src/load/write/reconcile-lake.js';
+import { reconcileLocalLake } from '../../src/lake/reconcile.js';
 import { runCliCapturing } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 

@@ -62,7 +62,7 @@ export const reconcileCommand: CommandModule<object, Args> = {
     if (target.kind === 'local') {
       const paths = new LakePaths(target.lake);
       if (!existsSync(paths.catalog)) throw new CliError(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`, 'CHAINLAKE_NO_LAKE');
-      const { reconcileLocalLake } = await import('../../load/write/reconcile-lake.js');
+      const { reconcileLocalLake } = await import('../../lake/reconcile.js');
       const r = await reconcileLocalLake(paths, { genesis });
       rows = r.rowsOut;
       written = `written to the lake's reconciliation table (run ${r.runId})`;

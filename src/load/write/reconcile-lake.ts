@@ -1,4 +1,5 @@
-// `chainlake reconcile` on a local lake: the reconciliation computed through the lake's reader, then committed
+// `chainlake reconcile` on a local lake: the reconciliation computed over the lake opened as every command opens it
+// (lake/reconcile.ts, inside the lock taken here), then committed
 // as the derived `reconciliation` table through the lake's commit protocol (the decoded datasets' path: each
 // touched snapshot day merged with what it holds, one row per (address, asset), the journal published, then
 // applied under the catalog), as a run of its own recorded in `runs`.
@@ -14,21 +15,12 @@ import { newMaintenanceId } from '../ids.js';
 import { applyJournal, publishJournal } from './journal.js';
 import { LakeLock } from '../lock.js';
 import type { LakePaths } from '../paths.js';
-import { openLakeReader } from '../read/reader.js';
 import { recoverLake } from './recovery.js';
 import { ident, literal } from '../sql.js';
 import { STAGED_PARTITION } from '../schema.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { closeRunStaging, openRunStaging } from './staging.js';
-import {
-  RECONCILIATION_DOC,
-  RECONCILIATION_SHAPE,
-  reconcileBalances,
-  summarize,
-  type GenesisAllocations,
-  type ReconcileSummary,
-  type ReconciliationRow,
-} from '../read/reconcile.js';
+import { RECONCILIATION_DOC, RECONCILIATION_SHAPE, summarize, type ReconcileSummary, type ReconciliationRow } from '../read/reconcile.js';
 
 const JOB = '(reconcile)';
 /** DECIMAL(38,0) holds integers of fewer than 39 digits; larger ones go to the `_raw` column. */
@@ -88,8 +80,11 @@ export interface ReconcileLakeResult extends ReconcileSummary {
   rowsOut: ReconciliationRow[];
 }
 
-/** Reconciles a local lake and commits the `reconciliation` table, under the lake's lock, after recovery. */
-export async function reconcileLocalLake(paths: LakePaths, opts: { genesis?: GenesisAllocations } = {}): Promise<ReconcileLakeResult> {
+/**
+ * Commits a local lake's `reconciliation` table under the lake's lock, after recovery: `compute` reads the lake
+ * inside the lock as its holder `by` (lake/reconcile.ts opens it as every command does) and returns the rows.
+ */
+export async function reconcileUnderLock(paths: LakePaths, compute: (by: string) => Promise<ReconciliationRow[]>): Promise<ReconcileLakeResult> {
   const runId = newMaintenanceId('reconcile');
   const lock = await LakeLock.acquire(paths.root, runId);
   try {
@@ -98,13 +93,7 @@ export async function reconcileLocalLake(paths: LakePaths, opts: { genesis?: Gen
     const startedAt = new Date().toISOString();
     await openRunStaging(staging, { runId, job: JOB, startedAt, pid: process.pid });
     try {
-      const reader = await openLakeReader(paths, { by: runId });
-      let rows: ReconciliationRow[];
-      try {
-        rows = await reconcileBalances(reader.conn, opts);
-      } finally {
-        reader.close();
-      }
+      const rows = await compute(runId);
       const workDir = path.join(staging, 'reconcile');
       await mkdir(workDir, { recursive: true });
       const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
