@@ -44,7 +44,7 @@ beforeAll(async () => {
   const events: { event: string; fields?: Record<string, unknown> }[] = [];
   const report = await runJob(oddJob(dir), { simulator: sim, logger: { log: (_l, event, _m, fields) => events.push({ event, fields }) } });
   oddInRun = { lake: dir, report, events };
-}, 180_000);
+}, 300_000);
 afterAll(async () => {
   await sim?.close();
   for (const c of cleanups) await c();

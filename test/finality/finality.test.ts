@@ -11,6 +11,8 @@ import { queryCatalog, tempDir } from '../helpers/lake.js';
 const H0 = PRESETS.small.visibleBlocks;
 const DEPTH = 6;
 const DATASETS = ['transactions', 'erc20_transfers', 'internal_transactions'] as const;
+/** The first block of every run: enough blocks below the unfinal zone (and the reorganisation's reach) to hold final windows. */
+const FROM = H0 - 100;
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -36,7 +38,7 @@ const job = (sim: RunningSimulator, lake: string, finalityDepth = DEPTH) => {
       name: 'finality',
       target: 'simulator',
       lake,
-      range: { incremental: true, fromBlock: H0 - 300, safetyMarginBlocks: 2, finalityDepth },
+      range: { incremental: true, fromBlock: FROM, safetyMarginBlocks: 2, finalityDepth },
       datasets: Object.fromEntries(DATASETS.map((d) => [d, { addresses }])),
     },
     'finality-test',
@@ -136,7 +138,7 @@ describe('finality', () => {
           name: 'finality-logs',
           target: 'simulator',
           lake,
-          range: { incremental: true, fromBlock: H0 - 300, safetyMarginBlocks: 2, finalityDepth: DEPTH },
+          range: { incremental: true, fromBlock: FROM, safetyMarginBlocks: 2, finalityDepth: DEPTH },
           datasets: {
             event_logs: {
               contracts: [{ address: sim.examples.erc20Token }, { address: sim.examples.erc20Token, topics: [sim.examples.transferTopic] }],

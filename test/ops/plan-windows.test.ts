@@ -1,3 +1,4 @@
+import { cp } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatPlan } from '../../src/cli/commands/plan.js';
@@ -61,14 +62,25 @@ function jobDoc(name: string, extra: Record<string, unknown> = {}) {
   };
 }
 
-describe('plan prints the windows the run then records', { timeout: 120_000 }, () => {
-  it('a first run, with provisional windows above the last final block', async () => {
+/**
+ * The plan of `jobDoc('fresh')` on a new lake, and the first run that then builds it: made once for the file (by
+ * whichever test asks first); a test that changes the lake works on a copy.
+ */
+let firstRun: Promise<{ doc: ReturnType<typeof jobDoc>; plan: PlanEstimate; report: Awaited<ReturnType<typeof runJob>> }> | undefined;
+const fresh = () =>
+  (firstRun ??= (async () => {
     const doc = jobDoc('fresh');
     const plan = await estimatePlan(parseJob(doc, 'inline', {}), { probe: false, simulator: sim });
+    const report = await runJob(parseJob(doc, 'inline', {}), { simulator: sim });
+    return { doc, plan, report };
+  })());
+
+describe('plan prints the windows the run then records', { timeout: 120_000 }, () => {
+  it('a first run, with provisional windows above the last final block', async () => {
+    const { doc, plan, report } = await fresh();
     expect(plan.finalBlock).toBe(plan.head! - 500);
     expect(plan.windows.some((w) => w.provisional)).toBe(true);
     expect(plan.windows.some((w) => w.fromBlock === null)).toBe(true);
-    const report = await runJob(parseJob(doc, 'inline', {}), { simulator: sim });
     expect(report.status).toBe('complete');
     expect(planned(plan)).toEqual(await recorded(doc.lake, report.runId));
 
@@ -126,12 +138,15 @@ describe('plan counts the requests finality adds', { timeout: 120_000 }, () => {
 
 describe('plan estimates what a verify of the lake costs', { timeout: 120_000 }, () => {
   it('the requests a full verify then sends, counted at the API, by verify --plan’s count', async () => {
-    const doc = jobDoc('verify-cost');
     // Before the lake exists there is nothing to verify.
-    const empty = await estimatePlan(parseJob(doc, 'inline', {}), { probe: false, simulator: sim });
+    const empty = await estimatePlan(parseJob(jobDoc('verify-cost'), 'inline', {}), { probe: false, simulator: sim });
     expect(empty.verify).toEqual({ windows: 0, requests: 0, exportRequests: 0, notCheckable: 0 });
     expect(formatPlan(empty)).toContain('verify: the lake holds no committed window of this job yet');
-    expect((await runJob(parseJob(doc, 'inline', {}), { simulator: sim })).status).toBe('complete');
+    // Then the lake of the job's first run (a copy: verifying records its own run).
+    const first = await fresh();
+    expect(first.report.status).toBe('complete');
+    const doc = { ...first.doc, lake: path.join(tmp.dir, 'verify-copy') };
+    await cp(first.doc.lake, doc.lake, { recursive: true });
     const plan = await estimatePlan(parseJob(doc, 'inline', {}), { probe: true, simulator: sim });
     expect(plan.verify.windows).toBeGreaterThan(2);
     expect(plan.verify.requests).toBeGreaterThan(0);
