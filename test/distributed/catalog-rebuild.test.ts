@@ -18,7 +18,7 @@ import { parseJob } from '../../src/pipeline/job.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { referenceMissing } from '../ducklake/helpers.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
-import { runCli } from '../helpers/cli.js';
+import { runCli, runCliCapturing, type CliResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 import { chainlakeQuery, withReference } from './helpers.js';
 import { startS3 } from './s3.js';
@@ -95,8 +95,25 @@ async function currentFiles(lake: Awaited<ReturnType<typeof copyLake>>): Promise
   return files.map((f) => ({ file: path.join(lake.store, 'lake', 'main', 'transactions', String(f.path)), rows: Number(f.rows) }));
 }
 
+/**
+ * A command whose report, output and exit code are the point, not its process: run in this process (everything it
+ * writes captured, so a password printed anywhere is seen), with `env` set for the call and restored after.
+ */
+async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  try {
+    return await runCliCapturing(args);
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
 function rebuildCli(args: string[]): Promise<{ code: number | null; report: DistributedRebuildReport; stdout: string; stderr: string }> {
-  return runCli(['catalog', 'rebuild', ...args, '--format', 'json'], { env: { PGPASSWORD: pgServer.password, CHAINLAKE_LAKE: '' } }).then((r) => {
+  return cli(['catalog', 'rebuild', ...args, '--format', 'json'], { PGPASSWORD: pgServer.password, CHAINLAKE_LAKE: '' }).then((r) => {
     let report: DistributedRebuildReport;
     try {
       report = JSON.parse(r.stdout) as DistributedRebuildReport;
@@ -123,7 +140,7 @@ describe('catalog rebuild --catalog', () => {
       lostTables: [],
       forgotten: null,
     });
-    const text = await runCli(['catalog', 'rebuild', '--catalog', withPassword, '--store', base.store], { env: { CHAINLAKE_LAKE: '' } });
+    const text = await cli(['catalog', 'rebuild', '--catalog', withPassword, '--store', base.store], { CHAINLAKE_LAKE: '' });
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toMatch(/control plane: every table and column is there/);
     expect(text.stdout).toMatch(/^WHOLE: /m);
@@ -173,7 +190,7 @@ describe('catalog rebuild --catalog', () => {
     expect(found.report.missingFiles[0]!.partition[0]).toBe('mainnet');
     expect(found.report.orphans).toEqual([expect.objectContaining({ location: orphan, area: 'lake' })]);
     expect(found.report.forgotten).toBeNull();
-    const text = await runCli(['catalog', 'rebuild', '--catalog', lake.url, '--store', lake.store], { env: { PGPASSWORD: pgServer.password } });
+    const text = await cli(['catalog', 'rebuild', '--catalog', lake.url, '--store', lake.store], { PGPASSWORD: pgServer.password });
     expect(text.code).toBe(5);
     expect(text.stdout).toContain(`MISSING from the store, in the newest snapshot (queries of these tables fail):\n  transactions mainnet/`);
     expect(text.stdout).toContain(lost.file);
@@ -192,7 +209,7 @@ describe('catalog rebuild --catalog', () => {
     expect(after.report.orphans.map((o) => o.location)).toEqual([orphan]);
 
     // Expiring the snapshots that name it leaves a whole lake.
-    const m = await runCli(['maintain', '--catalog', lake.url, '--store', lake.store, '--keep-snapshots', '1'], { env: { PGPASSWORD: pgServer.password } });
+    const m = await cli(['maintain', '--catalog', lake.url, '--store', lake.store, '--keep-snapshots', '1'], { PGPASSWORD: pgServer.password });
     expect(m.code, m.stderr).toBe(0);
     const whole = await rebuildCli(['--catalog', lake.url, '--store', lake.store]);
     expect(whole.code, whole.stderr).toBe(0);
@@ -210,7 +227,7 @@ describe('catalog rebuild --catalog', () => {
     // An empty catalog would turn every file of the store into an orphan that maintain --catalog deletes.
     expect(await lake.sql(`SELECT 1 FROM information_schema.tables WHERE table_schema = 'ducklake'`)).toEqual([]);
     for (const f of files) expect(existsSync(f.file)).toBe(true);
-    const text = await runCli(['catalog', 'rebuild', '--catalog', lake.url, '--store', lake.store], { env: { PGPASSWORD: pgServer.password } });
+    const text = await cli(['catalog', 'rebuild', '--catalog', lake.url, '--store', lake.store], { PGPASSWORD: pgServer.password });
     expect(text.code).toBe(5);
     expect(text.stdout).toMatch(/LOST: the database has no DuckLake catalog/);
     expect(text.stdout).toMatch(/do NOT run chainlake maintain --catalog/);
@@ -264,10 +281,10 @@ describe('catalog rebuild --catalog', () => {
   it('--format json on a local lake gives the local rebuild report; --forget-missing is for a distributed lake', async () => {
     const local = path.join(tmp.dir, 'local-lake');
     await mkdir(local);
-    const r = await runCli(['catalog', 'rebuild', '--lake', local, '--format', 'json'], { env: { CHAINLAKE_CATALOG: '' } });
+    const r = await cli(['catalog', 'rebuild', '--lake', local, '--format', 'json'], { CHAINLAKE_CATALOG: '' });
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ files: 0, salvage: { problem: 'missing' } });
-    const forget = await runCli(['catalog', 'rebuild', '--lake', local, '--forget-missing'], { env: { CHAINLAKE_CATALOG: '' } });
+    const forget = await cli(['catalog', 'rebuild', '--lake', local, '--forget-missing'], { CHAINLAKE_CATALOG: '' });
     expect(forget.code).toBe(2);
     expect(forget.stderr).toMatch(/--forget-missing goes with a distributed lake/);
   }, 60_000);
