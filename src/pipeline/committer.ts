@@ -40,6 +40,12 @@ export interface CommitterContext {
   mergeSliceRows?: number;
   /** Decodes each commit's event logs in the commit itself (pipeline/decode-in-run.ts). */
   decoder?: CommitDecoder;
+  /**
+   * The windows the run starts, per dataset name (a window cut at its rows is continued by the next: see
+   * WindowOutcome.rest). A dataset none of whose windows is still to come is complete: a batch commits it
+   * without holding it back (see BatchCommitter.take). Without it every dataset counts as complete.
+   */
+  windowsPerDataset?: ReadonlyMap<string, number>;
 }
 
 /** Gives each commit the decoding of its event logs, and hears how the commit went. */
@@ -52,20 +58,28 @@ export interface CommitDecoder<D extends CommitDerivation = CommitDerivation> {
  * Commits finished windows in batches while other windows are still fetching: when enough rows are
  * staged or enough time has passed, and once at the end. Commits run one at a time, in order; a killed
  * run keeps every batch it committed, and the next run resumes from there.
+ *
+ * A batch holds back the windows of a dataset that still has windows to come, within the policy's bounds (see
+ * take): a run's windows span a scope's whole block range (joined windows), so the next batch of that dataset
+ * would touch the same day partitions again and rewrite every row this one wrote (docs/performance.md, "Commits").
  */
 export class BatchCommitter {
-  private pending: WindowOutcome[] = [];
-  private pendingRows = 0;
+  /** Finished windows not yet queued for a commit, per dataset name, in the order they finished. */
+  private readonly pending = new Map<string, PendingDataset>();
   private lastCommitAt: number;
   private chain: Promise<void> = Promise.resolve();
   private batch = 0;
+  private typedBatches = 0;
   private failure: Error | undefined;
   /** The commit queued last, until the chain reaches it (see enqueue). */
   private waiting: QueuedCommit | undefined;
   /** False once every window is in: a batch committed after that has the machine to itself. */
   private fetching = true;
   private loaders: Loaders | undefined;
-  private readonly preloads = new Map<number, BatchRows>();
+  /** Typed rows not yet dropped: those of pending windows and of queued commits. */
+  private readonly typed = new Set<BatchRows>();
+  /** Per dataset name: its windows not yet finished (started or not), while the run fetches. */
+  private readonly open = new Map<string, number>();
   /** Per watermark key: committed ranges not yet joined to the watermark (a gap lies below them). */
   private readonly ahead = new Map<string, BlockRange[]>();
   readonly files: CommittedFile[] = [];
@@ -78,17 +92,56 @@ export class BatchCommitter {
   ) {
     this.lastCommitAt = ctx.now();
     for (const [key, ranges] of ctx.committedRanges ?? []) this.ahead.set(key, [...ranges]);
+    for (const [name, n] of ctx.windowsPerDataset ?? []) this.open.set(name, n);
   }
 
   add(outcome: WindowOutcome): void {
-    this.pending.push(outcome);
+    const name = outcome.window.def.name;
+    // A window cut at its rows is continued by the next window of its scope, in the same slot (run.ts fetchWindows).
+    if (!(outcome.rest && !outcome.error) && this.open.has(name)) this.open.set(name, this.open.get(name)! - 1);
+    let ds = this.pending.get(name);
+    if (!ds) {
+      ds = { outcomes: [], rows: 0, since: this.ctx.now(), typed: this.rowsOf() };
+      this.pending.set(name, ds);
+    }
+    ds.outcomes.push(outcome);
+    ds.rows += outcome.rows;
     if (!outcome.error) {
       const { stagedFiles, pageFiles } = stagedOf(outcome);
-      this.rowsOf(this.batch).add(outcome.window.def, stagedFiles, pageFiles);
+      ds.typed.add(outcome.window.def, stagedFiles, pageFiles);
     }
-    this.pendingRows += outcome.rows;
-    const due = this.pendingRows >= this.policy.everyRows || this.ctx.now() - this.lastCommitAt >= this.policy.everySeconds * 1000;
-    if (due && !this.failure) void this.enqueue(undefined).catch(() => undefined);
+    const rows = [...this.pending.values()].reduce((a, d) => a + d.rows, 0);
+    const due = rows >= this.policy.everyRows || this.ctx.now() - this.lastCommitAt >= this.policy.everySeconds * 1000;
+    if (due && !this.failure) {
+      const taken = this.take();
+      if (taken.length > 0) void this.enqueue(taken, undefined).catch(() => undefined);
+    }
+  }
+
+  /**
+   * The pending datasets a due batch commits: each complete one (no window of it still to come), each one whose
+   * first pending window finished a commit period ago, and then, largest first, held-back ones until what stays
+   * pending is below the policy's rows. So a kill loses at most about twice what the policy allows, and a dataset
+   * still fetching is committed once, when its last window is in, where a batch of the moment would have written
+   * its day partitions and the next batch read and written them all again.
+   */
+  private take(): string[] {
+    const now = this.ctx.now();
+    const held: [string, number][] = [];
+    const taken: string[] = [];
+    for (const [name, ds] of this.pending) {
+      const complete = (this.open.get(name) ?? 0) <= 0;
+      if (complete || now - ds.since >= this.policy.everySeconds * 1000) taken.push(name);
+      else held.push([name, ds.rows]);
+    }
+    held.sort((a, b) => b[1] - a[1]);
+    let heldRows = held.reduce((a, [, n]) => a + n, 0);
+    for (const [name, n] of held) {
+      if (heldRows < this.policy.everyRows) break;
+      taken.push(name);
+      heldRows -= n;
+    }
+    return taken;
   }
 
   /**
@@ -101,54 +154,53 @@ export class BatchCommitter {
     // ends: the commits still queued run in DuckDB (see collectGarbage).
     collectGarbage({ release: true });
     try {
-      await this.enqueue(finalRecord);
+      await this.enqueue([...this.pending.keys()], finalRecord);
     } finally {
-      await Promise.all([...this.preloads.values()].map((b) => b.drop().catch(() => undefined)));
-      this.preloads.clear();
+      await Promise.all([...this.typed].map((b) => b.drop().catch(() => undefined)));
+      this.typed.clear();
       await this.loaders?.close();
     }
   }
 
   /**
-   * The batch's rows typed as its windows complete, on connections of their own (commits use others). Two,
+   * A pending dataset's rows typed as its windows complete, on connections of their own (commits use others). Two,
    * each typing one window at a time on one thread: the replay bench's windows came in faster than one
    * typed them, and its event loop needed well under a core.
    */
-  private rowsOf(batch: number): BatchRows {
-    let rows = this.preloads.get(batch);
-    if (!rows) {
-      this.loaders ??= new Loaders(
-        Array.from({ length: LOADERS }, () =>
-          this.ctx.engine.connect().then(async (c) => {
-            // While windows fetch, DuckDB runs each query on one thread: the event loop keeps its core.
-            await c.run('SET threads = 1');
-            return c;
-          }),
-        ),
-      );
-      rows = new BatchRows(this.loaders, path.join(this.ctx.stagingDir, 'typed', `batch-${batch}`), this.ctx.runId, this.ctx.ingestedAt);
-      this.preloads.set(batch, rows);
-    }
+  private rowsOf(): BatchRows {
+    this.loaders ??= new Loaders(
+      Array.from({ length: LOADERS }, () =>
+        this.ctx.engine.connect().then(async (c) => {
+          // While windows fetch, DuckDB runs each query on one thread: the event loop keeps its core.
+          await c.run('SET threads = 1');
+          return c;
+        }),
+      ),
+    );
+    const rows = new BatchRows(this.loaders, path.join(this.ctx.stagingDir, 'typed', `batch-${this.typedBatches++}`), this.ctx.runId, this.ctx.ingestedAt);
+    this.typed.add(rows);
     return rows;
   }
 
   /**
-   * Queues a commit of the windows pending now. The final commit also takes over a batch still waiting for
-   * its turn (that batch's commit is then skipped): a run's end pays for one commit, not two (docs/performance.md,
-   * "Commits").
+   * Queues a commit of the pending windows of `datasets`. The final commit also takes over a batch still waiting
+   * for its turn (that batch's commit is then skipped): a run's end pays for one commit, not two
+   * (docs/performance.md, "Commits").
    */
-  private enqueue(finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined): Promise<void> {
-    let batch = this.pending.splice(0);
-    this.pendingRows = 0;
+  private enqueue(datasets: readonly string[], finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined): Promise<void> {
+    const taken = datasets.map((name) => this.pending.get(name)!);
+    for (const name of datasets) this.pending.delete(name);
+    let batch = taken.flatMap((d) => d.outcomes);
+    let rows = taken.map((d) => d.typed);
     this.lastCommitAt = this.ctx.now();
-    const ns = [this.batch++];
+    const n = this.batch++;
     const waiting = this.waiting;
     if (finalRecord && waiting && !waiting.started) {
       waiting.skipped = true;
       batch = [...waiting.batch, ...batch];
-      ns.unshift(...waiting.ns);
+      rows = [...waiting.rows, ...rows];
     }
-    const slot: QueuedCommit = { batch, ns, started: false, skipped: false };
+    const slot: QueuedCommit = { batch, rows, n, started: false, skipped: false };
     this.waiting = slot;
     this.chain = this.chain.then(async () => {
       slot.started = true;
@@ -158,9 +210,9 @@ export class BatchCommitter {
       // typing beside a background commit had kept windows finishing meanwhile from queueing up, but DuckDB's
       // memory is shared: with it the 5M-row export peaked higher, for no speed beyond the bench's spread
       // (docs/performance.md, "Commits").
-      await Promise.all(slot.ns.map((i) => this.preloads.get(i)?.settled()));
+      await Promise.all(slot.rows.map((r) => r.settled()));
       await this.loaders?.hold(0);
-      return this.commit(slot.batch, slot.ns, finalRecord)
+      return this.commit(slot.batch, slot.rows, slot.n, finalRecord)
         .catch((e: Error) => {
           this.failure = e;
           throw e;
@@ -203,11 +255,10 @@ export class BatchCommitter {
 
   private async commit(
     batch: WindowOutcome[],
-    ns: readonly number[],
+    preloaded: readonly BatchRows[],
+    n: number,
     finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined,
   ): Promise<void> {
-    const n = ns[ns.length - 1]!;
-    const preloaded = ns.map((i) => this.preloads.get(i)).filter((b): b is BatchRows => b !== undefined);
     const { engine, paths, runId, ingestedAt, stagingDir, network, log } = this.ctx;
     const done = batch.filter((o) => !o.error);
     const defs = [...new Set(done.map((o) => o.window.def))];
@@ -256,9 +307,9 @@ export class BatchCommitter {
         return f;
       })
       .finally(() => (decoding ? this.ctx.decoder!.committed(decoding, applied) : undefined));
-    for (const i of ns) {
-      await this.preloads.get(i)?.drop();
-      this.preloads.delete(i);
+    for (const rows of preloaded) {
+      await rows.drop();
+      this.typed.delete(rows);
     }
     const rows = done.reduce((a, o) => a + o.rows, 0);
     log.log('info', 'commit', `commit ${n}: ${done.length} windows, ${rows} rows, ${files.length} files in ${Date.now() - started} ms`, {
@@ -285,10 +336,20 @@ export class BatchCommitter {
 /** Connections typing finished windows while the run fetches (see rowsOf). */
 const LOADERS = 2;
 
-/** A commit in the chain: its windows and the batches their rows were typed in. */
+/** A dataset's finished windows waiting for a commit, and their typed rows. */
+interface PendingDataset {
+  outcomes: WindowOutcome[];
+  rows: number;
+  /** When its first window finished. */
+  since: number;
+  typed: BatchRows;
+}
+
+/** A commit in the chain: its windows and their typed rows. */
 interface QueuedCommit {
   batch: WindowOutcome[];
-  ns: number[];
+  rows: BatchRows[];
+  n: number;
   started: boolean;
   /** Taken over by the final commit before its turn came. */
   skipped: boolean;

@@ -196,6 +196,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
         now: () => now().getTime(),
         mergeSliceRows: opts.mergeSliceRows,
         decoder,
+        windowsPerDataset: windows.reduce((m, w) => m.set(w.def.name, (m.get(w.def.name) ?? 0) + 1), new Map<string, number>()),
       },
       job.lake.commit,
       (o) => windowRecord(runId, o),
