@@ -122,8 +122,18 @@ export const RANGE_OPTIONS = {
 
 /** Options inside `commit`. */
 export const COMMIT_OPTIONS = {
-  everyRows: int(1, undefined, 500_000, 'A run commits what it has fetched once this many rows wait (a killed run keeps what it committed).'),
-  everySeconds: int(1, undefined, 60, 'A run commits what it has fetched at least this often, in seconds.'),
+  everyRows: int(
+    1,
+    undefined,
+    500_000,
+    'A run commits what it has fetched once this many rows wait (a killed run keeps what it committed); a dataset with windows still to fetch may wait for its next batch while fewer than this many rows stay uncommitted, so that a batch does not rewrite what the last one wrote.',
+  ),
+  everySeconds: int(
+    1,
+    undefined,
+    60,
+    'A run commits what it has fetched at least this often, in seconds; a fetched window held back for its dataset (see everyRows) waits at most about twice this.',
+  ),
 } as const satisfies Record<string, JobOption>;
 
 /** Options inside `retry` (every call of the run). */
