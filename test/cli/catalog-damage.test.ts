@@ -33,17 +33,7 @@ const before: Record<string, number> = {};
  * code it sets are the point, its process is not (the pipe below is, so that one runs the built CLI).
  */
 async function cli(args: string[]): Promise<CliResult> {
-  const env = { CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: sim.apiKey };
-  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, env);
-  try {
-    return await runCliCapturing(args);
-  } finally {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
+  return runCliCapturing(args, { CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: sim.apiKey });
 }
 
 beforeAll(async () => {

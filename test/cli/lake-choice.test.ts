@@ -125,17 +125,7 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
    * process.
    */
   const runCli = async (args: string[], opts: { env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> => {
-    const env: NodeJS.ProcessEnv = { CHAINLAKE_API_KEY: '', CHAINLAKE_MAINNET_URL: '', ...opts.env };
-    const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-    Object.assign(process.env, env);
-    try {
-      return await runCliCapturing(args);
-    } finally {
-      for (const [k, v] of Object.entries(saved)) {
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      }
-    }
+    return runCliCapturing(args, { CHAINLAKE_API_KEY: '', CHAINLAKE_MAINNET_URL: '', ...opts.env });
   };
   const localSnapshots = async () => Number((await queryCatalog(local, `SELECT count(*) AS n FROM ducklake_snapshot`))[0]!.n);
 

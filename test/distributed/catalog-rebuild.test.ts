@@ -100,16 +100,7 @@ async function currentFiles(lake: Awaited<ReturnType<typeof copyLake>>): Promise
  * writes captured, so a password printed anywhere is seen), with `env` set for the call and restored after.
  */
 async function cli(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
-  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, env);
-  try {
-    return await runCliCapturing(args);
-  } finally {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
+  return runCliCapturing(args, env);
 }
 
 function rebuildCli(args: string[]): Promise<{ code: number | null; report: DistributedRebuildReport; stdout: string; stderr: string }> {

@@ -47,16 +47,7 @@ afterAll(async () => {
  * is captured, so a password printed anywhere is seen.
  */
 async function inProcess(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
-  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, env);
-  try {
-    return await runCliCapturing(args);
-  } finally {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
+  return runCliCapturing(args, env);
 }
 
 describe('distributed mode through the CLI', () => {

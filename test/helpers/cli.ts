@@ -49,9 +49,23 @@ export async function runCliInProcess(args: string[]): Promise<CliResult> {
  * runCliInProcess, also capturing what the command itself writes to process.stdout and process.stderr (a query's
  * rows, a status, a compaction's summary) and the exit code it sets (process.exitCode, restored afterwards). For
  * commands whose output is the point but whose process (its start, signals, the bin's runtime tuning) is not.
- * The streams are the process's own: run no other test of the file concurrently with it.
+ * The streams are the process's own: run no other test of the file concurrently with it. `env` is set in this
+ * process's environment for the call and restored after (a child's environment, for commands run in process).
  */
-export async function runCliCapturing(args: string[]): Promise<CliResult> {
+export async function runCliCapturing(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  const savedEnv = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  try {
+    return await capturing(args);
+  } finally {
+    for (const [k, v] of Object.entries(savedEnv)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+async function capturing(args: string[]): Promise<CliResult> {
   const streams = { stdout: process.stdout, stderr: process.stderr } as const;
   const written = { stdout: '', stderr: '' };
   const saved = { stdout: process.stdout.write, stderr: process.stderr.write };
