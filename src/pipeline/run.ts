@@ -168,15 +168,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     opts.onStart?.(live);
 
     const transformers = new Map<string, RowTransformer>();
-    const transformerFor = (def: DatasetDef): RowTransformer => {
-      let t = transformers.get(def.name);
-      if (!t)
-        transformers.set(
-          def.name,
-          (t = new RowTransformer(def, { network: job.what.network, snapshotDate: ingestedAt.slice(0, 10), stageReceived: opts.stageReceived })),
-        );
-      return t;
-    };
+    const transformerFor = (def: DatasetDef): RowTransformer => transformerOf(transformers, def, job, ingestedAt, opts);
     const decoder = job.what.decode
       ? new RunDecoder(job.what, { engine, paths, runId, ingestedAt, stagingDir: staging, log, explorer: clients.explorer })
       : undefined;
@@ -220,16 +212,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     await committer.finish((files) => {
       // Every window fetched is committed, an interrupted run's too; the requests of the windows it cut short were sent and count.
       report = buildReport(job, runId, started, now(), head, outcomes, cutShort, files, transformers, paths, skipped, resume?.runId, runAcct);
-      if (quota) {
-        report.requestUsage = usage();
-        report.quota = { account, limit: quota.limit, usedToday: quota.usedToday(), reached: quota.reached };
-        // Stopped by the quota: not a failure of the service, and the next run resumes where this one stopped.
-        if (quota.reached) report.status = 'quota_reached';
-      }
-      if (opts.signal?.aborted) {
-        report.status = 'interrupted';
-        report.windowsLeft = cutShort.length + notStarted + report.totals.windowsFailed;
-      }
+      endStatus(report, { quota, account, usage: usage(), interrupted: opts.signal?.aborted === true, left: cutShort.length + notStarted });
       const unreachable = unreachableOrigins(outcomes, runAcct);
       if (report.status === 'failed' && unreachable) report.unreachable = unreachable;
       return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
@@ -254,6 +237,37 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     // After the staging is gone: a full disk has room again for this one small write.
     if (recorded && failure !== undefined && !pending)
       await recordFailure(paths, runId, job.name, ingestedAt, now(), { ...recorded, requestUsage: usage() }, failure, log);
+  }
+}
+
+/** The dataset's row transformer, made on first use and kept for the run (its counts go into the report). */
+function transformerOf(transformers: Map<string, RowTransformer>, def: DatasetDef, job: Job, ingestedAt: string, opts: RunOptions): RowTransformer {
+  let t = transformers.get(def.name);
+  if (!t) {
+    t = new RowTransformer(def, { network: job.what.network, snapshotDate: ingestedAt.slice(0, 10), stageReceived: opts.stageReceived });
+    transformers.set(def.name, t);
+  }
+  return t;
+}
+
+/**
+ * How the run ended beyond its windows: the day's quota it used (stopped by the quota is no failure of the service,
+ * and the next run resumes where this one stopped), and an interrupted run's windows left (cut short, not started,
+ * failed).
+ */
+function endStatus(
+  report: RunReport,
+  end: { quota: RequestQuota | undefined; account: string; usage: RequestUsage | undefined; interrupted: boolean; left: number },
+): void {
+  const { quota } = end;
+  if (quota) {
+    report.requestUsage = end.usage;
+    report.quota = { account: end.account, limit: quota.limit, usedToday: quota.usedToday(), reached: quota.reached };
+    if (quota.reached) report.status = 'quota_reached';
+  }
+  if (end.interrupted) {
+    report.status = 'interrupted';
+    report.windowsLeft = end.left + report.totals.windowsFailed;
   }
 }
 
