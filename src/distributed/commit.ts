@@ -20,7 +20,8 @@ import { getDataset } from '../datasets/registry.js';
 import { createUnorderedTempTable, type Engine } from '../load/engine.js';
 import { datasetShape, emptyTypedSelect, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
 import { ident, literal, literalList } from '../load/sql.js';
-import { mergeSlices, type SliceHook } from '../load/write/merge-slices.js';
+import type { SliceHook } from '../load/write/merge-slices.js';
+import { mergeTable, type LakePartitions } from '../load/write/merge-table.js';
 import { mergedRows } from '../load/write/merge.js';
 import type { DecodedDataset } from '../decode/datasets.js';
 import { SliceDecoding, type DecodedTarget } from '../decode/in-commit.js';
@@ -33,7 +34,7 @@ import path from 'node:path';
 import type { Network } from '../datasets/dataset.js';
 import { isProvisional } from '../pipeline/plan.js';
 import type { BlockRange } from '../extract/pager.js';
-import { fileBlockSpans, keptRows, partitionsReaching, type KeptRows, type ScopeRange } from '../load/write/replace.js';
+import { fileBlockSpans, type ScopeRange } from '../load/write/replace.js';
 import type { WindowSpec } from './windows.js';
 import type { Logger } from '../pipeline/log.js';
 import { testHook } from '../load/test-hooks.js';
@@ -600,15 +601,11 @@ interface MergeExtra {
 }
 
 /** A table's current rows of one network as the catalog holds them (files and inlined rows), partition by partition. */
-export interface LakeRows {
+export interface LakeRows extends LakePartitions {
   table: Awaited<ReturnType<typeof findTable>>;
   columns: Awaited<ReturnType<typeof listColumns>>;
   /** Current data file ids by partition value. */
   current: Map<string, number[]>;
-  /** Rows of a partition's files. */
-  rowsIn(partition: string): number;
-  /** The partitions' current rows meeting `keep` (the shape's columns and STAGED_PARTITION), undefined when they hold none. */
-  select(partitions: readonly string[], keep?: string): Promise<string | undefined>;
   release(): Promise<void>;
 }
 
@@ -639,6 +636,10 @@ export async function lakeRows(
     table,
     columns,
     current,
+    files: async () => {
+      const spans = shape.blockColumn ? await fileBlockSpans(catalog, table.tableId, shape.blockColumn) : new Map<number, never>();
+      return [...current].flatMap(([partition, ids]) => ids.map((id) => ({ partition, span: spans.get(id) })));
+    },
     rowsIn: (p) => (current.get(p) ?? []).reduce((s, id) => s + (rowsOf.get(id) ?? 0), 0),
     select: async (partitions, keep) => {
       const old = all.filter((f) => partitions.some((p) => current.get(p)?.includes(f.dataFileId)));
@@ -671,78 +672,61 @@ async function mergeFragments(
   replacing: readonly ScopeRange[],
   extra: MergeExtra = {},
 ): Promise<Merged> {
-  const { catalog, engine, store } = deps;
+  const { engine, store } = deps;
   const part = ident(STAGED_PARTITION);
   const files: StagedFile[] = [];
   const replaced: string[][] = [];
-  if (fragments.length > 0 || replacing.length > 0 || extra.fresh || extra.partitions?.length) {
-    const conn = await engine.connect();
-    const freshTable = ident('__chainlake_fresh');
-    let lake: LakeRows | undefined;
-    let kept: KeptRows | undefined;
-    try {
-      const local = await Promise.all(fragments.map((f) => store.localCopy(f)));
-      // The batch's fragments are read once: each slice filtered them again, and the key checks of a slice twice
-      // more, and a fragment is a small file whose opening costs more than its rows. A batch is bounded by the
-      // commit's row target (commitFetched), so it is held in the engine (which spills to its temp folder).
-      // Unordered: the rows are reduced by key and sorted below.
-      // Windows fetched again whose rows are all gone bring no fragment, yet their old rows must go.
-      const sources = [
-        ...(local.length > 0 ? [`SELECT * FROM read_parquet(${literalList(local)}, union_by_name = true)`] : []),
-        ...(extra.fresh ? [extra.fresh] : []),
-      ];
-      await createUnorderedTempTable(
-        conn,
-        freshTable,
-        sources.length > 0
-          ? sources.map((q) => `(${q})`).join(' UNION ALL BY NAME ')
-          : `SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(shape)}) WHERE false`,
-      );
-      const counts = (
-        (await conn.runAndReadAll(`SELECT ${part}, count(*)::BIGINT FROM ${freshTable} GROUP BY 1 ORDER BY 1`)).getRowsJS() as [string, bigint][]
-      ).map(([p, n]) => [p, Number(n)] as const);
-      lake = await lakeRows(deps, shape, network, conn, true, '__chainlake_');
-      const more = new Set(extra.partitions ?? []);
+  if (fragments.length === 0 && replacing.length === 0 && !extra.fresh && !extra.partitions?.length) return { files, replaced };
+  const conn = await engine.connect();
+  const freshTable = ident('__chainlake_fresh');
+  let lake: LakeRows | undefined;
+  try {
+    const local = await Promise.all(fragments.map((f) => store.localCopy(f)));
+    // The batch's fragments are read once: each slice filtered them again, and the key checks of a slice twice
+    // more, and a fragment is a small file whose opening costs more than its rows. A batch is bounded by the
+    // commit's row target (commitFetched), so it is held in the engine (which spills to its temp folder).
+    // Unordered: the rows are reduced by key and sorted below.
+    // Windows fetched again whose rows are all gone bring no fragment, yet their old rows must go.
+    const sources = [
+      ...(local.length > 0 ? [`SELECT * FROM read_parquet(${literalList(local)}, union_by_name = true)`] : []),
+      ...(extra.fresh ? [extra.fresh] : []),
+    ];
+    await createUnorderedTempTable(
+      conn,
+      freshTable,
+      sources.length > 0
+        ? sources.map((q) => `(${q})`).join(' UNION ALL BY NAME ')
+        : `SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(shape)}) WHERE false`,
+    );
+    lake = await lakeRows(deps, shape, network, conn, true, '__chainlake_');
+    const rows = lake;
+    const written = await mergeTable({
+      engine,
+      conn,
+      shape,
+      name: `${shape.name}_${network}`,
+      fresh: freshTable,
+      lake: rows,
       // A derived table (reconciliation) replaces nothing, and is no dataset of the registry.
-      const def = replacing.length > 0 ? getDataset(shape.name) : undefined;
-      if (def) {
-        // Partitions a replaced window reaches but brings no row to are merged too (load/write/replace.ts).
-        const spans = def.blockColumn ? await fileBlockSpans(catalog, lake.table.tableId, def.blockColumn) : new Map<number, never>();
-        const files = [...lake.current].flatMap(([partition, ids]) => ids.map((id) => ({ partition, span: spans.get(id) })));
-        for (const p of partitionsReaching(def, files, replacing)) more.add(p);
-      }
-      for (const p of more) if (!counts.some(([q]) => q === p)) counts.push([p, 0] as const);
-      counts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      kept = def ? await keptRows(conn, def, replacing) : undefined;
-      const keeps = [...(kept ? [kept.condition] : []), ...(extra.keep ? [extra.keep] : [])];
-      const keep = keeps.length ? keeps.map((k) => `(${k})`).join(' AND ') : undefined;
-      const rows = lake;
-      const written = await mergeSlices({
-        engine,
-        conn,
-        shape,
-        name: `${shape.name}_${network}`,
-        fresh: freshTable,
-        partitions: counts.map(([p, n]) => [p, n + rows.rowsIn(p)] as const),
-        existing: (slice) => rows.select(slice, keep),
-        ...(deps.sliceRows === undefined ? {} : { sliceRows: deps.sliceRows }),
-        ...(extra.derive ? { derive: extra.derive } : {}),
-        write: async (writer, partition, merged) => {
-          const file = await writePartition(writer, store, rows.table, rows.columns, shape, merged.select, network, partition);
-          if (file) await store.putLakeFile(file.fullPath);
-          return { file, partition };
-        },
-      });
-      for (const w of written) {
-        if (w.file) files.push(w.file);
-        replaced.push([network, w.partition]);
-      }
-    } finally {
-      await conn.run(`DROP TABLE IF EXISTS ${freshTable}`).catch(() => undefined);
-      await kept?.drop().catch(() => undefined);
-      await lake?.release().catch(() => undefined);
-      conn.closeSync();
+      ...(replacing.length > 0 ? { def: getDataset(shape.name), replacing } : {}),
+      ...(extra.partitions ? { partitions: extra.partitions } : {}),
+      ...(extra.keep ? { keep: extra.keep } : {}),
+      ...(deps.sliceRows === undefined ? {} : { sliceRows: deps.sliceRows }),
+      ...(extra.derive ? { derive: extra.derive } : {}),
+      write: async (writer, partition, merged) => {
+        const file = await writePartition(writer, store, rows.table, rows.columns, shape, merged.select, network, partition);
+        if (file) await store.putLakeFile(file.fullPath);
+        return { file, partition };
+      },
+    });
+    for (const w of written) {
+      if (w.file) files.push(w.file);
+      replaced.push([network, w.partition]);
     }
+  } finally {
+    await conn.run(`DROP TABLE IF EXISTS ${freshTable}`).catch(() => undefined);
+    await lake?.release().catch(() => undefined);
+    conn.closeSync();
   }
   return { files, replaced };
 }

@@ -4,7 +4,8 @@ import type { BatchRows } from './batch-rows.js';
 import { fsyncFile, mkdirDurable } from './durable.js';
 import { createUnorderedTempTable, type Engine } from '../engine.js';
 import { writeMergedPartition } from './merge.js';
-import { mergeSlices, type SliceHook, type WriterTask } from './merge-slices.js';
+import { type SliceHook, type WriterTask } from './merge-slices.js';
+import { mergeTable } from './merge-table.js';
 
 export { MERGE_SLICE_ROWS, slicePartitions } from './merge-slices.js';
 import type { LakePaths } from '../paths.js';
@@ -15,7 +16,7 @@ import { REJECTS_SHAPE, STAGED_PARTITION, datasetShape, emptyTypedSelect, staged
 
 export { stagedSelect };
 import { ident, literal, literalList } from '../sql.js';
-import { keptRows, partitionsReaching, type ScopeRange } from './replace.js';
+import type { ScopeRange } from './replace.js';
 import { testHook } from '../test-hooks.js';
 
 export { REJECTS_DATASET } from '../schema.js';
@@ -171,46 +172,20 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedDatas
   const conn = await engine.connect();
   const freshTable = ident('__chainlake_fresh');
   const fresh = preloaded ?? freshTable;
-  let dropKept: (() => Promise<void>) | undefined;
   try {
     // The rows' order matters nowhere here: they are reduced by key (by content, never by read order) and sorted.
     if (!preloaded) await createUnorderedTempTable(conn, freshTable, stagedSelect(def, runId, ingestedAt, stagedFiles, pageFiles));
     await testHook('typed');
-    const counts = (
-      (await conn.runAndReadAll(`SELECT ${part}, count(*)::BIGINT FROM ${fresh} GROUP BY ${part} ORDER BY 1`)).getRowsJS() as [string, bigint][]
-    ).map(([p, n]) => [p, Number(n)] as const);
     const lakeTable = input.lake.table(shape.name);
-    // Partitions a replaced window reaches but brings no row to are merged too (their old rows may have to go).
-    const mine = [...lakeTable.partitions].flatMap(([key, files]) => {
-      const [net, value] = key.split('\u0000') as [string, string];
-      return net === network ? files.map((f) => ({ partition: value, span: f.blockSpan })) : [];
-    });
-    const reached = partitionsReaching(def, mine, replacing).filter((p) => !counts.some(([q]) => q === p));
-    if (reached.length > 0) counts.push(...reached.map((p) => [p, 0] as const));
-    counts.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    if (counts.length === 0) return [];
-    const replaced = await keptRows(conn, def, replacing);
-    dropKept = replaced?.drop;
-    const keep = replaced?.condition;
-    const current = new Map(counts.map(([p]) => [p, input.lake.files(shape.name, network, p)] as const));
-    // The partition of an existing file is its folder's name (`<column>=<value>`), as LakePaths lays it out.
-    const folder = literal(`/${shape.partition}=([^/]+)/[^/]+$`);
-    const copied = await mergeSlices({
+    const copied = await mergeTable({
       engine,
       conn,
       shape,
       name: `${def.name}_${network}`,
       fresh,
-      // Each partition's fresh rows plus the rows its current files hold: counting fresh rows alone let a late
-      // commit of a large export merge slices of several times MERGE_SLICE_ROWS (every commit rewrites the day
-      // partitions the earlier ones wrote).
-      partitions: counts.map(([p, n]) => [p, n + current.get(p)!.reduce((sum, f) => sum + f.rows, 0)] as const),
-      existing: async (slice) => {
-        const old = slice.flatMap((p) => current.get(p)!.map((f) => f.path));
-        return old.length === 0
-          ? undefined
-          : `SELECT * EXCLUDE (filename), regexp_extract(filename, ${folder}, 1) AS ${part} FROM read_parquet(${literalList(old)}, hive_partitioning = false, union_by_name = true, filename = true)${keep ? ` WHERE ${keep}` : ''}`;
-      },
+      lake: input.lake.partitionsOf(shape, network),
+      def,
+      replacing,
       runId,
       ...(input.writers === undefined ? {} : { writers: input.writers }),
       ...(input.sliceRows === undefined ? {} : { sliceRows: input.sliceRows }),
@@ -246,7 +221,6 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedDatas
   } finally {
     try {
       await conn.run(`DROP TABLE IF EXISTS ${freshTable}`);
-      await dropKept?.();
     } finally {
       conn.closeSync();
     }

@@ -21,9 +21,10 @@ import {
   type LakeColumn,
   type LakeTable,
 } from '../../ducklake/reader.js';
-import { ident, literal } from '../sql.js';
+import { ident, literal, literalList } from '../sql.js';
 import { ensureTable, tableMatches } from './lake-tables.js';
-import type { TableShape } from '../schema.js';
+import { STAGED_PARTITION, type TableShape } from '../schema.js';
+import type { LakePartitions } from './merge-table.js';
 import { fileBlockSpans } from './replace.js';
 
 /** A Parquet file of a partition at the newest snapshot. */
@@ -121,6 +122,28 @@ export class LakeState {
 
   all(): LakeTableState[] {
     return [...this.tables.values()];
+  }
+
+  /** One network's partitions of a table, as a merge reads them (mergeTable): its files by path. */
+  partitionsOf(shape: TableShape, network: string): LakePartitions {
+    const files = (p: string) => this.files(shape.name, network, p);
+    const part = ident(STAGED_PARTITION);
+    // The partition of a file is its folder's name (`<column>=<value>`), as LakePaths lays it out.
+    const folder = literal(`/${shape.partition}=([^/]+)/[^/]+$`);
+    return {
+      files: async () =>
+        [...this.table(shape.name).partitions].flatMap(([key, list]) => {
+          const [net, value] = key.split('\u0000') as [string, string];
+          return net === network ? list.map((f) => ({ partition: value, span: f.blockSpan })) : [];
+        }),
+      rowsIn: (p) => files(p).reduce((sum, f) => sum + f.rows, 0),
+      select: async (partitions, keep) => {
+        const old = partitions.flatMap((p) => files(p).map((f) => f.path));
+        return old.length === 0
+          ? undefined
+          : `SELECT * EXCLUDE (filename), regexp_extract(filename, ${folder}, 1) AS ${part} FROM read_parquet(${literalList(old)}, hive_partitioning = false, union_by_name = true, filename = true)${keep ? ` WHERE ${keep}` : ''}`;
+      },
+    };
   }
 }
 
