@@ -3,9 +3,8 @@ import type { DatasetDef, Network } from '../../datasets/dataset.js';
 import type { BatchRows } from './batch-rows.js';
 import { fsyncFile, mkdirDurable } from './durable.js';
 import { createUnorderedTempTable, type Engine } from '../engine.js';
-import { writeMergedPartition } from './merge.js';
 import { type SliceHook, type WriterTask } from './merge-slices.js';
-import { mergeTable } from './merge-table.js';
+import { mergeTable, type TableMergeInput } from './merge-table.js';
 
 export { MERGE_SLICE_ROWS, slicePartitions } from './merge-slices.js';
 import type { LakePaths } from '../paths.js';
@@ -114,8 +113,9 @@ export interface SliceDerivation {
 }
 
 /**
- * Merges one partition (its current files and `fresh`, a relation of the shape's columns) into a file under
- * `workDir` and fsyncs it, so that once the commit is decided the file is on disk whatever happens next.
+ * Merges one partition (its current files and `fresh`, a relation of the shape's columns on the engine's own
+ * connection) into a file under `workDir` and fsyncs it, so that once the commit is decided the file is on disk
+ * whatever happens next. `keep`: a condition the partition's current rows must meet to stay.
  */
 export async function preparePartition(
   engine: Engine,
@@ -128,18 +128,85 @@ export async function preparePartition(
   workDir: string,
   keep?: string,
 ): Promise<PreparedFile> {
-  const existing = lake.files(shape.name, network, partition).map((f) => f.path);
-  const from = path.join(workDir, `${shape.name}.${network}.${partition}.parquet`);
-  const written = await writeMergedPartition(
-    engine.conn,
-    lake.table(shape.name),
+  const part = ident(STAGED_PARTITION);
+  const rows = fresh
+    ? `(SELECT *, ${literal(partition)} AS ${part} FROM (${fresh}))`
+    : `(SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(shape)}) WHERE false)`;
+  const prepared = await prepareMerged({
+    engine,
+    conn: engine.conn,
+    paths,
+    lake,
     shape,
-    { network, value: partition },
-    { existing, fresh, target: from, keep },
+    network,
+    fresh: rows,
+    workDir,
+    partitions: [partition],
+    ...(keep ? { keep } : {}),
+  });
+  if (prepared.length !== 1) throw new Error(`${shape.name} (${network}, ${partition}): the merge left no row to write`);
+  return prepared[0]!;
+}
+
+/** One table's merge of a single-machine commit: mergeTable over the lake's files, each partition's file written under the work folder. */
+interface MergedInput extends Omit<TableMergeInput<unknown>, 'lake' | 'name' | 'write' | 'derive'> {
+  paths: LakePaths;
+  lake: LakeState;
+  network: Network;
+  workDir: string;
+  derive?: SliceDerivation;
+}
+
+/**
+ * Merges `fresh` into the partitions it (and the windows fetched again, and `partitions`) reach, each partition's
+ * file written under `workDir/final` and fsynced, measured for the catalog. A partition every row of which went
+ * (a replaced window's, none fetched again) has no file: it is cleared.
+ */
+async function prepareMerged(input: MergedInput): Promise<PreparedDataset> {
+  const { paths, lake, network, workDir, derive, ...merge } = input;
+  const { shape, conn } = merge;
+  const finalDir = path.join(workDir, 'final');
+  await mkdirDurable(finalDir);
+  const lakeTable = lake.table(shape.name);
+  const copied = await mergeTable({
+    ...merge,
+    name: `${shape.name}_${network}`,
+    lake: lake.partitionsOf(shape, network),
+    ...(derive ? { derive: { slice: (table, partitions, index) => derive.slice(table, partitions, index, lake) } satisfies SliceHook } : {}),
+    // A partition whose rows all went (a replaced window's) is written empty: it still replaces its old files.
+    write: async (c, partition, rows) => ({
+      file: await copyLakeFile(
+        c,
+        lakeTable,
+        shape,
+        { network, value: partition },
+        rows.select,
+        path.join(finalDir, `${shape.name}.${network}.${partition}.parquet`),
+      ),
+      runRows: rows.runRows,
+    }),
+  });
+  const kept = copied.filter((c) => c.file.rows > 0);
+  // A partition that held nothing and is left with nothing is not the catalog's business.
+  const cleared = copied
+    .filter((c) => c.file.rows === 0 && lake.files(shape.name, network, c.file.partition.value).length > 0)
+    .map((c) => ({ table: shape.name, partitionValues: [network, c.file.partition.value] }));
+  const measured = await measureLakeFiles(
+    conn,
+    kept.map((c) => c.file),
   );
-  await fsyncFile(from);
+  const out = measured.map((m, i) =>
+    preparedFile(
+      paths,
+      { shape, network, partition: kept[i]!.file.partition.value },
+      kept[i]!.file.target,
+      m,
+      input.runId === undefined ? undefined : kept[i]!.runRows,
+    ),
+  );
+  await Promise.all(out.map((f) => fsyncFile(f.from)));
   await testHook('final');
-  return preparedFile(paths, { shape, network, partition }, from, written);
+  return Object.assign(out, { cleared });
 }
 
 /** A dataset's files ready in staging, and the partitions whose every row went (their files end with none in their place). */
@@ -166,8 +233,6 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedDatas
     noFresh = true;
   }
   const preloaded = noFresh ? none : typed ? `read_parquet(${literalList(typed)})` : undefined;
-  const finalDir = path.join(workDir, 'final');
-  await mkdirDurable(finalDir);
   // A connection of its own: the datasets of a commit are prepared side by side (see commitRun).
   const conn = await engine.connect();
   const freshTable = ident('__chainlake_fresh');
@@ -176,48 +241,22 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedDatas
     // The rows' order matters nowhere here: they are reduced by key (by content, never by read order) and sorted.
     if (!preloaded) await createUnorderedTempTable(conn, freshTable, stagedSelect(def, runId, ingestedAt, stagedFiles, pageFiles));
     await testHook('typed');
-    const lakeTable = input.lake.table(shape.name);
-    const copied = await mergeTable({
+    return await prepareMerged({
       engine,
       conn,
+      paths,
+      lake: input.lake,
       shape,
-      name: `${def.name}_${network}`,
+      network,
       fresh,
-      lake: input.lake.partitionsOf(shape, network),
+      workDir,
       def,
       replacing,
       runId,
       ...(input.writers === undefined ? {} : { writers: input.writers }),
       ...(input.sliceRows === undefined ? {} : { sliceRows: input.sliceRows }),
-      ...(input.derive
-        ? { derive: { slice: (table, partitions, index) => input.derive!.slice(table, partitions, index, input.lake) } satisfies SliceHook }
-        : {}),
-      // A partition whose rows all went (a replaced window's) is written empty: it still replaces its old files.
-      write: async (c, partition, rows) => ({
-        file: await copyLakeFile(
-          c,
-          lakeTable,
-          shape,
-          { network, value: partition },
-          rows.select,
-          path.join(finalDir, `${shape.name}.${network}.${partition}.parquet`),
-        ),
-        runRows: rows.runRows,
-      }),
+      ...(input.derive ? { derive: input.derive } : {}),
     });
-    // A partition every row of which went (a replaced window's, none fetched again) has no file: it is cleared.
-    const kept = copied.filter((c) => c.file.rows > 0);
-    const cleared = copied.filter((c) => c.file.rows === 0).map((c) => ({ table: shape.name, partitionValues: [network, c.file.partition.value] }));
-    const measured = await measureLakeFiles(
-      conn,
-      kept.map((c) => c.file),
-    );
-    const out = measured.map((m, i) =>
-      preparedFile(paths, { shape, network, partition: kept[i]!.file.partition.value }, kept[i]!.file.target, m, kept[i]!.runRows),
-    );
-    await Promise.all(out.map((f) => fsyncFile(f.from)));
-    await testHook('final');
-    return Object.assign(out, { cleared });
   } finally {
     try {
       await conn.run(`DROP TABLE IF EXISTS ${freshTable}`);
@@ -255,33 +294,23 @@ export interface PreparedRejects {
  */
 export async function prepareRejects(input: Omit<PrepareInput, 'def'> & { date: string; more?: string; replaced?: ReplacedRejects }): Promise<PreparedRejects> {
   const { engine, paths, lake, network, runId, ingestedAt, stagedFiles, workDir, date, replaced } = input;
-  const out: PreparedRejects = { files: [], cleared: [] };
   const sources = [...(stagedFiles.length ? [rejectsSelect(stagedFiles, network, runId, ingestedAt)] : []), ...(input.more ? [input.more] : [])];
-  const fresh = sources.length ? sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ') : undefined;
-  const n = fresh ? Number((await engine.conn.runAndReadAll(`SELECT count(*)::BIGINT FROM (${fresh})`)).getRowsJS()[0]![0]) : 0;
-  const days = new Set([...(n > 0 ? [date] : []), ...(replaced?.days ?? [])]);
-  if (days.size === 0) return out;
-  await mkdirDurable(workDir);
-  for (const day of days) {
-    const rows = day === date && n > 0 ? fresh : undefined;
-    if (!rows && replaced) {
-      const existing = lake.files(REJECTS_SHAPE.name, network, day).map((f) => f.path);
-      const left =
-        existing.length === 0
-          ? 0
-          : Number(
-              (
-                await engine.conn.runAndReadAll(
-                  `SELECT count(*)::BIGINT FROM read_parquet(${literalList(existing)}, hive_partitioning = false, union_by_name = true) WHERE ${replaced.keep}`,
-                )
-              ).getRowsJS()[0]![0],
-            );
-      if (left === 0) {
-        if (existing.length > 0) out.cleared.push({ table: REJECTS_SHAPE.name, partitionValues: [network, day] });
-        continue;
-      }
-    }
-    out.files.push(await preparePartition(engine, paths, lake, REJECTS_SHAPE, network, day, rows, workDir, replaced?.keep));
-  }
-  return out;
+  if (sources.length === 0 && !replaced?.days.length) return { files: [], cleared: [] };
+  const part = ident(STAGED_PARTITION);
+  const fresh = sources.length
+    ? `(SELECT *, ${literal(date)} AS ${part} FROM (${sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ')}))`
+    : `(SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(REJECTS_SHAPE)}) WHERE false)`;
+  const prepared = await prepareMerged({
+    engine,
+    conn: engine.conn,
+    paths,
+    lake,
+    shape: REJECTS_SHAPE,
+    network,
+    fresh,
+    workDir,
+    partitions: replaced?.days ?? [],
+    ...(replaced ? { keep: replaced.keep } : {}),
+  });
+  return { files: [...prepared], cleared: prepared.cleared ?? [] };
 }
