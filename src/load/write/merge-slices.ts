@@ -1,10 +1,7 @@
 /**
- * The merge of both committers (the single machine's commit, load/write/commit.ts, and the distributed one,
- * distributed/commit.ts): a dataset's fresh typed rows merged with what the partitions they touch hold, one
- * row per natural key, slice by slice, each partition then written as one file by the caller's writer, and the
- * derivation hooks (decoded events) run on each merged slice. The callers differ only in where the rows come
- * from (staged files or fragments; the lake's files by path or through the catalog) and where a file goes
- * (the commit's `_staging` folder, or the store); the merge itself is written once.
+ * The sliced merge under mergeTable (merge-table.ts, the one table merge of both committers): a table's fresh typed
+ * rows merged with what the partitions they touch hold, one row per natural key, slice by slice, each partition then
+ * written as one file by the caller's writer, and the derivation hooks (decoded events) run on each merged slice.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Engine } from '../engine.js';
