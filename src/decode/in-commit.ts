@@ -14,9 +14,10 @@ import { preparedFile, type PreparedFile } from '../load/write/commit.js';
 import { FRESH_COLUMN, type WriterTask } from '../load/write/merge-slices.js';
 import { writeLakeFile } from '../load/write/lake-file.js';
 import type { LakeState } from '../load/write/lake-state.js';
-import type { TableShape } from '../load/schema.js';
+import { STAGED_PARTITION, type TableShape } from '../load/schema.js';
 import { fsyncFile, mkdirDurable } from '../load/write/durable.js';
-import { writeMergedPartition } from '../load/write/merge.js';
+import { mergedRows } from '../load/write/merge.js';
+import type { LakePartitions } from '../load/write/merge-table.js';
 import { ident, literal } from '../load/sql.js';
 import type { DecodedDataset } from './datasets.js';
 import { decodeLogs, distinctDatasets } from './decode.js';
@@ -30,13 +31,15 @@ export interface SliceDecodingInput extends Pick<DecodeLakeInput, 'engine' | 'ne
 
 export interface CommitDecodingInput extends SliceDecodingInput, Pick<DecodeLakeInput, 'paths'> {}
 
-/** Where a committer puts the decoded days, and where the rejects they replace are found. */
+/** Where a committer reads what a decoded day holds and puts the day's file, and where the rejects it replaces are found. */
 export interface DecodedTarget<F> {
+  /** What a decoded dataset's partitions hold now (the committer's side of the lake: see mergeTable). */
+  lake(shape: TableShape): LakePartitions;
   /**
-   * Writes one decoded day: `fresh` (the day's decoded rows in the dataset's order, with its columns) merged by
-   * natural key with the rows the day holds, into one file (`workFile` names a file of the commit's work folder).
+   * Writes one decoded day's file from `select` (its rows with the shape's columns, in the file's order);
+   * `workFile` names a file of the commit's work folder.
    */
-  writeDay(writer: DuckDBConnection, shape: TableShape, partition: string, fresh: string, workFile: string): Promise<F>;
+  write(writer: DuckDBConnection, shape: TableShape, partition: string, select: string, workFile: string): Promise<F>;
   /** The `_rejects` partitions holding decode rejects that decoding `logs` replaces (see findReplacedRejects). */
   replacedRejects(conn: DuckDBConnection, logs: string): Promise<string[]>;
 }
@@ -177,11 +180,19 @@ export abstract class SliceDecoding<F> {
     return byDay;
   }
 
-  /** One decoded day, from its row range of the decoded table (a row-range scan of a table in order keeps that order). */
-  private writeDay(writer: DuckDBConnection, target: DecodedTarget<F>, d: DecodedDataset, day: DayRange): Promise<F> {
+  /**
+   * One decoded day, from its row range of the decoded table (a row-range scan of a table in order keeps that
+   * order), merged by natural key with the rows the day holds when it holds any.
+   */
+  private async writeDay(writer: DuckDBConnection, target: DecodedTarget<F>, d: DecodedDataset, day: DayRange): Promise<F> {
     const shape = decodedShape(d);
     const from = path.join(this.input.workDir, `${shape.name}.${this.input.network}.${day.partition}.parquet`);
-    return target.writeDay(writer, shape, day.partition, `SELECT * EXCLUDE (__partition) FROM ${day.table} WHERE rowid BETWEEN ${day.lo} AND ${day.hi}`, from);
+    const fresh = `SELECT * EXCLUDE (__partition) FROM ${day.table} WHERE rowid BETWEEN ${day.lo} AND ${day.hi}`;
+    const existing = await target.lake(shape).select([day.partition]);
+    const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
+    const merged = existing ? mergedRows(shape, [`SELECT * EXCLUDE (${ident(STAGED_PARTITION)}) FROM (${existing})`, fresh]) : undefined;
+    const select = merged ? `SELECT * FROM (${merged.rows}) ORDER BY ${merged.order}` : `SELECT ${projection} FROM (${fresh})`;
+    return target.write(writer, shape, day.partition, select, from);
   }
 
   /** What the slices prepared, once every one is written; undefined when decoding failed (the commit goes on without it). */
@@ -220,20 +231,9 @@ export class CommitDecoding extends SliceDecoding<PreparedFile> implements Commi
     if (!lake) throw new Error('a single machine commit decodes with its lake state');
     const { paths, network, engine, datasets } = this.local;
     return {
-      writeDay: async (writer, shape, day, fresh, from) => {
-        const existing = lake.files(shape.name, network, day).map((f) => f.path);
-        const partition = { network, value: day };
-        const written =
-          existing.length === 0
-            ? await writeLakeFile(
-                writer,
-                lake.table(shape.name),
-                shape,
-                partition,
-                `SELECT ${shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ')} FROM (${fresh})`,
-                from,
-              )
-            : await writeMergedPartition(writer, lake.table(shape.name), shape, partition, { existing, fresh, target: from });
+      lake: (shape) => lake.partitionsOf(shape, network),
+      write: async (writer, shape, day, select, from) => {
+        const written = await writeLakeFile(writer, lake.table(shape.name), shape, { network, value: day }, select, from);
         return preparedFile(paths, { shape, network, partition: day }, from, written);
       },
       replacedRejects: (conn, logs) => findReplacedRejects(conn, lake, network, datasets, logs),

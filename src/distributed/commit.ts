@@ -22,7 +22,6 @@ import { datasetShape, emptyTypedSelect, REJECTS_SHAPE, STAGED_PARTITION, type T
 import { ident, literal, literalList } from '../load/sql.js';
 import type { SliceHook } from '../load/write/merge-slices.js';
 import { mergeTable, type LakePartitions } from '../load/write/merge-table.js';
-import { mergedRows } from '../load/write/merge.js';
 import type { DecodedDataset } from '../decode/datasets.js';
 import { SliceDecoding, type DecodedTarget } from '../decode/in-commit.js';
 import { distinctDatasets } from '../decode/decode.js';
@@ -543,11 +542,10 @@ class CommittedDecoding extends SliceDecoding<DecodedFile> {
     const { store } = this.deps;
     const network = this.decode.network;
     return {
-      writeDay: async (writer, shape, day, fresh) => {
+      lake: (shape) => this.tables.get(shape.name)!,
+      write: async (writer, shape, day, select) => {
         const rows = this.tables.get(shape.name)!;
-        const existing = await rows.select([day]);
-        const { rows: merged, order } = mergedRows(shape, [...(existing ? [`SELECT * EXCLUDE (${ident(STAGED_PARTITION)}) FROM (${existing})`] : []), fresh]);
-        const file = await writePartition(writer, store, rows.table, rows.columns, shape, `SELECT * FROM (${merged}) ORDER BY ${order}`, network, day);
+        const file = await writePartition(writer, store, rows.table, rows.columns, shape, select, network, day);
         if (file) await store.putLakeFile(file.fullPath);
         return { table: shape.name, partition: day, file };
       },

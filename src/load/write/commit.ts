@@ -213,7 +213,7 @@ async function prepareMerged(input: MergedInput): Promise<PreparedDataset> {
 export type PreparedDataset = PreparedFile[] & { cleared?: { table: string; partitionValues: string[] }[] };
 
 /**
- * Types a dataset's staged rows and merges them with what the touched partitions hold (mergeSlices, the merge
+ * Types a dataset's staged rows and merges them with what the touched partitions hold (mergeTable, the merge
  * of both committers), each partition's file written under the commit's work folder and fsynced. Nothing in
  * the lake changes here.
  */
