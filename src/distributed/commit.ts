@@ -139,12 +139,15 @@ export interface CommitDeps {
 /** Windows one commit takes at most, by default: a batch's windows are read, and recorded, in one statement each. */
 export const COMMIT_WINDOWS = 2000;
 
-/** Windows fetched and waiting for the committer, oldest first, up to about `maxRows` rows and `maxWindows` windows. */
-export async function fetchedWindows(catalog: CatalogDb, maxRows: number, maxWindows = COMMIT_WINDOWS): Promise<FetchedWindow[]> {
+/**
+ * Windows fetched and waiting for the committer, oldest first, up to about `maxRows` rows and `maxWindows` windows;
+ * of run `runId` only, when given (`verify --repair`: its snapshot holds its own windows, never another job's).
+ */
+export async function fetchedWindows(catalog: CatalogDb, maxRows: number, maxWindows = COMMIT_WINDOWS, runId?: string): Promise<FetchedWindow[]> {
   const rows = await catalog.query(
     `SELECT run_id, window_id, dataset, network, scope, fragment_path, reject_path, rows_got, request_log, from_block, to_block, CAST(spec AS TEXT) AS spec FROM ${CONTROL_SCHEMA}.windows
-     WHERE status = 'fetched' ORDER BY updated_at, run_id, window_id LIMIT $1`,
-    [maxWindows],
+     WHERE status = 'fetched'${runId === undefined ? '' : ' AND run_id = $2'} ORDER BY updated_at, run_id, window_id LIMIT $1`,
+    runId === undefined ? [maxWindows] : [maxWindows, runId],
   );
   const out: FetchedWindow[] = [];
   let total = 0;
@@ -174,13 +177,13 @@ export async function fetchedWindows(catalog: CatalogDb, maxRows: number, maxWin
 }
 
 /**
- * Commits one batch of what is fetched (about `batchRows` rows and at most `batchWindows` windows, oldest first) and
- * returns the windows committed;
+ * Commits one batch of what is fetched (about `batchRows` rows and at most `batchWindows` windows, oldest first; of
+ * run `runId` only, when given) and returns the windows committed;
  * the worker's loop calls again while more is due, so a stop or a lost lease is noticed between batches even when
  * other workers keep fetching. Throws LeaseLostError when the lease went to another worker meanwhile.
  */
-export async function commitFetched(deps: CommitDeps, batchRows: number, batchWindows = COMMIT_WINDOWS): Promise<number> {
-  const { windows, decoding } = await oneDecoding(deps.catalog, await fetchedWindows(deps.catalog, batchRows, batchWindows));
+export async function commitFetched(deps: CommitDeps, batchRows: number, batchWindows = COMMIT_WINDOWS, runId?: string): Promise<number> {
+  const { windows, decoding } = await oneDecoding(deps.catalog, await fetchedWindows(deps.catalog, batchRows, batchWindows, runId));
   if (windows.length > 0) await commitBatch(deps, windows, decoding);
   return windows.length;
 }

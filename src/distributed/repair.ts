@@ -2,9 +2,9 @@
  * `verify --repair` on a distributed lake: the windows that differ from the API, enqueued as a run of their own
  * (enqueue.ts) and worked in this process until idle by the mode's own worker and its one committer (worker.ts,
  * commit.ts, under the committer lease), so their windows and requests land in the control plane's ledger as any
- * run's do; it takes only that run's windows (WorkerOptions.run), never another job's queued beside them. No
- * commit is due while they are being fetched, and the one commit takes every fetched window: they are committed
- * together, one snapshot, however many differ.
+ * run's do; it takes and commits only that run's windows (WorkerOptions.run), never another job's queued or
+ * fetched beside them. No commit is due while they are being fetched, and the one commit takes every fetched window
+ * of the run: they are committed together, one snapshot, however many differ.
  */
 import { dataPathOf } from '../ducklake/reader.js';
 import type { Job } from '../pipeline/job.js';

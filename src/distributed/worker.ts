@@ -71,8 +71,8 @@ export interface WorkerOptions extends DistributedOptions {
    */
   commitWhenDone?: boolean;
   /**
-   * Takes only the windows of this run (`verify --repair`'s own run): other runs' windows stay queued for the workers,
-   * and "nothing left" means nothing left of this run. Default: every run's windows.
+   * Takes and commits only the windows of this run (`verify --repair`'s own run): other runs' windows stay queued or
+   * fetched for the workers, and "nothing left" means nothing left of this run. Default: every run's windows.
    */
   run?: string;
   signal?: AbortSignal;
@@ -318,6 +318,8 @@ class Worker {
         { catalog: cat.catalog, engine, store, holder: this.id, leaseSeconds: this.leaseSeconds, log: this.log, beforeCommit: this.opts.beforeCommit },
         this.opts.commitRows ?? DEFAULT_COMMIT_ROWS,
         this.opts.commitWindows ?? COMMIT_WINDOWS,
+        // A worker of one run commits that run's windows only: another job's fetched beside them are its workers'.
+        this.opts.run,
       );
       this.report.windowsCommitted += n;
       this.opts.metrics?.commits(n);

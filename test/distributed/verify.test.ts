@@ -181,3 +181,68 @@ it.skipIf(missing !== null)(
   },
   600_000,
 );
+
+it.skipIf(missing !== null)(
+  `another job's window fetched and waiting while a repair runs: the repair's snapshot holds only its own windows, an ordinary worker commits the other later${missing ? ` (${missing})` : ''}`,
+  async () => {
+    const { db, store, doc, job } = await exportedLake('dist-repair-beside');
+    await withReference(db.url, [
+      `DELETE FROM ref.transactions WHERE transaction_hash IN (SELECT transaction_hash FROM ref.transactions
+       WHERE sender = '${A}' AND block_number BETWEEN 12000 AND 23999 ORDER BY transaction_hash LIMIT 1)`,
+    ]);
+    // Another job's one window, fetched by a worker whose commit failed before COMMIT: fetched, waiting for a committer.
+    const otherDoc = {
+      ...doc,
+      name: 'dist-repair-other',
+      range: { fromBlock: 0, toBlock: 'head', windowBlocks: 100_000 },
+      datasets: { transactions: { addresses: [sim.examples.whale] } },
+    };
+    const other = await enqueueJob(parseJob(otherDoc, 'dist-repair-other', process.env), otherDoc, { catalog: db.url, store, simulator: sim });
+    const failed = new Error('the committer stopped before COMMIT');
+    const stopped = runWorker({
+      catalog: db.url,
+      store,
+      id: 'w-other',
+      untilIdle: true,
+      pollMs: 50,
+      simulator: sim,
+      beforeCommit: async () => {
+        throw failed;
+      },
+    });
+    await expect(stopped).rejects.toBe(failed);
+    const c = await db.connect();
+    const windowsOf = async (runId: string) =>
+      (await c.query(`SELECT window_id, status, snapshot_id::int AS snapshot FROM chainlake.windows WHERE run_id = $1 ORDER BY window_id`, [runId])).rows as {
+        window_id: string;
+        status: string;
+        snapshot: number | null;
+      }[];
+    try {
+      const waiting = await windowsOf(other.runId);
+      expect(waiting.length).toBe(1);
+      expect(waiting[0]!.status).toBe('fetched');
+
+      const target = { kind: 'distributed', catalog: db.url, store } as const;
+      const s = await verifySession(job, target, {}, { simulator: sim, repair: true, doc, env: process.env });
+      expect(s.holds).toBe(true);
+      expect(s.repair!.snapshots).toHaveLength(1);
+      const snapshot = s.repair!.snapshots![0]!;
+      // The repair's snapshot: its own window, and nothing of the other job's.
+      expect(await windowsOf(s.repair!.runId)).toEqual([{ window_id: `transactions/mainnet/address=${A}/12000-23999`, status: 'committed', snapshot }]);
+      expect(await windowsOf(other.runId)).toEqual([{ ...waiting[0]!, status: 'fetched', snapshot: null }]);
+      const inSnapshot = (await c.query(`SELECT DISTINCT run_id FROM chainlake.windows WHERE snapshot_id = $1`, [snapshot])).rows.map((r) => r.run_id);
+      expect(inSnapshot).toEqual([s.repair!.runId]);
+
+      // An ordinary worker commits the other job's window, in a later snapshot.
+      const worked = await runWorker({ catalog: db.url, store, id: 'w-later', untilIdle: true, pollMs: 50, simulator: sim });
+      expect(worked.windowsCommitted).toBe(1);
+      const later = await windowsOf(other.runId);
+      expect(later).toEqual([{ ...waiting[0]!, status: 'committed', snapshot: expect.any(Number) }]);
+      expect(later[0]!.snapshot).toBeGreaterThan(snapshot);
+    } finally {
+      await c.end();
+    }
+  },
+  600_000,
+);
