@@ -63,17 +63,26 @@ describe('distributed mode through the CLI', () => {
 
     const db = await pg.database();
     const wrong = db.url.replace('postgres@', 'postgres:hunter2-secret@');
-    // A worker's command installs its signal handlers before it connects: a child, not this process.
-    const refused = await runCli(['worker', '--catalog', wrong, '--store', store, '--until-idle'], { env: { PGPASSWORD: '' } });
+    // A worker's command installs its signal handlers before it connects, and removes them however it ends: a
+    // failing worker run in process leaves this process's handlers as they were.
+    const handlers = () => ({ SIGINT: process.listenerCount('SIGINT'), SIGTERM: process.listenerCount('SIGTERM') });
+    const before = handlers();
+    const refused = await inProcess(['worker', '--catalog', wrong, '--store', store, '--until-idle'], { PGPASSWORD: '' });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/cannot connect to the catalog postgres:\/\/postgres:\*\*\*@127\.0\.0\.1/);
     expect(refused.stderr + refused.stdout).not.toMatch(/hunter2/);
+    expect(handlers()).toEqual(before);
 
     // An object store that cannot be reached (nothing listens on the discard port) is named with what to check.
-    const s3 = await runCli(['worker', '--catalog', db.url, '--store', 's3://bucket/lake'], {
-      env: { PGPASSWORD: pg.password, AWS_ENDPOINT_URL: 'http://127.0.0.1:9', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'y', AWS_MAX_ATTEMPTS: '1' },
+    const s3 = await inProcess(['worker', '--catalog', db.url, '--store', 's3://bucket/lake'], {
+      PGPASSWORD: pg.password,
+      AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+      AWS_ACCESS_KEY_ID: 'x',
+      AWS_SECRET_ACCESS_KEY: 'y',
+      AWS_MAX_ATTEMPTS: '1',
     });
     expect(s3.code).toBe(2);
+    expect(handlers()).toEqual(before);
     expect(s3.stderr).toMatch(/--store s3:\/\/bucket\/lake: cannot reach bucket bucket/);
     expect(s3.stderr).toMatch(/AWS_ENDPOINT_URL/);
     const ftp = await inProcess(['worker', '--catalog', db.url, '--store', 'ftp://host/lake'], { PGPASSWORD: pg.password });
