@@ -3,7 +3,9 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
-import { CLI, onJsonLines, runCli, runCliCapturing, type CliResult } from '../helpers/cli.js';
+import { runWorker } from '../../src/distributed/worker.js';
+import { silentLogger } from '../../src/pipeline/log.js';
+import { CLI, onJsonLines, runCliCapturing, type CliResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 import { reportData } from '../report/helpers.js';
 
@@ -31,6 +33,8 @@ const SMALL_JOB = {
 
 beforeAll(async () => {
   pg = await startPostgres();
+  // For the workers run as functions here (the CLI's runs are given their environment per call).
+  process.env.PGPASSWORD = pg.password;
   tmp = await tempDir('chainlake-distributed-cli-');
   jobFile = path.join(tmp.dir, 'small.json');
   await writeFile(jobFile, JSON.stringify(SMALL_JOB));
@@ -63,17 +67,26 @@ describe('distributed mode through the CLI', () => {
 
     const db = await pg.database();
     const wrong = db.url.replace('postgres@', 'postgres:hunter2-secret@');
-    // A worker's command installs its signal handlers before it connects: a child, not this process.
-    const refused = await runCli(['worker', '--catalog', wrong, '--store', store, '--until-idle'], { env: { PGPASSWORD: '' } });
+    // A worker's command installs its signal handlers before it connects, and removes them however it ends: a
+    // failing worker run in process leaves this process's handlers as they were.
+    const handlers = () => ({ SIGINT: process.listenerCount('SIGINT'), SIGTERM: process.listenerCount('SIGTERM') });
+    const before = handlers();
+    const refused = await inProcess(['worker', '--catalog', wrong, '--store', store, '--until-idle'], { PGPASSWORD: '' });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/cannot connect to the catalog postgres:\/\/postgres:\*\*\*@127\.0\.0\.1/);
     expect(refused.stderr + refused.stdout).not.toMatch(/hunter2/);
+    expect(handlers()).toEqual(before);
 
     // An object store that cannot be reached (nothing listens on the discard port) is named with what to check.
-    const s3 = await runCli(['worker', '--catalog', db.url, '--store', 's3://bucket/lake'], {
-      env: { PGPASSWORD: pg.password, AWS_ENDPOINT_URL: 'http://127.0.0.1:9', AWS_ACCESS_KEY_ID: 'x', AWS_SECRET_ACCESS_KEY: 'y', AWS_MAX_ATTEMPTS: '1' },
+    const s3 = await inProcess(['worker', '--catalog', db.url, '--store', 's3://bucket/lake'], {
+      PGPASSWORD: pg.password,
+      AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+      AWS_ACCESS_KEY_ID: 'x',
+      AWS_SECRET_ACCESS_KEY: 'y',
+      AWS_MAX_ATTEMPTS: '1',
     });
     expect(s3.code).toBe(2);
+    expect(handlers()).toEqual(before);
     expect(s3.stderr).toMatch(/--store s3:\/\/bucket\/lake: cannot reach bucket bucket/);
     expect(s3.stderr).toMatch(/AWS_ENDPOINT_URL/);
     const ftp = await inProcess(['worker', '--catalog', db.url, '--store', 'ftp://host/lake'], { PGPASSWORD: pg.password });
@@ -88,15 +101,14 @@ describe('distributed mode through the CLI', () => {
   it('workers started at once on a new database all come up (one sets the control plane and queue up, the others wait)', async () => {
     const db = await pg.database();
     const store = path.join(tmp.dir, 'store-fresh');
+    // Four workers in this process, each on its own connections: what is raced is the control plane's set-up in
+    // PostgreSQL, not a process. Each one comes up, finds nothing queued and ends.
     const started = await Promise.all(
-      [1, 2, 3, 4].map((i) =>
-        runCli(['worker', '--catalog', db.url, '--store', store, '--until-idle', '--poll-ms', '50', '--id', `fresh-${i}`], {
-          env: { PGPASSWORD: pg.password },
-          timeoutMs: 60_000,
-        }),
-      ),
+      [1, 2, 3, 4].map((i) => runWorker({ catalog: db.url, store, id: `fresh-${i}`, untilIdle: true, pollMs: 50, log: silentLogger })),
     );
-    expect(started.map((r) => ({ code: r.code, signal: r.signal }))).toEqual(Array(4).fill({ code: 0, signal: null }));
+    expect(started.map((r) => ({ worker: r.worker, fetched: r.windowsFetched, failed: r.windowsFailed, setup: r.setupProblem }))).toEqual(
+      [1, 2, 3, 4].map((i) => ({ worker: `fresh-${i}`, fetched: 0, failed: 0, setup: undefined })),
+    );
   }, 120_000);
 
   it('enqueue, a worker serving metrics, query --catalog and --as-of an earlier snapshot, maintain', async () => {

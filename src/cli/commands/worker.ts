@@ -86,30 +86,28 @@ export const workerCommand: CommandModule<object, Args> = {
       throw new CliError(`--metrics-port: expected a port number from 0 to 65535, got ${String(port)}`);
     const { logger } = outputFor(args);
     const stop = new AbortController();
-    for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-      process.once(sig, () => {
-        logger.log('info', 'worker.stopping', `${sig}: finishing the window in hand, then stopping`);
-        stop.abort();
-      });
-    }
+    const onSignal = (sig: NodeJS.Signals) => {
+      logger.log('info', 'worker.stopping', `${sig}: finishing the window in hand, then stopping`);
+      stop.abort();
+    };
+    for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, onSignal);
     let server: MetricsServer | undefined;
     let metrics: WorkerMetrics | undefined;
     let metricsClient: Awaited<ReturnType<typeof connect>> | undefined;
-    if (port !== undefined) {
-      metricsClient = await connect(catalog);
-      const c = metricsClient;
-      metrics = new WorkerMetrics(() => queueState(c));
-      try {
-        // The lake's page as `chainlake report --catalog` writes it, read when asked (what the committer last committed).
-        const report = () => lakeReportHtml({ kind: 'distributed', catalog, store });
-        server = await serveMetrics(metrics, { host: args['metrics-host'], port, pages: { '/report': report } });
-      } catch (e) {
-        await c.end();
-        throw new CliError(`--metrics-port ${port} on ${args['metrics-host']}: ${(e as Error).message}`);
-      }
-      logger.log('info', 'worker.metrics', `serving ${server.url}/metrics, ${server.url}/healthz and ${server.url}/report`, { url: server.url });
-    }
     try {
+      if (port !== undefined) {
+        metricsClient = await connect(catalog);
+        const c = metricsClient;
+        metrics = new WorkerMetrics(() => queueState(c));
+        try {
+          // The lake's page as `chainlake report --catalog` writes it, read when asked (what the committer last committed).
+          const report = () => lakeReportHtml({ kind: 'distributed', catalog, store });
+          server = await serveMetrics(metrics, { host: args['metrics-host'], port, pages: { '/report': report } });
+        } catch (e) {
+          throw new CliError(`--metrics-port ${port} on ${args['metrics-host']}: ${(e as Error).message}`);
+        }
+        logger.log('info', 'worker.metrics', `serving ${server.url}/metrics, ${server.url}/healthz and ${server.url}/report`, { url: server.url });
+      }
       const report = await runWorker({
         catalog,
         store,
@@ -141,6 +139,9 @@ export const workerCommand: CommandModule<object, Args> = {
     } finally {
       await server?.close();
       await metricsClient?.end().catch(() => undefined);
+      // On every way out, a setup error too: a worker run in a longer-lived process (a test, a library caller)
+      // leaves no handler behind to swallow that process's own SIGINT or SIGTERM.
+      for (const sig of ['SIGINT', 'SIGTERM'] as const) process.removeListener(sig, onSignal);
     }
   },
 };
