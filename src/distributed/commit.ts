@@ -218,13 +218,19 @@ async function oneDecoding(catalog: CatalogDb, windows: FetchedWindow[]): Promis
   return { windows: kept, ...(run ? { decoding: { ...run, runId: first.runId, network: first.network } } : {}) };
 }
 
+/** One table's merge of a batch: its fragments of one network, and its windows fetched again. */
+interface BatchMerge {
+  shape: TableShape;
+  network: string;
+  fragments: string[];
+  replacing: ScopeRange[];
+}
+
 /**
- * One batch as ONE snapshot: each dataset's partitions the batch touches and the rejects it brings, with the
- * windows, watermarks and runs in the same catalog transaction — a reader sees the whole batch or none of it, as
- * it sees a single machine's commit. The rejects' key is the whole record, so merging them again is harmless.
+ * The merges a batch makes (each network's rejects, each dataset's per network, those with nothing to merge left
+ * out), and every dataset table it commits: a dataset's table exists once a window of it is committed, rows or none.
  */
-async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[], decode?: BatchDecoding): Promise<void> {
-  const started = Date.now();
+function batchMerges(windows: readonly FetchedWindow[]): { merges: BatchMerge[]; datasets: TableShape[] } {
   const groups = new Map<string, { shape: TableShape; network: string; windows: FetchedWindow[] }>();
   for (const w of windows) {
     const key = `${w.dataset}\u0000${w.network}`;
@@ -232,14 +238,12 @@ async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[], 
     group.windows.push(w);
     groups.set(key, group);
   }
-  const fragments = windows.flatMap((w) => (w.fragment ? [w.fragment] : []));
-  const rejects = windows.flatMap((w) => (w.rejectFragment ? [w.rejectFragment] : []));
-  const merges = [
+  const merges: BatchMerge[] = [
     ...[...new Set(windows.map((w) => w.network))].map((network) => ({
       shape: REJECTS_SHAPE,
       network,
       fragments: windows.filter((w) => w.network === network).flatMap((w) => (w.rejectFragment ? [w.rejectFragment] : [])),
-      replacing: [] as ScopeRange[],
+      replacing: [],
     })),
     ...[...groups.values()].map((g) => ({
       shape: g.shape,
@@ -247,84 +251,122 @@ async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[], 
       fragments: g.windows.flatMap((w) => (w.fragment ? [w.fragment] : [])),
       replacing: g.windows.flatMap((w) => (w.replacing ? [w.replacing] : [])),
     })),
-  ].filter((m) => m.fragments.length > 0 || m.replacing.length > 0);
-  const changes = new Map<string, { tableName: string; files: StagedFile[]; replacePartitions: string[][] }>();
-  const change = (table: string) => {
-    const c = changes.get(table) ?? { tableName: table, files: [], replacePartitions: [] };
-    changes.set(table, c);
-    return c;
-  };
+  ];
+  return { merges: merges.filter((m) => m.fragments.length > 0 || m.replacing.length > 0), datasets: [...groups.values()].map((g) => g.shape) };
+}
+
+/** What a snapshot changes, table by table, gathered as the merges end: new files, and the partitions they replace. */
+class SnapshotChanges {
+  private readonly tables = new Map<string, { tableName: string; files: StagedFile[]; replacePartitions: string[][] }>();
+
+  add(table: string, files: readonly StagedFile[], replaced: readonly string[][]): void {
+    const c = this.tables.get(table) ?? { tableName: table, files: [], replacePartitions: [] };
+    c.files.push(...files);
+    c.replacePartitions.push(...replaced);
+    this.tables.set(table, c);
+  }
+
+  /** Every file written so far (the files of a commit that did not happen are nobody's). */
+  get files(): StagedFile[] {
+    return [...this.tables.values()].flatMap((c) => c.files);
+  }
+
+  /** The tables the snapshot changes. */
+  get changed(): { tableName: string; files: StagedFile[]; replacePartitions: string[][] }[] {
+    return [...this.tables.values()].filter((c) => c.files.length > 0 || c.replacePartitions.length > 0);
+  }
+}
+
+/**
+ * One batch as ONE snapshot: each dataset's partitions the batch touches and the rejects it brings, with the
+ * windows, watermarks and runs in the same catalog transaction — a reader sees the whole batch or none of it, as
+ * it sees a single machine's commit. The rejects' key is the whole record, so merging them again is harmless.
+ */
+async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[], decode?: BatchDecoding): Promise<void> {
+  const started = Date.now();
+  const { merges, datasets } = batchMerges(windows);
+  const fragments = windows.flatMap((w) => [w.fragment, w.rejectFragment].filter((f): f is string => f !== null));
+  const changes = new SnapshotChanges();
   let snapshot: number;
   let decoding: CommittedDecoding | undefined;
   try {
     // Tables are created or widened first, one at a time: that is a catalog transaction, and the merges share
-    // the catalog's connection. A dataset's table exists once a window of it is committed, rows or none; a
-    // decoded dataset's once its job's logs are (empty when no log decodes, as on one machine).
-    // (The decoding's rejects go to `_rejects`, which a batch without fetch rejects has not needed yet.)
+    // the catalog's connection. A decoded dataset's table exists once its job's logs are committed (empty when no
+    // log decodes, as on one machine); the decoding's rejects go to `_rejects`, which a batch without fetch
+    // rejects has not needed yet.
     const decodedShapes = decode ? [...distinctDatasets(decode.datasets).map(decodedShape), REJECTS_SHAPE] : [];
-    const shapes = new Map([...merges, ...groups.values(), ...decodedShapes.map((shape) => ({ shape }))].map((m) => [m.shape.name, m.shape]));
+    const shapes = new Map([...merges.map((m) => m.shape), ...datasets, ...decodedShapes].map((shape) => [shape.name, shape]));
     for (const shape of shapes.values()) await ensureTable(deps.catalog, shape);
     if (decode) decoding = await CommittedDecoding.open(deps, decode, decodedShapes);
-    // Datasets merged side by side, as a single machine's commit does: each is a few statements over small
-    // files, which leave the engine's second thread idle. Every merge ends before anything is decided. The
-    // rejects come last: a decoding adds its own, and replaces those of the logs it decodes again.
-    const limit = pLimit(MERGES_AT_ONCE);
-    const mergeAll = async (list: typeof merges, extra: (m: (typeof merges)[number]) => MergeExtra) => {
-      const merged = await Promise.allSettled(list.map((m) => limit(() => mergeFragments(deps, m.shape, m.network, m.fragments, m.replacing, extra(m)))));
-      merged.forEach((r, i) => {
-        if (r.status !== 'fulfilled') return;
-        const c = change(list[i]!.shape.name);
-        c.files.push(...r.value.files);
-        c.replacePartitions.push(...r.value.replaced);
-      });
-      const failed = merged.find((r) => r.status === 'rejected');
-      if (failed) throw failed.reason;
-    };
-    const decodes = (m: { shape: TableShape; network: string }) => decoding !== undefined && m.shape.name === EVENT_LOGS && m.network === decode!.network;
-    await mergeAll(
-      merges.filter((m) => m.shape !== REJECTS_SHAPE),
-      (m) => (decodes(m) ? { derive: decoding! } : {}),
-    );
-    const decoded = await decoding?.decoded();
-    if (decoding && !decoded) throw decoding.failure!;
-    for (const f of decoded?.files ?? []) {
-      const c = change(f.table);
-      if (f.file) c.files.push(f.file);
-      c.replacePartitions.push([decode!.network, f.partition]);
-    }
-    const rejectMerges = merges.filter((m) => m.shape === REJECTS_SHAPE);
-    if (decoded && (decoded.rejects || decoded.replacedRejectDays.length) && !rejectMerges.some((m) => m.network === decode!.network))
-      rejectMerges.push({ shape: REJECTS_SHAPE, network: decode!.network, fragments: [], replacing: [] });
-    await mergeAll(rejectMerges, (m) =>
-      decoded && m.network === decode!.network
-        ? {
-            ...(decoded.rejects
-              ? { fresh: `SELECT *, ${literal(decode!.ingestedAt.slice(0, 10))} AS ${ident(STAGED_PARTITION)} FROM (${decoded.rejects})` }
-              : {}),
-            // Only where rejects of the same logs were found (KEEP_REJECT reads what findReplacedRejects found).
-            ...(decoded.replacedRejectDays.length ? { keep: KEEP_REJECT, partitions: decoded.replacedRejectDays } : {}),
-          }
-        : {},
-    );
+    await mergeBatch(deps, merges, changes, decode && decoding ? { decode, decoding } : undefined);
     await testHook('lake-files');
     const result = await commitTables(deps.catalog, {
-      tables: [...changes.values()].filter((c) => c.files.length > 0 || c.replacePartitions.length > 0),
+      tables: changes.changed,
       author: deps.holder,
-      message: `chainlake commit of ${fragments.length} fragments`,
+      message: `chainlake commit of ${windows.filter((w) => w.fragment).length} fragments`,
       inTransaction: (tx, snapshotId) => markCommitted(tx, deps, windows, snapshotId),
     });
     snapshot = result.snapshotId;
   } catch (error) {
     // The files of a commit that did not happen are nobody's (a decoding's too, counted here or not yet).
-    const written = new Set([...changes.values()].flatMap((c) => c.files).concat(decoding?.stored ?? []));
+    const written = new Set(changes.files.concat(decoding?.stored ?? []));
     await Promise.all([...written].map((f) => deps.store.remove(deps.store.lakeLocation(f.fullPath)).catch(() => undefined)));
     throw error;
   } finally {
     await decoding?.close().catch(() => undefined);
   }
   await testHook('lake-committed');
-  await Promise.all([...fragments, ...rejects].map((f) => deps.store.remove(f)));
-  const ms = Date.now() - started;
+  await Promise.all(fragments.map((f) => deps.store.remove(f)));
+  logCommit(deps, windows, snapshot, Date.now() - started);
+}
+
+/**
+ * A batch's merges, as a single machine's commit makes them: the datasets side by side (each is a few statements
+ * over small files, which leave the engine's second thread idle), event_logs with the decoding on its slices, then
+ * the decoded days, then the rejects last (a decoding adds its own, and replaces those of the logs it decodes
+ * again). Every merge ends before anything is decided.
+ */
+async function mergeBatch(
+  deps: CommitDeps,
+  merges: readonly BatchMerge[],
+  changes: SnapshotChanges,
+  decoding?: { decode: BatchDecoding; decoding: CommittedDecoding },
+): Promise<void> {
+  const limit = pLimit(MERGES_AT_ONCE);
+  const mergeAll = async (list: readonly BatchMerge[], extra: (m: BatchMerge) => MergeExtra) => {
+    const merged = await Promise.allSettled(list.map((m) => limit(() => mergeFragments(deps, m.shape, m.network, m.fragments, m.replacing, extra(m)))));
+    merged.forEach((r, i) => {
+      if (r.status === 'fulfilled') changes.add(list[i]!.shape.name, r.value.files, r.value.replaced);
+    });
+    const failed = merged.find((r) => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  };
+  const network = decoding?.decode.network;
+  await mergeAll(
+    merges.filter((m) => m.shape !== REJECTS_SHAPE),
+    (m) => (decoding && m.shape.name === EVENT_LOGS && m.network === network ? { derive: decoding.decoding } : {}),
+  );
+  const rejectMerges = merges.filter((m) => m.shape === REJECTS_SHAPE);
+  if (!decoding) return mergeAll(rejectMerges, () => ({}));
+  const decoded = await decoding.decoding.decoded();
+  if (!decoded) throw decoding.decoding.failure!;
+  for (const f of decoded.files) changes.add(f.table, f.file ? [f.file] : [], [[network!, f.partition]]);
+  if ((decoded.rejects || decoded.replacedRejectDays.length) && !rejectMerges.some((m) => m.network === network))
+    rejectMerges.push({ shape: REJECTS_SHAPE, network: network!, fragments: [], replacing: [] });
+  await mergeAll(rejectMerges, (m) =>
+    m.network === network
+      ? {
+          ...(decoded.rejects
+            ? { fresh: `SELECT *, ${literal(decoding.decode.ingestedAt.slice(0, 10))} AS ${ident(STAGED_PARTITION)} FROM (${decoded.rejects})` }
+            : {}),
+          // Only where rejects of the same logs were found (KEEP_REJECT reads what findReplacedRejects found).
+          ...(decoded.replacedRejectDays.length ? { keep: KEEP_REJECT, partitions: decoded.replacedRejectDays } : {}),
+        }
+      : {},
+  );
+}
+
+function logCommit(deps: CommitDeps, windows: readonly FetchedWindow[], snapshot: number, ms: number): void {
   const rows = windows.reduce((n, w) => n + w.rows, 0);
   const datasets = [...new Set(windows.map((w) => w.dataset))];
   deps.log.log('info', 'commit', `committed ${windows.length} windows of ${datasets.join(', ')} (${rows} rows) as snapshot ${snapshot} in ${ms} ms`, {
