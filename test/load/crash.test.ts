@@ -25,10 +25,14 @@ let cleanup: () => Promise<void>;
 let apiKey: string;
 let base: string;
 let reference: Awaited<ReturnType<typeof lakeContent>>;
+/** Job B killed at 'rename' over job A's lake, never opened: each test that starts there recovers a copy. */
+let killedAtRename: string;
 
 // Job A then job B, overlapping on one address: B's commit rewrites partitions that already hold A's rows.
 const jobA = (lake: string) => writeJob(path.join(dir, `a-${path.basename(lake)}.json`), sim, lake, sim.examples.addresses.slice(0, 2));
-const jobB = (lake: string) => writeJob(path.join(dir, `b-${path.basename(lake)}.json`), sim, lake, sim.examples.addresses.slice(1, 4));
+// (The job's name is its file's unless given: a copy of a killed lake is run under the killed run's job.)
+const jobB = (lake: string, name = `b-${path.basename(lake)}`) =>
+  writeJob(path.join(dir, `b-${path.basename(lake)}.json`), sim, lake, sim.examples.addresses.slice(1, 4), { name });
 /** `chainlake run <job>` in this process: its report's status ('complete' for a run that did everything). */
 const runInProcess = async (job: string): Promise<string> => (await runJob(await loadJobFile(job, { CHAINLAKE_API_KEY: apiKey }))).status;
 
@@ -46,7 +50,19 @@ beforeAll(async () => {
   expect(reference.transactions!.rows).toBeGreaterThan(100);
   expect(reference.transactions!.duplicates).toBe(0);
   expect(await assertClean(ref, await catalogFiles(ref))).toEqual([]);
+  // One kill between renames serves the three tests that recover from it (by a run, by a kill during that
+  // recovery, by a reader): each gets a copy, as the lake moves with its journal (paths relative to its root).
+  killedAtRename = path.join(dir, 'killed-rename');
+  await cp(base, killedAtRename, { recursive: true });
+  expect((await runWriter(['run', await jobB(killedAtRename), '-q'], { apiKey, crash: 'rename' })).signal).toBe('SIGKILL');
 }, 120_000);
+
+/** A copy of the lake job B was killed in at 'rename', and job B's file for it (the killed run's job). */
+async function copyKilledAtRename(name: string): Promise<{ lake: string; job: string }> {
+  const lake = path.join(dir, name);
+  await cp(killedAtRename, lake, { recursive: true });
+  return { lake, job: await jobB(lake, `b-${path.basename(killedAtRename)}`) };
+}
 
 afterAll(async () => {
   await sim?.close();
@@ -66,12 +82,15 @@ const KILL_POINTS: readonly (typeof COMMIT_STEPS)[number][] = ['final', 'rename'
 describe('a writer killed at each phase of the commit protocol', () => {
   for (const step of KILL_POINTS) {
     it(`killed at '${step}': the next run yields the uninterrupted lake`, async () => {
-      const lake = path.join(dir, `crash-${step}`);
-      await cp(base, lake, { recursive: true });
-      const job = await jobB(lake);
-
-      const killed = await runWriter(['run', job, '-q'], { apiKey, crash: step });
-      expect(killed.signal).toBe('SIGKILL');
+      let lake = path.join(dir, `crash-${step}`);
+      let job: string;
+      if (step === 'rename') ({ lake, job } = await copyKilledAtRename(`crash-${step}`));
+      else {
+        await cp(base, lake, { recursive: true });
+        job = await jobB(lake);
+        const killed = await runWriter(['run', job, '-q'], { apiKey, crash: step });
+        expect(killed.signal).toBe('SIGKILL');
+      }
 
       // Until the next command, the files are whole and hold one row per key, whatever the step.
       const between = await lakeContent(lake);
@@ -106,10 +125,7 @@ describe('a writer killed at each phase of the commit protocol', () => {
   }
 
   it('a kill during recovery itself is recovered by the next command', async () => {
-    const lake = path.join(dir, 'crash-twice');
-    await cp(base, lake, { recursive: true });
-    const job = await jobB(lake);
-    expect((await runWriter(['run', job, '-q'], { apiKey, crash: 'rename' })).signal).toBe('SIGKILL');
+    const { lake, job } = await copyKilledAtRename('crash-twice');
     // The next run finishes the dead commit first (renaming what is left) and is killed right there.
     expect((await runWriter(['run', job, '-q'], { apiKey, crash: 'rename' })).signal).toBe('SIGKILL');
     expect(await runInProcess(job)).toBe('complete');
@@ -132,9 +148,7 @@ describe('a writer killed at each phase of the commit protocol', () => {
   });
 
   it('a reader finishes a dead commit on its own: query after a kill between renames sees the whole commit', async () => {
-    const lake = path.join(dir, 'crash-query');
-    await cp(base, lake, { recursive: true });
-    expect((await runWriter(['run', await jobB(lake), '-q'], { apiKey, crash: 'rename' })).signal).toBe('SIGKILL');
+    const { lake } = await copyKilledAtRename('crash-query');
     // What `chainlake query --lake <lake> --format json` runs, its output caught here.
     const q = await queryLake(lake, 'SELECT count(*) AS n FROM transactions', 'json');
     expect(Number((JSON.parse(q) as { n: number }).n)).toBe(reference.transactions!.rows);
