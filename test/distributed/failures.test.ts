@@ -14,7 +14,7 @@ import { runWorker } from '../../src/distributed/worker.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
-import { runCli } from '../helpers/cli.js';
+import { runCliCapturing } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 
 let pg: TestPostgres;
@@ -190,10 +190,16 @@ describe('worker --until-idle exits with the README codes', () => {
     expect(r.queued).toBe(2);
     return { db, store, file };
   }
+  /**
+   * The worker command run in this process (its exit code and what it prints are the point, not its process), with
+   * the URL and key of `env` and no other: none of this process's own.
+   */
   const worker = (db: { url: string }, store: string, env: NodeJS.ProcessEnv) =>
-    runCli(['worker', '--catalog', db.url, '--store', store, '--until-idle', '--poll-ms', '50'], {
-      env: { PGPASSWORD: pg.password, ...env },
-      timeoutMs: 120_000,
+    runCliCapturing(['worker', '--catalog', db.url, '--store', store, '--until-idle', '--poll-ms', '50'], {
+      CHAINLAKE_API_KEY: '',
+      CHAINLAKE_MAINNET_URL: '',
+      PGPASSWORD: pg.password,
+      ...env,
     });
 
   it('2 when the API refuses the key on every request, naming CHAINLAKE_API_KEY and never printing the key', async () => {
@@ -225,7 +231,7 @@ describe('worker --until-idle exits with the README codes', () => {
     expect(failed.stderr).not.toMatch(/nothing answers|every window/);
 
     const env = { PGPASSWORD: pg.password, ...apiEnv(KEY) };
-    const retry = await runCli(['enqueue', file, '--catalog', db.url, '--store', store, '--retry-failed'], { env });
+    const retry = await runCliCapturing(['enqueue', file, '--catalog', db.url, '--store', store, '--retry-failed'], env);
     expect(retry.code, retry.stderr).toBe(0);
     expect(JSON.parse(retry.stdout)).toMatchObject({ resumed: true, queued: 0, retried: 2, pending: 2 });
     const fixed = await worker(db, store, apiEnv(KEY));
