@@ -153,38 +153,74 @@ export class LakeState {
  * `dataPath` is the lake's directory as this process sees it (a moved lake still reads its files).
  */
 export async function readLakeState(db: CatalogDb, dataPath: string, ensure: readonly TableShape[] = [], opts: { workDir?: string } = {}): Promise<LakeState> {
-  let snapshot = (await currentSnapshot(db)).snapshotId;
-  let listed = await listTables(db, snapshot);
-  let columns = await listAllColumns(db, snapshot);
+  const { snapshot, listed } = await ensureTables(db, ensure);
+  const tables = await tableStates(db, snapshot, dataPath, listed);
+  const fileKeys = await readCurrentFiles(db, tables);
+  // Files of the block-ranged datasets a commit writes know their block span: the partitions a window fetched
+  // again reaches (load/write/replace.ts).
+  for (const shape of ensure) {
+    const state = shape.blockColumn ? tables.get(shape.name) : undefined;
+    if (!state || state.partitions.size === 0) continue;
+    const spans = await fileBlockSpans(db, state.table.tableId, shape.blockColumn!);
+    for (const list of state.partitions.values()) for (const f of list) f.blockSpan = spans.get(f.dataFileId);
+  }
+  for (const [state, keys] of await sharedPartitions(db, tables, fileKeys)) {
+    if (opts.workDir && db.dialect === 'duckdb') await materialise(db, state, [...keys], snapshot, dataPath, opts.workDir);
+    else state.unmerged = keys;
+  }
+  return new LakeState(snapshot, tables);
+}
+
+/** The tables and their columns at a snapshot. */
+type Listed = { tables: LakeTable[]; columns: Map<number, LakeColumn[]> };
+
+/**
+ * Creates the tables of `shapes` the lake lacks (or that lack a column of this declaration); the newest snapshot
+ * after, and its tables when nothing had to be created.
+ */
+async function ensureTables(db: CatalogDb, shapes: readonly TableShape[]): Promise<{ snapshot: number; listed?: Listed }> {
+  const snapshot = (await currentSnapshot(db)).snapshotId;
+  if (shapes.length === 0) return { snapshot };
+  const listed = await listTables(db, snapshot);
+  const columns = await listAllColumns(db, snapshot);
   // Only a table that is missing, or lacks a column of this declaration, costs statements of its own.
-  const missing = ensure.filter((shape) => {
+  const missing = shapes.filter((shape) => {
     const table = listed.find((t) => t.name === shape.name && t.schema.name === 'main');
     return !table || !tableMatches(columns.get(table.tableId) ?? [], shape);
   });
-  if (missing.length) {
-    for (const shape of missing) await ensureTable(db, shape);
-    snapshot = (await currentSnapshot(db)).snapshotId;
-    listed = await listTables(db, snapshot);
-    columns = await listAllColumns(db, snapshot);
-  }
-  const tables = new Map<string, LakeTableState>();
-  const byId = new Map<number, LakeTableState>();
+  if (missing.length === 0) return { snapshot, listed: { tables: listed, columns } };
+  for (const shape of missing) await ensureTable(db, shape);
+  return { snapshot: (await currentSnapshot(db)).snapshotId };
+}
+
+/** The lake's tables of schema `main` at `snapshot`, by name, with no file yet. */
+async function tableStates(db: CatalogDb, snapshot: number, dataPath: string, read?: Listed): Promise<Map<string, LakeTableState>> {
+  const listed = read?.tables ?? (await listTables(db, snapshot));
+  const columns = read?.columns ?? (await listAllColumns(db, snapshot));
   const partitioning = new Map<number, number[]>();
   for (const r of await db.query(`SELECT table_id, column_id FROM ducklake_partition_column ORDER BY table_id, partition_key_index`)) {
     partitioning.set(Number(r.table_id), [...(partitioning.get(Number(r.table_id)) ?? []), Number(r.column_id)]);
   }
+  const tables = new Map<string, LakeTableState>();
   for (const table of listed) {
     if (table.schema.name !== 'main') continue;
-    const state: LakeTableState = {
+    tables.set(table.name, {
       table,
       columns: columns.get(table.tableId) ?? [],
       partitionColumnIds: partitioning.get(table.tableId) ?? [],
       dir: tablePath(dataPath, table),
       partitions: new Map(),
-    };
-    tables.set(table.name, state);
-    byId.set(table.tableId, state);
+    });
   }
+  return tables;
+}
+
+/** Where a current data file belongs: its table's state and its partition's key. */
+type FileKeys = Map<number, { state: LakeTableState; key: string; deleted: boolean }>;
+
+/** Fills each table's partitions with their current files; each file's table and partition, by data file id. */
+async function readCurrentFiles(db: CatalogDb, tables: ReadonlyMap<string, LakeTableState>): Promise<FileKeys> {
+  const byId = new Map([...tables.values()].map((t) => [t.table.tableId, t]));
   const rows = await db.query(
     `SELECT d.table_id, d.data_file_id, d.path, d.path_is_relative, d.record_count, d.file_size_bytes, n.partition_value AS network, p.partition_value AS value,
             (SELECT count(*) FROM ducklake_delete_file x WHERE x.data_file_id = d.data_file_id AND x.end_snapshot IS NULL) AS deletes
@@ -194,16 +230,12 @@ export async function readLakeState(db: CatalogDb, dataPath: string, ensure: rea
      WHERE d.end_snapshot IS NULL
      ORDER BY d.data_file_id`,
   );
-  /** Partitions holding rows of another DuckLake writer that their files alone do not give (deletes, inlined rows). */
-  const shared = new Map<LakeTableState, Set<string>>();
-  const share = (state: LakeTableState, key: string) => shared.set(state, (shared.get(state) ?? new Set()).add(key));
-  const fileKeys = new Map<number, { state: LakeTableState; key: string }>();
+  const fileKeys: FileKeys = new Map();
   for (const r of rows) {
     const state = byId.get(Number(r.table_id));
     if (!state) continue;
     const key = partitionKey(String(r.network), String(r.value));
-    fileKeys.set(Number(r.data_file_id), { state, key });
-    if (Number(r.deletes) > 0) share(state, key);
+    fileKeys.set(Number(r.data_file_id), { state, key, deleted: Number(r.deletes) > 0 });
     const list = state.partitions.get(key) ?? [];
     list.push({
       dataFileId: Number(r.data_file_id),
@@ -213,16 +245,18 @@ export async function readLakeState(db: CatalogDb, dataPath: string, ensure: rea
     });
     state.partitions.set(key, list);
   }
-  // Files of the block-ranged datasets a commit writes know their block span: the partitions a window fetched
-  // again reaches (load/write/replace.ts).
-  for (const shape of ensure) {
-    const state = shape.blockColumn ? tables.get(shape.name) : undefined;
-    if (!state || state.partitions.size === 0) continue;
-    const spans = await fileBlockSpans(db, state.table.tableId, shape.blockColumn!);
-    for (const list of state.partitions.values()) for (const f of list) f.blockSpan = spans.get(f.dataFileId);
-  }
-  // The reference extension's defaults for small writes: rows inlined into the catalog, deletes recorded in it.
-  // Two statements for a lake no other writer touched (a commit reads this state every time).
+  return fileKeys;
+}
+
+/**
+ * Partitions holding rows of another DuckLake writer that their files alone do not give: rows deleted (delete files,
+ * deletes inlined into the catalog) or inlined into the catalog, the reference extension's defaults for small writes.
+ * Two statements for a lake no other writer touched (a commit reads this state every time).
+ */
+async function sharedPartitions(db: CatalogDb, tables: ReadonlyMap<string, LakeTableState>, fileKeys: FileKeys): Promise<Map<LakeTableState, Set<string>>> {
+  const shared = new Map<LakeTableState, Set<string>>();
+  const share = (state: LakeTableState, key: string) => shared.set(state, (shared.get(state) ?? new Set()).add(key));
+  for (const f of fileKeys.values()) if (f.deleted) share(f.state, f.key);
   const inlinedTables = new Set(
     (
       await db.query(
@@ -247,11 +281,7 @@ export async function readLakeState(db: CatalogDb, dataPath: string, ensure: rea
       if (file) share(file.state, file.key);
     }
   }
-  for (const [state, keys] of shared) {
-    if (opts.workDir && db.dialect === 'duckdb') await materialise(db, state, [...keys], snapshot, dataPath, opts.workDir);
-    else state.unmerged = keys;
-  }
-  return new LakeState(snapshot, tables);
+  return shared;
 }
 
 /** Data file ids with deletes inlined into the catalog (`name`: ducklake_inlined_delete_<table_id>). */
