@@ -10,7 +10,7 @@ import { Catalog, type RequestUsage, type WindowRecord } from '../load/catalog.j
 import { QuotaReachedError, quotaAccount, RequestQuota } from '../extract/quota.js';
 import { readRequestUsage } from '../load/state.js';
 import type { CommittedFile } from '../load/write/commit.js';
-import { openEngine } from '../load/engine.js';
+import { openEngine, type Engine } from '../load/engine.js';
 import { JOURNAL_FILE } from '../load/write/journal.js';
 import { LakeLock, LakeLockedError } from '../load/lock.js';
 import { LakePaths } from '../load/paths.js';
@@ -138,10 +138,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   let quota: RequestQuota | undefined;
   const usage = (): RequestUsage | undefined => (quota ? { account, days: Object.fromEntries(quota.sent) } : undefined);
   try {
-    if (job.source.dailyRequestQuota !== undefined) {
-      quota = new RequestQuota(job.source.dailyRequestQuota, await readRequestUsage(engine, paths, account), now, ledgerWriter(staging, account));
-      if (quota.remainingToday() === 0) throw new QuotaReachedError(quota.limit);
-    }
+    quota = await openQuota(job, engine, ctx, staging, account);
     source = await openSource(job.source, {
       simulator: opts.simulator,
       transport: opts.transport,
@@ -173,27 +170,10 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       ? new RunDecoder(job.what, { engine, paths, runId, ingestedAt, stagingDir: staging, log, explorer: clients.explorer })
       : undefined;
     await decoder?.start();
-    const committer = new BatchCommitter(
-      {
-        engine,
-        paths,
-        runId,
-        ingestedAt,
-        stagingDir: staging,
-        network: job.what.network,
-        watermarks: state.watermarks,
-        rangeStart: job.what.range.fromBlock,
-        committedRanges,
-        log,
-        now: () => now().getTime(),
-        mergeSliceRows: opts.mergeSliceRows,
-        decoder,
-        windowsPerDataset: windows.reduce((m, w) => m.set(w.def.name, (m.get(w.def.name) ?? 0) + 1), new Map<string, number>()),
-      },
-      job.lake.commit,
-      (o) => windowRecord(runId, o),
-      () => ({ job: job.name, startedAt: ingestedAt, finishedAt: null, status: 'running', report: { ...startRecord, requestUsage: usage() } }),
-    );
+    const committer = batchCommitterOf(job, ctx, { engine, staging, prepared, decoder, mergeSliceRows: opts.mergeSliceRows }, () => ({
+      ...startRecord,
+      requestUsage: usage(),
+    }));
 
     const { outcomes, cutShort, notStarted } = await fetchWindows(windows, {
       job,
@@ -218,13 +198,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
     });
     if (decoder) report.decoded = await decoder.finish(report);
-    const kept = interruptedSummary(report);
-    if (kept)
-      log.log('warn', 'run.kept', kept, {
-        windows: report.totals.windows - report.totals.windowsFailed,
-        rows: report.totals.rows,
-        windowsLeft: report.windowsLeft,
-      });
+    logKept(report, log);
     return report;
   } catch (e) {
     failure = e;
@@ -238,6 +212,61 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     if (recorded && failure !== undefined && !pending)
       await recordFailure(paths, runId, job.name, ingestedAt, now(), { ...recorded, requestUsage: usage() }, failure, log);
   }
+}
+
+/** The daily quota (what earlier runs spent today read first), when the job has one; refused when none is left. */
+async function openQuota(job: Job, engine: Engine, ctx: RunContext, staging: string, account: string): Promise<RequestQuota | undefined> {
+  if (job.source.dailyRequestQuota === undefined) return undefined;
+  const quota = new RequestQuota(job.source.dailyRequestQuota, await readRequestUsage(engine, ctx.paths, account), ctx.now, ledgerWriter(staging, account));
+  if (quota.remainingToday() === 0) throw new QuotaReachedError(quota.limit);
+  return quota;
+}
+
+/** An interrupted run says what it kept. */
+function logKept(report: RunReport, log: Logger): void {
+  const kept = interruptedSummary(report);
+  if (kept)
+    log.log('warn', 'run.kept', kept, {
+      windows: report.totals.windows - report.totals.windowsFailed,
+      rows: report.totals.rows,
+      windowsLeft: report.windowsLeft,
+    });
+}
+
+/**
+ * The run's committer: batches of what is fetched (the job's commit policy), each window's record, and the run's
+ * interim record (`interim`: its start record as of now) until the last commit records the report.
+ */
+function batchCommitterOf(
+  job: Job,
+  ctx: RunContext,
+  parts: { engine: Engine; staging: string; prepared: Prepared; decoder: RunDecoder | undefined; mergeSliceRows: number | undefined },
+  interim: () => Record<string, unknown>,
+): BatchCommitter {
+  const { runId, paths, log, now } = ctx;
+  const ingestedAt = ctx.started.toISOString();
+  const { state, committedRanges, windows } = parts.prepared;
+  return new BatchCommitter(
+    {
+      engine: parts.engine,
+      paths,
+      runId,
+      ingestedAt,
+      stagingDir: parts.staging,
+      network: job.what.network,
+      watermarks: state.watermarks,
+      rangeStart: job.what.range.fromBlock,
+      committedRanges,
+      log,
+      now: () => now().getTime(),
+      mergeSliceRows: parts.mergeSliceRows,
+      decoder: parts.decoder,
+      windowsPerDataset: windows.reduce((m, w) => m.set(w.def.name, (m.get(w.def.name) ?? 0) + 1), new Map<string, number>()),
+    },
+    job.lake.commit,
+    (o) => windowRecord(runId, o),
+    () => ({ job: job.name, startedAt: ingestedAt, finishedAt: null, status: 'running', report: interim() }),
+  );
 }
 
 /** The dataset's row transformer, made on first use and kept for the run (its counts go into the report). */
