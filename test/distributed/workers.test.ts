@@ -6,6 +6,7 @@ import { openDistributedLake } from '../../src/distributed/read.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { commitFetched, takeLease } from '../../src/distributed/commit.js';
 import { openCatalog } from '../../src/distributed/control-plane.js';
+import type { CatalogDb } from '../../src/ducklake/catalog-db.js';
 import { openStore } from '../../src/distributed/store.js';
 import { openEngine } from '../../src/load/engine.js';
 import { silentLogger } from '../../src/pipeline/log.js';
@@ -16,23 +17,52 @@ import type { Logger } from '../../src/pipeline/log.js';
 import { startSimulator } from '../../src/simulator/index.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { tempDir } from '../helpers/lake.js';
-import { distributedRows, singleMachineRows } from './helpers.js';
+import { openCatalogFile, openReference, referenceMissing } from '../ducklake/helpers.js';
+import { distributedRows, expectSameFileOptions, singleMachineRows, VOLATILE } from './helpers.js';
 import { startS3, type TestS3 } from './s3.js';
 
 let pg: TestPostgres;
 let tmp: Awaited<ReturnType<typeof tempDir>>;
 let s3: TestS3 | undefined;
 let single: Promise<Awaited<ReturnType<typeof singleMachineRows>>> | undefined;
+/** The folder of the single-machine demo lake. */
+const singleLake = () => path.join(tmp.dir, 'single');
+/** The demo job's distributed lake of the first test, for the reference extension's reading of both. */
+let demoCatalog: string | undefined;
 
 /** The demo job run on one machine, once for the file: what every distributed lake here must equal. */
 function singleMachine(): Promise<Awaited<ReturnType<typeof singleMachineRows>>> {
   single ??= (async () => {
     const { job } = await loadJobDocument(path.resolve('jobs/demo.json'), process.env);
-    const lake = path.join(tmp.dir, 'single');
-    await runJob({ ...job, lake: { ...job.lake, dir: lake } });
-    return singleMachineRows(lake);
+    await runJob({ ...job, lake: { ...job.lake, dir: singleLake() } });
+    return singleMachineRows(singleLake());
   })();
   return single;
+}
+
+/**
+ * The statistics the catalog records for each current file, by table, partition folder and column name, without
+ * the volatile columns' and the sizes (which follow the volatile values).
+ */
+async function fileStats(catalog: CatalogDb): Promise<Map<string, string[]>> {
+  const rows = await catalog.query(
+    `SELECT t.table_name, d.path, c.column_name, s.min_value, s.max_value, s.null_count, s.contains_nan
+     FROM ducklake_file_column_stats s
+     JOIN ducklake_data_file d ON d.data_file_id = s.data_file_id AND d.end_snapshot IS NULL
+     JOIN ducklake_table t ON t.table_id = d.table_id AND t.end_snapshot IS NULL
+     JOIN ducklake_column c ON c.table_id = s.table_id AND c.column_id = s.column_id AND c.end_snapshot IS NULL
+     ORDER BY t.table_name, d.path, c.column_name`,
+  );
+  const out = new Map<string, string[]>();
+  for (const r of rows) {
+    if (VOLATILE.has(String(r.column_name))) continue;
+    const key = `${String(r.table_name)}/${path.dirname(String(r.path))}`;
+    out.set(key, [
+      ...(out.get(key) ?? []),
+      `${String(r.column_name)} ${String(r.min_value)}..${String(r.max_value)} nulls ${String(r.null_count)} nan ${String(r.contains_nan)}`,
+    ]);
+  }
+  return out;
 }
 
 /** The distributed lake against a single-machine one (by default the demo job's, which covers every dataset). */
@@ -119,7 +149,9 @@ async function expectConformingCatalog(client: import('pg').Client, catalog: str
 }
 
 describe('distributed mode: enqueue, workers, one committer', () => {
-  it('two workers fill a DuckLake equal, row for row, to a single-machine run of the same job', async () => {
+  // One lake-file writer for both modes: the demo job (every dataset) on one machine and on three workers, compared
+  // row for row and file option for file option.
+  it('three workers fill a DuckLake equal, row for row, to a single-machine run of the same job, every partition file written with the same Parquet options', async () => {
     const { job, doc } = await loadJobDocument(path.resolve('jobs/demo.json'), process.env);
     const db = await pg.database();
     const store = path.join(tmp.dir, 'store');
@@ -142,9 +174,14 @@ describe('distributed mode: enqueue, workers, one committer', () => {
         if (level !== 'debug' && level !== 'info') warnings.push(`${event}: ${message}`);
       },
     };
+    // An account each: workers of one account take turns, these fetch side by side (each lake file merges the
+    // fragments of several workers).
     const reports = await Promise.all(
-      ['w1', 'w2'].map((id) => runWorker({ catalog: db.url, store, id, untilIdle: true, pollMs: 100, leaseSeconds: 30, commitRows: 20_000, log })),
+      ['w1', 'w2', 'w3'].map((id) =>
+        runWorker({ catalog: db.url, store, id, account: id, untilIdle: true, pollMs: 100, leaseSeconds: 30, commitRows: 20_000, log }),
+      ),
     ).finally(() => setGarbageCollector(undefined));
+    expect(reports.filter((r) => r.windowsFetched > 0).length, 'windows fetched by each worker').toBeGreaterThanOrEqual(2);
     expect(commitsAt.length).toBeGreaterThan(0);
     commitsAt.forEach((at, i) => expect((commitsAt[i + 1] ?? collections) - at, `collections after commit ${i}`).toBeGreaterThan(0));
     expect(reports.reduce((n, r) => n + r.windowsFetched, 0)).toBeGreaterThanOrEqual(queued.queued);
@@ -155,7 +192,48 @@ describe('distributed mode: enqueue, workers, one committer', () => {
 
     await expectEqualsSingleMachine(db.url);
     await expectConformingCatalog(await db.connect(), db.url);
+    demoCatalog = db.url;
+
+    // File option for file option, partition by partition.
+    const lake = singleLake();
+    const { singleFiles, mine } = await expectSameFileOptions(lake, db.url);
+    expect(singleFiles.size).toBeGreaterThan(50);
+    expect([...mine.values()].some((p) => p.columns.some((c) => / DELTA_BINARY_PACKED /.test(c)))).toBe(true);
+    // The statistics the catalog records, taken the same way from the same rows.
+    const one = await openCatalogFile(path.join(lake, 'catalog.duckdb'), { readOnly: true });
+    const singleStats = await fileStats(one.catalog).finally(() => one.close());
+    const cat = await openCatalog(db.url);
+    const distStats = await fileStats(cat.catalog).finally(() => cat.client.end());
+    expect(singleStats.size).toBe(singleFiles.size);
+    for (const [key, stats] of singleStats) expect({ key, stats: distStats.get(key) }).toEqual({ key, stats });
   }, 300_000);
+
+  const missing = referenceMissing();
+  it.skipIf(missing !== null)(
+    `the reference ducklake extension reads both lakes with the same rows as chainlake${missing ? ` (${missing})` : ''}`,
+    async () => {
+      expect(demoCatalog, 'the lakes of the test before').toBeDefined();
+      const expected = await singleMachine();
+      for (const source of [path.join(singleLake(), 'catalog.duckdb'), demoCatalog!]) {
+        const ref = await openReference(source);
+        try {
+          const tables = ((await ref.conn.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = 'ref'`)).getRowsJS() as [string][]).map(
+            ([t]) => t,
+          );
+          for (const [name, want] of expected) {
+            if (!tables.includes(name)) {
+              expect({ source, name, rows: want.rows }).toEqual({ source, name, rows: 0 });
+              continue;
+            }
+            expect({ source, name, ...(await distributedRows(ref.conn, name, want.columns)) }).toEqual({ source, name, rows: want.rows, digest: want.digest });
+          }
+        } finally {
+          ref.close();
+        }
+      }
+    },
+    120_000,
+  );
 
   it('a window cut at its row target queues its rest with its record, and the lake equals a single-machine run', async () => {
     // A dense scope of a tall chain: its listing passes the API's offset cap, where a window may stop at its row
