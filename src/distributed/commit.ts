@@ -716,7 +716,6 @@ async function mergeFragments(
   extra: MergeExtra = {},
 ): Promise<Merged> {
   const { engine, store } = deps;
-  const part = ident(STAGED_PARTITION);
   const files: StagedFile[] = [];
   const replaced: string[][] = [];
   if (fragments.length === 0 && replacing.length === 0 && !extra.fresh && !extra.partitions?.length) return { files, replaced };
@@ -724,23 +723,7 @@ async function mergeFragments(
   const freshTable = ident('__chainlake_fresh');
   let lake: LakeRows | undefined;
   try {
-    const local = await Promise.all(fragments.map((f) => store.localCopy(f)));
-    // The batch's fragments are read once: each slice filtered them again, and the key checks of a slice twice
-    // more, and a fragment is a small file whose opening costs more than its rows. A batch is bounded by the
-    // commit's row target (commitFetched), so it is held in the engine (which spills to its temp folder).
-    // Unordered: the rows are reduced by key and sorted below.
-    // Windows fetched again whose rows are all gone bring no fragment, yet their old rows must go.
-    const sources = [
-      ...(local.length > 0 ? [`SELECT * FROM read_parquet(${literalList(local)}, union_by_name = true)`] : []),
-      ...(extra.fresh ? [extra.fresh] : []),
-    ];
-    await createUnorderedTempTable(
-      conn,
-      freshTable,
-      sources.length > 0
-        ? sources.map((q) => `(${q})`).join(' UNION ALL BY NAME ')
-        : `SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(shape)}) WHERE false`,
-    );
+    await freshTableOf(conn, freshTable, shape, await Promise.all(fragments.map((f) => store.localCopy(f))), extra.fresh);
     lake = await lakeRows(deps, shape, network, conn, true, '__chainlake_');
     const rows = lake;
     const written = await mergeTable({
@@ -772,6 +755,24 @@ async function mergeFragments(
     conn.closeSync();
   }
   return { files, replaced };
+}
+
+/**
+ * The merge's fresh rows as a temp table: the batch's fragments (`local`: their copies on this machine) read once,
+ * and `fresh`. Each slice filtered them again, and the key checks of a slice twice more, and a fragment is a small
+ * file whose opening costs more than its rows. A batch is bounded by the commit's row target (commitFetched), so it
+ * is held in the engine (which spills to its temp folder). Unordered: the rows are reduced by key and sorted after.
+ * Windows fetched again whose rows are all gone bring no fragment, yet their old rows must go: an empty table then.
+ */
+async function freshTableOf(conn: DuckDBConnection, table: string, shape: TableShape, local: readonly string[], fresh: string | undefined): Promise<void> {
+  const sources = [...(local.length > 0 ? [`SELECT * FROM read_parquet(${literalList(local)}, union_by_name = true)`] : []), ...(fresh ? [fresh] : [])];
+  await createUnorderedTempTable(
+    conn,
+    table,
+    sources.length > 0
+      ? sources.map((q) => `(${q})`).join(' UNION ALL BY NAME ')
+      : `SELECT *, NULL::VARCHAR AS ${ident(STAGED_PARTITION)} FROM (${emptyTypedSelect(shape)}) WHERE false`,
+  );
 }
 
 async function writePartition(

@@ -4,7 +4,7 @@ import type { WindowRecord } from '../load/catalog.js';
 import { advanceWatermark, type WatermarkRecord } from '../load/ledger/watermarks.js';
 import type { CommittedFile } from '../load/write/commit.js';
 import { BatchRows, Loaders } from '../load/write/batch-rows.js';
-import { commitRun, type CommitDerivation, type RunRecord } from '../load/write/commit-run.js';
+import { commitRun, type CommitDerivation, type RunCommitInput, type RunRecord } from '../load/write/commit-run.js';
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
 import { watermarkKey } from '../load/state.js';
@@ -261,7 +261,6 @@ export class BatchCommitter {
   ): Promise<void> {
     const { engine, paths, runId, ingestedAt, stagingDir, network, log } = this.ctx;
     const done = batch.filter((o) => !o.error);
-    const defs = [...new Set(done.map((o) => o.window.def))];
     const started = Date.now();
     // A batch committed while windows still fetch runs in the background: one DuckDB thread and one file
     // writer, so that the event loop keeps a core and requests keep their pace (with both cores taken by
@@ -280,14 +279,7 @@ export class BatchCommitter {
       ingestedAt,
       stagingDir: workDir,
       network,
-      datasets: defs.map((def) => {
-        const windows = done.filter((o) => o.window.def === def);
-        const mine = windows.map(stagedOf);
-        const replacing = windows.flatMap(({ window: w }) =>
-          w.replaces && w.range ? [{ endpoint: w.endpoint, scope: w.scope, range: w.range, ...(w.times ? { times: w.times } : {}) }] : [],
-        );
-        return { def, stagedFiles: mine.flatMap((m) => m.stagedFiles), pageFiles: mine.flatMap((m) => m.pageFiles), replacing };
-      }),
+      datasets: batchDatasets(done),
       preloaded,
       writers: background ? 1 : undefined,
       // On one thread a second dataset side by side gains nothing but holds a second merge in memory.
@@ -325,12 +317,29 @@ export class BatchCommitter {
     // resident (docs/performance.md, "Commits' results").
     collectGarbage();
     // Staged rows are in the lake now; free the disk they took.
-    await Promise.all(
-      batch
-        .flatMap((o) => [o.stage?.file, o.rejectStage?.file, ...(o.pageStage?.files.map((f) => f.file) ?? [])])
-        .map((f) => (f ? rm(f, { force: true }) : undefined)),
-    );
+    await removeStaged(batch);
   }
+}
+
+/** A batch's datasets as a commit takes them: each one's staged files, and its windows fetched again. */
+function batchDatasets(done: readonly WindowOutcome[]): RunCommitInput['datasets'] {
+  return [...new Set(done.map((o) => o.window.def))].map((def) => {
+    const windows = done.filter((o) => o.window.def === def);
+    const mine = windows.map(stagedOf);
+    const replacing = windows.flatMap(({ window: w }) =>
+      w.replaces && w.range ? [{ endpoint: w.endpoint, scope: w.scope, range: w.range, ...(w.times ? { times: w.times } : {}) }] : [],
+    );
+    return { def, stagedFiles: mine.flatMap((m) => m.stagedFiles), pageFiles: mine.flatMap((m) => m.pageFiles), replacing };
+  });
+}
+
+/** Removes a committed batch's staged files (rows, rejects, pages as received). */
+async function removeStaged(batch: readonly WindowOutcome[]): Promise<void> {
+  await Promise.all(
+    batch
+      .flatMap((o) => [o.stage?.file, o.rejectStage?.file, ...(o.pageStage?.files.map((f) => f.file) ?? [])])
+      .map((f) => (f ? rm(f, { force: true }) : undefined)),
+  );
 }
 
 /** Connections typing finished windows while the run fetches (see rowsOf). */
