@@ -4,7 +4,7 @@ import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { runCli, runCliInProcess, type CliResult } from '../helpers/cli.js';
+import { runCli, runCliCapturing, runCliInProcess, type CliResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 import { listLake, runWriter } from '../load/helpers.js';
 import { fingerprint } from './fingerprint.js';
@@ -44,6 +44,16 @@ afterAll(async () => {
 
 const cli = async (what: string, args: string[], key: string | undefined = CANARY, extra: NodeJS.ProcessEnv = {}): Promise<CliResult> => {
   const r = await runCli(args, { env: { CHAINLAKE_API_KEY: key ?? '', ...extra } });
+  outputs.push({ what: `${what} stdout`, text: r.stdout }, { what: `${what} stderr`, text: r.stderr });
+  return r;
+};
+
+/**
+ * The same command in this process (the parser the bin runs, every byte it writes, the exit code it would set), with
+ * the key in the environment for the call: for readers and refusals, whose process start is not what is searched.
+ */
+const inProcess = async (what: string, args: string[]): Promise<CliResult> => {
+  const r = await runCliCapturing(args, { CHAINLAKE_API_KEY: CANARY });
   outputs.push({ what: `${what} stdout`, text: r.stdout }, { what: `${what} stderr`, text: r.stderr });
   return r;
 };
@@ -149,9 +159,9 @@ describe('the API key never leaks', () => {
     const stagingTexts = await lakeTexts(lake);
 
     // 5. Readers: status and query (which also finish the killed commit first).
-    await cli('status', ['status', '--lake', lake, '--format', 'json']);
-    await cli('query', ['query', '--lake', lake, '--format', 'json', 'SELECT * FROM runs']);
-    await cli('query windows', ['query', '--lake', lake, '--format', 'json', 'SELECT * FROM windows']);
+    expect((await inProcess('status', ['status', '--lake', lake, '--format', 'json'])).code).toBe(0);
+    expect((await inProcess('query', ['query', '--lake', lake, '--format', 'json', 'SELECT * FROM runs'])).stdout).toMatch(/run_id/);
+    expect((await inProcess('query windows', ['query', '--lake', lake, '--format', 'json', 'SELECT * FROM windows'])).stdout).toMatch(/scope/);
 
     const all = [...outputs, ...stagingTexts, ...(await lakeTexts(lake))];
     expect(leaks([{ what: 'the search itself', text: `x${CANARY}y` }])).toHaveLength(3); // the search can find one
@@ -233,7 +243,7 @@ describe('job values cannot place files outside the lake', () => {
     });
     try {
       const d = jobDoc(lake, { endpoints: { mainnet: proxy.urls.mainnet }, datasets: { transactions: { addresses: [A] } } });
-      const r = await cli('api paths', ['run', await writeJobFile(path.join(dir, 'api-paths.json'), d), '-q']);
+      const r = await inProcess('api paths', ['run', await writeJobFile(path.join(dir, 'api-paths.json'), d), '-q']);
       expect(r.code, r.stderr).toBe(0);
     } finally {
       proxy.setRewrite(undefined);
@@ -250,7 +260,7 @@ describe('chainlake query cannot change the lake', () => {
   it('CREATE, INSERT, UPDATE, DELETE, DROP, ALTER, COPY TO, EXPORT fail (exit 2); the catalog and the lake are byte for byte as before', async () => {
     const lake = path.join(dir, 'ro-query');
     const job = await writeJobFile(path.join(dir, 'ro-query.json'), jobDoc(lake, { datasets: { transactions: { addresses: [A] } } }));
-    expect((await cli('ro setup', ['run', job, '-q'])).code).toBe(0);
+    expect((await inProcess('ro setup', ['run', job, '-q'])).code).toBe(0);
     const digest = async () => {
       const h = createHash('sha256');
       for (const f of await listLake(lake)) h.update(f).update(await readFile(path.join(lake, f)));
@@ -278,7 +288,7 @@ describe('chainlake query cannot change the lake', () => {
     const throughCli = new Set([statements[0], statements[5], statements[11]]);
     for (const sql of statements) {
       if (throughCli.has(sql)) {
-        const r = await cli('ro query', ['query', '--lake', lake, sql]);
+        const r = await inProcess('ro query', ['query', '--lake', lake, sql]);
         expect(r.code, `${sql}: ${r.stdout}`).toBe(2);
         expect(r.stderr, sql).toMatch(/query failed: .*read-only|query is read-only/);
       } else {
@@ -287,7 +297,7 @@ describe('chainlake query cannot change the lake', () => {
     }
     expect(await digest()).toBe(before);
     expect(await readdir(dir)).not.toContain('exported.csv');
-    const ok = await cli('ro query ok', ['query', '--lake', lake, '--format', 'json', 'SELECT count(*)::INT AS n FROM transactions']);
+    const ok = await inProcess('ro query ok', ['query', '--lake', lake, '--format', 'json', 'SELECT count(*)::INT AS n FROM transactions']);
     expect(ok.code).toBe(0);
     expect(JSON.parse(ok.stdout).n).toBeGreaterThan(0);
   });
