@@ -333,20 +333,17 @@ export async function planVerify(conn: DuckDBConnection, job: Job, sel: VerifySe
   return { windows, requests, exportRequests, notCheckable: notCheck };
 }
 
-/** Runs every check on the selected windows of `job`'s lake (read through `deps.conn`). Sends only count requests. */
-export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDeps): Promise<VerifyResult> {
-  const now = deps.now ?? (() => new Date());
-  const verifyId = newVerifyId(now());
-  const { conn } = deps;
-  const { groups, snapshots } = await scopeGroups(conn, job, sel);
-  const rows: VerificationRow[] = [];
-  const differing: Window[] = [];
-  const acct = new Accounting();
-  const base = { network: job.what.network };
+/** What the checks found, in the order they found it, and the windows whose count differs (what `--repair` fetches). */
+class Findings {
+  readonly rows: VerificationRow[] = [];
+  readonly differing: Window[] = [];
+
+  constructor(private readonly network: string) {}
+
   /** One window's count finding. */
-  const countRow = (g: ScopeGroup, u: BlockRange, status: VerificationRow['status'], lake: number | null, api: number | null, detail: string): void => {
-    rows.push({
-      ...base,
+  count(g: ScopeGroup, u: BlockRange, status: VerificationRow['status'], lake: number | null, api: number | null, detail: string): void {
+    this.rows.push({
+      network: this.network,
       check: 'count',
       dataset: g.dataset,
       scope: g.scope,
@@ -357,172 +354,250 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
       apiCount: api,
       detail,
     });
-  };
-  /** Every window of a scope group recorded as not checked, with why. */
-  const notChecked = (g: ScopeGroup, detail: string): void => {
-    for (const u of g.units) countRow(g, u, 'not-checked', null, null, detail);
-  };
-
-  // ---- counts against the API -----------------------------------------------------------------------------
-  // The job's daily quota counts verify's requests as a run's (request_usage, the same account): at it, verify
-  // stops asking, and every window it could not ask is recorded not checked.
-  let quota: RequestQuota | undefined;
-  if (job.source.dailyRequestQuota !== undefined) {
-    const used = await rowsOf(
-      conn,
-      `SELECT CAST(day AS VARCHAR) AS day, sum(requests) AS n FROM request_usage WHERE account = ${literal(verifyAccount(job))} GROUP BY 1`,
-    );
-    quota = new RequestQuota(job.source.dailyRequestQuota, new Map(used.map((r) => [String(r.day), Number(r.n)])), now);
   }
+
+  /** A window of `t`'s scope whose count differs: one `--repair` fetches again. */
+  differs(t: Window, g: ScopeGroup, u: BlockRange): void {
+    this.differing.push({ ...t, range: u, id: windowIdOf(g.dataset, this.network, g.scope, u) });
+  }
+
+  /** Every window of a scope group recorded as not checked, with why. */
+  notChecked(g: ScopeGroup, detail: string): void {
+    for (const u of g.units) this.count(g, u, 'not-checked', null, null, detail);
+  }
+
+  /** Whether the rows a scope's listing gave lie in the block range asked. */
+  rangeFilter(g: ScopeGroup, status: VerificationRow['status'], detail: string): void {
+    this.rows.push({
+      network: this.network,
+      check: 'range_filter',
+      dataset: g.dataset,
+      scope: g.scope,
+      fromBlock: null,
+      toBlock: null,
+      status,
+      lakeCount: null,
+      apiCount: null,
+      detail,
+    });
+  }
+
+  /** Drops a scope's count findings and its differing windows: what was found of it is no evidence after all. */
+  forget(g: ScopeGroup): void {
+    for (let i = this.rows.length - 1; i >= 0; i--)
+      if (this.rows[i]!.check === 'count' && this.rows[i]!.dataset === g.dataset && this.rows[i]!.scope === g.scope) this.rows.splice(i, 1);
+    for (let i = this.differing.length - 1; i >= 0; i--)
+      if (this.differing[i]!.def.name === g.dataset && this.differing[i]!.scopeKey === g.scope) this.differing.splice(i, 1);
+  }
+
+  /** Snapshot windows, never counted: the API holds today's state. */
+  snapshotsNotChecked(snapshots: readonly Committed[]): void {
+    for (const s of snapshots)
+      this.rows.push({
+        network: this.network,
+        check: 'count',
+        dataset: s.dataset,
+        scope: s.scope,
+        fromBlock: null,
+        toBlock: null,
+        status: 'not-checked',
+        lakeCount: null,
+        apiCount: null,
+        detail: 'a snapshot window (no block range): the API holds today’s state, not the one the lake took',
+      });
+  }
+}
+
+/** Runs every check on the selected windows of `job`'s lake (read through `deps.conn`). Sends only count requests. */
+export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDeps): Promise<VerifyResult> {
+  const now = deps.now ?? (() => new Date());
+  const verifyId = newVerifyId(now());
+  const { groups, snapshots } = await scopeGroups(deps.conn, job, sel);
+  const findings = new Findings(job.what.network);
+  const acct = new Accounting();
+  const quotaReached = await askTheApi(job, groups, { ...deps, now }, findings, acct);
+  findings.snapshotsNotChecked(snapshots);
+  findings.rows.push(...(await checkOffline(deps.conn, job, sel, groups)));
+  return {
+    verifyId,
+    rows: findings.rows,
+    requests: acct.requests,
+    exportRequests: groups.reduce((n, g) => n + g.exportRequests, 0),
+    differing: findings.differing,
+    holds: findings.rows.every((r) => r.status !== 'differs'),
+    ...(quotaReached ? { quotaReached: { limit: quotaReached.limit } } : {}),
+  };
+}
+
+/** The job's daily quota as verify's requests count against it: a run's (request_usage, the same account). */
+async function quotaOf(conn: DuckDBConnection, job: Job, now: () => Date): Promise<RequestQuota | undefined> {
+  if (job.source.dailyRequestQuota === undefined) return undefined;
+  const used = await rowsOf(
+    conn,
+    `SELECT CAST(day AS VARCHAR) AS day, sum(requests) AS n FROM request_usage WHERE account = ${literal(verifyAccount(job))} GROUP BY 1`,
+  );
+  return new RequestQuota(job.source.dailyRequestQuota, new Map(used.map((r) => [String(r.day), Number(r.n)])), now);
+}
+
+/**
+ * Counts against the API, scope group by scope group. At the job's daily quota verify stops asking, and every window
+ * it could not ask is recorded not checked; returns the quota reached, if it was.
+ */
+async function askTheApi(
+  job: Job,
+  groups: readonly ScopeGroup[],
+  deps: VerifyDeps & { now: () => Date },
+  findings: Findings,
+  acct: Accounting,
+): Promise<QuotaReachedError | undefined> {
+  const quota = await quotaOf(deps.conn, job, deps.now);
   let quotaReached: QuotaReachedError | undefined;
   const source = await openSource(job.source, { simulator: deps.run?.simulator, transport: deps.run?.transport, ...(quota ? { quota } : {}) });
   try {
-    const { clients } = source;
-    const lakeRows = new Map<string, ScopeRows>();
+    const lakeRows = new LakeRows(deps.conn, job.what.network, groups);
     for (const g of groups) {
       if (quotaReached) {
-        notChecked(g, quotaReached.message);
+        findings.notChecked(g, quotaReached.message);
         continue;
       }
       const reason = notCheckable(g);
       const t = g.template;
       if (reason || !t) {
-        notChecked(g, reason ?? '');
+        findings.notChecked(g, reason ?? '');
         continue;
       }
       const spec = addressScopeOf(t.def, t.endpoint.id)!;
-      // One read per dataset and endpoint (a dataset may list one scope through two endpoints).
-      const listing = `${g.dataset}/${t.endpoint.id}`;
-      let rowsOfDs = lakeRows.get(listing);
-      if (!rowsOfDs) {
-        const addresses = groups
-          .filter((x) => x.dataset === g.dataset && x.template?.endpoint.id === t.endpoint.id && x.template.scope.address)
-          .map((x) => x.template!.scope.address!);
-        lakeRows.set(listing, (rowsOfDs = await ScopeRows.read(conn, g.dataset, job.what.network, spec, addresses)));
-      }
-      const address = t.scope.address!;
-      const fetcher = fetcherFor(t, clients);
-      const apiCount = async (r: BlockRange): Promise<number> => {
-        const page = await fetcher({ offset: 0, limit: 1, range: r }, acct);
-        // The entry must lie in the range asked: an API that ignores the filter counts something else.
-        const first = page.entries[0] as Record<string, unknown> | undefined;
-        const b = first ? Number(first[spec.blockColumn]) : NaN;
-        if (first && Number.isSafeInteger(b) && (b < r.from || b > r.to))
-          throw new RangeIgnored(`asked blocks ${r.from}-${r.to}, the API listed a row of block ${b}: it ignores the block range filter`);
-        return page.count;
-      };
-      const record = (u: BlockRange, status: VerificationRow['status'], lake: number | null, api: number | null, detail: string): void => {
-        countRow(g, u, status, lake, api, detail);
-        if (status === 'differs') differing.push({ ...t, range: u, id: windowIdOf(g.dataset, job.what.network, g.scope, u) });
-      };
-      // Checks a run of units whose API count may already be known (the rest of a split union).
-      const check = async (units: BlockRange[], known?: number): Promise<void> => {
-        const union = unionOf(units);
-        const api = known ?? (await apiCount(union));
-        const lake = rowsOfDs.count(address, union);
-        if (api === lake) {
-          for (const u of units)
-            record(
-              u,
-              'held',
-              rowsOfDs.count(address, u),
-              units.length === 1 ? api : null,
-              units.length === 1 ? '' : `held as part of blocks ${union.from}-${union.to} (${api} rows)`,
-            );
-          return;
-        }
-        if (units.length === 1) {
-          record(
-            units[0]!,
-            'differs',
-            lake,
-            api,
-            lake < api ? `the lake lacks ${api - lake} rows the API lists` : `the lake holds ${lake - api} rows the API no longer lists`,
-          );
-          return;
-        }
-        const half = Math.ceil(units.length / 2);
-        const left = units.slice(0, half);
-        const leftApi = await apiCount(unionOf(left));
-        await check(left, leftApi);
-        await check(units.slice(half), api - leftApi);
-      };
-      try {
-        for (const run of consecutiveRuns(g.units)) await check(run);
-        rows.push({
-          ...base,
-          check: 'range_filter',
-          dataset: g.dataset,
-          scope: g.scope,
-          fromBlock: null,
-          toBlock: null,
-          status: 'held',
-          lakeCount: null,
-          apiCount: null,
-          detail: 'the rows listed lie in the block range asked',
-        });
-      } catch (e) {
-        if (!(e instanceof RangeIgnored) && !(e instanceof QuotaReachedError)) throw e;
-        // Counts of a listing that ignores its range are not evidence, and a scope the quota cut short was not
-        // asked whole (a union's count split in halves is known only once both halves are): nothing of this scope
-        // is marked by them.
-        for (let i = rows.length - 1; i >= 0; i--)
-          if (rows[i]!.check === 'count' && rows[i]!.dataset === g.dataset && rows[i]!.scope === g.scope) rows.splice(i, 1);
-        for (let i = differing.length - 1; i >= 0; i--) if (differing[i]!.def.name === g.dataset && differing[i]!.scopeKey === g.scope) differing.splice(i, 1);
-        notChecked(g, e.message);
-        if (e instanceof QuotaReachedError) {
-          quotaReached = e;
-          continue;
-        }
-        rows.push({
-          ...base,
-          check: 'range_filter',
-          dataset: g.dataset,
-          scope: g.scope,
-          fromBlock: null,
-          toBlock: null,
-          status: 'differs',
-          lakeCount: null,
-          apiCount: null,
-          detail: e.message,
-        });
-      }
+      quotaReached = await checkScope({
+        g,
+        t,
+        address: t.scope.address!,
+        lake: await lakeRows.of(g.dataset, t.endpoint.id, spec),
+        apiCount: apiCounter(fetcherFor(t, source.clients), spec, acct),
+        findings,
+      });
     }
   } finally {
     await source.close();
   }
-  for (const s of snapshots)
-    rows.push({
-      ...base,
-      check: 'count',
-      dataset: s.dataset,
-      scope: s.scope,
-      fromBlock: null,
-      toBlock: null,
-      status: 'not-checked',
-      lakeCount: null,
-      apiCount: null,
-      detail: 'a snapshot window (no block range): the API holds today’s state, not the one the lake took',
-    });
+  return quotaReached;
+}
 
-  // ---- checks that need no request -------------------------------------------------------------------------
-  // Against every committed window of the selected datasets and scopes: a row beside a window the selection left
-  // out (a block or day range, a sample) is no row outside the lake's windows. Rows are taken in the selection's
-  // blocks only.
+/** The lake's rows per scope address, read once per dataset and endpoint (a dataset may list one scope through two endpoints). */
+class LakeRows {
+  private readonly read = new Map<string, ScopeRows>();
+
+  constructor(
+    private readonly conn: DuckDBConnection,
+    private readonly network: string,
+    private readonly groups: readonly ScopeGroup[],
+  ) {}
+
+  async of(dataset: string, endpoint: string, spec: AddressScope): Promise<ScopeRows> {
+    const listing = `${dataset}/${endpoint}`;
+    let rows = this.read.get(listing);
+    if (!rows) {
+      const addresses = this.groups
+        .filter((x) => x.dataset === dataset && x.template?.endpoint.id === endpoint && x.template.scope.address)
+        .map((x) => x.template!.scope.address!);
+      this.read.set(listing, (rows = await ScopeRows.read(this.conn, dataset, this.network, spec, addresses)));
+    }
+    return rows;
+  }
+}
+
+/** The API's count of a scope's rows in a block range: a one-entry page of its listing. */
+function apiCounter(fetcher: ReturnType<typeof fetcherFor>, spec: AddressScope, acct: Accounting): (r: BlockRange) => Promise<number> {
+  return async (r) => {
+    const page = await fetcher({ offset: 0, limit: 1, range: r }, acct);
+    // The entry must lie in the range asked: an API that ignores the filter counts something else.
+    const first = page.entries[0] as Record<string, unknown> | undefined;
+    const b = first ? Number(first[spec.blockColumn]) : NaN;
+    if (first && Number.isSafeInteger(b) && (b < r.from || b > r.to))
+      throw new RangeIgnored(`asked blocks ${r.from}-${r.to}, the API listed a row of block ${b}: it ignores the block range filter`);
+    return page.count;
+  };
+}
+
+/** One scope group's count check: the lake's rows of its scope, and how the API is asked for a range's count. */
+interface ScopeCheck {
+  g: ScopeGroup;
+  t: Window;
+  address: string;
+  lake: ScopeRows;
+  apiCount: (r: BlockRange) => Promise<number>;
+  findings: Findings;
+}
+
+/** Checks a scope group's counts, run of consecutive windows by run; returns the quota reached, if it was. */
+async function checkScope(c: ScopeCheck): Promise<QuotaReachedError | undefined> {
+  try {
+    for (const run of consecutiveRuns(c.g.units)) await checkUnits(c, run);
+    c.findings.rangeFilter(c.g, 'held', 'the rows listed lie in the block range asked');
+    return undefined;
+  } catch (e) {
+    if (!(e instanceof RangeIgnored) && !(e instanceof QuotaReachedError)) throw e;
+    // Counts of a listing that ignores its range are not evidence, and a scope the quota cut short was not
+    // asked whole (a union's count split in halves is known only once both halves are): nothing of this scope
+    // is marked by them.
+    c.findings.forget(c.g);
+    c.findings.notChecked(c.g, e.message);
+    if (e instanceof QuotaReachedError) return e;
+    c.findings.rangeFilter(c.g, 'differs', e.message);
+    return undefined;
+  }
+}
+
+/** Checks a run of units whose API count may already be known (the rest of a split union). */
+async function checkUnits(c: ScopeCheck, units: BlockRange[], known?: number): Promise<void> {
+  const union = unionOf(units);
+  const api = known ?? (await c.apiCount(union));
+  const lake = c.lake.count(c.address, union);
+  if (api === lake) {
+    for (const u of units)
+      c.findings.count(
+        c.g,
+        u,
+        'held',
+        c.lake.count(c.address, u),
+        units.length === 1 ? api : null,
+        units.length === 1 ? '' : `held as part of blocks ${union.from}-${union.to} (${api} rows)`,
+      );
+    return;
+  }
+  if (units.length === 1) {
+    const u = units[0]!;
+    c.findings.count(
+      c.g,
+      u,
+      'differs',
+      lake,
+      api,
+      lake < api ? `the lake lacks ${api - lake} rows the API lists` : `the lake holds ${lake - api} rows the API no longer lists`,
+    );
+    c.findings.differs(c.t, c.g, u);
+    return;
+  }
+  const half = Math.ceil(units.length / 2);
+  const left = units.slice(0, half);
+  const leftApi = await c.apiCount(unionOf(left));
+  await checkUnits(c, left, leftApi);
+  await checkUnits(c, units.slice(half), api - leftApi);
+}
+
+/**
+ * The checks that need no request, against every committed window of the selected datasets and scopes: a row beside
+ * a window the selection left out (a block or day range, a sample) is no row outside the lake's windows. Rows are
+ * taken in the selection's blocks only.
+ */
+async function checkOffline(conn: DuckDBConnection, job: Job, sel: VerifySelection, groups: readonly ScopeGroup[]): Promise<VerificationRow[]> {
   const partial = sel.fromBlock !== undefined || sel.toBlock !== undefined || sel.since !== undefined || sel.until !== undefined || sel.sample !== undefined;
   const whole = partial ? (await scopeGroups(conn, job, { datasets: sel.datasets, scopes: sel.scopes })).groups : groups;
   const bounds = sel.since !== undefined || sel.until !== undefined ? await blocksOfDays(conn, job.what.network, sel) : sel;
-  rows.push(...(await offlineChecks(conn, job, whole, { from: bounds.fromBlock, to: bounds.toBlock })));
-  return {
-    verifyId,
-    rows,
-    requests: acct.requests,
-    exportRequests: groups.reduce((n, g) => n + g.exportRequests, 0),
-    differing,
-    holds: rows.every((r) => r.status !== 'differs'),
-    ...(quotaReached ? { quotaReached: { limit: quotaReached.limit } } : {}),
-  };
+  return offlineChecks(conn, job, whole, { from: bounds.fromBlock, to: bounds.toBlock });
 }
+
+/** A finding of no window (a dataset's, or the lake's). */
+type LakeFinding = Omit<VerificationRow, 'check' | 'status' | 'detail'>;
 
 /** Gaps between a scope's committed windows, rows outside them, duplicate keys, nonce holes, decoded rows. */
 async function offlineChecks(
@@ -531,94 +606,19 @@ async function offlineChecks(
   groups: readonly ScopeGroup[],
   bounds: { from?: number; to?: number } = {},
 ): Promise<VerificationRow[]> {
-  const out: VerificationRow[] = [];
-  const base = { network: job.what.network, lakeCount: null, apiCount: null };
-  for (const g of groups) {
-    const gaps: BlockRange[] = [];
-    for (let i = 1; i < g.units.length; i++)
-      if (g.units[i]!.from > g.units[i - 1]!.to + 1) gaps.push({ from: g.units[i - 1]!.to + 1, to: g.units[i]!.from - 1 });
-    for (const gap of gaps)
-      out.push({
-        ...base,
-        check: 'gaps',
-        dataset: g.dataset,
-        scope: g.scope,
-        fromBlock: gap.from,
-        toBlock: gap.to,
-        status: 'differs',
-        detail: 'no committed window covers these blocks',
-      });
-    if (gaps.length === 0 && g.units.length > 0)
-      out.push({
-        ...base,
-        check: 'gaps',
-        dataset: g.dataset,
-        scope: g.scope,
-        fromBlock: g.units[0]!.from,
-        toBlock: g.units.at(-1)!.to,
-        status: 'held',
-        detail: g.overlaps ? `${g.overlaps} windows overlap earlier ones (fetched again; rows merge by natural key)` : '',
-      });
-  }
-  const datasets = [...new Set(groups.map((g) => g.dataset))];
-  for (const name of datasets) {
+  const out: VerificationRow[] = groups.flatMap((g) => gapChecks(job.what.network, g));
+  for (const name of new Set(groups.map((g) => g.dataset))) {
     if (!(await relationExists(conn, name))) continue;
-    const def = getDataset(name);
-    const ds = { ...base, dataset: name, scope: null, fromBlock: null, toBlock: null };
-    // One row per natural key within a partition: the commit's promise.
-    const key = [def.partition, ...def.naturalKey].map(ident).join(', ');
-    const dup = await rowsOf(
-      conn,
-      `SELECT count(*) AS keys, coalesce(sum(n - 1), 0) AS extra FROM (SELECT count(*) AS n FROM ${ident(name)} WHERE network = ${literal(job.what.network)} GROUP BY ${key} HAVING count(*) > 1)`,
+    const ds: LakeFinding = { network: job.what.network, dataset: name, scope: null, fromBlock: null, toBlock: null, lakeCount: null, apiCount: null };
+    out.push(await duplicateKeys(conn, ds));
+    out.push(
+      await rowsInWindows(
+        conn,
+        ds,
+        groups.filter((g) => g.dataset === name && g.template),
+        bounds,
+      ),
     );
-    const extra = Number(dup[0]!.extra);
-    out.push({
-      ...ds,
-      check: 'duplicate_keys',
-      status: extra ? 'differs' : 'held',
-      detail: extra ? `${Number(dup[0]!.keys)} natural keys have ${extra} rows too many` : '',
-    });
-
-    // Every row of a scope lies in a committed window of a scope it belongs to: per endpoint, where the dataset
-    // tells which endpoint gave a row (two endpoints without that could list one row in either's windows).
-    const ofDs = groups.filter((g) => g.dataset === name && g.template);
-    const endpoints = [...new Set(ofDs.map((g) => g.template!.endpoint.id))];
-    const specs = endpoints.map((id) => [id, addressScopeOf(def, id)] as const);
-    if (specs.length === 0 || specs.some(([, spec]) => !spec || (!spec.endpoint && endpoints.length > 1))) {
-      out.push({ ...ds, check: 'rows_in_windows', status: 'not-checked', detail: `verify does not know which scope each of ${name}'s rows belongs to` });
-    } else {
-      let n = 0,
-        lo = Infinity,
-        hi = -Infinity;
-      for (const [id, spec] of specs) {
-        const mine = ofDs.filter((g) => g.template!.endpoint.id === id);
-        const wins = mine.flatMap((g) => g.units.map((u) => `(${literal(g.template!.scope.address!.toLowerCase())}, ${u.from}, ${u.to})`));
-        const addrs = mine.map((g) => literal(g.template!.scope.address!.toLowerCase())).join(', ');
-        const cols = spec!.columns.map((c) => `lower(r.${ident(c)})`).join(', ');
-        const block = `r.${ident(spec!.blockColumn)}`;
-        const inBounds =
-          (bounds.from === undefined ? '' : ` AND ${block} >= ${bounds.from}`) + (bounds.to === undefined ? '' : ` AND ${block} <= ${bounds.to}`);
-        const outside = await rowsOf(
-          conn,
-          `WITH w(a, f, t) AS (VALUES ${wins.join(', ')})
-           SELECT count(*) AS n, min(${block}) AS lo, max(${block}) AS hi FROM ${ident(name)} r
-           WHERE r.network = ${literal(job.what.network)}${endpointFilter(spec!, 'r.')} AND list_has_any([${cols}], [${addrs}])${inBounds}
-             AND NOT EXISTS (SELECT 1 FROM w WHERE ${block} BETWEEN w.f AND w.t AND list_contains([${cols}], w.a))`,
-        );
-        const k = Number(outside[0]!.n);
-        n += k;
-        if (k) {
-          lo = Math.min(lo, Number(outside[0]!.lo));
-          hi = Math.max(hi, Number(outside[0]!.hi));
-        }
-      }
-      out.push({
-        ...ds,
-        check: 'rows_in_windows',
-        status: n ? 'differs' : 'held',
-        detail: n ? `${n} rows of blocks ${lo}-${hi} lie outside every committed window of their scopes` : '',
-      });
-    }
     if (name === 'transactions')
       out.push(
         ...(await nonceChecks(
@@ -630,7 +630,9 @@ async function offlineChecks(
   }
   if (job.what.decode)
     out.push({
-      ...base,
+      network: job.what.network,
+      lakeCount: null,
+      apiCount: null,
       check: 'decoded_rows',
       dataset: 'decoded',
       scope: null,
@@ -640,6 +642,111 @@ async function offlineChecks(
       detail: 'decoded rows against their logs are not checked by this version',
     });
   return out;
+}
+
+/** The blocks between a scope's committed windows that none covers, or that there are none. */
+function gapChecks(network: string, g: ScopeGroup): VerificationRow[] {
+  const base = { network, lakeCount: null, apiCount: null, check: 'gaps', dataset: g.dataset, scope: g.scope } as const;
+  const gaps: VerificationRow[] = [];
+  for (let i = 1; i < g.units.length; i++)
+    if (g.units[i]!.from > g.units[i - 1]!.to + 1)
+      gaps.push({
+        ...base,
+        fromBlock: g.units[i - 1]!.to + 1,
+        toBlock: g.units[i]!.from - 1,
+        status: 'differs',
+        detail: 'no committed window covers these blocks',
+      });
+  if (gaps.length > 0 || g.units.length === 0) return gaps;
+  return [
+    {
+      ...base,
+      fromBlock: g.units[0]!.from,
+      toBlock: g.units.at(-1)!.to,
+      status: 'held',
+      detail: g.overlaps ? `${g.overlaps} windows overlap earlier ones (fetched again; rows merge by natural key)` : '',
+    },
+  ];
+}
+
+/** One row per natural key within a partition: the commit's promise. */
+async function duplicateKeys(conn: DuckDBConnection, ds: LakeFinding): Promise<VerificationRow> {
+  const def = getDataset(ds.dataset);
+  const key = [def.partition, ...def.naturalKey].map(ident).join(', ');
+  const dup = await rowsOf(
+    conn,
+    `SELECT count(*) AS keys, coalesce(sum(n - 1), 0) AS extra FROM (SELECT count(*) AS n FROM ${ident(ds.dataset)} WHERE network = ${literal(ds.network)} GROUP BY ${key} HAVING count(*) > 1)`,
+  );
+  const extra = Number(dup[0]!.extra);
+  return {
+    ...ds,
+    check: 'duplicate_keys',
+    status: extra ? 'differs' : 'held',
+    detail: extra ? `${Number(dup[0]!.keys)} natural keys have ${extra} rows too many` : '',
+  };
+}
+
+/**
+ * Every row of a scope lies in a committed window of a scope it belongs to: per endpoint, where the dataset tells
+ * which endpoint gave a row (two endpoints without that could list one row in either's windows).
+ */
+async function rowsInWindows(
+  conn: DuckDBConnection,
+  ds: LakeFinding,
+  ofDs: readonly ScopeGroup[],
+  bounds: { from?: number; to?: number },
+): Promise<VerificationRow> {
+  const def = getDataset(ds.dataset);
+  const endpoints = [...new Set(ofDs.map((g) => g.template!.endpoint.id))];
+  const specs = endpoints.map((id) => [id, addressScopeOf(def, id)] as const);
+  if (specs.length === 0 || specs.some(([, spec]) => !spec || (!spec.endpoint && endpoints.length > 1)))
+    return { ...ds, check: 'rows_in_windows', status: 'not-checked', detail: `verify does not know which scope each of ${ds.dataset}'s rows belongs to` };
+  let n = 0,
+    lo = Infinity,
+    hi = -Infinity;
+  for (const [id, spec] of specs) {
+    const outside = await rowsOutside(
+      conn,
+      ds,
+      spec!,
+      ofDs.filter((g) => g.template!.endpoint.id === id),
+      bounds,
+    );
+    n += outside.n;
+    if (outside.n) {
+      lo = Math.min(lo, outside.lo);
+      hi = Math.max(hi, outside.hi);
+    }
+  }
+  return {
+    ...ds,
+    check: 'rows_in_windows',
+    status: n ? 'differs' : 'held',
+    detail: n ? `${n} rows of blocks ${lo}-${hi} lie outside every committed window of their scopes` : '',
+  };
+}
+
+/** The rows of one endpoint's scopes (`mine`) in `bounds` that lie in none of their committed windows: how many, and their blocks. */
+async function rowsOutside(
+  conn: DuckDBConnection,
+  ds: LakeFinding,
+  spec: AddressScope,
+  mine: readonly ScopeGroup[],
+  bounds: { from?: number; to?: number },
+): Promise<{ n: number; lo: number; hi: number }> {
+  const wins = mine.flatMap((g) => g.units.map((u) => `(${literal(g.template!.scope.address!.toLowerCase())}, ${u.from}, ${u.to})`));
+  const addrs = mine.map((g) => literal(g.template!.scope.address!.toLowerCase())).join(', ');
+  const cols = spec.columns.map((c) => `lower(r.${ident(c)})`).join(', ');
+  const block = `r.${ident(spec.blockColumn)}`;
+  const inBounds = (bounds.from === undefined ? '' : ` AND ${block} >= ${bounds.from}`) + (bounds.to === undefined ? '' : ` AND ${block} <= ${bounds.to}`);
+  const outside = await rowsOf(
+    conn,
+    `WITH w(a, f, t) AS (VALUES ${wins.join(', ')})
+     SELECT count(*) AS n, min(${block}) AS lo, max(${block}) AS hi FROM ${ident(ds.dataset)} r
+     WHERE r.network = ${literal(ds.network)}${endpointFilter(spec, 'r.')} AND list_has_any([${cols}], [${addrs}])${inBounds}
+       AND NOT EXISTS (SELECT 1 FROM w WHERE ${block} BETWEEN w.f AND w.t AND list_contains([${cols}], w.a))`,
+  );
+  return { n: Number(outside[0]!.n), lo: Number(outside[0]!.lo), hi: Number(outside[0]!.hi) };
 }
 
 /**
