@@ -5,10 +5,10 @@ import type { Engine } from './engine.js';
 import type { LakePaths } from './paths.js';
 import { literal } from './sql.js';
 import { DuckDbCatalog } from '../ducklake/catalog-db.js';
-import { readLastRunPace, readLedgerState, readRequestUsage as readUsage, type LakeState, type RunPace } from './ledger/planning.js';
+import { readLastRunPace, readLedgerState, readRequestUsage as readUsage, type PlanningState, type RunPace } from './ledger/planning.js';
 import type { Ledger } from './ledger/windows.js';
 
-export { watermarkKey, windowKey, type LakeState, type ResumePoint } from './ledger/planning.js';
+export { watermarkKey, windowKey, type PlanningState, type ResumePoint } from './ledger/planning.js';
 
 /**
  * Runs `read` on the lake's ledger (`catalog.duckdb`, attached read-only) when the catalog holds every table of
@@ -61,7 +61,7 @@ const COMPAT_SCHEMA = 'chainlake_state_v3';
  * killed and still says `running`), the point to resume from (ledger/planning.ts, the distributed ledger's
  * reader too). Read-only; an absent catalog is an empty lake.
  */
-export async function readLakeState(engine: Engine, paths: LakePaths, job: string, network: string): Promise<LakeState> {
+export async function readPlanningState(engine: Engine, paths: LakePaths, job: string, network: string): Promise<PlanningState> {
   return withLedger(
     engine,
     paths,

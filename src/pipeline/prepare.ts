@@ -3,7 +3,7 @@ import { PageBudget } from '../extract/budget.js';
 import { LearnedCap, type BlockRange, type PagerOptions } from '../extract/pager.js';
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
-import { readLakeState, readLastRun, readRequestUsage, watermarkKey, windowKey, type LakeState, type ResumePoint } from '../load/state.js';
+import { readPlanningState, readLastRun, readRequestUsage, watermarkKey, windowKey, type PlanningState, type ResumePoint } from '../load/state.js';
 import type { RunPace } from '../load/ledger/planning.js';
 import { quotaAccount } from '../extract/quota.js';
 import { getDataset } from '../datasets/registry.js';
@@ -89,7 +89,7 @@ export function covers(ranges: readonly BlockRange[], r: BlockRange): boolean {
  * watermark may have moved while the killed run committed, narrowing a chunk differently now, or the chunk
  * size changed).
  */
-export function narrowWindows(what: JobWhat, head: number, state: LakeState, resuming: boolean, fullRefresh: boolean): { todo: Window[]; skipped: number } {
+export function narrowWindows(what: JobWhat, head: number, state: PlanningState, resuming: boolean, fullRefresh: boolean): { todo: Window[]; skipped: number } {
   const incremental = what.range.incremental && !fullRefresh;
   // The last block of every block-ranged window family: a watermark there means the scope is done.
   const end = jobRange(what, head).to;
@@ -205,7 +205,7 @@ export interface PlanLedger {
   /** The lake as a plan names it: a local lake's folder, a control plane's URL without its password. */
   readonly lake: string;
   /** Watermarks, the last head and, on one machine, the unfinished run of the job to resume. */
-  state(job: Job): Promise<LakeState>;
+  state(job: Job): Promise<PlanningState>;
   /** Requests the job's API account spent on `day` (UTC, YYYY-MM-DD), as the ledger counts them for its quota. */
   requestsOn(job: Job, day: string): Promise<number>;
   /** The job's last complete run's requests and seconds: the pace a plan estimates the duration with. */
@@ -216,14 +216,14 @@ export interface PlanLedger {
 export function localPlanLedger(engine: Engine, paths: LakePaths): PlanLedger {
   return {
     lake: paths.root,
-    state: (job) => readLakeState(engine, paths, job.name, job.what.network),
+    state: (job) => readPlanningState(engine, paths, job.name, job.what.network),
     requestsOn: async (job, day) => (await readRequestUsage(engine, paths, quotaAccount(job.source.target))).get(day) ?? 0,
     lastRun: (job) => readLastRun(engine, paths, job.name, job.what.network),
   };
 }
 
 export interface Prepared {
-  state: LakeState;
+  state: PlanningState;
   resume: ResumePoint | undefined;
   /** The pinned head; null when the job has no block-ranged endpoint (snapshots, point lookups, finance). */
   head: number | null;

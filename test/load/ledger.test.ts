@@ -12,7 +12,7 @@ import { Catalog } from '../../src/load/catalog.js';
 import { LEDGER_TABLES } from '../../src/load/ledger/schema.js';
 import { LakePaths } from '../../src/load/paths.js';
 import { openEngine } from '../../src/load/engine.js';
-import { readLakeState, readRequestUsage } from '../../src/load/state.js';
+import { readPlanningState, readRequestUsage } from '../../src/load/state.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { tempDir } from '../helpers/lake.js';
 
@@ -126,7 +126,7 @@ describe('the one ledger', () => {
     instance.closeSync();
     const engine = await openEngine({ tempDir: path.join(tmp.dir, 'local-read-engine') });
     try {
-      const state = await readLakeState(engine, paths, 'nightly', 'mainnet');
+      const state = await readPlanningState(engine, paths, 'nightly', 'mainnet');
       expect(state.watermarks).toEqual(new Map([['transactions|mainnet|-', 100]]));
       expect(state.lastHead).toBe(100);
       expect(state.resume).toEqual({ runId: 'r2', status: 'failed', head: 100, committed: new Set() });

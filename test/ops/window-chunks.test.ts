@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { LakeState } from '../../src/load/state.js';
+import type { PlanningState } from '../../src/load/state.js';
 import { windowKey } from '../../src/load/state.js';
 import { advanceWatermark } from '../../src/load/ledger/watermarks.js';
 import { loadJobFile, parseJob, type Job } from '../../src/pipeline/job.js';
@@ -82,7 +82,7 @@ describe('planning chunks', () => {
     const j = jobOf({ transactions: { addresses: [A(1)] } }, { incremental: true, safetyMarginBlocks: 64, windowBlocks: 100 });
     const key = `transactions|mainnet|address=${A(1)}`;
     const narrow = (wm: number | undefined, margin = 64): { ranges: string[]; skipped: number } => {
-      const state: LakeState = { watermarks: new Map(wm === undefined ? [] : [[key, wm]]) };
+      const state: PlanningState = { watermarks: new Map(wm === undefined ? [] : [[key, wm]]) };
       const { todo, skipped } = narrowWindows({ ...j.what, range: { ...j.what.range, safetyMarginBlocks: margin } }, 350, state, false, false);
       return { ranges: todo.map((w) => `${w.range!.from}-${w.range!.to}`), skipped };
     };
@@ -110,7 +110,7 @@ describe('planning chunks', () => {
       windowKey('transactions', 'mainnet', scope, 100, 199),
       windowKey('transactions', 'mainnet', scope, 300, 350),
     ]);
-    const state: LakeState = { watermarks: new Map([[key, 199]]), resume: { runId: 'r', status: 'running', head: 350, committed } };
+    const state: PlanningState = { watermarks: new Map([[key, 199]]), resume: { runId: 'r', status: 'running', head: 350, committed } };
     const { todo, skipped } = narrowWindows(j.what, 350, state, true, false);
     // [136-199] (the chunk narrowed by the new watermark) lies inside the committed [100-199].
     expect(todo.map((w) => `${w.range!.from}-${w.range!.to}`)).toEqual(['200-299']);

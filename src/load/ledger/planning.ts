@@ -24,7 +24,7 @@ export interface ResumePoint {
   committed: Set<string>;
 }
 
-export interface LakeState {
+export interface PlanningState {
   /** Last committed block per (dataset, network, scope). */
   watermarks: Map<string, number>;
   resume?: ResumePoint;
@@ -44,8 +44,8 @@ const RUN_NETWORK = `COALESCE(network, report ->> 'network')`;
  * windows every run of the job that pinned the same head committed. Without `resume` (the distributed mode,
  * whose unfinished runs are taken up by `enqueue` itself) no resume point is read.
  */
-export async function readLedgerState(ledger: Ledger, job: string, network: string, opts: { resume: boolean }): Promise<LakeState> {
-  const state: LakeState = { watermarks: new Map() };
+export async function readLedgerState(ledger: Ledger, job: string, network: string, opts: { resume: boolean }): Promise<PlanningState> {
+  const state: PlanningState = { watermarks: new Map() };
   const { db } = ledger;
   for (const r of await db.query(`SELECT dataset, scope, block FROM ${table(ledger, 'watermarks')} WHERE network = $1`, [network])) {
     state.watermarks.set(watermarkKey(String(r.dataset), network, String(r.scope)), Number(r.block));
