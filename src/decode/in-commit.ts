@@ -17,7 +17,7 @@ import type { LakeState } from '../load/write/lake-state.js';
 import { STAGED_PARTITION, type TableShape } from '../load/schema.js';
 import { fsyncFile, mkdirDurable } from '../load/write/durable.js';
 import { mergedRows } from '../load/write/merge.js';
-import type { LakePartitions } from '../load/write/merge-table.js';
+import type { LakePartitions } from '../load/write/lake-partitions.js';
 import { ident, literal } from '../load/sql.js';
 import type { DecodedDataset } from './datasets.js';
 import { decodeLogs, distinctDatasets } from './decode.js';

@@ -24,7 +24,7 @@ import {
 import { ident, literal, literalList } from '../sql.js';
 import { ensureTable, tableMatches } from './lake-tables.js';
 import { STAGED_PARTITION, type TableShape } from '../schema.js';
-import type { LakePartitions } from './merge-table.js';
+import type { LakePartitions } from './lake-partitions.js';
 import { fileBlockSpans } from './replace.js';
 
 /** A Parquet file of a partition at the newest snapshot. */

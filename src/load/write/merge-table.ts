@@ -13,22 +13,7 @@ import { STAGED_PARTITION, type TableShape } from '../schema.js';
 import { ident } from '../sql.js';
 import { mergeSlices, type PartitionRows, type SliceHook } from './merge-slices.js';
 import { keptRows, partitionsReaching, type KeptRows, type ScopeRange } from './replace.js';
-
-/** A file's lowest and highest block, when the catalog knows them. */
-export type BlockSpan = { min: number | null; max: number | null };
-
-/** What one network's partitions of a table hold now, as a merge reads them. */
-export interface LakePartitions {
-  /** Every current file's partition and block span (which partitions a window fetched again reaches). */
-  files(): Promise<readonly { partition: string; span?: BlockSpan }[]>;
-  /** Rows a partition holds now (0 for a new one). */
-  rowsIn(partition: string): number;
-  /**
-   * The partitions' current rows that meet `keep` (the shape's columns and STAGED_PARTITION), or undefined when
-   * they hold none.
-   */
-  select(partitions: readonly string[], keep?: string): Promise<string | undefined>;
-}
+import type { LakePartitions } from './lake-partitions.js';
 
 export interface TableMergeInput<F> {
   engine: Engine;
