@@ -18,7 +18,7 @@ import { writeDataFile } from '../ducklake/data-file.js';
 import { commitTables, type StagedFile } from '../ducklake/writer.js';
 import { getDataset } from '../datasets/registry.js';
 import { createUnorderedTempTable, type Engine } from '../load/engine.js';
-import { datasetShape, emptyTypedSelect, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
+import { datasetShape, noFreshRows, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
 import { ident, literal, literalList } from '../load/sql.js';
 import type { SliceHook } from '../load/write/merge-slices.js';
 import { mergeTable } from '../load/write/merge-table.js';
@@ -767,13 +767,7 @@ async function mergeFragments(
  */
 async function freshTableOf(conn: DuckDBConnection, table: string, shape: TableShape, local: readonly string[], fresh: string | undefined): Promise<void> {
   const sources = [...(local.length > 0 ? [`SELECT * FROM read_parquet(${literalList(local)}, union_by_name = true)`] : []), ...(fresh ? [fresh] : [])];
-  await createUnorderedTempTable(
-    conn,
-    table,
-    sources.length > 0
-      ? sources.map((q) => `(${q})`).join(' UNION ALL BY NAME ')
-      : `SELECT *, NULL::VARCHAR AS ${ident(STAGED_PARTITION)} FROM (${emptyTypedSelect(shape)}) WHERE false`,
-  );
+  await createUnorderedTempTable(conn, table, sources.length > 0 ? sources.map((q) => `(${q})`).join(' UNION ALL BY NAME ') : noFreshRows(shape));
 }
 
 async function writePartition(

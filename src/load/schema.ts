@@ -109,6 +109,11 @@ export function emptyTypedSelect(shape: TableShape, extra: LakeColumn[] = []): s
   return `SELECT ${[...shape.columns, ...extra].map((c) => `CAST(NULL AS ${c.type}) AS ${ident(c.name)}`).join(', ')} WHERE false`;
 }
 
+/** No fresh row for a merge: the shape's columns and STAGED_PARTITION (a merge that only replaces or rewrites). */
+export function noFreshRows(shape: TableShape): string {
+  return `(SELECT *, NULL::VARCHAR AS ${ident(STAGED_PARTITION)} FROM (${emptyTypedSelect(shape)}) WHERE false)`;
+}
+
 /** A window's pages staged as received (StageFile.writePage), and where each body keeps its entries. */
 export interface StagedPages {
   file: string;

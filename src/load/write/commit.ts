@@ -11,7 +11,7 @@ import type { LakePaths } from '../paths.js';
 import type { StagedFile } from '../../ducklake/writer.js';
 import { copyLakeFile, measureLakeFiles, type LakeFile } from './lake-file.js';
 import type { LakeState } from './lake-state.js';
-import { REJECTS_SHAPE, STAGED_PARTITION, datasetShape, emptyTypedSelect, stagedSelect, type StagedPages, type TableShape } from '../schema.js';
+import { REJECTS_SHAPE, STAGED_PARTITION, datasetShape, noFreshRows, stagedSelect, type StagedPages, type TableShape } from '../schema.js';
 
 export { stagedSelect };
 import { ident, literal, literalList } from '../sql.js';
@@ -129,9 +129,7 @@ export async function preparePartition(
   keep?: string,
 ): Promise<PreparedFile> {
   const part = ident(STAGED_PARTITION);
-  const rows = fresh
-    ? `(SELECT *, ${literal(partition)} AS ${part} FROM (${fresh}))`
-    : `(SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(shape)}) WHERE false)`;
+  const rows = fresh ? `(SELECT *, ${literal(partition)} AS ${part} FROM (${fresh}))` : noFreshRows(shape);
   const prepared = await prepareMerged({
     engine,
     conn: engine.conn,
@@ -222,9 +220,8 @@ export async function prepareDataset(input: PrepareInput): Promise<PreparedDatas
   const pageFiles = input.pageFiles ?? [];
   const replacing = input.replacing ?? [];
   const shape = datasetShape(def);
-  const part = ident(STAGED_PARTITION);
   // Windows fetched again whose rows are all gone bring no fresh row, yet their old rows must go.
-  const none = `(SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(shape)}) WHERE false)`;
+  const none = noFreshRows(shape);
   let noFresh = stagedFiles.length === 0 && pageFiles.length === 0;
   if (noFresh && replacing.length === 0) return [];
   const typed = input.preloaded && !noFresh ? (await Promise.all(input.preloaded.map((b) => b.typedFiles(def)))).flat() : undefined;
@@ -299,7 +296,7 @@ export async function prepareRejects(input: Omit<PrepareInput, 'def'> & { date: 
   const part = ident(STAGED_PARTITION);
   const fresh = sources.length
     ? `(SELECT *, ${literal(date)} AS ${part} FROM (${sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ')}))`
-    : `(SELECT *, NULL::VARCHAR AS ${part} FROM (${emptyTypedSelect(REJECTS_SHAPE)}) WHERE false)`;
+    : noFreshRows(REJECTS_SHAPE);
   const prepared = await prepareMerged({
     engine,
     conn: engine.conn,
