@@ -22,6 +22,21 @@ const SIMULATOR_IMPORTERS: Readonly<Record<string, string>> = {
   'src/pipeline/source.ts': 'the embedded target',
 };
 
+/**
+ * Configuration comes from the environment in one place: the CLI resolves it (flags over variables) and hands
+ * the stages plain values. Below src/cli/ only these files read process.env, each for a reason.
+ */
+const ENVIRONMENT_READERS: Readonly<Record<string, string>> = {
+  // runJob / streamDataset given a job: resolved with the host's environment, as the CLI resolves its job file.
+  'src/index.ts': "the library's entry resolves a job as the CLI does",
+  // Kill and hold points of the crash tests: read once when the module loads, never set by a user.
+  'src/load/test-hooks.ts': "the test suite's kill points",
+  // AWS_ENDPOINT_URL(_S3) and AWS_REGION where the S3 client is built, beside the SDK's own credential chain:
+  // a library host configures object storage as for any AWS SDK program.
+  'src/distributed/store.ts': "the AWS SDK's endpoint and region variables",
+};
+const ENV_READ = /\bprocess\.env\b/;
+
 /** The layer of a file under src/: its folder, or the file itself at the top. */
 const unitOf = (file: string): string => file.split('/')[1]!;
 const rankOf = (file: string): number => {
@@ -106,6 +121,19 @@ describe('architecture', () => {
       to.some((t) => unitOf(t) === 'simulator') && !['simulator', 'cli'].includes(unitOf(from)) && !(from in SIMULATOR_IMPORTERS) ? [from] : [],
     );
     expect(importers).toEqual([]);
+  });
+
+  it('nothing below the CLI reads the environment (but the files named, each for a reason)', () => {
+    const readers = [...graph.keys()].flatMap((file) =>
+      unitOf(file) === 'cli' || file in ENVIRONMENT_READERS
+        ? []
+        : readFileSync(file, 'utf8')
+            .split('\n')
+            .flatMap((line, i) => (ENV_READ.test(line) ? [`${file}:${i + 1}: takes a value from process.env; resolve it in src/cli/ and pass it down`] : [])),
+    );
+    expect(readers).toEqual([]);
+    // Each reason still holds: a file named here that stopped reading the environment leaves the list.
+    expect(Object.keys(ENVIRONMENT_READERS).filter((f) => !ENV_READ.test(readFileSync(f, 'utf8')))).toEqual([]);
   });
 
   it('no cycle between files', () => {
