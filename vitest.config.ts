@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 import { fastTestFiles } from './test/tiers.js';
 
-// Each project runs with these; the global setup (the build, the fork watch) once for the run, at the root.
+// Each project runs with these; the fork watch once for the run, at the root (test/global-setup.ts).
 const shared = {
   setupFiles: ['test/fork-note.ts'],
   // A timeout only bounds a hang (every child process also has a hard kill of its own). The heavy tests run real
@@ -25,9 +25,10 @@ export default defineConfig({
       // the modules (DuckDB's binding, the simulator's generated chains) load once per fork, not once per file.
       { test: { ...shared, name: 'fast', include: fast, isolate: false } },
       // Files that start processes, PostgreSQL or soaks, or set the process's environment: a fresh fork each. Their
-      // PostgreSQL is one server for the run (test/postgres-setup.ts), started only when files of this tier run.
+      // PostgreSQL is one server for the run (test/postgres-setup.ts) and `dist/` is built for their CLI children
+      // (test/build-setup.ts), both only when files of this tier run.
       {
-        test: { ...shared, name: 'process', include: ['test/**/*.test.ts'], exclude: fast, globalSetup: ['test/postgres-setup.ts'] },
+        test: { ...shared, name: 'process', include: ['test/**/*.test.ts'], exclude: fast, globalSetup: ['test/build-setup.ts', 'test/postgres-setup.ts'] },
       },
     ],
   },

@@ -6,7 +6,8 @@ import { collect, minRequests, pagerOptions, transport, txFetcher } from './help
 /**
  * A measurement, not a test of speed (it asserts only what does not depend on the machine): the whale at
  * `medium` in 8 windows paged at once at `--rps R` against a simulator (own thread) limited to R req/s.
- * Run: CHAINLAKE_BENCH=1 [CHAINLAKE_BENCH_RPS=20,40] npx vitest run test/extract/throughput.test.ts
+ * Run: npm run build && CHAINLAKE_BENCH=1 [CHAINLAKE_BENCH_RPS=20,40] npx vitest run test/extract/throughput.test.ts
+ * (its simulator runs from dist/, which the fast tier does not build)
  * It prints requests per row against the minimum, the rate achieved against R, and the 429s drawn.
  */
 const rates = (process.env.CHAINLAKE_BENCH_RPS ?? '20,40').split(',').map(Number);

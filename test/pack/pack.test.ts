@@ -7,7 +7,7 @@ import { tempDir } from '../helpers/lake.js';
 /**
  * The package as npm publishes it (`npm pack`), installed into an empty project and used from there: the API as
  * ESM with its types, the `chainlake` bin, and nothing else reachable or shipped. The build is dist/ as
- * test/global-setup.ts left it.
+ * test/build-setup.ts left it.
  *
  * Installing: `npm install --offline <tgz>` first; this machine's npm cache rarely holds the dependencies, and
  * tests may not reach the registry, so when that fails the tarball is unpacked as npm would lay it out
