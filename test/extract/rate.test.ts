@@ -49,9 +49,9 @@ describe('request rate', () => {
   });
 
   it('backs off when --rps is above the server limit, and completes', async () => {
-    const t = transport({ concurrency: 8, rps: 100 });
+    const t = transport({ concurrency: 8, rps: 200 });
     try {
-      await pageFourWindows(t, { rps: 10, burst: 5 }, 300, 100);
+      await pageFourWindows(t, { rps: 20, burst: 10 }, 300, 100);
       expect(sim.stats().rateLimited).toBeGreaterThan(0);
       expect(t.limiter.currentRate).toBeLessThan(100);
     } finally {
@@ -63,7 +63,7 @@ describe('request rate', () => {
   it('learns a rate from throttling when no --rps is given, and completes', async () => {
     const t = transport({ concurrency: 8 });
     try {
-      await pageFourWindows(t, { rps: 10, burst: 5 }, 300, 100);
+      await pageFourWindows(t, { rps: 20, burst: 10 }, 300, 100);
       const limited = sim.stats().rateLimited;
       expect(limited).toBeGreaterThan(0);
       expect(t.limiter.currentRate).toBeLessThan(Infinity);
