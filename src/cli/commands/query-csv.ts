@@ -10,7 +10,7 @@ import {
   type DuckDBValue,
 } from '@duckdb/node-api';
 import type { ByteRing } from '../../load/read/byte-ring.js';
-import { RawColumn, rawWidth, releaseChunk } from '../../load/read/chunk-columns.js';
+import { RawColumn, rawWidth, releaseChunk, type TypedArrayCtor } from '../../load/read/chunk-columns.js';
 
 const NEEDS_QUOTES = /[",\n\r]/;
 
@@ -33,6 +33,20 @@ const decoder = new TextDecoder();
 /** Appends the cell of row `r` of one column of the current chunk (nothing for NULL). */
 type CellWriter = (r: number) => void;
 
+/** The typed array a fixed-width number column's values read as, by type. */
+const NUMBER_VIEWS: Partial<Record<DuckDBTypeId, TypedArrayCtor<{ [i: number]: number | bigint }>>> = {
+  [DuckDBTypeId.TINYINT]: Int8Array,
+  [DuckDBTypeId.SMALLINT]: Int16Array,
+  [DuckDBTypeId.INTEGER]: Int32Array,
+  [DuckDBTypeId.BIGINT]: BigInt64Array,
+  [DuckDBTypeId.UTINYINT]: Uint8Array,
+  [DuckDBTypeId.USMALLINT]: Uint16Array,
+  [DuckDBTypeId.UINTEGER]: Uint32Array,
+  [DuckDBTypeId.UBIGINT]: BigUint64Array,
+  [DuckDBTypeId.FLOAT]: Float32Array,
+  [DuckDBTypeId.DOUBLE]: Float64Array,
+};
+
 /**
  * The cell writer of a column: read from DuckDB's buffers (chunk-columns.ts) where its type allows, with the
  * same text as String of the node-api's value (made for the cell and dropped at once, where its format is not
@@ -40,81 +54,66 @@ type CellWriter = (r: number) => void;
  */
 function cellWriter(chunk: DuckDBDataChunk, c: number, t: DuckDBType, rows: number, out: ByteRing): CellWriter {
   const width = rawWidth(t);
-  const text = (s: string): void => out.text(NEEDS_QUOTES.test(s) ? csvText(s) : s);
-  if (width !== undefined) {
-    const col = new RawColumn(chunk, c, rows, width);
-    const numbers = <T extends { [i: number]: number | bigint }>(items: T): CellWriter => {
-      return (r) => {
-        if (col.valid(r)) out.text(String(items[r]));
-      };
-    };
-    switch (t.typeId) {
-      case DuckDBTypeId.BOOLEAN:
-        return (r) => {
-          if (col.valid(r)) out.text(col.data[r * width] !== 0 ? 'true' : 'false');
-        };
-      case DuckDBTypeId.TINYINT:
-        return numbers(col.view(Int8Array));
-      case DuckDBTypeId.SMALLINT:
-        return numbers(col.view(Int16Array));
-      case DuckDBTypeId.INTEGER:
-        return numbers(col.view(Int32Array));
-      case DuckDBTypeId.BIGINT:
-        return numbers(col.view(BigInt64Array));
-      case DuckDBTypeId.UTINYINT:
-        return numbers(col.view(Uint8Array));
-      case DuckDBTypeId.USMALLINT:
-        return numbers(col.view(Uint16Array));
-      case DuckDBTypeId.UINTEGER:
-        return numbers(col.view(Uint32Array));
-      case DuckDBTypeId.UBIGINT:
-        return numbers(col.view(BigUint64Array));
-      case DuckDBTypeId.FLOAT:
-        return numbers(col.view(Float32Array));
-      case DuckDBTypeId.DOUBLE:
-        return numbers(col.view(Float64Array));
-      case DuckDBTypeId.DATE: {
-        const days = col.view(Int32Array);
-        return (r) => {
-          if (col.valid(r)) text(new DuckDBDateValue(days[r]!).toString());
-        };
-      }
-      case DuckDBTypeId.TIMESTAMP: {
-        const micros = col.view(BigInt64Array);
-        return (r) => {
-          if (col.valid(r)) text(new DuckDBTimestampValue(micros[r]!).toString());
-        };
-      }
-      case DuckDBTypeId.TIMESTAMP_TZ: {
-        const micros = col.view(BigInt64Array);
-        return (r) => {
-          if (col.valid(r)) text(new DuckDBTimestampTZValue(micros[r]!).toString());
-        };
-      }
-      case DuckDBTypeId.DECIMAL: {
-        const scaled = decimalValues(col, width);
-        return (r) => {
-          if (col.valid(r)) text(new DuckDBDecimalValue(scaled(r), t.width, t.scale).toString());
-        };
-      }
-      case DuckDBTypeId.VARCHAR:
-        return (r) => {
-          if (!col.valid(r)) return;
-          const b = col.bytes(r);
-          // The UTF-8 bytes of a quote, comma or line break appear only as those characters.
-          for (let i = 0; i < b.length; i++) {
-            const x = b[i]!;
-            if (x === QUOTE || x === COMMA || x === LF || x === CR) return out.text(csvText(decoder.decode(b)));
-          }
-          out.bytes(b);
-        };
-    }
-  }
+  const raw = width === undefined ? undefined : rawCellWriter(new RawColumn(chunk, c, rows, width), t, width, out);
+  if (raw) return raw;
   const vector = chunk.getColumnVector(c);
   return (r) => {
     const v = vector.getItem(r);
-    if (v !== null && v !== undefined) text(typeof v === 'string' ? v : String(v));
+    if (v !== null && v !== undefined) quotedText(out, typeof v === 'string' ? v : String(v));
   };
+}
+
+const quotedText = (out: ByteRing, s: string): void => out.text(NEEDS_QUOTES.test(s) ? csvText(s) : s);
+
+/** The cell writer of a column read from DuckDB's buffers, or undefined for a type read through the node-api's values. */
+function rawCellWriter(col: RawColumn, t: DuckDBType, width: number, out: ByteRing): CellWriter | undefined {
+  const numberView = NUMBER_VIEWS[t.typeId];
+  if (numberView) {
+    const items = col.view(numberView);
+    return (r) => {
+      if (col.valid(r)) out.text(String(items[r]));
+    };
+  }
+  /** A cell made from a value of the node-api's (its toString), for types whose text is not a number's. */
+  const valueText = (value: (r: number) => { toString(): string }): CellWriter => {
+    return (r) => {
+      if (col.valid(r)) quotedText(out, value(r).toString());
+    };
+  };
+  switch (t.typeId) {
+    case DuckDBTypeId.BOOLEAN:
+      return (r) => {
+        if (col.valid(r)) out.text(col.data[r * width] !== 0 ? 'true' : 'false');
+      };
+    case DuckDBTypeId.DATE: {
+      const days = col.view(Int32Array);
+      return valueText((r) => new DuckDBDateValue(days[r]!));
+    }
+    case DuckDBTypeId.TIMESTAMP: {
+      const micros = col.view(BigInt64Array);
+      return valueText((r) => new DuckDBTimestampValue(micros[r]!));
+    }
+    case DuckDBTypeId.TIMESTAMP_TZ: {
+      const micros = col.view(BigInt64Array);
+      return valueText((r) => new DuckDBTimestampTZValue(micros[r]!));
+    }
+    case DuckDBTypeId.DECIMAL: {
+      const scaled = decimalValues(col, width);
+      return valueText((r) => new DuckDBDecimalValue(scaled(r), t.width, t.scale));
+    }
+    case DuckDBTypeId.VARCHAR:
+      return (r) => {
+        if (!col.valid(r)) return;
+        const b = col.bytes(r);
+        // The UTF-8 bytes of a quote, comma or line break appear only as those characters.
+        for (let i = 0; i < b.length; i++) {
+          const x = b[i]!;
+          if (x === QUOTE || x === COMMA || x === LF || x === CR) return out.text(csvText(decoder.decode(b)));
+        }
+        out.bytes(b);
+      };
+  }
+  return undefined;
 }
 
 /** A DECIMAL's scaled values, as the node-api reads them (its 128-bit ones: the high half signed, the low not). */

@@ -67,7 +67,7 @@ export function rawWidth(t: DuckDBType): number | undefined {
 const STRING_T_BYTES = 16;
 const INLINED_MAX = 12;
 
-type TypedArrayCtor<T> = { new (buffer: ArrayBuffer, byteOffset: number, length: number): T; BYTES_PER_ELEMENT: number };
+export type TypedArrayCtor<T> = { new (buffer: ArrayBuffer, byteOffset: number, length: number): T; BYTES_PER_ELEMENT: number };
 
 /** One column of a chunk: its data (rows × width bytes) and validity (a bit per row, set when valid; null: all valid). */
 export class RawColumn {
