@@ -11,7 +11,7 @@ import { LakePaths } from '../load/paths.js';
 import { NoLakeError } from '../load/read/reader.js';
 import type { LakeTarget } from '../lake/open.js';
 import { blockTimeRequests } from './block-times.js';
-import { fetcherFor } from './execute.js';
+import { fetcherFor, type Clients } from './execute.js';
 import type { Job } from './job.js';
 import { isProvisional, requestsForRows, type Window } from './plan.js';
 import { effectiveJob, localPlanLedger, windowsToFetch, type PlanLedger } from './prepare.js';
@@ -105,6 +105,62 @@ async function verifyEstimate(job: Job, target: LakeTarget | null): Promise<Veri
 }
 
 /**
+ * Each window's estimate: its rows where `probe` asks (a one-entry page's count, for offset-paged listings) and the
+ * requests it will cost, block-time lookups included (also returned apart, for the plan's total of them).
+ */
+async function estimateWindows(
+  planned: readonly Window[],
+  job: Job,
+  clients: Clients,
+  acct: Accounting,
+  probe: boolean,
+): Promise<(WindowEstimate & { blockTimeRequests: number })[]> {
+  const times = blockTimeRequests(planned);
+  const limit = pLimit(job.source.concurrency);
+  return Promise.all(
+    planned.map((w, i) =>
+      limit(async () => {
+        let rows: number | null = null;
+        if (probe && w.endpoint.paging.kind === 'offset') rows = (await fetcherFor(w, clients)({ offset: 0, limit: 1, range: w.range }, acct)).count;
+        return {
+          window: w.id,
+          dataset: w.def.name,
+          scope: w.scopeKey,
+          fromBlock: w.range?.from ?? null,
+          toBlock: w.range?.to ?? null,
+          provisional: isProvisional(w),
+          rows,
+          requests: requestsFor(w, rows, job) + times[i]!,
+          blockTimeRequests: times[i]!,
+        };
+      }),
+    ),
+  );
+}
+
+/**
+ * How long the requests will take: at the last run's pace where there is one, else from the probes' latency over
+ * the requests in flight (the concurrency: a window's pages prefetch, so even one window fills it). The rps limit
+ * is a floor under either, never the estimate by itself: when the API's latency over the requests in flight is
+ * slower than the limit, the API is the bound. A plan never fails for its estimate.
+ */
+async function estimateDuration(
+  job: Job,
+  ledger: PlanLedger,
+  acct: Accounting,
+  requests: number,
+): Promise<{ seconds: number; basis: PlanEstimate['durationBasis'] }> {
+  const last = await ledger.lastRun(job).catch(() => undefined);
+  const meanLatencyMs = acct.requests > 0 ? acct.latencyMeanMs : 200;
+  const inFlight = job.source.concurrency;
+  const paced = last ? requests * (last.seconds / last.requests) : (requests * meanLatencyMs) / 1000 / inFlight;
+  return {
+    seconds: Math.max(paced, job.source.rps ? requests / job.source.rps : 0),
+    basis: last ? { kind: 'last-run', ...last } : { kind: 'probe', meanLatencyMs: Math.round(meanLatencyMs), concurrency: inFlight },
+  };
+}
+
+/**
  * Plans a job against the live API without fetching data: windows, counts, requests, duration. The windows are
  * the ones `run` (a local lake) or `enqueue` (a distributed lake's ledger) would plan now: the same step plans them.
  */
@@ -119,40 +175,12 @@ export async function estimatePlan(baseJob: Job, opts: EstimateOptions): Promise
     const ledger = opts.ledger ?? localPlanLedger(engine, new LakePaths(job.lake.dir));
     // The run's own step: the windows below are the ones `run` would fetch now, not an estimate of them.
     const prepared = await windowsToFetch({ baseJob, job, fullRefresh: opts.fullRefresh ?? false }, ledger, clients, acct);
-    const times = blockTimeRequests(prepared.windows);
-    const limit = pLimit(job.source.concurrency);
-    const windows = await Promise.all(
-      prepared.windows.map((w, i) =>
-        limit(async (): Promise<WindowEstimate> => {
-          let rows: number | null = null;
-          if (opts.probe && w.endpoint.paging.kind === 'offset') rows = (await fetcherFor(w, clients)({ offset: 0, limit: 1, range: w.range }, acct)).count;
-          return {
-            window: w.id,
-            dataset: w.def.name,
-            scope: w.scopeKey,
-            fromBlock: w.range?.from ?? null,
-            toBlock: w.range?.to ?? null,
-            provisional: isProvisional(w),
-            rows,
-            requests: requestsFor(w, rows, job) + times[i]!,
-          };
-        }),
-      ),
-    );
+    const windows = await estimateWindows(prepared.windows, job, clients, acct, opts.probe ?? false);
     const estimatedRequests = windows.reduce((a, w) => a + w.requests, 0);
     // The job as `chainlake verify` reads it (the plan's range flags select what to fetch, not what a verify checks).
     const verify = await verifyEstimate(baseJob, opts.verifyTarget === undefined ? { kind: 'local', lake: job.lake.dir } : opts.verifyTarget);
     const usedToday = job.source.dailyRequestQuota ? await ledger.requestsOn(job, new Date().toISOString().slice(0, 10)) : 0;
-    // A plan never fails for its estimate: without a last run's pace it estimates from the probes.
-    const last = await ledger.lastRun(job).catch(() => undefined);
-    const meanLatencyMs = acct.requests > 0 ? acct.latencyMeanMs : 200;
-    // Requests in flight at once: the concurrency (a window's pages prefetch, so even one window fills it).
-    const inFlight = job.source.concurrency;
-    const fromLatency = (estimatedRequests * meanLatencyMs) / 1000 / inFlight;
-    const paced = last ? estimatedRequests * (last.seconds / last.requests) : fromLatency;
-    // The rps limit is a floor under any of these, never the estimate by itself: when the API's latency over
-    // the requests in flight is slower than the limit, the API is the bound.
-    const estimatedSeconds = Math.max(paced, job.source.rps ? estimatedRequests / job.source.rps : 0);
+    const duration = await estimateDuration(job, ledger, acct, estimatedRequests);
     return {
       job: job.name,
       network: job.what.network,
@@ -161,14 +189,14 @@ export async function estimatePlan(baseJob: Job, opts: EstimateOptions): Promise
       windowBlocks: job.what.range.windowBlocks,
       finalBlock: prepared.head !== null && job.what.range.finalityDepth > 0 ? prepared.head - job.what.range.finalityDepth : null,
       resumeOf: prepared.resume?.runId ?? null,
-      windows,
+      windows: windows.map(({ blockTimeRequests: _, ...w }) => w),
       skipped: prepared.skipped,
       probeRequests: acct.requests,
       estimatedRequests,
-      estimatedSeconds,
-      durationBasis: last ? { kind: 'last-run', ...last } : { kind: 'probe', meanLatencyMs: Math.round(meanLatencyMs), concurrency: inFlight },
+      estimatedSeconds: duration.seconds,
+      durationBasis: duration.basis,
       lake: ledger.lake,
-      blockTimeRequests: times.reduce((a, n) => a + n, 0),
+      blockTimeRequests: windows.reduce((a, w) => a + w.blockTimeRequests, 0),
       rps: job.source.rps ?? null,
       dailyRequestQuota: job.source.dailyRequestQuota ?? null,
       quotaShare: job.source.dailyRequestQuota ? estimatedRequests / job.source.dailyRequestQuota : null,
