@@ -178,10 +178,23 @@ async function planAndQueue(
   settings: QueueSettings,
   given?: readonly Window[],
 ): Promise<EnqueueResult> {
-  let decode: DecodedDataset[] | undefined;
-  let prepared: Prepared;
-  // The single machine's planner on the control plane's ledger: the windows `run` would fetch of a local lake with
-  // the same history, and the ones `chainlake plan --catalog` lists.
+  const { prepared, decode } = await planRun(job, opts, client, given);
+  const { head, windows } = prepared;
+  const runId = await queueRun(client, boss, settings, { job, doc, prepared, decode });
+  return { runId, resumed: false, head, queued: windows.length, retried: 0, skipped: given ? 0 : prepared.skipped, pending: windows.length };
+}
+
+/**
+ * The run's windows and what it decodes. The single machine's planner on the control plane's ledger: the windows
+ * `run` would fetch of a local lake with the same history, and the ones `chainlake plan --catalog` lists. The API is
+ * asked only for a head to find or an ABI to fetch.
+ */
+async function planRun(
+  job: Job,
+  opts: DistributedOptions,
+  client: import('pg').Client,
+  given?: readonly Window[],
+): Promise<{ prepared: Prepared; decode: DecodedDataset[] | undefined }> {
   const plan = (clients: Clients) =>
     windowsToFetch(
       { baseJob: job, job, fullRefresh: false, ...(given ? { windows: [...given] } : {}) },
@@ -189,22 +202,28 @@ async function planAndQueue(
       clients,
       new Accounting(),
     );
-  if (needsHead(job.what) || decodeNeedsApi(job)) {
-    const source = await openSource(job.source, { simulator: opts.simulator, transport: opts.transport });
-    try {
-      const { clients } = source;
-      prepared = await plan(clients);
-      decode = await resolveDecode(job, clients.explorer);
-    } finally {
-      await source.close();
-    }
-  } else {
-    // No head to find: no request is sent.
-    prepared = await plan({});
-    decode = await resolveDecode(job, undefined);
+  if (!needsHead(job.what) && !decodeNeedsApi(job)) return { prepared: await plan({}), decode: await resolveDecode(job, undefined) };
+  const source = await openSource(job.source, { simulator: opts.simulator, transport: opts.transport });
+  try {
+    const { clients } = source;
+    return { prepared: await plan(clients), decode: await resolveDecode(job, clients.explorer) };
+  } finally {
+    await source.close();
   }
-  const { head, range, windows } = prepared;
-  const skipped = given ? 0 : prepared.skipped;
+}
+
+/**
+ * Records the run and its windows and queues one job per window, in one PostgreSQL transaction (a run without a
+ * window to fetch is closed at once); returns the run's id.
+ */
+async function queueRun(
+  client: import('pg').Client,
+  boss: import('pg-boss'),
+  settings: QueueSettings,
+  run: { job: Job; doc: unknown; prepared: Prepared; decode: DecodedDataset[] | undefined },
+): Promise<string> {
+  const { job, doc, decode } = run;
+  const { head, range, windows } = run.prepared;
   const started = new Date();
   const runId = newRunId(started);
   await client.query('BEGIN');
@@ -242,7 +261,7 @@ async function planAndQueue(
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   }
-  return { runId, resumed: false, head, queued: windows.length, retried: 0, skipped, pending: windows.length };
+  return runId;
 }
 
 /**
