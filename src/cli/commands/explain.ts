@@ -127,6 +127,34 @@ function scopeNamesRow(scope: string, values: ReadonlySet<string>): boolean {
  * the row names (a transaction two scoped addresses share was listed by both windows: both are printed).
  */
 export async function explainRow(conn: DuckDBConnection, def: DatasetDef, key: Record<string, string>): Promise<Explanation> {
+  const row = await theRow(conn, def, key);
+  const notes: string[] = [];
+  const runId = typeof row._run_id === 'string' ? row._run_id : null;
+  const explanation: Explanation = { dataset: def.name, key, row, runId, windows: [], notes };
+  if (runId === null) {
+    notes.push('the row carries no _run_id: the run that wrote it is unknown');
+    return explanation;
+  }
+  const windows = await windowsOf(conn, def, row, runId, notes);
+  const ledger = await hasRelation(conn, 'requests');
+  if (!ledger) notes.push('this lake has no requests table (written before lineage): windows are shown without their calls');
+  for (const w of windows) {
+    let requests: Record<string, Json>[] = [];
+    if (ledger && w.window_id !== null) {
+      requests = await rows(
+        conn,
+        `SELECT seq, endpoint, method, path, params, http_status, attempts, rows, bytes, body_sha256, sent_at, error FROM requests
+         WHERE run_id = $1 AND window_id = $2 ORDER BY seq`,
+        [runId, String(w.window_id)],
+      );
+    } else if (ledger) notes.push(`a window of scope ${String(w.scope)} was recorded before windows had ids: its calls cannot be told`);
+    explanation.windows.push({ window: w, requests });
+  }
+  return explanation;
+}
+
+/** The one row of `def` with `key` (matched without regard to case), or a usage error saying what to give instead. */
+async function theRow(conn: DuckDBConnection, def: DatasetDef, key: Record<string, string>): Promise<Record<string, Json>> {
   const entries = Object.entries(key);
   const where = entries.map(([c], i) => `lower(CAST(${ident(c)} AS VARCHAR)) = lower($${i + 1})`).join(' AND ');
   const found = await rows(
@@ -150,14 +178,14 @@ export async function explainRow(conn: DuckDBConnection, def: DatasetDef, key: R
       `give the rest of the natural key too: ${rest.join(', ') || '(all given: the lake holds duplicates)'}`,
     );
   }
-  const row = found[0]!;
-  const notes: string[] = [];
-  const runId = typeof row._run_id === 'string' ? row._run_id : null;
-  const explanation: Explanation = { dataset: def.name, key, row, runId, windows: [], notes };
-  if (runId === null) {
-    notes.push('the row carries no _run_id: the run that wrote it is unknown');
-    return explanation;
-  }
+  return found[0]!;
+}
+
+/**
+ * The committed windows of run `runId` that brought `row`: those whose range holds its block and whose scope it
+ * names, or every one whose range holds it when none names it (said in `notes`).
+ */
+async function windowsOf(conn: DuckDBConnection, def: DatasetDef, row: Record<string, Json>, runId: string, notes: string[]): Promise<Record<string, Json>[]> {
   const block = def.blockColumn !== undefined && typeof row[def.blockColumn] === 'number' ? (row[def.blockColumn] as number) : undefined;
   const withId = await hasRelation(conn, 'windows', 'window_id');
   const candidates = await rows(
@@ -170,24 +198,9 @@ export async function explainRow(conn: DuckDBConnection, def: DatasetDef, key: R
   );
   const values = new Set(Object.values(row).flatMap((v) => (v === null ? [] : [String(v).toLowerCase()])));
   const named = candidates.filter((w) => scopeNamesRow(String(w.scope), values));
-  const windows = named.length > 0 ? named : candidates;
   if (candidates.length === 0) notes.push(`no committed window of run ${runId} holds this row's ${block === undefined ? 'scope' : `block ${block}`}`);
   else if (named.length === 0) notes.push(`no column of the row names the scope of a window of run ${runId}: every window whose range holds it is listed`);
-  const ledger = await hasRelation(conn, 'requests');
-  if (!ledger) notes.push('this lake has no requests table (written before lineage): windows are shown without their calls');
-  for (const w of windows) {
-    let requests: Record<string, Json>[] = [];
-    if (ledger && w.window_id !== null) {
-      requests = await rows(
-        conn,
-        `SELECT seq, endpoint, method, path, params, http_status, attempts, rows, bytes, body_sha256, sent_at, error FROM requests
-         WHERE run_id = $1 AND window_id = $2 ORDER BY seq`,
-        [runId, String(w.window_id)],
-      );
-    } else if (ledger) notes.push(`a window of scope ${String(w.scope)} was recorded before windows had ids: its calls cannot be told`);
-    explanation.windows.push({ window: w, requests });
-  }
-  return explanation;
+  return named.length > 0 ? named : candidates;
 }
 
 function formatExplanation(e: Explanation): string {
