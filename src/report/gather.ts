@@ -122,44 +122,15 @@ export async function gatherReport(target: ReportTarget, now: () => Date = () =>
 /** The report's data from a connection that has a lake's tables (see this module's comment). */
 export async function gatherFrom(conn: DuckDBConnection, lake: LakePaths | { name: string }, kind: 'local' | 'distributed', at: Date): Promise<LakeReportData> {
   const status = await lakeStatus(conn, lake, { runs: 1 });
-  const runs = (await has(conn, 'runs'))
-    ? await objects<ReportRun>(
-        conn,
-        `SELECT run_id, job, status, started_at, finished_at, duration_ms, rows, requests, rejects, windows_failed FROM (
-             SELECT run_id, job, status, ${iso('started_at')} AS started_at, ${iso('finished_at')} AS finished_at,
-                    coalesce(CAST(json_extract(report, '$.durationMs') AS BIGINT), CAST(epoch_ms(finished_at) - epoch_ms(started_at) AS BIGINT)) AS duration_ms,
-                    CAST(json_extract(report, '$.totals.rows') AS BIGINT) AS rows, CAST(json_extract(report, '$.totals.requests') AS BIGINT) AS requests,
-                    CAST(json_extract(report, '$.totals.rejects') AS BIGINT) AS rejects,
-                    CAST(json_extract(report, '$.totals.windowsFailed') AS BIGINT) AS windows_failed, started_at AS t
-             FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ${RUNS_SHOWN})
-           ORDER BY t, run_id`,
-      )
-    : [];
+  const runs = await runsOf(conn);
   const coverage = (await has(conn, 'windows')) ? await coverageOf(conn, status) : [];
   const requests = await requestsOf(conn);
-  const rowsPerDay = (await has(conn, 'files'))
-    ? await objects<LakeReportData['rows_per_day'][number]>(
-        conn,
-        `SELECT dataset, network, "partition" AS day, sum(rows)::BIGINT AS rows FROM files
-         WHERE dataset <> '${REJECTS_DATASET}' AND "partition" IS NOT NULL GROUP BY ALL ORDER BY dataset, network, day`,
-      )
-    : [];
-  const rejects = (await has(conn, REJECTS_DATASET))
-    ? await objects<LakeReportData['rejects'][number]>(
-        conn,
-        `SELECT dataset, field, reason, count(*)::BIGINT AS rows FROM ${REJECTS_DATASET} GROUP BY ALL ORDER BY rows DESC, dataset, field, reason LIMIT ${REJECT_REASONS}`,
-      )
-    : [];
+  const rowsPerDay = await rowsPerDayOf(conn);
+  const rejects = await rejectReasonsOf(conn);
   const snapshots = await snapshotsOf(conn);
   const failed = coverage.reduce((n, l) => n + l.windows.filter((w) => w.status === 'failed').length, 0);
-  const uncovered = status.uncoveredFailures.length;
   const last = runs.at(-1);
-  const problems = [
-    uncovered ? `${uncovered} failed window${uncovered === 1 ? '' : 's'} not yet fetched again` : '',
-    status.gaps.length ? `${status.gaps.length} gap${status.gaps.length === 1 ? '' : 's'} between committed windows` : '',
-    status.missingFiles.length ? `${status.missingFiles.length} file${status.missingFiles.length === 1 ? '' : 's'} missing from disk` : '',
-    last && last.status !== 'complete' && last.status !== 'compact' ? `the last run is ${last.status}` : '',
-  ].filter(Boolean);
+  const problems = problemsOf(status, last);
   return {
     lake: status.lake,
     kind,
@@ -183,6 +154,52 @@ export async function gatherFrom(conn: DuckDBConnection, lake: LakePaths | { nam
     rejects,
     snapshots,
   };
+}
+
+/** The last RUNS_SHOWN runs, oldest first, with their report's totals. */
+async function runsOf(conn: DuckDBConnection): Promise<ReportRun[]> {
+  if (!(await has(conn, 'runs'))) return [];
+  return objects<ReportRun>(
+    conn,
+    `SELECT run_id, job, status, started_at, finished_at, duration_ms, rows, requests, rejects, windows_failed FROM (
+         SELECT run_id, job, status, ${iso('started_at')} AS started_at, ${iso('finished_at')} AS finished_at,
+                coalesce(CAST(json_extract(report, '$.durationMs') AS BIGINT), CAST(epoch_ms(finished_at) - epoch_ms(started_at) AS BIGINT)) AS duration_ms,
+                CAST(json_extract(report, '$.totals.rows') AS BIGINT) AS rows, CAST(json_extract(report, '$.totals.requests') AS BIGINT) AS requests,
+                CAST(json_extract(report, '$.totals.rejects') AS BIGINT) AS rejects,
+                CAST(json_extract(report, '$.totals.windowsFailed') AS BIGINT) AS windows_failed, started_at AS t
+         FROM runs ORDER BY started_at DESC, run_id DESC LIMIT ${RUNS_SHOWN})
+       ORDER BY t, run_id`,
+  );
+}
+
+/** Rows per dataset, network and day, from the newest snapshot's files. */
+async function rowsPerDayOf(conn: DuckDBConnection): Promise<LakeReportData['rows_per_day']> {
+  if (!(await has(conn, 'files'))) return [];
+  return objects<LakeReportData['rows_per_day'][number]>(
+    conn,
+    `SELECT dataset, network, "partition" AS day, sum(rows)::BIGINT AS rows FROM files
+     WHERE dataset <> '${REJECTS_DATASET}' AND "partition" IS NOT NULL GROUP BY ALL ORDER BY dataset, network, day`,
+  );
+}
+
+/** The most frequent reasons rows were rejected. */
+async function rejectReasonsOf(conn: DuckDBConnection): Promise<LakeReportData['rejects']> {
+  if (!(await has(conn, REJECTS_DATASET))) return [];
+  return objects<LakeReportData['rejects'][number]>(
+    conn,
+    `SELECT dataset, field, reason, count(*)::BIGINT AS rows FROM ${REJECTS_DATASET} GROUP BY ALL ORDER BY rows DESC, dataset, field, reason LIMIT ${REJECT_REASONS}`,
+  );
+}
+
+/** What the headline says is wrong: failed windows not fetched again, gaps, missing files, a last run that did not complete. */
+function problemsOf(status: LakeStatus, last: ReportRun | undefined): string[] {
+  const uncovered = status.uncoveredFailures.length;
+  return [
+    uncovered ? `${uncovered} failed window${uncovered === 1 ? '' : 's'} not yet fetched again` : '',
+    status.gaps.length ? `${status.gaps.length} gap${status.gaps.length === 1 ? '' : 's'} between committed windows` : '',
+    status.missingFiles.length ? `${status.missingFiles.length} file${status.missingFiles.length === 1 ? '' : 's'} missing from disk` : '',
+    last && last.status !== 'complete' && last.status !== 'compact' ? `the last run is ${last.status}` : '',
+  ].filter(Boolean);
 }
 
 async function coverageOf(conn: DuckDBConnection, status: LakeStatus): Promise<CoverageLane[]> {
