@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import { fastTestFiles } from './test/tiers.js';
+import { fastTestFiles, sharedProcessTestFiles } from './test/tiers.js';
 
 // Each project runs with these; the fork watch once for the run, at the root (test/global-setup.ts).
 const shared = {
@@ -13,6 +13,8 @@ const shared = {
 };
 
 const fast = fastTestFiles();
+const sharedProcess = sharedProcessTestFiles();
+const processSetup = ['test/build-setup.ts', 'test/postgres-setup.ts'];
 
 export default defineConfig({
   test: {
@@ -24,12 +26,13 @@ export default defineConfig({
       // Its files change no process-wide state, so a fork runs one file after another without a fresh start:
       // the modules (DuckDB's binding, the simulator's generated chains) load once per fork, not once per file.
       { test: { ...shared, name: 'fast', include: fast, isolate: false } },
-      // Files that start processes, PostgreSQL or soaks, or set the process's environment: a fresh fork each. Their
-      // PostgreSQL is one server for the run (test/postgres-setup.ts) and `dist/` is built for their CLI children
-      // (test/build-setup.ts), both only when files of this tier run.
-      {
-        test: { ...shared, name: 'process', include: ['test/**/*.test.ts'], exclude: fast, globalSetup: ['test/build-setup.ts', 'test/postgres-setup.ts'] },
-      },
+      // Files that start processes or PostgreSQL: `dist/` is built for their CLI children (test/build-setup.ts, once:
+      // the second project finds it built) and one PostgreSQL server serves each project (test/postgres-setup.ts),
+      // both only when files of the project run. Those
+      // that leave the process as they found it share forks, as the fast tier's do; those that change it (its
+      // environment, signal handlers, the CLI's runtime tuning: test/tiers.ts) and the soaks get a fresh fork each.
+      { test: { ...shared, name: 'process', include: sharedProcess, isolate: false, globalSetup: processSetup } },
+      { test: { ...shared, name: 'process-own-fork', include: ['test/**/*.test.ts'], exclude: [...fast, ...sharedProcess], globalSetup: processSetup } },
     ],
   },
 });

@@ -28,11 +28,48 @@ export function needsProcess(file: string, text: string): boolean {
   return file.split(path.sep).join('/').startsWith(SOAK_DIR) || NEEDS_PROCESS.some((re) => re.test(text));
 }
 
-/** Every test file (relative to the repository) that starts no process, needs no PostgreSQL and is no soak. */
-export function fastTestFiles(root = '.'): string[] {
-  const files = (readdirSync(path.join(root, 'test'), { recursive: true }) as string[])
+/**
+ * What a process-tier file may do only in a fork of its own: change the process's environment, signal handlers,
+ * working directory or exit code, mock a module, or apply the CLI's runtime tuning. The other process-tier files (they start children or use
+ * PostgreSQL, and leave the process as they found it) run one after another in shared forks, as the fast tier's do:
+ * a fresh fork and its imports cost each file about 2.5 s of a worker's time in the whole suite.
+ */
+const CHANGES_PROCESS: readonly RegExp[] = [
+  /process\.env(\.\w+|\[[^\]]+\])?\s*=(?!=)/,
+  /Object\.assign\(process\.env/,
+  /delete process\.env/,
+  /process\.(on|once|addListener|prependListener|removeAllListeners)\(/,
+  /process\.chdir\(/,
+  /process\.exitCode\s*=(?!=)/,
+  /\bvi\.(mock|doMock|stubEnv|stubGlobal)\(/,
+  // The CLI's runtime tuning applies itself when imported (V8 flags, DuckDB's allocator variable, a collector).
+  /src\/cli\/(runtime-tuning|main)\.js'/,
+  /\bsetGarbageCollector\(/,
+];
+
+/** A process-tier file that needs a fork of its own: a soak, or one that changes the process (see CHANGES_PROCESS). */
+export function needsOwnFork(file: string, text: string): boolean {
+  return file.split(path.sep).join('/').startsWith(SOAK_DIR) || CHANGES_PROCESS.some((re) => re.test(text));
+}
+
+function testFiles(root: string): { file: string; text: string }[] {
+  return (readdirSync(path.join(root, 'test'), { recursive: true }) as string[])
     .map((f) => path.join('test', f))
     .filter((f) => f.endsWith('.test.ts'))
-    .sort();
-  return files.filter((f) => !needsProcess(f, readFileSync(path.join(root, f), 'utf8')));
+    .sort()
+    .map((file) => ({ file, text: readFileSync(path.join(root, file), 'utf8') }));
+}
+
+/** Every test file (relative to the repository) that starts no process, needs no PostgreSQL and is no soak. */
+export function fastTestFiles(root = '.'): string[] {
+  return testFiles(root)
+    .filter(({ file, text }) => !needsProcess(file, text))
+    .map(({ file }) => file);
+}
+
+/** The process tier's files that leave the process as they found it: they share forks (see CHANGES_PROCESS). */
+export function sharedProcessTestFiles(root = '.'): string[] {
+  return testFiles(root)
+    .filter(({ file, text }) => needsProcess(file, text) && !needsOwnFork(file, text))
+    .map(({ file }) => file);
 }
