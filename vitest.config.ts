@@ -28,9 +28,9 @@ export default defineConfig({
       { test: { ...shared, name: 'fast', include: fast, isolate: false } },
       // Files that start processes or PostgreSQL: `dist/` is built for their CLI children (test/build-setup.ts, once:
       // the second project finds it built) and one PostgreSQL server serves each project (test/postgres-setup.ts),
-      // both only when files of the project run. Those
-      // that leave the process as they found it share forks, as the fast tier's do; those that change it (its
-      // environment, signal handlers, the CLI's runtime tuning: test/tiers.ts) and the soaks get a fresh fork each.
+      // both only when files of the project run. Those that leave the process as they found it share forks, as the
+      // fast tier's do; those that change it (its environment, signal handlers, the CLI's runtime tuning:
+      // test/tiers.ts) get a fresh fork each.
       { test: { ...shared, name: 'process', include: sharedProcess, isolate: false, globalSetup: processSetup } },
       { test: { ...shared, name: 'process-own-fork', include: ['test/**/*.test.ts'], exclude: [...fast, ...sharedProcess], globalSetup: processSetup } },
     ],
