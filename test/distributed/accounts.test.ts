@@ -72,7 +72,10 @@ describe('accounts', () => {
   }, 60_000);
 
   it('workers of one account take turns; workers of two accounts fetch side by side', async () => {
-    const doc = { ...quotaJob(1_000_000), name: 'accounts-turns' };
+    // The sparser first 3,000,000 blocks of the quota job: windows enough for two workers to each take some, fewer
+    // windows and rows than the whole job (the turns are the point, not the size).
+    const base = quotaJob(1_000_000);
+    const doc = { ...base, name: 'accounts-turns', range: { ...base.range, toBlock: FROM + 3_000_000 } };
     for (const [accounts, fetchers] of [
       [['one', 'one'], 1],
       [['one', 'two'], 2],
@@ -88,12 +91,15 @@ describe('accounts', () => {
       const client = await db.connect();
       const by = (await client.query(`SELECT worker, count(*)::INT AS n FROM chainlake.windows WHERE status = 'committed' GROUP BY worker`)).rows;
       expect(by.length, JSON.stringify(by)).toBe(fetchers);
+      expect(by.reduce((n, r) => n + Number(r.n), 0)).toBeGreaterThan(fetchers);
     }
   }, 240_000);
 
   it("an account's daily quota holds across workers and days: each UTC day the API sees at most the quota, and the lake ends complete", async () => {
     const QUOTA = 20;
-    const doc = quotaJob(QUOTA);
+    // The first 4,000,000 blocks: 18 windows, about 15,000 rows, two days' quota (the whole range took three days of
+    // three workers each, and the days are the point, not their number).
+    const doc = { ...quotaJob(QUOTA), range: { fromBlock: FROM, toBlock: FROM + 4_000_000, windowBlocks: 500_000 } };
     const job = parseJob(doc, 'quota', process.env);
     const db = await pg.database();
     const store = path.join(tmp.dir, 'quota');
