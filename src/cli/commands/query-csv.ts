@@ -10,7 +10,7 @@ import {
   type DuckDBValue,
 } from '@duckdb/node-api';
 import type { ByteRing } from '../../load/read/byte-ring.js';
-import { RawColumn, rawWidth, releaseChunk, type TypedArrayCtor } from '../../load/read/chunk-columns.js';
+import { NUMBER_ARRAYS, RawColumn, rawWidth, releaseChunk } from '../../load/read/chunk-columns.js';
 
 const NEEDS_QUOTES = /[",\n\r]/;
 
@@ -33,20 +33,6 @@ const decoder = new TextDecoder();
 /** Appends the cell of row `r` of one column of the current chunk (nothing for NULL). */
 type CellWriter = (r: number) => void;
 
-/** The typed array a fixed-width number column's values read as, by type. */
-const NUMBER_VIEWS: Partial<Record<DuckDBTypeId, TypedArrayCtor<{ [i: number]: number | bigint }>>> = {
-  [DuckDBTypeId.TINYINT]: Int8Array,
-  [DuckDBTypeId.SMALLINT]: Int16Array,
-  [DuckDBTypeId.INTEGER]: Int32Array,
-  [DuckDBTypeId.BIGINT]: BigInt64Array,
-  [DuckDBTypeId.UTINYINT]: Uint8Array,
-  [DuckDBTypeId.USMALLINT]: Uint16Array,
-  [DuckDBTypeId.UINTEGER]: Uint32Array,
-  [DuckDBTypeId.UBIGINT]: BigUint64Array,
-  [DuckDBTypeId.FLOAT]: Float32Array,
-  [DuckDBTypeId.DOUBLE]: Float64Array,
-};
-
 /**
  * The cell writer of a column: read from DuckDB's buffers (chunk-columns.ts) where its type allows, with the
  * same text as String of the node-api's value (made for the cell and dropped at once, where its format is not
@@ -67,7 +53,7 @@ const quotedText = (out: ByteRing, s: string): void => out.text(NEEDS_QUOTES.tes
 
 /** The cell writer of a column read from DuckDB's buffers, or undefined for a type read through the node-api's values. */
 function rawCellWriter(col: RawColumn, t: DuckDBType, width: number, out: ByteRing): CellWriter | undefined {
-  const numberView = NUMBER_VIEWS[t.typeId];
+  const numberView = NUMBER_ARRAYS[t.typeId];
   if (numberView) {
     const items = col.view(numberView);
     return (r) => {

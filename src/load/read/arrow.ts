@@ -39,7 +39,7 @@ import {
   type DuckDBType,
   type DuckDBValue,
 } from '@duckdb/node-api';
-import { decimalStorageBytes, RawColumn, rawWidth } from './chunk-columns.js';
+import { decimalStorageBytes, NUMBER_ARRAYS, RawColumn, rawWidth, type NumberArray } from './chunk-columns.js';
 
 /**
  * DuckDB results as Apache Arrow record batches. DuckDB has typed the values (the lake's casts, or the query's);
@@ -79,7 +79,7 @@ class Validity {
   }
 }
 
-type NumericArray = Int8Array | Int16Array | Int32Array | BigInt64Array | Uint8Array | Uint16Array | Uint32Array | BigUint64Array | Float32Array | Float64Array;
+type NumericArray = NumberArray;
 
 /** Fixed-width values (integers, floats, days, microseconds): `of` turns a DuckDB value into the buffer's element. */
 class FixedSink<T extends number | bigint> implements Sink {
@@ -310,7 +310,7 @@ class Bits {
   }
 }
 
-type FixedArray = Int8Array | Int16Array | Int32Array | BigInt64Array | Uint8Array | Uint16Array | Uint32Array | BigUint64Array | Float32Array | Float64Array;
+type FixedArray = NumberArray;
 type FixedArrayCtor = new (buffer: ArrayBuffer, byteOffset: number, length: number) => FixedArray;
 
 /** Integers, floats, days, microseconds: DuckDB's values are Arrow's, byte for byte. */
@@ -499,16 +499,7 @@ class ValueBuilder implements ColumnBuilder {
 }
 
 const RAW_FIXED: Partial<Record<DuckDBTypeId, FixedArrayCtor>> = {
-  [DuckDBTypeId.TINYINT]: Int8Array,
-  [DuckDBTypeId.SMALLINT]: Int16Array,
-  [DuckDBTypeId.INTEGER]: Int32Array,
-  [DuckDBTypeId.BIGINT]: BigInt64Array,
-  [DuckDBTypeId.UTINYINT]: Uint8Array,
-  [DuckDBTypeId.USMALLINT]: Uint16Array,
-  [DuckDBTypeId.UINTEGER]: Uint32Array,
-  [DuckDBTypeId.UBIGINT]: BigUint64Array,
-  [DuckDBTypeId.FLOAT]: Float32Array,
-  [DuckDBTypeId.DOUBLE]: Float64Array,
+  ...NUMBER_ARRAYS,
   [DuckDBTypeId.DATE]: Int32Array,
   [DuckDBTypeId.TIMESTAMP]: BigInt64Array,
   [DuckDBTypeId.TIMESTAMP_TZ]: BigInt64Array,

@@ -69,6 +69,24 @@ const INLINED_MAX = 12;
 
 export type TypedArrayCtor<T> = { new (buffer: ArrayBuffer, byteOffset: number, length: number): T; BYTES_PER_ELEMENT: number };
 
+/** A fixed-width number column's values, as a typed array over DuckDB's buffer. */
+export type NumberArray =
+  Int8Array | Int16Array | Int32Array | BigInt64Array | Uint8Array | Uint16Array | Uint32Array | BigUint64Array | Float32Array | Float64Array;
+
+/** The typed array each fixed-width number type reads as (the CSV and Arrow writers read DuckDB's buffers through it). */
+export const NUMBER_ARRAYS: Partial<Record<DuckDBTypeId, TypedArrayCtor<NumberArray>>> = {
+  [DuckDBTypeId.TINYINT]: Int8Array,
+  [DuckDBTypeId.SMALLINT]: Int16Array,
+  [DuckDBTypeId.INTEGER]: Int32Array,
+  [DuckDBTypeId.BIGINT]: BigInt64Array,
+  [DuckDBTypeId.UTINYINT]: Uint8Array,
+  [DuckDBTypeId.USMALLINT]: Uint16Array,
+  [DuckDBTypeId.UINTEGER]: Uint32Array,
+  [DuckDBTypeId.UBIGINT]: BigUint64Array,
+  [DuckDBTypeId.FLOAT]: Float32Array,
+  [DuckDBTypeId.DOUBLE]: Float64Array,
+};
+
 /** One column of a chunk: its data (rows × width bytes) and validity (a bit per row, set when valid; null: all valid). */
 export class RawColumn {
   readonly data: Uint8Array;
