@@ -10,7 +10,7 @@ import { ensureVerificationsTable, verificationsDdl } from './ledger/verificatio
 import { initialiseCatalog } from '../ducklake/ddl.js';
 import { currentSnapshot, listAllColumns, listDataFiles, listInlinedData, listTables, scanSql } from '../ducklake/reader.js';
 import { commitTables, expireSnapshots, filesToDelete, forgetDeletedFiles, type StagedFile } from '../ducklake/writer.js';
-import { rm } from 'node:fs/promises';
+import { readdir, rm, rmdir } from 'node:fs/promises';
 import { ChainlakeError } from '../errors.js';
 import { JoinedDuckDbCatalog, readLakeState, type LakeState } from './write/lake-state.js';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
@@ -123,6 +123,19 @@ export async function retryOnLock<T>(fn: () => Promise<T>, waitMs: number, what:
 }
 
 /**
+ * Removes what a killed process's DuckDB left in the catalog's temporary directory (`catalog.duckdb.tmp`, DuckDB's
+ * default beside the database), which DuckDB does not remove. Called right after the catalog is opened for writing:
+ * DuckDB's lock on the file is then exclusive, so no other process has it open (a reader's read-only DuckDB spills
+ * there too), and this one has not spilled yet.
+ */
+async function removeStaleTemporaryFiles(catalog: string): Promise<void> {
+  const dir = `${catalog}.tmp`;
+  const stale = (await readdir(dir).catch(() => [] as string[])).filter((f) => f.startsWith('duckdb_temp_'));
+  for (const f of stale) await rm(path.join(dir, f), { force: true });
+  if (stale.length) await rmdir(dir).catch(() => undefined);
+}
+
+/**
  * `<lake>/catalog.duckdb`: a view per dataset (with column comments) and the run bookkeeping. A writer
  * attaches it only for the moment of a commit, holding DuckDB's exclusive file lock: catalog readers (who
  * hold a shared lock while they query) are never mid-query while the commit swaps files, so they see the
@@ -158,6 +171,7 @@ export class Catalog {
       'commit',
     );
     try {
+      await removeStaleTemporaryFiles(paths.catalog);
       const conn = await instance.connect();
       try {
         await conn.run("SET TimeZone = 'UTC'");

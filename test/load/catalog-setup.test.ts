@@ -1,3 +1,5 @@
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Catalog } from '../../src/load/catalog.js';
 import { LakePaths } from '../../src/load/paths.js';
@@ -37,5 +39,18 @@ describe('catalog setup', () => {
     const again = await Catalog.hold(paths, async (c) => ({ tables: await tables(c), signature: await recorded(c) }));
     expect(again.tables).toContain('verifications');
     expect(again.signature).toBe(first.signature);
+  });
+
+  it("removes what a killed process's DuckDB left in the catalog's temporary directory when it opens the catalog", async () => {
+    const paths = new LakePaths(path.join(dir, 'killed'));
+    await mkdir(paths.root);
+    await Catalog.hold(paths, async () => undefined);
+    // As a SIGKILL during a spilling catalog statement leaves it (seen in test/reliability/crashes.test.ts).
+    const tmp = `${paths.catalog}.tmp`;
+    await mkdir(tmp, { recursive: true });
+    await writeFile(path.join(tmp, 'duckdb_temp_storage_S32K-0.tmp'), Buffer.alloc(32 * 1024));
+    await Catalog.hold(paths, async () => undefined);
+    expect(await readdir(tmp).catch(() => 'gone')).toBe('gone');
+    expect((await readdir(paths.root)).sort()).toEqual(['catalog.duckdb']);
   });
 });
