@@ -155,33 +155,18 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       runAcct,
       log,
     );
-    const { state, resume, head, skipped, committedRanges, windows } = prepared;
-
     const startRecord = await recordStart(job, ctx, prepared);
     recorded = startRecord;
+    const stages = await startStages(job, opts, ctx, { engine, staging, prepared, clients }, () => ({ ...startRecord, requestUsage: usage() }));
+    const { decoder, committer } = stages;
 
-    const live = new LiveRun(runId, job.name);
-    for (const w of windows) live.dataset(w.def.name).windowsTotal++;
-    opts.onStart?.(live);
-
-    const transformers = new Map<string, RowTransformer>();
-    const transformerFor = (def: DatasetDef): RowTransformer => transformerOf(transformers, def, job, ingestedAt, opts);
-    const decoder = job.what.decode
-      ? new RunDecoder(job.what, { engine, paths, runId, ingestedAt, stagingDir: staging, log, explorer: clients.explorer })
-      : undefined;
-    await decoder?.start();
-    const committer = batchCommitterOf(job, ctx, { engine, staging, prepared, decoder, mergeSliceRows: opts.mergeSliceRows }, () => ({
-      ...startRecord,
-      requestUsage: usage(),
-    }));
-
-    const { outcomes, cutShort, notStarted } = await fetchWindows(windows, {
+    const fetched = await fetchWindows(prepared.windows, {
       job,
       clients,
       staging,
-      live,
+      live: stages.live,
       log,
-      transformerFor,
+      transformerFor: stages.transformerFor,
       quota,
       signal: opts.signal,
       windowRows: opts.windowRows,
@@ -191,10 +176,18 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     let report!: RunReport;
     await committer.finish((files) => {
       // Every window fetched is committed, an interrupted run's too; the requests of the windows it cut short were sent and count.
-      report = buildReport(job, runId, started, now(), head, outcomes, cutShort, files, transformers, paths, skipped, resume?.runId, runAcct);
-      endStatus(report, { quota, account, usage: usage(), interrupted: opts.signal?.aborted === true, left: cutShort.length + notStarted });
-      const unreachable = unreachableOrigins(outcomes, runAcct);
-      if (report.status === 'failed' && unreachable) report.unreachable = unreachable;
+      report = finalReport(
+        job,
+        ctx,
+        { prepared, fetched, files, transformers: stages.transformers, runAcct },
+        {
+          quota,
+          account,
+          usage: usage(),
+          interrupted: opts.signal?.aborted === true,
+          left: fetched.cutShort.length + fetched.notStarted,
+        },
+      );
       return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
     });
     if (decoder) report.decoded = await decoder.finish(report);
@@ -231,6 +224,70 @@ function logKept(report: RunReport, log: Logger): void {
       rows: report.totals.rows,
       windowsLeft: report.windowsLeft,
     });
+}
+
+/** What a run fetches and commits with: its live progress, each dataset's row transformer, the decoder and the committer. */
+interface RunStages {
+  live: LiveRun;
+  /** The transformers made so far, by dataset (their counts go into the report). */
+  transformers: Map<string, RowTransformer>;
+  transformerFor(def: DatasetDef): RowTransformer;
+  decoder: RunDecoder | undefined;
+  committer: BatchCommitter;
+}
+
+/** The run's stages, once its windows are planned and its start recorded (`interim`: its start record as of now). */
+async function startStages(
+  job: Job,
+  opts: RunOptions,
+  ctx: RunContext,
+  parts: { engine: Engine; staging: string; prepared: Prepared; clients: Clients },
+  interim: () => Record<string, unknown>,
+): Promise<RunStages> {
+  const { runId, paths, log } = ctx;
+  const ingestedAt = ctx.started.toISOString();
+  const live = new LiveRun(runId, job.name);
+  for (const w of parts.prepared.windows) live.dataset(w.def.name).windowsTotal++;
+  opts.onStart?.(live);
+  const transformers = new Map<string, RowTransformer>();
+  const decoder = job.what.decode
+    ? new RunDecoder(job.what, { engine: parts.engine, paths, runId, ingestedAt, stagingDir: parts.staging, log, explorer: parts.clients.explorer })
+    : undefined;
+  await decoder?.start();
+  const committer = batchCommitterOf(job, ctx, { ...parts, decoder, mergeSliceRows: opts.mergeSliceRows }, interim);
+  return { live, transformers, transformerFor: (def) => transformerOf(transformers, def, job, ingestedAt, opts), decoder, committer };
+}
+
+/**
+ * The run's report over what it fetched and the files its commits wrote, with how it ended (endStatus); a run that
+ * failed says which origins never answered.
+ */
+function finalReport(
+  job: Job,
+  ctx: RunContext,
+  run: { prepared: Prepared; fetched: Fetched; files: readonly CommittedFile[]; transformers: Map<string, RowTransformer>; runAcct: Accounting },
+  end: Parameters<typeof endStatus>[1],
+): RunReport {
+  const { prepared, fetched, runAcct } = run;
+  const report = buildReport(
+    job,
+    ctx.runId,
+    ctx.started,
+    ctx.now(),
+    prepared.head,
+    fetched.outcomes,
+    fetched.cutShort,
+    run.files,
+    run.transformers,
+    ctx.paths,
+    prepared.skipped,
+    prepared.resume?.runId,
+    runAcct,
+  );
+  endStatus(report, end);
+  const unreachable = unreachableOrigins(fetched.outcomes, runAcct);
+  if (report.status === 'failed' && unreachable) report.unreachable = unreachable;
+  return report;
 }
 
 /**
