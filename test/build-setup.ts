@@ -18,8 +18,8 @@ function sourceHash(): string {
  * per test run, unless it was built from exactly these sources already (a second run of the suite, as CI's on
  * another Node version). vitest runs a project's global setup only when it runs files of that project
  * (vitest.config.ts), so the fast tier, which imports the sources only, never waits for a build: in the inner loop
- * the sources have always changed, and the build took 10.6 s wall and 17 CPU-seconds of every `npm run
- * test:fast`. Type errors do not stop the emit (CI checks types separately with `npm run typecheck`), so one
+ * the sources have always changed, so every `npm run test:fast` paid for one (docs/performance.md, "The test
+ * suite"). Type errors do not stop the emit (CI checks types separately with `npm run typecheck`), so one
  * module's unfinished types never hide every other test's result.
  */
 export default function build(): void {

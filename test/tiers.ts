@@ -30,9 +30,10 @@ export function needsProcess(file: string, text: string): boolean {
 
 /**
  * What a process-tier file may do only in a fork of its own: change the process's environment, signal handlers,
- * working directory or exit code, mock a module, or apply the CLI's runtime tuning. The other process-tier files (they start children or use
- * PostgreSQL, and leave the process as they found it) run one after another in shared forks, as the fast tier's do:
- * a fresh fork and its imports cost each file about 2.5 s of a worker's time in the whole suite.
+ * working directory or exit code, mock a module, or apply the CLI's runtime tuning. The other process-tier files
+ * (they start children or use PostgreSQL, and leave the process as they found it) run one after another in shared
+ * forks, as the fast tier's do: a fresh fork and its imports are paid per file, not per fork (docs/performance.md,
+ * "The test suite").
  */
 const CHANGES_PROCESS: readonly RegExp[] = [
   /process\.env(\.\w+|\[[^\]]+\])?\s*=(?!=)/,

@@ -61,8 +61,9 @@ export const TABLES = [LAKE_META, ...ledgerDdl('duckdb'), ...requestsLedgerDdl()
 /**
  * The declaration a catalog's setup (Catalog.hold) brings its tables to, as a digest recorded in lake_meta: a
  * catalog that records this one was set up by this very declaration, and opening it skips the setup (a read of
- * information_schema, a migration check and a dozen CREATE IF NOT EXISTS, 20-30 ms of each of a run's three or four
- * catalog opens). Any change to a table's declaration changes it, and the next open sets the catalog up again.
+ * information_schema, a migration check and a dozen CREATE IF NOT EXISTS), which every commit, recovery and run
+ * start otherwise paid again (docs/performance.md, "The single-machine lake as a DuckLake"). Any change to a table's
+ * declaration changes it, and the next open sets the catalog up again.
  */
 const LEDGER_SIGNATURE = createHash('sha256')
   .update(JSON.stringify([TABLES, verificationsDdl(''), LEDGER_TABLES]))
