@@ -122,6 +122,8 @@ export interface StagedPages {
   maxLineBytes: number;
   /** Whether a line of the file carries its entries' `extra` texts (`x`); when none does, extra is NULL. */
   extras?: boolean;
+  /** Whether a page of the file has (or may have) upper-case hex digits; unknown (undefined) counts as yes. */
+  upperCaseHex?: boolean;
 }
 
 type FieldTypeTree = Map<string, FieldTypeTree | null>;
@@ -145,6 +147,7 @@ export function stagedPagesSelect(def: DatasetDef, runId: string, ingestedAt: st
   const canonicalText = new Map<string, string>();
   let extra: string | undefined;
   const EXTRA_ITEM = '\u0000extra';
+  const upperCaseHex = pages.some((p) => p.upperCaseHex !== false);
   for (const c of def.columns) {
     const { from, path } = columnSource(c);
     let expr: string;
@@ -159,7 +162,7 @@ export function stagedPagesSelect(def: DatasetDef, runId: string, ingestedAt: st
         }
       });
       const value = path.reduce((acc, part) => `struct_extract(${acc}, ${literal(part)})`, '__e');
-      expr = KINDS[c.kind].received?.sql(value) ?? value;
+      expr = KINDS[c.kind].received?.sql(value, upperCaseHex) ?? value;
       canonicalText.set(c.name, value);
       items.push(`${castSql(c.kind, expr)} AS ${ident(c.name)}`);
       if (c.kind === 'amount') items.push(`NULL::VARCHAR AS ${ident(rawCompanion(c.name))}`);

@@ -264,6 +264,6 @@ export function stagedOf(o: WindowOutcome): { stagedFiles: string[]; pageFiles: 
     stagedFiles: o.stage && o.stage.rows > 0 ? [o.stage.file] : [],
     pageFiles: (o.pageStage?.files ?? [])
       .filter((f) => f.rows > 0)
-      .map((f) => ({ file: f.file, entriesAt: o.pagesEntriesAt!, maxLineBytes: f.maxLineBytes, extras: f.extras })),
+      .map((f) => ({ file: f.file, entriesAt: o.pagesEntriesAt!, maxLineBytes: f.maxLineBytes, extras: f.extras, upperCaseHex: f.upperCaseHex })),
   };
 }

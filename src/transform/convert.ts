@@ -207,9 +207,21 @@ function validDate(y: number, m: number, d: number): boolean {
 
 const validDay = (day: string): boolean => validDate(+day.slice(0, 4), +day.slice(5, 7), +day.slice(8, 10));
 
-/** 1 for the char codes of hex digits: a table lookup per char beats the regex ~3x on 66-char hashes. */
+/**
+ * What a byte acceptor says of a value: REFUSED, or ACCEPTED with UPPER_CASE_HEX set when the value has
+ * upper-case hex digits (its canonical form, lower-cased, then differs from its bytes).
+ */
+export const REFUSED = 0;
+export const ACCEPTED = 1;
+export const UPPER_CASE_HEX = 2;
+
+/**
+ * Per char code: ACCEPTED for a hex digit, with UPPER_CASE_HEX for `A`-`F`; 0 otherwise. A table lookup per
+ * char beats the regex ~3x on 66-char hashes.
+ */
 const HEX_DIGIT = new Uint8Array(256);
-for (const c of '0123456789abcdefABCDEF') HEX_DIGIT[c.charCodeAt(0)] = 1;
+for (const c of '0123456789abcdef') HEX_DIGIT[c.charCodeAt(0)] = ACCEPTED;
+for (const c of 'ABCDEF') HEX_DIGIT[c.charCodeAt(0)] = ACCEPTED | UPPER_CASE_HEX;
 
 /** `0x` and exactly `digits` hex digits (the same as ADDRESS / HASH). */
 function isHexOf(raw: unknown, digits: number): boolean {
@@ -250,10 +262,18 @@ export const acceptIntArray: Acceptor = (raw) => Array.isArray(raw) && raw.every
 /**
  * The acceptors on bytes: a kind's byte acceptor says what its string acceptor says of the string whose
  * UTF-8 bytes are `b[s..e)` — the content of a JSON string without escapes, as the list scanner (extract/
- * scan.ts) locates it. The string acceptors stay the reference; a property test ties each to its twin.
- * (Every acceptor passes strings only: a value that is not a string is never accepted, on either side.)
+ * scan.ts) locates it: REFUSED, or ACCEPTED, with UPPER_CASE_HEX for a hex value that has upper-case digits
+ * (so that a page whose hex is all lower-case is typed without lower-casing it again). The string acceptors
+ * stay the reference; a property test ties each to its twin. (Every acceptor passes strings only: a value
+ * that is not a string is never accepted, on either side.)
  */
-export type ByteAcceptor = (b: Uint8Array, s: number, e: number) => boolean;
+export type ByteAcceptor = (b: Uint8Array, s: number, e: number) => number;
+
+/** A byte acceptor from a test of the bytes, for kinds whose canonical form never differs by case. */
+const onBytes =
+  (test: (b: Uint8Array, s: number, e: number) => boolean): ByteAcceptor =>
+  (b, s, e) =>
+    test(b, s, e) ? ACCEPTED : REFUSED;
 
 const isDigitByte = (c: number): boolean => c >= 48 && c <= 57;
 
@@ -263,11 +283,16 @@ function allDigits(b: Uint8Array, s: number, e: number): boolean {
   return true;
 }
 
-/** `0x` and exactly `digits` hex digits, or any number of them when `digits` is -1. */
-function isHexBytes(b: Uint8Array, s: number, e: number, digits: number): boolean {
-  if ((digits >= 0 ? e - s !== digits + 2 : e - s < 2) || b[s] !== 48 || b[s + 1] !== 120) return false;
-  for (let i = s + 2; i < e; i++) if (HEX_DIGIT[b[i]!] !== 1) return false;
-  return true;
+/** `0x` and exactly `digits` hex digits, or any number of them when `digits` is -1: ACCEPTED (with UPPER_CASE_HEX) or REFUSED. */
+function hexBytes(b: Uint8Array, s: number, e: number, digits: number): number {
+  if ((digits >= 0 ? e - s !== digits + 2 : e - s < 2) || b[s] !== 48 || b[s + 1] !== 120) return REFUSED;
+  let seen = ACCEPTED;
+  for (let i = s + 2; i < e; i++) {
+    const d = HEX_DIGIT[b[i]!]!;
+    if (d === 0) return REFUSED;
+    seen |= d;
+  }
+  return seen;
 }
 
 /** Two digits at `i`, as a number. */
@@ -287,14 +312,14 @@ function isUtcBytes(b: Uint8Array, s: number, e: number): boolean {
 /** Offsets of the digits of `YYYY-MM-DDTHH:MM:SS`. */
 const DATE_DIGITS = [0, 1, 2, 3, 5, 6, 8, 9, 11, 12, 14, 15, 17, 18];
 
-export const acceptAddressBytes: ByteAcceptor = (b, s, e) => isHexBytes(b, s, e, 40);
-export const acceptHashBytes: ByteAcceptor = (b, s, e) => isHexBytes(b, s, e, 64);
-export const acceptHexBytes: ByteAcceptor = (b, s, e) => isHexBytes(b, s, e, -1);
-export const acceptBigintBytes: ByteAcceptor = (b, s, e) => {
+export const acceptAddressBytes: ByteAcceptor = (b, s, e) => hexBytes(b, s, e, 40);
+export const acceptHashBytes: ByteAcceptor = (b, s, e) => hexBytes(b, s, e, 64);
+export const acceptHexBytes: ByteAcceptor = (b, s, e) => hexBytes(b, s, e, -1);
+export const acceptBigintBytes: ByteAcceptor = onBytes((b, s, e) => {
   const from = b[s] === 45 && e > s ? s + 1 : s;
   return e - from >= 1 && e - from <= 18 && allDigits(b, from, e);
-};
-export const acceptAmountBytes: ByteAcceptor = (b, s, e) => e - s >= 1 && e - s <= 38 && (b[s] === 48 ? e - s === 1 : allDigits(b, s, e));
-export const acceptTimestampBytes: ByteAcceptor = isUtcBytes;
-export const acceptBoolBytes: ByteAcceptor = (b, s, e) => e - s === 1 && (b[s] === 48 || b[s] === 49);
-export const acceptTextBytes: ByteAcceptor = () => true;
+});
+export const acceptAmountBytes: ByteAcceptor = onBytes((b, s, e) => e - s >= 1 && e - s <= 38 && (b[s] === 48 ? e - s === 1 : allDigits(b, s, e)));
+export const acceptTimestampBytes: ByteAcceptor = onBytes(isUtcBytes);
+export const acceptBoolBytes: ByteAcceptor = onBytes((b, s, e) => e - s === 1 && (b[s] === 48 || b[s] === 49));
+export const acceptTextBytes: ByteAcceptor = () => ACCEPTED;

@@ -48,8 +48,12 @@ export interface ReceivedForm {
   /** `accept` on the UTF-8 bytes of a JSON string without escapes (the list scanner's view); none: never from bytes. */
   acceptBytes?: ByteAcceptor;
   canonical: (raw: unknown) => Canonical;
-  /** The same canonical value in SQL, over the received value read as text (`x`). */
-  sql: (x: string) => string;
+  /**
+   * The same canonical value in SQL, over the received value read as text (`x`). `upperCaseHex`: whether a
+   * value read may have upper-case hex digits; when none may, lower-casing hex is skipped (it was a tenth of
+   * DuckDB's typing work: docs/performance.md, "Typing while fetching").
+   */
+  sql: (x: string, upperCaseHex: boolean) => string;
 }
 
 /** Everything a column kind means, in every stage: adding a kind is adding one entry here. */
@@ -67,7 +71,7 @@ export interface KindSpec {
 }
 
 const asIs = (x: string): string => x;
-const lowerHex = { canonical: canonicalHex, sql: (x: string): string => `lower(${x})` };
+const lowerHex = { canonical: canonicalHex, sql: (x: string, upperCaseHex: boolean): string => (upperCaseHex ? `lower(${x})` : x) };
 const plain = { canonical: canonicalAsIs, sql: asIs };
 
 export const KINDS: Readonly<Record<ColumnKind, KindSpec>> = {

@@ -1,6 +1,6 @@
 import { columnSource, rawCompanion, type ColumnDef, type SourceKind } from '../datasets/column.js';
 import type { DatasetDef, EndpointDef, EntryFields, Network } from '../datasets/dataset.js';
-import { Rejected, fitsDecimal38, type Acceptor, type ByteAcceptor, type Canonical, type Converter } from './convert.js';
+import { ACCEPTED, REFUSED, Rejected, UPPER_CASE_HEX, fitsDecimal38, type Acceptor, type ByteAcceptor, type Canonical, type Converter } from './convert.js';
 import { KINDS } from './kinds.js';
 import type { RawPage } from '../extract/pager.js';
 import { extraText } from './exact-extra.js';
@@ -69,6 +69,11 @@ export interface AcceptedPage {
   ordinals?: number[];
   /** The `extra` JSON text of each entry (NULL where none), when any entry of the page carries unread fields. */
   extras?: (string | null)[];
+  /**
+   * Whether a hex value of the page has upper-case digits, or may have (a page not accepted byte by byte):
+   * its staged file's hex columns are lower-cased when typed only then.
+   */
+  upperCaseHex: boolean;
 }
 
 /**
@@ -389,6 +394,7 @@ export class RowTransformer {
         });
         return this.extraColumn ? extras : undefined;
       },
+      true, // parsed entries' hex is not looked at for its case
     );
   }
 
@@ -436,6 +442,7 @@ export class RowTransformer {
     const at = columns.map((c) => list.fields.indexOf(c.path[0]!));
     const { tags, spans, bytes, count } = list;
     const nf = list.fields.length;
+    let said = ACCEPTED;
     for (let i = 0; i < count; i++) {
       const base = i * nf;
       for (let j = 0; j < columns.length; j++) {
@@ -443,11 +450,14 @@ export class RowTransformer {
         const slot = base + at[j]!;
         const tag = tags[slot];
         if (tag === STRING) {
-          if (!c.acceptBytes!(bytes, spans[2 * slot]!, spans[2 * slot + 1]!)) return undefined;
+          const r = c.acceptBytes!(bytes, spans[2 * slot]!, spans[2 * slot + 1]!);
+          if (r === REFUSED) return undefined;
+          said |= r;
         } else if (tag === ABSENT || tag === NULL) {
           if (!c.def.nullable) return undefined;
         } else if (tag === ESCAPED) {
           if (!c.accept!(list.value(i, at[j]!))) return undefined;
+          said |= UPPER_CASE_HEX; // not looked at byte by byte: it may have
         } else return undefined; // not a string: no acceptor passes it
       }
     }
@@ -463,6 +473,7 @@ export class RowTransformer {
         for (const u of list.unknown) this.unknownFields.set(u.name, (this.unknownFields.get(u.name) ?? 0) + u.entries);
         return undefined;
       },
+      (said & UPPER_CASE_HEX) !== 0,
     );
   }
 
@@ -476,6 +487,7 @@ export class RowTransformer {
     page: PageContext,
     entryValue: (i: number, c: CompiledColumn) => Canonical,
     noteUnknown: () => (string | null)[] | undefined,
+    upperCaseHex: boolean,
   ): AcceptedPage | undefined {
     const constants: Record<string, Canonical> = {};
     const meta = page.meta ?? {};
@@ -494,7 +506,7 @@ export class RowTransformer {
       for (let i = 0; i < rows; i++) ordinals[i] = this.nextOrdinal(state, (c) => (c.from === 'entry' ? entryValue(i, c) : stagedValue(c, constants)));
     }
     const extras = noteUnknown();
-    return { rows, constants, partition: this.partitionColumn ? null : this.ctx.snapshotDate, ordinals, ...(extras ? { extras } : {}) };
+    return { rows, constants, partition: this.partitionColumn ? null : this.ctx.snapshotDate, ordinals, ...(extras ? { extras } : {}), upperCaseHex };
   }
 
   /**

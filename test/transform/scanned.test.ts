@@ -6,6 +6,7 @@ import { erc20_transfers } from '../../src/datasets/erc20_transfers.js';
 import { event_logs } from '../../src/datasets/event_logs.js';
 import { transactions } from '../../src/datasets/transactions.js';
 import { scanList } from '../../src/extract/scan.js';
+import { REFUSED, UPPER_CASE_HEX, canonicalHex } from '../../src/transform/convert.js';
 import { KINDS } from '../../src/transform/kinds.js';
 import { OrdinalState, RowTransformer, type PageContext } from '../../src/transform/rows.js';
 
@@ -19,9 +20,14 @@ import { OrdinalState, RowTransformer, type PageContext } from '../../src/transf
 const hexOf = (n: number) => fc.stringMatching(new RegExp(`^0[xX][0-9a-fA-FgG]{${n}}$`));
 /** Near misses around what each kind accepts, and anything at all. */
 const CANDIDATES: Record<string, fc.Arbitrary<string>> = {
-  address: fc.oneof(hexOf(40), hexOf(39), hexOf(41), fc.stringMatching(/^0x[0-9a-f]{40}$/)),
+  address: fc.oneof(hexOf(40), hexOf(39), hexOf(41), fc.stringMatching(/^0x[0-9a-f]{40}$/), fc.stringMatching(/^0x[0-9a-fA-F]{40}$/)),
   hash: fc.oneof(hexOf(64), hexOf(63), fc.stringMatching(/^0x[0-9a-fA-F]{64}$/)),
-  hex: fc.oneof(fc.stringMatching(/^0[xX][0-9a-fA-FgG]{0,70}$/), fc.stringMatching(/^0x[0-9a-f]{0,10}$/), fc.constantFrom('0', '0x', 'x')),
+  hex: fc.oneof(
+    fc.stringMatching(/^0[xX][0-9a-fA-FgG]{0,70}$/),
+    fc.stringMatching(/^0x[0-9a-f]{0,10}$/),
+    fc.stringMatching(/^0x[0-9a-fA-F]{1,10}$/),
+    fc.constantFrom('0', '0x', 'x'),
+  ),
   bigint: fc.oneof(fc.stringMatching(/^-?[0-9]{0,20}$/), fc.stringMatching(/^[-+0-9 ]{0,4}$/)),
   amount: fc.oneof(fc.stringMatching(/^0{0,2}[0-9]{0,40}$/), fc.stringMatching(/^[1-9][0-9]{36,38}$/), fc.constantFrom('0', '00', '-1')),
   timestamp: fc.oneof(
@@ -83,13 +89,18 @@ describe('byte acceptors', () => {
       expect(acceptBytes).toBeDefined();
       let yes = 0;
       let no = 0;
+      let uppers = 0;
       fc.assert(
         fc.property(candidate(kind), fc.uint8Array({ maxLength: 3 }), fc.uint8Array({ maxLength: 3 }), (s, before, after) => {
           if (!unescapable(s)) return;
           // Somewhere inside a larger buffer, as in a body.
           const bytes = Buffer.concat([before, Buffer.from(s, 'utf8'), after]);
           const got = acceptBytes(bytes, before.length, bytes.length - after.length);
-          expect(got, JSON.stringify(s)).toBe(accept(s));
+          expect(got !== REFUSED, JSON.stringify(s)).toBe(accept(s));
+          // Upper-case hex is said of exactly the accepted hex values whose canonical form differs from their text.
+          const upper = got !== REFUSED && KINDS[kind].received!.canonical === canonicalHex && canonicalHex(s) !== s;
+          expect((got & UPPER_CASE_HEX) !== 0, JSON.stringify(s)).toBe(upper);
+          if (upper) uppers++;
           if (got) yes++;
           else no++;
         }),
@@ -97,6 +108,7 @@ describe('byte acceptors', () => {
       );
       expect(yes, 'the generators reach accepted values').toBeGreaterThan(300);
       if (kind !== 'text') expect(no, 'and refused ones').toBeGreaterThan(300);
+      if (KINDS[kind].received!.canonical === canonicalHex) expect(uppers, 'and upper-case hex').toBeGreaterThan(100);
     });
   }
 });

@@ -21,6 +21,8 @@ export class StageFile {
   pageBytes = 0;
   /** Whether a page line carries its entries' `extra` texts (`x`): only then does the commit read them. */
   extras = false;
+  /** Whether a page has (or may have) upper-case hex digits: only then are the file's hex columns lower-cased. */
+  upperCaseHex = false;
 
   private constructor(readonly file: string) {}
 
@@ -82,6 +84,7 @@ export class StageFile {
     );
     this.rows += page.rows;
     if (page.extras) this.extras = true;
+    if (page.upperCaseHex) this.upperCaseHex = true;
     this.maxLineBytes = Math.max(this.maxLineBytes, head.length + body.length + PAGE_END.length);
     this.pageBytes += head.length + body.length + PAGE_END.length;
     await this.writeAll([head, body, PAGE_END]);
