@@ -1,6 +1,6 @@
 import { columnSource, rawCompanion, type ColumnDef, type SourceKind } from '../datasets/column.js';
 import type { DatasetDef, EndpointDef, EntryFields, Network } from '../datasets/dataset.js';
-import { ACCEPTED, REFUSED, Rejected, UPPER_CASE_HEX, fitsDecimal38, type Acceptor, type ByteAcceptor, type Canonical, type Converter } from './convert.js';
+import { ACCEPTED, REFUSED, Rejected, fitsDecimal38, type Acceptor, type ByteAcceptor, type Canonical, type Converter } from './convert.js';
 import { KINDS } from './kinds.js';
 import type { RawPage } from '../extract/pager.js';
 import { extraText } from './exact-extra.js';
@@ -70,10 +70,16 @@ export interface AcceptedPage {
   /** The `extra` JSON text of each entry (NULL where none), when any entry of the page carries unread fields. */
   extras?: (string | null)[];
   /**
-   * Whether a hex value of the page has upper-case digits, or may have (a page not accepted byte by byte):
-   * its staged file's hex columns are lower-cased when typed only then.
+   * Whether a hex value of the page may have upper-case digits that staging does not lower-case (entries
+   * accepted as parsed objects, or strings with escapes): its staged file's hex columns are lower-cased in SQL
+   * when typed only then.
    */
   upperCaseHex: boolean;
+  /**
+   * Where the body's hex values with upper-case digits are (byte offsets, start and end in turn), for
+   * staging to lower-case them in its copy of the body, so that DuckDB need not.
+   */
+  upperCaseSpans?: number[];
 }
 
 /**
@@ -442,7 +448,8 @@ export class RowTransformer {
     const at = columns.map((c) => list.fields.indexOf(c.path[0]!));
     const { tags, spans, bytes, count } = list;
     const nf = list.fields.length;
-    let said = ACCEPTED;
+    let escaped = false;
+    let upperCaseSpans: number[] | undefined;
     for (let i = 0; i < count; i++) {
       const base = i * nf;
       for (let j = 0; j < columns.length; j++) {
@@ -450,14 +457,16 @@ export class RowTransformer {
         const slot = base + at[j]!;
         const tag = tags[slot];
         if (tag === STRING) {
-          const r = c.acceptBytes!(bytes, spans[2 * slot]!, spans[2 * slot + 1]!);
-          if (r === REFUSED) return undefined;
-          said |= r;
+          const from = spans[2 * slot]!;
+          const to = spans[2 * slot + 1]!;
+          const said = c.acceptBytes!(bytes, from, to);
+          if (said === REFUSED) return undefined;
+          if (said !== ACCEPTED) (upperCaseSpans ??= []).push(from, to);
         } else if (tag === ABSENT || tag === NULL) {
           if (!c.def.nullable) return undefined;
         } else if (tag === ESCAPED) {
           if (!c.accept!(list.value(i, at[j]!))) return undefined;
-          said |= UPPER_CASE_HEX; // not looked at byte by byte: it may have
+          escaped = true; // not looked at byte by byte: it may have upper-case hex
         } else return undefined; // not a string: no acceptor passes it
       }
     }
@@ -473,7 +482,8 @@ export class RowTransformer {
         for (const u of list.unknown) this.unknownFields.set(u.name, (this.unknownFields.get(u.name) ?? 0) + u.entries);
         return undefined;
       },
-      (said & UPPER_CASE_HEX) !== 0,
+      escaped,
+      upperCaseSpans,
     );
   }
 
@@ -488,6 +498,7 @@ export class RowTransformer {
     entryValue: (i: number, c: CompiledColumn) => Canonical,
     noteUnknown: () => (string | null)[] | undefined,
     upperCaseHex: boolean,
+    upperCaseSpans?: number[],
   ): AcceptedPage | undefined {
     const constants: Record<string, Canonical> = {};
     const meta = page.meta ?? {};
@@ -506,7 +517,15 @@ export class RowTransformer {
       for (let i = 0; i < rows; i++) ordinals[i] = this.nextOrdinal(state, (c) => (c.from === 'entry' ? entryValue(i, c) : stagedValue(c, constants)));
     }
     const extras = noteUnknown();
-    return { rows, constants, partition: this.partitionColumn ? null : this.ctx.snapshotDate, ordinals, ...(extras ? { extras } : {}), upperCaseHex };
+    return {
+      rows,
+      constants,
+      partition: this.partitionColumn ? null : this.ctx.snapshotDate,
+      ordinals,
+      ...(extras ? { extras } : {}),
+      upperCaseHex,
+      ...(upperCaseSpans ? { upperCaseSpans } : {}),
+    };
   }
 
   /**

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ColumnKind } from '../../src/datasets/column.js';
+import { columnSource, type ColumnKind } from '../../src/datasets/column.js';
 import type { DatasetDef } from '../../src/datasets/dataset.js';
 import { erc20_transfers } from '../../src/datasets/erc20_transfers.js';
 import { event_logs } from '../../src/datasets/event_logs.js';
@@ -8,7 +8,7 @@ import { transactions } from '../../src/datasets/transactions.js';
 import { scanList } from '../../src/extract/scan.js';
 import { REFUSED, UPPER_CASE_HEX, canonicalHex } from '../../src/transform/convert.js';
 import { KINDS } from '../../src/transform/kinds.js';
-import { OrdinalState, RowTransformer, type PageContext } from '../../src/transform/rows.js';
+import { OrdinalState, RowTransformer, type AcceptedPage, type PageContext } from '../../src/transform/rows.js';
 
 /**
  * Pages accepted from a scan of their bytes (`acceptScanned`) are exactly those `acceptRaw` accepts from the
@@ -182,7 +182,8 @@ function outcome(t: RowTransformer, entries: unknown[], page: PageContext, scann
   try {
     const fromScan = scanned ? t.acceptScanned(page) : undefined;
     const accepted = fromScan ?? t.acceptRaw(entries, page);
-    if (accepted) return { accepted, scanned: fromScan !== undefined };
+    // How each way says where upper-case hex is differs (checked apart: caseOfHex).
+    if (accepted) return { accepted: { ...accepted, upperCaseHex: undefined, upperCaseSpans: undefined }, scanned: fromScan !== undefined, page: accepted };
     return { transformed: t.transform(entries, 'w', page) };
   } catch (e) {
     return { error: (e as Error).message };
@@ -194,6 +195,7 @@ describe('pages accepted from a scan', () => {
     it(`${def.name}: the same pages, constants, ordinals and unknown fields as from parsed entries`, () => {
       let fromScan = 0;
       let notFromScan = 0;
+      let uppers = 0;
       fc.assert(
         fc.property(listing(def), fc.array(fc.integer({ min: 1, max: 9 }), { minLength: 1, maxLength: 3 }), (entryTexts, sizes) => {
           const a = new RowTransformer(def, { network: 'mainnet', snapshotDate: '2026-01-15' });
@@ -215,11 +217,13 @@ describe('pages accepted from a scan', () => {
               ordinals,
               raw: { bytes, entriesAt: ['results', 'data'], entries, list: withList ? list : undefined },
             });
-            const parsed = outcome(a, entries, context(oa, false), false) as { scanned?: boolean };
-            const viaScan = outcome(b, entries, context(ob, true), true) as { scanned?: boolean };
-            if (viaScan.scanned) fromScan++;
-            else notFromScan++;
-            expect({ ...viaScan, scanned: undefined }).toEqual({ ...parsed, scanned: undefined });
+            const parsed = outcome(a, entries, context(oa, false), false) as { scanned?: boolean; page?: AcceptedPage };
+            const viaScan = outcome(b, entries, context(ob, true), true) as { scanned?: boolean; page?: AcceptedPage };
+            if (viaScan.scanned) {
+              fromScan++;
+              uppers += caseOfHex(def, bytes, viaScan.page!);
+            } else notFromScan++;
+            expect({ ...viaScan, scanned: undefined, page: undefined }).toEqual({ ...parsed, scanned: undefined, page: undefined });
             expect([...b.unknownFields]).toEqual([...a.unknownFields]);
             offset += texts.length;
           }
@@ -228,6 +232,30 @@ describe('pages accepted from a scan', () => {
       );
       expect(fromScan, 'pages accepted from their scan').toBeGreaterThan(100);
       expect(notFromScan, 'pages left to the parsed entries').toBeGreaterThan(50);
+      expect(uppers, 'upper-case hex values located').toBeGreaterThan(50);
     });
   }
 });
+
+/**
+ * A page accepted from its scan says where its upper-case hex values are: lower-cased there (as staging does
+ * in its copy), every hex value of the body is in canonical form, unless the page says it may not be; and
+ * nothing else changed. Returns how many values were located.
+ */
+function caseOfHex(def: DatasetDef, bytes: Buffer, page: AcceptedPage): number {
+  const spans = page.upperCaseSpans ?? [];
+  const copy = Buffer.from(bytes);
+  for (let k = 0; k < spans.length; k += 2) copy.write(copy.toString('latin1', spans[k], spans[k + 1]).toLowerCase(), spans[k]!, 'latin1');
+  const before = (JSON.parse(bytes.toString()) as { results: { data: Record<string, unknown>[] } }).results.data;
+  const after = (JSON.parse(copy.toString()) as { results: { data: Record<string, unknown>[] } }).results.data;
+  const hexFields = new Set(
+    def.columns.filter((c) => KINDS[c.kind].received?.canonical === canonicalHex && columnSource(c).from === 'entry').map((c) => columnSource(c).path[0]!),
+  );
+  before.forEach((entry, i) => {
+    for (const [field, value] of Object.entries(entry)) {
+      if (!hexFields.has(field) || typeof value !== 'string') expect(after[i]![field], field).toEqual(value);
+      else if (!page.upperCaseHex) expect(after[i]![field], field).toBe(canonicalHex(value));
+    }
+  });
+  return spans.length / 2;
+}

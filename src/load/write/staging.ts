@@ -79,6 +79,18 @@ export class StageFile {
       body = Buffer.from(body);
       for (let i = 0; i < body.length; i++) if (body[i] === 10 || body[i] === 13) body[i] = 32;
     }
+    // Hex values with upper-case digits are lower-cased here, in a copy (the body stays as received), where a
+    // byte loop over the few values that need it is cheaper than DuckDB's lower() over every hex value.
+    const spans = page.upperCaseSpans;
+    if (spans) {
+      if (body === raw.bytes) body = Buffer.from(body);
+      for (let k = 0; k < spans.length; k += 2) {
+        for (let i = spans[k]!; i < spans[k + 1]!; i++) {
+          const c = body[i]!;
+          if (c >= 65 && c <= 70) body[i] = c + 32;
+        }
+      }
+    }
     const head = Buffer.from(
       `{"p":${JSON.stringify(page.partition)},"k":${JSON.stringify(page.constants)}${page.ordinals ? `,"o":[${page.ordinals.join(',')}]` : ''}${page.extras ? `,"x":${JSON.stringify(page.extras)}` : ''},"b":`,
     );
