@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { TEST_PG_PASSWORD } from './test/ducklake/test-password.js';
 import { fastTestFiles, sharedProcessTestFiles } from './test/tiers.js';
 
 // Each project runs with these; the fork watch once for the run, at the root (test/global-setup.ts).
@@ -15,6 +16,8 @@ const shared = {
 const fast = fastTestFiles();
 const sharedProcess = sharedProcessTestFiles();
 const processSetup = ['test/build-setup.ts', 'test/postgres-setup.ts'];
+// The test PostgreSQL's password, for every file of the process tier and the processes they start.
+const processEnv = { PGPASSWORD: TEST_PG_PASSWORD };
 
 export default defineConfig({
   test: {
@@ -31,8 +34,17 @@ export default defineConfig({
       // both only when files of the project run. Those that leave the process as they found it share forks, as the
       // fast tier's do; those that change it (its environment, signal handlers, the CLI's runtime tuning:
       // test/tiers.ts) get a fresh fork each.
-      { test: { ...shared, name: 'process', include: sharedProcess, isolate: false, globalSetup: processSetup } },
-      { test: { ...shared, name: 'process-own-fork', include: ['test/**/*.test.ts'], exclude: [...fast, ...sharedProcess], globalSetup: processSetup } },
+      { test: { ...shared, name: 'process', include: sharedProcess, isolate: false, globalSetup: processSetup, env: processEnv } },
+      {
+        test: {
+          ...shared,
+          name: 'process-own-fork',
+          include: ['test/**/*.test.ts'],
+          exclude: [...fast, ...sharedProcess],
+          globalSetup: processSetup,
+          env: processEnv,
+        },
+      },
     ],
   },
 });

@@ -74,7 +74,6 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
 
   beforeAll(async () => {
     pg = await startPostgres();
-    process.env.PGPASSWORD = pg.password;
     tmp = await tempDir('chainlake-lake-choice-');
     // A distributed lake of two runs (two snapshots) and a third run whose one window failed.
     db = await pg.database();

@@ -20,7 +20,6 @@ let tmp: Awaited<ReturnType<typeof tempDir>>;
 
 beforeAll(async () => {
   pg = await startPostgres();
-  process.env.PGPASSWORD = pg.password;
   sim = await startSimulator({ seed: 3, chain: 'sparse' });
   tmp = await tempDir('chainlake-accounts-');
 }, 120_000);

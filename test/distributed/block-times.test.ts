@@ -61,7 +61,6 @@ describe('block times in a distributed run', { timeout: 300_000 }, () => {
     await writeFile(file, JSON.stringify(doc));
     const job = () => parseJob(doc, file, env());
     const opts = { catalog: db.url, store };
-    process.env.PGPASSWORD = pg.password;
 
     // History: a first run, committed, its top windows provisional.
     await enqueueJob(job(), doc, opts);

@@ -34,7 +34,6 @@ const SMALL_JOB = {
 beforeAll(async () => {
   pg = await startPostgres();
   // For the workers run as functions here (the CLI's runs are given their environment per call).
-  process.env.PGPASSWORD = pg.password;
   tmp = await tempDir('chainlake-distributed-cli-');
   jobFile = path.join(tmp.dir, 'small.json');
   await writeFile(jobFile, JSON.stringify(SMALL_JOB));

@@ -73,7 +73,6 @@ describe.skipIf(missing !== null)(`compact --catalog on a distributed lake${miss
 
   beforeAll(async () => {
     pg = await startPostgres();
-    process.env.PGPASSWORD = pg.password;
     tmp = await tempDir('chainlake-compact-pg-');
     db = await pg.database();
     store = path.join(tmp.dir, 'store');
@@ -83,7 +82,6 @@ describe.skipIf(missing !== null)(`compact --catalog on a distributed lake${miss
   }, 180_000);
 
   afterAll(async () => {
-    delete process.env.PGPASSWORD;
     await pg?.stop();
     await tmp?.cleanup();
   });

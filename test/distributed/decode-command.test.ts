@@ -81,7 +81,6 @@ let worked: { url: string; store: string; decoded: string[] } | undefined;
 
 beforeAll(async () => {
   pg = await startPostgres();
-  process.env.PGPASSWORD = pg.password;
   tmp = await tempDir('chainlake-decode-cmd-');
 }, 120_000);
 

@@ -67,7 +67,6 @@ let lakes: { single: string; catalog: string; store: string; expected: Awaited<R
 
 beforeAll(async () => {
   pg = await startPostgres();
-  process.env.PGPASSWORD = pg.password;
   tmp = await tempDir('chainlake-dist-decode-');
 }, 120_000);
 

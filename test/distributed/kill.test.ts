@@ -17,7 +17,6 @@ let tmp: Awaited<ReturnType<typeof tempDir>>;
 
 beforeAll(async () => {
   pg = await startPostgres();
-  process.env.PGPASSWORD = pg.password;
   tmp = await tempDir('chainlake-distributed-kill-');
 }, 120_000);
 

@@ -44,7 +44,6 @@ describe('chainlake reconcile --catalog (a distributed lake, real PostgreSQL)', 
   let store: string;
   beforeAll(async () => {
     pg = await startPostgres();
-    process.env.PGPASSWORD = pg.password;
     tmp = await tempDir('chainlake-reconcile-dist-');
     db = await pg.database();
     store = path.join(tmp.dir, 'store');
@@ -58,7 +57,6 @@ describe('chainlake reconcile --catalog (a distributed lake, real PostgreSQL)', 
     }
   });
   afterAll(async () => {
-    delete process.env.PGPASSWORD;
     await pg?.stop();
     await tmp?.cleanup();
   });

@@ -69,7 +69,6 @@ describe.skipIf(missing !== null)(
 
     beforeAll(async () => {
       pg = await startPostgres();
-      process.env.PGPASSWORD = pg.password;
       tmp = await tempDir('chainlake-shared-pg-');
       db = await pg.database();
       store = path.join(tmp.dir, 'store');
@@ -77,7 +76,6 @@ describe.skipIf(missing !== null)(
     }, 180_000);
 
     afterAll(async () => {
-      delete process.env.PGPASSWORD;
       await pg?.stop();
       await tmp?.cleanup();
     });

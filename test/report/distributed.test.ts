@@ -34,7 +34,6 @@ describe('chainlake report of a distributed lake (real PostgreSQL)', () => {
 
   beforeAll(async () => {
     pg = await startPostgres();
-    process.env.PGPASSWORD = pg.password;
     tmp = await tempDir('chainlake-report-dist-');
     db = await pg.database();
     store = path.join(tmp.dir, 'store');
