@@ -419,75 +419,93 @@ interface Fetched {
  * rows with the rest of its range in the same slot, and stops starting windows at the quota or the signal.
  */
 async function fetchWindows(windows: readonly Window[], step: FetchStep): Promise<Fetched> {
-  const { job, clients, staging, live, log, transformerFor, quota, signal } = step;
-  const pager = pagerOptionsOf(job.source, job.what.range.fixedChunks ? undefined : (step.windowRows ?? WINDOW_ROWS));
-  const outcomes: WindowOutcome[] = [];
+  const { job, log, signal } = step;
+  const slots: FetchSlots = {
+    pager: pagerOptionsOf(job.source, job.what.range.fixedChunks ? undefined : (step.windowRows ?? WINDOW_ROWS)),
+    log: interruptionAsDebug(log, signal),
+    garbage: new GarbagePacer(),
+    nextIndex: 0,
+    fetched: { outcomes: [], cutShort: [], notStarted: 0 },
+  };
   const limitWindows = pLimit(job.source.concurrency);
-  // Interrupted: the windows the signal cut short (their requests were sent and count; their pages are not
-  // committed) and those it left unstarted. The next run fetches both.
-  const cutShort: WindowOutcome[] = [];
-  let notStarted = 0;
-  // A window the signal cuts short did not fail (the next run fetches it): its end is a debug line, not an error.
-  const windowLog: Logger = signal
-    ? {
-        log: (level, event, message, fields) =>
-          signal.aborted && event === 'window.failed' ? log.log('debug', 'window.interrupted', message, fields) : log.log(level, event, message, fields),
-      }
-    : log;
-  let nextIndex = 0;
-  const garbage = new GarbagePacer();
-  await Promise.all(
-    windows.map((first) =>
-      limitWindows(async () => {
-        // A window stopped at the result window is continued by the next one, in the same slot.
-        for (let w: Window | undefined = first; w;) {
-          // At the quota (or on a signal) the run stops fetching: what is in flight ends, what committed stays, the next run resumes.
-          if (quota?.reached) break;
-          if (signal?.aborted) {
-            notStarted++;
-            break;
-          }
-          const index = nextIndex++;
-          const liveDs = live.dataset(w.def.name);
-          const acct = new Accounting();
-          const progress = new WindowProgress();
-          live.windows.push({ dataset: w.def.name, acct, progress });
-          const outcome = await executeWindow(w, {
-            clients,
-            transformer: transformerFor(w.def),
-            pager,
-            stagingDir: staging,
-            index,
-            strict: job.lake.strict,
-            log: windowLog,
-            acct,
-            progress,
-            onPage: (rows, rejects, bytes) => {
-              if (signal?.aborted) throw new Error('interrupted');
-              liveDs.rows += rows;
-              liveDs.rejects += rejects;
-              garbage.add(bytes);
-            },
-          });
-          // A window the interruption cut short is not a failure: it was not done, and the next run fetches it.
-          // One that failed for another reason while the signal came is left to do the same way. A window
-          // that completed, even as the signal came, is fetched: it is committed with the others.
-          if (outcome.error && signal?.aborted) {
-            cutShort.push(outcome);
-            return;
-          }
-          if (outcome.error) liveDs.windowsFailed++;
-          else liveDs.windowsDone++;
-          outcomes.push(outcome);
-          step.onFetched(outcome);
-          const rest = outcome.rest;
-          w = rest && !outcome.error ? { ...w, range: rest, id: windowIdOf(w.def.name, w.network, w.scopeKey, rest) } : undefined;
-          if (w) liveDs.windowsTotal++;
-        }
-      }),
-    ),
-  );
-  return { outcomes, cutShort, notStarted };
+  await Promise.all(windows.map((first) => limitWindows(() => fetchSlot(first, step, slots))));
+  return slots.fetched;
+}
+
+/** What the windows fetched side by side share. */
+interface FetchSlots {
+  pager: ReturnType<typeof pagerOptionsOf>;
+  log: Logger;
+  garbage: GarbagePacer;
+  /** The index of the next window started, for its staging names. */
+  nextIndex: number;
+  fetched: Fetched;
+}
+
+/** A window the signal cuts short did not fail (the next run fetches it): its end is a debug line, not an error. */
+function interruptionAsDebug(log: Logger, signal: AbortSignal | undefined): Logger {
+  if (!signal) return log;
+  return {
+    log: (level, event, message, fields) =>
+      signal.aborted && event === 'window.failed' ? log.log('debug', 'window.interrupted', message, fields) : log.log(level, event, message, fields),
+  };
+}
+
+/** One slot: a window, then the windows that continue it where it stopped at its rows. */
+async function fetchSlot(first: Window, step: FetchStep, slots: FetchSlots): Promise<void> {
+  const { live, quota, signal } = step;
+  const { fetched } = slots;
+  for (let w: Window | undefined = first; w;) {
+    // At the quota (or on a signal) the run stops fetching: what is in flight ends, what committed stays, the next run resumes.
+    if (quota?.reached) break;
+    if (signal?.aborted) {
+      fetched.notStarted++;
+      break;
+    }
+    const liveDs = live.dataset(w.def.name);
+    const outcome = await fetchWindow(w, step, slots);
+    // A window the interruption cut short is not a failure: it was not done, and the next run fetches it (its
+    // requests were sent and count; its pages are not committed). One that failed for another reason while the
+    // signal came is left to do the same way. A window that completed, even as the signal came, is fetched: it is
+    // committed with the others.
+    if (outcome.error && signal?.aborted) {
+      fetched.cutShort.push(outcome);
+      return;
+    }
+    if (outcome.error) liveDs.windowsFailed++;
+    else liveDs.windowsDone++;
+    fetched.outcomes.push(outcome);
+    step.onFetched(outcome);
+    const rest = outcome.rest;
+    w = rest && !outcome.error ? { ...w, range: rest, id: windowIdOf(w.def.name, w.network, w.scopeKey, rest) } : undefined;
+    if (w) liveDs.windowsTotal++;
+  }
+}
+
+/** One window paged into staging, counted in the run's live progress as its pages come. */
+function fetchWindow(w: Window, step: FetchStep, slots: FetchSlots): Promise<WindowOutcome> {
+  const { job, clients, staging, live, transformerFor, signal } = step;
+  const liveDs = live.dataset(w.def.name);
+  const acct = new Accounting();
+  const progress = new WindowProgress();
+  live.windows.push({ dataset: w.def.name, acct, progress });
+  return executeWindow(w, {
+    clients,
+    transformer: transformerFor(w.def),
+    pager: slots.pager,
+    stagingDir: staging,
+    index: slots.nextIndex++,
+    strict: job.lake.strict,
+    log: slots.log,
+    acct,
+    progress,
+    onPage: (rows, rejects, bytes) => {
+      if (signal?.aborted) throw new Error('interrupted');
+      liveDs.rows += rows;
+      liveDs.rejects += rejects;
+      slots.garbage.add(bytes);
+    },
+  });
 }
 
 /**
