@@ -235,29 +235,7 @@ async function legacyCatalog(paths: LakePaths): Promise<boolean> {
  * protocol, and the files read are deleted. Runs, windows and watermarks are history and are kept.
  */
 export async function rebuildCatalog(paths: LakePaths): Promise<RebuildReport> {
-  let salvage: SalvageReport | undefined;
-  let fromDisk = false;
-  const first = async (): Promise<void> => {
-    const problem = await catalogProblem(paths);
-    if (problem) {
-      salvage = await salvageCatalog(paths, problem, TABLES);
-      fromDisk = true;
-    } else if (await legacyCatalog(paths)) {
-      // Its `files` table is derived from the files, which are read again below.
-      const instance = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });
-      const conn = await instance.connect();
-      try {
-        await conn.run(`ATTACH ${literal(paths.catalog)} AS c`);
-        await conn.run('DROP TABLE c.main.files');
-        await conn.run(`DELETE FROM c.main.lake_meta WHERE key LIKE 'view:%'`);
-      } finally {
-        conn.closeSync();
-        instance.closeSync();
-      }
-    }
-    // A conversion killed half-way left folders of the old layout: they are read again.
-    for (const shape of lakeShapes()) if (existsSync(paths.legacyDatasetDir(shape.name))) fromDisk = true;
-  };
+  const found: { salvage?: SalvageReport; fromDisk: boolean } = { fromDisk: false };
   const report = await maintain(
     paths,
     'catalog-rebuild',
@@ -265,51 +243,9 @@ export async function rebuildCatalog(paths: LakePaths): Promise<RebuildReport> {
       const declared = await Catalog.hold(paths, (c) => c.declaredTables());
       const shapes = [...lakeShapes(), ...declared.map((d) => d.shape)];
       const out = { runId: id, recovery, files: 0, partitionsFromDisk: 0, filesReplaced: 0, unknownTables: [] as string[] };
-      if (fromDisk) {
-        const lake = await lakeStateFor(paths, shapes);
-        const known = new Set(shapes.map((s) => s.name));
-        for (const dir of [paths.tablesRoot, paths.root]) {
-          for (const name of await readdir(dir).catch(() => [] as string[])) {
-            if (known.has(name) || name.startsWith('_staging') || name.startsWith('.') || name === 'main' || name.startsWith('catalog.duckdb')) continue;
-            if ((await readdir(path.join(dir, name)).catch(() => [] as string[])).some((n) => n.startsWith('network='))) out.unknownTables.push(name);
-          }
-        }
-        const parts = (await Promise.all(shapes.map((s) => diskPartitions(paths, s)))).flat();
-        // One folder of each layout may hold the same partition: merged together.
-        const merged = new Map<string, PartitionRef>();
-        for (const p of parts) {
-          const key = `${p.shape.name}\u0000${p.network}\u0000${p.value}`;
-          const had = merged.get(key);
-          merged.set(key, had ? { ...had, files: [...had.files, ...p.files] } : p);
-        }
-        const todo = [...merged.values()];
-        let batch = 0;
-        for (let i = 0; i < todo.length; i += COMPACT_BATCH) {
-          const chunk = todo.slice(i, i + COMPACT_BATCH);
-          const workDir = path.join(staging, `batch-${batch++}`);
-          await mkdirDurable(workDir);
-          const prepared: PreparedFile[] = [];
-          for (const p of chunk) {
-            const from = path.join(workDir, `${p.shape.name}.${p.network}.${p.value}.parquet`);
-            const written = await writeMergedPartition(
-              engine.conn,
-              lake.table(p.shape.name),
-              p.shape,
-              { network: p.network, value: p.value },
-              { existing: p.files, target: from },
-            );
-            await fsyncFile(from);
-            prepared.push(preparedFile(paths, { shape: p.shape, network: p.network, partition: p.value }, from, written));
-          }
-          const journal = journalFor(paths, `${id}/${path.basename(workDir)}`, id, prepared, { windows: [], watermarks: [] });
-          await publishJournal(paths, journal);
-          await applyJournal(paths, journal);
-          // Committed: the files read are no snapshot's now.
-          for (const p of chunk) for (const f of p.files) await rm(f, { force: true });
-          out.partitionsFromDisk += chunk.length;
-          out.filesReplaced += chunk.reduce((n, p) => n + p.files.length, 0);
-        }
-        for (const shape of shapes) await rm(paths.legacyDatasetDir(shape.name), { recursive: true, force: true });
+      if (found.fromDisk) {
+        out.unknownTables = await unknownTableFolders(paths, shapes);
+        Object.assign(out, await rebuildFromDisk(paths, engine, id, staging, shapes));
       }
       return Catalog.write(paths, async (c) => {
         await c.refreshViews({ force: true });
@@ -317,9 +253,105 @@ export async function rebuildCatalog(paths: LakePaths): Promise<RebuildReport> {
         return { ...out, files: lake.all().reduce((n, t) => n + [...t.partitions.values()].reduce((m, f) => m + f.length, 0), 0) };
       });
     },
-    first,
+    async () => {
+      Object.assign(found, await catalogToRebuild(paths));
+    },
   );
-  return { ...report, salvage };
+  return { ...report, salvage: found.salvage };
+}
+
+/**
+ * What a rebuild starts from: a missing or damaged catalog is salvaged (what it can give is carried over) and
+ * the lake is rebuilt from disk; a catalog of the layout before DuckLake loses its `files` table (derived from
+ * the files, which are read again) and is rebuilt from disk too, as is a lake whose conversion was killed half-way.
+ */
+async function catalogToRebuild(paths: LakePaths): Promise<{ salvage?: SalvageReport; fromDisk: boolean }> {
+  const problem = await catalogProblem(paths);
+  if (problem) return { salvage: await salvageCatalog(paths, problem, TABLES), fromDisk: true };
+  if (await legacyCatalog(paths)) {
+    const instance = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });
+    const conn = await instance.connect();
+    try {
+      await conn.run(`ATTACH ${literal(paths.catalog)} AS c`);
+      await conn.run('DROP TABLE c.main.files');
+      await conn.run(`DELETE FROM c.main.lake_meta WHERE key LIKE 'view:%'`);
+    } finally {
+      conn.closeSync();
+      instance.closeSync();
+    }
+    return { fromDisk: true };
+  }
+  // A conversion killed half-way left folders of the old layout: they are read again.
+  return { fromDisk: lakeShapes().some((shape) => existsSync(paths.legacyDatasetDir(shape.name))) };
+}
+
+/** Folders on disk holding partitions of tables the catalog does not declare: left as they are, and reported. */
+async function unknownTableFolders(paths: LakePaths, shapes: readonly TableShape[]): Promise<string[]> {
+  const known = new Set(shapes.map((s) => s.name));
+  const unknown: string[] = [];
+  for (const dir of [paths.tablesRoot, paths.root]) {
+    for (const name of await readdir(dir).catch(() => [] as string[])) {
+      if (known.has(name) || name.startsWith('_staging') || name.startsWith('.') || name === 'main' || name.startsWith('catalog.duckdb')) continue;
+      if ((await readdir(path.join(dir, name)).catch(() => [] as string[])).some((n) => n.startsWith('network='))) unknown.push(name);
+    }
+  }
+  return unknown;
+}
+
+/**
+ * Every partition folder's files merged into one new file per partition, committed through the journaled
+ * protocol `COMPACT_BATCH` partitions at a time; the files read are deleted once their batch is committed.
+ */
+async function rebuildFromDisk(
+  paths: LakePaths,
+  engine: Engine,
+  id: string,
+  staging: string,
+  shapes: readonly TableShape[],
+): Promise<{ partitionsFromDisk: number; filesReplaced: number }> {
+  const lake = await lakeStateFor(paths, shapes);
+  const todo = await diskPartitionsOf(paths, shapes);
+  const done = { partitionsFromDisk: 0, filesReplaced: 0 };
+  let batch = 0;
+  for (let i = 0; i < todo.length; i += COMPACT_BATCH) {
+    const chunk = todo.slice(i, i + COMPACT_BATCH);
+    const workDir = path.join(staging, `batch-${batch++}`);
+    await mkdirDurable(workDir);
+    const prepared: PreparedFile[] = [];
+    for (const p of chunk) {
+      const from = path.join(workDir, `${p.shape.name}.${p.network}.${p.value}.parquet`);
+      const written = await writeMergedPartition(
+        engine.conn,
+        lake.table(p.shape.name),
+        p.shape,
+        { network: p.network, value: p.value },
+        { existing: p.files, target: from },
+      );
+      await fsyncFile(from);
+      prepared.push(preparedFile(paths, { shape: p.shape, network: p.network, partition: p.value }, from, written));
+    }
+    const journal = journalFor(paths, `${id}/${path.basename(workDir)}`, id, prepared, { windows: [], watermarks: [] });
+    await publishJournal(paths, journal);
+    await applyJournal(paths, journal);
+    // Committed: the files read are no snapshot's now.
+    for (const p of chunk) for (const f of p.files) await rm(f, { force: true });
+    done.partitionsFromDisk += chunk.length;
+    done.filesReplaced += chunk.reduce((n, p) => n + p.files.length, 0);
+  }
+  for (const shape of shapes) await rm(paths.legacyDatasetDir(shape.name), { recursive: true, force: true });
+  return done;
+}
+
+/** The partitions on disk, of both layouts: one folder of each may hold the same partition, merged together. */
+async function diskPartitionsOf(paths: LakePaths, shapes: readonly TableShape[]): Promise<PartitionRef[]> {
+  const parts = (await Promise.all(shapes.map((s) => diskPartitions(paths, s)))).flat();
+  const merged = new Map<string, PartitionRef>();
+  for (const p of parts) {
+    const key = `${p.shape.name}\u0000${p.network}\u0000${p.value}`;
+    const had = merged.get(key);
+    merged.set(key, had ? { ...had, files: [...had.files, ...p.files] } : p);
+  }
+  return [...merged.values()];
 }
 
 export interface LocalMaintainReport {
