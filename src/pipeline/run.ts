@@ -130,23 +130,14 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
 
   const runAcct = new Accounting();
   const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
+  // The daily quota: what earlier runs spent today (per account) is read first; the head pin counts too.
+  const spend = new RunSpend(quotaAccount(job.source.target));
   let source: Source | undefined;
   let recorded: Record<string, unknown> | undefined;
   let failure: unknown;
-  // The daily quota: what earlier runs spent today (per account) is read first; the head pin counts too.
-  const account = quotaAccount(job.source.target);
-  let quota: RequestQuota | undefined;
-  const usage = (): RequestUsage | undefined => (quota ? { account, days: Object.fromEntries(quota.sent) } : undefined);
   try {
-    quota = await openQuota(job, engine, ctx, staging, account);
-    source = await openSource(job.source, {
-      simulator: opts.simulator,
-      transport: opts.transport,
-      transportInstance: opts.transportInstance,
-      signal: opts.signal,
-      quota,
-      log,
-    });
+    spend.quota = await openQuota(job, engine, ctx, staging, spend.account);
+    source = await openSource(job.source, { ...sourceOptions(opts), quota: spend.quota, log });
     const { clients } = source;
     const prepared = await windowsToFetch(
       { baseJob, job, fullRefresh: opts.fullRefresh ?? false, windows: opts.windows },
@@ -157,9 +148,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     );
     const startRecord = await recordStart(job, ctx, prepared);
     recorded = startRecord;
-    const stages = await startStages(job, opts, ctx, { engine, staging, prepared, clients }, () => ({ ...startRecord, requestUsage: usage() }));
-    const { decoder, committer } = stages;
-
+    const stages = await startStages(job, opts, ctx, { engine, staging, prepared, clients }, () => ({ ...startRecord, requestUsage: spend.usage() }));
     const fetched = await fetchWindows(prepared.windows, {
       job,
       clients,
@@ -167,30 +156,13 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       live: stages.live,
       log,
       transformerFor: stages.transformerFor,
-      quota,
+      quota: spend.quota,
       signal: opts.signal,
       windowRows: opts.windowRows,
-      onFetched: (outcome) => committer.add(outcome),
+      onFetched: (outcome) => stages.committer.add(outcome),
     });
-
-    let report!: RunReport;
-    await committer.finish((files) => {
-      // Every window fetched is committed, an interrupted run's too; the requests of the windows it cut short were sent and count.
-      report = finalReport(
-        job,
-        ctx,
-        { prepared, fetched, files, transformers: stages.transformers, runAcct },
-        {
-          quota,
-          account,
-          usage: usage(),
-          interrupted: opts.signal?.aborted === true,
-          left: fetched.cutShort.length + fetched.notStarted,
-        },
-      );
-      return { job: job.name, startedAt: ingestedAt, finishedAt: report.finishedAt, status: report.status, report };
-    });
-    if (decoder) report.decoded = await decoder.finish(report);
+    const report = await commitAll(job, ctx, { prepared, fetched, stages, runAcct, spend, interrupted: opts.signal?.aborted === true });
+    if (stages.decoder) report.decoded = await stages.decoder.finish(report);
     logKept(report, log);
     return report;
   } catch (e) {
@@ -203,8 +175,57 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     await closeRunStaging(staging);
     // After the staging is gone: a full disk has room again for this one small write.
     if (recorded && failure !== undefined && !pending)
-      await recordFailure(paths, runId, job.name, ingestedAt, now(), { ...recorded, requestUsage: usage() }, failure, log);
+      await recordFailure(paths, runId, job.name, ingestedAt, now(), { ...recorded, requestUsage: spend.usage() }, failure, log);
   }
+}
+
+/** What a run spends against its account's daily quota, when the job has one. */
+class RunSpend {
+  quota: RequestQuota | undefined;
+
+  constructor(readonly account: string) {}
+
+  /** The requests sent per day so far, as the run's record carries them (none without a quota). */
+  usage(): RequestUsage | undefined {
+    return this.quota ? { account: this.account, days: Object.fromEntries(this.quota.sent) } : undefined;
+  }
+}
+
+/** The source settings a run's options carry (the embedded simulator, a transport or its settings, the signal). */
+const sourceOptions = (opts: RunOptions) => ({
+  simulator: opts.simulator,
+  transport: opts.transport,
+  transportInstance: opts.transportInstance,
+  signal: opts.signal,
+});
+
+/**
+ * The last commits (every window fetched is committed, an interrupted run's too) and the report the last one
+ * records; the requests of the windows the signal cut short were sent and count.
+ */
+async function commitAll(
+  job: Job,
+  ctx: RunContext,
+  run: { prepared: Prepared; fetched: Fetched; stages: RunStages; runAcct: Accounting; spend: RunSpend; interrupted: boolean },
+): Promise<RunReport> {
+  const { prepared, fetched, stages, runAcct, spend } = run;
+  let report!: RunReport;
+  await stages.committer.finish((files) => {
+    report = finalReport(
+      job,
+      ctx,
+      { prepared, fetched, files, transformers: stages.transformers, runAcct },
+      {
+        quota: spend.quota,
+        account: spend.account,
+        usage: spend.usage(),
+        interrupted: run.interrupted,
+        left: fetched.cutShort.length + fetched.notStarted,
+      },
+    );
+    return { job: job.name, startedAt: ctx.started.toISOString(), finishedAt: report.finishedAt, status: report.status, report };
+  });
+  return report;
 }
 
 /** The daily quota (what earlier runs spent today read first), when the job has one; refused when none is left. */
