@@ -19,6 +19,7 @@ import {
   WindowTransitionError,
   type Ledger,
 } from '../../src/load/ledger/windows.js';
+import { raiseWatermarks, readWatermark } from '../../src/load/ledger/watermarks.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 
 let pg: TestPostgres | undefined;
@@ -130,6 +131,21 @@ describe.each([
       { from_block: 10, rows_got: 0, status: 'failed', error: 'HTTP 500', committed: false },
     ]);
     await expect(recordEnded(l, [{ ...ended('committed', 20), status: 'fetched' as 'committed' }])).rejects.toThrow(WindowTransitionError);
+  });
+
+  it("raises a commit's watermarks in one statement: a scope listed twice ends at its highest, a lower mark never lowers one", async () => {
+    const l = await open();
+    const mark = (scope: string, block: number) => ({ network: 'mainnet', dataset: 'transactions', scope, block });
+    await raiseWatermarks(l, 'run-1', [mark('a', 100), mark('b', 50)]);
+    await raiseWatermarks(l, 'run-2', [mark('a', 80), mark('b', 70), mark('b', 90), mark('b', 60), mark('c', 5)]);
+    await raiseWatermarks(l, 'run-3', []);
+    const t = l.schema ? `${l.schema}.watermarks` : 'watermarks';
+    expect(await l.db.query(`SELECT scope, block::INTEGER AS block, run_id FROM ${t} ORDER BY scope`)).toEqual([
+      { scope: 'a', block: 100, run_id: 'run-2' },
+      { scope: 'b', block: 90, run_id: 'run-2' },
+      { scope: 'c', block: 5, run_id: 'run-2' },
+    ]);
+    expect(await readWatermark(l, { network: 'mainnet', dataset: 'transactions', scope: 'b' })).toBe(90);
   });
 });
 

@@ -32,14 +32,24 @@ export async function readWatermark(ledger: Ledger, key: Omit<WatermarkRecord, '
 
 /** Raises each scope's mark to `block` (a lower one is kept), recording the run whose commit moved it. */
 export async function raiseWatermarks(ledger: Ledger, runId: string, marks: readonly WatermarkRecord[]): Promise<void> {
+  // One statement for a commit's marks (one per mark cost a round trip each), each scope once, at its highest:
+  // one statement may not change a row twice.
+  const highest = new Map<string, WatermarkRecord>();
   for (const m of marks) {
-    await ledger.db.query(
-      `INSERT INTO ${table(ledger)} (network, dataset, scope, block, run_id, updated_at) VALUES ($1, $2, $3, $4, $5, NOW())
-       ON CONFLICT (network, dataset, scope) DO UPDATE SET block = greatest(watermarks.block, EXCLUDED.block), run_id = EXCLUDED.run_id,
-         updated_at = EXCLUDED.updated_at`,
-      [m.network, m.dataset, m.scope, m.block, runId],
-    );
+    const key = JSON.stringify([m.network, m.dataset, m.scope]);
+    const had = highest.get(key);
+    if (!had || m.block > had.block) highest.set(key, m);
   }
+  if (highest.size === 0) return;
+  const rows = [...highest.values()];
+  await ledger.db.query(
+    `INSERT INTO ${table(ledger)} (network, dataset, scope, block, run_id, updated_at)
+     SELECT network, dataset, scope, block, $5, NOW() FROM (SELECT unnest(CAST($1 AS VARCHAR[])) AS network, unnest(CAST($2 AS VARCHAR[])) AS dataset,
+       unnest(CAST($3 AS VARCHAR[])) AS scope, unnest(CAST($4 AS BIGINT[])) AS block) AS u
+     ON CONFLICT (network, dataset, scope) DO UPDATE SET block = greatest(watermarks.block, EXCLUDED.block), run_id = EXCLUDED.run_id,
+       updated_at = EXCLUDED.updated_at`,
+    [rows.map((r) => r.network), rows.map((r) => r.dataset), rows.map((r) => r.scope), rows.map((r) => r.block), runId],
+  );
 }
 
 /**
