@@ -77,7 +77,7 @@ export interface AcceptedPage {
   upperCaseHex: boolean;
   /**
    * Where the body's hex values with upper-case digits are (byte offsets, start and end in turn), for
-   * staging to lower-case them in its copy of the body, so that DuckDB need not.
+   * staging to lower-case them as it writes the page (load/write/staging.ts), so that DuckDB need not.
    */
   upperCaseSpans?: number[];
 }
