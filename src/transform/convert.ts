@@ -263,7 +263,7 @@ export const acceptIntArray: Acceptor = (raw) => Array.isArray(raw) && raw.every
  * The acceptors on bytes: a kind's byte acceptor says what its string acceptor says of the string whose
  * UTF-8 bytes are `b[s..e)` — the content of a JSON string without escapes, as the list scanner (extract/
  * scan.ts) locates it: REFUSED, or ACCEPTED, with UPPER_CASE_HEX for a hex value that has upper-case digits
- * (so that a page whose hex is all lower-case is typed without lower-casing it again). The string acceptors
+ * (staging lower-cases those values, so that DuckDB need not lower-case every hex value). The string acceptors
  * stay the reference; a property test ties each to its twin. (Every acceptor passes strings only: a value
  * that is not a string is never accepted, on either side.)
  */
