@@ -112,85 +112,125 @@ export interface SliceMergeInput<F> {
  * idle (docs/performance.md, "Merge slices"). Returns what `write` gave, in partition order.
  */
 export async function mergeSlices<F>(input: SliceMergeInput<F>): Promise<F[]> {
-  const { engine, conn, shape, partitions, runId } = input;
+  const { engine, conn, partitions } = input;
   if (partitions.length === 0) return [];
-  const part = ident(STAGED_PARTITION);
-  const freshColumn = ident(FRESH_COLUMN);
-  const all = partitions.map(([p]) => p);
-  const temp = { repeated: ident('__chainlake_repeated_keys'), winners: ident('__chainlake_winners') };
-  // Plain tables (the engine's database is in memory and the process's own): the writers' connections read them.
-  const merged = [0, 1].map((i) => ident(`__chainlake_merged_${input.name}_${i}`));
-  const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
-  const keyColumns = [part, ...shape.key.map(ident)];
-  const rank = keyRank(shape);
-  const order = [part, ...[...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident)].join(', ');
-  const columns = shape.columns.map((c) => ident(c.name)).join(', ');
-  const mark = (own: boolean): string => (input.derive ? `, ${own} AS ${freshColumn}` : '');
-  const ofRun = runId === undefined ? '0' : `count(*) FILTER (WHERE _run_id = ${literal(runId)})`;
-
-  /** Merges one slice into the table `table`: its partitions' row-id ranges once it is sorted. */
-  const buildSlice = async (slice: string[], table: string, index: number) => {
-    const inSlice = slice.length === all.length ? '' : ` WHERE ${part} BETWEEN ${literal(slice[0]!)} AND ${literal(slice[slice.length - 1]!)}`;
-    const sources = [
-      `SELECT *, NULL::VARCHAR AS ${part}${mark(false)} FROM (${emptyTypedSelect(shape)})`,
-      `SELECT *${mark(true)} FROM ${input.fresh}${inSlice}`,
-    ];
-    const old = await input.existing(slice);
-    if (old) sources.push(`SELECT *${mark(false)} FROM (${old})`);
-    const union = sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
-    const projected = `SELECT ${projection}, ${part}${input.derive ? `, ${freshColumn}` : ''} FROM (${union})`;
-    const reduced = await onePerKey(conn, projected, keyColumns, rank, temp);
-    await conn.run(`CREATE OR REPLACE TABLE ${table} AS SELECT * FROM (${reduced}) ORDER BY ${order}`);
-    await conn.run(`DROP TABLE IF EXISTS ${temp.winners}`);
-    // The table is sorted by partition, so each partition is one run of row ids: a row-id range scan reads
-    // just that run (a filter on the partition column would scan whole row groups for every partition).
-    const rows = (
-      await conn.runAndReadAll(`SELECT ${part}, min(rowid), max(rowid), count(*)::BIGINT, ${ofRun}::BIGINT FROM ${table} GROUP BY ${part}`)
-    ).getRowsJS() as [string, bigint, bigint, bigint, bigint][];
-    const runs = new Map(
-      rows.map(([p, lo, hi, n, mine]) => [
-        p,
-        { select: `SELECT ${columns} FROM ${table} WHERE rowid BETWEEN ${lo} AND ${hi}`, rows: Number(n), runRows: Number(mine) } satisfies PartitionRows,
-      ]),
-    );
-    return { slice, table, runs, index };
-  };
-
+  const sql = sliceSql(input);
   const slices = slicePartitions(partitions, input.sliceRows ?? MERGE_SLICE_ROWS);
   const out: F[] = [];
-  const writers = await Promise.all(Array.from({ length: Math.min(input.writers ?? COPY_CONNECTIONS, all.length) }, () => engine.connect()));
-  const startSlice = (i: number): ReturnType<typeof buildSlice> => {
-    const building = buildSlice(slices[i]!, merged[i % 2]!, i);
+  const writers = await Promise.all(Array.from({ length: Math.min(input.writers ?? COPY_CONNECTIONS, partitions.length) }, () => engine.connect()));
+  const startSlice = (i: number): Promise<MergedSlice> => {
+    const building = mergeSlice(input, sql, slices[i]!, sql.merged[i % 2]!, i);
     // It may fail while the previous slice's files are still being written, before anything awaits it:
     // an unhandled rejection would end the process instead of failing this commit (the await below throws).
     building.catch(() => undefined);
     return building;
   };
-  let next: ReturnType<typeof buildSlice> | undefined;
+  let next: Promise<MergedSlice> | undefined;
   try {
     next = startSlice(0);
     for (let i = 0; i < slices.length; i++) {
       const current = await next!;
       next = i + 1 < slices.length ? startSlice(i + 1) : undefined;
-      const written = new Array<F>(current.slice.length);
-      const derived = input.derive?.slice(current.table, current.slice, current.index);
-      const tasks: WriterTask[] = [
-        ...(derived?.first ?? []),
-        ...current.slice.map((p, j) => async (c: DuckDBConnection) => {
-          // A scan of the sorted table keeps its order, so the file comes out sorted.
-          const rows = current.runs.get(p) ?? { select: `SELECT ${columns} FROM ${current.table} WHERE false`, rows: 0, runRows: 0 };
-          written[j] = await input.write(c, p, rows);
-        }),
-        ...(derived?.then ?? []),
-      ];
-      await eachBounded(tasks, writers.length, (task, w) => task(writers[w]!));
-      out.push(...written);
+      out.push(...(await writeSlice(input, sql, current, writers)));
     }
   } finally {
     // Whatever failed, the main connection's statements must have ended before the tables are dropped.
     await next?.catch(() => undefined);
     for (const c of writers) c.closeSync();
-    await conn.run([temp.repeated, temp.winners, ...merged].map((t) => `DROP TABLE IF EXISTS ${t}`).join('; ')).catch(() => undefined);
+    await conn.run([sql.temp.repeated, sql.temp.winners, ...sql.merged].map((t) => `DROP TABLE IF EXISTS ${t}`).join('; ')).catch(() => undefined);
   }
   return out;
+}
+
+/** The SQL pieces every slice of one table's merge uses, made once. */
+interface SliceSql {
+  part: string;
+  freshColumn: string;
+  /** The partitions of the whole merge. */
+  all: string[];
+  temp: { repeated: string; winners: string };
+  /** The two tables the slices are merged into in turn: plain tables, so that the writers' connections read them. */
+  merged: string[];
+  projection: string;
+  keyColumns: string[];
+  rank: ReturnType<typeof keyRank>;
+  order: string;
+  columns: string;
+  /** The fresh-row mark a derivation reads (`own`: the row is the commit's), or nothing without one. */
+  mark(own: boolean): string;
+  /** How many of a partition's rows the run wrote. */
+  ofRun: string;
+}
+
+function sliceSql<F>(input: SliceMergeInput<F>): SliceSql {
+  const { shape, runId } = input;
+  const part = ident(STAGED_PARTITION);
+  const freshColumn = ident(FRESH_COLUMN);
+  return {
+    part,
+    freshColumn,
+    all: input.partitions.map(([p]) => p),
+    temp: { repeated: ident('__chainlake_repeated_keys'), winners: ident('__chainlake_winners') },
+    // The engine's database is in memory and the process's own.
+    merged: [0, 1].map((i) => ident(`__chainlake_merged_${input.name}_${i}`)),
+    projection: shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', '),
+    keyColumns: [part, ...shape.key.map(ident)],
+    rank: keyRank(shape),
+    order: [part, ...[...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident)].join(', '),
+    columns: shape.columns.map((c) => ident(c.name)).join(', '),
+    mark: (own) => (input.derive ? `, ${own} AS ${freshColumn}` : ''),
+    ofRun: runId === undefined ? '0' : `count(*) FILTER (WHERE _run_id = ${literal(runId)})`,
+  };
+}
+
+/** One slice merged into its table, sorted: each of its partitions is a row-id range of it. */
+interface MergedSlice {
+  slice: string[];
+  table: string;
+  runs: Map<string, PartitionRows>;
+  index: number;
+}
+
+/** Merges one slice into the table `table`: its partitions' row-id ranges once it is sorted. */
+async function mergeSlice<F>(input: SliceMergeInput<F>, sql: SliceSql, slice: string[], table: string, index: number): Promise<MergedSlice> {
+  const { conn, shape } = input;
+  const { part, freshColumn, mark } = sql;
+  const inSlice = slice.length === sql.all.length ? '' : ` WHERE ${part} BETWEEN ${literal(slice[0]!)} AND ${literal(slice[slice.length - 1]!)}`;
+  const sources = [`SELECT *, NULL::VARCHAR AS ${part}${mark(false)} FROM (${emptyTypedSelect(shape)})`, `SELECT *${mark(true)} FROM ${input.fresh}${inSlice}`];
+  const old = await input.existing(slice);
+  if (old) sources.push(`SELECT *${mark(false)} FROM (${old})`);
+  const union = sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
+  const projected = `SELECT ${sql.projection}, ${part}${input.derive ? `, ${freshColumn}` : ''} FROM (${union})`;
+  const reduced = await onePerKey(conn, projected, sql.keyColumns, sql.rank, sql.temp);
+  await conn.run(`CREATE OR REPLACE TABLE ${table} AS SELECT * FROM (${reduced}) ORDER BY ${sql.order}`);
+  await conn.run(`DROP TABLE IF EXISTS ${sql.temp.winners}`);
+  // The table is sorted by partition, so each partition is one run of row ids: a row-id range scan reads
+  // just that run (a filter on the partition column would scan whole row groups for every partition).
+  const rows = (
+    await conn.runAndReadAll(`SELECT ${part}, min(rowid), max(rowid), count(*)::BIGINT, ${sql.ofRun}::BIGINT FROM ${table} GROUP BY ${part}`)
+  ).getRowsJS() as [string, bigint, bigint, bigint, bigint][];
+  const runs = new Map(
+    rows.map(([p, lo, hi, n, mine]) => [
+      p,
+      { select: `SELECT ${sql.columns} FROM ${table} WHERE rowid BETWEEN ${lo} AND ${hi}`, rows: Number(n), runRows: Number(mine) } satisfies PartitionRows,
+    ]),
+  );
+  return { slice, table, runs, index };
+}
+
+/** A merged slice's partition files (and its derivations' tasks) on the writers' connections; what `write` gave, in partition order. */
+async function writeSlice<F>(input: SliceMergeInput<F>, sql: SliceSql, current: MergedSlice, writers: DuckDBConnection[]): Promise<F[]> {
+  const written = new Array<F>(current.slice.length);
+  const derived = input.derive?.slice(current.table, current.slice, current.index);
+  const tasks: WriterTask[] = [
+    ...(derived?.first ?? []),
+    ...current.slice.map((p, j) => async (c: DuckDBConnection) => {
+      // A scan of the sorted table keeps its order, so the file comes out sorted.
+      const rows = current.runs.get(p) ?? { select: `SELECT ${sql.columns} FROM ${current.table} WHERE false`, rows: 0, runRows: 0 };
+      written[j] = await input.write(c, p, rows);
+    }),
+    ...(derived?.then ?? []),
+  ];
+  await eachBounded(tasks, writers.length, (task, w) => task(writers[w]!));
+  return written;
 }
