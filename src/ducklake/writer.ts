@@ -115,15 +115,52 @@ async function insertSnapshot(tx: CatalogDb, next: Omit<Snapshot, 'snapshotTime'
 
 const quoted = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
+/** A ducklake_column row of a new table. */
+interface NewColumn {
+  readonly id: number;
+  readonly name: string;
+  readonly type: string;
+  readonly nullable: boolean;
+  readonly parent: number | null;
+}
+
+/** What a new table is made of, checked before the catalog is opened: its column rows and its partition columns' ids. */
+interface TableLayout {
+  readonly columns: readonly NewColumn[];
+  readonly partitionIds: readonly number[];
+}
+
 /** Creates a table (and its identity partitioning) in one new snapshot; returns it and the table. */
 export async function createTable(db: CatalogDb, spec: CreateTableSpec): Promise<CommitResult & { tableId: number }> {
   const schemaName = spec.schema ?? 'main';
+  const layout = tableLayout(spec);
+  await checkVersion(db);
+  const { value, attempts } = await withRetry(db, async (tx) => {
+    const current = await currentSnapshot(tx);
+    const schemaId = await schemaForNewTable(tx, schemaName, spec.name, current.snapshotId);
+    const tableId = current.nextCatalogId;
+    const partitionId = layout.partitionIds.length ? tableId + 1 : null;
+    const next = {
+      snapshotId: current.snapshotId + 1,
+      schemaVersion: current.schemaVersion + 1,
+      nextCatalogId: tableId + (partitionId === null ? 1 : 2),
+      nextFileId: current.nextFileId,
+    };
+    await insertSnapshot(tx, next, `created_table:${quoted(schemaName)}.${quoted(spec.name)}`, spec);
+    await insertTable(tx, { spec, layout, schemaId, tableId, partitionId, snapshot: next });
+    return { snapshotId: next.snapshotId, tableId };
+  });
+  return { ...value, attempts };
+}
+
+/** The spec's columns as catalog rows and its partition columns as ids; fails on a name, column or partition key the lake cannot hold. */
+function tableLayout(spec: CreateTableSpec): TableLayout {
   if (!NAME.test(spec.name)) throw new DuckLakeError(`table name '${spec.name}': use letters, digits and _ (it names a directory)`);
   if (spec.columns.length === 0) throw new DuckLakeError(`table ${spec.name}: no columns`);
   const seen = new Set<string>();
   // Column ids depth-first from 1, nested children right after their parent; column_order = column_id (as the
   // reference extension numbers them, and as Parquet field ids).
-  const columns: { id: number; name: string; type: string; nullable: boolean; parent: number | null }[] = [];
+  const columns: NewColumn[] = [];
   const add = (name: string, tree: TypeTree, nullable: boolean, parent: number | null) => {
     const id = columns.length + 1;
     columns.push({ id, name, type: tree.type, nullable, parent });
@@ -143,54 +180,59 @@ export async function createTable(db: CatalogDb, spec: CreateTableSpec): Promise
     if (column.nested) throw new DuckLakeError(`table ${spec.name}: partition column ${p} is a nested column`);
     return column.id;
   });
-  await checkVersion(db);
-  const { value, attempts } = await withRetry(db, async (tx) => {
-    const current = await currentSnapshot(tx);
-    const schema = (
-      await tx.query(`SELECT schema_id FROM ducklake_schema WHERE schema_name = $1 AND begin_snapshot <= $2 AND (end_snapshot IS NULL OR $2 < end_snapshot)`, [
-        schemaName,
-        current.snapshotId,
-      ])
-    )[0];
-    if (!schema) throw new DuckLakeError(`schema ${schemaName} does not exist in this DuckLake`);
-    if ((await listTables(tx, current.snapshotId)).some((t) => t.name === spec.name && t.schema.name === schemaName)) {
-      throw new DuckLakeError(`table ${schemaName}.${spec.name} already exists`);
-    }
-    const tableId = current.nextCatalogId;
-    const partitionId = partitionIds.length ? tableId + 1 : null;
-    const next = {
-      snapshotId: current.snapshotId + 1,
-      schemaVersion: current.schemaVersion + 1,
-      nextCatalogId: tableId + (partitionId === null ? 1 : 2),
-      nextFileId: current.nextFileId,
-    };
-    await insertSnapshot(tx, next, `created_table:${quoted(schemaName)}.${quoted(spec.name)}`, spec);
-    await tx.query(`INSERT INTO ducklake_table VALUES ($1, $2, $3, NULL, $4, $5, $6, true)`, [
-      tableId,
-      uuidv7(),
-      next.snapshotId,
-      num(schema.schema_id),
-      spec.name,
-      `${spec.name}/`,
-    ]);
-    // As the reference extension writes them: no initial default, default_value 'NULL' (a literal, DuckDB dialect).
-    await insertRows(
-      tx,
-      'ducklake_column',
-      ['BIGINT', 'BIGINT', 'BIGINT', 'BIGINT', 'VARCHAR', 'VARCHAR', 'BOOLEAN', 'BIGINT'],
-      `$1, $2, NULL, $3, $4, $5, $6, NULL, 'NULL', $7, $8, 'literal', 'duckdb'`,
-      columns.map((c) => [c.id, next.snapshotId, tableId, c.id, c.name, c.type, c.nullable, c.parent]),
-    );
-    await tx.query(`INSERT INTO ducklake_schema_versions VALUES ($1, $2, $3)`, [next.snapshotId, next.schemaVersion, tableId]);
-    if (partitionId !== null) {
-      await tx.query(`INSERT INTO ducklake_partition_info VALUES ($1, $2, $3, NULL)`, [partitionId, tableId, next.snapshotId]);
-      for (const [index, columnId] of partitionIds.entries()) {
-        await tx.query(`INSERT INTO ducklake_partition_column VALUES ($1, $2, $3, $4, 'identity')`, [partitionId, tableId, index, columnId]);
-      }
-    }
-    return { snapshotId: next.snapshotId, tableId };
-  });
-  return { ...value, attempts };
+  return { columns, partitionIds };
+}
+
+/** The id of the schema a new table goes into at `snapshot`; fails when that schema is missing or already has the table. */
+async function schemaForNewTable(tx: CatalogDb, schemaName: string, tableName: string, snapshot: number): Promise<number> {
+  const schema = (
+    await tx.query(`SELECT schema_id FROM ducklake_schema WHERE schema_name = $1 AND begin_snapshot <= $2 AND (end_snapshot IS NULL OR $2 < end_snapshot)`, [
+      schemaName,
+      snapshot,
+    ])
+  )[0];
+  if (!schema) throw new DuckLakeError(`schema ${schemaName} does not exist in this DuckLake`);
+  if ((await listTables(tx, snapshot)).some((t) => t.name === tableName && t.schema.name === schemaName)) {
+    throw new DuckLakeError(`table ${schemaName}.${tableName} already exists`);
+  }
+  return num(schema.schema_id);
+}
+
+/** A new table's rows valid from `snapshot`: the table, its columns, the schema version it makes and its partitioning. */
+async function insertTable(
+  tx: CatalogDb,
+  created: {
+    spec: CreateTableSpec;
+    layout: TableLayout;
+    schemaId: number;
+    tableId: number;
+    partitionId: number | null;
+    snapshot: Pick<Snapshot, 'snapshotId' | 'schemaVersion'>;
+  },
+): Promise<void> {
+  const { spec, layout, tableId, partitionId, snapshot } = created;
+  await tx.query(`INSERT INTO ducklake_table VALUES ($1, $2, $3, NULL, $4, $5, $6, true)`, [
+    tableId,
+    uuidv7(),
+    snapshot.snapshotId,
+    created.schemaId,
+    spec.name,
+    `${spec.name}/`,
+  ]);
+  // As the reference extension writes them: no initial default, default_value 'NULL' (a literal, DuckDB dialect).
+  await insertRows(
+    tx,
+    'ducklake_column',
+    ['BIGINT', 'BIGINT', 'BIGINT', 'BIGINT', 'VARCHAR', 'VARCHAR', 'BOOLEAN', 'BIGINT'],
+    `$1, $2, NULL, $3, $4, $5, $6, NULL, 'NULL', $7, $8, 'literal', 'duckdb'`,
+    layout.columns.map((c) => [c.id, snapshot.snapshotId, tableId, c.id, c.name, c.type, c.nullable, c.parent]),
+  );
+  await tx.query(`INSERT INTO ducklake_schema_versions VALUES ($1, $2, $3)`, [snapshot.snapshotId, snapshot.schemaVersion, tableId]);
+  if (partitionId === null) return;
+  await tx.query(`INSERT INTO ducklake_partition_info VALUES ($1, $2, $3, NULL)`, [partitionId, tableId, snapshot.snapshotId]);
+  for (const [index, columnId] of layout.partitionIds.entries()) {
+    await tx.query(`INSERT INTO ducklake_partition_column VALUES ($1, $2, $3, $4, 'identity')`, [partitionId, tableId, index, columnId]);
+  }
 }
 
 /**
