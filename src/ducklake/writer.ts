@@ -653,6 +653,12 @@ export interface ScheduledFile {
   readonly scheduledAt: Date;
 }
 
+interface ExpireOptions {
+  readonly olderThan?: Date;
+  readonly keepLast?: number;
+  readonly ids?: readonly number[];
+}
+
 /**
  * Expires snapshots (never the newest): those older than `olderThan`, all but the newest `keepLast`, or those
  * listed in `ids` (the conditions given must all hold). Data and
@@ -660,84 +666,100 @@ export interface ScheduledFile {
  * (ducklake_files_scheduled_for_deletion, paths relative to data_path), in one catalog transaction, as the
  * reference extension's ducklake_expire_snapshots does. Files are not touched here: see filesToDelete.
  */
-export async function expireSnapshots(
-  db: CatalogDb,
-  opts: { olderThan?: Date; keepLast?: number; ids?: readonly number[] },
-): Promise<{ expired: number[]; scheduledFiles: number }> {
+export async function expireSnapshots(db: CatalogDb, opts: ExpireOptions): Promise<{ expired: number[]; scheduledFiles: number }> {
   if (opts.olderThan === undefined && opts.keepLast === undefined && opts.ids === undefined)
     throw new DuckLakeError('expireSnapshots: give olderThan, keepLast or ids');
   if (opts.ids?.length === 0) return { expired: [], scheduledFiles: 0 };
   await checkVersion(db);
   const { value } = await withRetry(db, async (tx) => {
     const newest = await currentSnapshot(tx);
-    const params: CatalogParam[] = [newest.snapshotId];
-    let filter = 'snapshot_id < $1';
-    if (opts.olderThan) {
-      params.push(opts.olderThan.toISOString());
-      filter += ` AND snapshot_time < CAST($${params.length} AS TIMESTAMPTZ)`;
-    }
-    if (opts.ids !== undefined) {
-      params.push([...opts.ids]);
-      filter += ` AND snapshot_id IN (SELECT unnest(CAST($${params.length} AS BIGINT[])))`;
-    }
-    if (opts.keepLast !== undefined) {
-      params.push(newest.snapshotId - Math.max(1, opts.keepLast) + 1);
-      filter += ` AND snapshot_id < $${params.length}`;
-    }
-    const expired = (await tx.query(`SELECT snapshot_id FROM ducklake_snapshot WHERE ${filter} ORDER BY snapshot_id`, params)).map((r) => num(r.snapshot_id));
+    const expired = await snapshotsToExpire(tx, opts, newest.snapshotId);
     if (expired.length === 0) return { expired, scheduledFiles: 0 };
     const list = expired.map((_, i) => `$${i + 1}`).join(', ');
     await tx.query(`DELETE FROM ducklake_snapshot WHERE snapshot_id IN (${list})`, expired);
     await tx.query(`DELETE FROM ducklake_snapshot_changes WHERE snapshot_id IN (${list})`, expired);
-
-    const unneeded = (alias: string) =>
-      `${alias}.end_snapshot IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ducklake_snapshot s WHERE s.snapshot_id >= ${alias}.begin_snapshot AND s.snapshot_id < ${alias}.end_snapshot)`;
     const tables = new Map((await listTables(tx, newest.snapshotId)).map((t) => [t.tableId, t]));
-    const schedule = async (rows: CatalogRow[], idColumn: string) => {
-      for (const r of rows) {
-        const table = tables.get(num(r.table_id));
-        let stored = String(r.path);
-        let relative = r.path_is_relative !== false;
-        if (relative && table) {
-          // Relative to data_path, as the extension stores it: schema path + table path + file path.
-          if (!table.pathIsRelative) {
-            stored = table.path + stored;
-            relative = false;
-          } else if (!table.schema.pathIsRelative) {
-            stored = table.schema.path + table.path + stored;
-            relative = false;
-          } else stored = table.schema.path + table.path + stored;
-        } else if (relative) {
-          throw new DuckLakeError(
-            `file ${num(r[idColumn])} belongs to table ${num(r.table_id)}, which is not current: dropped tables are not expired by chainlake yet`,
-          );
-        }
-        await tx.query(`INSERT INTO ducklake_files_scheduled_for_deletion VALUES ($1, $2, $3, NOW())`, [num(r[idColumn]), stored, relative]);
-      }
-    };
-    const deadData = await tx.query(`SELECT data_file_id, table_id, path, path_is_relative FROM ducklake_data_file d WHERE ${unneeded('d')}`);
-    await schedule(deadData, 'data_file_id');
-    if (deadData.length) {
-      const ids = deadData.map((r) => num(r.data_file_id));
-      const idList = ids.map((_, i) => `$${i + 1}`).join(', ');
-      for (const t of ['ducklake_data_file', 'ducklake_file_column_stats', 'ducklake_file_variant_stats', 'ducklake_file_partition_value']) {
-        await tx.query(`DELETE FROM ${t} WHERE data_file_id IN (${idList})`, ids);
-      }
-    }
-    const ids = deadData.map((r) => num(r.data_file_id));
-    const orphanFilter = ids.length ? `d.data_file_id IN (${ids.map((_, i) => `$${i + 1}`).join(', ')}) OR ` : '';
-    const deadDeletes = await tx.query(
-      `SELECT delete_file_id, table_id, path, path_is_relative FROM ducklake_delete_file d WHERE ${orphanFilter}(${unneeded('d')})`,
-      ids,
-    );
-    await schedule(deadDeletes, 'delete_file_id');
-    if (deadDeletes.length) {
-      const delIds = deadDeletes.map((r) => num(r.delete_file_id));
-      await tx.query(`DELETE FROM ducklake_delete_file WHERE delete_file_id IN (${delIds.map((_, i) => `$${i + 1}`).join(', ')})`, delIds);
-    }
-    return { expired, scheduledFiles: deadData.length + deadDeletes.length };
+    const deadData = await dropUnneededDataFiles(tx, tables);
+    const deadDeletes = await dropUnneededDeleteFiles(tx, tables, deadData);
+    return { expired, scheduledFiles: deadData.length + deadDeletes };
   });
   return value;
+}
+
+/** The ids of the snapshots every given condition of `opts` expires, oldest first; never `newest`. */
+async function snapshotsToExpire(tx: CatalogDb, opts: ExpireOptions, newest: number): Promise<number[]> {
+  const params: CatalogParam[] = [newest];
+  let filter = 'snapshot_id < $1';
+  if (opts.olderThan) {
+    params.push(opts.olderThan.toISOString());
+    filter += ` AND snapshot_time < CAST($${params.length} AS TIMESTAMPTZ)`;
+  }
+  if (opts.ids !== undefined) {
+    params.push([...opts.ids]);
+    filter += ` AND snapshot_id IN (SELECT unnest(CAST($${params.length} AS BIGINT[])))`;
+  }
+  if (opts.keepLast !== undefined) {
+    params.push(newest - Math.max(1, opts.keepLast) + 1);
+    filter += ` AND snapshot_id < $${params.length}`;
+  }
+  return (await tx.query(`SELECT snapshot_id FROM ducklake_snapshot WHERE ${filter} ORDER BY snapshot_id`, params)).map((r) => num(r.snapshot_id));
+}
+
+/** A condition on the file row `alias`: it has ended and no remaining snapshot lies in its lifetime. */
+const noSnapshotNeeds = (alias: string) =>
+  `${alias}.end_snapshot IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ducklake_snapshot s WHERE s.snapshot_id >= ${alias}.begin_snapshot AND s.snapshot_id < ${alias}.end_snapshot)`;
+
+/** Data files no remaining snapshot needs: scheduled for deletion and removed with their statistics and partition values. Returns their ids. */
+async function dropUnneededDataFiles(tx: CatalogDb, tables: ReadonlyMap<number, LakeTable>): Promise<number[]> {
+  const dead = await tx.query(`SELECT data_file_id, table_id, path, path_is_relative FROM ducklake_data_file d WHERE ${noSnapshotNeeds('d')}`);
+  await scheduleForDeletion(tx, tables, dead, 'data_file_id');
+  const ids = dead.map((r) => num(r.data_file_id));
+  if (ids.length) {
+    const idList = ids.map((_, i) => `$${i + 1}`).join(', ');
+    for (const t of ['ducklake_data_file', 'ducklake_file_column_stats', 'ducklake_file_variant_stats', 'ducklake_file_partition_value']) {
+      await tx.query(`DELETE FROM ${t} WHERE data_file_id IN (${idList})`, ids);
+    }
+  }
+  return ids;
+}
+
+/** Delete files no remaining snapshot needs, or whose data file was just dropped: scheduled for deletion and removed. Returns how many. */
+async function dropUnneededDeleteFiles(tx: CatalogDb, tables: ReadonlyMap<number, LakeTable>, deadData: readonly number[]): Promise<number> {
+  const orphanFilter = deadData.length ? `d.data_file_id IN (${deadData.map((_, i) => `$${i + 1}`).join(', ')}) OR ` : '';
+  const dead = await tx.query(
+    `SELECT delete_file_id, table_id, path, path_is_relative FROM ducklake_delete_file d WHERE ${orphanFilter}(${noSnapshotNeeds('d')})`,
+    [...deadData],
+  );
+  await scheduleForDeletion(tx, tables, dead, 'delete_file_id');
+  if (dead.length) {
+    const ids = dead.map((r) => num(r.delete_file_id));
+    await tx.query(`DELETE FROM ducklake_delete_file WHERE delete_file_id IN (${ids.map((_, i) => `$${i + 1}`).join(', ')})`, ids);
+  }
+  return dead.length;
+}
+
+/** Inserts each file row into ducklake_files_scheduled_for_deletion, its path made relative to data_path where it can be. */
+async function scheduleForDeletion(tx: CatalogDb, tables: ReadonlyMap<number, LakeTable>, rows: readonly CatalogRow[], idColumn: string): Promise<void> {
+  for (const r of rows) {
+    const table = tables.get(num(r.table_id));
+    let stored = String(r.path);
+    let relative = r.path_is_relative !== false;
+    if (relative && table) {
+      // Relative to data_path, as the extension stores it: schema path + table path + file path.
+      if (!table.pathIsRelative) {
+        stored = table.path + stored;
+        relative = false;
+      } else if (!table.schema.pathIsRelative) {
+        stored = table.schema.path + table.path + stored;
+        relative = false;
+      } else stored = table.schema.path + table.path + stored;
+    } else if (relative) {
+      throw new DuckLakeError(
+        `file ${num(r[idColumn])} belongs to table ${num(r.table_id)}, which is not current: dropped tables are not expired by chainlake yet`,
+      );
+    }
+    await tx.query(`INSERT INTO ducklake_files_scheduled_for_deletion VALUES ($1, $2, $3, NOW())`, [num(r[idColumn]), stored, relative]);
+  }
 }
 
 /** Files scheduled for deletion (optionally only those scheduled before `olderThan`), with full paths. */
