@@ -531,6 +531,26 @@ async function allPartitionColumns(
 
 /** Writes every table's change at snapshot `snapshotId`, files numbered from `firstFileId` in order, with a statement per catalog table. */
 async function writeChanges(tx: CatalogDb, planned: readonly PlannedChange[], snapshotId: number, firstFileId: number): Promise<void> {
+  await endReplacedRows(tx, planned, snapshotId);
+  const ids = planned.map((p) => p.table.tableId);
+  const rows = changeRows(planned, await tableStatsOf(tx, ids), snapshotId, firstFileId);
+  await insertChangeRows(tx, ids, rows);
+  await mergeTableColumnStats(
+    tx,
+    planned.filter((p) => p.change.files.length),
+  );
+}
+
+/** The catalog rows a commit inserts, one list per catalog table (each inserted in one statement). */
+interface ChangeRows {
+  readonly files: CatalogValue[][];
+  readonly columnStats: CatalogValue[][];
+  readonly partitionValues: CatalogValue[][];
+  readonly tableStats: CatalogValue[][];
+}
+
+/** Ends at `snapshotId` the data files (with their delete files) and the inlined rows the changes replace. */
+async function endReplacedRows(tx: CatalogDb, planned: readonly PlannedChange[], snapshotId: number): Promise<void> {
   const endedIds = planned.flatMap((p) => p.ended.map((r) => num(r.data_file_id)));
   if (endedIds.length) {
     const list = `(SELECT unnest(CAST($2 AS BIGINT[])))`;
@@ -540,32 +560,33 @@ async function writeChanges(tx: CatalogDb, planned: readonly PlannedChange[], sn
   for (const e of planned.flatMap((p) => p.endedInlined)) {
     await tx.query(`UPDATE ${ident(e.table)} SET end_snapshot = $${e.params.length + 1} WHERE ${e.where}`, [...e.params, snapshotId]);
   }
-  const ids = planned.map((p) => p.table.tableId);
-  const statsRows = new Map(
-    (
-      await tx.query(
-        `SELECT table_id, record_count, next_row_id, file_size_bytes FROM ducklake_table_stats WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[])))`,
-        [ids],
-      )
-    ).map((r) => [num(r.table_id), r]),
+}
+
+/** The tables' ducklake_table_stats rows before the commit, by table id (a table without files yet has none). */
+async function tableStatsOf(tx: CatalogDb, ids: readonly number[]): Promise<Map<number, CatalogRow>> {
+  const rows = await tx.query(
+    `SELECT table_id, record_count, next_row_id, file_size_bytes FROM ducklake_table_stats WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[])))`,
+    [ids],
   );
-  const fileRows: CatalogValue[][] = [];
-  const statRows: CatalogValue[][] = [];
-  const partitionRows: CatalogValue[][] = [];
-  const tableStats: CatalogValue[][] = [];
+  return new Map(rows.map((r) => [num(r.table_id), r]));
+}
+
+/** The rows of the new files (ids from `firstFileId`, row ids after each table's last) and each table's new statistics. */
+function changeRows(planned: readonly PlannedChange[], oldStats: ReadonlyMap<number, CatalogRow>, snapshotId: number, firstFileId: number): ChangeRows {
+  const rows: ChangeRows = { files: [], columnStats: [], partitionValues: [], tableStats: [] };
   let fileId = firstFileId;
   for (const p of planned) {
     const { table, partitionId, ended } = p;
     const files = p.change.files;
-    const old = statsRows.get(table.tableId);
+    const old = oldStats.get(table.tableId);
     let nextRowId = old ? num(old.next_row_id) : 0;
     for (const f of files) {
-      fileRows.push([fileId, table.tableId, snapshotId, f.path, f.recordCount, f.fileSizeBytes, f.footerSize, nextRowId, partitionId]);
+      rows.files.push([fileId, table.tableId, snapshotId, f.path, f.recordCount, f.fileSizeBytes, f.footerSize, nextRowId, partitionId]);
       nextRowId += f.recordCount;
       for (const st of f.columnStats) {
-        statRows.push([fileId, table.tableId, st.columnId, st.columnSizeBytes, st.valueCount, st.nullCount, st.min, st.max, st.containsNan]);
+        rows.columnStats.push([fileId, table.tableId, st.columnId, st.columnSizeBytes, st.valueCount, st.nullCount, st.min, st.max, st.containsNan]);
       }
-      for (const [index, value] of (f.partitionValues ?? []).entries()) partitionRows.push([fileId, table.tableId, index, value]);
+      for (const [index, value] of (f.partitionValues ?? []).entries()) rows.partitionValues.push([fileId, table.tableId, index, value]);
       fileId++;
     }
     // Table statistics: exact counts and sizes of the current files; column min/max stay bounds (the spec allows it).
@@ -573,30 +594,36 @@ async function writeChanges(tx: CatalogDb, planned: readonly PlannedChange[], sn
     const addedBytes = files.reduce((n, f) => n + f.fileSizeBytes, 0);
     const removed = ended.reduce((n, r) => n + num(r.record_count), 0) + p.endedInlined.reduce((n, e) => n + e.rows, 0);
     const removedBytes = ended.reduce((n, r) => n + num(r.file_size_bytes), 0);
-    tableStats.push([
+    rows.tableStats.push([
       table.tableId,
       (old ? num(old.record_count) : 0) + added - removed,
       nextRowId,
       (old ? num(old.file_size_bytes) : 0) + addedBytes - removedBytes,
     ]);
   }
+  return rows;
+}
+
+/** Inserts the commit's rows; the tables' statistics are replaced whole, for every table of the commit at once. */
+async function insertChangeRows(tx: CatalogDb, ids: readonly number[], rows: ChangeRows): Promise<void> {
   const B = 'BIGINT';
   await insertRows(
     tx,
     'ducklake_data_file',
     [B, B, B, 'VARCHAR', B, B, B, B, B],
     `$1, $2, $3, NULL, NULL, $4, true, 'parquet', $5, $6, $7, $8, $9, NULL, NULL, NULL`,
-    fileRows,
+    rows.files,
   );
-  await insertRows(tx, 'ducklake_file_column_stats', [B, B, B, B, B, B, 'VARCHAR', 'VARCHAR', 'BOOLEAN'], `$1, $2, $3, $4, $5, $6, $7, $8, $9, NULL`, statRows);
-  await insertRows(tx, 'ducklake_file_partition_value', [B, B, B, 'VARCHAR'], `$1, $2, $3, $4`, partitionRows);
-  // Replaced whole, for every table of the commit at once.
-  await tx.query(`DELETE FROM ducklake_table_stats WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[])))`, [ids]);
-  await insertRows(tx, 'ducklake_table_stats', [B, B, B, B], `$1, $2, $3, $4`, tableStats);
-  await mergeTableColumnStats(
+  await insertRows(
     tx,
-    planned.filter((p) => p.change.files.length),
+    'ducklake_file_column_stats',
+    [B, B, B, B, B, B, 'VARCHAR', 'VARCHAR', 'BOOLEAN'],
+    `$1, $2, $3, $4, $5, $6, $7, $8, $9, NULL`,
+    rows.columnStats,
   );
+  await insertRows(tx, 'ducklake_file_partition_value', [B, B, B, 'VARCHAR'], `$1, $2, $3, $4`, rows.partitionValues);
+  await tx.query(`DELETE FROM ducklake_table_stats WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[])))`, [ids]);
+  await insertRows(tx, 'ducklake_table_stats', [B, B, B, B], `$1, $2, $3, $4`, rows.tableStats);
 }
 
 /** Each table's column statistics merged with its new files' (one read, one delete, one insert for all tables). */
