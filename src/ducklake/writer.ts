@@ -412,21 +412,50 @@ async function planChanges(
   const ids = chosen.map((c) => c.table.tableId);
   if (ids.length === 0) return [];
   const partitions = await allPartitionColumns(tx, ids, snapshotId);
-  // A staged file is committed once: a committer that lost the answer to its COMMIT and tries again must not add
-  // the same rows twice. Its name is unique, so the catalog tells whether it is already in.
-  const paths = chosen.flatMap((c) => c.change.files.map((f) => f.path));
-  if (paths.length) {
-    const again = await tx.query(
-      `SELECT table_id, path FROM ducklake_data_file WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[]))) AND path IN (SELECT unnest(CAST($2 AS VARCHAR[])))`,
-      [ids, paths],
-    );
-    if (again.length) {
-      const table = chosen.find((c) => c.table.tableId === num(again[0]!.table_id))?.table.name ?? String(again[0]!.table_id);
-      throw new DuckLakeError(`staged file ${String(again[0]!.path)} of ${table} is already committed`);
-    }
+  await refuseCommittedFiles(tx, chosen, ids);
+  const currentFiles = await currentFilesOfReplacing(tx, chosen);
+  // Every change is checked before any inlined data is read: a bad change costs no statement.
+  const plans = chosen.map(({ change, table }) => {
+    const columns = columnsOf.get(table.tableId) ?? [];
+    const { partitionId, columnIds: partitionKeys } = partitions.get(table.tableId) ?? { partitionId: null, columnIds: [] };
+    checkChange(change, table, columns, partitionKeys);
+    return { change, table, columns, partitionId, ended: filesToEnd(change, table, currentFiles), partitionKeys };
+  });
+  const out: PlannedChange[] = [];
+  for (const { partitionKeys, ...p } of plans) {
+    out.push({ ...p, endedInlined: await inlinedToEnd(tx, p.table, p.columns, partitionKeys, p.change.replacePartitions ?? []) });
   }
-  // The files the replaced partitions hold now: the tables' current files with their partition values, read
-  // once and matched here.
+  return out;
+}
+
+/**
+ * Fails when a staged file is in the catalog already. A staged file is committed once: a committer that lost the
+ * answer to its COMMIT and tries again must not add the same rows twice. Its name is unique, so the catalog tells.
+ */
+async function refuseCommittedFiles(tx: CatalogDb, chosen: readonly { change: TableChange; table: LakeTable }[], ids: readonly number[]): Promise<void> {
+  const paths = chosen.flatMap((c) => c.change.files.map((f) => f.path));
+  if (paths.length === 0) return;
+  const again = await tx.query(
+    `SELECT table_id, path FROM ducklake_data_file WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[]))) AND path IN (SELECT unnest(CAST($2 AS VARCHAR[])))`,
+    [ids, paths],
+  );
+  if (again.length) {
+    const table = chosen.find((c) => c.table.tableId === num(again[0]!.table_id))?.table.name ?? String(again[0]!.table_id);
+    throw new DuckLakeError(`staged file ${String(again[0]!.path)} of ${table} is already committed`);
+  }
+}
+
+/** A current data file's row and its partition values (by partition key index). */
+interface CurrentFile {
+  readonly row: CatalogRow;
+  readonly values: string[];
+}
+
+/**
+ * The current files of the tables whose change replaces partitions or ends files, by data file id: read once for
+ * all of them and matched in memory (filesToEnd).
+ */
+async function currentFilesOfReplacing(tx: CatalogDb, chosen: readonly { change: TableChange; table: LakeTable }[]): Promise<Map<number, CurrentFile>> {
   const replacing = chosen.filter((c) => c.change.replacePartitions?.length || c.change.endFiles?.length).map((c) => c.table.tableId);
   const current = replacing.length
     ? await tx.query(
@@ -436,41 +465,40 @@ async function planChanges(
         [replacing],
       )
     : [];
-  const valuesOf = new Map<number, { row: CatalogRow; values: string[] }>();
+  const valuesOf = new Map<number, CurrentFile>();
   for (const r of current) {
     const id = num(r.data_file_id);
     const entry = valuesOf.get(id) ?? { row: r, values: [] };
     if (r.partition_key_index !== null) entry.values[num(r.partition_key_index)] = String(r.partition_value);
     valuesOf.set(id, entry);
   }
-  const plans = chosen.map(({ change, table }) => {
-    const columns = columnsOf.get(table.tableId) ?? [];
-    const { partitionId, columnIds: partitionKeys } = partitions.get(table.tableId) ?? { partitionId: null, columnIds: [] };
-    const known = new Set(allColumnIds(columns));
-    for (const f of change.files) {
-      if (f.tableId !== table.tableId) throw new DuckLakeError(`staged file ${f.path} was written for table ${f.tableId}, not ${table.name}`);
-      if ((f.partitionValues?.length ?? 0) !== partitionKeys.length) {
-        throw new DuckLakeError(
-          `staged file ${f.path}: ${f.partitionValues?.length ?? 0} partition values for ${partitionKeys.length} partition keys of ${table.name}`,
-        );
-      }
-      if (f.columnStats.some((st) => !known.has(st.columnId))) throw new DuckLakeError(`staged file ${f.path} has columns ${table.name} no longer has`);
+  return valuesOf;
+}
+
+/** Fails when a staged file was written for another table, for other partition keys or with columns the table no longer has, or a replaced partition has the wrong number of values. */
+function checkChange(change: TableChange, table: LakeTable, columns: readonly LakeColumn[], partitionKeys: readonly number[]): void {
+  const known = new Set(allColumnIds(columns));
+  for (const f of change.files) {
+    if (f.tableId !== table.tableId) throw new DuckLakeError(`staged file ${f.path} was written for table ${f.tableId}, not ${table.name}`);
+    if ((f.partitionValues?.length ?? 0) !== partitionKeys.length) {
+      throw new DuckLakeError(
+        `staged file ${f.path}: ${f.partitionValues?.length ?? 0} partition values for ${partitionKeys.length} partition keys of ${table.name}`,
+      );
     }
-    for (const p of change.replacePartitions ?? []) {
-      if (p.length !== partitionKeys.length) throw new DuckLakeError(`replace of ${table.name}: ${p.length} partition values for ${partitionKeys.length} keys`);
-    }
-    const wanted = new Set((change.replacePartitions ?? []).map((p) => JSON.stringify(p)));
-    const endIds = new Set(change.endFiles ?? []);
-    const ended = [...valuesOf.values()]
-      .filter((e) => num(e.row.table_id) === table.tableId && (wanted.has(JSON.stringify(e.values)) || endIds.has(num(e.row.data_file_id))))
-      .map((e) => e.row);
-    return { change, table, columns, partitionId, ended, partitionKeys };
-  });
-  const out: PlannedChange[] = [];
-  for (const { partitionKeys, ...p } of plans) {
-    out.push({ ...p, endedInlined: await inlinedToEnd(tx, p.table, p.columns, partitionKeys, p.change.replacePartitions ?? []) });
+    if (f.columnStats.some((st) => !known.has(st.columnId))) throw new DuckLakeError(`staged file ${f.path} has columns ${table.name} no longer has`);
   }
-  return out;
+  for (const p of change.replacePartitions ?? []) {
+    if (p.length !== partitionKeys.length) throw new DuckLakeError(`replace of ${table.name}: ${p.length} partition values for ${partitionKeys.length} keys`);
+  }
+}
+
+/** The table's current files the change ends: those of its replaced partitions and those it names. */
+function filesToEnd(change: TableChange, table: LakeTable, currentFiles: ReadonlyMap<number, CurrentFile>): CatalogRow[] {
+  const wanted = new Set((change.replacePartitions ?? []).map((p) => JSON.stringify(p)));
+  const endIds = new Set(change.endFiles ?? []);
+  return [...currentFiles.values()]
+    .filter((e) => num(e.row.table_id) === table.tableId && (wanted.has(JSON.stringify(e.values)) || endIds.has(num(e.row.data_file_id))))
+    .map((e) => e.row);
 }
 
 /**
