@@ -115,15 +115,52 @@ async function insertSnapshot(tx: CatalogDb, next: Omit<Snapshot, 'snapshotTime'
 
 const quoted = (name: string) => `"${name.replace(/"/g, '""')}"`;
 
+/** A ducklake_column row of a new table. */
+interface NewColumn {
+  readonly id: number;
+  readonly name: string;
+  readonly type: string;
+  readonly nullable: boolean;
+  readonly parent: number | null;
+}
+
+/** What a new table is made of, checked before the catalog is opened: its column rows and its partition columns' ids. */
+interface TableLayout {
+  readonly columns: readonly NewColumn[];
+  readonly partitionIds: readonly number[];
+}
+
 /** Creates a table (and its identity partitioning) in one new snapshot; returns it and the table. */
 export async function createTable(db: CatalogDb, spec: CreateTableSpec): Promise<CommitResult & { tableId: number }> {
   const schemaName = spec.schema ?? 'main';
+  const layout = tableLayout(spec);
+  await checkVersion(db);
+  const { value, attempts } = await withRetry(db, async (tx) => {
+    const current = await currentSnapshot(tx);
+    const schemaId = await schemaForNewTable(tx, schemaName, spec.name, current.snapshotId);
+    const tableId = current.nextCatalogId;
+    const partitionId = layout.partitionIds.length ? tableId + 1 : null;
+    const next = {
+      snapshotId: current.snapshotId + 1,
+      schemaVersion: current.schemaVersion + 1,
+      nextCatalogId: tableId + (partitionId === null ? 1 : 2),
+      nextFileId: current.nextFileId,
+    };
+    await insertSnapshot(tx, next, `created_table:${quoted(schemaName)}.${quoted(spec.name)}`, spec);
+    await insertTable(tx, { spec, layout, schemaId, tableId, partitionId, snapshot: next });
+    return { snapshotId: next.snapshotId, tableId };
+  });
+  return { ...value, attempts };
+}
+
+/** The spec's columns as catalog rows and its partition columns as ids; fails on a name, column or partition key the lake cannot hold. */
+function tableLayout(spec: CreateTableSpec): TableLayout {
   if (!NAME.test(spec.name)) throw new DuckLakeError(`table name '${spec.name}': use letters, digits and _ (it names a directory)`);
   if (spec.columns.length === 0) throw new DuckLakeError(`table ${spec.name}: no columns`);
   const seen = new Set<string>();
   // Column ids depth-first from 1, nested children right after their parent; column_order = column_id (as the
   // reference extension numbers them, and as Parquet field ids).
-  const columns: { id: number; name: string; type: string; nullable: boolean; parent: number | null }[] = [];
+  const columns: NewColumn[] = [];
   const add = (name: string, tree: TypeTree, nullable: boolean, parent: number | null) => {
     const id = columns.length + 1;
     columns.push({ id, name, type: tree.type, nullable, parent });
@@ -143,54 +180,59 @@ export async function createTable(db: CatalogDb, spec: CreateTableSpec): Promise
     if (column.nested) throw new DuckLakeError(`table ${spec.name}: partition column ${p} is a nested column`);
     return column.id;
   });
-  await checkVersion(db);
-  const { value, attempts } = await withRetry(db, async (tx) => {
-    const current = await currentSnapshot(tx);
-    const schema = (
-      await tx.query(`SELECT schema_id FROM ducklake_schema WHERE schema_name = $1 AND begin_snapshot <= $2 AND (end_snapshot IS NULL OR $2 < end_snapshot)`, [
-        schemaName,
-        current.snapshotId,
-      ])
-    )[0];
-    if (!schema) throw new DuckLakeError(`schema ${schemaName} does not exist in this DuckLake`);
-    if ((await listTables(tx, current.snapshotId)).some((t) => t.name === spec.name && t.schema.name === schemaName)) {
-      throw new DuckLakeError(`table ${schemaName}.${spec.name} already exists`);
-    }
-    const tableId = current.nextCatalogId;
-    const partitionId = partitionIds.length ? tableId + 1 : null;
-    const next = {
-      snapshotId: current.snapshotId + 1,
-      schemaVersion: current.schemaVersion + 1,
-      nextCatalogId: tableId + (partitionId === null ? 1 : 2),
-      nextFileId: current.nextFileId,
-    };
-    await insertSnapshot(tx, next, `created_table:${quoted(schemaName)}.${quoted(spec.name)}`, spec);
-    await tx.query(`INSERT INTO ducklake_table VALUES ($1, $2, $3, NULL, $4, $5, $6, true)`, [
-      tableId,
-      uuidv7(),
-      next.snapshotId,
-      num(schema.schema_id),
-      spec.name,
-      `${spec.name}/`,
-    ]);
-    // As the reference extension writes them: no initial default, default_value 'NULL' (a literal, DuckDB dialect).
-    await insertRows(
-      tx,
-      'ducklake_column',
-      ['BIGINT', 'BIGINT', 'BIGINT', 'BIGINT', 'VARCHAR', 'VARCHAR', 'BOOLEAN', 'BIGINT'],
-      `$1, $2, NULL, $3, $4, $5, $6, NULL, 'NULL', $7, $8, 'literal', 'duckdb'`,
-      columns.map((c) => [c.id, next.snapshotId, tableId, c.id, c.name, c.type, c.nullable, c.parent]),
-    );
-    await tx.query(`INSERT INTO ducklake_schema_versions VALUES ($1, $2, $3)`, [next.snapshotId, next.schemaVersion, tableId]);
-    if (partitionId !== null) {
-      await tx.query(`INSERT INTO ducklake_partition_info VALUES ($1, $2, $3, NULL)`, [partitionId, tableId, next.snapshotId]);
-      for (const [index, columnId] of partitionIds.entries()) {
-        await tx.query(`INSERT INTO ducklake_partition_column VALUES ($1, $2, $3, $4, 'identity')`, [partitionId, tableId, index, columnId]);
-      }
-    }
-    return { snapshotId: next.snapshotId, tableId };
-  });
-  return { ...value, attempts };
+  return { columns, partitionIds };
+}
+
+/** The id of the schema a new table goes into at `snapshot`; fails when that schema is missing or already has the table. */
+async function schemaForNewTable(tx: CatalogDb, schemaName: string, tableName: string, snapshot: number): Promise<number> {
+  const schema = (
+    await tx.query(`SELECT schema_id FROM ducklake_schema WHERE schema_name = $1 AND begin_snapshot <= $2 AND (end_snapshot IS NULL OR $2 < end_snapshot)`, [
+      schemaName,
+      snapshot,
+    ])
+  )[0];
+  if (!schema) throw new DuckLakeError(`schema ${schemaName} does not exist in this DuckLake`);
+  if ((await listTables(tx, snapshot)).some((t) => t.name === tableName && t.schema.name === schemaName)) {
+    throw new DuckLakeError(`table ${schemaName}.${tableName} already exists`);
+  }
+  return num(schema.schema_id);
+}
+
+/** A new table's rows valid from `snapshot`: the table, its columns, the schema version it makes and its partitioning. */
+async function insertTable(
+  tx: CatalogDb,
+  created: {
+    spec: CreateTableSpec;
+    layout: TableLayout;
+    schemaId: number;
+    tableId: number;
+    partitionId: number | null;
+    snapshot: Pick<Snapshot, 'snapshotId' | 'schemaVersion'>;
+  },
+): Promise<void> {
+  const { spec, layout, tableId, partitionId, snapshot } = created;
+  await tx.query(`INSERT INTO ducklake_table VALUES ($1, $2, $3, NULL, $4, $5, $6, true)`, [
+    tableId,
+    uuidv7(),
+    snapshot.snapshotId,
+    created.schemaId,
+    spec.name,
+    `${spec.name}/`,
+  ]);
+  // As the reference extension writes them: no initial default, default_value 'NULL' (a literal, DuckDB dialect).
+  await insertRows(
+    tx,
+    'ducklake_column',
+    ['BIGINT', 'BIGINT', 'BIGINT', 'BIGINT', 'VARCHAR', 'VARCHAR', 'BOOLEAN', 'BIGINT'],
+    `$1, $2, NULL, $3, $4, $5, $6, NULL, 'NULL', $7, $8, 'literal', 'duckdb'`,
+    layout.columns.map((c) => [c.id, snapshot.snapshotId, tableId, c.id, c.name, c.type, c.nullable, c.parent]),
+  );
+  await tx.query(`INSERT INTO ducklake_schema_versions VALUES ($1, $2, $3)`, [snapshot.snapshotId, snapshot.schemaVersion, tableId]);
+  if (partitionId === null) return;
+  await tx.query(`INSERT INTO ducklake_partition_info VALUES ($1, $2, $3, NULL)`, [partitionId, tableId, snapshot.snapshotId]);
+  for (const [index, columnId] of layout.partitionIds.entries()) {
+    await tx.query(`INSERT INTO ducklake_partition_column VALUES ($1, $2, $3, $4, 'identity')`, [partitionId, tableId, index, columnId]);
+  }
 }
 
 /**
@@ -370,21 +412,50 @@ async function planChanges(
   const ids = chosen.map((c) => c.table.tableId);
   if (ids.length === 0) return [];
   const partitions = await allPartitionColumns(tx, ids, snapshotId);
-  // A staged file is committed once: a committer that lost the answer to its COMMIT and tries again must not add
-  // the same rows twice. Its name is unique, so the catalog tells whether it is already in.
-  const paths = chosen.flatMap((c) => c.change.files.map((f) => f.path));
-  if (paths.length) {
-    const again = await tx.query(
-      `SELECT table_id, path FROM ducklake_data_file WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[]))) AND path IN (SELECT unnest(CAST($2 AS VARCHAR[])))`,
-      [ids, paths],
-    );
-    if (again.length) {
-      const table = chosen.find((c) => c.table.tableId === num(again[0]!.table_id))?.table.name ?? String(again[0]!.table_id);
-      throw new DuckLakeError(`staged file ${String(again[0]!.path)} of ${table} is already committed`);
-    }
+  await refuseCommittedFiles(tx, chosen, ids);
+  const currentFiles = await currentFilesOfReplacing(tx, chosen);
+  // Every change is checked before any inlined data is read: a bad change costs no statement.
+  const plans = chosen.map(({ change, table }) => {
+    const columns = columnsOf.get(table.tableId) ?? [];
+    const { partitionId, columnIds: partitionKeys } = partitions.get(table.tableId) ?? { partitionId: null, columnIds: [] };
+    checkChange(change, table, columns, partitionKeys);
+    return { change, table, columns, partitionId, ended: filesToEnd(change, table, currentFiles), partitionKeys };
+  });
+  const out: PlannedChange[] = [];
+  for (const { partitionKeys, ...p } of plans) {
+    out.push({ ...p, endedInlined: await inlinedToEnd(tx, p.table, p.columns, partitionKeys, p.change.replacePartitions ?? []) });
   }
-  // The files the replaced partitions hold now: the tables' current files with their partition values, read
-  // once and matched here.
+  return out;
+}
+
+/**
+ * Fails when a staged file is in the catalog already. A staged file is committed once: a committer that lost the
+ * answer to its COMMIT and tries again must not add the same rows twice. Its name is unique, so the catalog tells.
+ */
+async function refuseCommittedFiles(tx: CatalogDb, chosen: readonly { change: TableChange; table: LakeTable }[], ids: readonly number[]): Promise<void> {
+  const paths = chosen.flatMap((c) => c.change.files.map((f) => f.path));
+  if (paths.length === 0) return;
+  const again = await tx.query(
+    `SELECT table_id, path FROM ducklake_data_file WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[]))) AND path IN (SELECT unnest(CAST($2 AS VARCHAR[])))`,
+    [ids, paths],
+  );
+  if (again.length) {
+    const table = chosen.find((c) => c.table.tableId === num(again[0]!.table_id))?.table.name ?? String(again[0]!.table_id);
+    throw new DuckLakeError(`staged file ${String(again[0]!.path)} of ${table} is already committed`);
+  }
+}
+
+/** A current data file's row and its partition values (by partition key index). */
+interface CurrentFile {
+  readonly row: CatalogRow;
+  readonly values: string[];
+}
+
+/**
+ * The current files of the tables whose change replaces partitions or ends files, by data file id: read once for
+ * all of them and matched in memory (filesToEnd).
+ */
+async function currentFilesOfReplacing(tx: CatalogDb, chosen: readonly { change: TableChange; table: LakeTable }[]): Promise<Map<number, CurrentFile>> {
   const replacing = chosen.filter((c) => c.change.replacePartitions?.length || c.change.endFiles?.length).map((c) => c.table.tableId);
   const current = replacing.length
     ? await tx.query(
@@ -394,41 +465,40 @@ async function planChanges(
         [replacing],
       )
     : [];
-  const valuesOf = new Map<number, { row: CatalogRow; values: string[] }>();
+  const valuesOf = new Map<number, CurrentFile>();
   for (const r of current) {
     const id = num(r.data_file_id);
     const entry = valuesOf.get(id) ?? { row: r, values: [] };
     if (r.partition_key_index !== null) entry.values[num(r.partition_key_index)] = String(r.partition_value);
     valuesOf.set(id, entry);
   }
-  const plans = chosen.map(({ change, table }) => {
-    const columns = columnsOf.get(table.tableId) ?? [];
-    const { partitionId, columnIds: partitionKeys } = partitions.get(table.tableId) ?? { partitionId: null, columnIds: [] };
-    const known = new Set(allColumnIds(columns));
-    for (const f of change.files) {
-      if (f.tableId !== table.tableId) throw new DuckLakeError(`staged file ${f.path} was written for table ${f.tableId}, not ${table.name}`);
-      if ((f.partitionValues?.length ?? 0) !== partitionKeys.length) {
-        throw new DuckLakeError(
-          `staged file ${f.path}: ${f.partitionValues?.length ?? 0} partition values for ${partitionKeys.length} partition keys of ${table.name}`,
-        );
-      }
-      if (f.columnStats.some((st) => !known.has(st.columnId))) throw new DuckLakeError(`staged file ${f.path} has columns ${table.name} no longer has`);
+  return valuesOf;
+}
+
+/** Fails when a staged file was written for another table, for other partition keys or with columns the table no longer has, or a replaced partition has the wrong number of values. */
+function checkChange(change: TableChange, table: LakeTable, columns: readonly LakeColumn[], partitionKeys: readonly number[]): void {
+  const known = new Set(allColumnIds(columns));
+  for (const f of change.files) {
+    if (f.tableId !== table.tableId) throw new DuckLakeError(`staged file ${f.path} was written for table ${f.tableId}, not ${table.name}`);
+    if ((f.partitionValues?.length ?? 0) !== partitionKeys.length) {
+      throw new DuckLakeError(
+        `staged file ${f.path}: ${f.partitionValues?.length ?? 0} partition values for ${partitionKeys.length} partition keys of ${table.name}`,
+      );
     }
-    for (const p of change.replacePartitions ?? []) {
-      if (p.length !== partitionKeys.length) throw new DuckLakeError(`replace of ${table.name}: ${p.length} partition values for ${partitionKeys.length} keys`);
-    }
-    const wanted = new Set((change.replacePartitions ?? []).map((p) => JSON.stringify(p)));
-    const endIds = new Set(change.endFiles ?? []);
-    const ended = [...valuesOf.values()]
-      .filter((e) => num(e.row.table_id) === table.tableId && (wanted.has(JSON.stringify(e.values)) || endIds.has(num(e.row.data_file_id))))
-      .map((e) => e.row);
-    return { change, table, columns, partitionId, ended, partitionKeys };
-  });
-  const out: PlannedChange[] = [];
-  for (const { partitionKeys, ...p } of plans) {
-    out.push({ ...p, endedInlined: await inlinedToEnd(tx, p.table, p.columns, partitionKeys, p.change.replacePartitions ?? []) });
+    if (f.columnStats.some((st) => !known.has(st.columnId))) throw new DuckLakeError(`staged file ${f.path} has columns ${table.name} no longer has`);
   }
-  return out;
+  for (const p of change.replacePartitions ?? []) {
+    if (p.length !== partitionKeys.length) throw new DuckLakeError(`replace of ${table.name}: ${p.length} partition values for ${partitionKeys.length} keys`);
+  }
+}
+
+/** The table's current files the change ends: those of its replaced partitions and those it names. */
+function filesToEnd(change: TableChange, table: LakeTable, currentFiles: ReadonlyMap<number, CurrentFile>): CatalogRow[] {
+  const wanted = new Set((change.replacePartitions ?? []).map((p) => JSON.stringify(p)));
+  const endIds = new Set(change.endFiles ?? []);
+  return [...currentFiles.values()]
+    .filter((e) => num(e.row.table_id) === table.tableId && (wanted.has(JSON.stringify(e.values)) || endIds.has(num(e.row.data_file_id))))
+    .map((e) => e.row);
 }
 
 /**
@@ -489,6 +559,26 @@ async function allPartitionColumns(
 
 /** Writes every table's change at snapshot `snapshotId`, files numbered from `firstFileId` in order, with a statement per catalog table. */
 async function writeChanges(tx: CatalogDb, planned: readonly PlannedChange[], snapshotId: number, firstFileId: number): Promise<void> {
+  await endReplacedRows(tx, planned, snapshotId);
+  const ids = planned.map((p) => p.table.tableId);
+  const rows = changeRows(planned, await tableStatsOf(tx, ids), snapshotId, firstFileId);
+  await insertChangeRows(tx, ids, rows);
+  await mergeTableColumnStats(
+    tx,
+    planned.filter((p) => p.change.files.length),
+  );
+}
+
+/** The catalog rows a commit inserts, one list per catalog table (each inserted in one statement). */
+interface ChangeRows {
+  readonly files: CatalogValue[][];
+  readonly columnStats: CatalogValue[][];
+  readonly partitionValues: CatalogValue[][];
+  readonly tableStats: CatalogValue[][];
+}
+
+/** Ends at `snapshotId` the data files (with their delete files) and the inlined rows the changes replace. */
+async function endReplacedRows(tx: CatalogDb, planned: readonly PlannedChange[], snapshotId: number): Promise<void> {
   const endedIds = planned.flatMap((p) => p.ended.map((r) => num(r.data_file_id)));
   if (endedIds.length) {
     const list = `(SELECT unnest(CAST($2 AS BIGINT[])))`;
@@ -498,32 +588,33 @@ async function writeChanges(tx: CatalogDb, planned: readonly PlannedChange[], sn
   for (const e of planned.flatMap((p) => p.endedInlined)) {
     await tx.query(`UPDATE ${ident(e.table)} SET end_snapshot = $${e.params.length + 1} WHERE ${e.where}`, [...e.params, snapshotId]);
   }
-  const ids = planned.map((p) => p.table.tableId);
-  const statsRows = new Map(
-    (
-      await tx.query(
-        `SELECT table_id, record_count, next_row_id, file_size_bytes FROM ducklake_table_stats WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[])))`,
-        [ids],
-      )
-    ).map((r) => [num(r.table_id), r]),
+}
+
+/** The tables' ducklake_table_stats rows before the commit, by table id (a table without files yet has none). */
+async function tableStatsOf(tx: CatalogDb, ids: readonly number[]): Promise<Map<number, CatalogRow>> {
+  const rows = await tx.query(
+    `SELECT table_id, record_count, next_row_id, file_size_bytes FROM ducklake_table_stats WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[])))`,
+    [ids],
   );
-  const fileRows: CatalogValue[][] = [];
-  const statRows: CatalogValue[][] = [];
-  const partitionRows: CatalogValue[][] = [];
-  const tableStats: CatalogValue[][] = [];
+  return new Map(rows.map((r) => [num(r.table_id), r]));
+}
+
+/** The rows of the new files (ids from `firstFileId`, row ids after each table's last) and each table's new statistics. */
+function changeRows(planned: readonly PlannedChange[], oldStats: ReadonlyMap<number, CatalogRow>, snapshotId: number, firstFileId: number): ChangeRows {
+  const rows: ChangeRows = { files: [], columnStats: [], partitionValues: [], tableStats: [] };
   let fileId = firstFileId;
   for (const p of planned) {
     const { table, partitionId, ended } = p;
     const files = p.change.files;
-    const old = statsRows.get(table.tableId);
+    const old = oldStats.get(table.tableId);
     let nextRowId = old ? num(old.next_row_id) : 0;
     for (const f of files) {
-      fileRows.push([fileId, table.tableId, snapshotId, f.path, f.recordCount, f.fileSizeBytes, f.footerSize, nextRowId, partitionId]);
+      rows.files.push([fileId, table.tableId, snapshotId, f.path, f.recordCount, f.fileSizeBytes, f.footerSize, nextRowId, partitionId]);
       nextRowId += f.recordCount;
       for (const st of f.columnStats) {
-        statRows.push([fileId, table.tableId, st.columnId, st.columnSizeBytes, st.valueCount, st.nullCount, st.min, st.max, st.containsNan]);
+        rows.columnStats.push([fileId, table.tableId, st.columnId, st.columnSizeBytes, st.valueCount, st.nullCount, st.min, st.max, st.containsNan]);
       }
-      for (const [index, value] of (f.partitionValues ?? []).entries()) partitionRows.push([fileId, table.tableId, index, value]);
+      for (const [index, value] of (f.partitionValues ?? []).entries()) rows.partitionValues.push([fileId, table.tableId, index, value]);
       fileId++;
     }
     // Table statistics: exact counts and sizes of the current files; column min/max stay bounds (the spec allows it).
@@ -531,30 +622,36 @@ async function writeChanges(tx: CatalogDb, planned: readonly PlannedChange[], sn
     const addedBytes = files.reduce((n, f) => n + f.fileSizeBytes, 0);
     const removed = ended.reduce((n, r) => n + num(r.record_count), 0) + p.endedInlined.reduce((n, e) => n + e.rows, 0);
     const removedBytes = ended.reduce((n, r) => n + num(r.file_size_bytes), 0);
-    tableStats.push([
+    rows.tableStats.push([
       table.tableId,
       (old ? num(old.record_count) : 0) + added - removed,
       nextRowId,
       (old ? num(old.file_size_bytes) : 0) + addedBytes - removedBytes,
     ]);
   }
+  return rows;
+}
+
+/** Inserts the commit's rows; the tables' statistics are replaced whole, for every table of the commit at once. */
+async function insertChangeRows(tx: CatalogDb, ids: readonly number[], rows: ChangeRows): Promise<void> {
   const B = 'BIGINT';
   await insertRows(
     tx,
     'ducklake_data_file',
     [B, B, B, 'VARCHAR', B, B, B, B, B],
     `$1, $2, $3, NULL, NULL, $4, true, 'parquet', $5, $6, $7, $8, $9, NULL, NULL, NULL`,
-    fileRows,
+    rows.files,
   );
-  await insertRows(tx, 'ducklake_file_column_stats', [B, B, B, B, B, B, 'VARCHAR', 'VARCHAR', 'BOOLEAN'], `$1, $2, $3, $4, $5, $6, $7, $8, $9, NULL`, statRows);
-  await insertRows(tx, 'ducklake_file_partition_value', [B, B, B, 'VARCHAR'], `$1, $2, $3, $4`, partitionRows);
-  // Replaced whole, for every table of the commit at once.
-  await tx.query(`DELETE FROM ducklake_table_stats WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[])))`, [ids]);
-  await insertRows(tx, 'ducklake_table_stats', [B, B, B, B], `$1, $2, $3, $4`, tableStats);
-  await mergeTableColumnStats(
+  await insertRows(
     tx,
-    planned.filter((p) => p.change.files.length),
+    'ducklake_file_column_stats',
+    [B, B, B, B, B, B, 'VARCHAR', 'VARCHAR', 'BOOLEAN'],
+    `$1, $2, $3, $4, $5, $6, $7, $8, $9, NULL`,
+    rows.columnStats,
   );
+  await insertRows(tx, 'ducklake_file_partition_value', [B, B, B, 'VARCHAR'], `$1, $2, $3, $4`, rows.partitionValues);
+  await tx.query(`DELETE FROM ducklake_table_stats WHERE table_id IN (SELECT unnest(CAST($1 AS BIGINT[])))`, [ids]);
+  await insertRows(tx, 'ducklake_table_stats', [B, B, B, B], `$1, $2, $3, $4`, rows.tableStats);
 }
 
 /** Each table's column statistics merged with its new files' (one read, one delete, one insert for all tables). */
@@ -611,6 +708,12 @@ export interface ScheduledFile {
   readonly scheduledAt: Date;
 }
 
+interface ExpireOptions {
+  readonly olderThan?: Date;
+  readonly keepLast?: number;
+  readonly ids?: readonly number[];
+}
+
 /**
  * Expires snapshots (never the newest): those older than `olderThan`, all but the newest `keepLast`, or those
  * listed in `ids` (the conditions given must all hold). Data and
@@ -618,84 +721,100 @@ export interface ScheduledFile {
  * (ducklake_files_scheduled_for_deletion, paths relative to data_path), in one catalog transaction, as the
  * reference extension's ducklake_expire_snapshots does. Files are not touched here: see filesToDelete.
  */
-export async function expireSnapshots(
-  db: CatalogDb,
-  opts: { olderThan?: Date; keepLast?: number; ids?: readonly number[] },
-): Promise<{ expired: number[]; scheduledFiles: number }> {
+export async function expireSnapshots(db: CatalogDb, opts: ExpireOptions): Promise<{ expired: number[]; scheduledFiles: number }> {
   if (opts.olderThan === undefined && opts.keepLast === undefined && opts.ids === undefined)
     throw new DuckLakeError('expireSnapshots: give olderThan, keepLast or ids');
   if (opts.ids?.length === 0) return { expired: [], scheduledFiles: 0 };
   await checkVersion(db);
   const { value } = await withRetry(db, async (tx) => {
     const newest = await currentSnapshot(tx);
-    const params: CatalogParam[] = [newest.snapshotId];
-    let filter = 'snapshot_id < $1';
-    if (opts.olderThan) {
-      params.push(opts.olderThan.toISOString());
-      filter += ` AND snapshot_time < CAST($${params.length} AS TIMESTAMPTZ)`;
-    }
-    if (opts.ids !== undefined) {
-      params.push([...opts.ids]);
-      filter += ` AND snapshot_id IN (SELECT unnest(CAST($${params.length} AS BIGINT[])))`;
-    }
-    if (opts.keepLast !== undefined) {
-      params.push(newest.snapshotId - Math.max(1, opts.keepLast) + 1);
-      filter += ` AND snapshot_id < $${params.length}`;
-    }
-    const expired = (await tx.query(`SELECT snapshot_id FROM ducklake_snapshot WHERE ${filter} ORDER BY snapshot_id`, params)).map((r) => num(r.snapshot_id));
+    const expired = await snapshotsToExpire(tx, opts, newest.snapshotId);
     if (expired.length === 0) return { expired, scheduledFiles: 0 };
     const list = expired.map((_, i) => `$${i + 1}`).join(', ');
     await tx.query(`DELETE FROM ducklake_snapshot WHERE snapshot_id IN (${list})`, expired);
     await tx.query(`DELETE FROM ducklake_snapshot_changes WHERE snapshot_id IN (${list})`, expired);
-
-    const unneeded = (alias: string) =>
-      `${alias}.end_snapshot IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ducklake_snapshot s WHERE s.snapshot_id >= ${alias}.begin_snapshot AND s.snapshot_id < ${alias}.end_snapshot)`;
     const tables = new Map((await listTables(tx, newest.snapshotId)).map((t) => [t.tableId, t]));
-    const schedule = async (rows: CatalogRow[], idColumn: string) => {
-      for (const r of rows) {
-        const table = tables.get(num(r.table_id));
-        let stored = String(r.path);
-        let relative = r.path_is_relative !== false;
-        if (relative && table) {
-          // Relative to data_path, as the extension stores it: schema path + table path + file path.
-          if (!table.pathIsRelative) {
-            stored = table.path + stored;
-            relative = false;
-          } else if (!table.schema.pathIsRelative) {
-            stored = table.schema.path + table.path + stored;
-            relative = false;
-          } else stored = table.schema.path + table.path + stored;
-        } else if (relative) {
-          throw new DuckLakeError(
-            `file ${num(r[idColumn])} belongs to table ${num(r.table_id)}, which is not current: dropped tables are not expired by chainlake yet`,
-          );
-        }
-        await tx.query(`INSERT INTO ducklake_files_scheduled_for_deletion VALUES ($1, $2, $3, NOW())`, [num(r[idColumn]), stored, relative]);
-      }
-    };
-    const deadData = await tx.query(`SELECT data_file_id, table_id, path, path_is_relative FROM ducklake_data_file d WHERE ${unneeded('d')}`);
-    await schedule(deadData, 'data_file_id');
-    if (deadData.length) {
-      const ids = deadData.map((r) => num(r.data_file_id));
-      const idList = ids.map((_, i) => `$${i + 1}`).join(', ');
-      for (const t of ['ducklake_data_file', 'ducklake_file_column_stats', 'ducklake_file_variant_stats', 'ducklake_file_partition_value']) {
-        await tx.query(`DELETE FROM ${t} WHERE data_file_id IN (${idList})`, ids);
-      }
-    }
-    const ids = deadData.map((r) => num(r.data_file_id));
-    const orphanFilter = ids.length ? `d.data_file_id IN (${ids.map((_, i) => `$${i + 1}`).join(', ')}) OR ` : '';
-    const deadDeletes = await tx.query(
-      `SELECT delete_file_id, table_id, path, path_is_relative FROM ducklake_delete_file d WHERE ${orphanFilter}(${unneeded('d')})`,
-      ids,
-    );
-    await schedule(deadDeletes, 'delete_file_id');
-    if (deadDeletes.length) {
-      const delIds = deadDeletes.map((r) => num(r.delete_file_id));
-      await tx.query(`DELETE FROM ducklake_delete_file WHERE delete_file_id IN (${delIds.map((_, i) => `$${i + 1}`).join(', ')})`, delIds);
-    }
-    return { expired, scheduledFiles: deadData.length + deadDeletes.length };
+    const deadData = await dropUnneededDataFiles(tx, tables);
+    const deadDeletes = await dropUnneededDeleteFiles(tx, tables, deadData);
+    return { expired, scheduledFiles: deadData.length + deadDeletes };
   });
   return value;
+}
+
+/** The ids of the snapshots every given condition of `opts` expires, oldest first; never `newest`. */
+async function snapshotsToExpire(tx: CatalogDb, opts: ExpireOptions, newest: number): Promise<number[]> {
+  const params: CatalogParam[] = [newest];
+  let filter = 'snapshot_id < $1';
+  if (opts.olderThan) {
+    params.push(opts.olderThan.toISOString());
+    filter += ` AND snapshot_time < CAST($${params.length} AS TIMESTAMPTZ)`;
+  }
+  if (opts.ids !== undefined) {
+    params.push([...opts.ids]);
+    filter += ` AND snapshot_id IN (SELECT unnest(CAST($${params.length} AS BIGINT[])))`;
+  }
+  if (opts.keepLast !== undefined) {
+    params.push(newest - Math.max(1, opts.keepLast) + 1);
+    filter += ` AND snapshot_id < $${params.length}`;
+  }
+  return (await tx.query(`SELECT snapshot_id FROM ducklake_snapshot WHERE ${filter} ORDER BY snapshot_id`, params)).map((r) => num(r.snapshot_id));
+}
+
+/** A condition on the file row `alias`: it has ended and no remaining snapshot lies in its lifetime. */
+const noSnapshotNeeds = (alias: string) =>
+  `${alias}.end_snapshot IS NOT NULL AND NOT EXISTS (SELECT 1 FROM ducklake_snapshot s WHERE s.snapshot_id >= ${alias}.begin_snapshot AND s.snapshot_id < ${alias}.end_snapshot)`;
+
+/** Data files no remaining snapshot needs: scheduled for deletion and removed with their statistics and partition values. Returns their ids. */
+async function dropUnneededDataFiles(tx: CatalogDb, tables: ReadonlyMap<number, LakeTable>): Promise<number[]> {
+  const dead = await tx.query(`SELECT data_file_id, table_id, path, path_is_relative FROM ducklake_data_file d WHERE ${noSnapshotNeeds('d')}`);
+  await scheduleForDeletion(tx, tables, dead, 'data_file_id');
+  const ids = dead.map((r) => num(r.data_file_id));
+  if (ids.length) {
+    const idList = ids.map((_, i) => `$${i + 1}`).join(', ');
+    for (const t of ['ducklake_data_file', 'ducklake_file_column_stats', 'ducklake_file_variant_stats', 'ducklake_file_partition_value']) {
+      await tx.query(`DELETE FROM ${t} WHERE data_file_id IN (${idList})`, ids);
+    }
+  }
+  return ids;
+}
+
+/** Delete files no remaining snapshot needs, or whose data file was just dropped: scheduled for deletion and removed. Returns how many. */
+async function dropUnneededDeleteFiles(tx: CatalogDb, tables: ReadonlyMap<number, LakeTable>, deadData: readonly number[]): Promise<number> {
+  const orphanFilter = deadData.length ? `d.data_file_id IN (${deadData.map((_, i) => `$${i + 1}`).join(', ')}) OR ` : '';
+  const dead = await tx.query(
+    `SELECT delete_file_id, table_id, path, path_is_relative FROM ducklake_delete_file d WHERE ${orphanFilter}(${noSnapshotNeeds('d')})`,
+    [...deadData],
+  );
+  await scheduleForDeletion(tx, tables, dead, 'delete_file_id');
+  if (dead.length) {
+    const ids = dead.map((r) => num(r.delete_file_id));
+    await tx.query(`DELETE FROM ducklake_delete_file WHERE delete_file_id IN (${ids.map((_, i) => `$${i + 1}`).join(', ')})`, ids);
+  }
+  return dead.length;
+}
+
+/** Inserts each file row into ducklake_files_scheduled_for_deletion, its path made relative to data_path where it can be. */
+async function scheduleForDeletion(tx: CatalogDb, tables: ReadonlyMap<number, LakeTable>, rows: readonly CatalogRow[], idColumn: string): Promise<void> {
+  for (const r of rows) {
+    const table = tables.get(num(r.table_id));
+    let stored = String(r.path);
+    let relative = r.path_is_relative !== false;
+    if (relative && table) {
+      // Relative to data_path, as the extension stores it: schema path + table path + file path.
+      if (!table.pathIsRelative) {
+        stored = table.path + stored;
+        relative = false;
+      } else if (!table.schema.pathIsRelative) {
+        stored = table.schema.path + table.path + stored;
+        relative = false;
+      } else stored = table.schema.path + table.path + stored;
+    } else if (relative) {
+      throw new DuckLakeError(
+        `file ${num(r[idColumn])} belongs to table ${num(r.table_id)}, which is not current: dropped tables are not expired by chainlake yet`,
+      );
+    }
+    await tx.query(`INSERT INTO ducklake_files_scheduled_for_deletion VALUES ($1, $2, $3, NOW())`, [num(r[idColumn]), stored, relative]);
+  }
 }
 
 /** Files scheduled for deletion (optionally only those scheduled before `olderThan`), with full paths. */
