@@ -312,7 +312,10 @@ describe('re-decoding', () => {
   });
 
   it('replaces its _rejects rows (on another day too) and leaves the rejects of fetching as they are', async () => {
-    const all = { standard: ['erc20', 'erc721', 'erc1155'], contracts: [{ address: A(A_SHOWCASE), name: 'showcase' }] };
+    // The datasets whose logs are rejected here (the odd ERC-20's short Transfers, under both standards' Transfer
+    // datasets): every decode reject of the tests above is one of theirs. The Showcase's and ERC-1155's datasets
+    // reject nothing and cost most of a decoding, three times over.
+    const all = { standard: ['erc20', 'erc721'], contracts: [] };
     const decodeRejects = (): Promise<Record<string, unknown>[]> =>
       queryCatalog(
         lake,
