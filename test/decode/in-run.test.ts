@@ -18,7 +18,7 @@ import { queryCatalog, tempDir } from '../helpers/lake.js';
 import { withDuck } from '../load/helpers.js';
 
 const SEED = 3;
-const TO = 14_000;
+const TO = 7_000;
 const chain = chainFor(SEED, 'small', 'mainnet');
 const A = (i: number): string => chain.addrLower(i);
 const T = (sig: string): string => toEventSelector(parseAbiItem(sig) as AbiEvent);
