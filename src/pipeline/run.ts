@@ -279,32 +279,22 @@ async function startStages(
   return { live, transformers, transformerFor: (def) => transformerOf(transformers, def, job, ingestedAt, opts), decoder, committer };
 }
 
+/** What a run's report is made of: its plan, what it fetched, the files its commits wrote, its transformers and requests outside windows (the head pin). */
+interface ReportInputs {
+  prepared: Prepared;
+  fetched: Fetched;
+  files: readonly CommittedFile[];
+  transformers: Map<string, RowTransformer>;
+  runAcct: Accounting;
+}
+
 /**
  * The run's report over what it fetched and the files its commits wrote, with how it ended (endStatus); a run that
  * failed says which origins never answered.
  */
-function finalReport(
-  job: Job,
-  ctx: RunContext,
-  run: { prepared: Prepared; fetched: Fetched; files: readonly CommittedFile[]; transformers: Map<string, RowTransformer>; runAcct: Accounting },
-  end: Parameters<typeof endStatus>[1],
-): RunReport {
-  const { prepared, fetched, runAcct } = run;
-  const report = buildReport(
-    job,
-    ctx.runId,
-    ctx.started,
-    ctx.now(),
-    prepared.head,
-    fetched.outcomes,
-    fetched.cutShort,
-    run.files,
-    run.transformers,
-    ctx.paths,
-    prepared.skipped,
-    prepared.resume?.runId,
-    runAcct,
-  );
+function finalReport(job: Job, ctx: RunContext, run: ReportInputs, end: Parameters<typeof endStatus>[1]): RunReport {
+  const { fetched, runAcct } = run;
+  const report = buildReport(job, ctx, run);
   endStatus(report, end);
   const unreachable = unreachableOrigins(fetched.outcomes, runAcct);
   if (report.status === 'failed' && unreachable) report.unreachable = unreachable;
@@ -583,26 +573,51 @@ function windowRecord(runId: string, o: WindowOutcome): WindowRecord {
   };
 }
 
-function buildReport(
-  job: Job,
-  runId: string,
-  started: Date,
-  finished: Date,
-  head: number | null,
-  outcomes: readonly WindowOutcome[],
-  /** Windows an interruption cut short: not committed, but their requests were sent. */
-  cutShort: readonly WindowOutcome[],
-  files: readonly CommittedFile[],
-  transformers: Map<string, RowTransformer>,
-  paths: LakePaths,
-  skipped: number,
-  resumeOf: string | undefined,
-  /** What the run sent outside its windows (the head pin). */
-  runAcct: Accounting,
-): RunReport {
+function buildReport(job: Job, ctx: RunContext, run: ReportInputs): RunReport {
+  const { prepared, fetched, runAcct } = run;
+  const { outcomes, cutShort } = fetched;
+  const finished = ctx.now();
+  const datasets = datasetReports(job, fetched, run.files);
+  // Every request of the run: the windows' (each window's requests, abandoned pages and refetches included,
+  // and those of windows an interruption cut short) and the head pin's.
+  const outsideWindows = { requests: runAcct.requests, retries: runAcct.retries, throttles: runAcct.throttles };
+  const totals = sumReports(datasets, outsideWindows);
+  const all = new Accounting();
+  for (const o of [...outcomes, ...cutShort]) all.add(o.acct);
+  all.add(runAcct);
+  const unknownFields: Record<string, string[]> = {};
+  for (const [name, t] of run.transformers) if (t.unknownFields.size) unknownFields[name] = [...t.unknownFields.keys()].sort();
+  const failed = outcomes.filter((o) => o.error);
+  return {
+    runId: ctx.runId,
+    job: job.name,
+    network: job.what.network,
+    status: failed.length === 0 ? 'complete' : failed.length === outcomes.length ? 'failed' : 'partial',
+    startedAt: ctx.started.toISOString(),
+    finishedAt: finished.toISOString(),
+    durationMs: finished.getTime() - ctx.started.getTime(),
+    head: prepared.head,
+    windowsSkipped: prepared.skipped,
+    resumeOf: prepared.resume?.runId ?? null,
+    datasets,
+    outsideWindows,
+    totals,
+    failures: { ...all.failures },
+    ...(all.absent > 0 ? { notVerified: all.absent } : {}),
+    errors: failed.map(failureOf),
+    unknownFields,
+    lake: ctx.paths.root,
+  };
+}
+
+/**
+ * Each dataset's windows, rows, requests and files: the windows an interruption cut short count their requests
+ * only; a partition rewritten by several batch commits is one file.
+ */
+function datasetReports(job: Job, fetched: Fetched, files: readonly CommittedFile[]): DatasetReport[] {
   const per = new Map<string, DatasetReport>();
   for (const ds of job.what.datasets) per.set(ds.name, emptyDatasetReport(ds.name));
-  for (const o of outcomes) {
+  for (const o of fetched.outcomes) {
     const r = per.get(o.window.def.name)!;
     r.windows++;
     if (o.error) r.windowsFailed++;
@@ -614,14 +629,14 @@ function buildReport(
     r.retries += o.acct.retries;
     r.throttles += o.acct.throttles;
   }
-  for (const o of cutShort) {
+  for (const o of fetched.cutShort) {
     const r = per.get(o.window.def.name)!;
     r.requests += o.acct.requests;
     r.retries += o.acct.retries;
     r.throttles += o.acct.throttles;
   }
-  // A partition rewritten by several batch commits is one file: count its last version (each version has a
-  // name of its own, so the partition, not the path, says which versions are one file).
+  // Each version of a partition has a name of its own, so the partition, not the path, says which versions are
+  // one file: its last one counts.
   const current = new Map(files.map((f) => [`${f.dataset}\0${f.network}\0${f.partition}`, f]));
   for (const f of current.values()) {
     const r = per.get(f.dataset);
@@ -630,37 +645,7 @@ function buildReport(
     r.bytes += f.bytes;
     r.landed += f.runRows ?? 0;
   }
-  const datasets = [...per.values()];
-  // Every request of the run: the windows' (each window's requests, abandoned pages and refetches included,
-  // and those of windows an interruption cut short) and the head pin's.
-  const outsideWindows = { requests: runAcct.requests, retries: runAcct.retries, throttles: runAcct.throttles };
-  const totals = sumReports(datasets, outsideWindows);
-  const all = new Accounting();
-  for (const o of [...outcomes, ...cutShort]) all.add(o.acct);
-  all.add(runAcct);
-  const unknownFields: Record<string, string[]> = {};
-  for (const [name, t] of transformers) if (t.unknownFields.size) unknownFields[name] = [...t.unknownFields.keys()].sort();
-  const failed = outcomes.filter((o) => o.error);
-  return {
-    runId,
-    job: job.name,
-    network: job.what.network,
-    status: failed.length === 0 ? 'complete' : failed.length === outcomes.length ? 'failed' : 'partial',
-    startedAt: started.toISOString(),
-    finishedAt: finished.toISOString(),
-    durationMs: finished.getTime() - started.getTime(),
-    head,
-    windowsSkipped: skipped,
-    resumeOf: resumeOf ?? null,
-    datasets,
-    outsideWindows,
-    totals,
-    failures: { ...all.failures },
-    ...(all.absent > 0 ? { notVerified: all.absent } : {}),
-    errors: failed.map(failureOf),
-    unknownFields,
-    lake: paths.root,
-  };
+  return [...per.values()];
 }
 
 /** The origins nothing answered at, when every window failed that way and not one response came back. */
