@@ -425,26 +425,10 @@ export class Catalog {
     // statement per comment, view and key; 180 ms of each commit on the replay bench before).
     // What must change is sent as one batch of statements (a fresh lake's views and comments are ~500).
     const meta = new Map((await this.rows('SELECT key, value FROM lake_meta')) as [string, string][]);
-    const statements: string[] = [];
-    const setMeta = (key: string, value: string): void => {
-      if (meta.get(key) !== value) statements.push(`INSERT OR REPLACE INTO lake_meta VALUES (${literal(key)}, ${literal(value)})`);
-    };
+    const out: MetaStatements = { meta, force: opts.force === true, statements: [] };
     const comments = tableComments();
-    const commentsSignature = createHash('sha256').update(JSON.stringify(comments)).digest('hex');
-    if (opts.force || meta.get('comments') !== commentsSignature) {
-      statements.push(...comments);
-      setMeta('comments', commentsSignature);
-    }
-    const shapes: DeclaredTable[] = [
-      ...Object.values(DATASETS).map((def) => ({ shape: datasetShape(def), doc: viewDoc(def), partitionDoc: partitionDoc(def) })),
-      // Tables other modules declare at run time (decoded events, src/decode): their shapes kept in lake_meta.
-      ...[...meta].filter(([k]) => k.startsWith('table:')).map(([, v]) => JSON.parse(v) as DeclaredTable),
-      {
-        shape: REJECTS_SHAPE,
-        doc: 'Rows that did not convert: dataset, window, field, raw value, reason and the whole API entry. Partitioned by network and the date of the run.',
-        partitionDoc: 'UTC date of the run that saw the reject.',
-      },
-    ];
+    if (changed(out, 'comments', createHash('sha256').update(JSON.stringify(comments)).digest('hex'))) out.statements.push(...comments);
+    const shapes = declaredShapes(meta);
     // A commit names the tables it wrote (`tables`): the others' views are as the last refresh left them, unless
     // a snapshot since that refresh is not chainlake's (another DuckLake writer's, or gone: expired by one).
     const snapshot = (await currentSnapshot(this.lake)).snapshotId;
@@ -455,34 +439,63 @@ export class Catalog {
       this.dataPath,
       stale.map((s) => s.shape),
     );
-    for (const { shape, doc, partitionDoc: pdoc } of stale) {
-      const partitionColumns = partitionColumnsOf(shape, pdoc);
-      const body = bodies.get(shape.name)!;
-      const signature = createHash('sha256')
-        .update(JSON.stringify({ body, doc, columns: [...shape.columns, ...partitionColumns] }))
-        .digest('hex');
-      const key = `view:${shape.name}`;
-      if (!opts.force && meta.get(key) === signature) continue;
-      statements.push(`CREATE OR REPLACE VIEW ${ident(shape.name)} AS ${body}`, `COMMENT ON VIEW ${ident(shape.name)} IS ${literal(doc)}`);
-      for (const c of [...shape.columns, ...partitionColumns]) statements.push(`COMMENT ON COLUMN ${ident(shape.name)}.${ident(c.name)} IS ${literal(c.doc)}`);
-      setMeta(key, signature);
-    }
+    for (const table of stale) tableView(out, table, bodies.get(table.shape.name)!);
     const files = filesView(shapes.map((s) => s.shape));
-    const filesSignature = createHash('sha256').update(files).digest('hex');
-    if (opts.force || meta.get('view:files') !== filesSignature) {
-      statements.push(files, `COMMENT ON VIEW files IS ${literal(FILES_DOC)}`);
-      for (const [c, d] of Object.entries(FILES_COLUMN_DOCS)) statements.push(`COMMENT ON COLUMN files.${ident(c)} IS ${literal(d)}`);
-      setMeta('view:files', filesSignature);
+    if (changed(out, 'view:files', createHash('sha256').update(files).digest('hex'))) {
+      out.statements.push(files, `COMMENT ON VIEW files IS ${literal(FILES_DOC)}`);
+      for (const [c, d] of Object.entries(FILES_COLUMN_DOCS)) out.statements.push(`COMMENT ON COLUMN files.${ident(c)} IS ${literal(d)}`);
     }
     if (meta.get('root') !== paths.root) {
       // The DuckLake's own record of where its files are, for readers with the ducklake extension.
-      statements.push(`UPDATE ducklake_metadata SET value = ${literal(this.dataPath)} WHERE key = 'data_path' AND scope IS NULL`);
+      out.statements.push(`UPDATE ducklake_metadata SET value = ${literal(this.dataPath)} WHERE key = 'data_path' AND scope IS NULL`);
     }
-    setMeta('root', paths.root);
-    setMeta('format', String(CATALOG_FORMAT));
-    setMeta(VIEWS_SNAPSHOT, String(snapshot));
-    if (statements.length) await this.run(statements.join(';\n'));
+    setMeta(out, 'root', paths.root);
+    setMeta(out, 'format', String(CATALOG_FORMAT));
+    setMeta(out, VIEWS_SNAPSHOT, String(snapshot));
+    if (out.statements.length) await this.run(out.statements.join(';\n'));
   }
+}
+
+/** The statements a refresh of the views sends, and lake_meta as it read it (what is in place is skipped). */
+interface MetaStatements {
+  meta: Map<string, string>;
+  force: boolean;
+  statements: string[];
+}
+
+/** Records `value` under `key` in lake_meta, unless it is there already. */
+function setMeta(out: MetaStatements, key: string, value: string): void {
+  if (out.meta.get(key) !== value) out.statements.push(`INSERT OR REPLACE INTO lake_meta VALUES (${literal(key)}, ${literal(value)})`);
+}
+
+/** Whether what `signature` stands for must be (re)written (a refresh by force rewrites all); records it if so. */
+function changed(out: MetaStatements, key: string, signature: string): boolean {
+  if (!out.force && out.meta.get(key) === signature) return false;
+  setMeta(out, key, signature);
+  return true;
+}
+
+/** Every table the views cover: the datasets, the tables other modules declared at run time, `_rejects`. */
+function declaredShapes(meta: ReadonlyMap<string, string>): DeclaredTable[] {
+  return [
+    ...Object.values(DATASETS).map((def) => ({ shape: datasetShape(def), doc: viewDoc(def), partitionDoc: partitionDoc(def) })),
+    // Tables other modules declare at run time (decoded events, src/decode): their shapes kept in lake_meta.
+    ...[...meta].filter(([k]) => k.startsWith('table:')).map(([, v]) => JSON.parse(v) as DeclaredTable),
+    {
+      shape: REJECTS_SHAPE,
+      doc: 'Rows that did not convert: dataset, window, field, raw value, reason and the whole API entry. Partitioned by network and the date of the run.',
+      partitionDoc: 'UTC date of the run that saw the reject.',
+    },
+  ];
+}
+
+/** A table's view over `body` with its comments, when its definition changed. */
+function tableView(out: MetaStatements, { shape, doc, partitionDoc: pdoc }: DeclaredTable, body: string): void {
+  const columns = [...shape.columns, ...partitionColumnsOf(shape, pdoc)];
+  const signature = createHash('sha256').update(JSON.stringify({ body, doc, columns })).digest('hex');
+  if (!changed(out, `view:${shape.name}`, signature)) return;
+  out.statements.push(`CREATE OR REPLACE VIEW ${ident(shape.name)} AS ${body}`, `COMMENT ON VIEW ${ident(shape.name)} IS ${literal(doc)}`);
+  for (const c of columns) out.statements.push(`COMMENT ON COLUMN ${ident(shape.name)}.${ident(c.name)} IS ${literal(c.doc)}`);
 }
 
 /** lake_meta's key for the DuckLake snapshot the views were last refreshed at (readers compare it with the newest). */
