@@ -134,17 +134,7 @@ export async function abiFromContracts(conn: DuckDBConnection, contracts: string
  * The datasets a spec means. A contract's ABI comes from its signatures, its ABI file, or the lake's
  * `contracts` dataset (export `contracts` for the address first, in the same job or before).
  */
-export async function resolveDatasets(
-  spec: DecodeSpec,
-  opts: {
-    engine?: Engine;
-    paths?: LakePaths;
-    network: Network;
-    fetchAbi?: (address: string) => Promise<unknown>;
-    /** A distributed lake's `contracts` rows of the network (instead of a local lake's `paths`). */
-    contracts?: { conn: DuckDBConnection; relation: string };
-  },
-): Promise<DecodedDataset[]> {
+export async function resolveDatasets(spec: DecodeSpec, opts: AbiSources): Promise<DecodedDataset[]> {
   const out: DecodedDataset[] = [];
   const names = new Set<string>();
   const add = (d: DecodedDataset): void => {
@@ -154,61 +144,79 @@ export async function resolveDatasets(
   };
   for (const s of spec.standard) for (const n of STANDARD_GROUPS[s] ?? [s]) add({ ...STANDARD[n]!, contracts: spec.tokens });
   for (const c of spec.contracts) {
-    let events: AbiEvent[];
-    let label = c.name;
-    let origin: string;
-    if (c.signatures) {
-      events = c.signatures.map(eventOfSignature);
-      origin = 'event signatures given';
-    } else if (c.abiFile) {
-      let text: string;
-      try {
-        text = await readFile(c.abiFile, 'utf8');
-      } catch (e) {
-        throw new DecodeSpecError(`cannot read the ABI file ${c.abiFile} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
-      }
-      events = eventsOfAbi(text, c.abiFile);
-      origin = `ABI file ${path.basename(c.abiFile)}`;
-    } else {
-      let found = opts.contracts
-        ? await abiFromContracts(opts.contracts.conn, opts.contracts.relation, c.address)
-        : opts.engine && opts.paths
-          ? await abiFromLake(opts.engine, opts.paths, opts.network, c.address)
-          : undefined;
-      // Not in the lake: the API's ABI (explorer #14), where the caller can ask it (a job run).
-      if (!found && opts.fetchAbi) {
-        const abi = await opts.fetchAbi(c.address).catch((e: Error) => {
-          throw new DecodeSpecError(`no ABI of ${c.address} in the lake's contracts dataset, and the API did not give one (#14): ${e.message}`);
-        });
-        found = { abi: JSON.stringify(abi), name: null };
-      }
-      if (!found)
-        throw new DecodeSpecError(
-          `no verified ABI of ${c.address} in the lake's contracts dataset (${opts.network}): export "contracts" for it first (explorer #14), or give an ABI file or event signatures`,
-        );
-      events = eventsOfAbi(found.abi, `ABI of ${c.address}`);
-      label ??= found.name ? snake(found.name) : undefined;
-      origin = 'the contract’s ABI (explorer #14)';
-    }
-    if (c.events) {
-      for (const e of c.events)
-        if (!events.some((x) => x.name === e))
-          throw new DecodeSpecError(`${c.address}: the ABI has no event ${e} (it has: ${events.map((x) => x.name).join(', ') || 'none'})`);
-      events = events.filter((e) => c.events!.includes(e.name));
-    }
-    if (events.length === 0) throw new DecodeSpecError(`${c.address}: the ABI has no events to decode`);
-    label ??= `c_${c.address.slice(2, 10)}`;
+    const found = await contractEvents(c, opts);
+    const events = chosenEvents(c, found.events);
+    const label = c.name ?? found.label ?? `c_${c.address.slice(2, 10)}`;
     const overloaded = new Set(events.filter((e, i) => events.findIndex((x) => x.name === e.name) !== i).map((e) => e.name));
     for (const e of events) {
       try {
         // Overloaded events (one name, several signatures) get their parameter count in the name.
-        add(eventDataset(label, [c.address], e, origin, overloaded.has(e.name) ? `${e.name}${e.inputs.length}` : e.name));
+        add(eventDataset(label, [c.address], e, found.origin, overloaded.has(e.name) ? `${e.name}${e.inputs.length}` : e.name));
       } catch (err) {
         throw new DecodeSpecError((err as Error).message);
       }
     }
   }
   return out;
+}
+
+/** Where a contract's ABI may come from besides the spec: the lake's `contracts` dataset, or the API. */
+interface AbiSources {
+  engine?: Engine;
+  paths?: LakePaths;
+  network: Network;
+  fetchAbi?: (address: string) => Promise<unknown>;
+  /** A distributed lake's `contracts` rows of the network (instead of a local lake's `paths`). */
+  contracts?: { conn: DuckDBConnection; relation: string };
+}
+
+type ContractSpec = DecodeSpec['contracts'][number];
+
+/** A contract's events, from its signatures, its ABI file, or its verified ABI (the lake's, else the API's). */
+async function contractEvents(c: ContractSpec, opts: AbiSources): Promise<{ events: AbiEvent[]; origin: string; label?: string }> {
+  if (c.signatures) return { events: c.signatures.map(eventOfSignature), origin: 'event signatures given' };
+  if (c.abiFile) {
+    let text: string;
+    try {
+      text = await readFile(c.abiFile, 'utf8');
+    } catch (e) {
+      throw new DecodeSpecError(`cannot read the ABI file ${c.abiFile} (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    }
+    return { events: eventsOfAbi(text, c.abiFile), origin: `ABI file ${path.basename(c.abiFile)}` };
+  }
+  let found = opts.contracts
+    ? await abiFromContracts(opts.contracts.conn, opts.contracts.relation, c.address)
+    : opts.engine && opts.paths
+      ? await abiFromLake(opts.engine, opts.paths, opts.network, c.address)
+      : undefined;
+  // Not in the lake: the API's ABI (explorer #14), where the caller can ask it (a job run).
+  if (!found && opts.fetchAbi) {
+    const abi = await opts.fetchAbi(c.address).catch((e: Error) => {
+      throw new DecodeSpecError(`no ABI of ${c.address} in the lake's contracts dataset, and the API did not give one (#14): ${e.message}`);
+    });
+    found = { abi: JSON.stringify(abi), name: null };
+  }
+  if (!found)
+    throw new DecodeSpecError(
+      `no verified ABI of ${c.address} in the lake's contracts dataset (${opts.network}): export "contracts" for it first (explorer #14), or give an ABI file or event signatures`,
+    );
+  return {
+    events: eventsOfAbi(found.abi, `ABI of ${c.address}`),
+    origin: 'the contract’s ABI (explorer #14)',
+    ...(found.name ? { label: snake(found.name) } : {}),
+  };
+}
+
+/** The events the spec names (each must be in the ABI), or all of them; none at all is refused. */
+function chosenEvents(c: ContractSpec, events: AbiEvent[]): AbiEvent[] {
+  if (c.events) {
+    for (const e of c.events)
+      if (!events.some((x) => x.name === e))
+        throw new DecodeSpecError(`${c.address}: the ABI has no event ${e} (it has: ${events.map((x) => x.name).join(', ') || 'none'})`);
+    events = events.filter((e) => c.events!.includes(e.name));
+  }
+  if (events.length === 0) throw new DecodeSpecError(`${c.address}: the ABI has no events to decode`);
+  return events;
 }
 
 export { AbiError };
