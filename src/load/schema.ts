@@ -141,26 +141,41 @@ const DEFAULT_MAX_OBJECT = 16 * 1024 * 1024;
  * form and cast exactly as a staged row's would be.
  */
 export function stagedPagesSelect(def: DatasetDef, runId: string, ingestedAt: string, pages: readonly StagedPages[]): string {
+  const upperCaseHex = pages.some((p) => p.upperCaseHex !== false);
+  const projection = pagesProjection(def, runId, ingestedAt, upperCaseHex);
+  const ordinal = def.columns.some((c) => columnSource(c).from === 'ordinal');
+  return pagesByEntriesAt(pages)
+    .map((group) => pagesGroupSelect(group, projection, ordinal))
+    .join(' UNION ALL ');
+}
+
+/** Stands in a PagesProjection's items where the `extra` column goes: how it is read depends on the group of files. */
+const EXTRA_ITEM = '\u0000extra';
+
+/** What a select over staged pages reads from each line and what it projects, the same for every group of files. */
+interface PagesProjection {
+  /** The entries' fields read, as a tree of nested names (the type of the body's list of entries). */
+  readonly entryFields: FieldTypeTree;
+  /** The line's constants (`k`), as STRUCT members. */
+  readonly constants: readonly string[];
+  /** The select list over one unnested entry (`__e`, `__o`, `__k`, `__pp`), EXTRA_ITEM standing for `extra`. */
+  readonly items: readonly string[];
+  /** The dataset's `extra` column, when it has one. */
+  readonly extra?: string;
+}
+
+/** The dataset's columns as read from a staged page's entry, ordinal, constants or extras, in canonical form and cast as a staged row's. */
+function pagesProjection(def: DatasetDef, runId: string, ingestedAt: string, upperCaseHex: boolean): PagesProjection {
   const entryFields: FieldTypeTree = new Map();
   const constants: string[] = [];
   const items: string[] = [];
   const canonicalText = new Map<string, string>();
   let extra: string | undefined;
-  const EXTRA_ITEM = '\u0000extra';
-  const upperCaseHex = pages.some((p) => p.upperCaseHex !== false);
   for (const c of def.columns) {
     const { from, path } = columnSource(c);
     let expr: string;
     if (from === 'entry') {
-      let node = entryFields;
-      path.forEach((part, i) => {
-        if (i === path.length - 1) node.set(part, node.get(part) ?? null);
-        else {
-          let child = node.get(part);
-          if (!child) node.set(part, (child = new Map()));
-          node = child;
-        }
-      });
+      addEntryField(entryFields, path);
       const value = path.reduce((acc, part) => `struct_extract(${acc}, ${literal(part)})`, '__e');
       expr = KINDS[c.kind].received?.sql(value, upperCaseHex) ?? value;
       canonicalText.set(c.name, value);
@@ -186,34 +201,53 @@ export function stagedPagesSelect(def: DatasetDef, runId: string, ingestedAt: st
   items.push(`${literal(runId)} AS _run_id`);
   items.push(`CAST(${literal(ingestedAt)} AS TIMESTAMPTZ) AS _ingested_at`);
   items.push(`${def.partition === 'snapshot_date' ? '__pp' : `substr(${canonicalText.get(def.partitionFrom!)}, 1, 10)`} AS ${ident(STAGED_PARTITION)}`);
+  return { entryFields, constants, items, extra };
+}
 
-  const ordinal = def.columns.some((c) => columnSource(c).from === 'ordinal');
+/** Adds an entry field's path (its nested names) to the tree of fields read. */
+function addEntryField(tree: FieldTypeTree, path: readonly string[]): void {
+  let node = tree;
+  path.forEach((part, i) => {
+    if (i === path.length - 1) node.set(part, node.get(part) ?? null);
+    else {
+      let child = node.get(part);
+      if (!child) node.set(part, (child = new Map()));
+      node = child;
+    }
+  });
+}
+
+/** The pages in groups of the same path to their entries: one read_json, with one body type, per group. */
+function pagesByEntriesAt(pages: readonly StagedPages[]): StagedPages[][] {
   const groups = new Map<string, StagedPages[]>();
   for (const p of pages) {
     if (p.entriesAt.length === 0) throw new Error(`staged pages ${p.file}: the body itself is the list of entries, which cannot be read per line`);
     const key = JSON.stringify(p.entriesAt);
     groups.set(key, [...(groups.get(key) ?? []), p]);
   }
-  const selects = [...groups.values()].map((group) => {
-    const entriesAt = group[0]!.entriesAt;
-    let body = `${structType(entryFields)}[]`;
-    for (let i = entriesAt.length - 1; i >= 0; i--) body = `STRUCT(${ident(entriesAt[i]!)} ${body})`;
-    const columns = [`'p': 'VARCHAR'`, `'b': ${literal(body)}`];
-    if (constants.length) columns.push(`'k': ${literal(`STRUCT(${constants.join(', ')})`)}`);
-    if (ordinal) columns.push(`'o': 'BIGINT[]'`);
-    // Only files whose pages carried extras are read for them: the others' entries all have a NULL extra.
-    const withExtras = extra !== undefined && group.some((p) => p.extras);
-    if (withExtras) columns.push(`'x': 'VARCHAR[]'`);
-    const list = entriesAt.reduce((acc, part) => `struct_extract(${acc}, ${literal(part)})`, 'b');
-    const maxObject = Math.max(DEFAULT_MAX_OBJECT, ...group.map((p) => p.maxLineBytes + 1024));
-    const read = `read_json(${literalList(group.map((p) => p.file))}, format='newline_delimited', maximum_object_size=${maxObject}, columns={${columns.join(', ')}})`;
-    // Two unnests in one select list walk their lists side by side: each entry beside its ordinal.
-    // Unnests side by side pad the shorter list with NULLs: a page without `x` gives every entry a NULL extra.
-    const unnested = `SELECT unnest(${list}) AS __e${ordinal ? ', unnest(o) AS __o' : ''}${withExtras ? ', unnest(x) AS __x' : ''}${constants.length ? ', k AS __k' : ''}, p AS __pp FROM ${read}`;
-    const select = items.map((i) => (i === EXTRA_ITEM ? `${withExtras ? 'CAST(__x AS JSON)' : 'NULL::JSON'} AS ${ident(extra!)}` : i));
-    return `SELECT ${select.join(', ')} FROM (${unnested})`;
-  });
-  return selects.join(' UNION ALL ');
+  return [...groups.values()];
+}
+
+/** The typed rows of one group of staged page files: each line read with the group's types, its entries unnested and projected. */
+function pagesGroupSelect(group: readonly StagedPages[], projection: PagesProjection, ordinal: boolean): string {
+  const { entryFields, constants, items, extra } = projection;
+  const entriesAt = group[0]!.entriesAt;
+  let body = `${structType(entryFields)}[]`;
+  for (let i = entriesAt.length - 1; i >= 0; i--) body = `STRUCT(${ident(entriesAt[i]!)} ${body})`;
+  const columns = [`'p': 'VARCHAR'`, `'b': ${literal(body)}`];
+  if (constants.length) columns.push(`'k': ${literal(`STRUCT(${constants.join(', ')})`)}`);
+  if (ordinal) columns.push(`'o': 'BIGINT[]'`);
+  // Only files whose pages carried extras are read for them: the others' entries all have a NULL extra.
+  const withExtras = extra !== undefined && group.some((p) => p.extras);
+  if (withExtras) columns.push(`'x': 'VARCHAR[]'`);
+  const list = entriesAt.reduce((acc, part) => `struct_extract(${acc}, ${literal(part)})`, 'b');
+  const maxObject = Math.max(DEFAULT_MAX_OBJECT, ...group.map((p) => p.maxLineBytes + 1024));
+  const read = `read_json(${literalList(group.map((p) => p.file))}, format='newline_delimited', maximum_object_size=${maxObject}, columns={${columns.join(', ')}})`;
+  // Two unnests in one select list walk their lists side by side: each entry beside its ordinal.
+  // Unnests side by side pad the shorter list with NULLs: a page without `x` gives every entry a NULL extra.
+  const unnested = `SELECT unnest(${list}) AS __e${ordinal ? ', unnest(o) AS __o' : ''}${withExtras ? ', unnest(x) AS __x' : ''}${constants.length ? ', k AS __k' : ''}, p AS __pp FROM ${read}`;
+  const select = items.map((i) => (i === EXTRA_ITEM ? `${withExtras ? 'CAST(__x AS JSON)' : 'NULL::JSON'} AS ${ident(extra!)}` : i));
+  return `SELECT ${select.join(', ')} FROM (${unnested})`;
 }
 
 /** The typed rows of a dataset's staged files (rows and pages as received), or throws when there are none. */

@@ -11,6 +11,7 @@ import {
   type CommittedFile,
   type PreparedDataset,
   type PreparedFile,
+  type PreparedRejects,
   type ReplacedRejects,
   type SliceDerivation,
 } from './commit.js';
@@ -111,7 +112,7 @@ export function lakeStateFor(paths: LakePaths, shapes: readonly TableShape[], wo
  * finished by the next command. If applying fails (the catalog stayed locked), the journal stays for that.
  */
 export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]> {
-  const { engine, paths, runId, ingestedAt, stagingDir, network } = input;
+  const { paths, runId, stagingDir } = input;
   // The tables this commit writes, and what their partitions hold now: one writer holds the lake, so nothing
   // changes them until this commit is applied.
   const lake = await lakeStateFor(
@@ -119,8 +120,36 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
     [...input.datasets.map((d) => datasetShape(d.def)), REJECTS_SHAPE, ...(input.derivation?.shapes ?? [])],
     path.join(stagingDir, 'lake-rows'),
   );
-  // Two datasets at a time: one's sort overlaps the other's file writes (a dataset's first slice otherwise
-  // sorted with every writer idle).
+  const perDataset = await prepareDatasets(input, lake);
+  const derived = await input.derivation?.prepared();
+  const rejects = await prepareRunRejects(input, lake, derived);
+  const prepared: PreparedFile[] = [...perDataset.flat(), ...rejects.files];
+  // The run's record counts the datasets' files; derived ones are recorded in the catalog with them.
+  const files = prepared.map((p) => p.file);
+  if (derived) prepared.push(...derived.files);
+  const cleared = [...perDataset.flatMap((d) => d.cleared ?? []), ...rejects.cleared];
+  // A run commits in batches, each with its own work folder under the run's staging: that names the commit.
+  const journal = journalFor(paths, `${runId}/${path.basename(stagingDir)}`, runId, prepared, {
+    run: runRow(runId, input.run(files)),
+    windows: input.windows,
+    watermarks: input.watermarks,
+    ...(derived ? { tables: derived.tables } : {}),
+    ...(cleared.length ? { cleared } : {}),
+  });
+  await publishJournal(paths, journal);
+  await applyJournal(paths, journal);
+  return files;
+}
+
+/** What the commit's derivation prepared (see CommitDerivation.prepared). */
+type Derived = Awaited<ReturnType<CommitDerivation['prepared']>>;
+
+/**
+ * Each dataset's touched partitions merged into new files under its own work folder, two datasets at a time: one's
+ * sort overlaps the other's file writes (a dataset's first slice otherwise sorted with every writer idle).
+ */
+async function prepareDatasets(input: RunCommitInput, lake: LakeState): Promise<PreparedDataset[]> {
+  const { engine, paths, runId, ingestedAt, stagingDir, network } = input;
   const perDataset = new Array<PreparedDataset>(input.datasets.length);
   await eachBounded(
     input.datasets.map((d, i) => [d, i] as const),
@@ -145,10 +174,13 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
       });
     },
   );
-  const prepared: PreparedFile[] = perDataset.flat();
-  const cleared = perDataset.flatMap((d) => d.cleared ?? []);
-  const derived = await input.derivation?.prepared();
-  const rejects = await prepareRejects({
+  return perDataset;
+}
+
+/** The run's rejects, with the derivation's, merged into the day of the run's ingestion. */
+function prepareRunRejects(input: RunCommitInput, lake: LakeState, derived: Derived): Promise<PreparedRejects> {
+  const { engine, paths, runId, ingestedAt, stagingDir, network } = input;
+  return prepareRejects({
     engine,
     paths,
     lake,
@@ -161,23 +193,9 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
     more: derived?.rejects,
     replaced: derived?.replacedRejects,
   });
-  prepared.push(...rejects.files);
+}
 
-  // The run's record counts the datasets' files; derived ones are recorded in the catalog with them.
-  const files = prepared.map((p) => p.file);
-  if (derived) prepared.push(...derived.files);
-  const r = input.run(files);
-  const run: RunRow = { runId, job: r.job, startedAt: r.startedAt, finishedAt: r.finishedAt, status: r.status, report: r.report };
-  // A run commits in batches, each with its own work folder under the run's staging: that names the commit.
-  const commitId = `${runId}/${path.basename(stagingDir)}`;
-  const journal = journalFor(paths, commitId, runId, prepared, {
-    run,
-    windows: input.windows,
-    watermarks: input.watermarks,
-    ...(derived ? { tables: derived.tables } : {}),
-    ...(rejects.cleared.length + cleared.length ? { cleared: [...cleared, ...rejects.cleared] } : {}),
-  });
-  await publishJournal(paths, journal);
-  await applyJournal(paths, journal);
-  return files;
+/** The catalog's row of the run, from the record its caller builds. */
+function runRow(runId: string, r: RunRecord): RunRow {
+  return { runId, job: r.job, startedAt: r.startedAt, finishedAt: r.finishedAt, status: r.status, report: r.report };
 }
