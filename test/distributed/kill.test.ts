@@ -57,7 +57,7 @@ async function demoJobFile(): Promise<string> {
 }
 
 describe('distributed mode under kill -9', () => {
-  it(`four worker processes of two accounts killed ${KILLS}+ times (fetching, committing, in the commit transaction): the lake equals a single-machine run row for row and file option for file option; readers see whole snapshots`, async () => {
+  it(`three worker processes of two accounts killed ${KILLS}+ times (fetching, committing, in the commit transaction): the lake equals a single-machine run row for row and file option for file option; readers see whole snapshots`, async () => {
     const db = await pg.database();
     const store = path.join(tmp.dir, 'store');
     const env = { PGPASSWORD: pg.password };
@@ -90,7 +90,8 @@ describe('distributed mode under kill -9', () => {
           ? DISTRIBUTED_STEPS[Math.floor(random() * DISTRIBUTED_STEPS.length)]
           : undefined;
       const args = [CLI, 'worker', '--catalog', db.url, '--store', store, '--until-idle', '--poll-ms', '100', '--lease-seconds', '5'];
-      // Two accounts: two workers fetch side by side, the others stand by (and commit).
+      // Two accounts: two workers fetch side by side, the third stands by (and commits). Three, the fewest the proof
+      // asks for (issue 34): a fourth, standing by too, cost this file about 7 of its 38 CPU-seconds.
       args.push('--supervise-seconds', '1', '--commit-rows', '3000', '--log-format', 'json', '--id', `w${++spawned}`, '--account', `acct-${spawned % 2}`);
       const child = spawn(process.execPath, args, {
         env: { ...process.env, ...env, CHAINLAKE_API_KEY: '', ...(crashAt ? { CHAINLAKE_TEST_CRASH_AT: crashAt } : {}) },
@@ -119,7 +120,7 @@ describe('distributed mode under kill -9', () => {
         if (live.size === 0) finished();
       });
     };
-    for (let i = 0; i < 4; i++) start();
+    for (let i = 0; i < 3; i++) start();
 
     // A reader throughout: every snapshot it reads holds each transaction once (a mix of a partition's old and
     // new files would double them) and never fewer rows than an earlier snapshot.
