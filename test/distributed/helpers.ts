@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { open } from 'node:fs/promises';
+import { open, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { expect } from 'vitest';
@@ -171,4 +171,19 @@ export async function chainlakeQuery(catalogUrl: string, store: string, sql: str
   } finally {
     lake.close();
   }
+}
+
+/**
+ * The demo job (every dataset of both APIs) over the chain's first `toBlock` blocks, written into `dir`; the whole
+ * demo job's file without `toBlock`. Every row is fetched twice in the tests that compare workers with one machine,
+ * and what they prove (every dataset and kind of partition, kills in every step) does not grow with the rows.
+ */
+export async function demoJobFile(dir: string, toBlock?: number): Promise<string> {
+  const file = path.resolve('jobs/demo.json');
+  if (toBlock === undefined) return file;
+  const doc = JSON.parse(await readFile(file, 'utf8')) as { range: Record<string, unknown> };
+  doc.range = { ...doc.range, toBlock };
+  const cut = path.join(dir, `demo-${toBlock}.json`);
+  await writeFile(cut, JSON.stringify(doc));
+  return cut;
 }

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDistributedLake } from '../../src/distributed/read.js';
@@ -10,7 +10,7 @@ import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { CLI, onJsonLines, runCliCapturing } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 import { SOAK } from '../reliability/helpers.js';
-import { distributedRows, expectSameFileOptions, singleMachineRows } from './helpers.js';
+import { demoJobFile, distributedRows, expectSameFileOptions, singleMachineRows } from './helpers.js';
 
 let pg: TestPostgres;
 let tmp: Awaited<ReturnType<typeof tempDir>>;
@@ -41,27 +41,13 @@ function seeded(seed: number): () => number {
  */
 const KILLS = SOAK ? 10 : 5;
 
-/**
- * The demo job (every dataset of both APIs); in CI over the chain's first blocks only, since every fetched row is
- * fetched twice (by the workers and by the single machine they are compared with) and what is proven (kills in
- * every step, a lake equal to one machine's) does not grow with the rows. The soak runs the whole chain.
- */
-async function demoJobFile(): Promise<string> {
-  const file = path.resolve('jobs/demo.json');
-  if (SOAK) return file;
-  const doc = JSON.parse(await readFile(file, 'utf8')) as { range: Record<string, unknown> };
-  doc.range = { ...doc.range, toBlock: 12_000 };
-  const ci = path.join(tmp.dir, 'demo.json');
-  await writeFile(ci, JSON.stringify(doc));
-  return ci;
-}
-
 describe('distributed mode under kill -9', () => {
   it(`three worker processes of two accounts killed ${KILLS}+ times (fetching, committing, in the commit transaction): the lake equals a single-machine run row for row and file option for file option; readers see whole snapshots`, async () => {
     const db = await pg.database();
     const store = path.join(tmp.dir, 'store');
     const env = { PGPASSWORD: pg.password };
-    const jobFile = await demoJobFile();
+    // In CI over the chain's first 12,000 blocks; the soak runs the whole chain.
+    const jobFile = await demoJobFile(tmp.dir, SOAK ? undefined : 12_000);
     // The commands around the workers run in this process (their output is the point, not their process); the
     // workers are children: their kill is.
     const enq = await runCliCapturing(['enqueue', jobFile, '--catalog', db.url, '--store', store, '--window-timeout', '5', '--log-format', 'json'], env);

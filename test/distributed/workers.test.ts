@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
@@ -18,7 +18,7 @@ import { startSimulator } from '../../src/simulator/index.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { tempDir } from '../helpers/lake.js';
 import { openCatalogFile, openReference, referenceMissing } from '../ducklake/helpers.js';
-import { distributedRows, expectSameFileOptions, singleMachineRows, VOLATILE } from './helpers.js';
+import { demoJobFile, distributedRows, expectSameFileOptions, singleMachineRows, VOLATILE } from './helpers.js';
 import { startS3, type TestS3 } from './s3.js';
 
 let pg: TestPostgres;
@@ -31,23 +31,16 @@ const singleLake = () => path.join(tmp.dir, 'single');
 let demoCatalog: string | undefined;
 
 /**
- * The demo job (every dataset of both APIs) over the chain's first 12,000 blocks of 36,000: every dataset and every
- * kind of partition, 14,135 rows instead of 25,687 (each fetched twice, by the workers and by the single machine they
- * are compared with). The commits are smaller to match (commitRows below), so later commits still rewrite partitions
- * earlier ones wrote.
+ * The demo job over the chain's first 12,000 blocks of 36,000: every dataset and every kind of partition, 14,135
+ * rows instead of 25,687. The commits are smaller to match (commitRows below), so later commits still rewrite
+ * partitions earlier ones wrote.
  */
-async function demoJobFile(): Promise<string> {
-  const doc = JSON.parse(await readFile(path.resolve('jobs/demo.json'), 'utf8')) as { range: Record<string, unknown> };
-  doc.range = { ...doc.range, toBlock: 12_000 };
-  const ci = path.join(tmp.dir, 'demo.json');
-  await writeFile(ci, JSON.stringify(doc));
-  return ci;
-}
+const demoJob = (): Promise<string> => demoJobFile(tmp.dir, 12_000);
 
 /** The demo job run on one machine, once for the file: what every distributed lake here must equal. */
 function singleMachine(): Promise<Awaited<ReturnType<typeof singleMachineRows>>> {
   single ??= (async () => {
-    const { job } = await loadJobDocument(await demoJobFile(), process.env);
+    const { job } = await loadJobDocument(await demoJob(), process.env);
     await runJob({ ...job, lake: { ...job.lake, dir: singleLake() } });
     return singleMachineRows(singleLake());
   })();
@@ -166,7 +159,7 @@ describe('distributed mode: enqueue, workers, one committer', () => {
   // One lake-file writer for both modes: the demo job (every dataset) on one machine and on three workers, compared
   // row for row and file option for file option.
   it('three workers fill a DuckLake equal, row for row, to a single-machine run of the same job, every partition file written with the same Parquet options', async () => {
-    const { job, doc } = await loadJobDocument(await demoJobFile(), process.env);
+    const { job, doc } = await loadJobDocument(await demoJob(), process.env);
     const db = await pg.database();
     const store = path.join(tmp.dir, 'store');
     const queued = await enqueueJob(job, doc, { catalog: db.url, store });
@@ -358,7 +351,7 @@ describe('distributed mode: enqueue, workers, one committer', () => {
     // same for every dataset, and their tables are the demo's single-machine ones (each dataset's rows depend on
     // its own scopes and the run's range only), so the first test's single-machine run is the reference.
     const datasets = ['transactions', 'stable_chart'];
-    const demo = JSON.parse(await readFile(await demoJobFile(), 'utf8')) as { datasets: Record<string, unknown> };
+    const demo = JSON.parse(await readFile(await demoJob(), 'utf8')) as { datasets: Record<string, unknown> };
     const doc = { ...demo, datasets: Object.fromEntries(datasets.map((d) => [d, demo.datasets[d]])) };
     const job = parseJob(doc, 'workers-test', process.env);
     const expected = new Map([...(await singleMachine())].filter(([name]) => datasets.includes(name)));

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { expect } from 'vitest';
+import { literal } from '../../src/load/sql.js';
 
 /** A fresh temp directory; removed by the returned cleanup. */
 export async function tempDir(prefix = 'chainlake-test-'): Promise<{ dir: string; cleanup: () => Promise<void> }> {
@@ -28,7 +29,7 @@ export function queryCatalog(lake: string, sql: string): Promise<Record<string, 
     const conn = await instance.connect();
     try {
       await conn.run("SET TimeZone = 'UTC'");
-      await conn.run(`ATTACH '${path.join(lake, 'catalog.duckdb').replace(/'/g, "''")}' AS lake_catalog (READ_ONLY)`);
+      await conn.run(`ATTACH ${literal(path.join(lake, 'catalog.duckdb'))} AS lake_catalog (READ_ONLY)`);
       try {
         await conn.run('USE lake_catalog');
         return (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
