@@ -32,6 +32,8 @@ export interface DecodeInput {
    * database, so a decoding whose tables must outlive another's (pipeline/decode-in-run.ts) needs a prefix of its own.
    */
   prefix?: string;
+  /** Output tables as TEMP tables (a reader's connection, whose default database may be a catalog attached read-only). */
+  temporary?: boolean;
 }
 
 export interface DecodeOutput {
@@ -157,7 +159,7 @@ export async function decodeLogs(input: DecodeInput): Promise<DecodeOutput> {
   const { conn } = input;
   await mkdir(input.workDir, { recursive: true });
   const named = distinctDatasets(input.datasets);
-  const tables = await createOutputTables(conn, named, input.prefix);
+  const tables = await createOutputTables(conn, named, input.prefix, input.temporary);
   const { groups, anonymous } = membersOf(named, tables);
   const topic0s = [...groups.keys()];
   await createLogsView(conn, input.logs, topic0s, anonymous);
@@ -335,15 +337,20 @@ export const distinctDatasets = (datasets: readonly DecodedDataset[]): DecodedDa
  * The empty output tables of `datasets` (distinct by name), by dataset name, and the temp rejects table
  * (DecodeOutput.rejects) on `conn`.
  */
-export async function createOutputTables(conn: DuckDBConnection, datasets: readonly DecodedDataset[], prefix = '__decode_out_'): Promise<Map<string, string>> {
+export async function createOutputTables(
+  conn: DuckDBConnection,
+  datasets: readonly DecodedDataset[],
+  prefix = '__decode_out_',
+  temporary = false,
+): Promise<Map<string, string>> {
   const tables = new Map<string, string>();
   for (const [i, d] of distinctDatasets(datasets).entries()) {
     const table = `${prefix}${i}`;
     tables.set(d.name, table);
     const cols = allColumns(d).map((c) => `${ident(c.name)} ${c.type}`);
-    // Plain tables of the engine's in-memory database, not TEMP ones: the lake writer's other connections
-    // read them to write partitions side by side (decode/lake.ts).
-    await conn.run(`CREATE OR REPLACE TABLE ${table} (${cols.join(', ')}, __partition VARCHAR)`);
+    // Plain tables of the engine's in-memory database by default, not TEMP ones: the lake writer's other
+    // connections read them to write partitions side by side (decode/lake.ts).
+    await conn.run(`CREATE OR REPLACE ${temporary ? 'TEMP ' : ''}TABLE ${table} (${cols.join(', ')}, __partition VARCHAR)`);
   }
   await conn.run(`CREATE OR REPLACE TEMP TABLE ${REJ} (dataset VARCHAR, "window" VARCHAR, field VARCHAR, raw_value VARCHAR, reason VARCHAR, entry JSON)`);
   return tables;

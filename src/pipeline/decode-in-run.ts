@@ -30,11 +30,11 @@ export interface InRunContext {
   explorer?: ExplorerClient;
 }
 
-/** A contract's ABI as the API gives it (explorer #14), for resolveDatasets. */
+/** A contract's ABI as the API gives it (explorer #14), for resolveDatasets; its requests counted in `acct`. */
 export const abiFromApi =
-  (explorer: ExplorerClient) =>
+  (explorer: ExplorerClient, acct = new Accounting()) =>
   async (address: string): Promise<unknown> =>
-    ((await explorer.get('contract_abi', `/v1/contracts/${address}/abi`, {}, new Accounting())) as { data?: unknown })?.data;
+    ((await explorer.get('contract_abi', `/v1/contracts/${address}/abi`, {}, acct)) as { data?: unknown })?.data;
 
 /** Decodes an export run's event logs as its commits land them (see the top of this file). */
 export class RunDecoder {

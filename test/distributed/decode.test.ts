@@ -10,6 +10,8 @@ import { openDistributedLake } from '../../src/distributed/read.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
+import { verifySession } from '../../src/pipeline/verify/session.js';
+import type { VerificationRow } from '../../src/load/ledger/verifications.js';
 import { A_ERC20_0, A_ERC721_0 } from '../../src/simulator/chain.js';
 import { chainFor } from '../../src/simulator/index.js';
 import { A_MULTI, A_ODD_ERC20, A_SHOWCASE, PING_CHANNEL, showcaseEvents, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
@@ -202,5 +204,32 @@ describe('decoding in distributed mode', () => {
       }
     },
     120_000,
+  );
+
+  it.skipIf(missing !== null)(
+    'verify --catalog: the decoded tables hold against their logs; a decoded row another writer deleted is found',
+    async () => {
+      expect(lakes, 'the lakes of the tests before').toBeDefined();
+      const { catalog, store } = lakes!;
+      const job = parseJob(decodingDoc(path.join(tmp.dir, 'unused')), 'decode-distributed', process.env);
+      const target = { kind: 'distributed', catalog, store } as const;
+      const decodedRows = (rows: readonly VerificationRow[]) => rows.filter((r) => r.check === 'decoded_rows');
+      const clean = decodedRows((await verifySession(job, target, {})).rows);
+      expect(clean.length).toBeGreaterThanOrEqual(5);
+      expect(clean.filter((r) => r.status !== 'held')).toEqual([]);
+      const ref = await openReference(catalog, { write: true });
+      try {
+        await ref.conn.run(
+          'DELETE FROM erc20_transfer_events WHERE (transaction_hash, log_index) IN (SELECT (transaction_hash, log_index) FROM erc20_transfer_events LIMIT 1)',
+        );
+      } finally {
+        ref.close();
+      }
+      const after = decodedRows((await verifySession(job, target, {})).rows);
+      expect(after.filter((r) => r.status !== 'held').map((r) => [r.dataset, r.detail])).toEqual([
+        ['erc20_transfer_events', expect.stringMatching(/^1 row the logs decode to missing: /)],
+      ]);
+    },
+    300_000,
   );
 });

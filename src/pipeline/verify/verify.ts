@@ -21,12 +21,14 @@ import type { BlockRange } from '../../extract/page.js';
 import { QuotaReachedError, quotaAccount, RequestQuota } from '../../extract/quota.js';
 import type { VerificationRow } from '../../load/ledger/verifications.js';
 import { literal, ident } from '../../load/sql.js';
-import { fetcherFor } from '../execute.js';
+import { fetcherFor, type Clients } from '../execute.js';
+import { abiFromApi } from '../decode-in-run.js';
 import type { Job } from '../job.js';
 import { planWindows, windowIdOf, type Window } from '../plan.js';
 import type { RunOptions } from '../run.js';
 import { openSource } from '../source.js';
 import { addressScopeOf, type AddressScope } from './scopes.js';
+import { decodedRowChecks } from './decoded.js';
 
 export interface VerifySelection {
   datasets?: readonly string[];
@@ -338,7 +340,7 @@ class Findings {
   readonly rows: VerificationRow[] = [];
   readonly differing: Window[] = [];
 
-  constructor(private readonly network: string) {}
+  constructor(readonly network: string) {}
 
   /** One window's count finding. */
   count(g: ScopeGroup, u: BlockRange, status: VerificationRow['status'], lake: number | null, api: number | null, detail: string): void {
@@ -408,16 +410,24 @@ class Findings {
   }
 }
 
-/** Runs every check on the selected windows of `job`'s lake (read through `deps.conn`). Sends only count requests. */
+/** Runs every check on the selected windows of `job`'s lake (read through `deps.conn`). Sends only count requests (and ABI requests, see decoded.ts). */
 export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDeps): Promise<VerifyResult> {
   const now = deps.now ?? (() => new Date());
   const verifyId = newVerifyId(now());
   const { groups, snapshots } = await scopeGroups(deps.conn, job, sel);
   const findings = new Findings(job.what.network);
   const acct = new Accounting();
-  const quotaReached = await askTheApi(job, groups, { ...deps, now }, findings, acct);
-  findings.snapshotsNotChecked(snapshots);
-  findings.rows.push(...(await checkOffline(deps.conn, job, sel, groups)));
+  const quota = await quotaOf(deps.conn, job, now);
+  const source = await openSource(job.source, { simulator: deps.run?.simulator, transport: deps.run?.transport, ...(quota ? { quota } : {}) });
+  let quotaReached: QuotaReachedError | undefined;
+  try {
+    quotaReached = await askTheApi(groups, deps.conn, source.clients, findings, acct);
+    findings.snapshotsNotChecked(snapshots);
+    const explorer = quotaReached ? undefined : source.clients.explorer;
+    findings.rows.push(...(await checkOffline(deps.conn, job, sel, groups, explorer && abiFromApi(explorer, acct))));
+  } finally {
+    await source.close();
+  }
   return {
     verifyId,
     rows: findings.rows,
@@ -444,40 +454,34 @@ async function quotaOf(conn: DuckDBConnection, job: Job, now: () => Date): Promi
  * it could not ask is recorded not checked; returns the quota reached, if it was.
  */
 async function askTheApi(
-  job: Job,
   groups: readonly ScopeGroup[],
-  deps: VerifyDeps & { now: () => Date },
+  conn: DuckDBConnection,
+  clients: Clients,
   findings: Findings,
   acct: Accounting,
 ): Promise<QuotaReachedError | undefined> {
-  const quota = await quotaOf(deps.conn, job, deps.now);
   let quotaReached: QuotaReachedError | undefined;
-  const source = await openSource(job.source, { simulator: deps.run?.simulator, transport: deps.run?.transport, ...(quota ? { quota } : {}) });
-  try {
-    const lakeRows = new LakeRows(deps.conn, job.what.network, groups);
-    for (const g of groups) {
-      if (quotaReached) {
-        findings.notChecked(g, quotaReached.message);
-        continue;
-      }
-      const reason = notCheckable(g);
-      const t = g.template;
-      if (reason || !t) {
-        findings.notChecked(g, reason ?? '');
-        continue;
-      }
-      const spec = addressScopeOf(t.def, t.endpoint.id)!;
-      quotaReached = await checkScope({
-        g,
-        t,
-        address: t.scope.address!,
-        lake: await lakeRows.of(g.dataset, t.endpoint.id, spec),
-        apiCount: apiCounter(fetcherFor(t, source.clients), spec, acct),
-        findings,
-      });
+  const lakeRows = new LakeRows(conn, findings.network, groups);
+  for (const g of groups) {
+    if (quotaReached) {
+      findings.notChecked(g, quotaReached.message);
+      continue;
     }
-  } finally {
-    await source.close();
+    const reason = notCheckable(g);
+    const t = g.template;
+    if (reason || !t) {
+      findings.notChecked(g, reason ?? '');
+      continue;
+    }
+    const spec = addressScopeOf(t.def, t.endpoint.id)!;
+    quotaReached = await checkScope({
+      g,
+      t,
+      address: t.scope.address!,
+      lake: await lakeRows.of(g.dataset, t.endpoint.id, spec),
+      apiCount: apiCounter(fetcherFor(t, clients), spec, acct),
+      findings,
+    });
   }
   return quotaReached;
 }
@@ -589,17 +593,26 @@ async function checkUnits(c: ScopeCheck, units: BlockRange[], known?: number): P
  * a window the selection left out (a block or day range, a sample) is no row outside the lake's windows. Rows are
  * taken in the selection's blocks only.
  */
-async function checkOffline(conn: DuckDBConnection, job: Job, sel: VerifySelection, groups: readonly ScopeGroup[]): Promise<VerificationRow[]> {
+async function checkOffline(
+  conn: DuckDBConnection,
+  job: Job,
+  sel: VerifySelection,
+  groups: readonly ScopeGroup[],
+  fetchAbi?: (address: string) => Promise<unknown>,
+): Promise<VerificationRow[]> {
   const partial = sel.fromBlock !== undefined || sel.toBlock !== undefined || sel.since !== undefined || sel.until !== undefined || sel.sample !== undefined;
   const whole = partial ? (await scopeGroups(conn, job, { datasets: sel.datasets, scopes: sel.scopes })).groups : groups;
   const bounds = sel.since !== undefined || sel.until !== undefined ? await blocksOfDays(conn, job.what.network, sel) : sel;
-  return offlineChecks(conn, job, whole, { from: bounds.fromBlock, to: bounds.toBlock });
+  return [
+    ...(await offlineChecks(conn, job, whole, { from: bounds.fromBlock, to: bounds.toBlock })),
+    ...(await decodedRowChecks(conn, job, { datasets: sel.datasets, partial, exists: (name) => relationExists(conn, name), fetchAbi })),
+  ];
 }
 
 /** A finding of no window (a dataset's, or the lake's). */
 type LakeFinding = Omit<VerificationRow, 'check' | 'status' | 'detail'>;
 
-/** Gaps between a scope's committed windows, rows outside them, duplicate keys, nonce holes, decoded rows. */
+/** Gaps between a scope's committed windows, rows outside them, duplicate keys, nonce holes. */
 async function offlineChecks(
   conn: DuckDBConnection,
   job: Job,
@@ -628,19 +641,6 @@ async function offlineChecks(
         )),
       );
   }
-  if (job.what.decode)
-    out.push({
-      network: job.what.network,
-      lakeCount: null,
-      apiCount: null,
-      check: 'decoded_rows',
-      dataset: 'decoded',
-      scope: null,
-      fromBlock: null,
-      toBlock: null,
-      status: 'not-checked',
-      detail: 'decoded rows against their logs are not checked by this version',
-    });
   return out;
 }
 

@@ -1,0 +1,169 @@
+/**
+ * verify's `decoded_rows` check: the job's decoded datasets hold exactly what their logs decode to. The lake's
+ * `event_logs` are decoded again by the one decoder (decode/decode.ts) into temporary tables, and each decoded
+ * dataset is compared with that, row for row on every column but the run's (`_run_id`, `_ingested_at`), and its
+ * decode rejects log for log. So a decoded row whose log is gone (replaced by finality, deleted by another writer),
+ * a log never decoded (an export before the job's `decode` key), a value that is not its log's decoding and a
+ * reject that no longer holds are each seen. ABIs come as a run takes them: the job's files or signatures, the lake's
+ * `contracts` dataset, else the API (one request per contract, counted as verify's).
+ */
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { allColumns, naturalKey, RUN_COLUMNS, type DecodedDataset } from '../../decode/datasets.js';
+import { decodeLogs } from '../../decode/decode.js';
+import { resolveDatasets } from '../../decode/spec.js';
+import type { VerificationRow } from '../../load/ledger/verifications.js';
+import { ident, literal } from '../../load/sql.js';
+import type { Job } from '../job.js';
+
+const CHECK = 'decoded_rows';
+const PREFIX = '__verify_decoded_';
+const FIX = 'run `chainlake decode` to decode the lake’s logs again';
+
+type Relation = (name: string) => Promise<boolean>;
+
+/** What one decoded dataset holds against its logs' decoding. */
+interface Comparison {
+  lakeRows: number;
+  expectedRows: number;
+  /** Rows the logs decode to that the lake lacks (by natural key). */
+  missing: number;
+  /** Rows of the lake no log decodes to (by natural key). */
+  extra: number;
+  /** Rows of one key whose values differ from their log's decoding. */
+  changed: number;
+  rejects: number;
+  missingRejects: number;
+  staleRejects: number;
+}
+
+/**
+ * One `decoded_rows` finding per decoded dataset of the job (none when the job decodes nothing or the selection
+ * names datasets that are neither `event_logs` nor decoded ones).
+ */
+export async function decodedRowChecks(
+  conn: DuckDBConnection,
+  job: Job,
+  opts: { datasets?: readonly string[]; partial: boolean; exists: Relation; fetchAbi?: (address: string) => Promise<unknown> },
+): Promise<VerificationRow[]> {
+  const spec = job.what.decode;
+  if (!spec) return [];
+  const network = job.what.network;
+  const finding = (dataset: string, status: VerificationRow['status'], detail: string, lakeCount: number | null = null): VerificationRow => ({
+    check: CHECK,
+    dataset,
+    network,
+    scope: null,
+    fromBlock: null,
+    toBlock: null,
+    status,
+    lakeCount,
+    apiCount: null,
+    detail,
+  });
+  let datasets: DecodedDataset[];
+  try {
+    const contracts = (await opts.exists('contracts')) ? { conn, relation: `SELECT * FROM contracts WHERE network = ${literal(network)}` } : undefined;
+    datasets = await resolveDatasets(spec, { network, ...(contracts ? { contracts } : {}), ...(opts.fetchAbi ? { fetchAbi: opts.fetchAbi } : {}) });
+  } catch (e) {
+    return [finding('decoded', 'not-checked', `the job's decode key could not be resolved: ${(e as Error).message}`)];
+  }
+  const asked = opts.datasets;
+  if (asked && !asked.includes('event_logs')) datasets = datasets.filter((d) => asked.includes(d.name));
+  if (datasets.length === 0) return [];
+  if (!(await opts.exists('event_logs'))) return datasets.map((d) => finding(d.name, 'not-checked', 'the lake holds no event_logs to decode'));
+  const workDir = await mkdtemp(path.join(os.tmpdir(), 'chainlake-verify-decode-'));
+  try {
+    const out = await decodeLogs({
+      conn,
+      logs: `SELECT * FROM event_logs WHERE network = ${literal(network)}`,
+      datasets,
+      runId: 'verify',
+      ingestedAt: new Date(0).toISOString(),
+      workDir,
+      prefix: PREFIX,
+      // Nothing is written to the reader's default database: a local lake's catalog, attached read-only.
+      temporary: true,
+    });
+    const rejectsAt = (await opts.exists('_rejects')) ? '_rejects' : undefined;
+    const rows: VerificationRow[] = [];
+    for (const d of datasets) {
+      const c = await compare(conn, d, network, {
+        expected: out.tables.get(d.name)!,
+        lake: (await opts.exists(d.name)) ? d.name : undefined,
+        expectedRejects: out.rejects,
+        lakeRejects: rejectsAt,
+      });
+      const whole = opts.partial ? ' (all the lake’s logs: decoded rows carry no block number to select by)' : '';
+      rows.push(
+        differences(c).length
+          ? finding(d.name, 'differs', `${differences(c).join('; ')}${whole}: ${FIX}`, c.lakeRows)
+          : finding(d.name, 'held', `${c.lakeRows} rows and ${c.rejects} rejects, as the lake's logs decode${whole}`, c.lakeRows),
+      );
+    }
+    await conn.run([...out.tables.values()].map((t) => `DROP TABLE IF EXISTS ${t}`).join('; '));
+    return rows;
+  } finally {
+    await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+/** The differences of a comparison in words; none when the dataset holds. */
+function differences(c: Comparison): string[] {
+  const n = (k: number, one: string, many = `${one}s`): string => `${k} ${k === 1 ? one : many}`;
+  return [
+    c.missing ? `${n(c.missing, 'row')} the logs decode to missing` : '',
+    c.extra ? `${n(c.extra, 'row')} no log of the lake decodes to` : '',
+    c.changed ? `${n(c.changed, 'row')} whose values differ from their log's decoding` : '',
+    c.missingRejects ? `${n(c.missingRejects, 'log')} rejected by decoding without a reject` : '',
+    c.staleRejects ? `${n(c.staleRejects, 'reject')} of logs that no longer fail to decode` : '',
+  ].filter(Boolean);
+}
+
+/** Compares one dataset's rows and rejects with its logs' decoding (`expected`, `expectedRejects`). */
+async function compare(
+  conn: DuckDBConnection,
+  d: DecodedDataset,
+  network: string,
+  t: { expected: string; lake: string | undefined; expectedRejects: string; lakeRejects: string | undefined },
+): Promise<Comparison> {
+  const run = new Set(RUN_COLUMNS.map((c) => c.name));
+  const columns = allColumns(d).filter((c) => !run.has(c.name));
+  const key = naturalKey(d).map(ident).join(', ');
+  const row = `struct_pack(${columns.map((c) => `${ident(c.name)} := CAST(${ident(c.name)} AS ${c.type})`).join(', ')})`;
+  const lake = t.lake
+    ? `SELECT ${key}, ${row} AS r FROM ${ident(t.lake)} WHERE network = ${literal(network)}`
+    : `SELECT ${key}, NULL AS r FROM ${t.expected} WHERE false`;
+  const [rows] = (
+    await conn.runAndReadAll(
+      `WITH e AS (SELECT ${key}, ${row} AS r FROM ${t.expected}), l AS (${lake})
+       SELECT count(l.r) AS lake_rows, count(e.r) AS expected_rows,
+              count(*) FILTER (WHERE l.r IS NULL) AS missing, count(*) FILTER (WHERE e.r IS NULL) AS extra,
+              count(*) FILTER (WHERE e.r IS NOT NULL AND l.r IS NOT NULL AND e.r IS DISTINCT FROM l.r) AS changed
+       FROM e FULL JOIN l USING (${key})`,
+    )
+  ).getRowObjectsJS() as Record<string, unknown>[];
+  const logKey = (entry: string): string => `${entry}->>'$.transaction_hash' AS transaction_hash, CAST(${entry}->>'$.log_index' AS BIGINT) AS log_index`;
+  const lakeRejects = t.lakeRejects
+    ? `SELECT DISTINCT ${logKey('entry')} FROM ${ident(t.lakeRejects)} WHERE network = ${literal(network)} AND dataset = ${literal(d.name)} AND "window" = ${literal(`decode/${d.name}`)}`
+    : `SELECT NULL::VARCHAR AS transaction_hash, NULL::BIGINT AS log_index WHERE false`;
+  const [rej] = (
+    await conn.runAndReadAll(
+      `WITH e AS (SELECT DISTINCT ${logKey('entry')} FROM ${t.expectedRejects} WHERE dataset = ${literal(d.name)}), l AS (${lakeRejects})
+       SELECT count(l.log_index) AS rejects, count(*) FILTER (WHERE l.log_index IS NULL) AS missing, count(*) FILTER (WHERE e.log_index IS NULL) AS stale
+       FROM e FULL JOIN l USING (transaction_hash, log_index)`,
+    )
+  ).getRowObjectsJS() as Record<string, unknown>[];
+  return {
+    lakeRows: Number(rows!.lake_rows),
+    expectedRows: Number(rows!.expected_rows),
+    missing: Number(rows!.missing),
+    extra: Number(rows!.extra),
+    changed: Number(rows!.changed),
+    rejects: Number(rej!.rejects),
+    missingRejects: Number(rej!.missing),
+    staleRejects: Number(rej!.stale),
+  };
+}
