@@ -9,7 +9,7 @@ import type { DecodeSpec } from '../../src/decode/spec.js';
 import type { VerificationRow } from '../../src/load/ledger/verifications.js';
 import { parseJob, type Job } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
-import { verifySession } from '../../src/pipeline/verify/session.js';
+import { planVerifySession, verifySession } from '../../src/pipeline/verify/session.js';
 import { A_ERC20_0 } from '../../src/simulator/chain.js';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { A_MULTI, A_ODD_ERC20, A_SHOWCASE, showcaseEvents, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
@@ -79,6 +79,7 @@ afterAll(async () => {
 
 describe('verify: decoded rows one-to-one with their logs', () => {
   it('a lake decoded in its run holds: every decoded dataset, its rejects, the ABI asked of the API as the run did', async () => {
+    const plan = await planVerifySession(jobOf(decoded, SPEC), { kind: 'local', lake: decoded }, {});
     const s = await verifySession(jobOf(decoded, SPEC), { kind: 'local', lake: decoded }, {}, { simulator: sim });
     const found = decodedRows(s.rows);
     expect([...found.keys()]).toEqual(expect.arrayContaining(['erc20_transfer_events', 'erc20_approval_events', 'erc1155_transfer_events']));
@@ -92,6 +93,7 @@ describe('verify: decoded rows one-to-one with their logs', () => {
     // One request: the showcase contract's ABI (the run asked the API too: the lake holds no contracts dataset).
     // event_logs' windows are not counted (their rows carry no block number).
     expect(s.requests).toBe(1);
+    expect(plan.requests).toBe(s.requests);
   }, 120_000);
 
   it.skipIf(referenceMissing())(

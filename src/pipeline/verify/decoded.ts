@@ -13,7 +13,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { allColumns, naturalKey, RUN_COLUMNS, type DecodedDataset } from '../../decode/datasets.js';
 import { decodeLogs } from '../../decode/decode.js';
-import { resolveDatasets } from '../../decode/spec.js';
+import { abiFromContracts, resolveDatasets } from '../../decode/spec.js';
+import { DATASETS } from '../../datasets/registry.js';
 import type { VerificationRow } from '../../load/ledger/verifications.js';
 import { ident, literal } from '../../load/sql.js';
 import type { Job } from '../job.js';
@@ -49,7 +50,7 @@ export async function decodedRowChecks(
   opts: { datasets?: readonly string[]; partial: boolean; exists: Relation; fetchAbi?: (address: string) => Promise<unknown> },
 ): Promise<VerificationRow[]> {
   const spec = job.what.decode;
-  if (!spec) return [];
+  if (!spec || !selectsDecoded(opts.datasets)) return [];
   const network = job.what.network;
   const finding = (dataset: string, status: VerificationRow['status'], detail: string, lakeCount: number | null = null): VerificationRow => ({
     check: CHECK,
@@ -108,6 +109,23 @@ export async function decodedRowChecks(
   } finally {
     await rm(workDir, { recursive: true, force: true });
   }
+}
+
+/** Whether a selection of datasets may hold a decoded one: none given, `event_logs`, or a name no exported dataset has. */
+const selectsDecoded = (datasets: readonly string[] | undefined): boolean => !datasets || datasets.includes('event_logs') || datasets.some((d) => !DATASETS[d]);
+
+/**
+ * The requests the decoded_rows check sends: one per contract of the job's `decode` key whose ABI neither the job
+ * (an ABI file, signatures) nor the lake's `contracts` dataset gives. Asked of the lake, as the check resolves them.
+ */
+export async function abiRequests(conn: DuckDBConnection, job: Job, datasets: readonly string[] | undefined, exists: Relation): Promise<number> {
+  const spec = job.what.decode;
+  if (!spec || !selectsDecoded(datasets)) return 0;
+  const relation = `SELECT * FROM contracts WHERE network = ${literal(job.what.network)}`;
+  const hasContracts = await exists('contracts');
+  let n = 0;
+  for (const c of spec.contracts) if (!c.abiFile && !c.signatures && !(hasContracts && (await abiFromContracts(conn, relation, c.address)))) n++;
+  return n;
 }
 
 /** The differences of a comparison in words; none when the dataset holds. */

@@ -28,7 +28,7 @@ import { planWindows, windowIdOf, type Window } from '../plan.js';
 import type { RunOptions } from '../run.js';
 import { openSource } from '../source.js';
 import { addressScopeOf, type AddressScope } from './scopes.js';
-import { decodedRowChecks } from './decoded.js';
+import { abiRequests, decodedRowChecks } from './decoded.js';
 
 export interface VerifySelection {
   datasets?: readonly string[];
@@ -332,6 +332,7 @@ export async function planVerify(conn: DuckDBConnection, job: Job, sel: VerifySe
     if (notCheckable(g)) notCheck += g.units.length;
     else requests += consecutiveRuns(g.units).length;
   }
+  requests += await abiRequests(conn, job, sel.datasets, (name) => relationExists(conn, name));
   return { windows, requests, exportRequests, notCheckable: notCheck };
 }
 
