@@ -28,6 +28,10 @@ import { planWindows, windowIdOf, type Window } from '../plan.js';
 import type { RunOptions } from '../run.js';
 import { openSource } from '../source.js';
 import { addressScopeOf, type AddressScope } from './scopes.js';
+import { WindowRows } from './window-rows.js';
+import { blockTimes } from '../block-times.js';
+import { replaceable } from '../../datasets/scope-rows.js';
+import { convertTimestamp } from '../../transform/convert.js';
 import { abiRequests, decodedRowChecks } from './decoded.js';
 
 export interface VerifySelection {
@@ -314,8 +318,10 @@ function notCheckable(g: ScopeGroup): string | undefined {
   const ep = g.template.endpoint;
   if (ep.paging.kind !== 'offset') return `${g.dataset}'s endpoint cannot page, so it gives no count of a range`;
   if (!ep.blockRange) return `${g.dataset}'s endpoint has no block range filter`;
-  if (g.template.def.blockColumn === undefined) return `${g.dataset}'s rows carry no block number, so the lake cannot count a block range of them`;
-  if (!addressScopeOf(g.template.def, ep.id)) return `verify does not know which of ${g.dataset}'s rows the API's count of a scope includes`;
+  const def = g.template.def;
+  if (def.blockColumn === undefined && def.blockTimeColumn === undefined)
+    return `${g.dataset}'s rows carry no block number or block time, so the lake cannot count a block range of them`;
+  if (!addressScopeOf(def, ep.id) && !replaceable(def, ep)) return `verify does not know which of ${g.dataset}'s rows the API's count of a scope includes`;
   return undefined;
 }
 
@@ -326,12 +332,19 @@ export async function planVerify(conn: DuckDBConnection, job: Job, sel: VerifySe
     windows = 0,
     notCheck = 0,
     exportRequests = 0;
+  // A count by time asks the block times of its range's ends, each block once (blockTimes remembers them).
+  const timed = new Set<number>();
   for (const g of groups) {
     windows += g.units.length;
     exportRequests += g.exportRequests;
     if (notCheckable(g)) notCheck += g.units.length;
-    else requests += consecutiveRuns(g.units).length;
+    else {
+      const runs = consecutiveRuns(g.units);
+      requests += runs.length;
+      if (g.template!.def.blockColumn === undefined) for (const r of runs.map(unionOf)) timed.add(r.from).add(r.to);
+    }
   }
+  requests += timed.size;
   requests += await abiRequests(conn, job, sel.datasets, (name) => relationExists(conn, name));
   return { windows, requests, exportRequests, notCheckable: notCheck };
 }
@@ -474,15 +487,8 @@ async function askTheApi(
       findings.notChecked(g, reason ?? '');
       continue;
     }
-    const spec = addressScopeOf(t.def, t.endpoint.id)!;
-    quotaReached = await checkScope({
-      g,
-      t,
-      address: t.scope.address!,
-      lake: await lakeRows.of(g.dataset, t.endpoint.id, spec),
-      apiCount: apiCounter(fetcherFor(t, clients), spec, acct),
-      findings,
-    });
+    const lake = await lakeCount(t, g, lakeRows, { conn, clients, acct, exists: await relationExists(conn, g.dataset) });
+    quotaReached = await checkScope({ g, t, lake, apiCount: apiCounter(fetcherFor(t, clients), t.def, lake, acct), findings });
   }
   return quotaReached;
 }
@@ -510,25 +516,70 @@ class LakeRows {
   }
 }
 
+/**
+ * The lake's rows of one scope in a block range. `perWindow`: cheap enough to give each window held inside a
+ * counted range its own count (a count by time asks the block times of its range's ends: those are not).
+ */
+interface LakeCount {
+  rows(r: BlockRange): Promise<number>;
+  perWindow: boolean;
+  /** The times of a range's ends, for a listing whose rows carry a block time only (to check the entries listed). */
+  timesOf?: (r: BlockRange) => Promise<{ from: string; to: string }>;
+}
+
+/**
+ * How the lake's rows of a scope group are counted: an address scope by the per-block sums read once per listing
+ * (ScopeRows), any other window whose rows can be told (window-rows.ts, event_logs' contract and topics by the
+ * block times of the range's ends) by a query per range.
+ */
+async function lakeCount(
+  t: Window,
+  g: ScopeGroup,
+  lakeRows: LakeRows,
+  ctx: { conn: DuckDBConnection; clients: Clients; acct: Accounting; exists: boolean },
+): Promise<LakeCount> {
+  const spec = addressScopeOf(t.def, t.endpoint.id);
+  if (spec) {
+    const rows = await lakeRows.of(g.dataset, t.endpoint.id, spec);
+    return { rows: async (r) => rows.count(t.scope.address!, r), perWindow: true };
+  }
+  const explorer = ctx.clients.explorer;
+  const times = explorer && ((r: BlockRange) => blockTimes(explorer, ctx.acct, r, ctx.clients.paths?.block));
+  const w = new WindowRows(ctx.conn, t.def, g.network, t, times, ctx.exists);
+  return { rows: (r) => w.count(r), perWindow: !w.byTime, ...(w.byTime ? { timesOf: (r: BlockRange) => w.timesOf(r) } : {}) };
+}
+
 /** The API's count of a scope's rows in a block range: a one-entry page of its listing. */
-function apiCounter(fetcher: ReturnType<typeof fetcherFor>, spec: AddressScope, acct: Accounting): (r: BlockRange) => Promise<number> {
+function apiCounter(fetcher: ReturnType<typeof fetcherFor>, def: DatasetDef, lake: LakeCount, acct: Accounting): (r: BlockRange) => Promise<number> {
   return async (r) => {
     const page = await fetcher({ offset: 0, limit: 1, range: r }, acct);
     // The entry must lie in the range asked: an API that ignores the filter counts something else.
     const first = page.entries[0] as Record<string, unknown> | undefined;
-    const b = first ? Number(first[spec.blockColumn]) : NaN;
-    if (first && Number.isSafeInteger(b) && (b < r.from || b > r.to))
-      throw new RangeIgnored(`asked blocks ${r.from}-${r.to}, the API listed a row of block ${b}: it ignores the block range filter`);
+    if (first) {
+      const outside = await outsideRange(first, r, def, lake);
+      if (outside) throw new RangeIgnored(`asked blocks ${r.from}-${r.to}, the API listed a row of ${outside}: it ignores the block range filter`);
+    }
     return page.count;
   };
+}
+
+/** Where an entry listed for range `r` lies when outside it (`block 12`, `2024-03-02T…`), by its block number or time. */
+async function outsideRange(entry: Record<string, unknown>, r: BlockRange, def: DatasetDef, lake: LakeCount): Promise<string | undefined> {
+  if (def.blockColumn !== undefined) {
+    const b = Number(entry[def.blockColumn]);
+    return Number.isSafeInteger(b) && (b < r.from || b > r.to) ? `block ${b}` : undefined;
+  }
+  const time = def.blockTimeColumn === undefined ? undefined : convertTimestamp(entry[def.blockTimeColumn]);
+  if (typeof time !== 'string' || !lake.timesOf) return undefined;
+  const { from, to } = await lake.timesOf(r);
+  return Date.parse(time) < Date.parse(from) || Date.parse(time) > Date.parse(to) ? `a block of ${time}` : undefined;
 }
 
 /** One scope group's count check: the lake's rows of its scope, and how the API is asked for a range's count. */
 interface ScopeCheck {
   g: ScopeGroup;
   t: Window;
-  address: string;
-  lake: ScopeRows;
+  lake: LakeCount;
   apiCount: (r: BlockRange) => Promise<number>;
   findings: Findings;
 }
@@ -556,14 +607,14 @@ async function checkScope(c: ScopeCheck): Promise<QuotaReachedError | undefined>
 async function checkUnits(c: ScopeCheck, units: BlockRange[], known?: number): Promise<void> {
   const union = unionOf(units);
   const api = known ?? (await c.apiCount(union));
-  const lake = c.lake.count(c.address, union);
+  const lake = await c.lake.rows(union);
   if (api === lake) {
     for (const u of units)
       c.findings.count(
         c.g,
         u,
         'held',
-        c.lake.count(c.address, u),
+        units.length === 1 ? lake : c.lake.perWindow ? await c.lake.rows(u) : null,
         units.length === 1 ? api : null,
         units.length === 1 ? '' : `held as part of blocks ${union.from}-${union.to} (${api} rows)`,
       );
@@ -700,6 +751,13 @@ async function rowsInWindows(
   const def = getDataset(ds.dataset);
   const endpoints = [...new Set(ofDs.map((g) => g.template!.endpoint.id))];
   const specs = endpoints.map((id) => [id, addressScopeOf(def, id)] as const);
+  if (def.blockColumn === undefined)
+    return {
+      ...ds,
+      check: 'rows_in_windows',
+      status: 'not-checked',
+      detail: `${ds.dataset}'s rows carry no block number: which window a row is in is known only by its blocks' times (the count check asks them)`,
+    };
   if (specs.length === 0 || specs.some(([, spec]) => !spec || (!spec.endpoint && endpoints.length > 1)))
     return { ...ds, check: 'rows_in_windows', status: 'not-checked', detail: `verify does not know which scope each of ${ds.dataset}'s rows belongs to` };
   let n = 0,

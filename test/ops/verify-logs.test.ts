@@ -1,6 +1,8 @@
-// verify's decoded_rows check on a real decoded lake: a job's decoded datasets hold exactly what their event logs
-// decode to (rows, values and decode rejects); a row deleted, changed or added by another DuckLake writer is found
-// in its dataset alone; logs exported before the job decoded are found undecoded until `chainlake decode` runs.
+// verify of event logs and their decoded datasets on a real decoded lake. event_logs' windows are counted against
+// the API by the times of their blocks (their rows carry no block number); the decoded datasets hold exactly what
+// their logs decode to (rows, values and decode rejects). A row deleted, changed or added by another DuckLake writer
+// is found in its dataset alone; an event log deleted is found in its window, and `--repair` fetches that window
+// alone and decodes it again; logs exported before the job decoded are found undecoded until `chainlake decode`.
 import { cp } from 'node:fs/promises';
 import path from 'node:path';
 import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
@@ -90,9 +92,14 @@ describe('verify: decoded rows one-to-one with their logs', () => {
     expect(transfers.detail).toMatch(/^\d+ rows and [1-9]\d* rejects, as the lake's logs decode$/);
     expect(found.get('erc1155_transfer_events')!.lakeCount).toBeGreaterThan(0);
     expect(s.holds).toBe(true);
-    // One request: the showcase contract's ABI (the run asked the API too: the lake holds no contracts dataset).
-    // event_logs' windows are not counted (their rows carry no block number).
-    expect(s.requests).toBe(1);
+    // event_logs' windows counted by their blocks' times: every one held.
+    const logCounts = s.rows.filter((r) => r.check === 'count' && r.dataset === 'event_logs');
+    expect(logCounts.length).toBeGreaterThan(5);
+    expect(logCounts.filter((r) => r.status !== 'held')).toEqual([]);
+    expect(s.rows.filter((r) => r.check === 'range_filter' && r.dataset === 'event_logs' && r.status === 'held').length).toBe(logCounts.length);
+    // A count per scope, the block times of the range's two ends (asked once), the showcase contract's ABI (the run
+    // asked the API too: the lake holds no contracts dataset); the plan says as much.
+    expect(s.requests).toBe(logCounts.length + 2 + 1);
     expect(plan.requests).toBe(s.requests);
   }, 120_000);
 
@@ -126,6 +133,40 @@ describe('verify: decoded rows one-to-one with their logs', () => {
       });
       for (const r of found.values()) if (r.dataset !== 'erc20_transfer_events') expect(r, r.dataset).toMatchObject({ status: 'held' });
       expect(s.holds).toBe(false);
+    },
+    120_000,
+  );
+
+  it.skipIf(referenceMissing())(
+    'an event log another writer deleted: its window differs, its decoded row has no log; --repair fetches that window alone, decodes it, and verify holds',
+    async () => {
+      const lake = path.join(tmp.dir, 'log-deleted');
+      await cp(decoded, lake, { recursive: true });
+      const ref = await openReference(path.join(lake, 'catalog.duckdb'), { write: true });
+      let gone: { transaction_hash: string; log_index: bigint };
+      try {
+        const [row] = (
+          await ref.conn.runAndReadAll(
+            `SELECT transaction_hash, log_index FROM event_logs WHERE address = '${A(A_ERC20_0)}' ORDER BY "timestamp" DESC, log_index LIMIT 1`,
+          )
+        ).getRowObjectsJS() as { transaction_hash: string; log_index: bigint }[];
+        gone = row!;
+        await ref.conn.run(`DELETE FROM event_logs WHERE transaction_hash = '${gone.transaction_hash}' AND log_index = ${gone.log_index}`);
+      } finally {
+        ref.close();
+      }
+      const job = jobOf(lake, SPEC);
+      const s = await verifySession(job, { kind: 'local', lake }, {}, { simulator: sim, repair: true });
+      const before = s.beforeRepair!;
+      const differs = before.rows.filter((r) => r.status === 'differs').map((r) => [r.check, r.dataset, r.scope, r.lakeCount, r.apiCount, r.detail]);
+      expect(differs).toEqual([
+        ['count', 'event_logs', expect.stringContaining(A(A_ERC20_0)), expect.any(Number), expect.any(Number), 'the lake lacks 1 rows the API lists'],
+        ['decoded_rows', 'erc20_transfer_events', null, expect.any(Number), null, expect.stringMatching(/^1 row no log of the lake decodes to: /)],
+      ]);
+      expect(before.differing.map((w) => w.scopeKey)).toEqual([expect.stringContaining(A(A_ERC20_0))]);
+      // After the repair: the log is back, decoded again in the repair's commit, and everything holds.
+      expect(s.rows.filter((r) => r.status === 'differs')).toEqual([]);
+      expect(s.holds).toBe(true);
     },
     120_000,
   );
