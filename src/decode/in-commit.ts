@@ -10,9 +10,9 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import path from 'node:path';
 import type { CommitDerivation } from '../load/write/commit-run.js';
-import { preparedFile, type PreparedFile } from '../load/write/commit.js';
+import { preparedFile, type ClearedPartition, type PreparedFile } from '../load/write/commit.js';
 import { FRESH_COLUMN, type WriterTask } from '../load/write/merge-slices.js';
-import { writeLakeFile } from '../load/write/lake-file.js';
+import { copyLakeFile, measureLakeFiles } from '../load/write/lake-file.js';
 import type { LakeState } from '../load/write/lake-state.js';
 import { STAGED_PARTITION, type TableShape } from '../load/schema.js';
 import { fsyncFile, mkdirDurable } from '../load/write/durable.js';
@@ -91,7 +91,7 @@ export abstract class SliceDecoding<F> {
     return distinctDatasets(this.input.datasets).map(decodedShape);
   }
 
-  slice(table: string, partitions: readonly string[], index: number, lake?: LakeState): { first: WriterTask[]; then: WriterTask[] } {
+  slice(table: string, partitions: readonly string[], index: number, replaced: boolean, lake?: LakeState): { first: WriterTask[]; then: WriterTask[] } {
     if (this.failure) return { first: [], then: [] };
     const target = (this.chosen ??= this.target(lake));
     // One task decodes the slice; one per dataset and day of the slice writes that day once it is decoded (a
@@ -100,7 +100,7 @@ export abstract class SliceDecoding<F> {
     const days = new Promise<Map<string, DayRange> | undefined>((resolve) => (decoded = resolve));
     const decode: WriterTask = async (writer) => {
       try {
-        decoded(await this.decodeSlice(writer, table, partitions, index));
+        decoded(await this.decodeSlice(writer, table, partitions, index, replaced ? target : undefined));
       } catch (e) {
         this.failure ??= e as Error;
         decoded(undefined);
@@ -111,7 +111,7 @@ export abstract class SliceDecoding<F> {
         const day = (await days)?.get(`${d.name}/${p}`);
         if (!day || this.failure) return;
         try {
-          this.files.push(await this.writeDay(writer, target, d, day));
+          this.files.push(await this.writeDay(writer, target, d, day, replaced ? table : undefined));
         } catch (e) {
           this.failure ??= e as Error;
         }
@@ -120,8 +120,18 @@ export abstract class SliceDecoding<F> {
     return { first: [decode], then: writes };
   }
 
-  /** Decodes the slice's own rows; each decoded dataset's days by `dataset/day`, with the table holding them. */
-  private async decodeSlice(conn: DuckDBConnection, table: string, partitions: readonly string[], index: number): Promise<Map<string, DayRange>> {
+  /**
+   * Decodes the slice's own rows; each decoded dataset's days by `dataset/day`, with the table holding them. With
+   * `replaced` (the merge dropped logs of windows fetched again: a reorganised head), also the days whose decoded
+   * rows include some of a log the slice no longer holds, with no row of their own: those rows must go too.
+   */
+  private async decodeSlice(
+    conn: DuckDBConnection,
+    table: string,
+    partitions: readonly string[],
+    index: number,
+    replaced?: DecodedTarget<F>,
+  ): Promise<Map<string, DayRange>> {
     const { datasets, runId, ingestedAt } = this.input;
     if (!this.workDirMade) await mkdirDurable(this.input.workDir);
     this.workDirMade = true;
@@ -177,18 +187,49 @@ export abstract class SliceDecoding<F> {
         byDay.set(key, { ...day, table: rows });
       }
     }
+    if (replaced) await this.addOrphanedDays(conn, replaced, table, partitions, out.tables, byDay);
     return byDay;
   }
 
   /**
-   * One decoded day, from its row range of the decoded table (a row-range scan of a table in order keeps that
-   * order), merged by natural key with the rows the day holds when it holds any.
+   * The days of the slice whose decoded rows include some of a log the merged slice (`table`: every log of its
+   * days after the merge) does not hold, for each decoded dataset: those without a decoded row of this commit
+   * get an empty row range, so that they are written again without those rows (writeDay).
    */
-  private async writeDay(writer: DuckDBConnection, target: DecodedTarget<F>, d: DecodedDataset, day: DayRange): Promise<F> {
+  private async addOrphanedDays(
+    conn: DuckDBConnection,
+    target: DecodedTarget<F>,
+    table: string,
+    partitions: readonly string[],
+    decodedTables: ReadonlyMap<string, string>,
+    byDay: Map<string, DayRange>,
+  ): Promise<void> {
+    for (const d of distinctDatasets(this.input.datasets)) {
+      const existing = await target.lake(decodedShape(d)).select(partitions);
+      if (!existing) continue;
+      const days = (
+        await conn.runAndReadAll(`SELECT DISTINCT ${ident(STAGED_PARTITION)} FROM (${existing}) e WHERE NOT EXISTS (${logOf(table, 'e')})`)
+      ).getRowsJS() as [string][];
+      for (const [partition] of days) {
+        const key = `${d.name}/${partition}`;
+        if (byDay.has(key) || this.days.has(key)) continue;
+        this.days.add(key);
+        byDay.set(key, { table: decodedTables.get(d.name)!, partition, lo: 1n, hi: 0n, rows: 0 });
+      }
+    }
+  }
+
+  /**
+   * One decoded day, from its row range of the decoded table (a row-range scan of a table in order keeps that
+   * order), merged by natural key with the rows the day holds when it holds any. `logs`: the merged slice, when it
+   * dropped logs (SliceHook's `replaced`): the day keeps only rows of a log it holds.
+   */
+  private async writeDay(writer: DuckDBConnection, target: DecodedTarget<F>, d: DecodedDataset, day: DayRange, logs?: string): Promise<F> {
     const shape = decodedShape(d);
     const from = path.join(this.input.workDir, `${shape.name}.${this.input.network}.${day.partition}.parquet`);
     const fresh = `SELECT * EXCLUDE (__partition) FROM ${day.table} WHERE rowid BETWEEN ${day.lo} AND ${day.hi}`;
-    const existing = await target.lake(shape).select([day.partition]);
+    const current = await target.lake(shape).select([day.partition]);
+    const existing = current && logs ? `SELECT * FROM (${current}) e WHERE EXISTS (${logOf(logs, 'e')})` : current;
     const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
     const merged = existing ? mergedRows(shape, [`SELECT * EXCLUDE (${ident(STAGED_PARTITION)}) FROM (${existing})`, fresh]) : undefined;
     const select = merged ? `SELECT * FROM (${merged.rows}) ORDER BY ${merged.order}` : `SELECT ${projection} FROM (${fresh})`;
@@ -222,37 +263,48 @@ export abstract class SliceDecoding<F> {
 }
 
 /** The decoding of a single machine's commit: its days go into the commit's journal beside the lake's files. */
-export class CommitDecoding extends SliceDecoding<PreparedFile> implements CommitDerivation {
+export class CommitDecoding extends SliceDecoding<PreparedFile | ClearedPartition> implements CommitDerivation {
   constructor(private readonly local: CommitDecodingInput) {
     super(local);
   }
 
-  protected target(lake: LakeState | undefined): DecodedTarget<PreparedFile> {
+  protected target(lake: LakeState | undefined): DecodedTarget<PreparedFile | ClearedPartition> {
     if (!lake) throw new Error('a single machine commit decodes with its lake state');
     const { paths, network, engine, datasets } = this.local;
     return {
       lake: (shape) => lake.partitionsOf(shape, network),
       write: async (writer, shape, day, select, from) => {
-        const written = await writeLakeFile(writer, lake.table(shape.name), shape, { network, value: day }, select, from);
-        return preparedFile(paths, { shape, network, partition: day }, from, written);
+        const copied = await copyLakeFile(writer, lake.table(shape.name), shape, { network, value: day }, select, from);
+        // A day every row of which went (decoded from logs a reorganisation took: addOrphanedDays) has no file: its
+        // old files end with none in their place, as a dataset's partition whose rows all went.
+        if (copied.rows === 0) return { table: shape.name, partitionValues: [network, day] };
+        const [written] = await measureLakeFiles(writer, [copied]);
+        return preparedFile(paths, { shape, network, partition: day }, from, written!);
       },
       replacedRejects: (conn, logs) => findReplacedRejects(conn, lake, network, datasets, logs),
     };
   }
 
-  async prepared(): Promise<{ files: PreparedFile[]; rejects?: string; tables: ReturnType<typeof declaredTables> } | undefined> {
+  async prepared(): Promise<{ files: PreparedFile[]; rejects?: string; tables: ReturnType<typeof declaredTables>; cleared?: ClearedPartition[] } | undefined> {
     const out = await this.decoded();
     if (!out) return undefined;
+    const files = out.files.filter((f): f is PreparedFile => 'from' in f);
+    const cleared = out.files.filter((f): f is ClearedPartition => !('from' in f));
     // Side by side once all are written, as the commit's own files.
-    await Promise.all(out.files.map((f) => fsyncFile(f.from)));
+    await Promise.all(files.map((f) => fsyncFile(f.from)));
     return {
-      files: out.files,
+      files,
+      ...(cleared.length ? { cleared } : {}),
       ...(out.replacedRejectDays.length ? { replacedRejects: { keep: KEEP_REJECT, days: out.replacedRejectDays } } : {}),
       rejects: out.rejects,
       tables: declaredTables(this.local.datasets),
     };
   }
 }
+
+/** A subquery finding the log of decoded row `alias` in `logs` (a relation of event_logs rows). */
+const logOf = (logs: string, alias: string): string =>
+  `SELECT 1 FROM ${logs} l WHERE l.transaction_hash = ${alias}.transaction_hash AND l.log_index = ${alias}.log_index`;
 
 /** Names of the decoded tables of slice `index` (see decodeSlice). */
 const tablePrefix = (index: number): string => `__decoded_${index % 2}_`;

@@ -49,6 +49,8 @@ const logsDocOf = (sim: RunningSimulator, lake: string) => ({
   range: { incremental: true, fromBlock: H0 - 300, safetyMarginBlocks: 2, finalityDepth: DEPTH },
   // One contract as two scopes (all its logs, its Transfers: the real dialect lists logs without topics).
   datasets: { event_logs: { contracts: [{ address: sim.examples.erc20Token }, { address: sim.examples.erc20Token, topics: [sim.examples.transferTopic] }] } },
+  // Decoded in the committer's transaction: the rows of a reorganised log go with it.
+  decode: { standard: ['erc20'] },
 });
 
 /**
@@ -104,7 +106,7 @@ describe('finality, distributed', () => {
     await reorganisedTwice({}, docOf, DATASETS);
   }, 300_000);
 
-  it('event_logs, whose rows carry no block: the reorganised logs are gone, as one clean run at the new head', async () => {
-    await reorganisedTwice({ dialect: 'real' }, logsDocOf, ['event_logs']);
+  it('event_logs, whose rows carry no block: the reorganised logs and their decoded rows are gone, as one clean run at the new head', async () => {
+    await reorganisedTwice({ dialect: 'real' }, logsDocOf, ['event_logs', 'erc20_transfer_events']);
   }, 300_000);
 });

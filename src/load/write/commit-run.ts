@@ -8,6 +8,7 @@ import { datasetShape, REJECTS_SHAPE, type TableShape } from '../schema.js';
 import {
   prepareDataset,
   prepareRejects,
+  type ClearedPartition,
   type CommittedFile,
   type PreparedDataset,
   type PreparedFile,
@@ -71,7 +72,9 @@ export interface CommitDerivation extends SliceDerivation {
    * `_rejects` columns), the rejects of an earlier commit they replace, and the tables the catalog declares
    * with the commit. Nothing when it failed: the commit then goes on without it.
    */
-  prepared(): Promise<{ files: PreparedFile[]; rejects?: string; replacedRejects?: ReplacedRejects; tables: DeclaredTable[] } | undefined>;
+  prepared(): Promise<
+    { files: PreparedFile[]; rejects?: string; replacedRejects?: ReplacedRejects; tables: DeclaredTable[]; cleared?: ClearedPartition[] } | undefined
+  >;
 }
 
 /** The journal of a set of prepared files: what moves where, and what the catalog records. */
@@ -127,7 +130,7 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
   // The run's record counts the datasets' files; derived ones are recorded in the catalog with them.
   const files = prepared.map((p) => p.file);
   if (derived) prepared.push(...derived.files);
-  const cleared = [...perDataset.flatMap((d) => d.cleared ?? []), ...rejects.cleared];
+  const cleared = [...perDataset.flatMap((d) => d.cleared ?? []), ...rejects.cleared, ...(derived?.cleared ?? [])];
   // A run commits in batches, each with its own work folder under the run's staging: that names the commit.
   const journal = journalFor(paths, `${runId}/${path.basename(stagingDir)}`, runId, prepared, {
     run: runRow(runId, input.run(files)),

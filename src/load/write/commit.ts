@@ -109,7 +109,7 @@ export interface PrepareInput {
 export interface SliceDerivation {
   /** The tables it writes: created before the commit writes anything, when the lake lacks them. */
   readonly shapes: readonly TableShape[];
-  slice(table: string, partitions: readonly string[], index: number, lake: LakeState): { first: WriterTask[]; then: WriterTask[] };
+  slice(table: string, partitions: readonly string[], index: number, replaced: boolean, lake: LakeState): { first: WriterTask[]; then: WriterTask[] };
 }
 
 /**
@@ -170,7 +170,9 @@ async function prepareMerged(input: MergedInput): Promise<PreparedDataset> {
     ...merge,
     name: `${shape.name}_${network}`,
     lake: lake.partitionsOf(shape, network),
-    ...(derive ? { derive: { slice: (table, partitions, index) => derive.slice(table, partitions, index, lake) } satisfies SliceHook } : {}),
+    ...(derive
+      ? { derive: { slice: (table, partitions, index, replaced) => derive.slice(table, partitions, index, replaced, lake) } satisfies SliceHook }
+      : {}),
     // A partition whose rows all went (a replaced window's) is written empty: it still replaces its old files.
     write: async (c, partition, rows) => ({
       file: await copyLakeFile(
@@ -208,7 +210,13 @@ async function prepareMerged(input: MergedInput): Promise<PreparedDataset> {
 }
 
 /** A dataset's files ready in staging, and the partitions whose every row went (their files end with none in their place). */
-export type PreparedDataset = PreparedFile[] & { cleared?: { table: string; partitionValues: string[] }[] };
+/** A partition whose every row went: its files end with none in their place (`partitionValues`: network, value). */
+export interface ClearedPartition {
+  table: string;
+  partitionValues: string[];
+}
+
+export type PreparedDataset = PreparedFile[] & { cleared?: ClearedPartition[] };
 
 /**
  * Types a dataset's staged rows and merges them with what the touched partitions hold (mergeTable, the merge

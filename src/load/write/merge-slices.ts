@@ -25,7 +25,8 @@ export type WriterTask = (writer: DuckDBConnection) => Promise<void>;
  * Whatever they prepare is the derivation's to report (the caller puts it in its commit).
  */
 export interface SliceHook {
-  slice(table: string, partitions: readonly string[], index: number): { first: WriterTask[]; then: WriterTask[] };
+  /** `replaced`: the merge dropped current rows of replaced windows (load/write/replace.ts), which rows derived from them follow. */
+  slice(table: string, partitions: readonly string[], index: number, replaced: boolean): { first: WriterTask[]; then: WriterTask[] };
 }
 
 /** A partition's rows in a sorted merge table: its row-id range, and the rows of the committing run in it. */
@@ -97,6 +98,8 @@ export interface SliceMergeInput<F> {
   sliceRows?: number;
   /** Rows derived from each merged slice, on the same writers. */
   derive?: SliceHook;
+  /** The current rows `existing` gives leave out those of windows fetched again (SliceHook's `replaced`). */
+  replaced?: boolean;
   /** Writes one partition's file from its merged rows (a partition whose rows all went comes with none). */
   write(writer: DuckDBConnection, partition: string, rows: PartitionRows): Promise<F>;
 }
@@ -221,7 +224,7 @@ async function mergeSlice<F>(input: SliceMergeInput<F>, sql: SliceSql, slice: st
 /** A merged slice's partition files (and its derivations' tasks) on the writers' connections; what `write` gave, in partition order. */
 async function writeSlice<F>(input: SliceMergeInput<F>, sql: SliceSql, current: MergedSlice, writers: DuckDBConnection[]): Promise<F[]> {
   const written = new Array<F>(current.slice.length);
-  const derived = input.derive?.slice(current.table, current.slice, current.index);
+  const derived = input.derive?.slice(current.table, current.slice, current.index, input.replaced === true);
   const tasks: WriterTask[] = [
     ...(derived?.first ?? []),
     ...current.slice.map((p, j) => async (c: DuckDBConnection) => {

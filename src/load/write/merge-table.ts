@@ -68,7 +68,7 @@ export async function mergeTable<F>(input: TableMergeInput<F>): Promise<F[]> {
       ...(input.runId === undefined ? {} : { runId: input.runId }),
       ...(input.writers === undefined ? {} : { writers: input.writers }),
       ...(input.sliceRows === undefined ? {} : { sliceRows: input.sliceRows }),
-      ...(input.derive ? { derive: input.derive } : {}),
+      ...(input.derive ? { derive: input.derive, replaced: kept !== undefined } : {}),
       write: input.write,
     });
   } finally {
