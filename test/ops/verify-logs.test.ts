@@ -129,7 +129,7 @@ describe('verify: decoded rows one-to-one with their logs', () => {
       expect(found.get('erc20_transfer_events')).toMatchObject({
         status: 'differs',
         detail:
-          "1 row the logs decode to missing; 1 row no log of the lake decodes to; 1 row whose values differ from their log's decoding: run `chainlake decode` to decode the lake’s logs again",
+          "1 row the logs decode to missing; 1 row no log of the lake decodes to; 1 row whose values differ from their log's decoding: run `chainlake decode` to decode the lake’s logs again; rows whose log the lake does not hold were written beside it (another writer) or outlived it: delete them",
       });
       for (const r of found.values()) if (r.dataset !== 'erc20_transfer_events') expect(r, r.dataset).toMatchObject({ status: 'held' });
       expect(s.holds).toBe(false);

@@ -21,7 +21,6 @@ import type { Job } from '../job.js';
 
 const CHECK = 'decoded_rows';
 const PREFIX = '__verify_decoded_';
-const FIX = 'run `chainlake decode` to decode the lake’s logs again';
 
 type Relation = (name: string) => Promise<boolean>;
 
@@ -100,7 +99,7 @@ export async function decodedRowChecks(
       const whole = opts.partial ? ' (all the lake’s logs: decoded rows carry no block number to select by)' : '';
       rows.push(
         differences(c).length
-          ? finding(d.name, 'differs', `${differences(c).join('; ')}${whole}: ${FIX}`, c.lakeRows)
+          ? finding(d.name, 'differs', `${differences(c).join('; ')}${whole}: ${fixOf(c)}`, c.lakeRows)
           : finding(d.name, 'held', `${c.lakeRows} rows and ${c.rejects} rejects, as the lake's logs decode${whole}`, c.lakeRows),
       );
     }
@@ -126,6 +125,13 @@ export async function abiRequests(conn: DuckDBConnection, job: Job, datasets: re
   let n = 0;
   for (const c of spec.contracts) if (!c.abiFile && !c.signatures && !(hasContracts && (await abiFromContracts(conn, relation, c.address)))) n++;
   return n;
+}
+
+/** What mends a comparison's differences: decoding again writes what the logs decode to; it keeps rows whose log is gone. */
+function fixOf(c: Comparison): string {
+  const decode = c.missing || c.changed || c.missingRejects || c.staleRejects ? 'run `chainlake decode` to decode the lake’s logs again' : '';
+  const orphans = c.extra ? 'rows whose log the lake does not hold were written beside it (another writer) or outlived it: delete them' : '';
+  return [decode, orphans].filter(Boolean).join('; ');
 }
 
 /** The differences of a comparison in words; none when the dataset holds. */
