@@ -43,15 +43,54 @@ interface Comparison {
  * One `decoded_rows` finding per decoded dataset of the job (none when the job decodes nothing or the selection
  * names datasets that are neither `event_logs` nor decoded ones).
  */
-export async function decodedRowChecks(
-  conn: DuckDBConnection,
-  job: Job,
-  opts: { datasets?: readonly string[]; partial: boolean; exists: Relation; fetchAbi?: (address: string) => Promise<unknown> },
-): Promise<VerificationRow[]> {
+export async function decodedRowChecks(conn: DuckDBConnection, job: Job, opts: DecodedCheckOptions): Promise<VerificationRow[]> {
   const spec = job.what.decode;
   if (!spec || !selectsDecoded(opts.datasets)) return [];
-  const network = job.what.network;
-  const finding = (dataset: string, status: VerificationRow['status'], detail: string, lakeCount: number | null = null): VerificationRow => ({
+  const finding = findingOf(job.what.network);
+  let datasets: DecodedDataset[];
+  try {
+    datasets = await checkedDatasets(conn, job, opts);
+  } catch (e) {
+    return [finding('decoded', 'not-checked', `the job's decode key could not be resolved: ${(e as Error).message}`)];
+  }
+  if (datasets.length === 0) return [];
+  if (!(await opts.exists('event_logs'))) return datasets.map((d) => finding(d.name, 'not-checked', 'the lake holds no event_logs to decode'));
+  const workDir = await mkdtemp(path.join(os.tmpdir(), 'chainlake-verify-decode-'));
+  try {
+    const out = await decodeLogs({
+      conn,
+      logs: `SELECT * FROM event_logs WHERE network = ${literal(job.what.network)}`,
+      datasets,
+      runId: 'verify',
+      ingestedAt: new Date(0).toISOString(),
+      workDir,
+      prefix: PREFIX,
+      // Nothing is written to the reader's default database: a local lake's catalog, attached read-only.
+      temporary: true,
+    });
+    const rows: VerificationRow[] = [];
+    for (const d of datasets) rows.push(await datasetFinding(conn, d, job.what.network, out, opts));
+    await conn.run([...out.tables.values()].map((t) => `DROP TABLE IF EXISTS ${t}`).join('; '));
+    return rows;
+  } finally {
+    await rm(workDir, { recursive: true, force: true });
+  }
+}
+
+interface DecodedCheckOptions {
+  /** The selection's datasets, if it names any. */
+  datasets?: readonly string[];
+  /** The selection is part of the lake (blocks, days, a sample): the check still reads every log, and says so. */
+  partial: boolean;
+  exists: Relation;
+  /** A contract's ABI from the API, for one the job and the lake do not give. */
+  fetchAbi?: (address: string) => Promise<unknown>;
+}
+
+/** A `decoded_rows` finding of one dataset (or of the decode key as a whole: `decoded`). */
+const findingOf =
+  (network: string) =>
+  (dataset: string, status: VerificationRow['status'], detail: string, lakeCount: number | null = null): VerificationRow => ({
     check: CHECK,
     dataset,
     network,
@@ -63,51 +102,39 @@ export async function decodedRowChecks(
     apiCount: null,
     detail,
   });
-  let datasets: DecodedDataset[];
-  try {
-    const contracts = (await opts.exists('contracts')) ? { conn, relation: `SELECT * FROM contracts WHERE network = ${literal(network)}` } : undefined;
-    datasets = await resolveDatasets(spec, { network, ...(contracts ? { contracts } : {}), ...(opts.fetchAbi ? { fetchAbi: opts.fetchAbi } : {}) });
-  } catch (e) {
-    return [finding('decoded', 'not-checked', `the job's decode key could not be resolved: ${(e as Error).message}`)];
-  }
+
+/** The job's decoded datasets the selection names (all when it names `event_logs` or none), their ABIs as a run takes them. */
+async function checkedDatasets(conn: DuckDBConnection, job: Job, opts: DecodedCheckOptions): Promise<DecodedDataset[]> {
+  const network = job.what.network;
+  const contracts = (await opts.exists('contracts')) ? { conn, relation: `SELECT * FROM contracts WHERE network = ${literal(network)}` } : undefined;
+  const datasets = await resolveDatasets(job.what.decode!, {
+    network,
+    ...(contracts ? { contracts } : {}),
+    ...(opts.fetchAbi ? { fetchAbi: opts.fetchAbi } : {}),
+  });
   const asked = opts.datasets;
-  if (asked && !asked.includes('event_logs')) datasets = datasets.filter((d) => asked.includes(d.name));
-  if (datasets.length === 0) return [];
-  if (!(await opts.exists('event_logs'))) return datasets.map((d) => finding(d.name, 'not-checked', 'the lake holds no event_logs to decode'));
-  const workDir = await mkdtemp(path.join(os.tmpdir(), 'chainlake-verify-decode-'));
-  try {
-    const out = await decodeLogs({
-      conn,
-      logs: `SELECT * FROM event_logs WHERE network = ${literal(network)}`,
-      datasets,
-      runId: 'verify',
-      ingestedAt: new Date(0).toISOString(),
-      workDir,
-      prefix: PREFIX,
-      // Nothing is written to the reader's default database: a local lake's catalog, attached read-only.
-      temporary: true,
-    });
-    const rejectsAt = (await opts.exists('_rejects')) ? '_rejects' : undefined;
-    const rows: VerificationRow[] = [];
-    for (const d of datasets) {
-      const c = await compare(conn, d, network, {
-        expected: out.tables.get(d.name)!,
-        lake: (await opts.exists(d.name)) ? d.name : undefined,
-        expectedRejects: out.rejects,
-        lakeRejects: rejectsAt,
-      });
-      const whole = opts.partial ? ' (all the lake’s logs: decoded rows carry no block number to select by)' : '';
-      rows.push(
-        differences(c).length
-          ? finding(d.name, 'differs', `${differences(c).join('; ')}${whole}: ${fixOf(c)}`, c.lakeRows)
-          : finding(d.name, 'held', `${c.lakeRows} rows and ${c.rejects} rejects, as the lake's logs decode${whole}`, c.lakeRows),
-      );
-    }
-    await conn.run([...out.tables.values()].map((t) => `DROP TABLE IF EXISTS ${t}`).join('; '));
-    return rows;
-  } finally {
-    await rm(workDir, { recursive: true, force: true });
-  }
+  return asked && !asked.includes('event_logs') ? datasets.filter((d) => asked.includes(d.name)) : datasets;
+}
+
+/** One decoded dataset against its logs' decoding (`out`). */
+async function datasetFinding(
+  conn: DuckDBConnection,
+  d: DecodedDataset,
+  network: string,
+  out: Awaited<ReturnType<typeof decodeLogs>>,
+  opts: DecodedCheckOptions,
+): Promise<VerificationRow> {
+  const c = await compare(conn, d, network, {
+    expected: out.tables.get(d.name)!,
+    lake: (await opts.exists(d.name)) ? d.name : undefined,
+    expectedRejects: out.rejects,
+    lakeRejects: (await opts.exists('_rejects')) ? '_rejects' : undefined,
+  });
+  const whole = opts.partial ? ' (all the lake’s logs: decoded rows carry no block number to select by)' : '';
+  const found = differences(c);
+  return found.length
+    ? findingOf(network)(d.name, 'differs', `${found.join('; ')}${whole}: ${fixOf(c)}`, c.lakeRows)
+    : findingOf(network)(d.name, 'held', `${c.lakeRows} rows and ${c.rejects} rejects, as the lake's logs decode${whole}`, c.lakeRows);
 }
 
 /** Whether a selection of datasets may hold a decoded one: none given, `event_logs`, or a name no exported dataset has. */
