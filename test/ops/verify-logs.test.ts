@@ -188,5 +188,12 @@ describe('verify: decoded rows one-to-one with their logs', () => {
       ['erc20_approval_events', 'held'],
     ]);
     expect(after.holds).toBe(true);
+    // A job decoding one token judges that token's rows only: the odd token's rows, decoded above, are not its own.
+    const one = { standard: ['erc20'], tokens: [A(A_ERC20_0)] } as DecodeSpec;
+    const narrow = decodedRows((await verifySession(jobOf(lake, one), { kind: 'local', lake }, {}, { simulator: sim })).rows);
+    const all = decodedRows(after.rows).get('erc20_transfer_events')!;
+    expect(narrow.get('erc20_transfer_events')).toMatchObject({ status: 'held' });
+    expect(narrow.get('erc20_transfer_events')!.lakeCount).toBeLessThan(all.lakeCount!);
+    expect(narrow.get('erc20_transfer_events')!.lakeCount).toBeGreaterThan(0);
   }, 120_000);
 });
