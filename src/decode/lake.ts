@@ -9,7 +9,8 @@ import { mkdir } from 'node:fs/promises';
 import type { Network } from '../datasets/dataset.js';
 import { Catalog, type DeclaredTable } from '../load/catalog.js';
 import { recordRun, type RunRecord } from '../load/ledger/runs.js';
-import { preparedFile, preparePartition, prepareRejects, type PreparedFile } from '../load/write/commit.js';
+import { preparedFile, preparePartition, prepareRejects, rewritePartition, type PreparedFile } from '../load/write/commit.js';
+import type { LakePartitions } from '../load/write/lake-partitions.js';
 import { writeLakeFile } from '../load/write/lake-file.js';
 import type { LakeState } from '../load/write/lake-state.js';
 import { fsyncFile } from '../load/write/durable.js';
@@ -22,10 +23,10 @@ import { recoverLake } from '../load/write/recovery.js';
 import { closeRunStaging, openRunStaging } from '../load/write/staging.js';
 import { applyJournal, publishJournal } from '../load/write/journal.js';
 import type { LakePaths } from '../load/paths.js';
-import { REJECTS_SHAPE, type TableShape } from '../load/schema.js';
+import { REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
 import { ident, literal, literalList } from '../load/sql.js';
 import { allColumns, naturalKey, type DecodedDataset } from './datasets.js';
-import { decodeLogs } from './decode.js';
+import { decodeLogs, distinctDatasets } from './decode.js';
 import { dropReplacedRejects, findReplacedRejects, KEEP_REJECT } from './rejects.js';
 
 export interface DecodeLakeInput {
@@ -166,6 +167,12 @@ export interface DecodedLogs {
   rejects?: string;
   /** `_rejects` partitions holding decode rejects of the same logs, which KEEP_REJECT drops. */
   replacedRejectDays: string[];
+  /**
+   * Decoding every log of the lake: a condition a decoded dataset's current rows must meet to stay (their log is in
+   * the lake: a row whose log a reorganisation took, or another writer deleted, goes), and per dataset the days
+   * holding such rows that no decoded row reaches (merged all the same).
+   */
+  orphans?: { keep: string; days: Map<string, string[]> };
 }
 
 /**
@@ -180,6 +187,11 @@ export interface ExistingLogsTarget {
   logs: string | undefined;
   /** Writes and commits the decoded rows (`report`: all but its files); returns how many files it wrote. */
   commit(decoded: DecodedLogs, report: DecodeReport): Promise<number>;
+  /**
+   * What a decoded dataset's partitions hold now, when `logs` are every log of the lake (not one run's): its rows
+   * whose log is gone are then found and dropped (DecodedLogs.orphans).
+   */
+  current?(shape: TableShape): Promise<LakePartitions>;
 }
 
 export interface DecodeLogsOfLakeInput {
@@ -224,6 +236,7 @@ export async function decodeLakeLogs(input: DecodeLogsOfLakeInput, target: Exist
       r.partitions = partitions.size;
       decoded.datasets.push({ dataset: d, shape: decodedShape(d), table, partitions });
     }
+    if (target.current) decoded.orphans = await orphansOf(conn, logs, datasets, decoded, target.current.bind(target));
     // Logs decoded again: their earlier rejects are replaced by these (decode/rejects.ts).
     decoded.replacedRejectDays = await target.replacedRejects(conn, logs);
     if (out.rejectCount > 0)
@@ -232,9 +245,43 @@ export async function decodeLakeLogs(input: DecodeLogsOfLakeInput, target: Exist
     return report;
   } finally {
     await dropReplacedRejects(conn);
+    await conn.run(`DROP TABLE IF EXISTS ${LOG_KEYS}`);
     for (const t of out.tables.values()) await conn.run(`DROP TABLE IF EXISTS ${t}`);
     await conn.run(`DROP TABLE IF EXISTS ${out.rejects}`);
   }
+}
+
+/** The lake's log keys (a plain table: the merge's writers read the keep condition on connections of their own). */
+const LOG_KEYS = '__chainlake_decode_log_keys';
+const logKey = (alias = ''): string => `${alias}transaction_hash || '/' || CAST(${alias}log_index AS VARCHAR)`;
+
+/**
+ * The decoded rows whose log the lake does not hold (DecodedLogs.orphans): the keep condition, and each dataset's
+ * days holding such rows where no decoded row of this decoding goes.
+ */
+async function orphansOf(
+  conn: DuckDBConnection,
+  logs: string,
+  datasets: readonly DecodedDataset[],
+  decoded: DecodedLogs,
+  current: (shape: TableShape) => Promise<LakePartitions>,
+): Promise<NonNullable<DecodedLogs['orphans']>> {
+  await conn.run(`CREATE OR REPLACE TABLE ${LOG_KEYS} AS SELECT DISTINCT ${logKey()} AS k FROM (${logs})`);
+  const keep = `${logKey()} IN (SELECT k FROM ${LOG_KEYS})`;
+  const days = new Map<string, string[]>();
+  for (const d of distinctDatasets(datasets)) {
+    const lake = await current(decodedShape(d));
+    const all = [...new Set((await lake.files()).map((f) => f.partition))];
+    const rows = all.length ? await lake.select(all) : undefined;
+    if (!rows) continue;
+    const written = new Set(decoded.datasets.find((x) => x.dataset.name === d.name)?.partitions.keys() ?? []);
+    const found = ((await conn.runAndReadAll(`SELECT DISTINCT ${ident(STAGED_PARTITION)} FROM (${rows}) WHERE NOT (${keep})`)).getRowsJS() as [string][]).map(
+      ([p]) => p,
+    );
+    const more = found.filter((p) => !written.has(p));
+    if (more.length) days.set(d.name, more);
+  }
+  return { keep, days };
 }
 
 export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> {
@@ -248,9 +295,12 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
         ? undefined
         : `SELECT * FROM read_parquet(${literalList(logFiles)}, hive_partitioning = false, union_by_name = true)${input.onlyRunId ? ` WHERE _run_id = ${literal(input.onlyRunId)}` : ''}`,
     replacedRejects: (conn, logs) => findReplacedRejects(conn, lake, network, datasets, logs),
+    // Every log of the lake (not one run's): decoded rows whose log is gone are found and dropped.
+    ...(input.onlyRunId ? {} : { current: async (shape: TableShape) => lake.partitionsOf(shape, network) }),
     commit: async (decoded, report) => {
       const prepared: PreparedFile[] = [];
       const cleared: { table: string; partitionValues: string[] }[] = [];
+      const keep = decoded.orphans?.keep;
       for (const { shape, table, partitions } of decoded.datasets) {
         // Days the dataset already holds are merged with their files (one row per key); new days are written.
         const fresh: string[] = [];
@@ -260,9 +310,18 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
             continue;
           }
           const rows = `SELECT * EXCLUDE (__partition) FROM ${table} WHERE __partition = ${literal(p)}`;
-          prepared.push(await preparePartition(engine, paths, lake, shape, network, p, rows, workDir));
+          prepared.push(await preparePartition(engine, paths, lake, shape, network, p, rows, workDir, keep));
         }
         prepared.push(...(await newPartitions(engine, paths, lake, shape, network, table, fresh, workDir)));
+      }
+      // Days whose decoded rows lost their log, with no row of this decoding: rewritten without them.
+      for (const [name, days] of decoded.orphans?.days ?? []) {
+        const shape = decodedShape(datasets.find((d) => d.name === name)!);
+        for (const p of days) {
+          const r = await rewritePartition(engine, paths, lake, shape, network, p, workDir, keep!);
+          if ('from' in r) prepared.push(r);
+          else cleared.push(r);
+        }
       }
       // The rejects join the run's day; the days holding rejects they replace are rewritten without those.
       const rejects = await prepareRejects({

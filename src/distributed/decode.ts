@@ -63,7 +63,15 @@ async function commitDecoded(
     const changes: LeasedChange[] = shapes.map((shape) => {
       if (shape !== REJECTS_SHAPE) {
         const table = fresh.get(shape.name);
-        return { shape, fragments: new Map(), ...(table ? { fresh: new Map([[network, `SELECT * FROM ${table}`]]) } : {}) };
+        // Decoded rows whose log the lake no longer holds go (DecodedLogs.orphans), in their days and the fresh ones.
+        const orphanDays = decoded.orphans?.days.get(shape.name);
+        return {
+          shape,
+          fragments: new Map(),
+          ...(table ? { fresh: new Map([[network, `SELECT * FROM ${table}`]]) } : {}),
+          ...(orphanDays ? { rewrite: new Map([[network, orphanDays]]) } : {}),
+          ...(decoded.orphans ? { keep: decoded.orphans.keep } : {}),
+        };
       }
       return {
         shape,
@@ -128,6 +136,11 @@ export async function decodeDistributedLake(opts: DistributedDecodeOptions): Pro
             {
               logs,
               replacedRejects: async (conn, of) => findReplacedRejects(conn, await rejectFilesOf(deps, rejects), network, datasets, of),
+              current: async (shape) => {
+                const rows = await lakeRows(deps, shape, network, engine.conn, false, `__chainlake_decode_current_${opened.length}_`);
+                opened.push(rows);
+                return rows;
+              },
               commit: async (decoded, report) => {
                 // The run is recorded in the snapshot's transaction: a decoding recorded complete is committed.
                 const committed = await commitDecoded(deps, shapes, decoded, { network, ingestedAt, message: `chainlake decode ${runId}` }, (tx, c) =>

@@ -8,6 +8,8 @@ import { openCatalog } from '../../src/distributed/control-plane.js';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
 import { openDistributedLake } from '../../src/distributed/read.js';
 import { runWorker } from '../../src/distributed/worker.js';
+import { decodeDistributedLake } from '../../src/distributed/decode.js';
+import { resolveDatasets } from '../../src/decode/spec.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { verifySession } from '../../src/pipeline/verify/session.js';
@@ -233,6 +235,23 @@ describe('decoding in distributed mode', () => {
       expect(after.filter((r) => r.status !== 'held').map((r) => [r.dataset, r.detail])).toEqual([
         ['erc20_transfer_events', expect.stringMatching(/^1 row the logs decode to missing: /)],
       ]);
+      // A log another writer deleted: its decoded row is without log; `chainlake decode --catalog` decodes the
+      // missing row again and drops the one without log, in one snapshot.
+      const ref2 = await openReference(catalog, { write: true });
+      try {
+        await ref2.conn.run(
+          `DELETE FROM event_logs WHERE (transaction_hash, log_index) IN (SELECT (transaction_hash, log_index) FROM erc20_transfer_events WHERE token_address = '${A(A_ERC20_0)}' ORDER BY ALL LIMIT 1)`,
+        );
+      } finally {
+        ref2.close();
+      }
+      const orphaned = decodedRows((await verifySession(job, target, {})).rows).find((r) => r.dataset === 'erc20_transfer_events')!;
+      expect(orphaned.detail).toMatch(/^1 row the logs decode to missing; 1 row no log of the lake decodes to: /);
+      const erc20 = await resolveDatasets({ standard: ['erc20'], contracts: [] }, { network: 'mainnet' });
+      await decodeDistributedLake({ catalog, store, network: 'mainnet', datasets: erc20 });
+      const mended = decodedRows((await verifySession(job, target, {})).rows);
+      expect(mended.filter((r) => r.status !== 'held')).toEqual([]);
+      expect(mended.find((r) => r.dataset === 'erc20_transfer_events')!.lakeCount).toBe(orphaned.lakeCount);
     },
     300_000,
   );

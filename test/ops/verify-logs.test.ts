@@ -129,7 +129,7 @@ describe('verify: decoded rows one-to-one with their logs', () => {
       expect(found.get('erc20_transfer_events')).toMatchObject({
         status: 'differs',
         detail:
-          "1 row the logs decode to missing; 1 row no log of the lake decodes to; 1 row whose values differ from their log's decoding: run `chainlake decode` to decode the lake’s logs again; rows whose log the lake does not hold were written beside it (another writer) or outlived it: delete them",
+          "1 row the logs decode to missing; 1 row no log of the lake decodes to; 1 row whose values differ from their log's decoding: run `chainlake decode` to decode the lake’s logs again (it also drops the rows whose log is gone)",
       });
       for (const r of found.values()) if (r.dataset !== 'erc20_transfer_events') expect(r, r.dataset).toMatchObject({ status: 'held' });
       expect(s.holds).toBe(false);
@@ -167,6 +167,33 @@ describe('verify: decoded rows one-to-one with their logs', () => {
       // After the repair: the log is back, decoded again in the repair's commit, and everything holds.
       expect(s.rows.filter((r) => r.status === 'differs')).toEqual([]);
       expect(s.holds).toBe(true);
+    },
+    120_000,
+  );
+
+  it.skipIf(referenceMissing())(
+    'a decoded row whose log another writer deleted: `chainlake decode` drops it (and rewrites nothing else), then its dataset holds',
+    async () => {
+      const lake = path.join(tmp.dir, 'orphan');
+      await cp(decoded, lake, { recursive: true });
+      const ref = await openReference(path.join(lake, 'catalog.duckdb'), { write: true });
+      try {
+        await ref.conn.run(
+          `DELETE FROM event_logs WHERE (transaction_hash, log_index) IN (SELECT (transaction_hash, log_index) FROM erc20_transfer_events ORDER BY ALL LIMIT 1)`,
+        );
+      } finally {
+        ref.close();
+      }
+      const spec = { standard: ['erc20'] } as DecodeSpec;
+      const before = decodedRows((await verifySession(jobOf(lake, spec), { kind: 'local', lake }, {}, { simulator: sim })).rows);
+      expect(before.get('erc20_transfer_events')).toMatchObject({ status: 'differs', detail: expect.stringMatching(/^1 row no log of the lake decodes to: /) });
+      // The other writer's delete is a delete file, which `decode` reads only once a compaction merged it.
+      const compact = await runCliCapturing(['compact', '--lake', lake, '-q']);
+      expect(compact.code, compact.stderr).toBe(0);
+      const cli = await runCliCapturing(['decode', '--lake', lake, '--standard', 'erc20', '-q']);
+      expect(cli.code, cli.stderr).toBe(0);
+      const after = decodedRows((await verifySession(jobOf(lake, spec), { kind: 'local', lake }, {}, { simulator: sim })).rows);
+      expect(after.get('erc20_transfer_events')).toMatchObject({ status: 'held', lakeCount: before.get('erc20_transfer_events')!.lakeCount! - 1 });
     },
     120_000,
   );

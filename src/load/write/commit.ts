@@ -146,6 +146,35 @@ export async function preparePartition(
   return prepared[0]!;
 }
 
+/**
+ * A partition merged with no fresh row, its current rows kept where they meet `keep`: a file, or the partition
+ * cleared when no row stays.
+ */
+export async function rewritePartition(
+  engine: Engine,
+  paths: LakePaths,
+  lake: LakeState,
+  shape: TableShape,
+  network: Network,
+  partition: string,
+  workDir: string,
+  keep: string,
+): Promise<PreparedFile | ClearedPartition> {
+  const prepared = await prepareMerged({
+    engine,
+    conn: engine.conn,
+    paths,
+    lake,
+    shape,
+    network,
+    fresh: noFreshRows(shape),
+    workDir,
+    partitions: [partition],
+    keep,
+  });
+  return prepared[0] ?? prepared.cleared?.[0] ?? { table: shape.name, partitionValues: [network, partition] };
+}
+
 /** One table's merge of a single-machine commit: mergeTable over the lake's files, each partition's file written under the work folder. */
 interface MergedInput extends Omit<TableMergeInput<unknown>, 'lake' | 'name' | 'write' | 'derive'> {
   paths: LakePaths;

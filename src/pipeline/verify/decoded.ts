@@ -154,12 +154,9 @@ export async function abiRequests(conn: DuckDBConnection, job: Job, datasets: re
   return n;
 }
 
-/** What mends a comparison's differences: decoding again writes what the logs decode to; it keeps rows whose log is gone. */
-function fixOf(c: Comparison): string {
-  const decode = c.missing || c.changed || c.missingRejects || c.staleRejects ? 'run `chainlake decode` to decode the lake’s logs again' : '';
-  const orphans = c.extra ? 'rows whose log the lake does not hold were written beside it (another writer) or outlived it: delete them' : '';
-  return [decode, orphans].filter(Boolean).join('; ');
-}
+/** What mends a comparison's differences: decoding every log of the lake again writes what they decode to and drops rows whose log is gone. */
+const fixOf = (c: Comparison): string =>
+  `run \`chainlake decode\` to decode the lake’s logs again${c.extra ? ' (it also drops the rows whose log is gone)' : ''}`;
 
 /** The differences of a comparison in words; none when the dataset holds. */
 function differences(c: Comparison): string[] {
