@@ -22,7 +22,7 @@ import { ident, literal } from '../load/sql.js';
 import { ledgerDdl, ledgerTable } from '../load/ledger/schema.js';
 import { CATALOG_SCHEMA, CONTROL_SCHEMA, openCatalog, QUEUE_SCHEMA, WINDOW_QUEUE } from './control-plane.js';
 import { ChainlakeError } from '../errors.js';
-import { openStore, storeLocationOf } from './store.js';
+import { openStore, storeLocationOf, type StoreConnection } from './store.js';
 
 export interface DistributedLake {
   conn: DuckDBConnection;
@@ -41,6 +41,7 @@ export { parseAsOf } from '../load/read/reader.js';
 export async function openDistributedLake(opts: {
   catalog: string;
   store?: string;
+  storeConnection?: StoreConnection;
   asOf?: AsOf;
   datasets?: boolean | readonly string[];
 }): Promise<DistributedLake> {
@@ -48,7 +49,7 @@ export async function openDistributedLake(opts: {
   let store: Awaited<ReturnType<typeof openStore>> | undefined;
   try {
     // The files as this machine reaches them: the store it names, else the one the catalog records.
-    store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)));
+    store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)), opts.storeConnection);
     const dataPath = store.localDataPath;
     const snapshot = await resolveSnapshot(catalog, opts.asOf).catch((e: Error) => {
       throw new ChainlakeError(`cannot read the lake at ${describeAsOf(opts.asOf)}: ${e.message}`, { code: 'CHAINLAKE_USAGE' });
