@@ -27,6 +27,7 @@ import type { RunReport } from './pipeline/report.js';
 import { runJob as runPipeline } from './pipeline/run.js';
 import { streamJobBatches, type StreamedWindow } from './pipeline/stream.js';
 import { lakeReportHtml } from './report/report.js';
+import { storeConnectionFrom } from './distributed/store.js';
 
 // The error family: every error chainlake raises on purpose is a ChainlakeError with a stable `code`
 // (ERROR_CODES); match on `err.code` (or chainlakeCodeOf), which also holds across two copies of the package.
@@ -102,7 +103,12 @@ export type ReportLake = { lake: string } | { catalog: string; store?: string };
  * The page's data is also in it as JSON (`<script type="application/json" id="chainlake-report-data">`).
  */
 export async function lakeReport(lake: ReportLake): Promise<string> {
-  return lakeReportHtml('lake' in lake ? { kind: 'local', lake: lake.lake } : { kind: 'distributed', catalog: lake.catalog, store: lake.store });
+  // An s3:// store reached as the host's AWS variables say, as the CLI reaches it.
+  return lakeReportHtml(
+    'lake' in lake
+      ? { kind: 'local', lake: lake.lake }
+      : { kind: 'distributed', catalog: lake.catalog, store: lake.store, storeConnection: storeConnectionFrom(process.env) },
+  );
 }
 
 /** Which dataset to fetch, from where, and for which scopes and blocks (the library's `chainlake export`). */

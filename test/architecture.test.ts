@@ -31,9 +31,6 @@ const ENVIRONMENT_READERS: Readonly<Record<string, string>> = {
   'src/index.ts': "the library's entry resolves a job as the CLI does",
   // Kill and hold points of the crash tests: read once when the module loads, never set by a user.
   'src/load/test-hooks.ts': "the test suite's kill points",
-  // AWS_ENDPOINT_URL(_S3) and AWS_REGION where the S3 client is built, beside the SDK's own credential chain:
-  // a library host configures object storage as for any AWS SDK program.
-  'src/distributed/store.ts': "the AWS SDK's endpoint and region variables",
 };
 const ENV_READ = /\bprocess\.env\b/;
 

@@ -16,7 +16,11 @@
  * the environment: `--lake data/lake` with `CHAINLAKE_CATALOG` exported is the local lake; `--catalog URL` with
  * `CHAINLAKE_LAKE` exported is the distributed one. Commands that work on one kind only read that kind's
  * settings (`run` a local lake, `worker` a distributed one); every other command works on either kind.
+ *
+ * A distributed lake's store on object storage is reached as the usual AWS variables say (AWS_ENDPOINT_URL_S3 or
+ * AWS_ENDPOINT_URL, AWS_REGION or AWS_DEFAULT_REGION): resolved here with the rest, and handed down.
  */
+import { storeConnectionFrom, type StoreConnection } from '../distributed/store.js';
 import { redactUrl } from '../distributed/url.js';
 import type { Argv } from 'yargs';
 import { CliError, EXIT } from './exit-codes.js';
@@ -30,7 +34,8 @@ export const STORE_ENV = 'CHAINLAKE_STORE';
 export type LakeSource = 'flag' | 'job' | 'env' | 'default';
 
 export type LakeTarget =
-  { kind: 'local'; lake: string; from: LakeSource } | { kind: 'distributed'; catalog: string; store?: string; from: Exclude<LakeSource, 'job' | 'default'> };
+  | { kind: 'local'; lake: string; from: LakeSource }
+  | { kind: 'distributed'; catalog: string; store?: string; storeConnection: StoreConnection; from: Exclude<LakeSource, 'job' | 'default'> };
 
 export interface LakeFlags {
   lake?: string;
@@ -63,7 +68,8 @@ export function resolveLakeTarget(flags: LakeFlags, opts: { env?: NodeJS.Process
   }
   if (flags.lake !== undefined) return { kind: 'local', lake: flags.lake, from: 'flag' };
   const envStore = envValue(env, STORE_ENV);
-  if (flags.catalog !== undefined) return { kind: 'distributed', catalog: flags.catalog, store: flags.store ?? envStore, from: 'flag' };
+  const storeConnection = storeConnectionFrom(env);
+  if (flags.catalog !== undefined) return { kind: 'distributed', catalog: flags.catalog, store: flags.store ?? envStore, storeConnection, from: 'flag' };
   const envCatalog = envValue(env, CATALOG_ENV);
   if (flags.store !== undefined) {
     if (envCatalog === undefined)
@@ -72,7 +78,7 @@ export function resolveLakeTarget(flags: LakeFlags, opts: { env?: NodeJS.Process
         'CHAINLAKE_USAGE',
         `give --catalog postgres://user@host/db (or set ${CATALOG_ENV}), or --lake DIR for a local lake`,
       );
-    return { kind: 'distributed', catalog: envCatalog, store: flags.store, from: 'env' };
+    return { kind: 'distributed', catalog: envCatalog, store: flags.store, storeConnection, from: 'env' };
   }
   if (opts.jobLake !== undefined) return { kind: 'local', lake: opts.jobLake, from: 'job' };
   const envLake = envValue(env, LAKE_ENV);
@@ -83,7 +89,7 @@ export function resolveLakeTarget(flags: LakeFlags, opts: { env?: NodeJS.Process
       `give --lake DIR or --catalog URL to choose, or unset one of ${LAKE_ENV} and ${CATALOG_ENV}`,
     );
   }
-  if (envCatalog !== undefined) return { kind: 'distributed', catalog: envCatalog, store: envStore, from: 'env' };
+  if (envCatalog !== undefined) return { kind: 'distributed', catalog: envCatalog, store: envStore, storeConnection, from: 'env' };
   if (envLake !== undefined) return { kind: 'local', lake: envLake, from: 'env' };
   return { kind: 'local', lake: DEFAULT_LAKE, from: 'default' };
 }
@@ -97,9 +103,15 @@ export function describeTarget(t: LakeTarget): string {
   return `the distributed lake ${redactUrl(t.catalog)} (${t.from === 'flag' ? '--catalog' : `$${CATALOG_ENV}`})`;
 }
 
-/** For a command that works on a distributed lake only (enqueue, worker): its catalog and store, from flag or environment. */
-export function distributedFlags(flags: LakeFlags, env: NodeJS.ProcessEnv = process.env): { catalog?: string; store?: string } {
-  return { catalog: flags.catalog ?? envValue(env, CATALOG_ENV), store: flags.store ?? envValue(env, STORE_ENV) };
+/**
+ * For a command that works on a distributed lake only (enqueue, worker): its catalog and store, from flag or
+ * environment, and how to reach the store.
+ */
+export function distributedFlags(
+  flags: LakeFlags,
+  env: NodeJS.ProcessEnv = process.env,
+): { catalog?: string; store?: string; storeConnection: StoreConnection } {
+  return { catalog: flags.catalog ?? envValue(env, CATALOG_ENV), store: flags.store ?? envValue(env, STORE_ENV), storeConnection: storeConnectionFrom(env) };
 }
 
 const LAKE_DESCRIBE = `Local lake directory (default: $${LAKE_ENV}, else ${DEFAULT_LAKE}; see "Which lake" in the README)`;

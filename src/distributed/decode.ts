@@ -26,7 +26,7 @@ import { silentLogger } from '../pipeline/log.js';
 import { commitLeased, lakeRows, rejectFilesOf, underLease, type CommitDeps, type LakeRows, type LeasedChange, type LeasedCommit } from './commit.js';
 import { connect, CONTROL_SCHEMA, oneAtATime, openCatalog } from './control-plane.js';
 import { recordRun } from '../load/ledger/runs.js';
-import { openStore, storeLocationOf } from './store.js';
+import { openStore, storeLocationOf, type StoreConnection } from './store.js';
 
 /**
  * The event logs of `network` the lake holds, as a relation of the engine (undefined when it holds none), from the
@@ -92,6 +92,7 @@ async function commitDecoded(
 export interface DistributedDecodeOptions {
   catalog: string;
   store?: string;
+  storeConnection?: StoreConnection;
   network: Network;
   datasets: readonly DecodedDataset[];
   /** Seconds the committer lease lasts between renewals (default DECODE_LEASE_SECONDS). */
@@ -116,7 +117,7 @@ export async function decodeDistributedLake(opts: DistributedDecodeOptions): Pro
   let leases: Awaited<ReturnType<typeof connect>> | undefined;
   try {
     leases = await connect(opts.catalog);
-    const store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)));
+    const store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)), opts.storeConnection);
     try {
       const engine = await openEngine({ tempDir: path.join(scratch, 'duckdb-tmp') });
       const opened: LakeRows[] = [];

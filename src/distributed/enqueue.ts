@@ -20,7 +20,7 @@ import { reofferWindows } from '../load/ledger/windows.js';
 import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, controlLedger, setupControlPlane, underSetupLock } from './control-plane.js';
 import { againJobId, DEFAULT_QUEUE_SETTINGS, openQueue, sendWindows, windowJobId, type QueueSettings } from './queue.js';
 import { closeEndedRuns, lockRuns, RUN_RUNNING } from './runs.js';
-import { openStore } from './store.js';
+import { openStore, type StoreConnection } from './store.js';
 import { controlPlanLedger } from './plan-ledger.js';
 import { windowSpecOf, type WindowSpec } from './windows.js';
 
@@ -29,6 +29,8 @@ export interface DistributedOptions extends Pick<SourceOptions, 'simulator' | 't
   catalog: string;
   /** The store's location on this machine (see Store). */
   store: string;
+  /** How this machine reaches the store when it is object storage (endpoint, region), resolved at the top. */
+  storeConnection?: StoreConnection;
   queue?: Partial<QueueSettings>;
 }
 
@@ -62,7 +64,7 @@ export interface EnqueueHow {
 
 export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOptions, how: EnqueueHow = {}): Promise<EnqueueResult> {
   const settings = { ...DEFAULT_QUEUE_SETTINGS, ...opts.queue };
-  const store = await openStore(opts.store);
+  const store = await openStore(opts.store, opts.storeConnection);
   await store.close();
   const client = await connect(opts.catalog);
   try {

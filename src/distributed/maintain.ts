@@ -18,13 +18,14 @@ import { lakeShapes } from '../load/write/maintenance.js';
 import { silentLogger } from '../pipeline/log.js';
 import { commitUnderLease, type LeasedChange } from './commit.js';
 import { CONTROL_SCHEMA, openCatalog } from './control-plane.js';
-import { openStore, storeLocationOf, type Store, type StoredFile } from './store.js';
+import { openStore, storeLocationOf, type Store, type StoreConnection, type StoredFile } from './store.js';
 import { catalogFiles } from '../ducklake/files.js';
 import type pg from 'pg';
 
 export interface MaintainOptions {
   catalog: string;
   store: string;
+  storeConnection?: StoreConnection;
   /** Expire snapshots older than this (never the newest). */
   expireOlderThan?: Date;
   /** Keep only the newest N snapshots. */
@@ -41,7 +42,7 @@ export interface MaintainReport {
 }
 
 export async function maintainLake(opts: MaintainOptions): Promise<MaintainReport> {
-  const store = await openStore(opts.store);
+  const store = await openStore(opts.store, opts.storeConnection);
   const { client, catalog } = await openCatalog(opts.catalog).catch(async (e: unknown) => {
     await store.close();
     throw e;
@@ -122,12 +123,17 @@ const COMPACT_LEASE_SECONDS = 600;
  * already one file with nothing deleted or inlined is left alone (the local compact's rule): a compact lake gets no
  * snapshot at all. The files replaced stay for older snapshots until `maintain --catalog` expires them.
  */
-export async function compactDistributedLake(opts: { catalog: string; store?: string; datasets?: readonly string[] }): Promise<DistributedCompactReport> {
+export async function compactDistributedLake(opts: {
+  catalog: string;
+  store?: string;
+  storeConnection?: StoreConnection;
+  datasets?: readonly string[];
+}): Promise<DistributedCompactReport> {
   const runId = newMaintenanceId('compact');
   const { client, catalog } = await openCatalog(opts.catalog);
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'chainlake-compact-'));
   try {
-    const store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)));
+    const store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)), opts.storeConnection);
     try {
       const report: DistributedCompactReport = { runId, snapshotId: null, partitions: 0, filesBefore: 0, filesAfter: 0, alreadyCompact: 0 };
       const snapshot = (await currentSnapshot(catalog)).snapshotId;

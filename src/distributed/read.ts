@@ -22,7 +22,7 @@ import { ident, literal } from '../load/sql.js';
 import { ledgerDdl, ledgerTable } from '../load/ledger/schema.js';
 import { CATALOG_SCHEMA, CONTROL_SCHEMA, openCatalog, QUEUE_SCHEMA, WINDOW_QUEUE } from './control-plane.js';
 import { ChainlakeError } from '../errors.js';
-import { openStore, storeLocationOf } from './store.js';
+import { openStore, storeLocationOf, type StoreConnection } from './store.js';
 
 export interface DistributedLake {
   conn: DuckDBConnection;
@@ -41,6 +41,7 @@ export { parseAsOf } from '../load/read/reader.js';
 export async function openDistributedLake(opts: {
   catalog: string;
   store?: string;
+  storeConnection?: StoreConnection;
   asOf?: AsOf;
   datasets?: boolean | readonly string[];
 }): Promise<DistributedLake> {
@@ -48,7 +49,7 @@ export async function openDistributedLake(opts: {
   let store: Awaited<ReturnType<typeof openStore>> | undefined;
   try {
     // The files as this machine reaches them: the store it names, else the one the catalog records.
-    store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)));
+    store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)), opts.storeConnection);
     const dataPath = store.localDataPath;
     const snapshot = await resolveSnapshot(catalog, opts.asOf).catch((e: Error) => {
       throw new ChainlakeError(`cannot read the lake at ${describeAsOf(opts.asOf)}: ${e.message}`, { code: 'CHAINLAKE_USAGE' });
@@ -187,54 +188,88 @@ async function relationExists(client: pg.Client, name: string): Promise<boolean>
  * tables the snapshot has (the others get an empty view of their columns).
  */
 async function copyLedger(client: pg.Client, conn: DuckDBConnection, written: ReadonlySet<string> | undefined): Promise<void> {
+  await inReadOnlySnapshot(client, async () => {
+    await copyCatalogTables(client, conn);
+    await createControlTables(conn);
+    const queue = await windowQueueJoin(client);
+    await copyControlTables(client, conn);
+    if (queue && (await relationExists(client, `${CONTROL_SCHEMA}.windows`))) await copyQueueErrors(client, conn, queue);
+  });
+  await createLakeViews(conn, written);
+}
+
+/** Runs `copy` in one read-only, repeatable-read transaction of `client`: every table copied from the same state. */
+async function inReadOnlySnapshot(client: pg.Client, copy: () => Promise<void>): Promise<void> {
   await client.query(`SET TIME ZONE 'UTC'`);
   await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   try {
-    const catalogTables = (
-      await client.query<{ table_name: string }>(
-        `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_name LIKE 'ducklake%' ORDER BY table_name`,
-        [CATALOG_SCHEMA],
-      )
-    ).rows.map((r) => r.table_name);
-    for (const t of catalogTables) await copyAsIs(client, conn, CATALOG_SCHEMA, t);
-    await conn.run(`CREATE SCHEMA ${CONTROL_SCHEMA}`);
-    // The ledger's tables as the one declaration has them (whatever chainlake wrote the control plane).
-    for (const statement of ledgerDdl('duckdb', CONTROL_SCHEMA, MIRRORED)) await conn.run(statement);
-    // A failed window's error is kept by the queue (the worker hands it to pg-boss with the failure).
-    const found: string[] = [];
-    for (const q of [`${QUEUE_SCHEMA}.job`, `${QUEUE_SCHEMA}.archive`]) if (await relationExists(client, q)) found.push(q);
-    const queue = found.length
-      ? `JOIN (${found.map((q) => `SELECT id, output FROM ${q} WHERE name = ${literal(WINDOW_QUEUE)}`).join(' UNION ALL ')}) j ON j.id = w.job_id`
-      : undefined;
-    for (const t of MIRRORED) {
-      if (!(await relationExists(client, `${CONTROL_SCHEMA}.${t.name}`))) continue;
-      const columns = t.columns.map((c) => ({ name: c.name, from: c.renamedFrom }));
-      await copyTable(client, conn, { schema: CONTROL_SCHEMA, table: t.name }, `${CONTROL_SCHEMA}.${ident(t.name)}`, columns);
-    }
-    // Lineage's and verify's tables, as the control plane has them (created empty below when it has not).
-    for (const t of [REQUESTS_TABLE, 'verifications']) {
-      if (await relationExists(client, `${CONTROL_SCHEMA}.${t}`)) await copyAsIs(client, conn, CONTROL_SCHEMA, t, `${CONTROL_SCHEMA}.${ident(t)}`);
-    }
-    if (queue && (await relationExists(client, `${CONTROL_SCHEMA}.windows`))) {
-      // The queue's error where the window's own row has none.
-      const errors = (
-        await client.query<[string, string, string]>({
-          text: `SELECT w.run_id, w.window_id, j.output->>'error' FROM ${CONTROL_SCHEMA}.windows w ${queue} WHERE w.error IS NULL AND j.output->>'error' IS NOT NULL`,
-          rowMode: 'array',
-        })
-      ).rows;
-      for (let i = 0; i < errors.length; i += COPY_BATCH_ROWS) {
-        const values = errors.slice(i, i + COPY_BATCH_ROWS).map((r) => `(${r.map((v) => literal(v)).join(', ')})`);
-        await conn.run(
-          `UPDATE ${CONTROL_SCHEMA}.windows w SET error = e.error FROM (VALUES ${values.join(', ')}) e(run_id, window_id, error) WHERE w.run_id = e.run_id AND w.window_id = e.window_id`,
-        );
-      }
-    }
+    await copy();
     await client.query('COMMIT');
   } catch (e) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw e;
   }
+}
+
+async function copyCatalogTables(client: pg.Client, conn: DuckDBConnection): Promise<void> {
+  const catalogTables = (
+    await client.query<{ table_name: string }>(
+      `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_name LIKE 'ducklake%' ORDER BY table_name`,
+      [CATALOG_SCHEMA],
+    )
+  ).rows.map((r) => r.table_name);
+  for (const t of catalogTables) await copyAsIs(client, conn, CATALOG_SCHEMA, t);
+}
+
+async function createControlTables(conn: DuckDBConnection): Promise<void> {
+  await conn.run(`CREATE SCHEMA ${CONTROL_SCHEMA}`);
+  // The ledger's tables as the one declaration has them (whatever chainlake wrote the control plane).
+  for (const statement of ledgerDdl('duckdb', CONTROL_SCHEMA, MIRRORED)) await conn.run(statement);
+}
+
+/**
+ * A failed window's error is kept by the queue (the worker hands it to pg-boss with the failure): the join of a
+ * window to its queue jobs (live and archived), or undefined where the control plane has no queue tables.
+ */
+async function windowQueueJoin(client: pg.Client): Promise<string | undefined> {
+  const found: string[] = [];
+  for (const q of [`${QUEUE_SCHEMA}.job`, `${QUEUE_SCHEMA}.archive`]) if (await relationExists(client, q)) found.push(q);
+  return found.length
+    ? `JOIN (${found.map((q) => `SELECT id, output FROM ${q} WHERE name = ${literal(WINDOW_QUEUE)}`).join(' UNION ALL ')}) j ON j.id = w.job_id`
+    : undefined;
+}
+
+/** The mirrored ledger tables the control plane has, then lineage's and verify's tables as it has them. */
+async function copyControlTables(client: pg.Client, conn: DuckDBConnection): Promise<void> {
+  for (const t of MIRRORED) {
+    if (!(await relationExists(client, `${CONTROL_SCHEMA}.${t.name}`))) continue;
+    const columns = t.columns.map((c) => ({ name: c.name, from: c.renamedFrom }));
+    await copyTable(client, conn, { schema: CONTROL_SCHEMA, table: t.name }, `${CONTROL_SCHEMA}.${ident(t.name)}`, columns);
+  }
+  // Lineage's and verify's tables, as the control plane has them (created empty below when it has not).
+  for (const t of [REQUESTS_TABLE, 'verifications']) {
+    if (await relationExists(client, `${CONTROL_SCHEMA}.${t}`)) await copyAsIs(client, conn, CONTROL_SCHEMA, t, `${CONTROL_SCHEMA}.${ident(t)}`);
+  }
+}
+
+/** The queue's error (through `queue`, windowQueueJoin's join) where the window's own row has none. */
+async function copyQueueErrors(client: pg.Client, conn: DuckDBConnection, queue: string): Promise<void> {
+  const errors = (
+    await client.query<[string, string, string]>({
+      text: `SELECT w.run_id, w.window_id, j.output->>'error' FROM ${CONTROL_SCHEMA}.windows w ${queue} WHERE w.error IS NULL AND j.output->>'error' IS NOT NULL`,
+      rowMode: 'array',
+    })
+  ).rows;
+  for (let i = 0; i < errors.length; i += COPY_BATCH_ROWS) {
+    const values = errors.slice(i, i + COPY_BATCH_ROWS).map((r) => `(${r.map((v) => literal(v)).join(', ')})`);
+    await conn.run(
+      `UPDATE ${CONTROL_SCHEMA}.windows w SET error = e.error FROM (VALUES ${values.join(', ')}) e(run_id, window_id, error) WHERE w.run_id = e.run_id AND w.window_id = e.window_id`,
+    );
+  }
+}
+
+/** The local lake's views over the copied tables; a dataset the snapshot has not written gets an empty typed view. */
+async function createLakeViews(conn: DuckDBConnection, written: ReadonlySet<string> | undefined): Promise<void> {
   await conn.run(LEDGER_VIEWS);
   const shapes = [...Object.values(DATASETS).map(datasetShape), REJECTS_SHAPE];
   await conn.run(filesView(shapes));

@@ -18,7 +18,7 @@ import { ensureTable } from '../load/write/lake-tables.js';
 import { confirmLease, releaseLease, takeLease } from './commit.js';
 import { CATALOG_SCHEMA, CONTROL_SCHEMA, ControlPlaneError, openCatalog, redactUrl, setupControlPlane } from './control-plane.js';
 import { norm, unreferencedFiles } from './maintain.js';
-import { openStore, storeLocationOf, type Store } from './store.js';
+import { openStore, storeLocationOf, type Store, type StoreConnection } from './store.js';
 
 export interface MissingFile {
   table: string | null;
@@ -69,7 +69,12 @@ export interface DistributedRebuildReport {
 /** Long enough for a few catalog statements; renewed by nothing, so it bounds how long a crashed rebuild holds it. */
 const REBUILD_LEASE_SECONDS = 120;
 
-export async function rebuildDistributedCatalog(opts: { catalog: string; store?: string; forgetMissing?: boolean }): Promise<DistributedRebuildReport> {
+export async function rebuildDistributedCatalog(opts: {
+  catalog: string;
+  store?: string;
+  storeConnection?: StoreConnection;
+  forgetMissing?: boolean;
+}): Promise<DistributedRebuildReport> {
   const { client, catalog } = await openCatalog(opts.catalog);
   const holder = `catalog-rebuild-${randomUUID()}`;
   try {
@@ -91,10 +96,10 @@ export async function rebuildDistributedCatalog(opts: { catalog: string; store?:
     ]);
     if (hasCatalog.rowCount === 0) {
       report.catalogMissing = true;
-      if (opts.store) report.orphans = await storeOnly(opts.store);
+      if (opts.store) report.orphans = await storeOnly(opts.store, opts.storeConnection);
       return report;
     }
-    const store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)));
+    const store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)), opts.storeConnection);
     report.store = store.location;
     try {
       const lake: Rebuild = { client, catalog, store, holder, report };
@@ -152,8 +157,8 @@ async function setUpAgain(client: Rebuild['client']): Promise<Pick<DistributedRe
 }
 
 /** Without a catalog, every lake file of the store is an orphan. */
-async function storeOnly(location: string): Promise<DistributedRebuildReport['orphans']> {
-  const store = await openStore(location);
+async function storeOnly(location: string, connection: StoreConnection | undefined): Promise<DistributedRebuildReport['orphans']> {
+  const store = await openStore(location, connection);
   try {
     return (await store.list('lake')).map((f) => ({ location: f.location, area: 'lake', modifiedAt: new Date(f.modifiedMs).toISOString() }));
   } finally {

@@ -17,7 +17,7 @@ import { reconciliationOf } from '../lake/reconcile.js';
 import { silentLogger } from '../pipeline/log.js';
 import { commitDerived } from './commit.js';
 import { openCatalog } from './control-plane.js';
-import { openStore, storeLocationOf } from './store.js';
+import { openStore, storeLocationOf, type StoreConnection } from './store.js';
 
 /** Long enough for a large table's merge; renewed by nothing, so it bounds how long a crashed reconcile holds it. */
 const LEASE_SECONDS = 600;
@@ -31,10 +31,18 @@ export interface ReconcileDistributedResult extends ReconcileSummary {
   rowsOut: ReconciliationRow[];
 }
 
-export async function reconcileDistributedLake(opts: { catalog: string; store?: string; genesis?: GenesisAllocations }): Promise<ReconcileDistributedResult> {
+export async function reconcileDistributedLake(opts: {
+  catalog: string;
+  store?: string;
+  storeConnection?: StoreConnection;
+  genesis?: GenesisAllocations;
+}): Promise<ReconcileDistributedResult> {
   // Read as every command reads a lake, as a local reconcile reads it (lake/reconcile.ts); only where the table is
   // committed is this mode's own.
-  const { rows, snapshot } = await reconciliationOf({ kind: 'distributed', catalog: opts.catalog, store: opts.store }, { genesis: opts.genesis });
+  const { rows, snapshot } = await reconciliationOf(
+    { kind: 'distributed', catalog: opts.catalog, store: opts.store, storeConnection: opts.storeConnection },
+    { genesis: opts.genesis },
+  );
   const readSnapshot = snapshot!;
   const runId = newMaintenanceId('reconcile');
   const ingestedAt = new Date().toISOString();
@@ -42,7 +50,7 @@ export async function reconcileDistributedLake(opts: { catalog: string; store?: 
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'chainlake-reconcile-'));
   const fragments = new Map<string, string[]>();
   try {
-    const store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)));
+    const store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)), opts.storeConnection);
     const engine = await openEngine({ tempDir: path.join(scratch, 'duckdb-tmp') });
     try {
       await reconciliationTable(engine.conn, 'reconciliation_fresh', rows, runId, ingestedAt);

@@ -31,7 +31,13 @@ export async function repairDistributed(
   job: Job,
   doc: unknown,
   windows: readonly Window[],
-  opts: Pick<DistributedOptions, 'simulator' | 'transport'> & { catalog: string; store?: string; log?: Logger; now?: () => Date; env?: NodeJS.ProcessEnv },
+  opts: Pick<DistributedOptions, 'simulator' | 'transport' | 'storeConnection'> & {
+    catalog: string;
+    store?: string;
+    log?: Logger;
+    now?: () => Date;
+    env?: NodeJS.ProcessEnv;
+  },
 ): Promise<DistributedRepair> {
   const { client, catalog } = await openCatalog(opts.catalog);
   let store: string;
@@ -41,10 +47,16 @@ export async function repairDistributed(
   } finally {
     await client.end().catch(() => undefined);
   }
-  const enqueued = await enqueueJob(job, doc, { catalog: opts.catalog, store, simulator: opts.simulator, transport: opts.transport }, { windows });
+  const enqueued = await enqueueJob(
+    job,
+    doc,
+    { catalog: opts.catalog, store, storeConnection: opts.storeConnection, simulator: opts.simulator, transport: opts.transport },
+    { windows },
+  );
   const worked = await runWorker({
     catalog: opts.catalog,
     store,
+    storeConnection: opts.storeConnection,
     simulator: opts.simulator,
     transport: opts.transport,
     untilIdle: true,

@@ -54,10 +54,30 @@ export interface Store {
   close(): Promise<void>;
 }
 
-/** `--store`: a directory path or `s3://bucket[/prefix]`. */
-export async function openStore(location: string): Promise<Store> {
+/**
+ * How this machine reaches object storage, beyond the bucket `--store` names: an S3-compatible endpoint (MinIO,
+ * s3rver, Ceph…; none for AWS itself) and the region. Resolved once at the top (the CLI, the library's entry) and
+ * handed down, so no stage reads the environment. Credentials are not in it: the AWS SDK finds those itself.
+ */
+export interface StoreConnection {
+  endpoint?: string;
+  region?: string;
+}
+
+/**
+ * The connection the usual AWS variables describe: AWS_ENDPOINT_URL_S3 over AWS_ENDPOINT_URL, AWS_REGION over
+ * AWS_DEFAULT_REGION (an empty variable counts as unset), as any AWS SDK program reads them.
+ */
+export function storeConnectionFrom(env: Readonly<Record<string, string | undefined>>): StoreConnection {
+  const endpoint = env.AWS_ENDPOINT_URL_S3 || env.AWS_ENDPOINT_URL || undefined;
+  const region = env.AWS_REGION || env.AWS_DEFAULT_REGION || undefined;
+  return { ...(endpoint ? { endpoint } : {}), ...(region ? { region } : {}) };
+}
+
+/** `--store`: a directory path or `s3://bucket[/prefix]`, reached through `connection` when it is object storage. */
+export async function openStore(location: string, connection: StoreConnection = {}): Promise<Store> {
   if (!location) throw new StoreError('--store is empty', 'give --store /shared/path (a directory every worker mounts) or --store s3://bucket/prefix');
-  if (/^s3:\/\//i.test(location)) return S3Store.open(location);
+  if (/^s3:\/\//i.test(location)) return S3Store.open(location, connection);
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(location)) {
     throw new StoreError(`--store ${location}: not a directory path or s3:// location`, 'give --store /shared/path or --store s3://bucket/prefix');
   }
@@ -133,9 +153,9 @@ export class LocalStore implements Store {
 type S3 = typeof import('@aws-sdk/client-s3');
 
 /**
- * Object storage through the AWS SDK: endpoint, region and credentials from the usual AWS variables
- * (AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_S3, AWS_REGION, AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY, profiles);
- * a custom endpoint (MinIO, s3rver, Ceph…) is addressed path-style, as those expect.
+ * Object storage through the AWS SDK: endpoint and region as the caller resolved them (StoreConnection, from the
+ * usual AWS variables), credentials from the SDK's own chain (AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY,
+ * profiles); a custom endpoint (MinIO, s3rver, Ceph…) is addressed path-style, as those expect.
  */
 export class S3Store implements Store {
   private constructor(
@@ -147,14 +167,14 @@ export class S3Store implements Store {
     private readonly cache: string,
   ) {}
 
-  static async open(location: string): Promise<S3Store> {
+  static async open(location: string, connection: StoreConnection = {}): Promise<S3Store> {
     const m = /^s3:\/\/([^/]+)\/?(.*)$/i.exec(location);
     if (!m || !m[1]) throw new StoreError(`--store ${location}: expected s3://bucket or s3://bucket/prefix`);
     const sdk = await import('@aws-sdk/client-s3');
-    const endpoint = process.env.AWS_ENDPOINT_URL_S3 || process.env.AWS_ENDPOINT_URL || undefined;
+    const { endpoint } = connection;
     const client = new sdk.S3Client({
       ...(endpoint ? { endpoint, forcePathStyle: true } : {}),
-      region: process.env.AWS_REGION || process.env.AWS_DEFAULT_REGION || 'us-east-1',
+      region: connection.region || 'us-east-1',
     });
     const prefix = m[2]!.replace(/\/+$/, '');
     const cache = await mkdtemp(path.join(os.tmpdir(), 'chainlake-store-'));

@@ -454,7 +454,7 @@ async function openParts(opts: WorkerOptions, id: string, closers: (() => Promis
   const leaseSeconds = opts.leaseSeconds ?? DEFAULT_LEASE_SECONDS;
   const account = opts.account ?? DEFAULT_ACCOUNT;
   const now = opts.now ?? (() => new Date());
-  const store = await openStore(opts.store);
+  const store = await openStore(opts.store, opts.storeConnection);
   closers.push(() => store.close());
   const client = await connect(opts.catalog);
   closers.push(() => client.end());

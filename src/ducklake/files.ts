@@ -26,8 +26,20 @@ export interface CatalogFile {
 const join = (base: string, rel: string): string => (base.endsWith('/') ? base + rel : `${base}/${rel}`);
 const num = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 
+/** Where a catalog's tables keep their files: each table's name and folder by id, under the data path. */
+interface TableFolders {
+  readonly dataPath: string;
+  readonly tableOf: ReadonlyMap<number, { name: string; path: string }>;
+}
+
 /** The files `db` names, with locations under `dataPath` (the catalog's data path as this machine reaches it). */
 export async function catalogFiles(db: CatalogDb, dataPath: string): Promise<CatalogFile[]> {
+  const folders = await tableFolders(db, dataPath);
+  const partitions = await partitionValues(db);
+  return [...(await dataFiles(db, folders, partitions)), ...(await deleteFiles(db, folders, partitions)), ...(await scheduledFiles(db, dataPath))];
+}
+
+async function tableFolders(db: CatalogDb, dataPath: string): Promise<TableFolders> {
   const tables = await db.query(
     `SELECT t.table_id, t.table_name, s.path AS schema_path, t.path AS table_path FROM ducklake_table t JOIN ducklake_schema s ON s.schema_id = t.schema_id
      ORDER BY t.begin_snapshot`,
@@ -36,56 +48,75 @@ export async function catalogFiles(db: CatalogDb, dataPath: string): Promise<Cat
   const tableOf = new Map(
     tables.map((t) => [Number(t.table_id), { name: String(t.table_name), path: join(join(dataPath, String(t.schema_path)), String(t.table_path)) }]),
   );
-  const at = (tableId: number, p: unknown, relative: unknown): string =>
-    relative === false ? String(p) : join(tableOf.get(tableId)?.path ?? dataPath, String(p));
+  return { dataPath, tableOf };
+}
+
+/** A file of table `tableId` at its full location: relative paths are under the table's folder (the data path for a table gone). */
+function locate(folders: TableFolders, tableId: number, p: unknown, relative: unknown): string {
+  return relative === false ? String(p) : join(folders.tableOf.get(tableId)?.path ?? folders.dataPath, String(p));
+}
+
+/** Each data file's partition values, by partition key index. */
+async function partitionValues(db: CatalogDb): Promise<Map<number, string[]>> {
   const partitions = new Map<number, string[]>();
   for (const r of await db.query(`SELECT data_file_id, partition_key_index, partition_value FROM ducklake_file_partition_value`)) {
     const values = partitions.get(Number(r.data_file_id)) ?? [];
     values[Number(r.partition_key_index)] = String(r.partition_value);
     partitions.set(Number(r.data_file_id), values);
   }
-  const out: CatalogFile[] = [];
-  for (const r of await db.query(
+  return partitions;
+}
+
+async function dataFiles(db: CatalogDb, folders: TableFolders, partitions: ReadonlyMap<number, string[]>): Promise<CatalogFile[]> {
+  const rows = await db.query(
     `SELECT data_file_id, table_id, path, path_is_relative, record_count, begin_snapshot, end_snapshot FROM ducklake_data_file ORDER BY data_file_id`,
-  )) {
+  );
+  return rows.map((r) => {
     const tableId = Number(r.table_id);
-    out.push({
+    return {
       kind: 'data',
       dataFileId: Number(r.data_file_id),
-      table: tableOf.get(tableId)?.name ?? null,
-      location: at(tableId, r.path, r.path_is_relative),
+      table: folders.tableOf.get(tableId)?.name ?? null,
+      location: locate(folders, tableId, r.path, r.path_is_relative),
       rows: num(r.record_count),
       beginSnapshot: num(r.begin_snapshot),
       endSnapshot: num(r.end_snapshot),
       partition: partitions.get(Number(r.data_file_id)) ?? [],
-    });
-  }
-  for (const r of await db.query(
+    };
+  });
+}
+
+/** Delete files, each with its data file's partition values. */
+async function deleteFiles(db: CatalogDb, folders: TableFolders, partitions: ReadonlyMap<number, string[]>): Promise<CatalogFile[]> {
+  const rows = await db.query(
     `SELECT data_file_id, table_id, path, path_is_relative, delete_count, begin_snapshot, end_snapshot FROM ducklake_delete_file ORDER BY delete_file_id`,
-  )) {
+  );
+  return rows.map((r) => {
     const tableId = Number(r.table_id);
-    out.push({
+    return {
       kind: 'delete',
       dataFileId: num(r.data_file_id),
-      table: tableOf.get(tableId)?.name ?? null,
-      location: at(tableId, r.path, r.path_is_relative),
+      table: folders.tableOf.get(tableId)?.name ?? null,
+      location: locate(folders, tableId, r.path, r.path_is_relative),
       rows: num(r.delete_count),
       beginSnapshot: num(r.begin_snapshot),
       endSnapshot: num(r.end_snapshot),
       partition: partitions.get(Number(r.data_file_id)) ?? [],
-    });
-  }
-  for (const r of await db.query(`SELECT data_file_id, path, path_is_relative FROM ducklake_files_scheduled_for_deletion`)) {
-    out.push({
-      kind: 'scheduled',
-      dataFileId: num(r.data_file_id),
-      table: null,
-      location: r.path_is_relative === false ? String(r.path) : join(dataPath, String(r.path)),
-      rows: null,
-      beginSnapshot: null,
-      endSnapshot: null,
-      partition: [],
-    });
-  }
-  return out;
+    };
+  });
+}
+
+/** Files an expiry ended, waiting to be deleted: their table may be gone, so relative paths are under the data path. */
+async function scheduledFiles(db: CatalogDb, dataPath: string): Promise<CatalogFile[]> {
+  const rows = await db.query(`SELECT data_file_id, path, path_is_relative FROM ducklake_files_scheduled_for_deletion`);
+  return rows.map((r) => ({
+    kind: 'scheduled',
+    dataFileId: num(r.data_file_id),
+    table: null,
+    location: r.path_is_relative === false ? String(r.path) : join(dataPath, String(r.path)),
+    rows: null,
+    beginSnapshot: null,
+    endSnapshot: null,
+    partition: [],
+  }));
 }

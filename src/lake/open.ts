@@ -10,10 +10,11 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { AsOf } from '../ducklake/reader.js';
 import { LakePaths } from '../load/paths.js';
 import { openLakeReader } from '../load/read/reader.js';
+import type { StoreConnection } from '../distributed/store.js';
 import { redactUrl } from '../distributed/url.js';
 
 /** A lake to read: a local lake's folder, or a distributed lake's control plane (and where its files are). */
-export type LakeTarget = { kind: 'local'; lake: string } | { kind: 'distributed'; catalog: string; store?: string };
+export type LakeTarget = { kind: 'local'; lake: string } | { kind: 'distributed'; catalog: string; store?: string; storeConnection?: StoreConnection };
 
 export interface OpenedLake {
   conn: DuckDBConnection;
@@ -51,6 +52,12 @@ export async function openLakeTables(target: LakeTarget, opts: OpenLakeOptions =
   }
   // PostgreSQL's client loaded only for a distributed lake.
   const [{ checkCatalogUrl }, { openDistributedLake }] = await Promise.all([import('../distributed/control-plane.js'), import('../distributed/read.js')]);
-  const reader = await openDistributedLake({ catalog: checkCatalogUrl(target.catalog), store: target.store, asOf: opts.asOf, datasets: opts.datasets });
+  const reader = await openDistributedLake({
+    catalog: checkCatalogUrl(target.catalog),
+    store: target.store,
+    storeConnection: target.storeConnection,
+    asOf: opts.asOf,
+    datasets: opts.datasets,
+  });
   return { conn: reader.conn, lake: { name: redactUrl(target.catalog) }, snapshot: reader.snapshot, close: () => reader.close() };
 }

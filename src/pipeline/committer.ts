@@ -259,20 +259,49 @@ export class BatchCommitter {
     n: number,
     finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined,
   ): Promise<void> {
-    const { engine, paths, runId, ingestedAt, stagingDir, network, log } = this.ctx;
     const done = batch.filter((o) => !o.error);
     const started = Date.now();
-    // A batch committed while windows still fetch runs in the background: one DuckDB thread and one file
-    // writer, so that the event loop keeps a core and requests keep their pace (with both cores taken by
-    // a commit, the rate benchmark fell short: docs/performance.md, "Commits"). Once fetching is over, commits
-    // take all: a batch queued in the background but started after the last window ran slowly on one thread
-    // where nothing else was left to run.
+    const background = await this.setCommitThreads(finalRecord);
+    const files = await this.commitBatch(batch, done, preloaded, n, finalRecord, background);
+    await this.dropPreloaded(preloaded);
+    this.logCommit(n, done, files, started);
+    // A commit runs hundreds of statements, and each result's DuckDB memory (outside DuckDB's pool, so no
+    // memory limit counts it) is freed only when V8 collects the result's small object. Once fetching is over
+    // JavaScript allocates too little for V8 to collect, so the results of one commit after another stayed
+    // resident (docs/performance.md, "Commits' results").
+    collectGarbage();
+    // Staged rows are in the lake now; free the disk they took.
+    await removeStaged(batch);
+  }
+
+  /**
+   * A batch committed while windows still fetch runs in the background: one DuckDB thread and one file
+   * writer, so that the event loop keeps a core and requests keep their pace (with both cores taken by
+   * a commit, the rate benchmark fell short: docs/performance.md, "Commits"). Once fetching is over, commits
+   * take all: a batch queued in the background but started after the last window ran slowly on one thread
+   * where nothing else was left to run. Returns whether this commit runs in the background.
+   */
+  private async setCommitThreads(finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined): Promise<boolean> {
+    const { engine } = this.ctx;
     const background = finalRecord === undefined && this.fetching;
     await engine.conn.run(`SET threads = ${background ? 1 : engine.threads}`);
+    return background;
+  }
+
+  /** The batch's rows, rejects, windows, watermarks, run record and decoded rows, committed as one snapshot. */
+  private async commitBatch(
+    batch: WindowOutcome[],
+    done: readonly WindowOutcome[],
+    preloaded: readonly BatchRows[],
+    n: number,
+    finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined,
+    background: boolean,
+  ): Promise<CommittedFile[]> {
+    const { engine, paths, runId, ingestedAt, stagingDir, network } = this.ctx;
     const workDir = path.join(stagingDir, `batch-${n}`);
     const decoding = this.ctx.decoder?.forCommit(path.join(workDir, 'decoded'));
     let applied = false;
-    const files = await commitRun({
+    return commitRun({
       engine,
       paths,
       runId,
@@ -299,25 +328,25 @@ export class BatchCommitter {
         return f;
       })
       .finally(() => (decoding ? this.ctx.decoder!.committed(decoding, applied) : undefined));
+  }
+
+  /** Frees the typed rows the commit took from the loaders. */
+  private async dropPreloaded(preloaded: readonly BatchRows[]): Promise<void> {
     for (const rows of preloaded) {
       await rows.drop();
       this.typed.delete(rows);
     }
+  }
+
+  private logCommit(n: number, done: readonly WindowOutcome[], files: readonly CommittedFile[], started: number): void {
     const rows = done.reduce((a, o) => a + o.rows, 0);
-    log.log('info', 'commit', `commit ${n}: ${done.length} windows, ${rows} rows, ${files.length} files in ${Date.now() - started} ms`, {
+    this.ctx.log.log('info', 'commit', `commit ${n}: ${done.length} windows, ${rows} rows, ${files.length} files in ${Date.now() - started} ms`, {
       batch: n,
       windows: done.length,
       rows,
       files: files.length,
       ms: Date.now() - started,
     });
-    // A commit runs hundreds of statements, and each result's DuckDB memory (outside DuckDB's pool, so no
-    // memory limit counts it) is freed only when V8 collects the result's small object. Once fetching is over
-    // JavaScript allocates too little for V8 to collect, so the results of one commit after another stayed
-    // resident (docs/performance.md, "Commits' results").
-    collectGarbage();
-    // Staged rows are in the lake now; free the disk they took.
-    await removeStaged(batch);
   }
 }
 

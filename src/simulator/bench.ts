@@ -85,31 +85,79 @@ async function countPageRows(body: AsyncIterable<Buffer>, offset: number): Promi
   return rows;
 }
 
+/** The simulator a bench fetches from, and how to stop what the bench started for it. */
+interface BenchTarget {
+  /** The mainnet base URL. */
+  base: string;
+  apiKey: string;
+  whale: string;
+  stop(): Promise<void>;
+}
+
+/** Rows and requests fetched so far, shared by the requests in flight. */
+interface Tally {
+  requests: number;
+  rows: number;
+}
+
 export async function benchSimulator(opts: BenchOptions = {}): Promise<BenchResult> {
+  const target = await benchTarget(opts);
+  const url = new URL(target.base);
+  const pool = new Pool(url.origin, { connections: opts.concurrency ?? 4, pipelining: 1 });
+  const basePath = url.pathname.replace(/\/$/, '');
+  const prefix = basePath + `/v1/accounts/${target.whale}/transactions?limit=1000`;
+  const seconds = opts.seconds ?? 5;
+  const nextPath = whaleWindows(prefix, await latestBlock(pool, basePath, target.apiKey));
+  const tally: Tally = { requests: 0, rows: 0 };
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const deadline = t0 + seconds * 1000;
+  let elapsedEnd = 0;
+  try {
+    const fetcher = () => fetchPages(pool, target.apiKey, nextPath, opts.parse ?? true, deadline, tally);
+    await Promise.all(Array.from({ length: opts.concurrency ?? 4 }, fetcher));
+    elapsedEnd = performance.now();
+  } finally {
+    await pool.close();
+    await target.stop();
+  }
+  const elapsed = (elapsedEnd - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
+  const { requests, rows } = tally;
+  return { rowsPerSecond: Math.round(rows / elapsed), requests, seconds: elapsed, rows, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
+}
+
+/**
+ * The simulator given (in this process or another), else one started for the bench: on a worker thread when
+ * running from the build, so that client and server each have a thread; on this one from .ts sources.
+ */
+async function benchTarget(opts: BenchOptions): Promise<BenchTarget> {
   const useWorker = !opts.sim && !opts.remote && !opts.inProcess && !import.meta.url.endsWith('.ts');
   const own = opts.sim || opts.remote || useWorker ? undefined : await startSimulator({ scale: opts.scale ?? 'small', seed: opts.seed ?? 1 });
   const threaded = useWorker ? await startWorker(opts) : undefined;
   const sim = opts.sim ?? own;
   const remote = opts.remote ?? threaded?.remote;
-  const base = remote?.mainnet ?? sim!.urls.mainnet;
-  const apiKey = remote?.apiKey ?? sim!.apiKey;
-  const whale = remote?.whale ?? sim!.examples.whale;
-  const url = new URL(base);
-  const pool = new Pool(url.origin, { connections: opts.concurrency ?? 4, pipelining: 1 });
-  const prefix = url.pathname.replace(/\/$/, '') + `/v1/accounts/${whale}/transactions?limit=1000`;
-  const parse = opts.parse ?? true;
-  const seconds = opts.seconds ?? 5;
-  // Walk the whale's history in block windows small enough for the result window, newest first.
-  const head = Number(
-    (
-      (await (
-        await pool.request({ path: url.pathname.replace(/\/$/, '') + '/v1/blocks/latest', method: 'GET', headers: { 'api-key': apiKey } })
-      ).body.json()) as { results: { data: { block_number: string } } }
-    ).results.data.block_number,
-  );
+  return {
+    base: remote?.mainnet ?? sim!.urls.mainnet,
+    apiKey: remote?.apiKey ?? sim!.apiKey,
+    whale: remote?.whale ?? sim!.examples.whale,
+    stop: async () => {
+      if (own) await own.close();
+      if (threaded) await threaded.stop();
+    },
+  };
+}
+
+async function latestBlock(pool: Pool, basePath: string, apiKey: string): Promise<number> {
+  const r = await pool.request({ path: basePath + '/v1/blocks/latest', method: 'GET', headers: { 'api-key': apiKey } });
+  return Number(((await r.body.json()) as { results: { data: { block_number: string } } }).results.data.block_number);
+}
+
+/** The next page to fetch: the whale's history in block windows small enough for the result window, newest first. */
+function whaleWindows(prefix: string, head: number): () => { path: string; offset: number } {
   const windowBlocks = 2000;
   let cursor = 0;
-  const nextPath = (): { path: string; offset: number } => {
+  return () => {
     const w = Math.floor(cursor / 3),
       page = cursor % 3;
     cursor++;
@@ -117,36 +165,28 @@ export async function benchSimulator(opts: BenchOptions = {}): Promise<BenchResu
     const start = Math.max(0, end - windowBlocks + 1);
     return { path: `${prefix}&startBlock=${start}&endBlock=${end}&offset=${page * 1000}`, offset: page * 1000 };
   };
-  let requests = 0,
-    rows = 0;
-  const cpu0 = process.cpuUsage();
-  const t0 = performance.now();
-  const deadline = t0 + seconds * 1000;
-  const worker = async (): Promise<void> => {
-    while (performance.now() < deadline) {
-      const { path, offset } = nextPath();
-      const r = await pool.request({ path, method: 'GET', headers: { 'api-key': apiKey } });
-      if (r.statusCode !== 200) throw new Error(`bench: HTTP ${r.statusCode} from simulator`);
-      if (parse) {
-        const j = (await r.body.json()) as { results: { data: unknown[] } };
-        rows += j.results.data.length;
-      } else {
-        const n = await countPageRows(r.body, offset); // not `rows += await …`: that reads rows before awaiting
-        rows += n;
-      }
-      requests++;
+}
+
+/** One request in flight until the deadline, page after page, counted in `tally`. */
+async function fetchPages(
+  pool: Pool,
+  apiKey: string,
+  nextPath: () => { path: string; offset: number },
+  parse: boolean,
+  deadline: number,
+  tally: Tally,
+): Promise<void> {
+  while (performance.now() < deadline) {
+    const { path, offset } = nextPath();
+    const r = await pool.request({ path, method: 'GET', headers: { 'api-key': apiKey } });
+    if (r.statusCode !== 200) throw new Error(`bench: HTTP ${r.statusCode} from simulator`);
+    if (parse) {
+      const j = (await r.body.json()) as { results: { data: unknown[] } };
+      tally.rows += j.results.data.length;
+    } else {
+      const n = await countPageRows(r.body, offset); // not `tally.rows += await …`: that reads rows before awaiting
+      tally.rows += n;
     }
-  };
-  let elapsedEnd = 0;
-  try {
-    await Promise.all(Array.from({ length: opts.concurrency ?? 4 }, worker));
-    elapsedEnd = performance.now();
-  } finally {
-    await pool.close();
-    if (own) await own.close();
-    if (threaded) await threaded.stop();
+    tally.requests++;
   }
-  const elapsed = (elapsedEnd - t0) / 1000;
-  const cpu = process.cpuUsage(cpu0);
-  return { rowsPerSecond: Math.round(rows / elapsed), requests, seconds: elapsed, rows, cpuSeconds: (cpu.user + cpu.system) / 1e6 };
 }

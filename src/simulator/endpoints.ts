@@ -467,8 +467,39 @@ const addrTopic = (c: Chain, i: number): string => '0x' + pad64(c.addrLower(i).s
 
 const logCache = new Map<string, Uint32Array>();
 
+/** An event-logs request, checked: whose logs, which topics must match and how, which blocks, which page. */
+interface EventLogQuery {
+  address: string;
+  /** topic_0 to topic_3, lower case; null where not given. */
+  topics: (string | null)[];
+  real: boolean;
+  limit: number;
+  offset: number;
+  from: number;
+  to: number;
+  type: 'single' | 'combine';
+  operand: 'and' | 'or';
+}
+
 function eventLogs(ctx: ExplorerCtx): Results {
-  const { chain: c, query: q, head } = ctx;
+  const c = ctx.chain;
+  const query = eventLogQuery(ctx);
+  const ids = matchingLogs(c, query);
+  const [p0, p1] = pageDesc(0, ids.length, query.offset, query.limit);
+  const out = openPage(ids.length),
+    shapes = logShapes(c);
+  for (let i = p1 - 1; i >= p0; i--) {
+    nextRow(out, p1 - 1 - i);
+    const id = ids[i]!;
+    if (id >= EXTRA) writeExtraLog(out, c, id - EXTRA, query.real);
+    else writeLog(out, c, id, shapes, query.real);
+  }
+  return closePage(p1 - p0);
+}
+
+/** The request's parameters, checked in the order the errors are reported. */
+function eventLogQuery(ctx: ExplorerCtx): EventLogQuery {
+  const { query: q, head } = ctx;
   const address = q.get('address');
   if (address === null || address === '') throw new ApiError(400, "Missing required parameter 'address'");
   requireAddress(address, 'address');
@@ -488,51 +519,52 @@ function eventLogs(ctx: ExplorerCtx): Results {
   const hasMore = topics.slice(1).some((t) => t !== null);
   const type = parseEnum(q, 'type', ['single', 'combine'] as const, hasMore ? 'combine' : 'single');
   const operand = parseEnum(q, 'operand', ['and', 'or'] as const, 'and');
-  const ct = c.findAddress(address);
-  let ids: Uint32Array = new Uint32Array(0);
-  if (ct >= 0) {
-    const key = `${c.uid}:${ct}:${from}:${to}:${topics.join(',')}:${type}:${operand}`;
-    const hit = logCache.get(key);
-    if (hit) ids = hit;
-    else {
-      const [lo, hi] = c.range(c.idxLogs, ct, (r) => c.txBlk[c.logTx[r]!]!, from, to);
-      const out: number[] = [];
-      // topic_0 always has to match; with type=combine the other given topics combine with `operand`. All logs
-      // listed here are of contract ct, whose topic_0 depends only on the log's kind: compared once per kind.
-      const kindMatches = [L_ERC20, L_ERC721, L_SWAP, L_DEPOSIT, L_UNNAMED].map((k) => topics[0] === null || topic0Of(c, k, ct) === topics[0]);
-      const others = type === 'single' ? [] : [1, 2, 3].filter((n) => topics[n] !== null);
-      for (let i = lo; i < hi; i++) {
-        const r = c.idxLogs.ids[i]!;
-        if (!kindMatches[c.logKind[r]!]) continue;
-        let match = others.length === 0 || operand === 'and';
-        for (const n of others) {
-          const m = topicOf(c, r, n) === topics[n];
-          if (operand === 'and' && !m) {
-            match = false;
-            break;
-          }
-          if (operand === 'or' && m) {
-            match = true;
-            break;
-          }
-        }
-        if (match) out.push(r);
+  return { address, topics, real, limit, offset, from, to, type, operand };
+}
+
+/** Ids of the contract's matching logs in block order, chain logs and extra logs (EXTRA + k); cached per query. */
+function matchingLogs(c: Chain, query: EventLogQuery): Uint32Array {
+  const { from, to, topics, type, operand } = query;
+  const ct = c.findAddress(query.address);
+  if (ct < 0) return new Uint32Array(0);
+  const key = `${c.uid}:${ct}:${from}:${to}:${topics.join(',')}:${type}:${operand}`;
+  const hit = logCache.get(key);
+  if (hit) return hit;
+  const others = type === 'single' ? [] : [1, 2, 3].filter((n) => topics[n] !== null);
+  const ids = Uint32Array.from(withExtraLogs(c, ct, chainLogsMatching(c, ct, query, others), from, to, topics, others, operand));
+  if (logCache.size > 64) logCache.delete(logCache.keys().next().value as string);
+  logCache.set(key, ids);
+  return ids;
+}
+
+/**
+ * The chain's logs of contract ct in the query's blocks whose topics match: topic_0 always has to; with
+ * type=combine the `others` given combine with `operand`.
+ */
+function chainLogsMatching(c: Chain, ct: number, query: EventLogQuery, others: readonly number[]): number[] {
+  const { topics, operand } = query;
+  const [lo, hi] = c.range(c.idxLogs, ct, (r) => c.txBlk[c.logTx[r]!]!, query.from, query.to);
+  const out: number[] = [];
+  // All logs listed here are of contract ct, whose topic_0 depends only on the log's kind: compared once per kind.
+  const kindMatches = [L_ERC20, L_ERC721, L_SWAP, L_DEPOSIT, L_UNNAMED].map((k) => topics[0] === null || topic0Of(c, k, ct) === topics[0]);
+  for (let i = lo; i < hi; i++) {
+    const r = c.idxLogs.ids[i]!;
+    if (!kindMatches[c.logKind[r]!]) continue;
+    let match = others.length === 0 || operand === 'and';
+    for (const n of others) {
+      const m = topicOf(c, r, n) === topics[n];
+      if (operand === 'and' && !m) {
+        match = false;
+        break;
       }
-      ids = Uint32Array.from(withExtraLogs(c, ct, out, from, to, topics, others, operand));
-      if (logCache.size > 64) logCache.delete(logCache.keys().next().value as string);
-      logCache.set(key, ids);
+      if (operand === 'or' && m) {
+        match = true;
+        break;
+      }
     }
+    if (match) out.push(r);
   }
-  const [p0, p1] = pageDesc(0, ids.length, offset, limit);
-  const out = openPage(ids.length),
-    shapes = logShapes(c);
-  for (let i = p1 - 1; i >= p0; i--) {
-    nextRow(out, p1 - 1 - i);
-    const id = ids[i]!;
-    if (id >= EXTRA) writeExtraLog(out, c, id - EXTRA, real);
-    else writeLog(out, c, id, shapes, real);
-  }
-  return closePage(p1 - p0);
+  return out;
 }
 
 /** Ids at and above this are extra logs (src/simulator/token-events.ts), below it the chain's logs. */

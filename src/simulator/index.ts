@@ -8,7 +8,7 @@ import { SimServer, Stats } from './server.js';
 import { DIALECTS, type Dialect } from './dialect.js';
 
 export { DIALECTS, type Dialect } from './dialect.js';
-import { sparseChainFor, type SparseProfile } from './sparse.js';
+import { sparseChainFor, type SparseChain, type SparseProfile } from './sparse.js';
 import { checkReorg, withReorg, type ReorgOptions } from './finality.js';
 
 export type { ReorgOptions } from './finality.js';
@@ -101,7 +101,55 @@ function withOwnHead(c: Chain): Chain {
   return view;
 }
 
+/** The options checked, with their defaults. */
+interface SimulatorSettings {
+  seed: number;
+  scale: Scale;
+  resultWindow: number;
+  dialect: Dialect;
+  apiKey: string;
+  host: string;
+  reorg: ReorgOptions | undefined;
+  indexLagBlocks: number | undefined;
+  kind: ChainKind;
+}
+
+/** Each network's chain of a simulator, made on first use, with the simulator's own head. */
+interface SimulatorChains {
+  chains: Record<'mainnet' | 'testnet', Chain>;
+  /** The head of a network, without making its chain for it (the testnet's is its preset's until made). */
+  headOf(network: 'mainnet' | 'testnet'): number;
+}
+
 export async function startSimulator(opts: SimulatorOptions = {}): Promise<RunningSimulator> {
+  const settings = checkedSettings(opts);
+  const { chains, headOf } = simulatorChains(settings);
+  const sparse =
+    settings.kind === 'sparse' ? { mainnet: sparseChainFor(settings.seed, 'mainnet'), testnet: sparseChainFor(settings.seed, 'testnet') } : undefined;
+  const server = new SimServer(chains, {
+    apiKey: settings.apiKey,
+    host: settings.host,
+    port: opts.port ?? 0,
+    resultWindow: settings.resultWindow,
+    latencyMs: opts.latencyMs,
+    faults: opts.faults,
+    rateLimit: opts.rateLimit,
+    dialect: settings.dialect,
+    ignoresRangeFilter: opts.ignoresRangeFilter === true,
+    sparse,
+    headOf,
+    indexLagBlocks: settings.indexLagBlocks,
+  });
+  const port = await server.listen();
+  const hostPart = settings.host.includes(':') ? `[${settings.host}]` : settings.host;
+  const root = `http://${hostPart}:${port}`;
+  const examples = computeExamples(chains.mainnet);
+  const timer = opts.blockTimeMs !== undefined && opts.blockTimeMs > 0 ? advanceHeads(chains, opts.blockTimeMs) : undefined;
+  return runningSimulator({ root, apiKey: settings.apiKey, examples, chains, headOf, sparse, server, timer });
+}
+
+/** The options with their defaults, or a RangeError naming the first that is wrong (in the order listed here). */
+function checkedSettings(opts: SimulatorOptions): SimulatorSettings {
   const seed = opts.seed ?? 1;
   if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new RangeError(`seed must be an integer in 0..4294967295, got ${seed}`);
   const scale = opts.scale ?? 'small';
@@ -114,13 +162,19 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
   const apiKey = opts.apiKey ?? DEFAULT_API_KEY;
   if (apiKey.length === 0) throw new RangeError('apiKey must not be empty');
   const host = opts.host ?? '127.0.0.1';
-  // The testnet chain is made on first use: most runs never ask for it, and making it costs about a third of a
-  // simulator's start (a test suite and a demo run start many).
-  const made: Partial<Record<'mainnet' | 'testnet', Chain>> = {};
   const reorg = opts.reorg;
   if (reorg) checkReorg(reorg);
   const lag = opts.indexLagBlocks;
   if (lag !== undefined && (!Number.isSafeInteger(lag) || lag < 0)) throw new RangeError(`indexLagBlocks must be a non-negative integer, got ${lag}`);
+  const kind = opts.chain ?? 'demo';
+  if (!CHAIN_KINDS.includes(kind)) throw new RangeError(`chain must be one of ${CHAIN_KINDS.join(', ')}, got '${String(kind)}'`);
+  return { seed, scale, resultWindow, dialect, apiKey, host, reorg, indexLagBlocks: lag, kind };
+}
+
+function simulatorChains({ seed, scale, reorg }: SimulatorSettings): SimulatorChains {
+  // The testnet chain is made on first use: most runs never ask for it, and making it costs about a third of a
+  // simulator's start (a test suite and a demo run start many).
+  const made: Partial<Record<'mainnet' | 'testnet', Chain>> = {};
   const chainOf = (network: 'mainnet' | 'testnet'): Chain => {
     if (made[network]) return made[network];
     const view = withOwnHead(getChain(network, seed, scale));
@@ -136,36 +190,31 @@ export async function startSimulator(opts: SimulatorOptions = {}): Promise<Runni
   };
   const headOf = (network: 'mainnet' | 'testnet'): number =>
     made[network]?.head ?? (network === 'mainnet' ? chains.mainnet.head : PRESETS.testnet.visibleBlocks);
-  const kind = opts.chain ?? 'demo';
-  if (!CHAIN_KINDS.includes(kind)) throw new RangeError(`chain must be one of ${CHAIN_KINDS.join(', ')}, got '${String(kind)}'`);
-  const sparse = kind === 'sparse' ? { mainnet: sparseChainFor(seed, 'mainnet'), testnet: sparseChainFor(seed, 'testnet') } : undefined;
-  const server = new SimServer(chains, {
-    apiKey,
-    host,
-    port: opts.port ?? 0,
-    resultWindow,
-    latencyMs: opts.latencyMs,
-    faults: opts.faults,
-    rateLimit: opts.rateLimit,
-    dialect,
-    ignoresRangeFilter: opts.ignoresRangeFilter === true,
-    sparse,
-    headOf,
-    indexLagBlocks: lag,
-  });
-  const port = await server.listen();
-  const hostPart = host.includes(':') ? `[${host}]` : host;
-  const root = `http://${hostPart}:${port}`;
-  const examples = computeExamples(chains.mainnet);
+  return { chains, headOf };
+}
+
+/** `blockTimeMs`: both heads advance one block each tick (the timer does not keep the process alive). */
+function advanceHeads(chains: SimulatorChains['chains'], blockTimeMs: number): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    chains.mainnet.setHead(chains.mainnet.head + 1);
+    chains.testnet.setHead(chains.testnet.head + 1);
+  }, blockTimeMs);
+  timer.unref();
+  return timer;
+}
+
+/** What a started simulator is made of, for the handle its user holds. */
+interface StartedSimulator extends SimulatorChains {
+  root: string;
+  apiKey: string;
+  examples: SimulatorExamples;
+  sparse: { mainnet: SparseChain; testnet: SparseChain } | undefined;
+  server: SimServer;
+  timer: NodeJS.Timeout | undefined;
+}
+
+function runningSimulator({ root, apiKey, examples, chains, headOf, sparse, server, timer }: StartedSimulator): RunningSimulator {
   let testnetExamples: SimulatorExamples | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  if (opts.blockTimeMs !== undefined && opts.blockTimeMs > 0) {
-    timer = setInterval(() => {
-      chains.mainnet.setHead(chains.mainnet.head + 1);
-      chains.testnet.setHead(chains.testnet.head + 1);
-    }, opts.blockTimeMs);
-    timer.unref();
-  }
   return {
     urls: { mainnet: `${root}/mainnet`, testnet: `${root}/testnet`, testnetAlt: `${root}/testnet-alt`, finance: `${root}/finance` },
     apiKey,

@@ -218,23 +218,33 @@ export function writeGwei(out: ByteOut, g: number): void {
   out.lit(B.gwei);
 }
 
-/** The full transaction entry (endpoint #2), written as bytes. */
+/**
+ * The full transaction entry (endpoint #2), written as bytes. The steps take the row's facts as arguments, not
+ * an object: this runs once per row of every transaction page, the simulator's hottest path (its bench).
+ */
 export function writeTx(out: ByteOut, c: Chain, t: number, head: number, withInput: boolean): void {
   const b = c.txBlk[t]!,
-    kb = c.txKind[t]!,
-    k = kb & 15;
+    kb = c.txKind[t]!;
   const st = caseStyle(c.kTx, t);
-  const up = st === 2;
   c.gasOf(t, kb, b);
-  const failed = (kb & F_FAILED) !== 0;
   out.ensure(2048);
+  writeTxParties(out, c, t, b, kb, st);
+  writeTxPlace(out, c, t, b, head, st);
+  writeTxOutcome(out, c, t, kb);
+  writeTxGas(out, c, t, b, kb, st);
+  if (withInput) writeTxInput(out, c, t);
+  out.byte(125);
+}
+
+/** timestamp, nonce, sender, receiver (null for a creation) and value. */
+function writeTxParties(out: ByteOut, c: Chain, t: number, b: number, kb: number, st: number): void {
   out.lit(B.ts);
   writeIso(out, c.blockSeconds(b));
   out.lit(B.nonce);
   out.uint(c.nonceOf(t));
   out.lit(B.sender);
   c.writeAddr(out, c.txFrom[t]!, st);
-  if (k === K_CREATE) out.lit(B.receiverNullValue);
+  if ((kb & 15) === K_CREATE) out.lit(B.receiverNullValue);
   else {
     out.lit(B.receiver);
     c.writeAddr(out, c.txTo[t]!, st);
@@ -242,6 +252,11 @@ export function writeTx(out: ByteOut, c: Chain, t: number, head: number, withInp
   }
   if (kb & F_MAXVALUE) out.lit(B.max);
   else writeGwei(out, c.valueGwei(t, kb));
+}
+
+/** confirmations at `head`, the transaction's and its block's hashes, its index in the block. */
+function writeTxPlace(out: ByteOut, c: Chain, t: number, b: number, head: number, st: number): void {
+  const up = st === 2;
   out.lit(B.conf);
   out.uint(head - b + 1);
   out.lit(B.txh);
@@ -250,16 +265,25 @@ export function writeTx(out: ByteOut, c: Chain, t: number, head: number, withInp
   c.writeBlockHash(out, b, up);
   out.lit(B.tidx);
   out.uint(t - c.blockFirstTx[b]!);
-  if (!failed) out.lit(k === K_CALL ? B.okCall : B.okOther);
+}
+
+/** tx and in-tx status and message (an inner status for calls only), and the fee (G, set by gasOf). */
+function writeTxOutcome(out: ByteOut, c: Chain, t: number, kb: number): void {
+  const k = kb & 15;
+  if ((kb & F_FAILED) === 0) out.lit(k === K_CALL ? B.okCall : B.okOther);
   else {
     out.lit(B.failHead);
     out.str(JSON.stringify(txMessage(c, t, kb)));
     out.lit(k === K_CALL ? B.failCall : B.failOther);
   }
   writeGwei(out, G.used * G.price);
+}
+
+/** block number, the created contract's address, and the gas fields (fee caps null for a legacy transaction). */
+function writeTxGas(out: ByteOut, c: Chain, t: number, b: number, kb: number, st: number): void {
   out.lit(B.bn);
   out.uint(b);
-  if (k === K_CREATE) {
+  if ((kb & 15) === K_CREATE) {
     out.lit(B.ca);
     c.writeAddr(out, c.txTo[t]!, st);
     out.lit(B.glAfterAddr);
@@ -279,12 +303,13 @@ export function writeTx(out: ByteOut, c: Chain, t: number, head: number, withInp
     writeGwei(out, G.prio);
     out.byte(34);
   }
-  if (withInput) {
-    out.lit(B.input);
-    out.str(txInput(c, t));
-    out.byte(34);
-  }
-  out.byte(125);
+}
+
+/** `,"input":"…"`, asked for with `input=true` (full and simple entries alike). */
+function writeTxInput(out: ByteOut, c: Chain, t: number): void {
+  out.lit(B.input);
+  out.str(txInput(c, t));
+  out.byte(34);
 }
 
 /** Simple-mode entry as bytes. */
@@ -317,30 +342,27 @@ export function writeTxSimple(out: ByteOut, c: Chain, t: number, withInput: bool
   out.lit(B.sGu);
   out.uint(G.used);
   out.byte(34);
-  if (withInput) {
-    out.lit(B.input);
-    out.str(txInput(c, t));
-    out.byte(34);
-  }
+  if (withInput) writeTxInput(out, c, t);
   out.byte(125);
 }
 
-/** The full transaction entry (endpoint #2). */
+/** The full transaction entry (endpoint #2): the plain-string form writeTx's bytes are checked against. */
 export function renderTx(c: Chain, t: number, head: number, withInput: boolean): string {
-  const b = c.txBlk[t]!,
-    kb = c.txKind[t]!,
-    k = kb & 15;
+  const kb = c.txKind[t]!;
   const st = caseStyle(c.kTx, t);
-  c.gasOf(t, kb, b);
-  const failed = (kb & F_FAILED) !== 0;
+  c.gasOf(t, kb, c.txBlk[t]!);
+  let s = txPartiesAndPlace(c, t, head, kb, st) + txOutcome(c, t, kb) + txGas(c, t, kb, st);
+  if (withInput) s += ',"input":"' + txInput(c, t) + '"';
+  return s + '}';
+}
+
+/** From `{"timestamp"` to transaction_index: who, how much, where in the chain. */
+function txPartiesAndPlace(c: Chain, t: number, head: number, kb: number, st: number): string {
+  const b = c.txBlk[t]!;
   const from = c.addrCase(c.txFrom[t]!, st);
-  const to = k === K_CREATE ? null : c.addrCase(c.txTo[t]!, st);
-  const created = k === K_CREATE ? c.addrCase(c.txTo[t]!, st) : null;
+  const to = (kb & 15) === K_CREATE ? null : c.addrCase(c.txTo[t]!, st);
   const value = kb & F_MAXVALUE ? MAX_UINT256 : gweiToWei(c.valueGwei(t, kb));
-  const msg = txMessage(c, t, kb);
-  const inStatus = k === K_CALL ? (failed ? '0' : '1') : null;
-  const inMsg = k === K_CALL && failed ? 'execution reverted' : null;
-  let s =
+  return (
     '{"timestamp":"' +
     blockIso(c, b) +
     '","nonce":"' +
@@ -358,7 +380,18 @@ export function renderTx(c: Chain, t: number, head: number, withInput: boolean):
     '","block_hash":"' +
     hashCase(c.blockHash(b), st) +
     '","transaction_index":"' +
-    (t - c.blockFirstTx[b]!) +
+    (t - c.blockFirstTx[b]!)
+  );
+}
+
+/** tx_status to tx_fee: the outcome, with an inner status and message for calls only. */
+function txOutcome(c: Chain, t: number, kb: number): string {
+  const k = kb & 15;
+  const failed = (kb & F_FAILED) !== 0;
+  const msg = txMessage(c, t, kb);
+  const inStatus = k === K_CALL ? (failed ? '0' : '1') : null;
+  const inMsg = k === K_CALL && failed ? 'execution reverted' : null;
+  return (
     '","tx_status":"' +
     (failed ? '0' : '1') +
     '","tx_message":' +
@@ -368,9 +401,16 @@ export function renderTx(c: Chain, t: number, head: number, withInput: boolean):
     ',"in_tx_message":' +
     q(inMsg) +
     ',"tx_fee":"' +
-    gweiToWei(G.used * G.price) +
+    gweiToWei(G.used * G.price)
+  );
+}
+
+/** block_number to max_priority_fee_per_gas: the created contract and the gas (G, set by gasOf). */
+function txGas(c: Chain, t: number, kb: number, st: number): string {
+  const created = (kb & 15) === K_CREATE ? c.addrCase(c.txTo[t]!, st) : null;
+  return (
     '","block_number":"' +
-    b +
+    c.txBlk[t]! +
     '","contract_address":' +
     q(created) +
     ',"gas_limit":"' +
@@ -384,9 +424,8 @@ export function renderTx(c: Chain, t: number, head: number, withInput: boolean):
     '","max_fee_per_gas":' +
     (G.legacy ? 'null' : '"' + gweiToWei(G.maxFee) + '"') +
     ',"max_priority_fee_per_gas":' +
-    (G.legacy ? 'null' : '"' + gweiToWei(G.prio) + '"');
-  if (withInput) s += ',"input":"' + txInput(c, t) + '"';
-  return s + '}';
+    (G.legacy ? 'null' : '"' + gweiToWei(G.prio) + '"')
+  );
 }
 
 /** Simple-mode transaction entry (S fields; to_block/from_block go to `results`). */

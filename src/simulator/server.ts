@@ -54,6 +54,57 @@ interface Reply {
   release?: () => void;
 }
 
+type RouteMatch = ReturnType<typeof matchRoute>[number];
+
+/**
+ * The explorer route of `method` and `segs` on host `base`, and the network it reads; or the 404 / 405 reply
+ * (testnet-alt serves one route only, which testnet does not).
+ */
+function routeOf(base: 'mainnet' | 'testnet' | 'testnet-alt', method: string, segs: string[]): { hit: RouteMatch; network: Network } | Reply {
+  const path = '/' + [base, ...segs].join('/');
+  if (segs[0] !== 'v1') return { status: 404, body: explorerError(404, `Unknown path ${method} ${path}: explorer paths start with /v1`), rows: 0 };
+  const matches = matchRoute(ROUTES, segs.slice(1));
+  const network: Network = base === 'mainnet' ? 'mainnet' : 'testnet';
+  const hit = matches.find((m) => m.route.method === method);
+  if (!hit) {
+    if (matches.length > 0)
+      return {
+        status: 405,
+        body: explorerError(405, `Method ${method} not allowed on ${path}; use ${matches[0]!.route.method}`),
+        rows: 0,
+        headers: { allow: matches.map((m) => m.route.method).join(', ') },
+      };
+    return { status: 404, body: explorerError(404, `Unknown path ${method} ${path}`), rows: 0 };
+  }
+  const isTxInternal = hit.route.name === 'transactions/internal-transactions';
+  if (base === 'testnet-alt' && !isTxInternal)
+    return {
+      status: 404,
+      body: explorerError(404, `Unknown path ${method} ${path}: the testnet-alt host serves only /v1/transactions/{transaction_hash}/internal-transactions`),
+      rows: 0,
+    };
+  if (base === 'testnet' && isTxInternal)
+    return {
+      status: 404,
+      body: explorerError(404, `Unknown path ${method} ${path}: on testnet, internal transactions by transaction hash are served by the testnet-alt host`),
+      rows: 0,
+    };
+  return { hit, network };
+}
+
+/** A POST's JSON body (undefined for a GET), or the 415 / 400 reply to a body that is not JSON. */
+function jsonBody(method: string, req: http.IncomingMessage, rawBody: string): { body: unknown } | Reply {
+  if (method !== 'POST') return { body: undefined };
+  const ct = String(req.headers['content-type'] ?? '');
+  if (!ct.toLowerCase().startsWith('application/json'))
+    return { status: 415, body: explorerError(415, `Content-Type must be application/json, got '${ct.slice(0, 60)}'`), rows: 0 };
+  try {
+    return { body: JSON.parse(rawBody) as unknown };
+  } catch {
+    return { status: 400, body: explorerError(400, 'Request body is not valid JSON'), rows: 0 };
+  }
+}
+
 const JSON_TYPE = 'application/json; charset=utf-8';
 const MAX_BODY = 1 << 20;
 const HTML_ERROR =
@@ -305,52 +356,14 @@ export class SimServer {
     req: http.IncomingMessage,
     rawBody: string,
   ): Reply {
-    const key = req.headers['api-key'];
-    if (key === undefined || key === '') return { status: 401, body: explorerError(401, 'Missing api-key header'), rows: 0 };
-    if (key !== this.cfg.apiKey) return { status: 403, body: explorerError(403, 'Invalid api-key'), rows: 0 };
-    const limited = this.rateLimited('explorer:' + key);
-    if (limited) return { ...limited, body: explorerError(429, `Rate limit exceeded: retry after ${limited.headers!['retry-after']} s`) };
-    const path = '/' + [base, ...segs].join('/');
-    if (segs[0] !== 'v1') return { status: 404, body: explorerError(404, `Unknown path ${method} ${path}: explorer paths start with /v1`), rows: 0 };
-    const matches = matchRoute(ROUTES, segs.slice(1));
-    const network: Network = base === 'mainnet' ? 'mainnet' : 'testnet';
-    const onAlt = base === 'testnet-alt';
-    const hit = matches.find((m) => m.route.method === method);
-    if (!hit) {
-      if (matches.length > 0)
-        return {
-          status: 405,
-          body: explorerError(405, `Method ${method} not allowed on ${path}; use ${matches[0]!.route.method}`),
-          rows: 0,
-          headers: { allow: matches.map((m) => m.route.method).join(', ') },
-        };
-      return { status: 404, body: explorerError(404, `Unknown path ${method} ${path}`), rows: 0 };
-    }
-    const isTxInternal = hit.route.name === 'transactions/internal-transactions';
-    if (onAlt && !isTxInternal)
-      return {
-        status: 404,
-        body: explorerError(404, `Unknown path ${method} ${path}: the testnet-alt host serves only /v1/transactions/{transaction_hash}/internal-transactions`),
-        rows: 0,
-      };
-    if (base === 'testnet' && isTxInternal)
-      return {
-        status: 404,
-        body: explorerError(404, `Unknown path ${method} ${path}: on testnet, internal transactions by transaction hash are served by the testnet-alt host`),
-        rows: 0,
-      };
+    const refused = this.refusedKey(req);
+    if (refused) return refused;
+    const routed = routeOf(base, method, segs);
+    if ('status' in routed) return routed;
+    const { hit, network } = routed;
     this.countRoute(base + '/' + hit.route.name);
-    let body: unknown = undefined;
-    if (method === 'POST') {
-      const ct = String(req.headers['content-type'] ?? '');
-      if (!ct.toLowerCase().startsWith('application/json'))
-        return { status: 415, body: explorerError(415, `Content-Type must be application/json, got '${ct.slice(0, 60)}'`), rows: 0 };
-      try {
-        body = JSON.parse(rawBody);
-      } catch {
-        return { status: 400, body: explorerError(400, 'Request body is not valid JSON'), rows: 0 };
-      }
-    }
+    const parsed = jsonBody(method, req, rawBody);
+    if ('status' in parsed) return parsed;
     const chain = this.chains[network];
     const real = this.cfg.dialect === 'real';
     if (real && hit.route.name === 'blocks' && hit.params[0]!.toLowerCase() === 'latest') {
@@ -366,6 +379,23 @@ export class SimServer {
         throw e;
       }
     }
+    return this.handled(hit, network, query, parsed.body);
+  }
+
+  /** A missing or wrong api-key, or one over its rate: the reply that refuses the request (null: none). */
+  private refusedKey(req: http.IncomingMessage): Reply | null {
+    const key = req.headers['api-key'];
+    if (key === undefined || key === '') return { status: 401, body: explorerError(401, 'Missing api-key header'), rows: 0 };
+    if (key !== this.cfg.apiKey) return { status: 403, body: explorerError(403, 'Invalid api-key'), rows: 0 };
+    const limited = this.rateLimited('explorer:' + key);
+    if (limited) return { ...limited, body: explorerError(429, `Rate limit exceeded: retry after ${limited.headers!['retry-after']} s`) };
+    return null;
+  }
+
+  /** The route's handler on the demo chain, its results in the envelope (or its ApiError as the error reply). */
+  private handled(hit: RouteMatch, network: Network, query: URLSearchParams, body: unknown): Reply {
+    const chain = this.chains[network];
+    const real = this.cfg.dialect === 'real';
     try {
       const r = hit.route.handler({
         chain,

@@ -127,11 +127,31 @@ function deployedAt(c: Chain, i: number): number {
 export function extraLogs(c: Chain): Extra {
   let x = extraByChain.get(c.uid);
   if (x) return x;
-  const block: number[] = [],
-    tx: number[] = [],
-    logIndex: number[] = [],
-    contract: number[] = [],
-    kind: number[] = [];
+  const found = findExtraLogs(c);
+  x = {
+    block: Uint32Array.from(found.block),
+    tx: Uint32Array.from(found.tx),
+    logIndex: Uint32Array.from(found.logIndex),
+    contract: Uint32Array.from(found.contract),
+    kind: Uint8Array.from(found.kind),
+    byContract: logsByContract(found.contract),
+  };
+  extraByChain.set(c.uid, x);
+  return x;
+}
+
+/** Extra's columns while they are gathered, block by block. */
+interface ExtraColumns {
+  block: number[];
+  tx: number[];
+  logIndex: number[];
+  contract: number[];
+  kind: number[];
+}
+
+/** Every extra log in block order: one in about 8 blocks, by the last transaction, once its contract is deployed. */
+function findExtraLogs(c: Chain): ExtraColumns {
+  const found: ExtraColumns = { block: [], tx: [], logIndex: [], contract: [], kind: [] };
   const deployed = new Map<number, number>();
   const dep = (i: number): number => {
     let b = deployed.get(i);
@@ -147,37 +167,32 @@ export function extraLogs(c: Chain): Extra {
     const t0 = c.blockFirstTx[b]!,
       t1 = c.blockFirstTx[b + 1]!;
     if (t1 <= t0) continue;
-    const sel = (h >>> 3) % 16;
-    let k: number, ct: number;
-    if (sel < 4) {
-      k = X_APPROVAL20;
-      ct = A_ERC20_0 + ((h >>> 8) % N_ERC20);
-    } else if (sel === 4) {
-      k = X_APPROVAL721;
-      ct = A_ERC721_0 + ((h >>> 8) % N_ERC721);
-    } else if (sel === 5) {
-      k = X_APPROVAL_ALL;
-      ct = A_ERC721_0 + ((h >>> 8) % N_ERC721);
-    } else if (sel < 9) {
-      k = X_SINGLE;
-      ct = A_MULTI;
-    } else if (sel === 9) {
-      k = X_BATCH;
-      ct = A_MULTI;
-    } else if (sel === 10) {
-      k = (h >>> 8) & 1 ? X_ODD_721 : X_ODD_SHORT;
-      ct = A_ODD_ERC20;
-    } else if (sel < 14) {
-      k = X_SHOWCASE;
-      ct = A_SHOWCASE;
-    } else continue;
-    if (dep(ct) === NONE || dep(ct) >= b) continue;
-    block.push(b);
-    tx.push(t1 - 1);
-    logIndex.push(c.blockFirstLog[b + 1]! - c.blockFirstLog[b]!);
-    contract.push(ct);
-    kind.push(k);
+    const pick = extraLogKind(h);
+    if (!pick || dep(pick.contract) === NONE || dep(pick.contract) >= b) continue;
+    found.block.push(b);
+    found.tx.push(t1 - 1);
+    found.logIndex.push(c.blockFirstLog[b + 1]! - c.blockFirstLog[b]!);
+    found.contract.push(pick.contract);
+    found.kind.push(pick.kind);
   }
+  return found;
+}
+
+/** The kind and contract of a block's extra log, from the block's hash `h` (undefined: none after all). */
+function extraLogKind(h: number): { kind: number; contract: number } | undefined {
+  const sel = (h >>> 3) % 16;
+  if (sel < 4) return { kind: X_APPROVAL20, contract: A_ERC20_0 + ((h >>> 8) % N_ERC20) };
+  if (sel === 4) return { kind: X_APPROVAL721, contract: A_ERC721_0 + ((h >>> 8) % N_ERC721) };
+  if (sel === 5) return { kind: X_APPROVAL_ALL, contract: A_ERC721_0 + ((h >>> 8) % N_ERC721) };
+  if (sel < 9) return { kind: X_SINGLE, contract: A_MULTI };
+  if (sel === 9) return { kind: X_BATCH, contract: A_MULTI };
+  if (sel === 10) return { kind: (h >>> 8) & 1 ? X_ODD_721 : X_ODD_SHORT, contract: A_ODD_ERC20 };
+  if (sel < 14) return { kind: X_SHOWCASE, contract: A_SHOWCASE };
+  return undefined;
+}
+
+/** Ids of each contract's logs, in block order. */
+function logsByContract(contract: readonly number[]): Map<number, number[]> {
   const byContract = new Map<number, number[]>();
   for (let i = 0; i < contract.length; i++) {
     let l = byContract.get(contract[i]!);
@@ -187,16 +202,7 @@ export function extraLogs(c: Chain): Extra {
     }
     l.push(i);
   }
-  x = {
-    block: Uint32Array.from(block),
-    tx: Uint32Array.from(tx),
-    logIndex: Uint32Array.from(logIndex),
-    contract: Uint32Array.from(contract),
-    kind: Uint8Array.from(kind),
-    byContract,
-  };
-  extraByChain.set(c.uid, x);
-  return x;
+  return byContract;
 }
 
 const MAX = (1n << 256n) - 1n;
@@ -317,34 +323,68 @@ function showcase(c: Chain, k: number, from: number, to: number): { event: AbiEv
 
 const sigText = (e: AbiEvent): string => signatureText(e);
 
+/** What an extra log's values derive from: its place, its transaction's parties and its own hash. */
+interface ExtraLogSeed {
+  c: Chain;
+  k: number;
+  base: Pick<ExtraLog, 'block' | 'tx' | 'logIndex' | 'contract'>;
+  kind: number;
+  /** The transaction's sender, and its receiver (the whale for a creation). */
+  from: number;
+  to: number;
+  h: number;
+}
+
 /** Extra log k, rendered (topics, data, name and ABI text as the API gives them). */
 export function extraLog(c: Chain, k: number): ExtraLog {
+  const seed = extraLogSeed(c, k);
+  switch (seed.kind) {
+    case X_ODD_721:
+    case X_ODD_SHORT:
+      return malformedTransfer(seed);
+    case X_APPROVAL20:
+    case X_APPROVAL721:
+    case X_APPROVAL_ALL:
+    case X_SINGLE:
+    case X_BATCH:
+      return standardEventLog(seed);
+    default: {
+      const s = showcase(c, k, seed.from, seed.to);
+      return { ...seed.base, topics: s.topics, data: s.data, name: s.event.anonymous ? null : s.event.name, abi: s.event.anonymous ? null : sigText(s.event) };
+    }
+  }
+}
+
+function extraLogSeed(c: Chain, k: number): ExtraLogSeed {
   const x = extraLogs(c);
   const b = x.block[k]!,
-    t = x.tx[k]!,
-    ct = x.contract[k]!,
-    kind = x.kind[k]!;
+    t = x.tx[k]!;
+  return {
+    c,
+    k,
+    base: { block: b, tx: t, logIndex: x.logIndex[k]!, contract: x.contract[k]! },
+    kind: x.kind[k]!,
+    from: c.txFrom[t]!,
+    to: c.txTo[t] === NONE ? A_WHALE : c.txTo[t]!,
+    h: hash3(c.kVal ^ 0x7070, k, b),
+  };
+}
+
+const nftIdOf = (h: number): bigint => BigInt(1 + (h % 500));
+
+/** An approval or an ERC-1155 transfer: the standard event, encoded with values derived from the seed. */
+function standardEventLog({ c, k, base, kind, from, to, h }: ExtraLogSeed): ExtraLog {
   const EV = EVS();
-  const from = c.txFrom[t]!,
-    to = c.txTo[t] === NONE ? A_WHALE : c.txTo[t]!;
-  const h = hash3(c.kVal ^ 0x7070, k, b);
-  const base = { block: b, tx: t, logIndex: x.logIndex[k]!, contract: ct };
-  const nftId = (): bigint => BigInt(1 + (h % 500));
-  const out = (event: AbiEvent, args: Record<string, unknown>, name: string | null = event.name): ExtraLog => ({
-    ...base,
-    ...encode(event, args),
-    name,
-    abi: name === null ? null : sigText(event),
-  });
+  const out = (event: AbiEvent, args: Record<string, unknown>): ExtraLog => ({ ...base, ...encode(event, args), name: event.name, abi: sigText(event) });
   switch (kind) {
     case X_APPROVAL20:
       return out(EV.erc20Approval, {
         owner: addr(c, from),
         spender: addr(c, A_POOL0 + (h % 4)),
-        value: ct - A_ERC20_0 === WEIRD_TOKEN || h % 9 === 0 ? MAX : amount(c, k, 1),
+        value: base.contract - A_ERC20_0 === WEIRD_TOKEN || h % 9 === 0 ? MAX : amount(c, k, 1),
       });
     case X_APPROVAL721:
-      return out(EV.erc721Approval, { owner: addr(c, from), approved: h % 5 === 0 ? addr(c, A_ZERO) : addr(c, to), tokenId: nftId() });
+      return out(EV.erc721Approval, { owner: addr(c, from), approved: h % 5 === 0 ? addr(c, A_ZERO) : addr(c, to), tokenId: nftIdOf(h) });
     case X_APPROVAL_ALL:
       return out(EV.approvalForAll, { owner: addr(c, from), operator: addr(c, A_POOL0 + (h % 4)), approved: (h & 1) === 1 });
     case X_SINGLE:
@@ -355,7 +395,8 @@ export function extraLog(c: Chain, k: number): ExtraLog {
         id: BigInt(h % 40),
         value: amount(c, k, 1),
       });
-    case X_BATCH: {
+    default: {
+      // X_BATCH
       const n = 1 + (h % 4);
       return out(EV.transferBatch, {
         operator: addr(c, from),
@@ -365,19 +406,16 @@ export function extraLog(c: Chain, k: number): ExtraLog {
         values: Array.from({ length: n }, (_, j) => amount(c, k, 1 + j)),
       });
     }
-    case X_ODD_721: {
-      // an ERC-721-shaped Transfer (the id as a third topic, no data) from an ERC-20 contract
-      const { topics } = encode(EV.erc20Transfer, { from: addr(c, from), to: addr(c, to), value: 0n });
-      return { ...base, topics: [...topics, '0x' + nftId().toString(16).padStart(64, '0')], data: '0x', name: 'Transfer', abi: sigText(EV.erc20Transfer) };
-    }
-    case X_ODD_SHORT: {
-      // an ERC-20 Transfer whose data is 16 bytes instead of 32
-      const { topics } = encode(EV.erc20Transfer, { from: addr(c, from), to: addr(c, to), value: 0n });
-      return { ...base, topics, data: '0x' + (h >>> 0).toString(16).padStart(32, '0'), name: 'Transfer', abi: sigText(EV.erc20Transfer) };
-    }
-    default: {
-      const s = showcase(c, k, from, to);
-      return { ...base, topics: s.topics, data: s.data, name: s.event.anonymous ? null : s.event.name, abi: s.event.anonymous ? null : sigText(s.event) };
-    }
   }
+}
+
+/** A Transfer of the odd ERC-20 that a decoder must refuse: ERC-721-shaped, or with short data. */
+function malformedTransfer({ c, base, kind, from, to, h }: ExtraLogSeed): ExtraLog {
+  const EV = EVS();
+  const { topics } = encode(EV.erc20Transfer, { from: addr(c, from), to: addr(c, to), value: 0n });
+  const abi = sigText(EV.erc20Transfer);
+  // an ERC-721-shaped Transfer (the id as a third topic, no data) from an ERC-20 contract
+  if (kind === X_ODD_721) return { ...base, topics: [...topics, '0x' + nftIdOf(h).toString(16).padStart(64, '0')], data: '0x', name: 'Transfer', abi };
+  // an ERC-20 Transfer whose data is 16 bytes instead of 32
+  return { ...base, topics, data: '0x' + (h >>> 0).toString(16).padStart(32, '0'), name: 'Transfer', abi };
 }

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { resolveLakeTarget } from '../../src/cli/lake-target.js';
+import { distributedFlags, resolveLakeTarget } from '../../src/cli/lake-target.js';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { parseJob } from '../../src/pipeline/job.js';
@@ -35,14 +35,35 @@ describe('the lake-choice rule (resolveLakeTarget)', () => {
       kind: 'distributed',
       catalog: 'postgres://h/d',
       store: '/env/store',
+      storeConnection: {},
       from: 'flag',
     });
-    expect(resolveLakeTarget({ store: '/s' }, { env: both })).toEqual({ kind: 'distributed', catalog: URL_, store: '/s', from: 'env' });
-    expect(resolveLakeTarget({}, { env: { CHAINLAKE_CATALOG: URL_ } })).toEqual({ kind: 'distributed', catalog: URL_, store: undefined, from: 'env' });
+    expect(resolveLakeTarget({ store: '/s' }, { env: both })).toEqual({ kind: 'distributed', catalog: URL_, store: '/s', storeConnection: {}, from: 'env' });
+    expect(resolveLakeTarget({}, { env: { CHAINLAKE_CATALOG: URL_ } })).toEqual({
+      kind: 'distributed',
+      catalog: URL_,
+      store: undefined,
+      storeConnection: {},
+      from: 'env',
+    });
     expect(resolveLakeTarget({}, { env: { CHAINLAKE_LAKE: '/env/lake', CHAINLAKE_STORE: '/s' } })).toEqual({ kind: 'local', lake: '/env/lake', from: 'env' });
     expect(resolveLakeTarget({}, { env: both, jobLake: 'job/lake' })).toEqual({ kind: 'local', lake: 'job/lake', from: 'job' });
     // An empty variable (`CHAINLAKE_CATALOG=`) is unset.
     expect(resolveLakeTarget({}, { env: { CHAINLAKE_CATALOG: '', CHAINLAKE_LAKE: ' ' } })).toEqual({ kind: 'local', lake: 'data/lake', from: 'default' });
+  });
+
+  it('an object store is reached as the AWS variables say, resolved with the lake: the S3-specific endpoint first, an empty one unset', () => {
+    const at = (env: Record<string, string>) => {
+      const t = resolveLakeTarget({ catalog: URL_, store: 's3://lake/team' }, { env });
+      return t.kind === 'distributed' ? t.storeConnection : undefined;
+    };
+    expect(at({ AWS_ENDPOINT_URL: 'http://minio:9000', AWS_REGION: 'eu-west-1' })).toEqual({ endpoint: 'http://minio:9000', region: 'eu-west-1' });
+    expect(at({ AWS_ENDPOINT_URL_S3: 'http://s3only:9000', AWS_ENDPOINT_URL: 'http://all:9000', AWS_DEFAULT_REGION: 'eu-central-1' })).toEqual({
+      endpoint: 'http://s3only:9000',
+      region: 'eu-central-1',
+    });
+    expect(at({ AWS_ENDPOINT_URL_S3: '', AWS_REGION: '', AWS_DEFAULT_REGION: 'ap-south-1' })).toEqual({ region: 'ap-south-1' });
+    expect(distributedFlags({ store: 's3://lake' }, { AWS_ENDPOINT_URL: 'http://minio:9000' }).storeConnection).toEqual({ endpoint: 'http://minio:9000' });
   });
 
   it('two kinds at the same level is a usage error naming both and where each was found', () => {

@@ -231,15 +231,17 @@ describe('catalog rebuild --catalog', () => {
 
   it('on object storage: a deleted object and a stray one are named by their s3:// locations', async () => {
     const s3 = await startS3(['lake']);
-    const saved = Object.fromEntries(Object.keys(s3.env).map((k) => [k, process.env[k]]));
-    Object.assign(process.env, s3.env);
+    // The endpoint by option only; the environment holds the credentials the AWS SDK finds by itself.
+    const saved = Object.fromEntries(Object.keys(s3.credentials).map((k) => [k, process.env[k]]));
+    Object.assign(process.env, s3.credentials);
+    const storeConnection = s3.connection;
     try {
       const db = await pgServer.database();
       const store = 's3://lake/rebuild';
       const doc = { ...JOB, name: 'dist-rebuild-s3', datasets: { transactions: { addresses: [ADDRESSES[0]] } } };
-      await enqueueJob(parseJob(doc, doc.name, process.env), doc, { catalog: db.url, store, simulator: sim });
-      await runWorker({ catalog: db.url, store, id: 'w-s3', untilIdle: true, pollMs: 50, simulator: sim });
-      expect((await rebuildDistributedCatalog({ catalog: db.url })).whole).toBe(true);
+      await enqueueJob(parseJob(doc, doc.name, process.env), doc, { catalog: db.url, store, storeConnection, simulator: sim });
+      await runWorker({ catalog: db.url, store, storeConnection, id: 'w-s3', untilIdle: true, pollMs: 50, simulator: sim });
+      expect((await rebuildDistributedCatalog({ catalog: db.url, storeConnection })).whole).toBe(true);
 
       const c = await db.connect();
       const named = (
@@ -247,7 +249,7 @@ describe('catalog rebuild --catalog', () => {
           `SELECT d.path FROM ducklake.ducklake_data_file d JOIN ducklake.ducklake_table t ON t.table_id = d.table_id WHERE t.table_name = 'transactions' AND d.end_snapshot IS NULL`,
         )
       ).rows.map((r) => `${store}/lake/main/transactions/${String(r.path)}`);
-      const client = new S3Client({ endpoint: s3.env.AWS_ENDPOINT_URL, forcePathStyle: true, region: 'us-east-1' });
+      const client = new S3Client({ ...s3.connection, forcePathStyle: true });
       try {
         const key = (location: string) => location.slice('s3://lake/'.length);
         await client.send(new DeleteObjectCommand({ Bucket: 'lake', Key: key(named[0]!) }));
@@ -255,7 +257,7 @@ describe('catalog rebuild --catalog', () => {
       } finally {
         client.destroy();
       }
-      const r = await rebuildDistributedCatalog({ catalog: db.url });
+      const r = await rebuildDistributedCatalog({ catalog: db.url, storeConnection });
       expect(r.whole).toBe(false);
       expect(r.store).toBe(store);
       expect(r.missingFiles.map((f) => f.location)).toEqual([named[0]]);

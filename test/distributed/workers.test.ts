@@ -7,7 +7,7 @@ import { runWorker } from '../../src/distributed/worker.js';
 import { commitFetched, takeLease } from '../../src/distributed/commit.js';
 import { openCatalog } from '../../src/distributed/control-plane.js';
 import type { CatalogDb } from '../../src/ducklake/catalog-db.js';
-import { openStore } from '../../src/distributed/store.js';
+import { openStore, type StoreConnection } from '../../src/distributed/store.js';
 import { openEngine } from '../../src/load/engine.js';
 import { silentLogger } from '../../src/pipeline/log.js';
 import { setGarbageCollector } from '../../src/pipeline/garbage.js';
@@ -73,14 +73,18 @@ async function fileStats(catalog: CatalogDb): Promise<Map<string, string[]>> {
 }
 
 /** The distributed lake against a single-machine one (by default the demo job's, which covers every dataset). */
-async function expectEqualsSingleMachine(catalog: string, single?: Awaited<ReturnType<typeof singleMachineRows>>): Promise<void> {
+async function expectEqualsSingleMachine(
+  catalog: string,
+  single?: Awaited<ReturnType<typeof singleMachineRows>>,
+  storeConnection?: StoreConnection,
+): Promise<void> {
   const expected = single ?? (await singleMachine());
   if (!single) {
     // Every dataset of the demo job, thousands of rows: the comparison below covers the whole lake.
     expect(expected.size).toBeGreaterThanOrEqual(18);
     expect([...expected.values()].reduce((n, t) => n + t.rows, 0)).toBeGreaterThan(5_000);
   }
-  const dist = await openDistributedLake({ catalog });
+  const dist = await openDistributedLake({ catalog, storeConnection });
   try {
     for (const [name, want] of expected) {
       // A table the run never wrote a row to (no rejects) does not exist in the DuckLake.
@@ -346,7 +350,10 @@ describe('distributed mode: enqueue, workers, one committer', () => {
 
   it('the same on S3-compatible object storage (s3rver): fragments and lake files go through the bucket, readers download them', async () => {
     s3 = await startS3(['lake']);
-    Object.assign(process.env, s3.env);
+    // The endpoint by option only (the environment holds the SDK's credentials, not where the store is): the seam
+    // through which the CLI hands the store what it resolved.
+    Object.assign(process.env, s3.credentials);
+    const storeConnection = s3.connection;
     // Two of the demo's datasets (a paged listing of several windows and a finance one): the store's path is the
     // same for every dataset, and their tables are the demo's single-machine ones (each dataset's rows depend on
     // its own scopes and the run's range only), so the first test's single-machine run is the reference.
@@ -359,14 +366,14 @@ describe('distributed mode: enqueue, workers, one committer', () => {
     expect([...expected.values()].reduce((n, t) => n + t.rows, 0)).toBeGreaterThan(1_000);
     const db = await pg.database();
     const store = 's3://lake/team/chain';
-    const queued = await enqueueJob(job, doc, { catalog: db.url, store });
+    const queued = await enqueueJob(job, doc, { catalog: db.url, store, storeConnection });
     const reports = await Promise.all(
-      ['s1', 's2'].map((id) => runWorker({ catalog: db.url, store, id, untilIdle: true, pollMs: 100, leaseSeconds: 30, commitRows: 20_000 })),
+      ['s1', 's2'].map((id) => runWorker({ catalog: db.url, store, storeConnection, id, untilIdle: true, pollMs: 100, leaseSeconds: 30, commitRows: 20_000 })),
     );
     expect(reports.reduce((n, r) => n + r.windowsFetched, 0)).toBeGreaterThanOrEqual(queued.queued);
     const pgClient = await db.connect();
     const dataPath = (await pgClient.query(`SELECT value FROM ducklake.ducklake_metadata WHERE key = 'data_path'`)).rows[0].value;
     expect(dataPath).toBe('s3://lake/team/chain/lake/');
-    await expectEqualsSingleMachine(db.url, expected);
+    await expectEqualsSingleMachine(db.url, expected, storeConnection);
   }, 300_000);
 });

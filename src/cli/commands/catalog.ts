@@ -114,7 +114,12 @@ export const catalogCommand: CommandModule<object, Args> = {
   handler: async (args) => {
     const target = resolveLakeTarget(args);
     if (target.kind === 'distributed') {
-      const r = await rebuildDistributedCatalog({ catalog: checkCatalogUrl(target.catalog), store: target.store, forgetMissing: args['forget-missing'] });
+      const r = await rebuildDistributedCatalog({
+        catalog: checkCatalogUrl(target.catalog),
+        store: target.store,
+        storeConnection: target.storeConnection,
+        forgetMissing: args['forget-missing'],
+      });
       process.stdout.write(args.format === 'json' ? `${JSON.stringify(r, null, 2)}\n` : formatDistributedRebuild(r));
       if (!r.whole) process.exitCode = EXIT.differs;
       return;

@@ -33,7 +33,12 @@ export const compactCommand: CommandModule<object, Args> = {
   handler: async (args) => {
     const target = resolveLakeTarget(args);
     if (target.kind === 'distributed') {
-      const r = await compactDistributedLake({ catalog: checkCatalogUrl(target.catalog), store: target.store, datasets: args.dataset });
+      const r = await compactDistributedLake({
+        catalog: checkCatalogUrl(target.catalog),
+        store: target.store,
+        storeConnection: target.storeConnection,
+        datasets: args.dataset,
+      });
       if (args.format === 'json') return void process.stdout.write(JSON.stringify(r, null, 2) + '\n');
       process.stdout.write(
         `${describeTarget(target)}: ` +

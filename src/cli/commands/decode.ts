@@ -115,7 +115,9 @@ export const decodeCommand: CommandModule<object, Args> = {
     if (target.kind === 'distributed' && needsLake) {
       // A contract's ABI from the distributed lake's contracts dataset, as the local lake's below.
       const fromLake = spec.contracts.some((c) => !c.abiFile && !c.signatures);
-      const lake = fromLake ? await openDistributedLake({ catalog: target.catalog, store: target.store, datasets: ['contracts'] }) : undefined;
+      const lake = fromLake
+        ? await openDistributedLake({ catalog: target.catalog, store: target.store, storeConnection: target.storeConnection, datasets: ['contracts'] })
+        : undefined;
       try {
         const contracts =
           lake && lake.tables.includes('contracts') ? { conn: lake.conn, relation: `SELECT * FROM contracts WHERE network = ${literal(network)}` } : undefined;
@@ -124,7 +126,7 @@ export const decodeCommand: CommandModule<object, Args> = {
         lake?.close();
       }
       if (args.describe) return show(datasets);
-      r = await decodeDistributedLake({ catalog: target.catalog, store: target.store, network, datasets });
+      r = await decodeDistributedLake({ catalog: target.catalog, store: target.store, storeConnection: target.storeConnection, network, datasets });
     } else {
       const lake = needsLake && target.kind === 'local' ? target.lake : DEFAULT_LAKE;
       const paths = new LakePaths(lake);

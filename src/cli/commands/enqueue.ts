@@ -51,7 +51,7 @@ export const enqueueCommand: CommandModule<object, Args> = {
     const r = await enqueueJob(
       job,
       doc,
-      { catalog, store: flags.store ?? '', queue: { windowTimeoutSeconds: timeout } },
+      { catalog, store: flags.store ?? '', storeConnection: flags.storeConnection, queue: { windowTimeoutSeconds: timeout } },
       { retryFailed: args['retry-failed'] },
     );
     const again = [r.retried ? `${r.retried} failed windows offered again` : '', r.queued ? `${r.queued} windows whose queue job was over queued again` : '']

@@ -87,6 +87,7 @@ export const maintainCommand: CommandModule<object, Args> = {
     const r = await maintainLake({
       catalog,
       store: target.store,
+      storeConnection: target.storeConnection,
       expireOlderThan: older === undefined ? undefined : new Date(Date.now() - duration(older, '--expire-older-than') * 1000),
       keepSnapshots: keep,
       orphanGraceSeconds: duration(args['orphans-older-than'], '--orphans-older-than'),

@@ -139,7 +139,9 @@ async function printDistributedPlan(job: Job, args: Args, target: Extract<LakeTa
     const plan = await estimatePlan(job, {
       probe: args.probe,
       ledger: controlPlanLedger(client, url, args.account),
-      verifyTarget: ledger ? { kind: 'distributed', catalog: url, ...(target.store ? { store: target.store } : {}) } : null,
+      verifyTarget: ledger
+        ? { kind: 'distributed', catalog: url, ...(target.store ? { store: target.store } : {}), storeConnection: target.storeConnection }
+        : null,
     });
     process.stdout.write((args.format === 'json' ? JSON.stringify(plan, null, 2) : formatPlan(plan)) + '\n');
   } finally {

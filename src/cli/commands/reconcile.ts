@@ -68,7 +68,7 @@ export const reconcileCommand: CommandModule<object, Args> = {
       written = `written to the lake's reconciliation table (run ${r.runId})`;
     } else {
       const { reconcileDistributedLake } = await import('../../distributed/reconcile.js');
-      const r = await reconcileDistributedLake({ catalog: target.catalog, store: target.store, genesis });
+      const r = await reconcileDistributedLake({ catalog: target.catalog, store: target.store, storeConnection: target.storeConnection, genesis });
       rows = r.rowsOut;
       written = `computed over snapshot ${r.readSnapshot}, written to the lake's reconciliation table (snapshot ${r.snapshotId}, run ${r.runId})`;
     }

@@ -122,7 +122,8 @@ export const verifyCommand: CommandModule<object, Args> = {
       return chosen.kind === 'local' ? { lake: chosen.lake } : {};
     });
     const t = lakeOf(doc);
-    const target: VerifyTarget = t.kind === 'local' ? { kind: 'local', lake: t.lake } : { kind: 'distributed', catalog: t.catalog, store: t.store };
+    const target: VerifyTarget =
+      t.kind === 'local' ? { kind: 'local', lake: t.lake } : { kind: 'distributed', catalog: t.catalog, store: t.store, storeConnection: t.storeConnection };
     if (args.repair && args.plan) throw new CliError('--repair and --plan do not go together: --plan sends nothing');
     const since = blockOrDay('since', args.since);
     const until = blockOrDay('until', args.until);

@@ -9,6 +9,7 @@ import { ChainlakeError } from '../../errors.js';
 import type { Logger } from '../../pipeline/log.js';
 import { exitCodeOf, outputFor, withDistributedOptions } from '../common.js';
 import { CliError, EXIT } from '../exit-codes.js';
+import type { StoreConnection } from '../../distributed/store.js';
 import { distributedFlags } from '../lake-target.js';
 
 interface Args {
@@ -35,8 +36,8 @@ const positiveInteger = (flag: string, value: number, min = 1): number => {
 };
 
 /** The catalog and store (flag or environment) and every number yargs cannot check, or a usage error naming the flag. */
-function checkedFlags(args: Args): { catalog: string; store: string; port: number | undefined } {
-  const { catalog: catalogFlag, store } = distributedFlags(args);
+function checkedFlags(args: Args): { catalog: string; store: string; storeConnection: StoreConnection; port: number | undefined } {
+  const { catalog: catalogFlag, store, storeConnection } = distributedFlags(args);
   const catalog = checkCatalogUrl(catalogFlag);
   if (!store)
     throw new CliError('--store is required', 'CHAINLAKE_USAGE', 'give --store /shared/lake (or set CHAINLAKE_STORE): the directory every worker mounts');
@@ -48,7 +49,7 @@ function checkedFlags(args: Args): { catalog: string; store: string; port: numbe
   const port = args['metrics-port'];
   if (port !== undefined && (!Number.isInteger(port) || port < 0 || port > 65535))
     throw new CliError(`--metrics-port: expected a port number from 0 to 65535, got ${String(port)}`);
-  return { catalog, store, port };
+  return { catalog, store, storeConnection, port };
 }
 
 /** The worker's metrics (the queue read from the control plane), served with /healthz and /report. */
@@ -57,13 +58,20 @@ interface ServedMetrics {
   close(): Promise<void>;
 }
 
-async function startMetrics(catalog: string, store: string, port: number, host: string, logger: Logger): Promise<ServedMetrics> {
+async function startMetrics(
+  catalog: string,
+  store: string,
+  storeConnection: StoreConnection,
+  port: number,
+  host: string,
+  logger: Logger,
+): Promise<ServedMetrics> {
   const client = await connect(catalog);
   const metrics = new WorkerMetrics(() => queueState(client));
   let server: MetricsServer;
   try {
     // The lake's page as `chainlake report --catalog` writes it, read when asked (what the committer last committed).
-    const report = () => lakeReportHtml({ kind: 'distributed', catalog, store });
+    const report = () => lakeReportHtml({ kind: 'distributed', catalog, store, storeConnection });
     server = await serveMetrics(metrics, { host, port, pages: { '/report': report } });
   } catch (e) {
     await client.end().catch(() => undefined);
@@ -130,7 +138,7 @@ export const workerCommand: CommandModule<object, Args> = {
       .example('$0 worker --catalog postgres://chainlake@db/lake --store /mnt/lake', 'Work until stopped (SIGTERM finishes the window in hand)')
       .example('$0 worker --until-idle --metrics-port 9464', 'Drain the queue, serving metrics and /report meanwhile; catalog and store from the environment'),
   handler: async (args) => {
-    const { catalog, store, port } = checkedFlags(args);
+    const { catalog, store, storeConnection, port } = checkedFlags(args);
     const { logger } = outputFor(args);
     const stop = new AbortController();
     const onSignal = (sig: NodeJS.Signals) => {
@@ -140,10 +148,11 @@ export const workerCommand: CommandModule<object, Args> = {
     for (const sig of ['SIGINT', 'SIGTERM'] as const) process.once(sig, onSignal);
     let served: ServedMetrics | undefined;
     try {
-      served = port === undefined ? undefined : await startMetrics(catalog, store, port, args['metrics-host'], logger);
+      served = port === undefined ? undefined : await startMetrics(catalog, store, storeConnection, port, args['metrics-host'], logger);
       const report = await runWorker({
         catalog,
         store,
+        storeConnection,
         id: args.id,
         account: args.account,
         untilIdle: args['until-idle'],

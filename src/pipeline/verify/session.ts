@@ -95,6 +95,7 @@ async function repairWindows(job: Job, target: VerifyTarget, found: VerifyResult
     return repairDistributed(job, opts.doc, differing, {
       catalog: target.catalog,
       store: target.store,
+      storeConnection: target.storeConnection,
       simulator: opts.simulator,
       transport: opts.transport,
       log: opts.logger,
