@@ -297,62 +297,67 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
     replacedRejects: (conn, logs) => findReplacedRejects(conn, lake, network, datasets, logs),
     // Every log of the lake (not one run's): decoded rows whose log is gone are found and dropped.
     ...(input.onlyRunId ? {} : { current: async (shape: TableShape) => lake.partitionsOf(shape, network) }),
-    commit: async (decoded, report) => {
-      const prepared: PreparedFile[] = [];
-      const cleared: { table: string; partitionValues: string[] }[] = [];
-      const keep = decoded.orphans?.keep;
-      for (const { shape, table, partitions } of decoded.datasets) {
-        // Days the dataset already holds are merged with their files (one row per key); new days are written.
-        const fresh: string[] = [];
-        for (const p of partitions.keys()) {
-          if (lake.files(shape.name, network, p).length === 0) {
-            fresh.push(p);
-            continue;
-          }
-          const rows = `SELECT * EXCLUDE (__partition) FROM ${table} WHERE __partition = ${literal(p)}`;
-          prepared.push(await preparePartition(engine, paths, lake, shape, network, p, rows, workDir, keep));
-        }
-        prepared.push(...(await newPartitions(engine, paths, lake, shape, network, table, fresh, workDir)));
-      }
-      // Days whose decoded rows lost their log, with no row of this decoding: rewritten without them.
-      for (const [name, days] of decoded.orphans?.days ?? []) {
-        const shape = decodedShape(datasets.find((d) => d.name === name)!);
-        for (const p of days) {
-          const r = await rewritePartition(engine, paths, lake, shape, network, p, workDir, keep!);
-          if ('from' in r) prepared.push(r);
-          else cleared.push(r);
-        }
-      }
-      // The rejects join the run's day; the days holding rejects they replace are rewritten without those.
-      const rejects = await prepareRejects({
-        engine,
-        paths,
-        lake,
-        network,
-        runId,
-        ingestedAt,
-        stagedFiles: [],
-        workDir,
-        date: ingestedAt.slice(0, 10),
-        more: decoded.rejects,
-        replaced: { keep: KEEP_REJECT, days: decoded.replacedRejectDays },
-      });
-      prepared.push(...rejects.files);
-      cleared.push(...rejects.cleared);
-      // Views for every decoded dataset asked for (empty ones too), declared before the commit refreshes views.
-      await Catalog.write(paths, (c) => c.registerTables(declaredTables(datasets)));
-      const journal = journalFor(paths, `${runId}/${path.basename(workDir)}`, runId, prepared, {
-        run: input.run?.({ ...report, files: prepared.length }),
-        windows: [],
-        watermarks: [],
-        ...(cleared.length ? { cleared } : {}),
-      });
-      await publishJournal(paths, journal);
-      await applyJournal(paths, journal);
-      return prepared.length;
-    },
+    commit: (decoded, report) => journalDecoded({ input, lake, workDir }, decoded, report),
   };
   return decodeLakeLogs({ conn: engine.conn, datasets, runId, ingestedAt, workDir }, target);
+}
+
+/** A local decoding's rows, rejects and cleared days as one journal, published and applied (ExistingLogsTarget.commit). */
+async function journalDecoded(ctx: { input: DecodeLakeInput; lake: LakeState; workDir: string }, decoded: DecodedLogs, report: DecodeReport): Promise<number> {
+  const { input, lake, workDir } = ctx;
+  const { engine, paths, network, datasets, runId, ingestedAt } = input;
+  const prepared: PreparedFile[] = [];
+  const cleared: { table: string; partitionValues: string[] }[] = [];
+  const keep = decoded.orphans?.keep;
+  for (const { shape, table, partitions } of decoded.datasets) {
+    // Days the dataset already holds are merged with their files (one row per key); new days are written.
+    const fresh: string[] = [];
+    for (const p of partitions.keys()) {
+      if (lake.files(shape.name, network, p).length === 0) {
+        fresh.push(p);
+        continue;
+      }
+      const rows = `SELECT * EXCLUDE (__partition) FROM ${table} WHERE __partition = ${literal(p)}`;
+      prepared.push(await preparePartition(engine, paths, lake, shape, network, p, rows, workDir, keep));
+    }
+    prepared.push(...(await newPartitions(engine, paths, lake, shape, network, table, fresh, workDir)));
+  }
+  // Days whose decoded rows lost their log, with no row of this decoding: rewritten without them.
+  for (const [name, days] of decoded.orphans?.days ?? []) {
+    const shape = decodedShape(datasets.find((d) => d.name === name)!);
+    for (const p of days) {
+      const r = await rewritePartition(engine, paths, lake, shape, network, p, workDir, keep!);
+      if ('from' in r) prepared.push(r);
+      else cleared.push(r);
+    }
+  }
+  // The rejects join the run's day; the days holding rejects they replace are rewritten without those.
+  const rejects = await prepareRejects({
+    engine,
+    paths,
+    lake,
+    network,
+    runId,
+    ingestedAt,
+    stagedFiles: [],
+    workDir,
+    date: ingestedAt.slice(0, 10),
+    more: decoded.rejects,
+    replaced: { keep: KEEP_REJECT, days: decoded.replacedRejectDays },
+  });
+  prepared.push(...rejects.files);
+  cleared.push(...rejects.cleared);
+  // Views for every decoded dataset asked for (empty ones too), declared before the commit refreshes views.
+  await Catalog.write(paths, (c) => c.registerTables(declaredTables(datasets)));
+  const journal = journalFor(paths, `${runId}/${path.basename(workDir)}`, runId, prepared, {
+    run: input.run?.({ ...report, files: prepared.length }),
+    windows: [],
+    watermarks: [],
+    ...(cleared.length ? { cleared } : {}),
+  });
+  await publishJournal(paths, journal);
+  await applyJournal(paths, journal);
+  return prepared.length;
 }
 
 /**

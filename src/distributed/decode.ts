@@ -106,6 +106,51 @@ const DECODE_LEASE_SECONDS = 60;
 
 const EVENT_LOGS = 'event_logs';
 
+/**
+ * The decoding itself, under the committer lease the caller holds: the lake's logs and rejects read, decoded by
+ * decodeLakeLogs, and committed with the run's record as one snapshot. `opened`: the lake's relations it opens
+ * (the caller releases them).
+ */
+async function decodeUnderLease(ctx: {
+  deps: CommitDeps;
+  opts: DistributedDecodeOptions;
+  run: { runId: string; startedAt: string; network: Network };
+  shapes: readonly TableShape[];
+  opened: LakeRows[];
+  workDir: string;
+}): Promise<DecodeReport> {
+  const { deps, opts, run, shapes, opened } = ctx;
+  const { network, datasets } = opts;
+  const { runId, startedAt: ingestedAt } = run;
+  const conn = deps.engine.conn;
+  // Read under the lease: no worker commits logs or rejects between this reading and the decoding's commit.
+  const logs = await lakeLogs(deps, network, opened);
+  // The decoded datasets' tables and `_rejects` exist before their rows are read (empty ones too, as on one machine).
+  for (const shape of shapes) await ensureTable(deps.catalog, shape);
+  const rejects = await lakeRows(deps, REJECTS_SHAPE, network, conn, false, '__chainlake_rejects_');
+  opened.push(rejects);
+  await opts.afterRead?.();
+  return decodeLakeLogs(
+    { conn, datasets, runId, ingestedAt, workDir: ctx.workDir },
+    {
+      logs,
+      replacedRejects: async (c, of) => findReplacedRejects(c, await rejectFilesOf(deps, rejects), network, datasets, of),
+      current: async (shape) => {
+        const rows = await lakeRows(deps, shape, network, conn, false, `__chainlake_decode_current_${opened.length}_`);
+        opened.push(rows);
+        return rows;
+      },
+      commit: async (decoded, report) => {
+        // The run is recorded in the snapshot's transaction: a decoding recorded complete is committed.
+        const committed = await commitDecoded(deps, shapes, decoded, { network, ingestedAt, message: `chainlake decode ${runId}` }, (tx, c) =>
+          recordRun({ db: tx, schema: CONTROL_SCHEMA }, decodeRun(run, { report: { ...report, files: c.files }, snapshot: c.snapshotId })),
+        );
+        return committed.files;
+      },
+    },
+  );
+}
+
 export async function decodeDistributedLake(opts: DistributedDecodeOptions): Promise<DecodeReport & { runId: string }> {
   const { network, datasets } = opts;
   const runId = newMaintenanceId('decode');
@@ -124,34 +169,9 @@ export async function decodeDistributedLake(opts: DistributedDecodeOptions): Pro
       try {
         const deps: CommitDeps = { catalog, engine, store, holder: runId, leaseSeconds: opts.leaseSeconds ?? DECODE_LEASE_SECONDS, log: silentLogger };
         const shapes = [...distinctDatasets(datasets).map(decodedShape), REJECTS_SHAPE];
-        const report = await underLease(deps, oneAtATime(leases), `chainlake decode ${runId}`, async () => {
-          // Read under the lease: no worker commits logs or rejects between this reading and the decoding's commit.
-          const logs = await lakeLogs(deps, network, opened);
-          // The decoded datasets' tables and `_rejects` exist before their rows are read (empty ones too, as on one machine).
-          for (const shape of shapes) await ensureTable(catalog, shape);
-          const rejects = await lakeRows(deps, REJECTS_SHAPE, network, engine.conn, false, '__chainlake_rejects_');
-          opened.push(rejects);
-          await opts.afterRead?.();
-          return decodeLakeLogs(
-            { conn: engine.conn, datasets, runId, ingestedAt, workDir: path.join(scratch, 'decode') },
-            {
-              logs,
-              replacedRejects: async (conn, of) => findReplacedRejects(conn, await rejectFilesOf(deps, rejects), network, datasets, of),
-              current: async (shape) => {
-                const rows = await lakeRows(deps, shape, network, engine.conn, false, `__chainlake_decode_current_${opened.length}_`);
-                opened.push(rows);
-                return rows;
-              },
-              commit: async (decoded, report) => {
-                // The run is recorded in the snapshot's transaction: a decoding recorded complete is committed.
-                const committed = await commitDecoded(deps, shapes, decoded, { network, ingestedAt, message: `chainlake decode ${runId}` }, (tx, c) =>
-                  recordRun({ db: tx, schema: CONTROL_SCHEMA }, decodeRun(run, { report: { ...report, files: c.files }, snapshot: c.snapshotId })),
-                );
-                return committed.files;
-              },
-            },
-          );
-        });
+        const report = await underLease(deps, oneAtATime(leases), `chainlake decode ${runId}`, () =>
+          decodeUnderLease({ deps, opts, run, shapes, opened, workDir: path.join(scratch, 'decode') }),
+        );
         return { runId, ...report };
       } finally {
         for (const t of opened) await t.release().catch(() => undefined);
