@@ -130,18 +130,7 @@ export async function preparePartition(
 ): Promise<PreparedFile> {
   const part = ident(STAGED_PARTITION);
   const rows = fresh ? `(SELECT *, ${literal(partition)} AS ${part} FROM (${fresh}))` : noFreshRows(shape);
-  const prepared = await prepareMerged({
-    engine,
-    conn: engine.conn,
-    paths,
-    lake,
-    shape,
-    network,
-    fresh: rows,
-    workDir,
-    partitions: [partition],
-    ...(keep ? { keep } : {}),
-  });
+  const prepared = await mergeOnePartition({ engine, paths, lake, shape, network, partition, workDir, keep }, rows);
   if (prepared.length !== 1) throw new Error(`${shape.name} (${network}, ${partition}): the merge left no row to write`);
   return prepared[0]!;
 }
@@ -160,19 +149,17 @@ export async function rewritePartition(
   workDir: string,
   keep: string,
 ): Promise<PreparedFile | ClearedPartition> {
-  const prepared = await prepareMerged({
-    engine,
-    conn: engine.conn,
-    paths,
-    lake,
-    shape,
-    network,
-    fresh: noFreshRows(shape),
-    workDir,
-    partitions: [partition],
-    keep,
-  });
+  const prepared = await mergeOnePartition({ engine, paths, lake, shape, network, partition, workDir, keep }, noFreshRows(shape));
   return prepared[0] ?? prepared.cleared?.[0] ?? { table: shape.name, partitionValues: [network, partition] };
+}
+
+/** One partition merged with `fresh` (rows with STAGED_PARTITION), its current rows kept where they meet `keep`. */
+function mergeOnePartition(
+  p: { engine: Engine; paths: LakePaths; lake: LakeState; shape: TableShape; network: Network; partition: string; workDir: string; keep?: string },
+  fresh: string,
+): Promise<PreparedDataset> {
+  const { partition, keep, ...rest } = p;
+  return prepareMerged({ ...rest, conn: p.engine.conn, fresh, partitions: [partition], ...(keep ? { keep } : {}) });
 }
 
 /** One table's merge of a single-machine commit: mergeTable over the lake's files, each partition's file written under the work folder. */
