@@ -98,9 +98,7 @@ describe('reconciliation', () => {
               count(*) FILTER (WHERE asset = 'native' AND computed > 0) AS native FROM reconciliation`,
     );
     expect(table[0]).toEqual({ n: BigInt(r.rowsOut.length), ok: BigInt(r.rowsOut.length), native: BigInt(ACCOUNTS.length) });
-    // Reconciling again replaces the rows (one per address and asset), it does not add to them.
-    await reconcileLocalLake(new LakePaths(lake), { genesis });
-    expect((await queryCatalog(lake, 'SELECT count(*) AS n FROM reconciliation'))[0]!.n).toBe(BigInt(r.rowsOut.length));
+    // Reconciling again replaces the rows, it does not add to them: chainlake reconcile's test below reconciles twice.
   });
 
   it('a row removed from the lake shows as a difference, with its reason', async () => {
@@ -180,6 +178,8 @@ describe('reconciliation', () => {
     expect(bad.stdout).toMatch(new RegExp(`^reconciled ${doc.balances - 1} of ${doc.balances} balances .*: 1 differ, 0 unchecked`));
     expect(bad.stdout).toContain(`differs   mainnet`);
     expect(bad.stdout).toMatch(new RegExp(`${off} native: difference of -1 over a whole history`));
+    // Reconciling again replaced the rows (one per address and asset), it did not add to them.
+    expect((await queryCatalog(lake, 'SELECT count(*) AS n FROM reconciliation'))[0]!.n).toBe(BigInt(doc.balances));
 
     // Without the genesis allocations no native balance can be judged (the opening balance is unknown): exit 0.
     const none = await runCliCapturing(['reconcile', '--lake', lake]);
