@@ -23,12 +23,13 @@ const digestOf = (rows: Record<string, unknown>[]) =>
 
 /**
  * Every dataset of a single-machine lake, as rows without the volatile columns, with the columns in name order:
- * what a distributed lake of the same job must equal, row for row.
+ * what a distributed lake of the same job must equal, row for row. `only`: just those tables (the others are not read).
  */
-export async function singleMachineRows(lake: string): Promise<Map<string, { columns: string[]; rows: number; digest: string }>> {
+export async function singleMachineRows(lake: string, only?: readonly string[]): Promise<Map<string, { columns: string[]; rows: number; digest: string }>> {
   const out = new Map<string, { columns: string[]; rows: number; digest: string }>();
   const views = (await queryCatalog(lake, `SELECT view_name FROM duckdb_views() WHERE NOT internal AND schema_name = 'main'`)).map((r) => String(r.view_name));
   for (const v of views) {
+    if (only && !only.includes(v)) continue;
     // `files` is the catalog's view of the DuckLake's files, not a table of the lake.
     if ((v.startsWith('_') && v !== '_rejects') || v === 'files') continue;
     const columns = (await queryCatalog(lake, `DESCRIBE "${v}"`)).map((r) => String(r.column_name)).filter((c) => !VOLATILE.has(c));

@@ -141,7 +141,7 @@ describe('windows against the simulator (small)', () => {
     const head = sim.head();
     try {
       const fetch = txFetcher(explorer(t, sim), sim.examples.whale);
-      const range = { from: head - 20_000, to: head };
+      const range = { from: head - 5_000, to: head };
       const before = await apiCount(sim, sim.examples.whale, range);
       for (const prefetch of [1, 4]) {
         let moved = 0;

@@ -286,7 +286,9 @@ describe('chainlake verify (local lake)', () => {
       await expect(ghosts()).resolves.toBe(0n);
       expect(await snapshots()).toBe(before + 1);
       // The exported lake, never altered, is that fresh export.
-      expect((await singleMachineRows(lake)).get('transactions')).toEqual((await singleMachineRows(base)).get('transactions'));
+      expect((await singleMachineRows(lake, ['transactions'])).get('transactions')).toEqual(
+        (await singleMachineRows(base, ['transactions'])).get('transactions'),
+      );
     },
     240_000,
   );
@@ -295,9 +297,9 @@ describe('chainlake verify (local lake)', () => {
     'a repair of many windows commits them in one snapshot',
     async () => {
       const lake = path.join(tmp.dir, 'many');
-      // 1,000-block windows, a row gone from each window holding one of A's transactions (A alone: B's windows
-      // would only be verified again).
-      const job = jobOf(lake, { range: { fromBlock: 0, toBlock: 'head', windowBlocks: 1000 }, datasets: { transactions: { addresses: [A] } } });
+      // 1,000-block windows over the first 12,000 blocks, a row gone from each window holding one of A's
+      // transactions (A alone: B's windows would only be verified again): twelve windows differ and are repaired.
+      const job = jobOf(lake, { range: { fromBlock: 0, toBlock: 11_999, windowBlocks: 1000 }, datasets: { transactions: { addresses: [A] } } });
       expect((await runJob(job, { simulator: sim })).status).toBe('complete');
       await withRef(lake, [
         `DELETE FROM lake.transactions WHERE transaction_hash IN (SELECT min(transaction_hash) FROM lake.transactions
@@ -306,7 +308,7 @@ describe('chainlake verify (local lake)', () => {
       const snapshots = async () => Number((await queryCatalog(lake, `SELECT count(*) AS n FROM ducklake_snapshot`))[0]!.n);
       const before = await snapshots();
       const s = await verifySession(job, { kind: 'local', lake }, {}, { simulator: sim, repair: true });
-      expect(s.beforeRepair!.differing.length).toBeGreaterThan(16);
+      expect(s.beforeRepair!.differing.length).toBeGreaterThan(10); // all 12
       expect(s.holds).toBe(true);
       expect(await snapshots()).toBe(before + 1);
     },
