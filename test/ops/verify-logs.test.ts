@@ -100,6 +100,8 @@ describe('verify: decoded rows one-to-one with their logs', () => {
     // A count per scope, the block times of the range's two ends (asked once), the showcase contract's ABI (the run
     // asked the API too: the lake holds no contracts dataset); the plan says as much.
     expect(s.requests).toBe(logCounts.length + 2 + 1);
+    // Every log inside a committed window of its scope, by the same block times (asked once, by the count check).
+    expect(s.rows.filter((r) => r.check === 'rows_in_windows' && r.dataset === 'event_logs')).toEqual([expect.objectContaining({ status: 'held' })]);
     expect(plan.requests).toBe(s.requests);
   }, 120_000);
 
@@ -194,6 +196,28 @@ describe('verify: decoded rows one-to-one with their logs', () => {
       expect(cli.code, cli.stderr).toBe(0);
       const after = decodedRows((await verifySession(jobOf(lake, spec), { kind: 'local', lake }, {}, { simulator: sim })).rows);
       expect(after.get('erc20_transfer_events')).toMatchObject({ status: 'held', lakeCount: before.get('erc20_transfer_events')!.lakeCount! - 1 });
+    },
+    120_000,
+  );
+
+  it.skipIf(referenceMissing())(
+    'a log another writer added outside every window of its scope is found by its time',
+    async () => {
+      const lake = path.join(tmp.dir, 'log-outside');
+      await cp(decoded, lake, { recursive: true });
+      const ref = await openReference(path.join(lake, 'catalog.duckdb'), { write: true });
+      try {
+        await ref.conn.run(
+          `INSERT INTO event_logs SELECT * REPLACE ('0x' || repeat('cd', 32) AS transaction_hash, "timestamp" + INTERVAL 400 DAY AS "timestamp")
+         FROM event_logs WHERE address = '${A(A_ERC20_0)}' ORDER BY ALL LIMIT 1`,
+        );
+      } finally {
+        ref.close();
+      }
+      const s = await verifySession(jobOf(lake, SPEC), { kind: 'local', lake }, {}, { simulator: sim });
+      expect(s.rows.filter((r) => r.check === 'rows_in_windows' && r.dataset === 'event_logs')).toEqual([
+        expect.objectContaining({ status: 'differs', detail: expect.stringMatching(/^1 rows of 2025-.* lie outside every committed window of their scopes$/) }),
+      ]);
     },
     120_000,
   );

@@ -28,7 +28,7 @@ import { planWindows, windowIdOf, type Window } from '../plan.js';
 import type { RunOptions } from '../run.js';
 import { openSource } from '../source.js';
 import { addressScopeOf, type AddressScope } from './scopes.js';
-import { WindowRows } from './window-rows.js';
+import { timedRowsOutside, WindowRows } from './window-rows.js';
 import { blockTimes } from '../block-times.js';
 import { replaceable } from '../../datasets/scope-rows.js';
 import { convertTimestamp } from '../../transform/convert.js';
@@ -438,7 +438,8 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
     quotaReached = await askTheApi(groups, deps.conn, source.clients, findings, acct);
     findings.snapshotsNotChecked(snapshots);
     const explorer = quotaReached ? undefined : source.clients.explorer;
-    findings.rows.push(...(await checkOffline(deps.conn, job, sel, groups, explorer && abiFromApi(explorer, acct))));
+    const asked = explorer && { fetchAbi: abiFromApi(explorer, acct), timesOf: (r: BlockRange) => blockTimes(explorer, acct, r, source.clients.paths?.block) };
+    findings.rows.push(...(await checkOffline(deps.conn, job, sel, groups, asked)));
   } finally {
     await source.close();
   }
@@ -650,15 +651,25 @@ async function checkOffline(
   job: Job,
   sel: VerifySelection,
   groups: readonly ScopeGroup[],
-  fetchAbi?: (address: string) => Promise<unknown>,
+  asked?: OfflineAsks,
 ): Promise<VerificationRow[]> {
   const partial = sel.fromBlock !== undefined || sel.toBlock !== undefined || sel.since !== undefined || sel.until !== undefined || sel.sample !== undefined;
   const whole = partial ? (await scopeGroups(conn, job, { datasets: sel.datasets, scopes: sel.scopes })).groups : groups;
   const bounds = sel.since !== undefined || sel.until !== undefined ? await blocksOfDays(conn, job.what.network, sel) : sel;
   return [
-    ...(await offlineChecks(conn, job, whole, { from: bounds.fromBlock, to: bounds.toBlock })),
-    ...(await decodedRowChecks(conn, job, { datasets: sel.datasets, partial, exists: (name) => relationExists(conn, name), fetchAbi })),
+    ...(await offlineChecks(conn, job, whole, { from: bounds.fromBlock, to: bounds.toBlock }, partial ? undefined : asked?.timesOf)),
+    ...(await decodedRowChecks(conn, job, { datasets: sel.datasets, partial, exists: (name) => relationExists(conn, name), fetchAbi: asked?.fetchAbi })),
   ];
+}
+
+/**
+ * What the checks without count requests may still ask the API, as a run would and counted as verify's: a
+ * contract's ABI (decoded rows), the times of a block range's ends (event_logs' windows: asked already by the
+ * count check, so answered from blockTimes' memory when the selection is the whole lake).
+ */
+interface OfflineAsks {
+  fetchAbi: (address: string) => Promise<unknown>;
+  timesOf: (r: BlockRange) => Promise<{ from: string; to: string }>;
 }
 
 /** A finding of no window (a dataset's, or the lake's). */
@@ -670,6 +681,7 @@ async function offlineChecks(
   job: Job,
   groups: readonly ScopeGroup[],
   bounds: { from?: number; to?: number } = {},
+  timesOf?: OfflineAsks['timesOf'],
 ): Promise<VerificationRow[]> {
   const out: VerificationRow[] = groups.flatMap((g) => gapChecks(job.what.network, g));
   for (const name of new Set(groups.map((g) => g.dataset))) {
@@ -682,6 +694,7 @@ async function offlineChecks(
         ds,
         groups.filter((g) => g.dataset === name && g.template),
         bounds,
+        timesOf,
       ),
     );
     if (name === 'transactions')
@@ -747,17 +760,12 @@ async function rowsInWindows(
   ds: LakeFinding,
   ofDs: readonly ScopeGroup[],
   bounds: { from?: number; to?: number },
+  timesOf?: OfflineAsks['timesOf'],
 ): Promise<VerificationRow> {
   const def = getDataset(ds.dataset);
   const endpoints = [...new Set(ofDs.map((g) => g.template!.endpoint.id))];
   const specs = endpoints.map((id) => [id, addressScopeOf(def, id)] as const);
-  if (def.blockColumn === undefined)
-    return {
-      ...ds,
-      check: 'rows_in_windows',
-      status: 'not-checked',
-      detail: `${ds.dataset}'s rows carry no block number: which window a row is in is known only by its blocks' times (the count check asks them)`,
-    };
+  if (def.blockColumn === undefined) return rowsInTimedWindows(conn, ds, def, ofDs, timesOf);
   if (specs.length === 0 || specs.some(([, spec]) => !spec || (!spec.endpoint && endpoints.length > 1)))
     return { ...ds, check: 'rows_in_windows', status: 'not-checked', detail: `verify does not know which scope each of ${ds.dataset}'s rows belongs to` };
   let n = 0,
@@ -783,6 +791,43 @@ async function rowsInWindows(
     status: n ? 'differs' : 'held',
     detail: n ? `${n} rows of blocks ${lo}-${hi} lie outside every committed window of their scopes` : '',
   };
+}
+
+/**
+ * rows_in_windows for a dataset whose rows carry a block time but no block number (event_logs): its scopes' rows
+ * outside every committed window, each run of consecutive windows told by the times of its ends. Those times are
+ * what the count check asked; a selection of blocks or days, a quota reached or no block endpoint leaves it unchecked.
+ */
+async function rowsInTimedWindows(
+  conn: DuckDBConnection,
+  ds: LakeFinding,
+  def: DatasetDef,
+  ofDs: readonly ScopeGroup[],
+  timesOf: OfflineAsks['timesOf'] | undefined,
+): Promise<VerificationRow> {
+  const row = (status: VerificationRow['status'], detail: string): VerificationRow => ({ ...ds, check: 'rows_in_windows', status, detail });
+  const mine = ofDs.filter((g) => replaceable(def, g.template!.endpoint));
+  if (def.blockTimeColumn === undefined || mine.length === 0 || mine.length < ofDs.length)
+    return row('not-checked', `verify does not know which scope each of ${ds.dataset}'s rows belongs to`);
+  if (!timesOf)
+    return row(
+      'not-checked',
+      `${ds.dataset}'s rows carry no block number: their windows are told by their blocks' times, asked for the whole lake only (not a selection of blocks, days or a sample, nor past the quota)`,
+    );
+  try {
+    const scopes = [];
+    for (const g of mine)
+      scopes.push({
+        endpoint: g.template!.endpoint,
+        scope: g.template!.scope,
+        runs: await Promise.all(consecutiveRuns(g.units).map(async (run) => ({ range: unionOf(run), times: await timesOf(unionOf(run)) }))),
+      });
+    const out = await timedRowsOutside(conn, def, ds.network, scopes);
+    return out.n ? row('differs', `${out.n} rows of ${out.from} to ${out.to} lie outside every committed window of their scopes`) : row('held', '');
+  } catch (e) {
+    if (e instanceof QuotaReachedError) return row('not-checked', e.message);
+    throw e;
+  }
 }
 
 /** The rows of one endpoint's scopes (`mine`) in `bounds` that lie in none of their committed windows: how many, and their blocks. */

@@ -7,7 +7,7 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { DatasetDef, EndpointDef } from '../../datasets/dataset.js';
-import { scopeRowsTable, type ScopeRowsValue } from '../../datasets/scope-rows.js';
+import { scopeRowsTable, type ScopeRowsTable, type ScopeRowsValue } from '../../datasets/scope-rows.js';
 import type { BlockRange } from '../../extract/page.js';
 import { ident, literal } from '../../load/sql.js';
 
@@ -37,10 +37,7 @@ export class WindowRows {
     const times = this.byTime ? await this.timesOf(range) : undefined;
     const table = scopeRowsTable(this.def, [{ ...this.window, range, ...(times ? { times } : {}) }]);
     if (!table) throw new Error(`${this.def.name}: the rows of a ${this.window.endpoint.id} window cannot be told (not replaceable)`);
-    await this.conn.run(
-      `CREATE OR REPLACE TEMP TABLE ${TABLE} (${table.columns.map(([c, type]) => `${ident(c)} ${type}`).join(', ')});
-       INSERT INTO ${TABLE} VALUES ${table.rows.map((r) => `(${r.map(sqlValue).join(', ')})`).join(', ')}`,
-    );
+    await createScopeRows(this.conn, TABLE, table);
     try {
       const rows = (
         await this.conn.runAndReadAll(
@@ -57,5 +54,52 @@ export class WindowRows {
   timesOf(range: BlockRange): Promise<{ from: string; to: string }> {
     if (!this.times) throw new Error(`${this.def.name}: its rows carry a block time only, and no block endpoint is known to ask the range's times`);
     return this.times(range);
+  }
+}
+
+/** A ScopeRowsTable as the temporary table `name` (its rows written as values: a verify's few windows). */
+export async function createScopeRows(conn: DuckDBConnection, name: string, table: ScopeRowsTable): Promise<void> {
+  await conn.run(
+    `CREATE OR REPLACE TEMP TABLE ${name} (${table.columns.map(([c, type]) => `${ident(c)} ${type}`).join(', ')});
+     INSERT INTO ${name} VALUES ${table.rows.map((r) => `(${r.map(sqlValue).join(', ')})`).join(', ')}`,
+  );
+}
+
+/** Any time: a scope's windows widened to every block, for "rows of the scope" (scopeRowsTable by time). */
+const ALL_TIME = { from: '0001-01-01T00:00:00.000Z', to: '9999-12-31T23:59:59.999Z' };
+
+/**
+ * The rows of a dataset ranged by time (event_logs) that belong to one of `scopes` but lie in none of their
+ * windows' ranges (`runs`: the scope's committed windows joined where consecutive, each with its ends' times).
+ */
+export async function timedRowsOutside(
+  conn: DuckDBConnection,
+  def: DatasetDef,
+  network: string,
+  scopes: readonly { endpoint: EndpointDef; scope: Record<string, string>; runs: readonly { range: BlockRange; times: { from: string; to: string } }[] }[],
+): Promise<{ n: number; from: string | null; to: string | null }> {
+  const anyTime = scopeRowsTable(
+    def,
+    scopes.map((s) => ({ endpoint: s.endpoint, scope: s.scope, range: { from: 0, to: Number.MAX_SAFE_INTEGER }, times: ALL_TIME })),
+  );
+  const inWindow = scopeRowsTable(
+    def,
+    scopes.flatMap((s) => s.runs.map((r) => ({ endpoint: s.endpoint, scope: s.scope, range: r.range, times: r.times }))),
+  );
+  if (!anyTime || !inWindow) return { n: 0, from: null, to: null };
+  const [mine, held] = ['__verify_scopes', '__verify_windows'];
+  await createScopeRows(conn, mine, anyTime);
+  await createScopeRows(conn, held, inWindow);
+  try {
+    const time = ident(def.blockTimeColumn!);
+    const [row] = (
+      await conn.runAndReadAll(
+        `SELECT count(*)::BIGINT, min(${time})::VARCHAR, max(${time})::VARCHAR FROM ${ident(def.name)}
+         WHERE network = ${literal(network)} AND coalesce((${anyTime.held(mine)}), false) AND NOT coalesce((${inWindow.held(held)}), false)`,
+      )
+    ).getRowsJS() as [bigint, string | null, string | null][];
+    return { n: Number(row![0]), from: row![1], to: row![2] };
+  } finally {
+    await conn.run(`DROP TABLE IF EXISTS ${mine}; DROP TABLE IF EXISTS ${held}`);
   }
 }
