@@ -82,6 +82,9 @@ export abstract class SliceDecoding<F> {
 
   constructor(protected readonly input: SliceDecodingInput) {}
 
+  /** Whether what `write` gave is a file (not a day cleared of every row: addOrphanedDays). */
+  protected abstract isFile(written: F): boolean;
+
   /** Where the days go (given the local lake's state when the committer has one). */
   protected abstract target(lake: LakeState | undefined): DecodedTarget<F>;
   private chosen: DecodedTarget<F> | undefined;
@@ -239,7 +242,7 @@ export abstract class SliceDecoding<F> {
   /** What the slices prepared, once every one is written; undefined when decoding failed (the commit goes on without it). */
   async decoded(): Promise<DecodedDays<F> | undefined> {
     if (this.failure) return undefined;
-    this.stats.files = this.files.length;
+    this.stats.files = this.files.filter((f) => this.isFile(f)).length;
     const { runId, ingestedAt } = this.input;
     // Logs fetched again (a re-run of the same range) are decoded again: their rejects replace the earlier ones.
     const replacedRejectDays = this.logsKept && this.chosen ? await this.chosen.replacedRejects(this.input.engine.conn, `SELECT * FROM ${this.logsTable}`) : [];
@@ -268,6 +271,10 @@ export class CommitDecoding extends SliceDecoding<PreparedFile | ClearedPartitio
     super(local);
   }
 
+  protected isFile(written: PreparedFile | ClearedPartition): boolean {
+    return 'from' in written;
+  }
+
   protected target(lake: LakeState | undefined): DecodedTarget<PreparedFile | ClearedPartition> {
     if (!lake) throw new Error('a single machine commit decodes with its lake state');
     const { paths, network, engine, datasets } = this.local;
@@ -288,8 +295,8 @@ export class CommitDecoding extends SliceDecoding<PreparedFile | ClearedPartitio
   async prepared(): Promise<{ files: PreparedFile[]; rejects?: string; tables: ReturnType<typeof declaredTables>; cleared?: ClearedPartition[] } | undefined> {
     const out = await this.decoded();
     if (!out) return undefined;
-    const files = out.files.filter((f): f is PreparedFile => 'from' in f);
-    const cleared = out.files.filter((f): f is ClearedPartition => !('from' in f));
+    const files = out.files.filter((f): f is PreparedFile => this.isFile(f));
+    const cleared = out.files.filter((f): f is ClearedPartition => !this.isFile(f));
     // Side by side once all are written, as the commit's own files.
     await Promise.all(files.map((f) => fsyncFile(f.from)));
     return {

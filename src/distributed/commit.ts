@@ -579,6 +579,10 @@ class CommittedDecoding extends SliceDecoding<DecodedFile> {
     return new CommittedDecoding(deps, decode, tables, await mkdtemp(path.join(tmpdir(), 'chainlake-decode-')));
   }
 
+  protected isFile(written: DecodedFile): boolean {
+    return written.file !== null;
+  }
+
   /** The decoded days' files written so far. */
   get stored(): StagedFile[] {
     return this.files.flatMap((f) => (f.file ? [f.file] : []));
