@@ -326,7 +326,7 @@ async function journalDecoded(ctx: { input: DecodeLakeInput; lake: LakeState; wo
   for (const [name, days] of decoded.orphans?.days ?? []) {
     const shape = decodedShape(datasets.find((d) => d.name === name)!);
     for (const p of days) {
-      const r = await rewritePartition(engine, paths, lake, shape, network, p, workDir, keep!);
+      const r = await rewritePartition({ engine, paths, lake, shape, network, partition: p, workDir, keep: keep! });
       if ('from' in r) prepared.push(r);
       else cleared.push(r);
     }

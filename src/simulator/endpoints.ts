@@ -550,21 +550,19 @@ function chainLogsMatching(c: Chain, ct: number, query: EventLogQuery, others: r
   for (let i = lo; i < hi; i++) {
     const r = c.idxLogs.ids[i]!;
     if (!kindMatches[c.logKind[r]!]) continue;
-    let match = others.length === 0 || operand === 'and';
-    for (const n of others) {
-      const m = topicOf(c, r, n) === topics[n];
-      if (operand === 'and' && !m) {
-        match = false;
-        break;
-      }
-      if (operand === 'or' && m) {
-        match = true;
-        break;
-      }
-    }
-    if (match) out.push(r);
+    if (othersMatch((n) => topicOf(c, r, n), topics, others, operand)) out.push(r);
   }
   return out;
+}
+
+/** Whether a log's topics `others` (topic_1..3, read by `topicAt`) match the query's, combined by `operand`. */
+function othersMatch(topicAt: (n: number) => string | null, topics: readonly (string | null)[], others: readonly number[], operand: 'and' | 'or'): boolean {
+  for (const n of others) {
+    const m = topicAt(n) === topics[n];
+    if (operand === 'and' && !m) return false;
+    if (operand === 'or' && m) return true;
+  }
+  return others.length === 0 || operand === 'and';
 }
 
 /** Ids at and above this are extra logs (src/simulator/token-events.ts), below it the chain's logs. */
@@ -589,19 +587,7 @@ function withExtraLogs(
     if (x.block[k]! < from || x.block[k]! > to) continue;
     const t = extraLog(c, k).topics;
     if (t[0] !== topics[0]) continue;
-    let match = others.length === 0 || operand === 'and';
-    for (const n of others) {
-      const m = (t[n] ?? null) === topics[n];
-      if (operand === 'and' && !m) {
-        match = false;
-        break;
-      }
-      if (operand === 'or' && m) {
-        match = true;
-        break;
-      }
-    }
-    if (match) extra.push(k);
+    if (othersMatch((n) => t[n] ?? null, topics, others, operand)) extra.push(k);
   }
   if (extra.length === 0) return chainIds;
   // An extra log comes after every chain log of its block.

@@ -139,25 +139,25 @@ export async function preparePartition(
  * A partition merged with no fresh row, its current rows kept where they meet `keep`: a file, or the partition
  * cleared when no row stays.
  */
-export async function rewritePartition(
-  engine: Engine,
-  paths: LakePaths,
-  lake: LakeState,
-  shape: TableShape,
-  network: Network,
-  partition: string,
-  workDir: string,
-  keep: string,
-): Promise<PreparedFile | ClearedPartition> {
-  const prepared = await mergeOnePartition({ engine, paths, lake, shape, network, partition, workDir, keep }, noFreshRows(shape));
-  return prepared[0] ?? prepared.cleared?.[0] ?? { table: shape.name, partitionValues: [network, partition] };
+export async function rewritePartition(p: OnePartition & { keep: string }): Promise<PreparedFile | ClearedPartition> {
+  const prepared = await mergeOnePartition(p, noFreshRows(p.shape));
+  return prepared[0] ?? prepared.cleared?.[0] ?? { table: p.shape.name, partitionValues: [p.network, p.partition] };
+}
+
+/** One partition of one table of a single-machine commit, and the condition its current rows must meet to stay. */
+export interface OnePartition {
+  engine: Engine;
+  paths: LakePaths;
+  lake: LakeState;
+  shape: TableShape;
+  network: Network;
+  partition: string;
+  workDir: string;
+  keep?: string;
 }
 
 /** One partition merged with `fresh` (rows with STAGED_PARTITION), its current rows kept where they meet `keep`. */
-function mergeOnePartition(
-  p: { engine: Engine; paths: LakePaths; lake: LakeState; shape: TableShape; network: Network; partition: string; workDir: string; keep?: string },
-  fresh: string,
-): Promise<PreparedDataset> {
+function mergeOnePartition(p: OnePartition, fresh: string): Promise<PreparedDataset> {
   const { partition, keep, ...rest } = p;
   return prepareMerged({ ...rest, conn: p.engine.conn, fresh, partitions: [partition], ...(keep ? { keep } : {}) });
 }
