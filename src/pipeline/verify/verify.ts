@@ -435,11 +435,12 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
   const source = await openSource(job.source, { simulator: deps.run?.simulator, transport: deps.run?.transport, ...(quota ? { quota } : {}) });
   let quotaReached: QuotaReachedError | undefined;
   try {
-    quotaReached = await askTheApi(groups, deps.conn, source.clients, findings, acct);
+    const explorer = source.clients.explorer;
+    // One asker of block times for the counts and the checks after them: blockTimes remembers each block per client.
+    const asks = explorer && { fetchAbi: abiFromApi(explorer, acct), timesOf: (r: BlockRange) => blockTimes(explorer, acct, r, source.clients.paths?.block) };
+    quotaReached = await askTheApi(groups, deps.conn, source.clients, findings, acct, asks?.timesOf);
     findings.snapshotsNotChecked(snapshots);
-    const explorer = quotaReached ? undefined : source.clients.explorer;
-    const asked = explorer && { fetchAbi: abiFromApi(explorer, acct), timesOf: (r: BlockRange) => blockTimes(explorer, acct, r, source.clients.paths?.block) };
-    findings.rows.push(...(await checkOffline(deps.conn, job, sel, groups, asked)));
+    findings.rows.push(...(await checkOffline(deps.conn, job, sel, groups, quotaReached ? undefined : asks)));
   } finally {
     await source.close();
   }
@@ -474,6 +475,7 @@ async function askTheApi(
   clients: Clients,
   findings: Findings,
   acct: Accounting,
+  timesOf?: OfflineAsks['timesOf'],
 ): Promise<QuotaReachedError | undefined> {
   let quotaReached: QuotaReachedError | undefined;
   const lakeRows = new LakeRows(conn, findings.network, groups);
@@ -488,7 +490,7 @@ async function askTheApi(
       findings.notChecked(g, reason ?? '');
       continue;
     }
-    const lake = await lakeCount(t, g, lakeRows, { conn, clients, acct, exists: await relationExists(conn, g.dataset) });
+    const lake = await lakeCount(t, g, lakeRows, { conn, timesOf, exists: await relationExists(conn, g.dataset) });
     quotaReached = await checkScope({ g, t, lake, apiCount: apiCounter(fetcherFor(t, clients), t.def, lake, acct), findings });
   }
   return quotaReached;
@@ -537,16 +539,14 @@ async function lakeCount(
   t: Window,
   g: ScopeGroup,
   lakeRows: LakeRows,
-  ctx: { conn: DuckDBConnection; clients: Clients; acct: Accounting; exists: boolean },
+  ctx: { conn: DuckDBConnection; timesOf: OfflineAsks['timesOf'] | undefined; exists: boolean },
 ): Promise<LakeCount> {
   const spec = addressScopeOf(t.def, t.endpoint.id);
   if (spec) {
     const rows = await lakeRows.of(g.dataset, t.endpoint.id, spec);
     return { rows: async (r) => rows.count(t.scope.address!, r), perWindow: true };
   }
-  const explorer = ctx.clients.explorer;
-  const times = explorer && ((r: BlockRange) => blockTimes(explorer, ctx.acct, r, ctx.clients.paths?.block));
-  const w = new WindowRows(ctx.conn, t.def, g.network, t, times, ctx.exists);
+  const w = new WindowRows(ctx.conn, t.def, g.network, t, ctx.timesOf, ctx.exists);
   return { rows: (r) => w.count(r), perWindow: !w.byTime, ...(w.byTime ? { timesOf: (r: BlockRange) => w.timesOf(r) } : {}) };
 }
 
