@@ -79,7 +79,7 @@ export interface AcceptedPage {
    * Where the body's hex values with upper-case digits are (byte offsets, start and end in turn), for
    * staging to lower-case them as it writes the page (load/write/staging.ts), so that DuckDB need not.
    */
-  upperCaseSpans?: number[];
+  upperCaseSpans?: Int32Array;
 }
 
 /**
@@ -449,7 +449,7 @@ export class RowTransformer {
     const { tags, spans, bytes, count } = list;
     const nf = list.fields.length;
     let escaped = false;
-    let upperCaseSpans: number[] | undefined;
+    let upper = 0;
     for (let i = 0; i < count; i++) {
       const base = i * nf;
       for (let j = 0; j < columns.length; j++) {
@@ -461,7 +461,11 @@ export class RowTransformer {
           const to = spans[2 * slot + 1]!;
           const said = c.acceptBytes!(bytes, from, to);
           if (said === REFUSED) return undefined;
-          if (said !== ACCEPTED) (upperCaseSpans ??= []).push(from, to);
+          if (said !== ACCEPTED) {
+            if (upper + 2 > spanScratch.length) spanScratch = growSpans(spanScratch, upper + 2);
+            spanScratch[upper++] = from;
+            spanScratch[upper++] = to;
+          }
         } else if (tag === ABSENT || tag === NULL) {
           if (!c.def.nullable) return undefined;
         } else if (tag === ESCAPED) {
@@ -483,7 +487,7 @@ export class RowTransformer {
         return undefined;
       },
       escaped,
-      upperCaseSpans,
+      upper > 0 ? spanScratch.slice(0, upper) : undefined,
     );
   }
 
@@ -498,7 +502,7 @@ export class RowTransformer {
     entryValue: (i: number, c: CompiledColumn) => Canonical,
     noteUnknown: () => (string | null)[] | undefined,
     upperCaseHex: boolean,
-    upperCaseSpans?: number[],
+    upperCaseSpans?: Int32Array,
   ): AcceptedPage | undefined {
     const constants: Record<string, Canonical> = {};
     const meta = page.meta ?? {};
@@ -593,6 +597,18 @@ export class RowTransformer {
       entry: JSON.stringify(entry) ?? 'undefined',
     };
   }
+}
+
+/**
+ * The upper-case spans of the page being accepted, reused from page to page: a page's spans are copied out at
+ * its end in one typed array, where a growing array of numbers per page was an eighth of a run's allocations.
+ */
+let spanScratch: Int32Array = new Int32Array(4096);
+
+function growSpans(old: Int32Array, needed: number): Int32Array {
+  const grown = new Int32Array(Math.max(needed, old.length * 2));
+  grown.set(old);
+  return grown;
 }
 
 /** A column's canonical value among staged values: an amount too big for DECIMAL sits in its `_raw` companion. */
