@@ -46,6 +46,9 @@ export { OrdinalOrderError } from './transform/rows.js';
 export { DuckLakeError } from './ducklake/catalog-db.js';
 export { AbiError, DecodeSpecError } from './decode/spec.js';
 export { DecodeValueError } from './decode/types.js';
+export { StoreError } from './distributed/store.js';
+export { ControlPlaneError, LeaseLostError } from './distributed/errors.js';
+export { WindowTransitionError } from './load/ledger/windows.js';
 export { datasetNames } from './datasets/registry.js';
 /** Hear when a call waits for a lake's catalog.duckdb held by another process (the CLI prints it): what waits, the holder, for how long at most. */
 export { onCatalogWait, setCatalogWaitMs, type CatalogWait } from './load/catalog-wait.js';

@@ -133,6 +133,31 @@ describe('architecture', () => {
     expect(Object.keys(ENVIRONMENT_READERS).filter((f) => !ENV_READ.test(readFileSync(f, 'utf8')))).toEqual([]);
   });
 
+  it("every ChainlakeError class below the CLI is exported by the library's entry (the error family)", () => {
+    // Classes extending ChainlakeError, directly or through another: the library's caller can name each one it may
+    // meet (matching is on `err.code`; the class documents and narrows). The CLI's CliError is the CLI's own.
+    const parents = new Map<string, string>();
+    for (const file of graph.keys()) {
+      if (unitOf(file) === 'cli') continue;
+      const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest);
+      for (const node of source.statements) {
+        const base = ts.isClassDeclaration(node) && node.name ? node.heritageClauses?.[0]?.types[0]?.expression.getText(source) : undefined;
+        if (base) parents.set((node as ts.ClassDeclaration).name!.text, base);
+      }
+    }
+    const isFamily = (name: string, depth = 0): boolean =>
+      depth < 10 && parents.has(name) && (parents.get(name) === 'ChainlakeError' || isFamily(parents.get(name)!, depth + 1));
+    const entry = ts.createSourceFile('src/index.ts', readFileSync('src/index.ts', 'utf8'), ts.ScriptTarget.Latest);
+    const exported = new Set(
+      entry.statements.flatMap((s) =>
+        ts.isExportDeclaration(s) && s.exportClause && ts.isNamedExports(s.exportClause) ? s.exportClause.elements.map((e) => e.name.text) : [],
+      ),
+    );
+    const family = [...parents.keys()].filter((n) => isFamily(n));
+    expect(family.length).toBeGreaterThan(10);
+    expect(family.filter((n) => !exported.has(n))).toEqual([]);
+  });
+
   it('no cycle between files', () => {
     expect(cycles(graph).map((c) => c.join(' <-> '))).toEqual([]);
   });
