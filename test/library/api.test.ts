@@ -91,6 +91,11 @@ describe('the library API', () => {
       await expect(refused).rejects.toBeInstanceOf(ChainlakeError);
       await expect(refused).rejects.toMatchObject({ code: 'CHAINLAKE_QUERY_REFUSED' });
       expect(ERROR_CODES).toContain('CHAINLAKE_QUERY_REFUSED');
+      // A second query while the first still streams (one connection): refused with a code, the first unharmed.
+      const first = l.query('SELECT transaction_hash FROM transactions ORDER BY transaction_hash');
+      expect((await first.next()).value).toEqual({ transaction_hash: lakeRows[0]!.transaction_hash });
+      await expect(collect(l.query('SELECT 1'))).rejects.toMatchObject({ code: 'CHAINLAKE_USAGE', message: /still being read/ });
+      expect((await collect(first)).length).toBe(lakeRows.length - 1);
     } finally {
       await l.close();
     }
