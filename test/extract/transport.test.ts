@@ -4,6 +4,7 @@ import { Accounting } from '../../src/extract/accounting.js';
 import { VirtualClock } from '../../src/extract/clock.js';
 import { explorerPageFetcher, ShapeError } from '../../src/extract/endpoint.js';
 import { findHead } from '../../src/extract/head.js';
+import { blockTimes } from '../../src/pipeline/block-times.js';
 import { ApiError, redactUrl } from '../../src/extract/errors.js';
 import { checkExplorerEnvelope, ExplorerClient } from '../../src/extract/explorer.js';
 import { classifyStatus, HttpTransport, parseRetryAfter, type TransportOptions } from '../../src/extract/transport.js';
@@ -346,8 +347,20 @@ describe('transport against scripted replies', () => {
   });
 });
 
-describe('the head of a service that serves no block', () => {
-  it('is not guessed: a ChainlakeError with the API error code and the settings that fix it', async () => {
+describe("the block endpoint's answers that leave nothing to use", () => {
+  it('a block record without a time: the window fails with the shape code, naming the block', async () => {
+    await scripted([ok({ data: { block_number: 7 } })], async (s) => {
+      const { t, acct } = setup();
+      const e = await blockTimes(client(t, s.url), acct, { from: 7, to: 7 }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(e).toMatchObject({ code: 'CHAINLAKE_SHAPE', message: expect.stringContaining('block 7: the block endpoint gave no time (undefined)') });
+      expect(s.seen.map((r) => r.url)).toEqual(['/v1/blocks/7']);
+    });
+  });
+
+  it('a service that serves no block: its head is not guessed, a ChainlakeError with the API error code and the settings that fix it', async () => {
     await scripted([{ status: 404, body: envelope('404', 'Not found') }], async (s) => {
       const { t, acct } = setup();
       const e = await findHead(client(t, s.url), acct).then(
