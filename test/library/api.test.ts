@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmod, cp, rename } from 'node:fs/promises';
+import { chmod, cp, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -123,6 +123,16 @@ describe('the library API', () => {
     } finally {
       await l.close();
     }
+  });
+
+  it('refuses a damaged catalog with the code and the one fix, catalog rebuild', async () => {
+    const damaged = path.join(dir, 'damaged');
+    await cp(path.join(dir, 'lake'), damaged, { recursive: true });
+    // The catalog's header overwritten: DuckDB no longer takes the file for a database.
+    await writeFile(path.join(damaged, 'catalog.duckdb'), Buffer.alloc(4096, 0xa5), { flag: 'r+' });
+    const refused = openLake(damaged);
+    await expect(refused).rejects.toMatchObject({ code: 'CHAINLAKE_CATALOG_DAMAGED', message: expect.stringContaining('not a valid DuckDB database file') });
+    await expect(refused).rejects.toMatchObject({ hint: expect.stringContaining(`chainlake catalog rebuild --lake ${damaged}`) });
   });
 
   it.runIf(unprivilegedCanRun())('reads a read-only copy of a moved lake, through views of its new place', async () => {
