@@ -91,6 +91,11 @@ describe('the library API', () => {
       await expect(refused).rejects.toBeInstanceOf(ChainlakeError);
       await expect(refused).rejects.toMatchObject({ code: 'CHAINLAKE_QUERY_REFUSED' });
       expect(ERROR_CODES).toContain('CHAINLAKE_QUERY_REFUSED');
+      // SQL that does not parse: refused with the same code, DuckDB's words kept.
+      await expect(collect(l.query('SELEC 1'))).rejects.toMatchObject({
+        code: 'CHAINLAKE_QUERY_REFUSED',
+        message: expect.stringMatching(/^Parser Error: syntax error at or near "SELEC"/),
+      });
       // A second query while the first still streams (one connection): refused with a code, the first unharmed.
       const first = l.query('SELECT transaction_hash FROM transactions ORDER BY transaction_hash');
       expect((await first.next()).value).toEqual({ transaction_hash: lakeRows[0]!.transaction_hash });
