@@ -35,7 +35,7 @@ export const ERROR_CODES = [
   'CHAINLAKE_LAKE_ACCESS',
   /** The lake's catalog.duckdb is damaged: `chainlake catalog rebuild` is the fix. */
   'CHAINLAKE_CATALOG_DAMAGED',
-  /** A query the lake's reader refuses (one that writes files), or SQL with no statement. */
+  /** A query the lake's reader refuses (one that writes files), SQL that does not parse, or SQL with no statement. */
   'CHAINLAKE_QUERY_REFUSED',
   /** A decode specification (the job's `decode` key, an ABI, an event signature) is invalid. */
   'CHAINLAKE_DECODE_SPEC',

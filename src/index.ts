@@ -17,6 +17,7 @@
  */
 import { DuckDBDecimalValue, DuckDBTypeId, JSDuckDBValueConverter, type DuckDBResult, type DuckDBValueConverter, type JS } from '@duckdb/node-api';
 import type { RecordBatch } from 'apache-arrow';
+import { ChainlakeError } from './errors.js';
 import { arrowBatches, DEFAULT_BATCH_ROWS } from './load/read/arrow.js';
 import { LakePaths } from './load/paths.js';
 import { openLakeReader, type LakeReader } from './load/read/reader.js';
@@ -46,6 +47,9 @@ export { OrdinalOrderError } from './transform/rows.js';
 export { DuckLakeError } from './ducklake/catalog-db.js';
 export { AbiError, DecodeSpecError } from './decode/spec.js';
 export { DecodeValueError } from './decode/types.js';
+export { StoreError } from './distributed/store.js';
+export { ControlPlaneError, LeaseLostError } from './distributed/errors.js';
+export { WindowTransitionError } from './load/ledger/windows.js';
 export { datasetNames } from './datasets/registry.js';
 /** Hear when a call waits for a lake's catalog.duckdb held by another process (the CLI prints it): what waits, the holder, for how long at most. */
 export { onCatalogWait, setCatalogWaitMs, type CatalogWait } from './load/catalog-wait.js';
@@ -234,7 +238,11 @@ class OpenLake implements Lake {
 
   private async *results<T>(sql: string, read: (r: DuckDBResult) => AsyncIterable<T>): AsyncGenerator<T, void, undefined> {
     // One connection: a second result while one streams would cut the first short.
-    if (this.busy) throw new Error('another query of this lake is still being read: finish (or break out of) it first');
+    if (this.busy)
+      throw new ChainlakeError('another query of this lake is still being read: finish (or break out of) it first', {
+        code: 'CHAINLAKE_USAGE',
+        hint: 'read each result to its end, or open the lake once per concurrent reader',
+      });
     this.busy = true;
     try {
       yield* read(await streamQuery(this.reader.conn, sql));

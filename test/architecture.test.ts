@@ -27,8 +27,9 @@ const SIMULATOR_IMPORTERS: Readonly<Record<string, string>> = {
  * the stages plain values. Below src/cli/ only these files read process.env, each for a reason.
  */
 const ENVIRONMENT_READERS: Readonly<Record<string, string>> = {
-  // runJob / streamDataset given a job: resolved with the host's environment, as the CLI resolves its job file.
-  'src/index.ts': "the library's entry resolves a job as the CLI does",
+  // runJob / streamDataset given a job, lakeReport given a distributed lake: resolved with the host's environment (the
+  // URLs and key; the store's endpoint and region), as the CLI resolves its job file and its --store.
+  'src/index.ts': "the library's entry resolves a job and a store connection as the CLI does",
   // Kill and hold points of the crash tests: read once when the module loads, never set by a user.
   'src/load/test-hooks.ts': "the test suite's kill points",
 };
@@ -131,6 +132,31 @@ describe('architecture', () => {
     expect(readers).toEqual([]);
     // Each reason still holds: a file named here that stopped reading the environment leaves the list.
     expect(Object.keys(ENVIRONMENT_READERS).filter((f) => !ENV_READ.test(readFileSync(f, 'utf8')))).toEqual([]);
+  });
+
+  it("every ChainlakeError class below the CLI is exported by the library's entry (the error family)", () => {
+    // Classes extending ChainlakeError, directly or through another: the library's caller can name each one it may
+    // meet (matching is on `err.code`; the class documents and narrows). The CLI's CliError is the CLI's own.
+    const parents = new Map<string, string>();
+    for (const file of graph.keys()) {
+      if (unitOf(file) === 'cli') continue;
+      const source = ts.createSourceFile(file, readFileSync(file, 'utf8'), ts.ScriptTarget.Latest);
+      for (const node of source.statements) {
+        const base = ts.isClassDeclaration(node) && node.name ? node.heritageClauses?.[0]?.types[0]?.expression.getText(source) : undefined;
+        if (base) parents.set((node as ts.ClassDeclaration).name!.text, base);
+      }
+    }
+    const isFamily = (name: string, depth = 0): boolean =>
+      depth < 10 && parents.has(name) && (parents.get(name) === 'ChainlakeError' || isFamily(parents.get(name)!, depth + 1));
+    const entry = ts.createSourceFile('src/index.ts', readFileSync('src/index.ts', 'utf8'), ts.ScriptTarget.Latest);
+    const exported = new Set(
+      entry.statements.flatMap((s) =>
+        ts.isExportDeclaration(s) && s.exportClause && ts.isNamedExports(s.exportClause) ? s.exportClause.elements.map((e) => e.name.text) : [],
+      ),
+    );
+    const family = [...parents.keys()].filter((n) => isFamily(n));
+    expect(family.length).toBeGreaterThan(10);
+    expect(family.filter((n) => !exported.has(n))).toEqual([]);
   });
 
   it('no cycle between files', () => {

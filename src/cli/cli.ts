@@ -103,8 +103,10 @@ function reportError(e: unknown, argv: string[], output: CliOutput): number | un
   // and the message names what and where; the stack only helps us, so it needs --verbose.
   const verbose = argv.includes('--verbose') || argv.includes('-v');
   if (closedPipe(e)) return undefined;
-  // Whichever command met it, a damaged catalog has one fix: say it.
-  if (isCatalogDamage(e) || (e instanceof Error && isCatalogDamage(e.cause)))
+  // Whichever command met it, a damaged catalog has one fix: say it. A reader names it where it opens the catalog
+  // (load/read/reader.ts); DuckDB's refusal met anywhere else (a writer's catalog, a block read mid-query) carries
+  // no code, only its words.
+  if (chainlakeCodeOf(e) !== 'CHAINLAKE_CATALOG_DAMAGED' && (isCatalogDamage(e) || (e instanceof Error && isCatalogDamage(e.cause))))
     e = new CatalogDamagedError(isCatalogDamage(e) ? e : (e as Error).cause, lakeArg(argv));
   if (chainlakeCodeOf(e) !== undefined) {
     const c = e as Error & { hint?: string };

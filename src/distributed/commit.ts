@@ -39,6 +39,7 @@ import type { WindowSpec } from './windows.js';
 import type { Logger } from '../pipeline/log.js';
 import { testHook } from '../load/test-hooks.js';
 import { ChainlakeError } from '../errors.js';
+import { LeaseLostError } from './errors.js';
 import { CONTROL_SCHEMA } from './control-plane.js';
 import { recordCommitted } from '../load/ledger/windows.js';
 import { advanceWatermark, raiseWatermarks, readWatermark } from '../load/ledger/watermarks.js';
@@ -50,11 +51,7 @@ export const COMMITTER_LEASE = 'committer';
 /** Datasets of a batch merged side by side (the single machine's commit prepares two at once too). */
 const MERGES_AT_ONCE = 2;
 
-export class LeaseLostError extends ChainlakeError {
-  constructor(holder: string) {
-    super(`the committer lease is no longer held by ${holder}: another worker commits now`, { code: 'CHAINLAKE_LEASE_LOST' });
-  }
-}
+export { LeaseLostError };
 
 /**
  * Extends the lease while this holder still has it; false when it went to another (or was released). It never takes

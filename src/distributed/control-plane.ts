@@ -8,7 +8,7 @@ import { blockTimesLedgerDdl } from '../load/ledger/block-times.js';
 import pg from 'pg';
 import { PostgresCatalog } from '../ducklake/postgres-catalog.js';
 import { initialiseCatalog } from '../ducklake/ddl.js';
-import { ChainlakeError } from '../errors.js';
+import { ControlPlaneError } from './errors.js';
 import { migrateLedger } from '../load/ledger/schema.js';
 import type { Ledger } from '../load/ledger/windows.js';
 import type { PgClientLike } from '../ducklake/postgres-catalog.js';
@@ -21,12 +21,7 @@ export const QUEUE_SCHEMA = 'chainlake_queue';
 /** The pg-boss queue of windows to fetch. */
 export const WINDOW_QUEUE = 'chainlake-windows';
 
-/** Raised for a control plane that cannot be reached or read: a setup problem a person fixes (exit 2). */
-export class ControlPlaneError extends ChainlakeError {
-  constructor(message: string, hint?: string, cause?: unknown) {
-    super(message, { code: 'CHAINLAKE_CONTROL_PLANE', hint, cause });
-  }
-}
+export { ControlPlaneError };
 
 export { redactUrl } from './url.js';
 

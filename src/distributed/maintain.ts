@@ -4,6 +4,7 @@
  * partition files of a commit that never happened, fragments a committer died before removing). Orphans are
  * removed only once older than a grace period, so files a live worker or committer is writing right now stay.
  */
+import { ChainlakeError } from '../errors.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -226,7 +227,7 @@ export const norm = (location: string): string => (/^s3:\/\//i.test(location) ? 
 /** `7d`, `12h`, `30m`, `45s` or plain seconds: a duration in seconds. */
 export function parseDuration(text: string, flag: string): number {
   const m = /^(\d+(?:\.\d+)?)\s*(d|h|m|s)?$/.exec(text.trim());
-  if (!m) throw new Error(`${flag} ${text}: expected a duration such as 7d, 12h, 30m, 45s or seconds`);
+  if (!m) throw new ChainlakeError(`${flag} ${text}: expected a duration such as 7d, 12h, 30m, 45s or seconds`, { code: 'CHAINLAKE_USAGE' });
   const unit = { d: 86_400, h: 3_600, m: 60, s: 1 }[(m[2] ?? 's') as 'd' | 'h' | 'm' | 's'];
   return Number(m[1]) * unit;
 }

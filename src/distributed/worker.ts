@@ -4,6 +4,7 @@
  * Any number run side by side on any machines; a worker killed at any point loses at most the window it held
  * (the queue offers it again once its timeout passes) and never leaves the lake half-committed.
  */
+import { chainlakeCodeOf } from '../errors.js';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -14,7 +15,7 @@ import type pg from 'pg';
 import type PgBoss from 'pg-boss';
 import { openEngine, type Engine } from '../load/engine.js';
 import { silentLogger, type Logger } from '../pipeline/log.js';
-import { COMMIT_WINDOWS, commitFetched, LeaseLostError, keepRenewed, releaseLease, takeLease } from './commit.js';
+import { COMMIT_WINDOWS, commitFetched, keepRenewed, releaseLease, takeLease } from './commit.js';
 import { collectGarbage } from '../pipeline/garbage.js';
 import { recordFailed } from '../load/ledger/windows.js';
 import { WINDOW_QUEUE, connect, controlLedger, oneAtATime, openCatalog, setupControlPlane, underSetupLock } from './control-plane.js';
@@ -330,8 +331,8 @@ class Worker {
       await closeAbandoned(client);
       return n;
     } catch (error) {
-      if (!(error instanceof LeaseLostError)) throw error;
-      this.log.log('warn', 'commit.lease_lost', error.message);
+      if (chainlakeCodeOf(error) !== 'CHAINLAKE_LEASE_LOST') throw error;
+      this.log.log('warn', 'commit.lease_lost', (error as Error).message);
       return 0;
     } finally {
       stopRenewing();

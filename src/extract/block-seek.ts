@@ -46,7 +46,9 @@ export class BlockSeek {
   /** Follows a validated page's blocks, in `range`, at `offset` (for messages); throws when out of order. */
   follow(page: FetchedPage, range: BlockRange, offset: number, where: string): void {
     for (const b of this.blocksOf(page)) {
-      if (b === undefined) throw new Error(`an entry at offset ${offset} of ${where} has no readable '${this.blockField}'`);
+      // Without its block the page cannot be followed: continuing from the last block would skip or repeat rows.
+      if (b === undefined)
+        throw new WindowError(`an entry at offset ${offset} of ${where} has no readable '${this.blockField}'; cannot page past the result window`);
       const inOrder = Number.isNaN(this.lastBlock) || (this.order === 'desc' ? b <= this.lastBlock : b >= this.lastBlock);
       if (!inOrder || b < range.from || b > range.to) {
         throw new WindowError(

@@ -1,5 +1,6 @@
 import type { Accounting } from './accounting.js';
 import { emptyResultsOf, fillPath, ShapeError, type ApiCaller } from './endpoint.js';
+import { ChainlakeError } from '../errors.js';
 import { ApiError } from './errors.js';
 
 /** How the head of a run was found, for the run's log and report. */
@@ -62,6 +63,16 @@ function blockNumberOf(results: unknown): number | undefined {
   return typeof n === 'number' && Number.isSafeInteger(n) && n >= 0 ? n : undefined;
 }
 
+/**
+ * A block endpoint whose answers leave no head to find (every block refused, or none): the API's fault or the wrong
+ * path for it, not a transient failure (the same exit as an API's error after the retries).
+ */
+const headNotFound = (what: string): ChainlakeError =>
+  new ChainlakeError(`${PROBE_LABEL}: ${what}; the head cannot be found`, {
+    code: 'CHAINLAKE_API_ERROR',
+    hint: "check the base URL and the block endpoint's path (the job's paths.block), or give the head (range.head, --head)",
+  });
+
 /** Whether block `n` is served: true for a block record, false for a 404 or an empty success. */
 async function blockExists(caller: ApiCaller, acct: Accounting, n: number, blockPath?: string): Promise<boolean> {
   try {
@@ -84,7 +95,7 @@ export async function searchHead(caller: ApiCaller, acct: Accounting, near: numb
     let step = 1;
     for (;;) {
       const probe = lo + step;
-      if (!Number.isSafeInteger(probe)) throw new Error(`${PROBE_LABEL}: no block above ${lo} is refused; the head cannot be found`);
+      if (!Number.isSafeInteger(probe)) throw headNotFound(`no block above ${lo} is refused`);
       if (!(await exists(probe))) {
         hi = probe;
         break;
@@ -101,7 +112,7 @@ export async function searchHead(caller: ApiCaller, acct: Accounting, near: numb
         lo = probe;
         break;
       }
-      if (probe === 0) throw new Error(`${PROBE_LABEL}: not even block 0 is served; the head cannot be found`);
+      if (probe === 0) throw headNotFound('not even block 0 is served');
       hi = probe;
       step *= 2;
     }

@@ -116,7 +116,13 @@ export async function retryOnLock<T>(fn: () => Promise<T>, waitMs: number, what:
         catalogWaitListener()?.({ what, ...lockHolder(e), waitMs: Math.max(0, deadline - Date.now()) });
       }
       if (Date.now() >= deadline)
-        throw new Error(`${what}: the catalog stayed locked by another process for ${waitMs} ms (${(e as Error).message.split('\n')[0]})`);
+        // What a person fixes (another session holds catalog.duckdb), but not a usage error: the next command,
+        // once the file is free, finishes what was decided (exit 1, as before it had a code).
+        throw new ChainlakeError(`${what}: the catalog stayed locked by another process for ${waitMs} ms (${(e as Error).message.split('\n')[0]})`, {
+          code: 'CHAINLAKE_FAILED',
+          cause: e,
+          hint: 'close the session holding catalog.duckdb (a duckdb shell, another tool), or wait longer with CHAINLAKE_CATALOG_WAIT_MS; the next chainlake command finishes a decided commit',
+        });
       await new Promise((r) => setTimeout(r, delay * (0.5 + Math.random())));
       delay = Math.min(delay * 2, 200);
     }

@@ -1,3 +1,4 @@
+import { ChainlakeError } from '../errors.js';
 import type { Accounting } from '../extract/accounting.js';
 import type { BlockTimeBook } from '../load/ledger/block-times.js';
 import type { ApiCaller } from '../extract/endpoint.js';
@@ -87,7 +88,11 @@ export async function blockTimes(
     const raw = (received.results as { data?: { timestamp?: unknown } } | null)?.data?.timestamp;
     const t = convertTimestamp(raw);
     if (t instanceof Rejected || typeof t !== 'string') {
-      throw new Error(`block ${n}: the block endpoint gave no time (${JSON.stringify(raw)?.slice(0, 80)}); the window's rows cannot be replaced by time`);
+      // The answer's shape, not a transient failure: the window fails with the shape code, as any such page does.
+      throw new ChainlakeError(
+        `block ${n}: the block endpoint gave no time (${JSON.stringify(raw)?.slice(0, 80)}); the window's rows cannot be replaced by time`,
+        { code: 'CHAINLAKE_SHAPE' },
+      );
     }
     return t;
   };

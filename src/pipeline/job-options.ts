@@ -85,7 +85,7 @@ export const TOP_OPTIONS = {
     1,
     undefined,
     undefined,
-    "The API plan's requests per UTC day: a run stops cleanly at it (exit 3) and `chainlake plan` shows a run's share of it.",
+    "The API plan's requests per UTC day: a run stops cleanly at it (exit 4) and `chainlake plan` shows a run's share of it.",
     'no quota',
   ),
 } as const satisfies Record<string, JobOption>;

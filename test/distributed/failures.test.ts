@@ -2,7 +2,7 @@
 // happened to the windows it took, the runs' status words are the single machine's, and a job key the workers do
 // not carry out is refused by enqueue instead of being ignored.
 import { once } from 'node:events';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
@@ -152,6 +152,42 @@ describe('a failed window does not wedge a job', () => {
     expect(nothing).toMatchObject({ resumed: true, queued: 0, retried: 0 });
     expect(await runOf(nothing.runId)).toMatchObject({ status: 'complete', closed: true });
   }, 180_000);
+});
+
+describe('a window whose failure only the queue kept', () => {
+  // A failure outside the window's fetch (its fragment cannot be stored) is handed to the queue only, not written on
+  // the window's row: status and query on a distributed lake read it from the queue's jobs (read.ts copyQueueErrors).
+  it('status --catalog shows the error the worker hit, read from the queue', async () => {
+    const db = await pg.database();
+    const store = path.join(tmp.dir, 'store-queue-error');
+    const doc = smallJob('queue-error');
+    const queued = await enqueueJob(parseJob(doc, 'queue-error.json', process.env), doc, {
+      catalog: db.url,
+      store,
+      simulator: sim,
+      queue: { retryLimit: 0 },
+    });
+    expect(queued.queued).toBe(2);
+    // A file where the store's fragments folder goes: every window's fragment fails to be written.
+    await mkdir(store, { recursive: true });
+    await writeFile(path.join(store, 'fragments'), '');
+    const report = await runWorker({ catalog: db.url, store, simulator: sim, id: 'no-fragments', untilIdle: true, pollMs: 50 });
+    expect(report.windowsFailedForGood).toBe(2);
+    const client = await db.connect();
+    // The windows' own rows have no error: what the user sees below can only come from the queue.
+    const rows = (await client.query(`SELECT status, error FROM chainlake.windows WHERE run_id = $1`, [queued.runId])).rows;
+    expect(rows).toEqual([
+      { status: 'failed', error: null },
+      { status: 'failed', error: null },
+    ]);
+
+    const r = await runCliCapturing(['status', '--catalog', db.url, '--format', 'json'], { PGPASSWORD: pg.password });
+    expect(r.code, r.stderr).toBe(0);
+    const seen = (JSON.parse(r.stdout) as { uncoveredFailures: { run_id: string; error: string | null }[] }).uncoveredFailures;
+    expect(seen.map((f) => f.run_id)).toEqual([queued.runId, queued.runId]);
+    expect(seen.map((f) => f.error).sort()).toEqual(report.errors.map((e) => e.error).sort());
+    for (const f of seen) expect(f.error).toContain(path.join(store, 'fragments'));
+  }, 120_000);
 });
 
 /** A loopback HTTP server for the test; closed after the file. */

@@ -32,6 +32,19 @@ const logs = [
   { transaction_hash: '0xbb', log_index: '1', data: '0x01' },
 ];
 
+describe('BlockSeek.follow', () => {
+  it('an entry without a readable block: the window fails with its code, naming the entry, instead of skipping rows', () => {
+    const { page } = scannedPage({ result: { data: [{ block_number: '100' }, { block_number: 'n/a' }] } }, ['block_number']);
+    const seek = new BlockSeek('block_number');
+    expect(() => seek.follow(page, { from: 0, to: 1000 }, 10_000, 'transactions of 0xab')).toThrow(
+      expect.objectContaining({
+        code: 'CHAINLAKE_WINDOW',
+        message: expect.stringContaining("an entry at offset 10000 of transactions of 0xab has no readable 'block_number'"),
+      }),
+    );
+  });
+});
+
 describe('BlockSeek.blocksOf on a scanned page', () => {
   it('entries without the block field: no block, and the entries are not parsed', () => {
     const { page, parses } = scannedPage({ result: { data: logs } }, ['transaction_hash', 'log_index']);

@@ -3,6 +3,8 @@ import { transactions } from '../../src/datasets/transactions.js';
 import { Accounting } from '../../src/extract/accounting.js';
 import { VirtualClock } from '../../src/extract/clock.js';
 import { explorerPageFetcher, ShapeError } from '../../src/extract/endpoint.js';
+import { findHead } from '../../src/extract/head.js';
+import { blockTimes } from '../../src/pipeline/block-times.js';
 import { ApiError, redactUrl } from '../../src/extract/errors.js';
 import { checkExplorerEnvelope, ExplorerClient } from '../../src/extract/explorer.js';
 import { classifyStatus, HttpTransport, parseRetryAfter, type TransportOptions } from '../../src/extract/transport.js';
@@ -342,6 +344,34 @@ describe('transport against scripted replies', () => {
       },
       20,
     );
+  });
+});
+
+describe("the block endpoint's answers that leave nothing to use", () => {
+  it('a block record without a time: the window fails with the shape code, naming the block', async () => {
+    await scripted([ok({ data: { block_number: 7 } })], async (s) => {
+      const { t, acct } = setup();
+      const e = await blockTimes(client(t, s.url), acct, { from: 7, to: 7 }).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(e).toMatchObject({ code: 'CHAINLAKE_SHAPE', message: expect.stringContaining('block 7: the block endpoint gave no time (undefined)') });
+      expect(s.seen.map((r) => r.url)).toEqual(['/v1/blocks/7']);
+    });
+  });
+
+  it('a service that serves no block: its head is not guessed, a ChainlakeError with the API error code and the settings that fix it', async () => {
+    await scripted([{ status: 404, body: envelope('404', 'Not found') }], async (s) => {
+      const { t, acct } = setup();
+      const e = await findHead(client(t, s.url), acct).then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      expect(e).toMatchObject({ code: 'CHAINLAKE_API_ERROR', message: 'block (head search): not even block 0 is served; the head cannot be found' });
+      expect((e as { hint?: string }).hint).toMatch(/paths\.block.*range\.head, --head/);
+      // blocks/latest once, then block 0 twice (the search's first probe and its last).
+      expect(s.seen.map((r) => r.url)).toEqual(['/v1/blocks/latest', '/v1/blocks/0', '/v1/blocks/0']);
+    });
   });
 });
 

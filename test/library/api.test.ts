@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmod, cp, rename } from 'node:fs/promises';
+import { chmod, cp, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -91,6 +91,16 @@ describe('the library API', () => {
       await expect(refused).rejects.toBeInstanceOf(ChainlakeError);
       await expect(refused).rejects.toMatchObject({ code: 'CHAINLAKE_QUERY_REFUSED' });
       expect(ERROR_CODES).toContain('CHAINLAKE_QUERY_REFUSED');
+      // SQL that does not parse: refused with the same code, DuckDB's words kept.
+      await expect(collect(l.query('SELEC 1'))).rejects.toMatchObject({
+        code: 'CHAINLAKE_QUERY_REFUSED',
+        message: expect.stringMatching(/^Parser Error: syntax error at or near "SELEC"/),
+      });
+      // A second query while the first still streams (one connection): refused with a code, the first unharmed.
+      const first = l.query('SELECT transaction_hash FROM transactions ORDER BY transaction_hash');
+      expect((await first.next()).value).toEqual({ transaction_hash: lakeRows[0]!.transaction_hash });
+      await expect(collect(l.query('SELECT 1'))).rejects.toMatchObject({ code: 'CHAINLAKE_USAGE', message: /still being read/ });
+      expect((await collect(first)).length).toBe(lakeRows.length - 1);
     } finally {
       await l.close();
     }
@@ -118,6 +128,16 @@ describe('the library API', () => {
     } finally {
       await l.close();
     }
+  });
+
+  it('refuses a damaged catalog with the code and the one fix, catalog rebuild', async () => {
+    const damaged = path.join(dir, 'damaged');
+    await cp(path.join(dir, 'lake'), damaged, { recursive: true });
+    // The catalog's header overwritten: DuckDB no longer takes the file for a database.
+    await writeFile(path.join(damaged, 'catalog.duckdb'), Buffer.alloc(4096, 0xa5), { flag: 'r+' });
+    const refused = openLake(damaged);
+    await expect(refused).rejects.toMatchObject({ code: 'CHAINLAKE_CATALOG_DAMAGED', message: expect.stringContaining('not a valid DuckDB database file') });
+    await expect(refused).rejects.toMatchObject({ hint: expect.stringContaining(`chainlake catalog rebuild --lake ${damaged}`) });
   });
 
   it.runIf(unprivilegedCanRun())('reads a read-only copy of a moved lake, through views of its new place', async () => {

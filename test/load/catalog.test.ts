@@ -204,6 +204,7 @@ describe('catalog.duckdb', () => {
     const r = await w.done.finally(() => user.closeSync());
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/catalog stayed locked by another process/);
+    expect(r.stderr).toMatch(/hint: close the session holding catalog.duckdb .*CHAINLAKE_CATALOG_WAIT_MS/);
     const status = await runCliCapturing(['status', '--lake', lake, '--format', 'json']);
     expect(status.code, status.stderr).toBe(0);
     const s = JSON.parse(status.stdout) as { pendingCommit: boolean; runs: { status: string }[] };

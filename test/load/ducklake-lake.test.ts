@@ -117,6 +117,11 @@ describe('the single-machine lake as a DuckLake', () => {
     const filesBefore = (await listLake(copy)).filter((f) => f.endsWith('.parquet')).length;
     const current = (await catalogFiles(copy)).length;
     expect(filesBefore).toBeGreaterThan(current);
+    // A duration it cannot read is a usage error, before anything is deleted.
+    const bad = await cli(['maintain', '--lake', copy, '--keep-snapshots', '1', '--expire-older-than', 'a week']);
+    expect(bad.code, bad.stderr).toBe(2);
+    expect(bad.stderr).toContain('--expire-older-than a week: expected a duration such as 7d');
+    expect((await listLake(copy)).filter((f) => f.endsWith('.parquet'))).toHaveLength(filesBefore);
     const r = await cli(['maintain', '--lake', copy, '--keep-snapshots', '1']);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`deleted ${filesBefore - current} files no snapshot needs`));

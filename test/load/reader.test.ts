@@ -1,8 +1,9 @@
-import { cp } from 'node:fs/promises';
+import { cp, mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryLake } from '../../src/cli/commands/query.js';
+import { openLake } from '../../src/index.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { tempDir } from '../helpers/lake.js';
 import { runWriter, startWriter, writeJob } from './helpers.js';
@@ -56,6 +57,23 @@ async function catalogLocked(lake: string): Promise<boolean> {
     throw e;
   }
 }
+
+describe("a killed writer's commit a reader cannot finish", () => {
+  it('in a journal format of a newer chainlake: refused with a code and the fix, the lake left as it was', async () => {
+    const lake = path.join(dir, 'future-journal');
+    await cp(base, lake, { recursive: true });
+    const run = path.join(lake, '_staging', '20991231T000000Z-future');
+    await mkdir(run, { recursive: true });
+    await writeFile(path.join(run, 'commit.json'), JSON.stringify({ format: 3, runId: 'future' }));
+    await expect(openLake(lake)).rejects.toMatchObject({
+      code: 'CHAINLAKE_FAILED',
+      message: expect.stringContaining('a commit in a journal format this chainlake does not know (3)'),
+      hint: expect.stringContaining('a newer chainlake decided it'),
+    });
+    await rm(path.join(run), { recursive: true });
+    expect(await signature(lake)).toBe(before);
+  });
+});
 
 describe('a reader during a commit', () => {
   it('held after the decision, before the swap: readers see the lake before the commit', async () => {

@@ -103,10 +103,8 @@ export const decodeCommand: CommandModule<object, Args> = {
     const { spec, jobLake, network } = await specOf(args);
     const needsLake = !args.describe || spec.contracts.some((c) => !c.abiFile && !c.signatures);
     const target = resolveLakeTarget(args, { jobLake });
-    const resolve = (opts: Omit<Parameters<typeof resolveDatasets>[1], 'network'>) =>
-      resolveDatasets(spec, { ...opts, network }).catch((e: Error) => {
-        throw new CliError(e.message);
-      });
+    // A spec's problems are DecodeSpecErrors (exit 2 by their code); anything else keeps its own code.
+    const resolve = (opts: Omit<Parameters<typeof resolveDatasets>[1], 'network'>) => resolveDatasets(spec, { ...opts, network });
     const show = (datasets: Awaited<ReturnType<typeof resolveDatasets>>): void => {
       process.stdout.write(args.format === 'json' ? JSON.stringify(datasets, null, 2) + '\n' : datasets.map(describeDecoded).join('\n\n') + '\n');
     };

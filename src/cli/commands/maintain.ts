@@ -24,14 +24,6 @@ function jsonLine(t: LakeTarget, r: { expiredSnapshots: number; deletedFiles: nu
   return `${JSON.stringify({ ...lake, expiredSnapshots: r.expiredSnapshots, deletedFiles: r.deletedFiles, orphansRemoved: r.orphansRemoved, orphansKept: r.orphansKept })}\n`;
 }
 
-const duration = (text: string, flag: string): number => {
-  try {
-    return parseDuration(text, flag);
-  } catch (e) {
-    throw new CliError((e as Error).message);
-  }
-};
-
 export const maintainCommand: CommandModule<object, Args> = {
   command: 'maintain',
   describe:
@@ -71,9 +63,9 @@ export const maintainCommand: CommandModule<object, Args> = {
           'check --lake, or give --catalog for a distributed lake',
         );
       const r = await maintainLocalLake(paths, {
-        expireOlderThan: older === undefined ? undefined : new Date(Date.now() - duration(older, '--expire-older-than') * 1000),
+        expireOlderThan: older === undefined ? undefined : new Date(Date.now() - parseDuration(older, '--expire-older-than') * 1000),
         keepSnapshots: keep,
-        orphanGraceSeconds: duration(args['orphans-older-than'], '--orphans-older-than'),
+        orphanGraceSeconds: parseDuration(args['orphans-older-than'], '--orphans-older-than'),
       });
       if (args.format === 'json') return void process.stdout.write(jsonLine(target, r));
       process.stdout.write(
@@ -88,9 +80,9 @@ export const maintainCommand: CommandModule<object, Args> = {
       catalog,
       store: target.store,
       storeConnection: target.storeConnection,
-      expireOlderThan: older === undefined ? undefined : new Date(Date.now() - duration(older, '--expire-older-than') * 1000),
+      expireOlderThan: older === undefined ? undefined : new Date(Date.now() - parseDuration(older, '--expire-older-than') * 1000),
       keepSnapshots: keep,
-      orphanGraceSeconds: duration(args['orphans-older-than'], '--orphans-older-than'),
+      orphanGraceSeconds: parseDuration(args['orphans-older-than'], '--orphans-older-than'),
     });
     if (args.format === 'json') return void process.stdout.write(jsonLine(target, r));
     process.stdout.write(

@@ -14,7 +14,7 @@ const FILE_WRITING: Partial<Record<number, string>> = {
   [StatementType.UPDATE_EXTENSIONS]: 'UPDATE EXTENSIONS downloads and writes extensions',
 };
 
-/** A statement the lake's reader refuses to run, or SQL with no statement. */
+/** A statement the lake's reader refuses to run, SQL that does not parse, or SQL with no statement. */
 export class QueryRefusedError extends ChainlakeError {
   constructor(message: string) {
     super(message, { code: 'CHAINLAKE_QUERY_REFUSED' });
@@ -25,7 +25,7 @@ export class QueryRefusedError extends ChainlakeError {
 async function prepareAll(conn: DuckDBConnection, sql: string) {
   if (sql.trim() === '') throw new QueryRefusedError('no SQL statement given');
   const statements = await conn.extractStatements(sql).catch((e: Error) => {
-    throw new Error(e.message.replace(/^Failed to extract statements: /, ''));
+    throw new QueryRefusedError(e.message.replace(/^Failed to extract statements: /, ''));
   });
   if (statements.count === 0) throw new QueryRefusedError('no SQL statement given');
   return statements;

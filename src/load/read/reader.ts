@@ -7,6 +7,7 @@ import { resolveSnapshot, type AsOf } from '../../ducklake/reader.js';
 import type { LakePaths } from '../paths.js';
 import { hasPendingCommit, repairIfFree } from '../write/recovery.js';
 import { ChainlakeError, chainlakeCodeOf } from '../../errors.js';
+import { CatalogDamagedError, isCatalogDamage } from '../catalog-damage.js';
 import type { LakeAccessError } from '../lock.js';
 import { datasetShape, REJECTS_SHAPE } from '../schema.js';
 import { ident, literal } from '../sql.js';
@@ -72,6 +73,17 @@ async function recordedRoot(conn: DuckDBConnection): Promise<string | undefined>
  * With `asOf`, its tables are those of an earlier DuckLake snapshot (by id, or the newest at a time).
  */
 export async function openLakeReader(paths: LakePaths, opts: { waitMs?: number; by?: string; asOf?: AsOf } = {}): Promise<LakeReader> {
+  try {
+    return await openCatalogReader(paths, opts);
+  } catch (e) {
+    // DuckDB's refusal of a damaged file carries no code: named here, where the catalog is opened, so that every
+    // reader (a library's openLake too) gets the error with the one fix, `catalog rebuild`.
+    if (chainlakeCodeOf(e) === undefined && isCatalogDamage(e)) throw new CatalogDamagedError(e, paths.root);
+    throw e;
+  }
+}
+
+async function openCatalogReader(paths: LakePaths, opts: { waitMs?: number; by?: string; asOf?: AsOf }): Promise<LakeReader> {
   const waitMs = opts.waitMs ?? READER_WAIT_MS;
   const by = opts.by ?? `${READER_HOLDER_PREFIX}${process.pid}`;
   // First: a lake's first run killed after deciding its commit has files to land but no catalog yet.

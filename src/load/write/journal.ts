@@ -71,7 +71,11 @@ export async function readJournal(file: string): Promise<CommitJournal | undefin
       hint: 'finish it with the chainlake version that wrote it (any command of it), then run `chainlake catalog rebuild` with this one',
     });
   }
-  if (j.format !== 2) throw new Error(`${file}: unknown commit journal format ${String(j.format)}`);
+  if (j.format !== 2) {
+    throw new ChainlakeError(`${file}: a commit in a journal format this chainlake does not know (${String(j.format)})`, {
+      hint: 'a newer chainlake decided it: finish it with that version (any command of it), or upgrade this one',
+    });
+  }
   return j as CommitJournal;
 }
 
