@@ -158,7 +158,9 @@ function listing(def: DatasetDef): fc.Arbitrary<string[]> {
     // Identical transfers of one transaction: copies of its first entry.
     fc.nat(2).map((copies) => [...entries, ...Array.from({ length: copies }, () => entries[0]!)]),
   );
-  return fc.array(tx, { minLength: 1, maxLength: 12 }).map((txs) =>
+  // Up to six transactions (up to 30 entries, in pages of one to nine): pages still cross groups and carry their
+  // ordinals over; longer listings only repeated that per run (300 runs: about 900 pages per dataset).
+  return fc.array(tx, { minLength: 1, maxLength: 6 }).map((txs) =>
     txs.flatMap((entries, t) =>
       entries.map(([values, extra, at, escapeKey, seed]) => {
         const members = columns.flatMap((c, i) => {
