@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { accessSync, constants, statSync } from 'node:fs';
+import { accessSync, constants, statfsSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -8,6 +8,9 @@ import { expect } from 'vitest';
 import { literal } from '../../src/load/sql.js';
 
 let testTmp: string | undefined;
+
+/** Free space /dev/shm must have to be used: the whole suite's temp files at once, with room to spare. */
+const SHM_NEEDED_BYTES = 4 * 2 ** 30;
 
 /**
  * Where tests' temp directories go: CHAINLAKE_TEST_TMPDIR if set, else a file system in memory where the machine
@@ -21,8 +24,10 @@ function testTmpDir(): string {
     const asked = process.env.CHAINLAKE_TEST_TMPDIR;
     let shm = false;
     try {
-      shm = statSync('/dev/shm').isDirectory();
       accessSync('/dev/shm', constants.W_OK);
+      // A container's /dev/shm is often 64 MB: too small for the suite's lakes, which would fail for want of space.
+      const fs = statfsSync('/dev/shm');
+      shm = statSync('/dev/shm').isDirectory() && fs.bavail * fs.bsize >= SHM_NEEDED_BYTES;
     } catch {
       shm = false;
     }
