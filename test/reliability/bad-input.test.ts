@@ -268,7 +268,8 @@ describe('a lake that cannot be written', () => {
     const now = new Set((await queryCatalog(target, 'SELECT transaction_hash FROM transactions')).map((x) => String(x.transaction_hash)));
     expect(hashes.filter((h) => !now.has(h))).toEqual([]);
     const runs = await queryCatalog(target, `SELECT status FROM runs ORDER BY started_at`);
-    expect(runs.map((x) => x.status)).toEqual(['complete', 'failed']);
+    // Failed, or partial when a commit of windows fetched before the disk filled went through (timing decides which).
+    expect(runs.map((x) => x.status)).toEqual(['complete', expect.stringMatching(/^(failed|partial)$/)]);
     expect(await readdir(path.join(target, '_staging')).catch(() => [])).toEqual([]);
 
     // Space again: the same job completes, and the lake equals the two jobs run on a roomy disk.
