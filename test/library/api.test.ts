@@ -96,6 +96,15 @@ describe('the library API', () => {
         code: 'CHAINLAKE_QUERY_REFUSED',
         message: expect.stringMatching(/^Parser Error: syntax error at or near "SELEC"/),
       });
+      // SQL naming what the lake does not have: refused with the same code, DuckDB's words kept.
+      await expect(collect(l.query('SELECT no_such_column FROM transactions'))).rejects.toMatchObject({
+        code: 'CHAINLAKE_QUERY_REFUSED',
+        message: expect.stringMatching(/^Binder Error: .*no_such_column/),
+      });
+      await expect(collect(l.query('SELECT * FROM no_such_table'))).rejects.toMatchObject({
+        code: 'CHAINLAKE_QUERY_REFUSED',
+        message: expect.stringMatching(/^Catalog Error: .*no_such_table/),
+      });
       // A second query while the first still streams (one connection): refused with a code, the first unharmed.
       const first = l.query('SELECT transaction_hash FROM transactions ORDER BY transaction_hash');
       expect((await first.next()).value).toEqual({ transaction_hash: lakeRows[0]!.transaction_hash });

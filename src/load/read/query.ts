@@ -14,10 +14,27 @@ const FILE_WRITING: Partial<Record<number, string>> = {
   [StatementType.UPDATE_EXTENSIONS]: 'UPDATE EXTENSIONS downloads and writes extensions',
 };
 
-/** A statement the lake's reader refuses to run, SQL that does not parse, or SQL with no statement. */
+/**
+ * A statement the lake's reader refuses to run, SQL that does not parse or names what the lake does not have (an
+ * unknown table, column or function), or SQL with no statement.
+ */
 export class QueryRefusedError extends ChainlakeError {
-  constructor(message: string) {
-    super(message, { code: 'CHAINLAKE_QUERY_REFUSED' });
+  constructor(message: string, cause?: unknown) {
+    super(message, { code: 'CHAINLAKE_QUERY_REFUSED', cause });
+  }
+}
+
+/**
+ * Statement `i` prepared. DuckDB names the kind of a preparation's failure first: a Binder or Catalog Error is the
+ * query's own (a name the lake does not have), refused with DuckDB's words; anything else (the catalog's storage,
+ * a connection) keeps its own error.
+ */
+async function prepare(statements: Awaited<ReturnType<DuckDBConnection['extractStatements']>>, i: number) {
+  try {
+    return await statements.prepare(i);
+  } catch (e) {
+    if (e instanceof Error && /^(Binder|Catalog) Error: /.test(e.message)) throw new QueryRefusedError(e.message, e);
+    throw e;
   }
 }
 
@@ -39,7 +56,7 @@ async function prepareAll(conn: DuckDBConnection, sql: string) {
 export async function streamQuery(conn: DuckDBConnection, sql: string): Promise<DuckDBResult> {
   const statements = await prepareAll(conn, sql);
   for (let i = 0; i < statements.count; i++) {
-    const prepared = await statements.prepare(i);
+    const prepared = await prepare(statements, i);
     const refused = FILE_WRITING[prepared.statementType];
     if (refused) throw new QueryRefusedError(`query is read-only: ${refused}`);
     if (i < statements.count - 1) await prepared.run();
@@ -54,7 +71,7 @@ export async function lastQueryStatement(conn: DuckDBConnection, sql: string): P
   const texts = splitStatements(sql);
   if (texts.length !== statements.count) return undefined;
   for (let i = 0; i < statements.count; i++) {
-    const prepared = await statements.prepare(i);
+    const prepared = await prepare(statements, i);
     const refused = FILE_WRITING[prepared.statementType];
     if (refused) throw new QueryRefusedError(`query is read-only: ${refused}`);
     if (i === statements.count - 1 && prepared.statementType !== StatementType.SELECT) return undefined;
