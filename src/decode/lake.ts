@@ -341,7 +341,6 @@ async function journalDecoded(ctx: { input: DecodeLakeInput; lake: LakeState; wo
     ingestedAt,
     stagedFiles: [],
     workDir,
-    date: ingestedAt.slice(0, 10),
     more: decoded.rejects,
     replaced: { keep: KEEP_REJECT, days: decoded.replacedRejectDays },
   });

@@ -192,7 +192,6 @@ function prepareRunRejects(input: RunCommitInput, lake: LakeState, derived: Deri
     ingestedAt,
     stagedFiles: input.rejectFiles,
     workDir: path.join(stagingDir, 'commit-rejects'),
-    date: ingestedAt.slice(0, 10),
     more: derived?.rejects,
     replaced: derived?.replacedRejects,
   });

@@ -308,13 +308,14 @@ export interface PreparedRejects {
 }
 
 /**
- * Rejects join the day's log partition of `_rejects` (one file per network and run date, merged): the staged
+ * Rejects join the day's log partition of `_rejects` (one file per network and run date, the day of `ingestedAt`, merged): the staged
  * ones, and `more` (a relation with the REJECTS_SHAPE columns: rejects derived in the same commit). With
  * `replaced`, each day holding a reject it replaces is rewritten without those (the day's own too), so that
  * deriving the same rows again (a decoding of logs fetched again) replaces its rejects instead of adding them.
  */
-export async function prepareRejects(input: Omit<PrepareInput, 'def'> & { date: string; more?: string; replaced?: ReplacedRejects }): Promise<PreparedRejects> {
-  const { engine, paths, lake, network, runId, ingestedAt, stagedFiles, workDir, date, replaced } = input;
+export async function prepareRejects(input: Omit<PrepareInput, 'def'> & { more?: string; replaced?: ReplacedRejects }): Promise<PreparedRejects> {
+  const { engine, paths, lake, network, runId, ingestedAt, stagedFiles, workDir, replaced } = input;
+  const date = ingestedAt.slice(0, 10);
   const sources = [...(stagedFiles.length ? [rejectsSelect(stagedFiles, network, runId, ingestedAt)] : []), ...(input.more ? [input.more] : [])];
   if (sources.length === 0 && !replaced?.days.length) return { files: [], cleared: [] };
   const part = ident(STAGED_PARTITION);
