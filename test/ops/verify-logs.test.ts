@@ -3,6 +3,7 @@
 // their logs decode to (rows, values and decode rejects). A row deleted, changed or added by another DuckLake writer
 // is found in its dataset alone; an event log deleted is found in its window, and `--repair` fetches that window
 // alone and decodes it again; logs exported before the job decoded are found undecoded until `chainlake decode`.
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { cp } from 'node:fs/promises';
 import path from 'node:path';
 import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
@@ -65,6 +66,19 @@ const jobOf = (lake: string, decode?: DecodeSpec): Job =>
 const decodedRows = (rows: readonly VerificationRow[]): Map<string, VerificationRow> =>
   new Map(rows.filter((r) => r.check === 'decoded_rows').map((r) => [r.dataset, r]));
 
+/** A copy of the decoded lake, named `name`, as another DuckLake writer left it: `write` run on it through the reference extension. */
+async function asOtherWriter(name: string, write: (conn: DuckDBConnection) => Promise<void>): Promise<string> {
+  const lake = path.join(tmp.dir, name);
+  await cp(decoded, lake, { recursive: true });
+  const ref = await openReference(path.join(lake, 'catalog.duckdb'), { write: true });
+  try {
+    await write(ref.conn);
+  } finally {
+    ref.close();
+  }
+  return lake;
+}
+
 beforeAll(async () => {
   sim = await startSimulator({ seed: SEED });
   tmp = await tempDir('chainlake-verify-decoded-');
@@ -110,24 +124,17 @@ describe('verify: decoded rows one-to-one with their logs', () => {
   it.skipIf(referenceMissing())(
     'rows deleted, changed and added by another writer: that dataset differs, naming each, the others hold',
     async () => {
-      const lake = path.join(tmp.dir, 'tampered');
-      await cp(decoded, lake, { recursive: true });
-      const ref = await openReference(path.join(lake, 'catalog.duckdb'), { write: true });
-      try {
+      const lake = await asOtherWriter('tampered', async (conn) => {
         const keys = (
-          await ref.conn.runAndReadAll('SELECT transaction_hash, log_index FROM erc20_transfer_events ORDER BY transaction_hash, log_index LIMIT 2')
+          await conn.runAndReadAll('SELECT transaction_hash, log_index FROM erc20_transfer_events ORDER BY transaction_hash, log_index LIMIT 2')
         ).getRowObjectsJS();
         const [a, b] = keys as { transaction_hash: string; log_index: bigint }[];
-        await ref.conn.run(`DELETE FROM erc20_transfer_events WHERE transaction_hash = '${a!.transaction_hash}' AND log_index = ${a!.log_index}`);
-        await ref.conn.run(
-          `UPDATE erc20_transfer_events SET value = value + 1 WHERE transaction_hash = '${b!.transaction_hash}' AND log_index = ${b!.log_index}`,
-        );
-        await ref.conn.run(
+        await conn.run(`DELETE FROM erc20_transfer_events WHERE transaction_hash = '${a!.transaction_hash}' AND log_index = ${a!.log_index}`);
+        await conn.run(`UPDATE erc20_transfer_events SET value = value + 1 WHERE transaction_hash = '${b!.transaction_hash}' AND log_index = ${b!.log_index}`);
+        await conn.run(
           `INSERT INTO erc20_transfer_events SELECT * REPLACE ('0x' || repeat('ab', 32) AS transaction_hash) FROM erc20_transfer_events WHERE transaction_hash = '${b!.transaction_hash}'`,
         );
-      } finally {
-        ref.close();
-      }
+      });
       const s = await verifySession(jobOf(lake, SPEC), { kind: 'local', lake }, {}, { simulator: sim });
       const found = decodedRows(s.rows);
       expect(found.get('erc20_transfer_events')).toMatchObject({
@@ -144,21 +151,14 @@ describe('verify: decoded rows one-to-one with their logs', () => {
   it.skipIf(referenceMissing())(
     'an event log another writer deleted: its window differs, its decoded row has no log; --repair fetches that window alone, decodes it, and verify holds',
     async () => {
-      const lake = path.join(tmp.dir, 'log-deleted');
-      await cp(decoded, lake, { recursive: true });
-      const ref = await openReference(path.join(lake, 'catalog.duckdb'), { write: true });
-      let gone: { transaction_hash: string; log_index: bigint };
-      try {
+      const lake = await asOtherWriter('log-deleted', async (conn) => {
         const [row] = (
-          await ref.conn.runAndReadAll(
+          await conn.runAndReadAll(
             `SELECT transaction_hash, log_index FROM event_logs WHERE address = '${A(A_ERC20_0)}' ORDER BY "timestamp" DESC, log_index LIMIT 1`,
           )
         ).getRowObjectsJS() as { transaction_hash: string; log_index: bigint }[];
-        gone = row!;
-        await ref.conn.run(`DELETE FROM event_logs WHERE transaction_hash = '${gone.transaction_hash}' AND log_index = ${gone.log_index}`);
-      } finally {
-        ref.close();
-      }
+        await conn.run(`DELETE FROM event_logs WHERE transaction_hash = '${row!.transaction_hash}' AND log_index = ${row!.log_index}`);
+      });
       const job = jobOf(lake, SPEC);
       const s = await verifySession(job, { kind: 'local', lake }, {}, { simulator: sim, repair: true });
       const before = s.beforeRepair!;
@@ -178,16 +178,11 @@ describe('verify: decoded rows one-to-one with their logs', () => {
   it.skipIf(referenceMissing())(
     'a decoded row whose log another writer deleted: `chainlake decode` drops it (and rewrites nothing else), then its dataset holds',
     async () => {
-      const lake = path.join(tmp.dir, 'orphan');
-      await cp(decoded, lake, { recursive: true });
-      const ref = await openReference(path.join(lake, 'catalog.duckdb'), { write: true });
-      try {
-        await ref.conn.run(
+      const lake = await asOtherWriter('orphan', async (conn) => {
+        await conn.run(
           `DELETE FROM event_logs WHERE (transaction_hash, log_index) IN (SELECT (transaction_hash, log_index) FROM erc20_transfer_events ORDER BY ALL LIMIT 1)`,
         );
-      } finally {
-        ref.close();
-      }
+      });
       const spec = { standard: ['erc20'] } as DecodeSpec;
       const before = decodedRows((await verifySession(jobOf(lake, spec), { kind: 'local', lake }, {}, { simulator: sim })).rows);
       expect(before.get('erc20_transfer_events')).toMatchObject({ status: 'differs', detail: expect.stringMatching(/^1 row no log of the lake decodes to: /) });
@@ -205,17 +200,12 @@ describe('verify: decoded rows one-to-one with their logs', () => {
   it.skipIf(referenceMissing())(
     'a log another writer added outside every window of its scope is found by its time',
     async () => {
-      const lake = path.join(tmp.dir, 'log-outside');
-      await cp(decoded, lake, { recursive: true });
-      const ref = await openReference(path.join(lake, 'catalog.duckdb'), { write: true });
-      try {
-        await ref.conn.run(
+      const lake = await asOtherWriter('log-outside', async (conn) => {
+        await conn.run(
           `INSERT INTO event_logs SELECT * REPLACE ('0x' || repeat('cd', 32) AS transaction_hash, "timestamp" + INTERVAL 400 DAY AS "timestamp")
-         FROM event_logs WHERE address = '${A(A_ERC20_0)}' ORDER BY ALL LIMIT 1`,
+       FROM event_logs WHERE address = '${A(A_ERC20_0)}' ORDER BY ALL LIMIT 1`,
         );
-      } finally {
-        ref.close();
-      }
+      });
       const s = await verifySession(jobOf(lake, SPEC), { kind: 'local', lake }, {}, { simulator: sim });
       expect(s.rows.filter((r) => r.check === 'rows_in_windows' && r.dataset === 'event_logs')).toEqual([
         expect.objectContaining({ status: 'differs', detail: expect.stringMatching(/^1 rows of 2025-.* lie outside every committed window of their scopes$/) }),
