@@ -15,7 +15,8 @@
  * ```
  * @packageDocumentation
  */
-import { DuckDBDecimalValue, DuckDBTypeId, JSDuckDBValueConverter, type DuckDBResult, type DuckDBValueConverter, type JS } from '@duckdb/node-api';
+import type { DuckDBResult, DuckDBValueConverter, JS } from '@duckdb/node-api';
+import { DuckDBDecimalValue, DuckDBTypeId, JSDuckDBValueConverter } from './ducklake/node-api.js';
 import type { RecordBatch } from 'apache-arrow';
 import { ChainlakeError } from './errors.js';
 import { arrowBatches, DEFAULT_BATCH_ROWS } from './load/read/arrow.js';

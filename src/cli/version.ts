@@ -37,7 +37,7 @@ export function checkoutCommit(packageDir: string): string | undefined {
  * Loads DuckDB's binding, so only --version calls it.
  */
 export async function versionText(packageDir: string = PACKAGE_DIR): Promise<string> {
-  const { version: duckdbVersion } = await import('@duckdb/node-api');
+  const { version: duckdbVersion } = await import('../ducklake/node-api.js');
   const commit = checkoutCommit(packageDir);
   return `${packageVersion(packageDir)} (duckdb ${duckdbVersion()}${commit ? `, commit ${commit}` : ''})`;
 }

@@ -12,7 +12,8 @@
  */
 import { REQUESTS_TABLE, requestsLedgerDdl } from '../load/ledger/requests.js';
 import { verificationsDdl, verificationsTable } from '../load/ledger/verifications.js';
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBInstance } from '../ducklake/node-api.js';
 import type pg from 'pg';
 import { DATASETS } from '../datasets/registry.js';
 import { dataPathOf, listTables, planScan, resolveSnapshot, type AsOf } from '../ducklake/reader.js';

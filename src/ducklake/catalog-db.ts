@@ -7,7 +7,8 @@
  * the few places that still need a switch (none in the statements of this module today; see docs/distributed.md).
  */
 import { ChainlakeError } from '../errors.js';
-import { BIGINT, BOOLEAN, DOUBLE, LIST, listValue, VARCHAR, type DuckDBConnection, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBType, DuckDBValue } from '@duckdb/node-api';
+import { BIGINT, BOOLEAN, DOUBLE, LIST, listValue, VARCHAR } from './node-api.js';
 
 export type Dialect = 'duckdb' | 'postgres';
 

@@ -13,7 +13,8 @@ import { commitTables, expireSnapshots, filesToDelete, forgetDeletedFiles, type 
 import { readdir, rm, rmdir } from 'node:fs/promises';
 import { ChainlakeError } from '../errors.js';
 import { JoinedDuckDbCatalog, readLakeState, type LakeState } from './write/lake-state.js';
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBInstance } from '../ducklake/node-api.js';
 import type { LakePaths } from './paths.js';
 import { REJECTS_SHAPE, datasetShape, emptyTypedSelect, type LakeColumn, type TableShape } from './schema.js';
 import { ident, literal } from './sql.js';

@@ -1,4 +1,5 @@
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBInstance } from '../ducklake/node-api.js';
 
 export interface Engine {
   instance: DuckDBInstance;

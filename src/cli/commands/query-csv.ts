@@ -1,14 +1,5 @@
-import {
-  DuckDBDateValue,
-  DuckDBDecimalValue,
-  DuckDBTimestampTZValue,
-  DuckDBTimestampValue,
-  DuckDBTypeId,
-  type DuckDBDataChunk,
-  type DuckDBResult,
-  type DuckDBType,
-  type DuckDBValue,
-} from '@duckdb/node-api';
+import type { DuckDBDataChunk, DuckDBResult, DuckDBType, DuckDBValue } from '@duckdb/node-api';
+import { DuckDBDateValue, DuckDBDecimalValue, DuckDBTimestampTZValue, DuckDBTimestampValue, DuckDBTypeId } from '../../ducklake/node-api.js';
 import type { ByteRing } from '../../load/read/byte-ring.js';
 import { NUMBER_ARRAYS, RawColumn, rawWidth, releaseChunk } from '../../load/read/chunk-columns.js';
 

@@ -1,4 +1,5 @@
-import { DuckDBTypeId, JsonDuckDBValueConverter, type DuckDBResult } from '@duckdb/node-api';
+import type { DuckDBResult } from '@duckdb/node-api';
+import { DuckDBTypeId, JsonDuckDBValueConverter } from '../../ducklake/node-api.js';
 import type { ByteRing } from '../../load/read/byte-ring.js';
 import { RawColumn, rawWidth, releaseChunk } from '../../load/read/chunk-columns.js';
 

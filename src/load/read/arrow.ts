@@ -26,6 +26,7 @@ import {
   Utf8,
 } from 'apache-arrow';
 import duckdb from '@duckdb/node-bindings';
+import type { DuckDBDataChunk, DuckDBResult, DuckDBType, DuckDBValue } from '@duckdb/node-api';
 import {
   DuckDBBlobValue,
   DuckDBDateValue,
@@ -34,11 +35,7 @@ import {
   DuckDBTimestampTZValue,
   DuckDBTimestampValue,
   DuckDBTypeId,
-  type DuckDBDataChunk,
-  type DuckDBResult,
-  type DuckDBType,
-  type DuckDBValue,
-} from '@duckdb/node-api';
+} from '../../ducklake/node-api.js';
 import { decimalStorageBytes, NUMBER_ARRAYS, RawColumn, rawWidth, type NumberArray } from './chunk-columns.js';
 
 /**

@@ -1,6 +1,7 @@
 import os from 'node:os';
 import duckdb from '@duckdb/node-bindings';
-import { DuckDBTypeId, type DuckDBDataChunk, type DuckDBType } from '@duckdb/node-api';
+import type { DuckDBDataChunk, DuckDBType } from '@duckdb/node-api';
+import { DuckDBTypeId } from '../../ducklake/node-api.js';
 
 /**
  * The columns of a fetched DuckDB chunk read where DuckDB put them (its vectors' data and validity buffers), for

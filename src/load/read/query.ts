@@ -1,5 +1,6 @@
 import { ChainlakeError } from '../../errors.js';
-import { StatementType, type DuckDBConnection, type DuckDBResult } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBResult } from '@duckdb/node-api';
+import { StatementType } from '../../ducklake/node-api.js';
 
 /**
  * Statements a read-only catalog would still run, because they write files rather than the catalog (DuckDB's

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBInstance } from '../../ducklake/node-api.js';
 import { DATASETS } from '../../datasets/registry.js';
 import { lakeViewBodies, retryOnLock, VIEWS_SNAPSHOT, type DeclaredTable } from '../catalog.js';
 import { DuckDbCatalog, DuckLakeError } from '../../ducklake/catalog-db.js';

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { DuckDBInstance } from '../../ducklake/node-api.js';
 import { expireSnapshots, filesToDelete, forgetDeletedFiles } from '../../ducklake/writer.js';
 import type { Network } from '../../datasets/dataset.js';
 import { DATASETS } from '../../datasets/registry.js';

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { rename } from 'node:fs/promises';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { DuckDBInstance } from '../../ducklake/node-api.js';
 import { isCatalogDamage } from '../catalog-damage.js';
 import { verificationsDdl } from '../ledger/verifications.js';
 import type { LakePaths } from '../paths.js';
