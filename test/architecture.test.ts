@@ -114,6 +114,14 @@ describe('architecture', () => {
     expect(upward, 'imports that point up a layer').toEqual([]);
   });
 
+  it("DuckDB's Node API is loaded through src/ducklake/node-api.ts only (values; types may come from the package)", () => {
+    // An ES import of the CommonJS package costs every process its module lexer's parse of ~180 files
+    // (docs/performance.md, "Startup"); node-api.ts requires it instead.
+    const valueImport = /^\s*import\s+(?!type\b)[^;]*?from\s+'@duckdb\/node-api'|import\(\s*'@duckdb\/node-api'\s*\)/m;
+    const importers = sources('src').filter((f) => f !== 'src/ducklake/node-api.ts' && valueImport.test(readFileSync(f, 'utf8')));
+    expect(importers).toEqual([]);
+  });
+
   it('nothing but the CLI (and the files named, each for a reason) imports the simulator', () => {
     const importers = [...graph].flatMap(([from, to]) =>
       to.some((t) => unitOf(t) === 'simulator') && !['simulator', 'cli'].includes(unitOf(from)) && !(from in SIMULATOR_IMPORTERS) ? [from] : [],
