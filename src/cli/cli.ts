@@ -81,11 +81,26 @@ async function parse(argv: string[]): Promise<string> {
       const flags = Object.keys((cli as unknown as { getOptions(): { key: Record<string, unknown> } }).getOptions().key);
       throw new CliError(`${withSuggestions(msg, flags, argv)}\nRun 'chainlake --help' for usage.`, 'CHAINLAKE_USAGE');
     });
+  skipEagerHelp(cli, argv);
   let text = '';
   await cli.parseAsync(argv, {}, (_err, _args, out) => {
     text += out;
   });
   return text;
+}
+
+/**
+ * yargs lays out a command's whole help text (cliui, wrap-ansi, string-width) each time the command runs, and
+ * keeps it for a handler that may print it later; no handler here does, and failures go through our `fail`, so
+ * that text was never used. It cost every command 50-170 ms of CPU (docs/performance.md, "Startup"), as the
+ * Angular CLI measured too (angular/angular-cli#34087, which skips it the same way). `--help` is untouched. If
+ * a yargs release renames its internals, this does nothing and yargs behaves as before.
+ */
+function skipEagerHelp(cli: unknown, argv: readonly string[]): void {
+  if (argv.includes('--help') || argv.includes('-h')) return;
+  type Usage = { cacheHelpMessage?: () => void };
+  const usage = (cli as { getInternalMethods?(): { getUsageInstance?(): Usage | undefined } }).getInternalMethods?.().getUsageInstance?.();
+  if (typeof usage?.cacheHelpMessage === 'function') usage.cacheHelpMessage = () => undefined;
 }
 
 /** The `--lake` this command was given, to name it in a hint. */
