@@ -3,6 +3,9 @@ import type { PageBudget } from './budget.js';
 import { BlockSeek } from './block-seek.js';
 import { PageHold } from './page-hold.js';
 import { ApiError, WindowError } from './errors.js';
+import { describeRange, PageCursor, type Segment } from './paging/cursor.js';
+import { CapLearned, CountDrift } from './paging/refetch.js';
+import { RangeRows, type Tally } from './paging/rows.js';
 import { entryCount, scannedList, type BlockRange, type FetchedPage, type PageFetcher, type PageRequest, type RawPage } from './page.js';
 
 export { entryCount, scannedList, type BlockRange, type FetchedPage, type PageFetcher, type PageRequest, type RawPage } from './page.js';
@@ -86,11 +89,6 @@ export function learnedCapOf(error: unknown): number | undefined {
   return Number.isSafeInteger(n) && n >= 1 ? n : undefined;
 }
 
-/** The rows moved while we paged: the window is fetched again. */
-class CountDrift extends Error {}
-/** The server's cap is smaller than the one we paged by: the window is fetched again under it. */
-class CapLearned extends Error {}
-
 /**
  * Pages one window completely and yields its pages in order, with up to `prefetch` requests ahead.
  *
@@ -148,22 +146,6 @@ function effectiveCap(opts: PagerOptions): number {
   return Math.min(opts.resultWindow, opts.learnedCap?.value ?? Infinity);
 }
 
-interface Tally {
-  expected: number;
-  got: number;
-}
-
-/** One block range of a window: `to` and `offset0` move as paging continues past the cap. */
-interface Segment {
-  range?: BlockRange;
-  /** Offset of the segment's first page (rows of its edge block we already have). */
-  offset0: number;
-  /** The count the segment's range must report. */
-  expected: number;
-  /** Offset where the segment's paging stops: its count, or the cap. */
-  end: number;
-}
-
 interface Slot {
   req: PageRequest;
   seg: Segment;
@@ -207,12 +189,8 @@ class RangePaging {
   /** Seek mode (paging past the cap by block number): the listing's order and its edge block. */
   private readonly seek: BlockSeek;
   private seeking = false;
-  private seg: Segment | undefined;
-  private nextOffset = 0;
-  private finished = false;
-  private total = 0;
-  private validatedRows = 0;
-  private segments = 0;
+  private readonly cursor: PageCursor;
+  private readonly rows: RangeRows;
   /** A block whose rows fill the cap: its own count decides whether we can move past it. */
   private probeBlock: number | undefined;
   /** With cutAtRows: the window stops at the end of segment `seg`, without the rows of `block` (its last `drop` rows). */
@@ -237,6 +215,8 @@ class RangePaging {
     this.limit = Math.min(opts.pageSize, this.cap);
     this.hold = new PageHold(opts.budget);
     this.seek = new BlockSeek(opts.blockField ?? 'block_number');
+    this.cursor = new PageCursor(this.limit, this.cap, progress);
+    this.rows = new RangeRows(tally, progress);
   }
 
   /**
@@ -258,7 +238,7 @@ class RangePaging {
           await this.probe(this.probeBlock);
           continue;
         }
-        if (this.finished) break;
+        if (this.cursor.finished) break;
         throw new Error('pager: nothing in flight and nothing left to plan (a bug)');
       }
       const head = this.slots[0]!;
@@ -271,8 +251,7 @@ class RangePaging {
         const entries = page.entries.slice(0, entryCount(page) - this.cut.drop);
         page = { ...page, entries, size: entries.length, raw: undefined, cutFrom: page.raw ?? page.cutFrom };
       }
-      this.tally.got += entryCount(page);
-      this.progress.rowsGot += entryCount(page);
+      this.rows.handedOut(entryCount(page));
       try {
         yield page;
       } finally {
@@ -288,15 +267,13 @@ class RangePaging {
     let first: FetchedPage;
     if (this.hint) ({ first, second } = await this.fromHint(this.hint));
     else first = await this.fetchFirst();
-    this.total = first.count;
-    this.tally.expected += first.count;
-    this.progress.rowsExpected += first.count;
+    this.rows.counted(first.count);
     // A first page holding every row is the whole window, whatever the limit: endpoints that do not page
     // answer that way, and there is nothing past the cap to reach.
     const whole = entryCount(first) === first.count;
     const firstLimit = whole ? Math.max(this.limit, first.count) : this.limit;
     if (whole || first.count <= this.cap) {
-      this.startSegment({ range: this.range, offset0: 0, expected: first.count, end: first.count });
+      this.cursor.start({ range: this.range, offset0: 0, expected: first.count, end: first.count });
     } else {
       this.progress.capHits++;
       if (!this.range) {
@@ -311,31 +288,38 @@ class RangePaging {
       }
       this.seek.order = order;
       this.seeking = true;
-      this.startSegment({ range: this.range, offset0: 0, expected: first.count, end: this.cap });
+      this.cursor.start({ range: this.range, offset0: 0, expected: first.count, end: this.cap });
     }
     return { kind: 'paged', first, second, firstLimit };
   }
 
   /** Step 2: the first page (and the second, when the hint's probe fetched it) as the first slots of the first segment. */
   private queueFirstPages({ first, second, firstLimit }: Extract<FirstPage, { kind: 'paged' }>): void {
-    const slot: Slot = { req: { offset: 0, limit: firstLimit, range: this.range }, seg: this.seg!, last: false, done: true, validated: false, page: first };
+    const slot: Slot = {
+      req: { offset: 0, limit: firstLimit, range: this.range },
+      seg: this.cursor.seg!,
+      last: false,
+      done: true,
+      validated: false,
+      page: first,
+    };
     slot.settledP = Promise.resolve();
-    slot.last = this.isLast(slot.req, slot.seg);
-    this.nextOffset = firstLimit;
+    slot.last = this.cursor.isLast(slot.req, slot.seg);
+    this.cursor.advance(firstLimit);
     this.slots.push(slot);
     if (second && !slot.last) {
       // The page fetched to test the hint is this range's second page.
       const next: Slot = {
         req: { offset: this.limit, limit: this.limit, range: this.range },
-        seg: this.seg!,
+        seg: this.cursor.seg!,
         last: false,
         done: true,
         validated: false,
         page: second,
       };
       next.settledP = Promise.resolve();
-      next.last = this.isLast(next.req, next.seg);
-      this.nextOffset += this.limit;
+      next.last = this.cursor.isLast(next.req, next.seg);
+      this.cursor.advance(this.limit);
       this.slots.push(next);
     } else if (second) this.hold.releaseOne();
     this.validateReady();
@@ -343,12 +327,12 @@ class RangePaging {
 
   /** Step 4 (after step 3, the pages): every row arrived, and a window paged in parts still counts what it did at the start. */
   private async settle(): Promise<void> {
-    if (this.validatedRows !== this.total) throw new CountDrift(`got ${this.validatedRows} rows of ${this.total}`);
-    if (this.segments > 1 && this.opts.closingCount !== false) {
+    this.rows.settle();
+    if (this.cursor.segments > 1 && this.opts.closingCount !== false) {
       // Rows could have moved in a part we already left; one count of the whole range (of what the window
       // kept, when it stopped early) settles it.
       const check = await this.count(this.progress.covered ?? this.range!);
-      if (check !== this.total) throw new CountDrift(`the range now counts ${check} rows, ${this.total} when paging began`);
+      if (check !== this.rows.total) throw new CountDrift(`the range now counts ${check} rows, ${this.rows.total} when paging began`);
     }
   }
 
@@ -411,27 +395,10 @@ class RangePaging {
     return e;
   }
 
-  private startSegment(seg: Segment): void {
-    this.seg = seg;
-    this.nextOffset = seg.offset0;
-    this.segments++;
-    this.progress.parts++;
-  }
-
-  private isLast(req: PageRequest, seg: Segment): boolean {
-    return req.offset + req.limit >= seg.end;
-  }
-
-  private nextRequest(): PageRequest | undefined {
-    const seg = this.seg;
-    if (!seg || this.nextOffset >= seg.end) return undefined;
-    return { offset: this.nextOffset, limit: Math.min(this.limit, this.cap - this.nextOffset), range: seg.range };
-  }
-
   /** Launches what the plan allows: up to `prefetch` pages ahead, within spare page budget. Synchronous. */
   private launchReady(): void {
     for (;;) {
-      const req = this.nextRequest();
+      const req = this.cursor.next();
       if (!req || this.slots.length >= this.opts.prefetch || !this.hold.tryTake()) return;
       this.launch(req);
     }
@@ -440,17 +407,17 @@ class RangePaging {
   /** The consumer's top-up: like launchReady, but a window with nothing in flight waits for budget. */
   private async topUp(): Promise<void> {
     this.launchReady();
-    if (this.slots.length > 0 || !this.nextRequest()) return;
+    if (this.slots.length > 0 || !this.cursor.next()) return;
     await this.hold.take();
     // Nothing was in flight, so nothing changed the plan while we waited.
-    this.launch(this.nextRequest()!);
+    this.launch(this.cursor.next()!);
     this.launchReady();
   }
 
   private launch(req: PageRequest): void {
-    const seg = this.seg!;
-    const slot: Slot = { req, seg, last: this.isLast(req, seg), done: false, validated: false };
-    this.nextOffset += req.limit;
+    const seg = this.cursor.seg!;
+    const slot: Slot = { req, seg, last: this.cursor.isLast(req, seg), done: false, validated: false };
+    this.cursor.advance(req.limit);
     this.slots.push(slot);
     slot.settledP = this.fetch(req, this.acct).then(
       (page) => {
@@ -494,16 +461,16 @@ class RangePaging {
   private validate(slot: Slot): void {
     const { page, req, seg } = slot as Required<Pick<Slot, 'page'>> & Slot;
     if (page.count !== seg.expected) {
-      throw new CountDrift(`${describe(seg.range)} counted ${seg.expected} rows, now ${page.count} (offset ${req.offset})`);
+      throw new CountDrift(`${describeRange(seg.range)} counted ${seg.expected} rows, now ${page.count} (offset ${req.offset})`);
     }
     const expectedRows = Math.max(0, Math.min(req.limit, seg.expected - req.offset));
     const rows = entryCount(page);
     if (rows !== expectedRows) {
-      throw new CountDrift(`the page at offset ${req.offset} of ${describe(seg.range)} holds ${rows} rows, expected ${expectedRows} of ${seg.expected}`);
+      throw new CountDrift(`the page at offset ${req.offset} of ${describeRange(seg.range)} holds ${rows} rows, expected ${expectedRows} of ${seg.expected}`);
     }
     if (req.range) this.inRange(page, req.range, req.offset);
-    if (this.seeking) this.seek.follow(page, seg.range!, req.offset, describe(seg.range));
-    this.validatedRows += rows;
+    if (this.seeking) this.seek.follow(page, seg.range!, req.offset, describeRange(seg.range));
+    this.rows.arrived(rows);
   }
 
   /**
@@ -524,8 +491,7 @@ class RangePaging {
   /** The segment's pages are all in: plan the next range, or finish. */
   private endSegment(seg: Segment, last: Slot): void {
     if (seg.expected <= seg.end) {
-      this.seg = undefined;
-      this.finished = true;
+      this.cursor.finish();
       return;
     }
     // More rows beyond the cap: continue from the edge block, skipping the rows of it we already have.
@@ -534,23 +500,19 @@ class RangePaging {
     const k = this.seek.edgeRows;
     const r = seg.range!;
     const cutAt = this.opts.cutAtRows;
-    if (cutAt !== undefined && this.validatedRows >= cutAt && k < this.validatedRows && k <= entryCount(last.page!) && b >= r.from && b <= r.to) {
+    const rows = this.rows;
+    if (cutAt !== undefined && rows.validated >= cutAt && k < rows.validated && k <= entryCount(last.page!) && b >= r.from && b <= r.to) {
       // Stop here: this window keeps the rows of the blocks it holds whole; the rest is the next window's.
-      const kept = this.validatedRows - k;
       this.cut = { block: b, drop: k, seg };
-      this.tally.expected -= this.total - kept;
-      this.progress.rowsExpected -= this.total - kept;
-      this.total = kept;
-      this.validatedRows = kept;
+      rows.keep(rows.validated - k);
       const w = this.range!;
       this.progress.covered = this.seek.before(w, b);
       this.progress.rest = this.seek.after(w, b, true);
-      this.seg = undefined;
-      this.finished = true;
+      this.cursor.finish();
       return;
     }
     if (k >= this.cap) {
-      this.seg = undefined;
+      this.cursor.pause();
       this.probeBlock = b;
       return;
     }
@@ -559,10 +521,10 @@ class RangePaging {
 
   private continueAt(block: number, skip: number): void {
     const r = this.range!;
-    const left = this.total - this.validatedRows + skip;
+    const left = this.rows.left + skip;
     const range = this.seek.after(r, block, true);
     this.progress.splits++;
-    this.startSegment({ range, offset0: skip, expected: left, end: Math.min(left, this.cap) });
+    this.cursor.start({ range, offset0: skip, expected: left, end: Math.min(left, this.cap) });
   }
 
   /** A block's rows filled the cap: move past it if that was all of them, else it cannot be paged. */
@@ -572,15 +534,15 @@ class RangePaging {
     if (n > this.seek.edgeRows) throw this.blockTooLarge(block, n);
     if (n < this.seek.edgeRows) throw new CountDrift(`block ${block} counts ${n} rows, ${this.seek.edgeRows} were paged`);
     const r = this.range!;
-    const left = this.total - this.validatedRows;
+    const left = this.rows.left;
     const range = this.seek.after(r, block, false);
     if (left === 0 || range.from > range.to) {
       if (left !== 0) throw new CountDrift(`${left} rows missing after block ${block}`);
-      this.finished = true;
+      this.cursor.finish();
       return;
     }
     this.progress.splits++;
-    this.startSegment({ range, offset0: 0, expected: left, end: Math.min(left, this.cap) });
+    this.cursor.start({ range, offset0: 0, expected: left, end: Math.min(left, this.cap) });
   }
 
   private async count(range: BlockRange): Promise<number> {
@@ -610,8 +572,7 @@ class RangePaging {
     const span = range.to - range.from + 1;
     const parts = Math.min(span, Math.max(2, Math.ceil(count / (this.cap * 0.9))));
     this.progress.splits++;
-    this.tally.expected -= count;
-    this.progress.rowsExpected -= count;
+    this.rows.uncount(count);
     const reuse = entryCount(probe) === this.limit && newestFirst(probe.entries) ? probe : undefined;
     for (let i = parts - 1; i >= 0; i--) {
       const from = range.from + Math.floor((span * i) / parts);
@@ -625,7 +586,7 @@ class RangePaging {
     this.abandoned = true;
     const pending = this.slots.filter((s) => !s.done).map((s) => s.settledP);
     this.slots = [];
-    this.seg = undefined;
+    this.cursor.pause();
     await Promise.all(pending);
     this.hold.releaseAll();
   }
@@ -640,8 +601,4 @@ function newestFirst(entries: unknown[]): boolean {
   if (!ts.every((t) => typeof t === 'string' && !Number.isNaN(Date.parse(t)))) return false;
   const ms = (ts as string[]).map((t) => Date.parse(t));
   return ms.every((t, i) => i === 0 || t <= ms[i - 1]!) && ms[ms.length - 1]! < ms[0]!;
-}
-
-function describe(range: BlockRange | undefined): string {
-  return range ? `blocks ${range.from}-${range.to}` : 'the window';
 }
