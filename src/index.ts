@@ -21,7 +21,7 @@ import { ChainlakeError } from './errors.js';
 import { arrowBatches, DEFAULT_BATCH_ROWS } from './load/read/arrow.js';
 import { LakePaths } from './load/paths.js';
 import { openLakeReader, type LakeReader } from './load/read/reader.js';
-import { readingResult, streamQuery } from './load/read/query.js';
+import { streamQuery } from './load/read/query.js';
 import { loadJobFile, parseJob, type Job } from './pipeline/job.js';
 import type { Logger } from './pipeline/log.js';
 import type { RunReport } from './pipeline/report.js';
@@ -246,7 +246,7 @@ class OpenLake implements Lake {
       });
     this.busy = true;
     try {
-      yield* readingResult(read(await streamQuery(this.reader.conn, sql)));
+      yield* read(await streamQuery(this.reader.conn, sql));
     } finally {
       this.busy = false;
     }

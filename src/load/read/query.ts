@@ -38,20 +38,15 @@ export class QueryFailedError extends ChainlakeError {
 const DUCKDB_ERROR = /^[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*)* Error: /;
 
 /** A DuckDB error met while a query runs, as a QueryFailedError; anything else as it is. */
-export function queryFailure(e: unknown): unknown {
+function queryFailure(e: unknown): unknown {
   return e instanceof Error && !(e instanceof ChainlakeError) && DUCKDB_ERROR.test(e.message) ? new QueryFailedError(e.message, e) : e;
 }
 
-/** A result's chunks (rows, record batches) as they are read, a DuckDB error on the way as a QueryFailedError. */
-export async function* readingResult<T>(chunks: AsyncIterable<T>): AsyncGenerator<T, void, undefined> {
-  try {
-    yield* chunks;
-  } catch (e) {
-    throw queryFailure(e);
-  }
-}
-
-/** A statement's run: DuckDB runs the first rows of a streamed result as it starts it, so a value can fail here. */
+/**
+ * A statement's run. DuckDB runs a streamed result ahead of its reader as it starts it, so a value fails here, well
+ * past the first chunk. (One that fails later ends the stream as if complete: @duckdb/node-api 1.5.5 does not expose
+ * the stream's error, duckdb_result_error, so nothing here can see it.)
+ */
 async function running<T>(run: Promise<T>): Promise<T> {
   try {
     return await run;
