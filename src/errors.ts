@@ -37,6 +37,8 @@ export const ERROR_CODES = [
   'CHAINLAKE_CATALOG_DAMAGED',
   /** A query the lake's reader refuses (one that writes files), SQL that does not parse, or SQL with no statement. */
   'CHAINLAKE_QUERY_REFUSED',
+  /** DuckDB stopped a query as it ran (a value that does not cast, a division by zero). */
+  'CHAINLAKE_QUERY_FAILED',
   /** A decode specification (the job's `decode` key, an ABI, an event signature) is invalid. */
   'CHAINLAKE_DECODE_SPEC',
   /** A value does not decode as its ABI type says. */

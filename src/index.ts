@@ -39,7 +39,7 @@ export { StrictRejectsError } from './pipeline/execute.js';
 export { NoLakeError } from './load/read/reader.js';
 export { LakeLockedError, LakeAccessError } from './load/lock.js';
 export { CatalogDamagedError } from './load/catalog-damage.js';
-export { QueryRefusedError } from './load/read/query.js';
+export { QueryFailedError, QueryRefusedError } from './load/read/query.js';
 export { UnknownDatasetError } from './datasets/registry.js';
 export { ApiError, ApiUnreachableError, WindowError } from './extract/errors.js';
 export { ShapeError } from './extract/endpoint.js';
@@ -218,7 +218,8 @@ export interface Lake {
   /**
    * Runs SQL (every dataset is a view; also `_rejects`, `runs`, `windows`, `files`, `watermarks`) and yields
    * the last statement's rows as they are read: a result of any size is streamed, never held whole. Statements
-   * that write files (COPY, EXPORT, INSTALL…) are refused with {@link QueryRefusedError}.
+   * that write files (COPY, EXPORT, INSTALL…) are refused with {@link QueryRefusedError}; a query DuckDB stops as
+   * it runs (a value that does not cast) throws {@link QueryFailedError}.
    */
   query(sql: string): AsyncGenerator<Row, void, undefined>;
   /** The same, as Apache Arrow record batches (the type mapping of {@link streamDataset}). */

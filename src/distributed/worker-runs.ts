@@ -9,6 +9,7 @@ import { openSource } from '../pipeline/source.js';
 import { RowTransformer } from '../transform/rows.js';
 import { SharedQuota } from './account.js';
 import { CONTROL_SCHEMA, controlLedger } from './control-plane.js';
+import { ControlPlaneError } from './errors.js';
 import { ledgerBlockTimes } from '../load/ledger/block-times.js';
 import type { RunContext } from './fragment.js';
 import type { DistributedOptions } from './enqueue.js';
@@ -26,7 +27,12 @@ export async function openRun(
   quotaOf: (job: Job) => SharedQuota | undefined,
 ): Promise<OpenRun> {
   const row = (await client.query(`SELECT job_doc, job_file, ingested_at FROM ${CONTROL_SCHEMA}.runs WHERE run_id = $1`, [runId])).rows[0];
-  if (!row) throw new Error(`run ${runId} is not in the control plane`);
+  if (!row) {
+    throw new ControlPlaneError(
+      `run ${runId} is not in the control plane: the queue offered a window of it, but ${CONTROL_SCHEMA}.runs has no such run`,
+      `its runs were removed, or the database restored from an older backup, while the queue kept their jobs: the run's windows fail; chainlake enqueue plans the job anew`,
+    );
+  }
   const job = parseJob(row.job_doc, String(row.job_file), opts.env ?? {});
   const quota = quotaOf(job);
   const source = await openSource(job.source, { simulator: opts.simulator, transport: opts.transport, quota });

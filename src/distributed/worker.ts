@@ -4,7 +4,7 @@
  * Any number run side by side on any machines; a worker killed at any point loses at most the window it held
  * (the queue offers it again once its timeout passes) and never leaves the lake half-committed.
  */
-import { chainlakeCodeOf } from '../errors.js';
+import { chainlakeCodeOf, type ChainlakeError } from '../errors.js';
 import { randomBytes } from 'node:crypto';
 import { rm } from 'node:fs/promises';
 import os from 'node:os';
@@ -378,7 +378,13 @@ class Worker {
   /** Fetches a window into a fragment, then ends its queue job by what became of it. */
   private async handle(job: PgBoss.JobWithMetadata<WindowJob>, own: pg.Client, duck: DuckDBConnection, n: number): Promise<void> {
     const { boss, store, scratch, runs } = this.parts;
-    const ctx = await runs.get(job.data.runId);
+    const ctx = await runs.get(job.data.runId).catch((e: unknown) => {
+      // A lost control plane ends the worker (its slot's catch); a run that cannot be opened here (its row gone, its
+      // job invalid on this machine) fails its windows, each naming why, and the worker goes on with the others.
+      if (chainlakeCodeOf(e) === undefined) throw e;
+      return e as ChainlakeError;
+    });
+    if (ctx instanceof Error) return this.failed(job, own, { state: 'failed', error: ctx.message, setup: { problem: ctx.message, hint: ctx.hint } });
     const result: FetchResult = await fetchWindow(job, ctx, {
       client: own,
       boss,

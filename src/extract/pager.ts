@@ -3,6 +3,12 @@ import type { PageBudget } from './budget.js';
 import { BlockSeek } from './block-seek.js';
 import { PageHold } from './page-hold.js';
 import { ApiError, WindowError } from './errors.js';
+import { bisect } from './paging/bisect.js';
+import { describeRange, PageCursor } from './paging/cursor.js';
+import { blockTooLarge, PastCap, type RangeCounter } from './paging/past-cap.js';
+import { PageQueue, type Slot, type SlotChecks } from './paging/queue.js';
+import { CapLearned, CountDrift } from './paging/refetch.js';
+import { RangeRows, type Tally } from './paging/rows.js';
 import { entryCount, scannedList, type BlockRange, type FetchedPage, type PageFetcher, type PageRequest, type RawPage } from './page.js';
 
 export { entryCount, scannedList, type BlockRange, type FetchedPage, type PageFetcher, type PageRequest, type RawPage } from './page.js';
@@ -86,11 +92,6 @@ export function learnedCapOf(error: unknown): number | undefined {
   return Number.isSafeInteger(n) && n >= 1 ? n : undefined;
 }
 
-/** The rows moved while we paged: the window is fetched again. */
-class CountDrift extends Error {}
-/** The server's cap is smaller than the one we paged by: the window is fetched again under it. */
-class CapLearned extends Error {}
-
 /**
  * Pages one window completely and yields its pages in order, with up to `prefetch` requests ahead.
  *
@@ -148,35 +149,6 @@ function effectiveCap(opts: PagerOptions): number {
   return Math.min(opts.resultWindow, opts.learnedCap?.value ?? Infinity);
 }
 
-interface Tally {
-  expected: number;
-  got: number;
-}
-
-/** One block range of a window: `to` and `offset0` move as paging continues past the cap. */
-interface Segment {
-  range?: BlockRange;
-  /** Offset of the segment's first page (rows of its edge block we already have). */
-  offset0: number;
-  /** The count the segment's range must report. */
-  expected: number;
-  /** Offset where the segment's paging stops: its count, or the cap. */
-  end: number;
-}
-
-interface Slot {
-  req: PageRequest;
-  seg: Segment;
-  /** Last page of its segment. */
-  last: boolean;
-  done: boolean;
-  validated: boolean;
-  page?: FetchedPage;
-  error?: unknown;
-  /** Resolves (never rejects) once the request settled. */
-  settledP?: Promise<void>;
-}
-
 async function* pageRange(
   fetch: PageFetcher,
   range: BlockRange | undefined,
@@ -197,28 +169,23 @@ async function* pageRange(
 /** What a window's first page decided: bisect it (no block numbers to seek by past the cap), or page it. */
 type FirstPage = { kind: 'bisect'; first: FetchedPage } | { kind: 'paged'; first: FetchedPage; second: FetchedPage | undefined; firstLimit: number };
 
-/** The state machine behind pageRange; see pageWindow for what it guarantees. */
-class RangePaging {
+/**
+ * The steps of one block range (see pageWindow for what they guarantee), over units that each keep their own
+ * state: where paging stands (`cursor`), the rows promised and got (`rows`), the pages in flight (`queue`,
+ * within the page budget `hold`), and paging past the cap by block number (`pastCap`); a range that cannot
+ * seek is bisected (`bisect`), each part a range of its own.
+ */
+class RangePaging implements SlotChecks, RangeCounter {
   private readonly cap: number;
   private readonly limit: number;
-  private slots: Slot[] = [];
   /** Budget units held: one per launched page not yet handed out. */
   private readonly hold: PageHold;
-  /** Seek mode (paging past the cap by block number): the listing's order and its edge block. */
+  /** The block numbers of pages (the range filter check), and the listing's order and edge block in seek mode. */
   private readonly seek: BlockSeek;
-  private seeking = false;
-  private seg: Segment | undefined;
-  private nextOffset = 0;
-  private finished = false;
-  private total = 0;
-  private validatedRows = 0;
-  private segments = 0;
-  /** A block whose rows fill the cap: its own count decides whether we can move past it. */
-  private probeBlock: number | undefined;
-  /** With cutAtRows: the window stops at the end of segment `seg`, without the rows of `block` (its last `drop` rows). */
-  private cut: { block: number; drop: number; seg: Segment } | undefined;
-  private wake: (() => void) | undefined;
-  private abandoned = false;
+  private readonly cursor: PageCursor;
+  private readonly rows: RangeRows;
+  private readonly pastCap: PastCap;
+  private readonly queue: PageQueue;
 
   constructor(
     private readonly fetch: PageFetcher,
@@ -237,6 +204,10 @@ class RangePaging {
     this.limit = Math.min(opts.pageSize, this.cap);
     this.hold = new PageHold(opts.budget);
     this.seek = new BlockSeek(opts.blockField ?? 'block_number');
+    this.cursor = new PageCursor(this.limit, this.cap, progress);
+    this.rows = new RangeRows(tally, progress);
+    this.pastCap = new PastCap(this.seek, range, this.cap, opts.cutAtRows, this.cursor, this.rows, progress);
+    this.queue = new PageQueue(fetch, acct, progress, opts.prefetch, this.hold, this.cursor, this);
   }
 
   /**
@@ -246,33 +217,30 @@ class RangePaging {
   async *run(): AsyncGenerator<FetchedPage> {
     const start = await this.firstPage();
     if (start.kind === 'bisect') {
-      yield* this.bisect(start.first);
+      yield* bisect(start.first, this.range!, this.cap, this.limit, this.rows, this.progress, (part, hint) =>
+        pageRange(this.fetch, part, this.opts, this.acct, this.progress, this.tally, hint),
+      );
       return;
     }
     this.queueFirstPages(start);
     // Step 3: the pages in order, each handed out once validated (the hot path: no allocation of its own per page).
+    const queue = this.queue;
     for (;;) {
-      await this.topUp();
-      if (this.slots.length === 0) {
-        if (this.probeBlock !== undefined) {
-          await this.probe(this.probeBlock);
+      await queue.topUp();
+      const head = queue.head();
+      if (head === undefined) {
+        if (this.pastCap.probeBlock !== undefined) {
+          await this.pastCap.probe(this);
           continue;
         }
-        if (this.finished) break;
+        if (this.cursor.finished) break;
         throw new Error('pager: nothing in flight and nothing left to plan (a bug)');
       }
-      const head = this.slots[0]!;
-      while (!head.validated && head.error === undefined) await new Promise<void>((resolve) => (this.wake = resolve));
+      while (!head.validated && head.error === undefined) await queue.settling();
       if (head.error !== undefined) throw this.failure(head.error);
-      this.slots.shift();
-      let page = head.page!;
-      if (head.last && this.cut && head.seg === this.cut.seg) {
-        // The edge block's rows are the page's last ones: the next window has them all.
-        const entries = page.entries.slice(0, entryCount(page) - this.cut.drop);
-        page = { ...page, entries, size: entries.length, raw: undefined, cutFrom: page.raw ?? page.cutFrom };
-      }
-      this.tally.got += entryCount(page);
-      this.progress.rowsGot += entryCount(page);
+      queue.shift();
+      const page = this.pastCap.trim(head.page!, head.last, head.seg);
+      this.rows.handedOut(entryCount(page));
       try {
         yield page;
       } finally {
@@ -288,67 +256,46 @@ class RangePaging {
     let first: FetchedPage;
     if (this.hint) ({ first, second } = await this.fromHint(this.hint));
     else first = await this.fetchFirst();
-    this.total = first.count;
-    this.tally.expected += first.count;
-    this.progress.rowsExpected += first.count;
+    this.rows.counted(first.count);
     // A first page holding every row is the whole window, whatever the limit: endpoints that do not page
     // answer that way, and there is nothing past the cap to reach.
     const whole = entryCount(first) === first.count;
     const firstLimit = whole ? Math.max(this.limit, first.count) : this.limit;
     if (whole || first.count <= this.cap) {
-      this.startSegment({ range: this.range, offset0: 0, expected: first.count, end: first.count });
+      this.cursor.start({ range: this.range, offset0: 0, expected: first.count, end: first.count });
     } else {
       this.progress.capHits++;
       if (!this.range) {
         throw new WindowError(`${first.count} rows exceed the API's result window of ${this.cap} and this endpoint has no block filter to narrow by`);
       }
-      if (this.range.from === this.range.to) throw this.blockTooLarge(this.range.from, first.count);
-      const order = this.seek.orderOf(first);
-      if (order === undefined) {
+      if (this.range.from === this.range.to) throw blockTooLarge(this.range.from, first.count, this.cap);
+      if (!this.pastCap.begin(first)) {
         // No block numbers to continue by: bisect, and let each part page itself.
         this.hold.releaseOne();
         return { kind: 'bisect', first };
       }
-      this.seek.order = order;
-      this.seeking = true;
-      this.startSegment({ range: this.range, offset0: 0, expected: first.count, end: this.cap });
+      this.cursor.start({ range: this.range, offset0: 0, expected: first.count, end: this.cap });
     }
     return { kind: 'paged', first, second, firstLimit };
   }
 
   /** Step 2: the first page (and the second, when the hint's probe fetched it) as the first slots of the first segment. */
   private queueFirstPages({ first, second, firstLimit }: Extract<FirstPage, { kind: 'paged' }>): void {
-    const slot: Slot = { req: { offset: 0, limit: firstLimit, range: this.range }, seg: this.seg!, last: false, done: true, validated: false, page: first };
-    slot.settledP = Promise.resolve();
-    slot.last = this.isLast(slot.req, slot.seg);
-    this.nextOffset = firstLimit;
-    this.slots.push(slot);
-    if (second && !slot.last) {
-      // The page fetched to test the hint is this range's second page.
-      const next: Slot = {
-        req: { offset: this.limit, limit: this.limit, range: this.range },
-        seg: this.seg!,
-        last: false,
-        done: true,
-        validated: false,
-        page: second,
-      };
-      next.settledP = Promise.resolve();
-      next.last = this.isLast(next.req, next.seg);
-      this.nextOffset += this.limit;
-      this.slots.push(next);
-    } else if (second) this.hold.releaseOne();
-    this.validateReady();
+    const slot = this.queue.pushFetched({ offset: 0, limit: firstLimit, range: this.range }, first);
+    // The page fetched to test the hint is this range's second page.
+    if (second && !slot.last) this.queue.pushFetched({ offset: this.limit, limit: this.limit, range: this.range }, second);
+    else if (second) this.hold.releaseOne();
+    this.queue.validateReady();
   }
 
   /** Step 4 (after step 3, the pages): every row arrived, and a window paged in parts still counts what it did at the start. */
   private async settle(): Promise<void> {
-    if (this.validatedRows !== this.total) throw new CountDrift(`got ${this.validatedRows} rows of ${this.total}`);
-    if (this.segments > 1 && this.opts.closingCount !== false) {
+    this.rows.settle();
+    if (this.cursor.segments > 1 && this.opts.closingCount !== false) {
       // Rows could have moved in a part we already left; one count of the whole range (of what the window
       // kept, when it stopped early) settles it.
       const check = await this.count(this.progress.covered ?? this.range!);
-      if (check !== this.total) throw new CountDrift(`the range now counts ${check} rows, ${this.total} when paging began`);
+      if (check !== this.rows.total) throw new CountDrift(`the range now counts ${check} rows, ${this.rows.total} when paging began`);
     }
   }
 
@@ -363,7 +310,6 @@ class RangePaging {
       throw this.failure(e);
     }
   }
-
   /**
    * Turns the parent's first page into this range's first page: the page at offset `limit` of this range
    * tells its count; its first `min(count, limit)` rows are the parent's first rows. Holds budget for both.
@@ -411,99 +357,20 @@ class RangePaging {
     return e;
   }
 
-  private startSegment(seg: Segment): void {
-    this.seg = seg;
-    this.nextOffset = seg.offset0;
-    this.segments++;
-    this.progress.parts++;
-  }
-
-  private isLast(req: PageRequest, seg: Segment): boolean {
-    return req.offset + req.limit >= seg.end;
-  }
-
-  private nextRequest(): PageRequest | undefined {
-    const seg = this.seg;
-    if (!seg || this.nextOffset >= seg.end) return undefined;
-    return { offset: this.nextOffset, limit: Math.min(this.limit, this.cap - this.nextOffset), range: seg.range };
-  }
-
-  /** Launches what the plan allows: up to `prefetch` pages ahead, within spare page budget. Synchronous. */
-  private launchReady(): void {
-    for (;;) {
-      const req = this.nextRequest();
-      if (!req || this.slots.length >= this.opts.prefetch || !this.hold.tryTake()) return;
-      this.launch(req);
-    }
-  }
-
-  /** The consumer's top-up: like launchReady, but a window with nothing in flight waits for budget. */
-  private async topUp(): Promise<void> {
-    this.launchReady();
-    if (this.slots.length > 0 || !this.nextRequest()) return;
-    await this.hold.take();
-    // Nothing was in flight, so nothing changed the plan while we waited.
-    this.launch(this.nextRequest()!);
-    this.launchReady();
-  }
-
-  private launch(req: PageRequest): void {
-    const seg = this.seg!;
-    const slot: Slot = { req, seg, last: this.isLast(req, seg), done: false, validated: false };
-    this.nextOffset += req.limit;
-    this.slots.push(slot);
-    slot.settledP = this.fetch(req, this.acct).then(
-      (page) => {
-        this.progress.pages++;
-        slot.page = page;
-        this.settled(slot);
-      },
-      (error: unknown) => {
-        slot.error = error;
-        this.settled(slot);
-      },
-    );
-  }
-
-  private settled(slot: Slot): void {
-    slot.done = true;
-    if (this.abandoned) return;
-    this.validateReady();
-    this.launchReady();
-    const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
-  }
-
-  /** Checks arrived pages in order (as soon as they arrive, before the consumer takes them). */
-  private validateReady(): void {
-    for (const slot of this.slots) {
-      if (slot.validated) continue;
-      if (!slot.done || slot.error !== undefined) return;
-      try {
-        this.validate(slot);
-      } catch (e) {
-        slot.error = e;
-        return;
-      }
-      slot.validated = true;
-      if (slot.last) this.endSegment(slot.seg, slot);
-    }
-  }
-
-  private validate(slot: Slot): void {
+  /** Checks a page as it arrives, before any page after it is handed out. */
+  validate(slot: Slot): void {
     const { page, req, seg } = slot as Required<Pick<Slot, 'page'>> & Slot;
     if (page.count !== seg.expected) {
-      throw new CountDrift(`${describe(seg.range)} counted ${seg.expected} rows, now ${page.count} (offset ${req.offset})`);
+      throw new CountDrift(`${describeRange(seg.range)} counted ${seg.expected} rows, now ${page.count} (offset ${req.offset})`);
     }
     const expectedRows = Math.max(0, Math.min(req.limit, seg.expected - req.offset));
     const rows = entryCount(page);
     if (rows !== expectedRows) {
-      throw new CountDrift(`the page at offset ${req.offset} of ${describe(seg.range)} holds ${rows} rows, expected ${expectedRows} of ${seg.expected}`);
+      throw new CountDrift(`the page at offset ${req.offset} of ${describeRange(seg.range)} holds ${rows} rows, expected ${expectedRows} of ${seg.expected}`);
     }
     if (req.range) this.inRange(page, req.range, req.offset);
-    if (this.seeking) this.seek.follow(page, seg.range!, req.offset, describe(seg.range));
-    this.validatedRows += rows;
+    this.pastCap.follow(page, seg, req.offset);
+    this.rows.arrived(rows);
   }
 
   /**
@@ -521,69 +388,13 @@ class RangePaging {
     }
   }
 
-  /** The segment's pages are all in: plan the next range, or finish. */
-  private endSegment(seg: Segment, last: Slot): void {
-    if (seg.expected <= seg.end) {
-      this.seg = undefined;
-      this.finished = true;
-      return;
-    }
-    // More rows beyond the cap: continue from the edge block, skipping the rows of it we already have.
-    this.progress.capHits++;
-    const b = this.seek.lastBlock;
-    const k = this.seek.edgeRows;
-    const r = seg.range!;
-    const cutAt = this.opts.cutAtRows;
-    if (cutAt !== undefined && this.validatedRows >= cutAt && k < this.validatedRows && k <= entryCount(last.page!) && b >= r.from && b <= r.to) {
-      // Stop here: this window keeps the rows of the blocks it holds whole; the rest is the next window's.
-      const kept = this.validatedRows - k;
-      this.cut = { block: b, drop: k, seg };
-      this.tally.expected -= this.total - kept;
-      this.progress.rowsExpected -= this.total - kept;
-      this.total = kept;
-      this.validatedRows = kept;
-      const w = this.range!;
-      this.progress.covered = this.seek.before(w, b);
-      this.progress.rest = this.seek.after(w, b, true);
-      this.seg = undefined;
-      this.finished = true;
-      return;
-    }
-    if (k >= this.cap) {
-      this.seg = undefined;
-      this.probeBlock = b;
-      return;
-    }
-    this.continueAt(b, k);
+  /** The segment's pages are all in: finish, or (rows beyond the cap) page past it. */
+  segmentEnded(slot: Slot): void {
+    if (slot.seg.expected <= slot.seg.end) this.cursor.finish();
+    else this.pastCap.endSegment(slot.seg, slot.page!);
   }
 
-  private continueAt(block: number, skip: number): void {
-    const r = this.range!;
-    const left = this.total - this.validatedRows + skip;
-    const range = this.seek.after(r, block, true);
-    this.progress.splits++;
-    this.startSegment({ range, offset0: skip, expected: left, end: Math.min(left, this.cap) });
-  }
-
-  /** A block's rows filled the cap: move past it if that was all of them, else it cannot be paged. */
-  private async probe(block: number): Promise<void> {
-    this.probeBlock = undefined;
-    const n = await this.count({ from: block, to: block });
-    if (n > this.seek.edgeRows) throw this.blockTooLarge(block, n);
-    if (n < this.seek.edgeRows) throw new CountDrift(`block ${block} counts ${n} rows, ${this.seek.edgeRows} were paged`);
-    const r = this.range!;
-    const left = this.total - this.validatedRows;
-    const range = this.seek.after(r, block, false);
-    if (left === 0 || range.from > range.to) {
-      if (left !== 0) throw new CountDrift(`${left} rows missing after block ${block}`);
-      this.finished = true;
-      return;
-    }
-    this.progress.splits++;
-    this.startSegment({ range, offset0: 0, expected: left, end: Math.min(left, this.cap) });
-  }
-
-  private async count(range: BlockRange): Promise<number> {
+  async count(range: BlockRange): Promise<number> {
     this.progress.checks++;
     try {
       return (await this.fetch({ offset: 0, limit: 1, range }, this.acct)).count;
@@ -592,56 +403,11 @@ class RangePaging {
     }
   }
 
-  private blockTooLarge(block: number, count: number): WindowError {
-    return new WindowError(
-      `block ${block} alone holds ${count} rows, more than the API's result window of ${this.cap} (offset + limit): it cannot be paged completely`,
-      block,
-    );
-  }
-
-  /**
-   * Fallback without block numbers: parts sized to hold ~90 % of the cap each (bisection at worst), newest
-   * first. When the listing is newest first by timestamp, the probe page is the newest part's first page and
-   * is not fetched again.
-   */
-  private async *bisect(probe: FetchedPage): AsyncGenerator<FetchedPage> {
-    const range = this.range!;
-    const count = probe.count;
-    const span = range.to - range.from + 1;
-    const parts = Math.min(span, Math.max(2, Math.ceil(count / (this.cap * 0.9))));
-    this.progress.splits++;
-    this.tally.expected -= count;
-    this.progress.rowsExpected -= count;
-    const reuse = entryCount(probe) === this.limit && newestFirst(probe.entries) ? probe : undefined;
-    for (let i = parts - 1; i >= 0; i--) {
-      const from = range.from + Math.floor((span * i) / parts);
-      const to = range.from + Math.floor((span * (i + 1)) / parts) - 1;
-      if (to >= from) yield* pageRange(this.fetch, { from, to }, this.opts, this.acct, this.progress, this.tally, i === parts - 1 ? reuse : undefined);
-    }
-  }
-
   /** On error or early stop: no request left unobserved, no budget held. */
   async abandon(): Promise<void> {
-    this.abandoned = true;
-    const pending = this.slots.filter((s) => !s.done).map((s) => s.settledP);
-    this.slots = [];
-    this.seg = undefined;
-    await Promise.all(pending);
+    const pending = this.queue.abandon();
+    this.cursor.pause();
+    await pending;
     this.hold.releaseAll();
   }
-}
-
-/**
- * Whether a page is ordered newest first, judged by the ISO `timestamp` its entries carry: strictly older at
- * least once, never newer. Without that evidence the order is unknown.
- */
-function newestFirst(entries: unknown[]): boolean {
-  const ts = entries.map((e) => (e !== null && typeof e === 'object' ? (e as Record<string, unknown>).timestamp : undefined));
-  if (!ts.every((t) => typeof t === 'string' && !Number.isNaN(Date.parse(t)))) return false;
-  const ms = (ts as string[]).map((t) => Date.parse(t));
-  return ms.every((t, i) => i === 0 || t <= ms[i - 1]!) && ms[ms.length - 1]! < ms[0]!;
-}
-
-function describe(range: BlockRange | undefined): string {
-  return range ? `blocks ${range.from}-${range.to}` : 'the window';
 }

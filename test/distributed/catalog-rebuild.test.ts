@@ -16,11 +16,11 @@ import { rebuildDistributedCatalog, type DistributedRebuildReport } from '../../
 import { runWorker } from '../../src/distributed/worker.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { referenceMissing } from '../ducklake/helpers.js';
+import { referenceMissing, withReference } from '../ducklake/helpers.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { runCli, runCliCapturing, type CliResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
-import { chainlakeQuery, withReference } from './helpers.js';
+import { chainlakeQuery } from './helpers.js';
 import { startS3 } from './s3.js';
 
 const ADDRESSES = ['0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c', '0x235cc9e6a7b9bac03056f3eb7034c30bd80a5157'];

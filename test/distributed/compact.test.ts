@@ -12,10 +12,10 @@ import { runWorker } from '../../src/distributed/worker.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { A_BUSY0 } from '../../src/simulator/chain.js';
 import { chainFor } from '../../src/simulator/index.js';
-import { referenceMissing } from '../ducklake/helpers.js';
+import { referenceMissing, withReference } from '../ducklake/helpers.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { tempDir } from '../helpers/lake.js';
-import { chainlakeQuery, withReference } from './helpers.js';
+import { chainlakeQuery } from './helpers.js';
 
 type Rows = Record<string, unknown>[];
 const plain = (rows: Rows) => rows.map((r) => JSON.stringify(r, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));

@@ -8,9 +8,10 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
-import { setupControlPlane, WINDOW_QUEUE } from '../../src/distributed/control-plane.js';
+import { QUEUE_SCHEMA, setupControlPlane, WINDOW_QUEUE } from '../../src/distributed/control-plane.js';
 import { DEFAULT_QUEUE_SETTINGS, openQueue } from '../../src/distributed/queue.js';
 import { runWorker } from '../../src/distributed/worker.js';
+import { openRun } from '../../src/distributed/worker-runs.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
@@ -187,6 +188,44 @@ describe('a window whose failure only the queue kept', () => {
     expect(seen.map((f) => f.run_id)).toEqual([queued.runId, queued.runId]);
     expect(seen.map((f) => f.error).sort()).toEqual(report.errors.map((e) => e.error).sort());
     for (const f of seen) expect(f.error).toContain(path.join(store, 'fragments'));
+  }, 120_000);
+});
+
+describe('a window of a run the control plane no longer has', () => {
+  it('fails with a ControlPlaneError naming the run and its fix, and the worker goes on', async () => {
+    const db = await pg.database();
+    const store = path.join(tmp.dir, 'store-run-gone');
+    const doc = smallJob('run-gone');
+    const opts = { catalog: db.url, store, simulator: sim, queue: { retryLimit: 0 } };
+    const gone = await enqueueJob(parseJob(doc, 'run-gone.json', process.env), doc, opts);
+    const kept = await enqueueJob(parseJob({ ...doc, name: 'run-kept' }, 'run-kept.json', process.env), { ...doc, name: 'run-kept' }, opts);
+    expect([gone.queued, kept.queued]).toEqual([2, 2]);
+    const client = await db.connect();
+    // The run's row is gone while the queue keeps its window jobs (a control plane restored from an older backup).
+    await client.query(`DELETE FROM chainlake.runs WHERE run_id = $1`, [gone.runId]);
+    await expect(openRun(client, gone.runId, opts, () => undefined)).rejects.toMatchObject({
+      code: 'CHAINLAKE_CONTROL_PLANE',
+      hint: expect.stringContaining('chainlake enqueue plans the job anew'),
+    });
+
+    const report = await runWorker({ catalog: db.url, store, simulator: sim, id: 'run-gone', untilIdle: true, pollMs: 50 });
+    expect(report).toMatchObject({ windowsFetched: 2, windowsFailedForGood: 2, status: 'partial' });
+    expect(report.errors.map((e) => e.run)).toEqual([gone.runId, gone.runId]);
+    for (const e of report.errors)
+      expect(e.error).toBe(`run ${gone.runId} is not in the control plane: the queue offered a window of it, but chainlake.runs has no such run`);
+    const states = (await client.query(`SELECT state, count(*)::int AS n FROM ${QUEUE_SCHEMA}.job WHERE name = $1 GROUP BY 1 ORDER BY 1`, [WINDOW_QUEUE])).rows;
+    expect(states).toEqual([
+      { state: 'completed', n: 2 },
+      { state: 'failed', n: 2 },
+    ]);
+    expect((await client.query(`SELECT status FROM chainlake.runs WHERE run_id = $1`, [kept.runId])).rows).toEqual([{ status: 'complete' }]);
+
+    // Alone, such windows are what the worker's exit says a person must fix, with the hint.
+    const only = await enqueueJob(parseJob(doc, 'run-gone.json', process.env), doc, opts);
+    await client.query(`DELETE FROM chainlake.runs WHERE run_id = $1`, [only.runId]);
+    const alone = await runWorker({ catalog: db.url, store, simulator: sim, id: 'run-gone-2', untilIdle: true, pollMs: 50 });
+    expect(alone).toMatchObject({ windowsFetched: 0, windowsFailedForGood: 2, status: 'failed' });
+    expect(alone.setupProblem?.hint).toContain('chainlake enqueue plans the job anew');
   }, 120_000);
 });
 

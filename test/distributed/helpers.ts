@@ -6,7 +6,7 @@ import { expect } from 'vitest';
 import type { CatalogDb } from '../../src/ducklake/catalog-db.js';
 import { currentSnapshot, dataPathOf, listDataFiles, listTables } from '../../src/ducklake/reader.js';
 import { openCatalog } from '../../src/distributed/control-plane.js';
-import { openCatalogFile, openReference } from '../ducklake/helpers.js';
+import { openCatalogFile } from '../ducklake/helpers.js';
 import { openDistributedLake } from '../../src/distributed/read.js';
 import { queryCatalog } from '../helpers/lake.js';
 
@@ -151,18 +151,6 @@ export async function expectSameFileOptions(
 }
 
 type Rows = Record<string, unknown>[];
-
-/** Runs statements with the reference `ducklake` extension writing into the lake at `catalogUrl`; the last one's rows. */
-export async function withReference(catalogUrl: string, statements: readonly string[], opts: { inlining?: number } = {}): Promise<Rows> {
-  const ref = await openReference(catalogUrl, { write: true, ...opts });
-  try {
-    let last: Rows = [];
-    for (const sql of statements) last = (await ref.conn.runAndReadAll(sql)).getRowObjectsJS() as Rows;
-    return last;
-  } finally {
-    ref.close();
-  }
-}
 
 /** The rows of `sql` as chainlake's distributed reader (what `query --catalog` opens) reads them. */
 export async function chainlakeQuery(catalogUrl: string, store: string, sql: string): Promise<Rows> {

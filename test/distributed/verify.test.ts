@@ -15,10 +15,10 @@ import { runJob } from '../../src/pipeline/run.js';
 import { verifySession } from '../../src/pipeline/verify/session.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
-import { referenceMissing } from '../ducklake/helpers.js';
+import { referenceMissing, withReference } from '../ducklake/helpers.js';
 import { runCliCapturing } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
-import { distributedRows, singleMachineRows, withReference } from './helpers.js';
+import { distributedRows, singleMachineRows } from './helpers.js';
 
 const A = '0x36b8f7473cdaa8441b4aa383dd6757c5603d8b8c';
 let pg: TestPostgres;

@@ -111,13 +111,22 @@ export function referenceMissing(): string | null {
   return missing.length ? `skipped: the reference extension is missing (${missing.map((f) => path.join(REFERENCE_DIR, f)).join(', ')})` : null;
 }
 
+/** How the reference extension attaches a lake (see openReference). */
+export interface ReferenceOptions {
+  write?: boolean;
+  inlining?: number;
+  /** The lake's name in statements (default `ref`). */
+  as?: string;
+}
+
 /**
- * A DuckDB with the reference `ducklake` extension, the lake attached read-only as `ref` and in use: `catalog`
- * is a DuckDB file, or a PostgreSQL URL (`postgres://user@host:port/db`, its password from PGPASSWORD) whose
+ * A DuckDB with the reference `ducklake` extension, the lake attached read-only as `ref` (or `as`) and in use:
+ * `catalog` is a DuckDB file, or a PostgreSQL URL (`postgres://user@host:port/db`, its password from PGPASSWORD) whose
  * catalog is in the `ducklake` schema, read through the reference `postgres_scanner`. `write`: attached read-write, as
  * a user's DuckDB writing into the lake (`inlining`: its DATA_INLINING_ROW_LIMIT, else the extension's default).
  */
-export async function openReference(catalog: string, opts: { write?: boolean; inlining?: number } = {}): Promise<{ conn: DuckDBConnection; close(): void }> {
+export async function openReference(catalog: string, opts: ReferenceOptions = {}): Promise<{ conn: DuckDBConnection; close(): void }> {
+  const as = opts.as ?? 'ref';
   const instance = await DuckDBInstance.create(':memory:', { allow_unsigned_extensions: 'true', autoinstall_known_extensions: 'false' });
   const conn = await instance.connect();
   const quote = (s: string) => `'${s.replace(/'/g, "''")}'`;
@@ -129,11 +138,11 @@ export async function openReference(catalog: string, opts: { write?: boolean; in
       await conn.run(`LOAD ${quote(path.join(REFERENCE_DIR, 'postgres_scanner.duckdb_extension'))}`);
       const url = new URL(catalog);
       const dsn = `dbname=${url.pathname.slice(1)} host=${url.hostname} port=${url.port} user=${decodeURIComponent(url.username)}`;
-      await conn.run(`ATTACH ${quote(`ducklake:postgres:${dsn}`)} AS ref (METADATA_SCHEMA 'ducklake'${options})`);
+      await conn.run(`ATTACH ${quote(`ducklake:postgres:${dsn}`)} AS ${as} (METADATA_SCHEMA 'ducklake'${options})`);
     } else {
-      await conn.run(`ATTACH ${quote(`ducklake:${catalog}`)} AS ref${options ? ` (${options.slice(2)})` : ''}`);
+      await conn.run(`ATTACH ${quote(`ducklake:${catalog}`)} AS ${as}${options ? ` (${options.slice(2)})` : ''}`);
     }
-    await conn.run('USE ref');
+    await conn.run(`USE ${as}`);
   } catch (error) {
     conn.closeSync();
     instance.closeSync();
@@ -146,4 +155,24 @@ export async function openReference(catalog: string, opts: { write?: boolean; in
       instance.closeSync();
     },
   };
+}
+
+/**
+ * Another DuckLake writer at work on the lake of `catalog`: `work`'s statements run through the reference extension
+ * (openReference, read-write) and the last one's rows returned, or `work` given the connection.
+ */
+export async function withReference<T = Record<string, unknown>[]>(
+  catalog: string,
+  work: readonly string[] | ((conn: DuckDBConnection) => Promise<T>),
+  opts: Omit<ReferenceOptions, 'write'> = {},
+): Promise<T> {
+  const ref = await openReference(catalog, { ...opts, write: true });
+  try {
+    if (typeof work === 'function') return await work(ref.conn);
+    let last: Record<string, unknown>[] = [];
+    for (const sql of work) last = (await ref.conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
+    return last as T;
+  } finally {
+    ref.close();
+  }
 }

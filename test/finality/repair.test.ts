@@ -10,8 +10,7 @@ import { runJob } from '../../src/pipeline/run.js';
 import { verifySession, type VerifyTarget } from '../../src/pipeline/verify/session.js';
 import { PRESETS } from '../../src/simulator/chain.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { withReference } from '../distributed/helpers.js';
-import { referenceMissing } from '../ducklake/helpers.js';
+import { referenceMissing, withReference } from '../ducklake/helpers.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 

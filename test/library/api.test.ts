@@ -105,6 +105,15 @@ describe('the library API', () => {
         code: 'CHAINLAKE_QUERY_REFUSED',
         message: expect.stringMatching(/^Catalog Error: .*no_such_table/),
       });
+      // A value DuckDB cannot cast in a row past the first chunk (2,048 rows), met as the result streams: a code,
+      // DuckDB's words, its error as cause; the lake reads on.
+      const failed = await collect(l.query(`SELECT CAST(CASE WHEN range < 5000 THEN '1' ELSE 'x' || range END AS INTEGER) AS n FROM range(6000)`)).catch(
+        (e: unknown) => e,
+      );
+      expect(failed).toBeInstanceOf(ChainlakeError);
+      expect(failed).toMatchObject({ code: 'CHAINLAKE_QUERY_FAILED', message: expect.stringMatching(/^Conversion Error: .*'x5000'/) });
+      expect((failed as Error).cause).toMatchObject({ message: (failed as Error).message });
+      expect(ERROR_CODES).toContain('CHAINLAKE_QUERY_FAILED');
       // A second query while the first still streams (one connection): refused with a code, the first unharmed.
       const first = l.query('SELECT transaction_hash FROM transactions ORDER BY transaction_hash');
       expect((await first.next()).value).toEqual({ transaction_hash: lakeRows[0]!.transaction_hash });

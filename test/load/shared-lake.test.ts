@@ -4,8 +4,6 @@
 // then reads exactly what the reference reads, says so in `status`, and commits on top without losing any of it.
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compactLake } from '../../src/load/write/maintenance.js';
 import { LakePaths } from '../../src/load/paths.js';
@@ -16,32 +14,17 @@ import { runJob } from '../../src/pipeline/run.js';
 import { fetchAllPages } from '../helpers/api.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
+import { REFERENCE_DIR, withReference } from '../ducklake/helpers.js';
 
-/** The reference extension, beside the repository (never downloaded). */
-const REF = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../shared/ducklake-ref');
-const HAS_REF = existsSync(path.join(REF, 'ducklake.duckdb_extension'));
-if (!HAS_REF) console.warn(`shared-lake tests skipped: the reference ducklake extension is not at ${REF} (see its README)`);
+const HAS_REF = existsSync(path.join(REFERENCE_DIR, 'ducklake.duckdb_extension'));
+if (!HAS_REF) console.warn(`shared-lake tests skipped: the reference ducklake extension is not at ${REFERENCE_DIR} (see its README)`);
 
 type Rows = Record<string, unknown>[];
 const json = (rows: Rows) => JSON.stringify(rows, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
 
-/** Runs statements with the reference extension, the lake attached as `lake` (read-write), and returns the last one's rows. */
-async function withRef(lake: string, statements: string[], opts: { inlining?: number } = {}): Promise<Rows> {
-  const instance = await DuckDBInstance.create(':memory:', { allow_unsigned_extensions: 'true' });
-  const conn = await instance.connect();
-  try {
-    await conn.run("SET TimeZone = 'UTC'");
-    await conn.run(`LOAD '${path.join(REF, 'ducklake.duckdb_extension')}'`);
-    const options = opts.inlining === undefined ? '' : ` (DATA_INLINING_ROW_LIMIT ${opts.inlining})`;
-    await conn.run(`ATTACH 'ducklake:${path.join(lake, 'catalog.duckdb')}' AS lake${options}`);
-    let last: Rows = [];
-    for (const sql of statements) last = (await conn.runAndReadAll(sql)).getRowObjectsJS() as Rows;
-    return last;
-  } finally {
-    conn.closeSync();
-    instance.closeSync();
-  }
-}
+/** Statements of another DuckLake writer (the reference extension), the lake attached as `lake`; the last one's rows. */
+const withRef = (lake: string, statements: string[], opts: { inlining?: number } = {}): Promise<Rows> =>
+  withReference(path.join(lake, 'catalog.duckdb'), statements, { ...opts, as: 'lake' });
 
 /** Every row of transactions, ordered by key, as the reference reads them. */
 const refRows = (lake: string) => withRef(lake, ['SELECT * FROM lake.transactions ORDER BY transaction_hash']);

@@ -16,7 +16,7 @@ import { planVerifySession, verifySession } from '../../src/pipeline/verify/sess
 import { A_ERC20_0 } from '../../src/simulator/chain.js';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { A_MULTI, A_ODD_ERC20, A_SHOWCASE, showcaseEvents, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
-import { openReference, referenceMissing } from '../ducklake/helpers.js';
+import { referenceMissing, withReference } from '../ducklake/helpers.js';
 import { runCliCapturing } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 
@@ -70,12 +70,7 @@ const decodedRows = (rows: readonly VerificationRow[]): Map<string, Verification
 async function asOtherWriter(name: string, write: (conn: DuckDBConnection) => Promise<void>): Promise<string> {
   const lake = path.join(tmp.dir, name);
   await cp(decoded, lake, { recursive: true });
-  const ref = await openReference(path.join(lake, 'catalog.duckdb'), { write: true });
-  try {
-    await write(ref.conn);
-  } finally {
-    ref.close();
-  }
+  await withReference(path.join(lake, 'catalog.duckdb'), write);
   return lake;
 }
 

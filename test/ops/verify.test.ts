@@ -2,7 +2,6 @@
 // deleted rows from differs in exactly that window, `--repair` fetches that window alone and verify holds after; a
 // row the API does not list, added by another writer, is deleted by the repair (its window replaces its rows);
 // a listing that ignores its block range filter is detected (by verify, and refused by a run).
-import { DuckDBInstance } from '@duckdb/node-api';
 import { existsSync } from 'node:fs';
 import { cp, writeFile } from 'node:fs/promises';
 import path from 'node:path';
@@ -11,7 +10,7 @@ import { parseJob, type Job } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { planVerifySession, verifySession } from '../../src/pipeline/verify/session.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { REFERENCE_DIR } from '../ducklake/helpers.js';
+import { REFERENCE_DIR, withReference } from '../ducklake/helpers.js';
 import { runCliCapturing } from '../helpers/cli.js';
 import { singleMachineRows } from '../distributed/helpers.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
@@ -38,22 +37,8 @@ const jobDoc = (lake: string, extra: Record<string, unknown> = {}) => ({
 });
 const jobOf = (lake: string, extra?: Record<string, unknown>): Job => parseJob(jobDoc(lake, extra), 'verify-test', process.env);
 
-/** Statements through the reference DuckLake extension, the lake attached read-write as `lake`; the last one's rows. */
-async function withRef(lake: string, statements: string[]): Promise<Record<string, unknown>[]> {
-  const instance = await DuckDBInstance.create(':memory:', { allow_unsigned_extensions: 'true' });
-  const conn = await instance.connect();
-  try {
-    await conn.run("SET TimeZone = 'UTC'");
-    await conn.run(`LOAD '${path.join(REFERENCE_DIR, 'ducklake.duckdb_extension')}'`);
-    await conn.run(`ATTACH 'ducklake:${path.join(lake, 'catalog.duckdb')}' AS lake`);
-    let rows: Record<string, unknown>[] = [];
-    for (const sql of statements) rows = (await conn.runAndReadAll(sql)).getRowObjectsJS() as Record<string, unknown>[];
-    return rows;
-  } finally {
-    conn.closeSync();
-    instance.closeSync();
-  }
-}
+/** Statements of another DuckLake writer (the reference extension), the lake attached as `lake`; the last one's rows. */
+const withRef = (lake: string, statements: string[]) => withReference(path.join(lake, 'catalog.duckdb'), statements, { as: 'lake' });
 
 beforeAll(async () => {
   sim = await startSimulator({ seed: 1, scale: 'small' });

@@ -271,7 +271,8 @@ export const queryCommand: CommandModule<object, Args> = {
     } catch (e) {
       if (partial) await rm(partial, { force: true });
       const failure = chainlakeCodeOf(e);
-      if (failure === 'CHAINLAKE_QUERY_REFUSED' || failure === 'CHAINLAKE_DUCKLAKE') throw new CliError(`query failed: ${(e as Error).message}`);
+      if (failure === 'CHAINLAKE_QUERY_REFUSED' || failure === 'CHAINLAKE_QUERY_FAILED' || failure === 'CHAINLAKE_DUCKLAKE')
+        throw new CliError(`query failed: ${(e as Error).message}`);
       if (failure !== undefined) throw e;
       const code = (e as NodeJS.ErrnoException).code;
       if (args.output && (code === 'ENOENT' || code === 'EACCES' || code === 'EROFS' || code === 'EISDIR')) {

@@ -26,6 +26,37 @@ export class QueryRefusedError extends ChainlakeError {
 }
 
 /**
+ * DuckDB stopped a query as it ran (a value that does not cast, a division by zero, a file it cannot read): DuckDB's
+ * words, its error as `cause`.
+ */
+export class QueryFailedError extends ChainlakeError {
+  constructor(message: string, cause: unknown) {
+    super(message, { code: 'CHAINLAKE_QUERY_FAILED', cause });
+  }
+}
+
+/** DuckDB names the kind of its errors first (`Conversion Error: …`); nothing of ours is worded so. */
+const DUCKDB_ERROR = /^[A-Z][A-Za-z]*(?: [A-Z][A-Za-z]*)* Error: /;
+
+/** A DuckDB error met while a query runs, as a QueryFailedError; anything else as it is. */
+function queryFailure(e: unknown): unknown {
+  return e instanceof Error && !(e instanceof ChainlakeError) && DUCKDB_ERROR.test(e.message) ? new QueryFailedError(e.message, e) : e;
+}
+
+/**
+ * A statement's run. DuckDB runs a streamed result ahead of its reader as it starts it, so a value fails here, well
+ * past the first chunk. (One that fails later ends the stream as if complete: @duckdb/node-api 1.5.5 does not expose
+ * the stream's error, duckdb_result_error, so nothing here can see it.)
+ */
+async function running<T>(run: Promise<T>): Promise<T> {
+  try {
+    return await run;
+  } catch (e) {
+    throw queryFailure(e);
+  }
+}
+
+/**
  * Statement `i` prepared. DuckDB names the kind of a preparation's failure first: a Binder or Catalog Error is the
  * query's own (a name the lake does not have), refused with DuckDB's words; anything else (the catalog's storage,
  * a connection) keeps its own error.
@@ -60,8 +91,8 @@ export async function streamQuery(conn: DuckDBConnection, sql: string): Promise<
     const prepared = await prepare(statements, i);
     const refused = FILE_WRITING[prepared.statementType];
     if (refused) throw new QueryRefusedError(`query is read-only: ${refused}`);
-    if (i < statements.count - 1) await prepared.run();
-    else return prepared.stream();
+    if (i < statements.count - 1) await running(prepared.run());
+    else return running(prepared.stream());
   }
   throw new QueryRefusedError('no SQL statement given');
 }
