@@ -10,6 +10,10 @@ const api = createRequire(import.meta.url)('@duckdb/node-api') as typeof Api;
 
 export const DuckDBInstance = api.DuckDBInstance;
 export type DuckDBInstance = Api.DuckDBInstance;
+export const DuckDBResult = api.DuckDBResult;
+export type DuckDBResult = Api.DuckDBResult;
+export const DuckDBDataChunk = api.DuckDBDataChunk;
+export type DuckDBDataChunk = Api.DuckDBDataChunk;
 export const DuckDBTypeId = api.DuckDBTypeId;
 export type DuckDBTypeId = Api.DuckDBTypeId;
 export const StatementType = api.StatementType;

@@ -114,6 +114,22 @@ describe('the library API', () => {
       expect(failed).toMatchObject({ code: 'CHAINLAKE_QUERY_FAILED', message: expect.stringMatching(/^Conversion Error: .*'x5000'/) });
       expect((failed as Error).cause).toMatchObject({ message: (failed as Error).message });
       expect(ERROR_CODES).toContain('CHAINLAKE_QUERY_FAILED');
+      // One that fails past what DuckDB runs ahead of the reader (the node-api ends such a stream as if complete:
+      // 447,488 of 700,000 rows here before the end row): the rows read so far come, then the error, never a quiet end.
+      let read = 0;
+      const late = await (async () => {
+        for await (const batch of l.queryArrow(`SELECT CAST(CASE WHEN range = 699000 THEN 'x' ELSE range::VARCHAR END AS INTEGER) AS n FROM range(700000)`))
+          read += batch.numRows;
+      })().catch((e: unknown) => e);
+      expect(late).toMatchObject({ code: 'CHAINLAKE_QUERY_FAILED', message: /stopped before its last row/ });
+      expect(read).toBeGreaterThan(0);
+      expect(read).toBeLessThan(699000);
+      // A whole result ends with its last row, without the end row or its column: ORDER BY and column names kept.
+      const whole = await collect(l.query(`SELECT CAST(range AS INTEGER) AS n, CAST(range % 3 AS INTEGER) AS m FROM range(5000) ORDER BY m DESC, n`));
+      expect(whole.length).toBe(5000);
+      expect(Object.keys(whole[0]!)).toEqual(['n', 'm']);
+      expect(whole[0]).toEqual({ n: 2, m: 2 });
+      expect(whole[4999]).toEqual({ n: 4998, m: 0 });
       // A second query while the first still streams (one connection): refused with a code, the first unharmed.
       const first = l.query('SELECT transaction_hash FROM transactions ORDER BY transaction_hash');
       expect((await first.next()).value).toEqual({ transaction_hash: lakeRows[0]!.transaction_hash });

@@ -1,6 +1,7 @@
 import { ChainlakeError } from '../../errors.js';
-import type { DuckDBConnection, DuckDBResult } from '@duckdb/node-api';
-import { StatementType } from '../../ducklake/node-api.js';
+import type duckdb from '@duckdb/node-bindings';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBDataChunk, DuckDBResult, StatementType } from '../../ducklake/node-api.js';
 
 /**
  * Statements a read-only catalog would still run, because they write files rather than the catalog (DuckDB's
@@ -32,6 +33,57 @@ export class QueryRefusedError extends ChainlakeError {
 export class QueryFailedError extends ChainlakeError {
   constructor(message: string, cause: unknown) {
     super(message, { code: 'CHAINLAKE_QUERY_FAILED', cause });
+  }
+}
+
+// A streamed result that ends only at its last row. @duckdb/node-api 1.5.5 ends a stream the same way whether the
+// query finished or DuckDB stopped it (a value that does not cast, a file it cannot read): `duckdb_fetch_chunk` gives
+// NULL for both and the binding does not expose `duckdb_result_error`. An error before DuckDB hands over the first
+// rows is thrown; one later (past the rows it runs ahead, about 250,000 of a narrow query) was lost, and the reader
+// took a cut result for a whole one. So the query gains one row after its own: `UNION ALL BY NAME` a row whose
+// marker column is true. DuckDB runs a union's second part after the first whenever the result keeps its order
+// (PhysicalUnion: the union pipeline depends on the first's), so that row comes last, and only if every row before
+// it was produced. The marker column and row are hidden from every reader of the result.
+/** The marker column's name: not a name a query of the lake gives a column. */
+export const END_MARKER = '__chainlake_end_of_result';
+
+/** `query` (one SELECT statement, without its `;`) followed by the end row. */
+export const withEndRow = (query: string): string => `SELECT *, false AS "${END_MARKER}" FROM (\n${query}\n) UNION ALL BY NAME SELECT true AS "${END_MARKER}"`;
+
+/** A chunk without the marker column (the readers of a chunk go by its columnCount). */
+class WithoutMarker extends DuckDBDataChunk {
+  override get columnCount(): number {
+    return super.columnCount - 1;
+  }
+}
+
+/** The result of `withEndRow(query)`, read as the query's own: its columns, its rows, and an error where it was cut. */
+export class WholeStream extends DuckDBResult {
+  private ended = false;
+
+  constructor(result: DuckDBResult) {
+    super((result as unknown as { result: duckdb.Result }).result);
+  }
+
+  override get columnCount(): number {
+    return super.columnCount - 1;
+  }
+
+  override async fetchChunk(): Promise<DuckDBDataChunk | null> {
+    if (this.ended) return null;
+    const chunk = await super.fetchChunk();
+    const rows = chunk?.rowCount ?? 0;
+    if (!chunk || rows === 0) {
+      this.ended = true;
+      throw new QueryFailedError('the query stopped before its last row (DuckDB did not say why): its result is incomplete', undefined);
+    }
+    // Only the query's last row can be the end row, and the end row is the result's last.
+    const marker = chunk.getColumnVector(super.columnCount - 1);
+    if (marker.getItem(rows - 1) !== true) return new WithoutMarker(chunk.chunk);
+    this.ended = true;
+    if (rows === 1) return null;
+    chunk.rowCount = rows - 1;
+    return new WithoutMarker(chunk.chunk);
   }
 }
 
@@ -92,9 +144,26 @@ export async function streamQuery(conn: DuckDBConnection, sql: string): Promise<
     const refused = FILE_WRITING[prepared.statementType];
     if (refused) throw new QueryRefusedError(`query is read-only: ${refused}`);
     if (i < statements.count - 1) await running(prepared.run());
-    else return running(prepared.stream());
+    else return (await wholeStream(conn, sql, statements.count, prepared)) ?? running(prepared.stream());
   }
   throw new QueryRefusedError('no SQL statement given');
+}
+
+/**
+ * The last statement streamed with its end row (WholeStream), when it is a SELECT that reads the same as a
+ * subquery: the same column names and types. Otherwise undefined, and it streams as it is (a statement of
+ * another kind, a result with two columns of one name).
+ */
+async function wholeStream(conn: DuckDBConnection, sql: string, count: number, last: Awaited<ReturnType<typeof prepare>>): Promise<WholeStream | undefined> {
+  if (last.statementType !== StatementType.SELECT) return undefined;
+  const texts = splitStatements(sql);
+  if (texts.length !== count) return undefined;
+  const wrapped = await conn.prepare(withEndRow(texts[count - 1]!)).catch(() => undefined);
+  if (!wrapped || wrapped.columnCount !== last.columnCount + 1) return undefined;
+  for (let c = 0; c < last.columnCount; c++) {
+    if (wrapped.columnName(c) !== last.columnName(c) || wrapped.columnType(c).toString() !== last.columnType(c).toString()) return undefined;
+  }
+  return new WholeStream(await running(wrapped.stream()));
 }
 
 /** The last statement of `sql`, when it is a SELECT-like query that COPY could write out; undefined otherwise. */
