@@ -219,7 +219,8 @@ export interface Lake {
    * Runs SQL (every dataset is a view; also `_rejects`, `runs`, `windows`, `files`, `watermarks`) and yields
    * the last statement's rows as they are read: a result of any size is streamed, never held whole. Statements
    * that write files (COPY, EXPORT, INSTALL…) are refused with {@link QueryRefusedError}; a query DuckDB stops as
-   * it runs (a value that does not cast) throws {@link QueryFailedError}.
+   * it runs (a value that does not cast, a file it cannot read) throws {@link QueryFailedError}, after the rows read
+   * before it: a result ends only with its last row.
    */
   query(sql: string): AsyncGenerator<Row, void, undefined>;
   /** The same, as Apache Arrow record batches (the type mapping of {@link streamDataset}). */

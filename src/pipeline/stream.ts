@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { RecordBatch } from 'apache-arrow';
 import { Accounting } from '../extract/accounting.js';
 import { arrowBatches, DEFAULT_BATCH_ROWS } from '../load/read/arrow.js';
+import { WholeStream, withEndRow } from '../load/read/query.js';
 import { stagedSelect } from '../load/write/commit.js';
 import { openEngine } from '../load/engine.js';
 import { datasetShape, STAGED_PARTITION } from '../load/schema.js';
@@ -76,7 +77,8 @@ export async function* streamJobBatches(job: Job, opts: StreamJobOptions = {}): 
           const sql =
             `SELECT ${columns}, ${partition.join(', ')} ` +
             `FROM (${stagedSelect(w.def, runId, ingestedAt, staged.stagedFiles, staged.pageFiles)}) ORDER BY ${order}`;
-          const result = await engine.conn.stream(sql);
+          // With its end row, so that a stream DuckDB stops (storage, memory) fails instead of ending short.
+          const result = new WholeStream(await engine.conn.stream(withEndRow(sql)));
           yield* arrowBatches(result, opts.batchRows ?? DEFAULT_BATCH_ROWS);
         }
         opts.onWindow?.({ window: w.id, rows: outcome.rows, rejects: outcome.rejects, requests: outcome.acct.requests });
