@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getDataset } from '../../src/datasets/registry.js';
 import { parseJob } from '../../src/pipeline/job.js';
-import type { RunReport } from '../../src/pipeline/report.js';
+import { formatReport, type RunReport } from '../../src/pipeline/report.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { startSimulator, type RunningSimulator, type SimulatorExamples } from '../../src/simulator/index.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
@@ -200,5 +200,28 @@ describe('explorer snapshot datasets round trip', () => {
       expect(r.api_message).toMatch(/not verified/i);
       expect(r.abi).toBeNull();
     }
+  });
+
+  // Issue 37: an unverified contract's ABI and code answers ("not verified", HTTP 404 on the simulator) are
+  // expected answers, recorded as rows with verified = false: the report counts them as not verified, never
+  // as failed requests or windows.
+  it('contracts: an unverified contract is counted as not verified, not as failed requests, retries or windows', async () => {
+    expect(report.status).toBe('complete');
+    expect(report.errors).toEqual([]);
+    // The ABI and the code record of the unverified contract: two answers that said "not verified".
+    expect(report.notVerified).toBe(2);
+    expect(report.failures).toEqual({});
+    expect(report.totals.windowsFailed).toBe(0);
+    expect(report.totals.retries).toBe(0);
+    const text = formatReport(report);
+    expect(text).toContain('note: 2 answers said a contract is not verified: recorded as rows with verified = false, not as failures');
+    expect(text).not.toMatch(/^failed: /m);
+    const rows = await queryCatalog(lake, 'SELECT verified, count(*)::INTEGER AS n FROM contracts GROUP BY 1 ORDER BY 1');
+    expect(rows).toEqual([
+      { verified: false, n: 2 },
+      { verified: true, n: 2 },
+    ]);
+    const windows = await queryCatalog(lake, "SELECT count(*)::INTEGER AS n FROM windows WHERE status <> 'committed'");
+    expect(windows).toEqual([{ n: 0 }]);
   });
 });

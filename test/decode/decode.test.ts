@@ -19,7 +19,7 @@ import { queryCatalog, tempDir } from '../helpers/lake.js';
 
 const SHOWCASE_EVENTS = showcaseEvents();
 const SEED = 3;
-const TO = 7_000;
+const TO = 3_500;
 let sim: RunningSimulator;
 let lake: string;
 let cleanup: () => Promise<void>;
@@ -335,7 +335,7 @@ describe('re-decoding', () => {
     const fetchReject = {
       dataset: 'event_logs',
       network: 'mainnet',
-      window: 'event_logs/mainnet/all/0-7000',
+      window: 'event_logs/mainnet/all/0-3500',
       field: 'data',
       raw_value: '"0xzz"',
       reason: 'not hex',
@@ -386,7 +386,7 @@ describe('in the export run', () => {
           name: 'decode-in-run',
           target: 'simulator',
           lake: dir,
-          range: { fromBlock: 0, toBlock: 4000 },
+          range: { fromBlock: 0, toBlock: 2000 },
           datasets: { event_logs: { contracts: [{ address: A(A_SHOWCASE), topics: [toEventSelector(configured)] }] } },
           decode: { contracts: [{ address: A(A_SHOWCASE), name: 'fromapi', events: ['Configured'] }] },
         },
@@ -400,7 +400,7 @@ describe('in the export run', () => {
       const n = await queryCatalog(dir, 'SELECT count(*)::INTEGER AS n FROM fromapi_configured');
       expect(n[0]!.n).toBe(r.decoded!.datasets[0]!.rows);
       expect(n[0]!.n).toBeGreaterThan(0);
-      expect(n[0]!.n).toBeLessThan(logs.length); // only the run's blocks (0-4000), not the test's 0-7000
+      expect(n[0]!.n).toBeLessThan(logs.length); // only the run's blocks (0-2000), not the test's 0-3500
     } finally {
       await done();
     }

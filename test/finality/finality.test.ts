@@ -2,6 +2,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
+import { verifySession } from '../../src/pipeline/verify/session.js';
 import { PRESETS } from '../../src/simulator/chain.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
@@ -81,6 +82,12 @@ const cleanAtH0Plus3 = () =>
     return lake;
   })());
 
+/** The decoded ERC-20 transfers' `columns`, as sorted text. */
+const decoded = async (lake: string, columns: string): Promise<string[]> =>
+  (await queryCatalog(lake, `SELECT ${columns} FROM erc20_transfer_events ORDER BY ALL`)).map((r) =>
+    JSON.stringify(r, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v)),
+  );
+
 const rowsOf = (lake: string, dataset: string) =>
   queryCatalog(lake, `SELECT transaction_hash, block_number FROM ${dataset}`).then(
     (rows) => new Set(rows.map((r) => `${String(r.transaction_hash)}@${String(r.block_number)}`)),
@@ -137,9 +144,10 @@ describe('finality', () => {
     expect(Number(filled[0]!.n)).toBeGreaterThan(0);
   });
 
-  it('event_logs, whose rows carry no block: a reorganised log is gone after the next run, the others stay, two scopes of one contract', async () => {
+  it('event_logs, whose rows carry no block: a reorganised log is gone after the next run, the others stay, two scopes of one contract; its decoded row goes in the commit that replaces its window, the decoded rows equal a clean run’s and verify holds', async () => {
     // The real dialect lists a contract's logs without topics: one contract as two scopes (all its logs, its
-    // Transfers), so a Transfer log is listed by both, and each scope replaces only the rows it lists.
+    // Transfers), so a Transfer log is listed by both, and each scope replaces only the rows it lists. The job
+    // decodes the ERC-20 events in its run: a reorganised log's decoded row must go with it (issue 36).
     const logsJob = (sim: RunningSimulator, lake: string) =>
       parseJob(
         {
@@ -152,6 +160,7 @@ describe('finality', () => {
               contracts: [{ address: sim.examples.erc20Token }, { address: sim.examples.erc20Token, topics: [sim.examples.transferTopic] }],
             },
           },
+          decode: { standard: ['erc20'] },
         },
         'finality-logs-test',
         process.env,
@@ -166,6 +175,7 @@ describe('finality', () => {
     expect(first.status).toBe('complete');
     await expectFinality(lake, first.runId, H0);
     const before = await logs(lake);
+    const decodedBefore = await decoded(lake, 'transaction_hash, log_index');
 
     sim.advanceHead(3);
     const second = await runJob(logsJob(sim, lake), { simulator: sim });
@@ -188,5 +198,14 @@ describe('finality', () => {
     const canonical = await logs(cleanLake);
     for (const r of gone) expect(canonical.has(r)).toBe(false);
     expect([...before].filter((r) => after.has(r)).length).toBeGreaterThan(0);
+
+    // The decoded rows: the clean run's, and those of the fork's logs (decoded once) are gone with them.
+    const columns = 'token_address, "timestamp", transaction_hash, log_index, sender, receiver, value';
+    expect(await decoded(lake, columns)).toEqual(await decoded(cleanLake, columns));
+    const kept = new Set(await decoded(lake, 'transaction_hash, log_index'));
+    expect(decodedBefore.filter((k) => !kept.has(k)).length).toBeGreaterThan(0);
+    const s = await verifySession(logsJob(sim, lake), { kind: 'local', lake }, {}, { simulator: sim });
+    expect(s.rows.length).toBeGreaterThan(0);
+    expect(s.rows.filter((r) => r.status === 'differs')).toEqual([]);
   });
 });

@@ -60,17 +60,8 @@ afterAll(async () => {
 });
 
 describe('merge by natural key', () => {
-  it('overlapping windows and a re-run of every window leave one row per key: the same lake as one full run', async () => {
+  it('overlapping windows and a re-run of every window leave one row per key, merged a few partitions at a time: the same lake as one full run', async () => {
     const lake = path.join(dir, 'overlap');
-    // The second run overlaps the first; the third re-runs every window of both.
-    const head = (await run(lake, { fromBlock: 0, toBlock: 20_000 })).head!;
-    await run(lake, { fromBlock: 10_000, toBlock: head });
-    await run(lake, { fromBlock: 0, toBlock: head });
-    await expectAsOneFullRun(lake);
-  });
-
-  it('merging a few partitions at a time gives the same lake, also over existing files and repeated keys', async () => {
-    const lake = path.join(dir, 'sliced');
     const perPartition = await queryCatalog(fullLake, 'SELECT block_date::VARCHAR AS p, count(*)::BIGINT AS n FROM transactions GROUP BY 1 ORDER BY 1');
     const counts = perPartition.map((r) => [String(r.p), Number(r.n)] as const);
     // Two of the largest partitions fit a slice: slices of two or more, and more than two slices over five days.
@@ -79,9 +70,12 @@ describe('merge by natural key', () => {
     const slices = slicePartitions(counts, sliceRows);
     expect(slices.length).toBeGreaterThan(2);
     expect(slices.some((sl) => sl.length > 1)).toBe(true);
-    // Into an empty lake, then over all of it: partitions with files and repeated keys, and partitions without.
-    await run(lake, { fromBlock: 0, toBlock: 20_000 }, sliceRows);
-    await run(lake, { fromBlock: 0 }, sliceRows);
+    // The second run overlaps the first; the third re-runs every window of both. Each merges in slices: into an
+    // empty lake, then over partitions with files and repeated keys and partitions without, then over files and
+    // repeated keys in every partition. (The file's other runs merge at once: the default slice holds them whole.)
+    const head = (await run(lake, { fromBlock: 0, toBlock: 20_000 }, sliceRows)).head!;
+    await run(lake, { fromBlock: 10_000, toBlock: head }, sliceRows);
+    await run(lake, { fromBlock: 0, toBlock: head }, sliceRows);
     await expectAsOneFullRun(lake);
   });
 

@@ -156,6 +156,8 @@ describe('query results read from DuckDB buffers', () => {
     let row = 0;
     let views = 0;
     let longStrings = 0;
+    // Every cell compared; the first that differs is reported (an expect per cell cost more than the reading).
+    let firstDiff: { row: number; column: number; got: string | null; want: string | null } | null = null;
     for (;;) {
       const chunk = await result.fetchChunk();
       if (!chunk || chunk.rowCount === 0) break;
@@ -163,13 +165,15 @@ describe('query results read from DuckDB buffers', () => {
         const col = new RawColumn(chunk, c, chunk.rowCount, 16);
         for (let r = 0; r < chunk.rowCount; r++) {
           const want = expected[row + r]![c] as string | null;
-          expect(col.valid(r) ? decoder.decode(col.bytes(r)) : null).toBe(want);
+          const got = col.valid(r) ? decoder.decode(col.bytes(r)) : null;
+          if (got !== want) firstDiff ??= { row: row + r, column: c, got, want };
           if (want !== null && Buffer.byteLength(want) > 12) longStrings++;
         }
         views += col.stringViews;
       }
       row += chunk.rowCount;
     }
+    expect(firstDiff).toBeNull();
     expect(row).toBe(expected.length);
     expect(longStrings).toBeGreaterThan(10_000); // 15,971
     // Read through a few views each (one string per cell would be thousands per chunk).
