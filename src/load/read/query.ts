@@ -81,6 +81,8 @@ export class WholeStream extends DuckDBResult {
     const marker = chunk.getColumnVector(super.columnCount - 1);
     if (marker.getItem(rows - 1) !== true) return new WithoutMarker(chunk.chunk);
     this.ended = true;
+    // Read DuckDB's own end too: until then the query stays open, holding its database (and its file's lock).
+    await super.fetchChunk();
     if (rows === 1) return null;
     chunk.rowCount = rows - 1;
     return new WithoutMarker(chunk.chunk);
