@@ -7,10 +7,11 @@ import { DATASETS } from '../datasets/registry.js';
 import type { CommittedFile } from './write/commit.js';
 import { DuckDbCatalog, type CatalogDb } from '../ducklake/catalog-db.js';
 import { ensureVerificationsTable, verificationsDdl } from './ledger/verifications.js';
-import { initialiseCatalog } from '../ducklake/ddl.js';
+import { initialiseCatalog, uuidv7 } from '../ducklake/ddl.js';
 import { currentSnapshot, listAllColumns, listDataFiles, listInlinedData, listTables, scanSql } from '../ducklake/reader.js';
 import { commitTables, expireSnapshots, filesToDelete, forgetDeletedFiles, type StagedFile } from '../ducklake/writer.js';
-import { readdir, rm, rmdir } from 'node:fs/promises';
+import { link, open, readdir, readFile, rm, rmdir } from 'node:fs/promises';
+import { fsyncDir } from './write/durable.js';
 import { ChainlakeError } from '../errors.js';
 import { JoinedDuckDbCatalog, readLakeState, type LakeState } from './write/lake-state.js';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
@@ -131,16 +132,61 @@ export async function retryOnLock<T>(fn: () => Promise<T>, waitMs: number, what:
 
 /**
  * Removes what a killed process's DuckDB left in the catalog's temporary directory (`catalog.duckdb.tmp`, DuckDB's
- * default beside the database), which DuckDB does not remove. Called right after the catalog is opened for writing:
+ * default beside the database), which DuckDB does not remove, and a new catalog's copy a kill left unlinked
+ * (placeNewCatalog). Called right after the catalog is opened for writing:
  * DuckDB's lock on the file is then exclusive, so no other process has it open (a reader's read-only DuckDB spills
  * there too), and this one has not spilled yet.
  */
 async function removeStaleTemporaryFiles(catalog: string): Promise<void> {
+  const base = path.basename(catalog);
+  for (const f of await readdir(path.dirname(catalog)).catch(() => [] as string[]))
+    if (f.startsWith(`${base}.`) && f.endsWith(NEW_CATALOG_SUFFIX)) await rm(path.join(path.dirname(catalog), f), { force: true });
   const dir = `${catalog}.tmp`;
   const stale = (await readdir(dir).catch(() => [] as string[])).filter((f) => f.startsWith('duckdb_temp_'));
   for (const f of stale) await rm(path.join(dir, f), { force: true });
   if (stale.length) await rmdir(dir).catch(() => undefined);
 }
+
+/** lake_meta's mark of a catalog copied from another new lake's and not yet given its own lake's values (Catalog.adopt). */
+const ADOPT_KEY = 'adopt';
+
+/**
+ * The file of the first new catalog this process set up (Catalog.image), which later new catalogs start as a copy
+ * of: a new catalog's setup (the ledger's and the DuckLake's ~50 tables, the views and their ~460 comments) is
+ * ~0.15 CPU-s of statements and checkpoint, paid once per process instead of once per lake (docs/performance.md).
+ * Made by this very process, so by the declarations a setup would apply now.
+ */
+let newCatalogImage: Buffer | undefined;
+
+/**
+ * A new lake's catalog as a copy of `image`, whole or not at all: written and fsynced beside it, then linked into
+ * place (never over a catalog another process just created: then that one is used) and the folder fsynced.
+ * A copy left by a kill before the link is removed by the next open (removeStaleTemporaryFiles).
+ */
+async function placeNewCatalog(catalog: string, image: Buffer): Promise<void> {
+  const copy = `${catalog}.${process.pid}${NEW_CATALOG_SUFFIX}`;
+  const fh = await open(copy, 'w');
+  try {
+    await fh.writeFile(image);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  try {
+    await link(copy, catalog);
+    await fsyncDir(path.dirname(catalog));
+  } catch (e) {
+    // Another process created the catalog first (it is then used as it is), or the filesystem has no hard links
+    // (DuckDB then creates the catalog and it is set up by statements, as the first one was).
+    // ENOENT: the copy was removed by a process that opened the catalog it created meanwhile.
+    if (!['EEXIST', 'ENOENT', 'EPERM', 'ENOTSUP'].includes((e as NodeJS.ErrnoException).code ?? '')) throw e;
+  } finally {
+    await rm(copy, { force: true });
+  }
+}
+
+/** The ending of a new catalog's copy before it is linked into place (placeNewCatalog). */
+const NEW_CATALOG_SUFFIX = '.new';
 
 /**
  * `<lake>/catalog.duckdb`: a view per dataset (with column comments) and the run bookkeeping. A writer
@@ -166,6 +212,8 @@ export class Catalog {
    * each use, the catalog's DuckDB gives its memory back.
    */
   static async hold<T>(paths: LakePaths, fn: (c: Catalog) => Promise<T>, opts: { waitMs?: number } = {}): Promise<T> {
+    const fresh = !existsSync(paths.catalog);
+    if (fresh && newCatalogImage) await placeNewCatalog(paths.catalog, newCatalogImage);
     const instance = await retryOnLock(
       () =>
         DuckDBInstance.create(paths.catalog, {
@@ -183,8 +231,13 @@ export class Catalog {
       try {
         await conn.run("SET TimeZone = 'UTC'");
         const catalog = new Catalog(conn, paths);
-        if (!(await catalog.setUpAlready())) await catalog.setUp();
-        await catalog.ensureDuckLake();
+        const setUp = await catalog.setUpState();
+        if (!setUp.current) await catalog.setUp();
+        if (await catalog.ensureDuckLake()) {
+          // A new DuckLake gets its views (empty ones) and comments at once; a copy of it then starts the next new catalog.
+          await catalog.transaction(() => catalog.refreshViews());
+          if (fresh && !newCatalogImage) newCatalogImage = await catalog.image();
+        } else if (setUp.adopt) await catalog.adopt();
         return await fn(catalog);
       } finally {
         conn.closeSync();
@@ -194,12 +247,45 @@ export class Catalog {
     }
   }
 
-  /** Whether this catalog records the current ledger declaration (LEDGER_SIGNATURE): a fresh one has no lake_meta. */
-  private async setUpAlready(): Promise<boolean> {
+  /**
+   * The catalog's file as it is now, marked to be adopted (adopt), for a copy to start another new lake: taken
+   * right after a new catalog's setup, so it holds what every new catalog holds and nothing of a run. The mark
+   * stays in the copy only: this catalog's own values are its lake's already.
+   */
+  private async image(): Promise<Buffer> {
+    await this.run(`INSERT OR REPLACE INTO lake_meta VALUES (${literal(ADOPT_KEY)}, 'true')`);
+    await this.run('CHECKPOINT');
+    const image = await readFile(this.paths.catalog);
+    await this.run(`DELETE FROM lake_meta WHERE key = ${literal(ADOPT_KEY)}`);
+    return image;
+  }
+
+  /**
+   * A catalog that started as a copy of another new lake's (placeNewCatalog) gets the values that are its own
+   * lake's, in one transaction with the removal of the mark (a kill before leaves the mark: the next open
+   * adopts it): the DuckLake's data path, its schema's UUID, its first snapshot's time, its root.
+   */
+  private async adopt(): Promise<void> {
+    await this.transaction(async () => {
+      await this.lake.query(`UPDATE ducklake_schema SET schema_uuid = $1 WHERE schema_id = 0`, [uuidv7()]);
+      await this.run(`UPDATE ducklake_snapshot SET snapshot_time = NOW() WHERE snapshot_id = 0`);
+      await this.run(`UPDATE ducklake_metadata SET value = ${literal(this.dataPath)} WHERE key = 'data_path' AND scope IS NULL`);
+      await this.run(`INSERT OR REPLACE INTO lake_meta VALUES ('root', ${literal(this.paths.root)})`);
+      await this.run(`DELETE FROM lake_meta WHERE key = ${literal(ADOPT_KEY)}`);
+    });
+  }
+
+  /**
+   * Whether this catalog records the current ledger declaration (LEDGER_SIGNATURE: a fresh one has no lake_meta),
+   * and whether it is a copy still to adopt (see adopt), in one read.
+   */
+  private async setUpState(): Promise<{ current: boolean; adopt: boolean }> {
     try {
-      return (await this.meta(LEDGER_SIGNATURE_KEY)) === LEDGER_SIGNATURE;
+      const rows = await this.rows(`SELECT key, value FROM lake_meta WHERE key IN (${literal(LEDGER_SIGNATURE_KEY)}, ${literal(ADOPT_KEY)})`);
+      const meta = new Map(rows.map((r) => [String(r[0]), String(r[1])]));
+      return { current: meta.get(LEDGER_SIGNATURE_KEY) === LEDGER_SIGNATURE, adopt: meta.has(ADOPT_KEY) };
     } catch {
-      return false;
+      return { current: false, adopt: false };
     }
   }
 
@@ -241,18 +327,19 @@ export class Catalog {
   }
 
   /**
-   * A new catalog becomes a DuckLake (its metadata tables and first snapshot) in one transaction. A catalog of
+   * A new catalog becomes a DuckLake (its metadata tables and first snapshot) in one transaction (then: true). A catalog of
    * the layout before (one data.parquet per partition, a `files` table) is refused with the way to convert it.
    */
-  async ensureDuckLake(): Promise<void> {
+  async ensureDuckLake(): Promise<boolean> {
     const tables = new Set((await this.rows(`SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()`)).map((r) => String(r[0])));
     if (tables.has('files')) {
       throw new ChainlakeError(`the lake at ${this.paths.root} was written by an earlier chainlake (one data.parquet per partition, not a DuckLake)`, {
         hint: '`chainlake catalog rebuild` converts it: every partition is rewritten once as a DuckLake data file, runs, windows and watermarks are kept',
       });
     }
-    if (tables.has('ducklake_metadata')) return;
+    if (tables.has('ducklake_metadata')) return false;
     await this.transaction(() => initialiseCatalog(this.lake, { dataPath: this.dataPath }));
+    return true;
   }
 
   /**
