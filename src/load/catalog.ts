@@ -303,6 +303,17 @@ export class Catalog {
     });
   }
 
+  /**
+   * The views rebuilt at the lake's current place when the lake has moved since they were built (its recorded root
+   * is another): true when it had moved (false for a catalog that recorded no root yet).
+   */
+  async relocate(): Promise<boolean> {
+    const root = await this.meta('root');
+    if (root === this.paths.root) return false;
+    await this.transaction(() => this.refreshViews({ force: true }));
+    return root !== undefined;
+  }
+
   /** Runs `fn` in one catalog transaction: all of its records land, or none. */
   async transaction<T>(fn: () => Promise<T>): Promise<T> {
     await this.run('BEGIN TRANSACTION');
