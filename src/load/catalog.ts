@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import os from 'node:os';
 import { CATALOG_WAIT_NOTICE_MS, catalogWaitListener, catalogWaitMs } from './catalog-wait.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -90,9 +91,10 @@ const int = (n: string | null): string => {
 };
 const str = (s: string | null | undefined): string => (s === null || s === undefined ? 'NULL' : literal(s));
 
-/** DuckDB's refusal to open a database file another process holds (a writer, or readers against a writer). */
+/** DuckDB's refusal to open a database file another process holds (a writer, or readers against a writer), or another hold of this one. */
 export function isLockConflict(e: unknown): boolean {
-  return /Could not set lock on file|Conflicting lock is held/i.test((e as Error)?.message ?? '');
+  // The last: a hold of this process attached the file already (Catalog.hold), waited out like another process's.
+  return /Could not set lock on file|Conflicting lock is held|Unique file handle conflict/i.test((e as Error)?.message ?? '');
 }
 
 /** The catalog file and its holder, as DuckDB's lock error names them. */
@@ -145,6 +147,45 @@ async function removeStaleTemporaryFiles(catalog: string): Promise<void> {
   const stale = (await readdir(dir).catch(() => [] as string[])).filter((f) => f.startsWith('duckdb_temp_'));
   for (const f of stale) await rm(path.join(dir, f), { force: true });
   if (stale.length) await rmdir(dir).catch(() => undefined);
+}
+
+/**
+ * The in-memory DuckDB every catalog of this process is attached to for the time of a hold (Catalog.hold): a
+ * DuckDB of its own per hold cost ~12 ms of CPU more to create and close than an ATTACH and DETACH (DuckDB loads
+ * its built-in extensions into every new database instance), three to four times per run (docs/performance.md).
+ * What spills goes to a folder of this process under the system temp directory, named as scratch folders are
+ * (pipeline/scratch.ts) so that the folder of a killed one is swept; it is made only when something spills.
+ */
+let host: Promise<DuckDBInstance> | undefined;
+/** Holds so far: each attaches its catalog under a name of its own (holds of several lakes may overlap). */
+let attached = 0;
+
+function catalogHost(): Promise<DuckDBInstance> {
+  host ??= DuckDBInstance.create(':memory:', {
+    threads: '1',
+    memory_limit: CATALOG_MEMORY_LIMIT,
+    // As pipeline/scratch.ts names its folders (chainlake-<kind>-<host>-<pid>-<6 characters>): swept when dead.
+    temp_directory: path.join(
+      os.tmpdir(),
+      `chainlake-catalog-${os.hostname().replace(/[^A-Za-z0-9.-]/g, '_') || 'host'}-${process.pid}-${randomBytes(3).toString('hex')}`,
+    ),
+    autoinstall_known_extensions: 'false',
+    autoload_known_extensions: 'true',
+  }).catch((e: unknown) => {
+    host = undefined;
+    throw e;
+  });
+  return host;
+}
+
+/** Detaches a hold's catalog on a connection of its own (the hold's is closed, with any transaction it left). */
+async function detach(alias: string): Promise<void> {
+  const conn = await (await catalogHost()).connect();
+  try {
+    await conn.run(`DETACH ${alias}`);
+  } finally {
+    conn.closeSync();
+  }
 }
 
 /** lake_meta's mark of a catalog copied from another new lake's and not yet given its own lake's values (Catalog.adopt). */
@@ -206,44 +247,42 @@ export class Catalog {
   }
 
   /**
-   * Opens the catalog exclusively (waiting for readers) in a DuckDB of its own, runs `fn`, closes it. Not on the
-   * run's engine: the DuckLake's tables and statistics a commit reads and writes would stay in the engine's pool
-   * and allocator beside the merges (~50 MB more at the 5M-row memory bench's peak when they did); closed after
-   * each use, the catalog's DuckDB gives its memory back.
+   * Opens the catalog exclusively (waiting for readers), runs `fn`, detaches it: attached to the process's catalog
+   * DuckDB (catalogHost) on a connection of its own, which is closed with it (its temporary tables go too). Not on
+   * the run's engine: the DuckLake's tables and statistics a commit reads and writes would stay in the engine's pool
+   * and allocator beside the merges (~50 MB more at the 5M-row memory bench's peak when they did); detached after
+   * each use, the catalog's pages leave the host's pool.
    */
   static async hold<T>(paths: LakePaths, fn: (c: Catalog) => Promise<T>, opts: { waitMs?: number } = {}): Promise<T> {
     const fresh = !existsSync(paths.catalog);
     if (fresh && newCatalogImage) await placeNewCatalog(paths.catalog, newCatalogImage);
-    const instance = await retryOnLock(
-      () =>
-        DuckDBInstance.create(paths.catalog, {
-          threads: '1',
-          memory_limit: CATALOG_MEMORY_LIMIT,
-          autoinstall_known_extensions: 'false',
-          autoload_known_extensions: 'true',
-        }),
-      opts.waitMs ?? catalogWaitMs(300_000),
-      'commit',
-    );
+    const host = await catalogHost();
+    const alias = ident(`chainlake_catalog_${++attached}`);
+    const conn = await host.connect();
+    try {
+      await retryOnLock(() => conn.run(`ATTACH ${literal(paths.catalog)} AS ${alias}`), opts.waitMs ?? catalogWaitMs(300_000), 'commit');
+    } catch (e) {
+      conn.closeSync();
+      throw e;
+    }
     try {
       await removeStaleTemporaryFiles(paths.catalog);
-      const conn = await instance.connect();
-      try {
-        await conn.run("SET TimeZone = 'UTC'");
-        const catalog = new Catalog(conn, paths);
-        const setUp = await catalog.setUpState();
-        if (!setUp.current) await catalog.setUp();
-        if (await catalog.ensureDuckLake()) {
-          // A new DuckLake gets its views (empty ones) and comments at once; a copy of it then starts the next new catalog.
-          await catalog.transaction(() => catalog.refreshViews());
-          if (fresh && !newCatalogImage) newCatalogImage = await catalog.image();
-        } else if (setUp.adopt) await catalog.adopt();
-        return await fn(catalog);
-      } finally {
-        conn.closeSync();
-      }
+      await conn.run(`USE ${alias}`);
+      await conn.run("SET TimeZone = 'UTC'");
+      const catalog = new Catalog(conn, paths);
+      const setUp = await catalog.setUpState();
+      if (!setUp.current) await catalog.setUp();
+      if (await catalog.ensureDuckLake()) {
+        // A new DuckLake gets its views (empty ones) and comments at once; a copy of it then starts the next new catalog.
+        await catalog.transaction(() => catalog.refreshViews());
+        if (fresh && !newCatalogImage) newCatalogImage = await catalog.image();
+      } else if (setUp.adopt) await catalog.adopt();
+      return await fn(catalog);
     } finally {
-      instance.closeSync();
+      // Detached once no transaction of this connection is open on it: DETACH checkpoints the file and releases
+      // DuckDB's lock on it, as closing a DuckDB of its own did.
+      conn.closeSync();
+      await detach(alias);
     }
   }
 
