@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import os from 'node:os';
 import { CATALOG_WAIT_NOTICE_MS, catalogWaitListener, catalogWaitMs } from './catalog-wait.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -7,10 +8,11 @@ import { DATASETS } from '../datasets/registry.js';
 import type { CommittedFile } from './write/commit.js';
 import { DuckDbCatalog, type CatalogDb } from '../ducklake/catalog-db.js';
 import { ensureVerificationsTable, verificationsDdl } from './ledger/verifications.js';
-import { initialiseCatalog } from '../ducklake/ddl.js';
+import { initialiseCatalog, uuidv7 } from '../ducklake/ddl.js';
 import { currentSnapshot, listAllColumns, listDataFiles, listInlinedData, listTables, scanSql } from '../ducklake/reader.js';
 import { commitTables, expireSnapshots, filesToDelete, forgetDeletedFiles, type StagedFile } from '../ducklake/writer.js';
-import { readdir, rm, rmdir } from 'node:fs/promises';
+import { link, open, readdir, readFile, rm, rmdir } from 'node:fs/promises';
+import { fsyncDir } from './write/durable.js';
 import { ChainlakeError } from '../errors.js';
 import { JoinedDuckDbCatalog, readLakeState, type LakeState } from './write/lake-state.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
@@ -90,9 +92,10 @@ const int = (n: string | null): string => {
 };
 const str = (s: string | null | undefined): string => (s === null || s === undefined ? 'NULL' : literal(s));
 
-/** DuckDB's refusal to open a database file another process holds (a writer, or readers against a writer). */
+/** DuckDB's refusal to open a database file another process holds (a writer, or readers against a writer), or another hold of this one. */
 export function isLockConflict(e: unknown): boolean {
-  return /Could not set lock on file|Conflicting lock is held/i.test((e as Error)?.message ?? '');
+  // The last: a hold of this process attached the file already (Catalog.hold), waited out like another process's.
+  return /Could not set lock on file|Conflicting lock is held|Unique file handle conflict/i.test((e as Error)?.message ?? '');
 }
 
 /** The catalog file and its holder, as DuckDB's lock error names them. */
@@ -132,16 +135,122 @@ export async function retryOnLock<T>(fn: () => Promise<T>, waitMs: number, what:
 
 /**
  * Removes what a killed process's DuckDB left in the catalog's temporary directory (`catalog.duckdb.tmp`, DuckDB's
- * default beside the database), which DuckDB does not remove. Called right after the catalog is opened for writing:
+ * default beside the database), which DuckDB does not remove, and a new catalog's copy a kill left unlinked
+ * (placeNewCatalog). Called right after the catalog is opened for writing:
  * DuckDB's lock on the file is then exclusive, so no other process has it open (a reader's read-only DuckDB spills
  * there too), and this one has not spilled yet.
  */
 async function removeStaleTemporaryFiles(catalog: string): Promise<void> {
+  const base = path.basename(catalog);
+  for (const f of await readdir(path.dirname(catalog)).catch(() => [] as string[]))
+    if (f.startsWith(`${base}.`) && f.endsWith(NEW_CATALOG_SUFFIX)) await rm(path.join(path.dirname(catalog), f), { force: true });
   const dir = `${catalog}.tmp`;
   const stale = (await readdir(dir).catch(() => [] as string[])).filter((f) => f.startsWith('duckdb_temp_'));
   for (const f of stale) await rm(path.join(dir, f), { force: true });
   if (stale.length) await rmdir(dir).catch(() => undefined);
 }
+
+/**
+ * The in-memory DuckDB every catalog of this process is attached to for the time of a hold (Catalog.hold): a
+ * DuckDB of its own per hold cost ~12 ms of CPU more to create and close than an ATTACH and DETACH (DuckDB loads
+ * its built-in extensions into every new database instance), three to four times per run (docs/performance.md).
+ * What spills goes to a folder of this process under the system temp directory, named as scratch folders are
+ * (pipeline/scratch.ts) so that the folder of a killed one is swept; it is made only when something spills.
+ */
+let host: Promise<DuckDBInstance> | undefined;
+/** Holds so far: each attaches its catalog under a name of its own (holds of several lakes may overlap). */
+let attached = 0;
+/** Holds going on now; with none for HOST_IDLE_MS, the host is closed (closeIdleHost). */
+let active = 0;
+let idle: NodeJS.Timeout | undefined;
+/**
+ * How long the host stays open without a hold. The holds of a run's start and of a small commit come closer than
+ * this; a run fetching or merging for longer gives the host's memory back meanwhile (kept open, it added 35 MB to
+ * the 1M-row memory bench's peak RSS and 11 MB to the 5M-row one's).
+ */
+const HOST_IDLE_MS = 1_000;
+
+/** Closes the host once no hold has used it for HOST_IDLE_MS (the timer does not keep the process alive). */
+function releaseHost(): void {
+  if (--active > 0) return;
+  clearTimeout(idle);
+  idle = setTimeout(() => {
+    if (active > 0 || !host) return;
+    const closing = host;
+    host = undefined;
+    void closing.then((i) => i.closeSync()).catch(() => undefined);
+  }, HOST_IDLE_MS);
+  idle.unref();
+}
+
+function catalogHost(): Promise<DuckDBInstance> {
+  host ??= DuckDBInstance.create(':memory:', {
+    threads: '1',
+    memory_limit: CATALOG_MEMORY_LIMIT,
+    // As pipeline/scratch.ts names its folders (chainlake-<kind>-<host>-<pid>-<6 characters>): swept when dead.
+    temp_directory: path.join(
+      os.tmpdir(),
+      `chainlake-catalog-${os.hostname().replace(/[^A-Za-z0-9.-]/g, '_') || 'host'}-${process.pid}-${randomBytes(3).toString('hex')}`,
+    ),
+    autoinstall_known_extensions: 'false',
+    autoload_known_extensions: 'true',
+  }).catch((e: unknown) => {
+    host = undefined;
+    throw e;
+  });
+  return host;
+}
+
+/** Detaches a hold's catalog on a connection of its own (the hold's is closed, with any transaction it left). */
+async function detach(alias: string): Promise<void> {
+  const conn = await (await catalogHost()).connect();
+  try {
+    await conn.run(`DETACH ${alias}`);
+  } finally {
+    conn.closeSync();
+  }
+}
+
+/** lake_meta's mark of a catalog copied from another new lake's and not yet given its own lake's values (Catalog.adopt). */
+const ADOPT_KEY = 'adopt';
+
+/**
+ * The file of the first new catalog this process set up (Catalog.image), which later new catalogs start as a copy
+ * of: a new catalog's setup (the ledger's and the DuckLake's ~50 tables, the views and their ~460 comments) is
+ * ~0.15 CPU-s of statements and checkpoint, paid once per process instead of once per lake (docs/performance.md).
+ * Made by this very process, so by the declarations a setup would apply now.
+ */
+let newCatalogImage: Buffer | undefined;
+
+/**
+ * A new lake's catalog as a copy of `image`, whole or not at all: written and fsynced beside it, then linked into
+ * place (never over a catalog another process just created: then that one is used) and the folder fsynced.
+ * A copy left by a kill before the link is removed by the next open (removeStaleTemporaryFiles).
+ */
+async function placeNewCatalog(catalog: string, image: Buffer): Promise<void> {
+  const copy = `${catalog}.${process.pid}${NEW_CATALOG_SUFFIX}`;
+  const fh = await open(copy, 'w');
+  try {
+    await fh.writeFile(image);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  try {
+    await link(copy, catalog);
+    await fsyncDir(path.dirname(catalog));
+  } catch (e) {
+    // Another process created the catalog first (it is then used as it is), or the filesystem has no hard links
+    // (DuckDB then creates the catalog and it is set up by statements, as the first one was).
+    // ENOENT: the copy was removed by a process that opened the catalog it created meanwhile.
+    if (!['EEXIST', 'ENOENT', 'EPERM', 'ENOTSUP'].includes((e as NodeJS.ErrnoException).code ?? '')) throw e;
+  } finally {
+    await rm(copy, { force: true });
+  }
+}
+
+/** The ending of a new catalog's copy before it is linked into place (placeNewCatalog). */
+const NEW_CATALOG_SUFFIX = '.new';
 
 /**
  * `<lake>/catalog.duckdb`: a view per dataset (with column comments) and the run bookkeeping. A writer
@@ -161,46 +270,95 @@ export class Catalog {
   }
 
   /**
-   * Opens the catalog exclusively (waiting for readers) in a DuckDB of its own, runs `fn`, closes it. Not on the
-   * run's engine: the DuckLake's tables and statistics a commit reads and writes would stay in the engine's pool
-   * and allocator beside the merges (~50 MB more at the 5M-row memory bench's peak when they did); closed after
-   * each use, the catalog's DuckDB gives its memory back.
+   * Opens the catalog exclusively (waiting for readers), runs `fn`, detaches it: attached to the process's catalog
+   * DuckDB (catalogHost) on a connection of its own, which is closed with it (its temporary tables go too). Not on
+   * the run's engine: the DuckLake's tables and statistics a commit reads and writes would stay in the engine's pool
+   * and allocator beside the merges (~50 MB more at the 5M-row memory bench's peak when they did); detached after
+   * each use, the catalog's pages leave the host's pool.
    */
   static async hold<T>(paths: LakePaths, fn: (c: Catalog) => Promise<T>, opts: { waitMs?: number } = {}): Promise<T> {
-    const instance = await retryOnLock(
-      () =>
-        DuckDBInstance.create(paths.catalog, {
-          threads: '1',
-          memory_limit: CATALOG_MEMORY_LIMIT,
-          autoinstall_known_extensions: 'false',
-          autoload_known_extensions: 'true',
-        }),
-      opts.waitMs ?? catalogWaitMs(300_000),
-      'commit',
-    );
+    const fresh = !existsSync(paths.catalog);
+    if (fresh && newCatalogImage) await placeNewCatalog(paths.catalog, newCatalogImage);
+    active++;
+    clearTimeout(idle);
     try {
-      await removeStaleTemporaryFiles(paths.catalog);
-      const conn = await instance.connect();
-      try {
-        await conn.run("SET TimeZone = 'UTC'");
-        const catalog = new Catalog(conn, paths);
-        if (!(await catalog.setUpAlready())) await catalog.setUp();
-        await catalog.ensureDuckLake();
-        return await fn(catalog);
-      } finally {
-        conn.closeSync();
-      }
+      return await Catalog.attached(paths, fn, fresh, opts);
     } finally {
-      instance.closeSync();
+      releaseHost();
     }
   }
 
-  /** Whether this catalog records the current ledger declaration (LEDGER_SIGNATURE): a fresh one has no lake_meta. */
-  private async setUpAlready(): Promise<boolean> {
+  /** Catalog.hold's work, on the host (catalogHost) that hold keeps open for it. */
+  private static async attached<T>(paths: LakePaths, fn: (c: Catalog) => Promise<T>, fresh: boolean, opts: { waitMs?: number }): Promise<T> {
+    const instance = await catalogHost();
+    const alias = ident(`chainlake_catalog_${++attached}`);
+    const conn = await instance.connect();
     try {
-      return (await this.meta(LEDGER_SIGNATURE_KEY)) === LEDGER_SIGNATURE;
+      await retryOnLock(() => conn.run(`ATTACH ${literal(paths.catalog)} AS ${alias}`), opts.waitMs ?? catalogWaitMs(300_000), 'commit');
+    } catch (e) {
+      conn.closeSync();
+      throw e;
+    }
+    try {
+      await removeStaleTemporaryFiles(paths.catalog);
+      await conn.run(`USE ${alias}`);
+      await conn.run("SET TimeZone = 'UTC'");
+      const catalog = new Catalog(conn, paths);
+      const setUp = await catalog.setUpState();
+      if (!setUp.current) await catalog.setUp();
+      if (await catalog.ensureDuckLake()) {
+        // A new DuckLake gets its views (empty ones) and comments at once; a copy of it then starts the next new catalog.
+        await catalog.transaction(() => catalog.refreshViews());
+        if (fresh && !newCatalogImage) newCatalogImage = await catalog.image();
+      } else if (setUp.adopt) await catalog.adopt();
+      return await fn(catalog);
+    } finally {
+      // Detached once no transaction of this connection is open on it: DETACH checkpoints the file and releases
+      // DuckDB's lock on it, as closing a DuckDB of its own did.
+      conn.closeSync();
+      await detach(alias);
+    }
+  }
+
+  /**
+   * The catalog's file as it is now, marked to be adopted (adopt), for a copy to start another new lake: taken
+   * right after a new catalog's setup, so it holds what every new catalog holds and nothing of a run. The mark
+   * stays in the copy only: this catalog's own values are its lake's already.
+   */
+  private async image(): Promise<Buffer> {
+    await this.run(`INSERT OR REPLACE INTO lake_meta VALUES (${literal(ADOPT_KEY)}, 'true')`);
+    await this.run('CHECKPOINT');
+    const image = await readFile(this.paths.catalog);
+    await this.run(`DELETE FROM lake_meta WHERE key = ${literal(ADOPT_KEY)}`);
+    return image;
+  }
+
+  /**
+   * A catalog that started as a copy of another new lake's (placeNewCatalog) gets the values that are its own
+   * lake's, in one transaction with the removal of the mark (a kill before leaves the mark: the next open
+   * adopts it): the DuckLake's data path, its schema's UUID, its first snapshot's time, its root.
+   */
+  private async adopt(): Promise<void> {
+    await this.transaction(async () => {
+      await this.lake.query(`UPDATE ducklake_schema SET schema_uuid = $1 WHERE schema_id = 0`, [uuidv7()]);
+      await this.run(`UPDATE ducklake_snapshot SET snapshot_time = NOW() WHERE snapshot_id = 0`);
+      await this.run(`UPDATE ducklake_metadata SET value = ${literal(this.dataPath)} WHERE key = 'data_path' AND scope IS NULL`);
+      await this.run(`INSERT OR REPLACE INTO lake_meta VALUES ('root', ${literal(this.paths.root)})`);
+      await this.run(`DELETE FROM lake_meta WHERE key = ${literal(ADOPT_KEY)}`);
+    });
+  }
+
+  /**
+   * Whether this catalog records the current ledger declaration (LEDGER_SIGNATURE: a fresh one has no lake_meta),
+   * and whether it is a copy still to adopt (see adopt), in one read.
+   */
+  private async setUpState(): Promise<{ current: boolean; adopt: boolean }> {
+    try {
+      const rows = await this.rows(`SELECT key, value FROM lake_meta WHERE key IN (${literal(LEDGER_SIGNATURE_KEY)}, ${literal(ADOPT_KEY)})`);
+      const meta = new Map(rows.map((r) => [String(r[0]), String(r[1])]));
+      return { current: meta.get(LEDGER_SIGNATURE_KEY) === LEDGER_SIGNATURE, adopt: meta.has(ADOPT_KEY) };
     } catch {
-      return false;
+      return { current: false, adopt: false };
     }
   }
 
@@ -216,6 +374,17 @@ export class Catalog {
       await migrateLedger(this.lake);
       await this.run(`INSERT OR REPLACE INTO lake_meta VALUES (${literal(LEDGER_SIGNATURE_KEY)}, ${literal(LEDGER_SIGNATURE)})`);
     });
+  }
+
+  /**
+   * The views rebuilt at the lake's current place when the lake has moved since they were built (its recorded root
+   * is another): true when it had moved (false for a catalog that recorded no root yet).
+   */
+  async relocate(): Promise<boolean> {
+    const root = await this.meta('root');
+    if (root === this.paths.root) return false;
+    await this.transaction(() => this.refreshViews({ force: true }));
+    return root !== undefined;
   }
 
   /** Runs `fn` in one catalog transaction: all of its records land, or none. */
@@ -242,18 +411,19 @@ export class Catalog {
   }
 
   /**
-   * A new catalog becomes a DuckLake (its metadata tables and first snapshot) in one transaction. A catalog of
+   * A new catalog becomes a DuckLake (its metadata tables and first snapshot) in one transaction (then: true). A catalog of
    * the layout before (one data.parquet per partition, a `files` table) is refused with the way to convert it.
    */
-  async ensureDuckLake(): Promise<void> {
+  async ensureDuckLake(): Promise<boolean> {
     const tables = new Set((await this.rows(`SELECT table_name FROM duckdb_tables() WHERE database_name = current_database()`)).map((r) => String(r[0])));
     if (tables.has('files')) {
       throw new ChainlakeError(`the lake at ${this.paths.root} was written by an earlier chainlake (one data.parquet per partition, not a DuckLake)`, {
         hint: '`chainlake catalog rebuild` converts it: every partition is rewritten once as a DuckLake data file, runs, windows and watermarks are kept',
       });
     }
-    if (tables.has('ducklake_metadata')) return;
+    if (tables.has('ducklake_metadata')) return false;
     await this.transaction(() => initialiseCatalog(this.lake, { dataPath: this.dataPath }));
+    return true;
   }
 
   /**

@@ -1,4 +1,6 @@
+import { rename } from 'node:fs/promises';
 import path from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
@@ -82,5 +84,26 @@ describe('incremental runs', () => {
     const b = await queryCatalog(lake, `SELECT DISTINCT from_block, to_block FROM windows WHERE run_id = '${backfill.runId}'`);
     expect(b).toEqual([{ from_block: 1000n, to_block: 2000n }]);
     expect(await queryCatalog(lake, 'SELECT dataset, scope, block FROM watermarks ORDER BY ALL')).toEqual(before);
+  });
+
+  it('a run on a moved lake with nothing new rebuilds its views at the new place: plain DuckDB reads them again', async () => {
+    const lake = path.join(dir, 'to-move');
+    await runJob(job(lake, true), { simulator: sim });
+    const moved = path.join(dir, 'moved');
+    await rename(lake, moved);
+    const again = await runJob(job(moved, true), { simulator: sim });
+    expect(again.totals.windows).toBe(0);
+    // Plain DuckDB, not chainlake's reader (which would shadow stale views): the catalog's own views must name the new place.
+    const instance = await DuckDBInstance.create(path.join(moved, 'catalog.duckdb'), { access_mode: 'READ_ONLY' });
+    try {
+      const conn = await instance.connect();
+      const count = async (table: string) => (await conn.runAndReadAll(`SELECT count(*)::INTEGER FROM ${table}`)).getRowsJS()[0]![0];
+      expect(await count('transactions')).toBeGreaterThan(0);
+      expect(await count('erc20_transfers')).toBeGreaterThan(0);
+      expect((await conn.runAndReadAll(`SELECT value FROM lake_meta WHERE key = 'root'`)).getRowsJS()).toEqual([[moved]]);
+      conn.closeSync();
+    } finally {
+      instance.closeSync();
+    }
   });
 });

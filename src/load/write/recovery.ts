@@ -22,9 +22,11 @@ export interface RecoveryReport {
  * Brings a lake back to a committed state. Must run under the lake lock, before anything else writes:
  * finishes every decided commit left by a killed writer (journal present), records runs killed before that
  * point as abandoned and deletes their staging (which never was visible), and rebuilds the catalog's views
- * when the lake has moved. Idempotent and itself crash-safe: a kill here leaves the same work for next time.
+ * when the lake has moved (unless `relocate` is false: a caller that opens the catalog next does it then, with
+ * Catalog.relocate, instead of opening it once more here). Idempotent and itself crash-safe: a kill here leaves
+ * the same work for next time.
  */
-export async function recoverLake(paths: LakePaths, opts: { currentRunId?: string; by: string }): Promise<RecoveryReport> {
+export async function recoverLake(paths: LakePaths, opts: { currentRunId?: string; by: string; relocate?: boolean }): Promise<RecoveryReport> {
   const report: RecoveryReport = { finished: [], abandoned: [], relocated: false };
   const dirs = (await readdir(paths.stagingRoot).catch(() => [] as string[])).filter((d) => d !== opts.currentRunId).sort();
   const catalogExists = await exists(paths.catalog);
@@ -52,13 +54,8 @@ export async function recoverLake(paths: LakePaths, opts: { currentRunId?: strin
     if (info && reserved) await Catalog.write(paths, (c) => c.recordReservedUsage(info.runId, reserved));
     await rm(dir, { recursive: true, force: true });
   }
-  if (catalogExists || report.finished.length || report.abandoned.length) {
-    report.relocated = await Catalog.hold(paths, async (c) => {
-      const root = await c.meta('root');
-      if (root === paths.root) return false;
-      await c.transaction(() => c.refreshViews({ force: true }));
-      return root !== undefined;
-    });
+  if (opts.relocate !== false && (catalogExists || report.finished.length || report.abandoned.length)) {
+    report.relocated = await Catalog.hold(paths, (c) => c.relocate());
   }
   return report;
 }
