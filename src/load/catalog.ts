@@ -395,7 +395,9 @@ export class Catalog {
       await this.run('COMMIT');
       return result;
     } catch (e) {
-      await this.run('ROLLBACK');
+      // A COMMIT that failed (a full disk) ended the transaction itself, and ROLLBACK then fails with "no transaction
+      // is active": the first error is the one that says what happened. The hold closes the connection either way.
+      await this.run('ROLLBACK').catch(() => undefined);
       throw e;
     }
   }
