@@ -153,7 +153,7 @@ async function removeStaleTemporaryFiles(catalog: string): Promise<void> {
 /**
  * The in-memory DuckDB every catalog of this process is attached to for the time of a hold (Catalog.hold): a
  * DuckDB of its own per hold cost ~12 ms of CPU more to create and close than an ATTACH and DETACH (DuckDB loads
- * its built-in extensions into every new database instance), three to four times per run (docs/performance.md).
+ * its built-in extensions into every new database instance), three to four times per run (docs/performance.md, "A run's fixed cost").
  * What spills goes to a folder of this process under the system temp directory, named as scratch folders are
  * (pipeline/scratch.ts) so that the folder of a killed one is swept; it is made only when something spills.
  */
@@ -217,7 +217,7 @@ const ADOPT_KEY = 'adopt';
 /**
  * The file of the first new catalog this process set up (Catalog.image), which later new catalogs start as a copy
  * of: a new catalog's setup (the ledger's and the DuckLake's ~50 tables, the views and their ~460 comments) is
- * ~0.15 CPU-s of statements and checkpoint, paid once per process instead of once per lake (docs/performance.md).
+ * ~0.15 CPU-s of statements and checkpoint, paid once per process instead of once per lake (docs/performance.md, "A run's fixed cost").
  * Made by this very process, so by the declarations a setup would apply now.
  */
 let newCatalogImage: Buffer | undefined;
