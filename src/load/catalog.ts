@@ -11,8 +11,8 @@ import { ensureVerificationsTable, verificationsDdl } from './ledger/verificatio
 import { initialiseCatalog, uuidv7 } from '../ducklake/ddl.js';
 import { currentSnapshot, listAllColumns, listDataFiles, listInlinedData, listTables, scanSql } from '../ducklake/reader.js';
 import { commitTables, expireSnapshots, filesToDelete, forgetDeletedFiles, type StagedFile } from '../ducklake/writer.js';
-import { link, open, readdir, readFile, rm, rmdir } from 'node:fs/promises';
-import { fsyncDir } from './write/durable.js';
+import { link, readdir, readFile, rm, rmdir } from 'node:fs/promises';
+import { fsyncDir, writeSynced } from './write/durable.js';
 import { ChainlakeError } from '../errors.js';
 import { JoinedDuckDbCatalog, readLakeState, type LakeState } from './write/lake-state.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
@@ -229,13 +229,7 @@ let newCatalogImage: Buffer | undefined;
  */
 async function placeNewCatalog(catalog: string, image: Buffer): Promise<void> {
   const copy = `${catalog}.${process.pid}${NEW_CATALOG_SUFFIX}`;
-  const fh = await open(copy, 'w');
-  try {
-    await fh.writeFile(image);
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
+  await writeSynced(copy, image);
   try {
     await link(copy, catalog);
     await fsyncDir(path.dirname(catalog));

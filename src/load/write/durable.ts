@@ -43,16 +43,21 @@ export async function mkdirDurable(dir: string): Promise<void> {
   }
 }
 
-/** Writes a small file so that it is either absent or whole, even after a crash or power loss. */
-export async function writeFileDurable(file: string, data: string): Promise<void> {
-  const tmp = `${file}.tmp`;
-  const fh = await open(tmp, 'w');
+/** Writes `data` to `file` and syncs it to the disk before returning. */
+export async function writeSynced(file: string, data: string | Buffer): Promise<void> {
+  const fh = await open(file, 'w');
   try {
     await fh.writeFile(data);
     await fh.sync();
   } finally {
     await fh.close();
   }
+}
+
+/** Writes a small file so that it is either absent or whole, even after a crash or power loss. */
+export async function writeFileDurable(file: string, data: string): Promise<void> {
+  const tmp = `${file}.tmp`;
+  await writeSynced(tmp, data);
   await rename(tmp, file);
   await fsyncDir(path.dirname(file));
 }
