@@ -92,8 +92,8 @@ async function parse(argv: string[]): Promise<string> {
 /**
  * yargs lays out a command's whole help text (cliui, wrap-ansi, string-width) each time the command runs, and
  * keeps it for a handler that may print it later; no handler here does, and failures go through our `fail`, so
- * that text was never used. It cost every command 50-170 ms of CPU (docs/performance.md, "Startup"), as the
- * Angular CLI measured too (angular/angular-cli#34087, which skips it the same way). `--help` is untouched. If
+ * that text was never used, and laying it out is a large part of a command's start (docs/performance.md, "Startup").
+ * The Angular CLI skips it the same way (angular/angular-cli#34087). `--help` is untouched. If
  * a yargs release renames its internals, this does nothing and yargs behaves as before.
  */
 function skipEagerHelp(cli: unknown, argv: readonly string[]): void {

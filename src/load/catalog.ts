@@ -152,8 +152,9 @@ async function removeStaleTemporaryFiles(catalog: string): Promise<void> {
 
 /**
  * The in-memory DuckDB every catalog of this process is attached to for the time of a hold (Catalog.hold): a
- * DuckDB of its own per hold cost ~12 ms of CPU more to create and close than an ATTACH and DETACH (DuckDB loads
- * its built-in extensions into every new database instance), three to four times per run (docs/performance.md, "A run's fixed cost").
+ * DuckDB of its own per hold costs more to create and close than an ATTACH and DETACH (DuckDB loads its built-in
+ * extensions into every new database instance), and a run holds the catalog three to four times (docs/performance.md,
+ * "A run's fixed cost").
  * What spills goes to a folder of this process under the system temp directory, named as scratch folders are
  * (pipeline/scratch.ts) so that the folder of a killed one is swept; it is made only when something spills.
  */
@@ -165,8 +166,8 @@ let active = 0;
 let idle: NodeJS.Timeout | undefined;
 /**
  * How long the host stays open without a hold. The holds of a run's start and of a small commit come closer than
- * this; a run fetching or merging for longer gives the host's memory back meanwhile (kept open, it added 35 MB to
- * the 1M-row memory bench's peak RSS and 11 MB to the 5M-row one's).
+ * this; a run fetching or merging for longer gives the host's memory back meanwhile: kept open, it raised the memory
+ * scenario's peaks (docs/performance.md, "A run's fixed cost").
  */
 const HOST_IDLE_MS = 1_000;
 
@@ -216,8 +217,9 @@ const ADOPT_KEY = 'adopt';
 
 /**
  * The file of the first new catalog this process set up (Catalog.image), which later new catalogs start as a copy
- * of: a new catalog's setup (the ledger's and the DuckLake's ~50 tables, the views and their ~460 comments) is
- * ~0.15 CPU-s of statements and checkpoint, paid once per process instead of once per lake (docs/performance.md, "A run's fixed cost").
+ * of: a new catalog's setup (the ledger's and the DuckLake's tables, the views and their comments: hundreds of
+ * statements and a checkpoint) is then paid once per process instead of once per lake (docs/performance.md, "A run's
+ * fixed cost").
  * Made by this very process, so by the declarations a setup would apply now.
  */
 let newCatalogImage: Buffer | undefined;
@@ -267,7 +269,7 @@ export class Catalog {
    * Opens the catalog exclusively (waiting for readers), runs `fn`, detaches it: attached to the process's catalog
    * DuckDB (catalogHost) on a connection of its own, which is closed with it (its temporary tables go too). Not on
    * the run's engine: the DuckLake's tables and statistics a commit reads and writes would stay in the engine's pool
-   * and allocator beside the merges (~50 MB more at the 5M-row memory bench's peak when they did); detached after
+   * and allocator beside the merges, raising the memory scenario's peak when they did; detached after
    * each use, the catalog's pages leave the host's pool.
    */
   static async hold<T>(paths: LakePaths, fn: (c: Catalog) => Promise<T>, opts: { waitMs?: number } = {}): Promise<T> {

@@ -124,7 +124,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   const job = effectiveJob(baseJob, opts.rangeOverride);
   const ingestedAt = started.toISOString();
   // Under the lock: finish a killed run's decided commit, drop dead staging; a moved lake's views are fixed by
-  // the run's first open of the catalog (recordStart), not by one more open here (~25 ms of CPU per run).
+  // the run's first open of the catalog (recordStart), not by one more open here (docs/performance.md, "A run's fixed cost").
   await recoverLake(paths, { currentRunId: runId, by: runId, relocate: false });
   const staging = paths.staging(runId);
   await openRunStaging(staging, { runId, job: job.name, startedAt: ingestedAt, pid: process.pid });
