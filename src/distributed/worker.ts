@@ -29,7 +29,7 @@ import { closeEndedRuns, lockRuns } from './runs.js';
 import { failAbandonedHolds, forgetWorker, heartbeat, HEARTBEAT_SECONDS, recordHold } from './liveness.js';
 import { openStore, type Store } from './store.js';
 import type { WorkerMetrics } from '../observe/worker-metrics.js';
-import { makeScratch } from '../pipeline/scratch.js';
+import { makeScratch } from '../load/scratch.js';
 import { RunContexts } from './worker-runs.js';
 import {
   abandonedWindows,

@@ -1,5 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
-import os from 'node:os';
+import { createHash } from 'node:crypto';
 import { CATALOG_WAIT_NOTICE_MS, catalogWaitListener, catalogWaitMs } from './catalog-wait.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -13,6 +12,7 @@ import { currentSnapshot, listAllColumns, listDataFiles, listInlinedData, listTa
 import { commitTables, expireSnapshots, filesToDelete, forgetDeletedFiles, type StagedFile } from '../ducklake/writer.js';
 import { link, readdir, readFile, rm, rmdir } from 'node:fs/promises';
 import { fsyncDir, writeSynced } from './write/durable.js';
+import { scratchPath } from './scratch.js';
 import { ChainlakeError } from '../errors.js';
 import { JoinedDuckDbCatalog, readLakeState, type LakeState } from './write/lake-state.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
@@ -156,7 +156,7 @@ async function removeStaleTemporaryFiles(catalog: string): Promise<void> {
  * extensions into every new database instance), and a run holds the catalog three to four times (docs/performance.md,
  * "A run's fixed cost").
  * What spills goes to a folder of this process under the system temp directory, named as scratch folders are
- * (pipeline/scratch.ts) so that the folder of a killed one is swept; it is made only when something spills.
+ * (load/scratch.ts scratchPath) so that the folder of a killed one is swept; it is made only when something spills.
  */
 let host: Promise<DuckDBInstance> | undefined;
 /** Holds so far: each attaches its catalog under a name of its own (holds of several lakes may overlap). */
@@ -188,11 +188,8 @@ function catalogHost(): Promise<DuckDBInstance> {
   host ??= DuckDBInstance.create(':memory:', {
     threads: '1',
     memory_limit: CATALOG_MEMORY_LIMIT,
-    // As pipeline/scratch.ts names its folders (chainlake-<kind>-<host>-<pid>-<6 characters>): swept when dead.
-    temp_directory: path.join(
-      os.tmpdir(),
-      `chainlake-catalog-${os.hostname().replace(/[^A-Za-z0-9.-]/g, '_') || 'host'}-${process.pid}-${randomBytes(3).toString('hex')}`,
-    ),
+    // A scratch folder's name (swept once this process is dead); DuckDB makes it only when something spills.
+    temp_directory: scratchPath('catalog'),
     autoinstall_known_extensions: 'false',
     autoload_known_extensions: 'true',
   }).catch((e: unknown) => {

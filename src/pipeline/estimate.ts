@@ -15,7 +15,7 @@ import { fetcherFor, type Clients } from './execute.js';
 import type { Job } from './job.js';
 import { isProvisional, requestsForRows, type Window } from './plan.js';
 import { effectiveJob, localPlanLedger, windowsToFetch, type PlanLedger } from './prepare.js';
-import { makeScratch } from './scratch.js';
+import { makeScratch } from '../load/scratch.js';
 import { openSource, type SourceOptions } from './source.js';
 import { planVerifySession } from './verify/session.js';
 import type { VerifyPlan } from './verify/verify.js';

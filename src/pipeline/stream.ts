@@ -16,7 +16,7 @@ import { planWindows } from './plan.js';
 import { jobHead, needsHead, pagerOptionsOf } from './prepare.js';
 import { newRunId } from './run.js';
 import { openSource, type SourceOptions } from './source.js';
-import { makeScratch } from './scratch.js';
+import { makeScratch } from '../load/scratch.js';
 
 /** What a stream reports of each window once its rows have been handed over. */
 export interface StreamedWindow {

@@ -4,7 +4,7 @@ import { mkdir, readdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { makeScratch } from '../../src/pipeline/scratch.js';
+import { makeScratch } from '../../src/load/scratch.js';
 import { tempDir } from '../helpers/lake.js';
 
 /** A process id that existed a moment ago and no longer does. */
@@ -52,7 +52,7 @@ describe('scratch folders', () => {
 
   it('a worker killed with SIGKILL leaves its folder, and the next one on the host removes it', async () => {
     // A real process of our own code: node runs the built module, makes its scratch and is killed before cleanup.
-    const built = path.resolve('dist/pipeline/scratch.js');
+    const built = path.resolve('dist/load/scratch.js');
     const child = spawnSync(
       process.execPath,
       [

@@ -14,7 +14,7 @@ import { loadJobDocument } from '../../pipeline/job.js';
 import { CliError } from '../exit-codes.js';
 import { lakeNamedBy } from '../common.js';
 import { DEFAULT_LAKE, resolveLakeTarget, withLakeOptions } from '../lake-target.js';
-import { makeScratch } from '../../pipeline/scratch.js';
+import { makeScratch } from '../../load/scratch.js';
 
 interface Args {
   lake?: string;

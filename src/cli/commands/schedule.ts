@@ -14,7 +14,7 @@ import { realSchedulerClock, Scheduler, type ScheduledJob, type SchedulerEvent }
 import { CliError } from '../exit-codes.js';
 import { lakeNamedBy } from '../common.js';
 import { DEFAULT_LAKE, describeTarget, LAKE_ENV, resolveLakeTarget } from '../lake-target.js';
-import { makeScratch } from '../../pipeline/scratch.js';
+import { makeScratch } from '../../load/scratch.js';
 
 interface Args {
   jobs: string[];

@@ -5,10 +5,11 @@
  * new one first removes the folders of this host's processes that no longer exist: a worker that is killed
  * and restarted in a loop does not fill the disk.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { processAlive } from '../load/lock.js';
+import { processAlive } from './lock.js';
 
 const PREFIX = 'chainlake-';
 /** mkdtemp's suffix: six characters. */
@@ -36,10 +37,22 @@ async function sweepDeadScratch(dir: string): Promise<void> {
   }
 }
 
-/** A new scratch folder for `kind` (letters: worker, stream, plan…), after sweeping dead processes' folders. */
-export async function makeScratch(kind: string): Promise<string> {
+/** The start of a scratch folder's name for `kind` (letters: worker, stream, plan…); six characters complete it. */
+function scratchPrefix(kind: string): string {
   if (!/^[a-z]+$/.test(kind)) throw new Error(`scratch kind must be lowercase letters: ${kind}`);
-  const dir = os.tmpdir();
-  await sweepDeadScratch(dir);
-  return mkdtemp(path.join(dir, `${PREFIX}${kind}-${hostPart()}-${process.pid}-`));
+  return path.join(os.tmpdir(), `${PREFIX}${kind}-${hostPart()}-${process.pid}-`);
+}
+
+/** A new scratch folder for `kind`, after sweeping dead processes' folders. */
+export async function makeScratch(kind: string): Promise<string> {
+  await sweepDeadScratch(os.tmpdir());
+  return mkdtemp(scratchPrefix(kind));
+}
+
+/**
+ * A scratch folder's path for `kind`, not created: for a program that makes it only when it needs it (DuckDB's
+ * temp_directory). Named as makeScratch names its folders, so that the sweep removes it once its process is dead.
+ */
+export function scratchPath(kind: string): string {
+  return scratchPrefix(kind) + randomBytes(3).toString('hex');
 }
