@@ -310,6 +310,7 @@ class RangePaging implements SlotChecks, RangeCounter {
       throw this.failure(e);
     }
   }
+
   /**
    * Turns the parent's first page into this range's first page: the page at offset `limit` of this range
    * tells its count; its first `min(count, limit)` rows are the parent's first rows. Holds budget for both.

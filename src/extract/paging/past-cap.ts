@@ -90,11 +90,13 @@ export class PastCap {
   }
 
   private continueAt(block: number, skip: number): void {
-    const r = this.range!;
-    const left = this.rows.left + skip;
-    const range = this.seek.after(r, block, true);
+    this.startPart(this.seek.after(this.range!, block, true), skip, this.rows.left + skip);
+  }
+
+  /** A new segment over `range`, from offset `offset0`, that must count `expected` rows. */
+  private startPart(range: BlockRange, offset0: number, expected: number): void {
     this.progress.splits++;
-    this.cursor.start({ range, offset0: skip, expected: left, end: Math.min(left, this.cap) });
+    this.cursor.start({ range, offset0, expected, end: Math.min(expected, this.cap) });
   }
 
   /** A block's rows filled the cap: move past it if that was all of them, else it cannot be paged. */
@@ -112,8 +114,7 @@ export class PastCap {
       this.cursor.finish();
       return;
     }
-    this.progress.splits++;
-    this.cursor.start({ range, offset0: 0, expected: left, end: Math.min(left, this.cap) });
+    this.startPart(range, 0, left);
   }
 }
 

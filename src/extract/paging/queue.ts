@@ -47,9 +47,8 @@ export class PageQueue {
 
   /** A page already in hand (the first ones), as the next slot of the cursor's segment. */
   pushFetched(req: PageRequest, page: FetchedPage): Slot {
-    const slot: Slot = { req, seg: this.cursor.seg!, last: false, done: true, validated: false, page };
-    slot.settledP = Promise.resolve();
-    slot.last = this.cursor.isLast(slot.req, slot.seg);
+    const seg = this.cursor.seg!;
+    const slot: Slot = { req, seg, last: this.cursor.isLast(req, seg), done: true, validated: false, page, settledP: Promise.resolve() };
     this.cursor.advance(req.limit);
     this.slots.push(slot);
     return slot;

@@ -43,8 +43,7 @@ export class RangeRows {
 
   /** The window stops early with the `kept` rows it validated: what it promised shrinks to them. */
   keep(kept: number): void {
-    this.tally.expected -= this.total - kept;
-    this.progress.rowsExpected -= this.total - kept;
+    this.uncount(this.total - kept);
     this.total = kept;
     this.validated = kept;
   }
