@@ -37,9 +37,20 @@ async function vmHwm(pid: number): Promise<number> {
   }
 }
 
+/**
+ * Node options for the measured chainlake process alone (not the bench or the simulator), split on spaces: how a
+ * V8 flag or a preload is compared with the same build without it (docs/performance.md, "How to compare two
+ * builds"). NODE_OPTIONS would reach every process and refuses most V8 flags.
+ */
+export const NODE_ARGS_ENV = 'BENCH_NODE_ARGS';
+
+function nodeArgs(): string[] {
+  return (process.env[NODE_ARGS_ENV] ?? '').split(' ').filter((a) => a !== '');
+}
+
 export async function runChainlake(args: string[], env: NodeJS.ProcessEnv = {}): Promise<ChildResult> {
   const t0 = performance.now();
-  const child = spawn(process.execPath, [CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [...nodeArgs(), CLI, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let stdout = '';
   let stderr = '';
   child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
