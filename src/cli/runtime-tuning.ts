@@ -4,7 +4,7 @@
 // justify each setting are in docs/performance.md ("Runtime tuning").
 import v8 from 'node:v8';
 import vm from 'node:vm';
-import { setGarbageCollector, type Collector } from '../pipeline/garbage.js';
+import { setGarbageCollector, setReceivingHook, type Collector } from '../pipeline/garbage.js';
 
 /** The switch: `off` (or `0`, `false`, `no`) leaves V8, garbage collection and DuckDB's allocator at their defaults. */
 export const TUNING_ENV = 'CHAINLAKE_RUNTIME_TUNING';
@@ -71,16 +71,18 @@ const USER_GROWING = /--heap[-_]growing[-_]percent/;
 export const HEAP_GROWING_PERCENT = 200;
 
 /**
- * Lets V8's old generation grow to three times what survived the last full collection before V8 starts the
- * next one. V8 counts the memory of buffers that outlived a young-generation collection (response bodies in
- * flight, page buffers being staged) against the old generation's limit, which it set little above the live
- * heap: while pages came in it marked the whole heap again after every few megabytes of bodies, and that
- * marking was a large share of a run's CPU. What dead bodies hold is bounded by the paced collections instead
- * (GarbagePacer). Read whenever V8 sets a new limit, so it applies from the first collection on.
+ * While a run receives response bodies, lets V8's old generation grow to three times what survived the last full
+ * collection before V8 starts the next one. V8 counts the memory of buffers that outlived a young-generation
+ * collection (bodies in flight, pages being staged) against the old generation's limit, which it sets little
+ * above the live heap: while pages came in it marked the whole heap again after every few megabytes of bodies,
+ * and that marking was a large share of a run's CPU. What dead bodies hold is bounded by the paced collections
+ * (GarbagePacer) instead. When the run stops fetching V8 gets its own growth back (0: V8 computes it), so that
+ * its collections go on freeing the commits' statement results, which hold DuckDB memory. V8 reads the value
+ * whenever it sets a new limit, after each full collection.
  */
-export function growOldGenerationFurther(execArgv: readonly string[], nodeOptions: string | undefined): void {
+export function growOldGenerationWhileReceiving(execArgv: readonly string[], nodeOptions: string | undefined): void {
   if (execArgv.some((a) => USER_GROWING.test(a)) || USER_GROWING.test(nodeOptions ?? '')) return;
-  v8.setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
+  setReceivingHook((receiving) => v8.setFlagsFromString(`--heap-growing-percent=${receiving ? HEAP_GROWING_PERCENT : 0}`));
 }
 
 // --- Forced collections -------------------------------------------------------------------------------------
@@ -127,7 +129,7 @@ export function applyRuntimeTuning(env: NodeJS.ProcessEnv = process.env, execArg
   if (!tuningEnabled(env)) return false;
   configureDuckDBAllocator(env);
   keepYoungGenerationSmall(execArgv, env.NODE_OPTIONS);
-  growOldGenerationFurther(execArgv, env.NODE_OPTIONS);
+  growOldGenerationWhileReceiving(execArgv, env.NODE_OPTIONS);
   setGarbageCollector(forceCollection);
   return true;
 }

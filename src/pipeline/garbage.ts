@@ -43,3 +43,29 @@ export class GarbagePacer {
     this.collect();
   }
 }
+
+/** Told when the process starts receiving response bodies for a run, and when the last run stops (see receivingBodies). */
+export type ReceivingHook = (receiving: boolean) => void;
+
+let receivingHook: ReceivingHook | undefined;
+let receivers = 0;
+
+/** Installs the hook (the CLI's runtime tuning does); a library host has none unless it installs one. */
+export function setReceivingHook(hook: ReceivingHook | undefined): void {
+  receivingHook = hook;
+}
+
+/**
+ * Runs `fetch` as a phase in which response bodies come in and are paced by a GarbagePacer. The CLI's runtime
+ * tuning lets V8's old generation grow further during it, since the paced collections bound what dead bodies
+ * hold, and gives V8 back its own growth when the last such phase in the process ends: afterwards the commits'
+ * statement results are what V8's own collections free, and they hold DuckDB memory.
+ */
+export async function receivingBodies<T>(fetch: () => Promise<T>): Promise<T> {
+  if (receivers++ === 0) receivingHook?.(true);
+  try {
+    return await fetch();
+  } finally {
+    if (--receivers === 0) receivingHook?.(false);
+  }
+}

@@ -29,7 +29,7 @@ import { effectiveJob, localPlanLedger, pagerOptionsOf, windowsToFetch, type Pre
 import type { FoundHead } from '../extract/head.js';
 import { WINDOW_ROWS, isProvisional, windowIdOf, type Window } from './plan.js';
 import { emptyDatasetReport, interruptedSummary, sumReports, type DatasetReport, type RunReport } from './report.js';
-import { GarbagePacer } from './garbage.js';
+import { GarbagePacer, receivingBodies } from './garbage.js';
 
 export interface RunOptions extends Pick<SourceOptions, 'simulator' | 'transport' | 'transportInstance'> {
   logger?: Logger;
@@ -444,7 +444,7 @@ async function fetchWindows(windows: readonly Window[], step: FetchStep): Promis
     fetched: { outcomes: [], cutShort: [], notStarted: 0 },
   };
   const limitWindows = pLimit(job.source.concurrency);
-  await Promise.all(windows.map((first) => limitWindows(() => fetchSlot(first, step, slots))));
+  await receivingBodies(() => Promise.all(windows.map((first) => limitWindows(() => fetchSlot(first, step, slots)))));
   return slots.fetched;
 }
 
