@@ -319,6 +319,9 @@ describe('transport against scripted replies', () => {
       await t.close();
     });
     expect(redactUrl('https://h/x?token=abc&limit=3')).toBe('https://h/x?token=***&limit=3');
+    // User info goes whether or not the query has a credential; a query without one is kept as it is.
+    expect(redactUrl('https://user:pw@h/x?limit=3&address=0xAb')).toBe('https://***@h/x?limit=3&address=0xAb');
+    expect(redactUrl('https://h/x?Auth_Token=abc')).toBe('https://h/x?Auth_Token=***');
   });
 
   it('a refused connection is transient: retried, then reported with the network code', async () => {
