@@ -355,7 +355,9 @@ export function eventDataset(label: string, contracts: string[] | undefined, e: 
   const seen = new Set(['timestamp', 'transaction_hash', 'transaction_index', 'log_index', 'contract_address', '_run_id', '_ingested_at']);
   for (const c of columns) {
     if (seen.has(c.name))
-      throw new DecodeSpecError(`event ${e.name} of ${label}: parameter column ${c.name} clashes with another column of its dataset ${name}`);
+      throw new DecodeSpecError(
+        `event ${e.name} of ${label}: parameter column ${c.name} clashes with another column of its dataset ${name}: give the event's signature with another name for it ("signatures", --signature)`,
+      );
     seen.add(c.name);
   }
   const notes = [
