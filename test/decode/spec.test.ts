@@ -7,7 +7,6 @@ import { allColumns, STANDARD, STANDARD_TOPICS } from '../../src/decode/datasets
 import { toEventSelector } from 'viem';
 import { resolveDatasets } from '../../src/decode/spec.js';
 import { parseJob } from '../../src/pipeline/job.js';
-import { runCliInProcess } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 
 const base = { target: 'simulator', datasets: { event_logs: { contracts: [{ address: '0x' + '1'.repeat(40), topics: ['0x' + '2'.repeat(64)] }] } } };
@@ -138,24 +137,5 @@ describe('ABIs and signatures', () => {
     } finally {
       await cleanup();
     }
-  });
-});
-
-describe('the datasets a spec names', () => {
-  // `decode --describe` with signatures reads no lake: the datasets' names and columns are all it resolves.
-  const describeDecoded = (name: string, signature: string) =>
-    runCliInProcess(['decode', '--describe', '--contract', '0x' + 'c'.repeat(40), '--name', name, '--signature', signature]);
-
-  it('refuses a name another dataset has, and a parameter named as a fixed column, as spec errors (CHAINLAKE_DECODE_SPEC: exit 2)', async () => {
-    // erc20 + Transfers is erc20_transfers, the explorer's dataset.
-    const taken = await describeDecoded('erc20', 'Transfers(address to)');
-    expect(taken.code).toBe(2);
-    expect(taken.stderr).toMatch(/dataset name erc20_transfers \(contract erc20, event Transfers\) is taken; give the contract another name/);
-    // Every decoded dataset has a timestamp column of its log's block.
-    const clash = await describeDecoded('show', 'Noted(uint256 timestamp)');
-    expect(clash.code).toBe(2);
-    expect(clash.stderr).toMatch(/event Noted of show: parameter column timestamp clashes with another column of its dataset show_noted/);
-    const fine = await describeDecoded('show', 'Noted(uint256 stamp)');
-    expect(fine.code, fine.stderr).toBe(0);
   });
 });
