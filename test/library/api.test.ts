@@ -181,7 +181,8 @@ describe('the library API', () => {
       dataset: 'internal_transactions',
       network: 'testnet',
       spec: { transactions: [`0x${'ab'.repeat(32)}`] },
-      endpoints: { testnet: sim.urls.testnet },
+      // An empty URL is none, whatever CHAINLAKE_TESTNET_ALT_URL says.
+      endpoints: { testnet: sim.urls.testnet, testnetAlt: '' },
       apiKey: sim.apiKey,
     };
     const report = await exportDataset({ ...request, lake: path.join(dir, 'no-alternate') });
