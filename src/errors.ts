@@ -95,6 +95,15 @@ export class ChainlakeError extends Error {
   }
 }
 
+/**
+ * A broken invariant of chainlake's own code (its dataset declarations, the order of its own calls): a plain Error,
+ * not a ChainlakeError, since no job, flag, setting or answer of the API causes it and no code tells a caller what
+ * to fix (exit 1, its stack with --verbose). Its message says so, the same way everywhere, for the report it deserves.
+ */
+export function bugError(message: string): Error {
+  return new Error(`${message} (a bug in chainlake)`);
+}
+
 /** Edits (insert, delete, replace, swap of neighbours) that turn `a` into `b`. */
 function editDistance(a: string, b: string): number {
   const d: number[][] = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)));

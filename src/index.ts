@@ -182,8 +182,9 @@ export interface StreamOptions {
  * types of the dataset's lake view (BIGINT as Int64, amounts as Decimal128(38,0), timestamps as Timestamp(µs,
  * UTC), then `network` and the partition date). Windows come one at a time in block order; memory stays
  * bounded whatever the range. Rows are not merged on their natural key as a lake does, and entries that do not
- * convert are left out (counted in `onWindow`; `strict: true` makes them an error). Breaking out of the loop
- * stops the fetching and removes the temporary files.
+ * convert are left out (counted in `onWindow`; `strict: true` makes them an error). A window that fails ends the
+ * stream with a {@link ChainlakeError} naming it, with the failure's code and hint (`CHAINLAKE_WINDOWS_FAILED` when it
+ * has none). Breaking out of the loop stops the fetching and removes the temporary files.
  *
  * @example
  * ```ts

@@ -1,4 +1,5 @@
 import type { DatasetDef, EndpointDef } from './dataset.js';
+import { bugError } from '../errors.js';
 
 /** A window's listing as the lake holds it: the endpoint, the scope and the block range it was asked for. */
 export interface ScopeRange {
@@ -80,7 +81,7 @@ export function scopeRowsTable(def: DatasetDef, windows: readonly ScopeRange[]):
   ].map(([name, type]) => [`__chainlake_w_${name}`, type] as [string, string]);
   const rows = known.map((w) => {
     const keys = keysOf(w.endpoint);
-    for (const k of keys) if (w.scope[k] === undefined) throw new Error(`${def.name}: a window of ${w.endpoint.id} has no scope value ${k}`);
+    for (const k of keys) if (w.scope[k] === undefined) throw bugError(`${def.name}: a window of ${w.endpoint.id} has no scope value ${k}`);
     const values = Array.from({ length: scopeKeys }, (_, i) =>
       i < keys.length ? [w.scope[keys[i]!]!, w.scope[keys[i]!]!.toLowerCase()] : [null, null],
     ).flat();

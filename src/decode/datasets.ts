@@ -5,6 +5,7 @@
 import type { AbiEvent, AbiParameter } from 'viem';
 import { DATASETS } from '../datasets/registry.js';
 import { selectorOf, signatureText } from './abi.js';
+import { DecodeSpecError } from './spec-error.js';
 import { duckType, elementOf, fieldName, hasWide, isArray, isDynamicOrComposite, isWideInt } from './types.js';
 
 export interface DecodedColumn {
@@ -344,12 +345,19 @@ export function paramColumns(e: AbiEvent): { targets: ParamTarget[]; columns: De
 /** The dataset of one event of a contract: `<contract>_<event>` (snake case). */
 export function eventDataset(label: string, contracts: string[] | undefined, e: AbiEvent, origin: string, eventName = e.name): DecodedDataset {
   const name = `${snake(label)}_${snake(eventName)}`;
-  if (!IDENT.test(name)) throw new Error(`cannot name a dataset for ${label} / ${e.name}: ${JSON.stringify(name)} is not a plain identifier`);
-  if (DATASETS[name] || STANDARD[name]) throw new Error(`dataset name ${name} (contract ${label}, event ${e.name}) is taken; give the contract another name`);
+  if (!IDENT.test(name))
+    throw new DecodeSpecError(
+      `cannot name a dataset for ${label} / ${e.name}: ${JSON.stringify(name)} is not a plain identifier (lower-case letters, digits and _): give the contract a name`,
+    );
+  if (DATASETS[name] || STANDARD[name])
+    throw new DecodeSpecError(`dataset name ${name} (contract ${label}, event ${e.name}) is taken; give the contract another name`);
   const { targets, columns } = paramColumns(e);
   const seen = new Set(['timestamp', 'transaction_hash', 'transaction_index', 'log_index', 'contract_address', '_run_id', '_ingested_at']);
   for (const c of columns) {
-    if (seen.has(c.name)) throw new Error(`event ${e.name}: parameter column ${c.name} clashes with another column`);
+    if (seen.has(c.name))
+      throw new DecodeSpecError(
+        `event ${e.name} of ${label}: parameter column ${c.name} clashes with another column of its dataset ${name}: give the event's signature with another name for it ("signatures", --signature)`,
+      );
     seen.add(c.name);
   }
   const notes = [

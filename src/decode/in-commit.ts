@@ -23,6 +23,7 @@ import type { DecodedDataset } from './datasets.js';
 import { decodeLogs, distinctDatasets } from './decode.js';
 import { declaredTables, decodedShape, type DecodeLakeInput } from './lake.js';
 import { dropReplacedRejects, findReplacedRejects, KEEP_REJECT } from './rejects.js';
+import { bugError } from '../errors.js';
 
 export interface SliceDecodingInput extends Pick<DecodeLakeInput, 'engine' | 'network' | 'datasets' | 'runId' | 'ingestedAt'> {
   /** A fresh folder under the commit's work folder. */
@@ -184,7 +185,7 @@ export abstract class SliceDecoding<F> {
       for (const day of days) {
         const key = `${d.name}/${day.partition}`;
         // Written by this slice's tasks only: a day outside the slice, or met twice, would go unwritten or be written twice.
-        if (!inSlice.has(day.partition) || this.days.has(key)) throw new Error(`decoded day ${key} outside the slice of its logs`);
+        if (!inSlice.has(day.partition) || this.days.has(key)) throw bugError(`decoded day ${key} outside the slice of its logs, or met twice`);
         this.days.add(key);
         seen.add(day.partition);
         byDay.set(key, { ...day, table: rows });
@@ -276,7 +277,7 @@ export class CommitDecoding extends SliceDecoding<PreparedFile | ClearedPartitio
   }
 
   protected target(lake: LakeState | undefined): DecodedTarget<PreparedFile | ClearedPartition> {
-    if (!lake) throw new Error('a single machine commit decodes with its lake state');
+    if (!lake) throw bugError('a single machine commit decodes with its lake state, and none was given');
     const { paths, network, engine, datasets } = this.local;
     return {
       lake: (shape) => lake.partitionsOf(shape, network),

@@ -5,7 +5,6 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { AbiEvent } from 'viem';
-import { ChainlakeError } from '../errors.js';
 import type { Network } from '../datasets/dataset.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Engine } from '../load/engine.js';
@@ -13,6 +12,7 @@ import { literal, literalList } from '../load/sql.js';
 import type { LakePaths } from '../load/paths.js';
 import { AbiError, eventOfSignature, eventsOfAbi } from './abi.js';
 import { eventDataset, snake, STANDARD, STANDARD_GROUPS, type DecodedDataset } from './datasets.js';
+import { DecodeSpecError } from './spec-error.js';
 
 export interface ContractDecode {
   /** Lower-case address. */
@@ -35,12 +35,7 @@ export interface DecodeSpec {
   contracts: ContractDecode[];
 }
 
-/** A decode specification (the job's `decode` key, `chainlake decode`'s flags) that names something wrong. */
-export class DecodeSpecError extends ChainlakeError {
-  constructor(message: string) {
-    super(message, { code: 'CHAINLAKE_DECODE_SPEC' });
-  }
-}
+export { DecodeSpecError };
 
 const ADDRESS = /^0x[0-9a-fA-F]{40}$/;
 type Fail = (where: string, problem: string) => never;
@@ -148,14 +143,8 @@ export async function resolveDatasets(spec: DecodeSpec, opts: AbiSources): Promi
     const events = chosenEvents(c, found.events);
     const label = c.name ?? found.label ?? `c_${c.address.slice(2, 10)}`;
     const overloaded = new Set(events.filter((e, i) => events.findIndex((x) => x.name === e.name) !== i).map((e) => e.name));
-    for (const e of events) {
-      try {
-        // Overloaded events (one name, several signatures) get their parameter count in the name.
-        add(eventDataset(label, [c.address], e, found.origin, overloaded.has(e.name) ? `${e.name}${e.inputs.length}` : e.name));
-      } catch (err) {
-        throw new DecodeSpecError((err as Error).message);
-      }
-    }
+    // Overloaded events (one name, several signatures) get their parameter count in the name.
+    for (const e of events) add(eventDataset(label, [c.address], e, found.origin, overloaded.has(e.name) ? `${e.name}${e.inputs.length}` : e.name));
   }
   return out;
 }

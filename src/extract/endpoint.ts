@@ -5,7 +5,7 @@ import { ApiError } from './errors.js';
 import type { FetchedPage, PageFetcher, PageRequest, RawPage } from './pager.js';
 import { newRequestRecord, type RequestRecord } from './request-log.js';
 import type { ListScan, ScannedList } from './scan.js';
-import { ChainlakeError } from '../errors.js';
+import { ChainlakeError, bugError } from '../errors.js';
 
 export type QueryValue = string | number | boolean | undefined;
 export type Query = Record<string, QueryValue>;
@@ -41,7 +41,7 @@ export interface MetaPage extends FetchedPage {
 export function fillPath(template: string, scope: Record<string, string>): string {
   return template.replace(/\{(\w+)\}/g, (_, name: string) => {
     const v = scope[name];
-    if (v === undefined || v === '') throw new Error(`path ${template} needs '${name}' in the scope`);
+    if (v === undefined || v === '') throw bugError(`path ${template} needs '${name}' in the scope`);
     return encodeURIComponent(v);
   });
 }
@@ -89,7 +89,7 @@ export function buildBody(endpoint: EndpointDef, scope: Record<string, string>):
   const body: Record<string, unknown> = {};
   for (const [field, spec] of Object.entries(endpoint.body ?? {})) {
     const v = scope[spec.from];
-    if (v === undefined) throw new Error(`${endpointLabel(endpoint)}: the body field '${field}' needs '${spec.from}' in the scope`);
+    if (v === undefined) throw bugError(`${endpointLabel(endpoint)}: the body field '${field}' needs '${spec.from}' in the scope`);
     body[field] = spec.list ? v.split(',') : v;
   }
   return body;

@@ -1,4 +1,5 @@
 import type { Network } from '../datasets/dataset.js';
+import { ChainlakeError } from '../errors.js';
 import type { Accounting } from './accounting.js';
 import { ShapeError, type ApiCaller, type CheckedBody, type Query } from './endpoint.js';
 import type { RequestRecord } from './request-log.js';
@@ -108,9 +109,15 @@ export class ExplorerClient implements ApiCaller {
     record?: RequestRecord,
   ): Promise<CheckedBody> {
     if (host === 'alt' && !this.config.altBaseUrl) {
+      // A setting a person adds, not a failure a re-run overcomes (a distributed worker takes it for a setup problem).
+      // The job's check does not ask for this host, which only #13's windows on testnet need: they fail, naming it.
       return Promise.reject(
-        new Error(
+        new ChainlakeError(
           `${endpoint}: this call is served by the testnet alternate host, and no alternate base URL is configured (endpoints.testnetAlt or CHAINLAKE_TESTNET_ALT_URL)`,
+          {
+            code: 'CHAINLAKE_USAGE',
+            hint: 'set the testnet\'s alternate explorer URL in the job\'s "endpoints.testnetAlt" or in CHAINLAKE_TESTNET_ALT_URL',
+          },
         ),
       );
     }

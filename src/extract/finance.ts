@@ -4,6 +4,7 @@ import type { RequestRecord } from './request-log.js';
 import type { ListScan } from './scan.js';
 import { buildUrl } from './explorer.js';
 import { EnvelopeFailure, type HttpTransport } from './transport.js';
+import { bugError } from '../errors.js';
 
 export interface FinanceConfig {
   /** Base URL of the finance API (its paths have no version segment). */
@@ -69,6 +70,6 @@ export class FinanceClient implements ApiCaller {
   }
 
   post(endpoint: string): Promise<unknown> {
-    return Promise.reject(new Error(`${endpoint}: the finance API has no POST endpoint`));
+    return Promise.reject(bugError(`${endpoint}: the finance API has no POST endpoint, and a finance endpoint is declared as one`));
   }
 }

@@ -10,6 +10,7 @@ import { PageQueue, type Slot, type SlotChecks } from './paging/queue.js';
 import { CapLearned, CountDrift } from './paging/refetch.js';
 import { RangeRows, type Tally } from './paging/rows.js';
 import { entryCount, scannedList, type BlockRange, type FetchedPage, type PageFetcher, type PageRequest, type RawPage } from './page.js';
+import { bugError } from '../errors.js';
 
 export { entryCount, scannedList, type BlockRange, type FetchedPage, type PageFetcher, type PageRequest, type RawPage } from './page.js';
 
@@ -234,7 +235,7 @@ class RangePaging implements SlotChecks, RangeCounter {
           continue;
         }
         if (this.cursor.finished) break;
-        throw new Error('pager: nothing in flight and nothing left to plan (a bug)');
+        throw bugError('pager: nothing in flight and nothing left to plan');
       }
       while (!head.validated && head.error === undefined) await queue.settling();
       if (head.error !== undefined) throw this.failure(head.error);

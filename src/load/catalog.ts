@@ -84,12 +84,6 @@ export interface WindowRecord extends Omit<EndedWindow, 'windowId'> {
 /** A run's row in `runs`, as the one ledger writer takes it (ledger/runs.ts). */
 export type RunRow = RunRecord;
 
-/** Integer text from DuckDB (block numbers): checked, then inlined. */
-const int = (n: string | null): string => {
-  if (n === null) return 'NULL';
-  if (!/^-?\d+$/.test(n)) throw new Error(`not an integer: ${n}`);
-  return n;
-};
 const str = (s: string | null | undefined): string => (s === null || s === undefined ? 'NULL' : literal(s));
 
 /** DuckDB's refusal to open a database file another process holds (a writer, or readers against a writer), or another hold of this one. */

@@ -2,6 +2,7 @@ import { columnSource, rawCompanion } from '../datasets/column.js';
 import { castSql, KINDS } from '../transform/kinds.js';
 import type { DatasetDef } from '../datasets/dataset.js';
 import { ident, literal, literalList } from './sql.js';
+import { bugError } from '../errors.js';
 
 /** The partition value rides along in each staged row under this name. */
 export const STAGED_PARTITION = '__partition';
@@ -221,7 +222,7 @@ function addEntryField(tree: FieldTypeTree, path: readonly string[]): void {
 function pagesByEntriesAt(pages: readonly StagedPages[]): StagedPages[][] {
   const groups = new Map<string, StagedPages[]>();
   for (const p of pages) {
-    if (p.entriesAt.length === 0) throw new Error(`staged pages ${p.file}: the body itself is the list of entries, which cannot be read per line`);
+    if (p.entriesAt.length === 0) throw bugError(`staged pages ${p.file}: the body itself is the list of entries, which cannot be read per line`);
     const key = JSON.stringify(p.entriesAt);
     groups.set(key, [...(groups.get(key) ?? []), p]);
   }
@@ -259,6 +260,6 @@ export function stagedSelect(def: DatasetDef, runId: string, ingestedAt: string,
     );
   }
   if (pageFiles.length) staged.push(stagedPagesSelect(def, runId, ingestedAt, pageFiles));
-  if (staged.length === 0) throw new Error(`no staged files of ${def.name}`);
+  if (staged.length === 0) throw bugError(`no staged files of ${def.name}`);
   return staged.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
 }

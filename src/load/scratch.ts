@@ -10,6 +10,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { processAlive } from './lock.js';
+import { bugError } from '../errors.js';
 
 const PREFIX = 'chainlake-';
 /** mkdtemp's suffix: six characters. */
@@ -39,7 +40,7 @@ async function sweepDeadScratch(dir: string): Promise<void> {
 
 /** The start of a scratch folder's name for `kind` (letters: worker, stream, plan…); six characters complete it. */
 function scratchPrefix(kind: string): string {
-  if (!/^[a-z]+$/.test(kind)) throw new Error(`scratch kind must be lowercase letters: ${kind}`);
+  if (!/^[a-z]+$/.test(kind)) throw bugError(`scratch kind must be lowercase letters: ${kind}`);
   return path.join(os.tmpdir(), `${PREFIX}${kind}-${hostPart()}-${process.pid}-`);
 }
 

@@ -13,7 +13,7 @@ import { windowIdOf, type Window } from './plan.js';
 import { asksBlockTimes, blockTimes } from './block-times.js';
 import type { BlockTimeBook } from '../load/ledger/block-times.js';
 import type { BlockRange } from '../extract/pager.js';
-import { ChainlakeError, chainlakeCodeOf } from '../errors.js';
+import { ChainlakeError, chainlakeCodeOf, bugError } from '../errors.js';
 import type { RunReport } from './report.js';
 
 /** The API clients of a run, one per API. */
@@ -87,12 +87,13 @@ export function fetcherFor(w: Window, clients: Clients, scanFields?: readonly st
   switch (w.endpoint.api) {
     case 'explorer': {
       const host = w.endpoint.testnetAltHost && w.network === 'testnet' ? 'alt' : 'main';
-      if (!clients.explorer) throw new Error(`${w.def.name} reads the explorer API, and no explorer base URL is configured`);
+      if (!clients.explorer)
+        throw bugError(`${w.def.name} reads the explorer API, and the job has no explorer client: its check (checkExplorerSource) let it through`);
       return endpointPageFetcher(clients.explorer, w.endpoint, w.scope, w.query, host, scan);
     }
     case 'finance':
       if (!clients.finance) {
-        throw new Error(`${w.def.name} reads the finance API, and no finance base URL is configured (endpoints.finance or CHAINLAKE_FINANCE_URL)`);
+        throw bugError(`${w.def.name} reads the finance API, and the job has no finance client: its check (checkFinanceSource) let it through`);
       }
       return endpointPageFetcher(clients.finance, w.endpoint, w.scope, w.query, 'main', scan);
   }
@@ -223,7 +224,10 @@ async function finishWindow(outcome: WindowOutcome, deps: ExecuteDeps): Promise<
   const fetched = outcome.window;
   if (asksBlockTimes(fetched) && fetched.range) {
     // Its rows name no block: the times of its first and last block say which of the lake's rows it replaces.
-    if (!deps.clients.explorer) throw new Error(`${w.def.name}: the block endpoint is needed to replace its rows, and no explorer base URL is configured`);
+    if (!deps.clients.explorer)
+      throw bugError(
+        `${w.def.name}: the block endpoint is needed to replace its rows, and the job has no explorer client: its check (checkExplorerSource) let it through`,
+      );
     outcome.window = { ...fetched, times: await blockTimes(deps.clients.explorer, outcome.acct, fetched.range, deps.clients.paths?.block, deps.blockTimes) };
   }
   await outcome.stage?.close();

@@ -9,7 +9,7 @@ import type { Query } from '../extract/explorer.js';
 import type { RetryPolicy, Timeouts } from '../extract/transport.js';
 import { cronProblem } from '../schedule/cron.js';
 import { toChecksumAddress } from '../evm/keccak.js';
-import { ChainlakeError, nearestName } from '../errors.js';
+import { ChainlakeError, nearestName, bugError } from '../errors.js';
 import { parseDecodeSpec, type DecodeSpec } from '../decode/spec.js';
 
 /** A job file problem: which file, where inside it, and what is wrong. Exit code 2. */
@@ -566,7 +566,7 @@ export const JOB_DEFAULTS = Object.freeze({
 
 /** An int option's value in the job (checked against its declared bounds), or its declared default. */
 function intOption(r: Reader, v: unknown, where: string, o: JobOption): number | undefined {
-  if (o.kind !== 'int') throw new Error(`${where} is not declared as an integer option`);
+  if (o.kind !== 'int') throw bugError(`${where} is not declared as an integer option`);
   return v === undefined ? o.default : r.int(v, where, o.min, o.max);
 }
 

@@ -3,6 +3,7 @@ import { getDataset } from '../datasets/registry.js';
 import type { Query } from '../extract/explorer.js';
 import type { BlockRange } from '../extract/pager.js';
 import type { JobRange, JobSource, JobWhat } from './job.js';
+import { bugError } from '../errors.js';
 
 /**
  * Rows after which a run cuts a joined block range into the next window (see joinWindows in prepare.ts):
@@ -133,7 +134,7 @@ export function* windowsOf(what: JobWhat, head: number): Generator<Window> {
     const def = getDataset(ds.name);
     for (const id of ds.endpoints) {
       const endpoint = def.endpoints.find((e) => e.id === id);
-      if (!endpoint) throw new Error(`dataset ${def.name} has no endpoint ${id}`);
+      if (!endpoint) throw bugError(`dataset ${def.name} has no endpoint ${id}`);
       for (const scope of ds.scopes[endpoint.scope] ?? []) {
         slots.push({ def, endpoint, scope, scopeKey: windowScopeKey(def, endpoint, scope), ranged: endpoint.blockRange !== undefined, query: ds.query });
       }

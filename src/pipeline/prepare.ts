@@ -12,7 +12,7 @@ import { rethrowUnreachable } from '../extract/errors.js';
 import type { Clients } from './execute.js';
 import type { Job, JobSource, JobWhat } from './job.js';
 import type { Logger } from './log.js';
-import { ChainlakeError } from '../errors.js';
+import { ChainlakeError, bugError } from '../errors.js';
 import { jobRange, windowIdOf, windowsOf, type Window } from './plan.js';
 
 /**
@@ -20,7 +20,8 @@ import { jobRange, windowIdOf, windowsOf, type Window } from './plan.js';
  * or the job's hint): run, stream and enqueue find it the same way.
  */
 export async function jobHead(what: JobWhat, clients: Clients, acct: Accounting, near?: number | null): Promise<FoundHead> {
-  if (!clients.explorer) throw new Error('the job lists blocks by range, which needs the chain head, and no explorer base URL is configured');
+  if (!clients.explorer)
+    throw bugError('the job lists blocks by range, which needs the chain head, and has no explorer client: its check (checkExplorerSource) let it through');
   return findHead(clients.explorer, acct, {
     given: what.range.head,
     near: near ?? what.range.headHint,

@@ -17,6 +17,7 @@ import { jobHead, needsHead, pagerOptionsOf } from './prepare.js';
 import { newRunId } from './run.js';
 import { openSource, type SourceOptions } from './source.js';
 import { makeScratch } from '../load/scratch.js';
+import { ChainlakeError, chainlakeCodeOf } from '../errors.js';
 
 /** What a stream reports of each window once its rows have been handed over. */
 export interface StreamedWindow {
@@ -66,7 +67,7 @@ export async function* streamJobBatches(job: Job, opts: StreamJobOptions = {}): 
       if (!t) transformers.set(w.def.name, (t = new RowTransformer(w.def, { network: job.what.network, snapshotDate: ingestedAt.slice(0, 10) })));
       const outcome = await executeWindow(w, { clients, transformer: t, pager, stagingDir: dir, index: index++, strict: job.lake.strict, log });
       try {
-        if (outcome.error) throw outcome.rejects > 0 && job.lake.strict ? new StrictRejectsError(outcome.rejects) : new Error(`${w.id}: ${outcome.error}`);
+        if (outcome.error) throw outcome.rejects > 0 && job.lake.strict ? new StrictRejectsError(outcome.rejects) : windowFailure(w.id, outcome.failure);
         const staged = stagedOf(outcome);
         if (staged.stagedFiles.length + staged.pageFiles.length > 0) {
           const shape = datasetShape(w.def);
@@ -93,4 +94,18 @@ export async function* streamJobBatches(job: Job, opts: StreamJobOptions = {}): 
     await source.close();
     await rm(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The error a stream ends with when a window fails: the window's id before its failure's message, with the failure's
+ * code and hint (an API error, a refused key, a setting to add), as a run's report gives each failed window's code;
+ * a failure without one (a full disk) is CHAINLAKE_WINDOWS_FAILED. The failure itself is its cause.
+ */
+function windowFailure(window: string, failure: unknown): ChainlakeError {
+  const hint = (failure as { hint?: unknown } | null | undefined)?.hint;
+  return new ChainlakeError(`${window}: ${(failure as Error | undefined)?.message ?? String(failure)}`, {
+    code: chainlakeCodeOf(failure) ?? 'CHAINLAKE_WINDOWS_FAILED',
+    cause: failure,
+    ...(typeof hint === 'string' ? { hint } : {}),
+  });
 }

@@ -5,7 +5,7 @@ import { KINDS } from './kinds.js';
 import type { RawPage } from '../extract/pager.js';
 import { extraText } from './exact-extra.js';
 import { ABSENT, ESCAPED, NULL, STRING, scanList } from '../extract/scan.js';
-import { ChainlakeError } from '../errors.js';
+import { ChainlakeError, bugError } from '../errors.js';
 
 /** A typed row ready for staging: column name -> canonical value, plus the partition value. */
 export interface StagedRow {
@@ -227,7 +227,7 @@ function mapEntry(entry: Record<string, unknown>, fields: EntryFields, page: Pag
     if (out[field] !== undefined) continue;
     const [root, ...path] = source.split('.');
     let v: unknown = root === '$scope' ? page.scope : root === '$results' ? page.results : undefined;
-    if (v === undefined) throw new Error(`entry field fill '${field}': source ${source} must start with $scope. or $results.`);
+    if (v === undefined) throw bugError(`entry field fill '${field}': source ${source} must start with $scope. or $results.`);
     for (const part of path) v = v === null || typeof v !== 'object' ? undefined : (v as Record<string, unknown>)[part];
     out[field] = v;
   }
@@ -269,7 +269,7 @@ export class RowTransformer {
   ) {
     this.columns = dataset.columns.map((def) => {
       const { from, path } = columnSource(def);
-      if (def.pattern && def.kind !== 'text') throw new Error(`dataset ${dataset.name}: column ${def.name}: a pattern applies to text columns only`);
+      if (def.pattern && def.kind !== 'text') throw bugError(`dataset ${dataset.name}: column ${def.name}: a pattern applies to text columns only`);
       const kind = KINDS[def.kind];
       return {
         def,
@@ -288,7 +288,7 @@ export class RowTransformer {
     if (dataset.partition !== 'snapshot_date') {
       const p = dataset.columns.find((c) => c.name === this.partitionColumn);
       if (!p || p.kind !== 'timestamp' || p.nullable) {
-        throw new Error(`dataset ${dataset.name}: a ${dataset.partition} partition needs partitionFrom naming a non-nullable timestamp column`);
+        throw bugError(`dataset ${dataset.name}: a ${dataset.partition} partition needs partitionFrom naming a non-nullable timestamp column`);
       }
     }
     this.entryColumns = this.columns.filter((c) => c.from === 'entry');
@@ -304,16 +304,16 @@ export class RowTransformer {
     if (dataset.ordinal) {
       const known = new Set(dataset.columns.map((c) => c.name));
       for (const n of [...dataset.ordinal.over, ...dataset.ordinal.groupBy]) {
-        if (!known.has(n)) throw new Error(`dataset ${dataset.name}: ordinal refers to unknown column ${n}`);
+        if (!known.has(n)) throw bugError(`dataset ${dataset.name}: ordinal refers to unknown column ${n}`);
       }
-      if (ordinalColumns.length !== 1) throw new Error(`dataset ${dataset.name}: an ordinal needs exactly one column with source $ordinal`);
+      if (ordinalColumns.length !== 1) throw bugError(`dataset ${dataset.name}: an ordinal needs exactly one column with source $ordinal`);
       this.ordinal = {
         over: dataset.ordinal.over.map((n) => this.columns.find((c) => c.def.name === n)!),
         groupBy: dataset.ordinal.groupBy.map((n) => this.columns.find((c) => c.def.name === n)!),
         column: ordinalColumns[0]!.def.name,
       };
     } else if (ordinalColumns.length) {
-      throw new Error(`dataset ${dataset.name}: column ${ordinalColumns[0]!.def.name} reads $ordinal but the dataset declares no ordinal`);
+      throw bugError(`dataset ${dataset.name}: column ${ordinalColumns[0]!.def.name} reads $ordinal but the dataset declares no ordinal`);
     }
   }
 
@@ -321,7 +321,7 @@ export class RowTransformer {
     const rows: StagedRow[] = [];
     const rejects: RejectRecord[] = [];
     const ordinals = this.ordinal ? page.ordinals : undefined;
-    if (this.ordinal && !ordinals) throw new Error(`dataset ${this.dataset.name}: pages need an OrdinalState (one per window)`);
+    if (this.ordinal && !ordinals) throw bugError(`dataset ${this.dataset.name}: pages need an OrdinalState (one per window)`);
     if (ordinals && (page.offset ?? 0) === 0) ordinals.restart();
     const meta = page.meta ?? {};
     const mapFields = page.fields && (page.fields.rename || page.fields.fill) ? page.fields : undefined;
@@ -521,7 +521,7 @@ export class RowTransformer {
     let ordinals: number[] | undefined;
     if (this.ordinal) {
       const state = page.ordinals;
-      if (!state) throw new Error(`dataset ${this.dataset.name}: pages need an OrdinalState (one per window)`);
+      if (!state) throw bugError(`dataset ${this.dataset.name}: pages need an OrdinalState (one per window)`);
       if ((page.offset ?? 0) === 0) state.restart();
       ordinals = new Array<number>(rows);
       const valueOf: EntryValue = (i, c) => (c.from === 'entry' ? entryValue(i, c) : stagedValue(c, constants));

@@ -100,3 +100,22 @@ describe('decoding in a job and afterwards', () => {
     expect(bad.stderr).toMatch(/no verified ABI of 0x[0-9a-f]{40} in the lake's contracts dataset/);
   }, 240_000);
 });
+
+describe('the datasets a spec names', () => {
+  // `decode --describe` with signatures reads no lake: the datasets' names and columns are all it resolves.
+  const describeDecoded = (name: string, signature: string) =>
+    runCliCapturing(['decode', '--describe', '--contract', '0x' + 'c'.repeat(40), '--name', name, '--signature', signature]);
+
+  it('refuses a name another dataset has, and a parameter named as a fixed column, as spec errors (CHAINLAKE_DECODE_SPEC: exit 2)', async () => {
+    // erc20 + Transfers is erc20_transfers, the explorer's dataset.
+    const taken = await describeDecoded('erc20', 'Transfers(address to)');
+    expect(taken.code).toBe(2);
+    expect(taken.stderr).toMatch(/dataset name erc20_transfers \(contract erc20, event Transfers\) is taken; give the contract another name/);
+    // Every decoded dataset has a timestamp column of its log's block.
+    const clash = await describeDecoded('show', 'Noted(uint256 timestamp)');
+    expect(clash.code).toBe(2);
+    expect(clash.stderr).toMatch(/event Noted of show: parameter column timestamp clashes with another column of its dataset show_noted/);
+    const fine = await describeDecoded('show', 'Noted(uint256 stamp)');
+    expect(fine.code, fine.stderr).toBe(0);
+  });
+});

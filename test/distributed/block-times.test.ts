@@ -132,6 +132,15 @@ describe('block times in a distributed run', { timeout: 300_000 }, () => {
     expect(await run1.find(7)).toBe('2026-01-01T00:00:00.000Z');
     // Another run asks again: a provisional block's time may have changed with a reorg.
     expect(await run2.find(7)).toBeUndefined();
+    // A run's times gone as they are recorded (the run closed by another worker meanwhile, its rows deleted, here by
+    // a trigger): a control plane problem with its code, not a time made up.
+    await client.query(`CREATE FUNCTION chainlake.forget_time() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN DELETE FROM chainlake.block_times WHERE run_id = NEW.run_id; RETURN NULL; END $$`);
+    await client.query(`CREATE TRIGGER forget AFTER INSERT ON chainlake.block_times FOR EACH ROW EXECUTE FUNCTION chainlake.forget_time()`);
+    await expect(run2.record(8, '2026-01-01T00:00:24.000Z')).rejects.toMatchObject({
+      code: 'CHAINLAKE_CONTROL_PLANE',
+      message: expect.stringContaining('block 8: its time was recorded in chainlake.block_times for run run-2'),
+    });
     await client.end();
   });
 });

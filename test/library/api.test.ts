@@ -174,6 +174,30 @@ describe('the library API', () => {
     await expect(refused).rejects.toMatchObject({ hint: expect.stringContaining(`chainlake catalog rebuild --lake ${damaged}`) });
   });
 
+  it("a window no setting lets it fetch fails with a code a program acts on, in a run's report and in a stream", async () => {
+    // #13 on testnet is served by the alternate host alone (docs/api-assumptions.md): named nowhere, its windows
+    // fail before any request, for a person to fix with a setting.
+    const request: DatasetRequest = {
+      dataset: 'internal_transactions',
+      network: 'testnet',
+      spec: { transactions: [`0x${'ab'.repeat(32)}`] },
+      // An empty URL is none, whatever CHAINLAKE_TESTNET_ALT_URL says.
+      endpoints: { testnet: sim.urls.testnet, testnetAlt: '' },
+      apiKey: sim.apiKey,
+    };
+    const report = await exportDataset({ ...request, lake: path.join(dir, 'no-alternate') });
+    expect(report.status).toBe('failed');
+    expect(report.errors).toEqual([expect.objectContaining({ code: 'CHAINLAKE_USAGE', error: expect.stringContaining('no alternate base URL') })]);
+    // A stream ends with the window's error, its id in front, and keeps its code and hint.
+    const streamed = collect(streamDataset(request));
+    await expect(streamed).rejects.toBeInstanceOf(ChainlakeError);
+    await expect(streamed).rejects.toMatchObject({
+      code: 'CHAINLAKE_USAGE',
+      message: expect.stringMatching(/^internal_transactions\b.*: transaction_internal_transactions: .*no alternate base URL/),
+      hint: expect.stringContaining('CHAINLAKE_TESTNET_ALT_URL'),
+    });
+  });
+
   it.runIf(unprivilegedCanRun())('reads a read-only copy of a moved lake, through views of its new place', async () => {
     const moved = path.join(dir, 'moved');
     await cp(path.join(dir, 'lake'), moved, { recursive: true });

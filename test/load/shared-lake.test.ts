@@ -156,4 +156,25 @@ describe.skipIf(!HAS_REF)('a lake shared with the reference DuckLake extension (
     expect(json(await refRows(lake))).toBe(json(before));
     expect(json(await chainlakeRows(lake))).toBe(json(before));
   });
+
+  it('compact clears a day another writer emptied, whose current file holds only deleted rows', async () => {
+    const day = days[days.length - 1]!;
+    // A file of the reference's beside chainlake's, the day's other rows deleted (chainlake's file goes), then its
+    // one row (an inlined delete): the day keeps a current file, with no row in it.
+    await withRef(lake, [INSERT + inserted('0xref-e', day, 5)], { inlining: 0 });
+    await withRef(lake, [`DELETE FROM lake.transactions WHERE block_date = DATE '${day}' AND transaction_hash <> '0xref-e'`]);
+    await withRef(lake, [`DELETE FROM lake.transactions WHERE transaction_hash = '0xref-e'`]);
+    const dayFiles = (sql: string) =>
+      withRef(lake, [
+        `SELECT count(*) AS n FROM __ducklake_metadata_lake.ducklake_data_file WHERE end_snapshot IS NULL AND path LIKE '%block_date=${day}/%' ${sql}`,
+      ]);
+    expect(await dayFiles('')).toEqual([{ n: 1n }]);
+    const before = await refRows(lake);
+    expect(before.some((r) => String(r.block_date).startsWith(day))).toBe(false);
+    const report = await compactLake(new LakePaths(lake));
+    expect(report.partitions).toBe(1);
+    expect(await dayFiles('')).toEqual([{ n: 0n }]);
+    expect(json(await refRows(lake))).toBe(json(before));
+    expect(json(await chainlakeRows(lake))).toBe(json(before));
+  });
 });

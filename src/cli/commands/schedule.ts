@@ -61,7 +61,9 @@ function reportPage(lakes: ReadonlyMap<string, string>): Page {
     const job = query.get('job');
     if (job !== null) {
       const lake = lakes.get(job);
-      if (lake === undefined) throw Object.assign(new Error(`no job named ${job} is scheduled here (jobs: ${[...lakes.keys()].join(', ')})`), { status: 404 });
+      // Answered 404 with the message (observe/server.ts reads `status`); a CliError as every error raised on purpose.
+      if (lake === undefined)
+        throw Object.assign(new CliError(`no job named ${job} is scheduled here (jobs: ${[...lakes.keys()].join(', ')})`), { status: 404 });
       return lakeReportHtml({ kind: 'local', lake });
     }
     const distinct = [...new Set(lakes.values())];

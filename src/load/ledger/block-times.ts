@@ -9,6 +9,7 @@
  * its own memory (one process runs every window) and writes no such table.
  */
 import type { CatalogDb } from '../../ducklake/catalog-db.js';
+import { ChainlakeError } from '../../errors.js';
 
 export const BLOCK_TIMES_TABLE = 'block_times';
 
@@ -47,7 +48,13 @@ export function ledgerBlockTimes(db: CatalogDb, runId: string, schema?: string):
       await db.query(`INSERT INTO ${table} (run_id, block, block_time) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`, [runId, block, time]);
       // The row just inserted, or the one another asker recorded first: every window of the run uses that one.
       const held = await find(block);
-      if (held === undefined) throw new Error(`block ${block}: its time was recorded in ${table} for run ${runId} and cannot be read back`);
+      // Gone between this insert and its read: the run's rows were deleted meanwhile (the transaction that closes the
+      // run, or by hand). The control plane no longer holds the run as this worker sees it: the window fails, coded.
+      if (held === undefined)
+        throw new ChainlakeError(
+          `block ${block}: its time was recorded in ${table} for run ${runId} and cannot be read back: the run's times were deleted meanwhile (the run closed, or its rows removed)`,
+          { code: 'CHAINLAKE_CONTROL_PLANE' },
+        );
       return held;
     },
   };

@@ -11,6 +11,7 @@
  */
 import type { CatalogDb, Dialect } from '../../ducklake/catalog-db.js';
 import { ident } from '../../ducklake/ddl.js';
+import { bugError } from '../../errors.js';
 
 /** The ledger's column types; the only engine differences are spelled in TYPE_NAMES. */
 export type LedgerType = 'text' | 'bigint' | 'integer' | 'date' | 'timestamptz' | 'json' | 'uuid';
@@ -187,7 +188,7 @@ export const LEDGER_TABLES: readonly LedgerTable[] = [
 
 export function ledgerTable(name: string): LedgerTable {
   const t = LEDGER_TABLES.find((x) => x.name === name);
-  if (!t) throw new Error(`no ledger table ${name}`);
+  if (!t) throw bugError(`no ledger table ${name}`);
   return t;
 }
 

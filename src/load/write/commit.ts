@@ -1,3 +1,4 @@
+import { bugError } from '../../errors.js';
 import path from 'node:path';
 import type { DatasetDef, Network } from '../../datasets/dataset.js';
 import type { BatchRows } from './batch-rows.js';
@@ -131,15 +132,16 @@ export async function preparePartition(
   const part = ident(STAGED_PARTITION);
   const rows = fresh ? `(SELECT *, ${literal(partition)} AS ${part} FROM (${fresh}))` : noFreshRows(shape);
   const prepared = await mergeOnePartition({ engine, paths, lake, shape, network, partition, workDir, keep }, rows);
-  if (prepared.length !== 1) throw new Error(`${shape.name} (${network}, ${partition}): the merge left no row to write`);
+  // Its callers merge rows into it (decoded, reconciled): a partition left with none is compaction's (rewritePartition).
+  if (prepared.length !== 1) throw bugError(`${shape.name} (${network}, ${partition}): the merge left no row to write`);
   return prepared[0]!;
 }
 
 /**
- * A partition merged with no fresh row, its current rows kept where they meet `keep`: a file, or the partition
- * cleared when no row stays.
+ * A partition merged with no fresh row, its current rows kept where they meet `keep` (all of them without one): a
+ * file, or the partition cleared when no row stays (another DuckLake writer deleted them all).
  */
-export async function rewritePartition(p: OnePartition & { keep: string }): Promise<PreparedFile | ClearedPartition> {
+export async function rewritePartition(p: OnePartition): Promise<PreparedFile | ClearedPartition> {
   const prepared = await mergeOnePartition(p, noFreshRows(p.shape));
   return prepared[0] ?? prepared.cleared?.[0] ?? { table: p.shape.name, partitionValues: [p.network, p.partition] };
 }

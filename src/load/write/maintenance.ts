@@ -7,7 +7,7 @@ import type { Network } from '../../datasets/dataset.js';
 import { DATASETS } from '../../datasets/registry.js';
 import { Catalog, TABLES } from '../catalog.js';
 import { journalFor, lakeStateFor } from './commit-run.js';
-import { preparedFile, preparePartition, type PreparedFile } from './commit.js';
+import { preparedFile, rewritePartition, type ClearedPartition, type PreparedFile } from './commit.js';
 import type { LakeState } from './lake-state.js';
 import { writeMergedPartition } from './merge.js';
 import { fsyncFile, mkdirDurable } from './durable.js';
@@ -153,21 +153,31 @@ export async function compactLake(paths: LakePaths, opts: { datasets?: string[] 
       const workDir = path.join(staging, `batch-${batch}`);
       await mkdirDurable(workDir);
       const prepared: PreparedFile[] = [];
+      const cleared: ClearedPartition[] = [];
       for (const p of chunk) {
         const current = lake.files(p.shape.name, p.network, p.value);
         report.filesBefore += current.length;
         report.rowsBefore += current.reduce((n, f) => n + f.rows, 0);
         report.bytesBefore += current.reduce((n, f) => n + f.bytes, 0);
-        const prep = await preparePartition(engine, paths, lake, p.shape, p.network, p.value, undefined, workDir);
-        prepared.push(prep);
+        const prep = await rewritePartition({ engine, paths, lake, shape: p.shape, network: p.network, partition: p.value, workDir });
         report.partitions++;
+        if (!('from' in prep)) {
+          cleared.push(prep);
+          continue;
+        }
+        prepared.push(prep);
         report.filesAfter++;
         report.rowsAfter += prep.file.rows;
         report.bytesAfter += prep.file.bytes;
       }
       const last = i + COMPACT_BATCH >= parts.length;
       const run = last ? { runId: id, job: '(compact)', startedAt, finishedAt: new Date().toISOString(), status: 'compact', report } : undefined;
-      const journal = journalFor(paths, `${id}/${path.basename(workDir)}`, id, prepared, { run, windows: [], watermarks: [] });
+      const journal = journalFor(paths, `${id}/${path.basename(workDir)}`, id, prepared, {
+        run,
+        windows: [],
+        watermarks: [],
+        ...(cleared.length ? { cleared } : {}),
+      });
       await publishJournal(paths, journal);
       await applyJournal(paths, journal);
       batch++;

@@ -7,6 +7,7 @@ import type { AcceptedPage, RejectRecord, StagedRow } from '../../transform/rows
 import { JOURNAL_FILE } from './journal.js';
 import { STAGED_PARTITION } from '../schema.js';
 import { testHook } from '../test-hooks.js';
+import { bugError } from '../../errors.js';
 
 /**
  * Appends one window's typed rows to an NDJSON file under the run's staging folder. Writes honour stream
@@ -45,7 +46,7 @@ export class StageFile {
   /** Writes the chunks as one corked batch (one writev, no concatenated copy), then honours backpressure. */
   private async writeAll(chunks: readonly (string | Buffer)[]): Promise<void> {
     const stream = this.stream;
-    if (!stream) throw new Error(`stage file ${this.file} is closed`);
+    if (!stream) throw bugError(`stage file ${this.file} written after it was closed`);
     if (stream.errored) throw stream.errored;
     stream.cork();
     let ok = true;
@@ -189,7 +190,11 @@ function settled(stream: WriteStream, event: 'drain' | 'finish'): Promise<void> 
       else resolve();
     };
     const ok = (): void => done();
-    const closed = (): void => done(stream.errored ?? (event === 'finish' && stream.writableFinished ? null : new Error(`stage file closed before ${event}`)));
+    const closed = (): void =>
+      done(
+        stream.errored ??
+          (event === 'finish' && stream.writableFinished ? null : bugError(`stage file closed before ${event} while a write or close waited for it`)),
+      );
     if (stream.errored) return done(stream.errored);
     stream.on(event, ok);
     stream.on('error', done);

@@ -10,6 +10,7 @@ import type { DatasetDef, EndpointDef } from '../../datasets/dataset.js';
 import { scopeRowsTable, type ScopeRowsTable, type ScopeRowsValue } from '../../datasets/scope-rows.js';
 import type { BlockRange } from '../../extract/page.js';
 import { ident, literal } from '../../load/sql.js';
+import { bugError } from '../../errors.js';
 
 const TABLE = '__verify_window';
 
@@ -36,7 +37,7 @@ export class WindowRows {
     if (!this.exists) return 0;
     const times = this.byTime ? await this.timesOf(range) : undefined;
     const table = scopeRowsTable(this.def, [{ ...this.window, range, ...(times ? { times } : {}) }]);
-    if (!table) throw new Error(`${this.def.name}: the rows of a ${this.window.endpoint.id} window cannot be told (not replaceable)`);
+    if (!table) throw bugError(`${this.def.name}: the rows of a ${this.window.endpoint.id} window cannot be told (not replaceable), and verify counted them`);
     await createScopeRows(this.conn, TABLE, table);
     try {
       const rows = (
@@ -52,7 +53,7 @@ export class WindowRows {
 
   /** The times of the range's ends; the API asked once per block (blockTimes remembers them per caller). */
   timesOf(range: BlockRange): Promise<{ from: string; to: string }> {
-    if (!this.times) throw new Error(`${this.def.name}: its rows carry a block time only, and no block endpoint is known to ask the range's times`);
+    if (!this.times) throw bugError(`${this.def.name}: its rows carry a block time only, and no block endpoint is known to ask the range's times`);
     return this.times(range);
   }
 }
