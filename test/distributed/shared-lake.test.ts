@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
+import { compactDistributedLake } from '../../src/distributed/maintain.js';
 import { openDistributedLake } from '../../src/distributed/read.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { lakeStatus } from '../../src/load/read/status.js';
@@ -118,6 +119,29 @@ describe.skipIf(missing !== null)(
       expect(after.length).toBeGreaterThan(before.length);
       for (const hash of ['0xref-a', '0xref-b', '0xref-c']) expect(after.find((r) => r.transaction_hash === hash)?._run_id, hash).toBe('reference');
       expect(plain(await chainlakeRows())).toEqual(plain(after));
+    }, 180_000);
+
+    it('compact clears a day another writer emptied, whose current file holds only deleted rows', async () => {
+      expect(days, 'the lake of the tests before').toBeDefined();
+      const day = days[days.length - 1]!;
+      // As on one machine (test/load/shared-lake.test.ts): a file of the reference's beside chainlake's, the day's other
+      // rows deleted (chainlake's file goes), then its one row (an inlined delete): the day keeps a current file, with
+      // no row in it.
+      await withRef([INSERT + inserted('0xref-e', day, 5)], { inlining: 0 });
+      await withRef([`DELETE FROM ref.transactions WHERE block_date = DATE '${day}' AND transaction_hash <> '0xref-e'`], { inlining: 0 });
+      await withRef([`DELETE FROM ref.transactions WHERE transaction_hash = '0xref-e'`]);
+      const dayFiles = () =>
+        withRef([
+          `SELECT count(*) AS n FROM __ducklake_metadata_ref.ducklake.ducklake_data_file WHERE end_snapshot IS NULL AND path LIKE '%block_date=${day}/%'`,
+        ]);
+      expect(await dayFiles()).toEqual([{ n: 1n }]);
+      const before = await refRows();
+      expect(before.some((r) => String(r.block_date).startsWith(day))).toBe(false);
+      const report = await compactDistributedLake({ catalog: db.url, store });
+      expect(report.partitions).toBeGreaterThanOrEqual(1);
+      expect(await dayFiles()).toEqual([{ n: 0n }]);
+      expect(plain(await refRows())).toEqual(plain(before));
+      expect(plain(await chainlakeRows())).toEqual(plain(before));
     }, 180_000);
   },
 );
