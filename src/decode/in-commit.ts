@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { CommitDerivation } from '../load/write/commit-run.js';
 import { preparedFile, type ClearedPartition, type PreparedFile } from '../load/write/commit.js';
 import { FRESH_COLUMN, type WriterTask } from '../load/write/merge-slices.js';
-import { copyLakeFile, measureLakeFiles } from '../load/write/lake-file.js';
+import { copyLakeFile, measureLakeFiles, type CopiedFile } from '../load/write/lake-file.js';
 import type { LakeState } from '../load/write/lake-state.js';
 import { STAGED_PARTITION, type TableShape } from '../load/schema.js';
 import { fsyncFile, mkdirDurable } from '../load/write/durable.js';
@@ -266,28 +266,30 @@ export abstract class SliceDecoding<F> {
   }
 }
 
-/** The decoding of a single machine's commit: its days go into the commit's journal beside the lake's files. */
-export class CommitDecoding extends SliceDecoding<PreparedFile | ClearedPartition> implements CommitDerivation {
+/**
+ * The decoding of a single machine's commit: its days go into the commit's journal beside the lake's files. A day's
+ * file is measured with the others once all are written, in one read of their footers, as a dataset's are (a read
+ * per day was a visible share of a decoding commit).
+ */
+export class CommitDecoding extends SliceDecoding<CopiedFile | ClearedPartition> implements CommitDerivation {
   constructor(private readonly local: CommitDecodingInput) {
     super(local);
   }
 
-  protected isFile(written: PreparedFile | ClearedPartition): boolean {
-    return 'from' in written;
+  protected isFile(written: CopiedFile | ClearedPartition): boolean {
+    return 'target' in written;
   }
 
-  protected target(lake: LakeState | undefined): DecodedTarget<PreparedFile | ClearedPartition> {
+  protected target(lake: LakeState | undefined): DecodedTarget<CopiedFile | ClearedPartition> {
     if (!lake) throw bugError('a single machine commit decodes with its lake state, and none was given');
-    const { paths, network, engine, datasets } = this.local;
+    const { network, datasets } = this.local;
     return {
       lake: (shape) => lake.partitionsOf(shape, network),
       write: async (writer, shape, day, select, from) => {
         const copied = await copyLakeFile(writer, lake.table(shape.name), shape, { network, value: day }, select, from);
         // A day every row of which went (decoded from logs a reorganisation took: addOrphanedDays) has no file: its
         // old files end with none in their place, as a dataset's partition whose rows all went.
-        if (copied.rows === 0) return { table: shape.name, partitionValues: [network, day] };
-        const [written] = await measureLakeFiles(writer, [copied]);
-        return preparedFile(paths, { shape, network, partition: day }, from, written!);
+        return copied.rows === 0 ? { table: shape.name, partitionValues: [network, day] } : copied;
       },
       replacedRejects: (conn, logs) => findReplacedRejects(conn, lake, network, datasets, logs),
     };
@@ -296,8 +298,14 @@ export class CommitDecoding extends SliceDecoding<PreparedFile | ClearedPartitio
   async prepared(): Promise<{ files: PreparedFile[]; rejects?: string; tables: ReturnType<typeof declaredTables>; cleared?: ClearedPartition[] } | undefined> {
     const out = await this.decoded();
     if (!out) return undefined;
-    const files = out.files.filter((f): f is PreparedFile => this.isFile(f));
+    const { paths, network, engine } = this.local;
+    const copied = out.files.filter((f): f is CopiedFile => this.isFile(f));
     const cleared = out.files.filter((f): f is ClearedPartition => !this.isFile(f));
+    // The commit's merges have ended: its connection is free.
+    const measured = await measureLakeFiles(engine.conn, copied);
+    const files = measured.map((m, i) =>
+      preparedFile(paths, { shape: copied[i]!.shape, network, partition: copied[i]!.partition.value }, copied[i]!.target, m),
+    );
     // Side by side once all are written, as the commit's own files.
     await Promise.all(files.map((f) => fsyncFile(f.from)));
     return {
