@@ -5,7 +5,13 @@ import type { RangeRows } from './rows.js';
 export type PagePart = (part: BlockRange, hint: FetchedPage | undefined) => AsyncGenerator<FetchedPage>;
 
 /**
- * Fallback without block numbers: parts sized to hold ~90 % of the cap each (bisection at worst), newest
+ * A part's share of the cap: entries are spread unevenly over blocks, so a part sized to the full cap would often
+ * overflow it and be split again.
+ */
+const PART_FILL = 0.9;
+
+/**
+ * Fallback without block numbers: parts sized to hold PART_FILL of the cap each (bisection at worst), newest
  * first. When the listing is newest first by timestamp, the probe page is the newest part's first page and
  * is not fetched again.
  */
@@ -20,7 +26,7 @@ export async function* bisect(
 ): AsyncGenerator<FetchedPage> {
   const count = probe.count;
   const span = range.to - range.from + 1;
-  const parts = Math.min(span, Math.max(2, Math.ceil(count / (cap * 0.9))));
+  const parts = Math.min(span, Math.max(2, Math.ceil(count / (cap * PART_FILL))));
   progress.splits++;
   rows.uncount(count);
   const reuse = entryCount(probe) === limit && newestFirst(probe.entries) ? probe : undefined;
