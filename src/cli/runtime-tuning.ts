@@ -44,6 +44,11 @@ export function configureDuckDBAllocator(env: NodeJS.ProcessEnv): void {
   if (env[ALLOCATOR_ENV] === undefined) env[ALLOCATOR_ENV] = DUCKDB_ALLOCATOR_CONF;
 }
 
+/** Whether the user gave a V8 option matching `option`, on the command line or in NODE_OPTIONS: theirs is kept. */
+function userSet(option: RegExp, execArgv: readonly string[], nodeOptions: string | undefined): boolean {
+  return execArgv.some((a) => option.test(a)) || option.test(nodeOptions ?? '');
+}
+
 // --- V8's young generation ----------------------------------------------------------------------------------
 
 /** V8 options that size the young generation; a user who set one of them keeps V8 as they configured it. */
@@ -58,7 +63,7 @@ const USER_SIZING = /--(?:max|min)[-_]semi[-_]space[-_]size|--semi[-_]space[-_]g
  * grow.
  */
 export function keepYoungGenerationSmall(execArgv: readonly string[], nodeOptions: string | undefined): void {
-  if (execArgv.some((a) => USER_SIZING.test(a)) || USER_SIZING.test(nodeOptions ?? '')) return;
+  if (userSet(USER_SIZING, execArgv, nodeOptions)) return;
   v8.setFlagsFromString('--semi-space-growth-factor=1');
 }
 
@@ -81,7 +86,7 @@ export const HEAP_GROWING_PERCENT = 200;
  * whenever it sets a new limit, after each full collection.
  */
 export function growOldGenerationWhileReceiving(execArgv: readonly string[], nodeOptions: string | undefined): void {
-  if (execArgv.some((a) => USER_GROWING.test(a)) || USER_GROWING.test(nodeOptions ?? '')) return;
+  if (userSet(USER_GROWING, execArgv, nodeOptions)) return;
   setReceivingHook((receiving) => v8.setFlagsFromString(`--heap-growing-percent=${receiving ? HEAP_GROWING_PERCENT : 0}`));
 }
 
