@@ -443,6 +443,9 @@ export async function underLease<T>(deps: CommitDeps, leases: Pick<pg.Client, 'q
 export interface LeasedCommit {
   snapshotId: number;
   files: number;
+  /** Rows and bytes of the files written. */
+  rows: number;
+  bytes: number;
 }
 
 /**
@@ -481,15 +484,22 @@ export async function commitLeased(
       message,
       inTransaction: async (tx, snapshotId) => {
         await confirmLease(tx, deps);
-        await opts.record?.(tx, { snapshotId, files: written.length });
+        await opts.record?.(tx, leasedCommit(snapshotId, written));
       },
     });
-    return { snapshotId: result.snapshotId, files: written.length };
+    return leasedCommit(result.snapshotId, written);
   } catch (error) {
     await Promise.all(written.map((f) => deps.store.remove(deps.store.lakeLocation(f.fullPath)).catch(() => undefined)));
     throw error;
   }
 }
+
+const leasedCommit = (snapshotId: number, written: readonly StagedFile[]): LeasedCommit => ({
+  snapshotId,
+  files: written.length,
+  rows: written.reduce((n, f) => n + f.recordCount, 0),
+  bytes: written.reduce((n, f) => n + f.fileSizeBytes, 0),
+});
 
 /** Inside the commit's transaction: the lease still ours, the windows committed, watermarks, finished runs. */
 async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly FetchedWindow[], snapshotId: number): Promise<void> {

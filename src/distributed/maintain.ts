@@ -9,15 +9,18 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { CatalogDb } from '../ducklake/catalog-db.js';
-import { byteaColumns, currentSnapshot, dataPathOf, listDataFiles, listInlinedData, listTables, type LakeTable } from '../ducklake/reader.js';
+import { dataPathOf } from '../ducklake/reader.js';
 import { expireSnapshots, filesToDelete, forgetDeletedFiles } from '../ducklake/writer.js';
 import { openEngine } from '../load/engine.js';
 import { newMaintenanceId } from '../load/ids.js';
+import { recordRun } from '../load/ledger/runs.js';
 import { ident } from '../load/sql.js';
-import type { TableShape } from '../load/schema.js';
+import { STAGED_PARTITION, type TableShape } from '../load/schema.js';
+import { compactionTargets, compactRun, countBefore, emptyCompactReport, type CompactionTarget, type CompactReport } from '../load/write/compaction.js';
+import { partitionKey, readLakeState } from '../load/write/lake-state.js';
 import { lakeShapes } from '../load/write/maintenance.js';
 import { silentLogger } from '../pipeline/log.js';
-import { commitUnderLease, type LeasedChange } from './commit.js';
+import { commitLeased, lakeRows, underLease, type CommitDeps, type LeasedChange, type LeasedCommit } from './commit.js';
 import { CONTROL_SCHEMA, openCatalog } from './control-plane.js';
 import { openStore, storeLocationOf, type Store, type StoreConnection, type StoredFile } from './store.js';
 import { catalogFiles } from '../ducklake/files.js';
@@ -103,66 +106,34 @@ export async function unreferencedFiles(
   return candidates.filter((f) => !referenced.has(norm(f.location)));
 }
 
-export interface DistributedCompactReport {
-  runId: string;
-  /** The one snapshot the compaction wrote; null when every partition was already compact (nothing written). */
-  snapshotId: number | null;
-  partitions: number;
-  filesBefore: number;
-  filesAfter: number;
-  /** Partitions left as they were: one data file, no deletes, no rows inlined into the catalog. */
-  alreadyCompact: number;
-}
-
-/** Long enough for a large lake's merge; renewed by nothing, so it bounds how long a crashed compaction holds it. */
+/** Long enough for a large lake's merge; renewed while the compaction runs (underLease). */
 const COMPACT_LEASE_SECONDS = 600;
 
 /**
- * `chainlake compact --catalog`: each partition of several data files, or with deletes or rows another DuckLake writer
- * inlined into the catalog, is merged by the distributed committer's merge (one row per key, one file) and all are
- * committed as ONE snapshot under the committer lease, so it never races a worker's commit. A partition that is
- * already one file with nothing deleted or inlined is left alone (the local compact's rule): a compact lake gets no
- * snapshot at all. The files replaced stay for older snapshots until `maintain --catalog` expires them.
+ * `chainlake compact --catalog`: the partitions that are not compact (compactionTargets, the single machine's rule)
+ * merged by the committer's merge (one row per key, one file) and committed as ONE snapshot with the compaction's
+ * run row, under the committer lease, so it never races a worker's commit; the lake is read under the lease too. A
+ * compact lake gets no snapshot at all. The files replaced stay for older snapshots until `maintain --catalog`
+ * expires them.
  */
 export async function compactDistributedLake(opts: {
   catalog: string;
   store?: string;
   storeConnection?: StoreConnection;
   datasets?: readonly string[];
-}): Promise<DistributedCompactReport> {
+}): Promise<CompactReport> {
   const runId = newMaintenanceId('compact');
+  const startedAt = new Date().toISOString();
   const { client, catalog } = await openCatalog(opts.catalog);
   const scratch = await mkdtemp(path.join(os.tmpdir(), 'chainlake-compact-'));
   try {
     const store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)), opts.storeConnection);
     try {
-      const report: DistributedCompactReport = { runId, snapshotId: null, partitions: 0, filesBefore: 0, filesAfter: 0, alreadyCompact: 0 };
-      const snapshot = (await currentSnapshot(catalog)).snapshotId;
-      const tables = new Map((await listTables(catalog, snapshot)).filter((t) => t.schema.name === 'main').map((t) => [t.name, t]));
-      const changes: LeasedChange[] = [];
-      for (const shape of lakeShapes()) {
-        const table = tables.get(shape.name);
-        if (!table || (opts.datasets && !opts.datasets.includes(shape.name))) continue;
-        const parts = await partitionsOf(catalog, table, shape, snapshot, store.localDataPath);
-        const rewrite = new Map<string, string[]>();
-        for (const [key, p] of parts) {
-          if (p.files === 1 && !p.changed) {
-            report.alreadyCompact++;
-            continue;
-          }
-          const [network, value] = key.split('\u0000') as [string, string];
-          rewrite.set(network, [...(rewrite.get(network) ?? []), value]);
-          report.partitions++;
-          report.filesBefore += p.files;
-        }
-        if (rewrite.size > 0) changes.push({ shape, fragments: new Map(), rewrite });
-      }
-      if (changes.length === 0) return report;
       const engine = await openEngine({ tempDir: path.join(scratch, 'duckdb-tmp') });
       try {
         const deps = { catalog, engine, store, holder: runId, leaseSeconds: COMPACT_LEASE_SECONDS, log: silentLogger };
-        const committed = await commitUnderLease(deps, client, changes, `chainlake compact ${runId}`);
-        return { ...report, snapshotId: committed.snapshotId, filesAfter: committed.files };
+        const shapes = lakeShapes().filter((s) => !opts.datasets || opts.datasets.includes(s.name));
+        return await underLease(deps, client, `chainlake compact ${runId}`, () => compactLeased(deps, shapes, startedAt));
       } finally {
         engine.close();
       }
@@ -175,50 +146,60 @@ export async function compactDistributedLake(opts: {
   }
 }
 
+/** The compaction itself, by the holder of the committer lease (deps.holder is the compaction's run id). */
+async function compactLeased(deps: CommitDeps, shapes: readonly TableShape[], startedAt: string): Promise<CompactReport> {
+  const report = emptyCompactReport(deps.holder);
+  const { targets, alreadyCompact } = compactionTargets(await readLakeState(deps.catalog, deps.store.localDataPath), shapes);
+  report.alreadyCompact = alreadyCompact;
+  if (targets.length === 0) return report;
+  const counted = await sharedRows(deps, targets);
+  countBefore(report, targets, (t) => counted.get(partitionKey(t.network, t.value))?.get(t.shape.name) ?? 0);
+  const rewrite = new Map<TableShape, Map<string, string[]>>();
+  for (const t of targets) {
+    const networks = rewrite.get(t.shape) ?? new Map<string, string[]>();
+    rewrite.set(t.shape, networks.set(t.network, [...(networks.get(t.network) ?? []), t.value]));
+  }
+  const changes: LeasedChange[] = [...rewrite].map(([shape, networks]) => ({ shape, fragments: new Map(), rewrite: networks }));
+  const after = (c: LeasedCommit): CompactReport => ({ ...report, snapshotId: c.snapshotId, filesAfter: c.files, rowsAfter: c.rows, bytesAfter: c.bytes });
+  const committed = await commitLeased(deps, changes, `chainlake compact ${deps.holder}`, {
+    record: (tx, c) => recordRun({ db: tx, schema: CONTROL_SCHEMA }, compactRun(after(c), startedAt)),
+  });
+  return after(committed);
+}
+
 /**
- * A table's partitions (network, partition value) at `snapshot`: how many data files each has, and whether anything
- * else shapes its rows (a delete file, inlined deletes, rows inlined into the catalog).
+ * The rows of the targets whose files alone do not give them (another DuckLake writer inlined rows into the catalog
+ * or deleted some), counted as the merge reads them: by partition key, then table.
  */
-async function partitionsOf(
-  catalog: CatalogDb,
-  table: LakeTable,
-  shape: TableShape,
-  snapshot: number,
-  dataPath: string,
-): Promise<Map<string, { files: number; changed: boolean }>> {
-  const out = new Map<string, { files: number; changed: boolean }>();
-  const deleted = new Set(
-    (await listDataFiles(catalog, table, snapshot, dataPath)).filter((f) => f.deleteFile || f.inlinedDeletes.length > 0).map((f) => f.dataFileId),
-  );
-  const rows = await catalog.query(
-    `SELECT d.data_file_id, n.partition_value AS network, p.partition_value AS value FROM ducklake_data_file d
-     JOIN ducklake_file_partition_value n ON n.data_file_id = d.data_file_id AND n.partition_key_index = 0
-     JOIN ducklake_file_partition_value p ON p.data_file_id = d.data_file_id AND p.partition_key_index = 1
-     WHERE d.table_id = $1 AND d.begin_snapshot <= $2 AND (d.end_snapshot IS NULL OR $2 < d.end_snapshot)`,
-    [table.tableId, snapshot],
-  );
-  for (const r of rows) {
-    const key = `${String(r.network)}\u0000${String(r.value)}`;
-    const had = out.get(key) ?? { files: 0, changed: false };
-    out.set(key, { files: had.files + 1, changed: had.changed || deleted.has(Number(r.data_file_id)) });
+async function sharedRows(deps: CommitDeps, targets: readonly CompactionTarget[]): Promise<Map<string, Map<string, number>>> {
+  const counted = new Map<string, Map<string, number>>();
+  const groups = new Map<string, CompactionTarget[]>();
+  for (const t of targets.filter((x) => x.rows === undefined)) {
+    const k = `${t.shape.name}\u0000${t.network}`;
+    groups.set(k, [...(groups.get(k) ?? []), t]);
   }
-  for (const t of await listInlinedData(catalog, table)) {
-    if (!t.columns.includes('network') || !t.columns.includes(shape.partition)) continue;
-    // The reference extension keeps VARCHAR columns as bytea in PostgreSQL, whose text form is hex.
-    const bytea = await byteaColumns(catalog, t.name);
-    const text = (c: string, v: unknown): string =>
-      bytea.has(c) && typeof v === 'string' && v.startsWith('\\x') ? Buffer.from(v.slice(2), 'hex').toString('utf8') : String(v);
-    const inlined = await catalog.query(
-      `SELECT DISTINCT CAST(network AS VARCHAR) AS network, CAST(${ident(shape.partition)} AS VARCHAR) AS value FROM ${ident(t.name)}
-       WHERE begin_snapshot <= $1 AND (end_snapshot IS NULL OR $1 < end_snapshot)`,
-      [snapshot],
-    );
-    for (const r of inlined) {
-      const key = `${text('network', r.network)}\u0000${text(shape.partition, r.value)}`;
-      out.set(key, { files: out.get(key)?.files ?? 0, changed: true });
+  if (groups.size === 0) return counted;
+  const conn = await deps.engine.connect();
+  try {
+    for (const group of groups.values()) {
+      const { shape, network } = group[0]!;
+      const rows = await lakeRows(deps, shape, network, conn, true, '__chainlake_count_');
+      try {
+        const select = await rows.select(group.map((t) => t.value));
+        if (!select) continue;
+        const part = ident(STAGED_PARTITION);
+        for (const r of (await conn.runAndReadAll(`SELECT ${part} AS p, count(*) AS n FROM (${select}) GROUP BY 1`)).getRowObjectsJS()) {
+          const key = partitionKey(network, String(r.p));
+          counted.set(key, (counted.get(key) ?? new Map<string, number>()).set(shape.name, Number(r.n)));
+        }
+      } finally {
+        await rows.release();
+      }
     }
+  } finally {
+    conn.closeSync();
   }
-  return out;
+  return counted;
 }
 
 /** One spelling per file: object locations as they are, local paths resolved. */

@@ -330,6 +330,26 @@ export async function byteaColumns(db: CatalogDb, name: string): Promise<Set<str
   return new Set(rows.map((r) => str(r.column_name)));
 }
 
+/**
+ * The distinct values of `columns` among an inlined-data table's rows that are live at `snapshot` (not yet ended
+ * without one), as text: the partitions another writer's inlined rows fall in. A column the writer kept as bytea
+ * (byteaColumns) is decoded from the hex text PostgreSQL casts it to.
+ */
+export async function inlinedValues(db: CatalogDb, name: string, columns: readonly string[], snapshot?: number): Promise<string[][]> {
+  const bytea = await byteaColumns(db, name);
+  const live = snapshot === undefined ? 'end_snapshot IS NULL' : VALID_AT('', '$1');
+  const rows = await db.query(
+    `SELECT DISTINCT ${columns.map((c, i) => `CAST(${ident(c)} AS VARCHAR) AS v${i}`).join(', ')} FROM ${ident(name)} WHERE ${live}`,
+    snapshot === undefined ? [] : [snapshot],
+  );
+  return rows.map((r) =>
+    columns.map((c, i) => {
+      const v = r[`v${i}`];
+      return bytea.has(c) && typeof v === 'string' && v.startsWith('\\x') ? Buffer.from(v.slice(2), 'hex').toString('utf8') : str(v);
+    }),
+  );
+}
+
 /** Rows per statement when copying inlined rows into DuckDB: a statement of bounded size, whatever the table's. */
 const INLINED_COPY_ROWS = 1000;
 

@@ -14,6 +14,7 @@ import { A_BUSY0 } from '../../src/simulator/chain.js';
 import { chainFor } from '../../src/simulator/index.js';
 import { referenceMissing, withReference } from '../ducklake/helpers.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
+import { runCliCapturing } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 import { chainlakeQuery } from './helpers.js';
 
@@ -117,6 +118,17 @@ describe.skipIf(missing !== null)(`compact --catalog on a distributed lake${miss
     // The days the reference changed (its inlined-only day included); days of one file and no change are left alone.
     expect(r.partitions).toBe(5);
     expect(r.alreadyCompact).toBe(untouched.length + (days.length - 4 - untouched.length > 0 ? 0 : 0));
+    // What it read and wrote, counted as the single machine's compaction counts it: the rows another writer inlined
+    // or deleted included, one file per day after (the inlined-only day had none before).
+    const targetDays = [...days.slice(0, 4), '2030-01-01'].map((d) => `'${d}'`).join(', ');
+    const [counted] = await withRef([`SELECT count(*) AS n FROM ref.transactions WHERE CAST(block_date AS VARCHAR) IN (${targetDays})`]);
+    const targetRows = Number(counted?.n);
+    expect(targetRows).toBeGreaterThan(4);
+    expect(r).toMatchObject({ filesBefore: 6, filesAfter: 5, rowsBefore: targetRows, rowsAfter: targetRows, prunedDirs: 0 });
+    expect(r.bytesAfter).toBeGreaterThan(0);
+    // Its run in the ledger, with the single machine's status word.
+    const run = await chainlakeQuery(db.url, store, `SELECT job, status, report->>'partitions' AS partitions FROM runs WHERE run_id = '${r.runId}'`);
+    expect(plain(run)).toEqual(plain([{ job: '(compact)', status: 'compact', partitions: '5' }]));
     const after = await catalogState();
     expect(after.snapshot).toBe(before.snapshot + 1);
     expect([...after.files.values()].every((n) => n === 1)).toBe(true);
@@ -128,10 +140,12 @@ describe.skipIf(missing !== null)(`compact --catalog on a distributed lake${miss
     expect(plain(await refRows())).toEqual(plain(rows));
     expect(plain(await chainlakeRows())).toEqual(plain(rows));
 
-    // A compact lake: nothing written, not even a snapshot.
-    const again = await compactDistributedLake({ catalog: db.url, store });
-    expect(again.snapshotId).toBeNull();
-    expect(again.partitions).toBe(0);
+    // A compact lake: nothing written, not even a snapshot; the CLI says so as it does for a local lake.
+    const again = await runCliCapturing(['compact', '--catalog', db.url, '--store', store]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toMatch(
+      /^the distributed lake .* \(--catalog\): nothing to compact; \d+ partitions already compact \(one file each\), left as they are\n$/,
+    );
     expect((await catalogState()).snapshot).toBe(after.snapshot);
   }, 180_000);
 });

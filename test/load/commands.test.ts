@@ -112,11 +112,13 @@ describe('chainlake status', () => {
 });
 
 describe('chainlake compact and catalog', () => {
-  it('compact rewrites the partitions without changing a row', async () => {
+  it('compact names the lake and leaves a compact one as it is, without changing a row', async () => {
     const before = await lakeContent(lake);
     const r = await runCliCapturing(['compact', '--lake', lake, '--dataset', 'transactions']);
     expect(r.code, r.stderr).toBe(0);
-    expect(r.stdout).toMatch(/^compacted \d+ partitions: (\d+) -> \1 files, (\d+) -> \2 rows \(0 duplicates removed\)/);
+    // Every commit writes each partition it touches as one file: the partitions a compaction rewrites are another
+    // writer's (test/load/shared-lake.test.ts).
+    expect(r.stdout).toMatch(/^the local lake .* \(--lake\): nothing to compact; \d+ partitions already compact \(one file each\), left as they are\n$/);
     expect(await lakeContent(lake)).toEqual(before);
     const bad = await runCliCapturing(['compact', '--lake', lake, '--dataset', 'nope']);
     expect(bad.code).toBe(2);

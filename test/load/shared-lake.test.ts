@@ -145,6 +145,14 @@ describe.skipIf(!HAS_REF)('a lake shared with the reference DuckLake extension (
     const before = await refRows(lake);
     const report = await compactLake(new LakePaths(lake));
     expect(report.partitions).toBeGreaterThanOrEqual(2); // the inlined-only day and the day with the inlined delete
+    // Counted as the distributed compaction counts: the rows as read (inlined ones in, deleted ones out), one file each.
+    expect(report.rowsBefore).toBeGreaterThan(0);
+    expect(report.rowsAfter).toBe(report.rowsBefore);
+    expect(report.filesAfter).toBe(report.partitions);
+    const [snapshot] = await queryCatalog(lake, 'SELECT max(snapshot_id) AS s FROM ducklake_snapshot');
+    expect(report.snapshotId).toBe(Number(snapshot?.s));
+    const run = await queryCatalog(lake, `SELECT job, status, CAST(report->>'partitions' AS INTEGER) AS p FROM runs WHERE run_id = '${report.runId}'`);
+    expect(run).toEqual([{ job: '(compact)', status: 'compact', p: report.partitions }]);
     const names = (await queryCatalog(lake, 'SELECT table_name FROM ducklake_inlined_data_tables')).map((r) => String(r.table_name));
     expect(names.length).toBeGreaterThan(0);
     const current = await queryCatalog(

@@ -4,6 +4,7 @@ import { datasetNames } from '../../datasets/registry.js';
 import { checkCatalogUrl } from '../../distributed/control-plane.js';
 import { compactDistributedLake } from '../../distributed/maintain.js';
 import { compactLake } from '../../load/write/maintenance.js';
+import type { CompactReport } from '../../load/write/compaction.js';
 import { LakePaths } from '../../load/paths.js';
 import { REJECTS_DATASET } from '../../load/schema.js';
 import { CliError } from '../exit-codes.js';
@@ -32,36 +33,33 @@ export const compactCommand: CommandModule<object, Args> = {
       .example('$0 compact --catalog postgres://chainlake@db/lake --store /mnt/lake', 'A distributed lake'),
   handler: async (args) => {
     const target = resolveLakeTarget(args);
+    let r: CompactReport;
     if (target.kind === 'distributed') {
-      const r = await compactDistributedLake({
+      r = await compactDistributedLake({
         catalog: checkCatalogUrl(target.catalog),
         store: target.store,
         storeConnection: target.storeConnection,
         datasets: args.dataset,
       });
-      if (args.format === 'json') return void process.stdout.write(JSON.stringify(r, null, 2) + '\n');
-      process.stdout.write(
-        `${describeTarget(target)}: ` +
-          (r.snapshotId === null
-            ? `nothing to compact`
-            : `compacted ${r.partitions} partitions: ${r.filesBefore} -> ${r.filesAfter} files, as snapshot ${r.snapshotId}`) +
-          (r.alreadyCompact ? `; ${r.alreadyCompact} partitions already compact (one file each), left as they are` : '') +
-          '\n',
-      );
-      return;
+    } else {
+      const paths = new LakePaths(target.lake);
+      if (!existsSync(paths.catalog)) throw new CliError(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`);
+      r = await compactLake(paths, { datasets: args.dataset });
     }
-    const paths = new LakePaths(target.lake);
-    if (!existsSync(paths.catalog)) throw new CliError(`no lake at ${paths.root}: ${paths.catalog} does not exist (run a job first)`);
-    const r = await compactLake(paths, { datasets: args.dataset });
-    if (args.format === 'json') {
-      process.stdout.write(JSON.stringify(r, null, 2) + '\n');
-      return;
-    }
-    process.stdout.write(
-      `compacted ${r.partitions} partitions: ${r.filesBefore} -> ${r.filesAfter} files, ${r.rowsBefore} -> ${r.rowsAfter} rows (${r.rowsBefore - r.rowsAfter} duplicates removed), ${mib(r.bytesBefore)} -> ${mib(r.bytesAfter)}` +
-        (r.alreadyCompact ? `; ${r.alreadyCompact} partitions already compact (one file each), left as they are` : '') +
-        (r.prunedDirs ? `; ${r.prunedDirs} empty partition folders removed` : '') +
-        '\n',
-    );
+    if (args.format === 'json') return void process.stdout.write(JSON.stringify(r, null, 2) + '\n');
+    process.stdout.write(`${describeTarget(target)}: ${describeCompaction(r)}\n`);
   },
 };
+
+/** One line for a compaction of either kind of lake. */
+function describeCompaction(r: CompactReport): string {
+  const done =
+    r.partitions === 0
+      ? 'nothing to compact'
+      : `compacted ${r.partitions} partitions: ${r.filesBefore} -> ${r.filesAfter} files, ${r.rowsBefore} -> ${r.rowsAfter} rows (${r.rowsBefore - r.rowsAfter} duplicates removed), ${mib(r.bytesBefore)} -> ${mib(r.bytesAfter)}, as snapshot ${r.snapshotId}`;
+  return (
+    done +
+    (r.alreadyCompact ? `; ${r.alreadyCompact} partitions already compact (one file each), left as they are` : '') +
+    (r.prunedDirs ? `; ${r.prunedDirs} empty partition folders removed` : '')
+  );
+}

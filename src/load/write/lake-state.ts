@@ -14,6 +14,7 @@ import {
   currentSnapshot,
   listAllColumns,
   listDataFiles,
+  inlinedValues,
   listInlinedData,
   listTables,
   scanSql,
@@ -40,6 +41,8 @@ export interface CurrentFile {
    * inlined into the catalog, rows it deleted). It stands for all the partition's files: merging reads it instead.
    */
   materialised?: true;
+  /** For a materialised file: the partition's data files it stands for, and their size. */
+  replaced?: { files: number; bytes: number };
   /** The file's lowest and highest block (block-ranged datasets): which partitions a replaced window reaches. */
   blockSpan?: { min: number | null; max: number | null };
 }
@@ -270,10 +273,7 @@ async function sharedPartitions(db: CatalogDb, tables: ReadonlyMap<string, LakeT
     if (!partitionColumn) continue;
     for (const data of inlinedOwners.has(state.table.tableId) ? await listInlinedData(db, state.table) : []) {
       if (!data.columns.includes('network') || !data.columns.includes(partitionColumn)) continue;
-      const held = await db.query(
-        `SELECT DISTINCT CAST(network AS VARCHAR) AS network, CAST(${ident(partitionColumn)} AS VARCHAR) AS value FROM ${ident(data.name)} WHERE end_snapshot IS NULL`,
-      );
-      for (const h of held) share(state, partitionKey(String(h.network), String(h.value)));
+      for (const [network, value] of await inlinedValues(db, data.name, ['network', partitionColumn])) share(state, partitionKey(network!, value!));
     }
     const deletes = `ducklake_inlined_delete_${state.table.tableId}`;
     for (const id of inlinedTables.has(deletes) ? await inlinedDeletedFiles(db, deletes) : []) {
@@ -301,7 +301,8 @@ async function materialise(db: CatalogDb, state: LakeTableState, keys: string[],
   const inlined = await listInlinedData(db, state.table);
   for (const key of keys) {
     const [network, value] = key.split('\u0000') as [string, string];
-    const ids = new Set((state.partitions.get(key) ?? []).map((f) => f.dataFileId));
+    const current = state.partitions.get(key) ?? [];
+    const ids = new Set(current.map((f) => f.dataFileId));
     const scan = scanSql(
       state.table,
       state.columns,
@@ -320,7 +321,14 @@ async function materialise(db: CatalogDb, state: LakeTableState, keys: string[],
     const rows = `SELECT * FROM (${scan}) WHERE CAST(network AS VARCHAR) = ${literal(network)} AND CAST(${ident(partitionColumn)} AS VARCHAR) = ${literal(value)}`;
     const copied = await db.query(`COPY (${rows}) TO ${literal(target)} (FORMAT parquet, RETURN_STATS)`);
     state.partitions.set(key, [
-      { dataFileId: -1, path: target, rows: Number(copied[0]?.count ?? 0), bytes: Number(copied[0]?.file_size_bytes ?? 0), materialised: true },
+      {
+        dataFileId: -1,
+        path: target,
+        rows: Number(copied[0]?.count ?? 0),
+        bytes: Number(copied[0]?.file_size_bytes ?? 0),
+        materialised: true,
+        replaced: { files: current.length, bytes: current.reduce((n, f) => n + f.bytes, 0) },
+      },
     ]);
   }
 }

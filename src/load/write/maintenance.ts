@@ -2,13 +2,14 @@ import { existsSync } from 'node:fs';
 import { readdir, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { DuckDBInstance } from '../../ducklake/node-api.js';
+import { currentSnapshot } from '../../ducklake/reader.js';
 import { expireSnapshots, filesToDelete, forgetDeletedFiles } from '../../ducklake/writer.js';
 import type { Network } from '../../datasets/dataset.js';
 import { DATASETS } from '../../datasets/registry.js';
 import { Catalog, TABLES } from '../catalog.js';
 import { journalFor, lakeStateFor } from './commit-run.js';
 import { preparedFile, rewritePartition, type ClearedPartition, type PreparedFile } from './commit.js';
-import type { LakeState } from './lake-state.js';
+import { compactionTargets, compactRun, countBefore, emptyCompactReport, type CompactReport } from './compaction.js';
 import { writeMergedPartition } from './merge.js';
 import { fsyncFile, mkdirDurable } from './durable.js';
 import { openEngine, type Engine } from '../engine.js';
@@ -33,17 +34,6 @@ export interface PartitionRef {
   value: string;
   /** Absolute paths. */
   files: string[];
-}
-
-/** The partitions of a table at the lake's newest snapshot. */
-export function lakePartitions(lake: LakeState, shape: TableShape): PartitionRef[] {
-  if (!lake.has(shape.name)) return [];
-  return [...lake.table(shape.name).partitions]
-    .map(([key, files]) => {
-      const [network, value] = key.split('\u0000') as [Network, string];
-      return { shape, network, value, files: files.map((f) => f.path) };
-    })
-    .sort((a, b) => a.network.localeCompare(b.network) || a.value.localeCompare(b.value));
 }
 
 /**
@@ -95,72 +85,34 @@ async function maintain<T>(
   }
 }
 
-export interface CompactReport {
-  runId: string;
-  partitions: number;
-  filesBefore: number;
-  filesAfter: number;
-  rowsBefore: number;
-  rowsAfter: number;
-  bytesBefore: number;
-  bytesAfter: number;
-  /** Empty partition folders removed. */
-  prunedDirs: number;
-  /** Partitions left as they were: already compact (one data file, which every commit writes merged and sorted). */
-  alreadyCompact: number;
-}
-
 /** Partitions rewritten per commit: bounds the staging disk a compaction needs at once. */
 const COMPACT_BATCH = 64;
 
 /**
- * Rewrites partitions into their canonical form: one file per partition, one row per natural key, the table's
- * columns and types, sorted, ZSTD. A partition that already is one file is left alone: a commit writes each
- * partition it touches as one merged, sorted file, so rewriting it would only add a copy for old snapshots to hold. Commits in batches through the same journaled protocol as a run, so it is
- * atomic for catalog readers and crash-safe; the rows a reader sees do not change, except duplicates that
- * disappear. The files replaced stay for the snapshots before until `chainlake maintain` expires them.
+ * Rewrites the partitions that are not compact (compactionTargets) into their canonical form: one file per
+ * partition, one row per natural key, the table's columns and types, sorted, ZSTD. Commits in batches through the
+ * same journaled protocol as a run, so it is atomic for catalog readers and crash-safe; the rows a reader sees do
+ * not change, except duplicates that disappear. The files replaced stay for the snapshots before until
+ * `chainlake maintain` expires them.
  */
-export async function compactLake(paths: LakePaths, opts: { datasets?: string[] } = {}): Promise<CompactReport> {
+export async function compactLake(paths: LakePaths, opts: { datasets?: readonly string[] } = {}): Promise<CompactReport> {
   return maintain(paths, 'compact', async (engine, id, staging) => {
-    const report: CompactReport = {
-      runId: id,
-      partitions: 0,
-      filesBefore: 0,
-      filesAfter: 0,
-      rowsBefore: 0,
-      rowsAfter: 0,
-      bytesBefore: 0,
-      bytesAfter: 0,
-      prunedDirs: 0,
-      alreadyCompact: 0,
-    };
+    const report = emptyCompactReport(id);
     const startedAt = new Date().toISOString();
     const declared = await Catalog.hold(paths, (c) => c.declaredTables());
     const shapes = [...lakeShapes(), ...declared.map((d) => d.shape)].filter((s) => !opts.datasets || opts.datasets.includes(s.name));
+    // A partition another DuckLake writer changed in the catalog (inlined rows, deletes) is written out to be merged.
     const lake = await lakeStateFor(paths, [], path.join(staging, 'lake-rows'));
-    const parts = shapes
-      .flatMap((s) => lakePartitions(lake, s))
-      .filter((p) => {
-        // A partition another DuckLake writer changed in the catalog (inlined rows, deletes) is rewritten whole.
-        const files = lake.files(p.shape.name, p.network, p.value);
-        const compact = files.length === 1 && !files[0]!.materialised;
-        if (compact) report.alreadyCompact++;
-        return !compact;
-      });
-    let batch = 0;
-    for (let i = 0; i < parts.length; i += COMPACT_BATCH) {
-      const chunk = parts.slice(i, i + COMPACT_BATCH);
-      const workDir = path.join(staging, `batch-${batch}`);
+    const { targets, alreadyCompact } = compactionTargets(lake, shapes);
+    report.alreadyCompact = alreadyCompact;
+    countBefore(report, targets, () => 0);
+    for (let i = 0; i < targets.length; i += COMPACT_BATCH) {
+      const workDir = path.join(staging, `batch-${i / COMPACT_BATCH}`);
       await mkdirDurable(workDir);
       const prepared: PreparedFile[] = [];
       const cleared: ClearedPartition[] = [];
-      for (const p of chunk) {
-        const current = lake.files(p.shape.name, p.network, p.value);
-        report.filesBefore += current.length;
-        report.rowsBefore += current.reduce((n, f) => n + f.rows, 0);
-        report.bytesBefore += current.reduce((n, f) => n + f.bytes, 0);
-        const prep = await rewritePartition({ engine, paths, lake, shape: p.shape, network: p.network, partition: p.value, workDir });
-        report.partitions++;
+      for (const t of targets.slice(i, i + COMPACT_BATCH)) {
+        const prep = await rewritePartition({ engine, paths, lake, shape: t.shape, network: t.network, partition: t.value, workDir });
         if (!('from' in prep)) {
           cleared.push(prep);
           continue;
@@ -170,19 +122,18 @@ export async function compactLake(paths: LakePaths, opts: { datasets?: string[] 
         report.rowsAfter += prep.file.rows;
         report.bytesAfter += prep.file.bytes;
       }
-      const last = i + COMPACT_BATCH >= parts.length;
-      const run = last ? { runId: id, job: '(compact)', startedAt, finishedAt: new Date().toISOString(), status: 'compact', report } : undefined;
+      const last = i + COMPACT_BATCH >= targets.length;
       const journal = journalFor(paths, `${id}/${path.basename(workDir)}`, id, prepared, {
-        run,
+        ...(last ? { run: compactRun(report, startedAt) } : {}),
         windows: [],
         watermarks: [],
         ...(cleared.length ? { cleared } : {}),
       });
       await publishJournal(paths, journal);
       await applyJournal(paths, journal);
-      batch++;
     }
-    if (parts.length === 0) await Catalog.write(paths, (c) => c.refreshViews());
+    if (targets.length === 0) await Catalog.write(paths, (c) => c.refreshViews());
+    else report.snapshotId = await Catalog.hold(paths, async (c) => (await currentSnapshot(c.lake)).snapshotId);
     report.prunedDirs = await pruneEmptyPartitionDirs(paths, shapes);
     return report;
   });
