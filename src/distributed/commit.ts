@@ -18,7 +18,7 @@ import { writeDataFile } from '../ducklake/data-file.js';
 import { commitTables, type StagedFile } from '../ducklake/writer.js';
 import { getDataset } from '../datasets/registry.js';
 import { createUnorderedTempTable, type Engine } from '../load/engine.js';
-import { datasetShape, noFreshRows, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
+import { datasetShape, noFreshRows, REJECTS_SHAPE, STAGED_PARTITION, type DeclaredTable, type TableShape } from '../load/schema.js';
 import { ident, literal, literalList } from '../load/sql.js';
 import type { SliceHook } from '../load/write/merge-slices.js';
 import { mergeTable } from '../load/write/merge-table.js';
@@ -26,7 +26,9 @@ import type { LakePartitions } from '../load/write/lake-partitions.js';
 import type { DecodedDataset } from '../decode/datasets.js';
 import { SliceDecoding, type DecodedTarget } from '../decode/in-commit.js';
 import { distinctDatasets } from '../decode/decode.js';
-import { decodedShape } from '../decode/lake.js';
+import { declaredTables, decodedShape } from '../decode/lake.js';
+import { declareTables } from '../load/ledger/declared-tables.js';
+import type { Ledger } from '../load/ledger/windows.js';
 import { dropReplacedRejects, findReplacedRejects, KEEP_REJECT, type RejectFiles } from '../decode/rejects.js';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -48,6 +50,8 @@ import { ensureTable } from '../load/write/lake-tables.js';
 import type { Store } from './store.js';
 
 export const COMMITTER_LEASE = 'committer';
+/** The one ledger in the control plane, in a commit's catalog transaction. */
+const LEDGER = (tx: CatalogDb): Ledger => ({ db: tx, schema: CONTROL_SCHEMA });
 /** Datasets of a batch merged side by side (the single machine's commit prepares two at once too). */
 const MERGES_AT_ONCE = 2;
 
@@ -302,7 +306,11 @@ async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[], 
       tables: changes.changed,
       author: deps.holder,
       message: `chainlake commit of ${windows.filter((w) => w.fragment).length} fragments`,
-      inTransaction: (tx, snapshotId) => markCommitted(tx, deps, windows, snapshotId),
+      inTransaction: async (tx, snapshotId) => {
+        await markCommitted(tx, deps, windows, snapshotId);
+        // The decoded tables' declarations, as a single machine's decoding commit makes them (compaction reads them).
+        if (decode) await declareTables(LEDGER(tx), declaredTables(decode.datasets));
+      },
     });
     snapshot = result.snapshotId;
   } catch (error) {
@@ -385,11 +393,11 @@ function logCommit(deps: CommitDeps, windows: readonly FetchedWindow[], snapshot
 export async function commitDerived(
   deps: CommitDeps,
   leases: Pick<pg.Client, 'query'>,
-  shape: TableShape,
+  declaration: DeclaredTable,
   fragments: ReadonlyMap<string, readonly string[]>,
   message: string,
-): Promise<{ snapshotId: number; files: number }> {
-  return commitUnderLease(deps, leases, [{ shape, fragments }], message);
+): Promise<LeasedCommit> {
+  return commitUnderLease(deps, leases, [{ shape: declaration.shape, fragments, declaration }], message);
 }
 
 /** What a commit under the lease changes in one table. */
@@ -403,6 +411,8 @@ export interface LeasedChange {
   rewrite?: ReadonlyMap<string, readonly string[]>;
   /** A condition the merged partitions' current rows must meet to stay (a re-decoding's rejects: KEEP_REJECT). */
   keep?: string;
+  /** A table beyond the registry: declared in the ledger by the commit's transaction. */
+  declaration?: DeclaredTable;
 }
 
 /**
@@ -414,7 +424,7 @@ export async function commitUnderLease(
   leases: Pick<pg.Client, 'query'>,
   changes: readonly LeasedChange[],
   message: string,
-): Promise<{ snapshotId: number; files: number }> {
+): Promise<LeasedCommit> {
   return underLease(deps, leases, message, () => commitLeased(deps, changes, message));
 }
 
@@ -484,6 +494,10 @@ export async function commitLeased(
       message,
       inTransaction: async (tx, snapshotId) => {
         await confirmLease(tx, deps);
+        await declareTables(
+          LEDGER(tx),
+          changes.flatMap((c) => (c.declaration ? [c.declaration] : [])),
+        );
         await opts.record?.(tx, leasedCommit(snapshotId, written));
       },
     });

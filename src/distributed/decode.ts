@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { Network } from '../datasets/dataset.js';
 import type { DecodedDataset } from '../decode/datasets.js';
 import { distinctDatasets } from '../decode/decode.js';
-import { decodedShape, decodeLakeLogs, decodeRun, type DecodedLogs, type DecodeReport } from '../decode/lake.js';
+import { declaredTables, decodedShape, decodeLakeLogs, decodeRun, type DecodedLogs, type DecodeReport } from '../decode/lake.js';
 import { findReplacedRejects, KEEP_REJECT } from '../decode/rejects.js';
 import { currentSnapshot, dataPathOf, listTables } from '../ducklake/reader.js';
 import { getDataset } from '../datasets/registry.js';
@@ -25,6 +25,7 @@ import { ensureTable } from '../load/write/lake-tables.js';
 import { silentLogger } from '../pipeline/log.js';
 import { commitLeased, lakeRows, rejectFilesOf, underLease, type CommitDeps, type LakeRows, type LeasedChange, type LeasedCommit } from './commit.js';
 import { connect, CONTROL_SCHEMA, oneAtATime, openCatalog } from './control-plane.js';
+import { declareTables } from '../load/ledger/declared-tables.js';
 import { recordRun } from '../load/ledger/runs.js';
 import { openStore, storeLocationOf, type StoreConnection } from './store.js';
 
@@ -142,9 +143,11 @@ async function decodeUnderLease(ctx: {
       },
       commit: async (decoded, report) => {
         // The run is recorded in the snapshot's transaction: a decoding recorded complete is committed.
-        const committed = await commitDecoded(deps, shapes, decoded, { network, ingestedAt, message: `chainlake decode ${runId}` }, (tx, c) =>
-          recordRun({ db: tx, schema: CONTROL_SCHEMA }, decodeRun(run, { report: { ...report, files: c.files }, snapshot: c.snapshotId })),
-        );
+        const committed = await commitDecoded(deps, shapes, decoded, { network, ingestedAt, message: `chainlake decode ${runId}` }, async (tx, c) => {
+          const ledger = { db: tx, schema: CONTROL_SCHEMA };
+          await declareTables(ledger, declaredTables(datasets));
+          await recordRun(ledger, decodeRun(run, { report: { ...report, files: c.files }, snapshot: c.snapshotId }));
+        });
         return committed.files;
       },
     },

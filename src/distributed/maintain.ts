@@ -18,7 +18,7 @@ import { ident } from '../load/sql.js';
 import { STAGED_PARTITION, type TableShape } from '../load/schema.js';
 import { compactionTargets, compactRun, countBefore, emptyCompactReport, type CompactionTarget, type CompactReport } from '../load/write/compaction.js';
 import { partitionKey, readLakeState } from '../load/write/lake-state.js';
-import { lakeShapes } from '../load/write/maintenance.js';
+import { lakeTableShapes } from '../load/ledger/declared-tables.js';
 import { silentLogger } from '../pipeline/log.js';
 import { commitLeased, lakeRows, underLease, type CommitDeps, type LeasedChange, type LeasedCommit } from './commit.js';
 import { CONTROL_SCHEMA, openCatalog } from './control-plane.js';
@@ -132,7 +132,7 @@ export async function compactDistributedLake(opts: {
       const engine = await openEngine({ tempDir: path.join(scratch, 'duckdb-tmp') });
       try {
         const deps = { catalog, engine, store, holder: runId, leaseSeconds: COMPACT_LEASE_SECONDS, log: silentLogger };
-        const shapes = lakeShapes().filter((s) => !opts.datasets || opts.datasets.includes(s.name));
+        const shapes = (await lakeTableShapes({ db: catalog, schema: CONTROL_SCHEMA })).filter((s) => !opts.datasets || opts.datasets.includes(s.name));
         return await underLease(deps, client, `chainlake compact ${runId}`, () => compactLeased(deps, shapes, startedAt));
       } finally {
         engine.close();

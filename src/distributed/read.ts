@@ -285,7 +285,7 @@ async function createLakeViews(conn: DuckDBConnection, written: ReadonlySet<stri
 }
 
 /** The ledger's tables a reader of a distributed lake gets (those `status` and a local lake's views have). */
-const MIRRORED = ['runs', 'windows', 'watermarks', 'request_usage'].map(ledgerTable);
+const MIRRORED = ['runs', 'windows', 'watermarks', 'declared_tables', 'request_usage'].map(ledgerTable);
 
 /**
  * `runs`, `windows` and `watermarks` as a local lake has them: the ledger's tables, whose columns are the same in

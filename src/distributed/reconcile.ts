@@ -9,7 +9,7 @@ import path from 'node:path';
 import { dataPathOf } from '../ducklake/reader.js';
 import { openEngine } from '../load/engine.js';
 import { newMaintenanceId } from '../load/ids.js';
-import { RECONCILIATION_SHAPE, summarize, type GenesisAllocations, type ReconcileSummary, type ReconciliationRow } from '../load/read/reconcile.js';
+import { RECONCILIATION_TABLE, summarize, type GenesisAllocations, type ReconcileSummary, type ReconciliationRow } from '../load/read/reconcile.js';
 import { STAGED_PARTITION } from '../load/schema.js';
 import { ident, literal } from '../load/sql.js';
 import { reconciliationTable } from '../load/write/reconcile-lake.js';
@@ -64,7 +64,7 @@ export async function reconcileDistributedLake(opts: {
         fragments.set(network, [target.location]);
       }
       const deps = { catalog, engine, store, holder: runId, leaseSeconds: LEASE_SECONDS, log: silentLogger };
-      const committed = await commitDerived(deps, client, RECONCILIATION_SHAPE, fragments, `chainlake reconcile ${runId}`);
+      const committed = await commitDerived(deps, client, RECONCILIATION_TABLE, fragments, `chainlake reconcile ${runId}`);
       return { runId, ...summarize(rows), readSnapshot, snapshotId: committed.snapshotId, files: committed.files, rowsOut: rows };
     } finally {
       engine.close();

@@ -18,9 +18,10 @@ import { JoinedDuckDbCatalog, readLakeState, type LakeState } from './write/lake
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { DuckDBInstance } from '../ducklake/node-api.js';
 import type { LakePaths } from './paths.js';
-import { REJECTS_SHAPE, datasetShape, emptyTypedSelect, type LakeColumn, type TableShape } from './schema.js';
+import { REJECTS_SHAPE, datasetShape, emptyTypedSelect, type DeclaredTable, type LakeColumn, type TableShape } from './schema.js';
 import { ident, literal } from './sql.js';
 import { LEDGER_TABLES, ledgerComments, ledgerDdl, migrateLedger } from './ledger/schema.js';
+import { readDeclaredTables, declareTables, LEGACY_DECLARATIONS } from './ledger/declared-tables.js';
 import { recordEnded, type EndedWindow } from './ledger/windows.js';
 import { recordRun as recordRunRow, type RunRecord } from './ledger/runs.js';
 import type { RequestRecord } from '../extract/request-log.js';
@@ -29,12 +30,7 @@ import { REQUESTS_COLUMNS, REQUESTS_TABLE, requestsLedgerDdl } from './ledger/re
 /** The catalog's own DuckDB: small (catalog rows, view definitions), so that it never grows a run's memory. */
 const CATALOG_MEMORY_LIMIT = '64MB';
 
-/** A table beyond the registry (a decoded-event dataset) that the catalog gives a view, with its documentation. */
-export interface DeclaredTable {
-  shape: TableShape;
-  doc: string;
-  partitionDoc: string;
-}
+export type { DeclaredTable } from './schema.js';
 
 /** What a run sent per UTC day for one account (see RequestQuota), as its run record carries it. */
 export interface RequestUsage {
@@ -359,6 +355,7 @@ export class Catalog {
     await ensureVerificationsTable(new DuckDbCatalog(this.conn), '');
     await this.transaction(async () => {
       await migrateLedger(this.lake);
+      for (const sql of LEGACY_DECLARATIONS) await this.run(sql);
       await this.run(`INSERT OR REPLACE INTO lake_meta VALUES (${literal(LEDGER_SIGNATURE_KEY)}, ${literal(LEDGER_SIGNATURE)})`);
     });
   }
@@ -556,12 +553,12 @@ export class Catalog {
 
   /** The tables beyond the registry that commits declared (decoded events). */
   async declaredTables(): Promise<DeclaredTable[]> {
-    return (await this.rows(`SELECT value FROM lake_meta WHERE key LIKE 'table:%' ORDER BY key`)).map((r) => JSON.parse(String(r[0])) as DeclaredTable);
+    return readDeclaredTables({ db: this.lake });
   }
 
   /** Declares tables beyond the registry (decoded events): refreshViews then gives each a view. */
   async registerTables(tables: readonly DeclaredTable[]): Promise<void> {
-    for (const t of tables) await this.run(`INSERT OR REPLACE INTO lake_meta VALUES (${literal(`table:${t.shape.name}`)}, ${literal(JSON.stringify(t))})`);
+    await declareTables({ db: this.lake }, tables);
   }
 
   /**
@@ -594,7 +591,7 @@ export class Catalog {
     const out: MetaStatements = { meta, force: opts.force === true, statements: [] };
     const comments = tableComments();
     if (changed(out, 'comments', createHash('sha256').update(JSON.stringify(comments)).digest('hex'))) out.statements.push(...comments);
-    const shapes = declaredShapes(meta);
+    const shapes = viewedTables(await readDeclaredTables({ db: this.lake }));
     // A commit names the tables it wrote (`tables`): the others' views are as the last refresh left them, unless
     // a snapshot since that refresh is not chainlake's (another DuckLake writer's, or gone: expired by one).
     const snapshot = (await currentSnapshot(this.lake)).snapshotId;
@@ -641,12 +638,11 @@ function changed(out: MetaStatements, key: string, signature: string): boolean {
   return true;
 }
 
-/** Every table the views cover: the datasets, the tables other modules declared at run time, `_rejects`. */
-function declaredShapes(meta: ReadonlyMap<string, string>): DeclaredTable[] {
+/** Every table the views cover: the datasets, the tables commits declared (`declared`), `_rejects`. */
+function viewedTables(declared: readonly DeclaredTable[]): DeclaredTable[] {
   return [
     ...Object.values(DATASETS).map((def) => ({ shape: datasetShape(def), doc: viewDoc(def), partitionDoc: partitionDoc(def) })),
-    // Tables other modules declare at run time (decoded events, src/decode): their shapes kept in lake_meta.
-    ...[...meta].filter(([k]) => k.startsWith('table:')).map(([, v]) => JSON.parse(v) as DeclaredTable),
+    ...declared,
     {
       shape: REJECTS_SHAPE,
       doc: 'Rows that did not convert: dataset, window, field, raw value, reason and the whole API entry. Partitioned by network and the date of the run.',

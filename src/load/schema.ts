@@ -1,6 +1,7 @@
 import { columnSource, rawCompanion } from '../datasets/column.js';
 import { castSql, KINDS } from '../transform/kinds.js';
 import type { DatasetDef } from '../datasets/dataset.js';
+import { DATASETS } from '../datasets/registry.js';
 import { ident, literal, literalList } from './sql.js';
 import { bugError } from '../errors.js';
 
@@ -67,6 +68,18 @@ export interface TableShape {
   blockColumn?: string;
   /** Hive partition column after `network`. */
   partition: string;
+}
+
+/** A table beyond the registry (decoded events, reconciled balances) that commits declare: its shape and view documentation. */
+export interface DeclaredTable {
+  shape: TableShape;
+  doc: string;
+  partitionDoc: string;
+}
+
+/** Every table a lake holds whatever commits declared: the registry's datasets and the rejects log. */
+export function lakeShapes(): TableShape[] {
+  return [...Object.values(DATASETS).map(datasetShape), REJECTS_SHAPE];
 }
 
 export function datasetShape(def: DatasetDef): TableShape {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, openCatalog } from '../../src/distributed/control-plane.js';
 import { takeLease } from '../../src/distributed/commit.js';
 import { decodeDistributedLake } from '../../src/distributed/decode.js';
+import { compactDistributedLake } from '../../src/distributed/maintain.js';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
 import { parseDecodeSpec, resolveDatasets } from '../../src/decode/spec.js';
 import { lakeStatus } from '../../src/load/read/status.js';
@@ -20,11 +21,11 @@ import { runJob } from '../../src/pipeline/run.js';
 import { A_ERC20_0, A_ERC721_0 } from '../../src/simulator/chain.js';
 import { chainFor } from '../../src/simulator/index.js';
 import { A_ODD_ERC20, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
-import { openReference, referenceMissing } from '../ducklake/helpers.js';
+import { openReference, referenceMissing, withReference } from '../ducklake/helpers.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { runCliInProcess } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
-import { distributedRows, singleMachineRows } from './helpers.js';
+import { chainlakeQuery, distributedRows, singleMachineRows } from './helpers.js';
 
 const SEED = 5;
 const chain = chainFor(SEED, 'small', 'mainnet');
@@ -88,6 +89,15 @@ afterAll(async () => {
   await pg?.stop();
   await tmp?.cleanup();
 });
+
+async function controlQuery(url: string, sql: string): Promise<Record<string, unknown>[]> {
+  const client = await connect(url);
+  try {
+    return (await client.query(sql)).rows as Record<string, unknown>[];
+  } finally {
+    await client.end();
+  }
+}
 
 async function snapshotIds(catalog: string): Promise<number[]> {
   const cat = await openCatalog(catalog);
@@ -193,6 +203,12 @@ describe('chainlake decode --catalog', () => {
       }
     };
     await check();
+    // Declared in the ledger as a local decoding declares them: what compaction and rebuilds read later.
+    const declared = await controlQuery(db.url, `SELECT name FROM chainlake.declared_tables ORDER BY name`);
+    expect(declared.map((r) => String(r.name))).toEqual(expect.arrayContaining(decoded));
+    expect(declared.map((r) => String(r.name)).sort()).toEqual(
+      (await queryCatalog(single, `SELECT name FROM declared_tables ORDER BY name`)).map((r) => String(r.name)).sort(),
+    );
     // The decoded rows and their rejects are in one snapshot (the ones before it only created their tables).
     const cat = await openCatalog(db.url);
     try {
@@ -227,6 +243,27 @@ describe('chainlake decode --catalog', () => {
       }
     }
   }, 600_000);
+
+  it.skipIf(referenceMissing() !== null)(
+    'compact --catalog rewrites a decoded day another DuckLake writer added a file to, by its declared key',
+    async () => {
+      const { url, store, decoded } = worked!;
+      const table = decoded[0]!;
+      // The reference extension adds a data file (no inlining) to one day: a row copied under a new log index.
+      await withReference(
+        url,
+        [`INSERT INTO ref."${table}" SELECT * REPLACE (log_index + 1000000 AS log_index) FROM ref."${table}" ORDER BY transaction_hash, log_index LIMIT 1`],
+        { inlining: 0 },
+      );
+      const rows = await withReference(url, [`SELECT * FROM ref."${table}" ORDER BY ALL`]);
+      const r = await compactDistributedLake({ catalog: url, store, datasets: [table] });
+      expect(r).toMatchObject({ partitions: 1, filesBefore: 2, filesAfter: 1 });
+      expect(r.rowsAfter).toBe(r.rowsBefore);
+      const plain = (x: Record<string, unknown>[]) => JSON.stringify(x, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+      expect(plain(await chainlakeQuery(url, store, `SELECT * FROM "${table}" ORDER BY ALL`))).toBe(plain(rows));
+    },
+    120_000,
+  );
 
   it('renews its lease while it works: a decoding slower than its lease commits once, and no other committer takes the lease meanwhile', async () => {
     const { url, store } = worked!;

@@ -8,7 +8,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { setupControlPlane } from '../../src/distributed/control-plane.js';
 import { openDistributedLake } from '../../src/distributed/read.js';
-import { Catalog } from '../../src/load/catalog.js';
+import { Catalog, type DeclaredTable } from '../../src/load/catalog.js';
 import { LEDGER_TABLES } from '../../src/load/ledger/schema.js';
 import { LakePaths } from '../../src/load/paths.js';
 import { openEngine } from '../../src/load/engine.js';
@@ -28,6 +28,12 @@ afterAll(async () => {
   await tmp?.cleanup();
 });
 
+const DECLARED: DeclaredTable = {
+  shape: { name: 'erc20_transfer_events', columns: [], key: ['transaction_hash', 'log_index'], order: ['timestamp'], partition: 'block_date' },
+  doc: 'Decoded ERC-20 transfers.',
+  partitionDoc: 'UTC date of the block (partition).',
+};
+
 /** A catalog.duckdb's ledger as chainlake wrote it at catalog format 3 (load/catalog.ts TABLES before format 4). */
 const FORMAT_3 = [
   `CREATE TABLE lake_meta (key VARCHAR PRIMARY KEY, value VARCHAR)`,
@@ -40,6 +46,8 @@ const FORMAT_3 = [
   `CREATE TABLE commits (commit_id VARCHAR PRIMARY KEY, run_id VARCHAR, files BIGINT, rows BIGINT, bytes BIGINT, committed_at TIMESTAMPTZ, recovered_by VARCHAR)`,
   `CREATE TABLE request_usage (day DATE, account VARCHAR, run_id VARCHAR, requests BIGINT, PRIMARY KEY (day, account, run_id))`,
   `INSERT INTO lake_meta VALUES ('format', '3')`,
+  // A decoded table's declaration, where catalogs before the ledger's declared_tables kept it.
+  `INSERT INTO lake_meta VALUES ('table:erc20_transfer_events', '${JSON.stringify(DECLARED)}')`,
   `INSERT INTO runs VALUES ('r1', 'nightly', '2026-11-01 00:00:00+00', '2026-11-01 00:10:00+00', 'complete', '{"totals":{"rows":5}}')`,
   `INSERT INTO windows VALUES ('r1', 'transactions', 'mainnet', '-', 1, 100, 5, 5, 0, 3, 0, 0, 0, 0, 'committed', NULL, '2026-11-01 00:09:00+00')`,
   `INSERT INTO watermarks VALUES ('mainnet', 'transactions', '-', 100, 'r1', '2026-11-01 00:09:00+00')`,
@@ -92,6 +100,8 @@ describe('the one ledger', () => {
           ),
           runs: await q(`SELECT run_id, job, status, network, job_doc, CAST(report AS VARCHAR) AS report FROM runs`),
           usage: await q(`SELECT CAST(day AS VARCHAR) AS day, account, run_id, requests FROM request_usage`),
+          declared: await c.declaredTables(),
+          legacy: await q(`SELECT key FROM lake_meta WHERE key LIKE 'table:%'`),
           columns: await q(
             `SELECT table_name AS t, column_name AS c FROM information_schema.columns WHERE table_catalog = current_database() ORDER BY ordinal_position`,
           ),
@@ -103,12 +113,16 @@ describe('the one ledger', () => {
     ]);
     expect(first.runs).toEqual([{ run_id: 'r1', job: 'nightly', status: 'complete', network: null, job_doc: null, report: '{"totals":{"rows":5}}' }]);
     expect(first.usage).toEqual([{ day: '2026-11-01', account: 'simulator', run_id: 'r1', requests: 3 }]);
-    for (const table of ['runs', 'windows', 'watermarks', 'commits', 'request_usage']) {
+    // The declaration moved into the ledger, where compaction and the views (and a distributed lake's) read it.
+    expect(first.declared).toEqual([DECLARED]);
+    expect(first.legacy).toEqual([]);
+    for (const table of ['runs', 'windows', 'watermarks', 'commits', 'declared_tables', 'request_usage']) {
       expect(new Set(first.columns.filter((r) => r.t === table).map((r) => r.c)), table).toEqual(new Set(ledgerColumns(table)));
     }
     // Opened again: nothing more to do, the same rows.
     const again = await read();
     expect(again.windows).toEqual(first.windows);
+    expect(again.declared).toEqual([DECLARED]);
     expect(again.columns).toEqual(first.columns);
   });
 
@@ -174,7 +188,7 @@ describe('the one ledger', () => {
     expect(key).toBe('account,day,run_id');
     // A local run's row (no job document, no range) fits the migrated table.
     await client.query(`INSERT INTO chainlake.runs (run_id, job, status) VALUES ('local-shaped', 'x', 'complete')`);
-    for (const table of ['runs', 'windows', 'watermarks', 'commits', 'request_usage']) {
+    for (const table of ['runs', 'windows', 'watermarks', 'commits', 'declared_tables', 'request_usage']) {
       const cols = (
         await client.query(`SELECT column_name AS c FROM information_schema.columns WHERE table_schema = 'chainlake' AND table_name = $1`, [table])
       ).rows.map((r) => r.c as string);

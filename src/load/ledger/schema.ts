@@ -1,6 +1,6 @@
 /**
- * The run ledger, declared once for both kinds of lake: `runs`, `windows`, `watermarks`, `commits` and
- * `request_usage`, in the lake's catalog database (`catalog.duckdb` on one machine, the `chainlake` schema of the
+ * The run ledger, declared once for both kinds of lake: `runs`, `windows`, `watermarks`, `commits`,
+ * `declared_tables` and `request_usage`, in the lake's catalog database (`catalog.duckdb` on one machine, the `chainlake` schema of the
  * PostgreSQL control plane in distributed mode). One column vocabulary for both modes: the union of what each needs,
  * the same name for the same fact; a column one mode does not fill is NULL there. The DDL of both engines, the
  * migration of older catalogs of each, the column documentation and the distributed reader's mirror all derive from
@@ -171,6 +171,15 @@ export const LEDGER_TABLES: readonly LedgerTable[] = [
       c('bytes', 'bigint', 'Bytes of those files.'),
       c('committed_at', 'timestamptz', 'When the commit was applied.'),
       c('recovered_by', 'text', 'Set when the writer was killed after deciding this commit and a later command (this one) finished it.'),
+    ],
+  },
+  {
+    name: 'declared_tables',
+    doc: "The tables beyond the registry's datasets and `_rejects` that commits declared (decoded events, reconciled balances): each one's shape and documentation, which views, compaction and rebuilds read on either kind of lake.",
+    primaryKey: ['name'],
+    columns: [
+      c('name', 'text', 'The table (in schema main of the DuckLake).'),
+      c('declaration', 'json', 'Its columns, natural key, sort order and partition column, and the documentation of its view, as chainlake declared it.'),
     ],
   },
   {

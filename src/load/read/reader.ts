@@ -163,9 +163,12 @@ async function viewsBehind(conn: DuckDBConnection): Promise<boolean> {
  * place, at the DuckLake snapshot `snapshot` (the newest when not given).
  */
 async function shadowViews(conn: DuckDBConnection, paths: LakePaths, snapshot?: number): Promise<void> {
-  const declared = ((await conn.runAndReadAll(`SELECT value FROM lake_meta WHERE key LIKE 'table:%'`)).getRowsJS() as [string][]).map(
-    ([v]) => (JSON.parse(v) as DeclaredTable).shape,
-  );
+  // A catalog this version has not set up yet (a read-only mount) still keeps its declarations in lake_meta.
+  const ledger = (
+    await conn.runAndReadAll(`SELECT 1 FROM duckdb_tables() WHERE database_name = current_database() AND table_name = 'declared_tables'`)
+  ).getRowsJS();
+  const sql = `SELECT value FROM lake_meta WHERE key LIKE 'table:%'${ledger.length ? ' UNION ALL SELECT CAST(declaration AS VARCHAR) FROM declared_tables' : ''}`;
+  const declared = ((await conn.runAndReadAll(sql)).getRowsJS() as [string][]).map(([v]) => (JSON.parse(v) as DeclaredTable).shape);
   const shapes = [...Object.values(DATASETS).map(datasetShape), ...declared, REJECTS_SHAPE];
   const bodies = await lakeViewBodies(new DuckDbCatalog(conn), `${paths.root}/`, shapes, snapshot);
   await conn.run(shapes.map((shape) => `CREATE OR REPLACE TEMP VIEW ${ident(shape.name)} AS ${bodies.get(shape.name)!}`).join(';\n'));

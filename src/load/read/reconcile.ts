@@ -6,7 +6,7 @@
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { ChainlakeError } from '../../errors.js';
-import type { TableShape } from '../schema.js';
+import type { DeclaredTable, TableShape } from '../schema.js';
 
 /** The asset of a native-coin balance (a token's is its contract address). */
 export const NATIVE_ASSET = 'native';
@@ -71,6 +71,13 @@ export const RECONCILIATION_SHAPE: TableShape = {
 
 export const RECONCILIATION_DOC =
   "Balances the API reported (balances, token_balances) against the balances the lake's own rows imply (value in and out of successful transactions, fees of every sent transaction, internal transfers, mining rewards; ERC-20 transfers per token; for an ERC-721 token the number of tokens held, from the transfers of one of erc721_transfers' endpoints), where the lake holds the address's whole history up to the balance's block. Written by chainlake reconcile. Natural key: (address, asset). Partitioned by network, snapshot_date.";
+
+/** The reconciliation's table as a commit declares it (the ledger's declared_tables). */
+export const RECONCILIATION_TABLE: DeclaredTable = {
+  shape: RECONCILIATION_SHAPE,
+  doc: RECONCILIATION_DOC,
+  partitionDoc: 'UTC date of the balance snapshot (partition).',
+};
 
 /**
  * The SQL: per reported balance, the exact sum of the lake's movements of that asset up to the balance's block

@@ -1,7 +1,8 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { diskPartitions, lakeShapes } from '../write/maintenance.js';
+import { diskPartitions } from '../write/maintenance.js';
+import { lakeShapes } from '../schema.js';
 import type { LakePaths } from '../paths.js';
 import { hasPendingCommit } from '../write/recovery.js';
 import { ident } from '../sql.js';

@@ -5,7 +5,6 @@ import { DuckDBInstance } from '../../ducklake/node-api.js';
 import { currentSnapshot } from '../../ducklake/reader.js';
 import { expireSnapshots, filesToDelete, forgetDeletedFiles } from '../../ducklake/writer.js';
 import type { Network } from '../../datasets/dataset.js';
-import { DATASETS } from '../../datasets/registry.js';
 import { Catalog, TABLES } from '../catalog.js';
 import { journalFor, lakeStateFor } from './commit-run.js';
 import { preparedFile, rewritePartition, type ClearedPartition, type PreparedFile } from './commit.js';
@@ -17,16 +16,12 @@ import { applyJournal, publishJournal } from './journal.js';
 import { LakeLock } from '../lock.js';
 import type { LakePaths } from '../paths.js';
 import { recoverLake, type RecoveryReport } from './recovery.js';
-import { REJECTS_SHAPE, datasetShape, type TableShape } from '../schema.js';
+import { lakeShapes, type TableShape } from '../schema.js';
+import { lakeTableShapes } from '../ledger/declared-tables.js';
 import { literal } from '../sql.js';
 import { openRunStaging, closeRunStaging } from './staging.js';
 import { newMaintenanceId } from '../ids.js';
 import { catalogProblem, salvageCatalog, type SalvageReport } from './salvage.js';
-
-/** Every table the lake can hold: the registry's datasets and the rejects log. */
-export function lakeShapes(): TableShape[] {
-  return [...Object.values(DATASETS).map(datasetShape), REJECTS_SHAPE];
-}
 
 export interface PartitionRef {
   shape: TableShape;
@@ -99,8 +94,7 @@ export async function compactLake(paths: LakePaths, opts: { datasets?: readonly 
   return maintain(paths, 'compact', async (engine, id, staging) => {
     const report = emptyCompactReport(id);
     const startedAt = new Date().toISOString();
-    const declared = await Catalog.hold(paths, (c) => c.declaredTables());
-    const shapes = [...lakeShapes(), ...declared.map((d) => d.shape)].filter((s) => !opts.datasets || opts.datasets.includes(s.name));
+    const shapes = (await Catalog.hold(paths, (c) => lakeTableShapes({ db: c.lake }))).filter((s) => !opts.datasets || opts.datasets.includes(s.name));
     // A partition another DuckLake writer changed in the catalog (inlined rows, deletes) is written out to be merged.
     const lake = await lakeStateFor(paths, [], path.join(staging, 'lake-rows'));
     const { targets, alreadyCompact } = compactionTargets(lake, shapes);
@@ -201,8 +195,7 @@ export async function rebuildCatalog(paths: LakePaths): Promise<RebuildReport> {
     paths,
     'catalog-rebuild',
     async (engine, id, staging, recovery): Promise<Omit<RebuildReport, 'salvage'>> => {
-      const declared = await Catalog.hold(paths, (c) => c.declaredTables());
-      const shapes = [...lakeShapes(), ...declared.map((d) => d.shape)];
+      const shapes = await Catalog.hold(paths, (c) => lakeTableShapes({ db: c.lake }));
       const out = { runId: id, recovery, files: 0, partitionsFromDisk: 0, filesReplaced: 0, unknownTables: [] as string[] };
       if (found.fromDisk) {
         out.unknownTables = await unknownTableFolders(paths, shapes);
@@ -353,8 +346,7 @@ export async function maintainLocalLake(
     let orphansRemoved = 0;
     let orphansKept = 0;
     const cutoff = Date.now() - opts.orphanGraceSeconds * 1000;
-    const declared = await Catalog.hold(paths, (c) => c.declaredTables());
-    for (const shape of [...lakeShapes(), ...declared.map((d) => d.shape)]) {
+    for (const shape of await Catalog.hold(paths, (c) => lakeTableShapes({ db: c.lake }))) {
       for (const p of await diskPartitions(paths, shape)) {
         for (const f of p.files) {
           if (known.has(f)) continue;

@@ -20,7 +20,7 @@ import { ident, literal } from '../sql.js';
 import { STAGED_PARTITION } from '../schema.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { closeRunStaging, openRunStaging } from './staging.js';
-import { RECONCILIATION_DOC, RECONCILIATION_SHAPE, summarize, type ReconcileSummary, type ReconciliationRow } from '../read/reconcile.js';
+import { RECONCILIATION_SHAPE, RECONCILIATION_TABLE, summarize, type ReconcileSummary, type ReconciliationRow } from '../read/reconcile.js';
 
 const JOB = '(reconcile)';
 /** DECIMAL(38,0) holds integers of fewer than 39 digits; larger ones go to the `_raw` column. */
@@ -113,9 +113,7 @@ export async function reconcileUnderLock(paths: LakePaths, compute: (by: string)
       const summary = summarize(rows);
       const report = { ...summary, files: prepared.length };
       // The view is declared before the commit refreshes the views, so an empty reconciliation is queryable too.
-      await Catalog.write(paths, (c) =>
-        c.registerTables([{ shape: RECONCILIATION_SHAPE, doc: RECONCILIATION_DOC, partitionDoc: 'UTC date of the balance snapshot (partition).' }]),
-      );
+      await Catalog.write(paths, (c) => c.registerTables([RECONCILIATION_TABLE]));
       const journal = journalFor(paths, `${runId}/reconcile`, runId, prepared, {
         run: { runId, job: JOB, startedAt, finishedAt: new Date().toISOString(), status: 'complete', report },
         windows: [],
