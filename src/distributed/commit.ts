@@ -14,7 +14,7 @@ import pLimit from 'p-limit';
 import type pg from 'pg';
 import type { CatalogDb } from '../ducklake/catalog-db.js';
 import { currentSnapshot, findTable, inlinedRowsFor, listColumns, listDataFiles, scanSql, type InlinedRows } from '../ducklake/reader.js';
-import { writeDataFile } from '../ducklake/data-file.js';
+import { copyTableFile, measureTableFiles, type CopiedTableFile } from '../ducklake/data-file.js';
 import { commitTables, type StagedFile } from '../ducklake/writer.js';
 import { getDataset } from '../datasets/registry.js';
 import { createUnorderedTempTable, type Engine } from '../load/engine.js';
@@ -315,8 +315,7 @@ async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[], 
     snapshot = result.snapshotId;
   } catch (error) {
     // The files of a commit that did not happen are nobody's (a decoding's too, counted here or not yet).
-    const written = new Set(changes.files.concat(decoding?.stored ?? []));
-    await Promise.all([...written].map((f) => deps.store.remove(deps.store.lakeLocation(f.fullPath)).catch(() => undefined)));
+    await removeFiles(deps.store, [...changes.files, ...(decoding?.written ?? [])]);
     throw error;
   } finally {
     await decoding?.close().catch(() => undefined);
@@ -356,7 +355,10 @@ async function mergeBatch(
   if (!decoding) return mergeAll(rejectMerges, () => ({}));
   const decoded = await decoding.decoding.decoded();
   if (!decoded) throw decoding.decoding.failure!;
-  for (const f of decoded.files) changes.add(f.table, f.file ? [f.file] : [], [[network!, f.partition]]);
+  // The decoded days' files together, as a merge's (the commit's merges have ended: its connection is free).
+  const copied = decoded.files.flatMap((f) => (f.file ? [f.file] : []));
+  const staged = await storeFiles(deps.engine.conn, deps.store, copied);
+  for (const f of decoded.files) changes.add(f.table, f.file ? [staged.get(f.file)!] : [], [[network!, f.partition]]);
   if ((decoded.rejects || decoded.replacedRejectDays.length) && !rejectMerges.some((m) => m.network === network))
     rejectMerges.push({ shape: REJECTS_SHAPE, network: network!, fragments: [], replacing: [] });
   await mergeAll(rejectMerges, (m) =>
@@ -557,11 +559,11 @@ async function markCommitted(tx: CatalogDb, deps: CommitDeps, windows: readonly 
 
 const EVENT_LOGS = 'event_logs';
 
-/** A decoded day as the distributed committer wrote it: its file (in the store, not yet committed) and partition. */
+/** A decoded day as the distributed committer wrote it: its file (measured and stored with the others: storeFiles) and partition. */
 interface DecodedFile {
   table: string;
   partition: string;
-  file: StagedFile | null;
+  file: CopiedTableFile | null;
 }
 
 /**
@@ -605,7 +607,7 @@ class CommittedDecoding extends SliceDecoding<DecodedFile> {
   }
 
   /** The decoded days' files written so far. */
-  get stored(): StagedFile[] {
+  get written(): CopiedTableFile[] {
     return this.files.flatMap((f) => (f.file ? [f.file] : []));
   }
 
@@ -616,9 +618,7 @@ class CommittedDecoding extends SliceDecoding<DecodedFile> {
       lake: (shape) => this.tables.get(shape.name)!,
       write: async (writer, shape, day, select) => {
         const rows = this.tables.get(shape.name)!;
-        const file = await writePartition(writer, store, rows.table, rows.columns, shape, select, network, day);
-        if (file) await store.putLakeFile(file.fullPath);
-        return { table: shape.name, partition: day, file };
+        return { table: shape.name, partition: day, file: await writePartition(writer, store, rows.table, rows.columns, shape, select, network, day) };
       },
       replacedRejects: async (conn, logs) =>
         findReplacedRejects(conn, await rejectFilesOf(this.deps, this.tables.get(REJECTS_SHAPE.name)!), network as Network, this.decode.datasets, logs),
@@ -747,6 +747,7 @@ async function mergeFragments(
   if (fragments.length === 0 && replacing.length === 0 && !extra.fresh && !extra.partitions?.length) return { files, replaced };
   const conn = await engine.connect();
   const freshTable = ident('__chainlake_fresh');
+  const copied: CopiedTableFile[] = [];
   let lake: LakeRows | undefined;
   try {
     await freshTableOf(conn, freshTable, shape, await Promise.all(fragments.map((f) => store.localCopy(f))), extra.fresh);
@@ -767,14 +768,19 @@ async function mergeFragments(
       ...(extra.derive ? { derive: extra.derive } : {}),
       write: async (writer, partition, merged) => {
         const file = await writePartition(writer, store, rows.table, rows.columns, shape, merged.select, network, partition);
-        if (file) await store.putLakeFile(file.fullPath);
+        if (file) copied.push(file);
         return { file, partition };
       },
     });
+    const staged = await storeFiles(conn, store, copied);
     for (const w of written) {
-      if (w.file) files.push(w.file);
+      if (w.file) files.push(staged.get(w.file)!);
       replaced.push([network, w.partition]);
     }
+  } catch (error) {
+    // A merge that failed half-way leaves files no commit names.
+    await removeFiles(store, copied);
+    throw error;
   } finally {
     await conn.run(`DROP TABLE IF EXISTS ${freshTable}`).catch(() => undefined);
     await lake?.release().catch(() => undefined);
@@ -804,11 +810,36 @@ async function writePartition(
   select: string,
   network: string,
   partition: string,
-): Promise<StagedFile | null> {
+): Promise<CopiedTableFile | null> {
   const values = { network, [shape.partition]: partition };
   // The one data-file writer of both modes: a column an older declaration had and this one dropped stays, as NULL.
   const rows = { sql: select, present: new Set(shape.columns.map((c) => c.name)), constants: values };
-  return writeDataFile(conn, { dataPath: store.localDataPath, table, columns }, rows, values);
+  return copyTableFile(conn, { dataPath: store.localDataPath, table, columns }, rows, values);
+}
+
+/** Lake files uploaded side by side at most (a directory store has nothing to upload). */
+const UPLOADS_AT_ONCE = 4;
+
+/**
+ * The partition files a merge or a decoding wrote, measured together (measureTableFiles: one read of their footers,
+ * where a read per file was one statement per partition) and then put in the store, each before any catalog
+ * transaction names it; each as the catalog records it, by the file written. If one fails to upload, none stays.
+ */
+async function storeFiles(conn: DuckDBConnection, store: Store, copied: readonly CopiedTableFile[]): Promise<Map<CopiedTableFile, StagedFile>> {
+  const files = await measureTableFiles(conn, copied);
+  const limit = pLimit(UPLOADS_AT_ONCE);
+  const uploads = await Promise.allSettled(files.map((f) => limit(() => store.putLakeFile(f.fullPath))));
+  const failed = uploads.find((u) => u.status === 'rejected');
+  if (failed) {
+    await removeFiles(store, files);
+    throw failed.reason;
+  }
+  return new Map(copied.map((c, i) => [c, files[i]!]));
+}
+
+/** Removes written files from the store and from this machine (those not uploaded yet too); one already gone is no error. */
+async function removeFiles(store: Store, files: readonly { fullPath: string }[]): Promise<void> {
+  await Promise.all(files.map((f) => store.remove(store.lakeLocation(f.fullPath)).catch(() => undefined)));
 }
 
 /** The current data files of each partition (by the partition column's value) of one network. */

@@ -225,24 +225,34 @@ export interface WriteTarget {
   readonly columns: readonly LakeColumn[];
 }
 
+/** A data file of a table written under its immutable name (copyTableFile), not yet measured (measureTableFiles). */
+export interface CopiedTableFile {
+  readonly tableId: number;
+  /** The file's path relative to the table's directory, as the catalog records it. */
+  readonly path: string;
+  readonly fullPath: string;
+  readonly columns: readonly LakeColumn[];
+  /** Its partition's values by partition column name, which every row must hold. */
+  readonly partition?: Readonly<Record<string, string>>;
+  readonly where: string;
+}
+
 /**
  * Writes `rows` (a query returning every column, or DataFileRows) as one data file of the table under an
- * immutable name, in `col=value/` directories for a partition, and returns it with its statistics; null (and no
- * file) when there is no row. With `partition` (values by partition column name), every row must belong to it:
- * checked from the file's statistics, the file removed if not.
+ * immutable name, in `col=value/` directories for a partition; null (and no file) when there is no row. The file
+ * is measured by measureTableFiles, with the others a commit writes.
  */
-export async function writeDataFile(
+export async function copyTableFile(
   duck: DuckDBConnection,
   target: WriteTarget,
   rows: string | DataFileRows,
   partition?: Readonly<Record<string, string>>,
-): Promise<StagedFile | null> {
+): Promise<CopiedTableFile | null> {
   const { table, columns } = target;
   const where = `table ${table.schema.name}.${table.name}`;
-  const partitionNames = partition ? Object.keys(partition) : [];
-  const dirs = partitionNames.map((name) => {
+  const dirs = Object.entries(partition ?? {}).map(([name, value]) => {
     if (!columns.some((c) => c.name === name)) throw new DuckLakeError(`${where}: partition column ${name} is not a column`);
-    return `${name}=${hiveValue(partition![name]!)}/`;
+    return `${name}=${hiveValue(value)}/`;
   });
   if (/^[a-z][a-z0-9+.-]*:\/\//i.test(target.dataPath)) {
     throw new DuckLakeError(`${where}: data path ${target.dataPath} is object storage; this writer writes local paths only so far`);
@@ -255,30 +265,62 @@ export async function writeDataFile(
     await rm(fullPath, { force: true });
     return null;
   }
-  const [file] = await measureDataFiles(duck, [{ path: fullPath, columns, where }]);
-  const stats = file!.columnStats;
-  let partitionValues: string[] | null = null;
-  if (partition) {
-    partitionValues = [];
-    for (const name of partitionNames) {
-      const column = columns.find((c) => c.name === name)!;
-      const s = stats.find((x) => x.columnId === column.columnId);
-      const value = partition[name]!;
-      if (!s || s.nullCount > 0 || s.min !== value || s.max !== value) {
-        await rm(fullPath, { force: true });
-        throw new DuckLakeError(`${where}: rows written for partition ${name}=${value} hold ${name} values from ${s?.min} to ${s?.max} (${s?.nullCount} NULL)`);
-      }
-      partitionValues.push(value);
-    }
+  return { tableId: table.tableId, path: relative, fullPath, columns, ...(partition ? { partition } : {}), where };
+}
+
+/**
+ * The files as the catalog records them, in the order given, with their statistics read from their footers in one
+ * query (measureDataFiles: a query per file was a visible share of a commit of many partitions). Every row of a
+ * partition's file must belong to it, as its statistics show: if a file holds rows of another, the error names its
+ * partition and every file given is removed (they are one commit's, which cannot go ahead).
+ */
+export async function measureTableFiles(duck: DuckDBConnection, files: readonly CopiedTableFile[]): Promise<StagedFile[]> {
+  try {
+    const measured = await measureDataFiles(
+      duck,
+      files.map((f) => ({ path: f.fullPath, columns: f.columns, where: f.where })),
+    );
+    return files.map((f, i) => {
+      const m = measured[i]!;
+      return {
+        tableId: f.tableId,
+        path: f.path,
+        fullPath: f.fullPath,
+        recordCount: m.rows,
+        fileSizeBytes: m.bytes,
+        footerSize: m.footerSize,
+        columnStats: m.columnStats,
+        partitionValues: f.partition ? partitionValuesOf(f, m.columnStats) : null,
+      };
+    });
+  } catch (e) {
+    await Promise.all(files.map((f) => rm(f.fullPath, { force: true })));
+    throw e;
   }
-  return {
-    tableId: table.tableId,
-    path: relative,
-    fullPath,
-    recordCount: file!.rows,
-    fileSizeBytes: file!.bytes,
-    footerSize: file!.footerSize,
-    columnStats: stats,
-    partitionValues,
-  };
+}
+
+/** The partition's values of a file whose statistics show every row holds them. */
+function partitionValuesOf(file: CopiedTableFile, stats: readonly ColumnStats[]): string[] {
+  return Object.entries(file.partition!).map(([name, value]) => {
+    const column = file.columns.find((c) => c.name === name)!;
+    const s = stats.find((x) => x.columnId === column.columnId);
+    if (!s || s.nullCount > 0 || s.min !== value || s.max !== value)
+      throw new DuckLakeError(
+        `${file.where}: rows written for partition ${name}=${value} hold ${name} values from ${s?.min} to ${s?.max} (${s?.nullCount} NULL)`,
+      );
+    return value;
+  });
+}
+
+/**
+ * One data file written (copyTableFile) and measured (measureTableFiles) on its own, with its statistics; null
+ * (and no file) when there is no row. With `partition` (values by partition column name), every row must belong
+ * to it: checked from the file's statistics, the file removed if not.
+ */
+export async function writeDataFile(...args: Parameters<typeof copyTableFile>): Promise<StagedFile | null> {
+  const [duck] = args;
+  const copied = await copyTableFile(...args);
+  if (!copied) return null;
+  const [file] = await measureTableFiles(duck, [copied]);
+  return file!;
 }

@@ -7,7 +7,7 @@ import { DuckDbCatalog, type CatalogDb } from '../../src/ducklake/catalog-db.js'
 import { PostgresCatalog } from '../../src/ducklake/postgres-catalog.js';
 import { initialiseCatalog } from '../../src/ducklake/ddl.js';
 import { currentSnapshot, findTable, listColumns, listSnapshots, planScan, type AsOf } from '../../src/ducklake/reader.js';
-import { compareStat, writeDataFile } from '../../src/ducklake/data-file.js';
+import { compareStat, copyTableFile, measureTableFiles, writeDataFile } from '../../src/ducklake/data-file.js';
 import { commitFiles, createTable, expireSnapshots, filesToDelete, forgetDeletedFiles, type StagedFile } from '../../src/ducklake/writer.js';
 import { refreshViews } from '../../src/ducklake/views.js';
 import { openCatalogFile, tempDir } from './helpers.js';
@@ -283,6 +283,16 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
     );
     // A query with no rows writes no file.
     expect(await writeDataFile(duck, await target(), `${daySql('2024-01-05', 0, 0)}`, { block_date: '2024-01-05' })).toBeNull();
+    // Files measured together (a commit's partitions): one holding another partition's rows fails them all, and
+    // every one of them is removed, not only the one at fault.
+    const batch = [
+      (await copyTableFile(duck, await target(), daySql('2024-01-06', 0, 5), { block_date: '2024-01-06' }))!,
+      (await copyTableFile(duck, await target(), daySql('2024-01-08', 0, 5), { block_date: '2024-01-07' }))!,
+      (await copyTableFile(duck, await target(), daySql('2024-01-09', 0, 5), { block_date: '2024-01-09' }))!,
+    ];
+    for (const f of batch) expect(existsSync(f.fullPath), f.path).toBe(true);
+    await expect(measureTableFiles(duck, batch)).rejects.toThrow(/partition block_date=2024-01-07 hold block_date values from 2024-01-08 to 2024-01-08/);
+    for (const f of batch) expect(existsSync(f.fullPath), f.path).toBe(false);
 
     // Expire every snapshot but the newest: the ended day-1 file is needed by none and is scheduled for deletion.
     expect(await expireSnapshots(lake.catalog, { olderThan: new Date(Date.now() - 3_600_000) })).toEqual({ expired: [], scheduledFiles: 0 });
