@@ -4,6 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { catalogProblem } from '../../src/load/write/salvage.js';
 import { LakePaths } from '../../src/load/paths.js';
+import { Catalog } from '../../src/load/catalog.js';
+import { RECONCILIATION_TABLE } from '../../src/load/read/reconcile.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { CLI, runCliCapturing, type CliResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
@@ -14,9 +16,10 @@ let cleanup: () => Promise<void>;
 let lake: string;
 let rows: number;
 
-const HISTORY = ['runs', 'windows', 'watermarks', 'commits', 'request_usage', 'requests', 'verifications'];
+const HISTORY = ['declared_tables', 'runs', 'windows', 'watermarks', 'commits', 'request_usage', 'requests', 'verifications'];
 /** How the rebuild names each table it lost (src/load/write/salvage.ts). */
 const LOST_AS: Record<string, string> = {
+  declared_tables: 'declarations of decoded and reconciliation tables',
   runs: 'run history',
   windows: 'window records',
   watermarks: 'watermarks',
@@ -52,11 +55,14 @@ beforeAll(async () => {
   // Every check holds: the rows of the exports' provisional windows (near the head) lie inside those windows.
   const v = await cli(['verify', job, '-q']);
   expect(v.code, v.stdout + v.stderr).toBe(0);
+  // A declared table (as `reconcile` declares its own), so that the catalog holds a declaration to keep.
+  await Catalog.write(new LakePaths(lake), (c) => c.registerTables([RECONCILIATION_TABLE]));
   for (const t of HISTORY) {
     const q = await cli(['query', '--lake', lake, '--format', 'json', `SELECT count(*)::INT AS n FROM ${t}`]);
     before[t] = Number(JSON.parse(q.stdout).n);
   }
   expect(before.verifications).toBeGreaterThan(0);
+  expect(before.declared_tables).toBe(1);
 }, 300_000);
 afterAll(async () => {
   await sim?.close();

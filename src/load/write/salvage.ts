@@ -8,15 +8,18 @@ import { literal } from '../sql.js';
 
 /**
  * The catalog's tables a rebuild carries over, in order; `files` is always re-read from the lake's files. The
+ * declared tables are kept so that decoded tables are rebuilt by their key. The
  * quota's usage is kept so that a rebuild does not hand the day's spent requests back; the requests so that `explain`
  * still traces the rows committed before it; the verifications so that a lake still says which windows were checked,
  * when and with what outcome.
  */
-const KEPT_TABLES = ['lake_meta', 'runs', 'windows', 'watermarks', 'commits', 'request_usage', 'requests', 'verifications'] as const;
+const KEPT_TABLES = ['lake_meta', 'declared_tables', 'runs', 'windows', 'watermarks', 'commits', 'request_usage', 'requests', 'verifications'] as const;
 
 /** What each lost table costs the user, in the rebuild's words. */
 const LOSS: Record<(typeof KEPT_TABLES)[number], string> = {
   lake_meta: 'the lake facts (rebuilt)',
+  declared_tables:
+    'the declarations of decoded and reconciliation tables (their folders are reported as unknown tables until a decode or reconcile declares them again)',
   runs: 'the run history (`status` shows no earlier runs)',
   windows: 'the window records (resume and gap reports start afresh)',
   watermarks: "the watermarks (the next incremental runs start from the job's fromBlock and fetch again; merging keeps one row per key)",
