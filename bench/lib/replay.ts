@@ -65,7 +65,6 @@ export class ReplayTransport extends HttpTransport {
   private fh: FileHandle | undefined;
 
   private constructor(
-    private readonly file: string,
     private readonly index: Record<string, Entry>,
     opts: Pick<TransportOptions, 'scanLists'>,
   ) {
@@ -75,7 +74,7 @@ export class ReplayTransport extends HttpTransport {
   /** `opts.scanLists: false` replays without scanning bodies (to measure what the scan saves). */
   static async open(file: string, opts: Pick<TransportOptions, 'scanLists'> = {}): Promise<ReplayTransport> {
     const index = JSON.parse(await readFile(`${file}.index.json`, 'utf8')) as Record<string, Entry>;
-    const t = new ReplayTransport(file, index, opts);
+    const t = new ReplayTransport(index, opts);
     t.fh = await open(file, 'r');
     return t;
   }

@@ -23,7 +23,7 @@
 import { storeConnectionFrom, type StoreConnection } from '../distributed/store.js';
 import { redactUrl } from '../distributed/url.js';
 import type { Argv } from 'yargs';
-import { CliError, EXIT } from './exit-codes.js';
+import { CliError } from './exit-codes.js';
 
 export const DEFAULT_LAKE = 'data/lake';
 export const LAKE_ENV = 'CHAINLAKE_LAKE';

@@ -7,10 +7,7 @@
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Network } from '../datasets/dataset.js';
-import { preparePartition, type PreparedFile } from '../load/write/commit.js';
-import type { Engine } from '../load/engine.js';
 import { partitionKey, type LakeState } from '../load/write/lake-state.js';
-import type { LakePaths } from '../load/paths.js';
 import { REJECTS_SHAPE } from '../load/schema.js';
 import { literal, literalList } from '../load/sql.js';
 import type { DecodedDataset } from './datasets.js';

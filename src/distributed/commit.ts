@@ -13,7 +13,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import pLimit from 'p-limit';
 import type pg from 'pg';
 import type { CatalogDb } from '../ducklake/catalog-db.js';
-import { currentSnapshot, findTable, inlinedRowsFor, listColumns, listDataFiles, scanSql, type InlinedRows } from '../ducklake/reader.js';
+import { currentSnapshot, findTable, inlinedRowsFor, listColumns, listDataFiles, scanSql } from '../ducklake/reader.js';
 import { copyTableFile, measureTableFiles, type CopiedTableFile } from '../ducklake/data-file.js';
 import { commitTables, type StagedFile } from '../ducklake/writer.js';
 import { getDataset } from '../datasets/registry.js';

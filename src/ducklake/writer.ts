@@ -10,7 +10,7 @@
  * on the new state (its staged files stay valid: their names are unique and never reused). Nothing is decided by
  * looking at the object store.
  */
-import type { ColumnStats, StagedFile } from './staged-file.js';
+import type { StagedFile } from './staged-file.js';
 import type { CatalogDb, CatalogParam, CatalogRow, CatalogValue } from './catalog-db.js';
 import { DuckLakeError, isCommitConflict } from './catalog-db.js';
 import { checkVersion, ident, uuidv7 } from './ddl.js';
@@ -24,7 +24,6 @@ import {
   byteaColumns,
   listInlinedData,
   listTables,
-  tablePath,
   type LakeColumn,
   type LakeTable,
   type Snapshot,

@@ -9,7 +9,7 @@ import { blockTooLarge, PastCap, type RangeCounter } from './paging/past-cap.js'
 import { PageQueue, type Slot, type SlotChecks } from './paging/queue.js';
 import { CapLearned, CountDrift } from './paging/refetch.js';
 import { RangeRows, type Tally } from './paging/rows.js';
-import { entryCount, scannedList, type BlockRange, type FetchedPage, type PageFetcher, type PageRequest, type RawPage } from './page.js';
+import { entryCount, type BlockRange, type FetchedPage, type PageFetcher } from './page.js';
 import { bugError } from '../errors.js';
 
 export { entryCount, scannedList, type BlockRange, type FetchedPage, type PageFetcher, type PageRequest, type RawPage } from './page.js';

@@ -23,7 +23,6 @@ const TO = 3_500;
 let sim: RunningSimulator;
 let lake: string;
 let cleanup: () => Promise<void>;
-let report: DecodeReport;
 const chain = chainFor(SEED, 'small', 'mainnet');
 const A = (i: number): string => chain.addrLower(i);
 const T = (sig: string): string => toEventSelector(parseAbiItem(sig) as AbiEvent);
@@ -77,7 +76,7 @@ beforeAll(async () => {
   );
   const r = await runJob(job, { simulator: sim });
   expect(r.errors).toEqual([]);
-  report = await decodeNow({ standard: ['erc20', 'erc721', 'erc1155'], contracts: [{ address: A(A_SHOWCASE) }] }, 'decode-test-1');
+  await decodeNow({ standard: ['erc20', 'erc721', 'erc1155'], contracts: [{ address: A(A_SHOWCASE) }] }, 'decode-test-1');
 }, 120_000);
 
 afterAll(async () => {

@@ -89,7 +89,7 @@ const missing = referenceMissing();
 it.skipIf(missing !== null)(
   `rows deleted and a row added by another writer: verify --catalog exits 5, --repair fetches those windows alone and replaces their rows in one snapshot, then verify holds${missing ? ` (${missing})` : ''}`,
   async () => {
-    const { db, store, doc, job } = await sharedLake();
+    const { db, store, doc } = await sharedLake();
     // Two rows of one window gone, and in the next window a row the API does not list: a copy of one of A's
     // transactions under a hash no chain holds.
     const ghost = `0x${'e'.repeat(64)}`;

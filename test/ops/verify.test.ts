@@ -241,7 +241,6 @@ describe('chainlake verify (local lake)', () => {
     'a row the API does not list, added by another writer: that window differs (exit 5), --repair deletes it in the same snapshot, then verify holds',
     async () => {
       const lake = path.join(tmp.dir, 'extra');
-      const job = jobOf(lake);
       await copyOfBase(lake);
       // A copy of one of A's transactions under a hash no chain holds: a row of A's scope and of blocks 12000-17999.
       const ghost = `0x${'e'.repeat(64)}`;

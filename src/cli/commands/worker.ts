@@ -8,7 +8,7 @@ import { lakeReportHtml } from '../../report/report.js';
 import { ChainlakeError } from '../../errors.js';
 import type { Logger } from '../../pipeline/log.js';
 import { exitCodeOf, outputFor, withDistributedOptions } from '../common.js';
-import { CliError, EXIT } from '../exit-codes.js';
+import { CliError } from '../exit-codes.js';
 import type { StoreConnection } from '../../distributed/store.js';
 import { distributedFlags } from '../lake-target.js';
 

@@ -329,7 +329,7 @@ export async function maintainLocalLake(
   paths: LakePaths,
   opts: { expireOlderThan?: Date; keepSnapshots?: number; orphanGraceSeconds: number },
 ): Promise<LocalMaintainReport> {
-  return maintain(paths, 'maintain', async (engine, id) => {
+  return maintain(paths, 'maintain', async (_engine, id) => {
     const { expired, scheduled } = await Catalog.write(paths, async (c) => {
       const e =
         opts.expireOlderThan || opts.keepSnapshots !== undefined
