@@ -30,8 +30,6 @@ const ENVIRONMENT_READERS: Readonly<Record<string, string>> = {
   // runJob / streamDataset given a job, lakeReport given a distributed lake: resolved with the host's environment (the
   // URLs and key; the store's endpoint and region), as the CLI resolves its job file and its --store.
   'src/index.ts': "the library's entry resolves a job and a store connection as the CLI does",
-  // Kill and hold points of the crash tests: read once when the module loads, never set by a user.
-  'src/load/test-hooks.ts': "the test suite's kill points",
 };
 const ENV_READ = /\bprocess\.env\b/;
 

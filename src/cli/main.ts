@@ -6,6 +6,7 @@ import { hideBin } from 'yargs/helpers';
 import { closedPipe, runCli } from './cli.js';
 import { EXIT } from './exit-codes.js';
 import { onCatalogWait, setCatalogWaitMs } from '../load/catalog-wait.js';
+import { armTestHooks } from '../load/test-hooks.js';
 import { catalogWaitFromEnv, catalogWaitNotice } from './catalog-wait-notice.js';
 
 // The bin: the process-wide settings a command line needs, then the parser (cli.ts, importable without them).
@@ -23,6 +24,9 @@ process.stderr.on('error', (e) => {
 // The AWS SDK warns on every process under Node 20 that it will need Node 22 from 2027 (the README says so
 // once): a worker's log is not the place. A library user keeps the SDK's own behaviour.
 process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+
+// Test-only kill and hold points of the crash-safety suite (src/load/test-hooks.ts), which runs this bin.
+armTestHooks({ crashAt: (process.env.CHAINLAKE_TEST_CRASH_AT ?? '').split(',').filter(Boolean), holdAt: process.env.CHAINLAKE_TEST_HOLD_AT ?? '' });
 
 // A command that waits for catalog.duckdb (another process's session holds it) says so, once the wait lasts.
 onCatalogWait((w) => process.stderr.write(catalogWaitNotice(w)));

@@ -1,8 +1,8 @@
 import { createInterface } from 'node:readline';
 
 /**
- * TEST-ONLY fault injection for the crash-safety suite (test/load). Production never sets these variables;
- * unset, every hook is a no-op.
+ * TEST-ONLY fault injection for the crash-safety suite (test/load), armed by the CLI's bin from these variables
+ * (armTestHooks). Production never sets them; unset, every hook is a no-op.
  *
  * - `CHAINLAKE_TEST_CRASH_AT=<step>[,<step>…]`: the process SIGKILLs itself the first time it reaches a step.
  * - `CHAINLAKE_TEST_HOLD_AT=<step>`: at that step the process prints `chainlake-test-hold <step>` on stderr
@@ -21,9 +21,15 @@ export const COMMIT_STEPS = ['stage-write', 'typed', 'final', 'journal', 'rename
 export const DISTRIBUTED_STEPS = ['fragment', 'lake-files', 'lake-commit', 'lake-committed'] as const;
 export type CommitStep = (typeof COMMIT_STEPS)[number] | (typeof DISTRIBUTED_STEPS)[number];
 
-const crashAt = new Set((process.env.CHAINLAKE_TEST_CRASH_AT ?? '').split(',').filter(Boolean));
-const holdAt = process.env.CHAINLAKE_TEST_HOLD_AT ?? '';
+let crashAt = new Set<string>();
+let holdAt = '';
 const held = new Set<string>();
+
+/** Arms the hooks: the CLI's bin does, from the two variables above (src/cli/main.ts); unarmed, each is a no-op. */
+export function armTestHooks(opts: { crashAt: readonly string[]; holdAt: string }): void {
+  crashAt = new Set(opts.crashAt);
+  holdAt = opts.holdAt;
+}
 
 export async function testHook(step: CommitStep): Promise<void> {
   if (crashAt.has(step)) process.kill(process.pid, 'SIGKILL');
