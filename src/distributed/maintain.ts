@@ -16,7 +16,15 @@ import { newMaintenanceId } from '../load/ids.js';
 import { recordRun } from '../load/ledger/runs.js';
 import { ident } from '../load/sql.js';
 import { STAGED_PARTITION, type TableShape } from '../load/schema.js';
-import { compactionTargets, compactRun, countBefore, emptyCompactReport, type CompactionTarget, type CompactReport } from '../load/write/compaction.js';
+import {
+  compactedShapes,
+  compactionTargets,
+  compactRun,
+  countBefore,
+  emptyCompactReport,
+  type CompactionTarget,
+  type CompactReport,
+} from '../load/write/compaction.js';
 import { partitionKey, readLakeState } from '../load/write/lake-state.js';
 import { lakeTableShapes } from '../load/ledger/declared-tables.js';
 import { silentLogger } from '../pipeline/log.js';
@@ -132,7 +140,7 @@ export async function compactDistributedLake(opts: {
       const engine = await openEngine({ tempDir: path.join(scratch, 'duckdb-tmp') });
       try {
         const deps = { catalog, engine, store, holder: runId, leaseSeconds: COMPACT_LEASE_SECONDS, log: silentLogger };
-        const shapes = (await lakeTableShapes({ db: catalog, schema: CONTROL_SCHEMA })).filter((s) => !opts.datasets || opts.datasets.includes(s.name));
+        const shapes = compactedShapes(await lakeTableShapes({ db: catalog, schema: CONTROL_SCHEMA }), opts.datasets);
         return await underLease(deps, client, `chainlake compact ${runId}`, () => compactLeased(deps, shapes, startedAt));
       } finally {
         engine.close();

@@ -83,6 +83,7 @@ describe('decoding in a job and afterwards', () => {
     expect(again.datasets).toEqual(r.datasets);
     const noted = await queryCatalog(lake, `SELECT count(*)::INTEGER AS n, count(DISTINCT (transaction_hash, log_index))::INTEGER AS k FROM show_noted`);
     expect(noted[0]).toEqual({ n: r.datasets[0].rows, k: r.datasets[0].rows });
+    const days = await queryCatalog(lake, `SELECT count(DISTINCT block_date)::INTEGER AS n FROM erc20_transfer_events`);
     const runs = await queryCatalog(lake, `SELECT count(*)::INTEGER AS n FROM runs WHERE job = '(decode)' AND status = 'complete'`);
     expect(runs[0]!.n).toBe(2);
 
@@ -91,6 +92,11 @@ describe('decoding in a job and afterwards', () => {
     expect(other.code, other.stderr).toBe(0);
     expect(other.stdout).toContain(`\n  ${logs[0]!.n} logs of another standard's shape skipped (erc20 Transfer)\n`);
     expect(other.stdout).toMatch(/_rejects\s+0 logs that fit no asked event/);
+
+    // A decoded table is the lake's own: `compact --dataset` names it (each of its days is one file already).
+    const compact = await runCliCapturing(['compact', '--lake', lake, '--dataset', 'erc20_transfer_events', '--format', 'json']);
+    expect(compact.code, compact.stderr).toBe(0);
+    expect(JSON.parse(compact.stdout)).toMatchObject({ partitions: 0, alreadyCompact: Number(days[0]!.n) });
 
     const d = await runCliCapturing(['describe', 'erc20_transfer_events']);
     expect(d.code).toBe(0);

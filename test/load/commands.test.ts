@@ -122,6 +122,7 @@ describe('chainlake compact and catalog', () => {
     expect(await lakeContent(lake)).toEqual(before);
     const bad = await runCliCapturing(['compact', '--lake', lake, '--dataset', 'nope']);
     expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--dataset nope: not a table of this lake[\s\S]*hint: its tables: .*\btransactions\b.*\b_rejects\b/);
   });
 
   it('compact of compact partitions writes nothing: no file, no snapshot, the same bytes', async () => {

@@ -26,7 +26,11 @@ export const compactCommand: CommandModule<object, Args> = {
     'Rewrite each partition that holds several data files into one sorted, ZSTD, one-row-per-key ducklake-<uuid>.parquet (one snapshot per batch, crash-safe); a partition of one file is left as it is. With --catalog, a distributed lake: one snapshot under the committer lease',
   builder: (y) =>
     withLakeOptions(y, { distributed: true })
-      .option('dataset', { type: 'string', array: true, choices: [...datasetNames(), REJECTS_DATASET], describe: 'Only these datasets (default: all)' })
+      .option('dataset', {
+        type: 'string',
+        array: true,
+        describe: `Only these tables (default: all): ${[...datasetNames(), REJECTS_DATASET].join(', ')}, and the lake's decoded and reconciliation tables`,
+      })
       .option('format', { choices: ['text', 'json'] as const, default: 'text' as const })
       .example('$0 compact', 'Compact every dataset of data/lake')
       .example('$0 compact --lake /srv/lake --dataset transactions', 'Only transactions')

@@ -5,6 +5,7 @@
  * the lake's lock), distributed/maintain.ts as one snapshot under the committer lease.
  */
 import type { Network } from '../../datasets/dataset.js';
+import { ChainlakeError } from '../../errors.js';
 import type { RunRecord } from '../ledger/runs.js';
 import type { TableShape } from '../schema.js';
 import type { LakeState } from './lake-state.js';
@@ -45,6 +46,22 @@ export function emptyCompactReport(runId: string): CompactReport {
     alreadyCompact: 0,
     prunedDirs: 0,
   };
+}
+
+/**
+ * The tables a compaction covers: all the lake's (`shapes`: the registry's datasets, `_rejects` and the declared
+ * tables), or those `only` names; a name the lake does not know is a usage error that lists the ones it does.
+ */
+export function compactedShapes(shapes: readonly TableShape[], only?: readonly string[]): TableShape[] {
+  if (!only) return [...shapes];
+  const unknown = only.filter((name) => !shapes.some((s) => s.name === name));
+  if (unknown.length > 0) {
+    throw new ChainlakeError(`--dataset ${unknown.join(', ')}: not a table of this lake`, {
+      code: 'CHAINLAKE_USAGE',
+      hint: `its tables: ${shapes.map((s) => s.name).join(', ')}`,
+    });
+  }
+  return shapes.filter((s) => only.includes(s.name));
 }
 
 /** A partition a compaction rewrites, and what it holds now. */

@@ -8,7 +8,7 @@ import type { Network } from '../../datasets/dataset.js';
 import { Catalog, TABLES } from '../catalog.js';
 import { journalFor, lakeStateFor } from './commit-run.js';
 import { preparedFile, rewritePartition, type ClearedPartition, type PreparedFile } from './commit.js';
-import { compactionTargets, compactRun, countBefore, emptyCompactReport, type CompactReport } from './compaction.js';
+import { compactedShapes, compactionTargets, compactRun, countBefore, emptyCompactReport, type CompactReport } from './compaction.js';
 import { writeMergedPartition } from './merge.js';
 import { fsyncFile, mkdirDurable } from './durable.js';
 import { openEngine, type Engine } from '../engine.js';
@@ -94,7 +94,7 @@ export async function compactLake(paths: LakePaths, opts: { datasets?: readonly 
   return maintain(paths, 'compact', async (engine, id, staging) => {
     const report = emptyCompactReport(id);
     const startedAt = new Date().toISOString();
-    const shapes = (await Catalog.hold(paths, (c) => lakeTableShapes({ db: c.lake }))).filter((s) => !opts.datasets || opts.datasets.includes(s.name));
+    const shapes = compactedShapes(await Catalog.hold(paths, (c) => lakeTableShapes({ db: c.lake })), opts.datasets);
     // A partition another DuckLake writer changed in the catalog (inlined rows, deletes) is written out to be merged.
     const lake = await lakeStateFor(paths, [], path.join(staging, 'lake-rows'));
     const { targets, alreadyCompact } = compactionTargets(lake, shapes);
