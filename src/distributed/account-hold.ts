@@ -3,7 +3,7 @@
 import type pg from 'pg';
 import type { Logger } from '../pipeline/log.js';
 import { accountLease } from './account.js';
-import { takeLease } from './commit.js';
+import { takeLease } from './lease.js';
 
 export class AccountHold {
   /** Whether this worker holds the account (false: another worker has it). */

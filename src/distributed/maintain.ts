@@ -28,7 +28,8 @@ import {
 import { partitionKey, readLakeState } from '../load/write/lake-state.js';
 import { lakeTableShapes } from '../load/ledger/declared-tables.js';
 import { silentLogger } from '../pipeline/log.js';
-import { commitLeased, lakeRows, underLease, type CommitDeps, type LeasedChange, type LeasedCommit } from './commit.js';
+import { underLease } from './lease.js';
+import { commitLeased, lakeRows, type CommitDeps, type LeasedChange, type LeasedCommit } from './commit.js';
 import { CONTROL_SCHEMA, openCatalog } from './control-plane.js';
 import { openStore, storeLocationOf, type Store, type StoreConnection, type StoredFile } from './store.js';
 import { catalogFiles } from '../ducklake/files.js';

@@ -15,7 +15,7 @@ import { currentSnapshot, dataPathOf, listTables } from '../ducklake/reader.js';
 import { commitTables } from '../ducklake/writer.js';
 import { datasetShape } from '../load/schema.js';
 import { ensureTable } from '../load/write/lake-tables.js';
-import { confirmLease, releaseLease, takeLease } from './commit.js';
+import { confirmLease, releaseLease, takeLease } from './lease.js';
 import { CATALOG_SCHEMA, CONTROL_SCHEMA, ControlPlaneError, openCatalog, redactUrl, setupControlPlane } from './control-plane.js';
 import { norm, unreferencedFiles } from './maintain.js';
 import { openStore, storeLocationOf, type Store, type StoreConnection } from './store.js';

@@ -4,7 +4,7 @@
 // not change, and a compact lake gets no snapshot at all.
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { releaseLease, takeLease } from '../../src/distributed/commit.js';
+import { releaseLease, takeLease } from '../../src/distributed/lease.js';
 import { openCatalog } from '../../src/distributed/control-plane.js';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
 import { compactDistributedLake } from '../../src/distributed/maintain.js';

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, openCatalog } from '../../src/distributed/control-plane.js';
-import { takeLease } from '../../src/distributed/commit.js';
+import { takeLease } from '../../src/distributed/lease.js';
 import { decodeDistributedLake } from '../../src/distributed/decode.js';
 import { compactDistributedLake } from '../../src/distributed/maintain.js';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
