@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { ABSENT, ESCAPED, NULL, OTHER, STRING, scanList, type ScannedList } from '../../src/extract/scan.js';
 import { parseBody } from '../../src/extract/transport.js';
 import { seeded } from '../reliability/helpers.js';
+import { binaryUnit } from '../helpers/arbitraries.js';
 
 /**
  * The list scanner against JSON.parse: whenever it returns a list, JSON.parse takes the same body and gives
@@ -37,7 +38,7 @@ const numberText = fc
 
 const text = fc.oneof(
   fc.string(),
-  fc.string({ unit: 'binary' }),
+  fc.string({ unit: binaryUnit }),
   fc.stringMatching(/^0x[0-9a-fA-F]{0,66}$/),
   fc.stringMatching(/^-?[0-9]{1,40}$/),
   fc.constantFrom('', '"', '\\', '/', '\u2028', '\u0000', '\u001f', '\u007f', 'é', '漢字', '\ud83d\ude00', '\ud800', '\udfff x', '2024-03-01T00:00:12Z'),

@@ -9,6 +9,7 @@ import { scanList } from '../../src/extract/scan.js';
 import { REFUSED, UPPER_CASE_HEX, canonicalHex } from '../../src/transform/convert.js';
 import { KINDS } from '../../src/transform/kinds.js';
 import { OrdinalState, RowTransformer, type AcceptedPage, type PageContext } from '../../src/transform/rows.js';
+import { binaryUnit } from '../helpers/arbitraries.js';
 
 /**
  * Pages accepted from a scan of their bytes (`acceptScanned`) are exactly those `acceptRaw` accepts from the
@@ -71,7 +72,7 @@ const candidate = (kind: string): fc.Arbitrary<string> =>
         return how === 'replace' ? s.slice(0, i) + c + s.slice(i + 1) : how === 'insert' ? s.slice(0, i) + c + s.slice(i) : s.slice(0, i) + s.slice(i + 1);
       }),
     },
-    { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 70 }) },
+    { weight: 1, arbitrary: fc.string({ unit: binaryUnit, maxLength: 70 }) },
   );
 
 /** What a JSON string without escapes can hold: no quote, backslash or control character, well-formed UTF-16. */
