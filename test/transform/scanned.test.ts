@@ -10,6 +10,7 @@ import { REFUSED, UPPER_CASE_HEX, canonicalHex } from '../../src/transform/conve
 import { KINDS } from '../../src/transform/kinds.js';
 import { OrdinalState, RowTransformer, type AcceptedPage, type PageContext } from '../../src/transform/rows.js';
 import { binaryUnit } from '../helpers/arbitraries.js';
+import { expectBe, expectEqual } from '../helpers/checks.js';
 
 /**
  * Pages accepted from a scan of their bytes (`acceptScanned`) are exactly those `acceptRaw` accepts from the
@@ -97,10 +98,10 @@ describe('byte acceptors', () => {
           // Somewhere inside a larger buffer, as in a body.
           const bytes = Buffer.concat([before, Buffer.from(s, 'utf8'), after]);
           const got = acceptBytes(bytes, before.length, bytes.length - after.length);
-          expect(got !== REFUSED, JSON.stringify(s)).toBe(accept(s));
+          expectBe(got !== REFUSED, accept(s), () => JSON.stringify(s));
           // Upper-case hex is said of exactly the accepted hex values whose canonical form differs from their text.
           const upper = got !== REFUSED && KINDS[kind].received!.canonical === canonicalHex && canonicalHex(s) !== s;
-          expect((got & UPPER_CASE_HEX) !== 0, JSON.stringify(s)).toBe(upper);
+          expectBe((got & UPPER_CASE_HEX) !== 0, upper, () => JSON.stringify(s));
           if (upper) uppers++;
           if (got) yes++;
           else no++;
@@ -226,8 +227,8 @@ describe('pages accepted from a scan', () => {
               fromScan++;
               uppers += caseOfHex(def, bytes, viaScan.page!);
             } else notFromScan++;
-            expect({ ...viaScan, scanned: undefined, page: undefined }).toEqual({ ...parsed, scanned: undefined, page: undefined });
-            expect([...b.unknownFields]).toEqual([...a.unknownFields]);
+            expectEqual({ ...viaScan, scanned: undefined, page: undefined }, { ...parsed, scanned: undefined, page: undefined });
+            expectEqual([...b.unknownFields], [...a.unknownFields]);
             offset += texts.length;
           }
         }),
@@ -256,8 +257,8 @@ function caseOfHex(def: DatasetDef, bytes: Buffer, page: AcceptedPage): number {
   );
   before.forEach((entry, i) => {
     for (const [field, value] of Object.entries(entry)) {
-      if (!hexFields.has(field) || typeof value !== 'string') expect(after[i]![field], field).toEqual(value);
-      else if (!page.upperCaseHex) expect(after[i]![field], field).toBe(canonicalHex(value));
+      if (!hexFields.has(field) || typeof value !== 'string') expectEqual(after[i]![field], value, field);
+      else if (!page.upperCaseHex) expectBe(after[i]![field], canonicalHex(value), field);
     }
   });
   return spans.length / 2;
