@@ -238,7 +238,7 @@ describe('chainlake verify (local lake)', () => {
   );
 
   it.skipIf(!HAS_REF)(
-    'a row the API does not list, added by another writer: that window differs (exit 5), --repair deletes it in the same snapshot, then verify holds',
+    'a row the API does not list, added by another writer: that window differs, --repair deletes it in the same snapshot, then verify holds',
     async () => {
       const lake = path.join(tmp.dir, 'extra');
       await copyOfBase(lake);
