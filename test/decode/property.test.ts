@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventDataset } from '../../src/decode/datasets.js';
 import { decodeLogs } from '../../src/decode/decode.js';
 import { openEngine, type Engine } from '../../src/load/engine.js';
+import { binaryUnit } from '../helpers/arbitraries.js';
 
 let engine: Engine;
 let tmp: string;
@@ -59,7 +60,7 @@ const CASES: Case[] = [
   { type: 'bytes20', arb: hex(20), indexable: true },
   { type: 'bytes32', arb: hex(32), indexable: true },
   { type: 'bytes', arb: fc.uint8Array({ maxLength: 80 }).map((b) => `0x${Buffer.from(b).toString('hex')}`), indexable: true },
-  { type: 'string', arb: fc.string({ unit: 'binary', maxLength: 40 }), indexable: true },
+  { type: 'string', arb: fc.string({ unit: binaryUnit, maxLength: 40 }), indexable: true },
   { type: 'uint256[]', arb: fc.array(int(false, 256), { maxLength: 5 }) },
   { type: 'address[]', arb: fc.array(address, { maxLength: 4 }) },
   { type: 'int8[3]', arb: fc.array(small(int(true, 8)), { minLength: 3, maxLength: 3 }) },

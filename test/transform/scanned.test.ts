@@ -9,6 +9,8 @@ import { scanList } from '../../src/extract/scan.js';
 import { REFUSED, UPPER_CASE_HEX, canonicalHex } from '../../src/transform/convert.js';
 import { KINDS } from '../../src/transform/kinds.js';
 import { OrdinalState, RowTransformer, type AcceptedPage, type PageContext } from '../../src/transform/rows.js';
+import { binaryUnit } from '../helpers/arbitraries.js';
+import { expectBe, expectEqual } from '../helpers/checks.js';
 
 /**
  * Pages accepted from a scan of their bytes (`acceptScanned`) are exactly those `acceptRaw` accepts from the
@@ -71,7 +73,7 @@ const candidate = (kind: string): fc.Arbitrary<string> =>
         return how === 'replace' ? s.slice(0, i) + c + s.slice(i + 1) : how === 'insert' ? s.slice(0, i) + c + s.slice(i) : s.slice(0, i) + s.slice(i + 1);
       }),
     },
-    { weight: 1, arbitrary: fc.string({ unit: 'binary', maxLength: 70 }) },
+    { weight: 1, arbitrary: fc.string({ unit: binaryUnit, maxLength: 70 }) },
   );
 
 /** What a JSON string without escapes can hold: no quote, backslash or control character, well-formed UTF-16. */
@@ -96,10 +98,10 @@ describe('byte acceptors', () => {
           // Somewhere inside a larger buffer, as in a body.
           const bytes = Buffer.concat([before, Buffer.from(s, 'utf8'), after]);
           const got = acceptBytes(bytes, before.length, bytes.length - after.length);
-          expect(got !== REFUSED, JSON.stringify(s)).toBe(accept(s));
+          expectBe(got !== REFUSED, accept(s), () => JSON.stringify(s));
           // Upper-case hex is said of exactly the accepted hex values whose canonical form differs from their text.
           const upper = got !== REFUSED && KINDS[kind].received!.canonical === canonicalHex && canonicalHex(s) !== s;
-          expect((got & UPPER_CASE_HEX) !== 0, JSON.stringify(s)).toBe(upper);
+          expectBe((got & UPPER_CASE_HEX) !== 0, upper, () => JSON.stringify(s));
           if (upper) uppers++;
           if (got) yes++;
           else no++;
@@ -225,8 +227,8 @@ describe('pages accepted from a scan', () => {
               fromScan++;
               uppers += caseOfHex(def, bytes, viaScan.page!);
             } else notFromScan++;
-            expect({ ...viaScan, scanned: undefined, page: undefined }).toEqual({ ...parsed, scanned: undefined, page: undefined });
-            expect([...b.unknownFields]).toEqual([...a.unknownFields]);
+            expectEqual({ ...viaScan, scanned: undefined, page: undefined }, { ...parsed, scanned: undefined, page: undefined });
+            expectEqual([...b.unknownFields], [...a.unknownFields]);
             offset += texts.length;
           }
         }),
@@ -255,8 +257,8 @@ function caseOfHex(def: DatasetDef, bytes: Buffer, page: AcceptedPage): number {
   );
   before.forEach((entry, i) => {
     for (const [field, value] of Object.entries(entry)) {
-      if (!hexFields.has(field) || typeof value !== 'string') expect(after[i]![field], field).toEqual(value);
-      else if (!page.upperCaseHex) expect(after[i]![field], field).toBe(canonicalHex(value));
+      if (!hexFields.has(field) || typeof value !== 'string') expectEqual(after[i]![field], value, field);
+      else if (!page.upperCaseHex) expectBe(after[i]![field], canonicalHex(value), field);
     }
   });
   return spans.length / 2;
