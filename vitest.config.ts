@@ -25,9 +25,8 @@ export default defineConfig({
     // DuckDB and the simulator are real: two cores, so keep parallelism modest.
     maxWorkers: 2,
     // Transformed sources kept on disk between runs (keyed by each file's content, its id and the configuration,
-    // dropped when the lockfile changes): a run no longer transforms and serves every module afresh. One file
-    // (test/finality/finality.test.ts) cost 8.7-9.2 CPU-seconds without, 7.0-7.2 with (docs/performance.md, "The
-    // test suite"). Vitest 5's default; experimental in 4.
+    // dropped when the lockfile changes): a run no longer transforms and serves every module afresh
+    // (docs/performance.md, "The test suite"). Vitest 5's default; experimental in 4.
     experimental: { fsModuleCache: true, fsModuleCachePath: 'node_modules/.vitest-cache' },
     projects: [
       // The inner loop's tier (npm run test:fast): no child process, PostgreSQL, kill or soak (test/tiers.ts).

@@ -75,11 +75,10 @@ export interface RunningSimulator {
 // seed and scale (tests start many); each simulator keeps its own head.
 const chainCache = new Map<string, Chain>();
 /**
- * The chains kept, by their visible blocks (what their memory follows: a small chain holds about 30 MB, a medium
- * one about 110 MB): about thirteen small ones, or one or two larger ones, the most recently used first; the chain
- * just made is kept whatever its size. A test fork runs file after file (vitest.config.ts): the fast tier's files
- * ask for 14 chains, and with four kept, 32 were generated in one run of it where 22 needed to be (0.2 CPU-seconds
- * each).
+ * The chains kept, by their visible blocks (what their memory follows): many small ones, or one or two larger ones,
+ * the most recently used first; the chain just made is kept whatever its size. A test fork runs file after file
+ * (vitest.config.ts), and a count of chains regenerated small ones the next file asked for again
+ * (docs/performance.md, "The test suite").
  */
 const CACHED_BLOCKS = 480_000;
 function getChain(network: 'mainnet' | 'testnet', seed: number, scale: Scale): Chain {
