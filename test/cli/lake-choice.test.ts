@@ -206,7 +206,21 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
   });
 
   it('query --catalog has the tables a local lake has, with the same columns', async () => {
-    const tables = ['runs', 'windows', 'watermarks', 'files', '_rejects', 'ducklake_snapshot', 'transactions'];
+    // Every table of the ledger a local lake's catalog has, but its commit journal's (`commits`, `lake_meta`): a
+    // distributed lake's commits are its snapshots.
+    const tables = [
+      'runs',
+      'windows',
+      'watermarks',
+      'declared_tables',
+      'request_usage',
+      'requests',
+      'verifications',
+      'files',
+      '_rejects',
+      'ducklake_snapshot',
+      'transactions',
+    ];
     const columns = async (args: string[], env: NodeJS.ProcessEnv) => {
       const sql = tables.map((t) => `SELECT '${t}' AS t, string_agg(column_name || ' ' || column_type, ', ') AS c FROM (DESCRIBE "${t}")`).join(' UNION ALL ');
       const r = await runCli(['query', ...args, '--format', 'json', sql], { env });
