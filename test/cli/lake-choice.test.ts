@@ -205,6 +205,29 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
     expect(t.stdout).toMatch(/^lake: postgres:\/\/.*\n\ndatasets:\n[\s\S]*last 3 runs:[\s\S]*watermarks:[\s\S]*failed windows not yet fetched again:/);
   });
 
+  /** `sql`'s rows, as `query --format json` prints them, from the lake `args` names. */
+  const rowsOf = async (args: string[], sql: string): Promise<Record<string, unknown>[]> => {
+    const r = await runCli(['query', ...args, '--format', 'json', sql], { env: { PGPASSWORD: pg.password, CHAINLAKE_CATALOG: '' } });
+    expect(r.code, r.stderr).toBe(0);
+    return r.stdout
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  };
+
+  it("a window's row counts the same on both kinds of lake: expected rows, retries, throttles, cap hits, splits; a failed one too", async () => {
+    const counts = 'rows_expected, rows_got, rejects, requests, retries, throttles, cap_hits, splits';
+    const windowsOf = (job: string) =>
+      `SELECT dataset, network, scope, from_block, to_block, ${counts}, status FROM windows WHERE run_id IN (SELECT run_id FROM runs WHERE job = '${job}') ORDER BY ALL`;
+    const dist = await rowsOf(['--catalog', db.url], windowsOf('dist-a'));
+    expect(dist.length).toBeGreaterThan(0);
+    expect(dist).toEqual(await rowsOf(['--lake', local], windowsOf('local-a')));
+    // The window that failed records what its attempt counted, as a single machine's failed window does.
+    const failed = await rowsOf(['--catalog', db.url], `SELECT ${counts} FROM windows WHERE status = 'failed'`);
+    expect(failed).toEqual([{ rows_expected: 0, rows_got: 0, rejects: 0, requests: 1, retries: 0, throttles: 0, cap_hits: 0, splits: 0 }]);
+  });
+
   it('query --catalog has the tables a local lake has, with the same columns', async () => {
     // Every table of the ledger a local lake's catalog has, but its commit journal's (`commits`, `lake_meta`): a
     // distributed lake's commits are its snapshots.

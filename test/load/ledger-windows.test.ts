@@ -80,7 +80,21 @@ describe.each([
       W2.runId,
       W2.windowId,
     ]);
-    const facts = { fragmentPath: 'f.parquet', rejectPath: null, rows: 7, rejects: 0, requests: 3, fromBlock: 1, toBlock: 100, worker: 'w' };
+    const facts = {
+      fragmentPath: 'f.parquet',
+      rejectPath: null,
+      rowsExpected: 7,
+      rowsGot: 7,
+      rejects: 0,
+      requests: 3,
+      retries: 0,
+      throttles: 0,
+      capHits: 0,
+      splits: 0,
+      fromBlock: 1,
+      toBlock: 100,
+      worker: 'w',
+    };
     expect(await recordFetched(l, W1, facts)).toBe(true);
     // A second worker's late record finds it fetched already.
     expect(await recordFetched(l, W1, facts)).toBe(false);
