@@ -48,6 +48,7 @@ import { advanceWatermark, raiseWatermarks, readWatermark } from '../load/ledger
 import { closeEndedRuns } from './runs.js';
 import { ensureTable } from '../load/write/lake-tables.js';
 import type { Store } from './store.js';
+import { commitMessage } from '../load/catalog.js';
 
 export const COMMITTER_LEASE = 'committer';
 /** The one ledger in the control plane, in a commit's catalog transaction. */
@@ -305,7 +306,10 @@ async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[], 
     const result = await commitTables(deps.catalog, {
       tables: changes.changed,
       author: deps.holder,
-      message: `chainlake commit of ${windows.filter((w) => w.fragment).length} fragments`,
+      message: commitMessage(
+        windows.map((w) => w.runId),
+        `commit of ${windows.filter((w) => w.fragment).length} fragments`,
+      ),
       inTransaction: async (tx, snapshotId) => {
         await markCommitted(tx, deps, windows, snapshotId);
         // The decoded tables' declarations, as a single machine's decoding commit makes them (compaction reads them).

@@ -18,6 +18,7 @@ import { silentLogger } from '../pipeline/log.js';
 import { commitDerived } from './commit.js';
 import { openCatalog } from './control-plane.js';
 import { openStore, storeLocationOf, type StoreConnection } from './store.js';
+import { commitMessage } from '../load/catalog.js';
 
 /** Long enough for a large table's merge; renewed by nothing, so it bounds how long a crashed reconcile holds it. */
 const LEASE_SECONDS = 600;
@@ -64,7 +65,7 @@ export async function reconcileDistributedLake(opts: {
         fragments.set(network, [target.location]);
       }
       const deps = { catalog, engine, store, holder: runId, leaseSeconds: LEASE_SECONDS, log: silentLogger };
-      const committed = await commitDerived(deps, client, RECONCILIATION_TABLE, fragments, `chainlake reconcile ${runId}`);
+      const committed = await commitDerived(deps, client, RECONCILIATION_TABLE, fragments, commitMessage([runId], 'reconcile'));
       return { runId, ...summarize(rows), readSnapshot, snapshotId: committed.snapshotId, files: committed.files, rowsOut: rows };
     } finally {
       engine.close();

@@ -228,6 +228,18 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
     expect(failed).toEqual([{ rows_expected: 0, rows_got: 0, rejects: 0, requests: 1, retries: 0, throttles: 0, cap_hits: 0, splits: 0 }]);
   });
 
+  it("a file's run_id is the run whose commit wrote it, on both kinds of lake", async () => {
+    // The jobs whose runs wrote the files of each dataset (the second run rewrote the partitions it shares with the first).
+    const writers = async (args: string[], prefix: string) =>
+      (await rowsOf(args, `SELECT f.dataset, r.job FROM files f LEFT JOIN runs r USING (run_id) GROUP BY ALL ORDER BY ALL`)).map((f) => ({
+        ...f,
+        job: typeof f.job === 'string' ? f.job.replace(prefix, '') : f.job,
+      }));
+    const dist = await writers(['--catalog', db.url], 'dist-');
+    expect(dist.length).toBeGreaterThan(0);
+    expect(dist).toEqual(await writers(['--lake', local], 'local-'));
+  });
+
   it('query --catalog has the tables a local lake has, with the same columns', async () => {
     // Every table of the ledger a local lake's catalog has, but its commit journal's (`commits`, `lake_meta`): a
     // distributed lake's commits are its snapshots.
