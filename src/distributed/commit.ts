@@ -402,8 +402,9 @@ export async function commitDerived(
   declaration: DeclaredTable,
   fragments: ReadonlyMap<string, readonly string[]>,
   message: string,
+  opts: LeasedCommitOptions = {},
 ): Promise<LeasedCommit> {
-  return commitUnderLease(deps, leases, [{ shape: declaration.shape, fragments, declaration }], message);
+  return commitUnderLease(deps, leases, [{ shape: declaration.shape, fragments, declaration }], message, opts);
 }
 
 /** What a commit under the lease changes in one table. */
@@ -430,8 +431,9 @@ export async function commitUnderLease(
   leases: Pick<pg.Client, 'query'>,
   changes: readonly LeasedChange[],
   message: string,
+  opts: LeasedCommitOptions = {},
 ): Promise<LeasedCommit> {
-  return underLease(deps, leases, message, () => commitLeased(deps, changes, message));
+  return underLease(deps, leases, message, () => commitLeased(deps, changes, message, opts));
 }
 
 /**
@@ -464,16 +466,16 @@ export interface LeasedCommit {
   bytes: number;
 }
 
+export interface LeasedCommitOptions {
+  /** The caller's records (its run's row) in the commit's catalog transaction. */
+  record?: (tx: CatalogDb, committed: LeasedCommit) => Promise<void>;
+}
+
 /**
  * Changes to several tables as ONE snapshot by the committer's merge, by a holder of the lease (underLease), which
  * the catalog transaction checks again.
  */
-export async function commitLeased(
-  deps: CommitDeps,
-  changes: readonly LeasedChange[],
-  message: string,
-  opts: { record?: (tx: CatalogDb, committed: LeasedCommit) => Promise<void> } = {},
-): Promise<LeasedCommit> {
+export async function commitLeased(deps: CommitDeps, changes: readonly LeasedChange[], message: string, opts: LeasedCommitOptions = {}): Promise<LeasedCommit> {
   const written: StagedFile[] = [];
   try {
     const tables: { tableName: string; files: StagedFile[]; replacePartitions: string[][] }[] = [];
