@@ -228,6 +228,19 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
     expect(failed).toEqual([{ rows_expected: 0, rows_got: 0, rejects: 0, requests: 1, retries: 0, throttles: 0, cap_hits: 0, splits: 0 }]);
   });
 
+  it("a run's row names its network, head and range on both kinds of lake", async () => {
+    const runsOf = async (args: string[], prefix: string) =>
+      (await rowsOf(args, `SELECT job, network, head, range_from, range_to FROM runs WHERE job LIKE '${prefix}%' AND job <> 'dist-fails' ORDER BY job`)).map(
+        (r) => ({ ...r, job: String(r.job).replace(prefix, '') }),
+      );
+    const dist = await runsOf(['--catalog', db.url], 'dist-');
+    expect(dist).toEqual([
+      { job: 'a', network: 'mainnet', head: expect.any(Number), range_from: 0, range_to: expect.any(Number) },
+      { job: 'b', network: 'mainnet', head: expect.any(Number), range_from: 0, range_to: expect.any(Number) },
+    ]);
+    expect(await runsOf(['--lake', local], 'local-')).toEqual(dist);
+  });
+
   it("a file's run_id is the run whose commit wrote it, on both kinds of lake", async () => {
     // The jobs whose runs wrote the files of each dataset (the second run rewrote the partitions it shares with the first).
     const writers = async (args: string[], prefix: string) =>

@@ -20,6 +20,7 @@ import {
   type Ledger,
 } from '../../src/load/ledger/windows.js';
 import { raiseWatermarks, readWatermark } from '../../src/load/ledger/watermarks.js';
+import { recordRun } from '../../src/load/ledger/runs.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 
 let pg: TestPostgres | undefined;
@@ -166,4 +167,21 @@ describe.each([
 it('the transitions table covers every state, and only committed is final', () => {
   expect(Object.keys(TRANSITIONS).sort()).toEqual([...WINDOW_STATES].sort());
   expect(WINDOW_STATES.filter((s) => TRANSITIONS[s].length === 0)).toEqual(['committed']);
+});
+
+describe.each([
+  ['DuckDB', duckLedger],
+  ['PostgreSQL', pgLedger],
+])("a run's row on %s", (_name, open) => {
+  it('names the network, head and range its report names, and keeps them when a later record (the final report) does not', async () => {
+    const l = await open();
+    const run = { runId: 'run-9', job: 'nightly', startedAt: '2026-11-29T00:00:00.000Z', finishedAt: null, status: 'running' };
+    await recordRun(l, { ...run, report: { runId: 'run-9', network: 'testnet', head: 36000, range: { from: 10, to: 36000 } } });
+    await recordRun(l, { ...run, finishedAt: '2026-11-29T00:01:00.000Z', status: 'complete', report: { runId: 'run-9', network: 'testnet', head: 36000 } });
+    const t = l.schema ? `${l.schema}.runs` : 'runs';
+    const rows = await l.db.query(`SELECT status, network, head, range_from, range_to FROM ${t}`);
+    expect(rows.map((r) => ({ ...r, head: Number(r.head), range_from: Number(r.range_from), range_to: Number(r.range_to) }))).toEqual([
+      { status: 'complete', network: 'testnet', head: 36000, range_from: 10, range_to: 36000 },
+    ]);
+  });
 });

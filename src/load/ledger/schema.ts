@@ -74,7 +74,7 @@ export const LEDGER_TABLES: readonly LedgerTable[] = [
     columns: [
       c('run_id', 'text', 'The run: its UTC start time and a random suffix.'),
       c('job', 'text', "The job's name.", { renamedFrom: 'job_name' }),
-      c('network', 'text', 'The network the run exported (distributed runs; a local run names it in its report).'),
+      c('network', 'text', 'The network the run exported or decoded (NULL for a compaction or reconciliation).'),
       c('started_at', 'timestamptz', 'When the run started (distributed: when it was enqueued).', { default: 'NOW()', renamedFrom: 'created_at' }),
       c('finished_at', 'timestamptz', 'When the run ended; NULL while it runs.'),
       c(
@@ -90,9 +90,9 @@ export const LEDGER_TABLES: readonly LedgerTable[] = [
       ),
       c('job_doc', 'json', 'The job document a distributed run was enqueued with, without its API key (workers read it).'),
       c('job_file', 'text', 'The job file a distributed run was enqueued from.'),
-      c('head', 'bigint', 'The chain head the distributed run was planned at (NULL for jobs without block ranges).'),
-      c('range_from', 'bigint', "The first block of the distributed run's range."),
-      c('range_to', 'bigint', "The last block of the distributed run's range."),
+      c('head', 'bigint', 'The chain head the run was planned at (NULL for jobs without block ranges).'),
+      c('range_from', 'bigint', "The first block of the run's range."),
+      c('range_to', 'bigint', "The last block of the run's range."),
       c('ingested_at', 'text', 'The `_ingested_at` every row of the distributed run carries (ISO 8601 UTC).'),
       c('decode', 'json', "The decoded datasets of a distributed run's `decode` key, resolved at enqueue (the committer decodes with them); NULL without one."),
     ],
