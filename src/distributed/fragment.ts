@@ -4,7 +4,7 @@
  * fragment (and a fragment of its rejects), then recorded as `fetched` in the control plane. Nothing in the
  * lake changes here: the committer folds fragments in.
  */
-import { chainlakeCodeOf } from '../errors.js';
+import { chainlakeCodeOf, SETUP_CODES } from '../errors.js';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type PgBoss from 'pg-boss';
@@ -73,9 +73,6 @@ export interface SetupProblem {
   problem: string;
   hint?: string;
 }
-
-/** The codes of failures a person must fix (a refused key, a bad setting): what a single-machine run exits 2 for. */
-const SETUP_CODES: ReadonlySet<string> = new Set(['CHAINLAKE_API_REFUSED', 'CHAINLAKE_USAGE', 'CHAINLAKE_JOB_INVALID']);
 
 function setupProblemOf(outcome: Outcome): SetupProblem | undefined {
   // As a single-machine run decides it: nothing answered, not one response (src/pipeline/run.ts unreachableOrigins).
