@@ -159,8 +159,13 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
     expect(r.code, r.stderr).toBe(0);
     expect(await distributedSnapshots()).toBe(distBefore);
     expect(await localSnapshots()).toBe(1);
-    // The output names the lake it tidied, and why that one.
+    // The output names the lake it tidied, and why that one; what was done is said in the same words for both kinds.
     expect(r.stdout).toMatch(new RegExp(`^the local lake ${local} \\(--lake\\): expired [1-9]\\d* snapshots`));
+    const dist = await runCli(['maintain', '--catalog', db.url, '--store', store], { env: { PGPASSWORD: pg.password } });
+    expect(dist.code, dist.stderr).toBe(0);
+    const done = (out: string) => out.replace(/^the (local|distributed) lake .*?: /, '').replace(/\d+/g, 'N');
+    expect(done(dist.stdout)).toBe(done(r.stdout));
+    expect(done(r.stdout)).toBe('expired N snapshots, deleted N files no snapshot needs, removed N files nothing refers to\n');
   });
 
   it('two lakes named at the same level: exit 2 saying which was found where', async () => {
