@@ -59,6 +59,12 @@ const W1 = { runId: 'run-1', windowId: 'transactions/mainnet/-/1-100' };
 const W2 = { runId: 'run-1', windowId: 'transactions/mainnet/-/101-200' };
 const JOB = 'b1a7f5d2-0000-4000-8000-00000000000a';
 
+/** The two catalog databases every case runs on. */
+const LEDGERS: [string, () => Promise<Ledger>][] = [
+  ['DuckDB', duckLedger],
+  ['PostgreSQL', pgLedger],
+];
+
 async function statusOf(l: Ledger): Promise<Record<string, unknown>[]> {
   const t = l.schema ? `${l.schema}.windows` : 'windows';
   return l.db.query(
@@ -66,10 +72,7 @@ async function statusOf(l: Ledger): Promise<Record<string, unknown>[]> {
   );
 }
 
-describe.each([
-  ['DuckDB', duckLedger],
-  ['PostgreSQL', pgLedger],
-])('the window state machine on %s', (_name, open) => {
+describe.each(LEDGERS)('the window state machine on %s', (_name, open) => {
   it('queued -> fetched -> committed, queued -> failed -> queued; refused transitions name the window', async () => {
     const l = await open();
     const t = l.schema ? `${l.schema}.windows` : 'windows';
@@ -169,10 +172,7 @@ it('the transitions table covers every state, and only committed is final', () =
   expect(WINDOW_STATES.filter((s) => TRANSITIONS[s].length === 0)).toEqual(['committed']);
 });
 
-describe.each([
-  ['DuckDB', duckLedger],
-  ['PostgreSQL', pgLedger],
-])("a run's row on %s", (_name, open) => {
+describe.each(LEDGERS)("a run's row on %s", (_name, open) => {
   it('names the network, head and range its report names, and keeps them when a later record (the final report) does not', async () => {
     const l = await open();
     const run = { runId: 'run-9', job: 'nightly', startedAt: '2026-11-29T00:00:00.000Z', finishedAt: null, status: 'running' };
