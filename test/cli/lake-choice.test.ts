@@ -221,10 +221,10 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
       .map((line) => JSON.parse(line) as Record<string, unknown>);
   };
 
-  it("a window's row counts the same on both kinds of lake: expected rows, retries, throttles, cap hits, splits; a failed one too", async () => {
+  it("a window's row counts the same on both kinds of lake: expected rows, retries, throttles, cap hits, splits, attempts; a failed one too", async () => {
     const counts = 'rows_expected, rows_got, rejects, requests, retries, throttles, cap_hits, splits';
     const windowsOf = (job: string) =>
-      `SELECT dataset, network, scope, from_block, to_block, ${counts}, status FROM windows WHERE run_id IN (SELECT run_id FROM runs WHERE job = '${job}') ORDER BY ALL`;
+      `SELECT dataset, network, scope, from_block, to_block, ${counts}, attempts, status FROM windows WHERE run_id IN (SELECT run_id FROM runs WHERE job = '${job}') ORDER BY ALL`;
     const dist = await rowsOf(['--catalog', db.url], windowsOf('dist-a'));
     expect(dist.length).toBeGreaterThan(0);
     expect(dist).toEqual(await rowsOf(['--lake', local], windowsOf('local-a')));

@@ -129,7 +129,7 @@ export const LEDGER_TABLES: readonly LedgerTable[] = [
         { default: "'queued'", renamedFrom: 'state' },
       ),
       c('error', 'text', 'Why the window failed (its last attempt).'),
-      c('attempts', 'integer', 'Attempts to fetch the window (distributed).', { default: '0' }),
+      c('attempts', 'integer', "Attempts to fetch the window: 1 in a single machine's run; each worker's try in distributed mode.", { default: '0' }),
       c('worker', 'text', 'The worker that fetched it, or tried last (distributed).'),
       c('job_id', 'uuid', "The window's queue job (distributed)."),
       c('spec', 'json', 'What to fetch, as the planner made it (distributed: any worker fetches exactly this window).'),

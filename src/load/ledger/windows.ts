@@ -281,8 +281,9 @@ export async function recordEnded(ledger: Ledger, windows: readonly EndedWindow[
   const names = ENDED_COLUMNS.map(([n]) => n).join(', ');
   const unnests = ENDED_COLUMNS.map(([n, t], i) => `unnest(CAST($${i + 1} AS ${t}[])) AS ${n}`).join(', ');
   await ledger.db.query(
-    `INSERT INTO ${table(ledger)} (${names}, committed_at, updated_at)
-     SELECT ${names}, CASE WHEN status IN ('committed', 'provisional') THEN NOW() END, NOW() FROM (SELECT ${unnests}) k`,
+    // One attempt: a single machine's run fetches a window once (its requests' retries are counted in `retries`).
+    `INSERT INTO ${table(ledger)} (${names}, attempts, committed_at, updated_at)
+     SELECT ${names}, 1, CASE WHEN status IN ('committed', 'provisional') THEN NOW() END, NOW() FROM (SELECT ${unnests}) k`,
     values,
   );
 }
