@@ -65,6 +65,12 @@ export type ChainlakeErrorCode = (typeof ERROR_CODES)[number];
 
 const KNOWN: ReadonlySet<string> = new Set(ERROR_CODES);
 
+/**
+ * The codes of a window's failure that a person must fix (a refused key, a bad setting), which no re-run overcomes:
+ * a run (or a worker) whose every window failed so exits 2, not 1.
+ */
+export const SETUP_CODES: ReadonlySet<ChainlakeErrorCode> = new Set(['CHAINLAKE_API_REFUSED', 'CHAINLAKE_USAGE', 'CHAINLAKE_JOB_INVALID']);
+
 /** The chainlake code `e` carries, or undefined for anything else (a bug, a library's own error). */
 export function chainlakeCodeOf(e: unknown): ChainlakeErrorCode | undefined {
   const code = (e as { code?: unknown } | null | undefined)?.code;

@@ -1,5 +1,6 @@
 import { access, constants, stat, writeFile } from 'node:fs/promises';
-import { UNREACHABLE_HINT } from '../extract/errors.js';
+import { REFUSED_HINT, UNREACHABLE_HINT } from '../extract/errors.js';
+import { SETUP_CODES } from '../errors.js';
 import path from 'node:path';
 import type { Argv } from 'yargs';
 import type { Job, JobOverrides } from '../pipeline/job.js';
@@ -244,15 +245,28 @@ export async function executeJob(job: Job, args: RunArgs, extra: Pick<RunOptions
   const textOut = reportToStdout ? process.stderr : process.stdout;
   if (!args.quiet || report.status !== 'complete') textOut.write(formatReport(report, (textOut.isTTY && textOut.columns) || 80) + '\n');
   if (report.unreachable) process.stderr.write(`chainlake: nothing answers at ${report.unreachable.join(', ')}\nhint: ${UNREACHABLE_HINT}\n`);
+  else if (setupFailure(report)) {
+    const first = report.errors[0]!;
+    const hint = first.code === 'CHAINLAKE_API_REFUSED' ? `\nhint: ${REFUSED_HINT}` : '';
+    process.stderr.write(`chainlake: every window failed: ${first.error}${hint}\n`);
+  }
   process.exitCode = signal ? (signal === 'SIGINT' ? EXIT.interrupted : EXIT.terminated) : exitCodeOf(report, job.lake.strict);
   return report;
+}
+
+/**
+ * Every window failed for a reason a person must fix (a refused key): what a worker that took only such windows
+ * exits 2 for too, since no re-run catches it up.
+ */
+function setupFailure(report: Pick<RunReport, 'status' | 'errors'>): boolean {
+  return report.status === 'failed' && report.errors.length > 0 && report.errors.every((e) => e.code !== undefined && SETUP_CODES.has(e.code));
 }
 
 /** The exit code of a run's outcome (a distributed worker's too: it reports its windows in the same words). */
 export function exitCodeOf(report: Pick<RunReport, 'status' | 'unreachable' | 'errors'>, strict: boolean): number {
   if (report.status === 'complete') return EXIT.ok;
   if (report.status === 'quota_reached') return EXIT.quotaReached;
-  if (report.unreachable) return EXIT.usage;
+  if (report.unreachable || setupFailure(report)) return EXIT.usage;
   return strict && report.errors.every((e) => e.code === 'CHAINLAKE_STRICT_REJECTS') ? EXIT.strictRejects : EXIT.windowsFailed;
 }
 

@@ -46,6 +46,7 @@ import { advanceWatermark, raiseWatermarks, readWatermark } from '../load/ledger
 import { closeEndedRuns } from './runs.js';
 import { ensureTable } from '../load/write/lake-tables.js';
 import type { Store } from './store.js';
+import { commitMessage } from '../load/catalog.js';
 
 /** The one ledger in the control plane, in a commit's catalog transaction. */
 const LEDGER = (tx: CatalogDb): Ledger => ({ db: tx, schema: CONTROL_SCHEMA });
@@ -252,7 +253,10 @@ async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[], 
     const result = await commitTables(deps.catalog, {
       tables: changes.changed,
       author: deps.holder,
-      message: `chainlake commit of ${windows.filter((w) => w.fragment).length} fragments`,
+      message: commitMessage(
+        windows.map((w) => w.runId),
+        `commit of ${windows.filter((w) => w.fragment).length} fragments`,
+      ),
       inTransaction: async (tx, snapshotId) => {
         await markCommitted(tx, deps, windows, snapshotId);
         // The decoded tables' declarations, as a single machine's decoding commit makes them (compaction reads them).
@@ -345,8 +349,9 @@ export async function commitDerived(
   declaration: DeclaredTable,
   fragments: ReadonlyMap<string, readonly string[]>,
   message: string,
+  opts: LeasedCommitOptions = {},
 ): Promise<LeasedCommit> {
-  return commitUnderLease(deps, leases, [{ shape: declaration.shape, fragments, declaration }], message);
+  return commitUnderLease(deps, leases, [{ shape: declaration.shape, fragments, declaration }], message, opts);
 }
 
 /** What a commit under the lease changes in one table. */
@@ -373,8 +378,9 @@ export async function commitUnderLease(
   leases: Pick<pg.Client, 'query'>,
   changes: readonly LeasedChange[],
   message: string,
+  opts: LeasedCommitOptions = {},
 ): Promise<LeasedCommit> {
-  return underLease(deps, leases, message, () => commitLeased(deps, changes, message));
+  return underLease(deps, leases, message, () => commitLeased(deps, changes, message, opts));
 }
 
 /** What a commit under the lease made, for the caller's records in the same catalog transaction. */
@@ -386,16 +392,16 @@ export interface LeasedCommit {
   bytes: number;
 }
 
+export interface LeasedCommitOptions {
+  /** The caller's records (its run's row) in the commit's catalog transaction. */
+  record?: (tx: CatalogDb, committed: LeasedCommit) => Promise<void>;
+}
+
 /**
  * Changes to several tables as ONE snapshot by the committer's merge, by a holder of the lease (underLease), which
  * the catalog transaction checks again.
  */
-export async function commitLeased(
-  deps: CommitDeps,
-  changes: readonly LeasedChange[],
-  message: string,
-  opts: { record?: (tx: CatalogDb, committed: LeasedCommit) => Promise<void> } = {},
-): Promise<LeasedCommit> {
+export async function commitLeased(deps: CommitDeps, changes: readonly LeasedChange[], message: string, opts: LeasedCommitOptions = {}): Promise<LeasedCommit> {
   const written: StagedFile[] = [];
   try {
     const tables: { tableName: string; files: StagedFile[]; replacePartitions: string[][] }[] = [];

@@ -30,6 +30,7 @@ import { connect, CONTROL_SCHEMA, oneAtATime, openCatalog } from './control-plan
 import { declareTables } from '../load/ledger/declared-tables.js';
 import { recordRun } from '../load/ledger/runs.js';
 import { openStore, storeLocationOf, type StoreConnection } from './store.js';
+import { commitMessage } from '../load/catalog.js';
 
 /**
  * The event logs of `network` the lake holds, as a relation of the engine (undefined when it holds none), from the
@@ -145,7 +146,7 @@ async function decodeUnderLease(ctx: {
       },
       commit: async (decoded, report) => {
         // The run is recorded in the snapshot's transaction: a decoding recorded complete is committed.
-        const committed = await commitDecoded(deps, shapes, decoded, { network, ingestedAt, message: `chainlake decode ${runId}` }, async (tx, c) => {
+        const committed = await commitDecoded(deps, shapes, decoded, { network, ingestedAt, message: commitMessage([runId], 'decode') }, async (tx, c) => {
           const ledger = { db: tx, schema: CONTROL_SCHEMA };
           await declareTables(ledger, declaredTables(datasets));
           await recordRun(ledger, decodeRun(run, { report: { ...report, files: c.files }, snapshot: c.snapshotId }));

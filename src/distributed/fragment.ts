@@ -4,12 +4,12 @@
  * fragment (and a fragment of its rejects), then recorded as `fetched` in the control plane. Nothing in the
  * lake changes here: the committer folds fragments in.
  */
-import { chainlakeCodeOf } from '../errors.js';
+import { chainlakeCodeOf, SETUP_CODES } from '../errors.js';
 import { randomUUID } from 'node:crypto';
 import type pg from 'pg';
 import type PgBoss from 'pg-boss';
 import { UNREACHABLE_HINT } from '../extract/errors.js';
-import { executeWindow, stagedOf, type Clients } from '../pipeline/execute.js';
+import { countsOf, executeWindow, stagedOf, type Clients } from '../pipeline/execute.js';
 import type { Job } from '../pipeline/job.js';
 import type { Logger } from '../pipeline/log.js';
 import type { PagerOptions } from '../extract/pager.js';
@@ -22,7 +22,7 @@ import { testHook } from '../load/test-hooks.js';
 import { STAGED_PARTITION } from '../load/schema.js';
 import type { RowTransformer } from '../transform/rows.js';
 import { CONTROL_SCHEMA, controlLedger } from './control-plane.js';
-import { recordFetched } from '../load/ledger/windows.js';
+import { countColumns, recordFetched } from '../load/ledger/windows.js';
 import { insertWindow } from './enqueue.js';
 import { sendWindow, type QueueSettings, type WindowJob } from './queue.js';
 import type { Store } from './store.js';
@@ -73,9 +73,6 @@ export interface SetupProblem {
   problem: string;
   hint?: string;
 }
-
-/** The codes of failures a person must fix (a refused key, a bad setting): what a single-machine run exits 2 for. */
-const SETUP_CODES: ReadonlySet<string> = new Set(['CHAINLAKE_API_REFUSED', 'CHAINLAKE_USAGE', 'CHAINLAKE_JOB_INVALID']);
 
 function setupProblemOf(outcome: Outcome): SetupProblem | undefined {
   // As a single-machine run decides it: nothing answered, not one response (src/pipeline/run.ts unreachableOrigins).
@@ -138,11 +135,17 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
   }
 }
 
-/** A window that failed: its attempt and error on its row (the queue decides whether it is offered again). */
+/**
+ * A window that failed: its attempt, error and what the attempt counted on its row, as a single-machine run records
+ * a failed window (the queue decides whether it is offered again).
+ */
 async function recordFailure(deps: FetchDeps, key: WindowJob, outcome: Outcome): Promise<FetchResult> {
+  const counts = Object.entries(countColumns(countsOf(outcome)));
   await deps.client.query(
-    `UPDATE ${CONTROL_SCHEMA}.windows SET attempts = attempts + 1, error = $3, worker = $4, updated_at = NOW() WHERE run_id = $1 AND window_id = $2`,
-    [key.runId, key.windowId, outcome.error, deps.workerId],
+    `UPDATE ${CONTROL_SCHEMA}.windows SET attempts = attempts + 1, error = $3, worker = $4, updated_at = NOW(),
+       ${counts.map(([column], i) => `${ident(column)} = $${i + 5}`).join(', ')}
+     WHERE run_id = $1 AND window_id = $2`,
+    [key.runId, key.windowId, outcome.error, deps.workerId, ...counts.map(([, n]) => n)],
   );
   return {
     state: 'failed',
@@ -208,9 +211,9 @@ async function recordWindow(deps: FetchDeps, job: PgBoss.Job<WindowJob>, spec: W
       {
         fragmentPath: fragments.rows,
         rejectPath: fragments.rejects,
-        rows: outcome.rows,
-        rejects: outcome.rejects,
-        requests: outcome.acct.requests,
+        // The rows of its fragment, by which the committer sizes a batch.
+        ...countsOf(outcome),
+        rowsGot: outcome.rows,
         fromBlock: covered?.from ?? null,
         toBlock: covered?.to ?? null,
         worker: deps.workerId,

@@ -171,7 +171,7 @@ async function compactLeased(deps: CommitDeps, shapes: readonly TableShape[], st
   }
   const changes: LeasedChange[] = [...rewrite].map(([shape, networks]) => ({ shape, fragments: new Map(), rewrite: networks }));
   const after = (c: LeasedCommit): CompactReport => ({ ...report, snapshotId: c.snapshotId, filesAfter: c.files, rowsAfter: c.rows, bytesAfter: c.bytes });
-  const committed = await commitLeased(deps, changes, `chainlake compact ${deps.holder}`, {
+  const committed = await commitLeased(deps, changes, `${deps.holder}/compact`, {
     record: (tx, c) => recordRun({ db: tx, schema: CONTROL_SCHEMA }, compactRun(after(c), startedAt)),
   });
   return after(committed);

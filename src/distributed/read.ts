@@ -288,7 +288,7 @@ async function createLakeViews(conn: DuckDBConnection, written: ReadonlySet<stri
 const MIRRORED = ['runs', 'windows', 'watermarks', 'declared_tables', 'request_usage'].map(ledgerTable);
 
 /**
- * `runs`, `windows` and `watermarks` as a local lake has them: the ledger's tables, whose columns are the same in
+ * `runs`, `windows`, `watermarks` and `declared_tables` as a local lake has them: the ledger's tables, whose columns are the same in
  * both modes. A distributed run has no report: its `report` holds what the ledger knows (network, head, range, and
  * the totals of its windows). Windows written by an earlier chainlake get their planned range and commit time.
  */
@@ -322,5 +322,6 @@ CREATE VIEW windows AS
     coalesce(committed_at, CASE WHEN status IN ('committed', 'provisional') THEN updated_at END) AS committed_at)
   FROM ${CONTROL_SCHEMA}.windows;
 CREATE VIEW watermarks AS SELECT * FROM ${CONTROL_SCHEMA}.watermarks;
+CREATE VIEW declared_tables AS SELECT * FROM ${CONTROL_SCHEMA}.declared_tables;
 CREATE VIEW request_usage AS SELECT * REPLACE (NULLIF(run_id, '') AS run_id) FROM ${CONTROL_SCHEMA}.request_usage;
 `;

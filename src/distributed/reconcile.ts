@@ -12,12 +12,14 @@ import { newMaintenanceId } from '../load/ids.js';
 import { RECONCILIATION_TABLE, summarize, type GenesisAllocations, type ReconcileSummary, type ReconciliationRow } from '../load/read/reconcile.js';
 import { STAGED_PARTITION } from '../load/schema.js';
 import { ident, literal } from '../load/sql.js';
-import { reconciliationTable } from '../load/write/reconcile-lake.js';
+import { reconcileRun, reconciliationTable } from '../load/write/reconcile-lake.js';
+import { recordRun } from '../load/ledger/runs.js';
 import { reconciliationOf } from '../lake/reconcile.js';
 import { silentLogger } from '../pipeline/log.js';
 import { commitDerived } from './commit.js';
-import { openCatalog } from './control-plane.js';
+import { CONTROL_SCHEMA, openCatalog } from './control-plane.js';
 import { openStore, storeLocationOf, type StoreConnection } from './store.js';
+import { commitMessage } from '../load/catalog.js';
 
 /** Long enough for a large table's merge; renewed by nothing, so it bounds how long a crashed reconcile holds it. */
 const LEASE_SECONDS = 600;
@@ -64,7 +66,10 @@ export async function reconcileDistributedLake(opts: {
         fragments.set(network, [target.location]);
       }
       const deps = { catalog, engine, store, holder: runId, leaseSeconds: LEASE_SECONDS, log: silentLogger };
-      const committed = await commitDerived(deps, client, RECONCILIATION_TABLE, fragments, `chainlake reconcile ${runId}`);
+      // Recorded as a run of its own in the snapshot's transaction, as a local reconciliation is.
+      const committed = await commitDerived(deps, client, RECONCILIATION_TABLE, fragments, commitMessage([runId], 'reconcile'), {
+        record: (tx, c) => recordRun({ db: tx, schema: CONTROL_SCHEMA }, reconcileRun(runId, ingestedAt, { ...summarize(rows), files: c.files })),
+      });
       return { runId, ...summarize(rows), readSnapshot, snapshotId: committed.snapshotId, files: committed.files, rowsOut: rows };
     } finally {
       engine.close();

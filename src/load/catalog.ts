@@ -673,6 +673,14 @@ const FILES_COLUMN_DOCS: Record<string, string> = {
 };
 
 /** The `files` view: the DuckLake's current data files, with the block range from their column statistics. */
+/**
+ * A snapshot's commit message, `<run>/<what>`: the `files` view reads the run that wrote a file from it (a local
+ * commit's id has this form). A distributed commit of windows of several runs names them all, comma-separated.
+ */
+export function commitMessage(runIds: readonly string[], what: string): string {
+  return `${[...new Set(runIds)].sort().join(',')}/${what}`;
+}
+
 export function filesView(shapes: readonly TableShape[]): string {
   const blocks = shapes.filter((s) => s.blockColumn).map((s) => `(${literal(s.name)}, ${literal(s.blockColumn!)})`);
   return `CREATE OR REPLACE VIEW files AS

@@ -15,6 +15,7 @@ import type { BlockTimeBook } from '../load/ledger/block-times.js';
 import type { BlockRange } from '../extract/pager.js';
 import { ChainlakeError, chainlakeCodeOf, bugError } from '../errors.js';
 import type { RunReport } from './report.js';
+import type { WindowCounts } from '../load/ledger/windows.js';
 
 /** The API clients of a run, one per API. */
 export interface Clients {
@@ -24,6 +25,20 @@ export interface Clients {
   finance?: FinanceClient;
   /** The job's path overrides by endpoint id (job `paths`). */
   paths?: Readonly<Record<string, string>>;
+}
+
+/** What a window's attempt counted, as the ledger records it on either kind of lake. */
+export function countsOf(o: WindowOutcome): WindowCounts {
+  return {
+    rowsExpected: o.progress.rowsExpected,
+    rowsGot: o.progress.rowsGot,
+    rejects: o.rejects,
+    requests: o.acct.requests,
+    retries: o.acct.retries,
+    throttles: o.acct.throttles,
+    capHits: o.progress.capHits,
+    splits: o.progress.splits,
+  };
 }
 
 export interface WindowOutcome {

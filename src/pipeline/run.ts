@@ -20,7 +20,7 @@ import { closeRunStaging, openRunStaging } from '../load/write/staging.js';
 import { RunDecoder } from './decode-in-run.js';
 import { RowTransformer } from '../transform/rows.js';
 import { BatchCommitter } from './committer.js';
-import { executeWindow, failureOf, type Clients, type WindowOutcome } from './execute.js';
+import { countsOf, executeWindow, failureOf, type Clients, type WindowOutcome } from './execute.js';
 import { openSource, type Source, type SourceOptions } from './source.js';
 import type { Job } from './job.js';
 import { LiveRun } from './live.js';
@@ -563,14 +563,7 @@ function windowRecord(runId: string, o: WindowOutcome): WindowRecord {
     scope: o.window.scopeKey,
     fromBlock: o.window.range?.from ?? null,
     toBlock: o.window.range?.to ?? null,
-    rowsExpected: o.progress.rowsExpected,
-    rowsGot: o.progress.rowsGot,
-    rejects: o.rejects,
-    requests: o.acct.requests,
-    retries: o.acct.retries,
-    throttles: o.acct.throttles,
-    capHits: o.progress.capHits,
-    splits: o.progress.splits,
+    ...countsOf(o),
     status: o.error ? 'failed' : isProvisional(o.window) ? 'provisional' : 'committed',
     error: o.error ?? null,
     windowId: o.window.id,

@@ -159,8 +159,13 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
     expect(r.code, r.stderr).toBe(0);
     expect(await distributedSnapshots()).toBe(distBefore);
     expect(await localSnapshots()).toBe(1);
-    // The output names the lake it tidied, and why that one.
+    // The output names the lake it tidied, and why that one; what was done is said in the same words for both kinds.
     expect(r.stdout).toMatch(new RegExp(`^the local lake ${local} \\(--lake\\): expired [1-9]\\d* snapshots`));
+    const dist = await runCli(['maintain', '--catalog', db.url, '--store', store], { env: { PGPASSWORD: pg.password } });
+    expect(dist.code, dist.stderr).toBe(0);
+    const done = (out: string) => out.replace(/^the (local|distributed) lake .*?: /, '').replace(/\d+/g, 'N');
+    expect(done(dist.stdout)).toBe(done(r.stdout));
+    expect(done(r.stdout)).toBe('expired N snapshots, deleted N files no snapshot needs, removed N files nothing refers to\n');
   });
 
   it('two lakes named at the same level: exit 2 saying which was found where', async () => {
@@ -205,8 +210,70 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
     expect(t.stdout).toMatch(/^lake: postgres:\/\/.*\n\ndatasets:\n[\s\S]*last 3 runs:[\s\S]*watermarks:[\s\S]*failed windows not yet fetched again:/);
   });
 
+  /** `sql`'s rows, as `query --format json` prints them, from the lake `args` names. */
+  const rowsOf = async (args: string[], sql: string): Promise<Record<string, unknown>[]> => {
+    const r = await runCli(['query', ...args, '--format', 'json', sql], { env: { PGPASSWORD: pg.password, CHAINLAKE_CATALOG: '' } });
+    expect(r.code, r.stderr).toBe(0);
+    return r.stdout
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+  };
+
+  it("a window's row counts the same on both kinds of lake: expected rows, retries, throttles, cap hits, splits, attempts; a failed one too", async () => {
+    const counts = 'rows_expected, rows_got, rejects, requests, retries, throttles, cap_hits, splits';
+    const windowsOf = (job: string) =>
+      `SELECT dataset, network, scope, from_block, to_block, ${counts}, attempts, status FROM windows WHERE run_id IN (SELECT run_id FROM runs WHERE job = '${job}') ORDER BY ALL`;
+    const dist = await rowsOf(['--catalog', db.url], windowsOf('dist-a'));
+    expect(dist.length).toBeGreaterThan(0);
+    expect(dist).toEqual(await rowsOf(['--lake', local], windowsOf('local-a')));
+    // The window that failed records what its attempt counted, as a single machine's failed window does.
+    const failed = await rowsOf(['--catalog', db.url], `SELECT ${counts} FROM windows WHERE status = 'failed'`);
+    expect(failed).toEqual([{ rows_expected: 0, rows_got: 0, rejects: 0, requests: 1, retries: 0, throttles: 0, cap_hits: 0, splits: 0 }]);
+  });
+
+  it("a run's row names its network, head and range on both kinds of lake", async () => {
+    const runsOf = async (args: string[], prefix: string) =>
+      (await rowsOf(args, `SELECT job, network, head, range_from, range_to FROM runs WHERE job LIKE '${prefix}%' AND job <> 'dist-fails' ORDER BY job`)).map(
+        (r) => ({ ...r, job: String(r.job).replace(prefix, '') }),
+      );
+    const dist = await runsOf(['--catalog', db.url], 'dist-');
+    expect(dist).toEqual([
+      { job: 'a', network: 'mainnet', head: expect.any(Number), range_from: 0, range_to: expect.any(Number) },
+      { job: 'b', network: 'mainnet', head: expect.any(Number), range_from: 0, range_to: expect.any(Number) },
+    ]);
+    expect(await runsOf(['--lake', local], 'local-')).toEqual(dist);
+  });
+
+  it("a file's run_id is the run whose commit wrote it, on both kinds of lake", async () => {
+    // The jobs whose runs wrote the files of each dataset (the second run rewrote the partitions it shares with the first).
+    const writers = async (args: string[], prefix: string) =>
+      (await rowsOf(args, `SELECT f.dataset, r.job FROM files f LEFT JOIN runs r USING (run_id) GROUP BY ALL ORDER BY ALL`)).map((f) => ({
+        ...f,
+        job: typeof f.job === 'string' ? f.job.replace(prefix, '') : f.job,
+      }));
+    const dist = await writers(['--catalog', db.url], 'dist-');
+    expect(dist.length).toBeGreaterThan(0);
+    expect(dist).toEqual(await writers(['--lake', local], 'local-'));
+  });
+
   it('query --catalog has the tables a local lake has, with the same columns', async () => {
-    const tables = ['runs', 'windows', 'watermarks', 'files', '_rejects', 'ducklake_snapshot', 'transactions'];
+    // Every table of the ledger a local lake's catalog has, but its commit journal's (`commits`, `lake_meta`): a
+    // distributed lake's commits are its snapshots.
+    const tables = [
+      'runs',
+      'windows',
+      'watermarks',
+      'declared_tables',
+      'request_usage',
+      'requests',
+      'verifications',
+      'files',
+      '_rejects',
+      'ducklake_snapshot',
+      'transactions',
+    ];
     const columns = async (args: string[], env: NodeJS.ProcessEnv) => {
       const sql = tables.map((t) => `SELECT '${t}' AS t, string_agg(column_name || ' ' || column_type, ', ') AS c FROM (DESCRIBE "${t}")`).join(' UNION ALL ');
       const r = await runCli(['query', ...args, '--format', 'json', sql], { env });

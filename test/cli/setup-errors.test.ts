@@ -40,6 +40,14 @@ describe('setup errors exit 2 and name the fix', { timeout: 300_000 }, () => {
     });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/HTTP 401[\s\S]*CHAINLAKE_API_KEY/);
+    // A dataset with no block range asks for no head: the key is refused by every window instead, which no re-run
+    // catches up either (a distributed worker that took only such windows exits 2 too).
+    const windows = await runCli(['export', 'balances', '--address', address, '--lake', path.join(dir, 'k3'), '-q'], {
+      env: env({ CHAINLAKE_API_KEY: 'wrong-key-xyz' }),
+    });
+    expect(windows.code).toBe(2);
+    expect(windows.stderr).toMatch(/every window failed: balances: HTTP 403[^\n]*\nhint: .*CHAINLAKE_API_KEY/);
+    expect(windows.stderr + windows.stdout).not.toContain('wrong-key-xyz');
   });
 
   it('a finance dataset without a finance URL names CHAINLAKE_FINANCE_URL before fetching', async () => {

@@ -105,5 +105,20 @@ describe('chainlake reconcile --catalog (a distributed lake, real PostgreSQL)', 
     const again = await reconcileDistributedLake({ catalog: db.url, store, genesis: parseGenesis(genesisFile(chain), 'genesis') });
     expect(again.snapshotId).toBeGreaterThan(0);
     expect(await table()).toEqual(written);
+    // Each reconciliation is a run of its own in `runs` (status and report list it), as on one machine.
+    const lake = await openDistributedLake({ catalog: db.url, store });
+    try {
+      const runs = (
+        await lake.conn.runAndReadAll(
+          `SELECT run_id, status, CAST(report->>'balances' AS INTEGER) AS balances, finished_at IS NOT NULL AS finished FROM runs WHERE job = '(reconcile)' ORDER BY started_at`,
+        )
+      ).getRowObjectsJS();
+      expect(runs).toEqual([
+        { run_id: expect.stringMatching(/-reconcile-/), status: 'complete', balances: doc.balances, finished: true },
+        { run_id: again.runId, status: 'complete', balances: doc.balances, finished: true },
+      ]);
+    } finally {
+      lake.close();
+    }
   });
 });

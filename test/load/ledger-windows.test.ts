@@ -20,6 +20,7 @@ import {
   type Ledger,
 } from '../../src/load/ledger/windows.js';
 import { raiseWatermarks, readWatermark } from '../../src/load/ledger/watermarks.js';
+import { recordRun } from '../../src/load/ledger/runs.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 
 let pg: TestPostgres | undefined;
@@ -58,6 +59,12 @@ const W1 = { runId: 'run-1', windowId: 'transactions/mainnet/-/1-100' };
 const W2 = { runId: 'run-1', windowId: 'transactions/mainnet/-/101-200' };
 const JOB = 'b1a7f5d2-0000-4000-8000-00000000000a';
 
+/** The two catalog databases every case runs on. */
+const LEDGERS: [string, () => Promise<Ledger>][] = [
+  ['DuckDB', duckLedger],
+  ['PostgreSQL', pgLedger],
+];
+
 async function statusOf(l: Ledger): Promise<Record<string, unknown>[]> {
   const t = l.schema ? `${l.schema}.windows` : 'windows';
   return l.db.query(
@@ -65,10 +72,7 @@ async function statusOf(l: Ledger): Promise<Record<string, unknown>[]> {
   );
 }
 
-describe.each([
-  ['DuckDB', duckLedger],
-  ['PostgreSQL', pgLedger],
-])('the window state machine on %s', (_name, open) => {
+describe.each(LEDGERS)('the window state machine on %s', (_name, open) => {
   it('queued -> fetched -> committed, queued -> failed -> queued; refused transitions name the window', async () => {
     const l = await open();
     const t = l.schema ? `${l.schema}.windows` : 'windows';
@@ -80,7 +84,21 @@ describe.each([
       W2.runId,
       W2.windowId,
     ]);
-    const facts = { fragmentPath: 'f.parquet', rejectPath: null, rows: 7, rejects: 0, requests: 3, fromBlock: 1, toBlock: 100, worker: 'w' };
+    const facts = {
+      fragmentPath: 'f.parquet',
+      rejectPath: null,
+      rowsExpected: 7,
+      rowsGot: 7,
+      rejects: 0,
+      requests: 3,
+      retries: 0,
+      throttles: 0,
+      capHits: 0,
+      splits: 0,
+      fromBlock: 1,
+      toBlock: 100,
+      worker: 'w',
+    };
     expect(await recordFetched(l, W1, facts)).toBe(true);
     // A second worker's late record finds it fetched already.
     expect(await recordFetched(l, W1, facts)).toBe(false);
@@ -152,4 +170,18 @@ describe.each([
 it('the transitions table covers every state, and only committed is final', () => {
   expect(Object.keys(TRANSITIONS).sort()).toEqual([...WINDOW_STATES].sort());
   expect(WINDOW_STATES.filter((s) => TRANSITIONS[s].length === 0)).toEqual(['committed']);
+});
+
+describe.each(LEDGERS)("a run's row on %s", (_name, open) => {
+  it('names the network, head and range its report names, and keeps them when a later record (the final report) does not', async () => {
+    const l = await open();
+    const run = { runId: 'run-9', job: 'nightly', startedAt: '2026-11-29T00:00:00.000Z', finishedAt: null, status: 'running' };
+    await recordRun(l, { ...run, report: { runId: 'run-9', network: 'testnet', head: 36000, range: { from: 10, to: 36000 } } });
+    await recordRun(l, { ...run, finishedAt: '2026-11-29T00:01:00.000Z', status: 'complete', report: { runId: 'run-9', network: 'testnet', head: 36000 } });
+    const t = l.schema ? `${l.schema}.runs` : 'runs';
+    const rows = await l.db.query(`SELECT status, network, head, range_from, range_to FROM ${t}`);
+    expect(rows.map((r) => ({ ...r, head: Number(r.head), range_from: Number(r.range_from), range_to: Number(r.range_to) }))).toEqual([
+      { status: 'complete', network: 'testnet', head: 36000, range_from: 10, range_to: 36000 },
+    ]);
+  });
 });

@@ -18,10 +18,25 @@ interface Args {
   format: 'text' | 'json';
 }
 
+interface MaintainResult {
+  expiredSnapshots: number;
+  deletedFiles: number;
+  orphansRemoved: number;
+  orphansKept: number;
+}
+
 /** What `--format json` prints: the lake, where the choice came from, and what was done (the URL without a password). */
-function jsonLine(t: LakeTarget, r: { expiredSnapshots: number; deletedFiles: number; orphansRemoved: number; orphansKept: number }): string {
+function jsonLine(t: LakeTarget, r: MaintainResult): string {
   const lake = t.kind === 'local' ? { kind: 'local', lake: t.lake, from: t.from } : { kind: 'distributed', catalog: redactUrl(t.catalog), from: t.from };
   return `${JSON.stringify({ ...lake, expiredSnapshots: r.expiredSnapshots, deletedFiles: r.deletedFiles, orphansRemoved: r.orphansRemoved, orphansKept: r.orphansKept })}\n`;
+}
+
+/** What was done, in the same words for either kind of lake (`which` names it). */
+function textLine(which: string, r: MaintainResult): string {
+  return (
+    `${which}: expired ${r.expiredSnapshots} snapshots, deleted ${r.deletedFiles} files no snapshot needs, removed ${r.orphansRemoved} files nothing refers to` +
+    `${r.orphansKept ? ` (kept ${r.orphansKept} younger than --orphans-older-than)` : ''}\n`
+  );
 }
 
 export const maintainCommand: CommandModule<object, Args> = {
@@ -67,12 +82,7 @@ export const maintainCommand: CommandModule<object, Args> = {
         keepSnapshots: keep,
         orphanGraceSeconds: parseDuration(args['orphans-older-than'], '--orphans-older-than'),
       });
-      if (args.format === 'json') return void process.stdout.write(jsonLine(target, r));
-      process.stdout.write(
-        `${which}: expired ${r.expiredSnapshots} snapshots, deleted ${r.deletedFiles} files no snapshot needs, removed ${r.orphansRemoved} files no snapshot lists` +
-          `${r.orphansKept ? ` (kept ${r.orphansKept} younger than --orphans-older-than)` : ''}\n`,
-      );
-      return;
+      return void process.stdout.write(args.format === 'json' ? jsonLine(target, r) : textLine(which, r));
     }
     const catalog = checkCatalogUrl(target.catalog);
     if (!target.store) throw new CliError(`--store is required for ${which}`, 'CHAINLAKE_USAGE', 'give --store /shared/lake (or set CHAINLAKE_STORE)');
@@ -84,10 +94,6 @@ export const maintainCommand: CommandModule<object, Args> = {
       keepSnapshots: keep,
       orphanGraceSeconds: parseDuration(args['orphans-older-than'], '--orphans-older-than'),
     });
-    if (args.format === 'json') return void process.stdout.write(jsonLine(target, r));
-    process.stdout.write(
-      `${which}: expired ${r.expiredSnapshots} snapshots, deleted ${r.deletedFiles} files no snapshot needs, removed ${r.orphansRemoved} orphaned files` +
-        `${r.orphansKept ? ` (kept ${r.orphansKept} younger than --orphans-older-than)` : ''}\n`,
-    );
+    process.stdout.write(args.format === 'json' ? jsonLine(target, r) : textLine(which, r));
   },
 };

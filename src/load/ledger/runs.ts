@@ -18,14 +18,32 @@ export interface RunRecord {
   report: unknown;
 }
 
-/** Writes the run's row, or replaces what an earlier record of the same run wrote (its columns other than these stay). */
+/**
+ * The network, head and range a report names, for the columns a distributed run fills at enqueue: a local run's
+ * row gets them from its report, so `SELECT … FROM runs WHERE network = …` finds a run of either kind.
+ */
+function reportFacts(report: unknown): [string | null, number | null, number | null, number | null] {
+  const r = (typeof report === 'object' && report !== null ? report : {}) as {
+    network?: unknown;
+    head?: unknown;
+    range?: { from?: unknown; to?: unknown } | null;
+  };
+  const int = (v: unknown): number | null => (Number.isSafeInteger(v) ? (v as number) : null);
+  return [typeof r.network === 'string' ? r.network : null, int(r.head), int(r.range?.from), int(r.range?.to)];
+}
+
+/**
+ * Writes the run's row, or replaces what an earlier record of the same run wrote (its columns other than these stay;
+ * network, head and range once known stay too: a final report need not repeat them).
+ */
 export async function recordRun(ledger: Ledger, run: RunRecord): Promise<void> {
   const table = ledger.schema ? `${ident(ledger.schema)}.runs` : 'runs';
+  const kept = ['network', 'head', 'range_from', 'range_to'].map((c) => `${c} = COALESCE(EXCLUDED.${c}, ${table}.${c})`).join(', ');
   await ledger.db.query(
-    `INSERT INTO ${table} (run_id, job, started_at, finished_at, status, report)
-     VALUES ($1, $2, CAST($3 AS TIMESTAMPTZ), CAST($4 AS TIMESTAMPTZ), $5, CAST($6 AS ${sqlType(ledger.db.dialect, 'json')}))
+    `INSERT INTO ${table} (run_id, job, started_at, finished_at, status, report, network, head, range_from, range_to)
+     VALUES ($1, $2, CAST($3 AS TIMESTAMPTZ), CAST($4 AS TIMESTAMPTZ), $5, CAST($6 AS ${sqlType(ledger.db.dialect, 'json')}), $7, $8, $9, $10)
      ON CONFLICT (run_id) DO UPDATE SET job = EXCLUDED.job, started_at = EXCLUDED.started_at, finished_at = EXCLUDED.finished_at,
-       status = EXCLUDED.status, report = EXCLUDED.report`,
-    [run.runId, run.job, run.startedAt, run.finishedAt, run.status, JSON.stringify(run.report ?? null)],
+       status = EXCLUDED.status, report = EXCLUDED.report, ${kept}`,
+    [run.runId, run.job, run.startedAt, run.finishedAt, run.status, JSON.stringify(run.report ?? null), ...reportFacts(run.report)],
   );
 }

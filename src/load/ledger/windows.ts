@@ -134,13 +134,36 @@ export async function windowStates(ledger: Ledger, keys: readonly WindowKey[]): 
   return new Map(rows.map((r) => [`${String(r.run_id)}\u0000${String(r.window_id)}`, String(r.status)]));
 }
 
-/** What a worker records of a window it fetched into a fragment. */
-export interface FetchedFacts {
-  fragmentPath: string | null;
-  rejectPath: string | null;
-  rows: number;
+/** What a window's attempt counted: the same columns on both kinds of lake, whoever fetched it. */
+export interface WindowCounts {
+  rowsExpected: number;
+  rowsGot: number;
   rejects: number;
   requests: number;
+  retries: number;
+  throttles: number;
+  capHits: number;
+  splits: number;
+}
+
+/** `counts` as the ledger's columns, for a transition's `set`. */
+export function countColumns(counts: WindowCounts): Record<string, number> {
+  return {
+    rows_expected: counts.rowsExpected,
+    rows_got: counts.rowsGot,
+    rejects: counts.rejects,
+    requests: counts.requests,
+    retries: counts.retries,
+    throttles: counts.throttles,
+    cap_hits: counts.capHits,
+    splits: counts.splits,
+  };
+}
+
+/** What a worker records of a window it fetched into a fragment. */
+export interface FetchedFacts extends WindowCounts {
+  fragmentPath: string | null;
+  rejectPath: string | null;
   fromBlock: number | null;
   toBlock: number | null;
   worker: string;
@@ -157,9 +180,7 @@ export async function recordFetched(ledger: Ledger, key: WindowKey, f: FetchedFa
     set: {
       fragment_path: f.fragmentPath,
       reject_path: f.rejectPath,
-      rows_got: f.rows,
-      rejects: f.rejects,
-      requests: f.requests,
+      ...countColumns(f),
       from_block: f.fromBlock,
       to_block: f.toBlock,
       worker: f.worker,
@@ -200,7 +221,7 @@ export async function reofferWindows(ledger: Ledger, windows: readonly (WindowKe
 }
 
 /** A window a single-machine run records when it ends. */
-export interface EndedWindow {
+export interface EndedWindow extends WindowCounts {
   runId: string;
   windowId: string | null;
   dataset: string;
@@ -208,14 +229,6 @@ export interface EndedWindow {
   scope: string;
   fromBlock: number | null;
   toBlock: number | null;
-  rowsExpected: number;
-  rowsGot: number;
-  rejects: number;
-  requests: number;
-  retries: number;
-  throttles: number;
-  capHits: number;
-  splits: number;
   status: 'committed' | 'provisional' | 'failed';
   error: string | null;
 }
@@ -268,8 +281,9 @@ export async function recordEnded(ledger: Ledger, windows: readonly EndedWindow[
   const names = ENDED_COLUMNS.map(([n]) => n).join(', ');
   const unnests = ENDED_COLUMNS.map(([n, t], i) => `unnest(CAST($${i + 1} AS ${t}[])) AS ${n}`).join(', ');
   await ledger.db.query(
-    `INSERT INTO ${table(ledger)} (${names}, committed_at, updated_at)
-     SELECT ${names}, CASE WHEN status IN ('committed', 'provisional') THEN NOW() END, NOW() FROM (SELECT ${unnests}) k`,
+    // One attempt: a single machine's run fetches a window once (its requests' retries are counted in `retries`).
+    `INSERT INTO ${table(ledger)} (${names}, attempts, committed_at, updated_at)
+     SELECT ${names}, 1, CASE WHEN status IN ('committed', 'provisional') THEN NOW() END, NOW() FROM (SELECT ${unnests}) k`,
     values,
   );
 }

@@ -20,6 +20,7 @@ import { ident, literal } from '../sql.js';
 import { STAGED_PARTITION } from '../schema.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { closeRunStaging, openRunStaging } from './staging.js';
+import type { RunRecord } from '../ledger/runs.js';
 import { RECONCILIATION_SHAPE, RECONCILIATION_TABLE, summarize, type ReconcileSummary, type ReconciliationRow } from '../read/reconcile.js';
 
 const JOB = '(reconcile)';
@@ -80,6 +81,11 @@ export interface ReconcileLakeResult extends ReconcileSummary {
   rowsOut: ReconciliationRow[];
 }
 
+/** A reconciliation's row in `runs`, on either kind of lake: a run of its own, complete once its table is committed. */
+export function reconcileRun(runId: string, startedAt: string, report: ReconcileSummary & { files: number }): RunRecord {
+  return { runId, job: JOB, startedAt, finishedAt: new Date().toISOString(), status: 'complete', report };
+}
+
 /**
  * Commits a local lake's `reconciliation` table under the lake's lock, after recovery: `compute` reads the lake
  * inside the lock as its holder `by` (lake/reconcile.ts opens it as every command does) and returns the rows.
@@ -115,7 +121,7 @@ export async function reconcileUnderLock(paths: LakePaths, compute: (by: string)
       // The view is declared before the commit refreshes the views, so an empty reconciliation is queryable too.
       await Catalog.write(paths, (c) => c.registerTables([RECONCILIATION_TABLE]));
       const journal = journalFor(paths, `${runId}/reconcile`, runId, prepared, {
-        run: { runId, job: JOB, startedAt, finishedAt: new Date().toISOString(), status: 'complete', report },
+        run: reconcileRun(runId, startedAt, report),
         windows: [],
         watermarks: [],
       });
