@@ -127,8 +127,12 @@ describe.skipIf(missing !== null)(`compact --catalog on a distributed lake${miss
     expect(r).toMatchObject({ filesBefore: 6, filesAfter: 5, rowsBefore: targetRows, rowsAfter: targetRows, prunedDirs: 0 });
     expect(r.bytesAfter).toBeGreaterThan(0);
     // Its run in the ledger, with the single machine's status word.
-    const run = await chainlakeQuery(db.url, store, `SELECT job, status, report->>'partitions' AS partitions FROM runs WHERE run_id = '${r.runId}'`);
-    expect(plain(run)).toEqual(plain([{ job: '(compact)', status: 'compact', partitions: '5' }]));
+    const run = await chainlakeQuery(
+      db.url,
+      store,
+      `SELECT job, status, report->>'partitions' AS partitions, report->'totals'->>'rows' AS rows FROM runs WHERE run_id = '${r.runId}'`,
+    );
+    expect(plain(run)).toEqual(plain([{ job: '(compact)', status: 'compact', partitions: '5', rows: String(targetRows) }]));
     const after = await catalogState();
     expect(after.snapshot).toBe(before.snapshot + 1);
     expect([...after.files.values()].every((n) => n === 1)).toBe(true);

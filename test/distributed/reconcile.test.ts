@@ -110,12 +110,13 @@ describe('chainlake reconcile --catalog (a distributed lake, real PostgreSQL)', 
     try {
       const runs = (
         await lake.conn.runAndReadAll(
-          `SELECT run_id, status, CAST(report->>'balances' AS INTEGER) AS balances, finished_at IS NOT NULL AS finished FROM runs WHERE job = '(reconcile)' ORDER BY started_at`,
+          `SELECT run_id, status, CAST(report->>'balances' AS INTEGER) AS balances, CAST(report->'totals'->>'rows' AS INTEGER) AS rows,
+                  finished_at IS NOT NULL AS finished FROM runs WHERE job = '(reconcile)' ORDER BY started_at`,
         )
       ).getRowObjectsJS();
       expect(runs).toEqual([
-        { run_id: expect.stringMatching(/-reconcile-/), status: 'complete', balances: doc.balances, finished: true },
-        { run_id: again.runId, status: 'complete', balances: doc.balances, finished: true },
+        { run_id: expect.stringMatching(/-reconcile-/), status: 'complete', balances: doc.balances, rows: doc.balances, finished: true },
+        { run_id: again.runId, status: 'complete', balances: doc.balances, rows: doc.balances, finished: true },
       ]);
     } finally {
       lake.close();

@@ -123,8 +123,12 @@ export function countBefore(report: CompactReport, targets: readonly CompactionT
   }
 }
 
-/** A compaction's row in the ledger's `runs` (both kinds of lake): its status word is `compact`. */
+/**
+ * A compaction's row in the ledger's `runs` (both kinds of lake): its status word is `compact`, and its report's
+ * totals (what `status` and `report` list for every run) are the rows it wrote, with no request sent.
+ */
 export function compactRun(report: CompactReport, startedAt: string): RunRecord {
   const { snapshotId: _snapshot, ...rest } = report;
-  return { runId: report.runId, job: '(compact)', startedAt, finishedAt: new Date().toISOString(), status: 'compact', report: rest };
+  const totals = { rows: report.rowsAfter, rejects: 0, requests: 0 };
+  return { runId: report.runId, job: '(compact)', startedAt, finishedAt: new Date().toISOString(), status: 'compact', report: { ...rest, totals } };
 }
