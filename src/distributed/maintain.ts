@@ -27,6 +27,7 @@ import {
 } from '../load/write/compaction.js';
 import { partitionKey, readLakeState } from '../load/write/lake-state.js';
 import { lakeTableShapes } from '../load/ledger/declared-tables.js';
+import type { MaintainReport, RetentionOptions } from '../load/write/maintenance.js';
 import { silentLogger } from '../pipeline/log.js';
 import { underLease } from './lease.js';
 import { commitLeased, type CommitDeps, type LeasedChange, type LeasedCommit } from './commit.js';
@@ -36,26 +37,14 @@ import { openStore, storeLocationOf, type Store, type StoreConnection, type Stor
 import { catalogFiles } from '../ducklake/files.js';
 import type pg from 'pg';
 
-export interface MaintainOptions {
+export interface MaintainOptions extends RetentionOptions {
   catalog: string;
   store: string;
   storeConnection?: StoreConnection;
-  /** Expire snapshots older than this (never the newest). */
-  expireOlderThan?: Date;
-  /** Keep only the newest N snapshots. */
-  keepSnapshots?: number;
-  /** Files nothing refers to are removed once older than this many seconds. */
-  orphanGraceSeconds: number;
-}
-
-export interface MaintainReport {
-  expiredSnapshots: number;
-  deletedFiles: number;
-  orphansRemoved: number;
-  orphansKept: number;
 }
 
 export async function maintainLake(opts: MaintainOptions): Promise<MaintainReport> {
+  const runId = newMaintenanceId('maintain');
   const store = await openStore(opts.store, opts.storeConnection);
   const { client, catalog } = await openCatalog(opts.catalog).catch(async (e: unknown) => {
     await store.close();
@@ -83,7 +72,7 @@ export async function maintainLake(opts: MaintainOptions): Promise<MaintainRepor
       orphansRemoved++;
     }
     await store.tidy();
-    return { expiredSnapshots, deletedFiles: scheduled.length, orphansRemoved, orphansKept };
+    return { runId, expiredSnapshots, deletedFiles: scheduled.length, orphansRemoved, orphansKept };
   } finally {
     await client.end().catch(() => undefined);
     await store.close();

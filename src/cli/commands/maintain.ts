@@ -6,7 +6,7 @@ import { redactUrl } from '../../distributed/url.js';
 import { describeTarget, resolveLakeTarget, withLakeOptions, type LakeTarget } from '../lake-target.js';
 import { existsSync } from 'node:fs';
 import { LakePaths } from '../../load/paths.js';
-import { maintainLocalLake } from '../../load/write/maintenance.js';
+import { maintainLocalLake, type MaintainReport, type RetentionOptions } from '../../load/write/maintenance.js';
 
 interface Args {
   lake?: string;
@@ -18,21 +18,14 @@ interface Args {
   format: 'text' | 'json';
 }
 
-interface MaintainResult {
-  expiredSnapshots: number;
-  deletedFiles: number;
-  orphansRemoved: number;
-  orphansKept: number;
-}
-
 /** What `--format json` prints: the lake, where the choice came from, and what was done (the URL without a password). */
-function jsonLine(t: LakeTarget, r: MaintainResult): string {
+function jsonLine(t: LakeTarget, r: MaintainReport): string {
   const lake = t.kind === 'local' ? { kind: 'local', lake: t.lake, from: t.from } : { kind: 'distributed', catalog: redactUrl(t.catalog), from: t.from };
   return `${JSON.stringify({ ...lake, expiredSnapshots: r.expiredSnapshots, deletedFiles: r.deletedFiles, orphansRemoved: r.orphansRemoved, orphansKept: r.orphansKept })}\n`;
 }
 
 /** What was done, in the same words for either kind of lake (`which` names it). */
-function textLine(which: string, r: MaintainResult): string {
+function textLine(which: string, r: MaintainReport): string {
   return (
     `${which}: expired ${r.expiredSnapshots} snapshots, deleted ${r.deletedFiles} files no snapshot needs, removed ${r.orphansRemoved} files nothing refers to` +
     `${r.orphansKept ? ` (kept ${r.orphansKept} younger than --orphans-older-than)` : ''}\n`
@@ -66,6 +59,11 @@ export const maintainCommand: CommandModule<object, Args> = {
     if (keep !== undefined && (!Number.isInteger(keep) || keep < 1))
       throw new CliError(`--keep-snapshots: expected a whole number of at least 1, got ${String(keep)}`);
     const older = args['expire-older-than'];
+    const retention: RetentionOptions = {
+      expireOlderThan: older === undefined ? undefined : new Date(Date.now() - parseDuration(older, '--expire-older-than') * 1000),
+      keepSnapshots: keep,
+      orphanGraceSeconds: parseDuration(args['orphans-older-than'], '--orphans-older-than'),
+    };
     const target = resolveLakeTarget(args);
     // Which lake, and why: this command deletes files, so its output names the lake it tidied.
     const which = describeTarget(target);
@@ -77,23 +75,12 @@ export const maintainCommand: CommandModule<object, Args> = {
           'CHAINLAKE_USAGE',
           'check --lake, or give --catalog for a distributed lake',
         );
-      const r = await maintainLocalLake(paths, {
-        expireOlderThan: older === undefined ? undefined : new Date(Date.now() - parseDuration(older, '--expire-older-than') * 1000),
-        keepSnapshots: keep,
-        orphanGraceSeconds: parseDuration(args['orphans-older-than'], '--orphans-older-than'),
-      });
+      const r = await maintainLocalLake(paths, retention);
       return void process.stdout.write(args.format === 'json' ? jsonLine(target, r) : textLine(which, r));
     }
     const catalog = checkCatalogUrl(target.catalog);
     if (!target.store) throw new CliError(`--store is required for ${which}`, 'CHAINLAKE_USAGE', 'give --store /shared/lake (or set CHAINLAKE_STORE)');
-    const r = await maintainLake({
-      catalog,
-      store: target.store,
-      storeConnection: target.storeConnection,
-      expireOlderThan: older === undefined ? undefined : new Date(Date.now() - parseDuration(older, '--expire-older-than') * 1000),
-      keepSnapshots: keep,
-      orphanGraceSeconds: parseDuration(args['orphans-older-than'], '--orphans-older-than'),
-    });
+    const r = await maintainLake({ catalog, store: target.store, storeConnection: target.storeConnection, ...retention });
     process.stdout.write(args.format === 'json' ? jsonLine(target, r) : textLine(which, r));
   },
 };

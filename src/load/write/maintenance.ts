@@ -308,12 +308,23 @@ async function diskPartitionsOf(paths: LakePaths, shapes: readonly TableShape[])
   return [...merged.values()];
 }
 
-export interface LocalMaintainReport {
+/** What `chainlake maintain` keeps and removes, on either kind of lake. */
+export interface RetentionOptions {
+  /** Expire snapshots older than this (never the newest). */
+  expireOlderThan?: Date;
+  /** Keep only the newest N snapshots. */
+  keepSnapshots?: number;
+  /** Files nothing refers to are removed once older than this many seconds (files being written are younger). */
+  orphanGraceSeconds: number;
+}
+
+/** What `chainlake maintain` did, on either kind of lake. */
+export interface MaintainReport {
   runId: string;
   expiredSnapshots: number;
   /** Files no remaining snapshot needs, deleted. */
   deletedFiles: number;
-  /** Parquet files under the tables' folders that no snapshot lists, removed (older than the grace period). */
+  /** Files nothing refers to (no snapshot lists, no waiting window names), removed once older than the grace period. */
   orphansRemoved: number;
   /** The same, younger than the grace period: kept. */
   orphansKept: number;
@@ -325,10 +336,7 @@ export interface LocalMaintainReport {
  * snapshot needs, and removes Parquet files in the tables' folders that no snapshot lists once older than
  * `orphanGraceSeconds` (files copied in, or left by a conversion killed half-way; chainlake's commits leave none).
  */
-export async function maintainLocalLake(
-  paths: LakePaths,
-  opts: { expireOlderThan?: Date; keepSnapshots?: number; orphanGraceSeconds: number },
-): Promise<LocalMaintainReport> {
+export async function maintainLocalLake(paths: LakePaths, opts: RetentionOptions): Promise<MaintainReport> {
   return maintain(paths, 'maintain', async (_engine, id) => {
     const { expired, scheduled } = await Catalog.write(paths, async (c) => {
       const e =
