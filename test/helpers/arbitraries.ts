@@ -9,7 +9,8 @@ const CODE_POINTS = 0x110000 - GAP;
  * fast-check's `unit: 'binary'` (any code point but a lone surrogate) as the same draw from the same integers:
  * with one seed it gives the same strings, shrinks them the same way and biases towards the same dangerous strings
  * ("__proto__", ...). What differs is the way back from a string to its draw: fast-check builds a map of all
- * 1,112,064 code points the first time a process needs it (0.8 CPU-seconds, once per test fork), this computes it.
+ * 1,112,064 code points the first time a process needs it (a cost per test fork: docs/performance.md, "The test
+ * suite"), this computes it.
  */
 export const binaryUnit: fc.Arbitrary<string> = fc.nat(CODE_POINTS - 1).map(
   (i) => String.fromCodePoint(i < SURROGATES ? i : i + GAP),
