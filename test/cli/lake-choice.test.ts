@@ -258,6 +258,54 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
     expect(dist).toEqual(await writers(['--lake', local], 'local-'));
   });
 
+  it("a job's requests count the same on both kinds of lake, enqueue's head lookup with them: in the run's totals and in request_usage", async () => {
+    // A lake of each kind of its own: the runs of the others are counted by the tests above.
+    const sim = await startSimulator({ seed: 1, scale: 'small' });
+    try {
+      const doc = jobDoc('requests', A, { dailyRequestQuota: 1_000 });
+      const quotaDb = await pg.database();
+      const quotaStore = path.join(tmp.dir, 'requests-store');
+      sim.resetStats();
+      // The enqueuing host's key is the account `main`'s, as the worker's.
+      const enqueued = await enqueueJob(parseJob(doc, 'requests', process.env), doc, {
+        catalog: quotaDb.url,
+        store: quotaStore,
+        simulator: sim,
+        account: 'main',
+      });
+      expect(enqueued.requests).toBe(sim.stats().requests);
+      expect(enqueued.requests).toBeGreaterThan(0);
+      await runWorker({ catalog: quotaDb.url, store: quotaStore, id: 'requests', account: 'main', untilIdle: true, pollMs: 50, simulator: sim });
+      const distSent = sim.stats().requests;
+      sim.resetStats();
+      const quotaLocal = path.join(tmp.dir, 'requests-local');
+      await runJob(parseJob(doc, 'requests', process.env, { lake: quotaLocal }), { simulator: sim });
+      const localSent = sim.stats().requests;
+      expect(distSent).toBe(localSent);
+
+      const counted = `SELECT (SELECT CAST(json_extract(report, '$.totals.requests') AS BIGINT) FROM runs) AS totals,
+                              (SELECT sum(requests) FROM windows) AS in_windows,
+                              (SELECT sum(requests) FROM request_usage) AS usage,
+                              (SELECT list(DISTINCT account) FROM request_usage) AS accounts`;
+      const [dist] = await rowsOf(['--catalog', quotaDb.url], counted);
+      const [local] = await rowsOf(['--lake', quotaLocal], counted);
+      // Every request the API saw, in both figures, on both kinds of lake; the head lookup outside the windows.
+      expect(dist).toEqual({ totals: distSent, in_windows: distSent - enqueued.requests, usage: distSent, accounts: ['main'] });
+      expect(local).toEqual({ ...dist, accounts: ['simulator'] });
+
+      // With the account's day spent, enqueue sends nothing and plans nothing, as a local run at its quota does not start.
+      sim.resetStats();
+      const spent = { ...doc, dailyRequestQuota: distSent };
+      await expect(
+        enqueueJob(parseJob(spent, 'requests', process.env), spent, { catalog: quotaDb.url, store: quotaStore, simulator: sim, account: 'main' }),
+      ).rejects.toMatchObject({ code: 'CHAINLAKE_QUOTA_REACHED' });
+      expect(sim.stats().requests).toBe(0);
+      expect(await rowsOf(['--catalog', quotaDb.url], `SELECT count(*) AS runs FROM runs`)).toEqual([{ runs: 1 }]);
+    } finally {
+      await sim.close();
+    }
+  });
+
   it('query --catalog has the tables a local lake has, with the same columns', async () => {
     // Every table of the ledger a local lake's catalog has, but its commit journal's (`commits`, `lake_meta`): a
     // distributed lake's commits are its snapshots.
