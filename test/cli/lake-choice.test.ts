@@ -306,6 +306,52 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
     }
   });
 
+  it("a commit of two runs' windows names both runs: in its snapshot's message and in each of its files' run_id; each row's _run_id names its own", async () => {
+    const twoDb = await pg.database();
+    const twoStore = path.join(tmp.dir, 'two-runs-store');
+    const runIds: string[] = [];
+    for (const [name, address] of [
+      ['two-a', A],
+      ['two-b', B],
+    ] as const) {
+      const doc = jobDoc(name, address);
+      runIds.push((await enqueueJob(parseJob(doc, name, process.env), doc, { catalog: twoDb.url, store: twoStore })).runId);
+    }
+    // One worker that commits once everything is fetched: both runs' windows in one batch.
+    await runWorker({
+      catalog: twoDb.url,
+      store: twoStore,
+      id: 'both',
+      untilIdle: true,
+      pollMs: 50,
+      commitWhenDone: true,
+      commitRows: Number.MAX_SAFE_INTEGER,
+      commitWindows: Number.MAX_SAFE_INTEGER,
+    });
+    const both = [...runIds].sort().join(',');
+    const at = ['--catalog', twoDb.url];
+    const [batch] = await rowsOf(
+      at,
+      `SELECT count(DISTINCT snapshot_id) AS snapshots, count(DISTINCT run_id) AS runs, sum(rows_got) AS rows FROM windows WHERE status = 'committed'`,
+    );
+    expect(batch).toEqual({ snapshots: 1, runs: 2, rows: expect.any(Number) });
+    const [message] = await rowsOf(at, `SELECT commit_message FROM ducklake_snapshot_changes WHERE commit_message LIKE '%/commit of %'`);
+    expect(message!.commit_message).toMatch(new RegExp(`^${both}/commit of \\d+ fragments$`));
+    // Every file of the commit names the commit's runs, whichever run's rows it holds: a file is a partition
+    // rewritten by the one commit, and the runs it names join to `runs` by splitting.
+    const files = await rowsOf(
+      at,
+      `SELECT f.path, f.run_id, list(r.job ORDER BY r.job) AS jobs FROM files f JOIN runs r ON list_contains(string_split(f.run_id, ','), r.run_id) GROUP BY ALL`,
+    );
+    expect(files.length).toBeGreaterThan(0);
+    for (const f of files) expect(f).toEqual({ path: expect.any(String), run_id: both, jobs: ['two-a', 'two-b'] });
+    // The run that fetched each row is the row's own _run_id.
+    const rows = await rowsOf(at, `SELECT _run_id, count(*) AS n FROM transactions GROUP BY ALL ORDER BY ALL`);
+    const fetched = await rowsOf(at, `SELECT run_id AS _run_id, sum(rows_got) AS n FROM windows GROUP BY ALL ORDER BY ALL`);
+    expect(rows.map((r) => r._run_id)).toEqual([...runIds].sort());
+    expect(rows).toEqual(fetched);
+  });
+
   it('query --catalog has the tables a local lake has, with the same columns', async () => {
     // Every table of the ledger a local lake's catalog has, but its commit journal's (`commits`, `lake_meta`): a
     // distributed lake's commits are its snapshots.
