@@ -247,14 +247,16 @@ async function planRun(
  * The account's daily quota that enqueue's requests pass, when the job has one: the workers' (account.ts), in
  * `chainlake.request_usage` per account and UTC day, so the day's count holds every request the API saw, and one
  * refused leaves enqueue with the single machine's QuotaReachedError (a run at its quota does not start). On a
- * connection of its own, as a worker's (its top-ups are transactions); what it reserved and did not send is given
- * back when planning ends.
+ * connection of its own, as a worker's (its top-ups are transactions), one request per reservation; what it
+ * reserved and did not send is given back when planning ends.
  */
 async function enqueueQuota(job: Job, opts: DistributedOptions): Promise<{ gate: SharedQuota; close(): Promise<void> } | undefined> {
   const limit = job.source.dailyRequestQuota;
   if (limit === undefined) return undefined;
   const client = await connect(opts.catalog);
-  const gate = new SharedQuota(client, opts.account ?? DEFAULT_ACCOUNT, limit);
+  // One request reserved at a time, not a worker's block: enqueue holds no account lease, and a block it held would
+  // be refused, for the rest of the day, to the account's fetching worker near the end of the quota.
+  const gate = new SharedQuota(client, opts.account ?? DEFAULT_ACCOUNT, limit, undefined, 1);
   return {
     gate,
     async close() {
