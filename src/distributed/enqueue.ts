@@ -21,7 +21,8 @@ import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, controlLedger, set
 import { againJobId, DEFAULT_QUEUE_SETTINGS, openQueue, sendWindows, windowJobId, type QueueSettings } from './queue.js';
 import { closeEndedRuns, lockRuns, RUN_RUNNING } from './runs.js';
 import { openStore, type StoreConnection } from './store.js';
-import { controlPlanLedger } from './plan-ledger.js';
+import { controlPlanLedger, DEFAULT_ACCOUNT } from './plan-ledger.js';
+import { SharedQuota } from './account.js';
 import { windowSpecOf, type WindowSpec } from './windows.js';
 
 export interface DistributedOptions extends Pick<SourceOptions, 'simulator' | 'transport'> {
@@ -32,6 +33,12 @@ export interface DistributedOptions extends Pick<SourceOptions, 'simulator' | 't
   /** How this machine reaches the store when it is object storage (endpoint, region), resolved at the top. */
   storeConnection?: StoreConnection;
   queue?: Partial<QueueSettings>;
+  /**
+   * The API account enqueue's own requests (the head lookup, an ABI) are charged to, under the job's daily quota:
+   * the account of the key it sends them with (the job's apiKey, else CHAINLAKE_API_KEY), as `chainlake worker
+   * --account` names a worker's. Default `default`, the workers' default.
+   */
+  account?: string;
 }
 
 export interface EnqueueResult {
@@ -47,6 +54,11 @@ export interface EnqueueResult {
   skipped: number;
   /** Windows of the run not yet committed. */
   pending: number;
+  /**
+   * Requests this call sent to the API (the head lookup, an ABI): the run's totals count them, and under a daily
+   * quota so does the account's `request_usage`, as a local run counts its head pin.
+   */
+  requests: number;
 }
 
 export interface EnqueueHow {
@@ -79,7 +91,7 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
           hint: 'let the workers finish that run (chainlake worker --until-idle), then repair',
         });
       }
-      if (run) return { ...run, resumed: true, ...(await offerAgain(client, boss, run.runId, settings)) };
+      if (run) return { ...run, resumed: true, requests: 0, ...(await offerAgain(client, boss, run.runId, settings)) };
       if (how.retryFailed) {
         throw new ChainlakeError(`--retry-failed: job ${job.name} on ${job.what.network} has no run in this control plane: nothing failed to offer again`, {
           code: 'CHAINLAKE_USAGE',
@@ -116,9 +128,9 @@ export async function runToTakeUp(client: import('pg').Client, job: Job, retryFa
  * contract given without signatures or an ABI file takes its ABI from the API (explorer #14), as a run does when
  * its lake lacks it: a distributed lake's `contracts` dataset is not read for it.
  */
-async function resolveDecode(job: Job, explorer: ExplorerClient | undefined): Promise<DecodedDataset[] | undefined> {
+async function resolveDecode(job: Job, explorer: ExplorerClient | undefined, acct: Accounting): Promise<DecodedDataset[] | undefined> {
   if (!job.what.decode) return undefined;
-  return resolveDatasets(job.what.decode, { network: job.what.network, ...(explorer ? { fetchAbi: abiFromApi(explorer) } : {}) });
+  return resolveDatasets(job.what.decode, { network: job.what.network, ...(explorer ? { fetchAbi: abiFromApi(explorer, acct) } : {}) });
 }
 
 /** Whether resolving the job's `decode` key asks the API for an ABI. */
@@ -180,38 +192,81 @@ async function planAndQueue(
   settings: QueueSettings,
   given?: readonly Window[],
 ): Promise<EnqueueResult> {
-  const { prepared, decode } = await planRun(job, opts, client, given);
+  const acct = new Accounting();
+  const { prepared, decode } = await planRun(job, opts, client, acct, given);
   const { head, windows } = prepared;
-  const runId = await queueRun(client, boss, settings, { job, doc, prepared, decode });
-  return { runId, resumed: false, head, queued: windows.length, retried: 0, skipped: given ? 0 : prepared.skipped, pending: windows.length };
+  const runId = await queueRun(client, boss, settings, { job, doc, prepared, decode, acct });
+  return {
+    runId,
+    resumed: false,
+    head,
+    queued: windows.length,
+    retried: 0,
+    skipped: given ? 0 : prepared.skipped,
+    pending: windows.length,
+    requests: acct.requests,
+  };
 }
 
 /**
  * The run's windows and what it decodes. The single machine's planner on the control plane's ledger: the windows
  * `run` would fetch of a local lake with the same history, and the ones `chainlake plan --catalog` lists. The API is
- * asked only for a head to find or an ABI to fetch.
+ * asked only for a head to find or an ABI to fetch; those requests are counted in `acct` and, under a daily quota,
+ * pass the account's quota as a worker's do (enqueueQuota).
  */
 async function planRun(
   job: Job,
   opts: DistributedOptions,
   client: import('pg').Client,
+  acct: Accounting,
   given?: readonly Window[],
 ): Promise<{ prepared: Prepared; decode: DecodedDataset[] | undefined }> {
   const plan = (clients: Clients) =>
     windowsToFetch(
       { baseJob: job, job, fullRefresh: false, ...(given ? { windows: [...given] } : {}) },
-      controlPlanLedger(client, opts.catalog),
+      controlPlanLedger(client, opts.catalog, opts.account ?? DEFAULT_ACCOUNT),
       clients,
-      new Accounting(),
+      acct,
     );
-  if (!needsHead(job.what) && !decodeNeedsApi(job)) return { prepared: await plan({}), decode: await resolveDecode(job, undefined) };
-  const source = await openSource(job.source, { simulator: opts.simulator, transport: opts.transport });
+  if (!needsHead(job.what) && !decodeNeedsApi(job)) return { prepared: await plan({}), decode: await resolveDecode(job, undefined, acct) };
+  const quota = await enqueueQuota(job, opts);
   try {
-    const { clients } = source;
-    return { prepared: await plan(clients), decode: await resolveDecode(job, clients.explorer) };
+    const source = await openSource(job.source, { simulator: opts.simulator, transport: opts.transport, ...(quota ? { quota: quota.gate } : {}) });
+    try {
+      const { clients } = source;
+      return { prepared: await plan(clients), decode: await resolveDecode(job, clients.explorer, acct) };
+    } finally {
+      await source.close();
+    }
   } finally {
-    await source.close();
+    await quota?.close();
   }
+}
+
+/**
+ * The account's daily quota that enqueue's requests pass, when the job has one: the workers' (account.ts), in
+ * `chainlake.request_usage` per account and UTC day, so the day's count holds every request the API saw, and one
+ * refused leaves enqueue with the single machine's QuotaReachedError (a run at its quota does not start). On a
+ * connection of its own, as a worker's (its top-ups are transactions), one request per reservation; what it
+ * reserved and did not send is given back when planning ends.
+ */
+async function enqueueQuota(job: Job, opts: DistributedOptions): Promise<{ gate: SharedQuota; close(): Promise<void> } | undefined> {
+  const limit = job.source.dailyRequestQuota;
+  if (limit === undefined) return undefined;
+  const client = await connect(opts.catalog);
+  // One request reserved at a time, not a worker's block: enqueue holds no account lease, and a block it held would
+  // be refused, for the rest of the day, to the account's fetching worker near the end of the quota.
+  const gate = new SharedQuota(client, opts.account ?? DEFAULT_ACCOUNT, limit, undefined, 1);
+  return {
+    gate,
+    async close() {
+      try {
+        await gate.release();
+      } finally {
+        await client.end().catch(() => undefined);
+      }
+    },
+  };
 }
 
 /**
@@ -222,16 +277,17 @@ async function queueRun(
   client: import('pg').Client,
   boss: import('pg-boss'),
   settings: QueueSettings,
-  run: { job: Job; doc: unknown; prepared: Prepared; decode: DecodedDataset[] | undefined },
+  run: { job: Job; doc: unknown; prepared: Prepared; decode: DecodedDataset[] | undefined; acct: Accounting },
 ): Promise<string> {
-  const { job, doc, decode } = run;
+  const { job, doc, decode, acct } = run;
   const { head, range, windows } = run.prepared;
   const started = new Date();
   const runId = newRunId(started);
   await client.query('BEGIN');
   try {
     await client.query(
-      `INSERT INTO ${CONTROL_SCHEMA}.runs (run_id, job, network, job_doc, job_file, head, range_from, range_to, ingested_at, decode) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+      `INSERT INTO ${CONTROL_SCHEMA}.runs (run_id, job, network, job_doc, job_file, head, range_from, range_to, ingested_at, decode, outside_windows)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
       [
         runId,
         job.name,
@@ -243,6 +299,7 @@ async function queueRun(
         head === null ? null : range.to,
         started.toISOString(),
         decode ? JSON.stringify(decode) : null,
+        JSON.stringify({ requests: acct.requests, retries: acct.retries, throttles: acct.throttles }),
       ],
     );
     // Two statements whatever the plan's size: two round trips per window made a large job's enqueue slow.

@@ -81,7 +81,8 @@ export async function repairDistributed(
         [enqueued.runId],
       )
     ).rows.map((r) => Number(r.snapshot_id));
-    return { runId: enqueued.runId, status: worked.status, requests: worked.requests, snapshots };
+    // Its enqueue's head lookup counts, as a local repair's run counts its head pin.
+    return { runId: enqueued.runId, status: worked.status, requests: worked.requests + enqueued.requests, snapshots };
   } finally {
     await ledger.client.end().catch(() => undefined);
   }

@@ -668,7 +668,8 @@ const FILES_DOC =
 const FILES_COLUMN_DOCS: Record<string, string> = {
   path: 'Relative to the lake root.',
   min_block: 'Lowest block number in the file (NULL for datasets without blocks).',
-  run_id: 'The chainlake run whose commit wrote the file (NULL once that snapshot is expired).',
+  run_id:
+    "The chainlake run whose commit wrote the file (NULL once that snapshot is expired); a distributed commit of several runs' windows names them all, comma-separated (each row's _run_id names its own).",
   snapshot_id: 'The DuckLake snapshot that added the file.',
 };
 

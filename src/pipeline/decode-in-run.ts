@@ -28,6 +28,8 @@ export interface InRunContext {
   stagingDir: string;
   log: Logger;
   explorer?: ExplorerClient;
+  /** The run's requests outside its windows: an ABI asked of the API counts in its report, as the head pin does. */
+  acct?: Accounting;
 }
 
 /** A contract's ABI as the API gives it (explorer #14), for resolveDatasets; its requests counted in `acct`. */
@@ -57,7 +59,7 @@ export class RunDecoder {
   ) {}
 
   private fetchAbi(): ((address: string) => Promise<unknown>) | undefined {
-    return this.ctx.explorer ? abiFromApi(this.ctx.explorer) : undefined;
+    return this.ctx.explorer ? abiFromApi(this.ctx.explorer, this.ctx.acct) : undefined;
   }
 
   private resolve(): Promise<DecodedDataset[]> {

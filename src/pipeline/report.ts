@@ -45,7 +45,8 @@ export interface RunReport {
   datasets: DatasetReport[];
   /**
    * Requests the run sent outside any window: pinning the head at start (`GET /v1/blocks/latest`, one call
-   * and its retries; none when the run resumes an earlier run's head).
+   * and its retries; none when the run resumes an earlier run's head), and an ABI its `decode` key takes from the
+   * API. A distributed run's are its enqueue's (`runs.outside_windows`).
    */
   outsideWindows: RequestTally;
   /**

@@ -149,7 +149,10 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     );
     const startRecord = await recordStart(job, ctx, prepared);
     recorded = startRecord;
-    const stages = await startStages(job, opts, ctx, { engine, staging, prepared, clients }, () => ({ ...startRecord, requestUsage: spend.usage() }));
+    const stages = await startStages(job, opts, ctx, { engine, staging, prepared, clients, runAcct }, () => ({
+      ...startRecord,
+      requestUsage: spend.usage(),
+    }));
     const fetched = await fetchWindows(prepared.windows, {
       job,
       clients,
@@ -263,7 +266,7 @@ async function startStages(
   job: Job,
   opts: RunOptions,
   ctx: RunContext,
-  parts: { engine: Engine; staging: string; prepared: Prepared; clients: Clients },
+  parts: { engine: Engine; staging: string; prepared: Prepared; clients: Clients; runAcct: Accounting },
   interim: () => Record<string, unknown>,
 ): Promise<RunStages> {
   const { runId, paths, log } = ctx;
@@ -273,7 +276,16 @@ async function startStages(
   opts.onStart?.(live);
   const transformers = new Map<string, RowTransformer>();
   const decoder = job.what.decode
-    ? new RunDecoder(job.what, { engine: parts.engine, paths, runId, ingestedAt, stagingDir: parts.staging, log, explorer: parts.clients.explorer })
+    ? new RunDecoder(job.what, {
+        engine: parts.engine,
+        paths,
+        runId,
+        ingestedAt,
+        stagingDir: parts.staging,
+        log,
+        explorer: parts.clients.explorer,
+        acct: parts.runAcct,
+      })
     : undefined;
   await decoder?.start();
   const committer = batchCommitterOf(job, ctx, { ...parts, decoder, mergeSliceRows: opts.mergeSliceRows }, interim);

@@ -5,7 +5,8 @@ import { enqueueJob } from '../../src/distributed/enqueue.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
-import { startSimulator } from '../../src/simulator/index.js';
+import { chainFor, startSimulator } from '../../src/simulator/index.js';
+import { A_SHOWCASE } from '../../src/simulator/token-events.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { runCliCapturing, type CliResult } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
@@ -256,6 +257,104 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
     const dist = await writers(['--catalog', db.url], 'dist-');
     expect(dist.length).toBeGreaterThan(0);
     expect(dist).toEqual(await writers(['--lake', local], 'local-'));
+  });
+
+  it("a job's requests count the same on both kinds of lake, enqueue's head lookup with them: in the run's totals and in request_usage", async () => {
+    // A lake of each kind of its own: the runs of the others are counted by the tests above.
+    const sim = await startSimulator({ seed: 1, scale: 'small' });
+    try {
+      // Its decode key takes a contract's ABI from the API: a request outside the windows beside the head lookup.
+      const doc = jobDoc('requests', A, {
+        dailyRequestQuota: 1_000,
+        decode: { contracts: [{ address: chainFor(1, 'small', 'mainnet').addrLower(A_SHOWCASE), name: 'showcase' }] },
+      });
+      const quotaDb = await pg.database();
+      const quotaStore = path.join(tmp.dir, 'requests-store');
+      sim.resetStats();
+      // The enqueuing host's key is the account `main`'s, as the worker's.
+      const enqueued = await enqueueJob(parseJob(doc, 'requests', process.env), doc, {
+        catalog: quotaDb.url,
+        store: quotaStore,
+        simulator: sim,
+        account: 'main',
+      });
+      expect(enqueued.requests).toBe(sim.stats().requests);
+      expect(enqueued.requests).toBe(2);
+      await runWorker({ catalog: quotaDb.url, store: quotaStore, id: 'requests', account: 'main', untilIdle: true, pollMs: 50, simulator: sim });
+      const distSent = sim.stats().requests;
+      sim.resetStats();
+      const quotaLocal = path.join(tmp.dir, 'requests-local');
+      await runJob(parseJob(doc, 'requests', process.env, { lake: quotaLocal }), { simulator: sim });
+      const localSent = sim.stats().requests;
+      expect(distSent).toBe(localSent);
+
+      const counted = `SELECT (SELECT CAST(json_extract(report, '$.totals.requests') AS BIGINT) FROM runs) AS totals,
+                              (SELECT sum(requests) FROM windows) AS in_windows,
+                              (SELECT sum(requests) FROM request_usage) AS usage,
+                              (SELECT list(DISTINCT account) FROM request_usage) AS accounts`;
+      const [dist] = await rowsOf(['--catalog', quotaDb.url], counted);
+      const [local] = await rowsOf(['--lake', quotaLocal], counted);
+      // Every request the API saw, in both figures, on both kinds of lake; the head lookup outside the windows.
+      expect(dist).toEqual({ totals: distSent, in_windows: distSent - enqueued.requests, usage: distSent, accounts: ['main'] });
+      expect(local).toEqual({ ...dist, accounts: ['simulator'] });
+
+      // With the account's day spent, enqueue sends nothing and plans nothing, as a local run at its quota does not start.
+      sim.resetStats();
+      const spent = { ...doc, dailyRequestQuota: distSent };
+      await expect(
+        enqueueJob(parseJob(spent, 'requests', process.env), spent, { catalog: quotaDb.url, store: quotaStore, simulator: sim, account: 'main' }),
+      ).rejects.toMatchObject({ code: 'CHAINLAKE_QUOTA_REACHED' });
+      expect(sim.stats().requests).toBe(0);
+      expect(await rowsOf(['--catalog', quotaDb.url], `SELECT count(*) AS runs FROM runs`)).toEqual([{ runs: 1 }]);
+    } finally {
+      await sim.close();
+    }
+  });
+
+  it("a commit of two runs' windows names both runs: in its snapshot's message and in each of its files' run_id; each row's _run_id names its own", async () => {
+    const twoDb = await pg.database();
+    const twoStore = path.join(tmp.dir, 'two-runs-store');
+    const runIds: string[] = [];
+    for (const [name, address] of [
+      ['two-a', A],
+      ['two-b', B],
+    ] as const) {
+      const doc = jobDoc(name, address);
+      runIds.push((await enqueueJob(parseJob(doc, name, process.env), doc, { catalog: twoDb.url, store: twoStore })).runId);
+    }
+    // One worker that commits once everything is fetched: both runs' windows in one batch.
+    await runWorker({
+      catalog: twoDb.url,
+      store: twoStore,
+      id: 'both',
+      untilIdle: true,
+      pollMs: 50,
+      commitWhenDone: true,
+      commitRows: Number.MAX_SAFE_INTEGER,
+      commitWindows: Number.MAX_SAFE_INTEGER,
+    });
+    const both = [...runIds].sort().join(',');
+    const at = ['--catalog', twoDb.url];
+    const [batch] = await rowsOf(
+      at,
+      `SELECT count(DISTINCT snapshot_id) AS snapshots, count(DISTINCT run_id) AS runs, sum(rows_got) AS rows FROM windows WHERE status = 'committed'`,
+    );
+    expect(batch).toEqual({ snapshots: 1, runs: 2, rows: expect.any(Number) });
+    const [message] = await rowsOf(at, `SELECT commit_message FROM ducklake_snapshot_changes WHERE commit_message LIKE '%/commit of %'`);
+    expect(message!.commit_message).toMatch(new RegExp(`^${both}/commit of \\d+ fragments$`));
+    // Every file of the commit names the commit's runs, whichever run's rows it holds: a file is a partition
+    // rewritten by the one commit, and the runs it names join to `runs` by splitting.
+    const files = await rowsOf(
+      at,
+      `SELECT f.path, f.run_id, list(r.job ORDER BY r.job) AS jobs FROM files f JOIN runs r ON list_contains(string_split(f.run_id, ','), r.run_id) GROUP BY ALL`,
+    );
+    expect(files.length).toBeGreaterThan(0);
+    for (const f of files) expect(f).toEqual({ path: expect.any(String), run_id: both, jobs: ['two-a', 'two-b'] });
+    // The run that fetched each row is the row's own _run_id.
+    const rows = await rowsOf(at, `SELECT _run_id, count(*) AS n FROM transactions GROUP BY ALL ORDER BY ALL`);
+    const fetched = await rowsOf(at, `SELECT run_id AS _run_id, sum(rows_got) AS n FROM windows GROUP BY ALL ORDER BY ALL`);
+    expect(rows.map((r) => r._run_id)).toEqual([...runIds].sort());
+    expect(rows).toEqual(fetched);
   });
 
   it('query --catalog has the tables a local lake has, with the same columns', async () => {

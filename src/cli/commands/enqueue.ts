@@ -12,6 +12,7 @@ interface Args {
   catalog?: string;
   store?: string;
   'window-timeout': number;
+  account: string;
   'retry-failed'?: boolean;
   'finality-depth'?: number;
   'log-format'?: 'text' | 'json';
@@ -29,6 +30,13 @@ export const enqueueCommand: CommandModule<object, Args> = {
         type: 'number',
         default: DEFAULT_QUEUE_SETTINGS.windowTimeoutSeconds,
         describe: 'Seconds a worker may hold a window before the queue presumes it dead and offers the window to another worker',
+      })
+      .option('account', {
+        type: 'string',
+        default: process.env.CHAINLAKE_ACCOUNT || 'default',
+        defaultDescription: '$CHAINLAKE_ACCOUNT or default',
+        describe:
+          "The API account enqueue's own requests (the chain head, an ABI) are charged to under the job's dailyRequestQuota: the account of the key it sends them with, as `chainlake worker --account`",
       })
       .option('finality-depth', finalityDepthOption)
       .option('retry-failed', {
@@ -51,7 +59,7 @@ export const enqueueCommand: CommandModule<object, Args> = {
     const r = await enqueueJob(
       job,
       doc,
-      { catalog, store: flags.store ?? '', storeConnection: flags.storeConnection, queue: { windowTimeoutSeconds: timeout } },
+      { catalog, store: flags.store ?? '', storeConnection: flags.storeConnection, queue: { windowTimeoutSeconds: timeout }, account: args.account },
       { retryFailed: args['retry-failed'] },
     );
     const again = [r.retried ? `${r.retried} failed windows offered again` : '', r.queued ? `${r.queued} windows whose queue job was over queued again` : '']
@@ -62,7 +70,7 @@ export const enqueueCommand: CommandModule<object, Args> = {
       : `run ${r.runId}: ${job.name} on ${job.what.network}${r.head === null ? '' : `, head ${r.head}`}: ${r.queued} windows queued${r.skipped ? `, ${r.skipped} already in the lake` : ''}`;
     logger.log('info', 'enqueue', text, { run: r.runId, job: job.name, ...r });
     process.stdout.write(
-      `${JSON.stringify({ run: r.runId, job: job.name, resumed: r.resumed, head: r.head, queued: r.queued, retried: r.retried, skipped: r.skipped, pending: r.pending })}\n`,
+      `${JSON.stringify({ run: r.runId, job: job.name, resumed: r.resumed, head: r.head, queued: r.queued, retried: r.retried, skipped: r.skipped, pending: r.pending, requests: r.requests })}\n`,
     );
   },
 };

@@ -161,7 +161,8 @@ export const planCommand: CommandModule<object, Args> = {
       })
       .option('account', {
         type: 'string',
-        default: DEFAULT_ACCOUNT,
+        default: process.env.CHAINLAKE_ACCOUNT || DEFAULT_ACCOUNT,
+        defaultDescription: '$CHAINLAKE_ACCOUNT or default',
         describe: 'With --catalog: the API account (`chainlake worker --account`) whose daily quota left is shown',
       })
       .option('probe', { type: 'boolean', default: true, describe: 'Ask each paged window for its row count (one small request each); --no-probe to skip' })

@@ -95,6 +95,11 @@ export const LEDGER_TABLES: readonly LedgerTable[] = [
       c('range_to', 'bigint', "The last block of the run's range."),
       c('ingested_at', 'text', 'The `_ingested_at` every row of the distributed run carries (ISO 8601 UTC).'),
       c('decode', 'json', "The decoded datasets of a distributed run's `decode` key, resolved at enqueue (the committer decodes with them); NULL without one."),
+      c(
+        'outside_windows',
+        'json',
+        "The requests a distributed run's enqueue sent outside its windows (the head lookup, an ABI), as {requests, retries, throttles}: its totals count them, as a local run's report counts its own (`outsideWindows`); NULL on one machine.",
+      ),
     ],
   },
   {
