@@ -172,7 +172,7 @@ export function formatReport(r: RunReport, width = Infinity): string {
     String(d.files),
     fmtBytes(d.bytes),
   ];
-  const outside = r.outsideWindows && r.outsideWindows.requests > 0 ? [line({ ...emptyDatasetReport('(head pin)'), ...r.outsideWindows })] : [];
+  const outside = r.outsideWindows && r.outsideWindows.requests > 0 ? [line({ ...emptyDatasetReport('(outside windows)'), ...r.outsideWindows })] : [];
   const rows = [header, ...r.datasets.map(line), ...outside, line({ dataset: 'total', ...r.totals })];
   const out = [
     `run ${r.runId} (${r.job}, ${r.network}${r.head !== null ? `, head ${r.head}` : ''}${r.resumeOf ? `, resuming ${r.resumeOf}` : ''}): ${r.status} in ${(r.durationMs / 1000).toFixed(1)} s${r.windowsSkipped ? ` (${r.windowsSkipped} windows already in the lake)` : ''}`,
