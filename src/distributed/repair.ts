@@ -37,6 +37,8 @@ export async function repairDistributed(
     log?: Logger;
     now?: () => Date;
     env?: NodeJS.ProcessEnv;
+    /** The named account the repair's enqueue and worker charge (DEFAULT_ACCOUNT when not given). */
+    account?: string;
   },
 ): Promise<DistributedRepair> {
   const { client, catalog } = await openCatalog(opts.catalog);
@@ -50,7 +52,7 @@ export async function repairDistributed(
   const enqueued = await enqueueJob(
     job,
     doc,
-    { catalog: opts.catalog, store, storeConnection: opts.storeConnection, simulator: opts.simulator, transport: opts.transport },
+    { catalog: opts.catalog, store, storeConnection: opts.storeConnection, simulator: opts.simulator, transport: opts.transport, account: opts.account },
     { windows },
   );
   const worked = await runWorker({
@@ -60,6 +62,7 @@ export async function repairDistributed(
     simulator: opts.simulator,
     transport: opts.transport,
     untilIdle: true,
+    ...(opts.account ? { account: opts.account } : {}),
     // Its own run's windows only: another job's windows queued meanwhile are its workers' to fetch and commit.
     run: enqueued.runId,
     // Windows in hand at once up to a bound on this process's connections; a commit only once every window is

@@ -198,6 +198,10 @@ describe('chainlake verify (local lake)', () => {
       // The command as a user runs it (the job's embedded simulator is the same chain): exit 5, the window named.
       const jobFile = path.join(tmp.dir, 'altered.json');
       await writeFile(jobFile, JSON.stringify(jobDoc(lake)));
+      // A local lake's requests count against the explorer's URL: a named account is refused, before anything is sent.
+      const named = await runCliCapturing(['verify', jobFile, '--account', 'verifier']);
+      expect(named.code).toBe(2);
+      expect(named.stderr).toMatch(/--account names an account of a distributed lake; .* is a local lake/);
       const cli = await runCliCapturing(['verify', jobFile, '--format', 'json']);
       expect(cli.code).toBe(5);
       // What it prints is the session: its findings, row by row.

@@ -22,6 +22,7 @@ interface Args extends OutputArgs {
   format: 'text' | 'json';
   repair?: boolean;
   plan?: boolean;
+  account?: string;
 }
 
 /** `--since`/`--until`: a block number, or a UTC day (YYYY-MM-DD); undefined when not given. */
@@ -106,6 +107,12 @@ export const verifyCommand: CommandModule<object, Args> = {
           'Fetch the windows whose count differs again and commit them as one snapshot (a distributed lake: as a run of their own, worked by this process)',
       })
       .option('plan', { type: 'boolean', describe: 'Print the requests a verify would send, and send none' })
+      .option('account', {
+        type: 'string',
+        defaultDescription: '$CHAINLAKE_ACCOUNT or default',
+        describe:
+          "A distributed lake: the API account whose key verify sends (as `chainlake worker --account`); its requests count against that account's dailyRequestQuota, and --repair's enqueue and worker use it",
+      })
       .example('$0 verify jobs/demo.json', 'Every committed window of the demo lake, against the simulator')
       .example('$0 verify jobs/demo.json --dataset transactions --sample 50 --format json', 'A sample of 50 windows, as JSON')
       .example('$0 verify jobs/demo.json --since 2024-03-01 --until 2024-03-31', 'The windows reaching blocks of March 2024')
@@ -125,6 +132,9 @@ export const verifyCommand: CommandModule<object, Args> = {
     const target: VerifyTarget =
       t.kind === 'local' ? { kind: 'local', lake: t.lake } : { kind: 'distributed', catalog: t.catalog, store: t.store, storeConnection: t.storeConnection };
     if (args.repair && args.plan) throw new CliError('--repair and --plan do not go together: --plan sends nothing');
+    if (args.account !== undefined && target.kind === 'local')
+      throw new CliError(`--account names an account of a distributed lake; ${target.lake} is a local lake, whose requests count against the explorer's URL`);
+    const account = target.kind === 'distributed' ? args.account || process.env.CHAINLAKE_ACCOUNT || undefined : undefined;
     const since = blockOrDay('since', args.since);
     const until = blockOrDay('until', args.until);
     if (since && range?.fromBlock !== undefined) throw new CliError('--since and --from-block both name the start: give one');
@@ -149,7 +159,7 @@ export const verifyCommand: CommandModule<object, Args> = {
       return;
     }
     const { logger } = outputFor(args);
-    const s = await verifySession(job, target, sel, { repair: args.repair, logger, doc, env: process.env });
+    const s = await verifySession(job, target, sel, { repair: args.repair, logger, doc, env: process.env, ...(account ? { account } : {}) });
     process.stdout.write(
       (args.format === 'json'
         ? JSON.stringify(

@@ -11,6 +11,7 @@ import { ChainlakeError } from '../../errors.js';
 import type { Job } from '../job.js';
 import type { RunReport } from '../report.js';
 import { runJob, type RunOptions } from '../run.js';
+import { DEFAULT_ACCOUNT } from '../../distributed/plan-ledger.js';
 import { planVerify, verifyAccount, verifyLake, type VerifyPlan, type VerifyResult, type VerifySelection } from './verify.js';
 
 /** The lake verified: either kind, opened by the one opener (lake/open.ts). */
@@ -24,6 +25,12 @@ export interface VerifyOptions extends Pick<RunOptions, 'simulator' | 'transport
   doc?: unknown;
   /** The environment a distributed repair's worker reads the base URLs and API key from (the stored job has no key). */
   env?: NodeJS.ProcessEnv;
+  /**
+   * A distributed lake: the named API account whose key verify sends (as `worker --account`): its requests count
+   * against that account's daily quota, and a repair's enqueue and worker use it. Default `default`. A local lake's
+   * account is the explorer's base URL, as its runs'.
+   */
+  account?: string;
 }
 
 /** What a repair did, either kind of lake: its run, how it ended, the requests it spent. */
@@ -62,15 +69,16 @@ export async function verifySession(job: Job, target: VerifyTarget, sel: VerifyS
       code: 'CHAINLAKE_USAGE',
       hint: 'pass the job document as `doc` (the CLI does)',
     });
+  const account = target.kind === 'distributed' ? (opts.account ?? DEFAULT_ACCOUNT) : verifyAccount(job);
   const verify = async (): Promise<VerifyResult> => {
     const reader = await openLakeTables(target);
     let result: VerifyResult;
     try {
-      result = await verifyLake(job, sel, { conn: reader.conn, run: { simulator: opts.simulator, transport: opts.transport }, now });
+      result = await verifyLake(job, sel, { conn: reader.conn, run: { simulator: opts.simulator, transport: opts.transport }, now, account });
     } finally {
       reader.close();
     }
-    await recordSession(job, target, result, now());
+    await recordSession(target, account, result, now());
     return result;
   };
   const before = await verify();
@@ -101,6 +109,7 @@ async function repairWindows(job: Job, target: VerifyTarget, found: VerifyResult
       log: opts.logger,
       now: opts.now,
       env: opts.env,
+      ...(opts.account ? { account: opts.account } : {}),
     });
   }
   const repairJob: Job = Object.freeze({
@@ -116,9 +125,8 @@ async function repairWindows(job: Job, target: VerifyTarget, found: VerifyResult
 }
 
 /** The findings into `verifications`, the requests into `request_usage`: the lake's own ledger, either kind. */
-async function recordSession(job: Job, target: VerifyTarget, result: VerifyResult, at: Date): Promise<void> {
+async function recordSession(target: VerifyTarget, account: string, result: VerifyResult, at: Date): Promise<void> {
   const day = at.toISOString().slice(0, 10);
-  const account = verifyAccount(job);
   if (target.kind === 'local') {
     await Catalog.hold(new LakePaths(target.lake), (c) =>
       c.transaction(async () => {

@@ -207,6 +207,8 @@ export interface VerifyDeps {
   now?: () => Date;
   /** Estimate only: no request is sent. */
   plan?: boolean;
+  /** The account verify's requests count against (request_usage); the job's explorer base URL when not given. */
+  account?: string;
 }
 
 interface ScopeGroup {
@@ -431,7 +433,7 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
   const { groups, snapshots } = await scopeGroups(deps.conn, job, sel);
   const findings = new Findings(job.what.network);
   const acct = new Accounting();
-  const quota = await quotaOf(deps.conn, job, now);
+  const quota = await quotaOf(deps.conn, job, deps.account ?? verifyAccount(job), now);
   const source = await openSource(job.source, { simulator: deps.run?.simulator, transport: deps.run?.transport, ...(quota ? { quota } : {}) });
   let quotaReached: QuotaReachedError | undefined;
   try {
@@ -456,12 +458,9 @@ export async function verifyLake(job: Job, sel: VerifySelection, deps: VerifyDep
 }
 
 /** The job's daily quota as verify's requests count against it: a run's (request_usage, the same account). */
-async function quotaOf(conn: DuckDBConnection, job: Job, now: () => Date): Promise<RequestQuota | undefined> {
+async function quotaOf(conn: DuckDBConnection, job: Job, account: string, now: () => Date): Promise<RequestQuota | undefined> {
   if (job.source.dailyRequestQuota === undefined) return undefined;
-  const used = await rowsOf(
-    conn,
-    `SELECT CAST(day AS VARCHAR) AS day, sum(requests) AS n FROM request_usage WHERE account = ${literal(verifyAccount(job))} GROUP BY 1`,
-  );
+  const used = await rowsOf(conn, `SELECT CAST(day AS VARCHAR) AS day, sum(requests) AS n FROM request_usage WHERE account = ${literal(account)} GROUP BY 1`);
   return new RequestQuota(job.source.dailyRequestQuota, new Map(used.map((r) => [String(r.day), Number(r.n)])), now);
 }
 
