@@ -331,16 +331,14 @@ export async function byteaColumns(db: CatalogDb, name: string): Promise<Set<str
 }
 
 /**
- * The distinct values of `columns` among an inlined-data table's rows that are live at `snapshot` (not yet ended
- * without one), as text: the partitions another writer's inlined rows fall in. A column the writer kept as bytea
- * (byteaColumns) is decoded from the hex text PostgreSQL casts it to.
+ * The distinct values of `columns` among an inlined-data table's current rows (not ended), as text: the partitions
+ * another writer's inlined rows fall in. A column the writer kept as bytea (byteaColumns) is decoded from the hex
+ * text PostgreSQL casts it to.
  */
-export async function inlinedValues(db: CatalogDb, name: string, columns: readonly string[], snapshot?: number): Promise<string[][]> {
+export async function inlinedValues(db: CatalogDb, name: string, columns: readonly string[]): Promise<string[][]> {
   const bytea = await byteaColumns(db, name);
-  const live = snapshot === undefined ? 'end_snapshot IS NULL' : VALID_AT('', '$1');
   const rows = await db.query(
-    `SELECT DISTINCT ${columns.map((c, i) => `CAST(${ident(c)} AS VARCHAR) AS v${i}`).join(', ')} FROM ${ident(name)} WHERE ${live}`,
-    snapshot === undefined ? [] : [snapshot],
+    `SELECT DISTINCT ${columns.map((c, i) => `CAST(${ident(c)} AS VARCHAR) AS v${i}`).join(', ')} FROM ${ident(name)} WHERE end_snapshot IS NULL`,
   );
   return rows.map((r) =>
     columns.map((c, i) => {
