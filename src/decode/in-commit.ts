@@ -152,19 +152,7 @@ export abstract class SliceDecoding<F> {
       workDir: path.join(this.input.workDir, `slice-${index}`),
       prefix,
     });
-    // Plain, not temporary: the rejects they replace are found on another connection (prepared).
-    if (!this.logsKept) await conn.run(`CREATE OR REPLACE TABLE ${this.logsTable} (transaction_hash VARCHAR, log_index BIGINT)`);
-    this.logsKept = true;
-    await conn.run(`INSERT INTO ${this.logsTable} SELECT transaction_hash, log_index FROM ${table} WHERE ${ident(FRESH_COLUMN)}`);
-    this.stats.logs += out.logs;
-    this.stats.rejects += out.rejectCount;
-    for (const [shape, n] of out.skipped) this.stats.skipped.set(shape, (this.stats.skipped.get(shape) ?? 0) + n);
-    if (out.rejectCount > 0) {
-      // Plain, not temporary: the commit's rejects partition is prepared on another connection.
-      if (!this.rejectsKept) await conn.run(`CREATE OR REPLACE TABLE ${this.rejectsTable} AS SELECT * FROM ${out.rejects} LIMIT 0`);
-      this.rejectsKept = true;
-      await conn.run(`INSERT INTO ${this.rejectsTable} SELECT * FROM ${out.rejects}`);
-    }
+    await this.keepLogsAndRejects(conn, table, out);
     const inSlice = new Set(partitions);
     const byDay = new Map<string, DayRange>();
     for (const d of distinctDatasets(datasets)) {
@@ -193,6 +181,23 @@ export abstract class SliceDecoding<F> {
     }
     if (replaced) await this.addOrphanedDays(conn, replaced, table, partitions, out.tables, byDay);
     return byDay;
+  }
+
+  /** The slice's own logs (which rejects a decoding replaces) and its decoding's rejects and counts, kept for the commit. */
+  private async keepLogsAndRejects(conn: DuckDBConnection, table: string, out: Awaited<ReturnType<typeof decodeLogs>>): Promise<void> {
+    // Plain, not temporary: the rejects they replace are found on another connection (prepared).
+    if (!this.logsKept) await conn.run(`CREATE OR REPLACE TABLE ${this.logsTable} (transaction_hash VARCHAR, log_index BIGINT)`);
+    this.logsKept = true;
+    await conn.run(`INSERT INTO ${this.logsTable} SELECT transaction_hash, log_index FROM ${table} WHERE ${ident(FRESH_COLUMN)}`);
+    this.stats.logs += out.logs;
+    this.stats.rejects += out.rejectCount;
+    for (const [shape, n] of out.skipped) this.stats.skipped.set(shape, (this.stats.skipped.get(shape) ?? 0) + n);
+    if (out.rejectCount > 0) {
+      // Plain, not temporary: the commit's rejects partition is prepared on another connection.
+      if (!this.rejectsKept) await conn.run(`CREATE OR REPLACE TABLE ${this.rejectsTable} AS SELECT * FROM ${out.rejects} LIMIT 0`);
+      this.rejectsKept = true;
+      await conn.run(`INSERT INTO ${this.rejectsTable} SELECT * FROM ${out.rejects}`);
+    }
   }
 
   /**

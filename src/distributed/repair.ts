@@ -76,16 +76,24 @@ export async function repairDistributed(
     ...(opts.now ? { now: opts.now } : {}),
     ...(opts.env ? { env: opts.env } : {}),
   });
-  const ledger = await openCatalog(opts.catalog);
+  // Its enqueue's head lookup counts, as a local repair's run counts its head pin.
+  return {
+    runId: enqueued.runId,
+    status: worked.status,
+    requests: worked.requests + enqueued.requests,
+    snapshots: await runSnapshots(opts.catalog, enqueued.runId),
+  };
+}
+
+/** The snapshots that committed a run's windows, oldest first. */
+async function runSnapshots(catalogUrl: string, runId: string): Promise<number[]> {
+  const ledger = await openCatalog(catalogUrl);
   try {
-    const snapshots = (
-      await ledger.client.query(
-        `SELECT DISTINCT snapshot_id FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND snapshot_id IS NOT NULL ORDER BY snapshot_id`,
-        [enqueued.runId],
-      )
-    ).rows.map((r) => Number(r.snapshot_id));
-    // Its enqueue's head lookup counts, as a local repair's run counts its head pin.
-    return { runId: enqueued.runId, status: worked.status, requests: worked.requests + enqueued.requests, snapshots };
+    const rows = await ledger.client.query(
+      `SELECT DISTINCT snapshot_id FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND snapshot_id IS NOT NULL ORDER BY snapshot_id`,
+      [runId],
+    );
+    return rows.rows.map((r) => Number(r.snapshot_id));
   } finally {
     await ledger.client.end().catch(() => undefined);
   }

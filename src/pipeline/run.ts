@@ -153,18 +153,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       ...startRecord,
       requestUsage: spend.usage(),
     }));
-    const fetched = await fetchWindows(prepared.windows, {
-      job,
-      clients,
-      staging,
-      live: stages.live,
-      log,
-      transformerFor: stages.transformerFor,
-      quota: spend.quota,
-      signal: opts.signal,
-      windowRows: opts.windowRows,
-      onFetched: (outcome) => stages.committer.add(outcome),
-    });
+    const fetched = await fetchPlanned(job, opts, { prepared, clients, staging, stages, quota: spend.quota, log });
     const report = await commitAll(job, ctx, { prepared, fetched, stages, runAcct, spend, interrupted: opts.signal?.aborted === true });
     if (stages.decoder) report.decoded = await stages.decoder.finish(report);
     logKept(report, log);
@@ -259,6 +248,27 @@ interface RunStages {
   transformerFor(def: DatasetDef): RowTransformer;
   decoder: RunDecoder | undefined;
   committer: BatchCommitter;
+}
+
+/** The planned windows fetched, each handed to the committer as it is fetched. */
+function fetchPlanned(
+  job: Job,
+  opts: RunOptions,
+  parts: { prepared: Prepared; clients: Clients; staging: string; stages: RunStages; quota: RequestQuota | undefined; log: Logger },
+): Promise<Fetched> {
+  const { stages } = parts;
+  return fetchWindows(parts.prepared.windows, {
+    job,
+    clients: parts.clients,
+    staging: parts.staging,
+    live: stages.live,
+    log: parts.log,
+    transformerFor: stages.transformerFor,
+    quota: parts.quota,
+    signal: opts.signal,
+    windowRows: opts.windowRows,
+    onFetched: (outcome) => stages.committer.add(outcome),
+  });
 }
 
 /** The run's stages, once its windows are planned and its start recorded (`interim`: its start record as of now). */
