@@ -271,6 +271,8 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
       const quotaDb = await pg.database();
       const quotaStore = path.join(tmp.dir, 'requests-store');
       sim.resetStats();
+      // The quota's day is the UTC day the database sees: the spent-day check below holds only within one day.
+      const day = new Date().toISOString().slice(0, 10);
       // The enqueuing host's key is the account `main`'s, as the worker's.
       const enqueued = await enqueueJob(parseJob(doc, 'requests', process.env), doc, {
         catalog: quotaDb.url,
@@ -299,6 +301,8 @@ describe('every command chooses the lake by the same rule (CLI, real PostgreSQL)
       expect(local).toEqual({ ...dist, accounts: ['simulator'] });
 
       // With the account's day spent, enqueue sends nothing and plans nothing, as a local run at its quota does not start.
+      // (Across 00:00 UTC the day spent is yesterday's, and today's quota is whole: nothing to check then.)
+      if (new Date().toISOString().slice(0, 10) !== day) return;
       sim.resetStats();
       const spent = { ...doc, dailyRequestQuota: distSent };
       await expect(
