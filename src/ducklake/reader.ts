@@ -530,21 +530,7 @@ export function scanSql(
         }}`,
     )
     .join(', ')}}`;
-  for (const f of files) {
-    if (f.mappingId !== null) {
-      throw new DuckLakeError(`${where}: data file ${f.dataFileId} maps columns by name (mapping_id ${f.mappingId}); chainlake reads field-id files only`);
-    }
-    if (f.partialMax !== null && snapshot < f.partialMax) {
-      throw new DuckLakeError(
-        `${where}: data file ${f.dataFileId} holds rows of several snapshots (partial_max ${f.partialMax}); reading it at ${snapshot} is not supported`,
-      );
-    }
-    if (f.deleteFile && f.deleteFile.format !== 'parquet') {
-      throw new DuckLakeError(
-        `${where}: delete file ${f.deleteFile.deleteFileId} has format '${f.deleteFile.format}'; chainlake reads parquet delete files only`,
-      );
-    }
-  }
+  for (const f of files) checkReadable(f, where, snapshot);
   const whole = files.filter((f) => !f.deleteFile && f.inlinedDeletes.length === 0);
   if (whole.length) parts.unshift(`SELECT ${select} FROM read_parquet([${whole.map((f) => sqlString(f.path)).join(', ')}], schema = ${schemaMap})`);
   for (const f of files.filter((x) => x.deleteFile || x.inlinedDeletes.length)) {
@@ -558,6 +544,23 @@ export function scanSql(
     );
   }
   return parts.join('\nUNION ALL\n');
+}
+
+/** Refuses a data file this reader cannot read as the spec says (name-mapped columns, rows of several snapshots, a delete file not in Parquet). */
+function checkReadable(f: DataFile, where: string, snapshot: number): void {
+  if (f.mappingId !== null) {
+    throw new DuckLakeError(`${where}: data file ${f.dataFileId} maps columns by name (mapping_id ${f.mappingId}); chainlake reads field-id files only`);
+  }
+  if (f.partialMax !== null && snapshot < f.partialMax) {
+    throw new DuckLakeError(
+      `${where}: data file ${f.dataFileId} holds rows of several snapshots (partial_max ${f.partialMax}); reading it at ${snapshot} is not supported`,
+    );
+  }
+  if (f.deleteFile && f.deleteFile.format !== 'parquet') {
+    throw new DuckLakeError(
+      `${where}: delete file ${f.deleteFile.deleteFileId} has format '${f.deleteFile.format}'; chainlake reads parquet delete files only`,
+    );
+  }
 }
 
 export interface TableScan {
