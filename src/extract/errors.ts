@@ -111,10 +111,10 @@ export function unreachableOrigin(e: unknown): string | undefined {
   return undefined;
 }
 
-/** The hint for an API nothing answers at: the settings that name its address. */
 /** What to do about a key the API refuses (HTTP 401/403). */
 export const REFUSED_HINT = 'the API refused the key: set CHAINLAKE_API_KEY (or the job\'s "apiKey") to a valid key for this API';
 
+/** The hint for an API nothing answers at: the settings that name its address. */
 export const UNREACHABLE_HINT =
   'check the API address: CHAINLAKE_MAINNET_URL, CHAINLAKE_TESTNET_URL or CHAINLAKE_FINANCE_URL (or the job\'s "endpoints"), and that this machine can reach it; the lake was not changed';
 
