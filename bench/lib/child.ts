@@ -17,7 +17,7 @@ export interface ChildResult {
 }
 
 /** utime + stime of a process from /proc/<pid>/stat, in seconds (clock ticks of 1/100 s on Linux). */
-async function cpuOf(pid: number): Promise<number | undefined> {
+export async function cpuOf(pid: number): Promise<number | undefined> {
   try {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

@@ -3,7 +3,7 @@
 import path from 'node:path';
 import { readFile } from 'node:fs/promises';
 import type { RunReport } from '../../src/pipeline/report.js';
-import { runChainlake, type ChildResult } from './child.js';
+import { cpuOf, runChainlake, type ChildResult } from './child.js';
 import type { SimProcess } from './simproc.js';
 import { jobDoc, writeJob, type JobOptions, type Workload } from './workload.js';
 
@@ -13,6 +13,8 @@ export interface ExportRun {
   lake: string;
   /** Server-side requests and 429s during the run, and when requests were seen (polled every 25 ms). */
   server: { requests: number; rateLimited: number; rows: number; firstAt: number; lastAt: number; requestsInSpan: number };
+  /** CPU seconds the simulator's process used while the export ran (0 where /proc is not available). */
+  serverCpuSeconds: number;
 }
 
 export async function runExport(sim: SimProcess, w: Workload, dir: string, opts: Omit<JobOptions, 'lake'> & { extraArgs?: string[] } = {}): Promise<ExportRun> {
@@ -21,6 +23,7 @@ export async function runExport(sim: SimProcess, w: Workload, dir: string, opts:
   const reportFile = path.join(dir, 'report.json');
   await writeJob(jobFile, jobDoc(sim.info, w, { ...opts, lake }));
   const before = await sim.stats();
+  const serverCpuBefore = await cpuOf(sim.pid);
   // Poll the server's counters to time the fetch phase alone (first to last request) for rate figures.
   let polling = true;
   let firstAt = 0,
@@ -48,6 +51,7 @@ export async function runExport(sim: SimProcess, w: Workload, dir: string, opts:
   polling = false;
   await poller;
   const after = await sim.stats();
+  const serverCpuAfter = await cpuOf(sim.pid);
   if (child.code !== 0) throw new Error(`bench: chainlake run exited with ${child.code}\n${child.stdout}\n${child.stderr}`);
   const report = JSON.parse(await readFile(reportFile, 'utf8')) as RunReport;
   return {
@@ -62,6 +66,7 @@ export async function runExport(sim: SimProcess, w: Workload, dir: string, opts:
       lastAt,
       requestsInSpan: lastReq - firstReq,
     },
+    serverCpuSeconds: serverCpuBefore === undefined || serverCpuAfter === undefined ? 0 : serverCpuAfter - serverCpuBefore,
   };
 }
 
