@@ -15,22 +15,16 @@ const indexedOf = (p: AbiParameter): boolean => (p as { indexed?: boolean }).ind
 
 /** The staged JSON type of each column a source writes (`__pos` is the batch position). */
 export function stagedSpec(s: EventSource): Record<string, string> {
-  const out: Record<string, string> = { __row: 'BIGINT', __pos: 'INTEGER' };
-  s.event.inputs.forEach((p, i) => {
-    const t = s.targets[i]!;
-    if (indexedOf(p) && isDynamicOrComposite(p)) {
-      out[t.column] = 'VARCHAR';
-      return;
-    }
-    const q = t.explode ? elementOf(p) : p;
-    out[t.column] = t.text ? 'VARCHAR' : duckType(q, true);
-    if (!t.text && hasWide(q)) out[`${t.column}_raw`] = 'VARCHAR';
-  });
-  return out;
+  return { __row: 'BIGINT', __pos: 'INTEGER', ...columnTypes(s, true) };
 }
 
 /** The lake type of each staged column (what it is cast to). */
 export function finalTypes(s: EventSource): Record<string, string> {
+  return columnTypes(s, false);
+}
+
+/** Each event column's type, staged or final (see duckType), with the `_raw` companion of a wide one. */
+function columnTypes(s: EventSource, staged: boolean): Record<string, string> {
   const out: Record<string, string> = {};
   s.event.inputs.forEach((p, i) => {
     const t = s.targets[i]!;
@@ -39,7 +33,7 @@ export function finalTypes(s: EventSource): Record<string, string> {
       return;
     }
     const q = t.explode ? elementOf(p) : p;
-    out[t.column] = t.text ? 'VARCHAR' : duckType(q);
+    out[t.column] = t.text ? 'VARCHAR' : duckType(q, staged);
     if (!t.text && hasWide(q)) out[`${t.column}_raw`] = 'VARCHAR';
   });
   return out;

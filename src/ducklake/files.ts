@@ -36,7 +36,11 @@ interface TableFolders {
 export async function catalogFiles(db: CatalogDb, dataPath: string): Promise<CatalogFile[]> {
   const folders = await tableFolders(db, dataPath);
   const partitions = await partitionValues(db);
-  return [...(await dataFiles(db, folders, partitions)), ...(await deleteFiles(db, folders, partitions)), ...(await scheduledFiles(db, dataPath))];
+  return [
+    ...(await tableFiles(db, 'data', folders, partitions)),
+    ...(await tableFiles(db, 'delete', folders, partitions)),
+    ...(await scheduledFiles(db, dataPath)),
+  ];
 }
 
 async function tableFolders(db: CatalogDb, dataPath: string): Promise<TableFolders> {
@@ -67,38 +71,31 @@ async function partitionValues(db: CatalogDb): Promise<Map<number, string[]>> {
   return partitions;
 }
 
-async function dataFiles(db: CatalogDb, folders: TableFolders, partitions: ReadonlyMap<number, string[]>): Promise<CatalogFile[]> {
-  const rows = await db.query(
-    `SELECT data_file_id, table_id, path, path_is_relative, record_count, begin_snapshot, end_snapshot FROM ducklake_data_file ORDER BY data_file_id`,
-  );
-  return rows.map((r) => {
-    const tableId = Number(r.table_id);
-    return {
-      kind: 'data',
-      dataFileId: Number(r.data_file_id),
-      table: folders.tableOf.get(tableId)?.name ?? null,
-      location: locate(folders, tableId, r.path, r.path_is_relative),
-      rows: num(r.record_count),
-      beginSnapshot: num(r.begin_snapshot),
-      endSnapshot: num(r.end_snapshot),
-      partition: partitions.get(Number(r.data_file_id)) ?? [],
-    };
-  });
-}
+/** Where each kind of a table's files is listed, and which of its columns counts rows. */
+const TABLE_FILES = {
+  data: { table: 'ducklake_data_file', count: 'record_count', order: 'data_file_id' },
+  delete: { table: 'ducklake_delete_file', count: 'delete_count', order: 'delete_file_id' },
+} as const;
 
-/** Delete files, each with its data file's partition values. */
-async function deleteFiles(db: CatalogDb, folders: TableFolders, partitions: ReadonlyMap<number, string[]>): Promise<CatalogFile[]> {
+/** Data files, or delete files (each with its data file's partition values). */
+async function tableFiles(
+  db: CatalogDb,
+  kind: keyof typeof TABLE_FILES,
+  folders: TableFolders,
+  partitions: ReadonlyMap<number, string[]>,
+): Promise<CatalogFile[]> {
+  const { table, count, order } = TABLE_FILES[kind];
   const rows = await db.query(
-    `SELECT data_file_id, table_id, path, path_is_relative, delete_count, begin_snapshot, end_snapshot FROM ducklake_delete_file ORDER BY delete_file_id`,
+    `SELECT data_file_id, table_id, path, path_is_relative, ${count} AS file_rows, begin_snapshot, end_snapshot FROM ${table} ORDER BY ${order}`,
   );
   return rows.map((r) => {
     const tableId = Number(r.table_id);
     return {
-      kind: 'delete',
+      kind,
       dataFileId: num(r.data_file_id),
       table: folders.tableOf.get(tableId)?.name ?? null,
       location: locate(folders, tableId, r.path, r.path_is_relative),
-      rows: num(r.delete_count),
+      rows: num(r.file_rows),
       beginSnapshot: num(r.begin_snapshot),
       endSnapshot: num(r.end_snapshot),
       partition: partitions.get(Number(r.data_file_id)) ?? [],

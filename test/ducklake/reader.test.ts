@@ -1,3 +1,5 @@
+import { readdirSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -12,6 +14,7 @@ import {
   scanSql,
 } from '../../src/ducklake/reader.js';
 import { initialiseCatalog } from '../../src/ducklake/ddl.js';
+import { catalogFiles } from '../../src/ducklake/files.js';
 import { writeDataFile } from '../../src/ducklake/data-file.js';
 import { commitFiles, createTable } from '../../src/ducklake/writer.js';
 import { FIXTURES, gunzipFixture, migrateToV10, openCatalogFile, tempDir, type OpenCatalog } from './helpers.js';
@@ -21,8 +24,9 @@ describe('DuckLake reader on the reference extension catalogs', () => {
   let cleanup: () => Promise<void>;
   const opened: OpenCatalog[] = [];
 
-  async function fixture(rel: string): Promise<OpenCatalog> {
-    const file = await gunzipFixture(rel, dir);
+  /** A fixture's catalog, migrated, in `into` (a catalog another test of this file opened stays as it is). */
+  async function fixture(rel: string, into = dir): Promise<OpenCatalog> {
+    const file = await gunzipFixture(rel, into);
     const cat = await openCatalogFile(file);
     opened.push(cat);
     await migrateToV10(cat.conn);
@@ -70,6 +74,36 @@ describe('DuckLake reader on the reference extension catalogs', () => {
     expect((await resolveSnapshot(cat.catalog, { time: new Date(snaps[2]!.snapshotTime.getTime() + 1) })).snapshotId).toBe(2);
     await expect(resolveSnapshot(cat.catalog, { time: new Date(snaps[0]!.snapshotTime.getTime() - 60_000) })).rejects.toThrow(/no snapshot.*at or before/);
     await expect(resolveSnapshot(cat.catalog, { snapshot: 7 })).rejects.toThrow(/snapshot 7 does not exist/);
+  });
+
+  it("names delete_ignore_extra_columns' data file and the delete file of it, at their places: every file of its folder (none is an orphan)", async () => {
+    const cat = await fixture('iceberg_deletes/delete_ignore_extra_columns.db.gz', await mkdtemp(path.join(dir, 'files-')));
+    const folder = path.join(FIXTURES, 'iceberg_deletes', 'delete_ignore_extra_columns', 'main', 'test');
+    const files = await catalogFiles(cat.catalog, path.join(FIXTURES, 'iceberg_deletes', 'delete_ignore_extra_columns'));
+    const both = { table: 'test', endSnapshot: null, partition: [] };
+    expect(files).toEqual([
+      {
+        ...both,
+        kind: 'data',
+        dataFileId: 0,
+        location: path.join(folder, 'ducklake-01995275-3c88-7aa3-b5a9-9e6279d52d97.parquet'),
+        rows: 100,
+        beginSnapshot: 1,
+      },
+      {
+        ...both,
+        kind: 'delete',
+        dataFileId: 0,
+        location: path.join(folder, 'ducklake-01995275-4693-7c2b-bde2-2a1abf7df260-delete.parquet'),
+        rows: 9,
+        beginSnapshot: 2,
+      },
+    ]);
+    expect(files.map((f) => f.location).sort()).toEqual(
+      readdirSync(folder)
+        .map((f) => path.join(folder, f))
+        .sort(),
+    );
   });
 
   it('lists schemas, tables and columns at the newest and at earlier snapshots (v04-dev1_types, 1.0 layout)', async () => {

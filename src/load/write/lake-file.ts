@@ -63,16 +63,8 @@ export async function copyLakeFile(
 }
 
 /** copyLakeFile, then measureLakeFiles of that one file. */
-export async function writeLakeFile(
-  conn: DuckDBConnection,
-  t: LakeTableState,
-  shape: TableShape,
-  partition: { network: string; value: string },
-  select: string,
-  target: string,
-  order?: string,
-): Promise<LakeFile> {
-  const [file] = await measureLakeFiles(conn, [await copyLakeFile(conn, t, shape, partition, select, target, order)]);
+export async function writeLakeFile(...args: Parameters<typeof copyLakeFile>): Promise<LakeFile> {
+  const [file] = await measureLakeFiles(args[0], [await copyLakeFile(...args)]);
   return file!;
 }
 
