@@ -10,11 +10,12 @@
  */
 import type { CatalogDb } from '../../ducklake/catalog-db.js';
 import { ChainlakeError } from '../../errors.js';
+import { ledgerTableName } from './schema.js';
 
 export const BLOCK_TIMES_TABLE = 'block_times';
 
 /** The table's name, under `schema` when one is given. */
-export const blockTimesTable = (schema: string | undefined): string => (schema ? `${schema}.${BLOCK_TIMES_TABLE}` : BLOCK_TIMES_TABLE);
+export const blockTimesTable = (schema: string | undefined): string => ledgerTableName(schema, BLOCK_TIMES_TABLE);
 
 /** The table's DDL; `schema` is the schema it lives in (none: the database's default). */
 export function blockTimesLedgerDdl(schema?: string): string[] {
@@ -52,7 +53,7 @@ export function ledgerBlockTimes(db: CatalogDb, runId: string, schema?: string):
       // run, or by hand). The control plane no longer holds the run as this worker sees it: the window fails, coded.
       if (held === undefined)
         throw new ChainlakeError(
-          `block ${block}: its time was recorded in ${table} for run ${runId} and cannot be read back: the run's times were deleted meanwhile (the run closed, or its rows removed)`,
+          `block ${block}: its time was recorded in ${schema ? `${schema}.` : ''}${BLOCK_TIMES_TABLE} for run ${runId} and cannot be read back: the run's times were deleted meanwhile (the run closed, or its rows removed)`,
           { code: 'CHAINLAKE_CONTROL_PLANE' },
         );
       return held;

@@ -4,12 +4,11 @@
  * compaction, a rebuild) knows their natural key, order and partition without the job that declared them. A commit
  * declares its tables in its own transaction.
  */
-import { ident } from '../../ducklake/ddl.js';
 import { lakeShapes, type DeclaredTable, type TableShape } from '../schema.js';
-import { sqlType } from './schema.js';
+import { ledgerTableName, sqlType } from './schema.js';
 import type { Ledger } from './windows.js';
 
-const tableOf = (ledger: Ledger): string => (ledger.schema ? `${ident(ledger.schema)}.declared_tables` : 'declared_tables');
+const tableOf = (ledger: Ledger): string => ledgerTableName(ledger.schema, 'declared_tables');
 
 /** Declares `tables` (a table declared again takes its new declaration: a decode spec's newer columns). */
 export async function declareTables(ledger: Ledger, tables: readonly DeclaredTable[]): Promise<void> {

@@ -5,8 +5,8 @@
  * run records its head and network in its report (JSON), a distributed one in the runs table's own columns: each
  * statement reads whichever the row has.
  */
-import { ident } from '../../ducklake/ddl.js';
 import type { Ledger } from './windows.js';
+import { ledgerTableName } from './schema.js';
 
 /** Identity of a window across runs: the same dataset, network, scope and block range. */
 export const windowKey = (dataset: string, network: string, scope: string, from: number | null, to: number | null): string =>
@@ -32,7 +32,7 @@ export interface PlanningState {
   lastHead?: number;
 }
 
-const table = (l: Ledger, name: string): string => (l.schema ? `${ident(l.schema)}.${ident(name)}` : ident(name));
+const table = (l: Ledger, name: string): string => ledgerTableName(l.schema, name);
 
 /** A run's head and network, from its columns (distributed) or its report (one machine). */
 const RUN_HEAD = `COALESCE(head, CAST(report ->> 'head' AS BIGINT))`;

@@ -7,6 +7,7 @@
  */
 import type { CatalogDb, CatalogValue } from '../../ducklake/catalog-db.js';
 import type { RequestRecord } from '../../extract/request-log.js';
+import { ledgerTableName } from './schema.js';
 
 export const REQUESTS_TABLE = 'requests';
 
@@ -37,7 +38,7 @@ export function requestsLedgerDdl(schema?: string): string[] {
   return [`CREATE TABLE IF NOT EXISTS ${qualified(schema)} (${REQUESTS_COLUMNS.map((c) => `${c.name} ${c.type}`).join(', ')})`];
 }
 
-const qualified = (schema: string | undefined): string => (schema ? `${schema}.${REQUESTS_TABLE}` : REQUESTS_TABLE);
+const qualified = (schema: string | undefined): string => ledgerTableName(schema, REQUESTS_TABLE);
 
 /** A window's calls, as the ledger records them. */
 export interface WindowRequests {

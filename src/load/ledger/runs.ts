@@ -4,8 +4,7 @@
  * records itself here as it starts and with each commit; a run that is no export (`chainlake decode`) records
  * itself here on either kind of lake.
  */
-import { ident } from '../../ducklake/ddl.js';
-import { sqlType } from './schema.js';
+import { ledgerTableName, sqlType } from './schema.js';
 import type { Ledger } from './windows.js';
 
 export interface RunRecord {
@@ -37,7 +36,7 @@ function reportFacts(report: unknown): [string | null, number | null, number | n
  * network, head and range once known stay too: a final report need not repeat them).
  */
 export async function recordRun(ledger: Ledger, run: RunRecord): Promise<void> {
-  const table = ledger.schema ? `${ident(ledger.schema)}.runs` : 'runs';
+  const table = ledgerTableName(ledger.schema, 'runs');
   const kept = ['network', 'head', 'range_from', 'range_to'].map((c) => `${c} = COALESCE(EXCLUDED.${c}, ${table}.${c})`).join(', ');
   await ledger.db.query(
     `INSERT INTO ${table} (run_id, job, started_at, finished_at, status, report, network, head, range_from, range_to)

@@ -206,7 +206,8 @@ export function ledgerTable(name: string): LedgerTable {
   return t;
 }
 
-const qualified = (schema: string | undefined, name: string): string => (schema ? `${ident(schema)}.${ident(name)}` : ident(name));
+/** A ledger table's name in SQL: in `schema` (PostgreSQL's control plane) or the catalog's default schema. */
+export const ledgerTableName = (schema: string | undefined, name: string): string => (schema ? `${ident(schema)}.${ident(name)}` : ident(name));
 
 /**
  * A column's default in `dialect`. DuckDB gets literal defaults only: replaying a write-ahead log that alters a table
@@ -230,7 +231,7 @@ export function ledgerDdl(dialect: Dialect, schema?: string, tables: readonly Le
   for (const t of tables) {
     const cols = t.columns.map((col) => columnDdl(dialect, col));
     if (t.primaryKey) cols.push(`PRIMARY KEY (${t.primaryKey.map(ident).join(', ')})`);
-    out.push(`CREATE TABLE IF NOT EXISTS ${qualified(schema, t.name)} (${cols.join(', ')})`);
+    out.push(`CREATE TABLE IF NOT EXISTS ${ledgerTableName(schema, t.name)} (${cols.join(', ')})`);
   }
   out.push(...indexDdl(schema, tables));
   return out;
@@ -240,7 +241,8 @@ function indexDdl(schema: string | undefined, tables: readonly LedgerTable[]): s
   // An index's name is schema-local in both engines: it is created in the table's schema.
   return tables.flatMap((t) =>
     (t.indexes ?? []).map(
-      (i) => `CREATE ${i.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${ident(i.name)} ON ${qualified(schema, t.name)} (${i.columns.map(ident).join(', ')})`,
+      (i) =>
+        `CREATE ${i.unique ? 'UNIQUE ' : ''}INDEX IF NOT EXISTS ${ident(i.name)} ON ${ledgerTableName(schema, t.name)} (${i.columns.map(ident).join(', ')})`,
     ),
   );
 }
@@ -250,8 +252,8 @@ export function ledgerComments(schema?: string): string[] {
   const literal = (s: string) => `'${s.replace(/'/g, "''")}'`;
   const out: string[] = [];
   for (const t of LEDGER_TABLES) {
-    out.push(`COMMENT ON TABLE ${qualified(schema, t.name)} IS ${literal(t.doc)}`);
-    for (const col of t.columns) out.push(`COMMENT ON COLUMN ${qualified(schema, t.name)}.${ident(col.name)} IS ${literal(col.doc)}`);
+    out.push(`COMMENT ON TABLE ${ledgerTableName(schema, t.name)} IS ${literal(t.doc)}`);
+    for (const col of t.columns) out.push(`COMMENT ON COLUMN ${ledgerTableName(schema, t.name)}.${ident(col.name)} IS ${literal(col.doc)}`);
   }
   return out;
 }
@@ -288,7 +290,7 @@ export async function migrateLedger(db: CatalogDb, schema?: string): Promise<str
   for (const t of LEDGER_TABLES) {
     const cols = new Map(found.filter((f) => f.table === t.name).map((f) => [f.column, f]));
     if (cols.size === 0) continue; // created below
-    const table = qualified(schema, t.name);
+    const table = ledgerTableName(schema, t.name);
     for (const col of t.columns) {
       let have = cols.get(col.name);
       if (!have && col.renamedFrom && cols.has(col.renamedFrom)) {
@@ -315,7 +317,7 @@ export async function migrateLedger(db: CatalogDb, schema?: string): Promise<str
       const drop = key ? `DROP CONSTRAINT ${ident(key.name)}, ` : '';
       await run(`ALTER TABLE ${table} ${drop}ADD PRIMARY KEY (${t.primaryKey.map(ident).join(', ')})`);
     }
-    for (const i of t.droppedIndexes ?? []) await db.query(`DROP INDEX IF EXISTS ${qualified(schema, i)}`);
+    for (const i of t.droppedIndexes ?? []) await db.query(`DROP INDEX IF EXISTS ${ledgerTableName(schema, i)}`);
   }
   for (const sql of ledgerDdl(db.dialect, schema)) await db.query(sql);
   return done;

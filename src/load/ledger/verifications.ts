@@ -5,9 +5,10 @@
  * control plane's schema).
  */
 import type { CatalogDb } from '../../ducklake/catalog-db.js';
+import { ledgerTableName } from './schema.js';
 
 /** The table's name under `schema` (`''`: the catalog's default schema, as a local lake has it). */
-export const verificationsTable = (schema: string): string => (schema ? `${schema}.verifications` : 'verifications');
+export const verificationsTable = (schema: string): string => ledgerTableName(schema, 'verifications');
 
 /** The table's DDL under `schema`. */
 export function verificationsDdl(schema: string): string {

@@ -4,9 +4,9 @@
  * scope's mark, computes the new one (pipeline/committer.ts `advanceWatermark`) and raises it here in the transaction
  * that commits the windows below it. A mark is never lowered: two commits racing on one scope keep the higher.
  */
-import { ident } from '../../ducklake/ddl.js';
 import type { BlockRange } from '../../extract/pager.js';
 import type { Ledger } from './windows.js';
+import { ledgerTableName } from './schema.js';
 
 /** A scope's watermark: the highest block committed without a gap below it. */
 export interface WatermarkRecord {
@@ -16,7 +16,7 @@ export interface WatermarkRecord {
   block: number;
 }
 
-const table = (l: Ledger): string => (l.schema ? `${ident(l.schema)}.watermarks` : 'watermarks');
+const table = (l: Ledger): string => ledgerTableName(l.schema, 'watermarks');
 
 /**
  * A scope's mark, or undefined when it has none. With `lock`, the row stays locked until the transaction ends (on

@@ -14,6 +14,7 @@
 import type { CatalogDb, CatalogValue } from '../../ducklake/catalog-db.js';
 import { ident } from '../../ducklake/ddl.js';
 import { ChainlakeError } from '../../errors.js';
+import { ledgerTableName } from './schema.js';
 
 /** Every state a window can be in. A new state is added here and in TRANSITIONS. */
 export const WINDOW_STATES = ['queued', 'fetched', 'committed', 'provisional', 'failed'] as const;
@@ -46,7 +47,7 @@ export interface WindowKey {
   windowId: string;
 }
 
-const table = (l: Ledger): string => (l.schema ? `${ident(l.schema)}.windows` : 'windows');
+const table = (l: Ledger): string => ledgerTableName(l.schema, 'windows');
 
 /** Thrown for a transition the state machine does not have (a program error, or a window changed meanwhile by hand). */
 export class WindowTransitionError extends ChainlakeError {
