@@ -520,47 +520,12 @@ class Scanner {
       case 0x22:
         this.string();
         return;
-      case 0x7b: {
-        if (depth >= MAX_DEPTH) throw REFUSED;
-        this.p++;
-        this.ws();
-        if (this.b[this.p] === 0x7d) {
-          this.p++;
-          return;
-        }
-        for (;;) {
-          if (this.b[this.p] !== 0x22) throw REFUSED;
-          this.string();
-          this.ws();
-          this.expect(0x3a);
-          this.ws();
-          this.value(depth + 1);
-          this.ws();
-          const d = this.b[this.p];
-          this.p++;
-          if (d === 0x2c) this.ws();
-          else if (d === 0x7d) return;
-          else throw REFUSED;
-        }
-      }
-      case 0x5b: {
-        if (depth >= MAX_DEPTH) throw REFUSED;
-        this.p++;
-        this.ws();
-        if (this.b[this.p] === 0x5d) {
-          this.p++;
-          return;
-        }
-        for (;;) {
-          this.value(depth + 1);
-          this.ws();
-          const d = this.b[this.p];
-          this.p++;
-          if (d === 0x2c) this.ws();
-          else if (d === 0x5d) return;
-          else throw REFUSED;
-        }
-      }
+      case 0x7b:
+        this.object(depth);
+        return;
+      case 0x5b:
+        this.array(depth);
+        return;
       case 0x74:
         this.literal(TRUE_BYTES);
         return;
@@ -574,6 +539,54 @@ class Scanner {
         if (c === 0x2d || isDigit(c)) this.number();
         else throw REFUSED;
     }
+  }
+
+  /** An object at `p` (its `{`) inside a value, `depth` levels down: checked and skipped. */
+  private object(depth: number): void {
+    if (depth >= MAX_DEPTH) throw REFUSED;
+    this.p++;
+    this.ws();
+    if (this.b[this.p] === 0x7d) {
+      this.p++;
+      return;
+    }
+    for (;;) {
+      if (this.b[this.p] !== 0x22) throw REFUSED;
+      this.string();
+      this.ws();
+      this.expect(0x3a);
+      this.ws();
+      this.value(depth + 1);
+      if (this.endOfMember(0x7d)) return;
+    }
+  }
+
+  /** An array at `p` (its `[`) inside a value, `depth` levels down: checked and skipped. */
+  private array(depth: number): void {
+    if (depth >= MAX_DEPTH) throw REFUSED;
+    this.p++;
+    this.ws();
+    if (this.b[this.p] === 0x5d) {
+      this.p++;
+      return;
+    }
+    for (;;) {
+      this.value(depth + 1);
+      if (this.endOfMember(0x5d)) return;
+    }
+  }
+
+  /** After a member of an object or array: moves past `,` (false: another member follows) or `close` (true). */
+  private endOfMember(close: number): boolean {
+    this.ws();
+    const d = this.b[this.p];
+    this.p++;
+    if (d === 0x2c) {
+      this.ws();
+      return false;
+    }
+    if (d === close) return true;
+    throw REFUSED;
   }
 }
 
