@@ -375,9 +375,10 @@ class Scanner {
   }
 
   /**
-   * One entry of the list. The hot loop of the scanner, so positions live in locals: a key is first compared
-   * with the key at the same position of the previous entry (entries of a listing share their layout), and a
-   * string value is run over in one loop; anything less common goes through the general methods.
+   * One entry of the list. The hot loop of the scanner, so positions pass between its steps as arguments and
+   * results rather than through `this.p`: a key is first compared with the key at the same position of the
+   * previous entry (entries of a listing share their layout), and a string value is run over in one loop;
+   * anything less common goes through the general methods.
    */
   private entry(): void {
     const b = this.b;
@@ -387,13 +388,6 @@ class Scanner {
     const i = this.count;
     if (i === this.cap) this.grow();
     this.count++;
-    const nf = this.nf;
-    const base = i * nf;
-    const tags = this.tags,
-      spans = this.spans,
-      predicted = this.predicted,
-      keyBytes = this.keyBytes,
-      plainKey = this.plainKey;
     while (WS[b[p]!] === 1) p++;
     if (b[p] === 0x7d) {
       this.p = p + 1;
@@ -401,73 +395,7 @@ class Scanner {
     }
     for (let k = 0; ; k++) {
       if (b[p] !== 0x22) throw REFUSED;
-      const ks = p + 1;
-      let id = -1;
-      const guess = predicted[k];
-      if (guess !== undefined && plainKey[guess]) {
-        // Bytes equal to a key without `"`, `\` or control characters, then a quote: that very key.
-        const kb = keyBytes[guess]!;
-        const len = kb.length;
-        if (b[ks + len] === 0x22) {
-          let j = 0;
-          while (j < len && b[ks + j] === kb[j]) j++;
-          if (j === len) {
-            id = guess;
-            p = ks + len + 1;
-          }
-        }
-      }
-      if (id < 0) {
-        this.p = p;
-        const ke = this.string();
-        id = this.keyId(ks, ke, this.escaped, k);
-        p = this.p;
-      }
-      while (WS[b[p]!] === 1) p++;
-      if (b[p] !== 0x3a) throw REFUSED;
-      p++;
-      while (WS[b[p]!] === 1) p++;
-      if (id < nf) {
-        const slot = base + id;
-        if (tags[slot] !== ABSENT) throw REFUSED; // a repeated key
-        const c = b[p];
-        if (c === 0x22) {
-          const e = this.plainEnd(p + 1);
-          if (b[e] === 0x22) {
-            tags[slot] = STRING;
-            spans[2 * slot] = p + 1;
-            spans[2 * slot + 1] = e;
-            p = e + 1;
-          } else {
-            this.p = p;
-            const ve = this.string();
-            tags[slot] = this.escaped ? ESCAPED : STRING;
-            spans[2 * slot] = p + 1;
-            spans[2 * slot + 1] = ve;
-            p = this.p;
-          }
-        } else {
-          this.p = p;
-          if (c === 0x6e) {
-            this.literal(NULL_BYTES);
-            tags[slot] = NULL;
-          } else {
-            this.value(1);
-            tags[slot] = OTHER;
-            spans[2 * slot] = p;
-            spans[2 * slot + 1] = this.p;
-          }
-          p = this.p;
-        }
-      } else {
-        const u = id - nf;
-        if (this.seen[u] === i + 1) throw REFUSED; // a repeated key
-        this.seen[u] = i + 1;
-        this.unknown[u]!.entries++;
-        this.p = p;
-        this.value(1);
-        p = this.p;
-      }
+      p = this.member(p, i, k);
       while (WS[b[p]!] === 1) p++;
       const c = b[p];
       p++;
@@ -477,6 +405,84 @@ class Scanner {
         return;
       } else throw REFUSED;
     }
+  }
+
+  /** The member at `p` (its key's quote), the `k`th of entry `i`: its value located or skipped; returns its end. */
+  private member(p: number, i: number, k: number): number {
+    const b = this.b;
+    let id = this.predictedKey(p + 1, k);
+    if (id >= 0) p += this.keyBytes[id]!.length + 2;
+    else {
+      this.p = p;
+      const ke = this.string();
+      id = this.keyId(p + 1, ke, this.escaped, k);
+      p = this.p;
+    }
+    while (WS[b[p]!] === 1) p++;
+    if (b[p] !== 0x3a) throw REFUSED;
+    p++;
+    while (WS[b[p]!] === 1) p++;
+    return id < this.nf ? this.fieldValue(i * this.nf + id, p) : this.unknownValue(id - this.nf, i, p);
+  }
+
+  /**
+   * The id of the key at position `k` of the previous entry when the key whose content starts at `ks` is that very
+   * key, else -1: bytes equal to a key without `"`, `\` or control characters, then a quote, are that key.
+   */
+  private predictedKey(ks: number, k: number): number {
+    const guess = this.predicted[k];
+    if (guess === undefined || !this.plainKey[guess]) return -1;
+    const b = this.b;
+    const kb = this.keyBytes[guess]!;
+    const len = kb.length;
+    if (b[ks + len] !== 0x22) return -1;
+    for (let j = 0; j < len; j++) if (b[ks + j] !== kb[j]) return -1;
+    return guess;
+  }
+
+  /** The value at `p` of a field, at `slot` of the tags: located (tag and span); returns its end. */
+  private fieldValue(slot: number, p: number): number {
+    const b = this.b;
+    const tags = this.tags,
+      spans = this.spans;
+    if (tags[slot] !== ABSENT) throw REFUSED; // a repeated key
+    const c = b[p];
+    if (c === 0x22) {
+      const e = this.plainEnd(p + 1);
+      if (b[e] === 0x22) {
+        tags[slot] = STRING;
+        spans[2 * slot] = p + 1;
+        spans[2 * slot + 1] = e;
+        return e + 1;
+      }
+      this.p = p;
+      const ve = this.string();
+      tags[slot] = this.escaped ? ESCAPED : STRING;
+      spans[2 * slot] = p + 1;
+      spans[2 * slot + 1] = ve;
+      return this.p;
+    }
+    this.p = p;
+    if (c === 0x6e) {
+      this.literal(NULL_BYTES);
+      tags[slot] = NULL;
+    } else {
+      this.value(1);
+      tags[slot] = OTHER;
+      spans[2 * slot] = p;
+      spans[2 * slot + 1] = this.p;
+    }
+    return this.p;
+  }
+
+  /** The value at `p` of the `u`th unknown key, in entry `i`: counted and skipped; returns its end. */
+  private unknownValue(u: number, i: number, p: number): number {
+    if (this.seen[u] === i + 1) throw REFUSED; // a repeated key
+    this.seen[u] = i + 1;
+    this.unknown[u]!.entries++;
+    this.p = p;
+    this.value(1);
+    return this.p;
   }
 
   private literal(word: Uint8Array): void {
