@@ -375,10 +375,10 @@ class Scanner {
   }
 
   /**
-   * One entry of the list. The hot loop of the scanner, so positions pass between its steps as arguments and
-   * results rather than through `this.p`: a key is first compared with the key at the same position of the
-   * previous entry (entries of a listing share their layout), and a string value is run over in one loop;
-   * anything less common goes through the general methods.
+   * One entry of the list. The hot loop of the scanner, so positions live in locals and pass to its steps as
+   * arguments and results rather than through `this.p`: a key is first compared with the key at the same position
+   * of the previous entry (entries of a listing share their layout), and a plain string value is run over in one
+   * loop; anything less common goes through the general methods.
    */
   private entry(): void {
     const b = this.b;
@@ -388,6 +388,8 @@ class Scanner {
     const i = this.count;
     if (i === this.cap) this.grow();
     this.count++;
+    const nf = this.nf;
+    const base = i * nf;
     while (WS[b[p]!] === 1) p++;
     if (b[p] === 0x7d) {
       this.p = p + 1;
@@ -395,7 +397,18 @@ class Scanner {
     }
     for (let k = 0; ; k++) {
       if (b[p] !== 0x22) throw REFUSED;
-      p = this.member(p, i, k);
+      let id = this.predicted[k] ?? -1;
+      const ke = this.predictedKeyEnd(p + 1, id);
+      if (ke >= 0) p = ke;
+      else {
+        id = this.key(p, k);
+        p = this.p;
+      }
+      while (WS[b[p]!] === 1) p++;
+      if (b[p] !== 0x3a) throw REFUSED;
+      p++;
+      while (WS[b[p]!] === 1) p++;
+      p = id < nf ? this.fieldValue(base + id, p) : this.unknownValue(id - nf, i, p);
       while (WS[b[p]!] === 1) p++;
       const c = b[p];
       p++;
@@ -407,63 +420,55 @@ class Scanner {
     }
   }
 
-  /** The member at `p` (its key's quote), the `k`th of entry `i`: its value located or skipped; returns its end. */
-  private member(p: number, i: number, k: number): number {
-    const b = this.b;
-    let id = this.predictedKey(p + 1, k);
-    if (id >= 0) p += this.keyBytes[id]!.length + 2;
-    else {
-      this.p = p;
-      const ke = this.string();
-      id = this.keyId(p + 1, ke, this.escaped, k);
-      p = this.p;
-    }
-    while (WS[b[p]!] === 1) p++;
-    if (b[p] !== 0x3a) throw REFUSED;
-    p++;
-    while (WS[b[p]!] === 1) p++;
-    return id < this.nf ? this.fieldValue(i * this.nf + id, p) : this.unknownValue(id - this.nf, i, p);
-  }
-
   /**
-   * The id of the key at position `k` of the previous entry when the key whose content starts at `ks` is that very
-   * key, else -1: bytes equal to a key without `"`, `\` or control characters, then a quote, are that key.
+   * Just past the key whose content starts at `ks` when it is the key of id `guess` (the previous entry's at this
+   * position), else -1: bytes equal to a key without `"`, `\` or control characters, then a quote, are that key.
    */
-  private predictedKey(ks: number, k: number): number {
-    const guess = this.predicted[k];
-    if (guess === undefined || !this.plainKey[guess]) return -1;
+  private predictedKeyEnd(ks: number, guess: number): number {
+    if (guess < 0 || !this.plainKey[guess]) return -1;
     const b = this.b;
     const kb = this.keyBytes[guess]!;
     const len = kb.length;
     if (b[ks + len] !== 0x22) return -1;
     for (let j = 0; j < len; j++) if (b[ks + j] !== kb[j]) return -1;
-    return guess;
+    return ks + len + 1;
+  }
+
+  /** The key at `p` (its quote), the `k`th of its entry, read the general way: moves past it, returns its id. */
+  private key(p: number, k: number): number {
+    this.p = p;
+    const ke = this.string();
+    return this.keyId(p + 1, ke, this.escaped, k);
   }
 
   /** The value at `p` of a field, at `slot` of the tags: located (tag and span); returns its end. */
   private fieldValue(slot: number, p: number): number {
     const b = this.b;
-    const tags = this.tags,
-      spans = this.spans;
-    if (tags[slot] !== ABSENT) throw REFUSED; // a repeated key
-    const c = b[p];
-    if (c === 0x22) {
+    if (this.tags[slot] !== ABSENT) throw REFUSED; // a repeated key
+    if (b[p] === 0x22) {
       const e = this.plainEnd(p + 1);
       if (b[e] === 0x22) {
-        tags[slot] = STRING;
-        spans[2 * slot] = p + 1;
-        spans[2 * slot + 1] = e;
+        this.tags[slot] = STRING;
+        this.spans[2 * slot] = p + 1;
+        this.spans[2 * slot + 1] = e;
         return e + 1;
       }
-      this.p = p;
+    }
+    return this.otherFieldValue(slot, p);
+  }
+
+  /** As `fieldValue`, for any value but a string without escapes. */
+  private otherFieldValue(slot: number, p: number): number {
+    const tags = this.tags,
+      spans = this.spans;
+    const c = this.b[p];
+    this.p = p;
+    if (c === 0x22) {
       const ve = this.string();
       tags[slot] = this.escaped ? ESCAPED : STRING;
       spans[2 * slot] = p + 1;
       spans[2 * slot + 1] = ve;
-      return this.p;
-    }
-    this.p = p;
-    if (c === 0x6e) {
+    } else if (c === 0x6e) {
       this.literal(NULL_BYTES);
       tags[slot] = NULL;
     } else {
