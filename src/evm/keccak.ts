@@ -9,10 +9,15 @@ const RC_LO = new Uint32Array([
   0x00000001, 0x00008082, 0x0000808a, 0x80008000, 0x0000808b, 0x80000001, 0x80008081, 0x00008009, 0x0000008a, 0x00000088, 0x80008009, 0x8000000a, 0x8000808b,
   0x0000008b, 0x00008089, 0x00008003, 0x00008002, 0x00000080, 0x0000800a, 0x8000000a, 0x80008081, 0x00008080, 0x80000001, 0x80008008,
 ]);
-// Keccak-f[1600] with theta, rho, pi and chi unrolled over locals (constant rotations, no index arithmetic):
-// the EIP-55 case of every address a listing serves goes through here once, which made the old loop
-// version ~20 % of the simulator's CPU in a first pass over the whale. Lanes are (lo, hi) 32-bit halves.
-function keccakF(lo: Uint32Array, hi: Uint32Array): void {
+/**
+ * Keccak-f[1600] on lanes split into (lo, hi) 32-bit halves: 24 rounds of theta, rho, pi, chi and iota, with the
+ * first four unrolled over locals, so that every rotation is a constant shift and no lane goes back through an array
+ * between steps. It stays one long body, the exception to issue 35's small named steps, because it is hot: the
+ * simulator checksums (EIP-55) every address a listing serves through it, and the same permutation as a loop over
+ * rounds of named steps costs several times its CPU (bench/micro/keccak-rounds.ts, which imports it; figures in
+ * docs/performance.md, "Keccak-256"). test/evm.test.ts checks it against viem's keccak256 on random inputs.
+ */
+export function keccakF(lo: Uint32Array, hi: Uint32Array): void {
   for (let round = 0; round < 24; round++) {
     const c0l = lo[0]! ^ lo[5]! ^ lo[10]! ^ lo[15]! ^ lo[20]!,
       c0h = hi[0]! ^ hi[5]! ^ hi[10]! ^ hi[15]! ^ hi[20]!;

@@ -95,6 +95,27 @@ export function buildBody(endpoint: EndpointDef, scope: Record<string, string>):
   return body;
 }
 
+/** What every page of one endpoint and scope shares: resolved once, when the fetcher is built. */
+interface EndpointCall {
+  caller: ApiCaller;
+  endpoint: EndpointDef;
+  scope: Record<string, string>;
+  extraQuery: Query;
+  host: 'main' | 'alt';
+  path: string;
+  label: string;
+  /** A POST's JSON body. */
+  body: Record<string, unknown> | undefined;
+  baseMeta: Record<string, unknown>;
+  scan: ListScan | undefined;
+}
+
+/** What a call returned: the results, and for a GET the body they came from. */
+interface Answer {
+  results: unknown;
+  received?: CheckedBody;
+}
+
 /**
  * Builds the page fetcher of a declared endpoint (either API) for one scope: path, fixed, scope and job
  * query, body, block range and paging parameters, and the checks that a page really is a page. An
@@ -111,60 +132,80 @@ export function endpointPageFetcher(
   host: 'main' | 'alt' = 'main',
   scanFields?: { fields: readonly string[]; maxBytes?: number },
 ): PageFetcher {
-  const path = fillPath(endpoint.path, scope);
-  const label = endpointLabel(endpoint);
-  const body = endpoint.method === 'POST' ? buildBody(endpoint, scope) : undefined;
-  const baseMeta: Record<string, unknown> = { endpoint: endpoint.id, ...endpoint.meta };
-  const scan: ListScan | undefined =
-    scanFields && endpoint.method === 'GET' && endpoint.entriesAt.length > 0 ? { at: endpoint.entriesAt, ...scanFields } : undefined;
+  const call: EndpointCall = {
+    caller,
+    endpoint,
+    scope,
+    extraQuery,
+    host,
+    path: fillPath(endpoint.path, scope),
+    label: endpointLabel(endpoint),
+    body: endpoint.method === 'POST' ? buildBody(endpoint, scope) : undefined,
+    baseMeta: { endpoint: endpoint.id, ...endpoint.meta },
+    scan: scanFields && endpoint.method === 'GET' && endpoint.entriesAt.length > 0 ? { at: endpoint.entriesAt, ...scanFields } : undefined,
+  };
   return async (req: PageRequest, acct: Accounting): Promise<MetaPage> => {
-    let results: unknown;
-    let received: CheckedBody | undefined;
     // The window's lineage: one record per call, kept with the window's accounting (its `requests` rows).
     const record = newRequestRecord(endpoint.id);
     acct.calls.push(record);
+    let answer: Answer;
     try {
-      if (endpoint.method === 'POST') results = await caller.post(label, path, body, acct, record);
-      else {
-        received = await caller.getBody(label, path, pageQuery(endpoint, scope, extraQuery, req), acct, host, scan, record);
-        results = received.results;
-      }
+      answer = await send(call, req, acct, record);
     } catch (e) {
       if (!(e instanceof ApiError && isAbsence(endpoint, e))) throw e;
       acct.recordAbsent(e.details.reason);
-      return absentPage(record, req, baseMeta, e.details.apiMessage ?? null);
+      return absentPage(record, req, call.baseMeta, e.details.apiMessage ?? null);
     }
-    const absence = endpoint.absentWhen?.emptyResults ? emptyResultsOf(results, endpoint.entriesAt) : undefined;
+    const absence = endpoint.absentWhen?.emptyResults ? emptyResultsOf(answer.results, endpoint.entriesAt) : undefined;
     if (absence) {
       // A success envelope that says "nothing here" (an unverified contract on the real service: HTTP 200,
       // `results: {}` and a message) is the same fact as the refusal above, recorded the same way.
       acct.recordAbsent();
-      const message =
-        received?.message ?? (typeof (results as { message?: unknown } | null)?.message === 'string' ? (results as { message: string }).message : null);
-      return absentPage(record, req, baseMeta, message || absence);
+      return absentPage(record, req, call.baseMeta, messageOf(answer) || absence);
     }
-    if (results === null || typeof results !== 'object' || Array.isArray(results)) {
-      throw new ShapeError(label, path, `results is ${results === null ? 'null' : Array.isArray(results) ? 'an array' : typeof results}, expected an object`);
-    }
-    const r = results as Record<string, unknown>;
-    const raw = dig(r, endpoint.entriesAt);
-    // A scanned list stands in the results as `[]`: its entries are counted, and parsed only if read.
-    const list = received?.list && Array.isArray(raw) && raw.length === 0 ? received.list : undefined;
-    const entries = entriesOf(endpoint, raw, label, path);
-    const size = list ? list.count : entries.length;
-    record.rows = size;
-    const count = endpoint.paging.kind === 'none' ? size : listedCount(endpoint, r, size, label, path);
-    const meta = { ...baseMeta, found: true };
-    if (list) return scannedPage(received!, list, endpoint.entriesAt, { results: r, count, offset: req.offset, range: req.range, meta });
-    // The bytes stand for the entries only while the entries are the body's own list (not a single object
-    // wrapped in one), and only as valid UTF-8 (JSON.parse read a replacement character where they are not):
-    // then a consumer may stage the body as received instead of re-serialising the entries.
-    const rawPage =
-      received && entries === raw && received.resultsAt.length + endpoint.entriesAt.length > 0 && isUtf8(received.bytes)
-        ? { bytes: received.bytes, entriesAt: [...received.resultsAt, ...endpoint.entriesAt], entries }
-        : undefined;
-    return { entries, results: r, count, offset: req.offset, range: req.range, meta, raw: rawPage };
+    return resultsPage(call, answer, req, record);
   };
+}
+
+/** One call of the endpoint for a page: a POST with its body, or a GET with the page's query (and scan). */
+async function send(call: EndpointCall, req: PageRequest, acct: Accounting, record: RequestRecord): Promise<Answer> {
+  const { caller, endpoint, label, path } = call;
+  if (endpoint.method === 'POST') return { results: await caller.post(label, path, call.body, acct, record) };
+  const received = await caller.getBody(label, path, pageQuery(endpoint, call.scope, call.extraQuery, req), acct, call.host, call.scan, record);
+  return { results: received.results, received };
+}
+
+/** The envelope's message (or the results' own), if any. */
+function messageOf({ results, received }: Answer): string | null {
+  if (received?.message !== undefined) return received.message;
+  const m = (results as { message?: unknown } | null)?.message;
+  return typeof m === 'string' ? m : null;
+}
+
+/** A page of a success envelope's results, checked: its entries (or scanned list), their count, and its meta. */
+function resultsPage(call: EndpointCall, { results, received }: Answer, req: PageRequest, record: RequestRecord): MetaPage {
+  const { endpoint, label, path } = call;
+  if (results === null || typeof results !== 'object' || Array.isArray(results)) {
+    throw new ShapeError(label, path, `results is ${results === null ? 'null' : Array.isArray(results) ? 'an array' : typeof results}, expected an object`);
+  }
+  const r = results as Record<string, unknown>;
+  const raw = dig(r, endpoint.entriesAt);
+  // A scanned list stands in the results as `[]`: its entries are counted, and parsed only if read.
+  const list = received?.list && Array.isArray(raw) && raw.length === 0 ? received.list : undefined;
+  const entries = entriesOf(endpoint, raw, label, path);
+  const size = list ? list.count : entries.length;
+  record.rows = size;
+  const count = endpoint.paging.kind === 'none' ? size : listedCount(endpoint, r, size, label, path);
+  const meta = { ...call.baseMeta, found: true };
+  if (list) return scannedPage(received!, list, endpoint.entriesAt, { results: r, count, offset: req.offset, range: req.range, meta });
+  // The bytes stand for the entries only while the entries are the body's own list (not a single object
+  // wrapped in one), and only as valid UTF-8 (JSON.parse read a replacement character where they are not):
+  // then a consumer may stage the body as received instead of re-serialising the entries.
+  const rawPage =
+    received && entries === raw && received.resultsAt.length + endpoint.entriesAt.length > 0 && isUtf8(received.bytes)
+      ? { bytes: received.bytes, entriesAt: [...received.resultsAt, ...endpoint.entriesAt], entries }
+      : undefined;
+  return { entries, results: r, count, offset: req.offset, range: req.range, meta, raw: rawPage };
 }
 
 /** A GET's query for one page: the endpoint's own, the scope's parameters, paging and the block range. */

@@ -375,9 +375,10 @@ class Scanner {
   }
 
   /**
-   * One entry of the list. The hot loop of the scanner, so positions live in locals: a key is first compared
-   * with the key at the same position of the previous entry (entries of a listing share their layout), and a
-   * string value is run over in one loop; anything less common goes through the general methods.
+   * One entry of the list. The hot loop of the scanner, so positions live in locals and pass to its steps as
+   * arguments and results rather than through `this.p`: a key is first compared with the key at the same position
+   * of the previous entry (entries of a listing share their layout), and a plain string value is run over in one
+   * loop; anything less common goes through the general methods.
    */
   private entry(): void {
     const b = this.b;
@@ -389,11 +390,6 @@ class Scanner {
     this.count++;
     const nf = this.nf;
     const base = i * nf;
-    const tags = this.tags,
-      spans = this.spans,
-      predicted = this.predicted,
-      keyBytes = this.keyBytes,
-      plainKey = this.plainKey;
     while (WS[b[p]!] === 1) p++;
     if (b[p] === 0x7d) {
       this.p = p + 1;
@@ -401,73 +397,18 @@ class Scanner {
     }
     for (let k = 0; ; k++) {
       if (b[p] !== 0x22) throw REFUSED;
-      const ks = p + 1;
-      let id = -1;
-      const guess = predicted[k];
-      if (guess !== undefined && plainKey[guess]) {
-        // Bytes equal to a key without `"`, `\` or control characters, then a quote: that very key.
-        const kb = keyBytes[guess]!;
-        const len = kb.length;
-        if (b[ks + len] === 0x22) {
-          let j = 0;
-          while (j < len && b[ks + j] === kb[j]) j++;
-          if (j === len) {
-            id = guess;
-            p = ks + len + 1;
-          }
-        }
-      }
-      if (id < 0) {
-        this.p = p;
-        const ke = this.string();
-        id = this.keyId(ks, ke, this.escaped, k);
+      let id = this.predicted[k] ?? -1;
+      const ke = this.predictedKeyEnd(p + 1, id);
+      if (ke >= 0) p = ke;
+      else {
+        id = this.key(p, k);
         p = this.p;
       }
       while (WS[b[p]!] === 1) p++;
       if (b[p] !== 0x3a) throw REFUSED;
       p++;
       while (WS[b[p]!] === 1) p++;
-      if (id < nf) {
-        const slot = base + id;
-        if (tags[slot] !== ABSENT) throw REFUSED; // a repeated key
-        const c = b[p];
-        if (c === 0x22) {
-          const e = this.plainEnd(p + 1);
-          if (b[e] === 0x22) {
-            tags[slot] = STRING;
-            spans[2 * slot] = p + 1;
-            spans[2 * slot + 1] = e;
-            p = e + 1;
-          } else {
-            this.p = p;
-            const ve = this.string();
-            tags[slot] = this.escaped ? ESCAPED : STRING;
-            spans[2 * slot] = p + 1;
-            spans[2 * slot + 1] = ve;
-            p = this.p;
-          }
-        } else {
-          this.p = p;
-          if (c === 0x6e) {
-            this.literal(NULL_BYTES);
-            tags[slot] = NULL;
-          } else {
-            this.value(1);
-            tags[slot] = OTHER;
-            spans[2 * slot] = p;
-            spans[2 * slot + 1] = this.p;
-          }
-          p = this.p;
-        }
-      } else {
-        const u = id - nf;
-        if (this.seen[u] === i + 1) throw REFUSED; // a repeated key
-        this.seen[u] = i + 1;
-        this.unknown[u]!.entries++;
-        this.p = p;
-        this.value(1);
-        p = this.p;
-      }
+      p = id < nf ? this.fieldValue(base + id, p) : this.unknownValue(id - nf, i, p);
       while (WS[b[p]!] === 1) p++;
       const c = b[p];
       p++;
@@ -477,6 +418,76 @@ class Scanner {
         return;
       } else throw REFUSED;
     }
+  }
+
+  /**
+   * Just past the key whose content starts at `ks` when it is the key of id `guess` (the previous entry's at this
+   * position), else -1: bytes equal to a key without `"`, `\` or control characters, then a quote, are that key.
+   */
+  private predictedKeyEnd(ks: number, guess: number): number {
+    if (guess < 0 || !this.plainKey[guess]) return -1;
+    const b = this.b;
+    const kb = this.keyBytes[guess]!;
+    const len = kb.length;
+    if (b[ks + len] !== 0x22) return -1;
+    for (let j = 0; j < len; j++) if (b[ks + j] !== kb[j]) return -1;
+    return ks + len + 1;
+  }
+
+  /** The key at `p` (its quote), the `k`th of its entry, read the general way: moves past it, returns its id. */
+  private key(p: number, k: number): number {
+    this.p = p;
+    const ke = this.string();
+    return this.keyId(p + 1, ke, this.escaped, k);
+  }
+
+  /** The value at `p` of a field, at `slot` of the tags: located (tag and span); returns its end. */
+  private fieldValue(slot: number, p: number): number {
+    const b = this.b;
+    if (this.tags[slot] !== ABSENT) throw REFUSED; // a repeated key
+    if (b[p] === 0x22) {
+      const e = this.plainEnd(p + 1);
+      if (b[e] === 0x22) {
+        this.tags[slot] = STRING;
+        this.spans[2 * slot] = p + 1;
+        this.spans[2 * slot + 1] = e;
+        return e + 1;
+      }
+    }
+    return this.otherFieldValue(slot, p);
+  }
+
+  /** As `fieldValue`, for any value but a string without escapes. */
+  private otherFieldValue(slot: number, p: number): number {
+    const tags = this.tags,
+      spans = this.spans;
+    const c = this.b[p];
+    this.p = p;
+    if (c === 0x22) {
+      const ve = this.string();
+      tags[slot] = this.escaped ? ESCAPED : STRING;
+      spans[2 * slot] = p + 1;
+      spans[2 * slot + 1] = ve;
+    } else if (c === 0x6e) {
+      this.literal(NULL_BYTES);
+      tags[slot] = NULL;
+    } else {
+      this.value(1);
+      tags[slot] = OTHER;
+      spans[2 * slot] = p;
+      spans[2 * slot + 1] = this.p;
+    }
+    return this.p;
+  }
+
+  /** The value at `p` of the `u`th unknown key, in entry `i`: counted and skipped; returns its end. */
+  private unknownValue(u: number, i: number, p: number): number {
+    if (this.seen[u] === i + 1) throw REFUSED; // a repeated key
+    this.seen[u] = i + 1;
+    this.unknown[u]!.entries++;
+    this.p = p;
+    this.value(1);
+    return this.p;
   }
 
   private literal(word: Uint8Array): void {
@@ -520,47 +531,12 @@ class Scanner {
       case 0x22:
         this.string();
         return;
-      case 0x7b: {
-        if (depth >= MAX_DEPTH) throw REFUSED;
-        this.p++;
-        this.ws();
-        if (this.b[this.p] === 0x7d) {
-          this.p++;
-          return;
-        }
-        for (;;) {
-          if (this.b[this.p] !== 0x22) throw REFUSED;
-          this.string();
-          this.ws();
-          this.expect(0x3a);
-          this.ws();
-          this.value(depth + 1);
-          this.ws();
-          const d = this.b[this.p];
-          this.p++;
-          if (d === 0x2c) this.ws();
-          else if (d === 0x7d) return;
-          else throw REFUSED;
-        }
-      }
-      case 0x5b: {
-        if (depth >= MAX_DEPTH) throw REFUSED;
-        this.p++;
-        this.ws();
-        if (this.b[this.p] === 0x5d) {
-          this.p++;
-          return;
-        }
-        for (;;) {
-          this.value(depth + 1);
-          this.ws();
-          const d = this.b[this.p];
-          this.p++;
-          if (d === 0x2c) this.ws();
-          else if (d === 0x5d) return;
-          else throw REFUSED;
-        }
-      }
+      case 0x7b:
+        this.object(depth);
+        return;
+      case 0x5b:
+        this.array(depth);
+        return;
       case 0x74:
         this.literal(TRUE_BYTES);
         return;
@@ -574,6 +550,54 @@ class Scanner {
         if (c === 0x2d || isDigit(c)) this.number();
         else throw REFUSED;
     }
+  }
+
+  /** An object at `p` (its `{`) inside a value, `depth` levels down: checked and skipped. */
+  private object(depth: number): void {
+    if (depth >= MAX_DEPTH) throw REFUSED;
+    this.p++;
+    this.ws();
+    if (this.b[this.p] === 0x7d) {
+      this.p++;
+      return;
+    }
+    for (;;) {
+      if (this.b[this.p] !== 0x22) throw REFUSED;
+      this.string();
+      this.ws();
+      this.expect(0x3a);
+      this.ws();
+      this.value(depth + 1);
+      if (this.endOfMember(0x7d)) return;
+    }
+  }
+
+  /** An array at `p` (its `[`) inside a value, `depth` levels down: checked and skipped. */
+  private array(depth: number): void {
+    if (depth >= MAX_DEPTH) throw REFUSED;
+    this.p++;
+    this.ws();
+    if (this.b[this.p] === 0x5d) {
+      this.p++;
+      return;
+    }
+    for (;;) {
+      this.value(depth + 1);
+      if (this.endOfMember(0x5d)) return;
+    }
+  }
+
+  /** After a member of an object or array: moves past `,` (false: another member follows) or `close` (true). */
+  private endOfMember(close: number): boolean {
+    this.ws();
+    const d = this.b[this.p];
+    this.p++;
+    if (d === 0x2c) {
+      this.ws();
+      return false;
+    }
+    if (d === close) return true;
+    throw REFUSED;
   }
 }
 

@@ -100,9 +100,98 @@ function datasetSchema(name: string): Schema {
   return { type: 'object', description: def.doc, properties, additionalProperties: false };
 }
 
+/** An object of keys that admits no other key. */
+const group = (description: string, properties: Record<string, Schema>): Schema => ({ type: 'object', description, properties, additionalProperties: false });
+const int = (minimum: number): Schema => ({ type: 'integer', minimum });
+const url: Schema = { type: 'string', pattern: '^https?://\\S+$' };
+
+// From where: the embedded simulator, or the real APIs and the paths that replace their endpoints' defaults.
+
+function simulatorSchema(): Schema {
+  return group('The embedded simulator, when `target` is "simulator".', {
+    seed: { ...int(0), description: 'Seeds the simulated chain: one seed, one chain.', default: 1 },
+    scale: { enum: ['small', 'medium', 'large'], description: 'How much chain the simulator holds.', default: 'small' },
+    dialect: { enum: ['spec', 'real'], description: 'Answer as the spec documents (spec) or as the real service does (real).', default: 'spec' },
+    chain: { enum: ['demo', 'sparse'], description: 'The demo chain, or a sparse one with a far head.', default: 'demo' },
+  });
+}
+
+function endpointsSchema(): Schema {
+  return group(
+    'Base URLs of the real APIs (`target` "api"). Default: the CHAINLAKE_MAINNET_URL, CHAINLAKE_TESTNET_URL, CHAINLAKE_TESTNET_ALT_URL and CHAINLAKE_FINANCE_URL variables.',
+    {
+      mainnet: { ...url, description: 'The mainnet explorer API. Default: CHAINLAKE_MAINNET_URL.' },
+      testnet: { ...url, description: 'The testnet explorer API. Default: CHAINLAKE_TESTNET_URL.' },
+      testnetAlt: { ...url, description: "The testnet's second explorer, for its alternate endpoints. Default: CHAINLAKE_TESTNET_ALT_URL." },
+      finance: { ...url, description: 'The finance analytics API. Default: CHAINLAKE_FINANCE_URL.' },
+    },
+  );
+}
+
+/** One key per endpoint id of every dataset. */
+function pathsSchema(): Schema {
+  return group(
+    'Paths that replace endpoints\' defaults, by endpoint id (chainlake describe --endpoints), e.g. {"total_chart": "/usdx/total_chart"}',
+    Object.fromEntries(
+      datasetNames().flatMap((n) =>
+        getDataset(n).endpoints.map((e) => [e.id, { type: 'string', pattern: '^/[^\\s?#]*$', description: `${e.api} ${e.ref}; default ${e.path}` }]),
+      ),
+    ),
+  );
+}
+
+// How: which blocks, and the policies of committing, retrying and timing out (the rest are single options).
+
+function rangeSchema(): Schema {
+  return group('Which blocks the block-ranged datasets cover. Default: from block 0 to the head.', {
+    ...groupSchema(RANGE_OPTIONS),
+    toBlock: { oneOf: [int(0), { const: 'head' }], description: optionSchema(RANGE_OPTIONS.toBlock).description, default: 'head' },
+  });
+}
+
+const commitSchema = (): Schema => group('When a run commits what it has fetched.', groupSchema(COMMIT_OPTIONS));
+const retrySchema = (): Schema => group('The retry policy of every call.', groupSchema(RETRY_OPTIONS));
+const timeoutsSchema = (): Schema => group('The timeouts of every call.', groupSchema(TIMEOUT_OPTIONS));
+
+// What to fetch: the datasets and their scopes, and the decoded-event datasets written beside them.
+
+/** A contract whose events to decode, by its ABI or the signatures given. */
+const decodedContract: Schema = {
+  type: 'object',
+  properties: {
+    address,
+    name: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_]*$', description: 'Names the datasets <name>_<event>' },
+    abiFile: { type: 'string', description: 'A JSON ABI file, relative to the job file (default: the ABI in the contracts dataset)' },
+    signatures: listOf({ type: 'string' }, 'Event signatures, e.g. "Swap(address indexed sender, uint256 amount0In)"'),
+    events: listOf({ type: 'string' }, 'Only these events of the ABI'),
+  },
+  required: ['address'],
+  additionalProperties: false,
+};
+
+function decodeSchema(): Schema {
+  return group('Decoded-event datasets written in the same run from the event logs it exports (see README, Decoded events)', {
+    standard: listOf({ enum: STANDARD_CHOICES }, 'Standard token events: erc20, erc721, erc1155, or single decoded datasets'),
+    tokens: listOf(address, 'Standard events only of these token contracts (default: every contract)'),
+    contracts: listOf(decodedContract, 'Contracts whose events to decode'),
+  });
+}
+
+function datasetsSchema(): Schema {
+  return {
+    type: 'object',
+    description: "What to export: dataset name → its scopes (chainlake describe <dataset> lists each one's keys). Required.",
+    minProperties: 1,
+    additionalProperties: false,
+    properties: Object.fromEntries(datasetNames().map((n) => [n, datasetSchema(n)])),
+  };
+}
+
+/**
+ * The schema's keys are in the order docs/job-reference.md lists them (it is generated from this): the file's own
+ * keys, from where, into which lake, how, then what to fetch.
+ */
 export function jobSchema(): Schema {
-  const int = (minimum: number): Schema => ({ type: 'integer', minimum });
-  const url: Schema = { type: 'string', pattern: '^https?://\\S+$' };
   const TOP = groupSchema(TOP_OPTIONS);
   return {
     $schema: 'http://json-schema.org/draft-07/schema#',
@@ -116,92 +205,25 @@ export function jobSchema(): Schema {
       description: { type: 'string', description: 'Free text for people reading the job; ignored by chainlake.' },
       network: TOP.network,
       target: TOP.target,
-      simulator: {
-        type: 'object',
-        description: 'The embedded simulator, when `target` is "simulator".',
-        properties: {
-          seed: { ...int(0), description: 'Seeds the simulated chain: one seed, one chain.', default: 1 },
-          scale: { enum: ['small', 'medium', 'large'], description: 'How much chain the simulator holds.', default: 'small' },
-          dialect: { enum: ['spec', 'real'], description: 'Answer as the spec documents (spec) or as the real service does (real).', default: 'spec' },
-          chain: { enum: ['demo', 'sparse'], description: 'The demo chain, or a sparse one with a far head.', default: 'demo' },
-        },
-        additionalProperties: false,
-      },
-      endpoints: {
-        type: 'object',
-        description:
-          'Base URLs of the real APIs (`target` "api"). Default: the CHAINLAKE_MAINNET_URL, CHAINLAKE_TESTNET_URL, CHAINLAKE_TESTNET_ALT_URL and CHAINLAKE_FINANCE_URL variables.',
-        properties: {
-          mainnet: { ...url, description: 'The mainnet explorer API. Default: CHAINLAKE_MAINNET_URL.' },
-          testnet: { ...url, description: 'The testnet explorer API. Default: CHAINLAKE_TESTNET_URL.' },
-          testnetAlt: { ...url, description: "The testnet's second explorer, for its alternate endpoints. Default: CHAINLAKE_TESTNET_ALT_URL." },
-          finance: { ...url, description: 'The finance analytics API. Default: CHAINLAKE_FINANCE_URL.' },
-        },
-        additionalProperties: false,
-      },
+      simulator: simulatorSchema(),
+      endpoints: endpointsSchema(),
       apiKey: TOP.apiKey,
       lake: TOP.lake,
-      range: {
-        type: 'object',
-        description: 'Which blocks the block-ranged datasets cover. Default: from block 0 to the head.',
-        properties: {
-          ...groupSchema(RANGE_OPTIONS),
-          toBlock: { oneOf: [int(0), { const: 'head' }], description: optionSchema(RANGE_OPTIONS.toBlock).description, default: 'head' },
-        },
-        additionalProperties: false,
-      },
+      range: rangeSchema(),
       concurrency: TOP.concurrency,
       rps: TOP.rps,
       strict: TOP.strict,
       pageSize: TOP.pageSize,
       resultWindow: TOP.resultWindow,
       schedule: TOP.schedule,
-      commit: { type: 'object', description: 'When a run commits what it has fetched.', properties: groupSchema(COMMIT_OPTIONS), additionalProperties: false },
+      commit: commitSchema(),
       dailyRequestQuota: TOP.dailyRequestQuota,
       burst: TOP.burst,
-      retry: { type: 'object', description: 'The retry policy of every call.', properties: groupSchema(RETRY_OPTIONS), additionalProperties: false },
-      timeouts: { type: 'object', description: 'The timeouts of every call.', properties: groupSchema(TIMEOUT_OPTIONS), additionalProperties: false },
-      paths: {
-        type: 'object',
-        description: 'Paths that replace endpoints\' defaults, by endpoint id (chainlake describe --endpoints), e.g. {"total_chart": "/usdx/total_chart"}',
-        properties: Object.fromEntries(
-          datasetNames().flatMap((n) =>
-            getDataset(n).endpoints.map((e) => [e.id, { type: 'string', pattern: '^/[^\\s?#]*$', description: `${e.api} ${e.ref}; default ${e.path}` }]),
-          ),
-        ),
-        additionalProperties: false,
-      },
-      decode: {
-        type: 'object',
-        description: 'Decoded-event datasets written in the same run from the event logs it exports (see README, Decoded events)',
-        properties: {
-          standard: listOf({ enum: STANDARD_CHOICES }, 'Standard token events: erc20, erc721, erc1155, or single decoded datasets'),
-          tokens: listOf(address, 'Standard events only of these token contracts (default: every contract)'),
-          contracts: listOf(
-            {
-              type: 'object',
-              properties: {
-                address,
-                name: { type: 'string', pattern: '^[A-Za-z][A-Za-z0-9_]*$', description: 'Names the datasets <name>_<event>' },
-                abiFile: { type: 'string', description: 'A JSON ABI file, relative to the job file (default: the ABI in the contracts dataset)' },
-                signatures: listOf({ type: 'string' }, 'Event signatures, e.g. "Swap(address indexed sender, uint256 amount0In)"'),
-                events: listOf({ type: 'string' }, 'Only these events of the ABI'),
-              },
-              required: ['address'],
-              additionalProperties: false,
-            },
-            'Contracts whose events to decode',
-          ),
-        },
-        additionalProperties: false,
-      },
-      datasets: {
-        type: 'object',
-        description: "What to export: dataset name → its scopes (chainlake describe <dataset> lists each one's keys). Required.",
-        minProperties: 1,
-        additionalProperties: false,
-        properties: Object.fromEntries(datasetNames().map((n) => [n, datasetSchema(n)])),
-      },
+      retry: retrySchema(),
+      timeouts: timeoutsSchema(),
+      paths: pathsSchema(),
+      decode: decodeSchema(),
+      datasets: datasetsSchema(),
     },
   };
 }
