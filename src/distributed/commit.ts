@@ -609,7 +609,7 @@ async function mergeFragments(
   const copied: CopiedTableFile[] = [];
   try {
     await freshTableOf(conn, freshTable, shape, await Promise.all(fragments.map((f) => store.localCopy(f))), extra.fresh);
-    const lake = await readLake(deps, conn, scratch, [shape]);
+    const lake = await readLake(deps, conn, scratch, [shape], replacing.length > 0);
     const { table, columns } = lake.table(shape.name);
     const written = await mergeTable({
       engine,

@@ -17,11 +17,11 @@ export interface LakeDeps {
 }
 
 /**
- * The lake's current files of `only`'s tables (all of them without it), a partition another writer changed written
- * out under `workDir` on `conn`.
+ * The lake's current files of `only`'s tables (all of them without it; with `spans`, their block spans too), a
+ * partition another writer changed written out under `workDir` on `conn`.
  */
-export function readLake(deps: LakeDeps, conn: DuckDBConnection, workDir: string, only?: readonly TableShape[]): Promise<LakeState> {
+export function readLake(deps: LakeDeps, conn: DuckDBConnection, workDir: string, only?: readonly TableShape[], spans = false): Promise<LakeState> {
   const { catalog, store } = deps;
   const access = (file: string) => store.localCopy(store.lakeLocation(file));
-  return readLakeState(catalog, store.localDataPath, [], { workDir, engine: conn, access, ...(only ? { only } : {}) });
+  return readLakeState(catalog, store.localDataPath, [], { workDir, engine: conn, access, spans, ...(only ? { only } : {}) });
 }

@@ -193,8 +193,10 @@ export interface LakeStateOptions {
   engine?: DuckDBConnection;
   /** How a lake file reaches this machine (see LakeState). */
   access?: FileAccess;
-  /** Only these tables are read (with their files' block spans), not the lake's every one. */
+  /** Only these tables are read, not the lake's every one. */
   only?: readonly TableShape[];
+  /** With `only`: their files' block spans too (a merge that replaces windows reads them), as `ensure`'s always. */
+  spans?: boolean;
 }
 
 /**
@@ -209,7 +211,7 @@ export async function readLakeState(db: CatalogDb, dataPath: string, ensure: rea
   const fileKeys = await readCurrentFiles(db, tables, only !== undefined);
   // Files of the block-ranged datasets a commit writes know their block span: the partitions a window fetched
   // again reaches (load/write/replace.ts).
-  for (const shape of [...ensure, ...(opts.only ?? [])]) {
+  for (const shape of [...ensure, ...(opts.spans ? (opts.only ?? []) : [])]) {
     const state = shape.blockColumn ? tables.get(shape.name) : undefined;
     if (!state || state.partitions.size === 0) continue;
     const spans = await fileBlockSpans(db, state.table.tableId, shape.blockColumn!);
