@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { Network } from '../datasets/dataset.js';
 import type { DecodedDataset } from '../decode/datasets.js';
 import { distinctDatasets } from '../decode/decode.js';
-import { declaredTables, decodedShape, decodeLakeLogs, decodeRun, type DecodedLogs, type DecodeReport } from '../decode/lake.js';
+import { declaredTables, decodedShape, decodeLakeLogs, decodeRun, lakeLogs, type DecodedLogs, type DecodeReport } from '../decode/lake.js';
 import { findReplacedRejects, KEEP_REJECT } from '../decode/rejects.js';
 import { dataPathOf } from '../ducklake/reader.js';
 import { getDataset } from '../datasets/registry.js';
@@ -26,21 +26,11 @@ import { silentLogger } from '../pipeline/log.js';
 import { underLease } from './lease.js';
 import { commitLeased, type CommitDeps, type LeasedChange, type LeasedCommit } from './commit.js';
 import { readLake } from './lake-rows.js';
-import type { LakeState } from '../load/write/lake-state.js';
 import { connect, CONTROL_SCHEMA, oneAtATime, openCatalog } from './control-plane.js';
 import { declareTables } from '../load/ledger/declared-tables.js';
 import { recordRun } from '../load/ledger/runs.js';
 import { openStore, storeLocationOf, type StoreConnection } from './store.js';
 import { commitMessage } from '../load/catalog.js';
-
-/** The event logs of `network` the lake holds, as a relation of the engine (undefined when it holds none). */
-async function lakeLogs(lake: LakeState, network: Network): Promise<string | undefined> {
-  if (!lake.has(EVENT_LOGS)) return undefined;
-  const rows = lake.partitionsOf(datasetShape(getDataset(EVENT_LOGS)), network);
-  const days = [...new Set((await rows.files()).map((f) => f.partition))];
-  const all = days.length === 0 ? undefined : await rows.select(days);
-  return all === undefined ? undefined : `SELECT * EXCLUDE (${ident(STAGED_PARTITION)}) FROM (${all})`;
-}
 
 /**
  * The decoded tables and the decoding's rejects as ONE snapshot by the committer's merge (under the lease the caller
@@ -105,8 +95,6 @@ export interface DistributedDecodeOptions {
 /** Renewed while the decoding runs (underLease), so it bounds only how long a crashed decoding holds the lake's commits up. */
 const DECODE_LEASE_SECONDS = 60;
 
-const EVENT_LOGS = 'event_logs';
-
 /**
  * The decoding itself, under the committer lease the caller holds: the lake's logs and rejects read, decoded by
  * decodeLakeLogs, and committed with the run's record as one snapshot.
@@ -125,7 +113,7 @@ async function decodeUnderLease(ctx: {
   // The decoded datasets' tables and `_rejects` exist before their rows are read (empty ones too, as on one machine).
   for (const shape of shapes) await ensureTable(deps.catalog, shape);
   // Read under the lease: no worker commits logs or rejects between this reading and the decoding's commit.
-  const lake = await readLake(deps, conn, path.join(ctx.workDir, 'lake'), [datasetShape(getDataset(EVENT_LOGS)), ...shapes]);
+  const lake = await readLake(deps, conn, path.join(ctx.workDir, 'lake'), [datasetShape(getDataset('event_logs')), ...shapes]);
   const logs = await lakeLogs(lake, network);
   await opts.afterRead?.();
   return decodeLakeLogs(
