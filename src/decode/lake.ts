@@ -23,8 +23,9 @@ import { recoverLake } from '../load/write/recovery.js';
 import { closeRunStaging, openRunStaging } from '../load/write/staging.js';
 import { applyJournal, publishJournal } from '../load/write/journal.js';
 import type { LakePaths } from '../load/paths.js';
-import { REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
-import { ident, literal, literalList } from '../load/sql.js';
+import { datasetShape, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
+import { getDataset } from '../datasets/registry.js';
+import { ident, literal } from '../load/sql.js';
 import { allColumns, naturalKey, type DecodedDataset } from './datasets.js';
 import { decodeLogs, distinctDatasets } from './decode.js';
 import { dropReplacedRejects, findReplacedRejects, KEEP_REJECT } from './rejects.js';
@@ -284,16 +285,25 @@ async function orphansOf(
   return { keep, days };
 }
 
+const EVENT_LOGS = 'event_logs';
+
+/** The event logs of `network` a lake holds, as a relation (undefined when it holds none): what both modes decode. */
+export async function lakeLogs(lake: LakeState, network: Network): Promise<string | undefined> {
+  if (!lake.has(EVENT_LOGS)) return undefined;
+  const rows = lake.partitionsOf(datasetShape(getDataset(EVENT_LOGS)), network);
+  const days = [...new Set((await rows.files()).map((f) => f.partition))];
+  const all = days.length === 0 ? undefined : await rows.select(days);
+  return all === undefined ? undefined : `SELECT * EXCLUDE (${ident(STAGED_PARTITION)}) FROM (${all})`;
+}
+
 export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> {
   const { engine, paths, network, datasets, runId, ingestedAt } = input;
   const workDir = path.join(input.stagingDir, `decode-${Date.now().toString(36)}`);
-  const lake = await lakeStateFor(paths, [...datasets.map(decodedShape), REJECTS_SHAPE]);
-  const logFiles = lake.tableFiles('event_logs', network);
+  // Partitions another DuckLake writer changed are written out to be read and merged, as a commit's are.
+  const lake = await lakeStateFor(paths, [...datasets.map(decodedShape), REJECTS_SHAPE], path.join(workDir, 'lake-rows'));
+  const logs = await lakeLogs(lake, network);
   const target: ExistingLogsTarget = {
-    logs:
-      logFiles.length === 0
-        ? undefined
-        : `SELECT * FROM read_parquet(${literalList(logFiles)}, hive_partitioning = false, union_by_name = true)${input.onlyRunId ? ` WHERE _run_id = ${literal(input.onlyRunId)}` : ''}`,
+    logs: logs && input.onlyRunId ? `SELECT * FROM (${logs}) WHERE _run_id = ${literal(input.onlyRunId)}` : logs,
     replacedRejects: (conn, logs) => findReplacedRejects(conn, lake, network, datasets, logs),
     // Every log of the lake (not one run's): decoded rows whose log is gone are found and dropped.
     ...(input.onlyRunId ? {} : { current: async (shape: TableShape) => lake.partitionsOf(shape, network) }),

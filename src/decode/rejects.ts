@@ -30,18 +30,12 @@ function candidateSql(d: DecodedDataset): string {
   return `(${topic}) AND (${filterSql(d)})`;
 }
 
-/** The `_rejects` files of one network, and the partition (run date) each belongs to. */
-export interface RejectFiles {
-  files: readonly string[];
-  partitionOf(file: string): string | undefined;
-}
-
-/** The `_rejects` files of a local lake's network (its LakeState). */
-export function lakeRejectFiles(lake: LakeState, network: Network): RejectFiles {
+/** The `_rejects` files of one network (present on this machine), and the partition (run date) each belongs to. */
+async function lakeRejectFiles(lake: LakeState, network: Network): Promise<{ files: readonly string[]; partitionOf(file: string): string | undefined }> {
   const prefix = partitionKey(network, '');
   const day = new Map<string, string>();
   for (const [key, fs] of lake.table(REJECTS_SHAPE.name).partitions) if (key.startsWith(prefix)) for (const f of fs) day.set(f.path, key.slice(prefix.length));
-  return { files: lake.tableFiles(REJECTS_SHAPE.name, network), partitionOf: (file) => day.get(file) };
+  return { files: await lake.localFiles(REJECTS_SHAPE.name, network), partitionOf: (file) => day.get(file) };
 }
 
 /**
@@ -52,12 +46,12 @@ export function lakeRejectFiles(lake: LakeState, network: Network): RejectFiles 
  */
 export async function findReplacedRejects(
   conn: DuckDBConnection,
-  lake: LakeState | RejectFiles,
+  lake: LakeState,
   network: Network,
   datasets: readonly DecodedDataset[],
   logs: string,
 ): Promise<string[]> {
-  const rejects = 'partitionOf' in lake ? lake : lakeRejectFiles(lake, network);
+  const rejects = await lakeRejectFiles(lake, network);
   await conn.run(`CREATE OR REPLACE TABLE ${REPLACED} (k VARCHAR, filename VARCHAR)`);
   const files = [...rejects.files];
   const named = distinctDatasets(datasets);

@@ -29,6 +29,7 @@ import { declareTables } from '../load/ledger/declared-tables.js';
 import type { Ledger } from '../load/ledger/windows.js';
 import { dropReplacedRejects, findReplacedRejects, KEEP_REJECT } from '../decode/rejects.js';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Network } from '../datasets/dataset.js';
@@ -39,7 +40,9 @@ import type { WindowSpec } from './windows.js';
 import type { Logger } from '../pipeline/log.js';
 import { testHook } from '../load/test-hooks.js';
 import { confirmLease, underLease } from './lease.js';
-import { lakeRows, rejectFilesOf, type LakeRows } from './lake-rows.js';
+import { readLake } from './lake-rows.js';
+import type { LakeState } from '../load/write/lake-state.js';
+import type { LakeColumn, LakeTable } from '../ducklake/reader.js';
 import { CONTROL_SCHEMA } from './control-plane.js';
 import { recordCommitted } from '../load/ledger/windows.js';
 import { advanceWatermark, raiseWatermarks, readWatermark } from '../load/ledger/watermarks.js';
@@ -507,7 +510,7 @@ class CommittedDecoding extends SliceDecoding<DecodedFile> {
   private constructor(
     private readonly deps: CommitDeps,
     private readonly decode: BatchDecoding,
-    private readonly tables: Map<string, LakeRows>,
+    private readonly lake: LakeState,
     private readonly workDir: string,
   ) {
     super({
@@ -520,18 +523,16 @@ class CommittedDecoding extends SliceDecoding<DecodedFile> {
     });
   }
 
-  /** The decoded tables' and `_rejects`' current rows are opened first (their inlined rows copied as plain tables: the writers read them). */
+  /** The decoded tables' and `_rejects`' current rows are read first (the writers read them). */
   static async open(deps: CommitDeps, decode: BatchDecoding, shapes: readonly TableShape[]): Promise<CommittedDecoding> {
-    const tables = new Map<string, LakeRows>();
+    // The decoding's own files (JavaScript-decoded rows, partitions another writer changed): this process's, gone after the commit.
+    const workDir = await mkdtemp(path.join(tmpdir(), 'chainlake-decode-'));
     try {
-      for (const shape of shapes)
-        tables.set(shape.name, await lakeRows(deps, shape, decode.network, deps.engine.conn, false, `__chainlake_decoded_${tables.size}_`));
+      return new CommittedDecoding(deps, decode, await readLake(deps, deps.engine.conn, path.join(workDir, 'lake'), shapes), workDir);
     } catch (e) {
-      for (const t of tables.values()) await t.release().catch(() => undefined);
+      await rm(workDir, { recursive: true, force: true });
       throw e;
     }
-    // The decoding's own files (JavaScript-decoded rows): this process's, gone after the commit.
-    return new CommittedDecoding(deps, decode, tables, await mkdtemp(path.join(tmpdir(), 'chainlake-decode-')));
   }
 
   protected isFile(written: DecodedFile): boolean {
@@ -545,15 +546,15 @@ class CommittedDecoding extends SliceDecoding<DecodedFile> {
 
   protected target(): DecodedTarget<DecodedFile> {
     const { store } = this.deps;
+    const { lake } = this;
     const network = this.decode.network;
     return {
-      lake: (shape) => this.tables.get(shape.name)!,
+      lake: (shape) => lake.partitionsOf(shape, network),
       write: async (writer, shape, day, select) => {
-        const rows = this.tables.get(shape.name)!;
-        return { table: shape.name, partition: day, file: await writePartition(writer, store, rows.table, rows.columns, shape, select, network, day) };
+        const { table, columns } = lake.table(shape.name);
+        return { table: shape.name, partition: day, file: await writePartition(writer, store, table, columns, shape, select, network, day) };
       },
-      replacedRejects: async (conn, logs) =>
-        findReplacedRejects(conn, await rejectFilesOf(this.deps, this.tables.get(REJECTS_SHAPE.name)!), network as Network, this.decode.datasets, logs),
+      replacedRejects: async (conn, logs) => findReplacedRejects(conn, lake, network as Network, this.decode.datasets, logs),
     };
   }
 
@@ -561,7 +562,6 @@ class CommittedDecoding extends SliceDecoding<DecodedFile> {
     try {
       await super.close();
     } finally {
-      for (const t of this.tables.values()) await t.release().catch(() => undefined);
       await dropReplacedRejects(this.deps.engine.conn).catch(() => undefined);
       await rm(this.workDir, { recursive: true, force: true });
     }
@@ -602,21 +602,22 @@ async function mergeFragments(
   const files: StagedFile[] = [];
   const replaced: string[][] = [];
   if (fragments.length === 0 && replacing.length === 0 && !extra.fresh && !extra.partitions?.length) return { files, replaced };
+  // Partitions another writer changed are written out there to be merged.
+  const scratch = path.join(tmpdir(), `chainlake-merge-${randomUUID()}`);
   const conn = await engine.connect();
   const freshTable = ident('__chainlake_fresh');
   const copied: CopiedTableFile[] = [];
-  let lake: LakeRows | undefined;
   try {
     await freshTableOf(conn, freshTable, shape, await Promise.all(fragments.map((f) => store.localCopy(f))), extra.fresh);
-    lake = await lakeRows(deps, shape, network, conn, true, '__chainlake_');
-    const rows = lake;
+    const lake = await readLake(deps, conn, scratch, [shape], replacing.length > 0);
+    const { table, columns } = lake.table(shape.name);
     const written = await mergeTable({
       engine,
       conn,
       shape,
       name: `${shape.name}_${network}`,
       fresh: freshTable,
-      lake: rows,
+      lake: lake.partitionsOf(shape, network),
       // A derived table (reconciliation) replaces nothing, and is no dataset of the registry.
       ...(replacing.length > 0 ? { def: getDataset(shape.name), replacing } : {}),
       ...(extra.partitions ? { partitions: extra.partitions } : {}),
@@ -624,7 +625,7 @@ async function mergeFragments(
       ...(deps.sliceRows === undefined ? {} : { sliceRows: deps.sliceRows }),
       ...(extra.derive ? { derive: extra.derive } : {}),
       write: async (writer, partition, merged) => {
-        const file = await writePartition(writer, store, rows.table, rows.columns, shape, merged.select, network, partition);
+        const file = await writePartition(writer, store, table, columns, shape, merged.select, network, partition);
         if (file) copied.push(file);
         return { file, partition };
       },
@@ -640,7 +641,7 @@ async function mergeFragments(
     throw error;
   } finally {
     await conn.run(`DROP TABLE IF EXISTS ${freshTable}`).catch(() => undefined);
-    await lake?.release().catch(() => undefined);
+    await rm(scratch, { recursive: true, force: true });
     conn.closeSync();
   }
   return { files, replaced };
@@ -661,8 +662,8 @@ async function freshTableOf(conn: DuckDBConnection, table: string, shape: TableS
 async function writePartition(
   conn: DuckDBConnection,
   store: Store,
-  table: LakeRows['table'],
-  columns: LakeRows['columns'],
+  table: LakeTable,
+  columns: readonly LakeColumn[],
   shape: TableShape,
   select: string,
   network: string,

@@ -12,9 +12,9 @@ import path from 'node:path';
 import type { Network } from '../datasets/dataset.js';
 import type { DecodedDataset } from '../decode/datasets.js';
 import { distinctDatasets } from '../decode/decode.js';
-import { declaredTables, decodedShape, decodeLakeLogs, decodeRun, type DecodedLogs, type DecodeReport } from '../decode/lake.js';
+import { declaredTables, decodedShape, decodeLakeLogs, decodeRun, lakeLogs, type DecodedLogs, type DecodeReport } from '../decode/lake.js';
 import { findReplacedRejects, KEEP_REJECT } from '../decode/rejects.js';
-import { currentSnapshot, dataPathOf, listTables } from '../ducklake/reader.js';
+import { dataPathOf } from '../ducklake/reader.js';
 import { getDataset } from '../datasets/registry.js';
 import { openEngine } from '../load/engine.js';
 import { newMaintenanceId } from '../load/ids.js';
@@ -25,25 +25,12 @@ import { ensureTable } from '../load/write/lake-tables.js';
 import { silentLogger } from '../pipeline/log.js';
 import { underLease } from './lease.js';
 import { commitLeased, type CommitDeps, type LeasedChange, type LeasedCommit } from './commit.js';
-import { lakeRows, rejectFilesOf, type LakeRows } from './lake-rows.js';
+import { readLake } from './lake-rows.js';
 import { connect, CONTROL_SCHEMA, oneAtATime, openCatalog } from './control-plane.js';
 import { declareTables } from '../load/ledger/declared-tables.js';
 import { recordRun } from '../load/ledger/runs.js';
 import { openStore, storeLocationOf, type StoreConnection } from './store.js';
 import { commitMessage } from '../load/catalog.js';
-
-/**
- * The event logs of `network` the lake holds, as a relation of the engine (undefined when it holds none), from the
- * partitions holding files (rows only another writer inlined into a partition without files are not read).
- */
-async function lakeLogs(deps: CommitDeps, network: Network, opened: LakeRows[]): Promise<string | undefined> {
-  const snapshot = (await currentSnapshot(deps.catalog)).snapshotId;
-  if (!(await listTables(deps.catalog, snapshot)).some((t) => t.name === EVENT_LOGS && t.schema.name === 'main')) return undefined;
-  const rows = await lakeRows(deps, datasetShape(getDataset(EVENT_LOGS)), network, deps.engine.conn, false, '__chainlake_logs_');
-  opened.push(rows);
-  const all = rows.current.size === 0 ? undefined : await rows.select([...rows.current.keys()]);
-  return all === undefined ? undefined : `SELECT * EXCLUDE (${ident(STAGED_PARTITION)}) FROM (${all})`;
-}
 
 /**
  * The decoded tables and the decoding's rejects as ONE snapshot by the committer's merge (under the lease the caller
@@ -108,42 +95,33 @@ export interface DistributedDecodeOptions {
 /** Renewed while the decoding runs (underLease), so it bounds only how long a crashed decoding holds the lake's commits up. */
 const DECODE_LEASE_SECONDS = 60;
 
-const EVENT_LOGS = 'event_logs';
-
 /**
  * The decoding itself, under the committer lease the caller holds: the lake's logs and rejects read, decoded by
- * decodeLakeLogs, and committed with the run's record as one snapshot. `opened`: the lake's relations it opens
- * (the caller releases them).
+ * decodeLakeLogs, and committed with the run's record as one snapshot.
  */
 async function decodeUnderLease(ctx: {
   deps: CommitDeps;
   opts: DistributedDecodeOptions;
   run: { runId: string; startedAt: string; network: Network };
   shapes: readonly TableShape[];
-  opened: LakeRows[];
   workDir: string;
 }): Promise<DecodeReport> {
-  const { deps, opts, run, shapes, opened } = ctx;
+  const { deps, opts, run, shapes } = ctx;
   const { network, datasets } = opts;
   const { runId, startedAt: ingestedAt } = run;
   const conn = deps.engine.conn;
-  // Read under the lease: no worker commits logs or rejects between this reading and the decoding's commit.
-  const logs = await lakeLogs(deps, network, opened);
   // The decoded datasets' tables and `_rejects` exist before their rows are read (empty ones too, as on one machine).
   for (const shape of shapes) await ensureTable(deps.catalog, shape);
-  const rejects = await lakeRows(deps, REJECTS_SHAPE, network, conn, false, '__chainlake_rejects_');
-  opened.push(rejects);
+  // Read under the lease: no worker commits logs or rejects between this reading and the decoding's commit.
+  const lake = await readLake(deps, conn, path.join(ctx.workDir, 'lake'), [datasetShape(getDataset('event_logs')), ...shapes]);
+  const logs = await lakeLogs(lake, network);
   await opts.afterRead?.();
   return decodeLakeLogs(
     { conn, datasets, runId, ingestedAt, workDir: ctx.workDir },
     {
       logs,
-      replacedRejects: async (c, of) => findReplacedRejects(c, await rejectFilesOf(deps, rejects), network, datasets, of),
-      current: async (shape) => {
-        const rows = await lakeRows(deps, shape, network, conn, false, `__chainlake_decode_current_${opened.length}_`);
-        opened.push(rows);
-        return rows;
-      },
+      replacedRejects: (c, of) => findReplacedRejects(c, lake, network, datasets, of),
+      current: async (shape) => lake.partitionsOf(shape, network),
       commit: async (decoded, report) => {
         // The run is recorded in the snapshot's transaction: a decoding recorded complete is committed.
         const committed = await commitDecoded(deps, shapes, decoded, { network, ingestedAt, message: commitMessage([runId], 'decode') }, async (tx, c) => {
@@ -171,16 +149,14 @@ export async function decodeDistributedLake(opts: DistributedDecodeOptions): Pro
     const store = await openStore(opts.store ?? storeLocationOf(await dataPathOf(catalog)), opts.storeConnection);
     try {
       const engine = await openEngine({ tempDir: path.join(scratch, 'duckdb-tmp') });
-      const opened: LakeRows[] = [];
       try {
         const deps: CommitDeps = { catalog, engine, store, holder: runId, leaseSeconds: opts.leaseSeconds ?? DECODE_LEASE_SECONDS, log: silentLogger };
         const shapes = [...distinctDatasets(datasets).map(decodedShape), REJECTS_SHAPE];
         const report = await underLease(deps, oneAtATime(leases), `chainlake decode ${runId}`, () =>
-          decodeUnderLease({ deps, opts, run, shapes, opened, workDir: path.join(scratch, 'decode') }),
+          decodeUnderLease({ deps, opts, run, shapes, workDir: path.join(scratch, 'decode') }),
         );
         return { runId, ...report };
       } finally {
-        for (const t of opened) await t.release().catch(() => undefined);
         engine.close();
       }
     } finally {

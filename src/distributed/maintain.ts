@@ -14,24 +14,14 @@ import { expireSnapshots, filesToDelete, forgetDeletedFiles } from '../ducklake/
 import { openEngine } from '../load/engine.js';
 import { newMaintenanceId } from '../load/ids.js';
 import { recordRun } from '../load/ledger/runs.js';
-import { ident } from '../load/sql.js';
-import { STAGED_PARTITION, type TableShape } from '../load/schema.js';
-import {
-  compactedShapes,
-  compactionTargets,
-  compactRun,
-  countBefore,
-  emptyCompactReport,
-  type CompactionTarget,
-  type CompactReport,
-} from '../load/write/compaction.js';
-import { partitionKey, readLakeState } from '../load/write/lake-state.js';
+import type { TableShape } from '../load/schema.js';
+import { compactedShapes, compactionTargets, compactRun, countBefore, emptyCompactReport, type CompactReport } from '../load/write/compaction.js';
 import { lakeTableShapes } from '../load/ledger/declared-tables.js';
 import type { MaintainReport, RetentionOptions } from '../load/write/maintenance.js';
 import { silentLogger } from '../pipeline/log.js';
 import { underLease } from './lease.js';
 import { commitLeased, type CommitDeps, type LeasedChange, type LeasedCommit } from './commit.js';
-import { lakeRows } from './lake-rows.js';
+import { readLake } from './lake-rows.js';
 import { CONTROL_SCHEMA, openCatalog } from './control-plane.js';
 import { openStore, storeLocationOf, type Store, type StoreConnection, type StoredFile } from './store.js';
 import { catalogFiles } from '../ducklake/files.js';
@@ -132,7 +122,7 @@ export async function compactDistributedLake(opts: {
       try {
         const deps = { catalog, engine, store, holder: runId, leaseSeconds: COMPACT_LEASE_SECONDS, log: silentLogger };
         const shapes = compactedShapes(await lakeTableShapes({ db: catalog, schema: CONTROL_SCHEMA }), opts.datasets);
-        return await underLease(deps, client, `chainlake compact ${runId}`, () => compactLeased(deps, shapes, startedAt));
+        return await underLease(deps, client, `chainlake compact ${runId}`, () => compactLeased(deps, shapes, startedAt, path.join(scratch, 'lake')));
       } finally {
         engine.close();
       }
@@ -145,14 +135,16 @@ export async function compactDistributedLake(opts: {
   }
 }
 
-/** The compaction itself, by the holder of the committer lease (deps.holder is the compaction's run id). */
-async function compactLeased(deps: CommitDeps, shapes: readonly TableShape[], startedAt: string): Promise<CompactReport> {
+/**
+ * The compaction itself, by the holder of the committer lease (deps.holder is the compaction's run id); the partitions
+ * another writer changed are written out under `workDir` to be counted.
+ */
+async function compactLeased(deps: CommitDeps, shapes: readonly TableShape[], startedAt: string, workDir: string): Promise<CompactReport> {
   const report = emptyCompactReport(deps.holder);
-  const { targets, alreadyCompact } = compactionTargets(await readLakeState(deps.catalog, deps.store.localDataPath), shapes);
+  const { targets, alreadyCompact } = compactionTargets(await readLake(deps, deps.engine.conn, workDir, shapes), shapes);
   report.alreadyCompact = alreadyCompact;
   if (targets.length === 0) return report;
-  const counted = await sharedRows(deps, targets);
-  countBefore(report, targets, (t) => counted.get(partitionKey(t.network, t.value))?.get(t.shape.name) ?? 0);
+  countBefore(report, targets);
   const rewrite = new Map<TableShape, Map<string, string[]>>();
   for (const t of targets) {
     const networks = rewrite.get(t.shape) ?? new Map<string, string[]>();
@@ -164,41 +156,6 @@ async function compactLeased(deps: CommitDeps, shapes: readonly TableShape[], st
     record: (tx, c) => recordRun({ db: tx, schema: CONTROL_SCHEMA }, compactRun(after(c), startedAt)),
   });
   return after(committed);
-}
-
-/**
- * The rows of the targets whose files alone do not give them (another DuckLake writer inlined rows into the catalog
- * or deleted some), counted as the merge reads them: by partition key, then table.
- */
-async function sharedRows(deps: CommitDeps, targets: readonly CompactionTarget[]): Promise<Map<string, Map<string, number>>> {
-  const counted = new Map<string, Map<string, number>>();
-  const groups = new Map<string, CompactionTarget[]>();
-  for (const t of targets.filter((x) => x.rows === undefined)) {
-    const k = `${t.shape.name}\u0000${t.network}`;
-    groups.set(k, [...(groups.get(k) ?? []), t]);
-  }
-  if (groups.size === 0) return counted;
-  const conn = await deps.engine.connect();
-  try {
-    for (const group of groups.values()) {
-      const { shape, network } = group[0]!;
-      const rows = await lakeRows(deps, shape, network, conn, true, '__chainlake_count_');
-      try {
-        const select = await rows.select(group.map((t) => t.value));
-        if (!select) continue;
-        const part = ident(STAGED_PARTITION);
-        for (const r of (await conn.runAndReadAll(`SELECT ${part} AS p, count(*) AS n FROM (${select}) GROUP BY 1`)).getRowObjectsJS()) {
-          const key = partitionKey(network, String(r.p));
-          counted.set(key, (counted.get(key) ?? new Map<string, number>()).set(shape.name, Number(r.n)));
-        }
-      } finally {
-        await rows.release();
-      }
-    }
-  } finally {
-    conn.closeSync();
-  }
-  return counted;
 }
 
 /** One spelling per file: object locations as they are, local paths resolved. */

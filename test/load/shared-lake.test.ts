@@ -5,7 +5,14 @@
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeLake } from '../../src/decode/lake.js';
+import { resolveDatasets } from '../../src/decode/spec.js';
+import { openEngine } from '../../src/load/engine.js';
 import { compactLake } from '../../src/load/write/maintenance.js';
+import { A_ERC20_0 } from '../../src/simulator/chain.js';
+import { chainFor } from '../../src/simulator/index.js';
+import { STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
+import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
 import { LakePaths } from '../../src/load/paths.js';
 import { openLakeReader } from '../../src/load/read/reader.js';
 import { lakeStatus } from '../../src/load/read/status.js';
@@ -184,5 +191,46 @@ describe.skipIf(!HAS_REF)('a lake shared with the reference DuckLake extension (
     expect(await dayFiles('')).toEqual([{ n: 0n }]);
     expect(json(await refRows(lake))).toBe(json(before));
     expect(json(await chainlakeRows(lake))).toBe(json(before));
+  });
+});
+
+describe.skipIf(!HAS_REF)('decoding logs another DuckLake writer changed (single machine)', () => {
+  it('decode reads the logs the reference reads: the logs it deleted (an inlined delete) are not read, the others are decoded', async () => {
+    const logsLake = path.join(dir, 'logs');
+    const token = chainFor(5, 'small', 'mainnet').addrLower(A_ERC20_0);
+    const doc = {
+      name: 'logs',
+      target: 'simulator',
+      lake: logsLake,
+      range: { fromBlock: 0, toBlock: 3000 },
+      datasets: { event_logs: { contracts: [{ address: token, topics: [toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent)] }] } },
+    };
+    const ran = await runJob(parseJob(doc, 'shared-lake-test', process.env), { simulator: sim });
+    expect(ran.errors).toEqual([]);
+    const held = async () => Number((await withRef(logsLake, ['SELECT count(*) AS n FROM lake.event_logs']))[0]!.n);
+    const all = await held();
+    expect(all).toBeGreaterThan(1);
+    await withRef(logsLake, ['DELETE FROM lake.event_logs WHERE transaction_hash = (SELECT min(transaction_hash) FROM lake.event_logs)']);
+    const kept = await held();
+    expect(kept).toBeLessThan(all);
+    const paths = new LakePaths(logsLake);
+    const staging = paths.staging('decode-shared');
+    const engine = await openEngine({ tempDir: path.join(staging, 'tmp') });
+    try {
+      const datasets = await resolveDatasets({ standard: ['erc20'], contracts: [] }, { engine, paths, network: 'mainnet' });
+      const report = await decodeLake({
+        engine,
+        paths,
+        network: 'mainnet',
+        datasets,
+        runId: 'decode-shared',
+        ingestedAt: new Date().toISOString(),
+        stagingDir: staging,
+      });
+      expect(report.logs).toBe(kept);
+      expect(report.datasets.reduce((n, d) => n + d.rows, 0)).toBeGreaterThan(0);
+    } finally {
+      engine.close();
+    }
   });
 });

@@ -1,7 +1,8 @@
 /**
  * The lake's side of a table merge (merge-table.ts): what one network's partitions of a table hold now. Its own
- * module, importing nothing of the write side, so that the lake's readers (lake-state.ts on one machine,
- * distributed/commit.ts's lakeRows) implement it without importing the merge.
+ * module, importing nothing of the write side, so that the merge does not import the lake's one reader that
+ * implements it (LakeState.partitionsOf, lake-state.ts: both committers read through it, a distributed lake's files
+ * copied from its store: distributed/lake-rows.ts).
  */
 
 /** A file's lowest and highest block, when the catalog knows them. */

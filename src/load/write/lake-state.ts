@@ -1,9 +1,11 @@
 /**
  * The single-machine lake is a DuckLake: `catalog.duckdb` holds the DuckLake's tables (src/ducklake/) beside
  * chainlake's runs, windows and watermarks, and the data files live under the lake directory with immutable
- * names (`main/<table>/network=<n>/<date column>=<value>/ducklake-<uuid>.parquet`). This module is what the
- * single-machine commit knows of it: the tables of the datasets it writes (created, or given the columns a
- * newer declaration adds) and the files each partition holds at the newest snapshot.
+ * names (`main/<table>/network=<n>/<date column>=<value>/ducklake-<uuid>.parquet`). This module is what a commit
+ * knows of a lake, on one machine or distributed (its PostgreSQL catalog, its files copied from the store): the
+ * tables of the datasets it writes (created, or given the columns a newer declaration adds), the files each
+ * partition holds at the newest snapshot, and (LakeState.partitionsOf) the one reader of a table's current rows
+ * that both committers' merge reads.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { CatalogDb, CatalogParam, CatalogRow } from '../../ducklake/catalog-db.js';
@@ -12,6 +14,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import {
   currentSnapshot,
+  inlinedRowsFor,
   listAllColumns,
   listDataFiles,
   inlinedValues,
@@ -59,7 +62,8 @@ export interface LakeTableState {
   partitions: Map<string, CurrentFile[]>;
   /**
    * Partitions whose rows another DuckLake writer left partly outside their files (inlined into the catalog,
-   * deleted) and that this state did not write out (read without a work folder): their files alone are not their rows.
+   * deleted) and that this state did not write out (read without a work folder, or a PostgreSQL catalog's without an
+   * engine): their files alone are not their rows.
    */
   unmerged?: ReadonlySet<string>;
 }
@@ -92,11 +96,19 @@ export class JoinedDuckDbCatalog implements CatalogDb {
   }
 }
 
-/** The lake's tables and their current files, as of the newest snapshot. */
+/** Makes a lake file (an absolute path under the lake's data path) present at that path on this machine. */
+export type FileAccess = (file: string) => Promise<unknown>;
+
+/**
+ * The lake's tables and their current files, as of the newest snapshot: the one reader of a table's current rows
+ * for both committers. `access` is how a file reaches this machine (a distributed lake's store copies it; a lake on
+ * this machine's disk is there already).
+ */
 export class LakeState {
   constructor(
     readonly snapshotId: number,
     private readonly tables: ReadonlyMap<string, LakeTableState>,
+    private readonly access?: FileAccess,
   ) {}
 
   has(name: string): boolean {
@@ -117,10 +129,26 @@ export class LakeState {
 
   /** Every current file of a table (of one network, when given), absolute paths. */
   tableFiles(name: string, network?: string): string[] {
+    return this.currentFiles(name, network).map((f) => f.path);
+  }
+
+  /** tableFiles, each present on this machine. */
+  async localFiles(name: string, network?: string): Promise<string[]> {
+    const files = this.currentFiles(name, network);
+    await this.present(files);
+    return files.map((f) => f.path);
+  }
+
+  private currentFiles(name: string, network?: string): CurrentFile[] {
     const t = this.tables.get(name);
     if (!t) return [];
     for (const k of t.unmerged ?? []) if (network === undefined || k.startsWith(`${network}\u0000`)) throw unmergedError(name, k.split('\u0000')[0]!);
-    return [...t.partitions].filter(([k]) => network === undefined || k.startsWith(`${network}\u0000`)).flatMap(([, files]) => files.map((f) => f.path));
+    return [...t.partitions].filter(([k]) => network === undefined || k.startsWith(`${network}\u0000`)).flatMap(([, files]) => files);
+  }
+
+  /** Files made present on this machine (a partition written out under a work folder is there already). */
+  private async present(files: readonly CurrentFile[]): Promise<void> {
+    if (this.access) for (const f of files) if (!f.materialised) await this.access(f.path);
   }
 
   all(): LakeTableState[] {
@@ -141,13 +169,34 @@ export class LakeState {
         }),
       rowsIn: (p) => files(p).reduce((sum, f) => sum + f.rows, 0),
       select: async (partitions, keep) => {
-        const old = partitions.flatMap((p) => files(p).map((f) => f.path));
+        const old = partitions.flatMap((p) => files(p));
+        await this.present(old);
         return old.length === 0
           ? undefined
-          : `SELECT * EXCLUDE (filename), regexp_extract(filename, ${folder}, 1) AS ${part} FROM read_parquet(${literalList(old)}, hive_partitioning = false, union_by_name = true, filename = true)${keep ? ` WHERE ${keep}` : ''}`;
+          : `SELECT * EXCLUDE (filename), regexp_extract(filename, ${folder}, 1) AS ${part} FROM read_parquet(${literalList(old.map((f) => f.path))}, hive_partitioning = false, union_by_name = true, filename = true)${keep ? ` WHERE ${keep}` : ''}`;
       },
     };
   }
+}
+
+/** How readLakeState reads a lake: see its fields. */
+export interface LakeStateOptions {
+  /**
+   * Where the partitions another DuckLake writer changed in the catalog (inlined rows, deletes) are written out to
+   * be merged; without it they are `unmerged`.
+   */
+  workDir?: string;
+  /**
+   * The DuckDB connection a PostgreSQL catalog's changed partitions are written out on (its inlined rows are copied
+   * into it first); a DuckDB catalog's own DuckDB writes them, where its inlined rows are. None: `unmerged`.
+   */
+  engine?: DuckDBConnection;
+  /** How a lake file reaches this machine (see LakeState). */
+  access?: FileAccess;
+  /** Only these tables are read, not the lake's every one. */
+  only?: readonly TableShape[];
+  /** With `only`: their files' block spans too (a merge that replaces windows reads them), as `ensure`'s always. */
+  spans?: boolean;
 }
 
 /**
@@ -155,23 +204,26 @@ export class LakeState {
  * the lake lacks (and adds columns a newer declaration has): call it inside the catalog's transaction then.
  * `dataPath` is the lake's directory as this process sees it (a moved lake still reads its files).
  */
-export async function readLakeState(db: CatalogDb, dataPath: string, ensure: readonly TableShape[] = [], opts: { workDir?: string } = {}): Promise<LakeState> {
+export async function readLakeState(db: CatalogDb, dataPath: string, ensure: readonly TableShape[] = [], opts: LakeStateOptions = {}): Promise<LakeState> {
   const { snapshot, listed } = await ensureTables(db, ensure);
-  const tables = await tableStates(db, snapshot, dataPath, listed);
-  const fileKeys = await readCurrentFiles(db, tables);
+  const only = opts.only && new Set(opts.only.map((s) => s.name));
+  const tables = await tableStates(db, snapshot, dataPath, listed, only);
+  const fileKeys = await readCurrentFiles(db, tables, only !== undefined);
   // Files of the block-ranged datasets a commit writes know their block span: the partitions a window fetched
   // again reaches (load/write/replace.ts).
-  for (const shape of ensure) {
+  for (const shape of [...ensure, ...(opts.spans ? (opts.only ?? []) : [])]) {
     const state = shape.blockColumn ? tables.get(shape.name) : undefined;
     if (!state || state.partitions.size === 0) continue;
     const spans = await fileBlockSpans(db, state.table.tableId, shape.blockColumn!);
     for (const list of state.partitions.values()) for (const f of list) f.blockSpan = spans.get(f.dataFileId);
   }
+  const engine = db.dialect === 'duckdb' ? undefined : opts.engine;
   for (const [state, keys] of await sharedPartitions(db, tables, fileKeys)) {
-    if (opts.workDir && db.dialect === 'duckdb') await materialise(db, state, [...keys], snapshot, dataPath, opts.workDir);
+    if (opts.workDir && (db.dialect === 'duckdb' || engine))
+      await materialise(db, state, [...keys], snapshot, dataPath, { ...opts, workDir: opts.workDir, engine });
     else state.unmerged = keys;
   }
-  return new LakeState(snapshot, tables);
+  return new LakeState(snapshot, tables, opts.access);
 }
 
 /** The tables and their columns at a snapshot. */
@@ -197,7 +249,7 @@ async function ensureTables(db: CatalogDb, shapes: readonly TableShape[]): Promi
 }
 
 /** The lake's tables of schema `main` at `snapshot`, by name, with no file yet. */
-async function tableStates(db: CatalogDb, snapshot: number, dataPath: string, read?: Listed): Promise<Map<string, LakeTableState>> {
+async function tableStates(db: CatalogDb, snapshot: number, dataPath: string, read?: Listed, only?: ReadonlySet<string>): Promise<Map<string, LakeTableState>> {
   const listed = read?.tables ?? (await listTables(db, snapshot));
   const columns = read?.columns ?? (await listAllColumns(db, snapshot));
   const partitioning = new Map<number, number[]>();
@@ -206,7 +258,7 @@ async function tableStates(db: CatalogDb, snapshot: number, dataPath: string, re
   }
   const tables = new Map<string, LakeTableState>();
   for (const table of listed) {
-    if (table.schema.name !== 'main') continue;
+    if (table.schema.name !== 'main' || (only && !only.has(table.name))) continue;
     tables.set(table.name, {
       table,
       columns: columns.get(table.tableId) ?? [],
@@ -222,7 +274,7 @@ async function tableStates(db: CatalogDb, snapshot: number, dataPath: string, re
 type FileKeys = Map<number, { state: LakeTableState; key: string; deleted: boolean }>;
 
 /** Fills each table's partitions with their current files; each file's table and partition, by data file id. */
-async function readCurrentFiles(db: CatalogDb, tables: ReadonlyMap<string, LakeTableState>): Promise<FileKeys> {
+async function readCurrentFiles(db: CatalogDb, tables: ReadonlyMap<string, LakeTableState>, filtered: boolean): Promise<FileKeys> {
   const byId = new Map([...tables.values()].map((t) => [t.table.tableId, t]));
   const rows = await db.query(
     `SELECT d.table_id, d.data_file_id, d.path, d.path_is_relative, d.record_count, d.file_size_bytes, n.partition_value AS network, p.partition_value AS value,
@@ -230,8 +282,9 @@ async function readCurrentFiles(db: CatalogDb, tables: ReadonlyMap<string, LakeT
      FROM ducklake_data_file d
      JOIN ducklake_file_partition_value n ON n.data_file_id = d.data_file_id AND n.partition_key_index = 0
      JOIN ducklake_file_partition_value p ON p.data_file_id = d.data_file_id AND p.partition_key_index = 1
-     WHERE d.end_snapshot IS NULL
+     WHERE d.end_snapshot IS NULL${filtered ? ' AND d.table_id IN (SELECT unnest(CAST($1 AS BIGINT[])))' : ''}
      ORDER BY d.data_file_id`,
+    filtered ? [[...byId.keys()]] : [],
   );
   const fileKeys: FileKeys = new Map();
   for (const r of rows) {
@@ -292,43 +345,54 @@ async function inlinedDeletedFiles(db: CatalogDb, name: string): Promise<number[
 /**
  * Writes each of `keys`' partitions as it reads at `snapshot` (files minus deleted rows, plus inlined rows) to a
  * Parquet file under `workDir`, in a `<partition column>=<value>` folder as the lake's own (merges take the
- * partition from the folder), and makes it the partition's one current file for whatever merges it. The catalog's
- * own DuckDB writes it: the inlined rows are in its tables.
+ * partition from the folder), and makes it the partition's one current file for whatever merges it. Where the
+ * inlined rows can be read writes it: a DuckDB catalog's own DuckDB, or `engine` with a PostgreSQL catalog's
+ * inlined rows copied into it.
  */
-async function materialise(db: CatalogDb, state: LakeTableState, keys: string[], snapshot: number, dataPath: string, workDir: string): Promise<void> {
+async function materialise(
+  db: CatalogDb,
+  state: LakeTableState,
+  keys: string[],
+  snapshot: number,
+  dataPath: string,
+  at: { workDir: string; engine?: DuckDBConnection; access?: FileAccess },
+): Promise<void> {
+  const { workDir, engine } = at;
   const partitionColumn = state.columns.find((c) => c.columnId === state.partitionColumnIds[1])!.name;
   const files = await listDataFiles(db, state.table, snapshot, dataPath);
-  const inlined = await listInlinedData(db, state.table);
-  for (const key of keys) {
-    const [network, value] = key.split('\u0000') as [string, string];
-    const current = state.partitions.get(key) ?? [];
-    const ids = new Set(current.map((f) => f.dataFileId));
-    const scan = scanSql(
-      state.table,
-      state.columns,
-      files.filter((f) => ids.has(f.dataFileId)),
-      snapshot,
-      inlined,
-    );
-    const target = path.join(
-      workDir,
-      state.table.name,
-      `network=${encodeURIComponent(network)}`,
-      `${partitionColumn}=${encodeURIComponent(value)}`,
-      'rows.parquet',
-    );
-    await mkdir(path.dirname(target), { recursive: true });
-    const rows = `SELECT * FROM (${scan}) WHERE CAST(network AS VARCHAR) = ${literal(network)} AND CAST(${ident(partitionColumn)} AS VARCHAR) = ${literal(value)}`;
-    const copied = await db.query(`COPY (${rows}) TO ${literal(target)} (FORMAT parquet, RETURN_STATS)`);
-    state.partitions.set(key, [
-      {
-        dataFileId: -1,
-        path: target,
-        rows: Number(copied[0]?.count ?? 0),
-        bytes: Number(copied[0]?.file_size_bytes ?? 0),
-        materialised: true,
-        replaced: { files: current.length, bytes: current.reduce((n, f) => n + f.bytes, 0) },
-      },
-    ]);
+  const inlined = engine
+    ? await inlinedRowsFor(db, engine, state.table, state.columns, snapshot, { prefix: '__chainlake_changed_', temporary: true })
+    : { inlined: await listInlinedData(db, state.table), release: async () => undefined };
+  try {
+    for (const key of keys) {
+      const [network, value] = key.split('\u0000') as [string, string];
+      const current = state.partitions.get(key) ?? [];
+      const ids = new Set(current.map((f) => f.dataFileId));
+      const read = files.filter((f) => ids.has(f.dataFileId));
+      for (const f of read) for (const p of [f.path, ...(f.deleteFile ? [f.deleteFile.path] : [])]) await at.access?.(p);
+      const target = path.join(
+        workDir,
+        state.table.name,
+        `network=${encodeURIComponent(network)}`,
+        `${partitionColumn}=${encodeURIComponent(value)}`,
+        'rows.parquet',
+      );
+      await mkdir(path.dirname(target), { recursive: true });
+      const rows = `SELECT * FROM (${scanSql(state.table, state.columns, read, snapshot, inlined.inlined)}) WHERE CAST(network AS VARCHAR) = ${literal(network)} AND CAST(${ident(partitionColumn)} AS VARCHAR) = ${literal(value)}`;
+      const copy = `COPY (${rows}) TO ${literal(target)} (FORMAT parquet, RETURN_STATS)`;
+      const copied = await (engine ? duckDbQuery(engine, copy, []) : db.query(copy));
+      state.partitions.set(key, [
+        {
+          dataFileId: -1,
+          path: target,
+          rows: Number(copied[0]?.count ?? 0),
+          bytes: Number(copied[0]?.file_size_bytes ?? 0),
+          materialised: true,
+          replaced: { files: current.length, bytes: current.reduce((n, f) => n + f.bytes, 0) },
+        },
+      ]);
+    }
+  } finally {
+    await inlined.release();
   }
 }

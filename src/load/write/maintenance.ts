@@ -99,7 +99,7 @@ export async function compactLake(paths: LakePaths, opts: { datasets?: readonly 
     const lake = await lakeStateFor(paths, [], path.join(staging, 'lake-rows'));
     const { targets, alreadyCompact } = compactionTargets(lake, shapes);
     report.alreadyCompact = alreadyCompact;
-    countBefore(report, targets, () => 0);
+    countBefore(report, targets);
     for (let i = 0; i < targets.length; i += COMPACT_BATCH) {
       const workDir = path.join(staging, `batch-${i / COMPACT_BATCH}`);
       await mkdirDurable(workDir);

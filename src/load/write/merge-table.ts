@@ -3,8 +3,8 @@
  * distributed one, distributed/commit.ts): which partitions of one network a commit merges (those its fresh rows
  * reach, those a window fetched again reaches, those the caller names), what of their current rows stays (the
  * replaced windows' old rows go: load/write/replace.ts; a caller's condition), and the sliced merge itself
- * (mergeSlices). What differs between the committers is only where the current rows are read from (LakePartitions)
- * and where a partition's file goes (`write`).
+ * (mergeSlices). What differs between the committers is only how the lake's files reach the machine (LakePartitions,
+ * read by LakeState for both) and where a partition's file goes (`write`).
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { DatasetDef } from '../../datasets/dataset.js';
