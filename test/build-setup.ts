@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 const STAMP = 'dist/.source-hash';
@@ -27,6 +27,8 @@ export default function build(): void {
   // changes that time, and the suite builds again.
   const stamp = () => `${sourceHash()} ${statSync('dist/cli/main.js').mtimeMs}`;
   if (existsSync('dist/cli/main.js') && existsSync(STAMP) && readFileSync(STAMP, 'utf8') === stamp()) return;
+  // From an empty dist/, as `npm run build`: the output of a source since removed or moved would stay and be shipped.
+  rmSync('dist', { recursive: true, force: true });
   const r = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { encoding: 'utf8' });
   if (r.status !== 0) process.stderr.write(`warning: tsc reported errors (tests run on what it emitted):\n${r.stdout}${r.stderr}\n`);
   if (!existsSync('dist/cli/main.js')) throw new Error('the build emitted no dist/cli/main.js');
