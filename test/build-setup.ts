@@ -27,11 +27,22 @@ export default function build(): void {
   // changes that time, and the suite builds again.
   const stamp = () => `${sourceHash()} ${statSync('dist/cli/main.js').mtimeMs}`;
   if (existsSync('dist/cli/main.js') && existsSync(STAMP) && readFileSync(STAMP, 'utf8') === stamp()) return;
-  // From an empty dist/, as `npm run build`: the output of a source since removed or moved would stay and be shipped.
-  rmSync('dist', { recursive: true, force: true });
   const r = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { encoding: 'utf8' });
   if (r.status !== 0) process.stderr.write(`warning: tsc reported errors (tests run on what it emitted):\n${r.stdout}${r.stderr}\n`);
   if (!existsSync('dist/cli/main.js')) throw new Error('the build emitted no dist/cli/main.js');
+  removeOrphans();
   // Only a clean build is remembered: one with errors is built again next time, so its warning is seen again.
   if (r.status === 0) writeFileSync(STAMP, stamp());
+}
+
+/**
+ * Removes what an earlier build emitted for a source since removed or moved (`npm run build` starts from an empty
+ * dist/ instead): it would be shipped (test/pack). Not by emptying dist/ first: the other process-tier project's
+ * files may already run the built CLI when its global setup builds again.
+ */
+function removeOrphans(): void {
+  for (const f of readdirSync('dist', { recursive: true }) as string[]) {
+    if (f.startsWith('bench-build') || !/\.(js|d\.ts|js\.map)$/.test(f)) continue;
+    if (!existsSync(path.join('src', f.replace(/(\.d\.ts|\.js\.map|\.js)$/, '.ts')))) rmSync(path.join('dist', f), { force: true });
+  }
 }
