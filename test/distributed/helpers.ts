@@ -8,6 +8,7 @@ import { currentSnapshot, dataPathOf, listDataFiles, listTables } from '../../sr
 import { openCatalog } from '../../src/distributed/control-plane.js';
 import { openCatalogFile } from '../ducklake/helpers.js';
 import { openDistributedLake } from '../../src/distributed/read.js';
+import type { StoreConnection } from '../../src/distributed/store.js';
 import { queryCatalog } from '../helpers/lake.js';
 
 /**
@@ -153,8 +154,8 @@ export async function expectSameFileOptions(
 type Rows = Record<string, unknown>[];
 
 /** The rows of `sql` as chainlake's distributed reader (what `query --catalog` opens) reads them. */
-export async function chainlakeQuery(catalogUrl: string, store: string, sql: string): Promise<Rows> {
-  const lake = await openDistributedLake({ catalog: catalogUrl, store });
+export async function chainlakeQuery(catalogUrl: string, store: string, sql: string, storeConnection?: StoreConnection): Promise<Rows> {
+  const lake = await openDistributedLake({ catalog: catalogUrl, store, ...(storeConnection ? { storeConnection } : {}) });
   try {
     return (await lake.conn.runAndReadAll(sql)).getRowObjectsJS() as Rows;
   } finally {

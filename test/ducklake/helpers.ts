@@ -117,6 +117,11 @@ export interface ReferenceOptions {
   inlining?: number;
   /** The lake's name in statements (default `ref`). */
   as?: string;
+  /**
+   * Where this DuckDB finds the lake's files instead of the catalog's data path (OVERRIDE_DATA_PATH, which leaves
+   * the catalog's as it is): a lake on object storage, without the httpfs extension, through a local copy.
+   */
+  dataPath?: string;
 }
 
 /**
@@ -130,7 +135,9 @@ export async function openReference(catalog: string, opts: ReferenceOptions = {}
   const instance = await DuckDBInstance.create(':memory:', { allow_unsigned_extensions: 'true', autoinstall_known_extensions: 'false' });
   const conn = await instance.connect();
   const quote = (s: string) => `'${s.replace(/'/g, "''")}'`;
-  const options = opts.write ? (opts.inlining === undefined ? '' : `, DATA_INLINING_ROW_LIMIT ${opts.inlining}`) : ', READ_ONLY';
+  const options =
+    (opts.write ? (opts.inlining === undefined ? '' : `, DATA_INLINING_ROW_LIMIT ${opts.inlining}`) : ', READ_ONLY') +
+    (opts.dataPath === undefined ? '' : `, DATA_PATH ${quote(opts.dataPath)}, OVERRIDE_DATA_PATH true`);
   try {
     await conn.run("SET TimeZone = 'UTC'");
     await conn.run(`LOAD ${quote(path.join(REFERENCE_DIR, 'ducklake.duckdb_extension'))}`);

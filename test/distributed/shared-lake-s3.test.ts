@@ -1,0 +1,183 @@
+// Another DuckLake writer on a distributed lake whose store is object storage (s3rver), as shared-lake.test.ts has one
+// on a directory: a committer that writes out a partition the reference extension changed first copies that
+// partition's files down from the bucket (they are on no disk of its own), and uploads the file it writes. The
+// reference cannot read the catalog's `s3://` data path here (DuckDB has no httpfs, and installs nothing): it attaches
+// with the lake's files through a local copy of the bucket's `lake/` (DATA_PATH, OVERRIDE_DATA_PATH), as a user with
+// the bucket mounted would; its inlined inserts and deletes go into the PostgreSQL catalog, which is all that is
+// shared.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openCatalog } from '../../src/distributed/control-plane.js';
+import { enqueueJob } from '../../src/distributed/enqueue.js';
+import { openStore, type Store } from '../../src/distributed/store.js';
+import { runWorker } from '../../src/distributed/worker.js';
+import { parseJob } from '../../src/pipeline/job.js';
+import { A_BUSY0 } from '../../src/simulator/chain.js';
+import { chainFor } from '../../src/simulator/index.js';
+import { referenceMissing, withReference } from '../ducklake/helpers.js';
+import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
+import { runCliCapturing } from '../helpers/cli.js';
+import { chainlakeQuery } from './helpers.js';
+import { startS3, type TestS3 } from './s3.js';
+
+type Rows = Record<string, unknown>[];
+const plain = (rows: Rows) => rows.map((r) => JSON.stringify(r, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
+
+const chain = chainFor(1, 'small', 'mainnet');
+const ADDRESSES = [1, 2].map((i) => chain.addrLower(A_BUSY0 + i));
+const jobDoc = (name: string, addresses: readonly string[]) => ({
+  name,
+  network: 'mainnet',
+  target: 'simulator',
+  simulator: { seed: 1, scale: 'small' },
+  datasets: { transactions: { addresses: [...addresses] } },
+});
+
+/** Rows the reference inserts: keys no API returns, so only the reference's writes can explain them. */
+const inserted = (hash: string, day: string, block: number) =>
+  `('${hash}', ${block}, 0, 'mainnet', DATE '${day}', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00')`;
+const INSERT = 'INSERT INTO ref.transactions (transaction_hash, block_number, transaction_index, network, block_date, _run_id, _ingested_at) VALUES ';
+
+const missing = referenceMissing();
+
+describe.skipIf(missing !== null)(
+  `a distributed lake on object storage (s3rver) shared with the reference DuckLake extension${missing ? ` (${missing})` : ''}`,
+  () => {
+    let pg: TestPostgres;
+    let s3: TestS3;
+    let db: Awaited<ReturnType<TestPostgres['database']>>;
+    let mirror: Store;
+    const saved = new Map<string, string | undefined>();
+    const store = 's3://lake/shared';
+
+    /** The bucket's `lake/` on this machine, for the reference: every current object downloaded (names never change). */
+    async function mirrored(): Promise<string> {
+      for (const f of await mirror.list('lake')) await mirror.localCopy(f.location);
+      return mirror.localDataPath;
+    }
+    const withRef = async (statements: string[]) => withReference(db.url, statements, { dataPath: await mirrored() });
+    const refRows = () => withRef(['SELECT * FROM ref.transactions ORDER BY transaction_hash']);
+    const chainlakeRows = () => chainlakeQuery(db.url, store, 'SELECT * FROM transactions ORDER BY transaction_hash', s3.connection);
+
+    /** Live rows the catalog holds inlined (another writer's inserts), and deletes it holds inlined of current files. */
+    async function inlinedCounts(): Promise<{ rows: number; deletes: number }> {
+      const { client, catalog } = await openCatalog(db.url);
+      try {
+        const count = async (sql: string) => Number((await catalog.query(sql))[0]?.n);
+        const present = async (table: string) => (await catalog.query(`SELECT to_regclass($1) AS r`, [`ducklake.${table}`]))[0]?.r !== null;
+        let rows = 0;
+        for (const t of await catalog.query('SELECT table_name FROM ducklake_inlined_data_tables')) {
+          const name = String(t.table_name);
+          if (await present(name)) rows += await count(`SELECT count(*) AS n FROM "${name}" WHERE end_snapshot IS NULL`);
+        }
+        let deletes = 0;
+        for (const t of await catalog.query(
+          `SELECT table_name FROM information_schema.tables WHERE table_schema = 'ducklake' AND table_name LIKE 'ducklake_inlined_delete_%'`,
+        ))
+          deletes += await count(
+            `SELECT count(*) AS n FROM "${String(t.table_name)}" x JOIN ducklake_data_file f ON f.data_file_id = x.file_id AND f.end_snapshot IS NULL`,
+          );
+        return { rows, deletes };
+      } finally {
+        await client.end();
+      }
+    }
+
+    async function distributedRun(name: string, addresses: readonly string[]): Promise<void> {
+      const doc = jobDoc(name, addresses);
+      await enqueueJob(parseJob(doc, name, process.env), doc, { catalog: db.url, store, storeConnection: s3.connection });
+      // A worker's own store: a fresh copy of the bucket's files, none of the files another run wrote.
+      const report = await runWorker({ catalog: db.url, store, storeConnection: s3.connection, id: `${name}-w`, account: 'w', untilIdle: true, pollMs: 50 });
+      expect(report.windowsFailed).toBe(0);
+    }
+
+    beforeAll(async () => {
+      pg = await startPostgres();
+      s3 = await startS3(['lake']);
+      // The AWS SDK finds its credentials in the environment by itself; the endpoint goes by option.
+      for (const k of Object.keys(s3.credentials)) saved.set(k, process.env[k]);
+      Object.assign(process.env, s3.credentials);
+      db = await pg.database();
+      mirror = await openStore(store, s3.connection);
+      await distributedRun('one', ADDRESSES.slice(0, 1));
+    }, 180_000);
+
+    afterAll(async () => {
+      await mirror?.close();
+      await pg?.stop();
+      await s3?.stop();
+      for (const [k, v] of saved) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
+    });
+
+    it("a workers' commit, then compact, write out the partitions the reference changed: its inserts kept, its deletes gone", async () => {
+      // Through the catalog's own data path the reference cannot open the lake here; through the local copy it can, and
+      // its writes leave the catalog's data path as it was.
+      await expect(withReference(db.url, ['SELECT 1'])).rejects.toThrow(/Data path s3:\/\/lake\/shared\/lake\/ requires the extension httpfs/);
+      const dataPath = () => withRef([`SELECT value FROM __ducklake_metadata_ref.ducklake.ducklake_metadata WHERE key = 'data_path'`]);
+      const days = (await withRef(['SELECT DISTINCT CAST(block_date AS VARCHAR) AS d FROM ref.transactions ORDER BY 1'])).map((r) => String(r.d));
+      expect(days.length).toBeGreaterThanOrEqual(5);
+      const hashes = (rows: Rows) => rows.map((r) => String(r.transaction_hash));
+      // Rows of the first address that the second's windows do not fetch (a row the API returns again is back).
+      const untouched = `coalesce(sender, '') <> '${ADDRESSES[1]}' AND coalesce(receiver, '') <> '${ADDRESSES[1]}'`;
+      const victimsIn = async (some: string[]) =>
+        (
+          await withRef([
+            `SELECT min(transaction_hash) AS h FROM ref.transactions WHERE CAST(block_date AS VARCHAR) IN (${some.map((d) => `'${d}'`).join(', ')}) AND ${untouched} GROUP BY block_date ORDER BY 1`,
+          ])
+        ).map((r) => String(r.h));
+      const remove = (victims: string[]) => `DELETE FROM ref.transactions WHERE transaction_hash IN (${victims.map((h) => `'${h}'`).join(', ')})`;
+
+      // Inlined into the catalog (the reference's default for small writes): rows into two days of chainlake's files,
+      // and deletes of a row of each of two days' files.
+      const victims = await victimsIn([days[1]!, days[2]!]);
+      expect(victims).toHaveLength(2);
+      await withRef([INSERT + [inserted('0xref-a', days[0]!, 1), inserted('0xref-b', days[1]!, 2)].join(', '), remove(victims)]);
+      const changes = JSON.stringify(await withRef(['SELECT changes FROM ref.snapshots() ORDER BY snapshot_id DESC LIMIT 2']));
+      expect(changes).toMatch(/inlined_insert/);
+      expect(changes).toMatch(/inlined_delete/);
+      expect(await inlinedCounts()).toEqual({ rows: 2, deletes: 2 });
+      expect(await dataPath()).toEqual([{ value: 's3://lake/shared/lake/' }]);
+      const before = await refRows();
+      expect(hashes(before)).toEqual(expect.arrayContaining(['0xref-a', '0xref-b']));
+      for (const h of victims) expect(hashes(before), h).not.toContain(h);
+      expect(plain(await chainlakeRows())).toEqual(plain(before));
+
+      // The workers' commit of a second address, whose rows land in every one of those days: the committer (a fresh
+      // store, none of the lake's files on its disk) writes each changed day out from the bucket's files and the
+      // catalog's inlined rows, and uploads it; nothing stays inlined.
+      await distributedRun('two', ADDRESSES.slice(1));
+      expect(await inlinedCounts()).toEqual({ rows: 0, deletes: 0 });
+      const after = await refRows();
+      const afterHashes = hashes(after);
+      expect(new Set(afterHashes).size).toBe(afterHashes.length);
+      expect(afterHashes).toEqual(expect.arrayContaining(hashes(before)));
+      expect(after.length).toBeGreaterThan(before.length);
+      for (const h of victims) expect(afterHashes, h).not.toContain(h);
+      for (const h of ['0xref-a', '0xref-b']) expect(after.find((r) => r.transaction_hash === h)?._run_id, h).toBe('reference');
+      expect(plain(await chainlakeRows())).toEqual(plain(after));
+
+      // Again, then `compact --catalog` writes the changed days out.
+      const more = await victimsIn([days[3]!]);
+      expect(more).toHaveLength(1);
+      await withRef([INSERT + inserted('0xref-c', days[4]!, 3), remove(more)]);
+      expect(await inlinedCounts()).toEqual({ rows: 1, deletes: 1 });
+      const changed = await refRows();
+      expect(changed.length).toBe(after.length);
+      const c = await runCliCapturing(['compact', '--catalog', db.url, '--store', store], s3.env);
+      expect(c.code, c.stderr).toBe(0);
+      expect(await inlinedCounts()).toEqual({ rows: 0, deletes: 0 });
+      expect(plain(await refRows())).toEqual(plain(changed));
+      expect(plain(await chainlakeRows())).toEqual(plain(changed));
+      const q = await runCliCapturing(
+        ['query', '--catalog', db.url, '--store', store, '--format', 'csv', 'SELECT transaction_hash, _run_id FROM transactions ORDER BY transaction_hash'],
+        s3.env,
+      );
+      expect(q.code, q.stderr).toBe(0);
+      expect(q.stdout.trim().split('\n').slice(1)).toEqual(changed.map((r) => `${String(r.transaction_hash)},${String(r._run_id)}`));
+      expect(q.stdout).toContain('0xref-c,reference');
+      expect(q.stdout).not.toContain(more[0]);
+    }, 300_000);
+  },
+);
