@@ -238,8 +238,12 @@ describe.skipIf(missing !== null)(
               `SELECT transaction_hash, log_index FROM ref.event_logs WHERE CAST(block_date AS VARCHAR) = '${day}' AND _run_id <> 'reference' ORDER BY 1, 2 LIMIT 1`,
             ])
           )[0]!;
-        const deleteLog = (log: Record<string, unknown>) =>
-          `DELETE FROM ref.event_logs WHERE transaction_hash = '${String(log.transaction_hash)}' AND log_index = ${String(log.log_index)}`;
+        const deleteLog = (log: Record<string, unknown>, table = 'event_logs') =>
+          `DELETE FROM ref.${table} WHERE transaction_hash = '${String(log.transaction_hash)}' AND log_index = ${String(log.log_index)}`;
+        // A decoded row of no log (a made-up transaction), copied from the day's first decoded row.
+        const insertDecoded = (hash: string, day: string) =>
+          `INSERT INTO ref.${DECODED} SELECT * REPLACE ('${hash}' AS transaction_hash, 'reference' AS _run_id)
+           FROM ref.${DECODED} WHERE CAST(block_date AS VARCHAR) = '${day}' ORDER BY transaction_hash, log_index LIMIT 1`;
 
         await distributedRun('logs-a', [], lake, decodingDoc('logs-a', 0));
         const first = await decodedAsLogs();
@@ -248,36 +252,46 @@ describe.skipIf(missing !== null)(
         expect(days).toHaveLength(2);
 
         // Inlined into the catalog: a log inserted into one day, a log of another day deleted; then `decode --catalog`
-        // decodes the logs as the reference reads them (the inserted one decoded, the deleted one's row gone), the
-        // logs still inlined (decoding writes only the decoded tables).
+        // decodes the logs as the reference reads them (the inserted one decoded, the deleted one's row gone, the
+        // decoded table's changes undone), the logs still inlined (decoding writes only the decoded tables).
         const sender = `0x${'ab'.repeat(20)}`;
         const hashA = `0x${'e1'.repeat(32)}`;
         const goneA = await firstOf(days[1]!);
-        await withRef([insertLog(hashA, days[0]!, sender, 123_456_789), deleteLog(goneA)]);
-        expect(await inlinedCounts(lake.url)).toEqual({ rows: 1, deletes: 1 });
+        // And in the decoded table: a row of no log inserted, the row of a log that is still there deleted.
+        const orphanA = `0x${'d1'.repeat(32)}`;
+        const undecoded = await firstOf(days[0]!);
+        await withRef([insertLog(hashA, days[0]!, sender, 123_456_789), deleteLog(goneA), insertDecoded(orphanA, days[1]!), deleteLog(undecoded, DECODED)]);
+        expect(await inlinedCounts(lake.url)).toEqual({ rows: 2, deletes: 2 });
         const read = await keys('event_logs');
         const keyA = await keys('event_logs', `transaction_hash = '${hashA}'`);
         expect(keyA).toHaveLength(1);
         expect(read).toEqual([...first.filter((k) => k !== `${String(goneA.transaction_hash)}/${String(goneA.log_index)}`), ...keyA].sort());
-        expect(await keys(DECODED)).not.toEqual(read);
+        const decodedNow = await keys(DECODED);
+        expect(decodedNow).not.toEqual(read);
+        expect(decodedNow.filter((k) => k.startsWith(orphanA))).toHaveLength(1);
+        expect(decodedNow).not.toContain(`${String(undecoded.transaction_hash)}/${String(undecoded.log_index)}`);
         const report = await decodeCli();
         expect(report.logs).toBe(read.length);
         expect(await decodedAsLogs()).toEqual(read);
         expect(await decodedRow(hashA)).toEqual([{ sender, receiver: expect.stringMatching(/^0x[0-9a-f]{40}$/), value: '123456789' }]);
         expect(await inlinedCounts(lake.url)).toEqual({ rows: 1, deletes: 1 });
 
-        // Again, then a workers' commit of another token with decode: the committer writes the changed days out (their
-        // files on no disk of its own) and decodes its batch's logs; then `decode --catalog` reads the written-out days.
+        // Again, then a workers' commit of another token with decode: the committer writes the changed days of both tables
+        // out (their files on no disk of its own) and decodes its batch's logs; then `decode --catalog` reads the
+        // written-out days.
         const hashB = `0x${'e2'.repeat(32)}`;
         const goneB = await firstOf(days[0]!);
-        await withRef([insertLog(hashB, days[1]!, sender, 42), deleteLog(goneB)]);
+        const orphanB = `0x${'d2'.repeat(32)}`;
+        await withRef([insertLog(hashB, days[1]!, sender, 42), deleteLog(goneB), insertDecoded(orphanB, days[0]!)]);
         const decodedBefore = await keys(DECODED);
-        expect(await inlinedCounts(lake.url)).toEqual({ rows: 2, deletes: 2 });
+        expect(decodedBefore.filter((k) => k.startsWith(orphanB))).toHaveLength(1);
+        expect(await inlinedCounts(lake.url)).toEqual({ rows: 3, deletes: 2 });
         await distributedRun('logs-b', [], lake, decodingDoc('logs-b', 1));
         expect(await inlinedCounts(lake.url)).toEqual({ rows: 0, deletes: 0 });
         const tokenB = await keys('event_logs', `address = '${chain.addrLower(A_ERC20_0 + 1)}'`);
         expect(tokenB.length).toBeGreaterThan(100);
-        // As on one machine, a commit decodes its own batch's logs: the reference's changes wait for `decode`.
+        // As on one machine, a commit decodes its own batch's logs: the reference's changes (its decoded row of no log
+        // kept through the day's rewrite) wait for `decode`.
         expect(await keys(DECODED)).toEqual([...decodedBefore, ...tokenB].sort());
         const all = await keys('event_logs');
         const goneKeyB = `${String(goneB.transaction_hash)}/${String(goneB.log_index)}`;
