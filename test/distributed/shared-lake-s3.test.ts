@@ -4,14 +4,16 @@
 // reference cannot read the catalog's `s3://` data path here (DuckDB has no httpfs, and installs nothing): it attaches
 // with the lake's files through a local copy of the bucket's `lake/` (DATA_PATH, OVERRIDE_DATA_PATH), as a user with
 // the bucket mounted would; its inlined inserts and deletes go into the PostgreSQL catalog, which is all that is
-// shared.
+// shared. Decoding reads the lake's event logs through the same reader: a `decode --catalog` decodes the logs as the
+// reference reads them, inlined or written out.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { STANDARD_TOPICS } from '../../src/decode/datasets.js';
 import { openCatalog } from '../../src/distributed/control-plane.js';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
 import { openStore, type Store } from '../../src/distributed/store.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { parseJob } from '../../src/pipeline/job.js';
-import { A_BUSY0 } from '../../src/simulator/chain.js';
+import { A_BUSY0, A_ERC20_0 } from '../../src/simulator/chain.js';
 import { chainFor } from '../../src/simulator/index.js';
 import { referenceMissing, withReference } from '../ducklake/helpers.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
@@ -37,6 +39,20 @@ const inserted = (hash: string, day: string, block: number) =>
   `('${hash}', ${block}, 0, 'mainnet', DATE '${day}', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00')`;
 const INSERT = 'INSERT INTO ref.transactions (transaction_hash, block_number, transaction_index, network, block_date, _run_id, _ingested_at) VALUES ';
 
+/** An ERC-20 token's Transfer logs (a scope of its own per token), decoded in the committer's transaction. */
+const decodingDoc = (name: string, token: number) => ({
+  name,
+  network: 'mainnet',
+  target: 'simulator',
+  simulator: { seed: 1, scale: 'small' },
+  // The end of the chain's first day and the start of its second (7,200 blocks a day).
+  range: { fromBlock: 6_000, toBlock: 8_399 },
+  datasets: { event_logs: { contracts: [{ address: chain.addrLower(A_ERC20_0 + token), topics: [STANDARD_TOPICS.Transfer] }] } },
+  decode: { standard: ['erc20'] },
+});
+const DECODED = 'erc20_transfer_events';
+const word = (hex: string) => `0x${hex.padStart(64, '0')}`;
+
 const missing = referenceMissing();
 
 describe.skipIf(missing !== null)(
@@ -59,8 +75,8 @@ describe.skipIf(missing !== null)(
     const chainlakeRows = () => chainlakeQuery(db.url, store, 'SELECT * FROM transactions ORDER BY transaction_hash', s3.connection);
 
     /** Live rows the catalog holds inlined (another writer's inserts), and deletes it holds inlined of current files. */
-    async function inlinedCounts(): Promise<{ rows: number; deletes: number }> {
-      const { client, catalog } = await openCatalog(db.url);
+    async function inlinedCounts(url = db.url): Promise<{ rows: number; deletes: number }> {
+      const { client, catalog } = await openCatalog(url);
       try {
         const count = async (sql: string) => Number((await catalog.query(sql))[0]?.n);
         const present = async (table: string) => (await catalog.query(`SELECT to_regclass($1) AS r`, [`ducklake.${table}`]))[0]?.r !== null;
@@ -82,11 +98,16 @@ describe.skipIf(missing !== null)(
       }
     }
 
-    async function distributedRun(name: string, addresses: readonly string[]): Promise<void> {
-      const doc = jobDoc(name, addresses);
-      await enqueueJob(parseJob(doc, name, process.env), doc, { catalog: db.url, store, storeConnection: s3.connection });
+    async function distributedRun(
+      name: string,
+      addresses: readonly string[],
+      lake = { url: db.url, store },
+      doc: object = jobDoc(name, addresses),
+    ): Promise<void> {
+      const { url, store } = lake;
+      await enqueueJob(parseJob(doc, name, process.env), doc, { catalog: url, store, storeConnection: s3.connection });
       // A worker's own store: a fresh copy of the bucket's files, none of the files another run wrote.
-      const report = await runWorker({ catalog: db.url, store, storeConnection: s3.connection, id: `${name}-w`, account: 'w', untilIdle: true, pollMs: 50 });
+      const report = await runWorker({ catalog: url, store, storeConnection: s3.connection, id: `${name}-w`, account: 'w', untilIdle: true, pollMs: 50 });
       expect(report.windowsFailed).toBe(0);
     }
 
@@ -178,6 +199,126 @@ describe.skipIf(missing !== null)(
       expect(q.stdout.trim().split('\n').slice(1)).toEqual(changed.map((r) => `${String(r.transaction_hash)},${String(r._run_id)}`));
       expect(q.stdout).toContain('0xref-c,reference');
       expect(q.stdout).not.toContain(more[0]);
+    }, 300_000);
+
+    it("decoding, in a workers' commit and by `decode --catalog`, reads the event logs the reference inserted and deleted", async () => {
+      const lake = { url: (await pg.database()).url, store: 's3://lake/decoding' };
+      const own = await openStore(lake.store, s3.connection);
+      try {
+        const withRef = async (statements: string[]) => {
+          for (const f of await own.list('lake')) await own.localCopy(f.location);
+          return withReference(lake.url, statements, { dataPath: own.localDataPath });
+        };
+        const keys = async (table: string, where = 'true') =>
+          (await withRef([`SELECT transaction_hash || '/' || log_index AS k FROM ref.${table} WHERE ${where} ORDER BY 1`])).map((r) => String(r.k));
+        // Every log of this lake is an ERC-20 Transfer: the decoded table holds one row per log the reference reads,
+        // and chainlake reads the same decoded rows.
+        const decodedAsLogs = async (): Promise<string[]> => {
+          const logs = await keys('event_logs');
+          expect(await keys(DECODED)).toEqual(logs);
+          const order = `SELECT * FROM %s ORDER BY transaction_hash, log_index`;
+          const rows = await withRef([order.replace('%s', `ref.${DECODED}`)]);
+          expect(plain(await chainlakeQuery(lake.url, lake.store, order.replace('%s', DECODED), s3.connection))).toEqual(plain(rows));
+          return logs;
+        };
+        const decodeCli = async (): Promise<Record<string, unknown>> => {
+          const r = await runCliCapturing(['decode', '--catalog', lake.url, '--store', lake.store, '--standard', 'erc20', '--format', 'json'], s3.env);
+          expect(r.code, r.stderr).toBe(0);
+          return JSON.parse(r.stdout.slice(r.stdout.indexOf('{'))) as Record<string, unknown>;
+        };
+        const decodedRow = async (hash: string) =>
+          withRef([`SELECT sender, receiver, CAST(value AS VARCHAR) AS value FROM ref.${DECODED} WHERE transaction_hash = '${hash}'`]);
+        // A Transfer log no API returns (a made-up transaction), copied from the day's first log: another sender and value.
+        const insertLog = (hash: string, day: string, sender: string, value: number) =>
+          `INSERT INTO ref.event_logs SELECT * REPLACE ('${hash}' AS transaction_hash, '${word(sender.slice(2))}' AS topic_1, '${word(value.toString(16))}' AS data, 'reference' AS _run_id)
+           FROM ref.event_logs WHERE CAST(block_date AS VARCHAR) = '${day}' ORDER BY transaction_hash, log_index LIMIT 1`;
+        const firstOf = async (day: string) =>
+          (
+            await withRef([
+              `SELECT transaction_hash, log_index FROM ref.event_logs WHERE CAST(block_date AS VARCHAR) = '${day}' AND _run_id <> 'reference' ORDER BY 1, 2 LIMIT 1`,
+            ])
+          )[0]!;
+        const deleteLog = (log: Record<string, unknown>, table = 'event_logs') =>
+          `DELETE FROM ref.${table} WHERE transaction_hash = '${String(log.transaction_hash)}' AND log_index = ${String(log.log_index)}`;
+        // A decoded row of no log (a made-up transaction), copied from the day's first decoded row.
+        const insertDecoded = (hash: string, day: string) =>
+          `INSERT INTO ref.${DECODED} SELECT * REPLACE ('${hash}' AS transaction_hash, 'reference' AS _run_id)
+           FROM ref.${DECODED} WHERE CAST(block_date AS VARCHAR) = '${day}' ORDER BY transaction_hash, log_index LIMIT 1`;
+
+        await distributedRun('logs-a', [], lake, decodingDoc('logs-a', 0));
+        const first = await decodedAsLogs();
+        expect(first.length).toBeGreaterThan(100);
+        const days = (await withRef(['SELECT DISTINCT CAST(block_date AS VARCHAR) AS d FROM ref.event_logs ORDER BY 1'])).map((r) => String(r.d));
+        expect(days).toHaveLength(2);
+
+        // Inlined into the catalog: a log inserted into one day, a log of another day deleted; then `decode --catalog`
+        // decodes the logs as the reference reads them (the inserted one decoded, the deleted one's row gone, the
+        // decoded table's changes undone), the logs still inlined (decoding writes only the decoded tables).
+        const sender = `0x${'ab'.repeat(20)}`;
+        const hashA = `0x${'e1'.repeat(32)}`;
+        const goneA = await firstOf(days[1]!);
+        // And in the decoded table: a row of no log inserted, the row of a log that is still there deleted.
+        const orphanA = `0x${'d1'.repeat(32)}`;
+        const undecoded = await firstOf(days[0]!);
+        await withRef([insertLog(hashA, days[0]!, sender, 123_456_789), deleteLog(goneA), insertDecoded(orphanA, days[1]!), deleteLog(undecoded, DECODED)]);
+        expect(await inlinedCounts(lake.url)).toEqual({ rows: 2, deletes: 2 });
+        const read = await keys('event_logs');
+        const keyA = await keys('event_logs', `transaction_hash = '${hashA}'`);
+        expect(keyA).toHaveLength(1);
+        expect(read).toEqual([...first.filter((k) => k !== `${String(goneA.transaction_hash)}/${String(goneA.log_index)}`), ...keyA].sort());
+        const decodedNow = await keys(DECODED);
+        expect(decodedNow).not.toEqual(read);
+        expect(decodedNow.filter((k) => k.startsWith(orphanA))).toHaveLength(1);
+        expect(decodedNow).not.toContain(`${String(undecoded.transaction_hash)}/${String(undecoded.log_index)}`);
+        const report = await decodeCli();
+        expect(report.logs).toBe(read.length);
+        expect(await decodedAsLogs()).toEqual(read);
+        expect(await decodedRow(hashA)).toEqual([{ sender, receiver: expect.stringMatching(/^0x[0-9a-f]{40}$/), value: '123456789' }]);
+        expect(await inlinedCounts(lake.url)).toEqual({ rows: 1, deletes: 1 });
+
+        // Again, then a workers' commit of another token with decode: the committer writes the changed days of both tables
+        // out (their files on no disk of its own) and decodes its batch's logs; then `decode --catalog` reads the
+        // written-out days.
+        const hashB = `0x${'e2'.repeat(32)}`;
+        const goneB = await firstOf(days[0]!);
+        const orphanB = `0x${'d2'.repeat(32)}`;
+        await withRef([insertLog(hashB, days[1]!, sender, 42), deleteLog(goneB), insertDecoded(orphanB, days[0]!)]);
+        const decodedBefore = await keys(DECODED);
+        expect(decodedBefore.filter((k) => k.startsWith(orphanB))).toHaveLength(1);
+        expect(await inlinedCounts(lake.url)).toEqual({ rows: 3, deletes: 2 });
+        await distributedRun('logs-b', [], lake, decodingDoc('logs-b', 1));
+        expect(await inlinedCounts(lake.url)).toEqual({ rows: 0, deletes: 0 });
+        const tokenB = await keys('event_logs', `address = '${chain.addrLower(A_ERC20_0 + 1)}'`);
+        expect(tokenB.length).toBeGreaterThan(100);
+        // As on one machine, a commit decodes its own batch's logs: the reference's changes (its decoded row of no log
+        // kept through the day's rewrite) wait for `decode`.
+        expect(await keys(DECODED)).toEqual([...decodedBefore, ...tokenB].sort());
+        const all = await keys('event_logs');
+        const goneKeyB = `${String(goneB.transaction_hash)}/${String(goneB.log_index)}`;
+        const keyB = await keys('event_logs', `transaction_hash = '${hashB}'`);
+        expect(keyB).toHaveLength(1);
+        expect(all).toEqual([...read.filter((k) => k !== goneKeyB), ...keyB, ...tokenB].sort());
+        expect((await decodeCli()).logs).toBe(all.length);
+        expect(await decodedAsLogs()).toEqual(all);
+        expect(await decodedRow(hashB)).toEqual([{ sender, receiver: expect.stringMatching(/^0x[0-9a-f]{40}$/), value: '42' }]);
+        const q = await runCliCapturing(
+          [
+            'query',
+            '--catalog',
+            lake.url,
+            '--store',
+            lake.store,
+            '--format',
+            'csv',
+            `SELECT transaction_hash, value FROM ${DECODED} WHERE sender = '${sender}' ORDER BY 1`,
+          ],
+          s3.env,
+        );
+        expect(q.code, q.stderr).toBe(0);
+        expect(q.stdout.trim().split('\n').slice(1)).toEqual([`${hashA},123456789`, `${hashB},42`]);
+      } finally {
+        await own.close();
+      }
     }, 300_000);
   },
 );
