@@ -275,17 +275,17 @@ export class BatchCommitter {
   }
 
   /**
-   * A batch committed while windows still fetch runs in the background: one DuckDB thread and one file
-   * writer, so that the event loop keeps a core and requests keep their pace (with both cores taken by
-   * a commit, the rate benchmark fell short: docs/performance.md, "Commits"). Once fetching is over, commits
-   * take all: a batch queued in the background but started after the last window ran slowly on one thread
-   * where nothing else was left to run. Returns whether this commit runs in the background.
+   * A batch committed while windows still fetch runs in the background: one file writer and one dataset at a time,
+   * so that the event loop keeps a core and requests keep their pace (with both cores taken by a commit, the rate
+   * benchmark fell short: docs/performance.md, "Commits"). Once fetching is over, commits take every writer: a batch
+   * queued in the background but started after the last window ran slowly on one writer where nothing else was left
+   * to run. Every commit runs each DuckDB query on one thread: its parallelism is its connections (the writers, two
+   * datasets at once), and a scheduler thread beside them cost CPU-seconds and wall time (docs/performance.md,
+   * "Commits"). Returns whether this commit runs in the background.
    */
   private async setCommitThreads(finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined): Promise<boolean> {
-    const { engine } = this.ctx;
-    const background = finalRecord === undefined && this.fetching;
-    await engine.conn.run(`SET threads = ${background ? 1 : engine.threads}`);
-    return background;
+    await this.ctx.engine.conn.run('SET threads = 1');
+    return finalRecord === undefined && this.fetching;
   }
 
   /** The batch's rows, rejects, windows, watermarks, run record and decoded rows, committed as one snapshot. */
