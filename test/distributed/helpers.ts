@@ -177,3 +177,17 @@ export async function demoJobFile(dir: string, toBlock?: number): Promise<string
   await writeFile(cut, JSON.stringify(doc));
   return cut;
 }
+
+/** A simulator job of the transactions of `addresses` (the shared-lake tests' runs). */
+export const jobDoc = (name: string, addresses: readonly string[]) => ({
+  name,
+  network: 'mainnet',
+  target: 'simulator',
+  simulator: { seed: 1, scale: 'small' },
+  datasets: { transactions: { addresses: [...addresses] } },
+});
+
+/** A transaction row the reference extension inserts (after INSERT): keys no API returns, so only the reference's writes can explain them. */
+export const inserted = (hash: string, day: string, block: number) =>
+  `('${hash}', ${block}, 0, 'mainnet', DATE '${day}', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00')`;
+export const INSERT = 'INSERT INTO ref.transactions (transaction_hash, block_number, transaction_index, network, block_date, _run_id, _ingested_at) VALUES ';

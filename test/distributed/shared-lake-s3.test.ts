@@ -18,7 +18,7 @@ import { chainFor } from '../../src/simulator/index.js';
 import { referenceMissing, withReference } from '../ducklake/helpers.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { runCliCapturing } from '../helpers/cli.js';
-import { chainlakeQuery } from './helpers.js';
+import { chainlakeQuery, INSERT, inserted, jobDoc } from './helpers.js';
 import { startS3, type TestS3 } from './s3.js';
 
 type Rows = Record<string, unknown>[];
@@ -26,18 +26,6 @@ const plain = (rows: Rows) => rows.map((r) => JSON.stringify(r, (_, v: unknown) 
 
 const chain = chainFor(1, 'small', 'mainnet');
 const ADDRESSES = [1, 2].map((i) => chain.addrLower(A_BUSY0 + i));
-const jobDoc = (name: string, addresses: readonly string[]) => ({
-  name,
-  network: 'mainnet',
-  target: 'simulator',
-  simulator: { seed: 1, scale: 'small' },
-  datasets: { transactions: { addresses: [...addresses] } },
-});
-
-/** Rows the reference inserts: keys no API returns, so only the reference's writes can explain them. */
-const inserted = (hash: string, day: string, block: number) =>
-  `('${hash}', ${block}, 0, 'mainnet', DATE '${day}', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00')`;
-const INSERT = 'INSERT INTO ref.transactions (transaction_hash, block_number, transaction_index, network, block_date, _run_id, _ingested_at) VALUES ';
 
 /** An ERC-20 token's Transfer logs (a scope of its own per token), decoded in the committer's transaction. */
 const decodingDoc = (name: string, token: number) => ({

@@ -16,7 +16,7 @@ import { chainFor } from '../../src/simulator/index.js';
 import { referenceMissing, withReference } from '../ducklake/helpers.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { tempDir } from '../helpers/lake.js';
-import { chainlakeQuery } from './helpers.js';
+import { chainlakeQuery, INSERT, inserted, jobDoc } from './helpers.js';
 
 type Rows = Record<string, unknown>[];
 const json = (rows: Rows) => JSON.stringify(rows, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
@@ -26,18 +26,6 @@ const plain = (rows: Rows) => rows.map((r) => json([r]));
 const chain = chainFor(1, 'small', 'mainnet');
 const ADDRESSES = [1, 2, 3].map((i) => chain.addrLower(A_BUSY0 + i));
 
-const jobDoc = (name: string, addresses: readonly string[]) => ({
-  name,
-  network: 'mainnet',
-  target: 'simulator',
-  simulator: { seed: 1, scale: 'small' },
-  datasets: { transactions: { addresses: [...addresses] } },
-});
-
-/** Rows the reference inserts: keys no API returns, so only the reference's writes can explain them. */
-const inserted = (hash: string, day: string, block: number) =>
-  `('${hash}', ${block}, 0, 'mainnet', DATE '${day}', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00')`;
-const INSERT = 'INSERT INTO ref.transactions (transaction_hash, block_number, transaction_index, network, block_date, _run_id, _ingested_at) VALUES ';
 const victim = (day: string) =>
   `DELETE FROM ref.transactions WHERE transaction_hash = (SELECT min(transaction_hash) FROM ref.transactions WHERE block_date = DATE '${day}')`;
 
