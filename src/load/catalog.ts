@@ -14,7 +14,7 @@ import { link, readdir, readFile, rm, rmdir } from 'node:fs/promises';
 import { fsyncDir, writeSynced } from './write/durable.js';
 import { scratchPath } from './scratch.js';
 import { ChainlakeError } from '../errors.js';
-import { JoinedDuckDbCatalog, readLakeState, type LakeState } from './write/lake-state.js';
+import { ensureTables, JoinedDuckDbCatalog, readLakeState, type LakeState } from './write/lake-state.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { DuckDBInstance } from '../ducklake/node-api.js';
 import type { LakePaths } from './paths.js';
@@ -419,6 +419,11 @@ export class Catalog {
    */
   lakeState(shapes: readonly TableShape[] = [], workDir?: string): Promise<LakeState> {
     return readLakeState(this.lake, this.dataPath, shapes, { workDir });
+  }
+
+  /** Creates the tables of `shapes` the lake lacks (see lakeState), without reading their files. */
+  async ensureTables(shapes: readonly TableShape[]): Promise<void> {
+    await ensureTables(this.lake, shapes);
   }
 
   /**

@@ -233,7 +233,7 @@ type Listed = { tables: LakeTable[]; columns: Map<number, LakeColumn[]> };
  * Creates the tables of `shapes` the lake lacks (or that lack a column of this declaration); the newest snapshot
  * after, and its tables when nothing had to be created.
  */
-async function ensureTables(db: CatalogDb, shapes: readonly TableShape[]): Promise<{ snapshot: number; listed?: Listed }> {
+export async function ensureTables(db: CatalogDb, shapes: readonly TableShape[]): Promise<{ snapshot: number; listed?: Listed }> {
   const snapshot = (await currentSnapshot(db)).snapshotId;
   if (shapes.length === 0) return { snapshot };
   const listed = await listTables(db, snapshot);
