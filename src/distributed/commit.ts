@@ -41,7 +41,7 @@ import type { Logger } from '../pipeline/log.js';
 import { testHook } from '../load/test-hooks.js';
 import { confirmLease, underLease } from './lease.js';
 import { readLake } from './lake-rows.js';
-import type { LakeState } from '../load/write/lake-state.js';
+import { mergeShape, type LakeState } from '../load/write/lake-state.js';
 import type { LakeColumn, LakeTable } from '../ducklake/reader.js';
 import { CONTROL_SCHEMA } from './control-plane.js';
 import { recordCommitted } from '../load/ledger/windows.js';
@@ -592,7 +592,7 @@ interface MergeExtra {
  */
 async function mergeFragments(
   deps: CommitDeps,
-  shape: TableShape,
+  declared: TableShape,
   network: string,
   fragments: readonly string[],
   replacing: readonly ScopeRange[],
@@ -608,9 +608,11 @@ async function mergeFragments(
   const freshTable = ident('__chainlake_fresh');
   const copied: CopiedTableFile[] = [];
   try {
-    await freshTableOf(conn, freshTable, shape, await Promise.all(fragments.map((f) => store.localCopy(f))), extra.fresh);
-    const lake = await readLake(deps, conn, scratch, [shape], replacing.length > 0);
-    const { table, columns } = lake.table(shape.name);
+    await freshTableOf(conn, freshTable, declared, await Promise.all(fragments.map((f) => store.localCopy(f))), extra.fresh);
+    const lake = await readLake(deps, conn, scratch, [declared], replacing.length > 0);
+    const { table, columns } = lake.table(declared.name);
+    // Columns another writer added to the table are merged and written with their values.
+    const shape = mergeShape(declared, lake.table(declared.name));
     const written = await mergeTable({
       engine,
       conn,

@@ -27,14 +27,20 @@ export async function onePerKey(
   keyColumns: readonly string[],
   rank: string,
   temp: { repeated: string; winners: string },
+  kept: readonly string[] = [],
 ): Promise<string> {
   const key = keyColumns.join(', ');
   await conn.run(`CREATE OR REPLACE TEMP TABLE ${temp.repeated} AS SELECT ${key} FROM (${rows}) GROUP BY ${key} HAVING count(*) > 1`);
   if (Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM ${temp.repeated}`)).getRowsJS()[0]![0]) === 0) return rows;
   const on = keyColumns.map((k) => `r.${k} IS NOT DISTINCT FROM d.${k}`).join(' AND ');
+  const repeated = `(SELECT r.* FROM (${rows}) r SEMI JOIN ${temp.repeated} d ON ${on})`;
   await conn.run(
-    `CREATE OR REPLACE TEMP TABLE ${temp.winners} AS
-     SELECT * FROM (SELECT r.* FROM (${rows}) r SEMI JOIN ${temp.repeated} d ON ${on}) QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY ${rank}) = 1`,
+    `CREATE OR REPLACE TEMP TABLE ${temp.winners} AS ` +
+      (kept.length === 0
+        ? `SELECT * FROM ${repeated} QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY ${rank}) = 1`
+        : `SELECT * REPLACE (${kept.map((c) => `first_value(${ident(c)} IGNORE NULLS) OVER __key AS ${ident(c)}`).join(', ')}) FROM ${repeated}
+           WINDOW __key AS (PARTITION BY ${key} ORDER BY ${rank} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+           QUALIFY row_number() OVER __key = 1`),
   );
   return `(SELECT r.* FROM (${rows}) r ANTI JOIN ${temp.repeated} d ON ${on}) UNION ALL (SELECT * FROM ${temp.winners})`;
 }
