@@ -34,14 +34,15 @@ export function tableColumns(shape: TableShape): ColumnSpec[] {
 /**
  * Creates the dataset's table unless the catalog has it, and adds the columns a newer declaration has and the
  * table lacks (an upgrade of chainlake), so that no fetched value is left out of the files. Another DuckLake
- * writer's change to the table or to a column chainlake declares is refused first (refuseSchemaChanges). One
- * committer at a time (the lease).
+ * writer's change to the table or to a column chainlake declares is refused first (refuseSchemaChanges), but with
+ * `recreate` a table it dropped is created again. One committer at a time (the lease).
  */
-export async function ensureTable(catalog: CatalogDb, shape: TableShape): Promise<void> {
+export async function ensureTable(catalog: CatalogDb, shape: TableShape, opts: { recreate?: boolean } = {}): Promise<void> {
   const snapshot = await currentSnapshot(catalog);
   const table = (await listTables(catalog, snapshot.snapshotId)).find((t) => t.name === shape.name && t.schema.name === 'main');
   const have = table ? await listColumns(catalog, table.tableId, snapshot.snapshotId) : [];
-  await refuseSchemaChanges(catalog, shape, table, have);
+  // `recreate`: a distributed `catalog rebuild` creates a dropped table again on purpose, and names what it held.
+  if (table || !opts.recreate) await refuseSchemaChanges(catalog, shape, table, have);
   if (table) {
     const missing = tableColumns(shape).filter((c) => !have.some((h) => h.name === c.name));
     if (missing.length)
@@ -99,7 +100,7 @@ export async function refuseSchemaChanges(db: CatalogDb, shape: TableShape, tabl
       );
     throw schemaChanged(
       `column ${c.name} of the lake's table ${shape.name} was dropped by another DuckLake writer (snapshot ${gone.ended}): chainlake writes it on every row, and adding it again would bring its old values back only in the partitions a commit rewrites`,
-      `add it back with the ducklake extension (its old values stay gone, as that writer meant): ALTER TABLE ${ident(shape.name)} ADD COLUMN ${ident(c.name)} ${c.type}; or write a new lake`,
+      `add it back with the ducklake extension: ALTER TABLE ${ident(shape.name)} ADD COLUMN ${ident(c.name)} ${c.type} (rows chainlake fetches carry it again; a partition a commit rewrites reads its old values back from chainlake's files, the others read NULL); or load the dataset into a new lake`,
     );
   }
   for (const c of retyped) {
@@ -140,7 +141,7 @@ export async function refuseEndedTables(db: CatalogDb, names: readonly string[])
     );
   throw schemaChanged(
     `the lake's table ${name} was dropped by another DuckLake writer (snapshot ${ended}): chainlake's ledger still counts its rows as loaded, so a new table would silently lack them`,
-    `to load the dataset again from the start, write a new lake (or a new catalog): chainlake does not re-create a table another writer dropped`,
+    `a distributed lake: \`chainlake catalog rebuild --catalog …\` creates it again, empty, and names the committed windows whose rows it held; a lake on one machine: load the dataset into a new lake`,
   );
 }
 
