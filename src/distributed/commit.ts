@@ -550,6 +550,7 @@ class CommittedDecoding extends SliceDecoding<DecodedFile> {
     const network = this.decode.network;
     return {
       lake: (shape) => lake.partitionsOf(shape, network),
+      shape: (declared) => mergeShape(declared, lake.table(declared.name)),
       write: async (writer, shape, day, select) => {
         const { table, columns } = lake.table(shape.name);
         return { table: shape.name, partition: day, file: await writePartition(writer, store, table, columns, shape, select, network, day) };
@@ -672,7 +673,7 @@ async function writePartition(
   partition: string,
 ): Promise<CopiedTableFile | null> {
   const values = { network, [shape.partition]: partition };
-  // The one data-file writer of both modes: a column an older declaration had and this one dropped stays, as NULL.
+  // The one data-file writer of both modes: a column of the table the shape lacks stays, as NULL (mergeShape's have them).
   const rows = { sql: select, present: new Set(shape.columns.map((c) => c.name)), constants: values };
   return copyTableFile(conn, { dataPath: store.localDataPath, table, columns }, rows, values);
 }

@@ -181,17 +181,41 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     for (const [key, row] of renamedBack) expect(after.get(key), key).toBe(row);
   });
 
-  it('decode refuses logs whose column another writer renamed, before writing anything', async () => {
+  it('decoding keeps a column another writer added to a decoded table, and refuses logs whose column it renamed, before writing anything', async () => {
     const lake = path.join(dir, 'logs');
     const token = chainFor(5, 'small', 'mainnet').addrLower(A_ERC20_0);
-    const doc = {
-      name: 'logs',
-      target: 'simulator',
-      lake,
-      range: { fromBlock: 0, toBlock: 3000 },
-      datasets: { event_logs: { contracts: [{ address: token, topics: [toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent)] }] } },
+    const transfers = { address: token, topics: [toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent)] };
+    // The logs of blocks up to `toBlock`, decoded in the run's commit.
+    const run = async (toBlock: number) => {
+      const doc = {
+        name: 'logs',
+        target: 'simulator',
+        lake,
+        range: { fromBlock: 0, toBlock },
+        datasets: { event_logs: { contracts: [transfers] } },
+        decode: { standard: ['erc20'] },
+      };
+      expect((await runJob(parseJob(doc, 'shared-schema-test', process.env), { simulator: sim })).errors).toEqual([]);
     };
-    expect((await runJob(parseJob(doc, 'shared-schema-test', process.env), { simulator: sim })).errors).toEqual([]);
+    await run(3000);
+    const table = String(
+      (await queryCatalog(lake, `SELECT table_name FROM ducklake_table WHERE table_name LIKE 'erc20%' AND end_snapshot IS NULL`))[0]!.table_name,
+    );
+    const decoded = (): Promise<Rows> => withRef(lake, [`SELECT * EXCLUDE (_run_id, _ingested_at) FROM lake.${table} ORDER BY ALL`]);
+    // A note on the last decoded row: the next run's blocks start in its day, which the run's decoding rewrites.
+    await withRef(lake, [
+      `ALTER TABLE lake.${table} ADD COLUMN note VARCHAR`,
+      `UPDATE lake.${table} SET note = 'checked' WHERE (transaction_hash, log_index) = (SELECT (transaction_hash, log_index) FROM lake.${table} ORDER BY "timestamp" DESC, log_index DESC LIMIT 1)`,
+    ]);
+    const before = await decoded();
+    await run(6000);
+    const rows = await decoded();
+    expect(rows.length).toBeGreaterThan(before.length);
+    const after = new Set(rows.map((r) => json([r])));
+    for (const row of before) expect(after.has(json([row])), json([row])).toBe(true);
+    expect(rows.filter((r) => r.note === 'checked')).toHaveLength(1);
+
+    // `chainlake decode` (every log decoded again) refuses logs whose column another writer renamed.
     await withRef(lake, ['ALTER TABLE lake.event_logs RENAME COLUMN address TO emitter']);
     const snapshot = await snapshotOf(lake);
     const paths = new LakePaths(lake);
