@@ -96,11 +96,11 @@ export async function refuseSchemaChanges(db: CatalogDb, shape: TableShape, tabl
     if (gone.now !== null)
       throw schemaChanged(
         `column ${c.name} of the lake's table ${shape.name} was renamed to ${gone.now} by another DuckLake writer (snapshot ${gone.ended}): chainlake reads and writes its declared columns by name, so its next commit would write ${c.name} again and leave ${gone.now} NULL in every partition it rewrites`,
-        `rename it back with the ducklake extension: ALTER TABLE ${ident(shape.name)} RENAME COLUMN ${ident(gone.now)} TO ${ident(c.name)}`,
+        `rename it back in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(shape.name)} RENAME COLUMN ${ident(gone.now)} TO ${ident(c.name)}`,
       );
     throw schemaChanged(
       `column ${c.name} of the lake's table ${shape.name} was dropped by another DuckLake writer (snapshot ${gone.ended}): chainlake writes it on every row, and adding it again would bring its old values back only in the partitions a commit rewrites`,
-      `add it back with the ducklake extension: ALTER TABLE ${ident(shape.name)} ADD COLUMN ${ident(c.name)} ${c.type} (rows chainlake fetches carry it again; a partition a commit rewrites reads its old values back from chainlake's files, the others read NULL); or load the dataset into a new lake`,
+      `add it back in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(shape.name)} ADD COLUMN ${ident(c.name)} ${c.type} (rows chainlake fetches carry it again; a partition a commit rewrites reads its old values back from chainlake's files, the others read NULL); or load the dataset into a new lake`,
     );
   }
   for (const c of retyped) {
@@ -137,7 +137,7 @@ export async function refuseEndedTables(db: CatalogDb, names: readonly string[])
   if (now !== null)
     throw schemaChanged(
       `the lake's table ${name} was renamed to ${now} by another DuckLake writer (snapshot ${ended}): chainlake writes ${name} by that name, and would start a new table beside it that lacks every row loaded so far`,
-      `rename it back with the ducklake extension: ALTER TABLE ${ident(now)} RENAME TO ${ident(name)}`,
+      `rename it back in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(now)} RENAME TO ${ident(name)}`,
     );
   throw schemaChanged(
     `the lake's table ${name} was dropped by another DuckLake writer (snapshot ${ended}): chainlake's ledger still counts its rows as loaded, so a new table would silently lack them`,
