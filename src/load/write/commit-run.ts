@@ -102,10 +102,11 @@ export function journalFor(
 
 /**
  * The lake's tables for `shapes` (created when missing, in their own snapshots) and their current files; with
- * `workDir`, partitions another DuckLake writer changed in the catalog are written out there to be merged.
+ * `workDir`, partitions another DuckLake writer changed in the catalog are written out there to be merged; `declared`,
+ * tables only read, checked as `shapes` are (readLakeState).
  */
-export function lakeStateFor(paths: LakePaths, shapes: readonly TableShape[], workDir?: string): Promise<LakeState> {
-  return Catalog.write(paths, (c) => c.lakeState(shapes, workDir));
+export function lakeStateFor(paths: LakePaths, shapes: readonly TableShape[], workDir?: string, declared?: readonly TableShape[]): Promise<LakeState> {
+  return Catalog.write(paths, (c) => c.lakeState(shapes, workDir, declared));
 }
 
 /**

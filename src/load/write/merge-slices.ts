@@ -214,7 +214,7 @@ async function mergeSlice<F>(input: SliceMergeInput<F>, sql: SliceSql, slice: st
   if (old) sources.push(`SELECT *${mark(false)} FROM (${old})`);
   const union = sources.map((s) => `(${s})`).join(' UNION ALL BY NAME ');
   const projected = `SELECT ${sql.projection}, ${part}${input.derive ? `, ${freshColumn}` : ''} FROM (${union})`;
-  const reduced = await onePerKey(conn, projected, sql.keyColumns, sql.rank, sql.temp);
+  const reduced = await onePerKey(conn, projected, sql.keyColumns, sql.rank, sql.temp, shape.kept);
   await conn.run(`CREATE OR REPLACE TABLE ${table} AS SELECT * FROM (${reduced}) ORDER BY ${sql.order}`);
   await conn.run(`DROP TABLE IF EXISTS ${sql.temp.winners}`);
   // The table is sorted by partition, so each partition is one run of row ids: a row-id range scan reads
