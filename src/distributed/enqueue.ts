@@ -17,6 +17,8 @@ import type { DecodedDataset } from '../decode/datasets.js';
 import { resolveDatasets } from '../decode/spec.js';
 import { ChainlakeError } from '../errors.js';
 import { reofferWindows } from '../load/ledger/windows.js';
+import { voidWatermarks } from '../load/ledger/watermarks.js';
+import type { VoidedClaim } from '../load/ledger/planning.js';
 import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, controlLedger, setupControlPlane, underSetupLock } from './control-plane.js';
 import { againJobId, DEFAULT_QUEUE_SETTINGS, openQueue, sendWindows, windowJobId, type QueueSettings } from './queue.js';
 import { closeEndedRuns, lockRuns, RUN_RUNNING } from './runs.js';
@@ -52,6 +54,11 @@ export interface EnqueueResult {
   retried: number;
   /** Windows the watermarks say are in the lake already. */
   skipped: number;
+  /**
+   * Datasets whose ledger claims planning found void (their table gone from the lake, history and all): their whole
+   * range is queued, and their watermarks were deleted with the run's record.
+   */
+  voided?: VoidedClaim[];
   /** Windows of the run not yet committed. */
   pending: number;
   /**
@@ -205,6 +212,7 @@ async function planAndQueue(
     skipped: given ? 0 : prepared.skipped,
     pending: windows.length,
     requests: acct.requests,
+    ...(prepared.voided.length ? { voided: prepared.voided } : {}),
   };
 }
 
@@ -315,6 +323,11 @@ async function queueRun(
       settings,
     );
     if (windows.length === 0) await closeEndedRuns((text, values) => client.query(text, values), [runId]);
+    // The void made lasting with the run that fetches the range again, before a commit makes the table again.
+    await voidWatermarks(
+      controlLedger(client),
+      run.prepared.voided.map((v) => v.dataset),
+    );
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);

@@ -6,7 +6,7 @@
 import type pg from 'pg';
 import { readLastRunPace, readLedgerState, readRequestUsage } from '../load/ledger/planning.js';
 import type { PlanLedger } from '../pipeline/prepare.js';
-import { CONTROL_SCHEMA, controlLedger } from './control-plane.js';
+import { CATALOG_SCHEMA, CONTROL_SCHEMA, controlLedger } from './control-plane.js';
 import { redactUrl } from './url.js';
 
 /** The account whose daily quota a plan reads when none is named: the workers' default (worker.ts). */
@@ -21,7 +21,10 @@ export function controlPlanLedger(client: pg.Client, url: string, account = DEFA
   const ledger = controlLedger(client);
   return {
     lake: redactUrl(url),
-    state: async (job) => ((await hasLedger(client)) ? readLedgerState(ledger, job.name, job.what.network, { resume: false }) : { watermarks: new Map() }),
+    state: async (job) =>
+      (await hasLedger(client))
+        ? readLedgerState(ledger, job.name, job.what.network, { resume: false, ...((await hasLake(client)) ? { lake: CATALOG_SCHEMA } : {}) })
+        : { watermarks: new Map() },
     requestsOn: async (_job, day) => ((await hasLedger(client)) ? ((await readRequestUsage(ledger, account)).get(day) ?? 0) : 0),
     lastRun: async (job) => ((await hasLedger(client)) ? readLastRunPace(ledger, job.name, job.what.network) : undefined),
   };
@@ -30,5 +33,11 @@ export function controlPlanLedger(client: pg.Client, url: string, account = DEFA
 /** Whether the control plane has a ledger yet (a plan before the first enqueue or worker creates nothing). */
 export async function hasLedger(client: pg.Client): Promise<boolean> {
   const r = await client.query(`SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'request_usage'`, [CONTROL_SCHEMA]);
+  return (r.rowCount ?? 0) > 0;
+}
+
+/** Whether the control plane holds the lake's DuckLake catalog yet (the ledger's claims are checked against it). */
+async function hasLake(client: pg.Client): Promise<boolean> {
+  const r = await client.query(`SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'ducklake_table'`, [CATALOG_SCHEMA]);
   return (r.rowCount ?? 0) > 0;
 }

@@ -20,7 +20,7 @@ async function withLedger<T>(
   tables: readonly string[],
   what: string,
   absent: () => T,
-  read: (ledger: Ledger) => Promise<T>,
+  read: (ledger: Ledger, lake: string | undefined) => Promise<T>,
 ): Promise<T> {
   if (!existsSync(paths.catalog)) return absent();
   const conn = engine.conn;
@@ -31,10 +31,12 @@ async function withLedger<T>(
       (await conn.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = '${LEDGER_ALIAS}'`)).getRowsJS().map((r) => String(r[0])),
     );
     if (!tables.every((t) => present.has(t))) return absent();
+    // The lake's DuckLake tables, beside the ledger in the same file (none before the first commit made it a DuckLake).
+    const lake = present.has('ducklake_table') && present.has('ducklake_schema') ? LEDGER_ALIAS : undefined;
     const runColumns = (
       await conn.runAndReadAll(`SELECT column_name FROM duckdb_columns() WHERE database_name = '${LEDGER_ALIAS}' AND table_name = 'runs'`)
     ).getRowsJS();
-    if (!present.has('runs') || runColumns.some((r) => r[0] === 'head')) return await read({ db: new DuckDbCatalog(conn), schema: LEDGER_ALIAS });
+    if (!present.has('runs') || runColumns.some((r) => r[0] === 'head')) return await read({ db: new DuckDbCatalog(conn), schema: LEDGER_ALIAS }, lake);
     // A catalog of format 3 (read-only here: the next write migrates it) has no runs.head nor runs.network: the
     // ledger's statements read it through views that add them, empty (its runs name both in their report).
     await conn.run(`CREATE SCHEMA ${COMPAT_SCHEMA}`);
@@ -43,7 +45,7 @@ async function withLedger<T>(
         const more = t === 'runs' ? ', CAST(NULL AS BIGINT) AS head, CAST(NULL AS VARCHAR) AS network' : '';
         await conn.run(`CREATE VIEW ${COMPAT_SCHEMA}."${t}" AS SELECT *${more} FROM ${LEDGER_ALIAS}."${t}"`);
       }
-      return await read({ db: new DuckDbCatalog(conn), schema: COMPAT_SCHEMA });
+      return await read({ db: new DuckDbCatalog(conn), schema: COMPAT_SCHEMA }, lake);
     } finally {
       await conn.run(`DROP SCHEMA ${COMPAT_SCHEMA} CASCADE`);
     }
@@ -59,7 +61,7 @@ const COMPAT_SCHEMA = 'chainlake_state_v3';
 /**
  * Reads the watermarks of a network and, when the latest run of `job` did not complete (it failed, or was
  * killed and still says `running`), the point to resume from (ledger/planning.ts, the distributed ledger's
- * reader too). Read-only; an absent catalog is an empty lake.
+ * reader too), less the claims on tables the lake no longer knows. Read-only; an absent catalog is an empty lake.
  */
 export async function readPlanningState(engine: Engine, paths: LakePaths, job: string, network: string): Promise<PlanningState> {
   return withLedger(
@@ -68,7 +70,7 @@ export async function readPlanningState(engine: Engine, paths: LakePaths, job: s
     ['watermarks', 'runs', 'windows'],
     'reading watermarks',
     () => ({ watermarks: new Map() }),
-    (ledger) => readLedgerState(ledger, job, network, { resume: true }),
+    (ledger, lake) => readLedgerState(ledger, job, network, { resume: true, ...(lake ? { lake } : {}) }),
   );
 }
 

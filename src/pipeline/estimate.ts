@@ -8,6 +8,7 @@ import pLimit from 'p-limit';
 import { Accounting } from '../extract/accounting.js';
 import { openEngine } from '../load/engine.js';
 import { LakePaths } from '../load/paths.js';
+import type { VoidedClaim } from '../load/ledger/planning.js';
 import { NoLakeError } from '../load/read/reader.js';
 import type { LakeTarget } from '../lake/open.js';
 import { blockTimeRequests } from './block-times.js';
@@ -47,6 +48,8 @@ export interface PlanEstimate {
   /** The last final block (head − finalityDepth) when the job has an unfinal zone, else null. */
   finalBlock: number | null;
   resumeOf: string | null;
+  /** Datasets whose ledger claims are void (their table is gone from the lake, history and all): fetched whole again. */
+  voided: VoidedClaim[];
   windows: WindowEstimate[];
   skipped: number;
   /** Requests spent to make this plan (the head, and one count probe per paged window). */
@@ -189,6 +192,7 @@ export async function estimatePlan(baseJob: Job, opts: EstimateOptions): Promise
       windowBlocks: job.what.range.windowBlocks,
       finalBlock: prepared.head !== null && job.what.range.finalityDepth > 0 ? prepared.head - job.what.range.finalityDepth : null,
       resumeOf: prepared.resume?.runId ?? null,
+      voided: prepared.voided,
       windows: windows.map(({ blockTimeRequests: _, ...w }) => w),
       skipped: prepared.skipped,
       probeRequests: acct.requests,

@@ -4,7 +4,7 @@ import { LearnedCap, type BlockRange, type PagerOptions } from '../extract/pager
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
 import { readPlanningState, readLastRun, readRequestUsage, watermarkKey, windowKey, type PlanningState, type ResumePoint } from '../load/state.js';
-import type { RunPace } from '../load/ledger/planning.js';
+import { voidedText, type RunPace, type VoidedClaim } from '../load/ledger/planning.js';
 import { quotaAccount } from '../extract/quota.js';
 import { getDataset } from '../datasets/registry.js';
 import { findHead, type FoundHead } from '../extract/head.js';
@@ -238,6 +238,11 @@ export interface Prepared {
    * advance a watermark through them when this run fills the gap below them.
    */
   committedRanges: Map<string, BlockRange[]>;
+  /**
+   * The job's datasets whose ledger claims planning found void (their table is gone from the lake, history and
+   * all): planned as on an empty lake, and the run (or enqueue) deletes their watermarks before it fetches.
+   */
+  voided: VoidedClaim[];
 }
 
 /**
@@ -254,6 +259,8 @@ export async function prepareRun(
   acct: Accounting,
 ): Promise<Prepared> {
   const state = await ledger.state(job);
+  // Only the job's own datasets: another's table is made again, and its claims voided, by a run that writes it.
+  const voided = (state.voided ?? []).filter((v) => job.what.datasets.some((d) => d.name === v.dataset));
   const resume = !fullRefresh && !explicitRange ? state.resume : undefined;
   let head: number | null = null;
   let found: FoundHead | undefined;
@@ -275,6 +282,7 @@ export async function prepareRun(
     windows: job.what.range.fixedChunks ? todo : joinWindows(todo, done),
     skipped,
     committedRanges: done,
+    voided,
   };
 }
 
@@ -303,6 +311,7 @@ export async function windowsToFetch(req: WindowsRequest, ledger: PlanLedger, cl
   // run's head stays provisional, and the next run fetches it again.
   const final = head === null ? undefined : finalBlockOf(job.what, head);
   const windows = req.windows?.flatMap((w) => atFinality(w, final)) ?? prepared.windows;
+  for (const v of prepared.voided) log?.log('warn', 'ledger.voided', voidedText(v, job.what.network), { ...v, network: job.what.network });
   if (head !== null && range.from > head && !job.what.range.incremental) {
     const what = `blocks ${range.from}-${job.what.range.toBlock === 'head' ? 'head' : job.what.range.toBlock} start above the chain head (block ${head}, pinned now)`;
     if (windows.length === 0)

@@ -1,6 +1,7 @@
 import type { DecodeReport } from '../decode/lake.js';
 import type { FailureReason } from '../extract/errors.js';
 import type { ChainlakeErrorCode } from '../errors.js';
+import { voidedText, type VoidedClaim } from '../load/ledger/planning.js';
 
 /** What a run did, per dataset and in total: printed, stored in the catalog, written as JSON. */
 export interface DatasetReport {
@@ -42,6 +43,11 @@ export interface RunReport {
   windowsLeft?: number;
   /** The unfinished run this one resumed, if any. */
   resumeOf: string | null;
+  /**
+   * Datasets whose table another DuckLake writer dropped and expired while the ledger counted their rows as loaded:
+   * their claims were void, and the run fetched their whole range again (load/ledger/planning.ts voidClaims).
+   */
+  voided?: VoidedClaim[];
   datasets: DatasetReport[];
   /**
    * Requests the run sent outside any window: pinning the head at start (`GET /v1/blocks/latest`, one call
@@ -179,6 +185,7 @@ export function formatReport(r: RunReport, width = Infinity): string {
     ...foldTable(rows, width),
     `lake: ${r.lake}`,
   ];
+  for (const v of r.voided ?? []) out.push(`warning: ${voidedText(v, r.network)}`);
   const kept = interruptedSummary(r);
   if (kept) out.push(kept);
   if (r.totals.landed < r.totals.rows)

@@ -12,6 +12,7 @@ import { readRequestUsage } from '../load/state.js';
 import type { CommittedFile } from '../load/write/commit.js';
 import { openEngine, type Engine } from '../load/engine.js';
 import { JOURNAL_FILE } from '../load/write/journal.js';
+import { voidWatermarks } from '../load/ledger/watermarks.js';
 import { datasetShape, REJECTS_SHAPE } from '../load/schema.js';
 import { LakeLock, LakeLockedError } from '../load/lock.js';
 import { LakePaths } from '../load/paths.js';
@@ -408,6 +409,8 @@ async function recordStart(job: Job, ctx: RunContext, prepared: Prepared): Promi
     range,
     incremental: job.what.range.incremental,
     resumeOf: resume?.runId ?? null,
+    // In the record from the start: a run resuming this one's chain leaves out what the lake lost (ledger/planning.ts).
+    ...(prepared.voided.length ? { voided: prepared.voided } : {}),
   };
   await Catalog.hold(paths, async (c) => {
     // A moved lake's views, which recovery left to this first open of the catalog (runLocked).
@@ -416,8 +419,15 @@ async function recordStart(job: Job, ctx: RunContext, prepared: Prepared): Promi
     // create them while windows fetch, where each of its statements waits for the busy event loop, and the commits
     // after it wait for that one (docs/performance.md, "Commits"). A table another DuckLake writer renamed, dropped
     // or retyped is refused here, before a request is sent and before the run is recorded.
+    // The watermarks of a table gone from the lake, history and all (planning voided them), go in the same
+    // transaction that makes it again: after it, nothing could tell they were void (ledger/planning.ts voidClaims).
     const shapes = [...new Set(windows.map((w) => w.def))].map(datasetShape);
-    if (shapes.length > 0) await c.transaction(() => c.ensureTables([...shapes, REJECTS_SHAPE]));
+    const voided = prepared.voided.map((v) => v.dataset);
+    if (shapes.length > 0 || voided.length > 0)
+      await c.transaction(async () => {
+        await voidWatermarks({ db: c.lake }, voided);
+        if (shapes.length > 0) await c.ensureTables([...shapes, REJECTS_SHAPE]);
+      });
     await c.transaction(() => c.recordRun(runId, job.name, ingestedAt, null, 'running', startRecord));
   });
   log.log(
@@ -626,6 +636,7 @@ function buildReport(job: Job, ctx: RunContext, run: ReportInputs): RunReport {
     head: prepared.head,
     windowsSkipped: prepared.skipped,
     resumeOf: prepared.resume?.runId ?? null,
+    ...(prepared.voided.length ? { voided: prepared.voided } : {}),
     datasets,
     outsideWindows,
     totals,

@@ -16,6 +16,10 @@ import { openLakeReader } from '../../src/load/read/reader.js';
 import { compactLake } from '../../src/load/write/maintenance.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
+import { estimatePlan } from '../../src/pipeline/estimate.js';
+import { formatReport } from '../../src/pipeline/report.js';
+import { formatPlan } from '../../src/cli/commands/plan.js';
+import type { Logger } from '../../src/pipeline/log.js';
 import { A_ERC20_0 } from '../../src/simulator/chain.js';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
@@ -179,6 +183,68 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     const renamedBack = byKey(before.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k === 'tx_nonce' ? 'nonce' : k, v]))));
     expect(after.size).toBeGreaterThan(renamedBack.size);
     for (const [key, row] of renamedBack) expect(after.get(key), key).toBe(row);
+  });
+
+  it("a table dropped and expired by another writer voids the ledger's claims: an incremental run fetches its whole range again, and says so", async () => {
+    const lake = path.join(dir, 'expired');
+    const nightly = parseJob(
+      {
+        name: 'nightly',
+        target: 'simulator',
+        lake,
+        concurrency: 4,
+        range: { incremental: true },
+        datasets: { transactions: { addresses: addresses.slice(0, 2) } },
+      },
+      'shared-schema-test',
+      process.env,
+    );
+    expect((await runJob(nightly, { simulator: sim })).status).toBe('complete');
+    const before = byKey(await refRows(lake));
+    expect(before.size).toBeGreaterThan(0);
+    const marks = () => queryCatalog(lake, `SELECT count(*) AS n, max(block) AS block FROM watermarks WHERE dataset = 'transactions'`);
+    const [{ block }] = (await marks()) as [{ block: bigint }];
+    // The reference's catalog then has no row of the table at all: nothing says it was there.
+    await withRef(lake, [
+      'DROP TABLE lake.transactions',
+      "CALL ducklake_expire_snapshots('lake', older_than => now() + INTERVAL 1 HOUR)",
+      "CALL ducklake_cleanup_old_files('lake', cleanup_all => true)",
+    ]);
+    expect(await queryCatalog(lake, `SELECT count(*) AS n FROM ducklake_table WHERE table_name = 'transactions'`)).toEqual([{ n: 0n }]);
+
+    const says = new RegExp(
+      `the ledger counts blocks up to ${block} of 2 scopes on mainnet of transactions as loaded, but the lake has no table transactions nor any record of one`,
+    );
+    const plan = await estimatePlan(nightly, { simulator: sim, probe: false });
+    expect(plan.voided).toEqual([{ dataset: 'transactions', scopes: 2, block: Number(block), windows: 0 }]);
+    expect(plan.windows.length).toBeGreaterThan(0);
+    expect(formatPlan(plan)).toMatch(says);
+
+    // A run stopped as it starts (no window committed): its start made the table again, and the void lasts. Without
+    // that, the next run would find a table and the old watermarks, and fetch nothing.
+    const stop = new AbortController();
+    const warnings: string[] = [];
+    const logger: Logger = {
+      log: (level, event, message) => {
+        if (level === 'warn' && event === 'ledger.voided') warnings.push(message);
+        if (event === 'run.start') stop.abort();
+      },
+    };
+    const stopped = await runJob(nightly, { simulator: sim, signal: stop.signal, logger });
+    expect(stopped.status).toBe('interrupted');
+    expect(stopped.voided?.map((v) => v.dataset)).toEqual(['transactions']);
+    expect(warnings).toEqual([expect.stringMatching(says)]);
+    expect(formatReport(stopped)).toMatch(says);
+    expect(await marks()).toEqual([{ n: 0n, block: null }]);
+    expect(await refRows(lake)).toEqual([]);
+
+    const report = await runJob(nightly, { simulator: sim });
+    expect(report.status).toBe('complete');
+    expect(report.voided).toBeUndefined();
+    const after = byKey(await refRows(lake));
+    expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
+    for (const [key, row] of before) expect(after.get(key), key).toBe(row);
+    expect(await marks()).toEqual([{ n: 2n, block }]);
   });
 
   it('decoding keeps a column another writer added to a decoded table, and refuses logs whose column it renamed, before writing anything', async () => {

@@ -3,6 +3,7 @@ import { checkCatalogUrl } from '../../distributed/control-plane.js';
 import { enqueueJob } from '../../distributed/enqueue.js';
 import { loadJobDocument } from '../../pipeline/job.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../../distributed/queue.js';
+import { voidedText } from '../../load/ledger/planning.js';
 import { finalityDepthOption, finalityDepthOverride, outputFor, withDistributedOptions } from '../common.js';
 import { CliError } from '../exit-codes.js';
 import { distributedFlags } from '../lake-target.js';
@@ -68,6 +69,7 @@ export const enqueueCommand: CommandModule<object, Args> = {
     const text = r.resumed
       ? `run ${r.runId} of ${job.name}: ${r.pending} windows to do; ${again || (args['retry-failed'] ? 'no failed window to offer again' : 'nothing new queued')}`
       : `run ${r.runId}: ${job.name} on ${job.what.network}${r.head === null ? '' : `, head ${r.head}`}: ${r.queued} windows queued${r.skipped ? `, ${r.skipped} already in the lake` : ''}`;
+    for (const v of r.voided ?? []) logger.log('warn', 'ledger.voided', voidedText(v, job.what.network), { ...v, network: job.what.network });
     logger.log('info', 'enqueue', text, { run: r.runId, job: job.name, ...r });
     process.stdout.write(
       `${JSON.stringify({ run: r.runId, job: job.name, resumed: r.resumed, head: r.head, queued: r.queued, retried: r.retried, skipped: r.skipped, pending: r.pending, requests: r.requests })}\n`,

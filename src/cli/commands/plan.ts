@@ -3,6 +3,7 @@ import { checkCatalogUrl, connect } from '../../distributed/control-plane.js';
 import { runToTakeUp } from '../../distributed/enqueue.js';
 import { controlPlanLedger, DEFAULT_ACCOUNT, hasLedger } from '../../distributed/plan-ledger.js';
 import { redactUrl } from '../../distributed/url.js';
+import { voidedText } from '../../load/ledger/planning.js';
 import { estimatePlan, type PlanEstimate } from '../../pipeline/estimate.js';
 import { loadJobDocument, type Job } from '../../pipeline/job.js';
 import { blockRangeArgs, lakeNamedBy, runOverrides, withBlockRangeOptions, withTargetOptions, type RunArgs } from '../common.js';
@@ -81,6 +82,7 @@ export function formatPlan(p: PlanEstimate): string {
   const minutes = p.estimatedSeconds / 60;
   return [
     `plan for ${p.job} on ${p.network} into the lake ${p.lake}: head ${p.head ?? 'not needed'}${p.resumeOf ? ` (resuming run ${p.resumeOf})` : ''}, blocks ${p.range.from}-${p.range.to} in chunks of ${p.windowBlocks} (joined where they touch)${p.finalBlock !== null ? `; blocks above ${p.finalBlock} are not final (provisional windows, fetched again by the next run)` : ''}`,
+    ...p.voided.map((v) => `warning: ${voidedText(v, p.network)}`),
     ...table,
     ...windowLines(p),
     `${p.windows.length} windows to fetch${p.skipped ? `, ${p.skipped} already in the lake` : ''}`,

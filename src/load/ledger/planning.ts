@@ -5,6 +5,7 @@
  * run records its head and network in its report (JSON), a distributed one in the runs table's own columns: each
  * statement reads whichever the row has.
  */
+import type { Dialect } from '../../ducklake/catalog-db.js';
 import type { Ledger } from './windows.js';
 import { ledgerTableName } from './schema.js';
 
@@ -30,6 +31,22 @@ export interface PlanningState {
   resume?: ResumePoint;
   /** The highest head any run on this network recorded: where a search for the head starts. */
   lastHead?: number;
+  /**
+   * Datasets whose rows the ledger counts as loaded while the lake has no record of their table (another DuckLake
+   * writer dropped it and expired its snapshots): their watermarks and resumed windows are left out of this state.
+   */
+  voided?: VoidedClaim[];
+}
+
+/** A dataset whose ledger claims are void: its table is not in the lake, nor in the lake's history. */
+export interface VoidedClaim {
+  dataset: string;
+  /** This network's scopes that had a watermark. */
+  scopes: number;
+  /** The highest of their watermarks (null: none on this network, only another's or a resumed run's windows). */
+  block: number | null;
+  /** Windows of the resumed run (and the runs it resumed) that the lake does not hold after all. */
+  windows: number;
 }
 
 const table = (l: Ledger, name: string): string => ledgerTableName(l.schema, name);
@@ -43,8 +60,17 @@ const RUN_NETWORK = `COALESCE(network, report ->> 'network')`;
  * from when the latest run of `job` did not complete (it failed, or was killed and still says `running`): the
  * windows every run of the job that pinned the same head committed. Without `resume` (the distributed mode,
  * whose unfinished runs are taken up by `enqueue` itself) no resume point is read.
+ *
+ * `lake`: where the lake's DuckLake catalog is beside the ledger (the attached catalog on one machine, the
+ * `ducklake` schema of the control plane); the ledger's claims are then checked against it (voidClaims).
  */
-export async function readLedgerState(ledger: Ledger, job: string, network: string, opts: { resume: boolean }): Promise<PlanningState> {
+export async function readLedgerState(ledger: Ledger, job: string, network: string, opts: { resume: boolean; lake?: string }): Promise<PlanningState> {
+  const state = await readClaims(ledger, job, network, opts);
+  if (opts.lake !== undefined) await voidClaims(ledger, opts.lake, network, state);
+  return state;
+}
+
+async function readClaims(ledger: Ledger, job: string, network: string, opts: { resume: boolean }): Promise<PlanningState> {
   const state: PlanningState = { watermarks: new Map() };
   const { db } = ledger;
   for (const r of await db.query(`SELECT dataset, scope, block FROM ${table(ledger, 'watermarks')} WHERE network = $1`, [network])) {
@@ -62,11 +88,13 @@ export async function readLedgerState(ledger: Ledger, job: string, network: stri
   )[0];
   if (!last || last.status === 'complete' || last.head === null || last.head === undefined) return state;
   const head = Number(last.head);
-  // Every run of this job that pinned the same head belongs to one resume chain.
+  // Every run of this job that pinned the same head belongs to one resume chain, less the windows of a dataset whose
+  // claims a later run voided (voidClaims): the table it made again does not hold them.
   const done = await db.query(
     `SELECT w.dataset, w.scope, w.from_block, w.to_block FROM ${table(ledger, 'windows')} w JOIN ${runs} r ON r.run_id = w.run_id
      WHERE r.job = $1 AND w.network = $2 AND w.status IN ('committed', 'provisional')
-       AND COALESCE(r.head, CAST(r.report ->> 'head' AS BIGINT)) = $3`,
+       AND COALESCE(r.head, CAST(r.report ->> 'head' AS BIGINT)) = $3
+       AND NOT EXISTS (SELECT 1 FROM ${runs} v WHERE v.started_at > r.started_at AND ${voidedBy(db.dialect, 'v.report', 'w.dataset')})`,
     [job, network, head],
   );
   const resume: ResumePoint = {
@@ -87,6 +115,65 @@ export async function readLedgerState(ledger: Ledger, job: string, network: stri
   };
   state.resume = resume;
   return state;
+}
+
+/**
+ * Whether the run record `report` (a run's JSON record) says the run voided the claims on `dataset` (its `voided`,
+ * in its start record and its report): windows committed before it are not in the table it made again.
+ */
+function voidedBy(dialect: Dialect, report: string, dataset: string): string {
+  return dialect === 'postgres'
+    ? `EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(${report} -> 'voided', '[]'::jsonb)) e WHERE e ->> 'dataset' = ${dataset})`
+    : `COALESCE(list_contains(json_extract_string(${report}, '$.voided[*].dataset'), ${dataset}), false)`;
+}
+
+/** What a log, a report, a plan and an enqueue say of a voided claim. */
+export function voidedText(v: VoidedClaim, network: string): string {
+  const claims = [
+    v.block === null ? '' : `blocks up to ${v.block} of ${v.scopes} scope${v.scopes === 1 ? '' : 's'} on ${network}`,
+    v.windows ? `${v.windows} windows of the run resumed` : '',
+  ].filter(Boolean);
+  return `the ledger counts ${claims.length ? claims.join(' and ') : 'rows'} of ${v.dataset} as loaded, but the lake has no table ${v.dataset} nor any record of one (another DuckLake writer dropped it and expired its snapshots): those claims are void, and ${v.dataset}'s whole range is fetched again`;
+}
+
+/**
+ * The one decision, for both kinds of lake, on a dataset whose table the lake has no record of while the ledger
+ * counts rows of it as loaded: another DuckLake writer dropped the table and expired the snapshots that knew it
+ * (`ducklake_expire_snapshots` deletes a dropped table's catalog rows), so the next commit creates it again,
+ * empty. Following the watermarks would then fetch only the blocks after them, and the lake would silently lack
+ * everything before: the claims are void, and the dataset is planned as on an empty lake (its whole range, as an
+ * incremental job's first run). A table dropped or renamed whose catalog rows are still there is not voided here: the
+ * commit refuses it (load/write/lake-tables.ts refuseEndedTables). The run makes the void lasting before it
+ * fetches (voidWatermarks): once the table is created again, nothing here could tell. A table emptied by a DELETE
+ * is not voided: the table and its history are there, a writer's deletes are its own to make, and `chainlake verify`
+ * finds the windows whose rows are gone (`--repair` fetches them again).
+ */
+async function voidClaims(ledger: Ledger, lake: string, network: string, state: PlanningState): Promise<void> {
+  // Every network's marks count: the table holds them all, and a mark of another network left behind would hold
+  // that network's next run to the blocks after it in the table made again.
+  const marked = (await ledger.db.query(`SELECT DISTINCT dataset FROM ${table(ledger, 'watermarks')}`)).map((r) => String(r.dataset));
+  const resumed = [...(state.resume?.committed ?? [])].map((k) => k.split('|')[0]!);
+  const claimed = [...new Set([...marked, ...resumed])];
+  if (claimed.length === 0) return;
+  const known = new Set(
+    (
+      await ledger.db.query(
+        `SELECT DISTINCT t.table_name FROM ${lake}.ducklake_table t JOIN ${lake}.ducklake_schema s ON s.schema_id = t.schema_id AND s.schema_name = 'main'
+         WHERE t.table_name IN (SELECT unnest(CAST($1 AS VARCHAR[])))`,
+        [claimed],
+      )
+    ).map((r) => String(r.table_name)),
+  );
+  const voided: VoidedClaim[] = [];
+  for (const dataset of claimed.filter((d) => !known.has(d)).sort()) {
+    const prefix = watermarkKey(dataset, network, '');
+    const marks = [...state.watermarks].filter(([k]) => k.startsWith(prefix));
+    for (const [k] of marks) state.watermarks.delete(k);
+    const windows = [...(state.resume?.committed ?? [])].filter((k) => k.startsWith(`${dataset}|`));
+    for (const k of windows) state.resume!.committed.delete(k);
+    voided.push({ dataset, scopes: marks.length, block: marks.length ? Math.max(...marks.map(([, b]) => b)) : null, windows: windows.length });
+  }
+  if (voided.length) state.voided = voided;
 }
 
 /** Requests sent per UTC day (YYYY-MM-DD) for `account`, by every run (or worker) the ledger recorded. */

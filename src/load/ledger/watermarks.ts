@@ -53,6 +53,16 @@ export async function raiseWatermarks(ledger: Ledger, runId: string, marks: read
 }
 
 /**
+ * Deletes every network's marks of `datasets`, whose claims planning found void (planning.ts voidClaims): in the
+ * run's start (one machine) or enqueue's transaction, before the table is made again, after which nothing could tell
+ * the marks were void. Their runs and windows stay, as history.
+ */
+export async function voidWatermarks(ledger: Ledger, datasets: readonly string[]): Promise<void> {
+  if (datasets.length === 0) return;
+  await ledger.db.query(`DELETE FROM ${table(ledger)} WHERE dataset IN (SELECT unnest(CAST($1 AS VARCHAR[])))`, [[...datasets]]);
+}
+
+/**
  * How far a watermark reaches through committed ranges: from `old` (or, without one, from a range starting at
  * or before `rangeStart`), through every range that begins at most one block past what is covered so far.
  * The mark never passes `final`, the run's last final block (see Window.final). Returns the new mark
