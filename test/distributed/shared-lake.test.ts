@@ -5,7 +5,11 @@
 // opens, the status `status --catalog` computes), and a further distributed commit merges the inlined rows instead of refusing or losing them.
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect } from '../../src/distributed/control-plane.js';
 import { enqueueJob } from '../../src/distributed/enqueue.js';
+import { controlPlanLedger } from '../../src/distributed/plan-ledger.js';
+import { estimatePlan } from '../../src/pipeline/estimate.js';
+import { formatPlan } from '../../src/cli/commands/plan.js';
 import { compactDistributedLake } from '../../src/distributed/maintain.js';
 import { openDistributedLake } from '../../src/distributed/read.js';
 import { runWorker } from '../../src/distributed/worker.js';
@@ -128,6 +132,56 @@ describe.skipIf(missing !== null)(
       expect(await dayFiles()).toEqual([{ n: 0n }]);
       expect(plain(await refRows())).toEqual(plain(before));
       expect(plain(await chainlakeRows())).toEqual(plain(before));
+    }, 180_000);
+
+    it("a table dropped and expired by another writer voids the ledger's claims: enqueue queues its whole range again, and says so", async () => {
+      const lake = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-expired') };
+      const doc = { ...jobDoc('nightly', ADDRESSES.slice(0, 2)), range: { incremental: true } };
+      const job = parseJob(doc, 'nightly', process.env);
+      const nightly = async (id: string, queuedThen?: () => Promise<void>) => {
+        const queued = await enqueueJob(job, doc, lake);
+        await queuedThen?.();
+        const report = await runWorker({ ...lake, id, account: 'w1', untilIdle: true, pollMs: 50 });
+        expect(report.windowsFailed).toBe(0);
+        return queued;
+      };
+      const ref = (statements: string[]) => withReference(lake.catalog, statements);
+      const rows = async () =>
+        new Map((await ref(['SELECT * EXCLUDE (_run_id, _ingested_at, confirmations) FROM ref.transactions'])).map((r) => [r.transaction_hash, json([r])]));
+      const client = await connect(lake.catalog);
+      try {
+        const marks = async () =>
+          (await client.query(`SELECT count(*)::int AS n, max(block)::int AS block FROM chainlake.watermarks WHERE dataset = 'transactions'`)).rows;
+        expect((await nightly('expired-1')).queued).toBeGreaterThan(0);
+        const before = await rows();
+        const [{ block }] = (await marks()) as [{ block: number }];
+        expect(before.size).toBeGreaterThan(0);
+        await ref([
+          'DROP TABLE ref.transactions',
+          "CALL ducklake_expire_snapshots('ref', older_than => now() + INTERVAL 1 HOUR)",
+          "CALL ducklake_cleanup_old_files('ref', cleanup_all => true)",
+        ]);
+        expect((await client.query(`SELECT count(*)::int AS n FROM ducklake.ducklake_table WHERE table_name = 'transactions'`)).rows).toEqual([{ n: 0 }]);
+
+        const says = new RegExp(
+          `the ledger counts blocks up to ${block} of 2 scopes on mainnet of transactions as loaded, but the lake has no table transactions nor any record of one`,
+        );
+        const plan = await estimatePlan(job, { probe: false, ledger: controlPlanLedger(client, lake.catalog), verifyTarget: null });
+        expect(plan.voided).toEqual([{ dataset: 'transactions', scopes: 2, block, windows: 0 }]);
+        expect(formatPlan(plan)).toMatch(says);
+
+        // The watermarks go with the run's record, before a commit makes the table again: a run whose windows fail
+        // leaves no mark that the table made again would be taken to hold.
+        const queued = await nightly('expired-2', async () => expect(await marks()).toEqual([{ n: 0, block: null }]));
+        expect(queued.voided?.map((v) => v.dataset)).toEqual(['transactions']);
+        expect(queued.queued).toBeGreaterThan(0);
+        const after = await rows();
+        expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
+        for (const [key, row] of before) expect(after.get(key), String(key)).toBe(row);
+        expect(await marks()).toEqual([{ n: 2, block }]);
+      } finally {
+        await client.end();
+      }
     }, 180_000);
 
     describe('another writer changes the columns of a table chainlake writes (test/load/shared-schema.test.ts on one machine)', () => {
