@@ -15,8 +15,9 @@ import { currentSnapshot, dataPathOf, listTables } from '../ducklake/reader.js';
 import { commitTables } from '../ducklake/writer.js';
 import { datasetShape } from '../load/schema.js';
 import { ensureTable } from '../load/write/lake-tables.js';
+import { voidWatermarks } from '../load/ledger/watermarks.js';
 import { confirmLease, releaseLease, takeLease } from './lease.js';
-import { CATALOG_SCHEMA, CONTROL_SCHEMA, ControlPlaneError, openCatalog, redactUrl, setupControlPlane } from './control-plane.js';
+import { CATALOG_SCHEMA, CONTROL_SCHEMA, ControlPlaneError, controlLedger, openCatalog, redactUrl, setupControlPlane } from './control-plane.js';
 import { norm, unreferencedFiles } from './maintain.js';
 import { openStore, storeLocationOf, type Store, type StoreConnection } from './store.js';
 
@@ -168,7 +169,9 @@ async function storeOnly(location: string, connection: StoreConnection | undefin
 
 /**
  * Datasets the ledger says were committed but the newest snapshot has no table of: reported, and created again
- * (empty) under the lease. Returns the tables of the newest snapshot (before any was created again).
+ * (empty) under the lease, their watermarks deleted first (the void planning decides for a table gone with its
+ * history, load/ledger/planning.ts voidClaims): the next enqueue plans their whole range, not only the blocks after
+ * marks the new table would be taken to hold. Returns the tables of the newest snapshot (before any was created again).
  */
 async function recreateLostTables(lake: Rebuild): Promise<Set<string>> {
   const { client, catalog, report } = lake;
@@ -188,6 +191,7 @@ async function recreateLostTables(lake: Rebuild): Promise<Set<string>> {
   if (shapes.length) {
     await underLease(lake, 'the lost tables were not created again', async () => {
       for (const shape of shapes) {
+        await voidWatermarks(controlLedger(client), [shape.name]);
         await ensureTable(catalog, shape, { recreate: true });
         report.recreatedLakeTables.push(shape.name);
       }

@@ -293,6 +293,14 @@ describe('catalog rebuild --catalog', () => {
       expect(r.lostTables).toEqual([expect.objectContaining({ dataset: 'transactions', rows })]);
       expect(r.recreatedLakeTables).toEqual(['transactions']);
       expect(count(await chainlakeQuery(lake.url, lake.store, 'SELECT count(*) AS n FROM transactions'))).toBe(0);
+      // Its watermarks went with it: the next enqueue of a nightly (incremental) job plans the whole range again
+      // instead of the blocks after them, and the lake reads every row back.
+      expect(await lake.sql(`SELECT count(*)::int AS n FROM chainlake.watermarks WHERE dataset = 'transactions'`)).toEqual([{ n: 0 }]);
+      const doc = { ...JOB, range: { ...JOB.range, toBlock: undefined, incremental: true }, datasets: { transactions: { addresses: ADDRESSES } } };
+      const queued = await enqueueJob(parseJob(doc, 'dist-rebuild', process.env), doc, { catalog: lake.url, store: lake.store, simulator: sim });
+      expect(queued).toMatchObject({ skipped: 0, queued: expect.any(Number) });
+      await runWorker({ catalog: lake.url, store: lake.store, id: 'w-again', untilIdle: true, pollMs: 50, simulator: sim });
+      expect(count(await chainlakeQuery(lake.url, lake.store, 'SELECT count(*) AS n FROM transactions'))).toBe(rows);
     },
     60_000,
   );

@@ -51,7 +51,7 @@ export function formatDistributedRebuild(r: DistributedRebuildReport): string {
   for (const l of r.lostTables) {
     out +=
       `LOST: ${l.windows} window(s) of ${l.dataset} (${l.rows} rows, runs ${l.runs.join(', ')}) say committed, but the lake has no table ${l.dataset}: ` +
-      `their rows are not in the lake; restore the database from its backup, or fetch them again (a new run of the job over their range)\n`;
+      `their rows are not in the lake; restore the database from its backup, or fetch them again: ${r.recreatedLakeTables.includes(l.dataset) ? 'its watermarks are deleted, so the next `chainlake enqueue` of the job plans its whole range' : 'run catalog rebuild again, then the next `chainlake enqueue` of the job'}\n`;
   }
   const current = r.missingFiles.filter((f) => f.untilSnapshot === null);
   const older = r.missingFiles.filter((f) => f.untilSnapshot !== null);
