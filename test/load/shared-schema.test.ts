@@ -20,6 +20,7 @@ import { estimatePlan } from '../../src/pipeline/estimate.js';
 import { formatReport } from '../../src/pipeline/report.js';
 import { formatPlan } from '../../src/cli/commands/plan.js';
 import type { Logger } from '../../src/pipeline/log.js';
+import { verifySession } from '../../src/pipeline/verify/session.js';
 import { A_ERC20_0 } from '../../src/simulator/chain.js';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
@@ -245,6 +246,36 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
     for (const [key, row] of before) expect(after.get(key), key).toBe(row);
     expect(await marks()).toEqual([{ n: 2n, block }]);
+  });
+
+  it("a table another writer emptied (DELETE without WHERE) is not voided: its rows are its writer's to delete; `verify` finds them gone and `--repair` fetches them again", async () => {
+    const lake = path.join(dir, 'emptied');
+    const nightly = parseJob(
+      {
+        name: 'nightly',
+        target: 'simulator',
+        lake,
+        concurrency: 4,
+        range: { incremental: true },
+        datasets: { transactions: { addresses: addresses.slice(0, 1) } },
+      },
+      'shared-schema-test',
+      process.env,
+    );
+    expect((await runJob(nightly, { simulator: sim })).status).toBe('complete');
+    const before = byKey(await refRows(lake));
+    await withRef(lake, ['DELETE FROM lake.transactions']);
+    const report = await runJob(nightly, { simulator: sim });
+    expect(report.voided).toBeUndefined();
+    expect(await refRows(lake)).toEqual([]);
+
+    const verified = await verifySession(nightly, { kind: 'local', lake }, {}, { simulator: sim, repair: true });
+    expect(verified.beforeRepair?.holds).toBe(false);
+    expect(verified.beforeRepair?.differing.length).toBeGreaterThan(0);
+    expect(verified.holds).toBe(true);
+    const after = byKey(await refRows(lake));
+    expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
+    for (const [key, row] of before) expect(after.get(key), key).toBe(row);
   });
 
   it('decoding keeps a column another writer added to a decoded table, and refuses logs whose column it renamed, before writing anything', async () => {
