@@ -131,5 +131,50 @@ describe.skipIf(missing !== null)(
       expect(plain(await refRows())).toEqual(plain(before));
       expect(plain(await chainlakeRows())).toEqual(plain(before));
     }, 180_000);
+
+    it("another writer's commit between the committer's merges and its catalog transaction is kept: the batch is merged again from the new rows", async () => {
+      expect(days, 'the lake of the tests before').toBeDefined();
+      const address = chain.addrLower(A_BUSY0 + 4);
+      const doc = jobDoc('raced', [address]);
+      await enqueueJob(parseJob(doc, 'raced', process.env), doc, { catalog: db.url, store });
+      let before: Rows | undefined;
+      let victim = '';
+      const seen: string[] = [];
+      const report = await runWorker({
+        catalog: db.url,
+        store,
+        id: 'raced-w1',
+        untilIdle: true,
+        pollMs: 50,
+        log: { log: (_level, event) => void seen.push(event) },
+        // The reference commits once the batch's partitions are merged and written, before the commit's transaction:
+        // rows inlined into every day, a file of its own, and an inlined delete of a row the run does not fetch.
+        merged: async () => {
+          if (before) return;
+          const [row] = await withRef([
+            `SELECT min(transaction_hash) AS h FROM ref.transactions WHERE _run_id <> 'reference' AND sender IS DISTINCT FROM '${address}' AND receiver IS DISTINCT FROM '${address}'`,
+          ]);
+          victim = String(row!.h);
+          await withRef([
+            INSERT + days.map((d, i) => inserted(`0xref-raced-${i}`, d, 10 + i)).join(', '),
+            `DELETE FROM ref.transactions WHERE transaction_hash = '${victim}'`,
+          ]);
+          await withRef([INSERT + inserted('0xref-raced-file', days[0]!, 20)], { inlining: 0 });
+          before = await refRows();
+        },
+      });
+      expect(report.windowsFailed).toBe(0);
+      expect(report.windowsCommitted).toBeGreaterThan(0);
+      const after = await refRows();
+      const hashes = after.map((r) => String(r.transaction_hash));
+      expect(new Set(hashes).size).toBe(hashes.length);
+      // Every row the lake held after the reference's commits is there, the deleted one is not, and the run added rows.
+      expect(hashes).toEqual(expect.arrayContaining(before!.map((r) => String(r.transaction_hash))));
+      expect(hashes.filter((h) => h.startsWith('0xref-raced'))).toHaveLength(days.length + 1);
+      expect(hashes).not.toContain(victim);
+      expect(after.length).toBeGreaterThan(before!.length);
+      expect(plain(await chainlakeRows())).toEqual(plain(after));
+      expect(seen).toContain('commit.lake_changed');
+    }, 180_000);
   },
 );
