@@ -9,6 +9,8 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chainlakeCodeOf } from '../../src/errors.js';
 import { onTestHook } from '../../src/load/test-hooks.js';
+import { LakePaths } from '../../src/load/paths.js';
+import { compactLake } from '../../src/load/write/maintenance.js';
 import { loadJobFile, parseJob } from '../../src/pipeline/job.js';
 import type { Logger } from '../../src/pipeline/log.js';
 import { runJob } from '../../src/pipeline/run.js';
@@ -148,6 +150,27 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
     const after = await refKeys(lake);
     expect(after).toEqual([...new Set([...before, ...fetched])].sort());
     for (const v of victims) expect(after).not.toContain(v);
+  }, 120_000);
+
+  it('compact refuses to commit over another writer that committed while it merged (CHAINLAKE_LAKE_CHANGED), and compacts on a second try', async () => {
+    const lake = path.join(dir, 'compact');
+    await cp(base, lake, { recursive: true });
+    // Rows inlined into the catalog: partitions to compact.
+    await withRef(lake, [INSERT + days.map((d, i) => inserted(`0xref-compact-${i}`, d, i)).join(', ')]);
+    let before: string[] = [];
+    onTestHook(async (step) => {
+      if (step !== 'prepared' || before.length) return;
+      await otherWriter(lake, 'during');
+      before = await refKeys(lake);
+    });
+    const failed = await compactLake(new LakePaths(lake)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(chainlakeCodeOf(failed)).toBe('CHAINLAKE_LAKE_CHANGED');
+    expect(await refKeys(lake)).toEqual(before);
+    expect(await compactLake(new LakePaths(lake))).toMatchObject({ partitions: days.length });
+    expect(await refKeys(lake)).toEqual(before);
   }, 120_000);
 
   it("a run killed after deciding its commit, then another writer's commit: the recovery abandons the decided commit instead of undoing it", async () => {

@@ -22,7 +22,6 @@ import type { BatchRows } from './batch-rows.js';
 import type { LakePaths } from '../paths.js';
 import type { StagedPages } from '../schema.js';
 import { eachBounded } from '../bounded.js';
-import { testHook } from '../test-hooks.js';
 
 const DATASETS_AT_ONCE = 2;
 
@@ -134,23 +133,27 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
   const files = prepared.map((p) => p.file);
   if (derived) prepared.push(...derived.files);
   const cleared = [...perDataset.flatMap((d) => d.cleared ?? []), ...rejects.cleared, ...(derived?.cleared ?? [])];
-  // The tables whose partitions the commit replaces (every file replaces its partition's rows).
-  const tables = new Map(prepared.map((p) => [p.staged.tableId, p.file.dataset]));
-  for (const c of cleared) tables.set(lake.table(c.table).table.tableId, c.table);
-  const readAt = { snapshot: lake.snapshotId, tables: [...tables.keys()] };
-  await testHook('prepared');
   // A run commits in batches, each with its own work folder under the run's staging: that names the commit.
-  await decideAndApply(paths, { snapshot: lake.snapshotId, tables }, () =>
+  await decideAndApply(paths, { snapshot: lake.snapshotId, tables: replacedTables(lake, prepared, cleared) }, () =>
     journalFor(paths, `${runId}/${path.basename(stagingDir)}`, runId, prepared, {
       run: runRow(runId, input.run(files)),
       windows: input.windows,
       watermarks: input.watermarks,
       ...(derived ? { tables: derived.tables } : {}),
       ...(cleared.length ? { cleared } : {}),
-      readAt,
     }),
   );
   return files;
+}
+
+/**
+ * The tables (id to name) whose rows a commit of `prepared` files and `cleared` partitions replaces: each file
+ * replaces its partition's rows. What decideAndApply checks no other DuckLake writer changed since `lake` was read.
+ */
+export function replacedTables(lake: LakeState, prepared: readonly PreparedFile[], cleared: readonly ClearedPartition[] = []): Map<number, string> {
+  const tables = new Map(prepared.map((p) => [p.staged.tableId, p.file.dataset]));
+  for (const c of cleared) tables.set(lake.table(c.table).table.tableId, c.table);
+  return tables;
 }
 
 /** What the commit's derivation prepared (see CommitDerivation.prepared). */

@@ -92,23 +92,26 @@ export async function readJournal(file: string): Promise<CommitJournal | undefin
  * `readAt.snapshot`, the snapshot they were read at (LakeChangedError, and nothing decided, when one did: the caller
  * prepares again). Another writer attaches the catalog to commit, and cannot while it is held, so a decided commit
  * never ends rows it did not read; a kill after the decision releases the catalog, and the recovery checks again
- * (applyJournal). `journal` builds the journal once the check passed. Returns it, applied.
+ * (applyJournal: the journal records `readAt`). `journal` builds the journal once the check passed. Returns the
+ * snapshot the commit made (none when it changed no table): nothing else committed between `readAt.snapshot` and it,
+ * so a command that commits in batches from one read of the lake reads on from there.
  */
 export async function decideAndApply(
   paths: LakePaths,
   readAt: { snapshot: number; tables: ReadonlyMap<number, string> },
   journal: () => CommitJournal,
-): Promise<CommitJournal> {
-  const decided = await Catalog.hold(paths, async (catalog) => {
+): Promise<number | undefined> {
+  await testHook('prepared');
+  const { runId, snapshot } = await Catalog.hold(paths, async (catalog) => {
     await refuseChangesSince(catalog.lake, readAt.snapshot, [...readAt.tables.keys()], readAt.tables);
     const j = journal();
+    j.catalog.readAt = { snapshot: readAt.snapshot, tables: [...readAt.tables.keys()] };
     await publishJournal(paths, j);
-    await applyHeld(paths, catalog, j, {});
-    return j;
+    return { runId: j.runId, snapshot: await applyHeld(paths, catalog, j, {}) };
   });
   await testHook('committed');
-  await removeDurable(journalPath(paths, decided.runId));
-  return decided;
+  await removeDurable(journalPath(paths, runId));
+  return snapshot === false ? undefined : snapshot;
 }
 
 /**
@@ -121,14 +124,17 @@ export async function decideAndApply(
  * recorded, so the next run fetches them again) and this returns false.
  */
 export async function applyJournal(paths: LakePaths, journal: CommitJournal, opts: { recoveredBy?: string; waitMs?: number } = {}): Promise<boolean> {
-  const applied = await Catalog.hold(paths, (catalog) => applyHeld(paths, catalog, journal, opts), { waitMs: opts.waitMs });
+  const applied = (await Catalog.hold(paths, (catalog) => applyHeld(paths, catalog, journal, opts), { waitMs: opts.waitMs })) !== false;
   if (applied) await testHook('committed');
   await removeDurable(journalPath(paths, journal.runId));
   return applied;
 }
 
-/** applyJournal's work, on the held catalog. */
-async function applyHeld(paths: LakePaths, catalog: Catalog, journal: CommitJournal, opts: { recoveredBy?: string }): Promise<boolean> {
+/**
+ * applyJournal's work, on the held catalog: the snapshot the commit made (undefined when it changed no table, or was
+ * recorded already), or false when the recovery abandoned it.
+ */
+async function applyHeld(paths: LakePaths, catalog: Catalog, journal: CommitJournal, opts: { recoveredBy?: string }): Promise<number | undefined | false> {
   const readAt = journal.catalog.readAt;
   if (opts.recoveredBy !== undefined && readAt && !(await catalog.commitApplied(journal.commitId))) {
     if ((await changesSince(catalog.lake, readAt.snapshot, readAt.tables)).length > 0) {
@@ -149,6 +155,7 @@ async function applyHeld(paths: LakePaths, catalog: Catalog, journal: CommitJour
     if (renamed++ === 0) await testHook('rename');
   });
   await testHook('catalog');
+  let made: number | undefined;
   await catalog.transaction(async () => {
     if (!(await catalog.commitApplied(journal.commitId))) {
       const c = journal.catalog;
@@ -160,6 +167,7 @@ async function applyHeld(paths: LakePaths, catalog: Catalog, journal: CommitJour
       );
       const snapshot = await catalog.commitLake(journal.commitId, c.lake, c.cleared);
       if (snapshot !== undefined) await catalog.expireInterim(journal.runId, snapshot);
+      made = snapshot;
       await raiseWatermarks({ db: catalog.lake }, journal.runId, c.watermarks);
       if (c.run) await catalog.recordRun(c.run.runId, c.run.job, c.run.startedAt, c.run.finishedAt, c.run.status, c.run.report);
       await catalog.recordCommit(journal.commitId, journal.runId, c.files, opts.recoveredBy);
@@ -170,5 +178,5 @@ async function applyHeld(paths: LakePaths, catalog: Catalog, journal: CommitJour
   });
   // Still holding the catalog: no reader is mid-query on a file it deletes.
   await catalog.deleteScheduled();
-  return true;
+  return made;
 }
