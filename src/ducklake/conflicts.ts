@@ -22,17 +22,31 @@ export interface LaterChange {
 /** `<kind>:<id>` entries of changes_made (ids of tables, views or schemas, one id space: next_catalog_id). */
 const BY_ID = /(?:^|,)[a-z_]+:(\d+)(?=,|$)/g;
 
-/** The snapshots after `readAt` that changed one of `tableIds`, oldest first. */
+/**
+ * The snapshots after `readAt` that changed one of `tableIds`, oldest first. Snapshot ids follow one another, so a
+ * missing one was expired (with its changes) since: what it changed is unknown, and it counts as changing them all.
+ */
 export async function changesSince(db: CatalogDb, readAt: number, tableIds: readonly number[]): Promise<LaterChange[]> {
   if (tableIds.length === 0) return [];
   const wanted = new Set(tableIds);
-  const rows = await db.query(`SELECT snapshot_id, changes_made, author FROM ducklake_snapshot_changes WHERE snapshot_id > $1 ORDER BY snapshot_id`, [readAt]);
+  const rows = await db.query(
+    `SELECT s.snapshot_id, c.changes_made, c.author FROM ducklake_snapshot s LEFT JOIN ducklake_snapshot_changes c ON c.snapshot_id = s.snapshot_id
+     WHERE s.snapshot_id > $1 ORDER BY s.snapshot_id`,
+    [readAt],
+  );
   const out: LaterChange[] = [];
+  let expected = readAt + 1;
   for (const r of rows) {
-    const changes = String(r.changes_made ?? '');
-    const ids = [...new Set([...changes.matchAll(BY_ID)].map((m) => Number(m[1])))].filter((id) => wanted.has(id));
-    if (ids.length)
-      out.push({ snapshotId: Number(r.snapshot_id), tableIds: ids, changes, author: r.author === null || r.author === undefined ? null : String(r.author) });
+    const snapshotId = Number(r.snapshot_id);
+    const author = r.author === null || r.author === undefined ? null : String(r.author);
+    if (snapshotId !== expected || r.changes_made === null || r.changes_made === undefined) {
+      out.push({ snapshotId, tableIds: [...wanted], changes: `snapshots ${expected} to ${snapshotId} expired or unrecorded since`, author });
+    } else {
+      const changes = String(r.changes_made);
+      const ids = [...new Set([...changes.matchAll(BY_ID)].map((m) => Number(m[1])))].filter((id) => wanted.has(id));
+      if (ids.length) out.push({ snapshotId, tableIds: ids, changes, author });
+    }
+    expected = snapshotId + 1;
   }
   return out;
 }

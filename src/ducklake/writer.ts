@@ -327,6 +327,8 @@ export interface CommitSpec extends CommitInfo, CommitHooks, TableChange {
    * Run again on a retry.
    */
   readonly inTransaction?: (tx: CatalogDb, snapshotId: number) => Promise<void>;
+  /** See MultiCommitSpec.readAt. */
+  readonly readAt?: number;
 }
 
 export interface MultiCommitSpec extends CommitInfo, CommitHooks {
