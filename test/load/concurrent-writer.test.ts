@@ -14,7 +14,10 @@ import { compactLake } from '../../src/load/write/maintenance.js';
 import { loadJobFile, parseJob } from '../../src/pipeline/job.js';
 import type { Logger } from '../../src/pipeline/log.js';
 import { runJob } from '../../src/pipeline/run.js';
-import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { A_ERC20_0 } from '../../src/simulator/chain.js';
+import { STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
+import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
 import { REFERENCE_DIR, withReference } from '../ducklake/helpers.js';
 import { fetchAllPages } from '../helpers/api.js';
 import { runWriter, writeJob } from './helpers.js';
@@ -189,5 +192,49 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
     const runs = await queryCatalog(lake, `SELECT status FROM runs ORDER BY started_at`);
     expect(runs.map((r) => r.status)).toEqual(['complete', 'abandoned', 'complete']);
     expect(await queryCatalog(lake, `SELECT run_id FROM commits WHERE recovered_by IS NOT NULL`)).toEqual([]);
+  }, 120_000);
+
+  it('a commit that decodes its event logs, prepared again, lands the decoded rows and counts of a run nobody disturbed', async () => {
+    const transfer = toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent);
+    const logsJob = (lake: string) =>
+      parseJob(
+        {
+          name: 'decode-raced',
+          target: 'simulator',
+          lake,
+          range: { fromBlock: 0, toBlock: 2_000 },
+          commit: { everyRows: 150 },
+          datasets: { event_logs: { contracts: [{ address: chainFor(7, 'small', 'mainnet').addrLower(A_ERC20_0), topics: [transfer] }] } },
+          decode: { standard: ['erc20'] },
+        },
+        'decode-raced',
+        process.env,
+      );
+    const clean = path.join(dir, 'decode-clean');
+    const cleanReport = await runJob(logsJob(clean), { simulator: sim });
+    const raced = path.join(dir, 'decode-raced');
+    let wrote = false;
+    // At the first commit (its tables exist by then), a row inserted into event_logs and deleted again: two snapshots
+    // that change the table and leave its rows as they were.
+    onTestHook(async (step) => {
+      if (step !== 'prepared' || wrote) return;
+      wrote = true;
+      await withRef(raced, [
+        `INSERT INTO lake.event_logs (timestamp, transaction_hash, log_index, address, network, block_date, _run_id, _ingested_at)
+         VALUES (TIMESTAMPTZ '2026-01-01 00:00:00+00', '0xref-log', 0, '0xref', 'mainnet', DATE '2026-01-01', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00')`,
+      ]);
+      await withRef(raced, [`DELETE FROM lake.event_logs WHERE transaction_hash = '0xref-log'`]);
+    });
+    const log = events();
+    const racedReport = await runJob(logsJob(raced), { simulator: sim, logger: log });
+    expect(log.seen).toContain('commit.lake_changed');
+    expect(racedReport.decoded).toEqual(cleanReport.decoded);
+    expect(racedReport.totals).toEqual(cleanReport.totals);
+    const rows = (lake: string, table: string) => queryCatalog(lake, `SELECT * EXCLUDE (_run_id, _ingested_at) FROM ${table} ORDER BY ALL`);
+    for (const table of ['event_logs', 'erc20_transfer_events', '_rejects']) {
+      const want = await rows(clean, table);
+      if (table !== '_rejects') expect(want.length, table).toBeGreaterThan(0);
+      expect(await rows(raced, table), table).toEqual(want);
+    }
   }, 120_000);
 });
