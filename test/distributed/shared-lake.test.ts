@@ -11,6 +11,7 @@ import { openDistributedLake } from '../../src/distributed/read.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { lakeStatus } from '../../src/load/read/status.js';
 import { parseJob } from '../../src/pipeline/job.js';
+import { chainlakeCodeOf } from '../../src/errors.js';
 import { A_BUSY0 } from '../../src/simulator/chain.js';
 import { chainFor } from '../../src/simulator/index.js';
 import { referenceMissing, withReference } from '../ducklake/helpers.js';
@@ -175,6 +176,43 @@ describe.skipIf(missing !== null)(
       expect(after.length).toBeGreaterThan(before!.length);
       expect(plain(await chainlakeRows())).toEqual(plain(after));
       expect(seen).toContain('commit.lake_changed');
+    }, 180_000);
+
+    it('a writer that commits at every attempt stops the committer with CHAINLAKE_LAKE_CHANGED: the windows stay fetched, the next commit lands them', async () => {
+      const address = chain.addrLower(A_BUSY0 + 5);
+      const doc = jobDoc('raced-always', [address]);
+      const { runId } = await enqueueJob(parseJob(doc, 'raced-always', process.env), doc, { catalog: db.url, store });
+      let attempts = 0;
+      let before: Rows = [];
+      const failed = await runWorker({
+        catalog: db.url,
+        store,
+        id: 'raced-always-w1',
+        untilIdle: true,
+        pollMs: 50,
+        merged: async () => {
+          await withRef([INSERT + inserted(`0xref-always-${attempts++}`, days[0]!, 30)]);
+          before = await refRows();
+        },
+      }).catch((e: unknown) => e);
+      expect(chainlakeCodeOf(failed)).toBe('CHAINLAKE_LAKE_CHANGED');
+      expect((failed as Error).message).toMatch(/at each of 3 attempts: chainlake did not commit/);
+      expect(attempts).toBe(3);
+      expect(plain(await refRows())).toEqual(plain(before));
+      const c = await db.connect();
+      try {
+        const statuses = (await c.query(`SELECT DISTINCT status FROM chainlake.windows WHERE run_id = $1`, [runId])).rows.map(
+          (r: { status: string }) => r.status,
+        );
+        expect(statuses).toEqual(['fetched']);
+      } finally {
+        await c.end();
+      }
+      const report = await runWorker({ catalog: db.url, store, id: 'raced-always-w2', untilIdle: true, pollMs: 50 });
+      expect(report.windowsCommitted).toBeGreaterThan(0);
+      const after = (await refRows()).map((r) => String(r.transaction_hash));
+      expect(after).toEqual(expect.arrayContaining(before.map((r) => String(r.transaction_hash))));
+      expect(after.length).toBeGreaterThan(before.length);
     }, 180_000);
   },
 );
