@@ -110,9 +110,9 @@ export function lakeStateFor(paths: LakePaths, shapes: readonly TableShape[], wo
 /**
  * Commits a run in two phases. Prepare: every touched partition is merged into a new file under staging and
  * fsynced (the lake is untouched; a kill here loses only this run's work, which the next run fetches again).
- * Decide: the journal is written durably. Apply: the files are renamed into place and the catalog records
- * the run in one transaction, all while holding the catalog (see decideAndApply). A kill after the decision is
- * finished by the next command. If applying fails (the catalog stayed locked), the journal stays for that.
+ * Decide, holding the catalog: the journal is written durably. Apply, still holding it: the files are renamed into
+ * place and the catalog records the run in one transaction (see decideAndApply). A kill after the decision is
+ * finished by the next command; a catalog that stayed locked fails the commit before it is decided.
  * Throws LakeChangedError, having decided nothing, when another DuckLake writer changed a table whose rows the
  * commit replaces after they were read: the caller prepares again (in another `stagingDir`).
  */
