@@ -19,6 +19,11 @@ export const ERROR_CODES = [
   'CHAINLAKE_LEASE_LOST',
   /** A DuckLake catalog holds something chainlake does not read or write. */
   'CHAINLAKE_DUCKLAKE',
+  /**
+   * Another DuckLake writer renamed, dropped or retyped a table or column chainlake declares: refused before anything
+   * is written, with the statement that undoes it.
+   */
+  'CHAINLAKE_SCHEMA_CHANGED',
   /** Something a person must fix: a bad flag, a missing URL, an unwritable path. */
   'CHAINLAKE_USAGE',
   /** A job file (or the job built from flags) is invalid. */

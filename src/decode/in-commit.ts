@@ -13,8 +13,8 @@ import type { CommitDerivation } from '../load/write/commit-run.js';
 import { preparedFile, type ClearedPartition, type PreparedFile } from '../load/write/commit.js';
 import { FRESH_COLUMN, type WriterTask } from '../load/write/merge-slices.js';
 import { copyLakeFile, measureLakeFiles, type CopiedFile } from '../load/write/lake-file.js';
-import type { LakeState } from '../load/write/lake-state.js';
-import { STAGED_PARTITION, type TableShape } from '../load/schema.js';
+import { mergeShape, type LakeState } from '../load/write/lake-state.js';
+import { emptyTypedSelect, STAGED_PARTITION, type TableShape } from '../load/schema.js';
 import { fsyncFile, mkdirDurable } from '../load/write/durable.js';
 import { mergedRows } from '../load/write/merge.js';
 import type { LakePartitions } from '../load/write/lake-partitions.js';
@@ -36,6 +36,8 @@ export interface CommitDecodingInput extends SliceDecodingInput, Pick<DecodeLake
 export interface DecodedTarget<F> {
   /** What a decoded dataset's partitions hold now (the committer's side of the lake: see mergeTable). */
   lake(shape: TableShape): LakePartitions;
+  /** The shape a decoded dataset's days are merged and written with: its table's columns another writer added too (mergeShape). */
+  shape(declared: TableShape): TableShape;
   /**
    * Writes one decoded day's file from `select` (its rows with the shape's columns, in the file's order);
    * `workFile` names a file of the commit's work folder.
@@ -234,9 +236,11 @@ export abstract class SliceDecoding<F> {
    * dropped logs (SliceHook's `replaced`): the day keeps only rows of a log it holds.
    */
   private async writeDay(writer: DuckDBConnection, target: DecodedTarget<F>, d: DecodedDataset, day: DayRange, logs?: string): Promise<F> {
-    const shape = decodedShape(d);
+    const shape = target.shape(decodedShape(d));
     const from = path.join(this.input.workDir, `${shape.name}.${this.input.network}.${day.partition}.parquet`);
-    const fresh = `SELECT * EXCLUDE (__partition) FROM ${day.table} WHERE rowid BETWEEN ${day.lo} AND ${day.hi}`;
+    const decoded = `SELECT * EXCLUDE (__partition) FROM ${day.table} WHERE rowid BETWEEN ${day.lo} AND ${day.hi}`;
+    // No decoded row has another writer's columns: NULL where the day holds no row to keep them from.
+    const fresh = shape.kept?.length ? `(${emptyTypedSelect(shape)}) UNION ALL BY NAME (${decoded})` : decoded;
     const current = await target.lake(shape).select([day.partition]);
     const existing = current && logs ? `SELECT * FROM (${current}) e WHERE EXISTS (${logOf(logs, 'e')})` : current;
     const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
@@ -290,6 +294,7 @@ export class CommitDecoding extends SliceDecoding<CopiedFile | ClearedPartition>
     const { network, datasets } = this.local;
     return {
       lake: (shape) => lake.partitionsOf(shape, network),
+      shape: (declared) => mergeShape(declared, lake.table(declared.name)),
       write: async (writer, shape, day, select, from) => {
         const copied = await copyLakeFile(writer, lake.table(shape.name), shape, { network, value: day }, select, from);
         // A day every row of which went (decoded from logs a reorganisation took: addOrphanedDays) has no file: its

@@ -42,7 +42,7 @@ import type { Logger } from '../pipeline/log.js';
 import { testHook } from '../load/test-hooks.js';
 import { confirmLease, underLease } from './lease.js';
 import { readLake } from './lake-rows.js';
-import type { LakeState } from '../load/write/lake-state.js';
+import { mergeShape, type LakeState } from '../load/write/lake-state.js';
 import type { LakeColumn, LakeTable } from '../ducklake/reader.js';
 import { CONTROL_SCHEMA } from './control-plane.js';
 import { recordCommitted } from '../load/ledger/windows.js';
@@ -593,6 +593,7 @@ class CommittedDecoding extends SliceDecoding<DecodedFile> {
     const network = this.decode.network;
     return {
       lake: (shape) => lake.partitionsOf(shape, network),
+      shape: (declared) => mergeShape(declared, lake.table(declared.name)),
       write: async (writer, shape, day, select) => {
         const { table, columns } = lake.table(shape.name);
         return { table: shape.name, partition: day, file: await writePartition(writer, store, table, columns, shape, select, network, day) };
@@ -637,7 +638,7 @@ interface MergeExtra {
  */
 async function mergeFragments(
   deps: CommitDeps,
-  shape: TableShape,
+  declared: TableShape,
   network: string,
   fragments: readonly string[],
   replacing: readonly ScopeRange[],
@@ -654,10 +655,12 @@ async function mergeFragments(
   const freshTable = ident('__chainlake_fresh');
   const copied: CopiedTableFile[] = [];
   try {
-    await freshTableOf(conn, freshTable, shape, await Promise.all(fragments.map((f) => store.localCopy(f))), extra.fresh);
-    const lake = await readLake(deps, conn, scratch, [shape], replacing.length > 0);
+    await freshTableOf(conn, freshTable, declared, await Promise.all(fragments.map((f) => store.localCopy(f))), extra.fresh);
+    const lake = await readLake(deps, conn, scratch, [declared], replacing.length > 0);
     readAt = lake.snapshotId;
-    const { table, columns } = lake.table(shape.name);
+    const { table, columns } = lake.table(declared.name);
+    // Columns another writer added to the table are merged and written with their values.
+    const shape = mergeShape(declared, lake.table(declared.name));
     const written = await mergeTable({
       engine,
       conn,
@@ -717,7 +720,7 @@ async function writePartition(
   partition: string,
 ): Promise<CopiedTableFile | null> {
   const values = { network, [shape.partition]: partition };
-  // The one data-file writer of both modes: a column an older declaration had and this one dropped stays, as NULL.
+  // The one data-file writer of both modes: a column of the table the shape lacks stays, as NULL (mergeShape's have them).
   const rows = { sql: select, present: new Set(shape.columns.map((c) => c.name)), constants: values };
   return copyTableFile(conn, { dataPath: store.localDataPath, table, columns }, rows, values);
 }

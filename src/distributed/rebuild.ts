@@ -188,7 +188,7 @@ async function recreateLostTables(lake: Rebuild): Promise<Set<string>> {
   if (shapes.length) {
     await underLease(lake, 'the lost tables were not created again', async () => {
       for (const shape of shapes) {
-        await ensureTable(catalog, shape);
+        await ensureTable(catalog, shape, { recreate: true });
         report.recreatedLakeTables.push(shape.name);
       }
     });

@@ -14,7 +14,7 @@ import { link, readdir, readFile, rm, rmdir } from 'node:fs/promises';
 import { fsyncDir, writeSynced } from './write/durable.js';
 import { scratchPath } from './scratch.js';
 import { ChainlakeError } from '../errors.js';
-import { JoinedDuckDbCatalog, readLakeState, type LakeState } from './write/lake-state.js';
+import { ensureTables, JoinedDuckDbCatalog, readLakeState, type LakeState } from './write/lake-state.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { DuckDBInstance } from '../ducklake/node-api.js';
 import type { LakePaths } from './paths.js';
@@ -415,10 +415,16 @@ export class Catalog {
   /**
    * The lake's tables for `shapes` (created when missing) and the files of each partition now. Inside a transaction.
    * With `workDir`, the partitions another DuckLake writer changed in the catalog (inlined rows, deletes) are written
-   * out there for merging (see readLakeState).
+   * out there for merging (see readLakeState). `declared`: tables read but not created, checked for another writer's
+   * changes to their declared columns as `shapes` are.
    */
-  lakeState(shapes: readonly TableShape[] = [], workDir?: string): Promise<LakeState> {
-    return readLakeState(this.lake, this.dataPath, shapes, { workDir });
+  lakeState(shapes: readonly TableShape[] = [], workDir?: string, declared?: readonly TableShape[]): Promise<LakeState> {
+    return readLakeState(this.lake, this.dataPath, shapes, { workDir, ...(declared ? { declared } : {}) });
+  }
+
+  /** Creates the tables of `shapes` the lake lacks (see lakeState), without reading their files. */
+  async ensureTables(shapes: readonly TableShape[]): Promise<void> {
+    await ensureTables(this.lake, shapes);
   }
 
   /**

@@ -68,6 +68,11 @@ export interface TableShape {
   blockColumn?: string;
   /** Hive partition column after `network`. */
   partition: string;
+  /**
+   * Columns of the table no declaration has (another DuckLake writer added them; see mergeShape): no fetch carries
+   * them, so a merge keeps the newest non-NULL value among a key's rows.
+   */
+  kept?: readonly string[];
 }
 
 /** A table beyond the registry (decoded events, reconciled balances) that commits declare: its shape and view documentation. */

@@ -12,6 +12,7 @@ import { readRequestUsage } from '../load/state.js';
 import type { CommittedFile } from '../load/write/commit.js';
 import { openEngine, type Engine } from '../load/engine.js';
 import { JOURNAL_FILE } from '../load/write/journal.js';
+import { datasetShape, REJECTS_SHAPE } from '../load/schema.js';
 import { LakeLock, LakeLockedError } from '../load/lock.js';
 import { LakePaths } from '../load/paths.js';
 import { READER_HOLDER_PREFIX } from '../load/read/reader.js';
@@ -411,6 +412,12 @@ async function recordStart(job: Job, ctx: RunContext, prepared: Prepared): Promi
   await Catalog.hold(paths, async (c) => {
     // A moved lake's views, which recovery left to this first open of the catalog (runLocked).
     await c.relocate();
+    // The tables the run will write, created now if the lake lacks them: a fresh lake's first commit would otherwise
+    // create them while windows fetch, where each of its statements waits for the busy event loop, and the commits
+    // after it wait for that one (docs/performance.md, "Commits"). A table another DuckLake writer renamed, dropped
+    // or retyped is refused here, before a request is sent and before the run is recorded.
+    const shapes = [...new Set(windows.map((w) => w.def))].map(datasetShape);
+    if (shapes.length > 0) await c.transaction(() => c.ensureTables([...shapes, REJECTS_SHAPE]));
     await c.transaction(() => c.recordRun(runId, job.name, ingestedAt, null, 'running', startRecord));
   });
   log.log(

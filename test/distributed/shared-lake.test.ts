@@ -48,12 +48,10 @@ describe.skipIf(missing !== null)(
     /** Every row of transactions as the library reader (what `query --catalog` opens) reads them. */
     const chainlakeRows = () => chainlakeQuery(db.url, store, 'SELECT * FROM transactions ORDER BY transaction_hash');
 
-    async function distributedRun(name: string, addresses: readonly string[]): Promise<void> {
+    async function distributedRun(name: string, addresses: readonly string[], lake = { catalog: db.url, store }): Promise<void> {
       const doc = jobDoc(name, addresses);
-      await enqueueJob(parseJob(doc, name, process.env), doc, { catalog: db.url, store });
-      const reports = await Promise.all(
-        ['w1', 'w2'].map((id) => runWorker({ catalog: db.url, store, id: `${name}-${id}`, account: id, untilIdle: true, pollMs: 50 })),
-      );
+      await enqueueJob(parseJob(doc, name, process.env), doc, lake);
+      const reports = await Promise.all(['w1', 'w2'].map((id) => runWorker({ ...lake, id: `${name}-${id}`, account: id, untilIdle: true, pollMs: 50 })));
       expect(reports.reduce((n, r) => n + r.windowsFailed, 0)).toBe(0);
     }
 
@@ -214,5 +212,60 @@ describe.skipIf(missing !== null)(
       expect(after).toEqual(expect.arrayContaining(before.map((r) => String(r.transaction_hash))));
       expect(after.length).toBeGreaterThan(before.length);
     }, 180_000);
+
+    describe('another writer changes the columns of a table chainlake writes (test/load/shared-schema.test.ts on one machine)', () => {
+      let lake: { catalog: string; store: string };
+      const ref = (statements: string[]) => withReference(lake.catalog, statements);
+      const rows = () => ref(['SELECT * FROM ref.transactions ORDER BY ALL']);
+      const snapshot = async () => Number((await ref(['SELECT max(snapshot_id) AS s FROM ref.snapshots()']))[0]!.s);
+      /** Each row without what a fetch of it again changes, by key. */
+      const byKey = (list: Rows) =>
+        new Map(list.map((r) => [String(r.transaction_hash), json([{ ...r, _run_id: null, _ingested_at: null, confirmations: null }])]));
+
+      it('refuses a column renamed, before anything is written; the statement its hint names undoes it, and the fetched windows then commit', async () => {
+        lake = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-schema') };
+        await distributedRun('schema-one', ADDRESSES.slice(0, 1), lake);
+        await ref(['ALTER TABLE ref.transactions RENAME COLUMN nonce TO tx_nonce']);
+        const [before, at] = [await rows(), await snapshot()];
+
+        const doc = jobDoc('schema-two', ADDRESSES.slice(0, 2));
+        await enqueueJob(parseJob(doc, 'schema-two', process.env), doc, lake);
+        const failed = await runWorker({ ...lake, id: 'schema-two-w', account: 'w1', untilIdle: true, pollMs: 50 }).then(
+          () => undefined,
+          (e: unknown) => e as { code?: string; message: string; hint?: string },
+        );
+        expect(failed?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
+        expect(failed?.message).toMatch(/column nonce of the lake's table transactions was renamed to tx_nonce by another DuckLake writer \(snapshot \d+\)/);
+        expect(failed?.hint).toMatch(/ALTER TABLE "transactions" RENAME COLUMN "tx_nonce" TO "nonce"$/);
+        await expect(compactDistributedLake(lake)).rejects.toMatchObject({ code: 'CHAINLAKE_SCHEMA_CHANGED' });
+        expect(await snapshot()).toBe(at);
+        expect(plain(await rows())).toEqual(plain(before));
+
+        await ref([failed!.hint!.match(/ALTER TABLE .*$/)![0]]);
+        const report = await runWorker({ ...lake, id: 'schema-two-w2', account: 'w1', untilIdle: true, pollMs: 50 });
+        expect(report.windowsCommitted).toBeGreaterThan(0);
+        const after = byKey(await rows());
+        const renamedBack = byKey(before.map(({ tx_nonce, ...r }) => ({ ...r, nonce: tx_nonce })));
+        expect(after.size).toBeGreaterThan(renamedBack.size);
+        for (const [key, row] of renamedBack) expect(JSON.parse(after.get(key)!), key).toEqual(JSON.parse(row));
+      }, 180_000);
+
+      it("keeps a column another writer added: its values survive the next commit, chainlake's new rows read NULL", async () => {
+        expect(lake, 'the lake of the test before').toBeDefined();
+        const [first] = await ref(['SELECT transaction_hash FROM ref.transactions ORDER BY ALL LIMIT 1']);
+        await ref([
+          'ALTER TABLE ref.transactions ADD COLUMN note VARCHAR',
+          `UPDATE ref.transactions SET note = 'checked' WHERE transaction_hash = '${String(first!.transaction_hash)}'`,
+        ]);
+        const before = byKey(await rows());
+        expect(before.get(String(first!.transaction_hash))).toContain('"note":"checked"');
+        await distributedRun('schema-three', ADDRESSES, lake);
+        const list = await rows();
+        const after = byKey(list);
+        expect(after.size).toBeGreaterThan(before.size);
+        for (const [key, row] of before) expect(after.get(key), key).toBe(row);
+        for (const r of list) if (!before.has(String(r.transaction_hash))) expect(r.note).toBeNull();
+      }, 180_000);
+    });
   },
 );

@@ -73,5 +73,14 @@ describe('batch commits of joined windows', () => {
     for (const dataset of ['transactions', 'erc20_transfers']) {
       expect(await datasetDigest(batched.lake, dataset, 'transaction_hash')).toEqual(await datasetDigest(once.lake, dataset, 'transaction_hash'));
     }
+    // A fresh lake's tables are created when the run starts, before any window is fetched, not by the commit that
+    // first writes each: a commit made while windows fetch waits for the event loop at every statement.
+    const changes = await queryCatalog(
+      batched.lake,
+      'SELECT snapshot_id::INTEGER AS id, changes_made AS made FROM ducklake_snapshot_changes ORDER BY snapshot_id',
+    );
+    const firstInsert = changes.find((c) => String(c.made).includes('inserted_into_table'))!.id as number;
+    const created = changes.filter((c) => String(c.made).includes('created_table')).map((c) => [String(c.made), (c.id as number) < firstInsert]);
+    expect(created).toEqual(['transactions', 'erc20_transfers', '_rejects'].map((t) => [expect.stringContaining(`"${t}"`), true]));
   }, 120_000);
 });

@@ -1,3 +1,4 @@
+import type { WriterCount } from './merge-slices.js';
 import path from 'node:path';
 import type { DatasetDef, Network } from '../../datasets/dataset.js';
 import { Catalog, type DeclaredTable, type RunRow, type WindowRecord } from '../catalog.js';
@@ -48,7 +49,7 @@ export interface RunCommitInput {
   /** The same files already typed while the run fetched; read from the files when absent. */
   preloaded?: readonly BatchRows[];
   /** Connections writing partition files at once (see prepareDataset). */
-  writers?: number;
+  writers?: WriterCount;
   /** Datasets prepared side by side (default DATASETS_AT_ONCE). */
   datasetsAtOnce?: number;
   /** Fresh rows merged at once (see prepareDataset). */
@@ -101,10 +102,11 @@ export function journalFor(
 
 /**
  * The lake's tables for `shapes` (created when missing, in their own snapshots) and their current files; with
- * `workDir`, partitions another DuckLake writer changed in the catalog are written out there to be merged.
+ * `workDir`, partitions another DuckLake writer changed in the catalog are written out there to be merged; `declared`,
+ * tables only read, checked as `shapes` are (readLakeState).
  */
-export function lakeStateFor(paths: LakePaths, shapes: readonly TableShape[], workDir?: string): Promise<LakeState> {
-  return Catalog.write(paths, (c) => c.lakeState(shapes, workDir));
+export function lakeStateFor(paths: LakePaths, shapes: readonly TableShape[], workDir?: string, declared?: readonly TableShape[]): Promise<LakeState> {
+  return Catalog.write(paths, (c) => c.lakeState(shapes, workDir, declared));
 }
 
 /**

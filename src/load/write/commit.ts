@@ -4,14 +4,14 @@ import type { DatasetDef, Network } from '../../datasets/dataset.js';
 import type { BatchRows } from './batch-rows.js';
 import { fsyncFile, mkdirDurable } from './durable.js';
 import { createUnorderedTempTable, type Engine } from '../engine.js';
-import { type SliceHook, type WriterTask } from './merge-slices.js';
+import { type SliceHook, type WriterCount, type WriterTask } from './merge-slices.js';
 import { mergeTable, type TableMergeInput } from './merge-table.js';
 
 export { MERGE_SLICE_ROWS, slicePartitions } from './merge-slices.js';
 import type { LakePaths } from '../paths.js';
 import type { StagedFile } from '../../ducklake/writer.js';
 import { copyLakeFile, measureLakeFiles, type LakeFile } from './lake-file.js';
-import type { LakeState } from './lake-state.js';
+import { mergeShape, type LakeState } from './lake-state.js';
 import { REJECTS_SHAPE, STAGED_PARTITION, datasetShape, noFreshRows, stagedSelect, type StagedPages, type TableShape } from '../schema.js';
 
 export { stagedSelect };
@@ -92,7 +92,7 @@ export interface PrepareInput {
   /** The same staged files, already typed while the run fetched (see BatchRows), by the batches they were typed in. */
   preloaded?: readonly BatchRows[];
   /** Connections writing partition files at once (default COPY_CONNECTIONS). */
-  writers?: number;
+  writers?: WriterCount;
   /** Fresh rows merged at once (default MERGE_SLICE_ROWS). */
   sliceRows?: number;
   /** A fresh folder under the run's staging folder for this commit's intermediate files. */
@@ -179,11 +179,13 @@ interface MergedInput extends Omit<TableMergeInput<unknown>, 'lake' | 'name' | '
  * (a replaced window's, none fetched again) has no file: it is cleared.
  */
 async function prepareMerged(input: MergedInput): Promise<PreparedDataset> {
-  const { paths, lake, network, workDir, derive, ...merge } = input;
+  const { paths, lake, network, workDir, derive, ...declared } = input;
+  const lakeTable = lake.table(declared.shape.name);
+  // Columns another writer added to the table are merged and written with their values.
+  const merge = { ...declared, shape: mergeShape(declared.shape, lakeTable) };
   const { shape, conn } = merge;
   const finalDir = path.join(workDir, 'final');
   await mkdirDurable(finalDir);
-  const lakeTable = lake.table(shape.name);
   const copied = await mergeTable({
     ...merge,
     name: `${shape.name}_${network}`,

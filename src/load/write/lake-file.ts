@@ -51,7 +51,7 @@ export async function copyLakeFile(
     t.columns,
     {
       sql: select,
-      // A column an older declaration had and this one dropped stays, as NULL.
+      // A column of the table the shape lacks stays, as NULL (a merge's shape has them: mergeShape).
       present: new Set(shape.columns.map((c) => c.name)),
       constants: { network: partition.network, [shape.partition]: partition.value },
       order,

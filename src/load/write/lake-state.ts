@@ -25,8 +25,9 @@ import {
   type LakeColumn,
   type LakeTable,
 } from '../../ducklake/reader.js';
+import { duckdbTypeOfTree } from '../../ducklake/types.js';
 import { ident, literal, literalList } from '../sql.js';
-import { ensureTable, tableMatches } from './lake-tables.js';
+import { ensureTable, refuseEndedTables, refuseSchemaChanges, tableMatches } from './lake-tables.js';
 import { STAGED_PARTITION, type TableShape } from '../schema.js';
 import type { LakePartitions } from './lake-partitions.js';
 import { fileBlockSpans } from './replace.js';
@@ -179,6 +180,20 @@ export class LakeState {
   }
 }
 
+/**
+ * The shape a merge writes a table's partitions with: the declaration's columns, then the columns the table has and
+ * the declaration lacks (another DuckLake writer's ADD COLUMN, or a column an older declaration had), so that their
+ * values are read from the current rows and kept, not written NULL, also where a fetch replaces a row (`kept`). The
+ * declared shape itself when there is none.
+ */
+export function mergeShape(shape: TableShape, state: LakeTableState): TableShape {
+  const declared = new Set([...shape.columns.map((c) => c.name), 'network', shape.partition]);
+  const others = state.columns.filter((c) => !declared.has(c.name));
+  if (others.length === 0) return shape;
+  const typed = others.map((c) => ({ name: c.name, type: duckdbTypeOfTree(c, `table ${shape.name}, column ${c.name}`), doc: '' }));
+  return { ...shape, columns: [...shape.columns, ...typed], kept: typed.map((c) => c.name) };
+}
+
 /** How readLakeState reads a lake: see its fields. */
 export interface LakeStateOptions {
   /**
@@ -197,6 +212,11 @@ export interface LakeStateOptions {
   only?: readonly TableShape[];
   /** With `only`: their files' block spans too (a merge that replaces windows reads them), as `ensure`'s always. */
   spans?: boolean;
+  /**
+   * Tables read but not ensured (a compaction's, a decoding's logs): refused as `ensure`'s and `only`'s are when
+   * another writer renamed, dropped or retyped what chainlake declares of them (refuseSchemaChanges).
+   */
+  declared?: readonly TableShape[];
 }
 
 /**
@@ -206,8 +226,18 @@ export interface LakeStateOptions {
  */
 export async function readLakeState(db: CatalogDb, dataPath: string, ensure: readonly TableShape[] = [], opts: LakeStateOptions = {}): Promise<LakeState> {
   const { snapshot, listed } = await ensureTables(db, ensure);
-  const only = opts.only && new Set(opts.only.map((s) => s.name));
+  const only = opts.only && new Set([...opts.only, ...(opts.declared ?? [])].map((s) => s.name));
   const tables = await tableStates(db, snapshot, dataPath, listed, only);
+  // `ensure`'s tables were checked as they were ensured; those only read are checked here, from the columns just read.
+  const read = [...(opts.only ?? []), ...(opts.declared ?? [])];
+  for (const shape of read) {
+    const state = tables.get(shape.name);
+    if (state && !tableMatches(state.columns, shape)) await refuseSchemaChanges(db, shape, state.table, state.columns);
+  }
+  await refuseEndedTables(
+    db,
+    read.filter((s) => !tables.has(s.name)).map((s) => s.name),
+  );
   const fileKeys = await readCurrentFiles(db, tables, only !== undefined);
   // Files of the block-ranged datasets a commit writes know their block span: the partitions a window fetched
   // again reaches (load/write/replace.ts).
@@ -233,7 +263,7 @@ type Listed = { tables: LakeTable[]; columns: Map<number, LakeColumn[]> };
  * Creates the tables of `shapes` the lake lacks (or that lack a column of this declaration); the newest snapshot
  * after, and its tables when nothing had to be created.
  */
-async function ensureTables(db: CatalogDb, shapes: readonly TableShape[]): Promise<{ snapshot: number; listed?: Listed }> {
+export async function ensureTables(db: CatalogDb, shapes: readonly TableShape[]): Promise<{ snapshot: number; listed?: Listed }> {
   const snapshot = (await currentSnapshot(db)).snapshotId;
   if (shapes.length === 0) return { snapshot };
   const listed = await listTables(db, snapshot);

@@ -7,8 +7,9 @@ import type { CatalogDb } from '../../ducklake/catalog-db.js';
 import { DuckLakeError } from '../../ducklake/catalog-db.js';
 import { currentSnapshot, listColumns, listTables } from '../../ducklake/reader.js';
 import { ducklakeTypeTree, type TypeTree } from '../../ducklake/types.js';
-import type { LakeColumn } from '../../ducklake/reader.js';
+import type { LakeColumn, LakeTable } from '../../ducklake/reader.js';
 import { ChainlakeError } from '../../errors.js';
+import { ident, literal } from '../sql.js';
 import { addColumns, createTable, type ColumnSpec } from '../../ducklake/writer.js';
 import type { TableShape } from '../schema.js';
 
@@ -32,24 +33,18 @@ export function tableColumns(shape: TableShape): ColumnSpec[] {
 
 /**
  * Creates the dataset's table unless the catalog has it, and adds the columns a newer declaration has and the
- * table lacks (an upgrade of chainlake), so that no fetched value is left out of the files. A column whose type
- * changed is refused: its old files cannot be read as the new type. One committer at a time (the lease).
+ * table lacks (an upgrade of chainlake), so that no fetched value is left out of the files. Another DuckLake
+ * writer's change to the table or to a column chainlake declares is refused first (refuseSchemaChanges), but with
+ * `recreate` a table it dropped is created again. One committer at a time (the lease).
  */
-export async function ensureTable(catalog: CatalogDb, shape: TableShape): Promise<void> {
+export async function ensureTable(catalog: CatalogDb, shape: TableShape, opts: { recreate?: boolean } = {}): Promise<void> {
   const snapshot = await currentSnapshot(catalog);
   const table = (await listTables(catalog, snapshot.snapshotId)).find((t) => t.name === shape.name && t.schema.name === 'main');
+  const have = table ? await listColumns(catalog, table.tableId, snapshot.snapshotId) : [];
+  // `recreate`: a distributed `catalog rebuild` creates a dropped table again on purpose, and names what it held.
+  if (table || !opts.recreate) await refuseSchemaChanges(catalog, shape, table, have);
   if (table) {
-    const have = await listColumns(catalog, table.tableId, snapshot.snapshotId);
-    const missing: ColumnSpec[] = [];
-    for (const c of tableColumns(shape)) {
-      const old = have.find((h) => h.name === c.name);
-      if (!old) missing.push(c);
-      else if (!sameType(old, ducklakeTypeTree(c.type, `table ${shape.name}, column ${c.name}`))) {
-        throw new ChainlakeError(`the lake's table ${shape.name} has column ${c.name} as ${old.type}; this chainlake declares it ${c.type}`, {
-          hint: 'run the chainlake version that wrote the lake, or export into a new catalog',
-        });
-      }
-    }
+    const missing = tableColumns(shape).filter((c) => !have.some((h) => h.name === c.name));
     if (missing.length)
       await addColumns(catalog, { tableName: shape.name, columns: missing, author: 'chainlake', message: `add ${missing.map((c) => c.name).join(', ')}` });
     return;
@@ -66,4 +61,108 @@ export async function ensureTable(catalog: CatalogDb, shape: TableShape): Promis
     // A committer that lost its lease between the check and the create: the table is there, which is all we need.
     if (!(error instanceof DuckLakeError && /already exists/.test(error.message))) throw error;
   }
+}
+
+/** An ended catalog row of a table or column: when it ended, and the name its id goes by now (none: dropped). */
+type Ended = { id: number; name: string; ended: number; now: string | null; type?: string };
+
+/**
+ * Refuses, before anything is written, to commit into a table whose columns another DuckLake writer changed in a way
+ * chainlake's merge would silently undo or alter (it reads and writes the declared columns by name): a declared
+ * table renamed or dropped, a declared column renamed, dropped, or given another type. `table` and `have` are the
+ * table and its columns at the newest snapshot (none: the lake lacks the table). A lake nobody else changed costs
+ * no query: the catalog's history is read only when a declared name is missing or a type differs, which is also
+ * where a first commit creates a table or a newer declaration adds a column (their names have no history).
+ * Columns another writer added are the merge's to keep; they are not chainlake's business here.
+ */
+export async function refuseSchemaChanges(db: CatalogDb, shape: TableShape, table: LakeTable | undefined, have: readonly LakeColumn[]): Promise<void> {
+  if (!table) return refuseEndedTables(db, [shape.name]);
+  const declared = tableColumns(shape);
+  const missing = declared.filter((c) => !have.some((h) => h.name === c.name));
+  const retyped = declared.filter((c) => {
+    const old = have.find((h) => h.name === c.name);
+    return old !== undefined && !sameType(old, ducklakeTypeTree(c.type, `table ${shape.name}, column ${c.name}`));
+  });
+  if (missing.length === 0 && retyped.length === 0) return;
+  const history = await endedColumns(
+    db,
+    table.tableId,
+    [...missing, ...retyped].map((c) => c.name),
+  );
+  for (const c of missing) {
+    const gone = history.find((h) => h.name === c.name && h.now !== c.name);
+    // No history: a column a newer declaration adds (ensureTable adds it).
+    if (!gone) continue;
+    if (gone.now !== null)
+      throw schemaChanged(
+        `column ${c.name} of the lake's table ${shape.name} was renamed to ${gone.now} by another DuckLake writer (snapshot ${gone.ended}): chainlake reads and writes its declared columns by name, so its next commit would write ${c.name} again and leave ${gone.now} NULL in every partition it rewrites`,
+        `rename it back in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(shape.name)} RENAME COLUMN ${ident(gone.now)} TO ${ident(c.name)}`,
+      );
+    throw schemaChanged(
+      `column ${c.name} of the lake's table ${shape.name} was dropped by another DuckLake writer (snapshot ${gone.ended}): chainlake writes it on every row, and adding it again would bring its old values back only in the partitions a commit rewrites`,
+      `add it back in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(shape.name)} ADD COLUMN ${ident(c.name)} ${c.type} (rows chainlake fetches carry it again; a partition a commit rewrites reads its old values back from chainlake's files, the others read NULL); or load the dataset into a new lake`,
+    );
+  }
+  for (const c of retyped) {
+    const now = have.find((h) => h.name === c.name)!;
+    const was = history.find((h) => h.id === now.columnId && h.type !== now.type);
+    throw schemaChanged(
+      was
+        ? `column ${c.name} of the lake's table ${shape.name} was changed from ${was.type} to ${now.type} by another DuckLake writer (snapshot ${was.ended}); chainlake declares it ${c.type} and writes every file with that type`
+        : `the lake's table ${shape.name} has column ${c.name} as ${now.type}; this chainlake declares it ${c.type}`,
+      was
+        ? `a DuckLake column's type cannot be changed back: write this dataset into a new lake (or a new catalog), or load the changed table's rows elsewhere and drop it`
+        : 'run the chainlake version that wrote the lake, or export into a new catalog',
+    );
+  }
+}
+
+function schemaChanged(message: string, hint: string): ChainlakeError {
+  return new ChainlakeError(message, { code: 'CHAINLAKE_SCHEMA_CHANGED', hint });
+}
+
+/**
+ * Refuses when a table of `names`, which the lake lacks at its newest snapshot, was there before: another writer
+ * renamed or dropped it (chainlake never does). One query for all of them; none when `names` is empty.
+ */
+export async function refuseEndedTables(db: CatalogDb, names: readonly string[]): Promise<void> {
+  if (names.length === 0) return;
+  const [gone] = await db.query(
+    `SELECT t.table_name, t.end_snapshot, (SELECT n.table_name FROM ducklake_table n WHERE n.table_id = t.table_id AND n.end_snapshot IS NULL) AS now
+     FROM ducklake_table t JOIN ducklake_schema s ON s.schema_id = t.schema_id AND s.schema_name = 'main'
+     WHERE t.table_name IN (${names.map(literal).join(', ')}) AND t.end_snapshot IS NOT NULL ORDER BY t.end_snapshot DESC LIMIT 1`,
+  );
+  if (!gone) return;
+  const [name, ended, now] = [String(gone.table_name), Number(gone.end_snapshot), gone.now === null || gone.now === undefined ? null : String(gone.now)];
+  if (now !== null)
+    throw schemaChanged(
+      `the lake's table ${name} was renamed to ${now} by another DuckLake writer (snapshot ${ended}): chainlake writes ${name} by that name, and would start a new table beside it that lacks every row loaded so far`,
+      `rename it back in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(now)} RENAME TO ${ident(name)}`,
+    );
+  throw schemaChanged(
+    `the lake's table ${name} was dropped by another DuckLake writer (snapshot ${ended}): chainlake's ledger still counts its rows as loaded, so a new table would silently lack them`,
+    `a distributed lake: \`chainlake catalog rebuild --catalog …\` creates it again, empty, and names the committed windows whose rows it held; a lake on one machine: load the dataset into a new lake`,
+  );
+}
+
+/**
+ * The ended rows of a table's top-level columns named `names` (their ids are the files' field ids), newest first,
+ * with the name and type each column id has now.
+ */
+async function endedColumns(db: CatalogDb, tableId: number, names: readonly string[]): Promise<Ended[]> {
+  const rows = await db.query(
+    `SELECT c.column_id, c.column_name, c.column_type, c.end_snapshot,
+            (SELECT n.column_name FROM ducklake_column n WHERE n.table_id = c.table_id AND n.column_id = c.column_id AND n.end_snapshot IS NULL) AS now
+     FROM ducklake_column c
+     WHERE c.table_id = $1 AND c.parent_column IS NULL AND c.end_snapshot IS NOT NULL AND c.column_name IN (${names.map(literal).join(', ')})
+     ORDER BY c.end_snapshot DESC`,
+    [tableId],
+  );
+  return rows.map((r) => ({
+    id: Number(r.column_id),
+    name: String(r.column_name),
+    type: String(r.column_type),
+    ended: Number(r.end_snapshot),
+    now: r.now === null || r.now === undefined ? null : String(r.now),
+  }));
 }

@@ -96,7 +96,7 @@ export async function compactLake(paths: LakePaths, opts: { datasets?: readonly 
     const startedAt = new Date().toISOString();
     const shapes = compactedShapes(await Catalog.hold(paths, (c) => lakeTableShapes({ db: c.lake })), opts.datasets);
     // A partition another DuckLake writer changed in the catalog (inlined rows, deletes) is written out to be merged.
-    const lake = await lakeStateFor(paths, [], path.join(staging, 'lake-rows'));
+    const lake = await lakeStateFor(paths, [], path.join(staging, 'lake-rows'), shapes);
     const { targets, alreadyCompact } = compactionTargets(lake, shapes);
     // Where the partitions were read; each batch's own snapshot after (nothing else committed in between).
     let readAt = lake.snapshotId;

@@ -27,17 +27,30 @@ export async function onePerKey(
   keyColumns: readonly string[],
   rank: string,
   temp: { repeated: string; winners: string },
+  kept: readonly string[] = [],
 ): Promise<string> {
   const key = keyColumns.join(', ');
   await conn.run(`CREATE OR REPLACE TEMP TABLE ${temp.repeated} AS SELECT ${key} FROM (${rows}) GROUP BY ${key} HAVING count(*) > 1`);
   if (Number((await conn.runAndReadAll(`SELECT count(*)::BIGINT FROM ${temp.repeated}`)).getRowsJS()[0]![0]) === 0) return rows;
   const on = keyColumns.map((k) => `r.${k} IS NOT DISTINCT FROM d.${k}`).join(' AND ');
+  const repeated = `(SELECT r.* FROM (${rows}) r SEMI JOIN ${temp.repeated} d ON ${on})`;
   await conn.run(
-    `CREATE OR REPLACE TEMP TABLE ${temp.winners} AS
-     SELECT * FROM (SELECT r.* FROM (${rows}) r SEMI JOIN ${temp.repeated} d ON ${on}) QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY ${rank}) = 1`,
+    `CREATE OR REPLACE TEMP TABLE ${temp.winners} AS ` +
+      (kept.length === 0
+        ? `SELECT * FROM ${repeated} QUALIFY row_number() OVER (PARTITION BY ${key} ORDER BY ${rank}) = 1`
+        : `SELECT *${keptValues(kept)} FROM ${repeated}
+           WINDOW __key AS (PARTITION BY ${key} ORDER BY ${rank} ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)
+           QUALIFY row_number() OVER __key = 1`),
   );
   return `(SELECT r.* FROM (${rows}) r ANTI JOIN ${temp.repeated} d ON ${on}) UNION ALL (SELECT * FROM ${temp.winners})`;
 }
+
+/**
+ * Another writer's columns (TableShape.kept) replaced by the newest non-NULL value among the key's rows (window
+ * `__key`, framed over all of them): a fresh row never carries one.
+ */
+const keptValues = (kept: readonly string[]): string =>
+  kept.length === 0 ? '' : ` REPLACE (${kept.map((c) => `first_value(${ident(c)} IGNORE NULLS) OVER __key AS ${ident(c)}`).join(', ')})`;
 
 /**
  * Writes one partition file: (existing files ∪ fresh rows) projected onto the shape's declared columns and
@@ -72,9 +85,11 @@ export function mergedRows(shape: TableShape, sources: readonly string[]): { row
   const projection = shape.columns.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ');
   const key = shape.key.map(ident).join(', ');
   const order = [...shape.order, ...shape.key.filter((k) => !shape.order.includes(k))].map(ident).join(', ');
+  const kept = shape.kept ?? [];
   const rows = `SELECT * EXCLUDE (__rank) FROM (
-         SELECT *, row_number() OVER (PARTITION BY ${key} ORDER BY ${keyRank(shape)}) AS __rank
+         SELECT *${keptValues(kept)}, row_number() OVER __key AS __rank
          FROM (SELECT ${projection} FROM (${union}))
+         WINDOW __key AS (PARTITION BY ${key} ORDER BY ${keyRank(shape)}${kept.length ? ' ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING' : ''})
        ) WHERE __rank = 1`;
   return { rows, order };
 }

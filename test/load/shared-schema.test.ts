@@ -1,0 +1,244 @@
+// Another DuckLake writer (a user's DuckDB with the reference `ducklake` extension, ../shared/ducklake-ref/) changes
+// the columns of a table chainlake writes, as the spec lets it. A column it adds is followed: chainlake's next commit
+// and compact keep its values (a row fetched again too), and write it NULL in the rows they add. A table or a declared
+// column it renames, drops or retypes is refused before anything is written, with the statement that undoes it:
+// chainlake reads and writes its declared columns by name, so following would silently leave the renamed column
+// NULL, bring dropped values back, or start an empty table beside the renamed one (test/distributed/shared-lake.test.ts
+// has the distributed lake's).
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeLake } from '../../src/decode/lake.js';
+import { resolveDatasets } from '../../src/decode/spec.js';
+import { openEngine } from '../../src/load/engine.js';
+import { LakePaths } from '../../src/load/paths.js';
+import { openLakeReader } from '../../src/load/read/reader.js';
+import { compactLake } from '../../src/load/write/maintenance.js';
+import { parseJob } from '../../src/pipeline/job.js';
+import { runJob } from '../../src/pipeline/run.js';
+import { A_ERC20_0 } from '../../src/simulator/chain.js';
+import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
+import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
+import { REFERENCE_DIR, withReference } from '../ducklake/helpers.js';
+import { queryCatalog, tempDir } from '../helpers/lake.js';
+
+const HAS_REF = existsSync(path.join(REFERENCE_DIR, 'ducklake.duckdb_extension'));
+if (!HAS_REF) console.warn(`shared-schema tests skipped: the reference ducklake extension is not at ${REFERENCE_DIR} (see its README)`);
+
+type Rows = Record<string, unknown>[];
+const json = (rows: Rows) => JSON.stringify(rows, (_, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+/** Columns a fetch of the same row again changes (when, by which run, confirmations since). */
+const VOLATILE = ['_run_id', '_ingested_at', 'confirmations'];
+/** Each row without the volatile columns, by key. */
+const byKey = (rows: Rows, key = 'transaction_hash') =>
+  new Map(rows.map((r) => [String(r[key]), json([Object.fromEntries(Object.entries(r).filter(([c]) => !VOLATILE.includes(c)))])]));
+
+const withRef = (lake: string, statements: string[], opts: { inlining?: number } = {}): Promise<Rows> =>
+  withReference(path.join(lake, 'catalog.duckdb'), statements, { ...opts, as: 'lake' });
+const refRows = (lake: string, table = 'transactions') => withRef(lake, [`SELECT * FROM lake.${table} ORDER BY ALL`]);
+const snapshotOf = async (lake: string) => Number((await queryCatalog(lake, 'SELECT max(snapshot_id) AS s FROM ducklake_snapshot'))[0]!.s);
+
+async function chainlakeRows(lake: string): Promise<Rows> {
+  const reader = await openLakeReader(new LakePaths(lake));
+  try {
+    return (await reader.conn.runAndReadAll('SELECT * FROM transactions ORDER BY ALL')).getRowObjectsJS() as Rows;
+  } finally {
+    reader.close();
+  }
+}
+
+let sim: RunningSimulator;
+let dir: string;
+let cleanup: () => Promise<void>;
+let addresses: string[];
+
+const job = (lake: string, count: number) =>
+  parseJob(
+    { name: 'schema', target: 'simulator', lake, concurrency: 4, datasets: { transactions: { addresses: addresses.slice(0, count) } } },
+    'shared-schema-test',
+    process.env,
+  );
+/** A lake of the first address's transactions; the next commit adds the other two's (in the same days). */
+async function lakeOf(name: string): Promise<string> {
+  const lake = path.join(dir, name);
+  expect((await runJob(job(lake, 1), { simulator: sim })).status).toBe('complete');
+  return lake;
+}
+
+beforeAll(async () => {
+  if (!HAS_REF) return;
+  sim = await startSimulator({ seed: 5 });
+  ({ dir, cleanup } = await tempDir('chainlake-shared-schema-'));
+  addresses = sim.examples.addresses.slice(0, 3);
+});
+
+afterAll(async () => {
+  await sim?.close();
+  await cleanup?.();
+});
+
+describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a table chainlake writes (single machine)', () => {
+  it("keeps a column it added: its values survive the next commit (rows fetched again too) and compact; chainlake's new rows read NULL", async () => {
+    const lake = await lakeOf('add');
+    const [first] = await withRef(lake, ['SELECT transaction_hash, CAST(block_date AS VARCHAR) AS day FROM lake.transactions ORDER BY ALL LIMIT 1']);
+    const day = String(first!.day);
+    // The column, a value on one of chainlake's rows (an inlined delete and insert), and a row of its own in a file.
+    await withRef(lake, [
+      'ALTER TABLE lake.transactions ADD COLUMN note VARCHAR',
+      `UPDATE lake.transactions SET note = 'checked' WHERE transaction_hash = '${String(first!.transaction_hash)}'`,
+    ]);
+    await withRef(
+      lake,
+      [
+        `INSERT INTO lake.transactions (transaction_hash, block_number, transaction_index, network, block_date, _run_id, _ingested_at, note)
+         VALUES ('0xref-note', 1, 0, 'mainnet', DATE '${day}', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00', 'mine')`,
+      ],
+      { inlining: 0 },
+    );
+    const before = byKey(await refRows(lake));
+    expect(before.get(String(first!.transaction_hash))).toContain('"note":"checked"');
+
+    expect((await runJob(job(lake, 3), { simulator: sim })).status).toBe('complete');
+    const rows = await refRows(lake);
+    const after = byKey(rows);
+    expect(after.size).toBeGreaterThan(before.size);
+    // Every row the reference read before, as it was (the row chainlake fetched again keeps its note); the new ones NULL.
+    for (const [key, row] of before) expect(after.get(key), key).toBe(row);
+    for (const r of rows) if (!before.has(String(r.transaction_hash))) expect(r.note).toBeNull();
+    expect(json(await chainlakeRows(lake))).toBe(json(rows));
+
+    // compact rewrites the day of two files (chainlake's and the reference's row's) into one, the notes in it.
+    await withRef(
+      lake,
+      [
+        `INSERT INTO lake.transactions (transaction_hash, block_number, transaction_index, network, block_date, _run_id, _ingested_at, note)
+         VALUES ('0xref-note-2', 2, 0, 'mainnet', DATE '${day}', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00', 'mine too')`,
+      ],
+      { inlining: 0 },
+    );
+    const beforeCompact = await refRows(lake);
+    expect((await compactLake(new LakePaths(lake))).partitions).toBeGreaterThanOrEqual(1);
+    expect(json(await refRows(lake))).toBe(json(beforeCompact));
+  });
+
+  const REFUSED: { change: string; statements: string[]; says: RegExp; undo?: RegExp }[] = [
+    {
+      change: 'a column renamed',
+      statements: ['ALTER TABLE lake.transactions RENAME COLUMN nonce TO tx_nonce'],
+      says: /column nonce of the lake's table transactions was renamed to tx_nonce by another DuckLake writer \(snapshot \d+\)/,
+      undo: /ALTER TABLE "transactions" RENAME COLUMN "tx_nonce" TO "nonce"$/,
+    },
+    {
+      change: 'a column dropped',
+      statements: ['ALTER TABLE lake.transactions DROP COLUMN tx_message'],
+      says: /column tx_message of the lake's table transactions was dropped by another DuckLake writer/,
+    },
+    {
+      change: "a column's type changed",
+      statements: ['ALTER TABLE lake.transactions ALTER COLUMN nonce SET DATA TYPE HUGEINT'],
+      says: /column nonce of the lake's table transactions was changed from int64 to int128 by another DuckLake writer/,
+    },
+    {
+      change: 'the table renamed',
+      statements: ['ALTER TABLE lake.transactions RENAME TO txs'],
+      says: /the lake's table transactions was renamed to txs by another DuckLake writer/,
+      undo: /ALTER TABLE "txs" RENAME TO "transactions"$/,
+    },
+    {
+      change: 'the table dropped',
+      statements: ['DROP TABLE lake.transactions'],
+      says: /the lake's table transactions was dropped by another DuckLake writer/,
+    },
+  ];
+
+  it.each(REFUSED)('refuses $change before anything is written: the next commit and compact say what changed and how to undo it', async (c) => {
+    const lake = await lakeOf(c.change.replace(/\W+/g, '-'));
+    await withRef(lake, c.statements);
+    const snapshot = await snapshotOf(lake);
+    const table = c.change.includes('table renamed') ? 'txs' : 'transactions';
+    const before = c.change.includes('table dropped') ? [] : await refRows(lake, table);
+
+    const error = await runJob(job(lake, 3), { simulator: sim }).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string; message: string; hint?: string },
+    );
+    expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
+    expect(error?.message).toMatch(c.says);
+    if (c.undo) expect(error?.hint).toMatch(c.undo);
+    await expect(compactLake(new LakePaths(lake))).rejects.toMatchObject({ code: 'CHAINLAKE_SCHEMA_CHANGED' });
+    expect(await snapshotOf(lake)).toBe(snapshot);
+    if (before.length) expect(json(await refRows(lake, table))).toBe(json(before));
+
+    if (!c.undo) return;
+    // The hint's statement undoes the change: the next commit goes through, and every row read before is still
+    // there with its values (the renamed column's read by its field id, not lost).
+    await withRef(lake, [`USE lake`, error!.hint!.match(/ALTER TABLE .*$/)![0]]);
+    expect((await runJob(job(lake, 3), { simulator: sim })).status).toBe('complete');
+    const after = byKey(await refRows(lake));
+    const renamedBack = byKey(before.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k === 'tx_nonce' ? 'nonce' : k, v]))));
+    expect(after.size).toBeGreaterThan(renamedBack.size);
+    for (const [key, row] of renamedBack) expect(after.get(key), key).toBe(row);
+  });
+
+  it('decoding keeps a column another writer added to a decoded table, and refuses logs whose column it renamed, before writing anything', async () => {
+    const lake = path.join(dir, 'logs');
+    const token = chainFor(5, 'small', 'mainnet').addrLower(A_ERC20_0);
+    const transfers = { address: token, topics: [toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent)] };
+    // The logs of blocks up to `toBlock`, decoded in the run's commit.
+    const run = async (toBlock: number) => {
+      const doc = {
+        name: 'logs',
+        target: 'simulator',
+        lake,
+        range: { fromBlock: 0, toBlock },
+        datasets: { event_logs: { contracts: [transfers] } },
+        decode: { standard: ['erc20'] },
+      };
+      expect((await runJob(parseJob(doc, 'shared-schema-test', process.env), { simulator: sim })).errors).toEqual([]);
+    };
+    await run(3000);
+    const table = String(
+      (await queryCatalog(lake, `SELECT table_name FROM ducklake_table WHERE table_name LIKE 'erc20%' AND end_snapshot IS NULL`))[0]!.table_name,
+    );
+    const decoded = (): Promise<Rows> => withRef(lake, [`SELECT * EXCLUDE (_run_id, _ingested_at) FROM lake.${table} ORDER BY ALL`]);
+    // A note on the last decoded row: the next run's blocks start in its day, which the run's decoding rewrites.
+    await withRef(lake, [
+      `ALTER TABLE lake.${table} ADD COLUMN note VARCHAR`,
+      `UPDATE lake.${table} SET note = 'checked' WHERE (transaction_hash, log_index) = (SELECT (transaction_hash, log_index) FROM lake.${table} ORDER BY "timestamp" DESC, log_index DESC LIMIT 1)`,
+    ]);
+    const before = await decoded();
+    await run(6000);
+    const rows = await decoded();
+    expect(rows.length).toBeGreaterThan(before.length);
+    const after = new Set(rows.map((r) => json([r])));
+    for (const row of before) expect(after.has(json([row])), json([row])).toBe(true);
+    expect(rows.filter((r) => r.note === 'checked')).toHaveLength(1);
+
+    // `chainlake decode` (every log decoded again) refuses logs whose column another writer renamed.
+    await withRef(lake, ['ALTER TABLE lake.event_logs RENAME COLUMN address TO emitter']);
+    const snapshot = await snapshotOf(lake);
+    const paths = new LakePaths(lake);
+    const staging = paths.staging('decode-schema');
+    const engine = await openEngine({ tempDir: path.join(staging, 'tmp') });
+    try {
+      const datasets = await resolveDatasets({ standard: ['erc20'], contracts: [] }, { engine, paths, network: 'mainnet' });
+      const decoding = decodeLake({
+        engine,
+        paths,
+        network: 'mainnet',
+        datasets,
+        runId: 'decode-schema',
+        ingestedAt: new Date().toISOString(),
+        stagingDir: staging,
+      });
+      await expect(decoding).rejects.toMatchObject({
+        code: 'CHAINLAKE_SCHEMA_CHANGED',
+        message: expect.stringMatching(/column address of the lake's table event_logs was renamed to emitter/),
+      });
+    } finally {
+      engine.close();
+    }
+    expect(await snapshotOf(lake)).toBe(snapshot);
+  });
+});
