@@ -58,6 +58,8 @@ export const ERROR_CODES = [
   'CHAINLAKE_QUOTA_REACHED',
   /** `chainlake verify` found the lake differing from the API or from itself (a count, a gap, a duplicate key). */
   'CHAINLAKE_VERIFY_DIFFERS',
+  /** Another DuckLake writer kept committing to a table while chainlake prepared its commit of it: nothing was committed, nothing lost. */
+  'CHAINLAKE_LAKE_CHANGED',
   /** Another run holds the lake's lock. */
   'CHAINLAKE_LOCKED',
   /** Stopped by SIGINT: the run is marked interrupted and the next run resumes it. */

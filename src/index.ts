@@ -46,6 +46,7 @@ export { ShapeError } from './extract/endpoint.js';
 export { QuotaReachedError } from './extract/quota.js';
 export { OrdinalOrderError } from './transform/rows.js';
 export { DuckLakeError } from './ducklake/catalog-db.js';
+export { LakeChangedError } from './ducklake/conflicts.js';
 export { AbiError, DecodeSpecError } from './decode/spec.js';
 export { DecodeValueError } from './decode/types.js';
 export { StoreError } from './distributed/store.js';

@@ -38,6 +38,7 @@ export const EXIT_OF_CODE: Readonly<Record<ChainlakeErrorCode, number>> = {
   CHAINLAKE_SHAPE: EXIT.windowsFailed,
   CHAINLAKE_LEASE_LOST: EXIT.windowsFailed,
   CHAINLAKE_DUCKLAKE: EXIT.windowsFailed,
+  CHAINLAKE_LAKE_CHANGED: EXIT.windowsFailed,
   CHAINLAKE_DECODE_VALUE: EXIT.windowsFailed,
   CHAINLAKE_USAGE: EXIT.usage,
   CHAINLAKE_JOB_INVALID: EXIT.usage,

@@ -15,13 +15,13 @@ import { writeLakeFile } from '../load/write/lake-file.js';
 import type { LakeState } from '../load/write/lake-state.js';
 import { fsyncFile } from '../load/write/durable.js';
 import { eachBounded } from '../load/bounded.js';
-import { journalFor, lakeStateFor } from '../load/write/commit-run.js';
+import { journalFor, lakeStateFor, replacedTables } from '../load/write/commit-run.js';
 import { openEngine, type Engine } from '../load/engine.js';
 import { newMaintenanceId } from '../load/ids.js';
 import { LakeLock } from '../load/lock.js';
 import { recoverLake } from '../load/write/recovery.js';
 import { closeRunStaging, openRunStaging } from '../load/write/staging.js';
-import { applyJournal, publishJournal } from '../load/write/journal.js';
+import { decideAndApply } from '../load/write/journal.js';
 import type { LakePaths } from '../load/paths.js';
 import { datasetShape, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
 import { getDataset } from '../datasets/registry.js';
@@ -360,14 +360,15 @@ async function journalDecoded(ctx: { input: DecodeLakeInput; lake: LakeState; wo
   cleared.push(...rejects.cleared);
   // Views for every decoded dataset asked for (empty ones too), declared before the commit refreshes views.
   await Catalog.write(paths, (c) => c.registerTables(declaredTables(datasets)));
-  const journal = journalFor(paths, `${runId}/${path.basename(workDir)}`, runId, prepared, {
-    run: input.run?.({ ...report, files: prepared.length }),
-    windows: [],
-    watermarks: [],
-    ...(cleared.length ? { cleared } : {}),
-  });
-  await publishJournal(paths, journal);
-  await applyJournal(paths, journal);
+  // Another DuckLake writer's commit to a decoded table since it was read fails the decoding instead of being undone.
+  await decideAndApply(paths, { snapshot: lake.snapshotId, tables: replacedTables(lake, prepared, cleared) }, () =>
+    journalFor(paths, `${runId}/${path.basename(workDir)}`, runId, prepared, {
+      run: input.run?.({ ...report, files: prepared.length }),
+      windows: [],
+      watermarks: [],
+      ...(cleared.length ? { cleared } : {}),
+    }),
+  );
   return prepared.length;
 }
 

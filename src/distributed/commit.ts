@@ -15,6 +15,7 @@ import type pg from 'pg';
 import type { CatalogDb } from '../ducklake/catalog-db.js';
 import { copyTableFile, measureTableFiles, type CopiedTableFile } from '../ducklake/data-file.js';
 import { commitTables, type StagedFile } from '../ducklake/writer.js';
+import { againIfLakeChanged, COMMIT_ATTEMPTS } from '../ducklake/conflicts.js';
 import { getDataset } from '../datasets/registry.js';
 import { createUnorderedTempTable, type Engine } from '../load/engine.js';
 import { datasetShape, noFreshRows, REJECTS_SHAPE, STAGED_PARTITION, type DeclaredTable, type TableShape } from '../load/schema.js';
@@ -87,6 +88,18 @@ export interface CommitDeps {
   sliceRows?: number;
   /** Test seam: runs inside the commit transaction just before COMMIT. */
   beforeCommit?: () => Promise<void>;
+  /** Test seam: runs once a batch's merges are written, before its catalog transaction (another writer may commit then). */
+  merged?: () => Promise<void>;
+}
+
+/** `attempt` again while another DuckLake writer changed the tables it read (againIfLakeChanged), saying so in the log. */
+function preparedAgain<T>(log: Logger, what: string, attempt: () => Promise<T>): Promise<T> {
+  return againIfLakeChanged(attempt, (error, next) =>
+    log.log('warn', 'commit.lake_changed', `${what}: ${error.message}; preparing it again from the new rows (attempt ${next} of ${COMMIT_ATTEMPTS})`, {
+      snapshot: error.later[0]!.snapshotId,
+      attempt: next,
+    }),
+  );
 }
 
 /** Windows one commit takes at most, by default: a batch's windows are read, and recorded, in one statement each. */
@@ -211,6 +224,13 @@ function batchMerges(windows: readonly FetchedWindow[]): { merges: BatchMerge[];
 /** What a snapshot changes, table by table, gathered as the merges end: new files, and the partitions they replace. */
 class SnapshotChanges {
   private readonly tables = new Map<string, { tableName: string; files: StagedFile[]; replacePartitions: string[][] }>();
+  /** The oldest snapshot the merges read the lake at: the commit fails if another writer changed its tables since. */
+  readAt: number | undefined;
+
+  /** A lake state a merge read. */
+  read(snapshot: number): void {
+    this.readAt = this.readAt === undefined ? snapshot : Math.min(this.readAt, snapshot);
+  }
 
   add(table: string, files: readonly StagedFile[], replaced: readonly string[][]): void {
     const c = this.tables.get(table) ?? { tableName: table, files: [], replacePartitions: [] };
@@ -236,6 +256,11 @@ class SnapshotChanges {
  * it sees a single machine's commit. The rejects' key is the whole record, so merging them again is harmless.
  */
 async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[], decode?: BatchDecoding): Promise<void> {
+  await preparedAgain(deps.log, `commit of ${windows.length} windows`, () => commitBatchOnce(deps, windows, decode));
+}
+
+/** commitBatch's one attempt: its files are removed when it fails. */
+async function commitBatchOnce(deps: CommitDeps, windows: readonly FetchedWindow[], decode?: BatchDecoding): Promise<void> {
   const started = Date.now();
   const { merges, datasets } = batchMerges(windows);
   const fragments = windows.flatMap((w) => [w.fragment, w.rejectFragment].filter((f): f is string => f !== null));
@@ -251,10 +276,13 @@ async function commitBatch(deps: CommitDeps, windows: readonly FetchedWindow[], 
     const shapes = new Map([...merges.map((m) => m.shape), ...datasets, ...decodedShapes].map((shape) => [shape.name, shape]));
     for (const shape of shapes.values()) await ensureTable(deps.catalog, shape);
     if (decode) decoding = await CommittedDecoding.open(deps, decode, decodedShapes);
+    if (decoding) changes.read(decoding.readAt);
     await mergeBatch(deps, merges, changes, decode && decoding ? { decode, decoding } : undefined);
     await testHook('lake-files');
+    await deps.merged?.();
     const result = await commitTables(deps.catalog, {
       tables: changes.changed,
+      ...(changes.readAt === undefined ? {} : { readAt: changes.readAt }),
       author: deps.holder,
       message: commitMessage(
         windows.map((w) => w.runId),
@@ -295,7 +323,9 @@ async function mergeBatch(
   const mergeAll = async (list: readonly BatchMerge[], extra: (m: BatchMerge) => MergeExtra) => {
     const merged = await Promise.allSettled(list.map((m) => limit(() => mergeFragments(deps, m.shape, m.network, m.fragments, m.replacing, extra(m)))));
     merged.forEach((r, i) => {
-      if (r.status === 'fulfilled') changes.add(list[i]!.shape.name, r.value.files, r.value.replaced);
+      if (r.status !== 'fulfilled') return;
+      changes.add(list[i]!.shape.name, r.value.files, r.value.replaced);
+      if (r.value.readAt >= 0) changes.read(r.value.readAt);
     });
     const failed = merged.find((r) => r.status === 'rejected');
     if (failed) throw failed.reason;
@@ -404,8 +434,14 @@ export interface LeasedCommitOptions {
  * Changes to several tables as ONE snapshot by the committer's merge, by a holder of the lease (underLease), which
  * the catalog transaction checks again.
  */
-export async function commitLeased(deps: CommitDeps, changes: readonly LeasedChange[], message: string, opts: LeasedCommitOptions = {}): Promise<LeasedCommit> {
+export function commitLeased(deps: CommitDeps, changes: readonly LeasedChange[], message: string, opts: LeasedCommitOptions = {}): Promise<LeasedCommit> {
+  return preparedAgain(deps.log, message, () => commitLeasedOnce(deps, changes, message, opts));
+}
+
+/** commitLeased's one attempt: its files are removed when it fails. */
+async function commitLeasedOnce(deps: CommitDeps, changes: readonly LeasedChange[], message: string, opts: LeasedCommitOptions): Promise<LeasedCommit> {
   const written: StagedFile[] = [];
+  let readAt: number | undefined;
   try {
     const tables: { tableName: string; files: StagedFile[]; replacePartitions: string[][] }[] = [];
     for (const change of changes) {
@@ -421,12 +457,14 @@ export async function commitLeased(deps: CommitDeps, changes: readonly LeasedCha
         });
         files.push(...merged.files);
         written.push(...merged.files);
+        if (merged.readAt >= 0) readAt = readAt === undefined ? merged.readAt : Math.min(readAt, merged.readAt);
         replacePartitions.push(...merged.replaced);
       }
       tables.push({ tableName: change.shape.name, files, replacePartitions });
     }
     const result = await commitTables(deps.catalog, {
       tables: tables.filter((t) => t.files.length > 0 || t.replacePartitions.length > 0),
+      ...(readAt === undefined ? {} : { readAt }),
       author: deps.holder,
       message,
       inTransaction: async (tx, snapshotId) => {
@@ -535,6 +573,11 @@ class CommittedDecoding extends SliceDecoding<DecodedFile> {
     }
   }
 
+  /** The snapshot the decoded tables' rows were read at. */
+  get readAt(): number {
+    return this.lake.snapshotId;
+  }
+
   protected isFile(written: DecodedFile): boolean {
     return written.file !== null;
   }
@@ -573,6 +616,8 @@ class CommittedDecoding extends SliceDecoding<DecodedFile> {
 interface Merged {
   files: StagedFile[];
   replaced: string[][];
+  /** The snapshot the partitions' rows were read at (-1: none read). */
+  readAt: number;
 }
 
 /** More for one merge than its fragments: rows from the commit itself, a condition on the kept rows, partitions to rewrite, a derivation. */
@@ -602,7 +647,8 @@ async function mergeFragments(
   const { engine, store } = deps;
   const files: StagedFile[] = [];
   const replaced: string[][] = [];
-  if (fragments.length === 0 && replacing.length === 0 && !extra.fresh && !extra.partitions?.length) return { files, replaced };
+  let readAt = -1;
+  if (fragments.length === 0 && replacing.length === 0 && !extra.fresh && !extra.partitions?.length) return { files, replaced, readAt };
   // Partitions another writer changed are written out there to be merged.
   const scratch = path.join(tmpdir(), `chainlake-merge-${randomUUID()}`);
   const conn = await engine.connect();
@@ -611,6 +657,7 @@ async function mergeFragments(
   try {
     await freshTableOf(conn, freshTable, declared, await Promise.all(fragments.map((f) => store.localCopy(f))), extra.fresh);
     const lake = await readLake(deps, conn, scratch, [declared], replacing.length > 0);
+    readAt = lake.snapshotId;
     const { table, columns } = lake.table(declared.name);
     // Columns another writer added to the table are merged and written with their values.
     const shape = mergeShape(declared, lake.table(declared.name));
@@ -647,7 +694,7 @@ async function mergeFragments(
     await rm(scratch, { recursive: true, force: true });
     conn.closeSync();
   }
-  return { files, replaced };
+  return { files, replaced, readAt };
 }
 
 /**

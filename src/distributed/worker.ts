@@ -90,6 +90,8 @@ export interface WorkerOptions extends DistributedOptions {
   metrics?: WorkerMetrics;
   /** Test seam: runs inside each commit transaction just before COMMIT. */
   beforeCommit?: () => Promise<void>;
+  /** Test seam: runs once each commit's merges are written, before its catalog transaction. */
+  merged?: () => Promise<void>;
   /** Rows after which a joined window stops and the rest is queued as a window of its own (default WINDOW_ROWS); tests make it small. */
   windowRows?: number;
   /** This machine's environment: the base URLs and API key a stored job leaves out (the CLI passes its own; default none: the worker reads no environment of its own). */
@@ -317,7 +319,16 @@ class Worker {
     const stopRenewing = keepRenewed(leases, this.id, this.leaseSeconds);
     try {
       const n = await commitFetched(
-        { catalog: cat.catalog, engine, store, holder: this.id, leaseSeconds: this.leaseSeconds, log: this.log, beforeCommit: this.opts.beforeCommit },
+        {
+          catalog: cat.catalog,
+          engine,
+          store,
+          holder: this.id,
+          leaseSeconds: this.leaseSeconds,
+          log: this.log,
+          beforeCommit: this.opts.beforeCommit,
+          merged: this.opts.merged,
+        },
         this.opts.commitRows ?? DEFAULT_COMMIT_ROWS,
         this.opts.commitWindows ?? COMMIT_WINDOWS,
         // A worker of one run commits that run's windows only: another job's fetched beside them are its workers'.

@@ -13,6 +13,7 @@
 import type { StagedFile } from './staged-file.js';
 import type { CatalogDb, CatalogParam, CatalogRow, CatalogValue } from './catalog-db.js';
 import { DuckLakeError, isCommitConflict } from './catalog-db.js';
+import { LakeChangedError, refuseChangesSince } from './conflicts.js';
 import { checkVersion, ident, uuidv7 } from './ddl.js';
 import {
   allColumnIds,
@@ -81,7 +82,9 @@ async function withRetry<T>(db: CatalogDb, work: (tx: CatalogDb, attempt: number
     try {
       return { value: await db.transaction((tx) => work(tx, attempt)), attempts: attempt };
     } catch (error) {
-      if (!isCommitConflict(error) || attempt >= MAX_ATTEMPTS) throw error;
+      // Another writer changed what the commit replaces: its files were merged from rows that are not current any
+      // more, so running the transaction again would not do; the caller prepares again.
+      if (error instanceof LakeChangedError || !isCommitConflict(error) || attempt >= MAX_ATTEMPTS) throw error;
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
@@ -324,11 +327,18 @@ export interface CommitSpec extends CommitInfo, CommitHooks, TableChange {
    * Run again on a retry.
    */
   readonly inTransaction?: (tx: CatalogDb, snapshotId: number) => Promise<void>;
+  /** See MultiCommitSpec.readAt. */
+  readonly readAt?: number;
 }
 
 export interface MultiCommitSpec extends CommitInfo, CommitHooks {
   readonly tables: readonly TableChange[];
   readonly inTransaction?: CommitSpec['inTransaction'];
+  /**
+   * The snapshot the replaced partitions' rows were read at: the commit fails with LakeChangedError when a later
+   * snapshot changed a table whose rows it replaces (see conflicts.ts), instead of ending rows it never read.
+   */
+  readonly readAt?: number;
 }
 
 /**
@@ -370,6 +380,16 @@ export async function commitTables(db: CatalogDb, spec: MultiCommitSpec): Promis
       if (!table) throw new DuckLakeError(`table ${schemaName}.${change.tableName} does not exist at snapshot ${current.snapshotId} of this DuckLake`);
       if (chosen.some((p) => p.table.tableId === table.tableId)) throw new DuckLakeError(`table ${table.name} appears twice in one commit`);
       chosen.push({ change, table });
+    }
+    // Free while nothing came after the snapshot read: the newest one is read anyway.
+    if (spec.readAt !== undefined && current.snapshotId > spec.readAt) {
+      const replacing = chosen.filter((c) => c.change.replacePartitions?.length || c.change.endFiles?.length).map((c) => c.table);
+      await refuseChangesSince(
+        tx,
+        spec.readAt,
+        replacing.map((t) => t.tableId),
+        new Map(replacing.map((t) => [t.tableId, t.name])),
+      );
     }
     const planned = await planChanges(tx, chosen, columnsOf, current.snapshotId);
     const fileCount = spec.tables.reduce((n, t) => n + t.files.length, 0);

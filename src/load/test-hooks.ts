@@ -9,7 +9,8 @@ import { createInterface } from 'node:readline';
  *   and waits for one line on stdin, so a test can look at the lake mid-commit (or SIGKILL it there).
  *
  * Steps, in the order a run reaches them: `stage-write` (a window's rows half staged), `typed` (a dataset's
- * staged rows typed to Parquet), `final` (a merged partition file written), `journal` (commit decided,
+ * staged rows typed to Parquet), `final` (a merged partition file written), `prepared` (every file of a commit
+ * written, nothing decided: another DuckLake writer may commit meanwhile), `journal` (commit decided,
  * nothing renamed), `rename` (after the first rename into the lake), `catalog` (every file in place, catalog
  * not yet updated), `committed` (catalog committed, journal not yet removed).
  *
@@ -17,11 +18,12 @@ import { createInterface } from 'node:readline';
  * `lake-files` (a commit's new partition files written, catalog untouched), `lake-commit` (inside the commit's
  * PostgreSQL transaction, just before COMMIT), `lake-committed` (committed, fragments not yet removed).
  */
-export const COMMIT_STEPS = ['stage-write', 'typed', 'final', 'journal', 'rename', 'catalog', 'committed'] as const;
+export const COMMIT_STEPS = ['stage-write', 'typed', 'final', 'prepared', 'journal', 'rename', 'catalog', 'committed'] as const;
 export const DISTRIBUTED_STEPS = ['fragment', 'lake-files', 'lake-commit', 'lake-committed'] as const;
 export type CommitStep = (typeof COMMIT_STEPS)[number] | (typeof DISTRIBUTED_STEPS)[number];
 
 let crashAt = new Set<string>();
+let listener: ((step: CommitStep) => Promise<void>) | undefined;
 let holdAt = '';
 const held = new Set<string>();
 
@@ -31,7 +33,16 @@ export function armTestHooks(opts: { crashAt: readonly string[]; holdAt: string 
   holdAt = opts.holdAt;
 }
 
+/**
+ * In-process tests: `fn` runs at every step reached, until cleared (no argument), where a child process would hold
+ * (e.g. another DuckLake writer commits at `prepared`).
+ */
+export function onTestHook(fn?: (step: CommitStep) => Promise<void>): void {
+  listener = fn;
+}
+
 export async function testHook(step: CommitStep): Promise<void> {
+  if (listener) await listener(step);
   if (crashAt.has(step)) process.kill(process.pid, 'SIGKILL');
   if (holdAt === step && !held.has(step)) {
     held.add(step);

@@ -6,6 +6,7 @@ import type { CommittedFile } from '../load/write/commit.js';
 import { BatchRows, Loaders } from '../load/write/batch-rows.js';
 import { COPY_CONNECTIONS } from '../load/write/merge-slices.js';
 import { commitRun, type CommitDerivation, type RunCommitInput, type RunRecord } from '../load/write/commit-run.js';
+import { againIfLakeChanged, COMMIT_ATTEMPTS, LakeChangedError } from '../ducklake/conflicts.js';
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
 import { watermarkKey } from '../load/state.js';
@@ -289,7 +290,10 @@ export class BatchCommitter {
     return finalRecord === undefined && this.fetching;
   }
 
-  /** The batch's rows, rejects, windows, watermarks, run record and decoded rows, committed as one snapshot. */
+  /**
+   * The batch's rows, rejects, windows, watermarks, run record and decoded rows, committed as one snapshot; prepared
+   * again (in a work folder of its own) when another DuckLake writer changed a table it replaces meanwhile.
+   */
   private async commitBatch(
     batch: WindowOutcome[],
     done: readonly WindowOutcome[],
@@ -298,8 +302,42 @@ export class BatchCommitter {
     finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined,
     background: boolean,
   ): Promise<CommittedFile[]> {
-    const { engine, paths, runId, ingestedAt, stagingDir, network } = this.ctx;
-    const workDir = path.join(stagingDir, `batch-${n}`);
+    // Computed once: the watermarks advance the committer's own state.
+    const windows = batch.map(this.windowRecord);
+    const watermarks = this.watermarksOf(batch);
+    return againIfLakeChanged(
+      async (attempt) => {
+        const workDir = path.join(this.ctx.stagingDir, attempt === 1 ? `batch-${n}` : `batch-${n}-${attempt}`);
+        try {
+          return await this.commitOnce(done, preloaded, workDir, windows, watermarks, finalRecord, background);
+        } catch (e) {
+          // Nothing was decided: its merged files are nobody's (the staged rows stay for the next attempt). After
+          // any other failure the folder stays: a decided commit's journal names files in it.
+          if (e instanceof LakeChangedError) await rm(workDir, { recursive: true, force: true });
+          throw e;
+        }
+      },
+      (error, next) =>
+        this.ctx.log.log(
+          'warn',
+          'commit.lake_changed',
+          `commit ${n}: ${error.message}; preparing it again from the new rows (attempt ${next} of ${COMMIT_ATTEMPTS})`,
+          { batch: n, snapshot: error.later[0]!.snapshotId, attempt: next },
+        ),
+    );
+  }
+
+  /** One attempt of commitBatch, in `workDir`. */
+  private async commitOnce(
+    done: readonly WindowOutcome[],
+    preloaded: readonly BatchRows[],
+    workDir: string,
+    windows: WindowRecord[],
+    watermarks: WatermarkRecord[],
+    finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined,
+    background: boolean,
+  ): Promise<CommittedFile[]> {
+    const { engine, paths, runId, ingestedAt, network } = this.ctx;
     const decoding = this.ctx.decoder?.forCommit(path.join(workDir, 'decoded'));
     let applied = false;
     return commitRun({
@@ -317,8 +355,8 @@ export class BatchCommitter {
       datasetsAtOnce: background ? 1 : undefined,
       sliceRows: this.ctx.mergeSliceRows,
       rejectFiles: done.filter((o) => o.rejectStage).map((o) => o.rejectStage!.file),
-      windows: batch.map(this.windowRecord),
-      watermarks: this.watermarksOf(batch),
+      windows,
+      watermarks,
       run: (newFiles) => {
         this.files.push(...newFiles);
         return finalRecord ? finalRecord(this.files) : this.interimRecord();

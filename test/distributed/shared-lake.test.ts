@@ -15,6 +15,7 @@ import { openDistributedLake } from '../../src/distributed/read.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { lakeStatus } from '../../src/load/read/status.js';
 import { parseJob } from '../../src/pipeline/job.js';
+import { chainlakeCodeOf } from '../../src/errors.js';
 import { A_BUSY0 } from '../../src/simulator/chain.js';
 import { chainFor } from '../../src/simulator/index.js';
 import { referenceMissing, withReference } from '../ducklake/helpers.js';
@@ -182,6 +183,88 @@ describe.skipIf(missing !== null)(
       } finally {
         await client.end();
       }
+    }, 180_000);
+
+    it("another writer's commit between the committer's merges and its catalog transaction is kept: the batch is merged again from the new rows", async () => {
+      expect(days, 'the lake of the tests before').toBeDefined();
+      const address = chain.addrLower(A_BUSY0 + 4);
+      const doc = jobDoc('raced', [address]);
+      await enqueueJob(parseJob(doc, 'raced', process.env), doc, { catalog: db.url, store });
+      let before: Rows | undefined;
+      let victim = '';
+      const seen: string[] = [];
+      const report = await runWorker({
+        catalog: db.url,
+        store,
+        id: 'raced-w1',
+        untilIdle: true,
+        pollMs: 50,
+        log: { log: (_level, event) => void seen.push(event) },
+        // The reference commits once the batch's partitions are merged and written, before the commit's transaction:
+        // rows inlined into every day, a file of its own, and an inlined delete of a row the run does not fetch.
+        merged: async () => {
+          if (before) return;
+          const [row] = await withRef([
+            `SELECT min(transaction_hash) AS h FROM ref.transactions WHERE _run_id <> 'reference' AND sender IS DISTINCT FROM '${address}' AND receiver IS DISTINCT FROM '${address}'`,
+          ]);
+          victim = String(row!.h);
+          await withRef([
+            INSERT + days.map((d, i) => inserted(`0xref-raced-${i}`, d, 10 + i)).join(', '),
+            `DELETE FROM ref.transactions WHERE transaction_hash = '${victim}'`,
+          ]);
+          await withRef([INSERT + inserted('0xref-raced-file', days[0]!, 20)], { inlining: 0 });
+          before = await refRows();
+        },
+      });
+      expect(report.windowsFailed).toBe(0);
+      expect(report.windowsCommitted).toBeGreaterThan(0);
+      const after = await refRows();
+      const hashes = after.map((r) => String(r.transaction_hash));
+      expect(new Set(hashes).size).toBe(hashes.length);
+      // Every row the lake held after the reference's commits is there, the deleted one is not, and the run added rows.
+      expect(hashes).toEqual(expect.arrayContaining(before!.map((r) => String(r.transaction_hash))));
+      expect(hashes.filter((h) => h.startsWith('0xref-raced'))).toHaveLength(days.length + 1);
+      expect(hashes).not.toContain(victim);
+      expect(after.length).toBeGreaterThan(before!.length);
+      expect(plain(await chainlakeRows())).toEqual(plain(after));
+      expect(seen).toContain('commit.lake_changed');
+    }, 180_000);
+
+    it('a writer that commits at every attempt stops the committer with CHAINLAKE_LAKE_CHANGED: the windows stay fetched, the next commit lands them', async () => {
+      const address = chain.addrLower(A_BUSY0 + 5);
+      const doc = jobDoc('raced-always', [address]);
+      const { runId } = await enqueueJob(parseJob(doc, 'raced-always', process.env), doc, { catalog: db.url, store });
+      let attempts = 0;
+      let before: Rows = [];
+      const failed = await runWorker({
+        catalog: db.url,
+        store,
+        id: 'raced-always-w1',
+        untilIdle: true,
+        pollMs: 50,
+        merged: async () => {
+          await withRef([INSERT + inserted(`0xref-always-${attempts++}`, days[0]!, 30)]);
+          before = await refRows();
+        },
+      }).catch((e: unknown) => e);
+      expect(chainlakeCodeOf(failed)).toBe('CHAINLAKE_LAKE_CHANGED');
+      expect((failed as Error).message).toMatch(/at each of 3 attempts: chainlake did not commit/);
+      expect(attempts).toBe(3);
+      expect(plain(await refRows())).toEqual(plain(before));
+      const c = await db.connect();
+      try {
+        const statuses = (await c.query(`SELECT DISTINCT status FROM chainlake.windows WHERE run_id = $1`, [runId])).rows.map(
+          (r: { status: string }) => r.status,
+        );
+        expect(statuses).toEqual(['fetched']);
+      } finally {
+        await c.end();
+      }
+      const report = await runWorker({ catalog: db.url, store, id: 'raced-always-w2', untilIdle: true, pollMs: 50 });
+      expect(report.windowsCommitted).toBeGreaterThan(0);
+      const after = (await refRows()).map((r) => String(r.transaction_hash));
+      expect(after).toEqual(expect.arrayContaining(before.map((r) => String(r.transaction_hash))));
+      expect(after.length).toBeGreaterThan(before.length);
     }, 180_000);
 
     describe('another writer changes the columns of a table chainlake writes (test/load/shared-schema.test.ts on one machine)', () => {

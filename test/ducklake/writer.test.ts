@@ -10,6 +10,7 @@ import { currentSnapshot, findTable, listColumns, listSnapshots, planScan, type 
 import { compareStat, copyTableFile, measureTableFiles, writeDataFile } from '../../src/ducklake/data-file.js';
 import { commitFiles, createTable, expireSnapshots, filesToDelete, forgetDeletedFiles, type StagedFile } from '../../src/ducklake/writer.js';
 import { refreshViews } from '../../src/ducklake/views.js';
+import { changesSince, LakeChangedError } from '../../src/ducklake/conflicts.js';
 import { openCatalogFile, tempDir } from './helpers.js';
 import { startPostgres, type TestPostgres } from './postgres.js';
 
@@ -382,6 +383,31 @@ describe.each(BACKENDS)('DuckLake writer on a $name', (backend) => {
     ]);
     expect(await read(duck)).toEqual({ snapshot: 4, ...(await expected(daySql('2024-01-01', 100, 110, 'a'))) });
     expect(await read(duck, lake.catalog, { snapshot: 3 })).toEqual({ snapshot: 3, ...(await expected(daySql('2024-01-01', 200, 230, 'b'))) });
+  });
+
+  it("a commit that read its table at a snapshot refuses another writer's later change to that table (LakeChangedError), not one to another table", async () => {
+    await createTable(lake.catalog, { name: 'transfers', columns: COLUMNS, partitionBy: ['block_date'] });
+    await createTable(lake.catalog, { name: 'other', columns: COLUMNS, partitionBy: ['block_date'] });
+    await commitFiles(lake.catalog, { tableName: 'transfers', files: [await writeDay('2024-01-01', 0, 100)] });
+    const other = await lake.otherCatalog();
+    const otherFile = async (day: string) => (await writeDataFile(duck, await target('other'), daySql(day, 0, 5), { block_date: day }))!;
+    // Read at 3; another writer commits to another table (4): the replacement commits.
+    const replace = async (readAt: number, tag: string) =>
+      commitFiles(lake.catalog, { tableName: 'transfers', files: [await writeDay('2024-01-01', 100, 110, tag)], replacePartitions: [['2024-01-01']], readAt });
+    await commitFiles(other, { tableName: 'other', files: [await otherFile('2024-01-01')] });
+    expect(await replace(3, 'a')).toMatchObject({ snapshotId: 5 });
+    // Read at 5; another writer appends to transfers (6): refused, nothing committed, its rows current.
+    await commitFiles(other, { tableName: 'transfers', files: [await writeDay('2024-01-02', 0, 10, 'b')] });
+    const refused = await replace(5, 'c').catch((e: unknown) => e as LakeChangedError);
+    expect(refused).toBeInstanceOf(LakeChangedError);
+    expect(refused).toMatchObject({ code: 'CHAINLAKE_LAKE_CHANGED', readAt: 5, later: [{ snapshotId: 6, tableIds: [1], changes: 'inserted_into_table:1' }] });
+    expect((refused as LakeChangedError).message).toContain('another DuckLake writer committed to transfers (snapshot 6');
+    expect((await currentSnapshot(lake.catalog)).snapshotId).toBe(6);
+    // A snapshot expired since the read leaves what it changed unknown: it counts as a change.
+    await commitFiles(other, { tableName: 'other', files: [await otherFile('2024-01-02')] });
+    expect(await changesSince(lake.catalog, 6, [1])).toEqual([]);
+    await expireSnapshots(lake.catalog, { ids: [6] });
+    expect(await changesSince(lake.catalog, 5, [1])).toMatchObject([{ snapshotId: 7, tableIds: [1], changes: 'snapshots 6 to 7 expired or unrecorded since' }]);
   });
 
   it("commits the caller's own writes with the snapshot, and a failure in them commits nothing", async () => {

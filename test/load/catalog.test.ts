@@ -191,14 +191,15 @@ describe('catalog.duckdb', () => {
     ).toEqual([]);
   });
 
-  it('a user session holding the catalog delays the commit; if it outlasts the wait, the decided commit stays and the next command finishes it', async () => {
+  it('a user session holding the catalog delays the commit; if it outlasts the wait, nothing is decided: the run fails and the next one fetches its windows again', async () => {
     const lake = path.join(dir, 'held');
     await copyOfBase(lake);
     const job = await writeJob(path.join(dir, 'held-b.json'), sim, lake, sim.examples.addresses.slice(2, 4));
-    // The writer decides its commit; then a user opens a read-write DuckDB session on the catalog (what
-    // `duckdb catalog.duckdb` does) and keeps it longer than the writer is willing to wait.
-    const w = startWriter(['run', job, '-q'], { apiKey: sim.apiKey, hold: 'journal', env: { CHAINLAKE_CATALOG_WAIT_MS: '300' } });
-    expect(await w.held).toBe('journal');
+    // The writer has merged its commit's files; then a user opens a read-write DuckDB session on the catalog (what
+    // `duckdb catalog.duckdb` does) and keeps it longer than the writer is willing to wait. The writer decides its
+    // commit only holding the catalog (after checking that no other DuckLake writer changed its tables), so it never does.
+    const w = startWriter(['run', job, '-q'], { apiKey: sim.apiKey, hold: 'prepared', env: { CHAINLAKE_CATALOG_WAIT_MS: '300' } });
+    expect(await w.held).toBe('prepared');
     const user = await DuckDBInstance.create(path.join(lake, 'catalog.duckdb'));
     w.release();
     const r = await w.done.finally(() => user.closeSync());
@@ -209,9 +210,15 @@ describe('catalog.duckdb', () => {
     expect(status.code, status.stderr).toBe(0);
     const s = JSON.parse(status.stdout) as { pendingCommit: boolean; runs: { status: string }[] };
     expect(s.pendingCommit).toBe(false);
-    expect(s.runs.map((x) => x.status)).toEqual(['complete', 'complete']);
-    const [n] = await queryCatalog(lake, `SELECT count(DISTINCT _run_id)::BIGINT AS n FROM transactions`);
-    expect(Number(n!.n)).toBe(2);
+    // The run could not record its failure either (the catalog was held): it reads as running until the next run
+    // resumes it.
+    expect(s.runs.map((x) => x.status)).toEqual(['running', 'complete']);
+    const runIds = async () => Number((await queryCatalog(lake, `SELECT count(DISTINCT _run_id)::BIGINT AS n FROM transactions`))[0]!.n);
+    expect(await runIds()).toBe(1);
+    // The next run fetches what the failed one could not commit.
+    const next = await runCliCapturing(['run', job, '-q'], { CHAINLAKE_API_KEY: sim.apiKey });
+    expect(next.code, next.stderr).toBe(0);
+    expect(await runIds()).toBe(2);
     const files = await queryCatalog(lake, 'SELECT path, rows::BIGINT AS rows, bytes::BIGINT AS bytes FROM files');
     expect(
       await assertClean(

@@ -76,11 +76,11 @@ describe("a killed writer's commit a reader cannot finish", () => {
 });
 
 describe('a reader during a commit', () => {
-  it('held after the decision, before the swap: readers see the lake before the commit', async () => {
-    const lake = path.join(dir, 'hold-journal');
+  it('held before the decision, its files merged: readers see the lake before the commit', async () => {
+    const lake = path.join(dir, 'hold-prepared');
     await cp(base, lake, { recursive: true });
-    const w = startWriter(['run', await jobB(lake), '-q'], { apiKey: sim.apiKey, hold: 'journal' });
-    expect(await w.held).toBe('journal');
+    const w = startWriter(['run', await jobB(lake), '-q'], { apiKey: sim.apiKey, hold: 'prepared' });
+    expect(await w.held).toBe('prepared');
     expect(await catalogLocked(lake)).toBe(false);
     expect(await signature(lake)).toBe(before);
     w.release();
@@ -88,8 +88,10 @@ describe('a reader during a commit', () => {
     expect(await signature(lake)).toBe(after);
   });
 
-  for (const step of ['rename', 'catalog'] as const) {
-    it(`held at '${step}' (new files in place under new names, catalog not yet written): a reader waits, then sees the whole commit`, async () => {
+  // The writer holds the catalog from before its decision (the check that no other DuckLake writer changed its tables)
+  // to the end of its catalog transaction.
+  for (const step of ['journal', 'rename', 'catalog'] as const) {
+    it(`held at '${step}' (decided, new files in place or not, catalog not yet written): a reader waits, then sees the whole commit`, async () => {
       const lake = path.join(dir, `hold-${step}`);
       await cp(base, lake, { recursive: true });
       const w = startWriter(['run', await jobB(lake), '-q'], { apiKey: sim.apiKey, hold: step });

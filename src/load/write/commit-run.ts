@@ -18,7 +18,7 @@ import {
   type SliceDerivation,
 } from './commit.js';
 import type { Engine } from '../engine.js';
-import { applyJournal, publishJournal, type CommitJournal } from './journal.js';
+import { decideAndApply, type CommitJournal } from './journal.js';
 import type { BatchRows } from './batch-rows.js';
 import type { LakePaths } from '../paths.js';
 import type { StagedPages } from '../schema.js';
@@ -112,14 +112,16 @@ export function lakeStateFor(paths: LakePaths, shapes: readonly TableShape[], wo
 /**
  * Commits a run in two phases. Prepare: every touched partition is merged into a new file under staging and
  * fsynced (the lake is untouched; a kill here loses only this run's work, which the next run fetches again).
- * Decide: the journal is written durably. Apply: the files are renamed into place and the catalog records
- * the run in one transaction, all while holding the catalog (see applyJournal). A kill after the decision is
- * finished by the next command. If applying fails (the catalog stayed locked), the journal stays for that.
+ * Decide, holding the catalog: the journal is written durably. Apply, still holding it: the files are renamed into
+ * place and the catalog records the run in one transaction (see decideAndApply). A kill after the decision is
+ * finished by the next command; a catalog that stayed locked fails the commit before it is decided.
+ * Throws LakeChangedError, having decided nothing, when another DuckLake writer changed a table whose rows the
+ * commit replaces after they were read: the caller prepares again (in another `stagingDir`).
  */
 export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]> {
   const { paths, runId, stagingDir } = input;
-  // The tables this commit writes, and what their partitions hold now: one writer holds the lake, so nothing
-  // changes them until this commit is applied.
+  // The tables this commit writes, and what their partitions hold now. The lake's lock keeps other chainlake
+  // commands out, not another DuckLake writer: the decision checks that none changed these tables since.
   const lake = await lakeStateFor(
     paths,
     [...input.datasets.map((d) => datasetShape(d.def)), REJECTS_SHAPE, ...(input.derivation?.shapes ?? [])],
@@ -134,16 +136,26 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
   if (derived) prepared.push(...derived.files);
   const cleared = [...perDataset.flatMap((d) => d.cleared ?? []), ...rejects.cleared, ...(derived?.cleared ?? [])];
   // A run commits in batches, each with its own work folder under the run's staging: that names the commit.
-  const journal = journalFor(paths, `${runId}/${path.basename(stagingDir)}`, runId, prepared, {
-    run: runRow(runId, input.run(files)),
-    windows: input.windows,
-    watermarks: input.watermarks,
-    ...(derived ? { tables: derived.tables } : {}),
-    ...(cleared.length ? { cleared } : {}),
-  });
-  await publishJournal(paths, journal);
-  await applyJournal(paths, journal);
+  await decideAndApply(paths, { snapshot: lake.snapshotId, tables: replacedTables(lake, prepared, cleared) }, () =>
+    journalFor(paths, `${runId}/${path.basename(stagingDir)}`, runId, prepared, {
+      run: runRow(runId, input.run(files)),
+      windows: input.windows,
+      watermarks: input.watermarks,
+      ...(derived ? { tables: derived.tables } : {}),
+      ...(cleared.length ? { cleared } : {}),
+    }),
+  );
   return files;
+}
+
+/**
+ * The tables (id to name) whose rows a commit of `prepared` files and `cleared` partitions replaces: each file
+ * replaces its partition's rows. What decideAndApply checks no other DuckLake writer changed since `lake` was read.
+ */
+export function replacedTables(lake: LakeState, prepared: readonly PreparedFile[], cleared: readonly ClearedPartition[] = []): Map<number, string> {
+  const tables = new Map(prepared.map((p) => [p.staged.tableId, p.file.dataset]));
+  for (const c of cleared) tables.set(lake.table(c.table).table.tableId, c.table);
+  return tables;
 }
 
 /** What the commit's derivation prepared (see CommitDerivation.prepared). */

@@ -1,4 +1,4 @@
-import { readFile, rename } from 'node:fs/promises';
+import { readFile, rename, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { Catalog, type DeclaredTable, type RunRow, type WindowRecord } from '../catalog.js';
 import { raiseWatermarks, type WatermarkRecord } from '../ledger/watermarks.js';
@@ -10,6 +10,7 @@ import type { LakePaths } from '../paths.js';
 import { testHook } from '../test-hooks.js';
 import { eachBounded } from '../bounded.js';
 import { insertRequests } from '../ledger/requests.js';
+import { changesSince, refuseChangesSince } from '../../ducklake/conflicts.js';
 
 const MOVES_AT_ONCE = 16;
 
@@ -45,6 +46,12 @@ export interface CommitJournal {
     watermarks: WatermarkRecord[];
     /** Tables beyond the registry declared with the commit (decoded datasets written in it). */
     tables?: DeclaredTable[];
+    /**
+     * The snapshot the replaced partitions were read at, and the tables (ids) whose rows the commit replaces: a
+     * recovery checks again that no other DuckLake writer changed them since (see applyJournal). None in a journal
+     * of an earlier chainlake.
+     */
+    readAt?: { snapshot: number; tables: number[] };
   };
 }
 
@@ -80,52 +87,96 @@ export async function readJournal(file: string): Promise<CommitJournal | undefin
 }
 
 /**
+ * Decides a commit and applies it, holding the catalog from before the decision to the end of its catalog
+ * transaction: first checks that no other DuckLake writer changed the tables whose rows it replaces since
+ * `readAt.snapshot`, the snapshot they were read at (LakeChangedError, and nothing decided, when one did: the caller
+ * prepares again). Another writer attaches the catalog to commit, and cannot while it is held, so a decided commit
+ * never ends rows it did not read; a kill after the decision releases the catalog, and the recovery checks again
+ * (applyJournal: the journal records `readAt`). `journal` builds the journal once the check passed. Returns the
+ * snapshot the commit made (none when it changed no table): nothing else committed between `readAt.snapshot` and it,
+ * so a command that commits in batches from one read of the lake reads on from there.
+ */
+export async function decideAndApply(
+  paths: LakePaths,
+  readAt: { snapshot: number; tables: ReadonlyMap<number, string> },
+  journal: () => CommitJournal,
+): Promise<number | undefined> {
+  await testHook('prepared');
+  const { runId, snapshot } = await Catalog.hold(paths, async (catalog) => {
+    await refuseChangesSince(catalog.lake, readAt.snapshot, [...readAt.tables.keys()], readAt.tables);
+    const j = journal();
+    j.catalog.readAt = { snapshot: readAt.snapshot, tables: [...readAt.tables.keys()] };
+    await publishJournal(paths, j);
+    return { runId: j.runId, snapshot: await applyHeld(paths, catalog, j, {}) };
+  });
+  await testHook('committed');
+  await removeDurable(journalPath(paths, runId));
+  return snapshot === false ? undefined : snapshot;
+}
+
+/**
  * Applies a decided commit: holding the catalog exclusively, renames every file to its new name in its
  * partition's folder (fsyncing each folder), then records windows, watermarks, the run and the DuckLake snapshot
  * (new files in, the replaced partitions' files ended) in one catalog transaction, with the views of the new
- * snapshot. Removes the journal last.
+ * snapshot. Removes the journal last. A recovery (`recoveredBy`) of a commit not yet recorded first checks that no
+ * other DuckLake writer changed its tables after it read them (it was killed after its decision, and the catalog was
+ * free since): if one did, the commit is abandoned instead (the files it moved are removed; its windows are not
+ * recorded, so the next run fetches them again) and this returns false.
  */
-export async function applyJournal(paths: LakePaths, journal: CommitJournal, opts: { recoveredBy?: string; waitMs?: number } = {}): Promise<void> {
-  await Catalog.hold(
-    paths,
-    async (catalog) => {
-      let renamed = 0;
-      // Moves are independent (one file per partition folder), and each waits on a folder fsync: several at
-      // once (docs/performance.md, "Commits").
-      await eachBounded(journal.moves, MOVES_AT_ONCE, async (m) => {
-        const from = paths.absolute(m.from);
-        const to = paths.absolute(m.to);
-        if (!(await exists(from))) return;
-        await mkdirDurable(path.dirname(to));
-        await rename(from, to);
-        await fsyncDir(path.dirname(to));
-        if (renamed++ === 0) await testHook('rename');
-      });
-      await testHook('catalog');
-      await catalog.transaction(async () => {
-        if (!(await catalog.commitApplied(journal.commitId))) {
-          const c = journal.catalog;
-          await catalog.recordWindows(c.windows);
-          // Each window's calls with it (lineage); a journal written before lineage has none.
-          await insertRequests(
-            catalog.lake,
-            c.windows.flatMap((w) => (w.windowId !== undefined && w.calls?.length ? [{ runId: w.runId, windowId: w.windowId, calls: w.calls }] : [])),
-          );
-          const snapshot = await catalog.commitLake(journal.commitId, c.lake, c.cleared);
-          if (snapshot !== undefined) await catalog.expireInterim(journal.runId, snapshot);
-          await raiseWatermarks({ db: catalog.lake }, journal.runId, c.watermarks);
-          if (c.run) await catalog.recordRun(c.run.runId, c.run.job, c.run.startedAt, c.run.finishedAt, c.run.status, c.run.report);
-          await catalog.recordCommit(journal.commitId, journal.runId, c.files, opts.recoveredBy);
-        }
-        // Idempotent, and before the views are refreshed: a journal finished by recovery declares them too.
-        if (journal.catalog.tables) await catalog.registerTables(journal.catalog.tables);
-        await catalog.refreshViews({ tables: new Set([...journal.catalog.lake, ...(journal.catalog.cleared ?? [])].map((l) => l.table)) });
-      });
-      // Still holding the catalog: no reader is mid-query on a file it deletes.
-      await catalog.deleteScheduled();
-    },
-    { waitMs: opts.waitMs },
-  );
-  await testHook('committed');
+export async function applyJournal(paths: LakePaths, journal: CommitJournal, opts: { recoveredBy?: string; waitMs?: number } = {}): Promise<boolean> {
+  const applied = (await Catalog.hold(paths, (catalog) => applyHeld(paths, catalog, journal, opts), { waitMs: opts.waitMs })) !== false;
+  if (applied) await testHook('committed');
   await removeDurable(journalPath(paths, journal.runId));
+  return applied;
+}
+
+/**
+ * applyJournal's work, on the held catalog: the snapshot the commit made (undefined when it changed no table, or was
+ * recorded already), or false when the recovery abandoned it.
+ */
+async function applyHeld(paths: LakePaths, catalog: Catalog, journal: CommitJournal, opts: { recoveredBy?: string }): Promise<number | undefined | false> {
+  const readAt = journal.catalog.readAt;
+  if (opts.recoveredBy !== undefined && readAt && !(await catalog.commitApplied(journal.commitId))) {
+    if ((await changesSince(catalog.lake, readAt.snapshot, readAt.tables)).length > 0) {
+      await Promise.all(journal.moves.map((m) => rm(paths.absolute(m.to), { force: true })));
+      return false;
+    }
+  }
+  let renamed = 0;
+  // Moves are independent (one file per partition folder), and each waits on a folder fsync: several at
+  // once (docs/performance.md, "Commits").
+  await eachBounded(journal.moves, MOVES_AT_ONCE, async (m) => {
+    const from = paths.absolute(m.from);
+    const to = paths.absolute(m.to);
+    if (!(await exists(from))) return;
+    await mkdirDurable(path.dirname(to));
+    await rename(from, to);
+    await fsyncDir(path.dirname(to));
+    if (renamed++ === 0) await testHook('rename');
+  });
+  await testHook('catalog');
+  let made: number | undefined;
+  await catalog.transaction(async () => {
+    if (!(await catalog.commitApplied(journal.commitId))) {
+      const c = journal.catalog;
+      await catalog.recordWindows(c.windows);
+      // Each window's calls with it (lineage); a journal written before lineage has none.
+      await insertRequests(
+        catalog.lake,
+        c.windows.flatMap((w) => (w.windowId !== undefined && w.calls?.length ? [{ runId: w.runId, windowId: w.windowId, calls: w.calls }] : [])),
+      );
+      const snapshot = await catalog.commitLake(journal.commitId, c.lake, c.cleared);
+      if (snapshot !== undefined) await catalog.expireInterim(journal.runId, snapshot);
+      made = snapshot;
+      await raiseWatermarks({ db: catalog.lake }, journal.runId, c.watermarks);
+      if (c.run) await catalog.recordRun(c.run.runId, c.run.job, c.run.startedAt, c.run.finishedAt, c.run.status, c.run.report);
+      await catalog.recordCommit(journal.commitId, journal.runId, c.files, opts.recoveredBy);
+    }
+    // Idempotent, and before the views are refreshed: a journal finished by recovery declares them too.
+    if (journal.catalog.tables) await catalog.registerTables(journal.catalog.tables);
+    await catalog.refreshViews({ tables: new Set([...journal.catalog.lake, ...(journal.catalog.cleared ?? [])].map((l) => l.table)) });
+  });
+  // Still holding the catalog: no reader is mid-query on a file it deletes.
+  await catalog.deleteScheduled();
+  return made;
 }

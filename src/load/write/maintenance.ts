@@ -6,13 +6,13 @@ import { currentSnapshot } from '../../ducklake/reader.js';
 import { expireSnapshots, filesToDelete, forgetDeletedFiles } from '../../ducklake/writer.js';
 import type { Network } from '../../datasets/dataset.js';
 import { Catalog, TABLES } from '../catalog.js';
-import { journalFor, lakeStateFor } from './commit-run.js';
+import { journalFor, lakeStateFor, replacedTables } from './commit-run.js';
 import { preparedFile, rewritePartition, type ClearedPartition, type PreparedFile } from './commit.js';
 import { compactedShapes, compactionTargets, compactRun, countBefore, emptyCompactReport, type CompactReport } from './compaction.js';
 import { writeMergedPartition } from './merge.js';
 import { fsyncFile, mkdirDurable } from './durable.js';
 import { openEngine, type Engine } from '../engine.js';
-import { applyJournal, publishJournal } from './journal.js';
+import { applyJournal, decideAndApply, publishJournal } from './journal.js';
 import { LakeLock } from '../lock.js';
 import type { LakePaths } from '../paths.js';
 import { recoverLake, type RecoveryReport } from './recovery.js';
@@ -98,6 +98,8 @@ export async function compactLake(paths: LakePaths, opts: { datasets?: readonly 
     // A partition another DuckLake writer changed in the catalog (inlined rows, deletes) is written out to be merged.
     const lake = await lakeStateFor(paths, [], path.join(staging, 'lake-rows'), shapes);
     const { targets, alreadyCompact } = compactionTargets(lake, shapes);
+    // Where the partitions were read; each batch's own snapshot after (nothing else committed in between).
+    let readAt = lake.snapshotId;
     report.alreadyCompact = alreadyCompact;
     countBefore(report, targets);
     for (let i = 0; i < targets.length; i += COMPACT_BATCH) {
@@ -117,14 +119,17 @@ export async function compactLake(paths: LakePaths, opts: { datasets?: readonly 
         report.bytesAfter += prep.file.bytes;
       }
       const last = i + COMPACT_BATCH >= targets.length;
-      const journal = journalFor(paths, `${id}/${path.basename(workDir)}`, id, prepared, {
-        ...(last ? { run: compactRun(report, startedAt) } : {}),
-        windows: [],
-        watermarks: [],
-        ...(cleared.length ? { cleared } : {}),
-      });
-      await publishJournal(paths, journal);
-      await applyJournal(paths, journal);
+      // Another DuckLake writer's commit to a table since it was read fails the compaction (LakeChangedError) instead
+      // of being undone: the batches before stay compacted, and running it again compacts the rest.
+      const made = await decideAndApply(paths, { snapshot: readAt, tables: replacedTables(lake, prepared, cleared) }, () =>
+        journalFor(paths, `${id}/${path.basename(workDir)}`, id, prepared, {
+          ...(last ? { run: compactRun(report, startedAt) } : {}),
+          windows: [],
+          watermarks: [],
+          ...(cleared.length ? { cleared } : {}),
+        }),
+      );
+      readAt = made ?? readAt;
     }
     if (targets.length === 0) await Catalog.write(paths, (c) => c.refreshViews());
     else report.snapshotId = await Catalog.hold(paths, async (c) => (await currentSnapshot(c.lake)).snapshotId);

@@ -9,10 +9,11 @@ import { mkdir } from 'node:fs/promises';
 import type { Network } from '../../datasets/dataset.js';
 import { Catalog } from '../catalog.js';
 import { preparePartition, type PreparedFile } from './commit.js';
-import { journalFor, lakeStateFor } from './commit-run.js';
+import { journalFor, lakeStateFor, replacedTables } from './commit-run.js';
 import { openEngine } from '../engine.js';
 import { newMaintenanceId } from '../ids.js';
-import { applyJournal, publishJournal } from './journal.js';
+import { decideAndApply } from './journal.js';
+import type { LakeState } from './lake-state.js';
 import { LakeLock } from '../lock.js';
 import type { LakePaths } from '../paths.js';
 import { recoverLake } from './recovery.js';
@@ -106,9 +107,10 @@ export async function reconcileUnderLock(paths: LakePaths, compute: (by: string)
       await mkdir(workDir, { recursive: true });
       const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
       const prepared: PreparedFile[] = [];
+      let lake: LakeState;
       try {
         const shape = RECONCILIATION_SHAPE;
-        const lake = await lakeStateFor(paths, [shape]);
+        lake = await lakeStateFor(paths, [shape]);
         await reconciliationTable(engine.conn, 'reconciliation_fresh', rows, runId, startedAt);
         const parts = [...new Set(rows.map((r) => `${r.network}\u0000${r.snapshotDate}`))].map((k) => k.split('\u0000') as [Network, string]);
         for (const [network, day] of parts) {
@@ -122,13 +124,14 @@ export async function reconcileUnderLock(paths: LakePaths, compute: (by: string)
       const report = { ...summary, files: prepared.length };
       // The view is declared before the commit refreshes the views, so an empty reconciliation is queryable too.
       await Catalog.write(paths, (c) => c.registerTables([RECONCILIATION_TABLE]));
-      const journal = journalFor(paths, `${runId}/reconcile`, runId, prepared, {
-        run: reconcileRun(runId, startedAt, report),
-        windows: [],
-        watermarks: [],
-      });
-      await publishJournal(paths, journal);
-      await applyJournal(paths, journal);
+      // Another DuckLake writer's commit to the table since it was read fails the reconciliation instead of being undone.
+      await decideAndApply(paths, { snapshot: lake.snapshotId, tables: replacedTables(lake, prepared) }, () =>
+        journalFor(paths, `${runId}/reconcile`, runId, prepared, {
+          run: reconcileRun(runId, startedAt, report),
+          windows: [],
+          watermarks: [],
+        }),
+      );
       return { runId, ...report, differing: rows.filter((r) => r.outcome !== 'reconciled'), rowsOut: rows };
     } finally {
       await closeRunStaging(staging);

@@ -38,8 +38,12 @@ export async function recoverLake(paths: LakePaths, opts: { currentRunId?: strin
     const info = await readFile(path.join(dir, STAGING_INFO_FILE), 'utf8')
       .then((t) => JSON.parse(t) as StagingInfo)
       .catch(() => undefined);
-    if (journal) {
-      await applyJournal(paths, journal, { recoveredBy: opts.by });
+    if (journal && !(await applyJournal(paths, journal, { recoveredBy: opts.by }))) {
+      // Another DuckLake writer changed what the decided commit replaces after it was killed: abandoned, as a run
+      // killed before its decision is (applyJournal).
+      if (info) await Catalog.write(paths, (c) => c.markAbandoned(info.runId, info.job, info.startedAt));
+      report.abandoned.push(journal.runId);
+    } else if (journal) {
       report.finished.push(journal.runId);
       // A batch commit records its run as still `running`; the process that would have finished the run
       // is dead, so the run is over: without this it would say `running` forever. (A final commit records

@@ -1,0 +1,240 @@
+// Another DuckLake writer (a user's DuckDB with the reference `ducklake` extension, ../shared/ducklake-ref/) commits to
+// the lake while a run prepares its commit: after the run read the partitions it rewrites, before its catalog
+// transaction. chainlake's lock does not bind the extension, so the commit checks, holding the catalog before its
+// decision, that no snapshot since its read changed its tables, and prepares again from the new rows when one did
+// (issue 34): the other writer's rows are never ended by a commit that did not read them.
+import { cp } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { chainlakeCodeOf } from '../../src/errors.js';
+import { onTestHook } from '../../src/load/test-hooks.js';
+import { LakePaths } from '../../src/load/paths.js';
+import { compactLake } from '../../src/load/write/maintenance.js';
+import { loadJobFile, parseJob } from '../../src/pipeline/job.js';
+import type { Logger } from '../../src/pipeline/log.js';
+import { runJob } from '../../src/pipeline/run.js';
+import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { A_ERC20_0 } from '../../src/simulator/chain.js';
+import { STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
+import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
+import { REFERENCE_DIR, withReference } from '../ducklake/helpers.js';
+import { fetchAllPages } from '../helpers/api.js';
+import { runWriter, writeJob } from './helpers.js';
+import { queryCatalog, tempDir } from '../helpers/lake.js';
+
+const HAS_REF = existsSync(path.join(REFERENCE_DIR, 'ducklake.duckdb_extension'));
+if (!HAS_REF) console.warn(`concurrent-writer tests skipped: the reference ducklake extension is not at ${REFERENCE_DIR} (see its README)`);
+
+type Rows = Record<string, unknown>[];
+
+const withRef = (lake: string, statements: string[], opts: { inlining?: number } = {}): Promise<Rows> =>
+  withReference(path.join(lake, 'catalog.duckdb'), statements, { ...opts, as: 'lake' });
+const refKeys = async (lake: string) =>
+  (await withRef(lake, ['SELECT transaction_hash FROM lake.transactions ORDER BY transaction_hash'])).map((r) => String(r.transaction_hash));
+
+const inserted = (hash: string, day: string, block: number) =>
+  `('${hash}', ${block}, 0, 'mainnet', DATE '${day}', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00')`;
+const INSERT = 'INSERT INTO lake.transactions (transaction_hash, block_number, transaction_index, network, block_date, _run_id, _ingested_at) VALUES ';
+
+let sim: RunningSimulator;
+let dir: string;
+let cleanup: () => Promise<void>;
+let base: string;
+let addresses: string[];
+/** The keys the second job fetches (its addresses' transactions, as the API lists them). */
+let fetched: string[];
+/** The days the first job's rows fall on: partitions the second job rewrites. */
+let days: string[];
+
+/** A job over `addresses` [from, to). */
+const job = (target: string, from: number, to: number) =>
+  parseJob(
+    { name: 'concurrent', target: 'simulator', lake: target, concurrency: 4, datasets: { transactions: { addresses: addresses.slice(from, to) } } },
+    'concurrent-writer-test',
+    process.env,
+  );
+
+/** A logger that keeps the events it is given. */
+const events = (): Logger & { seen: string[] } => {
+  const seen: string[] = [];
+  return { seen, log: (_level, event) => void seen.push(event) };
+};
+
+/**
+ * The other writer's commits: one row inlined into the catalog in each day the lake holds, a row of a file of its own
+ * in the first day, and a delete (inlined) of a row the run does not fetch again. Returns the deleted key.
+ */
+async function otherWriter(lake: string, tag: string): Promise<string> {
+  const victim = (await refKeys(lake)).filter((k) => !fetched.includes(k) && !k.startsWith('0xref'))[0]!;
+  await withRef(lake, [
+    INSERT + days.map((d, i) => inserted(`0xref-${tag}-${i}`, d, i)).join(', '),
+    `DELETE FROM lake.transactions WHERE transaction_hash = '${victim}'`,
+  ]);
+  await withRef(lake, [INSERT + inserted(`0xref-${tag}-file`, days[0]!, 99)], { inlining: 0 });
+  return victim;
+}
+
+beforeAll(async () => {
+  if (!HAS_REF) return;
+  sim = await startSimulator({ seed: 7 });
+  ({ dir, cleanup } = await tempDir('chainlake-concurrent-'));
+  addresses = sim.examples.addresses.slice(0, 3);
+  base = path.join(dir, 'base');
+  expect((await runJob(job(base, 0, 1), { simulator: sim })).status).toBe('complete');
+  days = (await queryCatalog(base, 'SELECT DISTINCT CAST(block_date AS VARCHAR) AS d FROM transactions ORDER BY 1')).map((r) => String(r.d));
+  const listed = await Promise.all(addresses.slice(1).map((a) => fetchAllPages(`${sim.urls.mainnet}/v1/accounts/${a}/transactions`, sim.apiKey)));
+  fetched = [...new Set(listed.flat().map((r) => String(r.transaction_hash).toLowerCase()))];
+  // The first job's rows are not all fetched again by the second: the other writer deletes one of those.
+  expect((await queryCatalog(base, 'SELECT transaction_hash FROM transactions')).some((r) => !fetched.includes(String(r.transaction_hash)))).toBe(true);
+}, 120_000);
+
+afterEach(() => onTestHook());
+
+afterAll(async () => {
+  await sim?.close();
+  await cleanup?.();
+});
+
+describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares its commit (single machine)', () => {
+  it("the commit is prepared again from the new rows: the other writer's inserts and delete are kept, with the run's rows", async () => {
+    const lake = path.join(dir, 'once');
+    await cp(base, lake, { recursive: true });
+    let before: string[] | undefined;
+    let victim = '';
+    onTestHook(async (step) => {
+      if (step !== 'prepared' || before) return;
+      victim = await otherWriter(lake, 'once');
+      before = await refKeys(lake);
+    });
+    const log = events();
+    expect((await runJob(job(lake, 1, 3), { simulator: sim, logger: log })).status).toBe('complete');
+
+    const after = await refKeys(lake);
+    expect(after).toEqual([...new Set([...before!, ...fetched])].sort());
+    expect(after.filter((k) => k.startsWith('0xref-once'))).toHaveLength(days.length + 1);
+    expect(after).not.toContain(victim);
+    // chainlake's reader reads what the reference reads.
+    const mine = (await queryCatalog(lake, 'SELECT transaction_hash FROM transactions ORDER BY transaction_hash')).map((r) => String(r.transaction_hash));
+    expect(mine).toEqual(after);
+    // The run's first commit read the lake before the other writer's commits: it was prepared again.
+    expect(log.seen).toContain('commit.lake_changed');
+  }, 120_000);
+
+  it('a writer that commits at every attempt fails the run with CHAINLAKE_LAKE_CHANGED, undoing nothing; the next run commits on top', async () => {
+    const lake = path.join(dir, 'always');
+    await cp(base, lake, { recursive: true });
+    let before: string[] = [];
+    const victims: string[] = [];
+    let attempts = 0;
+    onTestHook(async (step) => {
+      if (step !== 'prepared') return;
+      victims.push(await otherWriter(lake, `always${attempts++}`));
+      before = await refKeys(lake);
+    });
+    const failed = await runJob(job(lake, 1, 3), { simulator: sim }).then(
+      () => undefined,
+      (e: unknown) => e as Error & { hint?: string },
+    );
+    expect(chainlakeCodeOf(failed)).toBe('CHAINLAKE_LAKE_CHANGED');
+    expect(failed?.message).toMatch(/another DuckLake writer committed to transactions .* at each of 3 attempts: chainlake did not commit/);
+    expect(failed?.hint).toMatch(/run again/);
+    expect(attempts).toBe(3);
+    // Nothing of the run's commit landed, and nothing of the other writer's was undone.
+    expect(await refKeys(lake)).toEqual(before);
+    const [runs] = await queryCatalog(lake, `SELECT count(*) FILTER (WHERE status = 'failed')::INTEGER AS failed FROM runs`);
+    expect(runs).toEqual({ failed: 1 });
+
+    onTestHook();
+    const log = events();
+    expect((await runJob(job(lake, 1, 3), { simulator: sim, logger: log })).status).toBe('complete');
+    // Nobody else wrote meanwhile: its commits were each prepared once.
+    expect(log.seen).not.toContain('commit.lake_changed');
+    const after = await refKeys(lake);
+    expect(after).toEqual([...new Set([...before, ...fetched])].sort());
+    for (const v of victims) expect(after).not.toContain(v);
+  }, 120_000);
+
+  it('compact refuses to commit over another writer that committed while it merged (CHAINLAKE_LAKE_CHANGED), and compacts on a second try', async () => {
+    const lake = path.join(dir, 'compact');
+    await cp(base, lake, { recursive: true });
+    // Rows inlined into the catalog: partitions to compact.
+    await withRef(lake, [INSERT + days.map((d, i) => inserted(`0xref-compact-${i}`, d, i)).join(', ')]);
+    let before: string[] = [];
+    onTestHook(async (step) => {
+      if (step !== 'prepared' || before.length) return;
+      await otherWriter(lake, 'during');
+      before = await refKeys(lake);
+    });
+    const failed = await compactLake(new LakePaths(lake)).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(chainlakeCodeOf(failed)).toBe('CHAINLAKE_LAKE_CHANGED');
+    expect(await refKeys(lake)).toEqual(before);
+    expect(await compactLake(new LakePaths(lake))).toMatchObject({ partitions: days.length });
+    expect(await refKeys(lake)).toEqual(before);
+  }, 120_000);
+
+  it("a run killed after deciding its commit, then another writer's commit: the recovery abandons the decided commit instead of undoing it", async () => {
+    const lake = path.join(dir, 'killed');
+    await cp(base, lake, { recursive: true });
+    const file = await writeJob(path.join(dir, 'killed.json'), sim, lake, addresses.slice(1, 3));
+    // Decided (the journal written), then killed before anything moved: the catalog is free again.
+    expect((await runWriter(['run', file, '-q'], { apiKey: sim.apiKey, crash: 'journal' })).signal).toBe('SIGKILL');
+    const victim = await otherWriter(lake, 'killed');
+    const before = await refKeys(lake);
+
+    expect((await runJob(await loadJobFile(file, { CHAINLAKE_API_KEY: sim.apiKey }))).status).toBe('complete');
+    const after = await refKeys(lake);
+    expect(after).toEqual([...new Set([...before, ...fetched])].sort());
+    expect(after).not.toContain(victim);
+    const runs = await queryCatalog(lake, `SELECT status FROM runs ORDER BY started_at`);
+    expect(runs.map((r) => r.status)).toEqual(['complete', 'abandoned', 'complete']);
+    expect(await queryCatalog(lake, `SELECT run_id FROM commits WHERE recovered_by IS NOT NULL`)).toEqual([]);
+  }, 120_000);
+
+  it('a commit that decodes its event logs, prepared again, lands the decoded rows and counts of a run nobody disturbed', async () => {
+    const transfer = toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent);
+    const logsJob = (lake: string) =>
+      parseJob(
+        {
+          name: 'decode-raced',
+          target: 'simulator',
+          lake,
+          range: { fromBlock: 0, toBlock: 2_000 },
+          commit: { everyRows: 150 },
+          datasets: { event_logs: { contracts: [{ address: chainFor(7, 'small', 'mainnet').addrLower(A_ERC20_0), topics: [transfer] }] } },
+          decode: { standard: ['erc20'] },
+        },
+        'decode-raced',
+        process.env,
+      );
+    const clean = path.join(dir, 'decode-clean');
+    const cleanReport = await runJob(logsJob(clean), { simulator: sim });
+    const raced = path.join(dir, 'decode-raced');
+    let wrote = false;
+    // At the first commit (its tables exist by then), a row inserted into event_logs and deleted again: two snapshots
+    // that change the table and leave its rows as they were.
+    onTestHook(async (step) => {
+      if (step !== 'prepared' || wrote) return;
+      wrote = true;
+      await withRef(raced, [
+        `INSERT INTO lake.event_logs (timestamp, transaction_hash, log_index, address, network, block_date, _run_id, _ingested_at)
+         VALUES (TIMESTAMPTZ '2026-01-01 00:00:00+00', '0xref-log', 0, '0xref', 'mainnet', DATE '2026-01-01', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00')`,
+      ]);
+      await withRef(raced, [`DELETE FROM lake.event_logs WHERE transaction_hash = '0xref-log'`]);
+    });
+    const log = events();
+    const racedReport = await runJob(logsJob(raced), { simulator: sim, logger: log });
+    expect(log.seen).toContain('commit.lake_changed');
+    expect(racedReport.decoded).toEqual(cleanReport.decoded);
+    expect(racedReport.totals).toEqual(cleanReport.totals);
+    const rows = (lake: string, table: string) => queryCatalog(lake, `SELECT * EXCLUDE (_run_id, _ingested_at) FROM ${table} ORDER BY ALL`);
+    for (const table of ['event_logs', 'erc20_transfer_events', '_rejects']) {
+      const want = await rows(clean, table);
+      if (table !== '_rejects') expect(want.length, table).toBeGreaterThan(0);
+      expect(await rows(raced, table), table).toEqual(want);
+    }
+  }, 120_000);
+});
