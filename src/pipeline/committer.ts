@@ -4,7 +4,6 @@ import type { WindowRecord } from '../load/catalog.js';
 import { advanceWatermark, type WatermarkRecord } from '../load/ledger/watermarks.js';
 import type { CommittedFile } from '../load/write/commit.js';
 import { BatchRows, Loaders } from '../load/write/batch-rows.js';
-import { COPY_CONNECTIONS } from '../load/write/merge-slices.js';
 import { commitRun, type CommitDerivation, type RunCommitInput, type RunRecord } from '../load/write/commit-run.js';
 import { againIfLakeChanged, COMMIT_ATTEMPTS, LakeChangedError } from '../ducklake/conflicts.js';
 import type { Engine } from '../load/engine.js';
@@ -349,8 +348,7 @@ export class BatchCommitter {
       network,
       datasets: batchDatasets(done),
       preloaded,
-      // Asked before each slice: once the last window is in, a commit begun in the background takes every writer.
-      writers: background ? () => (this.fetching ? 1 : COPY_CONNECTIONS) : undefined,
+      writers: background ? 1 : undefined,
       // On one thread a second dataset side by side gains nothing but holds a second merge in memory.
       datasetsAtOnce: background ? 1 : undefined,
       sliceRows: this.ctx.mergeSliceRows,

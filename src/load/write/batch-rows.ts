@@ -12,9 +12,6 @@ import { literal } from '../sql.js';
  */
 export const TYPED_ROW_GROUP_ROWS = 16_384;
 
-/** A window is typed in parts of at least this many page files (PAGE_FILE_BYTES each): see BatchRows.add. */
-const MIN_PAGE_FILES_PER_TYPING = 4;
-
 /**
  * The connections that type finished windows while the run fetches, each running one typing at a time; a
  * typing goes to the least busy of those allowed to take work. A commit holds them all (see
@@ -30,10 +27,6 @@ export class Loaders {
   private allowed: number;
   private gate: Promise<void> = Promise.resolve();
   private open: () => void = () => undefined;
-
-  get size(): number {
-    return this.conns.length;
-  }
 
   constructor(private readonly conns: readonly Promise<DuckDBConnection>[]) {
     this.tails = conns.map(() => Promise.resolve());
@@ -100,20 +93,9 @@ export class BatchRows {
     private readonly ingestedAt: string,
   ) {}
 
-  /**
-   * Queues the typing of a window's staged files. A failure is kept and thrown by `typedFiles` (the commit fails).
-   * A window of many page files is typed in parts, one per loader: the last windows of a run are typed while
-   * nothing else is left to do, and a large one on one connection kept the other idle (docs/performance.md,
-   * "Typing while fetching"). The merge reads a dataset's typed files in any order.
-   */
+  /** Queues the typing of a window's staged files. A failure is kept and thrown by `typedFiles` (the commit fails). */
   add(def: DatasetDef, stagedFiles: readonly string[], pageFiles: readonly StagedPages[]): void {
     if (stagedFiles.length === 0 && pageFiles.length === 0) return;
-    const parts = Math.max(1, Math.min(this.loaders.size, Math.floor(pageFiles.length / MIN_PAGE_FILES_PER_TYPING)));
-    const per = Math.ceil(pageFiles.length / parts);
-    for (let i = 0; i < parts; i++) this.type(def, i === 0 ? stagedFiles : [], pageFiles.slice(i * per, (i + 1) * per));
-  }
-
-  private type(def: DatasetDef, stagedFiles: readonly string[], pageFiles: readonly StagedPages[]): void {
     const typing = this.loaders
       .run(async (conn) => {
         if (this.failure) return;

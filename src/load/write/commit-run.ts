@@ -1,4 +1,3 @@
-import type { WriterCount } from './merge-slices.js';
 import path from 'node:path';
 import type { DatasetDef, Network } from '../../datasets/dataset.js';
 import { Catalog, type DeclaredTable, type RunRow, type WindowRecord } from '../catalog.js';
@@ -49,7 +48,7 @@ export interface RunCommitInput {
   /** The same files already typed while the run fetched; read from the files when absent. */
   preloaded?: readonly BatchRows[];
   /** Connections writing partition files at once (see prepareDataset). */
-  writers?: WriterCount;
+  writers?: number;
   /** Datasets prepared side by side (default DATASETS_AT_ONCE). */
   datasetsAtOnce?: number;
   /** Fresh rows merged at once (see prepareDataset). */

@@ -4,7 +4,7 @@ import type { DatasetDef, Network } from '../../datasets/dataset.js';
 import type { BatchRows } from './batch-rows.js';
 import { fsyncFile, mkdirDurable } from './durable.js';
 import { createUnorderedTempTable, type Engine } from '../engine.js';
-import { type SliceHook, type WriterCount, type WriterTask } from './merge-slices.js';
+import { type SliceHook, type WriterTask } from './merge-slices.js';
 import { mergeTable, type TableMergeInput } from './merge-table.js';
 
 export { MERGE_SLICE_ROWS, slicePartitions } from './merge-slices.js';
@@ -92,7 +92,7 @@ export interface PrepareInput {
   /** The same staged files, already typed while the run fetched (see BatchRows), by the batches they were typed in. */
   preloaded?: readonly BatchRows[];
   /** Connections writing partition files at once (default COPY_CONNECTIONS). */
-  writers?: WriterCount;
+  writers?: number;
   /** Fresh rows merged at once (default MERGE_SLICE_ROWS). */
   sliceRows?: number;
   /** A fresh folder under the run's staging folder for this commit's intermediate files. */

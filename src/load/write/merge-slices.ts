@@ -47,13 +47,6 @@ export interface PartitionRows {
 export const COPY_CONNECTIONS = 3;
 
 /**
- * How many connections write a commit's partition files at once: a number, or a function asked before each slice
- * (at most COPY_CONNECTIONS), so that a commit begun on one writer while windows fetch takes every writer once
- * they are all in (src/pipeline/committer.ts).
- */
-export type WriterCount = number | (() => number);
-
-/**
  * Rows merged at once: partitions are merged in slices of about this many rows, fresh and existing, so that
  * the sort and the merged table of a commit stay small whatever the batch's size and the lake's. Two datasets
  * each sort one slice while writing the previous one, so up to four slices are in DuckDB's memory at once:
@@ -100,7 +93,7 @@ export interface SliceMergeInput<F> {
   /** Rows of this run are counted in each partition (PartitionRows.runRows). */
   runId?: string;
   /** Connections writing partition files at once (default COPY_CONNECTIONS). */
-  writers?: WriterCount;
+  writers?: number;
   /** Fresh rows merged at once (default MERGE_SLICE_ROWS). */
   sliceRows?: number;
   /** Rows derived from each merged slice, on the same writers. */
@@ -127,10 +120,7 @@ export async function mergeSlices<F>(input: SliceMergeInput<F>): Promise<F[]> {
   const sql = sliceSql(input);
   const slices = slicePartitions(partitions, input.sliceRows ?? MERGE_SLICE_ROWS);
   const out: F[] = [];
-  const count = input.writers ?? COPY_CONNECTIONS;
-  const most = typeof count === 'number' ? count : COPY_CONNECTIONS;
-  const writers = await Promise.all(Array.from({ length: Math.min(most, partitions.length) }, () => engine.connect()));
-  const usable = (): DuckDBConnection[] => (typeof count === 'number' ? writers : writers.slice(0, Math.max(1, Math.min(count(), writers.length))));
+  const writers = await Promise.all(Array.from({ length: Math.min(input.writers ?? COPY_CONNECTIONS, partitions.length) }, () => engine.connect()));
   const startSlice = (i: number): Promise<MergedSlice> => {
     const building = mergeSlice(input, sql, slices[i]!, sql.merged[i % 2]!, i);
     // It may fail while the previous slice's files are still being written, before anything awaits it:
@@ -144,7 +134,7 @@ export async function mergeSlices<F>(input: SliceMergeInput<F>): Promise<F[]> {
     for (let i = 0; i < slices.length; i++) {
       const current = await next!;
       next = i + 1 < slices.length ? startSlice(i + 1) : undefined;
-      out.push(...(await writeSlice(input, sql, current, usable())));
+      out.push(...(await writeSlice(input, sql, current, writers)));
     }
   } finally {
     // Whatever failed, the main connection's statements must have ended before the tables are dropped.

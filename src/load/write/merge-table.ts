@@ -11,7 +11,7 @@ import type { DatasetDef } from '../../datasets/dataset.js';
 import type { Engine } from '../engine.js';
 import { STAGED_PARTITION, type TableShape } from '../schema.js';
 import { ident } from '../sql.js';
-import { mergeSlices, type PartitionRows, type SliceHook, type WriterCount } from './merge-slices.js';
+import { mergeSlices, type PartitionRows, type SliceHook } from './merge-slices.js';
 import { keptRows, partitionsReaching, type KeptRows, type ScopeRange } from './replace.js';
 import type { LakePartitions } from './lake-partitions.js';
 
@@ -34,7 +34,7 @@ export interface TableMergeInput<F> {
   /** A condition the merged partitions' current rows must meet to stay. */
   keep?: string;
   runId?: string;
-  writers?: WriterCount;
+  writers?: number;
   sliceRows?: number;
   derive?: SliceHook;
   write(writer: DuckDBConnection, partition: string, rows: PartitionRows): Promise<F>;
