@@ -18,7 +18,7 @@ import { resolveDatasets } from '../decode/spec.js';
 import { ChainlakeError } from '../errors.js';
 import { reofferWindows } from '../load/ledger/windows.js';
 import { voidWatermarks } from '../load/ledger/watermarks.js';
-import type { VoidedClaim } from '../load/ledger/planning.js';
+import type { VoidedClaim } from '../load/ledger/voided.js';
 import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, controlLedger, setupControlPlane, underSetupLock } from './control-plane.js';
 import { againJobId, DEFAULT_QUEUE_SETTINGS, openQueue, sendWindows, windowJobId, type QueueSettings } from './queue.js';
 import { closeEndedRuns, lockRuns, RUN_RUNNING } from './runs.js';

@@ -8,7 +8,7 @@ import pLimit from 'p-limit';
 import { Accounting } from '../extract/accounting.js';
 import { openEngine } from '../load/engine.js';
 import { LakePaths } from '../load/paths.js';
-import type { VoidedClaim } from '../load/ledger/planning.js';
+import type { VoidedClaim } from '../load/ledger/voided.js';
 import { NoLakeError } from '../load/read/reader.js';
 import type { LakeTarget } from '../lake/open.js';
 import { blockTimeRequests } from './block-times.js';

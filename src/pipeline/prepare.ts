@@ -4,7 +4,8 @@ import { LearnedCap, type BlockRange, type PagerOptions } from '../extract/pager
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
 import { readPlanningState, readLastRun, readRequestUsage, watermarkKey, windowKey, type PlanningState, type ResumePoint } from '../load/state.js';
-import { voidedText, type RunPace, type VoidedClaim } from '../load/ledger/planning.js';
+import type { RunPace } from '../load/ledger/planning.js';
+import { voidedText, type VoidedClaim } from '../load/ledger/voided.js';
 import { quotaAccount } from '../extract/quota.js';
 import { getDataset } from '../datasets/registry.js';
 import { findHead, type FoundHead } from '../extract/head.js';

@@ -1,7 +1,7 @@
 import type { DecodeReport } from '../decode/lake.js';
 import type { FailureReason } from '../extract/errors.js';
 import type { ChainlakeErrorCode } from '../errors.js';
-import { voidedText, type VoidedClaim } from '../load/ledger/planning.js';
+import { voidedText, type VoidedClaim } from '../load/ledger/voided.js';
 
 /** What a run did, per dataset and in total: printed, stored in the catalog, written as JSON. */
 export interface DatasetReport {

@@ -3,7 +3,7 @@ import { checkCatalogUrl } from '../../distributed/control-plane.js';
 import { enqueueJob } from '../../distributed/enqueue.js';
 import { loadJobDocument } from '../../pipeline/job.js';
 import { DEFAULT_QUEUE_SETTINGS } from '../../distributed/queue.js';
-import { voidedText } from '../../load/ledger/planning.js';
+import { voidedText } from '../../load/ledger/voided.js';
 import { finalityDepthOption, finalityDepthOverride, outputFor, withDistributedOptions } from '../common.js';
 import { CliError } from '../exit-codes.js';
 import { distributedFlags } from '../lake-target.js';

@@ -3,7 +3,7 @@ import { checkCatalogUrl, connect } from '../../distributed/control-plane.js';
 import { runToTakeUp } from '../../distributed/enqueue.js';
 import { controlPlanLedger, DEFAULT_ACCOUNT, hasLedger } from '../../distributed/plan-ledger.js';
 import { redactUrl } from '../../distributed/url.js';
-import { voidedText } from '../../load/ledger/planning.js';
+import { voidedText } from '../../load/ledger/voided.js';
 import { estimatePlan, type PlanEstimate } from '../../pipeline/estimate.js';
 import { loadJobDocument, type Job } from '../../pipeline/job.js';
 import { blockRangeArgs, lakeNamedBy, runOverrides, withBlockRangeOptions, withTargetOptions, type RunArgs } from '../common.js';

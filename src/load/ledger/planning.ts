@@ -8,6 +8,7 @@
 import type { Dialect } from '../../ducklake/catalog-db.js';
 import type { Ledger } from './windows.js';
 import { ledgerTableName } from './schema.js';
+import type { VoidedClaim } from './voided.js';
 
 /** Identity of a window across runs: the same dataset, network, scope and block range. */
 export const windowKey = (dataset: string, network: string, scope: string, from: number | null, to: number | null): string =>
@@ -36,17 +37,6 @@ export interface PlanningState {
    * writer dropped it and expired its snapshots): their watermarks and resumed windows are left out of this state.
    */
   voided?: VoidedClaim[];
-}
-
-/** A dataset whose ledger claims are void: its table is not in the lake, nor in the lake's history. */
-export interface VoidedClaim {
-  dataset: string;
-  /** This network's scopes that had a watermark. */
-  scopes: number;
-  /** The highest of their watermarks (null: none on this network, only another's or a resumed run's windows). */
-  block: number | null;
-  /** Windows of the resumed run (and the runs it resumed) that the lake does not hold after all. */
-  windows: number;
 }
 
 const table = (l: Ledger, name: string): string => ledgerTableName(l.schema, name);
@@ -125,15 +115,6 @@ function voidedBy(dialect: Dialect, report: string, dataset: string): string {
   return dialect === 'postgres'
     ? `EXISTS (SELECT 1 FROM jsonb_array_elements(COALESCE(${report} -> 'voided', '[]'::jsonb)) e WHERE e ->> 'dataset' = ${dataset})`
     : `COALESCE(list_contains(json_extract_string(${report}, '$.voided[*].dataset'), ${dataset}), false)`;
-}
-
-/** What a log, a report, a plan and an enqueue say of a voided claim. */
-export function voidedText(v: VoidedClaim, network: string): string {
-  const claims = [
-    v.block === null ? '' : `blocks up to ${v.block} of ${v.scopes} scope${v.scopes === 1 ? '' : 's'} on ${network}`,
-    v.windows ? `${v.windows} windows of the run resumed` : '',
-  ].filter(Boolean);
-  return `the ledger counts ${claims.length ? claims.join(' and ') : 'rows'} of ${v.dataset} as loaded, but the lake has no table ${v.dataset} nor any record of one (another DuckLake writer dropped it and expired its snapshots): those claims are void, and ${v.dataset}'s whole range is fetched again`;
 }
 
 /**
