@@ -69,6 +69,8 @@ export class LakeChangedError extends ChainlakeError {
     readonly later: readonly LaterChange[],
     private readonly names: ReadonlyMap<number, string> = new Map(),
     readonly attempts = 1,
+    /** What the command fetched that no commit took, and so fetches again when run again (its caller knows it). */
+    readonly refetched?: string,
   ) {
     const first = later[0]!;
     const tables = [...new Set(later.flatMap((c) => c.tableIds))].map((id) => names.get(id) ?? `table ${id}`).join(', ');
@@ -76,14 +78,19 @@ export class LakeChangedError extends ChainlakeError {
       `another DuckLake writer committed to ${tables} (snapshot ${first.snapshotId}${first.author ? ` by ${first.author}` : ''}: ${first.changes}${later.length > 1 ? `, and ${later.length - 1} more snapshots` : ''}) after chainlake read it at snapshot ${readAt}${attempts > 1 ? `, at each of ${attempts} attempts` : ''}: chainlake did not commit, so nothing of that writer's was undone and nothing was lost`,
       {
         code: 'CHAINLAKE_LAKE_CHANGED',
-        hint: 'run again once the other writer is idle: what was fetched and not committed is fetched again (a worker leaves it fetched for the next commit)',
+        hint: `run again once the other writer is idle: ${refetched ?? 'what was fetched and not committed is fetched again (a worker leaves it fetched for the next commit)'}`,
       },
     );
   }
 
   /** The same error, as the last of `attempts` attempts. */
   after(attempts: number): LakeChangedError {
-    return new LakeChangedError(this.readAt, this.later, this.names, attempts);
+    return new LakeChangedError(this.readAt, this.later, this.names, attempts, this.refetched);
+  }
+
+  /** The same error, its hint saying exactly what will be fetched again (`refetched`). */
+  fetchedAgain(refetched: string): LakeChangedError {
+    return new LakeChangedError(this.readAt, this.later, this.names, this.attempts, refetched);
   }
 }
 

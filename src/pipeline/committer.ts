@@ -84,6 +84,9 @@ export class BatchCommitter {
   /** Per watermark key: committed ranges not yet joined to the watermark (a gap lies below them). */
   private readonly ahead = new Map<string, BlockRange[]>();
   readonly files: CommittedFile[] = [];
+  /** Every window handed to the committer, and those of them a commit landed (see notCommitted). */
+  private readonly handed: WindowOutcome[] = [];
+  private readonly landed = new Set<WindowOutcome>();
 
   constructor(
     private readonly ctx: CommitterContext,
@@ -97,6 +100,7 @@ export class BatchCommitter {
   }
 
   add(outcome: WindowOutcome): void {
+    this.handed.push(outcome);
     const name = outcome.window.def.name;
     // A window cut at its rows is continued by the next window of its scope, in the same slot (run.ts fetchWindows).
     if (!(outcome.rest && !outcome.error) && this.open.has(name)) this.open.set(name, this.open.get(name)! - 1);
@@ -143,6 +147,14 @@ export class BatchCommitter {
       heldRows -= n;
     }
     return taken;
+  }
+
+  /**
+   * The windows fetched whole that no commit landed: after a failed commit, what the next run fetches again (a single
+   * machine keeps no staged window across runs).
+   */
+  notCommitted(): WindowOutcome[] {
+    return this.handed.filter((o) => !o.error && !this.landed.has(o));
   }
 
   /**
@@ -264,6 +276,7 @@ export class BatchCommitter {
     const started = Date.now();
     const background = await this.setCommitThreads(finalRecord);
     const files = await this.commitBatch(batch, done, preloaded, n, finalRecord, background);
+    for (const o of batch) this.landed.add(o);
     await this.dropPreloaded(preloaded);
     this.logCommit(n, done, files, started);
     // A commit runs hundreds of statements, and each result's DuckDB memory (outside DuckDB's pool, so no

@@ -22,6 +22,7 @@ import { closeRunStaging, openRunStaging } from '../load/write/staging.js';
 import { RunDecoder } from './decode-in-run.js';
 import { RowTransformer } from '../transform/rows.js';
 import { BatchCommitter } from './committer.js';
+import { LakeChangedError } from '../ducklake/conflicts.js';
 import { countsOf, executeWindow, failureOf, type Clients, type WindowOutcome } from './execute.js';
 import { openSource, type Source, type SourceOptions } from './source.js';
 import type { Job } from './job.js';
@@ -137,6 +138,7 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   const spend = new RunSpend(quotaAccount(job.source.target));
   let source: Source | undefined;
   let recorded: Record<string, unknown> | undefined;
+  let stages: RunStages | undefined;
   let failure: unknown;
   try {
     spend.quota = await openQuota(job, engine, ctx, staging, spend.account);
@@ -151,12 +153,14 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     );
     const startRecord = await recordStart(job, ctx, prepared);
     recorded = startRecord;
-    const stages = await startStages(job, opts, ctx, { engine, staging, prepared, clients, runAcct }, () => ({
+    stages = await startStages(job, opts, ctx, { engine, staging, prepared, clients, runAcct }, () => ({
       ...startRecord,
       requestUsage: spend.usage(),
     }));
     const fetched = await fetchPlanned(job, opts, { prepared, clients, staging, stages, quota: spend.quota, log });
-    const report = await commitAll(job, ctx, { prepared, fetched, stages, runAcct, spend, interrupted: opts.signal?.aborted === true });
+    const report = await commitAll(job, ctx, { prepared, fetched, stages, runAcct, spend, interrupted: opts.signal?.aborted === true }).catch((e: unknown) => {
+      throw e instanceof LakeChangedError ? notCommitted(e, stages!.committer.notCommitted(), log) : e;
+    });
     if (stages.decoder) report.decoded = await stages.decoder.finish(report);
     logKept(report, log);
     return report;
@@ -169,9 +173,50 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     const pending = existsSync(path.join(staging, JOURNAL_FILE));
     await closeRunStaging(staging);
     // After the staging is gone: a full disk has room again for this one small write.
-    if (recorded && failure !== undefined && !pending)
-      await recordFailure(paths, runId, job.name, ingestedAt, now(), { ...recorded, requestUsage: spend.usage() }, failure, log);
+    if (recorded && failure !== undefined && !pending) {
+      const refetched = failure instanceof LakeChangedError ? stages?.committer.notCommitted() : undefined;
+      const fetchedAgain = refetched?.length ? { fetchedAgain: fetchedAgainOf(refetched) } : {};
+      await recordFailure(paths, runId, job.name, ingestedAt, now(), { ...recorded, requestUsage: spend.usage(), ...fetchedAgain }, failure, log);
+    }
   }
+}
+
+/** What a failed run fetched and no commit took, as its record keeps it: what the next run fetches again. */
+interface FetchedAgain {
+  windows: number;
+  rows: number;
+  requests: number;
+  /** The windows' ids (dataset/network/scope/from-to), in the order they were fetched. */
+  ids: string[];
+}
+
+function fetchedAgainOf(outcomes: readonly WindowOutcome[]): FetchedAgain {
+  return {
+    windows: outcomes.length,
+    rows: outcomes.reduce((a, o) => a + o.rows, 0),
+    requests: outcomes.reduce((a, o) => a + o.acct.requests, 0),
+    ids: outcomes.map((o) => o.window.id),
+  };
+}
+
+/** Windows a hint names one by one; beyond, it counts them. */
+const NAMED_WINDOWS = 5;
+
+/**
+ * A commit another DuckLake writer kept refusing (CHAINLAKE_LAKE_CHANGED) ends the run with what it fetched staged
+ * in its own staging folder, which goes with the run: one machine keeps no fetched window across runs (a distributed
+ * worker's stay `fetched` in the shared store for the next commit). The next run resumes this one and fetches them
+ * again; the error says which, and what they cost.
+ */
+function notCommitted(error: LakeChangedError, outcomes: readonly WindowOutcome[], log: Logger): LakeChangedError {
+  if (outcomes.length === 0) return error;
+  const again = fetchedAgainOf(outcomes);
+  const named = again.ids.slice(0, NAMED_WINDOWS).join(', ') + (again.windows > NAMED_WINDOWS ? ` and ${again.windows - NAMED_WINDOWS} more` : '');
+  const text =
+    `the ${again.windows} windows this run fetched and no commit took (${again.rows} rows in ${again.requests} requests: ${named}) are fetched again ` +
+    `by the next run, which resumes this one: a run on one machine keeps no fetched window once it ends (a distributed worker leaves its windows fetched for the next commit)`;
+  log.log('warn', 'run.not_committed', text, { ...again, ids: again.ids.slice(0, NAMED_WINDOWS) });
+  return error.fetchedAgain(text);
 }
 
 /** What a run spends against its account's daily quota, when the job has one. */

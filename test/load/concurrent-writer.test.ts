@@ -139,15 +139,30 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
     expect(chainlakeCodeOf(failed)).toBe('CHAINLAKE_LAKE_CHANGED');
     expect(failed?.message).toMatch(/another DuckLake writer committed to transactions .* at each of 3 attempts: chainlake did not commit/);
     expect(failed?.hint).toMatch(/run again/);
+    // The hint says exactly what the next run fetches again: every window this one fetched (its only commit failed).
+    const again = /the (\d+) windows this run fetched and no commit took \((\d+) rows in (\d+) requests: ([^)]*)\) are fetched again by the next run/.exec(
+      failed?.hint ?? '',
+    );
+    expect(again, failed?.hint).not.toBeNull();
+    const [windows, rows, requests] = again!.slice(1, 4).map(Number) as [number, number, number];
+    expect(windows).toBe(2);
+    for (const a of addresses.slice(1)) expect(again![4]).toContain(a.toLowerCase());
     expect(attempts).toBe(3);
     // Nothing of the run's commit landed, and nothing of the other writer's was undone.
     expect(await refKeys(lake)).toEqual(before);
     const [runs] = await queryCatalog(lake, `SELECT count(*) FILTER (WHERE status = 'failed')::INTEGER AS failed FROM runs`);
     expect(runs).toEqual({ failed: 1 });
+    const [record] = await queryCatalog(lake, `SELECT CAST(report -> 'fetchedAgain' AS VARCHAR) AS again FROM runs WHERE status = 'failed'`);
+    expect(JSON.parse(String(record!.again))).toMatchObject({ windows, rows, requests });
 
     onTestHook();
     const log = events();
-    expect((await runJob(job(lake, 1, 3), { simulator: sim, logger: log })).status).toBe('complete');
+    const sent = sim.stats().requests;
+    const next = await runJob(job(lake, 1, 3), { simulator: sim, logger: log });
+    expect(next.status).toBe('complete');
+    // What the hint announced is what the next run fetched, request for request.
+    expect(sim.stats().requests - sent).toBe(requests);
+    expect({ windows: next.totals.windows, rows: next.totals.rows }).toEqual({ windows, rows });
     // Nobody else wrote meanwhile: its commits were each prepared once.
     expect(log.seen).not.toContain('commit.lake_changed');
     const after = await refKeys(lake);
