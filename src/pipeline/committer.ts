@@ -150,11 +150,11 @@ export class BatchCommitter {
   }
 
   /**
-   * The windows fetched whole that no commit landed: after a failed commit, what the next run fetches again (a single
-   * machine keeps no staged window across runs).
+   * The windows handed to the committer that no commit landed (failed ones included: their failure is recorded by a
+   * commit too): after a failed commit, what the next run fetches again (one machine keeps no staged window across runs).
    */
   notCommitted(): WindowOutcome[] {
-    return this.handed.filter((o) => !o.error && !this.landed.has(o));
+    return this.handed.filter((o) => !this.landed.has(o));
   }
 
   /**

@@ -188,10 +188,14 @@ interface FetchedAgain {
   requests: number;
   /** The windows' ids (dataset/network/scope/from-to), in the order they were fetched. */
   ids: string[];
+  /** Windows that failed, whose failure no commit recorded: the next run fetches them again too. */
+  failed: string[];
 }
 
-function fetchedAgainOf(outcomes: readonly WindowOutcome[]): FetchedAgain {
+function fetchedAgainOf(all: readonly WindowOutcome[]): FetchedAgain {
+  const outcomes = all.filter((o) => !o.error);
   return {
+    failed: all.filter((o) => o.error).map((o) => o.window.id),
     windows: outcomes.length,
     rows: outcomes.reduce((a, o) => a + o.rows, 0),
     requests: outcomes.reduce((a, o) => a + o.acct.requests, 0),
@@ -212,10 +216,11 @@ function notCommitted(error: LakeChangedError, outcomes: readonly WindowOutcome[
   if (outcomes.length === 0) return error;
   const again = fetchedAgainOf(outcomes);
   const named = again.ids.slice(0, NAMED_WINDOWS).join(', ') + (again.windows > NAMED_WINDOWS ? ` and ${again.windows - NAMED_WINDOWS} more` : '');
+  const failed = again.failed.length ? ` (and the ${again.failed.length} windows that failed: ${again.failed.slice(0, NAMED_WINDOWS).join(', ')})` : '';
   const text =
-    `the ${again.windows} windows this run fetched and no commit took (${again.rows} rows in ${again.requests} requests: ${named}) are fetched again ` +
+    `the ${again.windows} windows this run fetched and no commit took (${again.rows} rows in ${again.requests} requests: ${named})${failed} are fetched again ` +
     `by the next run, which resumes this one: a run on one machine keeps no fetched window once it ends (a distributed worker leaves its windows fetched for the next commit)`;
-  log.log('warn', 'run.not_committed', text, { ...again, ids: again.ids.slice(0, NAMED_WINDOWS) });
+  log.log('warn', 'run.not_committed', text, { ...again, ids: again.ids.slice(0, NAMED_WINDOWS), failed: again.failed.slice(0, NAMED_WINDOWS) });
   return error.fetchedAgain(text);
 }
 
