@@ -163,7 +163,7 @@ export async function refuseEndedTables(db: CatalogDb, names: readonly string[],
     if (voided === true || (typeof voided === 'function' && (await voided(name)))) continue;
     throw schemaChanged(
       `the lake's table ${name} was dropped by another DuckLake writer (snapshot ${at}) after this run was planned: chainlake's ledger still counts its rows as loaded, so a new table would silently lack them`,
-      `plan it again: on one machine run the job again, distributed enqueue it again once this run has ended (or \`chainlake catalog rebuild --catalog …\`); planning finds the table dropped, voids the ledger's claims on it and fetches its whole range again. Its rows stay readable in the snapshots before ${at} until they are expired`,
+      `plan it again: on one machine, run the job again (its planning finds the table dropped, voids the ledger's claims on it and fetches its whole range again); distributed, \`chainlake catalog rebuild --catalog …\` creates it again, empty, and deletes its watermarks, so the next enqueue fetches its whole range again. Its rows stay readable in the snapshots before ${at} until they are expired`,
     );
   }
 }
