@@ -77,7 +77,8 @@ type Ended = { id: number; name: string; ended: number; now: string | null; type
 /**
  * Refuses, before anything is written, to commit into a table whose columns another DuckLake writer changed in a way
  * chainlake's merge would silently undo or alter (it reads and writes the declared columns by name): a declared
- * table renamed or dropped, a declared column renamed, dropped, or given another type. `table` and `have` are the
+ * table renamed (or dropped while the ledger's claims on it stand), a declared column renamed, dropped, or given
+ * another type. `table` and `have` are the
  * table and its columns at the newest snapshot (none: the lake lacks the table). A lake nobody else changed costs
  * no query: the catalog's history is read only when a declared name is missing or a type differs, which is also
  * where a first commit creates a table or a newer declaration adds a column (their names have no history).
@@ -162,7 +163,7 @@ export async function refuseEndedTables(db: CatalogDb, names: readonly string[],
       );
     if (voided === true || (typeof voided === 'function' && (await voided(name)))) continue;
     throw schemaChanged(
-      `the lake's table ${name} was dropped by another DuckLake writer (snapshot ${at}) after this run was planned: chainlake's ledger still counts its rows as loaded, so a new table would silently lack them`,
+      `the lake's table ${name} was dropped by another DuckLake writer (snapshot ${at}) and no run has planned it since: chainlake's ledger still counts its rows as loaded, so a new table would silently lack them`,
       `plan it again: on one machine, run the job again (its planning finds the table dropped, voids the ledger's claims on it and fetches its whole range again); distributed, \`chainlake catalog rebuild --catalog …\` creates it again, empty, and deletes its watermarks, so the next enqueue fetches its whole range again. Its rows stay readable in the snapshots before ${at} until they are expired`,
     );
   }
