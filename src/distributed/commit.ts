@@ -46,7 +46,7 @@ import { mergeShape, type LakeState } from '../load/write/lake-state.js';
 import type { LakeColumn, LakeTable } from '../ducklake/reader.js';
 import { CONTROL_SCHEMA } from './control-plane.js';
 import { recordCommitted } from '../load/ledger/windows.js';
-import { advanceWatermark, raiseWatermarks, readWatermark } from '../load/ledger/watermarks.js';
+import { advanceWatermark, raiseWatermarks, readWatermark, unclaimed } from '../load/ledger/watermarks.js';
 import { closeEndedRuns } from './runs.js';
 import { ensureTable } from '../load/write/lake-tables.js';
 import type { Store } from './store.js';
@@ -91,6 +91,16 @@ export interface CommitDeps {
   /** Test seam: runs once a batch's merges are written, before its catalog transaction (another writer may commit then). */
   merged?: () => Promise<void>;
 }
+
+/**
+ * A table another DuckLake writer dropped is created again when the ledger has no mark of it: `enqueue` deleted them
+ * as it voided the claims (load/ledger/planning.ts voidClaims) and queued the whole range. With marks left, it was
+ * dropped after the run was planned, and the commit refuses (lake-tables.ts refuseEndedTables).
+ */
+const droppedUnclaimed =
+  (deps: CommitDeps) =>
+  (table: string): Promise<boolean> =>
+    unclaimed(LEDGER(deps.catalog), table);
 
 /** `attempt` again while another DuckLake writer changed the tables it read (againIfLakeChanged), saying so in the log. */
 function preparedAgain<T>(log: Logger, what: string, attempt: () => Promise<T>): Promise<T> {
@@ -274,7 +284,7 @@ async function commitBatchOnce(deps: CommitDeps, windows: readonly FetchedWindow
     // rejects has not needed yet.
     const decodedShapes = decode ? [...distinctDatasets(decode.datasets).map(decodedShape), REJECTS_SHAPE] : [];
     const shapes = new Map([...merges.map((m) => m.shape), ...datasets, ...decodedShapes].map((shape) => [shape.name, shape]));
-    for (const shape of shapes.values()) await ensureTable(deps.catalog, shape);
+    for (const shape of shapes.values()) await ensureTable(deps.catalog, shape, { voided: droppedUnclaimed(deps) });
     if (decode) decoding = await CommittedDecoding.open(deps, decode, decodedShapes);
     if (decoding) changes.read(decoding.readAt);
     await mergeBatch(deps, merges, changes, decode && decoding ? { decode, decoding } : undefined);
@@ -445,7 +455,7 @@ async function commitLeasedOnce(deps: CommitDeps, changes: readonly LeasedChange
   try {
     const tables: { tableName: string; files: StagedFile[]; replacePartitions: string[][] }[] = [];
     for (const change of changes) {
-      await ensureTable(deps.catalog, change.shape);
+      await ensureTable(deps.catalog, change.shape, { voided: droppedUnclaimed(deps) });
       const files: StagedFile[] = [];
       const replacePartitions: string[][] = [];
       for (const network of new Set([...change.fragments.keys(), ...(change.fresh?.keys() ?? []), ...(change.rewrite?.keys() ?? [])])) {

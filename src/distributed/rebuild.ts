@@ -169,8 +169,8 @@ async function storeOnly(location: string, connection: StoreConnection | undefin
 
 /**
  * Datasets the ledger says were committed but the newest snapshot has no table of: reported, and created again
- * (empty) under the lease, their watermarks deleted first (the void planning decides for a table gone with its
- * history, load/ledger/planning.ts voidClaims): the next enqueue plans their whole range, not only the blocks after
+ * (empty) under the lease, their watermarks deleted first (the void planning decides for a table another writer
+ * dropped, load/ledger/planning.ts voidClaims): the next enqueue plans their whole range, not only the blocks after
  * marks the new table would be taken to hold. Returns the tables of the newest snapshot (before any was created again).
  */
 async function recreateLostTables(lake: Rebuild): Promise<Set<string>> {

@@ -467,10 +467,10 @@ async function recordStart(job: Job, ctx: RunContext, prepared: Prepared): Promi
     await c.relocate();
     // The tables the run will write, created now if the lake lacks them: a fresh lake's first commit would otherwise
     // create them while windows fetch, where each of its statements waits for the busy event loop, and the commits
-    // after it wait for that one (docs/performance.md, "Commits"). A table another DuckLake writer renamed, dropped
-    // or retyped is refused here, before a request is sent and before the run is recorded.
-    // The watermarks of a table gone from the lake, history and all (planning voided them), go in the same
-    // transaction that makes it again: after it, nothing could tell they were void (ledger/planning.ts voidClaims).
+    // after it wait for that one (docs/performance.md, "Commits"). A table another DuckLake writer renamed or
+    // retyped is refused here, before a request is sent and before the run is recorded (dropped: see below).
+    // The watermarks of a table another writer dropped (planning voided them) go in the same transaction that makes
+    // it again: after it, nothing could tell they were void (ledger/planning.ts voidClaims).
     const shapes = [...new Set(windows.map((w) => w.def))].map(datasetShape);
     const voided = prepared.voided.map((v) => v.dataset);
     if (shapes.length > 0 || voided.length > 0)

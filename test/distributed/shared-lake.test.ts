@@ -135,55 +135,91 @@ describe.skipIf(missing !== null)(
       expect(plain(await chainlakeRows())).toEqual(plain(before));
     }, 180_000);
 
-    it("a table dropped and expired by another writer voids the ledger's claims: enqueue queues its whole range again, and says so", async () => {
-      const lake = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-expired') };
-      const doc = { ...jobDoc('nightly', ADDRESSES.slice(0, 2)), range: { incremental: true } };
-      const job = parseJob(doc, 'nightly', process.env);
-      const nightly = async (id: string, queuedThen?: () => Promise<void>) => {
-        const queued = await enqueueJob(job, doc, lake);
-        await queuedThen?.();
-        const report = await runWorker({ ...lake, id, account: 'w1', untilIdle: true, pollMs: 50 });
-        expect(report.windowsFailed).toBe(0);
-        return queued;
-      };
-      const ref = (statements: string[]) => withReference(lake.catalog, statements);
-      const rows = async () =>
-        new Map((await ref(['SELECT * EXCLUDE (_run_id, _ingested_at, confirmations) FROM ref.transactions'])).map((r) => [r.transaction_hash, json([r])]));
-      const client = await connect(lake.catalog);
-      try {
-        const marks = async () =>
-          (await client.query(`SELECT count(*)::int AS n, max(block)::int AS block FROM chainlake.watermarks WHERE dataset = 'transactions'`)).rows;
-        expect((await nightly('expired-1')).queued).toBeGreaterThan(0);
-        const before = await rows();
-        const [{ block }] = (await marks()) as [{ block: number }];
-        expect(before.size).toBeGreaterThan(0);
-        await ref([
-          'DROP TABLE ref.transactions',
-          "CALL ducklake_expire_snapshots('ref', older_than => now() + INTERVAL 1 HOUR)",
-          "CALL ducklake_cleanup_old_files('ref', cleanup_all => true)",
-        ]);
-        expect((await client.query(`SELECT count(*)::int AS n FROM ducklake.ducklake_table WHERE table_name = 'transactions'`)).rows).toEqual([{ n: 0 }]);
+    it.each([
+      { drop: 'dropped and expired', expire: true },
+      { drop: 'dropped (not expired)', expire: false },
+    ])(
+      "a table $drop by another writer voids the ledger's claims: enqueue queues its whole range again, and says so",
+      async ({ expire }) => {
+        const lake = { catalog: (await pg.database()).url, store: path.join(tmp.dir, expire ? 'store-expired' : 'store-dropped') };
+        const doc = { ...jobDoc('nightly', ADDRESSES.slice(0, 2)), range: { incremental: true } };
+        const job = parseJob(doc, 'nightly', process.env);
+        const nightly = async (id: string, queuedThen?: () => Promise<void>) => {
+          const queued = await enqueueJob(job, doc, lake);
+          await queuedThen?.();
+          const report = await runWorker({ ...lake, id, account: 'w1', untilIdle: true, pollMs: 50 });
+          expect(report.windowsFailed).toBe(0);
+          return queued;
+        };
+        const ref = (statements: string[]) => withReference(lake.catalog, statements);
+        const rows = async () =>
+          new Map((await ref(['SELECT * EXCLUDE (_run_id, _ingested_at, confirmations) FROM ref.transactions'])).map((r) => [r.transaction_hash, json([r])]));
+        const client = await connect(lake.catalog);
+        try {
+          const marks = async () =>
+            (await client.query(`SELECT count(*)::int AS n, max(block)::int AS block FROM chainlake.watermarks WHERE dataset = 'transactions'`)).rows;
+          expect((await nightly('expired-1')).queued).toBeGreaterThan(0);
+          const before = await rows();
+          const [{ block }] = (await marks()) as [{ block: number }];
+          expect(before.size).toBeGreaterThan(0);
+          const snapshot = async () => (await client.query(`SELECT max(snapshot_id)::int AS s FROM ducklake.ducklake_snapshot`)).rows[0]!.s as number;
+          const readable = await snapshot();
+          await ref([
+            'DROP TABLE ref.transactions',
+            ...(expire
+              ? ["CALL ducklake_expire_snapshots('ref', older_than => now() + INTERVAL 1 HOUR)", "CALL ducklake_cleanup_old_files('ref', cleanup_all => true)"]
+              : []),
+          ]);
+          const dropped = await snapshot();
+          expect((await client.query(`SELECT count(*)::int AS n FROM ducklake.ducklake_table WHERE table_name = 'transactions'`)).rows).toEqual([
+            { n: expire ? 0 : 1 },
+          ]);
 
-        const says = new RegExp(
-          `the ledger counts blocks up to ${block} of 2 scopes on mainnet of transactions as loaded, but the lake has no table transactions nor any record of one`,
-        );
-        const plan = await estimatePlan(job, { probe: false, ledger: controlPlanLedger(client, lake.catalog), verifyTarget: null });
-        expect(plan.voided).toEqual([{ dataset: 'transactions', scopes: 2, block, windows: 0 }]);
-        expect(formatPlan(plan)).toMatch(says);
+          const counted = `the ledger counts blocks up to ${block} of 2 scopes on mainnet of transactions as loaded, but `;
+          const says = new RegExp(
+            expire
+              ? `${counted}the lake has no table transactions nor any record of one`
+              : `${counted}another DuckLake writer dropped the lake's table transactions \\(snapshot ${dropped}\\): those claims are void, and transactions's whole range is fetched again into a new table; the dropped table's rows stay readable in the snapshots before the drop until they are expired \\(SELECT \\* FROM transactions AT \\(VERSION => ${readable}\\)\\)`,
+          );
+          const plan = await estimatePlan(job, { probe: false, ledger: controlPlanLedger(client, lake.catalog), verifyTarget: null });
+          expect(plan.voided).toEqual([{ dataset: 'transactions', scopes: 2, block, windows: 0, ...(expire ? {} : { dropped, readable }) }]);
+          expect(formatPlan(plan)).toMatch(says);
 
-        // The watermarks go with the run's record, before a commit makes the table again: a run whose windows fail
-        // leaves no mark that the table made again would be taken to hold.
-        const queued = await nightly('expired-2', async () => expect(await marks()).toEqual([{ n: 0, block: null }]));
-        expect(queued.voided?.map((v) => v.dataset)).toEqual(['transactions']);
-        expect(queued.queued).toBeGreaterThan(0);
-        const after = await rows();
-        expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
-        for (const [key, row] of before) expect(after.get(key), String(key)).toBe(row);
-        expect(await marks()).toEqual([{ n: 2, block }]);
-      } finally {
-        await client.end();
-      }
-    }, 180_000);
+          // The watermarks go with the run's record, before a commit makes the table again: a run whose windows fail
+          // leaves no mark that the table made again would be taken to hold.
+          const queued = await nightly('expired-2', async () => expect(await marks()).toEqual([{ n: 0, block: null }]));
+          expect(queued.voided?.map((v) => v.dataset)).toEqual(['transactions']);
+          expect(queued.queued).toBeGreaterThan(0);
+          const after = await rows();
+          expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
+          for (const [key, row] of before) expect(after.get(key), String(key)).toBe(row);
+          expect(await marks()).toEqual([{ n: 2, block }]);
+          if (expire) return;
+          // The time travel the message names reads the dropped table's rows, beside the table made again.
+          const old = await ref([`USE ref`, `SELECT * EXCLUDE (_run_id, _ingested_at, confirmations) FROM transactions AT (VERSION => ${readable})`]);
+          expect(new Map(old.map((r) => [r.transaction_hash, json([r])]))).toEqual(before);
+
+          // Dropped after a run was planned (its claims stand): the commit refuses rather than start an empty table the
+          // ledger's marks would be taken to hold, and says how to plan it again.
+          const full = jobDoc('full', ADDRESSES.slice(0, 2));
+          expect((await enqueueJob(parseJob(full, 'full', process.env), full, lake)).queued).toBeGreaterThan(0);
+          await ref(['DROP TABLE ref.transactions']);
+          const failed = await runWorker({ ...lake, id: 'dropped-late', account: 'w1', untilIdle: true, pollMs: 50 }).then(
+            () => undefined,
+            (e: unknown) => e as { code?: string; message: string; hint?: string },
+          );
+          expect(failed?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
+          expect(failed?.message).toMatch(
+            /the lake's table transactions was dropped by another DuckLake writer \(snapshot \d+\) and no run has planned it since/,
+          );
+          expect(failed?.hint).toMatch(/catalog rebuild --catalog/);
+          expect(await marks()).toEqual([{ n: 2, block }]);
+        } finally {
+          await client.end();
+        }
+      },
+      180_000,
+    );
 
     it("another writer's commit between the committer's merges and its catalog transaction is kept: the batch is merged again from the new rows", async () => {
       expect(days, 'the lake of the tests before').toBeDefined();

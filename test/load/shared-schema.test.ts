@@ -1,9 +1,10 @@
 // Another DuckLake writer (a user's DuckDB with the reference `ducklake` extension, ../shared/ducklake-ref/) changes
 // the columns of a table chainlake writes, as the spec lets it. A column it adds is followed: chainlake's next commit
-// and compact keep its values (a row fetched again too), and write it NULL in the rows they add. A table or a declared
-// column it renames, drops or retypes is refused before anything is written, with the statement that undoes it:
-// chainlake reads and writes its declared columns by name, so following would silently leave the renamed column
-// NULL, bring dropped values back, or start an empty table beside the renamed one (test/distributed/shared-lake.test.ts
+// and compact keep its values (a row fetched again too), and write it NULL in the rows they add. A table it renames,
+// or a declared column it renames, drops or retypes, is refused before anything is written, with the statement that
+// undoes it: chainlake reads and writes its declared columns by name, so following would silently leave the renamed
+// column NULL, bring dropped values back, or start an empty table beside the renamed one. A table it drops (expired
+// or not) voids the ledger's claims: the next run fetches its whole range again (test/distributed/shared-lake.test.ts
 // has the distributed lake's).
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -150,11 +151,6 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
       says: /the lake's table transactions was renamed to txs by another DuckLake writer/,
       undo: /ALTER TABLE "txs" RENAME TO "transactions"$/,
     },
-    {
-      change: 'the table dropped',
-      statements: ['DROP TABLE lake.transactions'],
-      says: /the lake's table transactions was dropped by another DuckLake writer/,
-    },
   ];
 
   it.each(REFUSED)('refuses $change before anything is written: the next commit and compact say what changed and how to undo it', async (c) => {
@@ -162,7 +158,7 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     await withRef(lake, c.statements);
     const snapshot = await snapshotOf(lake);
     const table = c.change.includes('table renamed') ? 'txs' : 'transactions';
-    const before = c.change.includes('table dropped') ? [] : await refRows(lake, table);
+    const before = await refRows(lake, table);
 
     const error = await runJob(job(lake, 3), { simulator: sim }).then(
       () => undefined,
@@ -173,8 +169,10 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     if (c.undo) expect(error?.hint).toMatch(c.undo);
     await expect(compactLake(new LakePaths(lake))).rejects.toMatchObject({ code: 'CHAINLAKE_SCHEMA_CHANGED' });
     expect(await snapshotOf(lake)).toBe(snapshot);
-    if (before.length) expect(json(await refRows(lake, table))).toBe(json(before));
+    expect(json(await refRows(lake, table))).toBe(json(before));
 
+    // A renamed table's rows are in the renamed table: its claims stand, the commit refuses it (above).
+    if (c.change.includes('table renamed')) expect((await estimatePlan(job(lake, 3), { simulator: sim, probe: false })).voided).toEqual([]);
     if (!c.undo) return;
     // The hint's statement undoes the change: the next commit goes through, and every row read before is still
     // there with its values (the renamed column's read by its field id, not lost).
@@ -186,8 +184,13 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     for (const [key, row] of renamedBack) expect(after.get(key), key).toBe(row);
   });
 
-  it("a table dropped and expired by another writer voids the ledger's claims: an incremental run fetches its whole range again, and says so", async () => {
-    const lake = path.join(dir, 'expired');
+  // One rule for a table another writer dropped, whether or not it expired the snapshots that knew it: before
+  // expiry, the message names the snapshot where the dropped table's rows still read.
+  it.each([
+    { drop: 'dropped and expired', expire: true },
+    { drop: 'dropped (not expired)', expire: false },
+  ])("a table $drop by another writer voids the ledger's claims: an incremental run fetches its whole range again, and says so", async ({ expire }) => {
+    const lake = path.join(dir, expire ? 'expired' : 'dropped');
     const nightly = parseJob(
       {
         name: 'nightly',
@@ -205,19 +208,34 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     expect(before.size).toBeGreaterThan(0);
     const marks = () => queryCatalog(lake, `SELECT count(*) AS n, max(block) AS block FROM watermarks WHERE dataset = 'transactions'`);
     const [{ block }] = (await marks()) as [{ block: bigint }];
-    // The reference's catalog then has no row of the table at all: nothing says it was there.
+    const readable = await snapshotOf(lake);
+    // Expired, the reference's catalog has no row of the table at all: nothing says it was there. Not expired, its
+    // ended rows name the drop, and the rows before it still read.
     await withRef(lake, [
       'DROP TABLE lake.transactions',
-      "CALL ducklake_expire_snapshots('lake', older_than => now() + INTERVAL 1 HOUR)",
-      "CALL ducklake_cleanup_old_files('lake', cleanup_all => true)",
+      ...(expire
+        ? ["CALL ducklake_expire_snapshots('lake', older_than => now() + INTERVAL 1 HOUR)", "CALL ducklake_cleanup_old_files('lake', cleanup_all => true)"]
+        : []),
     ]);
-    expect(await queryCatalog(lake, `SELECT count(*) AS n FROM ducklake_table WHERE table_name = 'transactions'`)).toEqual([{ n: 0n }]);
+    const dropped = await snapshotOf(lake);
+    const tableRows = await queryCatalog(lake, `SELECT count(*) AS n FROM ducklake_table WHERE table_name = 'transactions' AND end_snapshot IS NULL`);
+    expect(tableRows).toEqual([{ n: 0n }]);
+    expect(await queryCatalog(lake, `SELECT count(*) AS n FROM ducklake_table WHERE table_name = 'transactions'`)).toEqual([{ n: expire ? 0n : 1n }]);
 
+    const counted = `the ledger counts blocks up to ${block} of 2 scopes on mainnet of transactions as loaded, but `;
     const says = new RegExp(
-      `the ledger counts blocks up to ${block} of 2 scopes on mainnet of transactions as loaded, but the lake has no table transactions nor any record of one`,
+      expire
+        ? `${counted}the lake has no table transactions nor any record of one`
+        : `${counted}another DuckLake writer dropped the lake's table transactions \\(snapshot ${dropped}\\): those claims are void, and transactions's whole range is fetched again into a new table; the dropped table's rows stay readable in the snapshots before the drop until they are expired \\(SELECT \\* FROM transactions AT \\(VERSION => ${readable}\\)\\)`,
     );
+    // Until a run plans it, the ledger's claims stand: what writes or rewrites the table without planning refuses.
+    if (!expire)
+      await expect(compactLake(new LakePaths(lake))).rejects.toMatchObject({
+        code: 'CHAINLAKE_SCHEMA_CHANGED',
+        message: expect.stringMatching(/the lake's table transactions was dropped by another DuckLake writer \(snapshot \d+\) and no run has planned it since/),
+      });
     const plan = await estimatePlan(nightly, { simulator: sim, probe: false });
-    expect(plan.voided).toEqual([{ dataset: 'transactions', scopes: 2, block: Number(block), windows: 0 }]);
+    expect(plan.voided).toEqual([{ dataset: 'transactions', scopes: 2, block: Number(block), windows: 0, ...(expire ? {} : { dropped, readable }) }]);
     expect(plan.windows.length).toBeGreaterThan(0);
     expect(formatPlan(plan)).toMatch(says);
 
@@ -246,6 +264,11 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
     for (const [key, row] of before) expect(after.get(key), key).toBe(row);
     expect(await marks()).toEqual([{ n: 2n, block }]);
+    if (expire) return;
+    // The time travel the message names reads the dropped table's rows, beside the table made again.
+    const old = byKey(await withRef(lake, [`USE lake`, `SELECT * FROM transactions AT (VERSION => ${readable}) ORDER BY ALL`]));
+    expect([...old.keys()].sort()).toEqual([...before.keys()].sort());
+    for (const [key, row] of before) expect(old.get(key), key).toBe(row);
   });
 
   it("a table another writer emptied (DELETE without WHERE) is not voided: its rows are its writer's to delete; `verify` finds them gone and `--repair` fetches them again", async () => {

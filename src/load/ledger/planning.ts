@@ -33,8 +33,8 @@ export interface PlanningState {
   /** The highest head any run on this network recorded: where a search for the head starts. */
   lastHead?: number;
   /**
-   * Datasets whose rows the ledger counts as loaded while the lake has no record of their table (another DuckLake
-   * writer dropped it and expired its snapshots): their watermarks and resumed windows are left out of this state.
+   * Datasets whose rows the ledger counts as loaded while the lake has no current table of them (another DuckLake
+   * writer dropped it, and maybe expired its snapshots): their watermarks and resumed windows are left out of this state.
    */
   voided?: VoidedClaim[];
 }
@@ -118,16 +118,18 @@ function voidedBy(dialect: Dialect, report: string, dataset: string): string {
 }
 
 /**
- * The one decision, for both kinds of lake, on a dataset whose table the lake has no record of while the ledger
- * counts rows of it as loaded: another DuckLake writer dropped the table and expired the snapshots that knew it
- * (`ducklake_expire_snapshots` deletes a dropped table's catalog rows), so the next commit creates it again,
- * empty. Following the watermarks would then fetch only the blocks after them, and the lake would silently lack
- * everything before: the claims are void, and the dataset is planned as on an empty lake (its whole range, as an
- * incremental job's first run). A table dropped or renamed whose catalog rows are still there is not voided here: the
- * commit refuses it (load/write/lake-tables.ts refuseEndedTables). The run makes the void lasting before it
- * fetches (voidWatermarks): once the table is created again, nothing here could tell. A table emptied by a DELETE
- * is not voided: the table and its history are there, a writer's deletes are its own to make, and `chainlake verify`
- * finds the windows whose rows are gone (`--repair` fetches them again).
+ * The one decision, for both kinds of lake, on a dataset whose table the lake has no current row of while the ledger
+ * counts rows of it as loaded: another DuckLake writer dropped the table (whether or not it then expired the
+ * snapshots that knew it: `ducklake_expire_snapshots` deletes a dropped table's catalog rows), so the next commit
+ * creates it again, empty. Following the watermarks would then fetch only the blocks after them, and the lake would
+ * silently lack everything before: the claims are void, and the dataset is planned as on an empty lake (its whole
+ * range, as an incremental job's first run). The dropped table's rows stay readable in the snapshots before the drop
+ * until they are expired: the claim names the last one. A table another writer renamed is not voided: its rows are
+ * in the renamed table, and the commit refuses it with the statement that renames it back (load/write/lake-tables.ts
+ * refuseEndedTables). The run makes the void lasting before it fetches (voidWatermarks): once the table is created
+ * again, nothing here could tell; the commit creates a dropped table only while the ledger has no mark of it. A table
+ * emptied by a DELETE is not voided: the table and its history are there, a writer's deletes are its own to make,
+ * and `chainlake verify` finds the windows whose rows are gone (`--repair` fetches them again).
  */
 async function voidClaims(ledger: Ledger, lake: string, network: string, state: PlanningState): Promise<void> {
   // Every network's marks count: the table holds them all, and a mark of another network left behind would hold
@@ -136,23 +138,40 @@ async function voidClaims(ledger: Ledger, lake: string, network: string, state: 
   const resumed = [...(state.resume?.committed ?? [])].map((k) => k.split('|')[0]!);
   const claimed = [...new Set([...marked, ...resumed])];
   if (claimed.length === 0) return;
-  const known = new Set(
-    (
-      await ledger.db.query(
-        `SELECT DISTINCT t.table_name FROM ${lake}.ducklake_table t JOIN ${lake}.ducklake_schema s ON s.schema_id = t.schema_id AND s.schema_name = 'main'
-         WHERE t.table_name IN (SELECT unnest(CAST($1 AS VARCHAR[])))`,
-        [claimed],
-      )
-    ).map((r) => String(r.table_name)),
+  // Each claimed name's catalog rows, newest first, with the name its table id has now (a rename's) and, for an
+  // ended row, the last snapshot still kept that has it.
+  const rows = await ledger.db.query(
+    `SELECT t.table_name, t.end_snapshot,
+            (SELECT n.table_name FROM ${lake}.ducklake_table n WHERE n.table_id = t.table_id AND n.end_snapshot IS NULL) AS now,
+            (SELECT max(p.snapshot_id) FROM ${lake}.ducklake_snapshot p WHERE p.snapshot_id >= t.begin_snapshot AND p.snapshot_id < t.end_snapshot) AS readable
+     FROM ${lake}.ducklake_table t JOIN ${lake}.ducklake_schema s ON s.schema_id = t.schema_id AND s.schema_name = 'main'
+     WHERE t.table_name IN (SELECT unnest(CAST($1 AS VARCHAR[])))
+     ORDER BY t.end_snapshot DESC NULLS FIRST`,
+    [claimed],
   );
+  const fate = new Map<string, { dropped?: number; readable?: number } | 'kept'>();
+  for (const r of rows) {
+    const name = String(r.table_name);
+    if (fate.has(name)) continue;
+    // A current row, or a table renamed (its rows kept under another name, refused by the commit): claims stand.
+    if (r.end_snapshot === null || r.end_snapshot === undefined || (r.now !== null && r.now !== undefined)) fate.set(name, 'kept');
+    else fate.set(name, { dropped: Number(r.end_snapshot), ...(r.readable === null || r.readable === undefined ? {} : { readable: Number(r.readable) }) });
+  }
   const voided: VoidedClaim[] = [];
-  for (const dataset of claimed.filter((d) => !known.has(d)).sort()) {
+  for (const dataset of claimed.filter((d) => fate.get(d) !== 'kept').sort()) {
     const prefix = watermarkKey(dataset, network, '');
     const marks = [...state.watermarks].filter(([k]) => k.startsWith(prefix));
     for (const [k] of marks) state.watermarks.delete(k);
     const windows = [...(state.resume?.committed ?? [])].filter((k) => k.startsWith(`${dataset}|`));
     for (const k of windows) state.resume!.committed.delete(k);
-    voided.push({ dataset, scopes: marks.length, block: marks.length ? Math.max(...marks.map(([, b]) => b)) : null, windows: windows.length });
+    const drop = fate.get(dataset);
+    voided.push({
+      dataset,
+      scopes: marks.length,
+      block: marks.length ? Math.max(...marks.map(([, b]) => b)) : null,
+      windows: windows.length,
+      ...(drop && drop !== 'kept' ? drop : {}),
+    });
   }
   if (voided.length) state.voided = voided;
 }

@@ -4,7 +4,7 @@
  * DuckDB through the ledger's SQL (test/cli/command-registry.test.ts).
  */
 
-/** A dataset whose ledger claims are void: its table is not in the lake, nor in the lake's history. */
+/** A dataset whose ledger claims are void: another DuckLake writer dropped its table (and maybe expired its snapshots). */
 export interface VoidedClaim {
   dataset: string;
   /** This network's scopes that had a watermark. */
@@ -13,6 +13,10 @@ export interface VoidedClaim {
   block: number | null;
   /** Windows of the resumed run (and the runs it resumed) that the lake does not hold after all. */
   windows: number;
+  /** The snapshot that dropped the table, while the catalog still has its rows (none: expired, no record left). */
+  dropped?: number;
+  /** The last snapshot kept that has the dropped table: its rows read there (`AT (VERSION => readable)`). */
+  readable?: number;
 }
 
 /** What a log, a report, a plan and an enqueue say of a voided claim. */
@@ -21,5 +25,13 @@ export function voidedText(v: VoidedClaim, network: string): string {
     v.block === null ? '' : `blocks up to ${v.block} of ${v.scopes} scope${v.scopes === 1 ? '' : 's'} on ${network}`,
     v.windows ? `${v.windows} windows of the run resumed` : '',
   ].filter(Boolean);
-  return `the ledger counts ${claims.length ? claims.join(' and ') : 'rows'} of ${v.dataset} as loaded, but the lake has no table ${v.dataset} nor any record of one (another DuckLake writer dropped it and expired its snapshots): those claims are void, and ${v.dataset}'s whole range is fetched again`;
+  const counted = `the ledger counts ${claims.length ? claims.join(' and ') : 'rows'} of ${v.dataset} as loaded`;
+  const refetched = `those claims are void, and ${v.dataset}'s whole range is fetched again`;
+  if (v.dropped === undefined)
+    return `${counted}, but the lake has no table ${v.dataset} nor any record of one (another DuckLake writer dropped it and expired its snapshots): ${refetched}`;
+  const readable =
+    v.readable === undefined
+      ? 'no snapshot before the drop is kept'
+      : `the dropped table's rows stay readable in the snapshots before the drop until they are expired (SELECT * FROM ${v.dataset} AT (VERSION => ${v.readable}))`;
+  return `${counted}, but another DuckLake writer dropped the lake's table ${v.dataset} (snapshot ${v.dropped}): ${refetched} into a new table; ${readable}`;
 }

@@ -53,6 +53,14 @@ export async function raiseWatermarks(ledger: Ledger, runId: string, marks: read
 }
 
 /**
+ * Whether the ledger has no mark of `dataset` on any network: planning voided them (voidWatermarks) or nothing of it
+ * was committed yet, so a table another DuckLake writer dropped holds nothing the ledger counts as loaded.
+ */
+export async function unclaimed(ledger: Ledger, dataset: string): Promise<boolean> {
+  return (await ledger.db.query(`SELECT 1 FROM ${table(ledger)} WHERE dataset = $1 LIMIT 1`, [dataset])).length === 0;
+}
+
+/**
  * Deletes every network's marks of `datasets`, whose claims planning found void (planning.ts voidClaims): in the
  * run's start (one machine) or enqueue's transaction, before the table is made again, after which nothing could tell
  * the marks were void. Their runs and windows stay, as history.

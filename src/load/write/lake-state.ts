@@ -28,6 +28,7 @@ import {
 import { duckdbTypeOfTree } from '../../ducklake/types.js';
 import { ident, literal, literalList } from '../sql.js';
 import { ensureTable, refuseEndedTables, refuseSchemaChanges, tableMatches } from './lake-tables.js';
+import { unclaimed } from '../ledger/watermarks.js';
 import { STAGED_PARTITION, type TableShape } from '../schema.js';
 import type { LakePartitions } from './lake-partitions.js';
 import { fileBlockSpans } from './replace.js';
@@ -261,7 +262,7 @@ type Listed = { tables: LakeTable[]; columns: Map<number, LakeColumn[]> };
 
 /**
  * Creates the tables of `shapes` the lake lacks (or that lack a column of this declaration); the newest snapshot
- * after, and its tables when nothing had to be created.
+ * after, and its tables when nothing had to be created. On one machine: the ledger is in `db`.
  */
 export async function ensureTables(db: CatalogDb, shapes: readonly TableShape[]): Promise<{ snapshot: number; listed?: Listed }> {
   const snapshot = (await currentSnapshot(db)).snapshotId;
@@ -274,7 +275,10 @@ export async function ensureTables(db: CatalogDb, shapes: readonly TableShape[])
     return !table || !tableMatches(columns.get(table.tableId) ?? [], shape);
   });
   if (missing.length === 0) return { snapshot, listed: { tables: listed, columns } };
-  for (const shape of missing) await ensureTable(db, shape);
+  // A table another DuckLake writer dropped is created again once the ledger has no mark of it: the run's start
+  // deleted them as planning voided its claims (load/ledger/planning.ts voidClaims), in this transaction. With marks
+  // left, it was dropped after the run was planned, and the commit refuses (refuseEndedTables).
+  for (const shape of missing) await ensureTable(db, shape, { voided: (t) => unclaimed({ db }, t) });
   return { snapshot: (await currentSnapshot(db)).snapshotId };
 }
 

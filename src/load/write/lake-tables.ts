@@ -32,17 +32,25 @@ export function tableColumns(shape: TableShape): ColumnSpec[] {
 }
 
 /**
+ * Whether the ledger's claims on a table are void (load/ledger/planning.ts voidClaims): then a table another DuckLake
+ * writer dropped is created again, empty, for the run that fetches its whole range again. Asked only when the lake
+ * lacks the table and its catalog has ended rows of it.
+ */
+export type ClaimsVoid = boolean | ((table: string) => Promise<boolean>);
+
+/**
  * Creates the dataset's table unless the catalog has it, and adds the columns a newer declaration has and the
  * table lacks (an upgrade of chainlake), so that no fetched value is left out of the files. Another DuckLake
- * writer's change to the table or to a column chainlake declares is refused first (refuseSchemaChanges), but with
- * `recreate` a table it dropped is created again. One committer at a time (the lease).
+ * writer's change to the table or to a column chainlake declares is refused first (refuseSchemaChanges); a table it
+ * dropped is created again when `voided` says the ledger's claims on it are void, and with `recreate` (a distributed
+ * `catalog rebuild`) whatever happened to it. One committer at a time (the lease).
  */
-export async function ensureTable(catalog: CatalogDb, shape: TableShape, opts: { recreate?: boolean } = {}): Promise<void> {
+export async function ensureTable(catalog: CatalogDb, shape: TableShape, opts: { recreate?: boolean; voided?: ClaimsVoid } = {}): Promise<void> {
   const snapshot = await currentSnapshot(catalog);
   const table = (await listTables(catalog, snapshot.snapshotId)).find((t) => t.name === shape.name && t.schema.name === 'main');
   const have = table ? await listColumns(catalog, table.tableId, snapshot.snapshotId) : [];
   // `recreate`: a distributed `catalog rebuild` creates a dropped table again on purpose, and names what it held.
-  if (table || !opts.recreate) await refuseSchemaChanges(catalog, shape, table, have);
+  if (table || !opts.recreate) await refuseSchemaChanges(catalog, shape, table, have, opts.voided);
   if (table) {
     const missing = tableColumns(shape).filter((c) => !have.some((h) => h.name === c.name));
     if (missing.length)
@@ -69,14 +77,21 @@ type Ended = { id: number; name: string; ended: number; now: string | null; type
 /**
  * Refuses, before anything is written, to commit into a table whose columns another DuckLake writer changed in a way
  * chainlake's merge would silently undo or alter (it reads and writes the declared columns by name): a declared
- * table renamed or dropped, a declared column renamed, dropped, or given another type. `table` and `have` are the
+ * table renamed (or dropped while the ledger's claims on it stand), a declared column renamed, dropped, or given
+ * another type. `table` and `have` are the
  * table and its columns at the newest snapshot (none: the lake lacks the table). A lake nobody else changed costs
  * no query: the catalog's history is read only when a declared name is missing or a type differs, which is also
  * where a first commit creates a table or a newer declaration adds a column (their names have no history).
  * Columns another writer added are the merge's to keep; they are not chainlake's business here.
  */
-export async function refuseSchemaChanges(db: CatalogDb, shape: TableShape, table: LakeTable | undefined, have: readonly LakeColumn[]): Promise<void> {
-  if (!table) return refuseEndedTables(db, [shape.name]);
+export async function refuseSchemaChanges(
+  db: CatalogDb,
+  shape: TableShape,
+  table: LakeTable | undefined,
+  have: readonly LakeColumn[],
+  voided?: ClaimsVoid,
+): Promise<void> {
+  if (!table) return refuseEndedTables(db, [shape.name], voided);
   const declared = tableColumns(shape);
   const missing = declared.filter((c) => !have.some((h) => h.name === c.name));
   const retyped = declared.filter((c) => {
@@ -123,26 +138,35 @@ function schemaChanged(message: string, hint: string): ChainlakeError {
 
 /**
  * Refuses when a table of `names`, which the lake lacks at its newest snapshot, was there before: another writer
- * renamed or dropped it (chainlake never does). One query for all of them; none when `names` is empty.
+ * renamed it (its rows are in the renamed table, which a new one beside it would lack), or dropped it while the
+ * ledger still counts its rows as loaded (`voided` says otherwise when planning voided those claims: the run that
+ * fetches its whole range again creates it). chainlake does neither. One query for all of them; none when `names`
+ * is empty.
  */
-export async function refuseEndedTables(db: CatalogDb, names: readonly string[]): Promise<void> {
+export async function refuseEndedTables(db: CatalogDb, names: readonly string[], voided: ClaimsVoid = false): Promise<void> {
   if (names.length === 0) return;
-  const [gone] = await db.query(
+  const ended = await db.query(
     `SELECT t.table_name, t.end_snapshot, (SELECT n.table_name FROM ducklake_table n WHERE n.table_id = t.table_id AND n.end_snapshot IS NULL) AS now
      FROM ducklake_table t JOIN ducklake_schema s ON s.schema_id = t.schema_id AND s.schema_name = 'main'
-     WHERE t.table_name IN (${names.map(literal).join(', ')}) AND t.end_snapshot IS NOT NULL ORDER BY t.end_snapshot DESC LIMIT 1`,
+     WHERE t.table_name IN (${names.map(literal).join(', ')}) AND t.end_snapshot IS NOT NULL ORDER BY t.end_snapshot DESC`,
   );
-  if (!gone) return;
-  const [name, ended, now] = [String(gone.table_name), Number(gone.end_snapshot), gone.now === null || gone.now === undefined ? null : String(gone.now)];
-  if (now !== null)
+  const seen = new Set<string>();
+  for (const gone of ended) {
+    const [name, at, now] = [String(gone.table_name), Number(gone.end_snapshot), gone.now === null || gone.now === undefined ? null : String(gone.now)];
+    // Its newest ended row says what became of it.
+    if (seen.has(name)) continue;
+    seen.add(name);
+    if (now !== null)
+      throw schemaChanged(
+        `the lake's table ${name} was renamed to ${now} by another DuckLake writer (snapshot ${at}): chainlake writes ${name} by that name, and would start a new table beside it that lacks every row loaded so far`,
+        `rename it back in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(now)} RENAME TO ${ident(name)}`,
+      );
+    if (voided === true || (typeof voided === 'function' && (await voided(name)))) continue;
     throw schemaChanged(
-      `the lake's table ${name} was renamed to ${now} by another DuckLake writer (snapshot ${ended}): chainlake writes ${name} by that name, and would start a new table beside it that lacks every row loaded so far`,
-      `rename it back in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(now)} RENAME TO ${ident(name)}`,
+      `the lake's table ${name} was dropped by another DuckLake writer (snapshot ${at}) and no run has planned it since: chainlake's ledger still counts its rows as loaded, so a new table would silently lack them`,
+      `plan it again: on one machine, run the job again (its planning finds the table dropped, voids the ledger's claims on it and fetches its whole range again); distributed, \`chainlake catalog rebuild --catalog …\` creates it again, empty, and deletes its watermarks, so the next enqueue fetches its whole range again. Its rows stay readable in the snapshots before ${at} until they are expired`,
     );
-  throw schemaChanged(
-    `the lake's table ${name} was dropped by another DuckLake writer (snapshot ${ended}): chainlake's ledger still counts its rows as loaded, so a new table would silently lack them`,
-    `a distributed lake: \`chainlake catalog rebuild --catalog …\` creates it again, empty, and names the committed windows whose rows it held; a lake on one machine: load the dataset into a new lake`,
-  );
+  }
 }
 
 /**
