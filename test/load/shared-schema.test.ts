@@ -28,6 +28,7 @@ import { STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
 import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
 import { REFERENCE_DIR, withReference } from '../ducklake/helpers.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
+import { onTestHook } from '../../src/load/test-hooks.js';
 
 const HAS_REF = existsSync(path.join(REFERENCE_DIR, 'ducklake.duckdb_extension'));
 if (!HAS_REF) console.warn(`shared-schema tests skipped: the reference ducklake extension is not at ${REFERENCE_DIR} (see its README)`);
@@ -269,6 +270,41 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     const old = byKey(await withRef(lake, [`USE lake`, `SELECT * FROM transactions AT (VERSION => ${readable}) ORDER BY ALL`]));
     expect([...old.keys()].sort()).toEqual([...before.keys()].sort());
     for (const [key, row] of before) expect(old.get(key), key).toBe(row);
+  });
+
+  it('a table another writer drops while a run fetches is refused at the commit, nothing written; the next run voids the claims and fetches it whole', async () => {
+    const lake = await lakeOf('late-drop');
+    const before = byKey(await refRows(lake));
+    const marks = () => queryCatalog(lake, `SELECT count(*) AS n, max(block) AS block FROM watermarks WHERE dataset = 'transactions'`);
+    const marked = await marks();
+    let dropped: number | undefined;
+    // Planned and started with the table there; dropped by the reference while the run stages its first window.
+    onTestHook(async (step) => {
+      if (step !== 'stage-write' || dropped !== undefined) return;
+      await withRef(lake, ['DROP TABLE lake.transactions']);
+      dropped = await snapshotOf(lake);
+    });
+    const error = await runJob(job(lake, 3), { simulator: sim }).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string; message: string },
+    );
+    onTestHook();
+    expect(dropped).toBeDefined();
+    expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
+    expect(error?.message).toMatch(/the lake's table transactions was dropped by another DuckLake writer \(snapshot \d+\) and no run has planned it since/);
+    // Nothing written: no snapshot after the drop, no table made again, the marks as they were.
+    expect(await snapshotOf(lake)).toBe(dropped);
+    expect(await queryCatalog(lake, `SELECT count(*) AS n FROM ducklake_table WHERE table_name = 'transactions' AND end_snapshot IS NULL`)).toEqual([
+      { n: 0n },
+    ]);
+    expect(await marks()).toEqual(marked);
+
+    const report = await runJob(job(lake, 3), { simulator: sim });
+    expect(report.status).toBe('complete');
+    expect(report.voided?.map((v) => v.dataset)).toEqual(['transactions']);
+    const after = byKey(await refRows(lake));
+    expect(after.size).toBeGreaterThan(before.size);
+    for (const [key, row] of before) expect(after.get(key), key).toBe(row);
   });
 
   it("a table another writer emptied (DELETE without WHERE) is not voided: its rows are its writer's to delete; `verify` finds them gone and `--repair` fetches them again", async () => {
