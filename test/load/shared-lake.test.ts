@@ -192,6 +192,35 @@ describe.skipIf(!HAS_REF)('a lake shared with the reference DuckLake extension (
     expect(json(await refRows(lake))).toBe(json(before));
     expect(json(await chainlakeRows(lake))).toBe(json(before));
   });
+  it("keeps the rows another writer wrote into _rejects and drops those it deleted: compact writes them out, chainlake's reader reads what the reference reads", async () => {
+    const rejects = () => withRef(lake, ['SELECT * EXCLUDE (entry), CAST(entry AS VARCHAR) AS entry FROM lake._rejects ORDER BY ALL']);
+    const reject = (field: string) =>
+      `('transactions', 'reference', '${field}', '"x"', 'checked by hand', '{"k": 1}', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00', 'mainnet', DATE '2026-01-01')`;
+    await withRef(lake, [
+      `INSERT INTO lake._rejects (dataset, "window", field, raw_value, reason, entry, _run_id, _ingested_at, network, run_date) VALUES ${['a', 'b', 'c'].map(reject).join(', ')}`,
+    ]);
+    await withRef(lake, [`DELETE FROM lake._rejects WHERE field = 'b'`]);
+    const before = await rejects();
+    expect(before.map((r) => r.field)).toEqual(['a', 'c']);
+    const fields = async () => {
+      const reader = await openLakeReader(new LakePaths(lake));
+      try {
+        return (await reader.conn.runAndReadAll('SELECT field FROM _rejects ORDER BY field')).getRowsJS().map((r) => String(r[0]));
+      } finally {
+        reader.close();
+      }
+    };
+    expect(await fields()).toEqual(['a', 'c']);
+    const report = await compactLake(new LakePaths(lake));
+    expect(report.partitions).toBeGreaterThanOrEqual(1);
+    expect(json(await rejects())).toBe(json(before));
+    expect(await fields()).toEqual(['a', 'c']);
+    const files = await withRef(lake, [
+      `SELECT count(*) AS n FROM __ducklake_metadata_lake.ducklake_data_file f JOIN __ducklake_metadata_lake.ducklake_table t USING (table_id)
+       WHERE t.table_name = '_rejects' AND t.end_snapshot IS NULL AND f.end_snapshot IS NULL`,
+    ]);
+    expect(files).toEqual([{ n: 1n }]);
+  });
 });
 
 describe.skipIf(!HAS_REF)('decoding logs another DuckLake writer changed (single machine)', () => {
