@@ -60,12 +60,22 @@ let dir: string;
 let cleanup: () => Promise<void>;
 let addresses: string[];
 
-const job = (lake: string, count: number) =>
+/** The first `count` addresses' transactions; `incremental`, as a nightly job: from the ledger's marks. */
+const job = (lake: string, count: number, opts: { incremental?: boolean } = {}) =>
   parseJob(
-    { name: 'schema', target: 'simulator', lake, concurrency: 4, datasets: { transactions: { addresses: addresses.slice(0, count) } } },
+    {
+      name: opts.incremental ? 'nightly' : 'schema',
+      target: 'simulator',
+      lake,
+      concurrency: 4,
+      ...(opts.incremental ? { range: { incremental: true } } : {}),
+      datasets: { transactions: { addresses: addresses.slice(0, count) } },
+    },
     'shared-schema-test',
     process.env,
   );
+/** The ledger's marks of transactions: how many, and the highest. */
+const marksOf = (lake: string) => queryCatalog(lake, `SELECT count(*) AS n, max(block) AS block FROM watermarks WHERE dataset = 'transactions'`);
 /** A lake of the first address's transactions; the next commit adds the other two's (in the same days). */
 async function lakeOf(name: string): Promise<string> {
   const lake = path.join(dir, name);
@@ -192,22 +202,11 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     { drop: 'dropped (not expired)', expire: false },
   ])("a table $drop by another writer voids the ledger's claims: an incremental run fetches its whole range again, and says so", async ({ expire }) => {
     const lake = path.join(dir, expire ? 'expired' : 'dropped');
-    const nightly = parseJob(
-      {
-        name: 'nightly',
-        target: 'simulator',
-        lake,
-        concurrency: 4,
-        range: { incremental: true },
-        datasets: { transactions: { addresses: addresses.slice(0, 2) } },
-      },
-      'shared-schema-test',
-      process.env,
-    );
+    const nightly = job(lake, 2, { incremental: true });
     expect((await runJob(nightly, { simulator: sim })).status).toBe('complete');
     const before = byKey(await refRows(lake));
     expect(before.size).toBeGreaterThan(0);
-    const marks = () => queryCatalog(lake, `SELECT count(*) AS n, max(block) AS block FROM watermarks WHERE dataset = 'transactions'`);
+    const marks = () => marksOf(lake);
     const [{ block }] = (await marks()) as [{ block: bigint }];
     const readable = await snapshotOf(lake);
     // Expired, the reference's catalog has no row of the table at all: nothing says it was there. Not expired, its
@@ -275,7 +274,7 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
   it('a table another writer drops while a run fetches is refused at the commit, nothing written; the next run voids the claims and fetches it whole', async () => {
     const lake = await lakeOf('late-drop');
     const before = byKey(await refRows(lake));
-    const marks = () => queryCatalog(lake, `SELECT count(*) AS n, max(block) AS block FROM watermarks WHERE dataset = 'transactions'`);
+    const marks = () => marksOf(lake);
     const marked = await marks();
     let dropped: number | undefined;
     // Planned and started with the table there; dropped by the reference while the run stages its first window.
@@ -309,18 +308,7 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
 
   it("a table another writer emptied (DELETE without WHERE) is not voided: its rows are its writer's to delete; `verify` finds them gone and `--repair` fetches them again", async () => {
     const lake = path.join(dir, 'emptied');
-    const nightly = parseJob(
-      {
-        name: 'nightly',
-        target: 'simulator',
-        lake,
-        concurrency: 4,
-        range: { incremental: true },
-        datasets: { transactions: { addresses: addresses.slice(0, 1) } },
-      },
-      'shared-schema-test',
-      process.env,
-    );
+    const nightly = job(lake, 1, { incremental: true });
     expect((await runJob(nightly, { simulator: sim })).status).toBe('complete');
     const before = byKey(await refRows(lake));
     await withRef(lake, ['DELETE FROM lake.transactions']);
