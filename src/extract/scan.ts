@@ -18,6 +18,7 @@
  */
 
 import { isUtf8 } from 'node:buffer';
+import { bugError } from '../errors.js';
 
 /** The value of a field in an entry: */
 export const ABSENT = 0;
@@ -63,6 +64,17 @@ export class ScannedList {
     readonly unknown: readonly UnknownKey[],
   ) {}
 
+  /** Set once the body's buffer is given back for another body (body-pool.ts `releaseBody`): reading is a bug. */
+  private retired = false;
+
+  retire(): void {
+    this.retired = true;
+  }
+
+  private check(): void {
+    if (this.retired) throw bugError('a page body was read after staging gave its buffer back for another body');
+  }
+
   tag(entry: number, field: number): number {
     return this.tags[entry * this.fields.length + field]!;
   }
@@ -78,6 +90,7 @@ export class ScannedList {
 
   /** The field's value as the parsed entry holds it (`undefined` when absent). */
   value(entry: number, field: number): unknown {
+    this.check();
     const slot = entry * this.fields.length + field;
     const s = this.spans[2 * slot]!,
       e = this.spans[2 * slot + 1]!;
@@ -97,11 +110,13 @@ export class ScannedList {
 
   /** The list as JSON.parse gives it. */
   parse(): unknown[] {
+    this.check();
     return JSON.parse(this.bytes.toString('utf8', this.start, this.end)) as unknown[];
   }
 
   /** The body's text with the list replaced by `[]`: JSON.parse of it is the parsed body, but for the list. */
   envelopeText(): string {
+    this.check();
     return `${this.bytes.toString('utf8', 0, this.start)}[]${this.bytes.toString('utf8', this.end)}`;
   }
 }

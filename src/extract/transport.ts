@@ -6,6 +6,7 @@ import { ApiError, redactUrl, type ApiErrorDetails, type FailureKind, type Failu
 import { QuotaReachedError, type QuotaGate } from './quota.js';
 import { RateLimiter } from './rate-limiter.js';
 import { bodySha256, describeCall, type RequestRecord } from './request-log.js';
+import { readBody } from './body-pool.js';
 import { scanList, type ListScan, type ScannedList } from './scan.js';
 
 export interface RetryPolicy {
@@ -352,7 +353,7 @@ export class HttpTransport {
         body: req.body,
         signal: abort.signal,
       });
-      return { statusCode: res.statusCode, headers: res.headers, bytes: Buffer.from(await res.body.arrayBuffer()) };
+      return { statusCode: res.statusCode, headers: res.headers, bytes: await readBody(res.body, Number(res.headers['content-length']) || undefined) };
     } catch (cause) {
       if (abort.signal.reason instanceof RequestInterrupted) throw abort.signal.reason;
       const code = abort.signal.aborted ? 'CHAINLAKE_TOTAL_TIMEOUT' : ((cause as { code?: string }).code ?? (cause as Error).name);

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { Accounting } from '../extract/accounting.js';
+import { releaseBody } from '../extract/body-pool.js';
 import { unreachableOrigin } from '../extract/errors.js';
 import { endpointPageFetcher, type MetaPage } from '../extract/endpoint.js';
 import type { ExplorerClient } from '../extract/explorer.js';
@@ -85,8 +86,8 @@ export interface ExecuteDeps {
   /** Live counters the run reads for progress; created here when not given. */
   acct?: Accounting;
   progress?: WindowProgress;
-  /** Called after each page is staged, with its row and reject counts and the size of its body as received. */
-  onPage?: (rows: number, rejects: number, bytes: number) => void;
+  /** Called after each page is staged, with its row and reject counts. */
+  onPage?: (rows: number, rejects: number) => void;
   /** The run's block times shared beyond this process (a distributed run's, in the control plane: see blockTimes). */
   blockTimes?: BlockTimeBook;
 }
@@ -210,10 +211,12 @@ async function stagePage(outcome: WindowOutcome, page: FetchedPage, ordinals: Or
     outcome.rows += accepted.rows;
     outcome.receivedRows += accepted.rows;
     if (fromScan) outcome.scannedRows += accepted.rows;
-    deps.onPage?.(accepted.rows, 0, page.raw!.bytes.length);
+    deps.onPage?.(accepted.rows, 0);
     return;
   }
   const { rows, rejects } = deps.transformer.transform(page.entries, w.id, context);
+  // The rows hold values of their own: the body's buffer serves the next body (body-pool.ts).
+  if (page.raw) releaseBody(page.raw);
   // Opened at its first rows: most windows stage every page as received and never write one.
   if (rows.length) await (outcome.stage ??= await StageFile.open(files.rows)).writeRows(rows);
   outcome.rows += rows.length;
@@ -222,7 +225,7 @@ async function stagePage(outcome: WindowOutcome, page: FetchedPage, ordinals: Or
     await outcome.rejectStage.writeRejects(rejects);
     outcome.rejects += rejects.length;
   }
-  deps.onPage?.(rows.length, rejects.length, page.raw?.bytes.length ?? 0);
+  deps.onPage?.(rows.length, rejects.length);
 }
 
 /**

@@ -1,3 +1,4 @@
+import { drainBodyPool } from '../extract/body-pool.js';
 /** A full garbage collection, asked for at the points where a run leaves much garbage behind. */
 export type Collector = (opts?: { release?: boolean }) => void;
 
@@ -18,21 +19,14 @@ export function collectGarbage(opts: { release?: boolean } = {}): void {
 }
 
 /**
- * Response bodies handled between two full collections while a run fetches (see GarbagePacer): the largest
- * interval that kept the memory bench's peak down at no cost in speed (docs/performance.md, "Runtime tuning").
- */
-export const GARBAGE_EVERY_BYTES = 24 * 1024 * 1024;
-
-/**
- * A full collection after every `everyBytes` of response bodies the run has handled. Pages arrive faster than V8
- * collects their buffers: it starts marking once external memory has grown well past the last collection and
- * keeps allocating meanwhile, so dead page buffers piled up beside the heap while fetching.
+ * A full collection after every `everyBytes` the caller counts (the query command's written results: see
+ * src/cli/commands/query.ts), for output that V8 would otherwise let pile up beside the heap.
  */
 export class GarbagePacer {
   private since = 0;
 
   constructor(
-    private readonly everyBytes: number = GARBAGE_EVERY_BYTES,
+    private readonly everyBytes: number,
     private readonly collect: () => void = () => collectGarbage(),
   ) {}
 
@@ -56,16 +50,20 @@ export function setReceivingHook(hook: ReceivingHook | undefined): void {
 }
 
 /**
- * Runs `fetch` as a phase in which response bodies come in and are paced by a GarbagePacer. The CLI's runtime
- * tuning lets V8's old generation grow further during it, since the paced collections bound what dead bodies
- * hold, and gives V8 back its own growth when the last such phase in the process ends: afterwards the commits'
- * statement results are what V8's own collections free, and they hold DuckDB memory.
+ * Runs `fetch` as a phase in which response bodies come in, in buffers the body pool lends and takes back
+ * (src/extract/body-pool.ts). The CLI's runtime tuning lets V8's old generation grow further during it, since
+ * the bodies leave no garbage to bound, and gives V8 back its own growth when the last such phase in the process
+ * ends: afterwards the commits' statement results are what V8's own collections free, and they hold DuckDB
+ * memory. Then the pool's spare buffers are dropped too.
  */
 export async function receivingBodies<T>(fetch: () => Promise<T>): Promise<T> {
   if (receivers++ === 0) receivingHook?.(true);
   try {
     return await fetch();
   } finally {
-    if (--receivers === 0) receivingHook?.(false);
+    if (--receivers === 0) {
+      drainBodyPool();
+      receivingHook?.(false);
+    }
   }
 }

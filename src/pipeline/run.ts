@@ -32,7 +32,7 @@ import { effectiveJob, localPlanLedger, pagerOptionsOf, windowsToFetch, type Pre
 import type { FoundHead } from '../extract/head.js';
 import { WINDOW_ROWS, isProvisional, windowIdOf, type Window } from './plan.js';
 import { emptyDatasetReport, interruptedSummary, sumReports, type DatasetReport, type RunReport } from './report.js';
-import { GarbagePacer, receivingBodies } from './garbage.js';
+import { receivingBodies } from './garbage.js';
 
 export interface RunOptions extends Pick<SourceOptions, 'simulator' | 'transport' | 'transportInstance'> {
   logger?: Logger;
@@ -528,7 +528,6 @@ async function fetchWindows(windows: readonly Window[], step: FetchStep): Promis
   const slots: FetchSlots = {
     pager: pagerOptionsOf(job.source, job.what.range.fixedChunks ? undefined : (step.windowRows ?? WINDOW_ROWS)),
     log: interruptionAsDebug(log, signal),
-    garbage: new GarbagePacer(),
     nextIndex: 0,
     fetched: { outcomes: [], cutShort: [], notStarted: 0 },
   };
@@ -541,7 +540,6 @@ async function fetchWindows(windows: readonly Window[], step: FetchStep): Promis
 interface FetchSlots {
   pager: ReturnType<typeof pagerOptionsOf>;
   log: Logger;
-  garbage: GarbagePacer;
   /** The index of the next window started, for its staging names. */
   nextIndex: number;
   fetched: Fetched;
@@ -604,11 +602,10 @@ function fetchWindow(w: Window, step: FetchStep, slots: FetchSlots): Promise<Win
     log: slots.log,
     acct,
     progress,
-    onPage: (rows, rejects, bytes) => {
+    onPage: (rows, rejects) => {
       if (signal?.aborted) throw new Error('interrupted');
       liveDs.rows += rows;
       liveDs.rejects += rejects;
-      slots.garbage.add(bytes);
     },
   });
 }

@@ -8,6 +8,7 @@ import { JOURNAL_FILE } from './journal.js';
 import { STAGED_PARTITION } from '../schema.js';
 import { testHook } from '../test-hooks.js';
 import { bugError } from '../../errors.js';
+import { releaseBody } from '../../extract/body-pool.js';
 
 /**
  * Appends one window's typed rows to an NDJSON file under the run's staging folder. Writes honour stream
@@ -44,13 +45,15 @@ export class StageFile {
   }
 
   /** Writes the chunks as one corked batch (one writev, no concatenated copy), then honours backpressure. */
-  private async writeAll(chunks: readonly (string | Buffer)[]): Promise<void> {
+  private async writeAll(chunks: readonly (string | Buffer)[], written?: () => void): Promise<void> {
     const stream = this.stream;
     if (!stream) throw bugError(`stage file ${this.file} written after it was closed`);
     if (stream.errored) throw stream.errored;
     stream.cork();
     let ok = true;
-    for (const c of chunks) ok = stream.write(c) && ok;
+    chunks.forEach((c, i) => {
+      ok = (i === chunks.length - 1 && written ? stream.write(c, written) : stream.write(c)) && ok;
+    });
     stream.uncork();
     if (!ok) await settled(stream, 'drain');
   }
@@ -101,7 +104,8 @@ export class StageFile {
     if (page.upperCaseHex) this.upperCaseHex = true;
     this.maxLineBytes = Math.max(this.maxLineBytes, head.length + body.length + PAGE_END.length);
     this.pageBytes += head.length + body.length + PAGE_END.length;
-    await this.writeAll([head, body, PAGE_END]);
+    // Nothing reads the body after staging: its buffer serves the next body once written (body-pool.ts).
+    await this.writeAll([head, body, PAGE_END], () => releaseBody(raw));
     await testHook('stage-write');
   }
 
