@@ -80,8 +80,8 @@ export const HEAP_GROWING_PERCENT = 200;
  * collection before V8 starts the next one. V8 counts the memory of buffers that outlived a young-generation
  * collection (bodies in flight, pages being staged) against the old generation's limit, which it sets little
  * above the live heap: while pages came in it marked the whole heap again after every few megabytes of bodies,
- * and that marking was a large share of a run's CPU. What dead bodies hold is bounded by the paced collections
- * (GarbagePacer) instead. When the run stops fetching V8 gets its own growth back (0: V8 computes it), so that
+ * and that marking was a large share of a run's CPU. Bodies themselves leave nothing dead behind: their buffers
+ * are used again (src/extract/body-pool.ts). When the run stops fetching V8 gets its own growth back (0: V8 computes it), so that
  * its collections go on freeing the commits' statement results, which hold DuckDB memory. V8 reads the value
  * whenever it sets a new limit, after each full collection.
  */
