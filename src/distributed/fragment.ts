@@ -12,6 +12,7 @@ import { UNREACHABLE_HINT } from '../extract/errors.js';
 import { countsOf, executeWindow, stagedOf, type Clients } from '../pipeline/execute.js';
 import type { Job } from '../pipeline/job.js';
 import type { Logger } from '../pipeline/log.js';
+import { receivingBodies } from '../pipeline/garbage.js';
 import type { PagerOptions } from '../extract/pager.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { rejectsSelect, stagedSelect } from '../load/write/commit.js';
@@ -98,16 +99,19 @@ export async function fetchWindow(job: PgBoss.Job<WindowJob>, run: RunContext, d
   const w = windowOfSpec(spec);
   // The slot's folder holds the window's staged files, named by this index; each is removed when the window
   // ends. (A folder per window cost its creation and a recursive removal: a dozen file-system calls per window.)
-  const outcome = await executeWindow(w, {
-    clients: run.clients,
-    transformer: run.transformerFor(w.def.name),
-    pager: run.pager,
-    stagingDir: deps.scratch,
-    index: nextIndex++,
-    strict: run.job.lake.strict,
-    log,
-    blockTimes: run.blockTimes,
-  });
+  // Receiving bodies as a single machine's run does: the body pool's spare buffers go once no window fetches.
+  const outcome = await receivingBodies(() =>
+    executeWindow(w, {
+      clients: run.clients,
+      transformer: run.transformerFor(w.def.name),
+      pager: run.pager,
+      stagingDir: deps.scratch,
+      index: nextIndex++,
+      strict: run.job.lake.strict,
+      log,
+      blockTimes: run.blockTimes,
+    }),
+  );
   const written: string[] = [];
   try {
     if (outcome.error) return await recordFailure(deps, job.data, outcome);
