@@ -221,6 +221,77 @@ describe.skipIf(missing !== null)(
       180_000,
     );
 
+    it('an open run taken up after another writer dropped its table: enqueue queues again the windows it had committed and the range it lacked', async () => {
+      const lake = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-open') };
+      const ref = (statements: string[]) => withReference(lake.catalog, statements);
+      const docOf = (addresses: readonly string[]) => ({ ...jobDoc('open', addresses), range: { incremental: true, windowBlocks: 12_000 } });
+      const rowsOf = (list: Rows) =>
+        new Map(list.map((r) => [String(r.transaction_hash), json([{ ...r, _run_id: null, _ingested_at: null, confirmations: null }])]));
+      const first = docOf(ADDRESSES.slice(0, 1));
+      await enqueueJob(parseJob(first, 'open', process.env), first, lake);
+      expect((await runWorker({ ...lake, id: 'open-w0', untilIdle: true, pollMs: 50 })).windowsFailed).toBe(0);
+      // The second address's windows only: the first one's mark is at the head. Committed one at a time, so that the
+      // drop falls between two commits of the run.
+      const doc = docOf(ADDRESSES.slice(0, 2));
+      const job = parseJob(doc, 'open', process.env);
+      const { runId } = await enqueueJob(job, doc, lake);
+      let merges = 0;
+      let readable = 0;
+      const failed = await runWorker({
+        ...lake,
+        id: 'open-w1',
+        untilIdle: true,
+        pollMs: 50,
+        commitWindows: 1,
+        merged: async () => {
+          if (++merges !== 2) return;
+          readable = Number((await ref(['SELECT max(snapshot_id) AS s FROM ref.snapshots()']))[0]!.s);
+          await ref(['DROP TABLE ref.transactions']);
+        },
+      }).catch((e: unknown) => e);
+      expect(chainlakeCodeOf(failed)).toBe('CHAINLAKE_SCHEMA_CHANGED');
+      const before = rowsOf(await ref(['USE ref', `SELECT * FROM transactions AT (VERSION => ${readable})`]));
+      const client = await connect(lake.catalog);
+      try {
+        const states = async () =>
+          (
+            await client.query(
+              `SELECT status, count(*)::int AS n, min(error) AS error FROM chainlake.windows WHERE run_id = $1 GROUP BY status ORDER BY status`,
+              [runId],
+            )
+          ).rows as { status: string; n: number; error: string | null }[];
+        const committed = (await states()).find((s) => s.status === 'committed')?.n ?? 0;
+        expect(committed).toBeGreaterThan(0);
+
+        const taken = await enqueueJob(job, doc, lake);
+        expect(taken).toMatchObject({ runId, resumed: true });
+        expect(taken.voided).toMatchObject([{ dataset: 'transactions', windows: committed, dropped: readable + 1, readable }]);
+        // The void lasts before anything is fetched: no mark left, the committed windows queued again saying why, and
+        // the first address's range (in the dropped table, never in this run) queued beside them.
+        expect((await client.query(`SELECT count(*)::int AS n FROM chainlake.watermarks`)).rows).toEqual([{ n: 0 }]);
+        const queued = (await states()).find((s) => s.status === 'queued');
+        expect(queued?.n).toBeGreaterThan(committed);
+        expect(queued?.error).toMatch(/another DuckLake writer dropped the lake's table transactions/);
+        expect(taken.queued).toBe(queued?.n);
+        const scopes = await client.query(`SELECT DISTINCT scope FROM chainlake.windows WHERE run_id = $1 ORDER BY 1`, [runId]);
+        expect(scopes.rows).toHaveLength(2);
+
+        expect((await runWorker({ ...lake, id: 'open-w2', untilIdle: true, pollMs: 50 })).windowsFailed).toBe(0);
+        expect((await states()).map((s) => s.status)).toEqual(['committed']);
+        const after = rowsOf(await ref(['SELECT * FROM ref.transactions']));
+        for (const [key, row] of before) expect(after.get(key), key).toBe(row);
+        // Row for row the lake of an undisturbed run of the job.
+        const fresh = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-open-fresh') };
+        await enqueueJob(job, doc, fresh);
+        expect((await runWorker({ ...fresh, id: 'open-fresh', untilIdle: true, pollMs: 50 })).windowsFailed).toBe(0);
+        const undisturbed = rowsOf(await withReference(fresh.catalog, ['SELECT * FROM ref.transactions']));
+        expect(after.size).toBe(undisturbed.size);
+        for (const [key, row] of undisturbed) expect(after.get(key), key).toBe(row);
+      } finally {
+        await client.end();
+      }
+    }, 180_000);
+
     it("another writer's commit between the committer's merges and its catalog transaction is kept: the batch is merged again from the new rows", async () => {
       expect(days, 'the lake of the tests before').toBeDefined();
       const address = chain.addrLower(A_BUSY0 + 4);

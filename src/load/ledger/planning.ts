@@ -108,6 +108,28 @@ async function readClaims(ledger: Ledger, job: string, network: string, opts: { 
 }
 
 /**
+ * The claims of an open distributed run that `enqueue` takes up instead of planning (distributed/enqueue.ts): the
+ * watermarks of `network` and the windows the run committed, voided as planning voids them (voidClaims) when another
+ * DuckLake writer dropped their table since. Those windows' rows went with it; the caller fetches them again.
+ */
+export async function runClaimsVoided(ledger: Ledger, lake: string, network: string, runId: string): Promise<VoidedClaim[]> {
+  const state = await readClaims(ledger, '', network, { resume: false });
+  const done = await ledger.db.query(
+    `SELECT dataset, scope, from_block, to_block FROM ${table(ledger, 'windows')} WHERE run_id = $1 AND status IN ('committed', 'provisional')`,
+    [runId],
+  );
+  const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+  state.resume = {
+    runId,
+    status: 'running',
+    head: 0,
+    committed: new Set(done.map((w) => windowKey(String(w.dataset), network, String(w.scope), num(w.from_block), num(w.to_block)))),
+  };
+  await voidClaims(ledger, lake, network, state);
+  return state.voided ?? [];
+}
+
+/**
  * Whether the run record `report` (a run's JSON record) says the run voided the claims on `dataset` (its `voided`,
  * in its start record and its report): windows committed before it are not in the table it made again.
  */
