@@ -325,6 +325,68 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     for (const [key, row] of before) expect(after.get(key), key).toBe(row);
   });
 
+  it("a decoded table another writer drops: the run's commit refuses, nothing written; `chainlake decode` makes it again from every log. A dropped `_rejects` is made again, empty, and said", async () => {
+    const lake = path.join(dir, 'derived');
+    const token = chainFor(5, 'small', 'mainnet').addrLower(A_ERC20_0);
+    const transfers = { address: token, topics: [toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent)] };
+    const run = (toBlock: number, log?: Logger) => {
+      const doc = {
+        name: 'derived',
+        target: 'simulator',
+        lake,
+        range: { fromBlock: 0, toBlock },
+        datasets: { event_logs: { contracts: [transfers] } },
+        decode: { standard: ['erc20'] },
+      };
+      return runJob(parseJob(doc, 'shared-schema-test', process.env), { simulator: sim, ...(log ? { logger: log } : {}) });
+    };
+    expect((await run(3000)).errors).toEqual([]);
+    const table = String(
+      (await queryCatalog(lake, `SELECT table_name FROM ducklake_table WHERE table_name LIKE 'erc20%' AND end_snapshot IS NULL`))[0]!.table_name,
+    );
+    const decoded = (): Promise<Rows> => withRef(lake, [`SELECT * EXCLUDE (_run_id, _ingested_at) FROM lake.${table} ORDER BY ALL`]);
+    const before = await decoded();
+    expect(before.length).toBeGreaterThan(0);
+    await withRef(lake, [`DROP TABLE lake.${table}`]);
+    const dropped = await snapshotOf(lake);
+
+    // Its commit would decode only its own logs into a table made again: refused, saying how to decode it whole.
+    const error = await run(6000).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string; message: string; hint?: string },
+    );
+    expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
+    expect(error?.message).toBe(
+      `the lake's table ${table}, derived from the lake's other tables, was dropped by another DuckLake writer (snapshot ${dropped}): a commit would create it again holding only the rows it derives now, without every row derived before`,
+    );
+    expect(error?.hint).toMatch(/`chainlake decode <job>`/);
+    expect(await snapshotOf(lake)).toBe(dropped);
+
+    const paths = new LakePaths(lake);
+    const staging = paths.staging('decode-dropped');
+    const engine = await openEngine({ tempDir: path.join(staging, 'tmp') });
+    try {
+      const datasets = await resolveDatasets({ standard: ['erc20'], contracts: [] }, { engine, paths, network: 'mainnet' });
+      await decodeLake({ engine, paths, network: 'mainnet', datasets, runId: 'decode-dropped', ingestedAt: new Date().toISOString(), stagingDir: staging });
+    } finally {
+      engine.close();
+    }
+    expect(json(await decoded())).toBe(json(before));
+
+    // `_rejects` dropped: the next run makes it again, empty, and its log, report and plan say so.
+    await withRef(lake, ['DROP TABLE lake._rejects']);
+    const rejectsDropped = await snapshotOf(lake);
+    const says = `another DuckLake writer dropped the lake's table _rejects (snapshot ${rejectsDropped}): chainlake creates it again, empty`;
+    const seen: string[] = [];
+    const report = await run(6000, { log: (_level, event, message) => void seen.push(`${event}: ${message}`) });
+    expect(report.errors).toEqual([]);
+    expect(report.voided).toEqual([{ dataset: '_rejects', scopes: 0, block: null, windows: 0, dropped: rejectsDropped, readable: rejectsDropped - 1 }]);
+    expect(seen.filter((l) => l.startsWith('ledger.voided'))).toEqual([expect.stringContaining(says)]);
+    expect(await queryCatalog(lake, `SELECT count(*) AS n FROM ducklake_table WHERE table_name = '_rejects' AND end_snapshot IS NULL`)).toEqual([{ n: 1n }]);
+    const decodedAfter = await decoded();
+    expect(decodedAfter.length).toBeGreaterThan(before.length);
+  });
+
   it('decoding keeps a column another writer added to a decoded table, and refuses logs whose column it renamed, before writing anything', async () => {
     const lake = path.join(dir, 'logs');
     const token = chainFor(5, 'small', 'mainnet').addrLower(A_ERC20_0);

@@ -9,6 +9,7 @@ import type { Dialect } from '../../ducklake/catalog-db.js';
 import type { Ledger } from './windows.js';
 import { ledgerTableName } from './schema.js';
 import type { VoidedClaim } from './voided.js';
+import { REJECTS_SHAPE } from '../schema.js';
 
 /** Identity of a window across runs: the same dataset, network, scope and block range. */
 export const windowKey = (dataset: string, network: string, scope: string, from: number | null, to: number | null): string =>
@@ -158,8 +159,9 @@ async function voidClaims(ledger: Ledger, lake: string, network: string, state: 
   // that network's next run to the blocks after it in the table made again.
   const marked = (await ledger.db.query(`SELECT DISTINCT dataset FROM ${table(ledger, 'watermarks')}`)).map((r) => String(r.dataset));
   const resumed = [...(state.resume?.committed ?? [])].map((k) => k.split('|')[0]!);
-  const claimed = [...new Set([...marked, ...resumed])];
-  if (claimed.length === 0) return;
+  // `_rejects` claims nothing (no mark), but its drop is said where the run that creates it again is planned
+  // (load/write/dropped-tables.ts): only while the catalog records it, as the table's absence alone says nothing.
+  const claimed = [...new Set([...marked, ...resumed, REJECTS_SHAPE.name])];
   // Each claimed name's catalog rows, newest first, with the name its table id has now (a rename's) and, for an
   // ended row, the last snapshot still kept that has it.
   const rows = await ledger.db.query(
@@ -180,6 +182,8 @@ async function voidClaims(ledger: Ledger, lake: string, network: string, state: 
     else fate.set(name, { dropped: Number(r.end_snapshot), ...(r.readable === null || r.readable === undefined ? {} : { readable: Number(r.readable) }) });
   }
   const voided: VoidedClaim[] = [];
+  const rejects = fate.get(REJECTS_SHAPE.name);
+  if (rejects === 'kept' || rejects === undefined) fate.set(REJECTS_SHAPE.name, 'kept');
   for (const dataset of claimed.filter((d) => fate.get(d) !== 'kept').sort()) {
     const prefix = watermarkKey(dataset, network, '');
     const marks = [...state.watermarks].filter(([k]) => k.startsWith(prefix));

@@ -33,10 +33,17 @@ export function tableColumns(shape: TableShape): ColumnSpec[] {
 
 /**
  * Whether the ledger's claims on a table are void (load/ledger/planning.ts voidClaims): then a table another DuckLake
- * writer dropped is created again, empty, for the run that fetches its whole range again. Asked only when the lake
- * lacks the table and its catalog has ended rows of it.
+ * writer dropped is created again, empty, for the run that fetches its whole range again; a refusal when they stand
+ * (dropped-tables.ts decides, by what the table held). Asked only when the lake lacks the table and its catalog has
+ * ended rows of it (`dropped`: the snapshot that ended the newest).
  */
-export type ClaimsVoid = boolean | ((table: string) => Promise<boolean>);
+export type ClaimsVoid = boolean | ((table: string, dropped: number) => Promise<boolean | DroppedRefusal>);
+
+/** A dropped table's refusal worded by who knows what it held (dropped-tables.ts: a derived table's, how to derive it again). */
+export interface DroppedRefusal {
+  message: string;
+  hint: string;
+}
 
 /**
  * Creates the dataset's table unless the catalog has it, and adds the columns a newer declaration has and the
@@ -161,7 +168,9 @@ export async function refuseEndedTables(db: CatalogDb, names: readonly string[],
         `the lake's table ${name} was renamed to ${now} by another DuckLake writer (snapshot ${at}): chainlake writes ${name} by that name, and would start a new table beside it that lacks every row loaded so far`,
         `rename it back in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(now)} RENAME TO ${ident(name)}`,
       );
-    if (voided === true || (typeof voided === 'function' && (await voided(name)))) continue;
+    const verdict = typeof voided === 'function' ? await voided(name, at) : voided;
+    if (verdict === true) continue;
+    if (verdict !== false) throw schemaChanged(verdict.message, verdict.hint);
     throw schemaChanged(
       `the lake's table ${name} was dropped by another DuckLake writer (snapshot ${at}) and no run has planned it since: chainlake's ledger still counts its rows as loaded, so a new table would silently lack them`,
       `plan it again: on one machine, run the job again (its planning finds the table dropped, voids the ledger's claims on it and fetches its whole range again); distributed, \`chainlake catalog rebuild --catalog …\` creates it again, empty, and deletes its watermarks, so the next enqueue fetches its whole range again. Its rows stay readable in the snapshots before ${at} until they are expired`,
