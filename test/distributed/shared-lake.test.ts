@@ -16,7 +16,11 @@ import { runWorker } from '../../src/distributed/worker.js';
 import { lakeStatus } from '../../src/load/read/status.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { chainlakeCodeOf } from '../../src/errors.js';
-import { A_BUSY0 } from '../../src/simulator/chain.js';
+import { A_BUSY0, A_ERC20_0 } from '../../src/simulator/chain.js';
+import { STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
+import { decodeDistributedLake } from '../../src/distributed/decode.js';
+import { resolveDatasets } from '../../src/decode/spec.js';
+import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
 import { chainFor } from '../../src/simulator/index.js';
 import { referenceMissing, withReference } from '../ducklake/helpers.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
@@ -290,6 +294,52 @@ describe.skipIf(missing !== null)(
       } finally {
         await client.end();
       }
+    }, 180_000);
+
+    it('a decoded table another writer drops is refused by the commit and made again by decode --catalog; a dropped _rejects is made again, and enqueue says so', async () => {
+      const lake = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-derived') };
+      const ref = (statements: string[]) => withReference(lake.catalog, statements);
+      const transfers = { address: chain.addrLower(A_ERC20_0), topics: [toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent)] };
+      const doc = {
+        ...jobDoc('derived', []),
+        range: { fromBlock: 0, toBlock: 6000 },
+        datasets: { event_logs: { contracts: [transfers] } },
+        decode: { standard: ['erc20'] },
+      };
+      const job = parseJob(doc, 'derived', process.env);
+      const work = (id: string) =>
+        runWorker({ ...lake, id, untilIdle: true, pollMs: 50 }).then(
+          (r) => r,
+          (e: unknown) => e as { code?: string; message: string; hint?: string },
+        );
+      await enqueueJob(job, doc, lake);
+      expect(await work('derived-w1')).toMatchObject({ windowsFailed: 0 });
+      const [{ table }] = (await ref([
+        `SELECT table_name AS table FROM __ducklake_metadata_ref.ducklake.ducklake_table WHERE table_name LIKE 'erc20%' AND end_snapshot IS NULL`,
+      ])) as [{ table: string }];
+      const decoded = async () => json(await ref([`SELECT * EXCLUDE (_run_id, _ingested_at) FROM ref.${table} ORDER BY ALL`]));
+      const before = await decoded();
+      expect(before.length).toBeGreaterThan(2);
+
+      await ref([`DROP TABLE ref.${table}`]);
+      await enqueueJob(job, doc, lake);
+      const refused = await work('derived-w2');
+      expect(refused).toMatchObject({ code: 'CHAINLAKE_SCHEMA_CHANGED', hint: expect.stringMatching(/chainlake decode --catalog/) });
+      expect((refused as Error).message).toMatch(
+        new RegExp(`the lake's table ${table}, derived from the lake's other tables, was dropped by another DuckLake writer`),
+      );
+      const datasets = await resolveDatasets({ standard: ['erc20'], contracts: [] }, { network: 'mainnet' });
+      await decodeDistributedLake({ ...lake, network: 'mainnet', datasets });
+      expect(await decoded()).toBe(before);
+      // The windows the refused commit left fetched commit now, into the table made again.
+      expect(await work('derived-w3')).toMatchObject({ windowsFailed: 0 });
+      expect(await decoded()).toBe(before);
+
+      await ref(['DROP TABLE ref._rejects']);
+      const queued = await enqueueJob(job, doc, lake);
+      expect(queued.voided?.map((v) => v.dataset)).toEqual(['_rejects']);
+      expect(await work('derived-w4')).toMatchObject({ windowsFailed: 0 });
+      expect(await ref(['SELECT count(*) AS n FROM ref._rejects'])).toEqual([{ n: 0n }]);
     }, 180_000);
 
     it("another writer's commit between the committer's merges and its catalog transaction is kept: the batch is merged again from the new rows", async () => {
