@@ -306,6 +306,44 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     for (const [key, row] of before) expect(after.get(key), key).toBe(row);
   });
 
+  it("a snapshot dataset's table (no watermark) dropped between two commits of a run is refused, as a marked one is: the run's committed windows are its claims", async () => {
+    const lake = path.join(dir, 'snapshot-drop');
+    const doc = {
+      name: 'holdings',
+      target: 'simulator',
+      lake,
+      concurrency: 1,
+      commit: { everyRows: 1 },
+      datasets: { token_holdings: { addresses } },
+    };
+    let commits = 0;
+    let dropped: number | undefined;
+    // The reference drops the table once the run's first commit is in, as its second is prepared.
+    onTestHook(async (step) => {
+      if (step !== 'prepared' || ++commits !== 2) return;
+      await withRef(lake, ['DROP TABLE lake.token_holdings']);
+      dropped = await snapshotOf(lake);
+    });
+    const error = await runJob(parseJob(doc, 'shared-schema-test', process.env), { simulator: sim }).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string; message: string },
+    );
+    onTestHook();
+    expect(dropped).toBeDefined();
+    expect(await queryCatalog(lake, `SELECT count(*) AS n FROM watermarks WHERE dataset = 'token_holdings'`)).toEqual([{ n: 0n }]);
+    expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
+    expect(error?.message).toMatch(/the lake's table token_holdings was dropped by another DuckLake writer \(snapshot \d+\) and no run has planned it since/);
+    expect(await snapshotOf(lake)).toBe(dropped);
+    // The next run plans it as on an empty lake (a snapshot dataset is fetched whole): the rows the first commit wrote
+    // into the dropped table are in the table made again.
+    const pairs = async (at = '') =>
+      (await withRef(lake, ['USE lake', `SELECT DISTINCT holder_address, token_address FROM token_holdings${at} ORDER BY ALL`])).map((r) => json([r]));
+    const committed = await pairs(` AT (VERSION => ${dropped! - 1})`);
+    expect(committed.length).toBeGreaterThan(0);
+    expect((await runJob(parseJob(doc, 'shared-schema-test', process.env), { simulator: sim })).status).toBe('complete');
+    expect(await pairs()).toEqual(expect.arrayContaining(committed));
+  });
+
   it("a table another writer emptied (DELETE without WHERE) is not voided: its rows are its writer's to delete; `verify` finds them gone and `--repair` fetches them again", async () => {
     const lake = path.join(dir, 'emptied');
     const nightly = job(lake, 1, { incremental: true });
