@@ -24,7 +24,7 @@ import type { Logger } from '../../src/pipeline/log.js';
 import { verifySession } from '../../src/pipeline/verify/session.js';
 import { A_ERC20_0 } from '../../src/simulator/chain.js';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
+import { A_SHOWCASE, SHOWCASE_SIGNATURES, showcaseEvents, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
 import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
 import { REFERENCE_DIR, withReference } from '../ducklake/helpers.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
@@ -139,12 +139,19 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     expect(json(await refRows(lake))).toBe(json(beforeCompact));
   });
 
-  const REFUSED: { change: string; statements: string[]; says: RegExp; undo?: RegExp }[] = [
+  const REFUSED: { change: string; statements: string[]; says: RegExp; undo?: RegExp; hint?: RegExp }[] = [
     {
       change: 'a column renamed',
       statements: ['ALTER TABLE lake.transactions RENAME COLUMN nonce TO tx_nonce'],
       says: /column nonce of the lake's table transactions was renamed to tx_nonce by another DuckLake writer \(snapshot \d+\)/,
       undo: /ALTER TABLE "transactions" RENAME COLUMN "tx_nonce" TO "nonce"$/,
+    },
+    {
+      // The name is there, but the field id is another column's: read by name, the renamed values would move into it.
+      change: 'a column renamed and its name given to another',
+      statements: ['ALTER TABLE lake.transactions RENAME COLUMN nonce TO tx_nonce', 'ALTER TABLE lake.transactions ADD COLUMN nonce BIGINT'],
+      says: /column nonce of the lake's table transactions is not the column chainlake wrote: another DuckLake writer renamed that one to tx_nonce \(snapshot \d+\) and gave its name to another column \(field id \d+, where chainlake's is \d+\)/,
+      hint: /ALTER TABLE "transactions" RENAME COLUMN "nonce" TO "nonce_added"; ALTER TABLE "transactions" RENAME COLUMN "tx_nonce" TO "nonce"$/,
     },
     {
       change: 'a column dropped',
@@ -178,6 +185,7 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
     expect(error?.message).toMatch(c.says);
     if (c.undo) expect(error?.hint).toMatch(c.undo);
+    if (c.hint) expect(error?.hint).toMatch(c.hint);
     await expect(compactLake(new LakePaths(lake))).rejects.toMatchObject({ code: 'CHAINLAKE_SCHEMA_CHANGED' });
     expect(await snapshotOf(lake)).toBe(snapshot);
     expect(json(await refRows(lake, table))).toBe(json(before));
@@ -193,6 +201,52 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     const renamedBack = byKey(before.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k === 'tx_nonce' ? 'nonce' : k, v]))));
     expect(after.size).toBeGreaterThan(renamedBack.size);
     for (const [key, row] of renamedBack) expect(after.get(key), key).toBe(row);
+  });
+
+  it('follows a type promotion of a declared column (int32 -> int64): the next commit goes through, writes the wider type and keeps the rows', async () => {
+    const lake = path.join(dir, 'promoted');
+    const configured = showcaseEvents().find((e) => e.name === 'Configured')!;
+    const showcase = chainFor(5, 'small', 'mainnet').addrLower(A_SHOWCASE);
+    const run = (toBlock: number) =>
+      runJob(
+        parseJob(
+          {
+            name: 'promoted',
+            target: 'simulator',
+            lake,
+            range: { fromBlock: 0, toBlock },
+            datasets: { event_logs: { contracts: [{ address: showcase, topics: [toEventSelector(configured)] }] } },
+            decode: { contracts: [{ address: showcase, name: 'show', signatures: [SHOWCASE_SIGNATURES[0]!] }] },
+          },
+          'shared-schema-test',
+          process.env,
+        ),
+        { simulator: sim },
+      );
+    expect((await run(2000)).errors).toEqual([]);
+    const rows = async () => (await withRef(lake, ['SELECT * EXCLUDE (_run_id, _ingested_at) FROM lake.show_configured ORDER BY ALL'])).map((r) => json([r]));
+    const typeOf = async () =>
+      (await queryCatalog(lake, `SELECT column_type FROM ducklake_column WHERE column_name = 'level' AND end_snapshot IS NULL`)).map((r) => r.column_type);
+    expect(await typeOf()).toEqual(['int32']);
+    await withRef(lake, ['ALTER TABLE lake.show_configured ALTER COLUMN level SET DATA TYPE BIGINT']);
+    expect(await typeOf()).toEqual(['int64']);
+    const before = await rows();
+    expect(before.length).toBeGreaterThan(0);
+
+    const report = await run(4000);
+    expect(report.errors).toEqual([]);
+    expect(report.decoded?.datasets[0]?.rows).toBeGreaterThan(0);
+    const after = await rows();
+    expect(after.length).toBeGreaterThan(before.length);
+    expect(after).toEqual(expect.arrayContaining(before));
+    expect(await typeOf()).toEqual(['int64']);
+    // The files the commit wrote carry the column's type (a data file is written in the catalog's column types).
+    const written = await withRef(lake, [`SELECT data_file FROM ducklake_list_files('lake', 'show_configured')`]);
+    expect(written.length).toBeGreaterThan(0);
+    const types = await withRef(lake, [
+      `SELECT DISTINCT type FROM parquet_schema([${written.map((f) => `'${String(f.data_file).replace(/'/g, "''")}'`).join(', ')}]) WHERE name = 'level'`,
+    ]);
+    expect(types).toEqual([{ type: 'INT64' }]);
   });
 
   // One rule for a table another writer dropped, whether or not it expired the snapshots that knew it: before

@@ -13,17 +13,52 @@ import { ident, literal } from '../sql.js';
 import { addColumns, createTable, type ColumnSpec } from '../../ducklake/writer.js';
 import type { TableShape } from '../schema.js';
 
-/** A column as the catalog has it and as a declaration types it: the same type, nested types included. */
-function sameType(have: LakeColumn, want: TypeTree): boolean {
-  return have.type === want.type && have.children.length === want.children.length && have.children.every((h, i) => sameType(h, want.children[i]!));
+/**
+ * The type promotions the spec allows a DuckLake column (docs/stable/duckdb/usage/schema_evolution.md, "Type
+ * Promotion"): lossless widenings, each a narrower type to a wider one.
+ */
+const PROMOTIONS: Readonly<Record<string, readonly string[]>> = {
+  int8: ['int16', 'int32', 'int64'],
+  int16: ['int32', 'int64'],
+  int32: ['int64'],
+  uint8: ['uint16', 'uint32', 'uint64'],
+  uint16: ['uint32', 'uint64'],
+  uint32: ['uint64'],
+  float32: ['float64'],
+};
+
+/**
+ * A column as the catalog has it and as a declaration types it: the same type, nested types included; with `widened`,
+ * or a type another writer promoted the declared one to (every value chainlake types fits it, and a data file is
+ * written in the catalog's column types: ducklake/data-file.ts dataFileSelect casts to them).
+ */
+function sameType(have: LakeColumn, want: TypeTree, widened = false): boolean {
+  return (
+    (have.type === want.type || (widened && (PROMOTIONS[want.type] ?? []).includes(have.type))) &&
+    have.children.length === want.children.length &&
+    have.children.every((h, i) => sameType(h, want.children[i]!, widened))
+  );
 }
 
-/** Whether a table's columns are already those of `shape` (names and types): then there is nothing to ensure. */
+/** Whether the catalog's column holds a declared column's values as they are or widened (sameType). */
+export function holdsDeclared(have: LakeColumn, type: string, where: string): boolean {
+  return sameType(have, ducklakeTypeTree(type, where), true);
+}
+
+/**
+ * Whether a table's columns are already those of `shape` (names, and types or their promotions) and no other: then
+ * there is nothing to ensure or check. A column chainlake does not declare (another writer's, or one it renamed)
+ * has the table's history read (refuseSchemaChanges).
+ */
 export function tableMatches(have: readonly LakeColumn[], shape: TableShape): boolean {
-  return tableColumns(shape).every((c) => {
-    const old = have.find((h) => h.name === c.name);
-    return old !== undefined && sameType(old, ducklakeTypeTree(c.type, `table ${shape.name}, column ${c.name}`));
-  });
+  const declared = tableColumns(shape);
+  return (
+    have.length === declared.length &&
+    declared.every((c) => {
+      const old = have.find((h) => h.name === c.name);
+      return old !== undefined && holdsDeclared(old, c.type, `table ${shape.name}, column ${c.name}`);
+    })
+  );
 }
 
 /** The table's columns: the shape's, then `network` and the partition column. */
@@ -101,16 +136,31 @@ export async function refuseSchemaChanges(
   if (!table) return refuseEndedTables(db, [shape.name], voided);
   const declared = tableColumns(shape);
   const missing = declared.filter((c) => !have.some((h) => h.name === c.name));
+  // A promotion another writer made (ALTER … SET TYPE to a wider type) is followed: chainlake's values fit it.
   const retyped = declared.filter((c) => {
     const old = have.find((h) => h.name === c.name);
-    return old !== undefined && !sameType(old, ducklakeTypeTree(c.type, `table ${shape.name}, column ${c.name}`));
+    return old !== undefined && !holdsDeclared(old, c.type, `table ${shape.name}, column ${c.name}`);
   });
-  if (missing.length === 0 && retyped.length === 0) return;
-  const history = await endedColumns(
-    db,
-    table.tableId,
-    [...missing, ...retyped].map((c) => c.name),
-  );
+  // A declared column renamed and another column given its name reads as present by name; its field id says it is
+  // another column. Such a rename leaves a column chainlake does not declare, which a lake nobody else changed lacks:
+  // only then are the present names' histories read.
+  const present = have.some((h) => !declared.some((c) => c.name === h.name)) ? declared.filter((c) => have.some((h) => h.name === c.name)) : [];
+  if (missing.length === 0 && retyped.length === 0 && present.length === 0) return;
+  const history = await endedColumns(db, table.tableId, [...new Set([...missing, ...retyped, ...present].map((c) => c.name))]);
+  for (const c of present) {
+    const now = have.find((h) => h.name === c.name)!;
+    const was = history.find((h) => h.name === c.name && h.id !== now.columnId);
+    if (!was) continue;
+    const free = `${c.name}_added`;
+    throw schemaChanged(
+      was.now !== null
+        ? `column ${c.name} of the lake's table ${shape.name} is not the column chainlake wrote: another DuckLake writer renamed that one to ${was.now} (snapshot ${was.ended}) and gave its name to another column (field id ${now.columnId}, where chainlake's is ${was.id}); chainlake reads and writes its declared columns by name, so its next commit would move ${was.now}'s values into the new column and leave ${was.now} NULL in every partition it rewrites`
+        : `column ${c.name} of the lake's table ${shape.name} is not the column chainlake wrote: another DuckLake writer dropped that one (snapshot ${was.ended}) and added another under its name (field id ${now.columnId}, where chainlake's was ${was.id}); chainlake reads its declared columns by name, so its next commit would bring the dropped values back only in the partitions it rewrites`,
+      was.now !== null
+        ? `give the names back in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(shape.name)} RENAME COLUMN ${ident(c.name)} TO ${ident(free)}; ALTER TABLE ${ident(shape.name)} RENAME COLUMN ${ident(was.now)} TO ${ident(c.name)}`
+        : `rename the new column in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(shape.name)} RENAME COLUMN ${ident(c.name)} TO ${ident(free)}, then add chainlake's back (its old values stay in chainlake's files): ALTER TABLE ${ident(shape.name)} ADD COLUMN ${ident(c.name)} ${c.type}; or load the dataset into a new lake`,
+    );
+  }
   for (const c of missing) {
     const gone = history.find((h) => h.name === c.name && h.now !== c.name);
     // No history: a column a newer declaration adds (ensureTable adds it).
