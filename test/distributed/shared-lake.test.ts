@@ -477,6 +477,32 @@ describe.skipIf(missing !== null)(
         for (const [key, row] of before) expect(after.get(key), key).toBe(row);
         for (const r of list) if (!before.has(String(r.transaction_hash))) expect(r.note).toBeNull();
       }, 180_000);
+
+      it('refuses a column renamed and its name given to another (another field id); the names given back, the windows commit', async () => {
+        expect(lake, 'the lake of the tests before').toBeDefined();
+        await ref(['ALTER TABLE ref.transactions RENAME COLUMN nonce TO tx_nonce', 'ALTER TABLE ref.transactions ADD COLUMN nonce BIGINT']);
+        const [before, at] = [await rows(), await snapshot()];
+        const doc = jobDoc('schema-four', ADDRESSES);
+        await enqueueJob(parseJob(doc, 'schema-four', process.env), doc, lake);
+        const failed = await runWorker({ ...lake, id: 'schema-four-w', account: 'w1', untilIdle: true, pollMs: 50 }).then(
+          () => undefined,
+          (e: unknown) => e as { code?: string; message: string; hint?: string },
+        );
+        expect(failed?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
+        expect(failed?.message).toMatch(
+          /column nonce of the lake's table transactions is not the column chainlake wrote: another DuckLake writer renamed that one to tx_nonce/,
+        );
+        expect(await snapshot()).toBe(at);
+        expect(plain(await rows())).toEqual(plain(before));
+
+        await ref(['USE ref', ...failed!.hint!.match(/ALTER TABLE .*$/)![0].split('; ')]);
+        const report = await runWorker({ ...lake, id: 'schema-four-w2', account: 'w1', untilIdle: true, pollMs: 50 });
+        expect(report.windowsCommitted).toBeGreaterThan(0);
+        // Every row keeps chainlake's nonce under its name; the other writer's column (renamed nonce_added) stays NULL.
+        const after = byKey(await rows());
+        const givenBack = byKey(before.map(({ tx_nonce, nonce, ...r }) => ({ ...r, nonce: tx_nonce, nonce_added: nonce })));
+        for (const [key, row] of givenBack) expect(JSON.parse(after.get(key)!), key).toEqual(JSON.parse(row));
+      }, 180_000);
     });
   },
 );

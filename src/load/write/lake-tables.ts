@@ -142,25 +142,34 @@ export async function refuseSchemaChanges(
     return old !== undefined && !holdsDeclared(old, c.type, `table ${shape.name}, column ${c.name}`);
   });
   // A declared column renamed and another column given its name reads as present by name; its field id says it is
-  // another column. Such a rename leaves a column chainlake does not declare, which a lake nobody else changed lacks:
-  // only then are the present names' histories read.
+  // another column: the name's first holder (the column chainlake made) is not the column that has it now. Such a
+  // rename leaves a column chainlake does not declare, which a lake nobody else changed lacks: only then are the
+  // present names' first holders read. (A declared column dropped and then added again, as the refusal of a drop
+  // says to, is chainlake's again: its first holder is gone, not renamed.)
   const present = have.some((h) => !declared.some((c) => c.name === h.name)) ? declared.filter((c) => have.some((h) => h.name === c.name)) : [];
   if (missing.length === 0 && retyped.length === 0 && present.length === 0) return;
-  const history = await endedColumns(db, table.tableId, [...new Set([...missing, ...retyped, ...present].map((c) => c.name))]);
+  const holders = present.length
+    ? await firstHolders(
+        db,
+        table.tableId,
+        present.map((c) => c.name),
+      )
+    : [];
   for (const c of present) {
     const now = have.find((h) => h.name === c.name)!;
-    const was = history.find((h) => h.name === c.name && h.id !== now.columnId);
-    if (!was) continue;
-    const free = `${c.name}_added`;
+    const first = holders.find((h) => h.name === c.name);
+    if (!first || first.id === now.columnId || first.now === null) continue;
     throw schemaChanged(
-      was.now !== null
-        ? `column ${c.name} of the lake's table ${shape.name} is not the column chainlake wrote: another DuckLake writer renamed that one to ${was.now} (snapshot ${was.ended}) and gave its name to another column (field id ${now.columnId}, where chainlake's is ${was.id}); chainlake reads and writes its declared columns by name, so its next commit would move ${was.now}'s values into the new column and leave ${was.now} NULL in every partition it rewrites`
-        : `column ${c.name} of the lake's table ${shape.name} is not the column chainlake wrote: another DuckLake writer dropped that one (snapshot ${was.ended}) and added another under its name (field id ${now.columnId}, where chainlake's was ${was.id}); chainlake reads its declared columns by name, so its next commit would bring the dropped values back only in the partitions it rewrites`,
-      was.now !== null
-        ? `give the names back in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(shape.name)} RENAME COLUMN ${ident(c.name)} TO ${ident(free)}; ALTER TABLE ${ident(shape.name)} RENAME COLUMN ${ident(was.now)} TO ${ident(c.name)}`
-        : `rename the new column in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(shape.name)} RENAME COLUMN ${ident(c.name)} TO ${ident(free)}, then add chainlake's back (its old values stay in chainlake's files): ALTER TABLE ${ident(shape.name)} ADD COLUMN ${ident(c.name)} ${c.type}; or load the dataset into a new lake`,
+      `column ${c.name} of the lake's table ${shape.name} is not the column chainlake wrote: another DuckLake writer renamed that one to ${first.now} (snapshot ${first.ended}) and gave its name to another column (field id ${now.columnId}, where chainlake's is ${first.id}); chainlake reads and writes its declared columns by name, so its next commit would move ${first.now}'s values into the new column and leave ${first.now} NULL in every partition it rewrites`,
+      `give the names back in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(shape.name)} RENAME COLUMN ${ident(c.name)} TO ${ident(`${c.name}_added`)}; ALTER TABLE ${ident(shape.name)} RENAME COLUMN ${ident(first.now)} TO ${ident(c.name)}`,
     );
   }
+  if (missing.length === 0 && retyped.length === 0) return;
+  const history = await endedColumns(
+    db,
+    table.tableId,
+    [...missing, ...retyped].map((c) => c.name),
+  );
   for (const c of missing) {
     const gone = history.find((h) => h.name === c.name && h.now !== c.name);
     // No history: a column a newer declaration adds (ensureTable adds it).
@@ -226,6 +235,28 @@ export async function refuseEndedTables(db: CatalogDb, names: readonly string[],
       `plan it again: on one machine, run the job again (its planning finds the table dropped, voids the ledger's claims on it and fetches its whole range again); distributed, \`chainlake catalog rebuild --catalog …\` creates it again, empty, and deletes its watermarks, so the next enqueue fetches its whole range again. Its rows stay readable in the snapshots before ${at} until they are expired`,
     );
   }
+}
+
+/**
+ * For each of `names`, the top-level column of the table that had the name first (its id, the name it has now, none:
+ * dropped, and when its row of that name ended, if it did): the column chainlake made under it.
+ */
+async function firstHolders(db: CatalogDb, tableId: number, names: readonly string[]): Promise<Ended[]> {
+  const rows = await db.query(
+    `SELECT DISTINCT ON (c.column_name) c.column_id, c.column_name, c.column_type, c.end_snapshot,
+            (SELECT n.column_name FROM ducklake_column n WHERE n.table_id = c.table_id AND n.column_id = c.column_id AND n.end_snapshot IS NULL) AS now
+     FROM ducklake_column c
+     WHERE c.table_id = $1 AND c.parent_column IS NULL AND c.column_name IN (${names.map(literal).join(', ')})
+     ORDER BY c.column_name, c.begin_snapshot, c.column_id`,
+    [tableId],
+  );
+  return rows.map((r) => ({
+    id: Number(r.column_id),
+    name: String(r.column_name),
+    type: String(r.column_type),
+    ended: r.end_snapshot === null || r.end_snapshot === undefined ? -1 : Number(r.end_snapshot),
+    now: r.now === null || r.now === undefined ? null : String(r.now),
+  }));
 }
 
 /**
