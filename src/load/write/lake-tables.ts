@@ -232,7 +232,7 @@ export async function refuseEndedTables(db: CatalogDb, names: readonly string[],
     if (verdict !== false) throw schemaChanged(verdict.message, verdict.hint);
     throw schemaChanged(
       `the lake's table ${name} was dropped by another DuckLake writer (snapshot ${at}) and no run has planned it since: chainlake's ledger still counts its rows as loaded, so a new table would silently lack them`,
-      `plan it again: on one machine, run the job again (its planning finds the table dropped, voids the ledger's claims on it and fetches its whole range again); distributed, \`chainlake catalog rebuild --catalog …\` creates it again, empty, and deletes its watermarks, so the next enqueue fetches its whole range again. Its rows stay readable in the snapshots before ${at} until they are expired`,
+      `plan it again: on one machine, run the job again (its planning finds the table dropped, voids the ledger's claims on it and fetches its whole range again); distributed, \`chainlake enqueue\` the job again (its open run taken up: its windows of the table committed before are queued again with the range it lacks, its marks deleted), or \`chainlake catalog rebuild --catalog …\`, which creates it again, empty, and deletes its watermarks, so the next enqueue fetches its whole range again. Its rows stay readable in the snapshots before ${at} until they are expired`,
     );
   }
 }
