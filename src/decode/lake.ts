@@ -300,9 +300,14 @@ export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> 
   const { engine, paths, network, datasets, runId, ingestedAt } = input;
   const workDir = path.join(input.stagingDir, `decode-${Date.now().toString(36)}`);
   // Partitions another DuckLake writer changed are written out to be read and merged, as a commit's are.
-  const lake = await lakeStateFor(paths, [...datasets.map(decodedShape), REJECTS_SHAPE], path.join(workDir, 'lake-rows'), [
-    datasetShape(getDataset(EVENT_LOGS)),
-  ]);
+  // Every log decoded (not one run's): a decoded table another writer dropped is created again and filled whole.
+  const lake = await lakeStateFor(
+    paths,
+    [...datasets.map(decodedShape), REJECTS_SHAPE],
+    path.join(workDir, 'lake-rows'),
+    [datasetShape(getDataset(EVENT_LOGS))],
+    input.onlyRunId ? {} : { decoding: true },
+  );
   const logs = await lakeLogs(lake, network);
   const target: ExistingLogsTarget = {
     logs: logs && input.onlyRunId ? `SELECT * FROM (${logs}) WHERE _run_id = ${literal(input.onlyRunId)}` : logs,

@@ -46,7 +46,8 @@ import { mergeShape, type LakeState } from '../load/write/lake-state.js';
 import type { LakeColumn, LakeTable } from '../ducklake/reader.js';
 import { CONTROL_SCHEMA } from './control-plane.js';
 import { recordCommitted } from '../load/ledger/windows.js';
-import { advanceWatermark, raiseWatermarks, readWatermark, unclaimed } from '../load/ledger/watermarks.js';
+import { advanceWatermark, raiseWatermarks, readWatermark } from '../load/ledger/watermarks.js';
+import { droppedTables } from '../load/write/dropped-tables.js';
 import { closeEndedRuns } from './runs.js';
 import { ensureTable } from '../load/write/lake-tables.js';
 import type { Store } from './store.js';
@@ -93,14 +94,12 @@ export interface CommitDeps {
 }
 
 /**
- * A table another DuckLake writer dropped is created again when the ledger has no mark of it: `enqueue` deleted them
- * as it voided the claims (load/ledger/planning.ts voidClaims) and queued the whole range. With marks left, it was
- * dropped after the run was planned, and the commit refuses (lake-tables.ts refuseEndedTables).
+ * A dataset's table another DuckLake writer dropped is created again when the ledger has no mark of it: `enqueue`
+ * deleted them as it voided the claims (load/ledger/planning.ts voidClaims) and queued the whole range. With marks
+ * left, it was dropped after the run was planned, and the commit refuses (lake-tables.ts refuseEndedTables);
+ * `_rejects` and derived tables as load/write/dropped-tables.ts says.
  */
-const droppedUnclaimed =
-  (deps: CommitDeps) =>
-  (table: string): Promise<boolean> =>
-    unclaimed(LEDGER(deps.catalog), table);
+const droppedUnclaimed = (deps: CommitDeps) => droppedTables(LEDGER(deps.catalog));
 
 /** `attempt` again while another DuckLake writer changed the tables it read (againIfLakeChanged), saying so in the log. */
 function preparedAgain<T>(log: Logger, what: string, attempt: () => Promise<T>): Promise<T> {

@@ -22,6 +22,7 @@ import { datasetShape, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '
 import type { CatalogDb } from '../ducklake/catalog-db.js';
 import { ident, literal } from '../load/sql.js';
 import { ensureTable } from '../load/write/lake-tables.js';
+import { droppedTables } from '../load/write/dropped-tables.js';
 import { silentLogger } from '../pipeline/log.js';
 import { underLease } from './lease.js';
 import { commitLeased, type CommitDeps, type LeasedChange, type LeasedCommit } from './commit.js';
@@ -111,7 +112,9 @@ async function decodeUnderLease(ctx: {
   const { runId, startedAt: ingestedAt } = run;
   const conn = deps.engine.conn;
   // The decoded datasets' tables and `_rejects` exist before their rows are read (empty ones too, as on one machine).
-  for (const shape of shapes) await ensureTable(deps.catalog, shape);
+  // Every log is decoded: a decoded table another DuckLake writer dropped is created again and filled whole.
+  for (const shape of shapes)
+    await ensureTable(deps.catalog, shape, { voided: droppedTables({ db: deps.catalog, schema: CONTROL_SCHEMA }, { decoding: true }) });
   // Read under the lease: no worker commits logs or rejects between this reading and the decoding's commit.
   const lake = await readLake(deps, conn, path.join(ctx.workDir, 'lake'), [datasetShape(getDataset('event_logs')), ...shapes]);
   const logs = await lakeLogs(lake, network);

@@ -16,14 +16,18 @@ import type { ExplorerClient } from '../extract/explorer.js';
 import type { DecodedDataset } from '../decode/datasets.js';
 import { resolveDatasets } from '../decode/spec.js';
 import { ChainlakeError } from '../errors.js';
-import { reofferWindows } from '../load/ledger/windows.js';
+import { reofferWindows, requeueVoided } from '../load/ledger/windows.js';
 import { voidWatermarks } from '../load/ledger/watermarks.js';
-import type { VoidedClaim } from '../load/ledger/voided.js';
-import { CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, controlLedger, setupControlPlane, underSetupLock } from './control-plane.js';
+import { runClaimsVoided } from '../load/ledger/planning.js';
+import { voidedText, type VoidedClaim } from '../load/ledger/voided.js';
+import { atFinality, finalBlockOf, joinWindows, subtractRanges } from '../pipeline/prepare.js';
+import { windowIdOf, windowsOf } from '../pipeline/plan.js';
+import type { BlockRange } from '../extract/pager.js';
+import { CATALOG_SCHEMA, CONTROL_SCHEMA, QUEUE_SCHEMA, WINDOW_QUEUE, connect, controlLedger, setupControlPlane, underSetupLock } from './control-plane.js';
 import { againJobId, DEFAULT_QUEUE_SETTINGS, openQueue, sendWindows, windowJobId, type QueueSettings } from './queue.js';
 import { closeEndedRuns, lockRuns, RUN_RUNNING } from './runs.js';
 import { openStore, type StoreConnection } from './store.js';
-import { controlPlanLedger, DEFAULT_ACCOUNT } from './plan-ledger.js';
+import { controlPlanLedger, DEFAULT_ACCOUNT, hasLake } from './plan-ledger.js';
 import { SharedQuota } from './account.js';
 import { windowSpecOf, type WindowSpec } from './windows.js';
 
@@ -55,8 +59,9 @@ export interface EnqueueResult {
   /** Windows the watermarks say are in the lake already. */
   skipped: number;
   /**
-   * Datasets whose ledger claims planning found void (their table gone from the lake, history and all): their whole
-   * range is queued, and their watermarks were deleted with the run's record.
+   * Datasets whose ledger claims planning found void (another DuckLake writer dropped their table): their whole
+   * range is queued, and their watermarks were deleted with the run's record. Of a run taken up, its windows of them
+   * that were committed are queued again (their rows went with the table), with those of the range it lacked.
    */
   voided?: VoidedClaim[];
   /** Windows of the run not yet committed. */
@@ -98,7 +103,20 @@ export async function enqueueJob(job: Job, doc: unknown, opts: DistributedOption
           hint: 'let the workers finish that run (chainlake worker --until-idle), then repair',
         });
       }
-      if (run) return { ...run, resumed: true, requests: 0, ...(await offerAgain(client, boss, run.runId, settings)) };
+      if (run) {
+        const voided = (await hasLake(client))
+          ? (await runClaimsVoided(controlLedger(client), CATALOG_SCHEMA, job.what.network, run.runId)).filter((v) =>
+              job.what.datasets.some((d) => d.name === v.dataset),
+            )
+          : [];
+        return {
+          ...run,
+          resumed: true,
+          requests: 0,
+          ...(await offerAgain(client, boss, run, settings, { job, voided })),
+          ...(voided.length ? { voided } : {}),
+        };
+      }
       if (how.retryFailed) {
         throw new ChainlakeError(`--retry-failed: job ${job.name} on ${job.what.network} has no run in this control plane: nothing failed to offer again`, {
           code: 'CHAINLAKE_USAGE',
@@ -150,11 +168,24 @@ const toNum = (v: unknown): number | null => (v === null || v === undefined ? nu
  * (gone, or failed after its worker died past its retries), goes back to `queued` with a fresh queue job; an ended
  * run is opened again. One transaction under the run's lock (see closeEndedRuns): a worker closing the run at the
  * same moment either sees the windows queued again or closes it before them, and then this opens it again.
+ *
+ * `voided`: datasets of the run whose table another DuckLake writer dropped since it was planned (runClaimsVoided).
+ * Their claims are voided here as planning voids them: the watermarks deleted, the run's committed windows of them
+ * queued again (their rows went with the table), and the windows of their range the run lacks (an incremental run
+ * planned from the marks) added, so that the table the next commit makes again holds the whole range.
  */
-async function offerAgain(client: import('pg').Client, boss: import('pg-boss'), runId: string, settings: QueueSettings) {
+async function offerAgain(
+  client: import('pg').Client,
+  boss: import('pg-boss'),
+  run: { runId: string; head: number | null },
+  settings: QueueSettings,
+  drop: { job: Job; voided: readonly VoidedClaim[] },
+) {
+  const { runId } = run;
   await client.query('BEGIN');
   try {
     await lockRuns((text, values) => client.query(text, values), [runId]);
+    const refetched = drop.voided.length ? await refetchVoided(client, boss, run, settings, drop.job, drop.voided) : 0;
     const over = (
       await client.query(
         `SELECT w.window_id, w.job_id, w.status FROM ${CONTROL_SCHEMA}.windows w
@@ -165,7 +196,7 @@ async function offerAgain(client: import('pg').Client, boss: import('pg-boss'), 
       )
     ).rows.map((r) => ({ windowId: String(r.window_id), previous: String(r.job_id), failed: r.status === 'failed' }));
     const again = over.map((w) => ({ ...w, runId, jobId: againJobId(runId, w.windowId, w.previous) }));
-    if (again.length > 0) {
+    if (again.length > 0 || refetched > 0) {
       await reofferWindows(controlLedger(client), again);
       await sendWindows(boss, client, again, settings);
       await client.query(`UPDATE ${CONTROL_SCHEMA}.runs SET finished_at = NULL, status = '${RUN_RUNNING}' WHERE run_id = $1 AND finished_at IS NOT NULL`, [
@@ -183,11 +214,72 @@ async function offerAgain(client: import('pg').Client, boss: import('pg-boss'), 
     );
     await client.query('COMMIT');
     const retried = again.filter((w) => w.failed).length;
-    return { queued: again.length - retried, retried, skipped: 0, pending };
+    return { queued: again.length - retried + refetched, retried, skipped: 0, pending };
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   }
+}
+
+/**
+ * Voids, in offerAgain's transaction, the claims of a taken-up run on `voided`'s datasets: their watermarks go, the
+ * run's windows of them that were committed are queued again, and the windows of the range the run lacks are added
+ * (planned at the run's head as on an empty lake, less the ranges its windows hold). Returns the windows queued.
+ */
+async function refetchVoided(
+  client: import('pg').Client,
+  boss: import('pg-boss'),
+  run: { runId: string; head: number | null },
+  settings: QueueSettings,
+  job: Job,
+  voided: readonly VoidedClaim[],
+): Promise<number> {
+  const { runId, head } = run;
+  const datasets = voided.map((v) => v.dataset);
+  const ledger = controlLedger(client);
+  await voidWatermarks(ledger, datasets);
+  const windows = (
+    await client.query(
+      `SELECT window_id, job_id, status, dataset, scope, spec -> 'range' AS range FROM ${CONTROL_SCHEMA}.windows WHERE run_id = $1 AND dataset = ANY($2::text[])`,
+      [runId, datasets],
+    )
+  ).rows as { window_id: string; job_id: string; status: string; dataset: string; scope: string; range: BlockRange | null }[];
+  const committed = windows
+    .filter((w) => w.status === 'committed' || w.status === 'provisional')
+    .map((w) => ({ runId, windowId: w.window_id, jobId: againJobId(runId, w.window_id, w.job_id) }));
+  const why = (dataset: string) =>
+    voidedText(
+      voided.find((v) => v.dataset === dataset)!,
+      job.what.network,
+    );
+  for (const dataset of datasets) {
+    const mine = new Set(windows.filter((w) => w.dataset === dataset).map((w) => w.window_id));
+    await requeueVoided(
+      ledger,
+      committed.filter((w) => mine.has(w.windowId)),
+      why(dataset),
+    );
+  }
+  // The range below an incremental run's windows was in the dropped table too: planned again as a first run plans it.
+  const held = new Map<string, BlockRange[]>();
+  for (const w of windows) if (w.range) held.set(`${w.dataset}|${w.scope}`, [...(held.get(`${w.dataset}|${w.scope}`) ?? []), w.range]);
+  const lacking: Window[] = [];
+  if (head !== null) {
+    const final = finalBlockOf(job.what, head);
+    for (const w of windowsOf(job.what, head)) {
+      if (!w.range || !datasets.includes(w.def.name)) continue;
+      for (const range of subtractRanges(w.range, held.get(`${w.def.name}|${w.scopeKey}`) ?? []))
+        lacking.push(...atFinality({ ...w, range, id: windowIdOf(w.def.name, w.network, w.scopeKey, range) }, final));
+    }
+  }
+  const added = job.what.range.fixedChunks ? lacking : joinWindows(lacking, new Map());
+  await insertWindows(
+    client,
+    runId,
+    added.map((w) => ({ windowId: w.id, spec: windowSpecOf(w) })),
+  );
+  await sendWindows(boss, client, [...committed, ...added.map((w) => ({ runId, windowId: w.id }))], settings);
+  return committed.length + added.length;
 }
 
 async function planAndQueue(

@@ -37,7 +37,7 @@ export async function hasLedger(client: pg.Client): Promise<boolean> {
 }
 
 /** Whether the control plane holds the lake's DuckLake catalog yet (the ledger's claims are checked against it). */
-async function hasLake(client: pg.Client): Promise<boolean> {
+export async function hasLake(client: pg.Client): Promise<boolean> {
   const r = await client.query(`SELECT 1 FROM information_schema.tables WHERE table_schema = $1 AND table_name = 'ducklake_table'`, [CATALOG_SCHEMA]);
   return (r.rowCount ?? 0) > 0;
 }

@@ -377,7 +377,15 @@ export async function commitTables(db: CatalogDb, spec: MultiCommitSpec): Promis
     for (const change of spec.tables) {
       const schemaName = change.schema ?? 'main';
       const table = tables.find((t) => t.name === change.tableName && t.schema.name === schemaName);
-      if (!table) throw new DuckLakeError(`table ${schemaName}.${change.tableName} does not exist at snapshot ${current.snapshotId} of this DuckLake`);
+      if (!table) {
+        // Another writer dropped (or renamed) it after the commit read it: a change since the read, as any other
+        // (the caller prepares again, and finds the table gone), not a broken catalog.
+        if (spec.readAt !== undefined && current.snapshotId > spec.readAt) {
+          const then = (await listTables(tx, spec.readAt)).find((t) => t.name === change.tableName && t.schema.name === schemaName);
+          if (then) await refuseChangesSince(tx, spec.readAt, [then.tableId], new Map([[then.tableId, then.name]]));
+        }
+        throw new DuckLakeError(`table ${schemaName}.${change.tableName} does not exist at snapshot ${current.snapshotId} of this DuckLake`);
+      }
       if (chosen.some((p) => p.table.tableId === table.tableId)) throw new DuckLakeError(`table ${table.name} appears twice in one commit`);
       chosen.push({ change, table });
     }

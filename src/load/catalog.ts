@@ -416,10 +416,10 @@ export class Catalog {
    * The lake's tables for `shapes` (created when missing) and the files of each partition now. Inside a transaction.
    * With `workDir`, the partitions another DuckLake writer changed in the catalog (inlined rows, deletes) are written
    * out there for merging (see readLakeState). `declared`: tables read but not created, checked for another writer's
-   * changes to their declared columns as `shapes` are.
+   * changes to their declared columns as `shapes` are. `decoding`: a decoding of every log (dropped-tables.ts).
    */
-  lakeState(shapes: readonly TableShape[] = [], workDir?: string, declared?: readonly TableShape[]): Promise<LakeState> {
-    return readLakeState(this.lake, this.dataPath, shapes, { workDir, ...(declared ? { declared } : {}) });
+  lakeState(shapes: readonly TableShape[] = [], workDir?: string, declared?: readonly TableShape[], opts: { decoding?: boolean } = {}): Promise<LakeState> {
+    return readLakeState(this.lake, this.dataPath, shapes, { workDir, ...(declared ? { declared } : {}), ...opts });
   }
 
   /** Creates the tables of `shapes` the lake lacks (see lakeState), without reading their files. */

@@ -6,6 +6,7 @@ import type { LakePaths } from '../load/paths.js';
 import { readPlanningState, readLastRun, readRequestUsage, watermarkKey, windowKey, type PlanningState, type ResumePoint } from '../load/state.js';
 import type { RunPace } from '../load/ledger/planning.js';
 import { voidedText, type VoidedClaim } from '../load/ledger/voided.js';
+import { REJECTS_SHAPE } from '../load/schema.js';
 import { quotaAccount } from '../extract/quota.js';
 import { getDataset } from '../datasets/registry.js';
 import { findHead, type FoundHead } from '../extract/head.js';
@@ -261,7 +262,8 @@ export async function prepareRun(
 ): Promise<Prepared> {
   const state = await ledger.state(job);
   // Only the job's own datasets: another's table is made again, and its claims voided, by a run that writes it.
-  const voided = (state.voided ?? []).filter((v) => job.what.datasets.some((d) => d.name === v.dataset));
+  // `_rejects` every run writes.
+  const voided = (state.voided ?? []).filter((v) => v.dataset === REJECTS_SHAPE.name || job.what.datasets.some((d) => d.name === v.dataset));
   const resume = !fullRefresh && !explicitRange ? state.resume : undefined;
   let head: number | null = null;
   let found: FoundHead | undefined;

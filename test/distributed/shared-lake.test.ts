@@ -16,7 +16,11 @@ import { runWorker } from '../../src/distributed/worker.js';
 import { lakeStatus } from '../../src/load/read/status.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { chainlakeCodeOf } from '../../src/errors.js';
-import { A_BUSY0 } from '../../src/simulator/chain.js';
+import { A_BUSY0, A_ERC20_0 } from '../../src/simulator/chain.js';
+import { STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
+import { decodeDistributedLake } from '../../src/distributed/decode.js';
+import { resolveDatasets } from '../../src/decode/spec.js';
+import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
 import { chainFor } from '../../src/simulator/index.js';
 import { referenceMissing, withReference } from '../ducklake/helpers.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
@@ -221,6 +225,123 @@ describe.skipIf(missing !== null)(
       180_000,
     );
 
+    it('an open run taken up after another writer dropped its table: enqueue queues again the windows it had committed and the range it lacked', async () => {
+      const lake = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-open') };
+      const ref = (statements: string[]) => withReference(lake.catalog, statements);
+      const docOf = (addresses: readonly string[]) => ({ ...jobDoc('open', addresses), range: { incremental: true, windowBlocks: 12_000 } });
+      const rowsOf = (list: Rows) =>
+        new Map(list.map((r) => [String(r.transaction_hash), json([{ ...r, _run_id: null, _ingested_at: null, confirmations: null }])]));
+      const first = docOf(ADDRESSES.slice(0, 1));
+      await enqueueJob(parseJob(first, 'open', process.env), first, lake);
+      expect((await runWorker({ ...lake, id: 'open-w0', untilIdle: true, pollMs: 50 })).windowsFailed).toBe(0);
+      // The second address's windows only: the first one's mark is at the head. Committed one at a time, so that the
+      // drop falls between two commits of the run.
+      const doc = docOf(ADDRESSES.slice(0, 2));
+      const job = parseJob(doc, 'open', process.env);
+      const { runId } = await enqueueJob(job, doc, lake);
+      let merges = 0;
+      let readable = 0;
+      const failed = await runWorker({
+        ...lake,
+        id: 'open-w1',
+        untilIdle: true,
+        pollMs: 50,
+        commitWindows: 1,
+        merged: async () => {
+          if (++merges !== 2) return;
+          readable = Number((await ref(['SELECT max(snapshot_id) AS s FROM ref.snapshots()']))[0]!.s);
+          await ref(['DROP TABLE ref.transactions']);
+        },
+      }).catch((e: unknown) => e);
+      expect(chainlakeCodeOf(failed)).toBe('CHAINLAKE_SCHEMA_CHANGED');
+      const before = rowsOf(await ref(['USE ref', `SELECT * FROM transactions AT (VERSION => ${readable})`]));
+      const client = await connect(lake.catalog);
+      try {
+        const states = async () =>
+          (
+            await client.query(
+              `SELECT status, count(*)::int AS n, min(error) AS error FROM chainlake.windows WHERE run_id = $1 GROUP BY status ORDER BY status`,
+              [runId],
+            )
+          ).rows as { status: string; n: number; error: string | null }[];
+        const committed = (await states()).find((s) => s.status === 'committed')?.n ?? 0;
+        expect(committed).toBeGreaterThan(0);
+
+        const taken = await enqueueJob(job, doc, lake);
+        expect(taken).toMatchObject({ runId, resumed: true });
+        expect(taken.voided).toMatchObject([{ dataset: 'transactions', windows: committed, dropped: readable + 1, readable }]);
+        // The void lasts before anything is fetched: no mark left, the committed windows queued again saying why, and
+        // the first address's range (in the dropped table, never in this run) queued beside them.
+        expect((await client.query(`SELECT count(*)::int AS n FROM chainlake.watermarks`)).rows).toEqual([{ n: 0 }]);
+        const queued = (await states()).find((s) => s.status === 'queued');
+        expect(queued?.n).toBeGreaterThan(committed);
+        expect(queued?.error).toMatch(/another DuckLake writer dropped the lake's table transactions/);
+        expect(taken.queued).toBe(queued?.n);
+        const scopes = await client.query(`SELECT DISTINCT scope FROM chainlake.windows WHERE run_id = $1 ORDER BY 1`, [runId]);
+        expect(scopes.rows).toHaveLength(2);
+
+        expect((await runWorker({ ...lake, id: 'open-w2', untilIdle: true, pollMs: 50 })).windowsFailed).toBe(0);
+        expect((await states()).map((s) => s.status)).toEqual(['committed']);
+        const after = rowsOf(await ref(['SELECT * FROM ref.transactions']));
+        for (const [key, row] of before) expect(after.get(key), key).toBe(row);
+        // Row for row the lake of an undisturbed run of the job.
+        const fresh = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-open-fresh') };
+        await enqueueJob(job, doc, fresh);
+        expect((await runWorker({ ...fresh, id: 'open-fresh', untilIdle: true, pollMs: 50 })).windowsFailed).toBe(0);
+        const undisturbed = rowsOf(await withReference(fresh.catalog, ['SELECT * FROM ref.transactions']));
+        expect(after.size).toBe(undisturbed.size);
+        for (const [key, row] of undisturbed) expect(after.get(key), key).toBe(row);
+      } finally {
+        await client.end();
+      }
+    }, 180_000);
+
+    it('a decoded table another writer drops is refused by the commit and made again by decode --catalog; a dropped _rejects is made again, and enqueue says so', async () => {
+      const lake = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-derived') };
+      const ref = (statements: string[]) => withReference(lake.catalog, statements);
+      const transfers = { address: chain.addrLower(A_ERC20_0), topics: [toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent)] };
+      const doc = {
+        ...jobDoc('derived', []),
+        range: { fromBlock: 0, toBlock: 6000 },
+        datasets: { event_logs: { contracts: [transfers] } },
+        decode: { standard: ['erc20'] },
+      };
+      const job = parseJob(doc, 'derived', process.env);
+      const work = (id: string) =>
+        runWorker({ ...lake, id, untilIdle: true, pollMs: 50 }).then(
+          (r) => r,
+          (e: unknown) => e as { code?: string; message: string; hint?: string },
+        );
+      await enqueueJob(job, doc, lake);
+      expect(await work('derived-w1')).toMatchObject({ windowsFailed: 0 });
+      const [{ table }] = (await ref([
+        `SELECT table_name AS table FROM __ducklake_metadata_ref.ducklake.ducklake_table WHERE table_name LIKE 'erc20%' AND end_snapshot IS NULL`,
+      ])) as [{ table: string }];
+      const decoded = async () => json(await ref([`SELECT * EXCLUDE (_run_id, _ingested_at) FROM ref.${table} ORDER BY ALL`]));
+      const before = await decoded();
+      expect(before.length).toBeGreaterThan(2);
+
+      await ref([`DROP TABLE ref.${table}`]);
+      await enqueueJob(job, doc, lake);
+      const refused = await work('derived-w2');
+      expect(refused).toMatchObject({ code: 'CHAINLAKE_SCHEMA_CHANGED', hint: expect.stringMatching(/chainlake decode --catalog/) });
+      expect((refused as Error).message).toMatch(
+        new RegExp(`the lake's table ${table}, derived from the lake's other tables, was dropped by another DuckLake writer`),
+      );
+      const datasets = await resolveDatasets({ standard: ['erc20'], contracts: [] }, { network: 'mainnet' });
+      await decodeDistributedLake({ ...lake, network: 'mainnet', datasets });
+      expect(await decoded()).toBe(before);
+      // The windows the refused commit left fetched commit now, into the table made again.
+      expect(await work('derived-w3')).toMatchObject({ windowsFailed: 0 });
+      expect(await decoded()).toBe(before);
+
+      await ref(['DROP TABLE ref._rejects']);
+      const queued = await enqueueJob(job, doc, lake);
+      expect(queued.voided?.map((v) => v.dataset)).toEqual(['_rejects']);
+      expect(await work('derived-w4')).toMatchObject({ windowsFailed: 0 });
+      expect(await ref(['SELECT count(*) AS n FROM ref._rejects'])).toEqual([{ n: 0n }]);
+    }, 180_000);
+
     it("another writer's commit between the committer's merges and its catalog transaction is kept: the batch is merged again from the new rows", async () => {
       expect(days, 'the lake of the tests before').toBeDefined();
       const address = chain.addrLower(A_BUSY0 + 4);
@@ -355,6 +476,32 @@ describe.skipIf(missing !== null)(
         expect(after.size).toBeGreaterThan(before.size);
         for (const [key, row] of before) expect(after.get(key), key).toBe(row);
         for (const r of list) if (!before.has(String(r.transaction_hash))) expect(r.note).toBeNull();
+      }, 180_000);
+
+      it('refuses a column renamed and its name given to another (another field id); the names given back, the windows commit', async () => {
+        expect(lake, 'the lake of the tests before').toBeDefined();
+        await ref(['ALTER TABLE ref.transactions RENAME COLUMN nonce TO tx_nonce', 'ALTER TABLE ref.transactions ADD COLUMN nonce BIGINT']);
+        const [before, at] = [await rows(), await snapshot()];
+        const doc = jobDoc('schema-four', ADDRESSES);
+        await enqueueJob(parseJob(doc, 'schema-four', process.env), doc, lake);
+        const failed = await runWorker({ ...lake, id: 'schema-four-w', account: 'w1', untilIdle: true, pollMs: 50 }).then(
+          () => undefined,
+          (e: unknown) => e as { code?: string; message: string; hint?: string },
+        );
+        expect(failed?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
+        expect(failed?.message).toMatch(
+          /column nonce of the lake's table transactions is not the column chainlake wrote: another DuckLake writer renamed that one to tx_nonce/,
+        );
+        expect(await snapshot()).toBe(at);
+        expect(plain(await rows())).toEqual(plain(before));
+
+        await ref(['USE ref', ...failed!.hint!.match(/ALTER TABLE .*$/)![0].split('; ')]);
+        const report = await runWorker({ ...lake, id: 'schema-four-w2', account: 'w1', untilIdle: true, pollMs: 50 });
+        expect(report.windowsCommitted).toBeGreaterThan(0);
+        // Every row keeps chainlake's nonce under its name; the other writer's column (renamed nonce_added) stays NULL.
+        const after = byKey(await rows());
+        const givenBack = byKey(before.map(({ tx_nonce, nonce, ...r }) => ({ ...r, nonce: tx_nonce, nonce_added: nonce })));
+        for (const [key, row] of givenBack) expect(JSON.parse(after.get(key)!), key).toEqual(JSON.parse(row));
       }, 180_000);
     });
   },

@@ -14,6 +14,7 @@ import {
   recordFailed,
   recordFetched,
   reofferWindows,
+  requeueVoided,
   TRANSITIONS,
   WINDOW_STATES,
   WindowTransitionError,
@@ -104,14 +105,17 @@ describe.each(LEDGERS)('the window state machine on %s', (_name, open) => {
     expect(await recordFetched(l, W1, facts)).toBe(false);
     await recordCommitted(l, [W1], 7);
     await expect(recordCommitted(l, [W1], 8)).rejects.toThrow(/window transactions\/mainnet\/-\/1-100 of run run-1 is committed: committed -> committed/);
-    // committed -> queued: refused, naming the window and its state; nothing changes.
+    // A committed window is not offered again (only a voided one is queued again): refused, naming the window and
+    // its state; nothing changes.
     const refused = await reofferWindows(l, [{ ...W1, jobId: JOB }]).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(WindowTransitionError);
     expect((refused as Error).message).toBe(
-      'window transactions/mainnet/-/1-100 of run run-1 is committed: committed -> queued is not a transition of a window (allowed from committed: none)',
+      'window transactions/mainnet/-/1-100 of run run-1 is committed: this move takes only failed or queued windows to queued',
     );
     // An edge the table does not have is refused before anything is written.
-    await expect(moveWindows(l, [W1], 'queued', { from: ['committed'] })).rejects.toThrow(/committed -> queued is not a transition/);
+    await expect(moveWindows(l, [W1], 'fetched', { from: ['committed'] })).rejects.toThrow(
+      /committed -> fetched is not a transition of a window \(allowed from committed: queued\)/,
+    );
     expect(await recordFailed(l, [W1, W2])).toEqual([W2]);
     await reofferWindows(l, [{ ...W2, jobId: JOB }]);
     await expect(reofferWindows(l, [{ runId: 'run-1', windowId: 'nope', jobId: JOB }])).rejects.toThrow(/window nope of run run-1 is not in the ledger/);
@@ -119,6 +123,21 @@ describe.each(LEDGERS)('the window state machine on %s', (_name, open) => {
       { window_id: W1.windowId, status: 'committed', rows_got: 7, from_block: 1, attempts: 1, snapshot_id: 7, committed: true, job: null },
       { window_id: W2.windowId, status: 'queued', rows_got: null, from_block: null, attempts: 0, snapshot_id: null, committed: false, job: JOB },
     ]);
+    // Voided (its table dropped by another writer): committed -> queued with a new job, saying why, its snapshot gone.
+    const AGAIN = '00000000-0000-4000-8000-000000000002';
+    await requeueVoided(l, [{ ...W1, jobId: AGAIN }], 'dropped');
+    expect((await statusOf(l))[0]).toEqual({
+      window_id: W1.windowId,
+      status: 'queued',
+      rows_got: 7,
+      from_block: 1,
+      attempts: 1,
+      snapshot_id: null,
+      committed: false,
+      job: AGAIN,
+    });
+    expect(await l.db.query(`SELECT error FROM ${t} WHERE window_id = $1`, [W1.windowId])).toEqual([{ error: 'dropped' }]);
+    await expect(requeueVoided(l, [{ ...W1, jobId: AGAIN }], 'dropped')).rejects.toThrow(/is queued: this move takes only committed or provisional windows/);
   });
 
   it("records a single-machine run's ended windows in one statement, and refuses a window recorded in a state it cannot start in", async () => {
@@ -167,9 +186,9 @@ describe.each(LEDGERS)('the window state machine on %s', (_name, open) => {
   });
 });
 
-it('the transitions table covers every state, and only committed is final', () => {
+it('the transitions table covers every state; committed leaves only for queued (voided)', () => {
   expect(Object.keys(TRANSITIONS).sort()).toEqual([...WINDOW_STATES].sort());
-  expect(WINDOW_STATES.filter((s) => TRANSITIONS[s].length === 0)).toEqual(['committed']);
+  expect(TRANSITIONS.committed).toEqual(['queued']);
 });
 
 describe.each(LEDGERS)("a run's row on %s", (_name, open) => {

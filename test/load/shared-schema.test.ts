@@ -24,7 +24,7 @@ import type { Logger } from '../../src/pipeline/log.js';
 import { verifySession } from '../../src/pipeline/verify/session.js';
 import { A_ERC20_0 } from '../../src/simulator/chain.js';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
+import { A_SHOWCASE, SHOWCASE_SIGNATURES, showcaseEvents, STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
 import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
 import { REFERENCE_DIR, withReference } from '../ducklake/helpers.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
@@ -139,12 +139,19 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     expect(json(await refRows(lake))).toBe(json(beforeCompact));
   });
 
-  const REFUSED: { change: string; statements: string[]; says: RegExp; undo?: RegExp }[] = [
+  const REFUSED: { change: string; statements: string[]; says: RegExp; undo?: RegExp; hint?: RegExp }[] = [
     {
       change: 'a column renamed',
       statements: ['ALTER TABLE lake.transactions RENAME COLUMN nonce TO tx_nonce'],
       says: /column nonce of the lake's table transactions was renamed to tx_nonce by another DuckLake writer \(snapshot \d+\)/,
       undo: /ALTER TABLE "transactions" RENAME COLUMN "tx_nonce" TO "nonce"$/,
+    },
+    {
+      // The name is there, but the field id is another column's: read by name, the renamed values would move into it.
+      change: 'a column renamed and its name given to another',
+      statements: ['ALTER TABLE lake.transactions RENAME COLUMN nonce TO tx_nonce', 'ALTER TABLE lake.transactions ADD COLUMN nonce BIGINT'],
+      says: /column nonce of the lake's table transactions is not the column chainlake wrote: another DuckLake writer renamed that one to tx_nonce \(snapshot \d+\) and gave its name to another column \(field id \d+, where chainlake's is \d+\)/,
+      hint: /ALTER TABLE "transactions" RENAME COLUMN "nonce" TO "nonce_added"; ALTER TABLE "transactions" RENAME COLUMN "tx_nonce" TO "nonce"$/,
     },
     {
       change: 'a column dropped',
@@ -178,6 +185,7 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
     expect(error?.message).toMatch(c.says);
     if (c.undo) expect(error?.hint).toMatch(c.undo);
+    if (c.hint) expect(error?.hint).toMatch(c.hint);
     await expect(compactLake(new LakePaths(lake))).rejects.toMatchObject({ code: 'CHAINLAKE_SCHEMA_CHANGED' });
     expect(await snapshotOf(lake)).toBe(snapshot);
     expect(json(await refRows(lake, table))).toBe(json(before));
@@ -193,6 +201,52 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     const renamedBack = byKey(before.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k === 'tx_nonce' ? 'nonce' : k, v]))));
     expect(after.size).toBeGreaterThan(renamedBack.size);
     for (const [key, row] of renamedBack) expect(after.get(key), key).toBe(row);
+  });
+
+  it('follows a type promotion of a declared column (int32 -> int64): the next commit goes through, writes the wider type and keeps the rows', async () => {
+    const lake = path.join(dir, 'promoted');
+    const configured = showcaseEvents().find((e) => e.name === 'Configured')!;
+    const showcase = chainFor(5, 'small', 'mainnet').addrLower(A_SHOWCASE);
+    const run = (toBlock: number) =>
+      runJob(
+        parseJob(
+          {
+            name: 'promoted',
+            target: 'simulator',
+            lake,
+            range: { fromBlock: 0, toBlock },
+            datasets: { event_logs: { contracts: [{ address: showcase, topics: [toEventSelector(configured)] }] } },
+            decode: { contracts: [{ address: showcase, name: 'show', signatures: [SHOWCASE_SIGNATURES[0]!] }] },
+          },
+          'shared-schema-test',
+          process.env,
+        ),
+        { simulator: sim },
+      );
+    expect((await run(2000)).errors).toEqual([]);
+    const rows = async () => (await withRef(lake, ['SELECT * EXCLUDE (_run_id, _ingested_at) FROM lake.show_configured ORDER BY ALL'])).map((r) => json([r]));
+    const typeOf = async () =>
+      (await queryCatalog(lake, `SELECT column_type FROM ducklake_column WHERE column_name = 'level' AND end_snapshot IS NULL`)).map((r) => r.column_type);
+    expect(await typeOf()).toEqual(['int32']);
+    await withRef(lake, ['ALTER TABLE lake.show_configured ALTER COLUMN level SET DATA TYPE BIGINT']);
+    expect(await typeOf()).toEqual(['int64']);
+    const before = await rows();
+    expect(before.length).toBeGreaterThan(0);
+
+    const report = await run(4000);
+    expect(report.errors).toEqual([]);
+    expect(report.decoded?.datasets[0]?.rows).toBeGreaterThan(0);
+    const after = await rows();
+    expect(after.length).toBeGreaterThan(before.length);
+    expect(after).toEqual(expect.arrayContaining(before));
+    expect(await typeOf()).toEqual(['int64']);
+    // The files the commit wrote carry the column's type (a data file is written in the catalog's column types).
+    const written = await withRef(lake, [`SELECT data_file FROM ducklake_list_files('lake', 'show_configured')`]);
+    expect(written.length).toBeGreaterThan(0);
+    const types = await withRef(lake, [
+      `SELECT DISTINCT type FROM parquet_schema([${written.map((f) => `'${String(f.data_file).replace(/'/g, "''")}'`).join(', ')}]) WHERE name = 'level'`,
+    ]);
+    expect(types).toEqual([{ type: 'INT64' }]);
   });
 
   // One rule for a table another writer dropped, whether or not it expired the snapshots that knew it: before
@@ -306,6 +360,44 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     for (const [key, row] of before) expect(after.get(key), key).toBe(row);
   });
 
+  it("a snapshot dataset's table (no watermark) dropped between two commits of a run is refused, as a marked one is: the run's committed windows are its claims", async () => {
+    const lake = path.join(dir, 'snapshot-drop');
+    const doc = {
+      name: 'holdings',
+      target: 'simulator',
+      lake,
+      concurrency: 1,
+      commit: { everyRows: 1 },
+      datasets: { token_holdings: { addresses } },
+    };
+    let commits = 0;
+    let dropped: number | undefined;
+    // The reference drops the table once the run's first commit is in, as its second is prepared.
+    onTestHook(async (step) => {
+      if (step !== 'prepared' || ++commits !== 2) return;
+      await withRef(lake, ['DROP TABLE lake.token_holdings']);
+      dropped = await snapshotOf(lake);
+    });
+    const error = await runJob(parseJob(doc, 'shared-schema-test', process.env), { simulator: sim }).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string; message: string },
+    );
+    onTestHook();
+    expect(dropped).toBeDefined();
+    expect(await queryCatalog(lake, `SELECT count(*) AS n FROM watermarks WHERE dataset = 'token_holdings'`)).toEqual([{ n: 0n }]);
+    expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
+    expect(error?.message).toMatch(/the lake's table token_holdings was dropped by another DuckLake writer \(snapshot \d+\) and no run has planned it since/);
+    expect(await snapshotOf(lake)).toBe(dropped);
+    // The next run plans it as on an empty lake (a snapshot dataset is fetched whole): the rows the first commit wrote
+    // into the dropped table are in the table made again.
+    const pairs = async (at = '') =>
+      (await withRef(lake, ['USE lake', `SELECT DISTINCT holder_address, token_address FROM token_holdings${at} ORDER BY ALL`])).map((r) => json([r]));
+    const committed = await pairs(` AT (VERSION => ${dropped! - 1})`);
+    expect(committed.length).toBeGreaterThan(0);
+    expect((await runJob(parseJob(doc, 'shared-schema-test', process.env), { simulator: sim })).status).toBe('complete');
+    expect(await pairs()).toEqual(expect.arrayContaining(committed));
+  });
+
   it("a table another writer emptied (DELETE without WHERE) is not voided: its rows are its writer's to delete; `verify` finds them gone and `--repair` fetches them again", async () => {
     const lake = path.join(dir, 'emptied');
     const nightly = job(lake, 1, { incremental: true });
@@ -323,6 +415,68 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     const after = byKey(await refRows(lake));
     expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
     for (const [key, row] of before) expect(after.get(key), key).toBe(row);
+  });
+
+  it("a decoded table another writer drops: the run's commit refuses, nothing written; `chainlake decode` makes it again from every log. A dropped `_rejects` is made again, empty, and said", async () => {
+    const lake = path.join(dir, 'derived');
+    const token = chainFor(5, 'small', 'mainnet').addrLower(A_ERC20_0);
+    const transfers = { address: token, topics: [toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent)] };
+    const run = (toBlock: number, log?: Logger) => {
+      const doc = {
+        name: 'derived',
+        target: 'simulator',
+        lake,
+        range: { fromBlock: 0, toBlock },
+        datasets: { event_logs: { contracts: [transfers] } },
+        decode: { standard: ['erc20'] },
+      };
+      return runJob(parseJob(doc, 'shared-schema-test', process.env), { simulator: sim, ...(log ? { logger: log } : {}) });
+    };
+    expect((await run(3000)).errors).toEqual([]);
+    const table = String(
+      (await queryCatalog(lake, `SELECT table_name FROM ducklake_table WHERE table_name LIKE 'erc20%' AND end_snapshot IS NULL`))[0]!.table_name,
+    );
+    const decoded = (): Promise<Rows> => withRef(lake, [`SELECT * EXCLUDE (_run_id, _ingested_at) FROM lake.${table} ORDER BY ALL`]);
+    const before = await decoded();
+    expect(before.length).toBeGreaterThan(0);
+    await withRef(lake, [`DROP TABLE lake.${table}`]);
+    const dropped = await snapshotOf(lake);
+
+    // Its commit would decode only its own logs into a table made again: refused, saying how to decode it whole.
+    const error = await run(6000).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string; message: string; hint?: string },
+    );
+    expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
+    expect(error?.message).toBe(
+      `the lake's table ${table}, derived from the lake's other tables, was dropped by another DuckLake writer (snapshot ${dropped}): a commit would create it again holding only the rows it derives now, without every row derived before`,
+    );
+    expect(error?.hint).toMatch(/`chainlake decode <job>`/);
+    expect(await snapshotOf(lake)).toBe(dropped);
+
+    const paths = new LakePaths(lake);
+    const staging = paths.staging('decode-dropped');
+    const engine = await openEngine({ tempDir: path.join(staging, 'tmp') });
+    try {
+      const datasets = await resolveDatasets({ standard: ['erc20'], contracts: [] }, { engine, paths, network: 'mainnet' });
+      await decodeLake({ engine, paths, network: 'mainnet', datasets, runId: 'decode-dropped', ingestedAt: new Date().toISOString(), stagingDir: staging });
+    } finally {
+      engine.close();
+    }
+    expect(json(await decoded())).toBe(json(before));
+
+    // `_rejects` dropped: the next run makes it again, empty, and its log, report and plan say so.
+    await withRef(lake, ['DROP TABLE lake._rejects']);
+    const rejectsDropped = await snapshotOf(lake);
+    const says = `another DuckLake writer dropped the lake's table _rejects (snapshot ${rejectsDropped}): chainlake creates it again, empty`;
+    const seen: string[] = [];
+    const report = await run(6000, { log: (_level, event, message) => void seen.push(`${event}: ${message}`) });
+    expect(report.errors).toEqual([]);
+    expect(report.voided).toEqual([{ dataset: '_rejects', scopes: 0, block: null, windows: 0, dropped: rejectsDropped, readable: rejectsDropped - 1 }]);
+    expect(seen.filter((l) => l.startsWith('ledger.voided'))).toEqual([expect.stringContaining(says)]);
+    expect(await queryCatalog(lake, `SELECT count(*) AS n FROM ducklake_table WHERE table_name = '_rejects' AND end_snapshot IS NULL`)).toEqual([{ n: 1n }]);
+    const decodedAfter = await decoded();
+    expect(decodedAfter.length).toBeGreaterThan(before.length);
   });
 
   it('decoding keeps a column another writer added to a decoded table, and refuses logs whose column it renamed, before writing anything', async () => {

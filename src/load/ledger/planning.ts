@@ -9,6 +9,7 @@ import type { Dialect } from '../../ducklake/catalog-db.js';
 import type { Ledger } from './windows.js';
 import { ledgerTableName } from './schema.js';
 import type { VoidedClaim } from './voided.js';
+import { REJECTS_SHAPE } from '../schema.js';
 
 /** Identity of a window across runs: the same dataset, network, scope and block range. */
 export const windowKey = (dataset: string, network: string, scope: string, from: number | null, to: number | null): string =>
@@ -108,6 +109,28 @@ async function readClaims(ledger: Ledger, job: string, network: string, opts: { 
 }
 
 /**
+ * The claims of an open distributed run that `enqueue` takes up instead of planning (distributed/enqueue.ts): the
+ * watermarks of `network` and the windows the run committed, voided as planning voids them (voidClaims) when another
+ * DuckLake writer dropped their table since. Those windows' rows went with it; the caller fetches them again.
+ */
+export async function runClaimsVoided(ledger: Ledger, lake: string, network: string, runId: string): Promise<VoidedClaim[]> {
+  const state = await readClaims(ledger, '', network, { resume: false });
+  const done = await ledger.db.query(
+    `SELECT dataset, scope, from_block, to_block FROM ${table(ledger, 'windows')} WHERE run_id = $1 AND status IN ('committed', 'provisional')`,
+    [runId],
+  );
+  const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+  state.resume = {
+    runId,
+    status: 'running',
+    head: 0,
+    committed: new Set(done.map((w) => windowKey(String(w.dataset), network, String(w.scope), num(w.from_block), num(w.to_block)))),
+  };
+  await voidClaims(ledger, lake, network, state);
+  return state.voided ?? [];
+}
+
+/**
  * Whether the run record `report` (a run's JSON record) says the run voided the claims on `dataset` (its `voided`,
  * in its start record and its report): windows committed before it are not in the table it made again.
  */
@@ -136,8 +159,9 @@ async function voidClaims(ledger: Ledger, lake: string, network: string, state: 
   // that network's next run to the blocks after it in the table made again.
   const marked = (await ledger.db.query(`SELECT DISTINCT dataset FROM ${table(ledger, 'watermarks')}`)).map((r) => String(r.dataset));
   const resumed = [...(state.resume?.committed ?? [])].map((k) => k.split('|')[0]!);
-  const claimed = [...new Set([...marked, ...resumed])];
-  if (claimed.length === 0) return;
+  // `_rejects` claims nothing (no mark), but its drop is said where the run that creates it again is planned
+  // (load/write/dropped-tables.ts): only while the catalog records it, as the table's absence alone says nothing.
+  const claimed = [...new Set([...marked, ...resumed, REJECTS_SHAPE.name])];
   // Each claimed name's catalog rows, newest first, with the name its table id has now (a rename's) and, for an
   // ended row, the last snapshot still kept that has it.
   const rows = await ledger.db.query(
@@ -158,6 +182,8 @@ async function voidClaims(ledger: Ledger, lake: string, network: string, state: 
     else fate.set(name, { dropped: Number(r.end_snapshot), ...(r.readable === null || r.readable === undefined ? {} : { readable: Number(r.readable) }) });
   }
   const voided: VoidedClaim[] = [];
+  const rejects = fate.get(REJECTS_SHAPE.name);
+  if (rejects === 'kept' || rejects === undefined) fate.set(REJECTS_SHAPE.name, 'kept');
   for (const dataset of claimed.filter((d) => fate.get(d) !== 'kept').sort()) {
     const prefix = watermarkKey(dataset, network, '');
     const marks = [...state.watermarks].filter(([k]) => k.startsWith(prefix));

@@ -21,6 +21,12 @@ export interface VoidedClaim {
 
 /** What a log, a report, a plan and an enqueue say of a voided claim. */
 export function voidedText(v: VoidedClaim, network: string): string {
+  if (v.dataset === '_rejects')
+    return `another DuckLake writer dropped the lake's table _rejects (snapshot ${v.dropped ?? '?'}): chainlake creates it again, empty, and records the rejects of its runs from now on; those recorded before are not recorded again (their windows are committed)${
+      v.readable === undefined
+        ? ''
+        : `, and stay readable in the snapshots before the drop until they are expired (SELECT * FROM _rejects AT (VERSION => ${v.readable}))`
+    }`;
   const claims = [
     v.block === null ? '' : `blocks up to ${v.block} of ${v.scopes} scope${v.scopes === 1 ? '' : 's'} on ${network}`,
     v.windows ? `${v.windows} windows of the run resumed` : '',

@@ -53,11 +53,23 @@ export async function raiseWatermarks(ledger: Ledger, runId: string, marks: read
 }
 
 /**
- * Whether the ledger has no mark of `dataset` on any network: planning voided them (voidWatermarks) or nothing of it
- * was committed yet, so a table another DuckLake writer dropped holds nothing the ledger counts as loaded.
+ * Whether the ledger claims nothing of `dataset` that a table another DuckLake writer dropped held: no mark on any
+ * network (planning voided them, voidWatermarks, or nothing of it was committed yet), and no window a run still
+ * running committed (a snapshot dataset has no mark; a window beyond a gap moves none). A running run's windows were
+ * committed into the table as it was when the run was planned, or made again at its start: planning voids a dropped
+ * table's claims before a run starts (a distributed run taken up, its committed windows queued again).
  */
 export async function unclaimed(ledger: Ledger, dataset: string): Promise<boolean> {
-  return (await ledger.db.query(`SELECT 1 FROM ${table(ledger)} WHERE dataset = $1 LIMIT 1`, [dataset])).length === 0;
+  const windows = ledgerTableName(ledger.schema, 'windows');
+  const runs = ledgerTableName(ledger.schema, 'runs');
+  const claims = await ledger.db.query(
+    `SELECT 1 FROM ${table(ledger)} WHERE dataset = $1
+     UNION ALL
+     SELECT 1 FROM ${windows} w JOIN ${runs} r ON r.run_id = w.run_id WHERE w.dataset = $1 AND w.status IN ('committed', 'provisional') AND r.status = 'running'
+     LIMIT 1`,
+    [dataset],
+  );
+  return claims.length === 0;
 }
 
 /**

@@ -5,7 +5,8 @@
  *   queued ──> fetched ──> committed
  *     │  ^        │    └───> provisional ──> committed
  *     v  │        v               │
- *   failed ───────┘ (re-offered: failed -> queued; provisional -> queued: fetched again)
+ *   failed ───────┘ (re-offered: failed -> queued; provisional -> queued: fetched again;
+ *                    committed | provisional -> queued: voided, its rows gone with a table another writer dropped)
  *
  * A distributed window is planned `queued`, fetched into a fragment by a worker (`fetched`), committed by the
  * committer (`committed`, or `provisional` when it reaches into the unfinal zone: finality) or given up (`failed`); a failed window is offered again (`queued`). A single-machine run
@@ -22,13 +23,14 @@ export type WindowState = (typeof WINDOW_STATES)[number];
 
 /**
  * The allowed transitions, from each state. `queued -> queued` is a queued window offered again with a new queue
- * job (its worker died, its job ended); `committed` is final. A `provisional` window is committed but may still change
- * (finality): it may be confirmed (`committed`) or offered again to be fetched again (`queued`).
+ * job (its worker died, its job ended). A `provisional` window is committed but may still change (finality): it may
+ * be confirmed (`committed`) or offered again to be fetched again (`queued`). A `committed` window leaves its state
+ * only when its rows left the lake without chainlake: another DuckLake writer dropped the table (requeueVoided).
  */
 export const TRANSITIONS: Readonly<Record<WindowState, readonly WindowState[]>> = {
   queued: ['queued', 'fetched', 'failed'],
   fetched: ['committed', 'provisional', 'failed'],
-  committed: [],
+  committed: ['queued'],
   provisional: ['committed', 'queued'],
   failed: ['queued'],
 };
@@ -51,15 +53,18 @@ const table = (l: Ledger): string => ledgerTableName(l.schema, 'windows');
 
 /** Thrown for a transition the state machine does not have (a program error, or a window changed meanwhile by hand). */
 export class WindowTransitionError extends ChainlakeError {
-  constructor(key: WindowKey, from: string | undefined, to: WindowState) {
+  /** `moved`: the states the refused move takes to `to` (a transition of the table, but not of this move). */
+  constructor(key: WindowKey, from: string | undefined, to: WindowState, moved?: readonly WindowState[]) {
     super(
       from === undefined
         ? `window ${key.windowId} of run ${key.runId} is not in the ledger: it cannot become ${to}`
-        : `window ${key.windowId} of run ${key.runId} is ${from}: ${from} -> ${to} is not a transition of a window (allowed from ${from}: ${
-            (TRANSITIONS[from as WindowState] ?? []).join(', ') || 'none'
-          })`,
+        : moved && (TRANSITIONS[from as WindowState] ?? []).includes(to)
+          ? `window ${key.windowId} of run ${key.runId} is ${from}: this move takes only ${moved.join(' or ')} windows to ${to}`
+          : `window ${key.windowId} of run ${key.runId} is ${from}: ${from} -> ${to} is not a transition of a window (allowed from ${from}: ${
+              (TRANSITIONS[from as WindowState] ?? []).join(', ') || 'none'
+            })`,
       {
-        hint: 'a committed window is final; a failed window is offered again with `chainlake enqueue --retry-failed` (distributed) or the next run (one machine)',
+        hint: 'a committed window is final unless its table is dropped; a failed window is offered again with `chainlake enqueue --retry-failed` (distributed) or the next run (one machine)',
       },
     );
   }
@@ -119,7 +124,7 @@ export async function moveWindows(
   if (opts.strict && missed.length > 0) {
     const states = await windowStates(ledger, missed);
     const k = missed[0]!;
-    throw new WindowTransitionError(k, states.get(`${k.runId}\u0000${k.windowId}`), to);
+    throw new WindowTransitionError(k, states.get(`${k.runId}\u0000${k.windowId}`), to, from);
   }
   return { moved, missed };
 }
@@ -217,6 +222,26 @@ export async function reofferWindows(ledger: Ledger, windows: readonly (WindowKe
   await moveWindows(ledger, windows, 'queued', {
     from: ['failed', 'queued'],
     set: { job_id: { each: windows.map((w) => w.jobId), type: 'UUID' }, error: null },
+    strict: true,
+  });
+}
+
+/**
+ * committed | provisional -> queued with a new queue job each, `error` saying why: windows of an open distributed run
+ * whose rows went with a table another DuckLake writer dropped (load/ledger/planning.ts runClaimsVoided), fetched
+ * again into the table made again. Their commit's snapshot is cleared: it no longer holds their rows.
+ */
+export async function requeueVoided(ledger: Ledger, windows: readonly (WindowKey & { jobId: string })[], why: string): Promise<void> {
+  await moveWindows(ledger, windows, 'queued', {
+    from: ['committed', 'provisional'],
+    set: {
+      job_id: { each: windows.map((w) => w.jobId), type: 'UUID' },
+      error: why,
+      snapshot_id: null,
+      committed_at: null,
+      fragment_path: null,
+      reject_path: null,
+    },
     strict: true,
   });
 }

@@ -104,8 +104,14 @@ export function journalFor(
  * `workDir`, partitions another DuckLake writer changed in the catalog are written out there to be merged; `declared`,
  * tables only read, checked as `shapes` are (readLakeState).
  */
-export function lakeStateFor(paths: LakePaths, shapes: readonly TableShape[], workDir?: string, declared?: readonly TableShape[]): Promise<LakeState> {
-  return Catalog.write(paths, (c) => c.lakeState(shapes, workDir, declared));
+export function lakeStateFor(
+  paths: LakePaths,
+  shapes: readonly TableShape[],
+  workDir?: string,
+  declared?: readonly TableShape[],
+  opts: { decoding?: boolean } = {},
+): Promise<LakeState> {
+  return Catalog.write(paths, (c) => c.lakeState(shapes, workDir, declared, opts));
 }
 
 /**

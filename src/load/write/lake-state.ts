@@ -28,7 +28,7 @@ import {
 import { duckdbTypeOfTree } from '../../ducklake/types.js';
 import { ident, literal, literalList } from '../sql.js';
 import { ensureTable, refuseEndedTables, refuseSchemaChanges, tableMatches } from './lake-tables.js';
-import { unclaimed } from '../ledger/watermarks.js';
+import { droppedTables } from './dropped-tables.js';
 import { STAGED_PARTITION, type TableShape } from '../schema.js';
 import type { LakePartitions } from './lake-partitions.js';
 import { fileBlockSpans } from './replace.js';
@@ -211,6 +211,8 @@ export interface LakeStateOptions {
   access?: FileAccess;
   /** Only these tables are read, not the lake's every one. */
   only?: readonly TableShape[];
+  /** A decoding of every log the lake holds: a decoded table another writer dropped is created again (dropped-tables.ts). */
+  decoding?: boolean;
   /** With `only`: their files' block spans too (a merge that replaces windows reads them), as `ensure`'s always. */
   spans?: boolean;
   /**
@@ -226,7 +228,7 @@ export interface LakeStateOptions {
  * `dataPath` is the lake's directory as this process sees it (a moved lake still reads its files).
  */
 export async function readLakeState(db: CatalogDb, dataPath: string, ensure: readonly TableShape[] = [], opts: LakeStateOptions = {}): Promise<LakeState> {
-  const { snapshot, listed } = await ensureTables(db, ensure);
+  const { snapshot, listed } = await ensureTables(db, ensure, opts.decoding ? { decoding: true } : {});
   const only = opts.only && new Set([...opts.only, ...(opts.declared ?? [])].map((s) => s.name));
   const tables = await tableStates(db, snapshot, dataPath, listed, only);
   // `ensure`'s tables were checked as they were ensured; those only read are checked here, from the columns just read.
@@ -264,7 +266,11 @@ type Listed = { tables: LakeTable[]; columns: Map<number, LakeColumn[]> };
  * Creates the tables of `shapes` the lake lacks (or that lack a column of this declaration); the newest snapshot
  * after, and its tables when nothing had to be created. On one machine: the ledger is in `db`.
  */
-export async function ensureTables(db: CatalogDb, shapes: readonly TableShape[]): Promise<{ snapshot: number; listed?: Listed }> {
+export async function ensureTables(
+  db: CatalogDb,
+  shapes: readonly TableShape[],
+  opts: { decoding?: boolean } = {},
+): Promise<{ snapshot: number; listed?: Listed }> {
   const snapshot = (await currentSnapshot(db)).snapshotId;
   if (shapes.length === 0) return { snapshot };
   const listed = await listTables(db, snapshot);
@@ -275,10 +281,11 @@ export async function ensureTables(db: CatalogDb, shapes: readonly TableShape[])
     return !table || !tableMatches(columns.get(table.tableId) ?? [], shape);
   });
   if (missing.length === 0) return { snapshot, listed: { tables: listed, columns } };
-  // A table another DuckLake writer dropped is created again once the ledger has no mark of it: the run's start
-  // deleted them as planning voided its claims (load/ledger/planning.ts voidClaims), in this transaction. With marks
-  // left, it was dropped after the run was planned, and the commit refuses (refuseEndedTables).
-  for (const shape of missing) await ensureTable(db, shape, { voided: (t) => unclaimed({ db }, t) });
+  // A dataset's table another DuckLake writer dropped is created again once the ledger has no mark of it: the run's
+  // start deleted them as planning voided its claims (load/ledger/planning.ts voidClaims), in this transaction. With
+  // marks left, it was dropped after the run was planned, and the commit refuses (refuseEndedTables); `_rejects` and
+  // derived tables as dropped-tables.ts says.
+  for (const shape of missing) await ensureTable(db, shape, { voided: droppedTables({ db }, opts) });
   return { snapshot: (await currentSnapshot(db)).snapshotId };
 }
 

@@ -13,17 +13,52 @@ import { ident, literal } from '../sql.js';
 import { addColumns, createTable, type ColumnSpec } from '../../ducklake/writer.js';
 import type { TableShape } from '../schema.js';
 
-/** A column as the catalog has it and as a declaration types it: the same type, nested types included. */
-function sameType(have: LakeColumn, want: TypeTree): boolean {
-  return have.type === want.type && have.children.length === want.children.length && have.children.every((h, i) => sameType(h, want.children[i]!));
+/**
+ * The type promotions the spec allows a DuckLake column (docs/stable/duckdb/usage/schema_evolution.md, "Type
+ * Promotion"): lossless widenings, each a narrower type to a wider one.
+ */
+const PROMOTIONS: Readonly<Record<string, readonly string[]>> = {
+  int8: ['int16', 'int32', 'int64'],
+  int16: ['int32', 'int64'],
+  int32: ['int64'],
+  uint8: ['uint16', 'uint32', 'uint64'],
+  uint16: ['uint32', 'uint64'],
+  uint32: ['uint64'],
+  float32: ['float64'],
+};
+
+/**
+ * A column as the catalog has it and as a declaration types it: the same type, nested types included; with `widened`,
+ * or a type another writer promoted the declared one to (every value chainlake types fits it, and a data file is
+ * written in the catalog's column types: ducklake/data-file.ts dataFileSelect casts to them).
+ */
+function sameType(have: LakeColumn, want: TypeTree, widened = false): boolean {
+  return (
+    (have.type === want.type || (widened && (PROMOTIONS[want.type] ?? []).includes(have.type))) &&
+    have.children.length === want.children.length &&
+    have.children.every((h, i) => sameType(h, want.children[i]!, widened))
+  );
 }
 
-/** Whether a table's columns are already those of `shape` (names and types): then there is nothing to ensure. */
+/** Whether the catalog's column holds a declared column's values as they are or widened (sameType). */
+export function holdsDeclared(have: LakeColumn, type: string, where: string): boolean {
+  return sameType(have, ducklakeTypeTree(type, where), true);
+}
+
+/**
+ * Whether a table's columns are already those of `shape` (names, and types or their promotions) and no other: then
+ * there is nothing to ensure or check. A column chainlake does not declare (another writer's, or one it renamed)
+ * has the table's history read (refuseSchemaChanges).
+ */
 export function tableMatches(have: readonly LakeColumn[], shape: TableShape): boolean {
-  return tableColumns(shape).every((c) => {
-    const old = have.find((h) => h.name === c.name);
-    return old !== undefined && sameType(old, ducklakeTypeTree(c.type, `table ${shape.name}, column ${c.name}`));
-  });
+  const declared = tableColumns(shape);
+  return (
+    have.length === declared.length &&
+    declared.every((c) => {
+      const old = have.find((h) => h.name === c.name);
+      return old !== undefined && holdsDeclared(old, c.type, `table ${shape.name}, column ${c.name}`);
+    })
+  );
 }
 
 /** The table's columns: the shape's, then `network` and the partition column. */
@@ -33,10 +68,17 @@ export function tableColumns(shape: TableShape): ColumnSpec[] {
 
 /**
  * Whether the ledger's claims on a table are void (load/ledger/planning.ts voidClaims): then a table another DuckLake
- * writer dropped is created again, empty, for the run that fetches its whole range again. Asked only when the lake
- * lacks the table and its catalog has ended rows of it.
+ * writer dropped is created again, empty, for the run that fetches its whole range again; a refusal when they stand
+ * (dropped-tables.ts decides, by what the table held). Asked only when the lake lacks the table and its catalog has
+ * ended rows of it (`dropped`: the snapshot that ended the newest).
  */
-export type ClaimsVoid = boolean | ((table: string) => Promise<boolean>);
+export type ClaimsVoid = boolean | ((table: string, dropped: number) => Promise<boolean | DroppedRefusal>);
+
+/** A dropped table's refusal worded by who knows what it held (dropped-tables.ts: a derived table's, how to derive it again). */
+export interface DroppedRefusal {
+  message: string;
+  hint: string;
+}
 
 /**
  * Creates the dataset's table unless the catalog has it, and adds the columns a newer declaration has and the
@@ -94,10 +136,34 @@ export async function refuseSchemaChanges(
   if (!table) return refuseEndedTables(db, [shape.name], voided);
   const declared = tableColumns(shape);
   const missing = declared.filter((c) => !have.some((h) => h.name === c.name));
+  // A promotion another writer made (ALTER … SET TYPE to a wider type) is followed: chainlake's values fit it.
   const retyped = declared.filter((c) => {
     const old = have.find((h) => h.name === c.name);
-    return old !== undefined && !sameType(old, ducklakeTypeTree(c.type, `table ${shape.name}, column ${c.name}`));
+    return old !== undefined && !holdsDeclared(old, c.type, `table ${shape.name}, column ${c.name}`);
   });
+  // A declared column renamed and another column given its name reads as present by name; its field id says it is
+  // another column: the name's first holder (the column chainlake made) is not the column that has it now. Such a
+  // rename leaves a column chainlake does not declare, which a lake nobody else changed lacks: only then are the
+  // present names' first holders read. (A declared column dropped and then added again, as the refusal of a drop
+  // says to, is chainlake's again: its first holder is gone, not renamed.)
+  const present = have.some((h) => !declared.some((c) => c.name === h.name)) ? declared.filter((c) => have.some((h) => h.name === c.name)) : [];
+  if (missing.length === 0 && retyped.length === 0 && present.length === 0) return;
+  const holders = present.length
+    ? await firstHolders(
+        db,
+        table.tableId,
+        present.map((c) => c.name),
+      )
+    : [];
+  for (const c of present) {
+    const now = have.find((h) => h.name === c.name)!;
+    const first = holders.find((h) => h.name === c.name);
+    if (!first || first.id === now.columnId || first.now === null) continue;
+    throw schemaChanged(
+      `column ${c.name} of the lake's table ${shape.name} is not the column chainlake wrote: another DuckLake writer renamed that one to ${first.now} (snapshot ${first.ended}) and gave its name to another column (field id ${now.columnId}, where chainlake's is ${first.id}); chainlake reads and writes its declared columns by name, so its next commit would move ${first.now}'s values into the new column and leave ${first.now} NULL in every partition it rewrites`,
+      `give the names back in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(shape.name)} RENAME COLUMN ${ident(c.name)} TO ${ident(`${c.name}_added`)}; ALTER TABLE ${ident(shape.name)} RENAME COLUMN ${ident(first.now)} TO ${ident(c.name)}`,
+    );
+  }
   if (missing.length === 0 && retyped.length === 0) return;
   const history = await endedColumns(
     db,
@@ -161,12 +227,36 @@ export async function refuseEndedTables(db: CatalogDb, names: readonly string[],
         `the lake's table ${name} was renamed to ${now} by another DuckLake writer (snapshot ${at}): chainlake writes ${name} by that name, and would start a new table beside it that lacks every row loaded so far`,
         `rename it back in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(now)} RENAME TO ${ident(name)}`,
       );
-    if (voided === true || (typeof voided === 'function' && (await voided(name)))) continue;
+    const verdict = typeof voided === 'function' ? await voided(name, at) : voided;
+    if (verdict === true) continue;
+    if (verdict !== false) throw schemaChanged(verdict.message, verdict.hint);
     throw schemaChanged(
       `the lake's table ${name} was dropped by another DuckLake writer (snapshot ${at}) and no run has planned it since: chainlake's ledger still counts its rows as loaded, so a new table would silently lack them`,
-      `plan it again: on one machine, run the job again (its planning finds the table dropped, voids the ledger's claims on it and fetches its whole range again); distributed, \`chainlake catalog rebuild --catalog …\` creates it again, empty, and deletes its watermarks, so the next enqueue fetches its whole range again. Its rows stay readable in the snapshots before ${at} until they are expired`,
+      `plan it again: on one machine, run the job again (its planning finds the table dropped, voids the ledger's claims on it and fetches its whole range again); distributed, \`chainlake enqueue\` the job again (its open run taken up: its windows of the table committed before are queued again with the range it lacks, its marks deleted), or \`chainlake catalog rebuild --catalog …\`, which creates it again, empty, and deletes its watermarks, so the next enqueue fetches its whole range again. Its rows stay readable in the snapshots before ${at} until they are expired`,
     );
   }
+}
+
+/**
+ * For each of `names`, the top-level column of the table that had the name first (its id, the name it has now, none:
+ * dropped, and when its row of that name ended, if it did): the column chainlake made under it.
+ */
+async function firstHolders(db: CatalogDb, tableId: number, names: readonly string[]): Promise<Ended[]> {
+  const rows = await db.query(
+    `SELECT DISTINCT ON (c.column_name) c.column_id, c.column_name, c.column_type, c.end_snapshot,
+            (SELECT n.column_name FROM ducklake_column n WHERE n.table_id = c.table_id AND n.column_id = c.column_id AND n.end_snapshot IS NULL) AS now
+     FROM ducklake_column c
+     WHERE c.table_id = $1 AND c.parent_column IS NULL AND c.column_name IN (${names.map(literal).join(', ')})
+     ORDER BY c.column_name, c.begin_snapshot, c.column_id`,
+    [tableId],
+  );
+  return rows.map((r) => ({
+    id: Number(r.column_id),
+    name: String(r.column_name),
+    type: String(r.column_type),
+    ended: r.end_snapshot === null || r.end_snapshot === undefined ? -1 : Number(r.end_snapshot),
+    now: r.now === null || r.now === undefined ? null : String(r.now),
+  }));
 }
 
 /**
