@@ -60,11 +60,17 @@ function keep(ab: ArrayBuffer): void {
 }
 
 /**
+ * The largest buffer a Content-Length alone makes the pool take before a byte came: a header claiming more (a
+ * broken or hostile server) must not allocate it; a body that large still grows into what it needs.
+ */
+const MAX_EXPECTED_BYTES = 16 * 1024 * 1024;
+
+/**
  * Reads a response body whole into a pooled buffer; `expected` (its Content-Length, when sent) sizes the buffer
- * at once. The returned bytes are a view of that buffer, theirs until `releaseBody` (or for good, if never).
+ * at once, up to MAX_EXPECTED_BYTES. The returned bytes are a view of that buffer, theirs until `releaseBody` (or for good, if never).
  */
 export async function readBody(body: AsyncIterable<Buffer>, expected: number | undefined): Promise<Buffer> {
-  let ab = take(expected !== undefined && expected > 0 ? expected : MIN_BYTES);
+  let ab = take(expected !== undefined && expected > 0 ? Math.min(expected, MAX_EXPECTED_BYTES) : MIN_BYTES);
   let buf = Buffer.from(ab);
   let n = 0;
   for await (const chunk of body) {
