@@ -472,6 +472,8 @@ async function commitLeasedOnce(deps: CommitDeps, changes: readonly LeasedChange
       }
       tables.push({ tableName: change.shape.name, files, replacePartitions });
     }
+    // Merged and written, the catalog untouched (as a worker's batch at this step): another writer may commit meanwhile.
+    await testHook('lake-files');
     const result = await commitTables(deps.catalog, {
       tables: tables.filter((t) => t.files.length > 0 || t.replacePartitions.length > 0),
       ...(readAt === undefined ? {} : { readAt }),
