@@ -328,6 +328,38 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
     );
   }, 120_000);
 
+  it('catalog rebuild from disk that another writer refuses 3 times fails with CHAINLAKE_LAKE_CHANGED; the next rebuild reads the disk again', async () => {
+    const lake = path.join(dir, 'rebuild-always');
+    await cp(base, lake, { recursive: true });
+    const baseKeys = await refKeys(base);
+    await rm(path.join(lake, 'catalog.duckdb'), { force: true });
+    let attempts = 0;
+    onTestHook(async (step) => {
+      if (step !== 'prepared') return;
+      await withRef(lake, [INSERT + inserted(`0xref-rebuild-${attempts++}`, days[0]!, 1)]);
+    });
+    const failed = await rebuildCatalog(new LakePaths(lake)).then(
+      () => undefined,
+      (e: unknown) => e as Error & { hint?: string },
+    );
+    expect(chainlakeCodeOf(failed)).toBe('CHAINLAKE_LAKE_CHANGED');
+    expect(failed?.hint).toBe(
+      'run again once the other writer is idle: the partitions of 0 earlier batches were rebuilt from disk and stay; catalog rebuild run again rebuilds the others from disk',
+    );
+    expect(attempts).toBe(3);
+    onTestHook();
+    // The catalog is sound now, but its tables hold only the other writer's rows: the rebuild reads the disk again.
+    const report = await rebuildCatalog(new LakePaths(lake));
+    expect(report.partitionsFromDisk).toBe(days.length);
+    const after = await refKeys(lake);
+    expect(after).toEqual([...baseKeys, '0xref-rebuild-0', '0xref-rebuild-1', '0xref-rebuild-2'].sort());
+    expect((await queryCatalog(lake, 'SELECT transaction_hash FROM transactions ORDER BY transaction_hash')).map((r) => String(r.transaction_hash))).toEqual(
+      after,
+    );
+    // Finished: a further rebuild only rebuilds the views.
+    expect((await rebuildCatalog(new LakePaths(lake))).partitionsFromDisk).toBe(0);
+  }, 120_000);
+
   it("a run killed after deciding its commit, then another writer's commit: the recovery abandons the decided commit instead of undoing it", async () => {
     const lake = path.join(dir, 'killed');
     await cp(base, lake, { recursive: true });
