@@ -14,6 +14,7 @@ import { catalogFiles, type CatalogFile } from '../ducklake/files.js';
 import { currentSnapshot, dataPathOf, listTables } from '../ducklake/reader.js';
 import { commitTables } from '../ducklake/writer.js';
 import { againIfLakeChanged } from '../ducklake/conflicts.js';
+import { testHook } from '../load/test-hooks.js';
 import { datasetShape } from '../load/schema.js';
 import { ensureTable } from '../load/write/lake-tables.js';
 import { voidWatermarks } from '../load/ledger/watermarks.js';
@@ -216,6 +217,7 @@ async function findMissingFiles(lake: Rebuild): Promise<{ missing: (CatalogFile 
   const { catalog, store, report } = lake;
   const readAt = (await currentSnapshot(catalog)).snapshotId;
   const named = (await catalogFiles(catalog, store.dataPath)).filter((f): f is CatalogFile & { kind: 'data' | 'delete' } => f.kind !== 'scheduled');
+  await testHook('rebuild-read');
   const stored = new Set((await store.list('lake')).map((f) => norm(f.location)));
   const missing = named.filter((f) => !stored.has(norm(f.location)));
   report.missingFiles = missing.map((f) => ({
