@@ -21,7 +21,8 @@ import { newMaintenanceId } from '../load/ids.js';
 import { LakeLock } from '../load/lock.js';
 import { recoverLake } from '../load/write/recovery.js';
 import { closeRunStaging, openRunStaging } from '../load/write/staging.js';
-import { decideAndApply } from '../load/write/journal.js';
+import { decideAndApply, preparedAgain } from '../load/write/journal.js';
+import type { LakeChangedError } from '../ducklake/conflicts.js';
 import type { LakePaths } from '../load/paths.js';
 import { datasetShape, REJECTS_SHAPE, STAGED_PARTITION, type TableShape } from '../load/schema.js';
 import { getDataset } from '../datasets/registry.js';
@@ -43,6 +44,8 @@ export interface DecodeLakeInput {
   onlyRunId?: string;
   /** The run's record, for a run of its own (`chainlake decode`: decodeRun); an export run records itself. */
   run?: (report: DecodeReport) => RunRecord;
+  /** Hears each time the decoding is prepared again (another DuckLake writer changed its tables meanwhile). */
+  again?: (error: LakeChangedError, next: number) => void;
 }
 
 export interface DecodeReport {
@@ -296,27 +299,38 @@ export async function lakeLogs(lake: LakeState, network: Network): Promise<strin
   return all === undefined ? undefined : `SELECT * EXCLUDE (${ident(STAGED_PARTITION)}) FROM (${all})`;
 }
 
-export async function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> {
+export function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> {
   const { engine, paths, network, datasets, runId, ingestedAt } = input;
-  const workDir = path.join(input.stagingDir, `decode-${Date.now().toString(36)}`);
-  // Partitions another DuckLake writer changed are written out to be read and merged, as a commit's are.
-  // Every log decoded (not one run's): a decoded table another writer dropped is created again and filled whole.
-  const lake = await lakeStateFor(
-    paths,
-    [...datasets.map(decodedShape), REJECTS_SHAPE],
-    path.join(workDir, 'lake-rows'),
-    [datasetShape(getDataset(EVENT_LOGS))],
-    input.onlyRunId ? {} : { decoding: true },
+  const name = `decode-${Date.now().toString(36)}`;
+  // Another DuckLake writer's commit to a decoded table (or the rejects) since the lake was read: the logs are read
+  // and decoded again from the new snapshot, and merged with the new rows, as a run's commit is prepared again.
+  return preparedAgain(
+    (n) => path.join(input.stagingDir, n === 1 ? name : `${name}-${n}`),
+    async (workDir) => {
+      // Partitions another DuckLake writer changed are written out to be read and merged, as a commit's are.
+      // Every log decoded (not one run's): a decoded table another writer dropped is created again and filled whole.
+      const lake = await lakeStateFor(
+        paths,
+        [...datasets.map(decodedShape), REJECTS_SHAPE],
+        path.join(workDir, 'lake-rows'),
+        [datasetShape(getDataset(EVENT_LOGS))],
+        input.onlyRunId ? {} : { decoding: true },
+      );
+      const logs = await lakeLogs(lake, network);
+      const target: ExistingLogsTarget = {
+        logs: logs && input.onlyRunId ? `SELECT * FROM (${logs}) WHERE _run_id = ${literal(input.onlyRunId)}` : logs,
+        replacedRejects: (conn, logs) => findReplacedRejects(conn, lake, network, datasets, logs),
+        // Every log of the lake (not one run's): decoded rows whose log is gone are found and dropped.
+        ...(input.onlyRunId ? {} : { current: async (shape: TableShape) => lake.partitionsOf(shape, network) }),
+        commit: (decoded, report) => journalDecoded({ input, lake, workDir }, decoded, report),
+      };
+      return decodeLakeLogs({ conn: engine.conn, datasets, runId, ingestedAt, workDir }, target);
+    },
+    {
+      ...(input.again ? { again: input.again } : {}),
+      runAgain: 'nothing of this decoding was committed (the decoded tables are as they were); decoding again decodes every log the lake then holds',
+    },
   );
-  const logs = await lakeLogs(lake, network);
-  const target: ExistingLogsTarget = {
-    logs: logs && input.onlyRunId ? `SELECT * FROM (${logs}) WHERE _run_id = ${literal(input.onlyRunId)}` : logs,
-    replacedRejects: (conn, logs) => findReplacedRejects(conn, lake, network, datasets, logs),
-    // Every log of the lake (not one run's): decoded rows whose log is gone are found and dropped.
-    ...(input.onlyRunId ? {} : { current: async (shape: TableShape) => lake.partitionsOf(shape, network) }),
-    commit: (decoded, report) => journalDecoded({ input, lake, workDir }, decoded, report),
-  };
-  return decodeLakeLogs({ conn: engine.conn, datasets, runId, ingestedAt, workDir }, target);
 }
 
 /** A local decoding's rows, rejects and cleared days as one journal, published and applied (ExistingLogsTarget.commit). */

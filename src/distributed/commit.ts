@@ -15,7 +15,7 @@ import type pg from 'pg';
 import type { CatalogDb } from '../ducklake/catalog-db.js';
 import { copyTableFile, measureTableFiles, type CopiedTableFile } from '../ducklake/data-file.js';
 import { commitTables, type StagedFile } from '../ducklake/writer.js';
-import { againIfLakeChanged, COMMIT_ATTEMPTS } from '../ducklake/conflicts.js';
+import { againIfLakeChanged, COMMIT_ATTEMPTS, LakeChangedError } from '../ducklake/conflicts.js';
 import { getDataset } from '../datasets/registry.js';
 import { createUnorderedTempTable, type Engine } from '../load/engine.js';
 import { datasetShape, noFreshRows, REJECTS_SHAPE, STAGED_PARTITION, type DeclaredTable, type TableShape } from '../load/schema.js';
@@ -437,14 +437,21 @@ export interface LeasedCommit {
 export interface LeasedCommitOptions {
   /** The caller's records (its run's row) in the commit's catalog transaction. */
   record?: (tx: CatalogDb, committed: LeasedCommit) => Promise<void>;
+  /** The hint's end when another DuckLake writer refused every attempt: what running the command again does. */
+  runAgain?: string;
 }
+
+/** What a leased commit that did not happen leaves, in the hint of its LakeChangedError (a worker's says what it fetched). */
+const LEASED_RUN_AGAIN = 'nothing of this command was committed (its tables are as they were); running it again reads the lake anew';
 
 /**
  * Changes to several tables as ONE snapshot by the committer's merge, by a holder of the lease (underLease), which
  * the catalog transaction checks again.
  */
 export function commitLeased(deps: CommitDeps, changes: readonly LeasedChange[], message: string, opts: LeasedCommitOptions = {}): Promise<LeasedCommit> {
-  return preparedAgain(deps.log, message, () => commitLeasedOnce(deps, changes, message, opts));
+  return preparedAgain(deps.log, message, () => commitLeasedOnce(deps, changes, message, opts)).catch((e: unknown) => {
+    throw e instanceof LakeChangedError ? e.fetchedAgain(opts.runAgain ?? LEASED_RUN_AGAIN) : e;
+  });
 }
 
 /** commitLeased's one attempt: its files are removed when it fails. */
@@ -471,6 +478,8 @@ async function commitLeasedOnce(deps: CommitDeps, changes: readonly LeasedChange
       }
       tables.push({ tableName: change.shape.name, files, replacePartitions });
     }
+    // Merged and written, the catalog untouched (as a worker's batch at this step): another writer may commit meanwhile.
+    await testHook('lake-files');
     const result = await commitTables(deps.catalog, {
       tables: tables.filter((t) => t.files.length > 0 || t.replacePartitions.length > 0),
       ...(readAt === undefined ? {} : { readAt }),

@@ -13,6 +13,8 @@ import { DATASETS } from '../datasets/registry.js';
 import { catalogFiles, type CatalogFile } from '../ducklake/files.js';
 import { currentSnapshot, dataPathOf, listTables } from '../ducklake/reader.js';
 import { commitTables } from '../ducklake/writer.js';
+import { againIfLakeChanged } from '../ducklake/conflicts.js';
+import { testHook } from '../load/test-hooks.js';
 import { datasetShape } from '../load/schema.js';
 import { ensureTable } from '../load/write/lake-tables.js';
 import { voidWatermarks } from '../load/ledger/watermarks.js';
@@ -105,8 +107,14 @@ export async function rebuildDistributedCatalog(opts: {
     try {
       const lake: Rebuild = { client, catalog, store, holder, report };
       const tables = await recreateLostTables(lake);
-      const missing = await findMissingFiles(lake);
-      if (opts.forgetMissing) await forgetMissing(lake, missing, tables);
+      // Another DuckLake writer's commit to a table since its files were read (it may have ended, and cleaned up, a
+      // file found missing) refuses the forgetting: the files are read again (againIfLakeChanged).
+      if (opts.forgetMissing)
+        await againIfLakeChanged(
+          async () => forgetMissing(lake, await findMissingFiles(lake), tables),
+          () => undefined,
+        );
+      else await findMissingFiles(lake);
       report.orphans = (await unreferencedFiles(client, catalog, store)).map((f) => ({
         location: f.location,
         area: f.area,
@@ -200,11 +208,17 @@ async function recreateLostTables(lake: Rebuild): Promise<Set<string>> {
   return tables;
 }
 
-/** The files the catalog names that the store lacks, reported. */
-async function findMissingFiles(lake: Rebuild): Promise<(CatalogFile & { kind: 'data' | 'delete' })[]> {
+/**
+ * The files the catalog names that the store lacks, reported, and the snapshot they were read at. The catalog is read
+ * before the store is listed: a file another writer adds is in the store before its snapshot names it, so a file
+ * named here and not listed after is missing, not one written meanwhile.
+ */
+async function findMissingFiles(lake: Rebuild): Promise<{ missing: (CatalogFile & { kind: 'data' | 'delete' })[]; readAt: number }> {
   const { catalog, store, report } = lake;
-  const stored = new Set((await store.list('lake')).map((f) => norm(f.location)));
+  const readAt = (await currentSnapshot(catalog)).snapshotId;
   const named = (await catalogFiles(catalog, store.dataPath)).filter((f): f is CatalogFile & { kind: 'data' | 'delete' } => f.kind !== 'scheduled');
+  await testHook('rebuild-read');
+  const stored = new Set((await store.list('lake')).map((f) => norm(f.location)));
   const missing = named.filter((f) => !stored.has(norm(f.location)));
   report.missingFiles = missing.map((f) => ({
     table: f.table,
@@ -215,11 +229,12 @@ async function findMissingFiles(lake: Rebuild): Promise<(CatalogFile & { kind: '
     fromSnapshot: f.beginSnapshot,
     untilSnapshot: f.endSnapshot,
   }));
-  return missing;
+  return { missing, readAt };
 }
 
 /** Ends the newest snapshot's missing files in a snapshot of their own (their rows are unreadable already), under the lease. */
-async function forgetMissing(lake: Rebuild, missing: readonly CatalogFile[], tables: ReadonlySet<string>): Promise<void> {
+async function forgetMissing(lake: Rebuild, found: { missing: readonly CatalogFile[]; readAt: number }, tables: ReadonlySet<string>): Promise<void> {
+  const { missing, readAt } = found;
   const { catalog, holder, report } = lake;
   const current = missing.filter((f) => f.endSnapshot === null && f.table !== null && f.dataFileId !== null);
   if (current.length === 0) return;
@@ -228,6 +243,8 @@ async function forgetMissing(lake: Rebuild, missing: readonly CatalogFile[], tab
     for (const f of current) byTable.set(f.table!, [...(byTable.get(f.table!) ?? []), f.dataFileId!]);
     const result = await commitTables(catalog, {
       tables: [...byTable].filter(([t]) => tables.has(t)).map(([tableName, endFiles]) => ({ tableName, files: [], endFiles })),
+      // Ends only what was read missing at readAt: a later commit to one of these tables is refused (LakeChangedError).
+      readAt,
       author: holder,
       message: `chainlake catalog rebuild: files missing from the store ended`,
       inTransaction: (tx) => confirmLease(tx, { holder, leaseSeconds: REBUILD_LEASE_SECONDS }),

@@ -88,7 +88,7 @@ export class LakeChangedError extends ChainlakeError {
     return new LakeChangedError(this.readAt, this.later, this.names, attempts, this.refetched);
   }
 
-  /** The same error, its hint saying exactly what will be fetched again (`refetched`). */
+  /** The same error, its hint saying exactly what running again does (`refetched`: what a run fetches again; what a maintenance command does again). */
   fetchedAgain(refetched: string): LakeChangedError {
     return new LakeChangedError(this.readAt, this.later, this.names, this.attempts, refetched);
   }

@@ -16,10 +16,11 @@ import { createInterface } from 'node:readline';
  *
  * Distributed mode (src/distributed): `fragment` (a window's fragment written to the store, not yet recorded),
  * `lake-files` (a commit's new partition files written, catalog untouched), `lake-commit` (inside the commit's
- * PostgreSQL transaction, just before COMMIT), `lake-committed` (committed, fragments not yet removed).
+ * PostgreSQL transaction, just before COMMIT), `lake-committed` (committed, fragments not yet removed),
+ * `rebuild-read` (`catalog rebuild --catalog` has read the catalog's files, not yet listed the store's).
  */
 export const COMMIT_STEPS = ['stage-write', 'typed', 'final', 'prepared', 'journal', 'rename', 'catalog', 'committed'] as const;
-export const DISTRIBUTED_STEPS = ['fragment', 'lake-files', 'lake-commit', 'lake-committed'] as const;
+export const DISTRIBUTED_STEPS = ['fragment', 'lake-files', 'lake-commit', 'lake-committed', 'rebuild-read'] as const;
 export type CommitStep = (typeof COMMIT_STEPS)[number] | (typeof DISTRIBUTED_STEPS)[number];
 
 let crashAt = new Set<string>();

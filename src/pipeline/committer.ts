@@ -5,7 +5,8 @@ import { advanceWatermark, type WatermarkRecord } from '../load/ledger/watermark
 import type { CommittedFile } from '../load/write/commit.js';
 import { BatchRows, Loaders } from '../load/write/batch-rows.js';
 import { commitRun, type CommitDerivation, type RunCommitInput, type RunRecord } from '../load/write/commit-run.js';
-import { againIfLakeChanged, COMMIT_ATTEMPTS, LakeChangedError } from '../ducklake/conflicts.js';
+import { COMMIT_ATTEMPTS } from '../ducklake/conflicts.js';
+import { preparedAgain } from '../load/write/journal.js';
 import type { Engine } from '../load/engine.js';
 import type { LakePaths } from '../load/paths.js';
 import { watermarkKey } from '../load/state.js';
@@ -317,25 +318,19 @@ export class BatchCommitter {
     // Computed once: the watermarks advance the committer's own state.
     const windows = batch.map(this.windowRecord);
     const watermarks = this.watermarksOf(batch);
-    return againIfLakeChanged(
-      async (attempt) => {
-        const workDir = path.join(this.ctx.stagingDir, attempt === 1 ? `batch-${n}` : `batch-${n}-${attempt}`);
-        try {
-          return await this.commitOnce(done, preloaded, workDir, windows, watermarks, finalRecord, background);
-        } catch (e) {
-          // Nothing was decided: its merged files are nobody's (the staged rows stay for the next attempt). After
-          // any other failure the folder stays: a decided commit's journal names files in it.
-          if (e instanceof LakeChangedError) await rm(workDir, { recursive: true, force: true });
-          throw e;
-        }
+    return preparedAgain(
+      (attempt) => path.join(this.ctx.stagingDir, attempt === 1 ? `batch-${n}` : `batch-${n}-${attempt}`),
+      // The staged rows stay for the next attempt.
+      (workDir) => this.commitOnce(done, preloaded, workDir, windows, watermarks, finalRecord, background),
+      {
+        again: (error, next) =>
+          this.ctx.log.log(
+            'warn',
+            'commit.lake_changed',
+            `commit ${n}: ${error.message}; preparing it again from the new rows (attempt ${next} of ${COMMIT_ATTEMPTS})`,
+            { batch: n, snapshot: error.later[0]!.snapshotId, attempt: next },
+          ),
       },
-      (error, next) =>
-        this.ctx.log.log(
-          'warn',
-          'commit.lake_changed',
-          `commit ${n}: ${error.message}; preparing it again from the new rows (attempt ${next} of ${COMMIT_ATTEMPTS})`,
-          { batch: n, snapshot: error.later[0]!.snapshotId, attempt: next },
-        ),
     );
   }
 

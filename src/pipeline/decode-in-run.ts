@@ -7,6 +7,7 @@
 // cannot be done (the ABIs come from the run's own contracts dataset) or a commit's decoding failed, the run
 // decodes its rows read back from the lake after its last commit instead, as `chainlake decode` does.
 
+import { COMMIT_ATTEMPTS } from '../ducklake/conflicts.js';
 import { Accounting } from '../extract/accounting.js';
 import type { ExplorerClient } from '../extract/explorer.js';
 import type { Engine } from '../load/engine.js';
@@ -145,7 +146,17 @@ export class RunDecoder {
       const beside = !this.failure && this.datasets !== undefined;
       const r = beside
         ? this.inCommits()
-        : await decodeLake({ ...ctx, network: this.what.network, datasets: this.datasets ?? (await this.resolve()), onlyRunId: ctx.runId });
+        : await decodeLake({
+            ...ctx,
+            network: this.what.network,
+            datasets: this.datasets ?? (await this.resolve()),
+            onlyRunId: ctx.runId,
+            again: (error, next) =>
+              ctx.log.log('warn', 'decode.lake_changed', `decode: ${error.message}; decoding again from the new rows (attempt ${next} of ${COMMIT_ATTEMPTS})`, {
+                snapshot: error.later[0]!.snapshotId,
+                attempt: next,
+              }),
+          });
       ctx.log.log(
         'info',
         'decode.done',

@@ -20,6 +20,7 @@ import { referenceMissing, withReference } from '../ducklake/helpers.js';
 import { startPostgres, type TestPostgres } from '../ducklake/postgres.js';
 import { runCli, runCliCapturing, type CliResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
+import { onTestHook } from '../../src/load/test-hooks.js';
 import { chainlakeQuery } from './helpers.js';
 import { startS3 } from './s3.js';
 
@@ -283,6 +284,42 @@ describe('catalog rebuild --catalog', () => {
   }, 60_000);
 
   const missing = referenceMissing();
+  it.skipIf(missing !== null)(
+    `--forget-missing while another writer commits to the table: its new file is not taken for missing, and the forgetting is read again ${missing ?? ''}`,
+    async () => {
+      const lake = await copyLake();
+      const [{ d: day }] = (await chainlakeQuery(lake.url, lake.store, 'SELECT CAST(max(block_date) AS VARCHAR) AS d FROM transactions')) as [{ d: string }];
+      const lost = (await currentFiles(lake))[0]!;
+      await rm(lost.file);
+      // Once the rebuild has read the catalog, before it lists the store: a file of the reference's, and its snapshot.
+      let reached = 0;
+      onTestHook(async (step) => {
+        if (step !== 'rebuild-read' || reached++ > 0) return;
+        await withReference(
+          lake.url,
+          [
+            `INSERT INTO ref.transactions (transaction_hash, block_number, transaction_index, network, block_date, _run_id, _ingested_at)
+             VALUES ('0xref-rebuild', 1, 0, 'mainnet', DATE '${day}', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00')`,
+          ],
+          // The copy's catalog names the first lake's store as its data path: the file goes to the copy's.
+          { inlining: 0, dataPath: `${path.join(lake.store, 'lake')}/` },
+        );
+      });
+      let r: DistributedRebuildReport;
+      try {
+        r = await rebuildDistributedCatalog({ catalog: lake.url, store: lake.store, forgetMissing: true });
+      } finally {
+        onTestHook();
+      }
+      // Read twice: the reference's commit to transactions came after the first read.
+      expect(reached).toBe(2);
+      expect(r.missingFiles).toEqual([expect.objectContaining({ location: lost.file, untilSnapshot: null })]);
+      expect(r.forgotten).toMatchObject({ files: 1 });
+      expect(count(await chainlakeQuery(lake.url, lake.store, 'SELECT count(*) AS n FROM transactions'))).toBe(rows - lost.rows + 1);
+      expect(await chainlakeQuery(lake.url, lake.store, `SELECT transaction_hash FROM transactions WHERE transaction_hash = '0xref-rebuild'`)).toHaveLength(1);
+    },
+    60_000,
+  );
   it.skipIf(missing !== null)(
     `a table another writer dropped while the ledger says its windows committed: named, re-created, the lake reads ${missing ?? ''}`,
     async () => {

@@ -16,6 +16,7 @@ import { runWorker } from '../../src/distributed/worker.js';
 import { lakeStatus } from '../../src/load/read/status.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { chainlakeCodeOf } from '../../src/errors.js';
+import { onTestHook } from '../../src/load/test-hooks.js';
 import { A_BUSY0, A_ERC20_0 } from '../../src/simulator/chain.js';
 import { STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
 import { decodeDistributedLake } from '../../src/distributed/decode.js';
@@ -422,6 +423,51 @@ describe.skipIf(missing !== null)(
       const after = (await refRows()).map((r) => String(r.transaction_hash));
       expect(after).toEqual(expect.arrayContaining(before.map((r) => String(r.transaction_hash))));
       expect(after.length).toBeGreaterThan(before.length);
+    }, 180_000);
+
+    /**
+     * compact --catalog on days holding rows the reference inlined, the reference running `call` once the compaction's
+     * partitions are merged and written, before its catalog transaction: the merge is done again from the new rows.
+     * Returns the changes of the reference's snapshot (the compaction's is the newest).
+     */
+    async function compactRaced(tag: string, call: string, setup: string[] = []): Promise<string> {
+      await withRef([INSERT + days.map((d, i) => inserted(`0xref-${tag}-${i}`, d, 40 + i)).join(', ')]);
+      for (const statement of setup) await withRef([statement], { inlining: 0 });
+      let reached = 0;
+      let before: Rows = [];
+      onTestHook(async (step) => {
+        if (step !== 'lake-files' || reached++ > 0) return;
+        await withRef([call]);
+        before = await refRows();
+      });
+      try {
+        expect((await compactDistributedLake({ catalog: db.url, store })).partitions).toBeGreaterThanOrEqual(days.length);
+      } finally {
+        onTestHook();
+      }
+      expect(reached).toBe(2);
+      const after = await refRows();
+      expect(plain(after)).toEqual(plain(before));
+      const hashes = after.map((r) => String(r.transaction_hash));
+      expect(new Set(hashes).size).toBe(hashes.length);
+      expect(hashes.filter((h) => h.startsWith(`0xref-${tag}-`))).toHaveLength(days.length);
+      expect(plain(await chainlakeRows())).toEqual(plain(after));
+      const c = await db.connect();
+      try {
+        const last = await c.query(`SELECT changes_made FROM ducklake.ducklake_snapshot_changes ORDER BY snapshot_id DESC LIMIT 2`);
+        return String(last.rows[1]!.changes_made);
+      } finally {
+        await c.end();
+      }
+    }
+
+    it('compact --catalog merges again when the reference flushes its inlined rows meanwhile (inline_flush): nothing lost, nothing doubled', async () => {
+      expect(await compactRaced('flush', "CALL ducklake_flush_inlined_data('ref')")).toMatch(/(^|,)inline_flush:\d+(,|$)/);
+    }, 180_000);
+
+    it('compact --catalog merges again when the reference merges adjacent files meanwhile (merge_adjacent): nothing lost, nothing doubled', async () => {
+      const files = days.map((d, i) => INSERT + inserted(`0xref-file-adjacent-${i}`, d, 60 + i));
+      expect(await compactRaced('adjacent', "CALL ducklake_merge_adjacent_files('ref')", files)).toMatch(/(^|,)merge_adjacent:\d+(,|$)/);
     }, 180_000);
 
     describe('another writer changes the columns of a table chainlake writes (test/load/shared-schema.test.ts on one machine)', () => {

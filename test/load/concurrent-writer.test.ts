@@ -3,14 +3,18 @@
 // transaction. chainlake's lock does not bind the extension, so the commit checks, holding the catalog before its
 // decision, that no snapshot since its read changed its tables, and prepares again from the new rows when one did
 // (issue 34): the other writer's rows are never ended by a commit that did not read them.
-import { cp } from 'node:fs/promises';
+import { cp, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { chainlakeCodeOf } from '../../src/errors.js';
+import type { LakeChangedError } from '../../src/ducklake/conflicts.js';
+import { decodeLake } from '../../src/decode/lake.js';
+import { resolveDatasets } from '../../src/decode/spec.js';
+import { openEngine } from '../../src/load/engine.js';
 import { onTestHook } from '../../src/load/test-hooks.js';
 import { LakePaths } from '../../src/load/paths.js';
-import { compactLake } from '../../src/load/write/maintenance.js';
+import { compactLake, rebuildCatalog } from '../../src/load/write/maintenance.js';
 import { loadJobFile, parseJob } from '../../src/pipeline/job.js';
 import type { Logger } from '../../src/pipeline/log.js';
 import { runJob } from '../../src/pipeline/run.js';
@@ -170,25 +174,190 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
     for (const v of victims) expect(after).not.toContain(v);
   }, 120_000);
 
-  it('compact refuses to commit over another writer that committed while it merged (CHAINLAKE_LAKE_CHANGED), and compacts on a second try', async () => {
-    const lake = path.join(dir, 'compact');
+  /**
+   * compact on a lake whose days hold rows the reference inlined (partitions to compact), the reference running `call`
+   * once the first batch is merged: the batch is merged again, and the rows after are the reference's, one per key.
+   */
+  async function compactRaced(name: string, call: string, setup: string[] = []): Promise<{ changes: string[]; prepared: number }> {
+    const lake = path.join(dir, name);
     await cp(base, lake, { recursive: true });
-    // Rows inlined into the catalog: partitions to compact.
-    await withRef(lake, [INSERT + days.map((d, i) => inserted(`0xref-compact-${i}`, d, i)).join(', ')]);
+    // The copy's catalog records where its files are (the reference writes its files there).
+    await rebuildCatalog(new LakePaths(lake));
+    await withRef(lake, [INSERT + days.map((d, i) => inserted(`0xref-${name}-${i}`, d, i)).join(', ')]);
+    for (const statement of setup) await withRef(lake, [statement], { inlining: 0 });
+    let prepared = 0;
     let before: string[] = [];
     onTestHook(async (step) => {
-      if (step !== 'prepared' || before.length) return;
-      await otherWriter(lake, 'during');
+      if (step !== 'prepared' || prepared++ > 0) return;
+      await withRef(lake, [call]);
+      before = await refKeys(lake);
+    });
+    const changes: string[] = [];
+    const report = await compactLake(new LakePaths(lake), { again: (e) => changes.push(...e.later.map((c) => c.changes)) });
+    expect(report).toMatchObject({ partitions: days.length });
+    const after = await refKeys(lake);
+    expect(after).toEqual(before);
+    expect(after.filter((k) => k.startsWith(`0xref-${name}`))).toHaveLength(days.length);
+    // One row per key, read alike by chainlake's reader; and compact: every day one file, nothing inlined current.
+    expect(new Set(after).size).toBe(after.length);
+    expect((await queryCatalog(lake, 'SELECT transaction_hash FROM transactions ORDER BY transaction_hash')).map((r) => String(r.transaction_hash))).toEqual(
+      after,
+    );
+    expect(await compactLake(new LakePaths(lake))).toMatchObject({ partitions: 0, alreadyCompact: days.length });
+    return { changes, prepared };
+  }
+
+  it('compact merges a batch again when the reference flushes its inlined rows meanwhile (inline_flush): nothing lost, nothing doubled', async () => {
+    const { changes, prepared } = await compactRaced('flushed', "CALL ducklake_flush_inlined_data('lake')");
+    expect(prepared).toBe(2);
+    expect(changes).toEqual([expect.stringMatching(/^inline_flush:\d+$/)]);
+  }, 120_000);
+
+  it('compact merges a batch again when the reference merges adjacent files meanwhile (merge_adjacent): nothing lost, nothing doubled', async () => {
+    // A second file in each day (beside chainlake's): files for the reference to merge.
+    const { changes, prepared } = await compactRaced(
+      'adjacent',
+      "CALL ducklake_merge_adjacent_files('lake')",
+      days.map((d, i) => INSERT + inserted(`0xref-file-adjacent-${i}`, d, 50 + i)),
+    );
+    expect(prepared).toBe(2);
+    expect(changes).toEqual([expect.stringMatching(/^merge_adjacent:\d+$/)]);
+  }, 120_000);
+
+  it('compact fails with CHAINLAKE_LAKE_CHANGED after 3 attempts when the other writer commits at each, undoing nothing; the next compacts', async () => {
+    const lake = path.join(dir, 'compact-always');
+    await cp(base, lake, { recursive: true });
+    await withRef(lake, [INSERT + days.map((d, i) => inserted(`0xref-compact-${i}`, d, i)).join(', ')]);
+    let before: string[] = [];
+    let attempts = 0;
+    onTestHook(async (step) => {
+      if (step !== 'prepared') return;
+      await otherWriter(lake, `during${attempts++}`);
       before = await refKeys(lake);
     });
     const failed = await compactLake(new LakePaths(lake)).then(
       () => undefined,
-      (e: unknown) => e,
+      (e: unknown) => e as Error & { hint?: string },
     );
     expect(chainlakeCodeOf(failed)).toBe('CHAINLAKE_LAKE_CHANGED');
+    expect(failed?.message).toMatch(/at each of 3 attempts: chainlake did not commit/);
+    expect(failed?.hint).toBe(
+      'run again once the other writer is idle: compact committed 0 of its 1 batches before; running it again compacts the partitions left',
+    );
+    expect(attempts).toBe(3);
     expect(await refKeys(lake)).toEqual(before);
+    onTestHook();
     expect(await compactLake(new LakePaths(lake))).toMatchObject({ partitions: days.length });
     expect(await refKeys(lake)).toEqual(before);
+  }, 120_000);
+
+  it("chainlake decode decodes again when another writer changes a decoded table meanwhile: its rows are a clean decoding's", async () => {
+    const transfer = toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent);
+    const clean = path.join(dir, 'decode-existing-clean');
+    const doc = {
+      name: 'logs',
+      target: 'simulator',
+      lake: clean,
+      range: { fromBlock: 0, toBlock: 2_000 },
+      datasets: { event_logs: { contracts: [{ address: chainFor(7, 'small', 'mainnet').addrLower(A_ERC20_0), topics: [transfer] }] } },
+    };
+    expect((await runJob(parseJob(doc, 'decode-existing', process.env), { simulator: sim })).status).toBe('complete');
+    const raced = path.join(dir, 'decode-existing-raced');
+    await cp(clean, raced, { recursive: true });
+    await rebuildCatalog(new LakePaths(raced));
+    const decode = async (lake: string, again?: (e: LakeChangedError) => void) => {
+      const paths = new LakePaths(lake);
+      const runId = `decode-${path.basename(lake)}-${Date.now()}`;
+      const staging = paths.staging(runId);
+      const engine = await openEngine({ tempDir: path.join(staging, 'tmp') });
+      try {
+        const datasets = await resolveDatasets({ standard: ['erc20'], contracts: [] }, { engine, paths, network: 'mainnet' });
+        return await decodeLake({
+          engine,
+          paths,
+          network: 'mainnet',
+          datasets,
+          runId,
+          ingestedAt: new Date().toISOString(),
+          stagingDir: staging,
+          ...(again ? { again } : {}),
+        });
+      } finally {
+        engine.close();
+      }
+    };
+    const want = await decode(clean);
+    await decode(raced);
+    // Decoding again, the other writer deletes a decoded row once the decoding is merged, before its commit.
+    let prepared = 0;
+    onTestHook(async (step) => {
+      if (step !== 'prepared' || prepared++ > 0) return;
+      await withRef(raced, ['DELETE FROM lake.erc20_transfer_events WHERE transaction_hash = (SELECT min(transaction_hash) FROM lake.erc20_transfer_events)']);
+    });
+    const changes: string[] = [];
+    const got = await decode(raced, (e) => changes.push(...e.later.map((c) => c.changes)));
+    expect(prepared).toBe(2);
+    expect(changes).toEqual([expect.stringMatching(/^inlined_delete:\d+$/)]);
+    expect(got.datasets).toEqual(want.datasets);
+    const rows = (lake: string) => queryCatalog(lake, 'SELECT * EXCLUDE (_run_id, _ingested_at) FROM erc20_transfer_events ORDER BY ALL');
+    const decoded = await rows(clean);
+    expect(decoded.length).toBeGreaterThan(0);
+    expect(await rows(raced)).toEqual(decoded);
+    const refCount = await withRef(raced, ['SELECT count(*)::INTEGER AS n FROM lake.erc20_transfer_events']);
+    expect(refCount).toEqual([{ n: decoded.length }]);
+  }, 120_000);
+
+  it('catalog rebuild from disk merges a batch again when another writer commits to the rebuilt catalog meanwhile: its rows are kept', async () => {
+    const lake = path.join(dir, 'rebuild');
+    await cp(base, lake, { recursive: true });
+    const baseKeys = await refKeys(base);
+    // A lost catalog: the rebuild salvages what it can, and merges every partition's files on disk into the new one.
+    await rm(path.join(lake, 'catalog.duckdb'), { force: true });
+    let prepared = 0;
+    onTestHook(async (step) => {
+      if (step !== 'prepared' || prepared++ > 0) return;
+      await withRef(lake, [INSERT + inserted('0xref-rebuild', days[0]!, 1)]);
+    });
+    const report = await rebuildCatalog(new LakePaths(lake));
+    expect(report.partitionsFromDisk).toBe(days.length);
+    expect(prepared).toBe(2);
+    const after = await refKeys(lake);
+    expect(after).toEqual([...baseKeys, '0xref-rebuild'].sort());
+    expect((await queryCatalog(lake, 'SELECT transaction_hash FROM transactions ORDER BY transaction_hash')).map((r) => String(r.transaction_hash))).toEqual(
+      after,
+    );
+  }, 120_000);
+
+  it('catalog rebuild from disk that another writer refuses 3 times fails with CHAINLAKE_LAKE_CHANGED; the next rebuild reads the disk again', async () => {
+    const lake = path.join(dir, 'rebuild-always');
+    await cp(base, lake, { recursive: true });
+    const baseKeys = await refKeys(base);
+    await rm(path.join(lake, 'catalog.duckdb'), { force: true });
+    let attempts = 0;
+    onTestHook(async (step) => {
+      if (step !== 'prepared') return;
+      await withRef(lake, [INSERT + inserted(`0xref-rebuild-${attempts++}`, days[0]!, 1)]);
+    });
+    const failed = await rebuildCatalog(new LakePaths(lake)).then(
+      () => undefined,
+      (e: unknown) => e as Error & { hint?: string },
+    );
+    expect(chainlakeCodeOf(failed)).toBe('CHAINLAKE_LAKE_CHANGED');
+    expect(failed?.hint).toBe(
+      'run again once the other writer is idle: the partitions of 0 earlier batches were rebuilt from disk and stay; catalog rebuild run again rebuilds the others from disk',
+    );
+    expect(attempts).toBe(3);
+    onTestHook();
+    // The catalog is sound now, but its tables hold only the other writer's rows: the rebuild reads the disk again.
+    const report = await rebuildCatalog(new LakePaths(lake));
+    expect(report.partitionsFromDisk).toBe(days.length);
+    const after = await refKeys(lake);
+    expect(after).toEqual([...baseKeys, '0xref-rebuild-0', '0xref-rebuild-1', '0xref-rebuild-2'].sort());
+    expect((await queryCatalog(lake, 'SELECT transaction_hash FROM transactions ORDER BY transaction_hash')).map((r) => String(r.transaction_hash))).toEqual(
+      after,
+    );
+    // Finished: a further rebuild only rebuilds the views.
+    expect((await rebuildCatalog(new LakePaths(lake))).partitionsFromDisk).toBe(0);
   }, 120_000);
 
   it("a run killed after deciding its commit, then another writer's commit: the recovery abandons the decided commit instead of undoing it", async () => {

@@ -1,4 +1,5 @@
-import { writeFile } from 'node:fs/promises';
+import { cp, writeFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { A_BUSY0, A_DEPLOYER, A_ERC20_0, A_ERC721_0, A_MINER0, A_NFT_HOLDER, N_ERC20, N_ERC721 } from '../../src/simulator/chain.js';
@@ -12,6 +13,11 @@ import { parseGenesis, reconcileBalances } from '../../src/load/read/reconcile.j
 import { reconcileLocalLake } from '../../src/lake/reconcile.js';
 import { runCliCapturing } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
+import { onTestHook } from '../../src/load/test-hooks.js';
+import { rebuildCatalog } from '../../src/load/write/maintenance.js';
+import { REFERENCE_DIR, withReference } from '../ducklake/helpers.js';
+
+const HAS_REF = existsSync(path.join(REFERENCE_DIR, 'ducklake.duckdb_extension'));
 
 const SEED = 1;
 let sim: RunningSimulator;
@@ -189,4 +195,42 @@ describe('reconciliation', () => {
     expect(none.stdout).toContain(`${ACCOUNTS.length} unchecked`);
     expect(none.stdout).toMatch(/unchecked mainnet \S+ 0x[0-9a-f]{40} native: opening balance unknown/);
   });
+
+  it.skipIf(!HAS_REF)(
+    "reconciling again while another DuckLake writer commits to the table merges again from its new rows: that writer's row stays",
+    async () => {
+      const raced = path.join(dir, 'raced');
+      await cp(lake, raced, { recursive: true });
+      // The copy's catalog records where its files are (the reference writes there).
+      await rebuildCatalog(new LakePaths(raced));
+      const first = await reconcileLocalLake(new LakePaths(raced), { genesis });
+      let prepared = 0;
+      onTestHook(async (step) => {
+        if (step !== 'prepared' || prepared++ > 0) return;
+        await withReference(
+          path.join(raced, 'catalog.duckdb'),
+          [
+            `INSERT INTO lake.reconciliation (address, asset, network, snapshot_date, _run_id, _ingested_at)
+         SELECT '0xref', 'native', network, snapshot_date, 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00' FROM lake.reconciliation LIMIT 1`,
+          ],
+          { as: 'lake' },
+        );
+      });
+      try {
+        const again = await reconcileLocalLake(new LakePaths(raced), { genesis });
+        expect(again.rowsOut).toEqual(first.rowsOut);
+      } finally {
+        onTestHook();
+      }
+      expect(prepared).toBe(2);
+      const ref = await withReference(path.join(raced, 'catalog.duckdb'), ['SELECT address, asset, difference FROM lake.reconciliation ORDER BY ALL'], {
+        as: 'lake',
+      });
+      expect(ref).toHaveLength(first.rowsOut.length + 1);
+      expect(ref.filter((r) => r.address === '0xref')).toHaveLength(1);
+      const mine = await queryCatalog(raced, 'SELECT address, asset, difference FROM reconciliation ORDER BY ALL');
+      expect(mine).toEqual(ref);
+    },
+    120_000,
+  );
 });

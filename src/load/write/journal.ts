@@ -10,7 +10,7 @@ import type { LakePaths } from '../paths.js';
 import { testHook } from '../test-hooks.js';
 import { eachBounded } from '../bounded.js';
 import { insertRequests } from '../ledger/requests.js';
-import { changesSince, refuseChangesSince } from '../../ducklake/conflicts.js';
+import { againIfLakeChanged, changesSince, LakeChangedError, refuseChangesSince } from '../../ducklake/conflicts.js';
 
 const MOVES_AT_ONCE = 16;
 
@@ -112,6 +112,39 @@ export async function decideAndApply(
   await testHook('committed');
   await removeDurable(journalPath(paths, runId));
   return snapshot === false ? undefined : snapshot;
+}
+
+/**
+ * A commit of this machine's lake (a run's batch, a compaction's batch, a decoding, the reconciliation, a rebuild's
+ * batch) prepared again while another DuckLake writer changed the tables it read before its decision (decideAndApply
+ * refuses with LakeChangedError; againIfLakeChanged tries at most COMMIT_ATTEMPTS times, then fails with the last).
+ * Each attempt reads the lake anew and merges into a work folder of its own (`workDir(n)`), removed when it was
+ * refused: nothing of it was decided. After any other failure the folder stays (a decided commit's journal names
+ * files in it). `again` hears each retry.
+ */
+export function preparedAgain<T>(
+  workDir: (attempt: number) => string,
+  attempt: (workDir: string, n: number) => Promise<T>,
+  opts: {
+    again?: (error: LakeChangedError, next: number) => void;
+    /** The failure's hint after the last attempt: what running the command again does (a run's says what it fetches again). */
+    runAgain?: string;
+  } = {},
+): Promise<T> {
+  return againIfLakeChanged(
+    async (n) => {
+      const dir = workDir(n);
+      try {
+        return await attempt(dir, n);
+      } catch (e) {
+        if (e instanceof LakeChangedError) await rm(dir, { recursive: true, force: true });
+        throw e;
+      }
+    },
+    opts.again ?? (() => undefined),
+  ).catch((e: unknown) => {
+    throw e instanceof LakeChangedError && opts.runAgain ? e.fetchedAgain(opts.runAgain) : e;
+  });
 }
 
 /**

@@ -12,7 +12,8 @@ import { compactedShapes, compactionTargets, compactRun, countBefore, emptyCompa
 import { writeMergedPartition } from './merge.js';
 import { fsyncFile, mkdirDurable } from './durable.js';
 import { openEngine, type Engine } from '../engine.js';
-import { applyJournal, decideAndApply, publishJournal } from './journal.js';
+import { decideAndApply, preparedAgain } from './journal.js';
+import type { LakeChangedError } from '../../ducklake/conflicts.js';
 import { LakeLock } from '../lock.js';
 import type { LakePaths } from '../paths.js';
 import { recoverLake, type RecoveryReport } from './recovery.js';
@@ -90,46 +91,75 @@ const COMPACT_BATCH = 64;
  * not change, except duplicates that disappear. The files replaced stay for the snapshots before until
  * `chainlake maintain` expires them.
  */
-export async function compactLake(paths: LakePaths, opts: { datasets?: readonly string[] } = {}): Promise<CompactReport> {
+export async function compactLake(
+  paths: LakePaths,
+  opts: {
+    datasets?: readonly string[];
+    /** Hears each time a batch is merged again (another DuckLake writer changed its tables meanwhile). */
+    again?: (error: LakeChangedError, next: number) => void;
+  } = {},
+): Promise<CompactReport> {
   return maintain(paths, 'compact', async (engine, id, staging) => {
     const report = emptyCompactReport(id);
     const startedAt = new Date().toISOString();
     const shapes = compactedShapes(await Catalog.hold(paths, (c) => lakeTableShapes({ db: c.lake })), opts.datasets);
     // A partition another DuckLake writer changed in the catalog (inlined rows, deletes) is written out to be merged.
-    const lake = await lakeStateFor(paths, [], path.join(staging, 'lake-rows'), shapes);
+    let lake = await lakeStateFor(paths, [], path.join(staging, 'lake-rows'), shapes);
     const { targets, alreadyCompact } = compactionTargets(lake, shapes);
     // Where the partitions were read; each batch's own snapshot after (nothing else committed in between).
     let readAt = lake.snapshotId;
     report.alreadyCompact = alreadyCompact;
     countBefore(report, targets);
     for (let i = 0; i < targets.length; i += COMPACT_BATCH) {
-      const workDir = path.join(staging, `batch-${i / COMPACT_BATCH}`);
-      await mkdirDurable(workDir);
-      const prepared: PreparedFile[] = [];
-      const cleared: ClearedPartition[] = [];
-      for (const t of targets.slice(i, i + COMPACT_BATCH)) {
-        const prep = await rewritePartition({ engine, paths, lake, shape: t.shape, network: t.network, partition: t.value, workDir });
-        if (!('from' in prep)) {
-          cleared.push(prep);
-          continue;
-        }
-        prepared.push(prep);
-        report.filesAfter++;
-        report.rowsAfter += prep.file.rows;
-        report.bytesAfter += prep.file.bytes;
-      }
+      const batch = i / COMPACT_BATCH;
       const last = i + COMPACT_BATCH >= targets.length;
-      // Another DuckLake writer's commit to a table since it was read fails the compaction (LakeChangedError) instead
-      // of being undone: the batches before stay compacted, and running it again compacts the rest.
-      const made = await decideAndApply(paths, { snapshot: readAt, tables: replacedTables(lake, prepared, cleared) }, () =>
-        journalFor(paths, `${id}/${path.basename(workDir)}`, id, prepared, {
-          ...(last ? { run: compactRun(report, startedAt) } : {}),
-          windows: [],
-          watermarks: [],
-          ...(cleared.length ? { cleared } : {}),
-        }),
+      // Another DuckLake writer's commit to a table since it was read: the batch is merged again from the lake's new
+      // rows (the same partitions), as a run's commit is; the batches before stay compacted.
+      const after = await preparedAgain(
+        (n) => path.join(staging, n === 1 ? `batch-${batch}` : `batch-${batch}-${n}`),
+        async (workDir, n) => {
+          if (n > 1) {
+            lake = await lakeStateFor(paths, [], path.join(workDir, 'lake-rows'), shapes);
+            readAt = lake.snapshotId;
+          }
+          await mkdirDurable(workDir);
+          const prepared: PreparedFile[] = [];
+          const cleared: ClearedPartition[] = [];
+          const made = { files: 0, rows: 0, bytes: 0 };
+          for (const t of targets.slice(i, i + COMPACT_BATCH)) {
+            const prep = await rewritePartition({ engine, paths, lake, shape: t.shape, network: t.network, partition: t.value, workDir });
+            if (!('from' in prep)) {
+              cleared.push(prep);
+              continue;
+            }
+            prepared.push(prep);
+            made.files++;
+            made.rows += prep.file.rows;
+            made.bytes += prep.file.bytes;
+          }
+          const withBatch = {
+            ...report,
+            filesAfter: report.filesAfter + made.files,
+            rowsAfter: report.rowsAfter + made.rows,
+            bytesAfter: report.bytesAfter + made.bytes,
+          };
+          const snapshot = await decideAndApply(paths, { snapshot: readAt, tables: replacedTables(lake, prepared, cleared) }, () =>
+            journalFor(paths, `${id}/${path.basename(workDir)}`, id, prepared, {
+              ...(last ? { run: compactRun(withBatch, startedAt) } : {}),
+              windows: [],
+              watermarks: [],
+              ...(cleared.length ? { cleared } : {}),
+            }),
+          );
+          return { withBatch, snapshot };
+        },
+        {
+          ...(opts.again ? { again: opts.again } : {}),
+          runAgain: `compact committed ${batch} of its ${Math.ceil(targets.length / COMPACT_BATCH)} batches before; running it again compacts the partitions left`,
+        },
       );
-      readAt = made ?? readAt;
+      Object.assign(report, after.withBatch);
+      readAt = after.snapshot ?? readAt;
     }
     if (targets.length === 0) await Catalog.write(paths, (c) => c.refreshViews());
     else report.snapshotId = await Catalog.hold(paths, async (c) => (await currentSnapshot(c.lake)).snapshotId);
@@ -200,9 +230,12 @@ export async function rebuildCatalog(paths: LakePaths): Promise<RebuildReport> {
     paths,
     'catalog-rebuild',
     async (engine, id, staging, recovery): Promise<Omit<RebuildReport, 'salvage'>> => {
-      const shapes = await Catalog.hold(paths, (c) => lakeTableShapes({ db: c.lake }));
+      const { shapes, pending } = await Catalog.hold(paths, async (c) => ({
+        shapes: await lakeTableShapes({ db: c.lake }),
+        pending: (await c.meta(FROM_DISK_KEY)) !== undefined,
+      }));
       const out = { runId: id, recovery, files: 0, partitionsFromDisk: 0, filesReplaced: 0, unknownTables: [] as string[] };
-      if (found.fromDisk) {
+      if (found.fromDisk || pending) {
         out.unknownTables = await unknownTableFolders(paths, shapes);
         Object.assign(out, await rebuildFromDisk(paths, engine, id, staging, shapes));
       }
@@ -258,8 +291,15 @@ async function unknownTableFolders(paths: LakePaths, shapes: readonly TableShape
 }
 
 /**
+ * lake_meta's mark of a rebuild from disk begun and not finished (killed, or failed on another DuckLake writer's
+ * commits): the catalog is sound again, but partitions on disk are not in it yet, so the next rebuild reads the disk too.
+ */
+const FROM_DISK_KEY = 'rebuild-from-disk';
+
+/**
  * Every partition folder's files merged into one new file per partition, committed through the journaled
- * protocol `COMPACT_BATCH` partitions at a time; the files read are deleted once their batch is committed.
+ * protocol `COMPACT_BATCH` partitions at a time; the files read are deleted once their batch is committed, but for
+ * those the catalog names (older snapshots' until they expire).
  */
 async function rebuildFromDisk(
   paths: LakePaths,
@@ -268,36 +308,57 @@ async function rebuildFromDisk(
   staging: string,
   shapes: readonly TableShape[],
 ): Promise<{ partitionsFromDisk: number; filesReplaced: number }> {
-  const lake = await lakeStateFor(paths, shapes);
+  // Partitions another DuckLake writer changed in the catalog (inlined rows, deletes) are written out to be merged.
+  let lake = await lakeStateFor(paths, shapes, path.join(staging, 'lake-rows'));
+  let readAt = lake.snapshotId;
+  const listed = await Catalog.write(paths, async (c) => {
+    await c.lake.query(`INSERT OR REPLACE INTO lake_meta VALUES ('${FROM_DISK_KEY}', $1)`, [id]);
+    return c.listedFiles();
+  });
   const todo = await diskPartitionsOf(paths, shapes);
   const done = { partitionsFromDisk: 0, filesReplaced: 0 };
-  let batch = 0;
   for (let i = 0; i < todo.length; i += COMPACT_BATCH) {
     const chunk = todo.slice(i, i + COMPACT_BATCH);
-    const workDir = path.join(staging, `batch-${batch++}`);
-    await mkdirDurable(workDir);
-    const prepared: PreparedFile[] = [];
-    for (const p of chunk) {
-      const from = path.join(workDir, `${p.shape.name}.${p.network}.${p.value}.parquet`);
-      const written = await writeMergedPartition(
-        engine.conn,
-        lake.table(p.shape.name),
-        p.shape,
-        { network: p.network, value: p.value },
-        { existing: p.files, target: from },
-      );
-      await fsyncFile(from);
-      prepared.push(preparedFile(paths, { shape: p.shape, network: p.network, partition: p.value }, from, written));
-    }
-    const journal = journalFor(paths, `${id}/${path.basename(workDir)}`, id, prepared, { windows: [], watermarks: [] });
-    await publishJournal(paths, journal);
-    await applyJournal(paths, journal);
-    // Committed: the files read are no snapshot's now.
-    for (const p of chunk) for (const f of p.files) await rm(f, { force: true });
+    const batch = i / COMPACT_BATCH;
+    // Another DuckLake writer may commit to the rebuilt catalog meanwhile: the batch's commit would end its rows (the
+    // partitions' current files and inlined rows) unread, so it is refused, and merged again from the lake's new rows.
+    const snapshot = await preparedAgain(
+      (n) => path.join(staging, n === 1 ? `batch-${batch}` : `batch-${batch}-${n}`),
+      async (workDir, n) => {
+        if (n > 1) {
+          lake = await lakeStateFor(paths, shapes, path.join(workDir, 'lake-rows'));
+          readAt = lake.snapshotId;
+        }
+        await mkdirDurable(workDir);
+        const prepared: PreparedFile[] = [];
+        for (const p of chunk) {
+          const from = path.join(workDir, `${p.shape.name}.${p.network}.${p.value}.parquet`);
+          // The files on disk, and the partition's rows as the lake reads them now (another writer's among them).
+          const current = lake.files(p.shape.name, p.network, p.value).map((f) => f.path);
+          const written = await writeMergedPartition(
+            engine.conn,
+            lake.table(p.shape.name),
+            p.shape,
+            { network: p.network, value: p.value },
+            { existing: [...new Set([...p.files, ...current])], target: from },
+          );
+          await fsyncFile(from);
+          prepared.push(preparedFile(paths, { shape: p.shape, network: p.network, partition: p.value }, from, written));
+        }
+        return decideAndApply(paths, { snapshot: readAt, tables: replacedTables(lake, prepared) }, () =>
+          journalFor(paths, `${id}/${path.basename(workDir)}`, id, prepared, { windows: [], watermarks: [] }),
+        );
+      },
+      { runAgain: `the partitions of ${batch} earlier batches were rebuilt from disk and stay; catalog rebuild run again rebuilds the others from disk` },
+    );
+    readAt = snapshot ?? readAt;
+    // Committed: the files read are no snapshot's now, but for those the catalog names.
+    for (const p of chunk) for (const f of p.files) if (!listed.has(f)) await rm(f, { force: true });
     done.partitionsFromDisk += chunk.length;
     done.filesReplaced += chunk.reduce((n, p) => n + p.files.length, 0);
   }
   for (const shape of shapes) await rm(paths.legacyDatasetDir(shape.name), { recursive: true, force: true });
+  await Catalog.write(paths, (c) => c.lake.query(`DELETE FROM lake_meta WHERE key = '${FROM_DISK_KEY}'`));
   return done;
 }
 

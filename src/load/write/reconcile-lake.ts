@@ -12,7 +12,7 @@ import { preparePartition, type PreparedFile } from './commit.js';
 import { journalFor, lakeStateFor, replacedTables } from './commit-run.js';
 import { openEngine } from '../engine.js';
 import { newMaintenanceId } from '../ids.js';
-import { decideAndApply } from './journal.js';
+import { decideAndApply, preparedAgain } from './journal.js';
 import type { LakeState } from './lake-state.js';
 import { LakeLock } from '../lock.js';
 import type { LakePaths } from '../paths.js';
@@ -103,34 +103,42 @@ export async function reconcileUnderLock(paths: LakePaths, compute: (by: string)
     await openRunStaging(staging, { runId, job: JOB, startedAt, pid: process.pid });
     try {
       const rows = await compute(runId);
-      const workDir = path.join(staging, 'reconcile');
-      await mkdir(workDir, { recursive: true });
-      const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
-      const prepared: PreparedFile[] = [];
-      let lake: LakeState;
-      try {
-        const shape = RECONCILIATION_SHAPE;
-        lake = await lakeStateFor(paths, [shape]);
-        await reconciliationTable(engine.conn, 'reconciliation_fresh', rows, runId, startedAt);
-        const parts = [...new Set(rows.map((r) => `${r.network}\u0000${r.snapshotDate}`))].map((k) => k.split('\u0000') as [Network, string]);
-        for (const [network, day] of parts) {
-          const fresh = `SELECT * EXCLUDE (network, __partition) FROM reconciliation_fresh WHERE network = ${literal(network)} AND __partition = ${literal(day)}`;
-          prepared.push(await preparePartition(engine, paths, lake, shape, network, day, fresh, workDir));
-        }
-      } finally {
-        engine.close();
-      }
       const summary = summarize(rows);
-      const report = { ...summary, files: prepared.length };
       // The view is declared before the commit refreshes the views, so an empty reconciliation is queryable too.
       await Catalog.write(paths, (c) => c.registerTables([RECONCILIATION_TABLE]));
-      // Another DuckLake writer's commit to the table since it was read fails the reconciliation instead of being undone.
-      await decideAndApply(paths, { snapshot: lake.snapshotId, tables: replacedTables(lake, prepared) }, () =>
-        journalFor(paths, `${runId}/reconcile`, runId, prepared, {
-          run: reconcileRun(runId, startedAt, report),
-          windows: [],
-          watermarks: [],
-        }),
+      // Another DuckLake writer's commit to the table since it was read: merged again from its new rows, as a run's
+      // commit is prepared again.
+      const report = await preparedAgain(
+        (n) => path.join(staging, n === 1 ? 'reconcile' : `reconcile-${n}`),
+        async (workDir) => {
+          await mkdir(workDir, { recursive: true });
+          const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
+          const prepared: PreparedFile[] = [];
+          let lake: LakeState;
+          try {
+            const shape = RECONCILIATION_SHAPE;
+            // Partitions another DuckLake writer changed (inlined rows, deletes) are written out to be merged.
+            lake = await lakeStateFor(paths, [shape], path.join(workDir, 'lake-rows'));
+            await reconciliationTable(engine.conn, 'reconciliation_fresh', rows, runId, startedAt);
+            const parts = [...new Set(rows.map((r) => `${r.network}\u0000${r.snapshotDate}`))].map((k) => k.split('\u0000') as [Network, string]);
+            for (const [network, day] of parts) {
+              const fresh = `SELECT * EXCLUDE (network, __partition) FROM reconciliation_fresh WHERE network = ${literal(network)} AND __partition = ${literal(day)}`;
+              prepared.push(await preparePartition(engine, paths, lake, shape, network, day, fresh, workDir));
+            }
+          } finally {
+            engine.close();
+          }
+          const report = { ...summary, files: prepared.length };
+          await decideAndApply(paths, { snapshot: lake.snapshotId, tables: replacedTables(lake, prepared) }, () =>
+            journalFor(paths, `${runId}/${path.basename(workDir)}`, runId, prepared, {
+              run: reconcileRun(runId, startedAt, report),
+              windows: [],
+              watermarks: [],
+            }),
+          );
+          return report;
+        },
+        { runAgain: 'nothing of this reconciliation was committed (the reconciliation table is as it was); reconciling again reads the lake anew' },
       );
       return { runId, ...report, differing: rows.filter((r) => r.outcome !== 'reconciled'), rowsOut: rows };
     } finally {
