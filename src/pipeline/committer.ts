@@ -12,6 +12,8 @@ import { watermarkKey } from '../load/state.js';
 import { collectGarbage } from './garbage.js';
 import type { BlockRange } from '../extract/pager.js';
 import { stagedOf, type WindowOutcome } from './execute.js';
+import { isProvisional } from './plan.js';
+import type { KeptWindowKey } from '../load/write/journal.js';
 import type { Logger } from './log.js';
 
 export interface CommitPolicy {
@@ -151,7 +153,7 @@ export class BatchCommitter {
 
   /**
    * The windows handed to the committer that no commit landed (failed ones included: their failure is recorded by a
-   * commit too): after a failed commit, what the next run fetches again (one machine keeps no staged window across runs).
+   * commit too): after a failed commit, what the run keeps for the next (pipeline/kept.ts) or the next fetches again.
    */
   notCommitted(): WindowOutcome[] {
     return this.handed.filter((o) => !this.landed.has(o));
@@ -314,14 +316,18 @@ export class BatchCommitter {
     finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined,
     background: boolean,
   ): Promise<CommittedFile[]> {
-    // Computed once: the watermarks advance the committer's own state.
-    const windows = batch.map(this.windowRecord);
+    // Computed once: the watermarks advance the committer's own state. A window an earlier run kept stays that run's
+    // row, moved to committed by the commit (journal.ts `kept`); a failed one is this run's.
+    const windows = batch.filter((o) => !o.kept || o.error).map(this.windowRecord);
+    const kept = batch.flatMap((o) =>
+      o.kept && !o.error ? [{ runId: o.kept.runId, windowId: o.window.id, provisional: isProvisional(o.window), requestLog: o.kept.requestLog }] : [],
+    );
     const watermarks = this.watermarksOf(batch);
     return againIfLakeChanged(
       async (attempt) => {
         const workDir = path.join(this.ctx.stagingDir, attempt === 1 ? `batch-${n}` : `batch-${n}-${attempt}`);
         try {
-          return await this.commitOnce(done, preloaded, workDir, windows, watermarks, finalRecord, background);
+          return await this.commitOnce(done, preloaded, workDir, { windows, kept, watermarks }, finalRecord, background);
         } catch (e) {
           // Nothing was decided: its merged files are nobody's (the staged rows stay for the next attempt). After
           // any other failure the folder stays: a decided commit's journal names files in it.
@@ -344,8 +350,7 @@ export class BatchCommitter {
     done: readonly WindowOutcome[],
     preloaded: readonly BatchRows[],
     workDir: string,
-    windows: WindowRecord[],
-    watermarks: WatermarkRecord[],
+    records: { windows: WindowRecord[]; kept: KeptWindowKey[]; watermarks: WatermarkRecord[] },
     finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined,
     background: boolean,
   ): Promise<CommittedFile[]> {
@@ -366,8 +371,7 @@ export class BatchCommitter {
       datasetsAtOnce: background ? 1 : undefined,
       sliceRows: this.ctx.mergeSliceRows,
       rejectFiles: done.filter((o) => o.rejectStage).map((o) => o.rejectStage!.file),
-      windows,
-      watermarks,
+      ...records,
       run: (newFiles) => {
         this.files.push(...newFiles);
         return finalRecord ? finalRecord(this.files) : this.interimRecord();
