@@ -3,7 +3,7 @@
 // transaction. chainlake's lock does not bind the extension, so the commit checks, holding the catalog before its
 // decision, that no snapshot since its read changed its tables, and prepares again from the new rows when one did
 // (issue 34): the other writer's rows are never ended by a commit that did not read them.
-import { cp, readdir } from 'node:fs/promises';
+import { cp, readdir, readFile, stat, truncate, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +11,7 @@ import { chainlakeCodeOf } from '../../src/errors.js';
 import { onTestHook } from '../../src/load/test-hooks.js';
 import { LakePaths } from '../../src/load/paths.js';
 import { compactLake } from '../../src/load/write/maintenance.js';
+import { repairIfFree } from '../../src/load/write/recovery.js';
 import { loadJobFile, parseJob } from '../../src/pipeline/job.js';
 import type { Logger } from '../../src/pipeline/log.js';
 import { runJob } from '../../src/pipeline/run.js';
@@ -202,6 +203,85 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
     expect(cleanRows.length).toBe(after.length);
     expect(await rowsOf(lake)).toEqual(cleanRows);
   }, 120_000);
+
+  it('a kept window whose data is damaged is fetched again, and only it; a run killed while it commits kept windows, before or after deciding, ends in the lake a clean run makes', async () => {
+    const file = await writeJob(path.join(dir, 'kept.json'), sim, path.join(dir, 'kept-clean'), addresses.slice(1, 3));
+    const keptJob = async (lake: string) => ({
+      ...(await loadJobFile(file, { CHAINLAKE_API_KEY: sim.apiKey })),
+      lake: { ...(await loadJobFile(file, { CHAINLAKE_API_KEY: sim.apiKey })).lake, dir: lake },
+    });
+    // A run whose every commit attempt another writer beats: it keeps its windows.
+    const failOnce = async (lake: string): Promise<{ runId: string; windows: { window_id: string; requests: number; spec: string }[] }> => {
+      await cp(base, lake, { recursive: true });
+      let attempt = 0;
+      onTestHook(async (step) => {
+        if (step === 'prepared') await otherWriter(lake, `kept${attempt++}`);
+      });
+      await expect(runJob(await keptJob(lake))).rejects.toMatchObject({ code: 'CHAINLAKE_LAKE_CHANGED' });
+      onTestHook();
+      const windows = await queryCatalog(
+        lake,
+        `SELECT run_id, window_id, requests::INTEGER AS requests, CAST(spec AS VARCHAR) AS spec FROM windows WHERE status = 'fetched' ORDER BY window_id`,
+      );
+      expect(windows).toHaveLength(2);
+      return {
+        runId: String(windows[0]!.run_id),
+        windows: windows.map((w) => ({ window_id: String(w.window_id), requests: Number(w.requests), spec: String(w.spec) })),
+      };
+    };
+    const rowsOf = (l: string) => withRef(l, ['SELECT * EXCLUDE (_run_id, _ingested_at) FROM lake.transactions ORDER BY ALL']);
+    const clean = path.join(dir, 'kept-clean');
+    await cp(base, clean, { recursive: true });
+    expect((await runJob(await keptJob(clean))).status).toBe('complete');
+    for (let i = 0; i < 3; i++) await otherWriter(clean, `kept${i}`);
+    const want = await rowsOf(clean);
+    const keptIn = async (l: string) => readdir(path.join(l, '_kept')).catch(() => [] as string[]);
+
+    // Damaged: one kept file loses its last byte. That window is fetched again (exactly its requests), the other is not.
+    const damaged = path.join(dir, 'kept-damaged');
+    const kept = await failOnce(damaged);
+    const victim = kept.windows[0]!;
+    const spec = JSON.parse(victim.spec) as { kept: { files: { rows?: { path: string }; pages: { path: string }[] } } };
+    const keptFile = path.join(damaged, spec.kept.files.pages[0]?.path ?? spec.kept.files.rows!.path);
+    await truncate(keptFile, (await stat(keptFile)).size - 1);
+    const log = events();
+    const sent = sim.stats().requests;
+    const next = await runJob(await keptJob(damaged), { logger: log });
+    expect(next.status).toBe('complete');
+    expect(log.seen).toContain('run.kept_lost');
+    expect(sim.stats().requests - sent).toBe(victim.requests);
+    expect(next.fromKept).toMatchObject({ windows: 1, requests: kept.windows[1]!.requests, runs: [kept.runId] });
+    expect(await queryCatalog(damaged, `SELECT window_id, status FROM windows WHERE run_id = '${kept.runId}' ORDER BY window_id`)).toEqual([
+      { window_id: victim.window_id, status: 'failed' },
+      { window_id: kept.windows[1]!.window_id, status: 'committed' },
+    ]);
+    expect(await rowsOf(damaged)).toEqual(want);
+    expect(await keptIn(damaged)).toEqual([]);
+
+    // Killed while committing the kept windows: before its decision (they stay kept), and after it (recovery lands them).
+    for (const crash of ['prepared', 'journal']) {
+      const lake = path.join(dir, `kept-killed-${crash}`);
+      const k = await failOnce(lake);
+      const cli = await writeJob(path.join(dir, `kept-killed-${crash}.json`), sim, lake, addresses.slice(1, 3));
+      await writeFile(cli, JSON.stringify({ ...JSON.parse(await readFile(cli, 'utf8')), name: 'kept' }));
+      const sentBefore = sim.stats().requests;
+      expect((await runWriter(['run', cli, '-q'], { apiKey: sim.apiKey, crash })).signal, crash).toBe('SIGKILL');
+      if (crash === 'journal') {
+        // Decided: the next command's recovery lands it (the run's final record with it: the job is complete).
+        expect((await repairIfFree(new LakePaths(lake), 'test'))?.finished, crash).toHaveLength(1);
+      } else {
+        // Not decided: the kept windows are still kept, and the next run commits them.
+        expect((await runJob(await keptJob(lake))).status, crash).toBe('complete');
+      }
+      // No kept window's request was sent again, by the killed run or after it.
+      expect(sim.stats().requests - sentBefore, crash).toBe(0);
+      expect(await queryCatalog(lake, `SELECT status, count(*)::INTEGER AS n FROM windows WHERE run_id = '${k.runId}' GROUP BY status`), crash).toEqual([
+        { status: 'committed', n: 2 },
+      ]);
+      expect(await rowsOf(lake), crash).toEqual(want);
+      expect(await keptIn(lake), crash).toEqual([]);
+    }
+  }, 180_000);
 
   it('compact refuses to commit over another writer that committed while it merged (CHAINLAKE_LAKE_CHANGED), and compacts on a second try', async () => {
     const lake = path.join(dir, 'compact');
