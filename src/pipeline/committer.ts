@@ -115,7 +115,7 @@ export class BatchCommitter {
     ds.rows += outcome.rows;
     if (!outcome.error) {
       const { stagedFiles, pageFiles } = stagedOf(outcome);
-      ds.typed.add(outcome.window.def, stagedFiles, pageFiles);
+      ds.typed.add(outcome.window.def, stagedFiles, pageFiles, outcome.kept);
     }
     const rows = [...this.pending.values()].reduce((a, d) => a + d.rows, 0);
     const due = rows >= this.policy.everyRows || this.ctx.now() - this.lastCommitAt >= this.policy.everySeconds * 1000;

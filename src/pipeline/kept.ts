@@ -1,11 +1,14 @@
 /**
  * Windows a single-machine run fetched and could not commit for a lake-side reason (another DuckLake writer kept
- * committing to its tables: CHAINLAKE_LAKE_CHANGED), kept for the next run to commit without sending their requests
- * again, as a distributed worker's `fetched` window waits for the next commit (issue 34).
+ * committing to its tables: CHAINLAKE_LAKE_CHANGED; or a user's DuckDB session held `catalog.duckdb` longer than the
+ * run would wait), kept for the next run to commit without sending their requests again, as a distributed worker's
+ * `fetched` window waits for the next commit (issue 34).
  *
  * The failing run moves each such window's staged files (rows, pages as received, rejects) out of its staging into
- * `_kept/<runId>/` and records the window `fetched` in the ledger, with a spec naming the files, their sizes and
- * sha256, in the transaction that records the run failed (run.ts). The next run resuming that run's chain reads the
+ * `_kept/<runId>/`, lists them there (load/write/kept-list.ts), and records the windows `fetched` in the ledger, with
+ * a spec naming the files, their sizes and sha256, in the transaction that records the run failed (run.ts); a run
+ * whose catalog a user's session held (so that neither its commit nor that record could happen) leaves the list for
+ * the next command's recovery to record. The next run resuming that run's chain reads the
  * `fetched` windows (ledger/planning.ts), plans around them, checks every file against its spec, and hands the sound
  * ones to its committer before it fetches anything; their commit moves them `fetched -> committed` (journal.ts). A
  * window whose data is gone or damaged is fetched again and given up (`failed`), never committed in part. Recovery
@@ -24,6 +27,7 @@ import type { WindowRecord } from '../load/catalog.js';
 import type { LakePaths } from '../load/paths.js';
 import { encodeCalls } from '../load/ledger/requests.js';
 import { PageFiles, StageFile } from '../load/write/staging.js';
+import { writeKeptList } from '../load/write/kept-list.js';
 import { windowOfSpec, windowSpecOf, type WindowSpec } from '../distributed/windows.js';
 import { countsOf, type WindowOutcome } from './execute.js';
 import type { Window } from './plan.js';
@@ -48,6 +52,8 @@ interface KeptSpec {
 
 interface KeptWindowSpec {
   window: WindowSpec;
+  /** When the run that kept it started: its rows' `_ingested_at`, as if that run had committed them. */
+  ingestedAt: string;
   rows: number;
   receivedRows: number;
   scannedRows: number;
@@ -99,16 +105,18 @@ async function sha256Of(file: string): Promise<string> {
 
 /**
  * Moves the staged files of `outcomes` (fetched windows of this run that no commit took) from `staging` into the
- * lake's `_kept/<runId>/`, and returns their ledger rows (`fetched`, with their specs). A window whose files cannot
- * be moved is left out (its files go with the staging, and the next run fetches it again).
+ * lake's `_kept/<runId>/`, writes their list there (kept-list.ts), and returns their ledger rows (`fetched`, with
+ * their specs) for the run's failure record. A window whose files cannot be moved is left out (its files go with the
+ * staging, and the next run fetches it again).
  */
 export async function keepWindows(
   paths: LakePaths,
-  runId: string,
+  run: { runId: string; job: string; startedAt: string },
   staging: string,
   outcomes: readonly WindowOutcome[],
   log: Logger,
 ): Promise<{ kept: WindowOutcome[]; rows: WindowRecord[] }> {
+  const { runId } = run;
   const kept: WindowOutcome[] = [];
   const rows: WindowRecord[] = [];
   const dir = paths.kept(runId);
@@ -141,6 +149,7 @@ export async function keepWindows(
       const spec: KeptSpec = {
         kept: {
           window: windowSpecOf(o.window),
+          ingestedAt: run.startedAt,
           rows: o.rows,
           receivedRows: o.receivedRows,
           scannedRows: o.scannedRows,
@@ -171,6 +180,16 @@ export async function keepWindows(
         window: o.window.id,
       });
     }
+  }
+  if (rows.length === 0) return { kept, rows };
+  // The list, once every file is in place: what recovery records when this run cannot (kept-list.ts).
+  try {
+    await writeKeptList(paths, { ...run, windows: rows });
+  } catch (e) {
+    log.log('warn', 'run.keep_failed', `the list of the windows kept could not be written (${(e as Error).message}): the next run fetches them again`, {
+      windows: rows.length,
+    });
+    return { kept: [], rows: [] };
   }
   return { kept, rows };
 }
@@ -251,6 +270,6 @@ function outcomeOf(paths: LakePaths, row: KeptRow, window: Window, spec: KeptWin
     receivedRows: spec.receivedRows,
     scannedRows: spec.scannedRows,
     rejects: spec.rejects,
-    kept: { runId: row.runId, requests: spec.requests, requestLog: row.requestLog },
+    kept: { runId: row.runId, ingestedAt: spec.ingestedAt, requests: spec.requests, requestLog: row.requestLog },
   };
 }

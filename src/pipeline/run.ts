@@ -6,7 +6,9 @@ import pLimit from 'p-limit';
 import type { DatasetDef } from '../datasets/dataset.js';
 import { Accounting } from '../extract/accounting.js';
 import { WindowProgress } from '../extract/pager.js';
-import { Catalog, type RequestUsage, type WindowRecord } from '../load/catalog.js';
+import { Catalog, CatalogLockedError, type RequestUsage, type WindowRecord } from '../load/catalog.js';
+import { keptListPath } from '../load/write/kept-list.js';
+import { removeDurable } from '../load/write/durable.js';
 import { QuotaReachedError, quotaAccount, RequestQuota } from '../extract/quota.js';
 import { readRequestUsage } from '../load/state.js';
 import type { CommittedFile } from '../load/write/commit.js';
@@ -178,14 +180,15 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
     engine.close();
     await source?.close();
     const pending = existsSync(path.join(staging, JOURNAL_FILE));
-    // A commit another DuckLake writer kept refusing: what it would have landed is kept for the next run (kept.ts),
-    // moved out of the staging before the staging goes.
-    const notLanded = failure instanceof LakeChangedError && !pending ? (stages?.committer.notCommitted() ?? []) : [];
+    // A commit another DuckLake writer kept refusing, or that a user's session holding the catalog kept from happening:
+    // what it would have landed is kept for the next run (kept.ts), moved out of the staging before the staging goes.
+    const lakeSide = failure instanceof LakeChangedError || failure instanceof CatalogLockedError;
+    const notLanded = lakeSide && !pending ? (stages?.committer.notCommitted() ?? []) : [];
     const keeping =
       recorded && notLanded.length
         ? await keepWindows(
             paths,
-            runId,
+            { runId, job: job.name, startedAt: ingestedAt },
             staging,
             notLanded.filter((o) => !o.error && !o.kept),
             log,
@@ -207,19 +210,9 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
         log,
         keeping?.rows ?? [],
       );
-      if (failure instanceof LakeChangedError && notLanded.length) {
-        // Kept files no row names (the record could not be written) are an orphan the next recovery removes.
-        failure = notCommitted(
-          failure,
-          wrote
-            ? ended
-            : endOfNotLanded(
-                notLanded,
-                notLanded.filter((o) => o.kept),
-              ),
-          log,
-        );
-      }
+      // Recorded: the list is done with. Not recorded (the catalog held): the next command's recovery records it.
+      if (wrote && keeping?.rows.length) await removeDurable(keptListPath(paths, runId));
+      if (notLanded.length) failure = notCommitted(failure as LakeChangedError | CatalogLockedError, ended, log);
     }
   }
   throw failure;
@@ -307,12 +300,13 @@ function fetchedAgainOf(all: readonly WindowOutcome[]): FetchedAgain {
 const NAMED_WINDOWS = 5;
 
 /**
- * A commit another DuckLake writer kept refusing (CHAINLAKE_LAKE_CHANGED) ends the run with what it fetched staged.
+ * A commit another DuckLake writer kept refusing (CHAINLAKE_LAKE_CHANGED), or that a user's session holding the catalog
+ * kept from happening (CatalogLockedError), ends the run with what it fetched staged.
  * What it could keep (kept.ts), the next run resuming this one commits without sending its requests again, as a
  * distributed worker's `fetched` windows wait for the next commit; what it could not (failed windows, data that could
  * not be kept) the next run fetches again. The error says which, and what they cost.
  */
-function notCommitted(error: LakeChangedError, ended: NotLanded, log: Logger): LakeChangedError {
+function notCommitted<E extends LakeChangedError | CatalogLockedError>(error: E, ended: NotLanded, log: Logger): E {
   const { kept, fetchedAgain: again } = ended;
   const parts: string[] = [];
   const fields: Record<string, unknown> = {};
@@ -334,7 +328,7 @@ function notCommitted(error: LakeChangedError, ended: NotLanded, log: Logger): L
   if (parts.length === 0) return error;
   const text = parts.join('; ');
   log.log('warn', 'run.not_committed', text, fields);
-  return error.fetchedAgain(text);
+  return (error instanceof LakeChangedError ? error.fetchedAgain(text) : error.kept(text)) as E;
 }
 
 const named = (ids: readonly string[], n: number): string =>

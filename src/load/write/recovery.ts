@@ -2,13 +2,14 @@ import { readdir, readFile, rm } from 'node:fs/promises';
 import { readLedger } from '../quota-ledger.js';
 import path from 'node:path';
 import { Catalog } from '../catalog.js';
-import { exists } from './durable.js';
+import { exists, removeDurable } from './durable.js';
 
 import { JOURNAL_FILE, applyJournal, readJournal } from './journal.js';
 import { LakeLock, LakeLockedError } from '../lock.js';
 import type { LakePaths } from '../paths.js';
 import { STAGING_INFO_FILE, type StagingInfo } from './staging.js';
-import { runsWithKept } from '../ledger/windows.js';
+import { runsWithKept, windowStates } from '../ledger/windows.js';
+import { keptListPath, readKeptList } from './kept-list.js';
 
 export interface RecoveryReport {
   /** Runs whose decided commit was finished here. */
@@ -60,12 +61,33 @@ export async function recoverLake(paths: LakePaths, opts: { currentRunId?: strin
     if (info && reserved) await Catalog.write(paths, (c) => c.recordReservedUsage(info.runId, reserved));
     await rm(dir, { recursive: true, force: true });
   }
-  // After the decided commits above: one of them may have taken kept windows, whose folders go now.
+  // After the decided commits above: one of them may have taken kept windows, whose folders go now; first, the lists of
+  // runs that could not record what they kept.
+  if (kept.length && catalogExists) await recordKeptLists(paths, kept);
   if (kept.length) await removeUnkept(paths, kept, catalogExists);
   if (opts.relocate !== false && (catalogExists || report.finished.length || report.abandoned.length)) {
     report.relocated = await Catalog.hold(paths, (c) => c.relocate());
   }
   return report;
+}
+
+/**
+ * Records the kept windows (`fetched`) of each kept list (kept-list.ts) that are not recorded yet, with their run
+ * (abandoned, when it still says running: it could not record its end), then removes the list. Idempotent: a kill
+ * before the list goes records nothing twice.
+ */
+async function recordKeptLists(paths: LakePaths, dirs: readonly string[]): Promise<void> {
+  for (const d of dirs) {
+    const list = await readKeptList(paths, d);
+    if (!list) continue;
+    await Catalog.write(paths, async (c) => {
+      const keys = list.windows.map((w) => ({ runId: w.runId, windowId: w.windowId ?? '' }));
+      const recorded = await windowStates({ db: c.lake }, keys);
+      await c.recordWindows(list.windows.filter((w) => !recorded.has(`${w.runId}\u0000${w.windowId ?? ''}`)));
+      await c.markAbandoned(list.runId, list.job, list.startedAt);
+    });
+    await removeDurable(keptListPath(paths, d));
+  }
 }
 
 /**
