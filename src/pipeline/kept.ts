@@ -28,6 +28,7 @@ import type { LakePaths } from '../load/paths.js';
 import { encodeCalls } from '../load/ledger/requests.js';
 import { PageFiles, StageFile } from '../load/write/staging.js';
 import { writeKeptList } from '../load/write/kept-list.js';
+import { testHook } from '../load/test-hooks.js';
 import { windowOfSpec, windowSpecOf, type WindowSpec } from '../distributed/windows.js';
 import { countsOf, type WindowOutcome } from './execute.js';
 import type { Window } from './plan.js';
@@ -191,6 +192,7 @@ export async function keepWindows(
     });
     return { kept: [], rows: [] };
   }
+  await testHook('kept');
   return { kept, rows };
 }
 

@@ -251,4 +251,41 @@ describe('catalog.duckdb', () => {
       ),
     ).toEqual([]);
   });
+
+  it('a run killed right after keeping its windows (listed, not recorded: the catalog was held) has them recorded and committed by the next run, no request sent again', async () => {
+    const lake = path.join(dir, 'held-killed');
+    await copyOfBase(lake);
+    const job = await writeJob(path.join(dir, 'held-killed.json'), sim, lake, sim.examples.addresses.slice(2, 4));
+    const w = startWriter(['run', job, '-q'], { apiKey: sim.apiKey, hold: 'prepared', crash: 'kept', env: { CHAINLAKE_CATALOG_WAIT_MS: '300' } });
+    expect(await w.held).toBe('prepared');
+    const user = await DuckDBInstance.create(path.join(lake, 'catalog.duckdb'));
+    w.release();
+    const r = await w.done.finally(() => user.closeSync());
+    expect(r.signal).toBe('SIGKILL');
+    const [keptBy] = await readdir(path.join(lake, '_kept'));
+    expect(await readdir(path.join(lake, '_kept', keptBy!))).toContain('kept.json');
+
+    const sent = sim.stats().requests;
+    const next = await runCliCapturing(['run', job, '-q'], { CHAINLAKE_API_KEY: sim.apiKey });
+    expect(next.code, next.stderr).toBe(0);
+    expect(sim.stats().requests - sent).toBe(0);
+    const runs = await queryCatalog(lake, `SELECT run_id, status FROM runs ORDER BY started_at`);
+    expect(runs.map((x) => x.status)).toEqual(['complete', 'abandoned', 'complete']);
+    expect(runs[1]!.run_id).toBe(keptBy);
+    expect(await queryCatalog(lake, `SELECT status, count(*)::INTEGER AS n FROM windows WHERE run_id = '${keptBy}' GROUP BY status`)).toEqual([
+      { status: 'committed', n: 2 },
+    ]);
+    expect(await readdir(path.join(lake, '_kept'))).toEqual([]);
+    // The lake a run nobody held makes.
+    const clean = path.join(dir, 'held-killed-clean');
+    await copyOfBase(clean);
+    const cleanRun = await runCliCapturing(
+      ['run', await writeJob(path.join(dir, 'held-killed-clean.json'), sim, clean, sim.examples.addresses.slice(2, 4)), '-q'],
+      {
+        CHAINLAKE_API_KEY: sim.apiKey,
+      },
+    );
+    expect(cleanRun.code, cleanRun.stderr).toBe(0);
+    expect(await lakeContent(lake)).toEqual(await lakeContent(clean));
+  });
 });
