@@ -171,7 +171,8 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       report.fromKept = { windows, rows, requests, runs: [...new Set(kept.outcomes.map((o) => o.kept!.runId))] };
     }
     if (stages.decoder) report.decoded = await stages.decoder.finish(report);
-    if (kept.outcomes.length || kept.giveUp.length) await removeTakenKept(paths);
+    // Their folders, now that no `fetched` window names them; should the catalog be held now, the next recovery does it.
+    if (kept.outcomes.length || kept.giveUp.length) await removeTakenKept(paths).catch(() => undefined);
     logKept(report, log);
     return report;
   } catch (e) {
