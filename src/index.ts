@@ -54,7 +54,7 @@ export { ControlPlaneError, LeaseLostError } from './distributed/errors.js';
 export { WindowTransitionError } from './load/ledger/windows.js';
 export { datasetNames } from './datasets/registry.js';
 /** Hear when a call waits for a lake's catalog.duckdb held by another process (the CLI prints it): what waits, the holder, for how long at most. */
-export { onCatalogWait, setCatalogWaitMs, type CatalogWait } from './load/catalog-wait.js';
+export { CatalogLockedError, onCatalogWait, setCatalogWaitMs, type CatalogWait } from './load/catalog-wait.js';
 import type { JobDocument as JobFile } from './pipeline/job-options.js';
 export type { RunReport, DatasetReport } from './pipeline/report.js';
 export type { LakeReportData } from './report/report.js';

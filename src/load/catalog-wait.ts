@@ -1,7 +1,10 @@
 /**
- * Telling the user that a command waits for `catalog.duckdb` (another process holds DuckDB's file lock). Apart from
- * catalog.ts so that the CLI can listen without loading DuckDB.
+ * Telling the user that a command waits for `catalog.duckdb` (another process holds DuckDB's file lock), and the error
+ * when the wait runs out. Apart from catalog.ts so that the CLI (and the library's entry) can use them without loading
+ * DuckDB.
  */
+import { ChainlakeError } from '../errors.js';
+
 /** What a wait for the catalog file is about: shown to the user once the wait lasts (see onCatalogWait). */
 export interface CatalogWait {
   /** `commit` (a writer: any other process holding the file blocks it) or `query` (a reader: only a writer does). */
@@ -46,4 +49,29 @@ export function setCatalogWaitMs(ms: number | undefined): void {
 /** The configured wait, or `fallback` (the wait's own default) when the host set none. */
 export function catalogWaitMs(fallback: number): number {
   return configuredWaitMs ?? fallback;
+}
+
+/**
+ * The catalog stayed locked by another process (a user's DuckDB session) for longer than the command would wait: what a
+ * person fixes, but not a usage error (exit 1). Nothing that needed the catalog was done; the next chainlake command,
+ * once the file is free, finishes what was decided.
+ */
+export class CatalogLockedError extends ChainlakeError {
+  constructor(
+    message: string,
+    cause: unknown,
+    /** What the command kept of its work for the next (a run's kept windows: pipeline/kept.ts), as its hint says it. */
+    readonly keptText?: string,
+  ) {
+    super(message, {
+      code: 'CHAINLAKE_FAILED',
+      cause,
+      hint: `close the session holding catalog.duckdb (a duckdb shell, another tool), or wait longer with CHAINLAKE_CATALOG_WAIT_MS; the next chainlake command finishes a decided commit${keptText ? `; ${keptText}` : ''}`,
+    });
+  }
+
+  /** The same error, its hint saying what the command kept (or leaves to fetch again). */
+  kept(text: string): CatalogLockedError {
+    return new CatalogLockedError(this.message, this.cause, text);
+  }
 }

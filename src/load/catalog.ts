@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { CATALOG_WAIT_NOTICE_MS, catalogWaitListener, catalogWaitMs } from './catalog-wait.js';
+import { CATALOG_WAIT_NOTICE_MS, CatalogLockedError, catalogWaitListener, catalogWaitMs } from './catalog-wait.js';
+export { CatalogLockedError } from './catalog-wait.js';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import type { DatasetDef } from '../datasets/dataset.js';
@@ -112,11 +113,7 @@ export async function retryOnLock<T>(fn: () => Promise<T>, waitMs: number, what:
       if (Date.now() >= deadline)
         // What a person fixes (another session holds catalog.duckdb), but not a usage error: the next command,
         // once the file is free, finishes what was decided (exit 1, as before it had a code).
-        throw new ChainlakeError(`${what}: the catalog stayed locked by another process for ${waitMs} ms (${(e as Error).message.split('\n')[0]})`, {
-          code: 'CHAINLAKE_FAILED',
-          cause: e,
-          hint: 'close the session holding catalog.duckdb (a duckdb shell, another tool), or wait longer with CHAINLAKE_CATALOG_WAIT_MS; the next chainlake command finishes a decided commit',
-        });
+        throw new CatalogLockedError(`${what}: the catalog stayed locked by another process for ${waitMs} ms (${(e as Error).message.split('\n')[0]})`, e);
       await new Promise((r) => setTimeout(r, delay * (0.5 + Math.random())));
       delay = Math.min(delay * 2, 200);
     }

@@ -13,6 +13,16 @@ export class LakePaths {
   get stagingRoot(): string {
     return path.join(this.root, '_staging');
   }
+  /**
+   * Windows a run fetched and could not commit for a lake-side reason, kept for the next run to commit (the ledger's
+   * `fetched` rows name them): `_kept/<runId>/`, apart from the staging that recovery clears.
+   */
+  get keptRoot(): string {
+    return path.join(this.root, '_kept');
+  }
+  kept(runId: string): string {
+    return path.join(this.keptRoot, runId);
+  }
   staging(runId: string): string {
     return path.join(this.stagingRoot, runId);
   }

@@ -12,14 +12,15 @@ import { createInterface } from 'node:readline';
  * staged rows typed to Parquet), `final` (a merged partition file written), `prepared` (every file of a commit
  * written, nothing decided: another DuckLake writer may commit meanwhile), `journal` (commit decided,
  * nothing renamed), `rename` (after the first rename into the lake), `catalog` (every file in place, catalog
- * not yet updated), `committed` (catalog committed, journal not yet removed).
+ * not yet updated), `committed` (catalog committed, journal not yet removed); and, after a commit that could not
+ * happen, `kept` (the run's fetched windows moved to `_kept/` and listed there, not yet recorded: pipeline/kept.ts).
  *
  * Distributed mode (src/distributed): `fragment` (a window's fragment written to the store, not yet recorded),
  * `lake-files` (a commit's new partition files written, catalog untouched), `lake-commit` (inside the commit's
  * PostgreSQL transaction, just before COMMIT), `lake-committed` (committed, fragments not yet removed),
  * `rebuild-read` (`catalog rebuild --catalog` has read the catalog's files, not yet listed the store's).
  */
-export const COMMIT_STEPS = ['stage-write', 'typed', 'final', 'prepared', 'journal', 'rename', 'catalog', 'committed'] as const;
+export const COMMIT_STEPS = ['stage-write', 'typed', 'final', 'prepared', 'journal', 'rename', 'catalog', 'committed', 'kept'] as const;
 export const DISTRIBUTED_STEPS = ['fragment', 'lake-files', 'lake-commit', 'lake-committed', 'rebuild-read'] as const;
 export type CommitStep = (typeof COMMIT_STEPS)[number] | (typeof DISTRIBUTED_STEPS)[number];
 

@@ -13,6 +13,8 @@ import { watermarkKey } from '../load/state.js';
 import { collectGarbage } from './garbage.js';
 import type { BlockRange } from '../extract/pager.js';
 import { stagedOf, type WindowOutcome } from './execute.js';
+import { isProvisional } from './plan.js';
+import type { KeptWindowKey } from '../load/write/journal.js';
 import type { Logger } from './log.js';
 
 export interface CommitPolicy {
@@ -114,7 +116,7 @@ export class BatchCommitter {
     ds.rows += outcome.rows;
     if (!outcome.error) {
       const { stagedFiles, pageFiles } = stagedOf(outcome);
-      ds.typed.add(outcome.window.def, stagedFiles, pageFiles);
+      ds.typed.add(outcome.window.def, stagedFiles, pageFiles, outcome.kept);
     }
     const rows = [...this.pending.values()].reduce((a, d) => a + d.rows, 0);
     const due = rows >= this.policy.everyRows || this.ctx.now() - this.lastCommitAt >= this.policy.everySeconds * 1000;
@@ -152,7 +154,7 @@ export class BatchCommitter {
 
   /**
    * The windows handed to the committer that no commit landed (failed ones included: their failure is recorded by a
-   * commit too): after a failed commit, what the next run fetches again (one machine keeps no staged window across runs).
+   * commit too): after a failed commit, what the run keeps for the next (pipeline/kept.ts) or the next fetches again.
    */
   notCommitted(): WindowOutcome[] {
     return this.handed.filter((o) => !this.landed.has(o));
@@ -315,13 +317,17 @@ export class BatchCommitter {
     finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined,
     background: boolean,
   ): Promise<CommittedFile[]> {
-    // Computed once: the watermarks advance the committer's own state.
-    const windows = batch.map(this.windowRecord);
+    // Computed once: the watermarks advance the committer's own state. A window an earlier run kept stays that run's
+    // row, moved to committed by the commit (journal.ts `kept`); a failed one is this run's.
+    const windows = batch.filter((o) => !o.kept || o.error).map(this.windowRecord);
+    const kept = batch.flatMap((o) =>
+      o.kept && !o.error ? [{ runId: o.kept.runId, windowId: o.window.id, provisional: isProvisional(o.window), requestLog: o.kept.requestLog }] : [],
+    );
     const watermarks = this.watermarksOf(batch);
     return preparedAgain(
       (attempt) => path.join(this.ctx.stagingDir, attempt === 1 ? `batch-${n}` : `batch-${n}-${attempt}`),
       // The staged rows stay for the next attempt.
-      (workDir) => this.commitOnce(done, preloaded, workDir, windows, watermarks, finalRecord, background),
+      (workDir) => this.commitOnce(done, preloaded, workDir, { windows, kept, watermarks }, finalRecord, background),
       {
         again: (error, next) =>
           this.ctx.log.log(
@@ -339,8 +345,7 @@ export class BatchCommitter {
     done: readonly WindowOutcome[],
     preloaded: readonly BatchRows[],
     workDir: string,
-    windows: WindowRecord[],
-    watermarks: WatermarkRecord[],
+    records: { windows: WindowRecord[]; kept: KeptWindowKey[]; watermarks: WatermarkRecord[] },
     finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined,
     background: boolean,
   ): Promise<CommittedFile[]> {
@@ -361,8 +366,7 @@ export class BatchCommitter {
       datasetsAtOnce: background ? 1 : undefined,
       sliceRows: this.ctx.mergeSliceRows,
       rejectFiles: done.filter((o) => o.rejectStage).map((o) => o.rejectStage!.file),
-      windows,
-      watermarks,
+      ...records,
       run: (newFiles) => {
         this.files.push(...newFiles);
         return finalRecord ? finalRecord(this.files) : this.interimRecord();

@@ -71,6 +71,12 @@ export interface WindowOutcome {
    * of the same scope. `window.range` is then narrowed to what this window holds.
    */
   rest?: BlockRange;
+  /**
+   * A window an earlier run fetched and kept, no commit having taken it (pipeline/kept.ts): the run that kept it
+   * (its ledger row stays that run's, `fetched` until this run's commit takes it, and its rows name that run and its
+   * start), the requests that fetched it (not sent again), and its calls (JSON text) for the commit to record.
+   */
+  kept?: { runId: string; ingestedAt: string; requests: number; requestLog: string | null };
 }
 
 export interface ExecuteDeps {

@@ -16,6 +16,7 @@ import type { Job, JobSource, JobWhat } from './job.js';
 import type { Logger } from './log.js';
 import { ChainlakeError, bugError } from '../errors.js';
 import { jobRange, windowIdOf, windowsOf, type Window } from './plan.js';
+import { keptKeyOf } from './kept.js';
 
 /**
  * The chain head a job's block ranges end at (the job's own `head`, else found near `near`, the lake's last head,
@@ -96,7 +97,8 @@ export function narrowWindows(what: JobWhat, head: number, state: PlanningState,
   const incremental = what.range.incremental && !fullRefresh;
   // The last block of every block-ranged window family: a watermark there means the scope is done.
   const end = jobRange(what, head).to;
-  const done = resuming ? committedRanges(state.resume!.committed) : new Map<string, BlockRange[]>();
+  const claimed = resuming ? claimedKeys(state.resume!) : new Set<string>();
+  const done = committedRanges(claimed);
   // Finality: blocks above `final` may still change; a scope with a watermark was committed before, perhaps
   // provisionally, so its windows replace what the lake holds of them (docs/lake.md, "Finality").
   const final = finalBlockOf(what, head);
@@ -120,8 +122,7 @@ export function narrowWindows(what: JobWhat, head: number, state: PlanningState,
     if (resuming) {
       const r = range;
       const committed =
-        state.resume!.committed.has(windowKey(w.def.name, w.network, w.scopeKey, r?.from ?? null, r?.to ?? null)) ||
-        (r !== undefined && covers(done.get(key) ?? [], r));
+        claimed.has(windowKey(w.def.name, w.network, w.scopeKey, r?.from ?? null, r?.to ?? null)) || (r !== undefined && covers(done.get(key) ?? [], r));
       if (committed) {
         skipped++;
         continue;
@@ -130,6 +131,15 @@ export function narrowWindows(what: JobWhat, head: number, state: PlanningState,
     todo.push(...atFinality(range === w.range ? w : { ...w, range, id: windowIdOf(w.def.name, w.network, w.scopeKey, range) }, final));
   }
   return { todo, skipped };
+}
+
+/**
+ * The windows a resumed chain has: committed, or fetched and kept by a run whose commit could not happen (this run
+ * commits them from their kept data: pipeline/kept.ts).
+ */
+function claimedKeys(resume: ResumePoint): Set<string> {
+  const kept = (resume.kept ?? []).flatMap((k) => keptKeyOf(k) ?? []);
+  return kept.length ? new Set([...resume.committed, ...kept]) : resume.committed;
 }
 
 /** The last final block of a run pinned at `head` (head − finalityDepth), when the job has an unfinal zone. */
@@ -276,13 +286,15 @@ export async function prepareRun(
   const at = head ?? job.what.range.fromBlock;
   const { todo, skipped } = narrowWindows(job.what, at, state, resume !== undefined, fullRefresh);
   const done = resume ? committedRanges(resume.committed) : new Map<string, BlockRange[]>();
+  // The chain's kept windows are left out as its committed ones are; the committer hears of them as they commit.
+  const claimed = resume ? committedRanges(claimedKeys(resume)) : done;
   return {
     state,
     resume,
     head,
     found,
     range: jobRange(job.what, at),
-    windows: job.what.range.fixedChunks ? todo : joinWindows(todo, done),
+    windows: job.what.range.fixedChunks ? todo : joinWindows(todo, claimed),
     skipped,
     committedRanges: done,
     voided,

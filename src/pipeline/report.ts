@@ -44,6 +44,12 @@ export interface RunReport {
   /** The unfinished run this one resumed, if any. */
   resumeOf: string | null;
   /**
+   * Windows earlier runs of the chain fetched and kept, their commit having failed for a lake-side reason, that this
+   * run committed from their kept data (pipeline/kept.ts): counted in the datasets' windows and rows, and their
+   * `requests` (what fetching them cost) not sent again.
+   */
+  fromKept?: { windows: number; rows: number; requests: number; runs: string[] };
+  /**
    * Datasets whose table another DuckLake writer dropped and expired while the ledger counted their rows as loaded:
    * their claims were void, and the run fetched their whole range again (load/ledger/planning.ts voidClaims).
    */

@@ -6,7 +6,9 @@ import pLimit from 'p-limit';
 import type { DatasetDef } from '../datasets/dataset.js';
 import { Accounting } from '../extract/accounting.js';
 import { WindowProgress } from '../extract/pager.js';
-import { Catalog, type RequestUsage, type WindowRecord } from '../load/catalog.js';
+import { Catalog, CatalogLockedError, type RequestUsage, type WindowRecord } from '../load/catalog.js';
+import { keptListPath } from '../load/write/kept-list.js';
+import { removeDurable } from '../load/write/durable.js';
 import { QuotaReachedError, quotaAccount, RequestQuota } from '../extract/quota.js';
 import { readRequestUsage } from '../load/state.js';
 import type { CommittedFile } from '../load/write/commit.js';
@@ -17,12 +19,14 @@ import { datasetShape, REJECTS_SHAPE } from '../load/schema.js';
 import { LakeLock, LakeLockedError } from '../load/lock.js';
 import { LakePaths } from '../load/paths.js';
 import { READER_HOLDER_PREFIX } from '../load/read/reader.js';
-import { recoverLake } from '../load/write/recovery.js';
+import { recoverLake, removeTakenKept } from '../load/write/recovery.js';
 import { closeRunStaging, openRunStaging } from '../load/write/staging.js';
 import { RunDecoder } from './decode-in-run.js';
 import { RowTransformer } from '../transform/rows.js';
 import { BatchCommitter } from './committer.js';
 import { LakeChangedError } from '../ducklake/conflicts.js';
+import { giveUpKept, type WindowKey } from '../load/ledger/windows.js';
+import { keepWindows, keptSummaryOf, takeKept, type KeptSummary } from './kept.js';
 import { countsOf, executeWindow, failureOf, type Clients, type WindowOutcome } from './execute.js';
 import { openSource, type Source, type SourceOptions } from './source.js';
 import type { Job } from './job.js';
@@ -151,37 +155,127 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
       runAcct,
       log,
     );
-    const startRecord = await recordStart(job, ctx, prepared);
+    const kept = await keptOfChain(prepared, paths, log);
+    const startRecord = await recordStart(job, ctx, prepared, kept);
     recorded = startRecord;
-    stages = await startStages(job, opts, ctx, { engine, staging, prepared, clients, runAcct }, () => ({
+    stages = await startStages(job, opts, ctx, { engine, staging, prepared, clients, runAcct, kept: kept.outcomes }, () => ({
       ...startRecord,
       requestUsage: spend.usage(),
     }));
     const fetched = await fetchPlanned(job, opts, { prepared, clients, staging, stages, quota: spend.quota, log });
-    const report = await commitAll(job, ctx, { prepared, fetched, stages, runAcct, spend, interrupted: opts.signal?.aborted === true }).catch((e: unknown) => {
-      throw e instanceof LakeChangedError ? notCommitted(e, stages!.committer.notCommitted(), log) : e;
-    });
+    // Counted as this run's windows (their rows are its commit's), with no request of theirs sent.
+    fetched.outcomes.unshift(...kept.outcomes);
+    const report = await commitAll(job, ctx, { prepared, fetched, stages, runAcct, spend, interrupted: opts.signal?.aborted === true });
+    if (kept.outcomes.length) {
+      const { windows, rows, requests } = keptSummaryOf(kept.outcomes);
+      report.fromKept = { windows, rows, requests, runs: [...new Set(kept.outcomes.map((o) => o.kept!.runId))] };
+    }
     if (stages.decoder) report.decoded = await stages.decoder.finish(report);
+    // Their folders, now that no `fetched` window names them; should the catalog be held now, the next recovery does it.
+    if (kept.outcomes.length || kept.giveUp.length) await removeTakenKept(paths).catch(() => undefined);
     logKept(report, log);
     return report;
   } catch (e) {
     failure = e;
-    throw e;
   } finally {
     engine.close();
     await source?.close();
     const pending = existsSync(path.join(staging, JOURNAL_FILE));
+    // A commit another DuckLake writer kept refusing, or that a user's session holding the catalog kept from happening:
+    // what it would have landed is kept for the next run (kept.ts), moved out of the staging before the staging goes.
+    const lakeSide = failure instanceof LakeChangedError || failure instanceof CatalogLockedError;
+    const notLanded = lakeSide && !pending ? (stages?.committer.notCommitted() ?? []) : [];
+    const keeping =
+      recorded && notLanded.length
+        ? await keepWindows(
+            paths,
+            { runId, job: job.name, startedAt: ingestedAt },
+            staging,
+            notLanded.filter((o) => !o.error && !o.kept),
+            log,
+          )
+        : undefined;
     await closeRunStaging(staging);
     // After the staging is gone: a full disk has room again for this one small write.
     if (recorded && failure !== undefined && !pending) {
-      const refetched = failure instanceof LakeChangedError ? stages?.committer.notCommitted() : undefined;
-      const fetchedAgain = refetched?.length ? { fetchedAgain: fetchedAgainOf(refetched) } : {};
-      await recordFailure(paths, runId, job.name, ingestedAt, now(), { ...recorded, requestUsage: spend.usage(), ...fetchedAgain }, failure, log);
+      const ended = endOfNotLanded(notLanded, keeping?.kept ?? []);
+      const facts = { ...(ended.kept ? { kept: ended.kept } : {}), ...(ended.fetchedAgain ? { fetchedAgain: ended.fetchedAgain } : {}) };
+      const wrote = await recordFailure(
+        paths,
+        runId,
+        job.name,
+        ingestedAt,
+        now(),
+        { ...recorded, requestUsage: spend.usage(), ...facts },
+        failure,
+        log,
+        keeping?.rows ?? [],
+      );
+      // Recorded: the list is done with. Not recorded (the catalog held): the next command's recovery records it.
+      if (wrote && keeping?.rows.length) await removeDurable(keptListPath(paths, runId));
+      if (notLanded.length) failure = notCommitted(failure as LakeChangedError | CatalogLockedError, ended, log);
     }
   }
+  throw failure;
 }
 
-/** What a failed run fetched and no commit took, as its record keeps it: what the next run fetches again. */
+/**
+ * The kept windows of the chain this run resumes (kept.ts), checked: the sound ones to commit, the others to fetch
+ * again (added to the run's windows, and said so); with the job's kept windows no run of this chain kept, given up.
+ */
+async function keptOfChain(prepared: Prepared, paths: LakePaths, log: Logger): Promise<KeptOfChain> {
+  const taken = prepared.resume?.kept ?? [];
+  const { outcomes, lost } = await takeKept(paths, taken);
+  const giveUp: (WindowKey & { error: string })[] = [];
+  for (const l of lost) {
+    log.log('warn', 'run.kept_lost', `window ${l.row.windowId} kept by run ${l.row.runId}: ${l.why}; fetched again`, {
+      window: l.row.windowId,
+      keptBy: l.row.runId,
+      why: l.why,
+    });
+    if (l.window) prepared.windows.unshift(l.window);
+    giveUp.push({ runId: l.row.runId, windowId: l.row.windowId, error: `its kept data could not be committed (${l.why}): fetched again` });
+  }
+  const chain = new Set(taken.map((k) => `${k.runId}\u0000${k.windowId}`));
+  for (const k of prepared.state.kept ?? []) {
+    if (!chain.has(`${k.runId}\u0000${k.windowId}`))
+      giveUp.push({ runId: k.runId, windowId: k.windowId, error: 'kept by a run that a later run did not resume (another head or range): fetched again' });
+  }
+  if (outcomes.length) {
+    const s = keptSummaryOf(outcomes);
+    log.log(
+      'info',
+      'run.kept_taken',
+      `${s.windows} windows (${s.rows} rows) an earlier run fetched and kept are committed by this run: their ${s.requests} requests are not sent again`,
+      { windows: s.windows, rows: s.rows, requests: s.requests, runs: [...new Set(outcomes.map((o) => o.kept!.runId))] },
+    );
+  }
+  return { outcomes, giveUp };
+}
+
+/** The kept windows a run commits, and those of the job it gives up (recorded `failed` with its start). */
+interface KeptOfChain {
+  outcomes: WindowOutcome[];
+  giveUp: (WindowKey & { error: string })[];
+}
+
+/** What became of the windows a failed commit did not land: kept for the next run, or fetched again by it. */
+interface NotLanded {
+  kept?: KeptSummary;
+  fetchedAgain?: FetchedAgain;
+}
+
+/** `notLanded` split into what is kept (`kept`, and the windows an earlier run kept: still kept) and what is fetched again. */
+function endOfNotLanded(notLanded: readonly WindowOutcome[], kept: readonly WindowOutcome[]): NotLanded {
+  const held = new Set([...kept, ...notLanded.filter((o) => o.kept && !o.error)]);
+  const again = notLanded.filter((o) => !held.has(o));
+  return {
+    ...(held.size ? { kept: keptSummaryOf([...held]) } : {}),
+    ...(again.length ? { fetchedAgain: fetchedAgainOf(again) } : {}),
+  };
+}
+
+/** What a failed run fetched, no commit took and it could not keep, as its record says: what the next run fetches again. */
 interface FetchedAgain {
   windows: number;
   rows: number;
@@ -207,22 +301,39 @@ function fetchedAgainOf(all: readonly WindowOutcome[]): FetchedAgain {
 const NAMED_WINDOWS = 5;
 
 /**
- * A commit another DuckLake writer kept refusing (CHAINLAKE_LAKE_CHANGED) ends the run with what it fetched staged
- * in its own staging folder, which goes with the run: one machine keeps no fetched window across runs (a distributed
- * worker's stay `fetched` in the shared store for the next commit). The next run resumes this one and fetches them
- * again; the error says which, and what they cost.
+ * A commit another DuckLake writer kept refusing (CHAINLAKE_LAKE_CHANGED), or that a user's session holding the catalog
+ * kept from happening (CatalogLockedError), ends the run with what it fetched staged.
+ * What it could keep (kept.ts), the next run resuming this one commits without sending its requests again, as a
+ * distributed worker's `fetched` windows wait for the next commit; what it could not (failed windows, data that could
+ * not be kept) the next run fetches again. The error says which, and what they cost.
  */
-function notCommitted(error: LakeChangedError, outcomes: readonly WindowOutcome[], log: Logger): LakeChangedError {
-  if (outcomes.length === 0) return error;
-  const again = fetchedAgainOf(outcomes);
-  const named = again.ids.slice(0, NAMED_WINDOWS).join(', ') + (again.windows > NAMED_WINDOWS ? ` and ${again.windows - NAMED_WINDOWS} more` : '');
-  const failed = again.failed.length ? ` (and the ${again.failed.length} windows that failed: ${again.failed.slice(0, NAMED_WINDOWS).join(', ')})` : '';
-  const text =
-    `the ${again.windows} windows this run fetched and no commit took (${again.rows} rows in ${again.requests} requests: ${named})${failed} are fetched again ` +
-    `by the next run, which resumes this one: a run on one machine keeps no fetched window once it ends (a distributed worker leaves its windows fetched for the next commit)`;
-  log.log('warn', 'run.not_committed', text, { ...again, ids: again.ids.slice(0, NAMED_WINDOWS), failed: again.failed.slice(0, NAMED_WINDOWS) });
-  return error.fetchedAgain(text);
+function notCommitted<E extends LakeChangedError | CatalogLockedError>(error: E, ended: NotLanded, log: Logger): E {
+  const { kept, fetchedAgain: again } = ended;
+  const parts: string[] = [];
+  const fields: Record<string, unknown> = {};
+  if (kept) {
+    parts.push(
+      `the ${kept.windows} windows fetched and not committed (${kept.rows} rows in ${kept.requests} requests: ${named(kept.ids, kept.windows)}) are kept: ` +
+        `the next run, which resumes this one, commits them without sending those ${kept.requests} requests again`,
+    );
+    fields.kept = { ...kept, ids: kept.ids.slice(0, NAMED_WINDOWS) };
+  }
+  if (again && again.windows > 0) {
+    parts.push(
+      `the ${again.windows} windows this run fetched and could not keep (${again.rows} rows in ${again.requests} requests: ${named(again.ids, again.windows)}) are fetched again by the next run`,
+    );
+  }
+  if (again?.failed.length)
+    parts.push(`the ${again.failed.length} windows that failed (${again.failed.slice(0, NAMED_WINDOWS).join(', ')}) are fetched again by the next run`);
+  if (again) fields.fetchedAgain = { ...again, ids: again.ids.slice(0, NAMED_WINDOWS), failed: again.failed.slice(0, NAMED_WINDOWS) };
+  if (parts.length === 0) return error;
+  const text = parts.join('; ');
+  log.log('warn', 'run.not_committed', text, fields);
+  return (error instanceof LakeChangedError ? error.fetchedAgain(text) : error.kept(text)) as E;
 }
+
+const named = (ids: readonly string[], n: number): string =>
+  ids.slice(0, NAMED_WINDOWS).join(', ') + (n > NAMED_WINDOWS ? ` and ${n - NAMED_WINDOWS} more` : '');
 
 /** What a run spends against its account's daily quota, when the job has one. */
 class RunSpend {
@@ -328,7 +439,7 @@ async function startStages(
   job: Job,
   opts: RunOptions,
   ctx: RunContext,
-  parts: { engine: Engine; staging: string; prepared: Prepared; clients: Clients; runAcct: Accounting },
+  parts: { engine: Engine; staging: string; prepared: Prepared; clients: Clients; runAcct: Accounting; kept: readonly WindowOutcome[] },
   interim: () => Record<string, unknown>,
 ): Promise<RunStages> {
   const { runId, paths, log } = ctx;
@@ -351,6 +462,15 @@ async function startStages(
     : undefined;
   await decoder?.start();
   const committer = batchCommitterOf(job, ctx, { ...parts, decoder, mergeSliceRows: opts.mergeSliceRows }, interim);
+  // Kept windows first: they are fetched already, and commit with the first batch their dataset's policy takes.
+  for (const o of parts.kept) {
+    const ds = live.dataset(o.window.def.name);
+    ds.windowsTotal++;
+    ds.windowsDone++;
+    ds.rows += o.rows;
+    ds.rejects += o.rejects;
+    committer.add(o);
+  }
   return { live, transformers, transformerFor: (def) => transformerOf(transformers, def, job, ingestedAt, opts), decoder, committer };
 }
 
@@ -383,7 +503,14 @@ function finalReport(job: Job, ctx: RunContext, run: ReportInputs, end: Paramete
 function batchCommitterOf(
   job: Job,
   ctx: RunContext,
-  parts: { engine: Engine; staging: string; prepared: Prepared; decoder: RunDecoder | undefined; mergeSliceRows: number | undefined },
+  parts: {
+    engine: Engine;
+    staging: string;
+    prepared: Prepared;
+    kept: readonly WindowOutcome[];
+    decoder: RunDecoder | undefined;
+    mergeSliceRows: number | undefined;
+  },
   interim: () => Record<string, unknown>,
 ): BatchCommitter {
   const { runId, paths, log, now } = ctx;
@@ -404,7 +531,10 @@ function batchCommitterOf(
       now: () => now().getTime(),
       mergeSliceRows: parts.mergeSliceRows,
       decoder: parts.decoder,
-      windowsPerDataset: windows.reduce((m, w) => m.set(w.def.name, (m.get(w.def.name) ?? 0) + 1), new Map<string, number>()),
+      windowsPerDataset: [...windows, ...parts.kept.map((o) => o.window)].reduce(
+        (m, w) => m.set(w.def.name, (m.get(w.def.name) ?? 0) + 1),
+        new Map<string, number>(),
+      ),
     },
     job.lake.commit,
     (o) => windowRecord(runId, o),
@@ -447,7 +577,7 @@ function endStatus(
  * The run's start step: records it as `running` before any fetch, so that a killed run is known (and resumed)
  * by the next run of the job, and says what it will fetch. Returns the record its end (or failure) completes.
  */
-async function recordStart(job: Job, ctx: RunContext, prepared: Prepared): Promise<Record<string, unknown>> {
+async function recordStart(job: Job, ctx: RunContext, prepared: Prepared, kept: KeptOfChain): Promise<Record<string, unknown>> {
   const { runId, paths, log } = ctx;
   const { resume, head, found, range, skipped, windows } = prepared;
   const ingestedAt = ctx.started.toISOString();
@@ -478,15 +608,20 @@ async function recordStart(job: Job, ctx: RunContext, prepared: Prepared): Promi
         await voidWatermarks({ db: c.lake }, voided);
         if (shapes.length > 0) await c.ensureTables([...shapes, REJECTS_SHAPE]);
       });
-    await c.transaction(() => c.recordRun(runId, job.name, ingestedAt, null, 'running', startRecord));
+    // Kept windows this run does not commit are given up with its start: a run resuming this one fetches them.
+    await c.transaction(async () => {
+      await giveUpKept({ db: c.lake }, kept.giveUp);
+      await c.recordRun(runId, job.name, ingestedAt, null, 'running', startRecord);
+    });
   });
   log.log(
     'info',
     'run.start',
-    `run ${runId}: ${job.name} on ${job.what.network}, ${head === null ? 'no head needed (no block-ranged dataset)' : `head ${resume ? `${head} (resuming run ${resume.runId})` : `pinned at block ${head}${headHow(found)}`}, blocks ${range.from}-${range.to}`}: ${windows.length} windows to fetch${skipped ? `, ${skipped} already in the lake` : ''}`,
+    `run ${runId}: ${job.name} on ${job.what.network}, ${head === null ? 'no head needed (no block-ranged dataset)' : `head ${resume ? `${head} (resuming run ${resume.runId})` : `pinned at block ${head}${headHow(found)}`}, blocks ${range.from}-${range.to}`}: ${windows.length} windows to fetch${kept.outcomes.length ? `, ${kept.outcomes.length} fetched and kept by an earlier run to commit` : ''}${skipped ? `, ${skipped} already in the lake` : ''}`,
     {
       ...startRecord,
       windows: windows.length,
+      kept: kept.outcomes.length,
       skipped,
       ...(found ? { headFoundBy: found.how, headRequests: found.requests, latestRefused: found.latestRefused } : {}),
     },
@@ -626,16 +761,24 @@ async function recordFailure(
   startRecord: Record<string, unknown>,
   error: unknown,
   log: Logger,
-): Promise<void> {
+  kept: readonly WindowRecord[],
+): Promise<boolean> {
   const message = error instanceof Error ? error.message : String(error);
   try {
+    // The kept windows with the run's end: without their rows, their kept files are an orphan recovery removes.
     await Catalog.hold(
       paths,
-      (c) => c.transaction(() => c.recordRun(runId, job, startedAt, finished.toISOString(), 'failed', { ...startRecord, error: message })),
+      (c) =>
+        c.transaction(async () => {
+          await c.recordRun(runId, job, startedAt, finished.toISOString(), 'failed', { ...startRecord, error: message });
+          await c.recordWindows(kept);
+        }),
       { waitMs: 5_000 },
     );
+    return true;
   } catch (e) {
     log.log('warn', 'run.record-failed', `could not record run ${runId} as failed: ${(e as Error).message}`, { runId });
+    return false;
   } finally {
     await closeRunStaging(paths.staging(runId));
   }

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { cp, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
@@ -191,7 +191,7 @@ describe('catalog.duckdb', () => {
     ).toEqual([]);
   });
 
-  it('a user session holding the catalog delays the commit; if it outlasts the wait, nothing is decided: the run fails and the next one fetches its windows again', async () => {
+  it('a user session holding the catalog delays the commit; if it outlasts the wait, nothing is decided: the run fails, keeping its windows, and the next one commits them without sending their requests again', async () => {
     const lake = path.join(dir, 'held');
     await copyOfBase(lake);
     const job = await writeJob(path.join(dir, 'held-b.json'), sim, lake, sim.examples.addresses.slice(2, 4));
@@ -206,6 +206,12 @@ describe('catalog.duckdb', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/catalog stayed locked by another process/);
     expect(r.stderr).toMatch(/hint: close the session holding catalog.duckdb .*CHAINLAKE_CATALOG_WAIT_MS/);
+    // What it fetched is kept: the hint says so, with the requests the next run does not send again.
+    const kept =
+      /the 2 windows fetched and not committed \((\d+) rows in (\d+) requests: [^)]*\) are kept: the next run, which resumes this one, commits them without sending those \2 requests again/.exec(
+        r.stderr,
+      );
+    expect(kept, r.stderr).not.toBeNull();
     const status = await runCliCapturing(['status', '--lake', lake, '--format', 'json']);
     expect(status.code, status.stderr).toBe(0);
     const s = JSON.parse(status.stdout) as { pendingCommit: boolean; runs: { status: string }[] };
@@ -215,10 +221,28 @@ describe('catalog.duckdb', () => {
     expect(s.runs.map((x) => x.status)).toEqual(['running', 'complete']);
     const runIds = async () => Number((await queryCatalog(lake, `SELECT count(DISTINCT _run_id)::BIGINT AS n FROM transactions`))[0]!.n);
     expect(await runIds()).toBe(1);
-    // The next run fetches what the failed one could not commit.
-    const next = await runCliCapturing(['run', job, '-q'], { CHAINLAKE_API_KEY: sim.apiKey });
+    // The next run records what the failed one kept (it could not: the catalog was held) and commits it, sending no
+    // request; the rows name the run that fetched them.
+    const sent = sim.stats().requests;
+    const reportFile = path.join(dir, 'held-report.json');
+    const next = await runCliCapturing(['run', job, '-q', '--report', reportFile], { CHAINLAKE_API_KEY: sim.apiKey });
     expect(next.code, next.stderr).toBe(0);
+    expect(sim.stats().requests - sent).toBe(0);
+    expect((JSON.parse(await readFile(reportFile, 'utf8')) as { fromKept: unknown }).fromKept).toMatchObject({
+      windows: 2,
+      rows: Number(kept![1]),
+      requests: Number(kept![2]),
+    });
     expect(await runIds()).toBe(2);
+    const runs = await queryCatalog(lake, `SELECT run_id, status FROM runs ORDER BY started_at`);
+    expect(runs.map((x) => x.status)).toEqual(['complete', 'abandoned', 'complete']);
+    expect(await queryCatalog(lake, `SELECT DISTINCT _run_id FROM transactions WHERE _run_id <> '${String(runs[0]!.run_id)}'`)).toEqual([
+      { _run_id: runs[1]!.run_id },
+    ]);
+    expect(await queryCatalog(lake, `SELECT status, count(*)::INTEGER AS n FROM windows WHERE run_id = '${String(runs[1]!.run_id)}' GROUP BY status`)).toEqual([
+      { status: 'committed', n: 2 },
+    ]);
+    expect(await readdir(path.join(lake, '_kept')).catch(() => [])).toEqual([]);
     const files = await queryCatalog(lake, 'SELECT path, rows::BIGINT AS rows, bytes::BIGINT AS bytes FROM files');
     expect(
       await assertClean(
@@ -226,5 +250,42 @@ describe('catalog.duckdb', () => {
         files.map((f) => ({ path: String(f.path), rows: Number(f.rows), bytes: Number(f.bytes) })),
       ),
     ).toEqual([]);
+  });
+
+  it('a run killed right after keeping its windows (listed, not recorded: the catalog was held) has them recorded and committed by the next run, no request sent again', async () => {
+    const lake = path.join(dir, 'held-killed');
+    await copyOfBase(lake);
+    const job = await writeJob(path.join(dir, 'held-killed.json'), sim, lake, sim.examples.addresses.slice(2, 4));
+    const w = startWriter(['run', job, '-q'], { apiKey: sim.apiKey, hold: 'prepared', crash: 'kept', env: { CHAINLAKE_CATALOG_WAIT_MS: '300' } });
+    expect(await w.held).toBe('prepared');
+    const user = await DuckDBInstance.create(path.join(lake, 'catalog.duckdb'));
+    w.release();
+    const r = await w.done.finally(() => user.closeSync());
+    expect(r.signal).toBe('SIGKILL');
+    const [keptBy] = await readdir(path.join(lake, '_kept'));
+    expect(await readdir(path.join(lake, '_kept', keptBy!))).toContain('kept.json');
+
+    const sent = sim.stats().requests;
+    const next = await runCliCapturing(['run', job, '-q'], { CHAINLAKE_API_KEY: sim.apiKey });
+    expect(next.code, next.stderr).toBe(0);
+    expect(sim.stats().requests - sent).toBe(0);
+    const runs = await queryCatalog(lake, `SELECT run_id, status FROM runs ORDER BY started_at`);
+    expect(runs.map((x) => x.status)).toEqual(['complete', 'abandoned', 'complete']);
+    expect(runs[1]!.run_id).toBe(keptBy);
+    expect(await queryCatalog(lake, `SELECT status, count(*)::INTEGER AS n FROM windows WHERE run_id = '${keptBy}' GROUP BY status`)).toEqual([
+      { status: 'committed', n: 2 },
+    ]);
+    expect(await readdir(path.join(lake, '_kept'))).toEqual([]);
+    // The lake a run nobody held makes.
+    const clean = path.join(dir, 'held-killed-clean');
+    await copyOfBase(clean);
+    const cleanRun = await runCliCapturing(
+      ['run', await writeJob(path.join(dir, 'held-killed-clean.json'), sim, clean, sim.examples.addresses.slice(2, 4)), '-q'],
+      {
+        CHAINLAKE_API_KEY: sim.apiKey,
+      },
+    );
+    expect(cleanRun.code, cleanRun.stderr).toBe(0);
+    expect(await lakeContent(lake)).toEqual(await lakeContent(clean));
   });
 });

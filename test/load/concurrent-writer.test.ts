@@ -3,7 +3,7 @@
 // transaction. chainlake's lock does not bind the extension, so the commit checks, holding the catalog before its
 // decision, that no snapshot since its read changed its tables, and prepares again from the new rows when one did
 // (issue 34): the other writer's rows are never ended by a commit that did not read them.
-import { cp, rm } from 'node:fs/promises';
+import { cp, readdir, readFile, rm, stat, truncate, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +15,7 @@ import { openEngine } from '../../src/load/engine.js';
 import { onTestHook } from '../../src/load/test-hooks.js';
 import { LakePaths } from '../../src/load/paths.js';
 import { compactLake, rebuildCatalog } from '../../src/load/write/maintenance.js';
+import { repairIfFree } from '../../src/load/write/recovery.js';
 import { loadJobFile, parseJob } from '../../src/pipeline/job.js';
 import type { Logger } from '../../src/pipeline/log.js';
 import { runJob } from '../../src/pipeline/run.js';
@@ -125,7 +126,7 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
     expect(log.seen).toContain('commit.lake_changed');
   }, 120_000);
 
-  it('a writer that commits at every attempt fails the run with CHAINLAKE_LAKE_CHANGED, undoing nothing; the next run commits on top', async () => {
+  it('a writer that commits at every attempt fails the run with CHAINLAKE_LAKE_CHANGED, undoing nothing; the next run commits what it kept, sending no request again', async () => {
     const lake = path.join(dir, 'always');
     await cp(base, lake, { recursive: true });
     let before: string[] = [];
@@ -136,43 +137,155 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
       victims.push(await otherWriter(lake, `always${attempts++}`));
       before = await refKeys(lake);
     });
-    const failed = await runJob(job(lake, 1, 3), { simulator: sim }).then(
+    const failedLog = events();
+    const failed = await runJob(job(lake, 1, 3), { simulator: sim, logger: failedLog }).then(
       () => undefined,
       (e: unknown) => e as Error & { hint?: string },
     );
     expect(chainlakeCodeOf(failed)).toBe('CHAINLAKE_LAKE_CHANGED');
     expect(failed?.message).toMatch(/another DuckLake writer committed to transactions .* at each of 3 attempts: chainlake did not commit/);
     expect(failed?.hint).toMatch(/run again/);
-    // The hint says exactly what the next run fetches again: every window this one fetched (its only commit failed).
-    const again = /the (\d+) windows this run fetched and no commit took \((\d+) rows in (\d+) requests: ([^)]*)\) are fetched again by the next run/.exec(
-      failed?.hint ?? '',
-    );
-    expect(again, failed?.hint).not.toBeNull();
-    const [windows, rows, requests] = again!.slice(1, 4).map(Number) as [number, number, number];
+    // The hint says what the run kept: every window it fetched (its only commit failed), and the requests not sent again.
+    const kept =
+      /the (\d+) windows fetched and not committed \((\d+) rows in (\d+) requests: ([^)]*)\) are kept: the next run, which resumes this one, commits them without sending those \3 requests again/.exec(
+        failed?.hint ?? '',
+      );
+    expect(kept, failed?.hint).not.toBeNull();
+    expect(failed?.hint).not.toMatch(/fetched again/);
+    const [windows, rows, requests] = kept!.slice(1, 4).map(Number) as [number, number, number];
     expect(windows).toBe(2);
-    for (const a of addresses.slice(1)) expect(again![4]).toContain(a.toLowerCase());
+    expect(requests).toBeGreaterThan(0);
+    for (const a of addresses.slice(1)) expect(kept![4]).toContain(a.toLowerCase());
     expect(attempts).toBe(3);
+    expect(failedLog.seen).toContain('run.not_committed');
     // Nothing of the run's commit landed, and nothing of the other writer's was undone.
     expect(await refKeys(lake)).toEqual(before);
     const [runs] = await queryCatalog(lake, `SELECT count(*) FILTER (WHERE status = 'failed')::INTEGER AS failed FROM runs`);
     expect(runs).toEqual({ failed: 1 });
-    const [record] = await queryCatalog(lake, `SELECT CAST(report -> 'fetchedAgain' AS VARCHAR) AS again FROM runs WHERE status = 'failed'`);
-    expect(JSON.parse(String(record!.again))).toMatchObject({ windows, rows, requests });
+    const [record] = await queryCatalog(
+      lake,
+      `SELECT run_id, CAST(report -> 'kept' AS VARCHAR) AS kept, CAST(report -> 'fetchedAgain' AS VARCHAR) AS again FROM runs WHERE status = 'failed'`,
+    );
+    expect(JSON.parse(String(record!.kept))).toMatchObject({ windows, rows, requests });
+    expect(record!.again).toBeNull();
+    // The ledger keeps them as a distributed worker's windows wait for the next commit: `fetched`, with their requests.
+    const [ledger] = await queryCatalog(
+      lake,
+      `SELECT count(*)::INTEGER AS n, sum(requests)::INTEGER AS requests FROM windows WHERE run_id = '${String(record!.run_id)}' AND status = 'fetched'`,
+    );
+    expect(ledger).toEqual({ n: windows, requests });
 
     onTestHook();
     const log = events();
     const sent = sim.stats().requests;
     const next = await runJob(job(lake, 1, 3), { simulator: sim, logger: log });
     expect(next.status).toBe('complete');
-    // What the hint announced is what the next run fetched, request for request.
-    expect(sim.stats().requests - sent).toBe(requests);
-    expect({ windows: next.totals.windows, rows: next.totals.rows }).toEqual({ windows, rows });
+    // Every window was kept: the next run sends no request, and commits them all.
+    expect(sim.stats().requests - sent).toBe(0);
+    expect(log.seen).toContain('run.kept_taken');
+    expect(log.seen).not.toContain('run.kept_lost');
+    expect({ windows: next.totals.windows, rows: next.totals.rows, requests: next.totals.requests }).toEqual({ windows, rows, requests: 0 });
+    expect(next.fromKept).toEqual({ windows, rows, requests, runs: [String(record!.run_id)] });
     // Nobody else wrote meanwhile: its commits were each prepared once.
     expect(log.seen).not.toContain('commit.lake_changed');
     const after = await refKeys(lake);
     expect(after).toEqual([...new Set([...before, ...fetched])].sort());
     for (const v of victims) expect(after).not.toContain(v);
+    // The kept windows are the failed run's, committed now; their kept files are gone with them.
+    expect(await queryCatalog(lake, `SELECT status, count(*)::INTEGER AS n FROM windows WHERE run_id = '${String(record!.run_id)}' GROUP BY status`)).toEqual([
+      { status: 'committed', n: windows },
+    ]);
+    expect(await readdir(path.join(lake, '_kept')).catch(() => [])).toEqual([]);
+    // The lake holds what a run nobody disturbed holds with the same other writer's commits (made after it: the
+    // reference writes a copied lake's files where the catalog says until chainlake has opened the copy).
+    const clean = path.join(dir, 'always-clean');
+    await cp(base, clean, { recursive: true });
+    expect((await runJob(job(clean, 1, 3), { simulator: sim })).status).toBe('complete');
+    for (let i = 0; i < attempts; i++) await otherWriter(clean, `always${i}`);
+    const rowsOf = (l: string) => withRef(l, ['SELECT * EXCLUDE (_run_id, _ingested_at) FROM lake.transactions ORDER BY ALL']);
+    const cleanRows = await rowsOf(clean);
+    expect(cleanRows.length).toBe(after.length);
+    expect(await rowsOf(lake)).toEqual(cleanRows);
   }, 120_000);
+
+  it('a kept window whose data is damaged is fetched again, and only it; a run killed while it commits kept windows, before or after deciding, ends in the lake a clean run makes', async () => {
+    const file = await writeJob(path.join(dir, 'kept.json'), sim, path.join(dir, 'kept-clean'), addresses.slice(1, 3));
+    const keptJob = async (lake: string) => ({
+      ...(await loadJobFile(file, { CHAINLAKE_API_KEY: sim.apiKey })),
+      lake: { ...(await loadJobFile(file, { CHAINLAKE_API_KEY: sim.apiKey })).lake, dir: lake },
+    });
+    // A run whose every commit attempt another writer beats: it keeps its windows.
+    const failOnce = async (lake: string): Promise<{ runId: string; windows: { window_id: string; requests: number; spec: string }[] }> => {
+      await cp(base, lake, { recursive: true });
+      let attempt = 0;
+      onTestHook(async (step) => {
+        if (step === 'prepared') await otherWriter(lake, `kept${attempt++}`);
+      });
+      await expect(runJob(await keptJob(lake))).rejects.toMatchObject({ code: 'CHAINLAKE_LAKE_CHANGED' });
+      onTestHook();
+      const windows = await queryCatalog(
+        lake,
+        `SELECT run_id, window_id, requests::INTEGER AS requests, CAST(spec AS VARCHAR) AS spec FROM windows WHERE status = 'fetched' ORDER BY window_id`,
+      );
+      expect(windows).toHaveLength(2);
+      return {
+        runId: String(windows[0]!.run_id),
+        windows: windows.map((w) => ({ window_id: String(w.window_id), requests: Number(w.requests), spec: String(w.spec) })),
+      };
+    };
+    const rowsOf = (l: string) => withRef(l, ['SELECT * EXCLUDE (_run_id, _ingested_at) FROM lake.transactions ORDER BY ALL']);
+    const clean = path.join(dir, 'kept-clean');
+    await cp(base, clean, { recursive: true });
+    expect((await runJob(await keptJob(clean))).status).toBe('complete');
+    for (let i = 0; i < 3; i++) await otherWriter(clean, `kept${i}`);
+    const want = await rowsOf(clean);
+    const keptIn = async (l: string) => readdir(path.join(l, '_kept')).catch(() => [] as string[]);
+
+    // Damaged: one kept file loses its last byte. That window is fetched again (exactly its requests), the other is not.
+    const damaged = path.join(dir, 'kept-damaged');
+    const kept = await failOnce(damaged);
+    const victim = kept.windows[0]!;
+    const spec = JSON.parse(victim.spec) as { kept: { files: { rows?: { path: string }; pages: { path: string }[] } } };
+    const keptFile = path.join(damaged, spec.kept.files.pages[0]?.path ?? spec.kept.files.rows!.path);
+    await truncate(keptFile, (await stat(keptFile)).size - 1);
+    const log = events();
+    const sent = sim.stats().requests;
+    const next = await runJob(await keptJob(damaged), { logger: log });
+    expect(next.status).toBe('complete');
+    expect(log.seen).toContain('run.kept_lost');
+    expect(sim.stats().requests - sent).toBe(victim.requests);
+    expect(next.fromKept).toMatchObject({ windows: 1, requests: kept.windows[1]!.requests, runs: [kept.runId] });
+    expect(await queryCatalog(damaged, `SELECT window_id, status FROM windows WHERE run_id = '${kept.runId}' ORDER BY window_id`)).toEqual([
+      { window_id: victim.window_id, status: 'failed' },
+      { window_id: kept.windows[1]!.window_id, status: 'committed' },
+    ]);
+    expect(await rowsOf(damaged)).toEqual(want);
+    expect(await keptIn(damaged)).toEqual([]);
+
+    // Killed while committing the kept windows: before its decision (they stay kept), and after it (recovery lands them).
+    for (const crash of ['prepared', 'journal']) {
+      const lake = path.join(dir, `kept-killed-${crash}`);
+      const k = await failOnce(lake);
+      const cli = await writeJob(path.join(dir, `kept-killed-${crash}.json`), sim, lake, addresses.slice(1, 3));
+      await writeFile(cli, JSON.stringify({ ...JSON.parse(await readFile(cli, 'utf8')), name: 'kept' }));
+      const sentBefore = sim.stats().requests;
+      expect((await runWriter(['run', cli, '-q'], { apiKey: sim.apiKey, crash })).signal, crash).toBe('SIGKILL');
+      if (crash === 'journal') {
+        // Decided: the next command's recovery lands it (the run's final record with it: the job is complete).
+        expect((await repairIfFree(new LakePaths(lake), 'test'))?.finished, crash).toHaveLength(1);
+      } else {
+        // Not decided: the kept windows are still kept, and the next run commits them.
+        expect((await runJob(await keptJob(lake))).status, crash).toBe('complete');
+      }
+      // No kept window's request was sent again, by the killed run or after it.
+      expect(sim.stats().requests - sentBefore, crash).toBe(0);
+      expect(await queryCatalog(lake, `SELECT status, count(*)::INTEGER AS n FROM windows WHERE run_id = '${k.runId}' GROUP BY status`), crash).toEqual([
+        { status: 'committed', n: 2 },
+      ]);
+      expect(await rowsOf(lake), crash).toEqual(want);
+      expect(await keptIn(lake), crash).toEqual([]);
+    }
+  }, 180_000);
 
   /**
    * compact on a lake whose days hold rows the reference inlined (partitions to compact), the reference running `call`

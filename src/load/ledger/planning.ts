@@ -6,7 +6,7 @@
  * statement reads whichever the row has.
  */
 import type { Dialect } from '../../ducklake/catalog-db.js';
-import type { Ledger } from './windows.js';
+import { readKept, type KeptRow, type Ledger } from './windows.js';
 import { ledgerTableName } from './schema.js';
 import type { VoidedClaim } from './voided.js';
 import { REJECTS_SHAPE } from '../schema.js';
@@ -25,6 +25,8 @@ export interface ResumePoint {
   head: number;
   /** Windows already committed by that run (or the runs it resumed). */
   committed: Set<string>;
+  /** Windows that run (or the runs it resumed) fetched and kept, no commit having taken them: this run commits them. */
+  kept?: KeptRow[];
 }
 
 export interface PlanningState {
@@ -38,6 +40,8 @@ export interface PlanningState {
    * writer dropped it, and maybe expired its snapshots): their watermarks and resumed windows are left out of this state.
    */
   voided?: VoidedClaim[];
+  /** Every window a failed run of the job kept (one machine, `resume`): those the resumed chain has not are given up. */
+  kept?: KeptRow[];
 }
 
 const table = (l: Ledger, name: string): string => ledgerTableName(l.schema, name);
@@ -71,6 +75,8 @@ async function readClaims(ledger: Ledger, job: string, network: string, opts: { 
   const lastHead = (await db.query(`SELECT max(${RUN_HEAD}) AS head FROM ${runs} WHERE ${RUN_NETWORK} = $1`, [network]))[0]?.head;
   if (lastHead !== null && lastHead !== undefined) state.lastHead = Number(lastHead);
   if (!opts.resume) return state;
+  const kept = await readKept(ledger, runs, job, network);
+  if (kept.length) state.kept = kept;
   const last = (
     await db.query(
       `SELECT run_id, status, ${RUN_HEAD} AS head FROM ${runs} WHERE job = $1 AND ${RUN_NETWORK} = $2 ORDER BY started_at DESC, run_id DESC LIMIT 1`,
@@ -92,6 +98,7 @@ async function readClaims(ledger: Ledger, job: string, network: string, opts: { 
     runId: String(last.run_id),
     status: String(last.status),
     head,
+    ...(kept.some((k) => k.head === head) ? { kept: kept.filter((k) => k.head === head) } : {}),
     committed: new Set(
       done.map((w) =>
         windowKey(

@@ -10,7 +10,11 @@
  *
  * A distributed window is planned `queued`, fetched into a fragment by a worker (`fetched`), committed by the
  * committer (`committed`, or `provisional` when it reaches into the unfinal zone: finality) or given up (`failed`); a failed window is offered again (`queued`). A single-machine run
- * fetches and commits in one process and records its windows when they end (`committed`, `provisional` or `failed`).
+ * fetches and commits in one process and records its windows when they end (`committed`, `provisional` or `failed`);
+ * a window it fetched and could not commit for a lake-side reason (another DuckLake writer kept committing) is recorded
+ * `fetched`, its staged data kept beside the lake (pipeline/kept.ts), and the next run of the job commits it
+ * (`committed`, `provisional`) or, its data gone or damaged or the run not resuming it, gives it up (`failed`: it is
+ * fetched again).
  */
 import type { CatalogDb, CatalogValue } from '../../ducklake/catalog-db.js';
 import { ident } from '../../ducklake/ddl.js';
@@ -35,7 +39,10 @@ export const TRANSITIONS: Readonly<Record<WindowState, readonly WindowState[]>> 
   failed: ['queued'],
 };
 
-/** The states a window's row may be written in: planned (distributed), or ended (a single-machine run records it then). */
+/**
+ * The states a window's row may be written in: planned (distributed), or ended (a single-machine run records it then).
+ * A single-machine run also writes `fetched` rows, with their spec: the windows it kept (recordEnded).
+ */
 export const FIRST_STATES: readonly WindowState[] = ['queued', 'committed', 'provisional', 'failed'];
 
 /** Where the ledger is: its catalog database and, in PostgreSQL, the schema of its tables. */
@@ -255,8 +262,12 @@ export interface EndedWindow extends WindowCounts {
   scope: string;
   fromBlock: number | null;
   toBlock: number | null;
-  status: 'committed' | 'provisional' | 'failed';
+  status: 'committed' | 'provisional' | 'failed' | 'fetched';
   error: string | null;
+  /** A kept window's spec (JSON text: its window and staged files, pipeline/kept.ts); with `fetched` only. */
+  spec?: string;
+  /** A kept window's calls (JSON text), recorded in `requests` by the commit that takes it. */
+  requestLog?: string;
 }
 
 const ENDED_COLUMNS = [
@@ -277,13 +288,19 @@ const ENDED_COLUMNS = [
   ['splits', 'BIGINT'],
   ['status', 'VARCHAR'],
   ['error', 'VARCHAR'],
+  ['spec', 'VARCHAR'],
+  ['request_log', 'VARCHAR'],
 ] as const;
 
-/** Records windows that ended (a single-machine run's, at its commit): one statement whatever their number. */
+/**
+ * Records windows that ended (a single-machine run's, at its commit), or that a failed run kept (`fetched`, with
+ * their spec and calls): one statement whatever their number.
+ */
 export async function recordEnded(ledger: Ledger, windows: readonly EndedWindow[]): Promise<void> {
   if (windows.length === 0) return;
   for (const w of windows) {
-    if (!FIRST_STATES.includes(w.status)) throw new WindowTransitionError({ runId: w.runId, windowId: w.windowId ?? '-' }, undefined, w.status);
+    if (!(FIRST_STATES.includes(w.status) || (w.status === 'fetched' && w.spec !== undefined)))
+      throw new WindowTransitionError({ runId: w.runId, windowId: w.windowId ?? '-' }, undefined, w.status);
   }
   const values: (readonly CatalogValue[])[] = [
     windows.map((w) => w.runId),
@@ -303,13 +320,62 @@ export async function recordEnded(ledger: Ledger, windows: readonly EndedWindow[
     windows.map((w) => w.splits),
     windows.map((w) => w.status),
     windows.map((w) => w.error),
+    windows.map((w) => w.spec ?? null),
+    windows.map((w) => w.requestLog ?? null),
   ];
-  const names = ENDED_COLUMNS.map(([n]) => n).join(', ');
-  const unnests = ENDED_COLUMNS.map(([n, t], i) => `unnest(CAST($${i + 1} AS ${t}[])) AS ${n}`).join(', ');
+  // A kept window's spec and calls only when there is one: the spec column is JSON, which a VARCHAR[] does not fill in
+  // PostgreSQL (whose windows a single machine never keeps).
+  const columns = windows.some((w) => w.spec !== undefined) ? ENDED_COLUMNS : ENDED_COLUMNS.slice(0, -2);
+  values.length = columns.length;
+  const names = columns.map(([n]) => n).join(', ');
+  const unnests = columns.map(([n, t], i) => `unnest(CAST($${i + 1} AS ${t}[])) AS ${n}`).join(', ');
   await ledger.db.query(
     // One attempt: a single machine's run fetches a window once (its requests' retries are counted in `retries`).
-    `INSERT INTO ${table(ledger)} (${names}, attempts, committed_at, updated_at)
-     SELECT ${names}, 1, CASE WHEN status IN ('committed', 'provisional') THEN NOW() END, NOW() FROM (SELECT ${unnests}) k`,
+    `INSERT INTO ${table(ledger)} (${names}, attempts, committed_at, fetched_at, updated_at)
+     SELECT ${names}, 1, CASE WHEN status IN ('committed', 'provisional') THEN NOW() END, CASE WHEN status = 'fetched' THEN NOW() END, NOW()
+     FROM (SELECT ${unnests}) k`,
     values,
   );
+}
+
+/** A window a failed single-machine run kept (`fetched`), as the next run reads it. */
+export interface KeptRow extends WindowKey {
+  /** The head of the run that kept it: a run resuming that run's chain takes it. */
+  head: number | null;
+  spec: string;
+  requestLog: string | null;
+}
+
+/** The `fetched` windows of single-machine runs of `job` on `network`: what failed runs kept for the next. */
+export async function readKept(ledger: Ledger, runs: string, job: string, network: string): Promise<KeptRow[]> {
+  const rows = await ledger.db.query(
+    // `w.*`: a catalog of an earlier format, read before any write migrates it, has no `spec` (and no kept window).
+    `SELECT w.*, COALESCE(r.head, CAST(r.report ->> 'head' AS BIGINT)) AS head
+     FROM ${table(ledger)} w JOIN ${runs} r ON r.run_id = w.run_id
+     WHERE r.job = $1 AND w.network = $2 AND w.status = 'fetched'
+     ORDER BY w.run_id`,
+    [job, network],
+  );
+  return rows
+    .filter((r) => typeof r.spec === 'string')
+    .map((r) => ({
+      runId: String(r.run_id),
+      windowId: String(r.window_id),
+      head: r.head === null || r.head === undefined ? null : Number(r.head),
+      spec: String(r.spec),
+      requestLog: r.request_log === null || r.request_log === undefined ? null : String(r.request_log),
+    }))
+    .sort((a, b) => (a.runId === b.runId ? (a.windowId < b.windowId ? -1 : 1) : 0));
+}
+
+/** fetched -> failed: kept windows the run does not take (their data gone or damaged, or not resumed): fetched again. */
+export async function giveUpKept(ledger: Ledger, keys: readonly (WindowKey & { error: string })[]): Promise<void> {
+  if (keys.length === 0) return;
+  await moveWindows(ledger, keys, 'failed', { from: ['fetched'], set: { error: { each: keys.map((k) => k.error), type: 'VARCHAR' } } });
+}
+
+/** The runs that still have windows kept (`fetched`) on a single machine: the folders under `_kept` to leave alone. */
+export async function runsWithKept(ledger: Ledger): Promise<Set<string>> {
+  const rows = await ledger.db.query(`SELECT DISTINCT run_id FROM ${table(ledger)} WHERE status = 'fetched'`);
+  return new Set(rows.map((r) => String(r.run_id)));
 }

@@ -93,13 +93,17 @@ export class BatchRows {
     private readonly ingestedAt: string,
   ) {}
 
-  /** Queues the typing of a window's staged files. A failure is kept and thrown by `typedFiles` (the commit fails). */
-  add(def: DatasetDef, stagedFiles: readonly string[], pageFiles: readonly StagedPages[]): void {
+  /**
+   * Queues the typing of a window's staged files. A failure is kept and thrown by `typedFiles` (the commit fails).
+   * `fetchedBy`: the run that fetched them and when, when not this one (a window an earlier run kept: its rows name
+   * that run, whose `requests` rows trace them).
+   */
+  add(def: DatasetDef, stagedFiles: readonly string[], pageFiles: readonly StagedPages[], fetchedBy?: { runId: string; ingestedAt: string }): void {
     if (stagedFiles.length === 0 && pageFiles.length === 0) return;
     const typing = this.loaders
       .run(async (conn) => {
         if (this.failure) return;
-        const select = stagedSelect(def, this.runId, this.ingestedAt, stagedFiles, pageFiles);
+        const select = stagedSelect(def, fetchedBy?.runId ?? this.runId, fetchedBy?.ingestedAt ?? this.ingestedAt, stagedFiles, pageFiles);
         await mkdir(this.dir, { recursive: true });
         const file = path.join(this.dir, `${this.written++}.parquet`);
         // Uncompressed: read back once, at the commit; compressing would cost more than the bytes it saves.

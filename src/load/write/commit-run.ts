@@ -17,7 +17,7 @@ import {
   type SliceDerivation,
 } from './commit.js';
 import type { Engine } from '../engine.js';
-import { decideAndApply, type CommitJournal } from './journal.js';
+import { decideAndApply, type CommitJournal, type KeptWindowKey } from './journal.js';
 import type { BatchRows } from './batch-rows.js';
 import type { LakePaths } from '../paths.js';
 import type { StagedPages } from '../schema.js';
@@ -55,6 +55,8 @@ export interface RunCommitInput {
   sliceRows?: number;
   rejectFiles: string[];
   windows: WindowRecord[];
+  /** Windows an earlier run kept (`fetched` rows of that run) that this commit takes: see CommitJournal's `kept`. */
+  kept?: KeptWindowKey[];
   /** Advanced only here, after the data they cover is in place. */
   watermarks: WatermarkRecord[];
   /** Builds the run's record once the files are known (the report counts them). */
@@ -145,6 +147,7 @@ export async function commitRun(input: RunCommitInput): Promise<CommittedFile[]>
     journalFor(paths, `${runId}/${path.basename(stagingDir)}`, runId, prepared, {
       run: runRow(runId, input.run(files)),
       windows: input.windows,
+      ...(input.kept?.length ? { kept: input.kept } : {}),
       watermarks: input.watermarks,
       ...(derived ? { tables: derived.tables } : {}),
       ...(cleared.length ? { cleared } : {}),

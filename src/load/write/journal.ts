@@ -9,7 +9,8 @@ import { exists, fsyncDir, mkdirDurable, removeDurable, writeFileDurable } from 
 import type { LakePaths } from '../paths.js';
 import { testHook } from '../test-hooks.js';
 import { eachBounded } from '../bounded.js';
-import { insertRequests } from '../ledger/requests.js';
+import { decodeCalls, insertRequests } from '../ledger/requests.js';
+import { moveWindows } from '../ledger/windows.js';
 import { againIfLakeChanged, changesSince, LakeChangedError, refuseChangesSince } from '../../ducklake/conflicts.js';
 
 const MOVES_AT_ONCE = 16;
@@ -37,6 +38,11 @@ export interface CommitJournal {
     /** The run's record as of this commit (interim while batches go on; final with the last one). */
     run?: RunRow;
     windows: WindowRecord[];
+    /**
+     * Windows an earlier single-machine run fetched and kept (its `fetched` rows, pipeline/kept.ts) that this commit
+     * lands: moved `fetched -> committed` (or provisional) in its transaction, their calls recorded as that run's.
+     */
+    kept?: KeptWindowKey[];
     /** What the run's report and the commits table count. */
     files: CommittedFile[];
     /** The DuckLake data files the snapshot adds, each replacing its partition's current files (fullPath relative to the lake root). */
@@ -53,6 +59,14 @@ export interface CommitJournal {
      */
     readAt?: { snapshot: number; tables: number[] };
   };
+}
+
+/** A kept window a commit takes: its row (the run that kept it), whether it lands provisional, its calls (JSON text). */
+export interface KeptWindowKey {
+  runId: string;
+  windowId: string;
+  provisional: boolean;
+  requestLog: string | null;
 }
 
 export function journalPath(paths: LakePaths, runId: string): string {
@@ -201,6 +215,7 @@ async function applyHeld(paths: LakePaths, catalog: Catalog, journal: CommitJour
       const snapshot = await catalog.commitLake(journal.commitId, c.lake, c.cleared);
       if (snapshot !== undefined) await catalog.expireInterim(journal.runId, snapshot);
       made = snapshot;
+      if (c.kept?.length) await landKept(catalog, c.kept, snapshot);
       await raiseWatermarks({ db: catalog.lake }, journal.runId, c.watermarks);
       if (c.run) await catalog.recordRun(c.run.runId, c.run.job, c.run.startedAt, c.run.finishedAt, c.run.status, c.run.report);
       await catalog.recordCommit(journal.commitId, journal.runId, c.files, opts.recoveredBy);
@@ -212,4 +227,22 @@ async function applyHeld(paths: LakePaths, catalog: Catalog, journal: CommitJour
   // Still holding the catalog: no reader is mid-query on a file it deletes.
   await catalog.deleteScheduled();
   return made;
+}
+
+/** The kept windows a commit took: `fetched -> committed | provisional` (strict: a kept row is its run's alone), their calls recorded. */
+async function landKept(catalog: Catalog, kept: readonly KeptWindowKey[], snapshot: number | undefined): Promise<void> {
+  const ledger = { db: catalog.lake };
+  for (const provisional of [false, true]) {
+    const some = kept.filter((k) => k.provisional === provisional);
+    if (some.length)
+      await moveWindows(ledger, some, provisional ? 'provisional' : 'committed', {
+        from: ['fetched'],
+        set: { snapshot_id: snapshot ?? null, request_log: null },
+        strict: true,
+      });
+  }
+  await insertRequests(
+    catalog.lake,
+    kept.map((k) => ({ runId: k.runId, windowId: k.windowId, calls: decodeCalls(k.requestLog) })),
+  );
 }

@@ -2,12 +2,14 @@ import { readdir, readFile, rm } from 'node:fs/promises';
 import { readLedger } from '../quota-ledger.js';
 import path from 'node:path';
 import { Catalog } from '../catalog.js';
-import { exists } from './durable.js';
+import { exists, removeDurable } from './durable.js';
 
 import { JOURNAL_FILE, applyJournal, readJournal } from './journal.js';
 import { LakeLock, LakeLockedError } from '../lock.js';
 import type { LakePaths } from '../paths.js';
 import { STAGING_INFO_FILE, type StagingInfo } from './staging.js';
+import { runsWithKept, windowStates } from '../ledger/windows.js';
+import { keptListPath, readKeptList } from './kept-list.js';
 
 export interface RecoveryReport {
   /** Runs whose decided commit was finished here. */
@@ -30,7 +32,8 @@ export async function recoverLake(paths: LakePaths, opts: { currentRunId?: strin
   const report: RecoveryReport = { finished: [], abandoned: [], relocated: false };
   const dirs = (await readdir(paths.stagingRoot).catch(() => [] as string[])).filter((d) => d !== opts.currentRunId).sort();
   const catalogExists = await exists(paths.catalog);
-  if (dirs.length === 0 && !catalogExists) return report;
+  const kept = await readdir(paths.keptRoot).catch(() => [] as string[]);
+  if (dirs.length === 0 && kept.length === 0 && !catalogExists) return report;
 
   for (const d of dirs) {
     const dir = path.join(paths.stagingRoot, d);
@@ -58,10 +61,49 @@ export async function recoverLake(paths: LakePaths, opts: { currentRunId?: strin
     if (info && reserved) await Catalog.write(paths, (c) => c.recordReservedUsage(info.runId, reserved));
     await rm(dir, { recursive: true, force: true });
   }
+  // After the decided commits above: one of them may have taken kept windows, whose folders go now; first, the lists of
+  // runs that could not record what they kept.
+  if (kept.length && catalogExists) await recordKeptLists(paths, kept);
+  if (kept.length) await removeUnkept(paths, kept, catalogExists);
   if (opts.relocate !== false && (catalogExists || report.finished.length || report.abandoned.length)) {
     report.relocated = await Catalog.hold(paths, (c) => c.relocate());
   }
   return report;
+}
+
+/**
+ * Records the kept windows (`fetched`) of each kept list (kept-list.ts) that are not recorded yet, with their run
+ * (abandoned, when it still says running: it could not record its end), then removes the list. Idempotent: a kill
+ * before the list goes records nothing twice.
+ */
+async function recordKeptLists(paths: LakePaths, dirs: readonly string[]): Promise<void> {
+  for (const d of dirs) {
+    const list = await readKeptList(paths, d);
+    if (!list) continue;
+    await Catalog.write(paths, async (c) => {
+      const keys = list.windows.map((w) => ({ runId: w.runId, windowId: w.windowId ?? '' }));
+      const recorded = await windowStates({ db: c.lake }, keys);
+      await c.recordWindows(list.windows.filter((w) => !recorded.has(`${w.runId}\u0000${w.windowId ?? ''}`)));
+      await c.markAbandoned(list.runId, list.job, list.startedAt);
+    });
+    await removeDurable(keptListPath(paths, d));
+  }
+}
+
+/**
+ * Removes the `_kept` folders (pipeline/kept.ts) no `fetched` window names: what a run kept and a later commit took,
+ * or what a run killed (or refused by the catalog) before it recorded its kept windows left behind. The others are
+ * left alone: the next run resuming their chain commits them.
+ */
+async function removeUnkept(paths: LakePaths, dirs: readonly string[], catalogExists: boolean): Promise<void> {
+  if (dirs.length === 0) return;
+  const live = catalogExists ? await Catalog.hold(paths, (c) => runsWithKept({ db: c.lake })) : new Set<string>();
+  for (const d of dirs) if (!live.has(d)) await rm(path.join(paths.keptRoot, d), { recursive: true, force: true });
+}
+
+/** removeUnkept for a run that committed (or gave up) kept windows: their folders go once no `fetched` window names them. */
+export async function removeTakenKept(paths: LakePaths): Promise<void> {
+  await removeUnkept(paths, await readdir(paths.keptRoot).catch(() => [] as string[]), true);
 }
 
 /** Whether a reader-side command should try to repair the lake first: a killed writer's commit is pending. */

@@ -28,6 +28,11 @@ export class StageFile {
 
   private constructor(readonly file: string) {}
 
+  /** A file staged (and closed) earlier, as its writer left it: a window a failed run kept (pipeline/kept.ts). */
+  static closed(file: string, facts: Pick<StageFile, 'rows' | 'maxLineBytes' | 'pageBytes' | 'extras' | 'upperCaseHex'>): StageFile {
+    return Object.assign(new StageFile(file), facts);
+  }
+
   static async open(file: string, opts: { dirExists?: boolean } = {}): Promise<StageFile> {
     if (!opts.dirExists) await mkdir(path.dirname(file), { recursive: true });
     const s = new StageFile(file);
