@@ -34,7 +34,9 @@ export class RecordingTransport extends HttpTransport {
       req,
       (body, received, list) => {
         const v = check(body, received, list);
-        bytes = received;
+        // A copy: the body's buffer serves another body once its page is staged (src/extract/body-pool.ts), and
+        // the recording is written after that.
+        bytes = Buffer.from(received);
         return v;
       },
       acct,

@@ -116,8 +116,10 @@ export class EnvelopeFailure extends Error {
 
 /**
  * Validates a parsed body and returns what the caller wants from it, or throws EnvelopeFailure. `bytes` is the
- * body as received, for callers that stage pages without re-serialising them. When the call asked for a list
- * scan and the body was scanned, `list` is set and `body` holds an empty array in the list's place.
+ * body as received, for callers that stage pages without re-serialising them: its buffer is lent by the body pool
+ * (body-pool.ts) and serves another body once staging has written the page, so a caller that keeps the bytes longer
+ * copies them. When the call asked for a list scan and the body was scanned, `list` is set and `body` holds an
+ * empty array in the list's place.
  */
 export type EnvelopeCheck<T> = (body: unknown, bytes: Buffer, list?: ScannedList) => T;
 
