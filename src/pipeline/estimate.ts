@@ -52,6 +52,8 @@ export interface PlanEstimate {
   voided: VoidedClaim[];
   windows: WindowEstimate[];
   skipped: number;
+  /** Windows a failed run of the job kept (fetched, never committed): the run commits them without a request. */
+  kept: number;
   /** Requests spent to make this plan (the head, and one count probe per paged window). */
   probeRequests: number;
   estimatedRequests: number;
@@ -195,6 +197,7 @@ export async function estimatePlan(baseJob: Job, opts: EstimateOptions): Promise
       voided: prepared.voided,
       windows: windows.map(({ blockTimeRequests: _, ...w }) => w),
       skipped: prepared.skipped,
+      kept: prepared.resume?.kept?.length ?? 0,
       probeRequests: acct.requests,
       estimatedRequests,
       estimatedSeconds: duration.seconds,

@@ -18,6 +18,7 @@ import { compactLake, rebuildCatalog } from '../../src/load/write/maintenance.js
 import { repairIfFree } from '../../src/load/write/recovery.js';
 import { loadJobFile, parseJob } from '../../src/pipeline/job.js';
 import type { Logger } from '../../src/pipeline/log.js';
+import { estimatePlan } from '../../src/pipeline/estimate.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { A_ERC20_0 } from '../../src/simulator/chain.js';
@@ -176,6 +177,9 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
     expect(ledger).toEqual({ n: windows, requests });
 
     onTestHook();
+    // `plan` counts them apart from what it would fetch: nothing, every window being kept.
+    const plan = await estimatePlan(job(lake, 1, 3), { probe: false, simulator: sim });
+    expect({ toFetch: plan.windows.length, kept: plan.kept, requests: plan.estimatedRequests }).toEqual({ toFetch: 0, kept: windows, requests: 0 });
     const log = events();
     const sent = sim.stats().requests;
     const next = await runJob(job(lake, 1, 3), { simulator: sim, logger: log });

@@ -85,7 +85,7 @@ export function formatPlan(p: PlanEstimate): string {
     ...p.voided.map((v) => `warning: ${voidedText(v, p.network)}`),
     ...table,
     ...windowLines(p),
-    `${p.windows.length} windows to fetch${p.skipped ? `, ${p.skipped} already in the lake` : ''}`,
+    `${p.windows.length} windows to fetch${p.skipped ? `, ${p.skipped} already in the lake` : ''}${p.kept ? `, ${p.kept} kept by a failed run (committed without sending their requests again)` : ''}`,
     `estimated requests: ${p.estimatedRequests}${p.blockTimeRequests ? ` (${p.blockTimeRequests} of them block times, for windows fetched again whose rows carry no block number)` : ''}; duration: ${minutes >= 1 ? `${minutes.toFixed(1)} min` : `${p.estimatedSeconds.toFixed(1)} s`} (${basisText(p)})`,
     p.quotaShare !== null
       ? `daily quota: ${(p.quotaShare * 100).toFixed(2)} % of ${p.dailyRequestQuota} requests/day; ${p.quotaLeftToday} left today (UTC)`
