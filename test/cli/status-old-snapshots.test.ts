@@ -49,6 +49,7 @@ describe('chainlake status: the terminal width', () => {
     runs: [],
     watermarks: [],
     gaps: [],
+    fetchedWindows: [],
     uncoveredFailures: [
       {
         run_id: 'run-20261127-0001',

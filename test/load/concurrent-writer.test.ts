@@ -18,6 +18,8 @@ import { compactLake, rebuildCatalog } from '../../src/load/write/maintenance.js
 import { repairIfFree } from '../../src/load/write/recovery.js';
 import { loadJobFile, parseJob } from '../../src/pipeline/job.js';
 import type { Logger } from '../../src/pipeline/log.js';
+import { openLakeReader } from '../../src/load/read/reader.js';
+import { lakeStatus } from '../../src/load/read/status.js';
 import { estimatePlan } from '../../src/pipeline/estimate.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { chainFor, startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
@@ -177,6 +179,16 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
     expect(ledger).toEqual({ n: windows, requests });
 
     onTestHook();
+    // `status` lists them as fetched and not committed, with their rows and requests.
+    const paths = new LakePaths(lake);
+    const reader = await openLakeReader(paths);
+    try {
+      const status = await lakeStatus(reader.conn, paths);
+      expect(status.fetchedWindows.map((w) => w.run_id)).toEqual([String(record!.run_id), String(record!.run_id)]);
+      expect(status.fetchedWindows.reduce((a, w) => [a[0]! + Number(w.rows), a[1]! + Number(w.requests)], [0, 0])).toEqual([rows, requests]);
+    } finally {
+      reader.close();
+    }
     // `plan` counts them apart from what it would fetch: nothing, every window being kept.
     const plan = await estimatePlan(job(lake, 1, 3), { probe: false, simulator: sim });
     expect({ toFetch: plan.windows.length, kept: plan.kept, requests: plan.estimatedRequests }).toEqual({ toFetch: 0, kept: windows, requests: 0 });

@@ -93,6 +93,15 @@ export function formatStatus(s: LakeStatus, width = Infinity): string {
   parts.push(section(`last ${s.runs.length} runs`, s.runs, 'none', width));
   parts.push(section('watermarks', s.watermarks, 'none', width));
   parts.push(section('gaps between committed windows', s.gaps, 'none', width));
+  if (s.fetchedWindows.length)
+    parts.push(
+      section(
+        'windows fetched and not yet committed (one machine: kept by a run whose commit could not happen, committed by the next run without their requests; distributed: waiting for a worker)',
+        s.fetchedWindows,
+        '',
+        width,
+      ),
+    );
   if (s.uncoveredFailures.length) parts.push(section('failed windows not yet fetched again', s.uncoveredFailures, '', width));
   return parts.join('\n\n');
 }

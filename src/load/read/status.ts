@@ -47,6 +47,20 @@ export interface LakeStatus {
   watermarks: { network: string; dataset: string; scope: string; block: number; run_id: string | null; updated_at: string }[];
   /** Block ranges between committed windows of one scope that no committed window covers. */
   gaps: { network: string; dataset: string; scope: string; from_block: number; to_block: number }[];
+  /**
+   * Windows fetched and not committed: on one machine, kept by a run whose commit could not happen (the next run of
+   * the job commits them without sending their requests again); distributed, waiting for a worker's commit.
+   */
+  fetchedWindows: {
+    run_id: string;
+    network: string;
+    dataset: string;
+    scope: string;
+    from_block: number | null;
+    to_block: number | null;
+    rows: number | null;
+    requests: number | null;
+  }[];
   /** Failed windows whose range no committed window of the same scope covers (yet). */
   uncoveredFailures: {
     run_id: string;
@@ -163,8 +177,17 @@ async function strayPartitionsOf(conn: DuckDBConnection, paths: LakePaths): Prom
 }
 
 /** What the run ledger says: the last runs, the watermarks, gaps between committed windows, failures nothing covers since. */
-async function ledgerOf(conn: DuckDBConnection, runs: number): Promise<Pick<LakeStatus, 'runs' | 'watermarks' | 'gaps' | 'uncoveredFailures'>> {
-  const out: Pick<LakeStatus, 'runs' | 'watermarks' | 'gaps' | 'uncoveredFailures'> = { runs: [], watermarks: [], gaps: [], uncoveredFailures: [] };
+async function ledgerOf(
+  conn: DuckDBConnection,
+  runs: number,
+): Promise<Pick<LakeStatus, 'runs' | 'watermarks' | 'gaps' | 'fetchedWindows' | 'uncoveredFailures'>> {
+  const out: Pick<LakeStatus, 'runs' | 'watermarks' | 'gaps' | 'fetchedWindows' | 'uncoveredFailures'> = {
+    runs: [],
+    watermarks: [],
+    gaps: [],
+    fetchedWindows: [],
+    uncoveredFailures: [],
+  };
   if (await relationExists(conn, 'runs')) {
     out.runs = await objects(
       conn,
@@ -190,6 +213,12 @@ async function ledgerOf(conn: DuckDBConnection, runs: number): Promise<Pick<Lake
          FROM windows WHERE status IN ('committed', 'provisional') AND from_block IS NOT NULL)
        SELECT network, dataset, scope, (covered_to + 1)::BIGINT AS from_block, (from_block - 1)::BIGINT AS to_block
        FROM w WHERE from_block > covered_to + 1 ORDER BY network, dataset, scope, from_block`,
+    );
+    out.fetchedWindows = await objects(
+      conn,
+      `SELECT run_id, network, dataset, scope, from_block::BIGINT AS from_block, to_block::BIGINT AS to_block,
+              rows_got::BIGINT AS rows, requests::BIGINT AS requests
+       FROM windows WHERE status = 'fetched' ORDER BY network, dataset, scope, from_block`,
     );
     out.uncoveredFailures = await objects(
       conn,
