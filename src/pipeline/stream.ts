@@ -10,6 +10,7 @@ import { datasetShape, STAGED_PARTITION } from '../load/schema.js';
 import { ident, literal } from '../load/sql.js';
 import { RowTransformer } from '../transform/rows.js';
 import { executeWindow, stagedOf, StrictRejectsError } from './execute.js';
+import { receivingBodies } from './garbage.js';
 import type { Job } from './job.js';
 import { silentLogger, type Logger } from './log.js';
 import { planWindows } from './plan.js';
@@ -65,7 +66,10 @@ export async function* streamJobBatches(job: Job, opts: StreamJobOptions = {}): 
     for (const w of planWindows(job.what, head)) {
       let t = transformers.get(w.def.name);
       if (!t) transformers.set(w.def.name, (t = new RowTransformer(w.def, { network: job.what.network, snapshotDate: ingestedAt.slice(0, 10) })));
-      const outcome = await executeWindow(w, { clients, transformer: t, pager, stagingDir: dir, index: index++, strict: job.lake.strict, log });
+      // Receiving bodies as a run does: the body pool's spare buffers go once no window fetches (body-pool.ts).
+      const outcome = await receivingBodies(() =>
+        executeWindow(w, { clients, transformer: t, pager, stagingDir: dir, index: index++, strict: job.lake.strict, log }),
+      );
       try {
         if (outcome.error) throw outcome.rejects > 0 && job.lake.strict ? new StrictRejectsError(outcome.rejects) : windowFailure(w.id, outcome.failure);
         const staged = stagedOf(outcome);

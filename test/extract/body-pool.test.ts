@@ -7,6 +7,7 @@ import { DATASETS } from '../../src/datasets/registry.js';
 import { PageFiles } from '../../src/load/write/staging.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
+import { streamJobBatches } from '../../src/pipeline/stream.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { RowTransformer } from '../../src/transform/rows.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
@@ -117,6 +118,32 @@ describe('staging pooled bodies', () => {
     expect(staged.map((line) => JSON.stringify((JSON.parse(line) as { b: unknown }).b))).toEqual(sent);
     // The pool was used: most bodies went into a buffer an earlier page had given back.
     expect(bodyPoolStats.reused).toBeGreaterThan(100);
+  });
+});
+
+describe('a stream', () => {
+  it('gives its bodies back, and keeps no spare buffer once its windows are fetched', async () => {
+    const job = parseJob(
+      {
+        name: 'pool-stream',
+        target: 'simulator',
+        lake: path.join(dir, 'unused'),
+        pageSize: 50,
+        range: { fromBlock: 0 },
+        datasets: { transactions: { addresses: sim.examples.addresses.slice(0, 2) } },
+      },
+      'inline',
+      {},
+    );
+    let rows = 0;
+    const { reused } = bodyPoolStats;
+    for await (const batch of streamJobBatches(job, { simulator: sim })) rows += batch.numRows;
+    expect(rows).toBeGreaterThan(100);
+    expect(bodyPoolStats.reused - reused).toBeGreaterThan(0);
+    // Drained when the stream stopped receiving: the next body takes a new buffer.
+    const before = bodyPoolStats.reused;
+    await readBody(chunks(body(1000, 1), 1000), 1000);
+    expect(bodyPoolStats.reused).toBe(before);
   });
 });
 
