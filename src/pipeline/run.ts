@@ -127,7 +127,7 @@ interface RunContext {
 }
 
 async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promise<RunReport> {
-  const { runId, started, paths, log, now } = ctx;
+  const { runId, started, paths, log } = ctx;
   const job = effectiveJob(baseJob, opts.rangeOverride);
   const ingestedAt = started.toISOString();
   // Under the lock: finish a killed run's decided commit, drop dead staging; a moved lake's views are fixed by
@@ -180,43 +180,64 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   } finally {
     engine.close();
     await source?.close();
-    const pending = existsSync(path.join(staging, JOURNAL_FILE));
-    // A commit another DuckLake writer kept refusing, or that a user's session holding the catalog kept from happening:
-    // what it would have landed is kept for the next run (kept.ts), moved out of the staging before the staging goes.
-    const lakeSide = failure instanceof LakeChangedError || failure instanceof CatalogLockedError;
-    const notLanded = lakeSide && !pending ? (stages?.committer.notCommitted() ?? []) : [];
-    const keeping =
-      recorded && notLanded.length
-        ? await keepWindows(
-            paths,
-            { runId, job: job.name, startedAt: ingestedAt },
-            staging,
-            notLanded.filter((o) => !o.error && !o.kept),
-            log,
-          )
-        : undefined;
-    await closeRunStaging(staging);
-    // After the staging is gone: a full disk has room again for this one small write.
-    if (recorded && failure !== undefined && !pending) {
-      const ended = endOfNotLanded(notLanded, keeping?.kept ?? []);
-      const facts = { ...(ended.kept ? { kept: ended.kept } : {}), ...(ended.fetchedAgain ? { fetchedAgain: ended.fetchedAgain } : {}) };
-      const wrote = await recordFailure(
-        paths,
-        runId,
-        job.name,
-        ingestedAt,
-        now(),
-        { ...recorded, requestUsage: spend.usage(), ...facts },
-        failure,
-        log,
-        keeping?.rows ?? [],
-      );
-      // Recorded: the list is done with. Not recorded (the catalog held): the next command's recovery records it.
-      if (wrote && keeping?.rows.length) await removeDurable(keptListPath(paths, runId));
-      if (notLanded.length) failure = notCommitted(failure as LakeChangedError | CatalogLockedError, ended, log);
-    }
+    failure = await closeRun({ ctx, job, staging, stages, recorded, usage: () => spend.usage(), ingestedAt }, failure);
   }
   throw failure;
+}
+
+/** What the run's last step (closeRun) needs of it. */
+interface RunEnd {
+  ctx: RunContext;
+  job: Job;
+  staging: string;
+  stages: RunStages | undefined;
+  /** The run's record from its start; undefined when it failed before recording itself. */
+  recorded: Record<string, unknown> | undefined;
+  usage: () => RequestUsage | undefined;
+  ingestedAt: string;
+}
+
+/**
+ * The run's last step, whatever happened: its staging removed and, after a failure, the run recorded `failed`. A
+ * commit another DuckLake writer kept refusing, or that a user's session holding the catalog kept from happening,
+ * first keeps what it would have landed for the next run (kept.ts), moved out of the staging before the staging goes.
+ * Returns the error the run ends with (saying what was kept and what is fetched again), or undefined.
+ */
+async function closeRun(end: RunEnd, failure: unknown): Promise<unknown> {
+  const { ctx, job, staging, stages, recorded, ingestedAt } = end;
+  const { runId, paths, log, now } = ctx;
+  const pending = existsSync(path.join(staging, JOURNAL_FILE));
+  const lakeSide = failure instanceof LakeChangedError || failure instanceof CatalogLockedError;
+  const notLanded = lakeSide && !pending ? (stages?.committer.notCommitted() ?? []) : [];
+  const keeping =
+    recorded && notLanded.length
+      ? await keepWindows(
+          paths,
+          { runId, job: job.name, startedAt: ingestedAt },
+          staging,
+          notLanded.filter((o) => !o.error && !o.kept),
+          log,
+        )
+      : undefined;
+  await closeRunStaging(staging);
+  // After the staging is gone: a full disk has room again for this one small write.
+  if (!recorded || failure === undefined || pending) return failure;
+  const ended = endOfNotLanded(notLanded, keeping?.kept ?? []);
+  const facts = { ...(ended.kept ? { kept: ended.kept } : {}), ...(ended.fetchedAgain ? { fetchedAgain: ended.fetchedAgain } : {}) };
+  const wrote = await recordFailure(
+    paths,
+    runId,
+    job.name,
+    ingestedAt,
+    now(),
+    { ...recorded, requestUsage: end.usage(), ...facts },
+    failure,
+    log,
+    keeping?.rows ?? [],
+  );
+  // Recorded: the list is done with. Not recorded (the catalog held): the next command's recovery records it.
+  if (wrote && keeping?.rows.length) await removeDurable(keptListPath(paths, runId));
+  return notLanded.length ? notCommitted(failure as LakeChangedError | CatalogLockedError, ended, log) : failure;
 }
 
 /**

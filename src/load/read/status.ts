@@ -51,26 +51,19 @@ export interface LakeStatus {
    * Windows fetched and not committed: on one machine, kept by a run whose commit could not happen (the next run of
    * the job commits them without sending their requests again); distributed, waiting for a worker's commit.
    */
-  fetchedWindows: {
-    run_id: string;
-    network: string;
-    dataset: string;
-    scope: string;
-    from_block: number | null;
-    to_block: number | null;
-    rows: number | null;
-    requests: number | null;
-  }[];
+  fetchedWindows: (WindowPlace & { rows: number | null; requests: number | null })[];
   /** Failed windows whose range no committed window of the same scope covers (yet). */
-  uncoveredFailures: {
-    run_id: string;
-    network: string;
-    dataset: string;
-    scope: string;
-    from_block: number | null;
-    to_block: number | null;
-    error: string | null;
-  }[];
+  uncoveredFailures: (WindowPlace & { error: string | null })[];
+}
+
+/** A ledger window's run and place, as status lists it. */
+interface WindowPlace {
+  run_id: string;
+  network: string;
+  dataset: string;
+  scope: string;
+  from_block: number | null;
+  to_block: number | null;
 }
 
 /** A table or view of the connection's database: a local catalog has `runs` as a table, a distributed reader as a view. */
