@@ -16,6 +16,8 @@ export interface SimStats {
   requests: number;
   rowsServed: number;
   rateLimited: number;
+  /** Requests per route (the simulator's own names: an explorer module and action, a finance endpoint). */
+  byRoute: Record<string, number>;
 }
 
 export interface SimProcess {

@@ -7,7 +7,7 @@ import { startPostgres } from '../../test/ducklake/postgres.js';
 import { runExport } from '../lib/export.js';
 import { CLI } from '../lib/paths.js';
 import { target, type Context, type ScenarioResult } from '../lib/result.js';
-import { startSimProcess, type SimProcess } from '../lib/simproc.js';
+import { startSimProcess, type SimProcess, type SimStats } from '../lib/simproc.js';
 import { buildWorkload, describeWorkload, jobDoc, writeJob } from '../lib/workload.js';
 
 const RATE = 20;
@@ -46,6 +46,31 @@ async function runFinished(client: pg.Client, job: string, workers: readonly Chi
 }
 
 /** Resolves at the first JSON log line of `child` with this event (its stderr). */
+/** Requests per simulator route between two readings of one simulator's counters. */
+function routesSince(before: SimStats, after: SimStats): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [route, n] of Object.entries(after.byRoute)) {
+    const d = n - (before.byRoute[route] ?? 0);
+    if (d !== 0) out[route] = d;
+  }
+  return out;
+}
+
+function addRoutes(a: Record<string, number>, b: Record<string, number>): Record<string, number> {
+  const out = { ...a };
+  for (const [route, n] of Object.entries(b)) out[route] = (out[route] ?? 0) + n;
+  return out;
+}
+
+/** `route: distributed vs single` for each route whose count differs; empty when none does. */
+function routeDifferences(got: Record<string, number>, single: Record<string, number>): string {
+  return [...new Set([...Object.keys(got), ...Object.keys(single)])]
+    .sort()
+    .filter((r) => (got[r] ?? 0) !== (single[r] ?? 0))
+    .map((r) => `${r} ${got[r] ?? 0} vs ${single[r] ?? 0}`)
+    .join(', ');
+}
+
 function waitForEvent(child: ChildProcess, event: string, timeoutMs = 180_000): Promise<void> {
   return new Promise((resolve, reject) => {
     let buf = '';
@@ -121,7 +146,9 @@ export async function distributed(ctx: Context): Promise<Omit<ScenarioResult, 's
     await mkdir(singleDir, { recursive: true });
     const exportOpts = { rps: RATE, pageSize: PAGE, concurrency: 4 };
     await runExport(sims[0]!, w, singleDir, { ...exportOpts, extra: { range: warmRange } });
+    const singleBefore = await sims[0]!.stats();
     const single = await runExport(sims[0]!, w, singleDir, { ...exportOpts, extra: { range: base.range } });
+    const singleRoutes = routesSince(singleBefore, await sims[0]!.stats());
     const singleRequests = single.server.requests;
     ctx.log(`single machine (after the warm-up job): ${single.report.totals.rows} rows, ${singleRequests} requests`);
 
@@ -173,6 +200,9 @@ export async function distributed(ctx: Context): Promise<Omit<ScenarioResult, 's
       const after = await Promise.all(sims.map((s) => s.stats()));
       const requests = after.reduce((a, s, i) => a + s.requests - before[i]!.requests, 0);
       const limited = after.reduce((a, s, i) => a + s.rateLimited - before[i]!.rateLimited, 0);
+      const routes = after.map((s, i) => routesSince(before[i]!, s)).reduce(addRoutes, {});
+      const differ = routeDifferences(routes, singleRoutes);
+      if (differ) ctx.log(`${n} worker(s): requests by route, where they differ from the single machine's: ${differ}`);
       const state = (await client.query(`SELECT job, status FROM chainlake.runs ORDER BY started_at`)).rows.map((r) => `${r.job} ${r.status}`);
       if (state.join() !== `${WARM_UP_JOB} complete,${JOB} complete`) throw new Error(`bench: runs ended ${state.join(', ')}`);
       const ofJob = `run_id IN (SELECT run_id FROM chainlake.runs WHERE job = '${JOB}')`;

@@ -29,7 +29,8 @@ export const asksBlockTimes = (w: Pick<Window, 'replaces' | 'range' | 'def'>): b
 /**
  * The requests the block times of `windows` cost a run: each distinct block once (a block another window asked
  * already is not asked again, by any worker of a distributed run: see blockTimes' `book`), the first and last block
- * of each window that asks (asksBlockTimes). Two workers asking one block at the same moment may both ask it.
+ * of each window that asks (asksBlockTimes). Two workers asking one block at the same moment: one asks, the other waits
+ * for its time (BlockTimeBook.claim).
  */
 export function blockTimeRequests(windows: readonly Pick<Window, 'replaces' | 'range' | 'def'>[]): number[] {
   const asked = new Set<number>();
@@ -71,7 +72,21 @@ export async function blockTimes(
     time.catch(() => known.delete(key));
     return time;
   };
-  const shared = async (b: BlockTimeBook, n: number): Promise<string> => (await b.find(n)) ?? b.record(n, await ask(n));
+  const shared = async (b: BlockTimeBook, n: number): Promise<string> => {
+    const found = await b.find(n);
+    if (found !== undefined) return found;
+    const claim = await b.claim(n);
+    if (!claim.claimed) return claim.time;
+    let time: string;
+    try {
+      time = await ask(n);
+    } catch (e) {
+      // The next asker asks: a claim of a failed ask holds no one up.
+      await b.release(n).catch(() => undefined);
+      throw e;
+    }
+    return b.record(n, time);
+  };
   const ask = async (n: number): Promise<string> => {
     const record = newRequestRecord(BLOCK_ENDPOINT);
     acct.calls.push(record);

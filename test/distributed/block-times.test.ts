@@ -8,6 +8,10 @@ import { enqueueJob } from '../../src/distributed/enqueue.js';
 import { controlPlanLedger } from '../../src/distributed/plan-ledger.js';
 import { runWorker } from '../../src/distributed/worker.js';
 import { ledgerBlockTimes } from '../../src/load/ledger/block-times.js';
+import { Accounting } from '../../src/extract/accounting.js';
+import { ExplorerClient } from '../../src/extract/explorer.js';
+import { HttpTransport } from '../../src/extract/transport.js';
+import { blockTimes } from '../../src/pipeline/block-times.js';
 import { estimatePlan } from '../../src/pipeline/estimate.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import type { Logger } from '../../src/pipeline/log.js';
@@ -141,6 +145,45 @@ describe('block times in a distributed run', { timeout: 300_000 }, () => {
       code: 'CHAINLAKE_CONTROL_PLANE',
       message: expect.stringContaining('block 8: its time was recorded in chainlake.block_times for run run-2'),
     });
+    await client.end();
+  });
+  it("two askers of one block at once (two workers' windows of one range): one asks, the other waits for its time; a claim its asker gave up is asked again", async () => {
+    const db = await pg.database();
+    const client = await db.connect();
+    await setupControlPlane(client, `${path.join(tmp.dir, 'race-store')}/lake/`);
+    const transport = new HttpTransport({ concurrency: 4 });
+    // Two workers: each its own client (no shared in-process memory of asked blocks), one book of the run.
+    const worker = () => ({ caller: new ExplorerClient(transport, { baseUrl: sim.urls.mainnet, apiKey: sim.apiKey }), acct: new Accounting() });
+    const [a, b] = [worker(), worker()];
+    const book = ledgerBlockTimes(controlLedger(client).db, 'run-race', 'chainlake', { pollMs: 5, maxMs: 60_000 });
+    sim.resetStats();
+    const [ta, tb] = await Promise.all([
+      blockTimes(a.caller, a.acct, { from: 100, to: 200 }, undefined, book),
+      blockTimes(b.caller, b.acct, { from: 100, to: 200 }, undefined, book),
+    ]);
+    expect(ta).toEqual(tb);
+    // Each block once: before the claim both asked both (4 requests).
+    expect(blockRequests()).toBe(2);
+    expect(a.acct.calls.length + b.acct.calls.length).toBe(2);
+
+    // An asker that claimed block 300 and stopped before recording it (a killed worker): the next asker waits the
+    // claim's bound, then asks, and its time is the run's.
+    await client.query(`INSERT INTO chainlake.block_times (run_id, block, block_time) VALUES ('run-race', 300, '')`);
+    expect(await book.find(300)).toBeUndefined();
+    const patient = ledgerBlockTimes(controlLedger(client).db, 'run-race', 'chainlake', { pollMs: 5, maxMs: 100 });
+    sim.resetStats();
+    const c = worker();
+    const t300 = await blockTimes(c.caller, c.acct, { from: 300, to: 300 }, undefined, patient);
+    expect(blockRequests()).toBe(1);
+    expect(await book.find(300)).toBe(t300.from);
+    // A failed ask gives its claim back: the next asker asks at once instead of waiting.
+    const quick = new HttpTransport({ concurrency: 1, retry: { maxAttempts: 1 } });
+    await expect(
+      blockTimes(new ExplorerClient(quick, { baseUrl: 'http://127.0.0.1:9/', apiKey: sim.apiKey }), new Accounting(), { from: 400, to: 400 }, undefined, book),
+    ).rejects.toThrow();
+    expect((await client.query(`SELECT count(*)::INT AS n FROM chainlake.block_times WHERE run_id = 'run-race' AND block = 400`)).rows[0].n).toBe(0);
+    await transport.close();
+    await quick.close();
     await client.end();
   });
 });
