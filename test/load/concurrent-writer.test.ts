@@ -568,6 +568,51 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
     180_000,
   );
 
+  it("a run decoding after its last commit (the ABI from its own contracts dataset) decodes again when another writer changes a decoded table meanwhile (decode.lake_changed): its decoded rows are a clean run's", async () => {
+    const token = chainFor(7, 'small', 'mainnet').addrLower(A_ERC20_0);
+    const transfer = toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent);
+    const logsJob = (lake: string) =>
+      parseJob(
+        {
+          name: 'decode-after-raced',
+          target: 'simulator',
+          lake,
+          range: { fromBlock: 0, toBlock: 2_000 },
+          datasets: { event_logs: { contracts: [{ address: token, topics: [transfer] }] }, contracts: { contracts: [token] } },
+          decode: { contracts: [{ address: token, name: 'token' }] },
+        },
+        'decode-after-raced',
+        process.env,
+      );
+    const clean = path.join(dir, 'decode-after-clean');
+    const cleanReport = await runJob(logsJob(clean), { simulator: sim });
+    const decodedTable = cleanReport.decoded!.datasets.find((d) => d.rows > 0)!.name;
+    // A lake already decoded, run again: the run's decoding after its last commit replaces decoded rows, one of which
+    // the other writer deletes once that decoding is merged, before its commit.
+    const raced = path.join(dir, 'decode-after-raced');
+    await cp(clean, raced, { recursive: true });
+    await rebuildCatalog(new LakePaths(raced));
+    const log = events();
+    let deleted = false;
+    onTestHook(async (step) => {
+      // The export's commit logs `commit`; the next commit prepared is the decoding's.
+      if (step !== 'prepared' || deleted || !log.seen.includes('commit')) return;
+      deleted = true;
+      await withRef(raced, [`DELETE FROM lake.${decodedTable} WHERE transaction_hash = (SELECT min(transaction_hash) FROM lake.${decodedTable})`]);
+    });
+    const report = await runJob(logsJob(raced), { simulator: sim, logger: log });
+    expect(deleted).toBe(true);
+    expect(log.seen).toContain('decode.lake_changed');
+    expect(log.seen).not.toContain('commit.lake_changed');
+    expect(report.errors).toEqual([]);
+    expect(report.decoded).toEqual(cleanReport.decoded);
+    const rows = (lake: string) => queryCatalog(lake, `SELECT * EXCLUDE (_run_id, _ingested_at) FROM ${decodedTable} ORDER BY ALL`);
+    const want = await rows(clean);
+    expect(want.length).toBeGreaterThan(0);
+    expect(await rows(raced)).toEqual(want);
+    expect(await withRef(raced, [`SELECT count(*)::INTEGER AS n FROM lake.${decodedTable}`])).toEqual([{ n: want.length }]);
+  }, 180_000);
+
   it('a commit that decodes its event logs, prepared again, lands the decoded rows and counts of a run nobody disturbed', async () => {
     const transfer = toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent);
     const logsJob = (lake: string) =>
