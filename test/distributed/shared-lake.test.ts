@@ -470,6 +470,37 @@ describe.skipIf(missing !== null)(
       expect(await compactRaced('adjacent', "CALL ducklake_merge_adjacent_files('ref')", files)).toMatch(/(^|,)merge_adjacent:\d+(,|$)/);
     }, 180_000);
 
+    it('compact --catalog that another writer beats at every attempt fails with CHAINLAKE_LAKE_CHANGED, its hint saying nothing was committed; the next compact compacts', async () => {
+      days ??= (await withRef(['SELECT DISTINCT CAST(block_date AS VARCHAR) AS d FROM ref.transactions ORDER BY 1'])).map((r) => String(r.d));
+      await withRef([INSERT + days.map((d, i) => inserted(`0xref-beaten-${i}`, d, 70 + i)).join(', ')]);
+      let attempts = 0;
+      let before: Rows = [];
+      // Each attempt's partitions merged and written, the other writer commits a row before its catalog transaction.
+      onTestHook(async (step) => {
+        if (step !== 'lake-files') return;
+        await withRef([INSERT + inserted(`0xref-beaten-at-${attempts++}`, days[0]!, 80)]);
+        before = await refRows();
+      });
+      const failed = await compactDistributedLake({ catalog: db.url, store })
+        .then(
+          () => undefined,
+          (e: unknown) => e as Error & { hint?: string },
+        )
+        .finally(() => onTestHook());
+      expect(chainlakeCodeOf(failed)).toBe('CHAINLAKE_LAKE_CHANGED');
+      expect(failed?.message).toMatch(/at each of 3 attempts: chainlake did not commit/);
+      expect(failed?.hint).toBe(
+        'run again once the other writer is idle: nothing of this command was committed (its tables are as they were); running it again reads the lake anew',
+      );
+      expect(attempts).toBe(3);
+      // Nothing of the compaction landed, nothing of the other writer's was undone.
+      expect(plain(await refRows())).toEqual(plain(before));
+      expect((await compactDistributedLake({ catalog: db.url, store })).partitions).toBeGreaterThanOrEqual(days.length);
+      const after = await refRows();
+      expect(plain(after)).toEqual(plain(before));
+      expect(plain(await chainlakeRows())).toEqual(plain(after));
+    }, 180_000);
+
     describe('another writer changes the columns of a table chainlake writes (test/load/shared-schema.test.ts on one machine)', () => {
       let lake: { catalog: string; store: string };
       const ref = (statements: string[]) => withReference(lake.catalog, statements);
