@@ -297,6 +297,62 @@ describe.skipIf(missing !== null)(
       }
     }, 180_000);
 
+    it("a table another writer dropped while a run of another job on it is open: the next job's enqueue voids that run's claims too, and both runs commit into the table made again", async () => {
+      const lake = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-two-jobs') };
+      const ref = (statements: string[]) => withReference(lake.catalog, statements);
+      const docOf = (name: string, addresses: readonly string[]) => ({ ...jobDoc(name, addresses), range: { incremental: true, windowBlocks: 12_000 } });
+      const rowsOf = (list: Rows) =>
+        new Map(list.map((r) => [String(r.transaction_hash), json([{ ...r, _run_id: null, _ingested_at: null, confirmations: null }])]));
+      const left = docOf('left', ADDRESSES.slice(0, 1));
+      const right = docOf('right', ADDRESSES.slice(1, 2));
+      // Job left's run, committed one window at a time, stops at the drop after its first commit: open, a window committed.
+      const { runId: leftRun } = await enqueueJob(parseJob(left, 'left', process.env), left, lake);
+      let merges = 0;
+      const failed = await runWorker({
+        ...lake,
+        id: 'two-w1',
+        untilIdle: true,
+        pollMs: 50,
+        commitWindows: 1,
+        merged: async () => {
+          if (++merges === 2) await ref(['DROP TABLE ref.transactions']);
+        },
+      }).catch((e: unknown) => e);
+      expect(chainlakeCodeOf(failed)).toBe('CHAINLAKE_SCHEMA_CHANGED');
+      const client = await connect(lake.catalog);
+      try {
+        const states = async (runId: string) =>
+          (await client.query(`SELECT status, count(*)::int AS n FROM chainlake.windows WHERE run_id = $1 GROUP BY status ORDER BY status`, [runId])).rows as {
+            status: string;
+            n: number;
+          }[];
+        expect((await states(leftRun)).find((s) => s.status === 'committed')?.n).toBeGreaterThan(0);
+        // Job right's enqueue plans on the dropped table: its claims, and the open run's of job left, are void.
+        const planned = await enqueueJob(parseJob(right, 'right', process.env), right, lake);
+        expect(planned.voided?.map((v) => v.dataset)).toEqual(['transactions']);
+        expect((await states(leftRun)).find((s) => s.status === 'committed')).toBeUndefined();
+        // One worker takes both runs' windows: every commit lands (none refused for the other run's claims).
+        expect((await runWorker({ ...lake, id: 'two-w2', untilIdle: true, pollMs: 50 })).windowsFailed).toBe(0);
+        for (const runId of [leftRun, planned.runId]) expect((await states(runId)).map((s) => s.status)).toEqual(['committed']);
+        const runs = (await client.query(`SELECT job, status FROM chainlake.runs ORDER BY job`)).rows;
+        expect(runs).toEqual([
+          { job: 'left', status: 'complete' },
+          { job: 'right', status: 'complete' },
+        ]);
+        // Row for row the lake of both jobs run undisturbed.
+        const fresh = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-two-jobs-fresh') };
+        await enqueueJob(parseJob(left, 'left', process.env), left, fresh);
+        await enqueueJob(parseJob(right, 'right', process.env), right, fresh);
+        expect((await runWorker({ ...fresh, id: 'two-fresh', untilIdle: true, pollMs: 50 })).windowsFailed).toBe(0);
+        const undisturbed = rowsOf(await withReference(fresh.catalog, ['SELECT * FROM ref.transactions']));
+        const after = rowsOf(await ref(['SELECT * FROM ref.transactions']));
+        expect(after.size).toBe(undisturbed.size);
+        for (const [key, row] of undisturbed) expect(after.get(key), key).toBe(row);
+      } finally {
+        await client.end();
+      }
+    }, 240_000);
+
     it('a decoded table another writer drops is refused by the commit and made again by decode --catalog; a dropped _rejects is made again, and enqueue says so', async () => {
       const lake = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-derived') };
       const ref = (statements: string[]) => withReference(lake.catalog, statements);
