@@ -40,8 +40,11 @@ export interface DecodeLakeInput {
   ingestedAt: string;
   /** The run's staging folder (the journal goes there). */
   stagingDir: string;
-  /** Only the event_logs rows this run wrote (decoding inside an export run); all of them otherwise. */
-  onlyRunId?: string;
+  /**
+   * Only the event_logs rows these runs wrote (decoding inside an export run: the run, and the runs whose kept windows
+   * it committed, whose rows keep their `_run_id`: pipeline/kept.ts); all of them otherwise.
+   */
+  onlyRunIds?: readonly string[];
   /** The run's record, for a run of its own (`chainlake decode`: decodeRun); an export run records itself. */
   run?: (report: DecodeReport) => RunRecord;
   /** Hears each time the decoding is prepared again (another DuckLake writer changed its tables meanwhile). */
@@ -314,14 +317,14 @@ export function decodeLake(input: DecodeLakeInput): Promise<DecodeReport> {
         [...datasets.map(decodedShape), REJECTS_SHAPE],
         path.join(workDir, 'lake-rows'),
         [datasetShape(getDataset(EVENT_LOGS))],
-        input.onlyRunId ? {} : { decoding: true },
+        input.onlyRunIds ? {} : { decoding: true },
       );
       const logs = await lakeLogs(lake, network);
       const target: ExistingLogsTarget = {
-        logs: logs && input.onlyRunId ? `SELECT * FROM (${logs}) WHERE _run_id = ${literal(input.onlyRunId)}` : logs,
+        logs: logs && input.onlyRunIds ? `SELECT * FROM (${logs}) WHERE _run_id IN (${input.onlyRunIds.map(literal).join(', ')})` : logs,
         replacedRejects: (conn, logs) => findReplacedRejects(conn, lake, network, datasets, logs),
         // Every log of the lake (not one run's): decoded rows whose log is gone are found and dropped.
-        ...(input.onlyRunId ? {} : { current: async (shape: TableShape) => lake.partitionsOf(shape, network) }),
+        ...(input.onlyRunIds ? {} : { current: async (shape: TableShape) => lake.partitionsOf(shape, network) }),
         commit: (decoded, report) => journalDecoded({ input, lake, workDir }, decoded, report),
       };
       return decodeLakeLogs({ conn: engine.conn, datasets, runId, ingestedAt, workDir }, target);

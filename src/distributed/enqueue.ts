@@ -5,7 +5,7 @@
  * is unfinished adds no work, and a run's windows are the same whoever fetches them.
  */
 import { Accounting } from '../extract/accounting.js';
-import type { Job } from '../pipeline/job.js';
+import { parseJob, type Job } from '../pipeline/job.js';
 import type { Window } from '../pipeline/plan.js';
 import { needsHead, windowsToFetch, type Prepared } from '../pipeline/prepare.js';
 import type { Clients } from '../pipeline/execute.js';
@@ -184,8 +184,10 @@ async function offerAgain(
   const { runId } = run;
   await client.query('BEGIN');
   try {
-    await lockRuns((text, values) => client.query(text, values), [runId]);
+    const others = await openRunsClaiming(client, runId, drop.voided);
+    await lockRuns((text, values) => client.query(text, values), [runId, ...others.map((o) => o.runId)]);
     const refetched = drop.voided.length ? await refetchVoided(client, boss, run, settings, drop.job, drop.voided) : 0;
+    await voidOpenRuns(client, boss, settings, others, drop.voided);
     const over = (
       await client.query(
         `SELECT w.window_id, w.job_id, w.status FROM ${CONTROL_SCHEMA}.windows w
@@ -280,6 +282,50 @@ async function refetchVoided(
   );
   await sendWindows(boss, client, [...committed, ...added.map((w) => ({ runId, windowId: w.id }))], settings);
   return committed.length + added.length;
+}
+
+/** An open run (other than the one enqueued) with committed windows of a voided dataset, and its job as its enqueuer stored it. */
+interface OpenClaimant {
+  runId: string;
+  head: number | null;
+  job: Job;
+}
+
+/** The open runs but `runId` whose committed windows claim rows of `voided`'s datasets (voidOpenRuns). */
+async function openRunsClaiming(client: import('pg').Client, runId: string, voided: readonly VoidedClaim[]): Promise<OpenClaimant[]> {
+  if (voided.length === 0) return [];
+  const rows = (
+    await client.query(
+      `SELECT r.run_id, r.head, r.job_doc, r.job_file FROM ${CONTROL_SCHEMA}.runs r
+       WHERE r.finished_at IS NULL AND r.run_id <> $1 AND EXISTS (
+         SELECT 1 FROM ${CONTROL_SCHEMA}.windows w WHERE w.run_id = r.run_id AND w.dataset = ANY($2::text[]) AND w.status IN ('committed', 'provisional'))
+       ORDER BY r.run_id`,
+      [runId, voided.map((v) => v.dataset)],
+    )
+  ).rows as { run_id: string; head: unknown; job_doc: unknown; job_file: string }[];
+  // Its job only for what it plans (datasets, range, windows): no key is read here (each worker has its own).
+  return rows.map((r) => ({ runId: String(r.run_id), head: toNum(r.head), job: parseJob(r.job_doc, String(r.job_file), {}) }));
+}
+
+/**
+ * Voids, in the transaction of the enqueue that voids its own run's claims (offerAgain, queueRun), the claims of every
+ * other open run on the datasets whose table another DuckLake writer dropped, as that run's own take-up would
+ * (refetchVoided: its committed windows of them queued again, the range it lacks added). The table held every run's
+ * rows: left standing, those windows would be a live run's claims on the table this run makes again, refusing its
+ * commits until every such run were taken up (load/write/dropped-tables.ts), and a run taken up after the table was
+ * made again would find it there and keep claims on rows it no longer holds. `others` are locked by the caller.
+ */
+async function voidOpenRuns(
+  client: import('pg').Client,
+  boss: import('pg-boss'),
+  settings: QueueSettings,
+  others: readonly OpenClaimant[],
+  voided: readonly VoidedClaim[],
+): Promise<void> {
+  for (const other of others) {
+    const mine = voided.filter((v) => other.job.what.datasets.some((d) => d.name === v.dataset));
+    if (mine.length) await refetchVoided(client, boss, other, settings, other.job, mine);
+  }
 }
 
 async function planAndQueue(
@@ -420,6 +466,12 @@ async function queueRun(
       controlLedger(client),
       run.prepared.voided.map((v) => v.dataset),
     );
+    const others = await openRunsClaiming(client, runId, run.prepared.voided);
+    await lockRuns(
+      (text, values) => client.query(text, values),
+      others.map((o) => o.runId),
+    );
+    await voidOpenRuns(client, boss, settings, others, run.prepared.voided);
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);

@@ -150,7 +150,8 @@ export class RunDecoder {
             ...ctx,
             network: this.what.network,
             datasets: this.datasets ?? (await this.resolve()),
-            onlyRunId: ctx.runId,
+            // The kept windows it committed are decoded too: their rows carry the run that fetched them.
+            onlyRunIds: [ctx.runId, ...(report.fromKept?.runs ?? [])],
             again: (error, next) =>
               ctx.log.log('warn', 'decode.lake_changed', `decode: ${error.message}; decoding again from the new rows (attempt ${next} of ${COMMIT_ATTEMPTS})`, {
                 snapshot: error.later[0]!.snapshotId,

@@ -19,7 +19,7 @@ import { datasetShape, REJECTS_SHAPE } from '../load/schema.js';
 import { LakeLock, LakeLockedError } from '../load/lock.js';
 import { LakePaths } from '../load/paths.js';
 import { READER_HOLDER_PREFIX } from '../load/read/reader.js';
-import { recoverLake, removeTakenKept } from '../load/write/recovery.js';
+import { recoverLake, removeTakenKept, settleHeld } from '../load/write/recovery.js';
 import { closeRunStaging, openRunStaging } from '../load/write/staging.js';
 import { RunDecoder } from './decode-in-run.js';
 import { RowTransformer } from '../transform/rows.js';
@@ -614,8 +614,9 @@ async function recordStart(job: Job, ctx: RunContext, prepared: Prepared, kept: 
     ...(prepared.voided.length ? { voided: prepared.voided } : {}),
   };
   await Catalog.hold(paths, async (c) => {
-    // A moved lake's views, which recovery left to this first open of the catalog (runLocked).
-    await c.relocate();
+    // What recovery left to this first open of the catalog (runLocked): a killed run whose staging is gone recorded
+    // abandoned (before its committed windows would count as a live run's claims below), a moved lake's views.
+    await settleHeld(c, runId);
     // The tables the run will write, created now if the lake lacks them: a fresh lake's first commit would otherwise
     // create them while windows fetch, where each of its statements waits for the busy event loop, and the commits
     // after it wait for that one (docs/performance.md, "Commits"). A table another DuckLake writer renamed or

@@ -297,6 +297,62 @@ describe.skipIf(missing !== null)(
       }
     }, 180_000);
 
+    it("a table another writer dropped while a run of another job on it is open: the next job's enqueue voids that run's claims too, and both runs commit into the table made again", async () => {
+      const lake = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-two-jobs') };
+      const ref = (statements: string[]) => withReference(lake.catalog, statements);
+      const docOf = (name: string, addresses: readonly string[]) => ({ ...jobDoc(name, addresses), range: { incremental: true, windowBlocks: 12_000 } });
+      const rowsOf = (list: Rows) =>
+        new Map(list.map((r) => [String(r.transaction_hash), json([{ ...r, _run_id: null, _ingested_at: null, confirmations: null }])]));
+      const left = docOf('left', ADDRESSES.slice(0, 1));
+      const right = docOf('right', ADDRESSES.slice(1, 2));
+      // Job left's run, committed one window at a time, stops at the drop after its first commit: open, a window committed.
+      const { runId: leftRun } = await enqueueJob(parseJob(left, 'left', process.env), left, lake);
+      let merges = 0;
+      const failed = await runWorker({
+        ...lake,
+        id: 'two-w1',
+        untilIdle: true,
+        pollMs: 50,
+        commitWindows: 1,
+        merged: async () => {
+          if (++merges === 2) await ref(['DROP TABLE ref.transactions']);
+        },
+      }).catch((e: unknown) => e);
+      expect(chainlakeCodeOf(failed)).toBe('CHAINLAKE_SCHEMA_CHANGED');
+      const client = await connect(lake.catalog);
+      try {
+        const states = async (runId: string) =>
+          (await client.query(`SELECT status, count(*)::int AS n FROM chainlake.windows WHERE run_id = $1 GROUP BY status ORDER BY status`, [runId])).rows as {
+            status: string;
+            n: number;
+          }[];
+        expect((await states(leftRun)).find((s) => s.status === 'committed')?.n).toBeGreaterThan(0);
+        // Job right's enqueue plans on the dropped table: its claims, and the open run's of job left, are void.
+        const planned = await enqueueJob(parseJob(right, 'right', process.env), right, lake);
+        expect(planned.voided?.map((v) => v.dataset)).toEqual(['transactions']);
+        expect((await states(leftRun)).find((s) => s.status === 'committed')).toBeUndefined();
+        // One worker takes both runs' windows: every commit lands (none refused for the other run's claims).
+        expect((await runWorker({ ...lake, id: 'two-w2', untilIdle: true, pollMs: 50 })).windowsFailed).toBe(0);
+        for (const runId of [leftRun, planned.runId]) expect((await states(runId)).map((s) => s.status)).toEqual(['committed']);
+        const runs = (await client.query(`SELECT job, status FROM chainlake.runs ORDER BY job`)).rows;
+        expect(runs).toEqual([
+          { job: 'left', status: 'complete' },
+          { job: 'right', status: 'complete' },
+        ]);
+        // Row for row the lake of both jobs run undisturbed.
+        const fresh = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-two-jobs-fresh') };
+        await enqueueJob(parseJob(left, 'left', process.env), left, fresh);
+        await enqueueJob(parseJob(right, 'right', process.env), right, fresh);
+        expect((await runWorker({ ...fresh, id: 'two-fresh', untilIdle: true, pollMs: 50 })).windowsFailed).toBe(0);
+        const undisturbed = rowsOf(await withReference(fresh.catalog, ['SELECT * FROM ref.transactions']));
+        const after = rowsOf(await ref(['SELECT * FROM ref.transactions']));
+        expect(after.size).toBe(undisturbed.size);
+        for (const [key, row] of undisturbed) expect(after.get(key), key).toBe(row);
+      } finally {
+        await client.end();
+      }
+    }, 240_000);
+
     it('a decoded table another writer drops is refused by the commit and made again by decode --catalog; a dropped _rejects is made again, and enqueue says so', async () => {
       const lake = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-derived') };
       const ref = (statements: string[]) => withReference(lake.catalog, statements);
@@ -468,6 +524,37 @@ describe.skipIf(missing !== null)(
     it('compact --catalog merges again when the reference merges adjacent files meanwhile (merge_adjacent): nothing lost, nothing doubled', async () => {
       const files = days.map((d, i) => INSERT + inserted(`0xref-file-adjacent-${i}`, d, 60 + i));
       expect(await compactRaced('adjacent', "CALL ducklake_merge_adjacent_files('ref')", files)).toMatch(/(^|,)merge_adjacent:\d+(,|$)/);
+    }, 180_000);
+
+    it('compact --catalog that another writer beats at every attempt fails with CHAINLAKE_LAKE_CHANGED, its hint saying nothing was committed; the next compact compacts', async () => {
+      days ??= (await withRef(['SELECT DISTINCT CAST(block_date AS VARCHAR) AS d FROM ref.transactions ORDER BY 1'])).map((r) => String(r.d));
+      await withRef([INSERT + days.map((d, i) => inserted(`0xref-beaten-${i}`, d, 70 + i)).join(', ')]);
+      let attempts = 0;
+      let before: Rows = [];
+      // Each attempt's partitions merged and written, the other writer commits a row before its catalog transaction.
+      onTestHook(async (step) => {
+        if (step !== 'lake-files') return;
+        await withRef([INSERT + inserted(`0xref-beaten-at-${attempts++}`, days[0]!, 80)]);
+        before = await refRows();
+      });
+      const failed = await compactDistributedLake({ catalog: db.url, store })
+        .then(
+          () => undefined,
+          (e: unknown) => e as Error & { hint?: string },
+        )
+        .finally(() => onTestHook());
+      expect(chainlakeCodeOf(failed)).toBe('CHAINLAKE_LAKE_CHANGED');
+      expect(failed?.message).toMatch(/at each of 3 attempts: chainlake did not commit/);
+      expect(failed?.hint).toBe(
+        'run again once the other writer is idle: nothing of this command was committed (its tables are as they were); running it again reads the lake anew',
+      );
+      expect(attempts).toBe(3);
+      // Nothing of the compaction landed, nothing of the other writer's was undone.
+      expect(plain(await refRows())).toEqual(plain(before));
+      expect((await compactDistributedLake({ catalog: db.url, store })).partitions).toBeGreaterThanOrEqual(days.length);
+      const after = await refRows();
+      expect(plain(after)).toEqual(plain(before));
+      expect(plain(await chainlakeRows())).toEqual(plain(after));
     }, 180_000);
 
     describe('another writer changes the columns of a table chainlake writes (test/load/shared-schema.test.ts on one machine)', () => {

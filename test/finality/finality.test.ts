@@ -1,10 +1,13 @@
+import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { onTestHook } from '../../src/load/test-hooks.js';
 import { parseJob } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { verifySession } from '../../src/pipeline/verify/session.js';
 import { PRESETS } from '../../src/simulator/chain.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { REFERENCE_DIR, withReference } from '../ducklake/helpers.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 
 // Finality on one machine: windows above head - depth are provisional, fetched again by the next run, and their
@@ -207,5 +210,59 @@ describe('finality', () => {
     const s = await verifySession(logsJob(sim, lake), { kind: 'local', lake }, {}, { simulator: sim });
     expect(s.rows.length).toBeGreaterThan(0);
     expect(s.rows.filter((r) => r.status === 'differs')).toEqual([]);
+  });
+});
+
+const HAS_REF = existsSync(path.join(REFERENCE_DIR, 'ducklake.duckdb_extension'));
+
+describe.skipIf(!HAS_REF)('finality of windows a failed run kept', () => {
+  afterEach(() => onTestHook());
+
+  it('kept windows above head - depth land provisional (no request sent again), and the next run at a new head fetches them again: the lake equals a clean run at the new head', async () => {
+    const sim = await start({ reorg: { at: H0, depth: 4, reach: 8 } });
+    const lake = path.join(dir, 'kept-provisional');
+    // Another DuckLake writer (a user's DuckDB with the reference extension) inserts a row into transactions and
+    // deletes it again before each commit attempt's decision: the table changed, its rows as they were. After three
+    // attempts the run fails and keeps what it fetched (pipeline/kept.ts).
+    onTestHook(async (step) => {
+      if (step !== 'prepared') return;
+      await withReference(
+        path.join(lake, 'catalog.duckdb'),
+        [
+          `INSERT INTO lake.transactions (transaction_hash, block_number, transaction_index, network, block_date, _run_id, _ingested_at)
+           VALUES ('0xref', 1, 0, 'mainnet', DATE '2026-01-01', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00')`,
+          `DELETE FROM lake.transactions WHERE transaction_hash = '0xref'`,
+        ],
+        { as: 'lake' },
+      );
+    });
+    await expect(runJob(job(sim, lake), { simulator: sim })).rejects.toMatchObject({ code: 'CHAINLAKE_LAKE_CHANGED' });
+    onTestHook();
+    const kept = await queryCatalog(lake, `SELECT run_id, to_block FROM windows WHERE status = 'fetched' AND from_block IS NOT NULL`);
+    const keptRun = String(kept[0]!.run_id);
+    // Some of what it kept reaches above the last final block: provisional windows.
+    expect(kept.some((w) => Number(w.to_block) > H0 - DEPTH)).toBe(true);
+
+    // The next run resumes the failed one's chain (its head, H0): it commits the kept windows, sending no request of
+    // theirs, as the failed run would have: those above head - depth provisional, no watermark past it.
+    const sent = sim.stats().requests;
+    const second = await runJob(job(sim, lake), { simulator: sim });
+    expect(second.status).toBe('complete');
+    expect(second.fromKept?.windows).toBe(kept.length);
+    expect(second.totals.requests).toBe(0);
+    expect(sim.stats().requests - sent).toBe(0);
+    await expectFinality(lake, keptRun, H0);
+    expect(await queryCatalog(lake, `SELECT count(*)::INTEGER AS n FROM windows WHERE run_id = '${keptRun}' AND status = 'fetched'`)).toEqual([{ n: 0 }]);
+
+    // The chain reorganises its last blocks and the head moves on: the provisional windows are fetched again as any
+    // run's are, and the lake is a clean run's at the new head.
+    sim.advanceHead(3);
+    const third = await runJob(job(sim, lake), { simulator: sim });
+    expect(third.status).toBe('complete');
+    await expectFinality(lake, third.runId, H0 + 3);
+    const [covering] = await queryCatalog(lake, `SELECT min(from_block) AS lo FROM windows WHERE run_id = '${third.runId}'`);
+    expect(Number(covering!.lo)).toBeLessThanOrEqual(H0 - DEPTH + 1);
+    const cleanLake = await cleanAtH0Plus3();
+    for (const d of DATASETS) expect(await content(lake, d), d).toBe(await content(cleanLake, d));
   });
 });

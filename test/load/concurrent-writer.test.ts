@@ -507,6 +507,112 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
     expect(await queryCatalog(lake, `SELECT run_id FROM commits WHERE recovered_by IS NOT NULL`)).toEqual([]);
   }, 120_000);
 
+  it.each([
+    { how: 'in its commit', fromRun: false },
+    { how: 'after its last commit (the ABI from its own contracts dataset)', fromRun: true },
+  ])(
+    "a run that kept its event logs (its commit failed): the next run commits them without requests and decodes them $how; the decoded rows are a clean run's",
+    async ({ fromRun }) => {
+      const token = chainFor(7, 'small', 'mainnet').addrLower(A_ERC20_0);
+      const transfer = toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent);
+      const name = fromRun ? 'decode-kept-abi' : 'decode-kept';
+      const logsJob = (lake: string) =>
+        parseJob(
+          {
+            name,
+            target: 'simulator',
+            lake,
+            range: { fromBlock: 0, toBlock: 2_000 },
+            datasets: {
+              event_logs: { contracts: [{ address: token, topics: [transfer] }] },
+              ...(fromRun ? { contracts: { contracts: [token] } } : {}),
+            },
+            decode: fromRun ? { contracts: [{ address: token, name: 'token' }] } : { standard: ['erc20'] },
+          },
+          name,
+          process.env,
+        );
+      const clean = path.join(dir, `${name}-clean`);
+      const cleanReport = await runJob(logsJob(clean), { simulator: sim });
+      expect(cleanReport.decoded?.datasets.some((d) => d.rows > 0)).toBe(true);
+      const lake = path.join(dir, name);
+      // At each commit attempt, a row inserted into event_logs and deleted again: the table changed, its rows as they were.
+      onTestHook(async (step) => {
+        if (step !== 'prepared') return;
+        await withRef(lake, [
+          `INSERT INTO lake.event_logs (timestamp, transaction_hash, log_index, address, network, block_date, _run_id, _ingested_at)
+         VALUES (TIMESTAMPTZ '2026-01-01 00:00:00+00', '0xref-log', 0, '0xref', 'mainnet', DATE '2026-01-01', 'reference', TIMESTAMPTZ '2026-01-01 00:00:00+00')`,
+          `DELETE FROM lake.event_logs WHERE transaction_hash = '0xref-log'`,
+        ]);
+      });
+      await expect(runJob(logsJob(lake), { simulator: sim })).rejects.toMatchObject({ code: 'CHAINLAKE_LAKE_CHANGED' });
+      onTestHook();
+      const [kept] = await queryCatalog(lake, `SELECT count(*)::INTEGER AS n FROM windows WHERE status = 'fetched'`);
+      expect(kept!.n).toBeGreaterThan(0);
+
+      const sent = sim.stats().requests;
+      const log = events();
+      const next = await runJob(logsJob(lake), { simulator: sim, logger: log });
+      expect(next.status).toBe('complete');
+      expect(next.fromKept?.windows).toBe(kept!.n);
+      expect(sim.stats().requests - sent).toBe(0);
+      expect(next.decoded).toEqual(cleanReport.decoded);
+      // Every table, decoded ones included, holds a clean run's rows.
+      const tables = (await queryCatalog(clean, `SELECT table_name FROM ducklake_table WHERE end_snapshot IS NULL ORDER BY 1`)).map((r) =>
+        String(r.table_name),
+      );
+      expect(tables.length).toBeGreaterThan(fromRun ? 3 : 2);
+      const rows = (l: string, table: string) => queryCatalog(l, `SELECT * EXCLUDE (_run_id, _ingested_at) FROM ${table} ORDER BY ALL`);
+      for (const table of tables) expect(await rows(lake, table), table).toEqual(await rows(clean, table));
+    },
+    180_000,
+  );
+
+  it("a run decoding after its last commit (the ABI from its own contracts dataset) decodes again when another writer changes a decoded table meanwhile (decode.lake_changed): its decoded rows are a clean run's", async () => {
+    const token = chainFor(7, 'small', 'mainnet').addrLower(A_ERC20_0);
+    const transfer = toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent);
+    const logsJob = (lake: string) =>
+      parseJob(
+        {
+          name: 'decode-after-raced',
+          target: 'simulator',
+          lake,
+          range: { fromBlock: 0, toBlock: 2_000 },
+          datasets: { event_logs: { contracts: [{ address: token, topics: [transfer] }] }, contracts: { contracts: [token] } },
+          decode: { contracts: [{ address: token, name: 'token' }] },
+        },
+        'decode-after-raced',
+        process.env,
+      );
+    const clean = path.join(dir, 'decode-after-clean');
+    const cleanReport = await runJob(logsJob(clean), { simulator: sim });
+    const decodedTable = cleanReport.decoded!.datasets.find((d) => d.rows > 0)!.name;
+    // A lake already decoded, run again: the run's decoding after its last commit replaces decoded rows, one of which
+    // the other writer deletes once that decoding is merged, before its commit.
+    const raced = path.join(dir, 'decode-after-raced');
+    await cp(clean, raced, { recursive: true });
+    await rebuildCatalog(new LakePaths(raced));
+    const log = events();
+    let deleted = false;
+    onTestHook(async (step) => {
+      // The export's commit logs `commit`; the next commit prepared is the decoding's.
+      if (step !== 'prepared' || deleted || !log.seen.includes('commit')) return;
+      deleted = true;
+      await withRef(raced, [`DELETE FROM lake.${decodedTable} WHERE transaction_hash = (SELECT min(transaction_hash) FROM lake.${decodedTable})`]);
+    });
+    const report = await runJob(logsJob(raced), { simulator: sim, logger: log });
+    expect(deleted).toBe(true);
+    expect(log.seen).toContain('decode.lake_changed');
+    expect(log.seen).not.toContain('commit.lake_changed');
+    expect(report.errors).toEqual([]);
+    expect(report.decoded).toEqual(cleanReport.decoded);
+    const rows = (lake: string) => queryCatalog(lake, `SELECT * EXCLUDE (_run_id, _ingested_at) FROM ${decodedTable} ORDER BY ALL`);
+    const want = await rows(clean);
+    expect(want.length).toBeGreaterThan(0);
+    expect(await rows(raced)).toEqual(want);
+    expect(await withRef(raced, [`SELECT count(*)::INTEGER AS n FROM lake.${decodedTable}`])).toEqual([{ n: want.length }]);
+  }, 180_000);
+
   it('a commit that decodes its event logs, prepared again, lands the decoded rows and counts of a run nobody disturbed', async () => {
     const transfer = toEventSelector(parseAbiItem(STANDARD_SIGNATURES.erc20Transfer) as AbiEvent);
     const logsJob = (lake: string) =>

@@ -1,4 +1,5 @@
-import { cp } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { cp, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryLake } from '../../src/cli/commands/query.js';
@@ -6,6 +7,7 @@ import { COMMIT_STEPS } from '../../src/load/test-hooks.js';
 import { loadJobFile } from '../../src/pipeline/job.js';
 import { runJob } from '../../src/pipeline/run.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
+import { REFERENCE_DIR, withReference } from '../ducklake/helpers.js';
 import { runCliInProcess } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 import { assertClean, catalogFiles, lakeContent, runWriter, writeJob } from './helpers.js';
@@ -155,5 +157,42 @@ describe('a writer killed at each phase of the commit protocol', () => {
     // No refetch was needed: the decided commit was B's, applied whole.
     expect(await lakeContent(lake)).toEqual(reference);
     expect(await assertClean(lake, await catalogFiles(lake))).toEqual([]);
+  });
+});
+
+const HAS_REF = existsSync(path.join(REFERENCE_DIR, 'ducklake.duckdb_extension'));
+
+describe.skipIf(!HAS_REF)('a killed run and another DuckLake writer', () => {
+  it('a run killed after a commit, its staging lost, does not block re-creating a table another writer dropped: recovery settles it as abandoned', async () => {
+    // Job B in batches of a window each, so the run is killed with windows committed and others not.
+    const batched = (lake: string) =>
+      writeJob(path.join(dir, `batched-${path.basename(lake)}.json`), sim, lake, sim.examples.addresses.slice(1, 4), { commit: { everyRows: 1 } });
+    // Fresh lakes: the table made again holds what this job fetches, not job A's rows of the lake it was dropped from.
+    const clean = path.join(dir, 'dropped-clean');
+    expect(await runInProcess(await batched(clean))).toBe('complete');
+
+    const lake = path.join(dir, 'dropped-killed');
+    const job = await batched(lake);
+    expect((await runWriter(['run', job, '-q'], { apiKey, crash: 'committed' })).signal).toBe('SIGKILL');
+    const running = await queryCatalog(lake, `SELECT run_id FROM runs WHERE status = 'running'`);
+    expect(running).toHaveLength(1);
+    const killed = String(running[0]!.run_id);
+    expect(await queryCatalog(lake, `SELECT count(*)::BIGINT AS n FROM windows WHERE run_id = '${killed}' AND status = 'committed'`)).toEqual([{ n: 1n }]);
+    // What a lost machine loses: the run's staging (its journal, applied already, and its quota reservations). Then a
+    // user's DuckDB drops the table.
+    await rm(path.join(lake, '_staging'), { recursive: true, force: true });
+    await withReference(path.join(lake, 'catalog.duckdb'), ['DROP TABLE lake.transactions'], { as: 'lake' });
+
+    const report = await runJob(await loadJobFile(job, { CHAINLAKE_API_KEY: apiKey }));
+    expect(report.status).toBe('complete');
+    expect(report.voided?.map((v) => v.dataset)).toEqual(['transactions']);
+    // Over, as the recovery records a run killed with its staging: abandoned.
+    expect(await queryCatalog(lake, `SELECT status FROM runs WHERE run_id = '${killed}'`)).toEqual([{ status: 'abandoned' }]);
+    expect(await lakeContent(lake)).toEqual(await lakeContent(clean));
+    expect(await assertClean(lake, await catalogFiles(lake))).toEqual([]);
+    // And as the reference reads it: every row a clean run wrote, by key.
+    const keys = (l: string) =>
+      withReference(path.join(l, 'catalog.duckdb'), ['SELECT transaction_hash, block_number FROM lake.transactions ORDER BY ALL'], { as: 'lake' });
+    expect(await keys(lake)).toEqual(await keys(clean));
   });
 });

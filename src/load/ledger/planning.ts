@@ -166,9 +166,18 @@ async function voidClaims(ledger: Ledger, lake: string, network: string, state: 
   // that network's next run to the blocks after it in the table made again.
   const marked = (await ledger.db.query(`SELECT DISTINCT dataset FROM ${table(ledger, 'watermarks')}`)).map((r) => String(r.dataset));
   const resumed = [...(state.resume?.committed ?? [])].map((k) => k.split('|')[0]!);
+  // Another open run's committed windows claim their table too (whichever job: the table holds every run's rows), and
+  // the commit weighs them (watermarks.ts unclaimed): a table they claim alone is voided as a marked one is, and the
+  // enqueue that plans or takes up this run voids that run's claims with its own (distributed/enqueue.ts voidOpenRuns).
+  const open = (
+    await ledger.db.query(
+      `SELECT DISTINCT w.dataset FROM ${table(ledger, 'windows')} w JOIN ${table(ledger, 'runs')} r ON r.run_id = w.run_id
+       WHERE r.status = 'running' AND w.status IN ('committed', 'provisional')`,
+    )
+  ).map((r) => String(r.dataset));
   // `_rejects` claims nothing (no mark), but its drop is said where the run that creates it again is planned
   // (load/write/dropped-tables.ts): only while the catalog records it, as the table's absence alone says nothing.
-  const claimed = [...new Set([...marked, ...resumed, REJECTS_SHAPE.name])];
+  const claimed = [...new Set([...marked, ...resumed, ...open, REJECTS_SHAPE.name])];
   // Each claimed name's catalog rows, newest first, with the name its table id has now (a rename's) and, for an
   // ended row, the last snapshot still kept that has it.
   const rows = await ledger.db.query(

@@ -46,3 +46,20 @@ export async function recordRun(ledger: Ledger, run: RunRecord): Promise<void> {
     [run.runId, run.job, run.startedAt, run.finishedAt, run.status, JSON.stringify(run.report ?? null), ...reportFacts(run.report)],
   );
 }
+
+/**
+ * Records as `abandoned` every run but `current` that still says `running`, on a lake whose runs are alive only while
+ * their process holds the lake's lock (one machine: load/lock.ts), called under that lock: no other run is alive then.
+ * A run killed with its staging folder (recovery.ts finds it there and records it so) and one whose staging is gone
+ * end alike: without this, the second would say `running` for ever, and the windows it committed would count as a
+ * live run's claims (load/write/dropped-tables.ts: a dropped table would never be created again). Returns their ids.
+ * A distributed run's liveness is its workers' (the control plane), never this.
+ */
+export async function abandonRunning(ledger: Ledger, current: string | undefined): Promise<string[]> {
+  const table = ledgerTableName(ledger.schema, 'runs');
+  const dead = (await ledger.db.query(`SELECT run_id FROM ${table} WHERE status = 'running' AND run_id <> $1 ORDER BY run_id`, [current ?? ''])).map((r) =>
+    String(r.run_id),
+  );
+  if (dead.length) await ledger.db.query(`UPDATE ${table} SET status = 'abandoned' WHERE run_id IN (SELECT unnest(CAST($1 AS VARCHAR[])))`, [dead]);
+  return dead;
+}

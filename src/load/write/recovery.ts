@@ -10,11 +10,12 @@ import type { LakePaths } from '../paths.js';
 import { STAGING_INFO_FILE, type StagingInfo } from './staging.js';
 import { runsWithKept, windowStates } from '../ledger/windows.js';
 import { keptListPath, readKeptList } from './kept-list.js';
+import { abandonRunning } from '../ledger/runs.js';
 
 export interface RecoveryReport {
   /** Runs whose decided commit was finished here. */
   finished: string[];
-  /** Runs killed before deciding their commit: recorded as abandoned, their staging removed. */
+  /** Runs killed before deciding their commit (their staging removed), or whose staging is gone: recorded as abandoned. */
   abandoned: string[];
   /** The catalog's views were rebuilt because the lake had moved. */
   relocated: boolean;
@@ -23,10 +24,10 @@ export interface RecoveryReport {
 /**
  * Brings a lake back to a committed state. Must run under the lake lock, before anything else writes:
  * finishes every decided commit left by a killed writer (journal present), records runs killed before that
- * point as abandoned and deletes their staging (which never was visible), and rebuilds the catalog's views
- * when the lake has moved (unless `relocate` is false: a caller that opens the catalog next does it then, with
- * Catalog.relocate, instead of opening it once more here). Idempotent and itself crash-safe: a kill here leaves
- * the same work for next time.
+ * point as abandoned and deletes their staging (which never was visible), then, in the catalog (settleHeld), records
+ * as abandoned the runs still saying `running` whose staging is gone and rebuilds the catalog's views when the lake
+ * has moved (unless `relocate` is false: a caller that opens the catalog next does that then, with settleHeld,
+ * instead of opening it once more here). Idempotent and itself crash-safe: a kill here leaves the same work for next time.
  */
 export async function recoverLake(paths: LakePaths, opts: { currentRunId?: string; by: string; relocate?: boolean }): Promise<RecoveryReport> {
   const report: RecoveryReport = { finished: [], abandoned: [], relocated: false };
@@ -66,9 +67,22 @@ export async function recoverLake(paths: LakePaths, opts: { currentRunId?: strin
   if (kept.length && catalogExists) await recordKeptLists(paths, kept);
   if (kept.length) await removeUnkept(paths, kept, catalogExists);
   if (opts.relocate !== false && (catalogExists || report.finished.length || report.abandoned.length)) {
-    report.relocated = await Catalog.hold(paths, (c) => c.relocate());
+    const settled = await Catalog.hold(paths, (c) => settleHeld(c, opts.currentRunId));
+    report.relocated = settled.relocated;
+    report.abandoned.push(...settled.abandoned.filter((r) => !report.abandoned.includes(r)));
   }
   return report;
+}
+
+/**
+ * recoverLake's last step, on the held catalog (a run does it in its first hold: pipeline/run.ts recordStart): the runs
+ * but `currentRunId` still saying `running` are dead, as the caller holds the lake's lock (ledger/runs.ts
+ * abandonRunning: a run killed whose staging is gone, which the staging folders above cannot name), and a moved lake's
+ * views are rebuilt (Catalog.relocate).
+ */
+export async function settleHeld(c: Catalog, currentRunId: string | undefined): Promise<{ relocated: boolean; abandoned: string[] }> {
+  const abandoned = await abandonRunning({ db: c.lake }, currentRunId);
+  return { relocated: await c.relocate(), abandoned };
 }
 
 /**
