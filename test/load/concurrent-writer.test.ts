@@ -27,6 +27,7 @@ import { A_ERC20_0 } from '../../src/simulator/chain.js';
 import { STANDARD_SIGNATURES } from '../../src/simulator/token-events.js';
 import { parseAbiItem, toEventSelector, type AbiEvent } from 'viem';
 import { REFERENCE_DIR, withReference } from '../ducklake/helpers.js';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { fetchAllPages } from '../helpers/api.js';
 import { runWriter, writeJob } from './helpers.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
@@ -71,17 +72,53 @@ const events = (): Logger & { seen: string[] } => {
 
 /**
  * The other writer's commits: one row inlined into the catalog in each day the lake holds, a row of a file of its own
- * in the first day, and a delete (inlined) of a row the run does not fetch again. Returns the deleted key.
+ * in the first day, and a delete (inlined) of a row the run does not fetch again. Returns the deleted key, and the
+ * keys the reference reads after its commits. Two sessions of the reference (the file's row needs inlining off,
+ * an option of the attach): each costs about half a second, and a test calls this up to a dozen times.
  */
-async function otherWriter(lake: string, tag: string): Promise<string> {
-  const victim = (await refKeys(lake)).filter((k) => !fetched.includes(k) && !k.startsWith('0xref'))[0]!;
-  await withRef(lake, [
-    INSERT + days.map((d, i) => inserted(`0xref-${tag}-${i}`, d, i)).join(', '),
-    `DELETE FROM lake.transactions WHERE transaction_hash = '${victim}'`,
-  ]);
-  await withRef(lake, [INSERT + inserted(`0xref-${tag}-file`, days[0]!, 99)], { inlining: 0 });
-  return victim;
+async function otherWriter(lake: string, tag: string): Promise<{ victim: string; keys: string[] }> {
+  const catalog = path.join(lake, 'catalog.duckdb');
+  const read = async (conn: DuckDBConnection) =>
+    (await conn.runAndReadAll('SELECT transaction_hash FROM lake.transactions ORDER BY transaction_hash'))
+      .getRowObjectsJS()
+      .map((r) => String(r.transaction_hash));
+  const victim = await withReference(
+    catalog,
+    async (conn) => {
+      const victim = (await read(conn)).filter((k) => !fetched.includes(k) && !k.startsWith('0xref'))[0]!;
+      await conn.run(INSERT + days.map((d, i) => inserted(`0xref-${tag}-${i}`, d, i)).join(', '));
+      await conn.run(`DELETE FROM lake.transactions WHERE transaction_hash = '${victim}'`);
+      return victim;
+    },
+    { as: 'lake' },
+  );
+  const keys = await withReference(
+    catalog,
+    async (conn) => {
+      await conn.run(INSERT + inserted(`0xref-${tag}-file`, days[0]!, 99));
+      return read(conn);
+    },
+    { as: 'lake', inlining: 0 },
+  );
+  return { victim, keys };
 }
+
+const rowsOf = (lake: string) => withRef(lake, ['SELECT * EXCLUDE (_run_id, _ingested_at) FROM lake.transactions ORDER BY ALL']);
+let clean: Promise<Rows> | undefined;
+/**
+ * The rows of a lake a run of the second job made undisturbed, the other writer's three commits after it (tagged
+ * `raced0..2`, as the failing runs' are): what a lake whose run another writer beat holds once committed. Made once
+ * for the tests that compare with it (after the run: the reference writes a copied lake's files where the catalog
+ * says until chainlake has opened the copy).
+ */
+const cleanLake = (): Promise<Rows> =>
+  (clean ??= (async () => {
+    const lake = path.join(dir, 'clean');
+    await cp(base, lake, { recursive: true });
+    expect((await runJob(job(lake, 1, 3), { simulator: sim })).status).toBe('complete');
+    for (let i = 0; i < 3; i++) await otherWriter(lake, `raced${i}`);
+    return rowsOf(lake);
+  })());
 
 beforeAll(async () => {
   if (!HAS_REF) return;
@@ -112,8 +149,7 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
     let victim = '';
     onTestHook(async (step) => {
       if (step !== 'prepared' || before) return;
-      victim = await otherWriter(lake, 'once');
-      before = await refKeys(lake);
+      ({ victim, keys: before } = await otherWriter(lake, 'once'));
     });
     const log = events();
     expect((await runJob(job(lake, 1, 3), { simulator: sim, logger: log })).status).toBe('complete');
@@ -137,8 +173,9 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
     let attempts = 0;
     onTestHook(async (step) => {
       if (step !== 'prepared') return;
-      victims.push(await otherWriter(lake, `always${attempts++}`));
-      before = await refKeys(lake);
+      const other = await otherWriter(lake, `raced${attempts++}`);
+      victims.push(other.victim);
+      before = other.keys;
     });
     const failedLog = events();
     const failed = await runJob(job(lake, 1, 3), { simulator: sim, logger: failedLog }).then(
@@ -212,54 +249,47 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
       { status: 'committed', n: windows },
     ]);
     expect(await readdir(path.join(lake, '_kept')).catch(() => [])).toEqual([]);
-    // The lake holds what a run nobody disturbed holds with the same other writer's commits (made after it: the
-    // reference writes a copied lake's files where the catalog says until chainlake has opened the copy).
-    const clean = path.join(dir, 'always-clean');
-    await cp(base, clean, { recursive: true });
-    expect((await runJob(job(clean, 1, 3), { simulator: sim })).status).toBe('complete');
-    for (let i = 0; i < attempts; i++) await otherWriter(clean, `always${i}`);
-    const rowsOf = (l: string) => withRef(l, ['SELECT * EXCLUDE (_run_id, _ingested_at) FROM lake.transactions ORDER BY ALL']);
-    const cleanRows = await rowsOf(clean);
+    // The lake holds what a run nobody disturbed holds with the same other writer's commits.
+    const cleanRows = await cleanLake();
     expect(cleanRows.length).toBe(after.length);
     expect(await rowsOf(lake)).toEqual(cleanRows);
   }, 120_000);
 
   it('a kept window whose data is damaged is fetched again, and only it; a run killed while it commits kept windows, before or after deciding, ends in the lake a clean run makes', async () => {
-    const file = await writeJob(path.join(dir, 'kept.json'), sim, path.join(dir, 'kept-clean'), addresses.slice(1, 3));
+    const file = await writeJob(path.join(dir, 'kept.json'), sim, path.join(dir, 'kept-failed'), addresses.slice(1, 3));
     const keptJob = async (lake: string) => ({
       ...(await loadJobFile(file, { CHAINLAKE_API_KEY: sim.apiKey })),
       lake: { ...(await loadJobFile(file, { CHAINLAKE_API_KEY: sim.apiKey })).lake, dir: lake },
     });
-    // A run whose every commit attempt another writer beats: it keeps its windows.
-    const failOnce = async (lake: string): Promise<{ runId: string; windows: { window_id: string; requests: number; spec: string }[] }> => {
-      await cp(base, lake, { recursive: true });
-      let attempt = 0;
-      onTestHook(async (step) => {
-        if (step === 'prepared') await otherWriter(lake, `kept${attempt++}`);
-      });
-      await expect(runJob(await keptJob(lake))).rejects.toMatchObject({ code: 'CHAINLAKE_LAKE_CHANGED' });
-      onTestHook();
-      const windows = await queryCatalog(
-        lake,
-        `SELECT run_id, window_id, requests::INTEGER AS requests, CAST(spec AS VARCHAR) AS spec FROM windows WHERE status = 'fetched' ORDER BY window_id`,
-      );
-      expect(windows).toHaveLength(2);
-      return {
-        runId: String(windows[0]!.run_id),
-        windows: windows.map((w) => ({ window_id: String(w.window_id), requests: Number(w.requests), spec: String(w.spec) })),
-      };
+    // A run whose every commit attempt another writer beats: it keeps its windows. Made once, and each case below
+    // starts from a copy of it (taken in by a chainlake reader, which points the copy's catalog at its own files).
+    const failed = path.join(dir, 'kept-failed');
+    await cp(base, failed, { recursive: true });
+    let attempt = 0;
+    onTestHook(async (step) => {
+      if (step === 'prepared') await otherWriter(failed, `raced${attempt++}`);
+    });
+    await expect(runJob(await keptJob(failed))).rejects.toMatchObject({ code: 'CHAINLAKE_LAKE_CHANGED' });
+    onTestHook();
+    const fetchedWindows = await queryCatalog(
+      failed,
+      `SELECT run_id, window_id, requests::INTEGER AS requests, CAST(spec AS VARCHAR) AS spec FROM windows WHERE status = 'fetched' ORDER BY window_id`,
+    );
+    expect(fetchedWindows).toHaveLength(2);
+    const kept = {
+      runId: String(fetchedWindows[0]!.run_id),
+      windows: fetchedWindows.map((w) => ({ window_id: String(w.window_id), requests: Number(w.requests), spec: String(w.spec) })),
     };
-    const rowsOf = (l: string) => withRef(l, ['SELECT * EXCLUDE (_run_id, _ingested_at) FROM lake.transactions ORDER BY ALL']);
-    const clean = path.join(dir, 'kept-clean');
-    await cp(base, clean, { recursive: true });
-    expect((await runJob(await keptJob(clean))).status).toBe('complete');
-    for (let i = 0; i < 3; i++) await otherWriter(clean, `kept${i}`);
-    const want = await rowsOf(clean);
+    const copyOfFailed = async (lake: string): Promise<void> => {
+      await cp(failed, lake, { recursive: true });
+      (await openLakeReader(new LakePaths(lake))).close();
+    };
+    const want = await cleanLake();
     const keptIn = async (l: string) => readdir(path.join(l, '_kept')).catch(() => [] as string[]);
 
     // Damaged: one kept file loses its last byte. That window is fetched again (exactly its requests), the other is not.
     const damaged = path.join(dir, 'kept-damaged');
-    const kept = await failOnce(damaged);
+    await copyOfFailed(damaged);
     const victim = kept.windows[0]!;
     const spec = JSON.parse(victim.spec) as { kept: { files: { rows?: { path: string }; pages: { path: string }[] } } };
     const keptFile = path.join(damaged, spec.kept.files.pages[0]?.path ?? spec.kept.files.rows!.path);
@@ -281,7 +311,8 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
     // Killed while committing the kept windows: before its decision (they stay kept), and after it (recovery lands them).
     for (const crash of ['prepared', 'journal']) {
       const lake = path.join(dir, `kept-killed-${crash}`);
-      const k = await failOnce(lake);
+      await copyOfFailed(lake);
+      const k = kept;
       const cli = await writeJob(path.join(dir, `kept-killed-${crash}.json`), sim, lake, addresses.slice(1, 3));
       await writeFile(cli, JSON.stringify({ ...JSON.parse(await readFile(cli, 'utf8')), name: 'kept' }));
       const sentBefore = sim.stats().requests;
@@ -361,8 +392,7 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
     let attempts = 0;
     onTestHook(async (step) => {
       if (step !== 'prepared') return;
-      await otherWriter(lake, `during${attempts++}`);
-      before = await refKeys(lake);
+      before = (await otherWriter(lake, `during${attempts++}`)).keys;
     });
     const failed = await compactLake(new LakePaths(lake)).then(
       () => undefined,
@@ -495,8 +525,7 @@ describe.skipIf(!HAS_REF)('another DuckLake writer commits while a run prepares 
     const file = await writeJob(path.join(dir, 'killed.json'), sim, lake, addresses.slice(1, 3));
     // Decided (the journal written), then killed before anything moved: the catalog is free again.
     expect((await runWriter(['run', file, '-q'], { apiKey: sim.apiKey, crash: 'journal' })).signal).toBe('SIGKILL');
-    const victim = await otherWriter(lake, 'killed');
-    const before = await refKeys(lake);
+    const { victim, keys: before } = await otherWriter(lake, 'killed');
 
     expect((await runJob(await loadJobFile(file, { CHAINLAKE_API_KEY: sim.apiKey }))).status).toBe('complete');
     const after = await refKeys(lake);

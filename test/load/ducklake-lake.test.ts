@@ -11,7 +11,8 @@ import { planScan } from '../../src/ducklake/reader.js';
 import { LakePaths } from '../../src/load/paths.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
-import { assertClean, catalogFiles, lakeContent, listLake, runWriter, withDuck, writeJob } from './helpers.js';
+import { runCliCapturing } from '../helpers/cli.js';
+import { assertClean, catalogFiles, lakeContent, listLake, withDuck, writeJob } from './helpers.js';
 
 let sim: RunningSimulator;
 let dir: string;
@@ -20,7 +21,11 @@ let lake: string;
 /** The newest snapshot after the first run, and when it was committed. */
 let first: { snapshot: number; time: string; rows: number };
 
-const cli = async (args: string[]) => runWriter(args, { apiKey: sim.apiKey });
+/**
+ * A chainlake command, run in this process (its output and the exit code the bin would set): what is tested is what
+ * the commands write and read, not their process (test/load/crash.test.ts and the soaks kill real ones).
+ */
+const cli = (args: string[]) => runCliCapturing(args, { CHAINLAKE_API_KEY: sim.apiKey });
 
 beforeAll(async () => {
   sim = await startSimulator({ seed: 23 });
