@@ -1,10 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 // s3rver ships no types: the part used here.
 // @ts-expect-error no declaration file
 import S3rver from 's3rver';
 import type { StoreConnection } from '../../src/distributed/store.js';
+import { tempDir } from '../helpers/lake.js';
 
 export interface TestS3 {
   /** Its endpoint and region, as the CLI resolves them from the environment and a stage takes them. */
@@ -16,9 +14,13 @@ export interface TestS3 {
   stop(): Promise<void>;
 }
 
-/** An S3-compatible server (s3rver) in this process on a free loopback port, with the given buckets. */
+/**
+ * An S3-compatible server (s3rver) in this process on a free loopback port, with the given buckets. Its objects are
+ * files in a test temp directory (test/helpers/lake.ts tempDir: in memory where the machine has room), as the lakes'
+ * are: every fragment and lake file of a test goes through it.
+ */
 export async function startS3(buckets: string[]): Promise<TestS3> {
-  const directory = await mkdtemp(path.join(os.tmpdir(), 'chainlake-s3-'));
+  const { dir: directory, cleanup } = await tempDir('chainlake-s3-');
   const server = new S3rver({ port: 0, address: '127.0.0.1', silent: true, directory, configureBuckets: buckets.map((name) => ({ name })) });
   const { port } = (await server.run()) as { port: number };
   const connection = { endpoint: `http://127.0.0.1:${port}`, region: 'us-east-1' };
@@ -29,7 +31,7 @@ export async function startS3(buckets: string[]): Promise<TestS3> {
     env: { AWS_ENDPOINT_URL: connection.endpoint, AWS_REGION: connection.region, ...credentials },
     async stop() {
       await server.close();
-      await rm(directory, { recursive: true, force: true });
+      await cleanup();
     },
   };
 }

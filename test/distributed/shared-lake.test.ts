@@ -60,8 +60,9 @@ describe.skipIf(missing !== null)(
     async function distributedRun(name: string, addresses: readonly string[], lake = { catalog: db.url, store }): Promise<void> {
       const doc = jobDoc(name, addresses);
       await enqueueJob(parseJob(doc, name, process.env), doc, lake);
-      const reports = await Promise.all(['w1', 'w2'].map((id) => runWorker({ ...lake, id: `${name}-${id}`, account: id, untilIdle: true, pollMs: 50 })));
-      expect(reports.reduce((n, r) => n + r.windowsFailed, 0)).toBe(0);
+      // One worker: what is shared here is the lake, with the reference's writes; workers side by side are workers.test.ts's.
+      const report = await runWorker({ ...lake, id: `${name}-w1`, account: 'w1', untilIdle: true, pollMs: 50 });
+      expect(report.windowsFailed).toBe(0);
     }
 
     beforeAll(async () => {
