@@ -87,9 +87,9 @@ export function ledgerBlockTimes(db: CatalogDb, runId: string, schema?: string, 
         if (inserted.length > 0) return { claimed: true };
         const h = await held(block);
         if (h !== undefined && h !== CLAIMED) return { claimed: false, time: h };
+        if (Date.now() >= giveUpAt) return { claimed: true };
         // Released (its asker failed) between the insert and the read: claim it again at once.
         if (h === undefined) continue;
-        if (Date.now() >= giveUpAt) return { claimed: true };
         await new Promise((r) => setTimeout(r, wait.pollMs));
       }
     },
