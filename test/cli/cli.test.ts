@@ -5,7 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { CLI, runCli, runCliInProcess } from '../helpers/cli.js';
+import { CLI, runCli, runCliCapturing, runCliInProcess, type CliResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 
 let sim: RunningSimulator;
@@ -21,6 +21,15 @@ afterAll(async () => {
   await sim?.close();
   await cleanup?.();
 });
+
+/**
+ * A command in this process, as the bin runs it (test/helpers/cli.ts runCliCapturing): what it prints, every byte
+ * the command writes and the exit code it decides, with `env` over this process's environment for the call (no API
+ * key or URL unless given, as runCli's children). What these tests are about is the command's output and exit
+ * code, not its process; the bin's own exit code (a bad job file) and a signal (simulate) keep their child.
+ */
+const inProcess = (args: string[], opts: { env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> =>
+  runCliCapturing(args, { CHAINLAKE_API_KEY: '', CHAINLAKE_MAINNET_URL: '', ...opts.env });
 
 describe('chainlake CLI', () => {
   it('prints its version and help with examples for every command', async () => {
@@ -60,7 +69,7 @@ describe('chainlake CLI', () => {
     const lake = path.join(dir, 'lake-env');
     const address = sim.examples.addresses[1]!;
     const env = { CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: CANARY_KEY };
-    const r = await runCli(
+    const r = await inProcess(
       ['export', 'transactions', '--address', address, '--from-block', '100', '--to-block', '20000', '--lake', lake, '--report', path.join(dir, 'report.json')],
       { env },
     );
@@ -73,19 +82,19 @@ describe('chainlake CLI', () => {
     expect(JSON.stringify(report)).not.toContain(CANARY_KEY);
 
     const sql = 'SELECT count(*) AS n, min(block_number) AS lo, max(block_number) AS hi FROM transactions';
-    const json = await runCli(['query', '--lake', lake, '--format', 'json', sql]);
+    const json = await inProcess(['query', '--lake', lake, '--format', 'json', sql]);
     expect(json.code).toBe(0);
     const row = JSON.parse(json.stdout.trim()) as { n: string | number; lo: string | number; hi: string | number };
     expect(Number(row.n)).toBe(report.totals.rows);
     expect(Number(row.lo)).toBeGreaterThanOrEqual(100);
     expect(Number(row.hi)).toBeLessThanOrEqual(20000);
 
-    const csv = await runCli(['query', '--lake', lake, '--format', 'csv', sql]);
+    const csv = await inProcess(['query', '--lake', lake, '--format', 'csv', sql]);
     expect(csv.stdout.trim().split('\n')).toEqual(['n,lo,hi', `${row.n},${row.lo},${row.hi}`]);
-    const table = await runCli(['query', '--lake', lake, sql]);
+    const table = await inProcess(['query', '--lake', lake, sql]);
     expect(table.stdout).toMatch(/\(1 row\)/);
 
-    const types = await runCli([
+    const types = await inProcess([
       'query',
       '--lake',
       lake,
@@ -102,7 +111,7 @@ describe('chainlake CLI', () => {
   it('a wrong API key fails fast with exit 2, naming the problem and CHAINLAKE_API_KEY but never the key', async () => {
     const lake = path.join(dir, 'lake-badkey');
     const wrong = 'wrong-key-0000';
-    const r = await runCli(['export', 'transactions', '--address', sim.examples.addresses[0]!, '--lake', lake], {
+    const r = await inProcess(['export', 'transactions', '--address', sim.examples.addresses[0]!, '--lake', lake], {
       env: { CHAINLAKE_MAINNET_URL: sim.urls.mainnet, CHAINLAKE_API_KEY: wrong },
     });
     expect(r.code).toBe(2);
@@ -111,13 +120,13 @@ describe('chainlake CLI', () => {
   });
 
   it('without a URL it says which variable to set', async () => {
-    const r = await runCli(['export', 'transactions', '--address', sim.examples.addresses[0]!, '--lake', path.join(dir, 'x')]);
+    const r = await inProcess(['export', 'transactions', '--address', sim.examples.addresses[0]!, '--lake', path.join(dir, 'x')]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/CHAINLAKE_MAINNET_URL/);
   });
 
   it('query on a missing lake explains itself', async () => {
-    const r = await runCli(['query', '--lake', path.join(dir, 'nowhere'), 'SELECT 1']);
+    const r = await inProcess(['query', '--lake', path.join(dir, 'nowhere'), 'SELECT 1']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/no lake at/);
   });
@@ -131,7 +140,7 @@ describe('chainlake CLI', () => {
       path.join(lake, '.chainlake.lock'),
       JSON.stringify({ pid: process.pid, host: os.hostname(), runId: 'holder', startedAt: new Date().toISOString() }),
     );
-    const r = await runCli(['export', 'transactions', '--simulator', '--address', sim.examples.addresses[0]!, '--lake', lake]);
+    const r = await inProcess(['export', 'transactions', '--simulator', '--address', sim.examples.addresses[0]!, '--lake', lake]);
     expect(r.code).toBe(75);
     expect(r.stderr).toMatch(/locked by run holder/);
   });
@@ -141,10 +150,10 @@ describe('chainlake CLI', () => {
     const contract = sim.examples.unverifiedContract;
     const src = path.join(dir, 'Vault.sol');
     await writeFile(src, '// SPDX-License-Identifier: MIT\npragma solidity ^0.8.24;\ncontract Vault { uint256 public total; }\n');
-    const refused = await runCli(['verify-contract', contract, '--source', src, '--name', 'NotInTheSource', '--compiler', 'v0.8.24'], { env });
+    const refused = await inProcess(['verify-contract', contract, '--source', src, '--name', 'NotInTheSource', '--compiler', 'v0.8.24'], { env });
     expect(refused.code).toBe(1);
     expect(refused.stdout).toMatch(/not verified/);
-    const ok = await runCli(['verify-contract', contract, '--source', src, '--name', 'Vault', '--compiler', 'v0.8.24', '--runs', '500'], { env });
+    const ok = await inProcess(['verify-contract', contract, '--source', src, '--name', 'Vault', '--compiler', 'v0.8.24', '--runs', '500'], { env });
     expect(ok.code, ok.stderr).toBe(0);
     expect(ok.stdout).toMatch(/^verified: 0x[0-9a-f]{40} \(Vault\)/);
     // The explorer now serves the code record with our source, base64.
@@ -153,7 +162,7 @@ describe('chainlake CLI', () => {
     const body = (await res.body.json()) as { results: { data: { contract_source: string; runs_optimizer: string } } };
     expect(Buffer.from(body.results.data.contract_source, 'base64').toString('utf8')).toContain('contract Vault');
     expect(body.results.data.runs_optimizer).toBe('500');
-    const bad = await runCli(['verify-contract', '0x12', '--source', src, '--name', 'Vault', '--compiler', 'v1'], { env });
+    const bad = await inProcess(['verify-contract', '0x12', '--source', src, '--name', 'Vault', '--compiler', 'v1'], { env });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/verify-contract <address>: not an address/);
   });
@@ -177,15 +186,15 @@ describe('chainlake CLI', () => {
     const env = { CHAINLAKE_MAINNET_URL: `http://127.0.0.1:${port}/mainnet`, CHAINLAKE_API_KEY: CANARY_KEY };
     try {
       const args = ['export', 'transactions', '--address', sim.examples.addresses[2]!, '--to-block', '20000'];
-      const strict = await runCli([...args, '--lake', path.join(dir, 'lake-strict'), '--strict'], { env });
+      const strict = await inProcess([...args, '--lake', path.join(dir, 'lake-strict'), '--strict'], { env });
       expect(strict.code, strict.stderr).toBe(3);
       expect(strict.stdout).toMatch(/strict mode/);
-      const lenient = await runCli(
+      const lenient = await inProcess(
         [...args, '--lake', path.join(dir, 'lake-lenient'), '--format', 'json'].filter((a) => a !== '--format' && a !== 'json'),
         { env },
       );
       expect(lenient.code, lenient.stderr).toBe(0);
-      const rejects = await runCli(['query', '--lake', path.join(dir, 'lake-lenient'), '--format', 'csv', 'SELECT field, raw_value, reason FROM _rejects']);
+      const rejects = await inProcess(['query', '--lake', path.join(dir, 'lake-lenient'), '--format', 'csv', 'SELECT field, raw_value, reason FROM _rejects']);
       expect(rejects.stdout).toMatch(/value,12abc,not a non-negative integer amount/);
     } finally {
       proxy.close();
