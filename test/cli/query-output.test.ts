@@ -5,11 +5,21 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { CLI, runCli } from '../helpers/cli.js';
+import { CLI, runCliCapturing, type CliResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 import { lockDown, unprivileged, unprivilegedCanRun } from '../helpers/permissions.js';
 
 /** `chainlake query` writing results of any size: --output, --format csv|json|arrow|parquet|table, closed pipes, read-only lakes. */
+
+/**
+ * A command in this process, as the bin runs it (test/helpers/cli.ts runCliCapturing: what it prints, every byte it
+ * writes, the exit code it decides), with `env` over this process's environment for the call (no API key or URL
+ * unless given, as a child of runCli). The output and exit code are the point here, not the process: Arrow bytes on
+ * stdout, a closed pipe and a read-only lake as another user keep their child.
+ */
+const runCli = (args: string[], opts: { env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> =>
+  runCliCapturing(args, { CHAINLAKE_API_KEY: '', CHAINLAKE_MAINNET_URL: '', ...opts.env });
+
 let sim: RunningSimulator;
 let dir: string;
 let lake: string;
