@@ -7,13 +7,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeEndpoints } from '../../src/cli/commands/describe.js';
 import { versionText } from '../../src/cli/version.js';
 import { startSimulator } from '../../src/simulator/index.js';
-import { runCli, runCliInProcess } from '../helpers/cli.js';
+import { runCliCapturing, runCliInProcess, type CliResult } from '../helpers/cli.js';
 import { queryCatalog, tempDir } from '../helpers/lake.js';
 
 let dir: string;
 let cleanup: () => Promise<void>;
 beforeAll(async () => ({ dir, cleanup } = await tempDir()));
 afterAll(async () => cleanup?.());
+
+/**
+ * A command in this process, as the bin runs it (test/helpers/cli.ts runCliCapturing: what it prints, every byte it
+ * writes, the exit code it decides), with `env` over this process's environment for the call (no API key or URL
+ * unless given, as a child of runCli would have): what these commands print and their exit codes are the point.
+ */
+const runCli = (args: string[], opts: { env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> =>
+  runCliCapturing(args, { CHAINLAKE_API_KEY: '', CHAINLAKE_MAINNET_URL: '', ...opts.env });
 
 const pkgVersion = (JSON.parse(readFileSync('package.json', 'utf8')) as { version: string }).version;
 
