@@ -5,8 +5,9 @@ import { createInterface } from 'node:readline';
  * (armTestHooks). Production never sets them; unset, every hook is a no-op.
  *
  * - `CHAINLAKE_TEST_CRASH_AT=<step>[,<step>…]`: the process SIGKILLs itself the first time it reaches a step.
- * - `CHAINLAKE_TEST_HOLD_AT=<step>`: at that step the process prints `chainlake-test-hold <step>` on stderr
- *   and waits for one line on stdin, so a test can look at the lake mid-commit (or SIGKILL it there).
+ * - `CHAINLAKE_TEST_HOLD_AT=<step>[,<step>…]`: the first time it reaches each of these steps the process prints
+ *   `chainlake-test-hold <step>` on stderr and waits for one line on stdin, so a test can look at the lake
+ *   mid-commit (or SIGKILL it there); several steps hold one run at each in turn.
  *
  * Steps, in the order a run reaches them: `stage-write` (a window's rows half staged), `typed` (a dataset's
  * staged rows typed to Parquet), `final` (a merged partition file written), `prepared` (every file of a commit
@@ -26,13 +27,16 @@ export type CommitStep = (typeof COMMIT_STEPS)[number] | (typeof DISTRIBUTED_STE
 
 let crashAt = new Set<string>();
 let listener: ((step: CommitStep) => Promise<void>) | undefined;
-let holdAt = '';
+let holdAt = new Set<string>();
 const held = new Set<string>();
 
-/** Arms the hooks: the CLI's bin does, from the two variables above (src/cli/main.ts); unarmed, each is a no-op. */
+/**
+ * Arms the hooks: the CLI's bin does, from the two variables above (src/cli/main.ts); unarmed, each is a no-op.
+ * `holdAt` is one step or several, comma-separated.
+ */
 export function armTestHooks(opts: { crashAt: readonly string[]; holdAt: string }): void {
   crashAt = new Set(opts.crashAt);
-  holdAt = opts.holdAt;
+  holdAt = new Set(opts.holdAt.split(',').filter(Boolean));
 }
 
 /**
@@ -46,7 +50,7 @@ export function onTestHook(fn?: (step: CommitStep) => Promise<void>): void {
 export async function testHook(step: CommitStep): Promise<void> {
   if (listener) await listener(step);
   if (crashAt.has(step)) process.kill(process.pid, 'SIGKILL');
-  if (holdAt === step && !held.has(step)) {
+  if (holdAt.has(step) && !held.has(step)) {
     held.add(step);
     process.stderr.write(`chainlake-test-hold ${step}\n`);
     const rl = createInterface({ input: process.stdin });

@@ -34,6 +34,11 @@ export interface Writer {
   child: ChildProcess;
   /** Resolves when the child reaches the hold step (CHAINLAKE_TEST_HOLD_AT). */
   held: Promise<string>;
+  /**
+   * With several hold steps (`hold: 'journal,rename'`): each call resolves with the next step the child holds at,
+   * in order (the first call, with the step `held` resolves with); rejects if the child exits before it.
+   */
+  nextHeld(): Promise<string>;
   release(): void;
   done: Promise<CliResult>;
 }
@@ -58,15 +63,31 @@ export function startWriter(args: string[], opts: { apiKey: string; hold?: strin
   let stderr = '';
   child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
   const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 60_000);
-  const held = new Promise<string>((resolve, reject) => {
-    const rl = createInterface({ input: child.stderr! });
-    rl.on('line', (line) => {
-      stderr += line + '\n';
-      const m = /^chainlake-test-hold (\S+)/.exec(line);
-      if (m) resolve(m[1]!);
-    });
-    child.on('close', () => reject(new Error(`writer exited before holding: ${stderr}`)));
+  // Each hold line, in order; the waiters for holds not yet seen, by index.
+  const holds: string[] = [];
+  const waiters: { index: number; resolve: (step: string) => void; reject: (e: Error) => void }[] = [];
+  let closed = false;
+  const rl = createInterface({ input: child.stderr! });
+  rl.on('line', (line) => {
+    stderr += line + '\n';
+    const m = /^chainlake-test-hold (\S+)/.exec(line);
+    if (!m) return;
+    holds.push(m[1]!);
+    for (const w of waiters.filter((x) => x.index === holds.length - 1)) w.resolve(m[1]!);
   });
+  child.on('close', () => {
+    closed = true;
+    for (const w of waiters.splice(0)) w.reject(new Error(`writer exited before holding: ${stderr}`));
+  });
+  /** The step of the child's hold number `index` (0: its first). */
+  const holdAt = (index: number): Promise<string> => {
+    if (index < holds.length) return Promise.resolve(holds[index]!);
+    if (closed) return Promise.reject(new Error(`writer exited before holding: ${stderr}`));
+    return new Promise<string>((resolve, reject) => waiters.push({ index, resolve, reject }));
+  };
+  let taken = 0;
+  const nextHeld = (): Promise<string> => holdAt(taken++);
+  const held = holdAt(0);
   held.catch(() => undefined);
   const done = new Promise<CliResult>((resolve, reject) => {
     child.on('error', reject);
@@ -75,7 +96,7 @@ export function startWriter(args: string[], opts: { apiKey: string; hold?: strin
       resolve({ code, signal, stdout, stderr });
     });
   });
-  return { child, held, release: () => child.stdin!.write('go\n'), done };
+  return { child, held, nextHeld, release: () => child.stdin!.write('go\n'), done };
 }
 
 /** Runs the CLI to completion (optionally crashing at a step) and returns what it did. */

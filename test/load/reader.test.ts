@@ -4,13 +4,18 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { queryLake } from '../../src/cli/commands/query.js';
 import { openLake } from '../../src/index.js';
+import { loadJobFile } from '../../src/pipeline/job.js';
+import { runJob } from '../../src/pipeline/run.js';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
 import { tempDir } from '../helpers/lake.js';
-import { runWriter, startWriter, writeJob } from './helpers.js';
+import { startWriter, writeJob } from './helpers.js';
 
 /**
  * Readers during a commit (design §4): a catalog reader never errors and sees the lake either before the
  * commit or after it, never a part of it. The writer is held at each step (test hook) to look at it there.
+ *
+ * Only the writers the readers meet are child processes (a writer holding the catalog is another process); the
+ * lakes they start from are built in this process, through the same code (what `chainlake run <job>` runs).
  */
 let sim: RunningSimulator;
 let dir: string;
@@ -25,18 +30,18 @@ const signature = async (lake: string): Promise<string> => {
   return `${String(s.n)}/${String(s.k)}/${String(s.s)}`;
 };
 const jobB = (lake: string) => writeJob(path.join(dir, `b-${path.basename(lake)}.json`), sim, lake, sim.examples.addresses.slice(1, 4));
+/** `chainlake run <job>` in this process: its report's status ('complete' for a run that did everything). */
+const runInProcess = async (job: string): Promise<string> => (await runJob(await loadJobFile(job, { CHAINLAKE_API_KEY: sim.apiKey }))).status;
 
 beforeAll(async () => {
   sim = await startSimulator({ seed: 11 });
   ({ dir, cleanup } = await tempDir('chainlake-reader-'));
   base = path.join(dir, 'base');
-  expect(
-    (await runWriter(['run', await writeJob(path.join(dir, 'a.json'), sim, base, sim.examples.addresses.slice(0, 2)), '-q'], { apiKey: sim.apiKey })).code,
-  ).toBe(0);
+  expect(await runInProcess(await writeJob(path.join(dir, 'a.json'), sim, base, sim.examples.addresses.slice(0, 2)))).toBe('complete');
   before = await signature(base);
   const ref = path.join(dir, 'ref');
   await cp(base, ref, { recursive: true });
-  expect((await runWriter(['run', await jobB(ref), '-q'], { apiKey: sim.apiKey })).code).toBe(0);
+  expect(await runInProcess(await jobB(ref))).toBe('complete');
   after = await signature(ref);
   expect(after).not.toBe(before);
 }, 120_000);
@@ -76,43 +81,33 @@ describe("a killed writer's commit a reader cannot finish", () => {
 });
 
 describe('a reader during a commit', () => {
-  it('held before the decision, its files merged: readers see the lake before the commit', async () => {
-    const lake = path.join(dir, 'hold-prepared');
+  // One writer held at each step of its commit in turn (a child process: the catalog it holds is another process's).
+  // The writer holds the catalog from before its decision (the check that no other DuckLake writer changed its tables)
+  // to the end of its catalog transaction.
+  it('held at each step: before the decision readers see the lake before the commit; decided, new files in place or not, catalog not yet written (journal, rename, catalog), a reader waits, then sees the whole commit; after the catalog commit, readers see the whole commit', async () => {
+    const lake = path.join(dir, 'held');
     await cp(base, lake, { recursive: true });
-    const w = startWriter(['run', await jobB(lake), '-q'], { apiKey: sim.apiKey, hold: 'prepared' });
-    expect(await w.held).toBe('prepared');
+    const w = startWriter(['run', await jobB(lake), '-q'], { apiKey: sim.apiKey, hold: 'prepared,journal,rename,catalog,committed' });
+    // Held before the decision, its files merged: readers see the lake before the commit.
+    expect(await w.nextHeld()).toBe('prepared');
     expect(await catalogLocked(lake)).toBe(false);
     expect(await signature(lake)).toBe(before);
     w.release();
-    expect((await w.done).code).toBe(0);
-    expect(await signature(lake)).toBe(after);
-  });
-
-  // The writer holds the catalog from before its decision (the check that no other DuckLake writer changed its tables)
-  // to the end of its catalog transaction.
-  for (const step of ['journal', 'rename', 'catalog'] as const) {
-    it(`held at '${step}' (decided, new files in place or not, catalog not yet written): a reader waits, then sees the whole commit`, async () => {
-      const lake = path.join(dir, `hold-${step}`);
-      await cp(base, lake, { recursive: true });
-      const w = startWriter(['run', await jobB(lake), '-q'], { apiKey: sim.apiKey, hold: step });
-      expect(await w.held).toBe(step);
-      // The writer holds the catalog exclusively across the swap: no catalog reader can be mid-query now.
-      expect(await catalogLocked(lake)).toBe(true);
-      const reader = signature(lake);
+    // Decided: the writer holds the catalog exclusively across the swap, so no catalog reader can be mid-query; one
+    // started at each step waits, and sees the whole commit.
+    const readers: Promise<string>[] = [];
+    for (const step of ['journal', 'rename', 'catalog'] as const) {
+      expect(await w.nextHeld()).toBe(step);
+      expect(await catalogLocked(lake), step).toBe(true);
+      readers.push(signature(lake));
       w.release();
-      expect((await w.done).code).toBe(0);
-      expect(await reader).toBe(after);
-    });
-  }
-
-  it('held after the catalog commit: readers already see the whole commit', async () => {
-    const lake = path.join(dir, 'hold-committed');
-    await cp(base, lake, { recursive: true });
-    const w = startWriter(['run', await jobB(lake), '-q'], { apiKey: sim.apiKey, hold: 'committed' });
-    expect(await w.held).toBe('committed');
+    }
+    // Held after the catalog commit: readers already see the whole commit.
+    expect(await w.nextHeld()).toBe('committed');
     expect(await signature(lake)).toBe(after);
     w.release();
     expect((await w.done).code).toBe(0);
+    expect(await Promise.all(readers)).toEqual([after, after, after]);
   });
 
   it('a reader querying in a loop through a whole run never errors and never sees a partial commit', async () => {
