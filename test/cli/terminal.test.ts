@@ -3,7 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSimulator, type RunningSimulator } from '../../src/simulator/index.js';
-import { CLI, runCli } from '../helpers/cli.js';
+import { CLI, runCliCapturing, type CliResult } from '../helpers/cli.js';
 import { tempDir } from '../helpers/lake.js';
 
 // The progress display and retry lines as a person sees them: the CLI runs on a real pseudo-terminal
@@ -20,6 +20,14 @@ afterAll(async () => {
   await sim?.close();
   await cleanup?.();
 });
+
+/**
+ * A command in this process, as the bin runs it (test/helpers/cli.ts runCliCapturing: every byte it writes and the
+ * exit code it decides), with `env` over this process's environment for the call (no API key or URL unless given):
+ * the JSON log lines need no terminal, nor a process of their own.
+ */
+const runCli = (args: string[], opts: { env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> =>
+  runCliCapturing(args, { CHAINLAKE_API_KEY: '', CHAINLAKE_MAINNET_URL: '', ...opts.env });
 
 const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
 
