@@ -4,8 +4,8 @@
 // or a declared column it renames, drops or retypes, is refused before anything is written, with the statement that
 // undoes it: chainlake reads and writes its declared columns by name, so following would silently leave the renamed
 // column NULL, bring dropped values back, or start an empty table beside the renamed one. A table it drops (expired
-// or not) voids the ledger's claims: the next run fetches its whole range again (test/distributed/shared-lake.test.ts
-// has the distributed lake's).
+// or not), or drops and creates again under its name, voids the ledger's claims: the next run fetches its whole range
+// again (test/distributed/shared-lake.test.ts has the distributed lake's).
 import { existsSync } from 'node:fs';
 import { cp } from 'node:fs/promises';
 import path from 'node:path';
@@ -101,6 +101,13 @@ async function lakeOf(name: string): Promise<string> {
   return copyOf(made, name);
 }
 let nightlyLake: Promise<string> | undefined;
+/** The first incremental run's lake of the first two addresses, made once for the file (each test changes a copy). */
+const nightlyOf = (): Promise<string> =>
+  (nightlyLake ??= (async () => {
+    const lake = path.join(dir, 'nightly');
+    expect((await runJob(job(lake, 2, { incremental: true }), { simulator: sim })).status).toBe('complete');
+    return lake;
+  })());
 
 beforeAll(async () => {
   if (!HAS_REF) return;
@@ -275,11 +282,7 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     { drop: 'dropped (not expired)', expire: false },
   ])("a table $drop by another writer voids the ledger's claims: an incremental run fetches its whole range again, and says so", async ({ expire }) => {
     // The first incremental run, made once for both cases; each drops the table in a copy of its lake.
-    const made = await (nightlyLake ??= (async () => {
-      const lake = path.join(dir, 'nightly');
-      expect((await runJob(job(lake, 2, { incremental: true }), { simulator: sim })).status).toBe('complete');
-      return lake;
-    })());
+    const made = await nightlyOf();
     const lake = await copyOf(made, expire ? 'expired' : 'dropped');
     const nightly = job(lake, 2, { incremental: true });
     const before = byKey(await refRows(lake));
@@ -347,6 +350,123 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     const old = byKey(await withRef(lake, [`USE lake`, `SELECT * FROM transactions AT (VERSION => ${readable}) ORDER BY ALL`]));
     expect([...old.keys()].sort()).toEqual([...before.keys()].sort());
     for (const [key, row] of before) expect(old.get(key), key).toBe(row);
+  });
+
+  it("a table another writer drops and creates again under its name voids the ledger's claims: the next incremental run fetches the whole range again and merges it into the table as it is now (keeping that writer's rows), and says so; later runs do not void again", async () => {
+    const made = await nightlyOf();
+    const lake = await copyOf(made, 'recreated');
+    const nightly = job(lake, 2, { incremental: true });
+    const before = byKey(await refRows(lake));
+    const [{ block }] = (await marksOf(lake)) as [{ block: bigint }];
+    const readable = await snapshotOf(lake);
+    // Replaced by a table partitioned as chainlake's, holding the even blocks' rows only and a row of the writer's own
+    // (a key no fetch gives).
+    await withRef(lake, [
+      'CREATE OR REPLACE TABLE lake.transactions AS SELECT * FROM lake.transactions WHERE false',
+      'ALTER TABLE lake.transactions SET PARTITIONED BY (network, block_date)',
+      `INSERT INTO lake.transactions SELECT * FROM lake.transactions AT (VERSION => ${readable}) WHERE block_number % 2 = 0`,
+      `INSERT INTO lake.transactions SELECT * REPLACE ('0xfeed' AS transaction_hash) FROM lake.transactions LIMIT 1`,
+    ]);
+    const mine = await withRef(lake, [`SELECT * FROM lake.transactions WHERE transaction_hash = '0xfeed'`]);
+    expect(mine).toHaveLength(1);
+    const kept = byKey(await refRows(lake));
+    expect([...before.keys()].filter((k) => !kept.has(k)).length).toBeGreaterThan(0);
+    const [{ dropped }] = (await queryCatalog(
+      lake,
+      `SELECT max(end_snapshot) AS dropped FROM ducklake_table WHERE table_name = 'transactions' AND end_snapshot IS NOT NULL`,
+    )) as [{ dropped: bigint }];
+    const [{ created }] = (await queryCatalog(
+      lake,
+      `SELECT min(begin_snapshot) AS created FROM ducklake_table WHERE table_id = (SELECT table_id FROM ducklake_table WHERE table_name = 'transactions' AND end_snapshot IS NULL)`,
+    )) as [{ created: bigint }];
+    const says = new RegExp(
+      `the ledger counts blocks up to ${block} of 2 scopes on mainnet of transactions as loaded, but another DuckLake writer dropped the lake's table transactions \\(snapshot ${dropped}\\) and created another of that name \\(snapshot ${created}\\): those claims are void, and transactions's whole range is fetched again and merged into that table as it is now; the dropped table's rows stay readable in the snapshots before the drop until they are expired \\(SELECT \\* FROM transactions AT \\(VERSION => ${readable}\\)\\)`,
+    );
+    const plan = await estimatePlan(nightly, { simulator: sim, probe: false });
+    expect(plan.voided).toEqual([
+      { dataset: 'transactions', scopes: 2, block: Number(block), windows: 0, dropped: Number(dropped), readable, recreated: Number(created) },
+    ]);
+    expect(formatPlan(plan)).toMatch(says);
+
+    const report = await runJob(nightly, { simulator: sim });
+    expect(report.status).toBe('complete');
+    expect(formatReport(report)).toMatch(says);
+    const after = byKey(await refRows(lake));
+    // Every row a clean run loads, each as it loaded it, and the other writer's row kept.
+    expect([...after.keys()].sort()).toEqual([...before.keys(), '0xfeed'].sort());
+    for (const [key, row] of before) expect(after.get(key), key).toBe(row);
+    expect(await marksOf(lake)).toEqual([{ n: 2n, block }]);
+    // The claims are now on the table as it is: the next run voids nothing and fetches nothing already loaded.
+    const next = await runJob(nightly, { simulator: sim });
+    expect(next.status).toBe('complete');
+    expect(next.voided).toBeUndefined();
+    expect(byKey(await refRows(lake))).toEqual(after);
+  });
+
+  it('a table another writer drops and creates again while a run fetches is refused at the commit, nothing written; the next run voids the claims and fetches it whole into the new table', async () => {
+    const lake = await lakeOf('late-recreate');
+    const before = byKey(await refRows(lake));
+    const marked = await marksOf(lake);
+    let recreated: number | undefined;
+    onTestHook(async (step) => {
+      if (step !== 'stage-write' || recreated !== undefined) return;
+      await withRef(lake, [
+        'CREATE OR REPLACE TABLE lake.transactions AS SELECT * FROM lake.transactions WHERE false',
+        'ALTER TABLE lake.transactions SET PARTITIONED BY (network, block_date)',
+      ]);
+      recreated = await snapshotOf(lake);
+    });
+    const error = await runJob(job(lake, 3), { simulator: sim }).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string; message: string },
+    );
+    onTestHook();
+    expect(recreated).toBeDefined();
+    expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
+    expect(error?.message).toMatch(
+      /the lake's table transactions was dropped by another DuckLake writer \(snapshot \d+\) and another created under its name \(snapshot \d+\) after this run was planned/,
+    );
+    // Nothing written: no snapshot after the re-creation, the new table empty, the marks as they were.
+    expect(await snapshotOf(lake)).toBe(recreated);
+    expect(await refRows(lake)).toEqual([]);
+    expect(await marksOf(lake)).toEqual(marked);
+
+    const report = await runJob(job(lake, 3), { simulator: sim });
+    expect(report.status).toBe('complete');
+    expect(report.voided?.map((v) => v.dataset)).toEqual(['transactions']);
+    const after = byKey(await refRows(lake));
+    expect(after.size).toBeGreaterThan(before.size);
+    for (const [key, row] of before) expect(after.get(key), key).toBe(row);
+  });
+
+  it('a table created again unpartitioned (CREATE OR REPLACE TABLE … AS SELECT) is refused before any request, naming the table, the snapshots and the statements that make it mergeable; after them the run loads into it', async () => {
+    const lake = await lakeOf('ctas');
+    const before = byKey(await refRows(lake));
+    await withRef(lake, ['CREATE OR REPLACE TABLE lake.transactions AS SELECT * FROM lake.transactions']);
+    const at = await snapshotOf(lake);
+    const error = await runJob(job(lake, 1), { simulator: sim }).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string; message: string; hint?: string },
+    );
+    expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
+    expect(error?.message).toMatch(
+      new RegExp(
+        `the lake's table transactions was created again by another DuckLake writer \\(snapshot ${at}, after the drop at snapshot ${at}\\) partitioned by nothing`,
+      ),
+    );
+    // Refused at the run's start: no request sent, nothing recorded of the run, the marks kept.
+    expect(await snapshotOf(lake)).toBe(at);
+    expect(await queryCatalog(lake, `SELECT count(*) AS n FROM runs`)).toEqual([{ n: 1n }]);
+    expect((await marksOf(lake))[0]).toMatchObject({ n: 1n });
+    const statements = error!.hint!.replace(/^.*\(USE <lake>\): /, '').split('; ');
+    expect(statements).toHaveLength(5);
+    await withRef(lake, ['USE lake', ...statements]);
+    const report = await runJob(job(lake, 1), { simulator: sim });
+    expect(report.status).toBe('complete');
+    expect(report.voided?.map((v) => v.dataset)).toEqual(['transactions']);
+    const after = byKey(await refRows(lake));
+    expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
+    for (const [key, row] of before) expect(after.get(key), key).toBe(row);
   });
 
   it('a table another writer drops while a run fetches is refused at the commit, nothing written; the next run voids the claims and fetches it whole', async () => {
