@@ -46,12 +46,17 @@ const num = (v: unknown): number | undefined => (v === null || v === undefined ?
  * table created again by another writer is voided once, by the run that fetches its range again, and never again
  * for the same drop. With `covered`, those a run's record covers are returned too, marked `covered` (the commit checks
  * the shape of every table another writer made: dropped-tables.ts). `lake`: the qualifier of the DuckLake tables beside the ledger ('' when unqualified). A lake
- * without such a name costs one query that returns nothing.
+ * where no table of these names ended costs one plain query that returns nothing.
  */
 export async function replacedTables(ledger: Ledger, lake: string, names: readonly string[], opts: { covered?: boolean } = {}): Promise<Map<string, Replaced>> {
   const out = new Map<string, Replaced>();
   if (names.length === 0) return out;
   const t = (name: string) => (lake ? `${lake}.${name}` : name);
+  const list = names.map(literal).join(', ');
+  // A name no table of which ever ended is the lake nobody dropped a table of: one plain scan says so (the query
+  // below, with its correlated subqueries, cost ~40 ms on a local catalog, at every commit).
+  if ((await ledger.db.query(`SELECT 1 FROM ${t('ducklake_table')} WHERE end_snapshot IS NOT NULL AND table_name IN (${list}) LIMIT 1`)).length === 0)
+    return out;
   const rows = await ledger.db.query(
     `SELECT c.table_name, c.table_id, created, named, dropped,
             (SELECT max(p.snapshot_id) FROM ${t('ducklake_snapshot')} p JOIN ${t('ducklake_table')} e ON e.table_name = c.table_name AND e.end_snapshot = dropped
@@ -66,7 +71,7 @@ export async function replacedTables(ledger: Ledger, lake: string, names: readon
                WHERE e.table_name = c.table_name AND e.schema_id = c.schema_id AND e.table_id <> c.table_id AND e.end_snapshot IS NOT NULL
                  AND NOT EXISTS (SELECT 1 FROM ${t('ducklake_table')} n WHERE n.table_id = e.table_id AND n.end_snapshot IS NULL)) AS dropped
        FROM ${t('ducklake_table')} c JOIN ${t('ducklake_schema')} s ON s.schema_id = c.schema_id AND s.schema_name = 'main' AND s.end_snapshot IS NULL
-       WHERE c.end_snapshot IS NULL AND c.table_name IN (${names.map(literal).join(', ')})
+       WHERE c.end_snapshot IS NULL AND c.table_name IN (${list})
          AND EXISTS (SELECT 1 FROM ${t('ducklake_table')} x WHERE x.table_name = c.table_name AND x.table_id <> c.table_id AND x.end_snapshot IS NOT NULL)
      ) c
      WHERE dropped IS NOT NULL`,
