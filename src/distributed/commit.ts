@@ -47,7 +47,7 @@ import type { LakeColumn, LakeTable } from '../ducklake/reader.js';
 import { CONTROL_SCHEMA } from './control-plane.js';
 import { recordCommitted } from '../load/ledger/windows.js';
 import { advanceWatermark, raiseWatermarks, readWatermark } from '../load/ledger/watermarks.js';
-import { droppedTables } from '../load/write/dropped-tables.js';
+import { droppedTables, refuseReplaced } from '../load/write/dropped-tables.js';
 import { closeEndedRuns } from './runs.js';
 import { ensureTable } from '../load/write/lake-tables.js';
 import type { Store } from './store.js';
@@ -283,6 +283,8 @@ async function commitBatchOnce(deps: CommitDeps, windows: readonly FetchedWindow
     // rejects has not needed yet.
     const decodedShapes = decode ? [...distinctDatasets(decode.datasets).map(decodedShape), REJECTS_SHAPE] : [];
     const shapes = new Map([...merges.map((m) => m.shape), ...datasets, ...decodedShapes].map((shape) => [shape.name, shape]));
+    // A table another writer dropped and created again: refused as on one machine (dropped-tables.ts refuseReplaced).
+    await refuseReplaced(LEDGER(deps.catalog))([...shapes.values()]);
     for (const shape of shapes.values()) await ensureTable(deps.catalog, shape, { voided: droppedUnclaimed(deps) });
     if (decode) decoding = await CommittedDecoding.open(deps, decode, decodedShapes);
     if (decoding) changes.read(decoding.readAt);

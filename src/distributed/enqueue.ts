@@ -254,6 +254,18 @@ async function refetchVoided(
       voided.find((v) => v.dataset === dataset)!,
       job.what.network,
     );
+  // The void in the run's own record (its `report`, which `query runs` reads), beside its windows' error text: which
+  // table's claims it lost, and how many of its committed windows went with it. A run whose claims on a table another
+  // writer created again were voided knowing of that drop holds its claims on the new table (load/ledger/recreated.ts).
+  const record = voided.map((v) => ({
+    ...v,
+    windows: committed.filter((w) => windows.some((x) => x.window_id === w.windowId && x.dataset === v.dataset)).length,
+  }));
+  await client.query(
+    `UPDATE ${CONTROL_SCHEMA}.runs SET report = COALESCE(report, '{}'::jsonb) || jsonb_build_object('voided', COALESCE(report -> 'voided', '[]'::jsonb) || $2::jsonb)
+     WHERE run_id = $1`,
+    [runId, JSON.stringify(record)],
+  );
   for (const dataset of datasets) {
     const mine = new Set(windows.filter((w) => w.dataset === dataset).map((w) => w.window_id));
     await requeueVoided(
@@ -432,8 +444,8 @@ async function queueRun(
   await client.query('BEGIN');
   try {
     await client.query(
-      `INSERT INTO ${CONTROL_SCHEMA}.runs (run_id, job, network, job_doc, job_file, head, range_from, range_to, ingested_at, decode, outside_windows)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+      `INSERT INTO ${CONTROL_SCHEMA}.runs (run_id, job, network, job_doc, job_file, head, range_from, range_to, ingested_at, decode, outside_windows, report)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
       [
         runId,
         job.name,
@@ -446,6 +458,9 @@ async function queueRun(
         started.toISOString(),
         decode ? JSON.stringify(decode) : null,
         JSON.stringify({ requests: acct.requests, retries: acct.retries, throttles: acct.throttles }),
+        // The void in the run's record, as a local run's start record has it: the claims on a table another writer
+        // created again are this run's from now on (load/ledger/recreated.ts), and `query runs` shows it.
+        run.prepared.voided.length ? JSON.stringify({ voided: run.prepared.voided }) : null,
       ],
     );
     // Two statements whatever the plan's size: two round trips per window made a large job's enqueue slow.

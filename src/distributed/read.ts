@@ -287,11 +287,22 @@ async function createLakeViews(conn: DuckDBConnection, written: ReadonlySet<stri
 /** The ledger's tables a reader of a distributed lake gets (those `status` and a local lake's views have). */
 const MIRRORED = ['runs', 'windows', 'watermarks', 'declared_tables', 'request_usage'].map(ledgerTable);
 
+/** What the ledger knows of a distributed run, as its `report` (LEDGER_VIEWS). */
+const RUN_REPORT = `json_object('runId', r.run_id, 'job', r.job, 'network', r.network, 'jobFile', r.job_file, 'head', r.head,
+                     'range', json_object('from', r.range_from, 'to', r.range_to),
+                     'outsideWindows', r.outside_windows,
+                     'totals', json_object('windows', coalesce(t.windows, 0), 'windowsFailed', coalesce(t.windows_failed, 0), 'rows', coalesce(t.rows, 0),
+                                           'rejects', coalesce(t.rejects, 0),
+                                           'requests', coalesce(t.requests, 0) + coalesce(CAST(json_extract(r.outside_windows, '$.requests') AS BIGINT), 0)),
+                     'quota', CASE WHEN json_extract(r.job_doc, '$.dailyRequestQuota') IS NOT NULL
+                                   THEN json_object('limit', CAST(json_extract(r.job_doc, '$.dailyRequestQuota') AS BIGINT)) END)`;
+
 /**
  * `runs`, `windows`, `watermarks` and `declared_tables` as a local lake has them: the ledger's tables, whose columns are the same in
  * both modes. A distributed run has no report: its `report` holds what the ledger knows (network, head, range, and
  * the totals of its windows, its requests with those its enqueue sent outside them, as a local run's report counts
- * its head pin). Windows written by an earlier chainlake get their planned range and commit time.
+ * its head pin), with what its record holds (`voided`: the claims an enqueue voided, distributed/enqueue.ts).
+ * Windows written by an earlier chainlake get their planned range and commit time.
  */
 const LEDGER_VIEWS = `
 ${requestsLedgerDdl(CONTROL_SCHEMA).join(';\n')};
@@ -306,14 +317,7 @@ CREATE VIEW runs AS
   SELECT ${ledgerTable('runs')
     .columns.map((c) =>
       c.name === 'report'
-        ? `coalesce(r.report, json_object('runId', r.run_id, 'job', r.job, 'network', r.network, 'jobFile', r.job_file, 'head', r.head,
-                     'range', json_object('from', r.range_from, 'to', r.range_to),
-                     'outsideWindows', r.outside_windows,
-                     'totals', json_object('windows', coalesce(t.windows, 0), 'windowsFailed', coalesce(t.windows_failed, 0), 'rows', coalesce(t.rows, 0),
-                                           'rejects', coalesce(t.rejects, 0),
-                                           'requests', coalesce(t.requests, 0) + coalesce(CAST(json_extract(r.outside_windows, '$.requests') AS BIGINT), 0)),
-                     'quota', CASE WHEN json_extract(r.job_doc, '$.dailyRequestQuota') IS NOT NULL
-                                   THEN json_object('limit', CAST(json_extract(r.job_doc, '$.dailyRequestQuota') AS BIGINT)) END)) AS report`
+        ? `CASE WHEN r.report IS NULL THEN ${RUN_REPORT} WHEN r.job_doc IS NOT NULL THEN json_merge_patch(${RUN_REPORT}, r.report) ELSE r.report END AS report`
         : `r.${ident(c.name)}`,
     )
     .join(', ')}

@@ -227,6 +227,92 @@ describe.skipIf(missing !== null)(
       180_000,
     );
 
+    it("a table another writer drops and creates again under its name voids the ledger's claims: enqueue queues its whole range again into the table as it is (keeping that writer's rows), records the void in the run, and voids once; a run planned before it is refused at its commit and its take-up voids it", async () => {
+      const lake = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-recreated') };
+      const doc = { ...jobDoc('nightly', ADDRESSES.slice(0, 2)), range: { incremental: true } };
+      const job = parseJob(doc, 'nightly', process.env);
+      const ref = (statements: string[]) => withReference(lake.catalog, statements);
+      const rows = async () =>
+        new Map((await ref(['SELECT * EXCLUDE (_run_id, _ingested_at, confirmations) FROM ref.transactions'])).map((r) => [r.transaction_hash, json([r])]));
+      const work = async (id: string) => expect((await runWorker({ ...lake, id, account: 'w1', untilIdle: true, pollMs: 50 })).windowsFailed).toBe(0);
+      const client = await connect(lake.catalog);
+      try {
+        const marks = async () =>
+          (await client.query(`SELECT count(*)::int AS n, max(block)::int AS block FROM chainlake.watermarks WHERE dataset = 'transactions'`)).rows;
+        const snapshot = async () => (await client.query(`SELECT max(snapshot_id)::int AS s FROM ducklake.ducklake_snapshot`)).rows[0]!.s as number;
+        await enqueueJob(job, doc, lake);
+        await work('recreated-1');
+        const before = await rows();
+        const [{ block }] = (await marks()) as [{ block: number }];
+        const readable = await snapshot();
+        // Replaced by a table partitioned as chainlake's, holding the even blocks' rows only and a row of its own.
+        await ref([
+          'CREATE OR REPLACE TABLE ref.transactions AS SELECT * FROM ref.transactions WHERE false',
+          'ALTER TABLE ref.transactions SET PARTITIONED BY (network, block_date)',
+          `INSERT INTO ref.transactions SELECT * FROM ref.transactions AT (VERSION => ${readable}) WHERE block_number % 2 = 0`,
+          `INSERT INTO ref.transactions SELECT * REPLACE ('0xfeed' AS transaction_hash) FROM ref.transactions LIMIT 1`,
+        ]);
+        const kept = await rows();
+        expect([...before.keys()].filter((k) => !kept.has(k)).length).toBeGreaterThan(0);
+        const dropped = readable + 1;
+        const says = new RegExp(
+          `the ledger counts blocks up to ${block} of 2 scopes on mainnet of transactions as loaded, but another DuckLake writer dropped the lake's table transactions \\(snapshot ${dropped}\\) and created another of that name \\(snapshot ${dropped}\\): those claims are void, and transactions's whole range is fetched again and merged into that table as it is now`,
+        );
+        const plan = await estimatePlan(job, { probe: false, ledger: controlPlanLedger(client, lake.catalog), verifyTarget: null });
+        expect(plan.voided).toEqual([{ dataset: 'transactions', scopes: 2, block, windows: 0, dropped, readable, recreated: dropped }]);
+        expect(formatPlan(plan)).toMatch(says);
+
+        const queued = await enqueueJob(job, doc, lake);
+        expect(queued.voided?.map((v) => v.dataset)).toEqual(['transactions']);
+        expect(await marks()).toEqual([{ n: 0, block: null }]);
+        // The run's own record says what it voided (what `query runs` reads).
+        const recorded = await chainlakeQuery(lake.catalog, lake.store, `SELECT CAST(report AS VARCHAR) AS report FROM runs WHERE run_id = '${queued.runId}'`);
+        expect(JSON.parse(String(recorded[0]?.report))).toMatchObject({
+          runId: queued.runId,
+          voided: [{ dataset: 'transactions', dropped, recreated: dropped }],
+        });
+        await work('recreated-2');
+        const after = await rows();
+        expect([...after.keys()].sort()).toEqual([...before.keys(), '0xfeed'].sort());
+        for (const [key, row] of before) expect(after.get(key), String(key)).toBe(row);
+        expect(await marks()).toEqual([{ n: 2, block }]);
+        // Its claims are on the table as it is now: the next enqueue voids nothing.
+        const next = await enqueueJob(job, doc, lake);
+        expect(next.voided).toBeUndefined();
+        await work('recreated-3');
+
+        // Created again after a run was planned (its claims stand): the commit refuses, nothing written; the run's
+        // take-up voids its claims and queues the whole range again.
+        const full = jobDoc('full', ADDRESSES.slice(0, 2));
+        const fullJob = parseJob(full, 'full', process.env);
+        const { runId } = await enqueueJob(fullJob, full, lake);
+        await ref([
+          'CREATE OR REPLACE TABLE ref.transactions AS SELECT * FROM ref.transactions WHERE false',
+          'ALTER TABLE ref.transactions SET PARTITIONED BY (network, block_date)',
+        ]);
+        const at = await snapshot();
+        const failed = await runWorker({ ...lake, id: 'recreated-late', account: 'w1', untilIdle: true, pollMs: 50 }).then(
+          () => undefined,
+          (e: unknown) => e as { code?: string; message: string },
+        );
+        expect(failed?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
+        expect(failed?.message).toMatch(
+          /the lake's table transactions was dropped by another DuckLake writer \(snapshot \d+\) and another created under its name \(snapshot \d+\) after this run was planned/,
+        );
+        expect(await snapshot()).toBe(at);
+        const taken = await enqueueJob(fullJob, full, lake);
+        expect(taken).toMatchObject({ runId, resumed: true });
+        expect(taken.voided?.map((v) => v.dataset)).toEqual(['transactions']);
+        await work('recreated-4');
+        const whole = await rows();
+        for (const [key, row] of before) expect(whole.get(key), String(key)).toBe(row);
+        const record = (await client.query(`SELECT report -> 'voided' AS voided FROM chainlake.runs WHERE run_id = $1`, [runId])).rows[0]?.voided;
+        expect(record).toMatchObject([{ dataset: 'transactions', dropped: at - 1 }]);
+      } finally {
+        await client.end();
+      }
+    }, 240_000);
+
     it('an open run taken up after another writer dropped its table: enqueue queues again the windows it had committed and the range it lacked', async () => {
       const lake = { catalog: (await pg.database()).url, store: path.join(tmp.dir, 'store-open') };
       const ref = (statements: string[]) => withReference(lake.catalog, statements);
@@ -327,11 +413,19 @@ describe.skipIf(missing !== null)(
             status: string;
             n: number;
           }[];
-        expect((await states(leftRun)).find((s) => s.status === 'committed')?.n).toBeGreaterThan(0);
+        const committed = (await states(leftRun)).find((s) => s.status === 'committed')?.n ?? 0;
+        expect(committed).toBeGreaterThan(0);
         // Job right's enqueue plans on the dropped table: its claims, and the open run's of job left, are void.
         const planned = await enqueueJob(parseJob(right, 'right', process.env), right, lake);
         expect(planned.voided?.map((v) => v.dataset)).toEqual(['transactions']);
         expect((await states(leftRun)).find((s) => s.status === 'committed')).toBeUndefined();
+        // Job left's run records the void itself (its report, which `query runs` reads), not only in its windows' errors.
+        const leftRecord = await chainlakeQuery(lake.catalog, lake.store, `SELECT CAST(report AS VARCHAR) AS report FROM runs WHERE run_id = '${leftRun}'`);
+        expect(JSON.parse(String(leftRecord[0]?.report))).toMatchObject({
+          runId: leftRun,
+          job: 'left',
+          voided: [{ dataset: 'transactions', windows: committed }],
+        });
         // One worker takes both runs' windows: every commit lands (none refused for the other run's claims).
         expect((await runWorker({ ...lake, id: 'two-w2', untilIdle: true, pollMs: 50 })).windowsFailed).toBe(0);
         for (const runId of [leftRun, planned.runId]) expect((await states(runId)).map((s) => s.status)).toEqual(['committed']);

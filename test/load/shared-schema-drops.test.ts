@@ -1,6 +1,6 @@
 // Another DuckLake writer (a user's DuckDB with the reference `ducklake` extension, ../shared/ducklake-ref/) drops or
-// empties a table chainlake writes, or changes a decoded table. A table it drops (expired or not) voids the ledger's
-// claims: the next run fetches its whole range again; a table it empties is not voided (`verify` finds the rows gone).
+// empties a table chainlake writes, or changes a decoded table. A table it drops (expired or not), or drops and creates
+// again under its name, voids the ledger's claims: the next run fetches its whole range again; a table it empties is not voided (`verify` finds the rows gone).
 // A decoded table it drops is refused by a commit that would make it again holding only its own logs' rows; a column
 // it adds to one is kept, a type promotion followed. test/load/shared-schema.test.ts has the columns of a table
 // chainlake writes; test/distributed/shared-lake.test.ts the distributed lake's.
@@ -111,6 +111,60 @@ describe.skipIf(!HAS_REF)('another DuckLake writer drops or empties a table chai
     const old = byKey(await withRef(lake, [`USE lake`, `SELECT * FROM transactions AT (VERSION => ${readable}) ORDER BY ALL`]));
     expect([...old.keys()].sort()).toEqual([...before.keys()].sort());
     for (const [key, row] of before) expect(old.get(key), key).toBe(row);
+  });
+
+  it("a table another writer drops and creates again under its name voids the ledger's claims: the next incremental run fetches the whole range again and merges it into the table as it is now (keeping that writer's rows), and says so; later runs do not void again", async () => {
+    const lake = await lakes.copyOfBuilt(
+      'nightly',
+      async (made) => expect((await runJob(job(made, 2, { incremental: true }), { simulator: lakes.sim })).status).toBe('complete'),
+      'recreated',
+    );
+    const nightly = job(lake, 2, { incremental: true });
+    const before = byKey(await refRows(lake));
+    const [{ block }] = (await marksOf(lake)) as [{ block: bigint }];
+    const readable = await snapshotOf(lake);
+    // Replaced by a table partitioned as chainlake's, holding the even blocks' rows only and a row of the writer's own
+    // (a key no fetch gives).
+    await withRef(lake, [
+      'CREATE OR REPLACE TABLE lake.transactions AS SELECT * FROM lake.transactions WHERE false',
+      'ALTER TABLE lake.transactions SET PARTITIONED BY (network, block_date)',
+      `INSERT INTO lake.transactions SELECT * FROM lake.transactions AT (VERSION => ${readable}) WHERE block_number % 2 = 0`,
+      `INSERT INTO lake.transactions SELECT * REPLACE ('0xfeed' AS transaction_hash) FROM lake.transactions LIMIT 1`,
+    ]);
+    const mine = await withRef(lake, [`SELECT * FROM lake.transactions WHERE transaction_hash = '0xfeed'`]);
+    expect(mine).toHaveLength(1);
+    const kept = byKey(await refRows(lake));
+    expect([...before.keys()].filter((k) => !kept.has(k)).length).toBeGreaterThan(0);
+    const [{ dropped }] = (await queryCatalog(
+      lake,
+      `SELECT max(end_snapshot) AS dropped FROM ducklake_table WHERE table_name = 'transactions' AND end_snapshot IS NOT NULL`,
+    )) as [{ dropped: bigint }];
+    const [{ created }] = (await queryCatalog(
+      lake,
+      `SELECT min(begin_snapshot) AS created FROM ducklake_table WHERE table_id = (SELECT table_id FROM ducklake_table WHERE table_name = 'transactions' AND end_snapshot IS NULL)`,
+    )) as [{ created: bigint }];
+    const says = new RegExp(
+      `the ledger counts blocks up to ${block} of 2 scopes on mainnet of transactions as loaded, but another DuckLake writer dropped the lake's table transactions \\(snapshot ${dropped}\\) and created another of that name \\(snapshot ${created}\\): those claims are void, and transactions's whole range is fetched again and merged into that table as it is now; the dropped table's rows stay readable in the snapshots before the drop until they are expired \\(SELECT \\* FROM transactions AT \\(VERSION => ${readable}\\)\\)`,
+    );
+    const plan = await estimatePlan(nightly, { simulator: lakes.sim, probe: false });
+    expect(plan.voided).toEqual([
+      { dataset: 'transactions', scopes: 2, block: Number(block), windows: 0, dropped: Number(dropped), readable, recreated: Number(created) },
+    ]);
+    expect(formatPlan(plan)).toMatch(says);
+
+    const report = await runJob(nightly, { simulator: lakes.sim });
+    expect(report.status).toBe('complete');
+    expect(formatReport(report)).toMatch(says);
+    const after = byKey(await refRows(lake));
+    // Every row a clean run loads, each as it loaded it, and the other writer's row kept.
+    expect([...after.keys()].sort()).toEqual([...before.keys(), '0xfeed'].sort());
+    for (const [key, row] of before) expect(after.get(key), key).toBe(row);
+    expect(await marksOf(lake)).toEqual([{ n: 2n, block }]);
+    // The claims are now on the table as it is: the next run voids nothing and fetches nothing already loaded.
+    const next = await runJob(nightly, { simulator: lakes.sim });
+    expect(next.status).toBe('complete');
+    expect(next.voided).toBeUndefined();
+    expect(byKey(await refRows(lake))).toEqual(after);
   });
 
   it("a snapshot dataset's table (no watermark) dropped between two commits of a run is refused, as a marked one is: the run's committed windows are its claims", async () => {

@@ -3,8 +3,9 @@
 // and compact keep its values (a row fetched again too), and write it NULL in the rows they add. A table it renames,
 // or a declared column it renames, drops or retypes, is refused before anything is written, with the statement that
 // undoes it: chainlake reads and writes its declared columns by name, so following would silently leave the renamed
-// column NULL, bring dropped values back, or start an empty table beside the renamed one. A table it drops while a
-// run fetches is refused at that run's commit. Each test changes a copy of one lake (the first address's
+// column NULL, bring dropped values back, or start an empty table beside the renamed one. A table it drops (or drops
+// and creates again) while a run fetches is refused at that run's commit; one it creates again unpartitioned is
+// refused before any request. Each test changes a copy of one lake (the first address's
 // transactions). test/load/shared-schema-drops.test.ts has tables dropped or emptied between runs and decoded
 // tables; test/distributed/shared-lake.test.ts the distributed lake's.
 import { describe, expect, it } from 'vitest';
@@ -134,6 +135,72 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     const renamedBack = byKey(before.map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k === 'tx_nonce' ? 'nonce' : k, v]))));
     expect(after.size).toBeGreaterThan(renamedBack.size);
     for (const [key, row] of renamedBack) expect(after.get(key), key).toBe(row);
+  });
+
+  it('a table another writer drops and creates again while a run fetches is refused at the commit, nothing written; the next run voids the claims and fetches it whole into the new table', async () => {
+    const lake = await lakeOf('late-recreate');
+    const before = byKey(await refRows(lake));
+    const marked = await marksOf(lake);
+    let recreated: number | undefined;
+    onTestHook(async (step) => {
+      if (step !== 'stage-write' || recreated !== undefined) return;
+      await withRef(lake, [
+        'CREATE OR REPLACE TABLE lake.transactions AS SELECT * FROM lake.transactions WHERE false',
+        'ALTER TABLE lake.transactions SET PARTITIONED BY (network, block_date)',
+      ]);
+      recreated = await snapshotOf(lake);
+    });
+    const error = await runJob(job(lake, 3), { simulator: lakes.sim }).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string; message: string },
+    );
+    onTestHook();
+    expect(recreated).toBeDefined();
+    expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
+    expect(error?.message).toMatch(
+      /the lake's table transactions was dropped by another DuckLake writer \(snapshot \d+\) and another created under its name \(snapshot \d+\) after this run was planned/,
+    );
+    // Nothing written: no snapshot after the re-creation, the new table empty, the marks as they were.
+    expect(await snapshotOf(lake)).toBe(recreated);
+    expect(await refRows(lake)).toEqual([]);
+    expect(await marksOf(lake)).toEqual(marked);
+
+    const report = await runJob(job(lake, 3), { simulator: lakes.sim });
+    expect(report.status).toBe('complete');
+    expect(report.voided?.map((v) => v.dataset)).toEqual(['transactions']);
+    const after = byKey(await refRows(lake));
+    expect(after.size).toBeGreaterThan(before.size);
+    for (const [key, row] of before) expect(after.get(key), key).toBe(row);
+  });
+
+  it('a table created again unpartitioned (CREATE OR REPLACE TABLE … AS SELECT) is refused before any request, naming the table, the snapshots and the statements that make it mergeable; after them the run loads into it', async () => {
+    const lake = await lakeOf('ctas');
+    const before = byKey(await refRows(lake));
+    await withRef(lake, ['CREATE OR REPLACE TABLE lake.transactions AS SELECT * FROM lake.transactions']);
+    const at = await snapshotOf(lake);
+    const error = await runJob(job(lake, 1), { simulator: lakes.sim }).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string; message: string; hint?: string },
+    );
+    expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
+    expect(error?.message).toMatch(
+      new RegExp(
+        `the lake's table transactions was created again by another DuckLake writer \\(snapshot ${at}, after the drop at snapshot ${at}\\) partitioned by nothing`,
+      ),
+    );
+    // Refused at the run's start: no request sent, nothing recorded of the run, the marks kept.
+    expect(await snapshotOf(lake)).toBe(at);
+    expect(await queryCatalog(lake, `SELECT count(*) AS n FROM runs`)).toEqual([{ n: 1n }]);
+    expect((await marksOf(lake))[0]).toMatchObject({ n: 1n });
+    const statements = error!.hint!.replace(/^.*\(USE <lake>\): /, '').split('; ');
+    expect(statements).toHaveLength(5);
+    await withRef(lake, ['USE lake', ...statements]);
+    const report = await runJob(job(lake, 1), { simulator: lakes.sim });
+    expect(report.status).toBe('complete');
+    expect(report.voided?.map((v) => v.dataset)).toEqual(['transactions']);
+    const after = byKey(await refRows(lake));
+    expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
+    for (const [key, row] of before) expect(after.get(key), key).toBe(row);
   });
 
   it('a table another writer drops while a run fetches is refused at the commit, nothing written; the next run voids the claims and fetches it whole', async () => {

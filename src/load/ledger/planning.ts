@@ -9,6 +9,7 @@ import type { Dialect } from '../../ducklake/catalog-db.js';
 import { readKept, type KeptRow, type Ledger } from './windows.js';
 import { ledgerTableName } from './schema.js';
 import type { VoidedClaim } from './voided.js';
+import { replacedTables } from './recreated.js';
 import { REJECTS_SHAPE } from '../schema.js';
 
 /** Identity of a window across runs: the same dataset, network, scope and block range. */
@@ -160,6 +161,11 @@ function voidedBy(dialect: Dialect, report: string, dataset: string): string {
  * again, nothing here could tell; the commit creates a dropped table only while the ledger has no mark of it. A table
  * emptied by a DELETE is not voided: the table and its history are there, a writer's deletes are its own to make,
  * and `chainlake verify` finds the windows whose rows are gone (`--repair` fetches them again).
+ *
+ * A table dropped and created again under its name (by another writer) has a current row, yet the claims went with
+ * the dropped one: voided the same way (recreated.ts replacedTables, which also says how chainlake's claims on the new
+ * table, once this run made them, are told from the old ones), the range fetched again merged by key into the table
+ * as it is now (another writer's rows in it kept).
  */
 async function voidClaims(ledger: Ledger, lake: string, network: string, state: PlanningState): Promise<void> {
   // Every network's marks count: the table holds them all, and a mark of another network left behind would hold
@@ -189,7 +195,7 @@ async function voidClaims(ledger: Ledger, lake: string, network: string, state: 
      ORDER BY t.end_snapshot DESC NULLS FIRST`,
     [claimed],
   );
-  const fate = new Map<string, { dropped?: number; readable?: number } | 'kept'>();
+  const fate = new Map<string, { dropped?: number; readable?: number; recreated?: number } | 'kept'>();
   for (const r of rows) {
     const name = String(r.table_name);
     if (fate.has(name)) continue;
@@ -200,6 +206,11 @@ async function voidClaims(ledger: Ledger, lake: string, network: string, state: 
   const voided: VoidedClaim[] = [];
   const rejects = fate.get(REJECTS_SHAPE.name);
   if (rejects === 'kept' || rejects === undefined) fate.set(REJECTS_SHAPE.name, 'kept');
+  // A current row is not enough: another writer may have dropped the table the claims were made on and created
+  // another of the name (recreated.ts says how chainlake tells its own claims on the new table from the old ones).
+  const kept = claimed.filter((d) => d !== REJECTS_SHAPE.name && fate.get(d) === 'kept');
+  for (const [name, { dropped, readable, recreated }] of await replacedTables(ledger, lake, kept))
+    fate.set(name, { dropped, recreated, ...(readable === undefined ? {} : { readable }) });
   for (const dataset of claimed.filter((d) => fate.get(d) !== 'kept').sort()) {
     const prefix = watermarkKey(dataset, network, '');
     const marks = [...state.watermarks].filter(([k]) => k.startsWith(prefix));

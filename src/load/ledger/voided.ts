@@ -17,6 +17,11 @@ export interface VoidedClaim {
   dropped?: number;
   /** The last snapshot kept that has the dropped table: its rows read there (`AT (VERSION => readable)`). */
   readable?: number;
+  /**
+   * The snapshot where another writer created a table of the name again after the drop (recreated.ts): the claims
+   * were on the dropped one; the range fetched again is merged into the new one as it is.
+   */
+  recreated?: number;
 }
 
 /** What a log, a report, a plan and an enqueue say of a voided claim. */
@@ -39,5 +44,7 @@ export function voidedText(v: VoidedClaim, network: string): string {
     v.readable === undefined
       ? 'no snapshot before the drop is kept'
       : `the dropped table's rows stay readable in the snapshots before the drop until they are expired (SELECT * FROM ${v.dataset} AT (VERSION => ${v.readable}))`;
+  if (v.recreated !== undefined)
+    return `${counted}, but another DuckLake writer dropped the lake's table ${v.dataset} (snapshot ${v.dropped}) and created another of that name (snapshot ${v.recreated}): ${refetched} and merged into that table as it is now; ${readable}`;
   return `${counted}, but another DuckLake writer dropped the lake's table ${v.dataset} (snapshot ${v.dropped}): ${refetched} into a new table; ${readable}`;
 }

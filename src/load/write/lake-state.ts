@@ -28,7 +28,7 @@ import {
 import { duckdbTypeOfTree } from '../../ducklake/types.js';
 import { ident, literal, literalList } from '../sql.js';
 import { ensureTable, refuseEndedTables, refuseSchemaChanges, tableMatches } from './lake-tables.js';
-import { droppedTables } from './dropped-tables.js';
+import { droppedTables, refuseReplaced } from './dropped-tables.js';
 import { STAGED_PARTITION, type TableShape } from '../schema.js';
 import type { LakePartitions } from './lake-partitions.js';
 import { fileBlockSpans } from './replace.js';
@@ -274,6 +274,9 @@ export async function ensureTables(
   const snapshot = (await currentSnapshot(db)).snapshotId;
   if (shapes.length === 0) return { snapshot };
   const listed = await listTables(db, snapshot);
+  // A table of these names another writer dropped and created again: refused while the ledger's claims on the
+  // dropped one stand, or when chainlake cannot merge into it (dropped-tables.ts refuseReplaced).
+  await refuseReplaced({ db })(shapes.filter((s) => listed.some((t) => t.name === s.name && t.schema.name === 'main')));
   const columns = await listAllColumns(db, snapshot);
   // Only a table that is missing, or lacks a column of this declaration, costs statements of its own.
   const missing = shapes.filter((shape) => {
