@@ -159,7 +159,8 @@ interface FailureTally {
 interface WorkerParts {
   store: Store;
   client: pg.Client;
-  cat: Awaited<ReturnType<typeof openCatalog>>;
+  /** The DuckLake catalog's connection, opened at the first commit: a worker that never commits never opens it. */
+  cat: () => Promise<Awaited<ReturnType<typeof openCatalog>>>;
   boss: PgBoss;
   scratch: string;
   engine: Engine;
@@ -310,10 +311,11 @@ class Worker {
 
   /** Commits one batch if this worker holds (or takes) the committer lease; returns the windows committed. */
   private async tryCommit(): Promise<number> {
-    const { leases, cat, engine, store, client } = this.parts;
+    const { leases, engine, store, client } = this.parts;
     const held = await takeLease(leases, this.id, this.leaseSeconds);
     this.opts.metrics?.leaseHeld(held);
     if (!held) return 0;
+    const cat = await this.parts.cat();
     // Renewed while a long commit runs, so that it is not taken away from a committer that is alive; never taken
     // back: a committer that stalled past its lease while another committed must not commit what it read.
     const stopRenewing = keepRenewed(leases, this.id, this.leaseSeconds);
@@ -351,34 +353,52 @@ class Worker {
     }
   }
 
-  /** One window at a time, on a control-plane connection and a DuckDB connection of its own. */
+  /**
+   * One window at a time, on a control-plane connection and a DuckDB connection of its own, opened when the slot
+   * first needs them: a slot that never gets a window (an idle worker, a run of fewer windows than slots) opens none.
+   */
   private async slot(n: number): Promise<void> {
-    const own = await connect(this.opts.catalog);
-    const duck = await this.parts.engine.connect();
+    const conns: SlotConnections = { opened: undefined };
     try {
       while (!this.stopping) {
         if (Date.now() - this.queueEmptyAt < this.pollMs || this.parts.runs.quotaReachedToday() || !(await this.parts.account.mayFetch())) {
           await sleep(this.pollMs, this.opts.signal);
           continue;
         }
-        if (!(await this.takeWindow(own, duck, n))) await sleep(this.pollMs, this.opts.signal);
+        if (!(await this.takeWindow(conns, n))) await sleep(this.pollMs, this.opts.signal);
       }
     } finally {
-      duck.closeSync();
-      await own.end().catch(() => undefined);
+      const opened = await conns.opened?.catch(() => undefined);
+      opened?.duck.closeSync();
+      await opened?.own.end().catch(() => undefined);
     }
   }
 
+  /** The slot's connections, opened on the first call. */
+  private slotConnections(conns: SlotConnections): Promise<{ own: pg.Client; duck: DuckDBConnection }> {
+    conns.opened ??= (async () => {
+      const own = await connect(this.opts.catalog);
+      try {
+        return { own, duck: await this.parts.engine.connect() };
+      } catch (e) {
+        await own.end().catch(() => undefined);
+        throw e;
+      }
+    })();
+    return conns.opened;
+  }
+
   /** Asks the queue for a window and works it; false when the queue had none. */
-  private async takeWindow(own: pg.Client, duck: DuckDBConnection, n: number): Promise<boolean> {
+  private async takeWindow(conns: SlotConnections, n: number): Promise<boolean> {
     this.busy++;
     try {
       const job =
         this.opts.run === undefined
           ? ((await this.parts.boss.fetch<WindowJob>(WINDOW_QUEUE, { batchSize: 1, includeMetadata: true })) as PgBoss.JobWithMetadata<WindowJob>[])[0]
-          : await takeRunWindow(own, this.opts.run);
+          : await takeRunWindow((await this.slotConnections(conns)).own, this.opts.run);
       this.queueEmptyAt = job ? -Infinity : Date.now();
       if (!job) return false;
+      const { own, duck } = await this.slotConnections(conns);
       await recordHold(own, job.id, this.id);
       await this.handle(job, own, duck, n);
       return true;
@@ -479,8 +499,11 @@ async function openParts(opts: WorkerOptions, id: string, closers: (() => Promis
   closers.push(() => client.end());
   log.log('debug', 'worker.setup', `worker ${id}: setting up the control plane`, { worker: id });
   await setupControlPlane(client, store.dataPath);
-  const cat = await openCatalog(opts.catalog);
-  closers.push(() => cat.client.end());
+  const cat = once(async () => {
+    const opened = await openCatalog(opts.catalog);
+    closers.push(() => opened.client.end());
+    return opened;
+  });
   log.log('debug', 'worker.setup', `worker ${id}: starting the queue`, { worker: id });
   const boss = await underSetupLock(client, () => openQueue(opts.catalog, settings, true));
   closers.push(() => boss.stop({ graceful: false, close: true, wait: true }));
@@ -499,15 +522,40 @@ async function openParts(opts: WorkerOptions, id: string, closers: (() => Promis
   const beat = setInterval(() => void heartbeat(leases, id).catch(() => undefined), HEARTBEAT_SECONDS * 1000);
   closers.push(() => forgetWorker(leases, id).catch(() => undefined));
   closers.push(() => clearInterval(beat));
-  const quotaClient = await connect(opts.catalog);
-  closers.push(() => quotaClient.end());
+  // The shared daily quota's connection, opened by the first run that has a quota.
+  const quotaClient = once(async () => {
+    const opened = await connect(opts.catalog);
+    closers.push(() => opened.end());
+    return opened;
+  });
   const runs = new RunContexts(leases, opts, (job) =>
-    job.source.dailyRequestQuota === undefined ? undefined : new SharedQuota(quotaClient, account, job.source.dailyRequestQuota, now),
+    job.source.dailyRequestQuota === undefined ? undefined : new SharedQuota(onConnection(quotaClient), account, job.source.dailyRequestQuota, now),
   );
   closers.push(() => runs.close());
   const hold = new AccountHold(leases, id, account, leaseSeconds, log);
   closers.push(() => hold.stop());
   return { store, client, cat, boss, scratch, engine, leases, runs, account: hold };
+}
+
+/** A slot's connections, once opened. */
+interface SlotConnections {
+  opened: Promise<{ own: pg.Client; duck: DuckDBConnection }> | undefined;
+}
+
+/** `open` called at the first call only; a failed opening is tried again at the next call. */
+function once<T>(open: () => Promise<T>): () => Promise<T> {
+  let opened: Promise<T> | undefined;
+  return () =>
+    (opened ??= open().catch((e: unknown) => {
+      opened = undefined;
+      throw e;
+    }));
+}
+
+/** Statements on the connection `opened` gives, opened at the first statement. */
+function onConnection(opened: () => Promise<pg.Client>): Pick<pg.Client, 'query'> {
+  const query = async (text: string, values?: unknown[]) => (await opened()).query(text, values);
+  return { query: query as unknown as pg.Client['query'] };
 }
 
 /** Runs `closers` last first; a closer that fails does not keep the others from running. */

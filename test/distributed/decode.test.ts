@@ -79,9 +79,15 @@ afterAll(async () => {
   await tmp?.cleanup();
 });
 
-async function work(catalog: string, store: string): Promise<void> {
+/**
+ * Two workers; `commitRows` small where several commits are the point (each decodes its own logs), else the
+ * default: the commits that then come (a worker with nothing in hand commits) are as many as the work needs.
+ */
+async function work(catalog: string, store: string, commitRows?: number): Promise<void> {
   const reports = await Promise.all(
-    ['d1', 'd2'].map((id) => runWorker({ catalog, store, id, account: id, untilIdle: true, pollMs: 100, leaseSeconds: 60, commitRows: 400 })),
+    ['d1', 'd2'].map((id) =>
+      runWorker({ catalog, store, id, account: id, untilIdle: true, pollMs: 100, leaseSeconds: 60, ...(commitRows ? { commitRows } : {}) }),
+    ),
   );
   expect(reports.reduce((n, r) => n + r.windowsFailed, 0)).toBe(0);
 }
@@ -114,7 +120,7 @@ describe('decoding in distributed mode', () => {
     const doc = decodingDoc(path.join(tmp.dir, 'unused'));
     const enqueued = await enqueueJob(parseJob(doc, 'decode-distributed', process.env), doc, { catalog: db.url, store });
     expect(enqueued.queued).toBeGreaterThan(2);
-    await work(db.url, store);
+    await work(db.url, store, 400);
     lakes = { single, catalog: db.url, store, expected };
 
     const dist = await openDistributedLake({ catalog: db.url });
