@@ -4,7 +4,7 @@ import { DuckDBInstance } from '../ducklake/node-api.js';
 export interface Engine {
   instance: DuckDBInstance;
   conn: DuckDBConnection;
-  /** DuckDB's threads as opened; `SET threads` may lower it for a while (see BatchCommitter). */
+  /** DuckDB's threads as opened; `SET threads` may lower it to one (see BatchCommitter: a run's engine is opened with one). */
   threads: number;
   /** Another connection to the same database, in UTC like `conn` (loaders, partition writers). */
   connect(): Promise<DuckDBConnection>;

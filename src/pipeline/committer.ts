@@ -1,3 +1,4 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { rm } from 'node:fs/promises';
 import path from 'node:path';
 import type { WindowRecord } from '../load/catalog.js';
@@ -188,7 +189,7 @@ export class BatchCommitter {
       Array.from({ length: LOADERS }, () =>
         this.ctx.engine.connect().then(async (c) => {
           // While windows fetch, DuckDB runs each query on one thread: the event loop keeps its core.
-          await c.run('SET threads = 1');
+          await this.oneThread(c);
           return c;
         }),
       ),
@@ -301,8 +302,16 @@ export class BatchCommitter {
    * "Commits"). Returns whether this commit runs in the background.
    */
   private async setCommitThreads(finalRecord: ((files: readonly CommittedFile[]) => RunRecord) | undefined): Promise<boolean> {
-    await this.ctx.engine.conn.run('SET threads = 1');
+    await this.oneThread(this.ctx.engine.conn);
     return finalRecord === undefined && this.fetching;
+  }
+
+  /**
+   * DuckDB on one thread, set only on an engine opened with more (a run's is opened with one): each `SET threads`
+   * restarts DuckDB's scheduler and flushes its allocator (a `malloc_trim` of the whole process).
+   */
+  private async oneThread(conn: DuckDBConnection): Promise<void> {
+    if (this.ctx.engine.threads > 1) await conn.run('SET threads = 1');
   }
 
   /**

@@ -137,7 +137,10 @@ async function runLocked(baseJob: Job, opts: RunOptions, ctx: RunContext): Promi
   await openRunStaging(staging, { runId, job: job.name, startedAt: ingestedAt, pid: process.pid });
 
   const runAcct = new Accounting();
-  const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp') });
+  // One thread from the start: the loaders and every commit run on one (BatchCommitter), and a second scheduler
+  // thread started only to be stopped cost each run a thread and DuckDB's allocator flush (docs/performance.md,
+  // "A run's fixed cost").
+  const engine = await openEngine({ tempDir: path.join(staging, 'duckdb-tmp'), threads: 1 });
   // The daily quota: what earlier runs spent today (per account) is read first; the head pin counts too.
   const spend = new RunSpend(quotaAccount(job.source.target));
   let source: Source | undefined;
