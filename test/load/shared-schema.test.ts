@@ -203,6 +203,35 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     for (const [key, row] of before) expect(after.get(key), key).toBe(row);
   });
 
+  it('a table created again with a declared column of another type is refused before any request, naming the table, the column, the snapshots and the statements that make it again with the declared types; after them the run loads into it', async () => {
+    const lake = await lakeOf('retyped-again');
+    const before = byKey(await refRows(lake));
+    await withRef(lake, [
+      'CREATE OR REPLACE TABLE lake.transactions AS SELECT * REPLACE (CAST(nonce AS VARCHAR) AS nonce) FROM lake.transactions WHERE false',
+      'ALTER TABLE lake.transactions SET PARTITIONED BY (network, block_date)',
+    ]);
+    const at = await snapshotOf(lake);
+    const error = await runJob(job(lake, 1), { simulator: sim }).then(
+      () => undefined,
+      (e: unknown) => e as { code?: string; message: string; hint?: string },
+    );
+    expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
+    expect(error?.message).toMatch(
+      new RegExp(
+        `the lake's table transactions was created again by another DuckLake writer \\(snapshot ${at - 1}, after the drop at snapshot ${at - 1}\\) with nonce as varchar \\(chainlake declares BIGINT\\)`,
+      ),
+    );
+    expect(await snapshotOf(lake)).toBe(at);
+    expect(await queryCatalog(lake, `SELECT count(*) AS n FROM runs`)).toEqual([{ n: 1n }]);
+    const statements = error!.hint!.replace(/^.*\(USE <lake>\): /, '').split('; ');
+    expect(statements).toHaveLength(5);
+    await withRef(lake, ['USE lake', ...statements]);
+    expect((await runJob(job(lake, 1), { simulator: sim })).status).toBe('complete');
+    const after = byKey(await refRows(lake));
+    expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
+    for (const [key, row] of before) expect(after.get(key), key).toBe(row);
+  });
+
   it('a table another writer drops while a run fetches is refused at the commit, nothing written; the next run voids the claims and fetches it whole', async () => {
     const lake = await lakeOf('late-drop');
     const before = byKey(await refRows(lake));

@@ -45,10 +45,16 @@ const num = (v: unknown): number | undefined => (v === null || v === undefined ?
  * Without either, the claims predate the drop (a run planned before it; or no run has planned since): void. So a
  * table created again by another writer is voided once, by the run that fetches its range again, and never again
  * for the same drop. With `covered`, those a run's record covers are returned too, marked `covered` (the commit checks
- * the shape of every table another writer made: dropped-tables.ts). `lake`: the qualifier of the DuckLake tables beside the ledger ('' when unqualified). A lake
+ * the shape of every table another writer made: dropped-tables.ts); with `records: false`, the runs' records are not
+ * read (a catalog without the ledger beside it: none is `covered`). `lake`: the qualifier of the DuckLake tables beside the ledger ('' when unqualified). A lake
  * where no table of these names ended costs one plain query that returns nothing.
  */
-export async function replacedTables(ledger: Ledger, lake: string, names: readonly string[], opts: { covered?: boolean } = {}): Promise<Map<string, Replaced>> {
+export async function replacedTables(
+  ledger: Ledger,
+  lake: string,
+  names: readonly string[],
+  opts: { covered?: boolean; records?: false } = {},
+): Promise<Map<string, Replaced>> {
   const out = new Map<string, Replaced>();
   if (names.length === 0) return out;
   const t = (name: string) => (lake ? `${lake}.${name}` : name);
@@ -78,7 +84,7 @@ export async function replacedTables(ledger: Ledger, lake: string, names: readon
   );
   const candidates = rows.filter((r) => Number(r.ours) === 0);
   if (candidates.length === 0) return out;
-  const covered = await voidRecords(ledger);
+  const covered = opts.records === false ? new Map<string, number>() : await voidRecords(ledger);
   for (const r of candidates) {
     const name = String(r.table_name);
     const dropped = Number(r.dropped);

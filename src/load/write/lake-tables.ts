@@ -12,6 +12,7 @@ import { ChainlakeError } from '../../errors.js';
 import { ident, literal } from '../sql.js';
 import { addColumns, createTable, type ColumnSpec } from '../../ducklake/writer.js';
 import type { TableShape } from '../schema.js';
+import { replacedTables } from '../ledger/recreated.js';
 
 /**
  * The type promotions the spec allows a DuckLake column (docs/stable/duckdb/usage/schema_evolution.md, "Type
@@ -182,6 +183,21 @@ export async function refuseSchemaChanges(
     throw schemaChanged(
       `column ${c.name} of the lake's table ${shape.name} was dropped by another DuckLake writer (snapshot ${gone.ended}): chainlake writes it on every row, and adding it again would bring its old values back only in the partitions a commit rewrites`,
       `add it back in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): ALTER TABLE ${ident(shape.name)} ADD COLUMN ${ident(c.name)} ${c.type} (rows chainlake fetches carry it again; a partition a commit rewrites reads its old values back from chainlake's files, the others read NULL); or load the dataset into a new lake`,
+    );
+  }
+  // A table another writer created again under the name has no history of chainlake's columns: say so, and how to
+  // make it again with the declared types (load/ledger/recreated.ts finds it).
+  const again =
+    retyped.length && !history.some((h) => retyped.some((c) => h.name === c.name))
+      ? (await replacedTables({ db }, '', [shape.name], { covered: true, records: false })).get(shape.name)
+      : undefined;
+  if (again) {
+    const cols = retyped.map((c) => `${c.name} as ${have.find((h) => h.name === c.name)!.type} (chainlake declares ${c.type})`);
+    const t = ident(shape.name);
+    const made = ident(`${shape.name}_new`);
+    throw schemaChanged(
+      `the lake's table ${shape.name} was created again by another DuckLake writer (snapshot ${again.recreated}, after the drop at snapshot ${again.dropped}) with ${cols.join(', ')}: chainlake writes every file of it with the declared types, and a DuckLake column only widens`,
+      `create it again with the declared types, in a DuckDB with the lake attached by the ducklake extension and in use (USE <lake>): CREATE TABLE ${made} AS SELECT * REPLACE (${retyped.map((c) => `CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ')}) FROM ${t} WHERE false; ALTER TABLE ${made} SET PARTITIONED BY (${ident('network')}, ${ident(shape.partition)}); INSERT INTO ${made} SELECT * REPLACE (${retyped.map((c) => `TRY_CAST(${ident(c.name)} AS ${c.type}) AS ${ident(c.name)}`).join(', ')}) FROM ${t}; DROP TABLE ${t}; ALTER TABLE ${made} RENAME TO ${t}`,
     );
   }
   for (const c of retyped) {
