@@ -211,7 +211,7 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
       'ALTER TABLE lake.transactions SET PARTITIONED BY (network, block_date)',
     ]);
     const at = await snapshotOf(lake);
-    const error = await runJob(job(lake, 1), { simulator: sim }).then(
+    const error = await runJob(job(lake, 1), { simulator: lakes.sim }).then(
       () => undefined,
       (e: unknown) => e as { code?: string; message: string; hint?: string },
     );
@@ -226,7 +226,7 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     const statements = error!.hint!.replace(/^.*\(USE <lake>\): /, '').split('; ');
     expect(statements).toHaveLength(5);
     await withRef(lake, ['USE lake', ...statements]);
-    expect((await runJob(job(lake, 1), { simulator: sim })).status).toBe('complete');
+    expect((await runJob(job(lake, 1), { simulator: lakes.sim })).status).toBe('complete');
     const after = byKey(await refRows(lake));
     expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
     for (const [key, row] of before) expect(after.get(key), key).toBe(row);
