@@ -499,11 +499,8 @@ async function openParts(opts: WorkerOptions, id: string, closers: (() => Promis
   closers.push(() => client.end());
   log.log('debug', 'worker.setup', `worker ${id}: setting up the control plane`, { worker: id });
   await setupControlPlane(client, store.dataPath);
-  const cat = once(async () => {
-    const opened = await openCatalog(opts.catalog);
-    closers.push(() => opened.client.end());
-    return opened;
-  });
+  const cat = once(() => openCatalog(opts.catalog));
+  closers.push(async () => (await cat.opened())?.client.end());
   log.log('debug', 'worker.setup', `worker ${id}: starting the queue`, { worker: id });
   const boss = await underSetupLock(client, () => openQueue(opts.catalog, settings, true));
   closers.push(() => boss.stop({ graceful: false, close: true, wait: true }));
@@ -523,11 +520,10 @@ async function openParts(opts: WorkerOptions, id: string, closers: (() => Promis
   closers.push(() => forgetWorker(leases, id).catch(() => undefined));
   closers.push(() => clearInterval(beat));
   // The shared daily quota's connection, opened by the first run that has a quota.
-  const quotaClient = once(async () => {
-    const opened = await connect(opts.catalog);
-    closers.push(() => opened.end());
-    return opened;
-  });
+  // Its closer is in place before the runs' (closed first, last in): a run's quota gives back what it reserved and
+  // did not spend on this connection, so it must still be open then.
+  const quotaClient = once(() => connect(opts.catalog));
+  closers.push(async () => (await quotaClient.opened())?.end());
   const runs = new RunContexts(leases, opts, (job) =>
     job.source.dailyRequestQuota === undefined ? undefined : new SharedQuota(onConnection(quotaClient), account, job.source.dailyRequestQuota, now),
   );
@@ -542,14 +538,18 @@ interface SlotConnections {
   opened: Promise<{ own: pg.Client; duck: DuckDBConnection }> | undefined;
 }
 
-/** `open` called at the first call only; a failed opening is tried again at the next call. */
-function once<T>(open: () => Promise<T>): () => Promise<T> {
-  let opened: Promise<T> | undefined;
-  return () =>
-    (opened ??= open().catch((e: unknown) => {
-      opened = undefined;
+/**
+ * `open` called at the first call only; a failed opening is tried again at the next call. `opened()`: what it opened,
+ * once any opening in flight has ended (undefined: never opened, or failed), for its closer.
+ */
+function once<T>(open: () => Promise<T>): (() => Promise<T>) & { opened(): Promise<T | undefined> } {
+  let opening: Promise<T> | undefined;
+  const get = () =>
+    (opening ??= open().catch((e: unknown) => {
+      opening = undefined;
       throw e;
     }));
+  return Object.assign(get, { opened: async () => (opening ? await opening.catch(() => undefined) : undefined) });
 }
 
 /** Statements on the connection `opened` gives, opened at the first statement. */
