@@ -59,8 +59,9 @@ export async function replacedTables(
   if (names.length === 0) return out;
   const t = (name: string) => (lake ? `${lake}.${name}` : name);
   const list = names.map(literal).join(', ');
-  // A name no table of which ever ended is the lake nobody dropped a table of: one plain scan says so (the query
-  // below, with its correlated subqueries, cost ~40 ms on a local catalog, at every commit).
+  // A name no table of which ever ended is the lake nobody dropped a table of: one plain scan says so, and the query
+  // below, whose correlated subqueries every commit would pay, runs only on a lake where one was dropped
+  // (docs/performance.md, "A run's fixed cost").
   if ((await ledger.db.query(`SELECT 1 FROM ${t('ducklake_table')} WHERE end_snapshot IS NOT NULL AND table_name IN (${list}) LIMIT 1`)).length === 0)
     return out;
   const rows = await ledger.db.query(
