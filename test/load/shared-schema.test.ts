@@ -29,6 +29,49 @@ const job = lakes.job;
 const lakeOf = (name: string) =>
   lakes.copyOfBuilt('first', async (lake) => expect((await runJob(job(lake, 1), { simulator: lakes.sim })).status).toBe('complete'), name);
 
+type Refusal = { code?: string; message: string; hint?: string } | undefined;
+
+/** The error a run of the first `count` addresses into `lake` ends with (undefined: it completed). */
+const refusal = (lake: string, count: number): Promise<Refusal> =>
+  runJob(job(lake, count), { simulator: lakes.sim }).then(
+    () => undefined,
+    (e: unknown) => e as NonNullable<Refusal>,
+  );
+
+/**
+ * A run of three addresses planned and started with the lake as it is, `statements` run by the reference while it
+ * stages its first window: the error it ends with, and the snapshot the change made.
+ */
+async function changedWhileStaging(lake: string, statements: string[]): Promise<{ error: Refusal; at: number | undefined }> {
+  let at: number | undefined;
+  onTestHook(async (step) => {
+    if (step !== 'stage-write' || at !== undefined) return;
+    await withRef(lake, statements);
+    at = await snapshotOf(lake);
+  });
+  try {
+    return { error: await refusal(lake, 3), at };
+  } finally {
+    onTestHook();
+  }
+}
+
+/**
+ * The five statements a refusal's hint gives (after "(USE <lake>): "), run by the reference; then the first address's
+ * run, which completes and leaves every row `before` had, each as it was.
+ */
+async function fixedByHint(lake: string, error: Refusal, before: Map<string, string>) {
+  const statements = error!.hint!.replace(/^.*\(USE <lake>\): /, '').split('; ');
+  expect(statements).toHaveLength(5);
+  await withRef(lake, ['USE lake', ...statements]);
+  const report = await runJob(job(lake, 1), { simulator: lakes.sim });
+  expect(report.status).toBe('complete');
+  const after = byKey(await refRows(lake));
+  expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
+  for (const [key, row] of before) expect(after.get(key), key).toBe(row);
+  return report;
+}
+
 describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a table chainlake writes (single machine)', () => {
   it("keeps a column it added: its values survive the next commit (rows fetched again too) and compact; chainlake's new rows read NULL", async () => {
     const lake = await lakeOf('add');
@@ -112,10 +155,7 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     const table = c.change.includes('table renamed') ? 'txs' : 'transactions';
     const before = await refRows(lake, table);
 
-    const error = await runJob(job(lake, 3), { simulator: lakes.sim }).then(
-      () => undefined,
-      (e: unknown) => e as { code?: string; message: string; hint?: string },
-    );
+    const error = await refusal(lake, 3);
     expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
     expect(error?.message).toMatch(c.says);
     if (c.undo) expect(error?.hint).toMatch(c.undo);
@@ -141,20 +181,10 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     const lake = await lakeOf('late-recreate');
     const before = byKey(await refRows(lake));
     const marked = await marksOf(lake);
-    let recreated: number | undefined;
-    onTestHook(async (step) => {
-      if (step !== 'stage-write' || recreated !== undefined) return;
-      await withRef(lake, [
-        'CREATE OR REPLACE TABLE lake.transactions AS SELECT * FROM lake.transactions WHERE false',
-        'ALTER TABLE lake.transactions SET PARTITIONED BY (network, block_date)',
-      ]);
-      recreated = await snapshotOf(lake);
-    });
-    const error = await runJob(job(lake, 3), { simulator: lakes.sim }).then(
-      () => undefined,
-      (e: unknown) => e as { code?: string; message: string },
-    );
-    onTestHook();
+    const { error, at: recreated } = await changedWhileStaging(lake, [
+      'CREATE OR REPLACE TABLE lake.transactions AS SELECT * FROM lake.transactions WHERE false',
+      'ALTER TABLE lake.transactions SET PARTITIONED BY (network, block_date)',
+    ]);
     expect(recreated).toBeDefined();
     expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
     expect(error?.message).toMatch(
@@ -178,10 +208,7 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     const before = byKey(await refRows(lake));
     await withRef(lake, ['CREATE OR REPLACE TABLE lake.transactions AS SELECT * FROM lake.transactions']);
     const at = await snapshotOf(lake);
-    const error = await runJob(job(lake, 1), { simulator: lakes.sim }).then(
-      () => undefined,
-      (e: unknown) => e as { code?: string; message: string; hint?: string },
-    );
+    const error = await refusal(lake, 1);
     expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
     expect(error?.message).toMatch(
       new RegExp(
@@ -192,15 +219,8 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     expect(await snapshotOf(lake)).toBe(at);
     expect(await queryCatalog(lake, `SELECT count(*) AS n FROM runs`)).toEqual([{ n: 1n }]);
     expect((await marksOf(lake))[0]).toMatchObject({ n: 1n });
-    const statements = error!.hint!.replace(/^.*\(USE <lake>\): /, '').split('; ');
-    expect(statements).toHaveLength(5);
-    await withRef(lake, ['USE lake', ...statements]);
-    const report = await runJob(job(lake, 1), { simulator: lakes.sim });
-    expect(report.status).toBe('complete');
+    const report = await fixedByHint(lake, error, before);
     expect(report.voided?.map((v) => v.dataset)).toEqual(['transactions']);
-    const after = byKey(await refRows(lake));
-    expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
-    for (const [key, row] of before) expect(after.get(key), key).toBe(row);
   });
 
   it('a table created again with a declared column of another type is refused before any request, naming the table, the column, the snapshots and the statements that make it again with the declared types; after them the run loads into it', async () => {
@@ -211,10 +231,7 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
       'ALTER TABLE lake.transactions SET PARTITIONED BY (network, block_date)',
     ]);
     const at = await snapshotOf(lake);
-    const error = await runJob(job(lake, 1), { simulator: lakes.sim }).then(
-      () => undefined,
-      (e: unknown) => e as { code?: string; message: string; hint?: string },
-    );
+    const error = await refusal(lake, 1);
     expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
     expect(error?.message).toMatch(
       new RegExp(
@@ -223,13 +240,7 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     );
     expect(await snapshotOf(lake)).toBe(at);
     expect(await queryCatalog(lake, `SELECT count(*) AS n FROM runs`)).toEqual([{ n: 1n }]);
-    const statements = error!.hint!.replace(/^.*\(USE <lake>\): /, '').split('; ');
-    expect(statements).toHaveLength(5);
-    await withRef(lake, ['USE lake', ...statements]);
-    expect((await runJob(job(lake, 1), { simulator: lakes.sim })).status).toBe('complete');
-    const after = byKey(await refRows(lake));
-    expect([...after.keys()].sort()).toEqual([...before.keys()].sort());
-    for (const [key, row] of before) expect(after.get(key), key).toBe(row);
+    await fixedByHint(lake, error, before);
   });
 
   it('a table another writer drops while a run fetches is refused at the commit, nothing written; the next run voids the claims and fetches it whole', async () => {
@@ -237,18 +248,8 @@ describe.skipIf(!HAS_REF)('another DuckLake writer changes the columns of a tabl
     const before = byKey(await refRows(lake));
     const marks = () => marksOf(lake);
     const marked = await marks();
-    let dropped: number | undefined;
     // Planned and started with the table there; dropped by the reference while the run stages its first window.
-    onTestHook(async (step) => {
-      if (step !== 'stage-write' || dropped !== undefined) return;
-      await withRef(lake, ['DROP TABLE lake.transactions']);
-      dropped = await snapshotOf(lake);
-    });
-    const error = await runJob(job(lake, 3), { simulator: lakes.sim }).then(
-      () => undefined,
-      (e: unknown) => e as { code?: string; message: string },
-    );
-    onTestHook();
+    const { error, at: dropped } = await changedWhileStaging(lake, ['DROP TABLE lake.transactions']);
     expect(dropped).toBeDefined();
     expect(error?.code).toBe('CHAINLAKE_SCHEMA_CHANGED');
     expect(error?.message).toMatch(/the lake's table transactions was dropped by another DuckLake writer \(snapshot \d+\) and no run has planned it since/);
